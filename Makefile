@@ -1,0 +1,21 @@
+# The two commands a newcomer needs: `make demo` and `make test` (see README.md).
+PY ?= python3
+
+.PHONY: install install-test demo test lint
+
+install:
+	$(PY) -m pip install -q -e .
+
+install-test:
+	bash scripts/system-deps.sh
+	$(PY) -m pip install -q -e '.[test]'
+
+demo: install
+	qrelkit demo
+
+test: install-test
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q
+
+lint:
+	$(PY) -m ruff check .

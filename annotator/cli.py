@@ -1,0 +1,51 @@
+"""The `qrelkit` command: one argparse tree; each command group lives in its own cli_* module."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from eval_core.errors import InputError
+
+# Modules that each expose `register(subparsers)`; a missing module means that group is not built yet.
+COMMAND_MODULES = (
+    "annotator.cli_eval",
+    "annotator.cli_compare",
+    "annotator.cli_agreement",
+    "annotator.cli_store",
+    "annotator.cli_release",
+    "annotator.cli_app",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Assemble the parser from every command module so `qrelkit --help` lists them all."""
+    parser = argparse.ArgumentParser(
+        prog="qrelkit",
+        description="Golden sets for retrieval evaluation: judge, agree, release, evaluate.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; bad input exits 2 with `path:line: problem`, a failed gate exits 1."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except InputError as exc:
+        print(f"qrelkit: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

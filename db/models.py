@@ -1,0 +1,261 @@
+"""The golden-set schema: SQLModel tables with the CHECK and UNIQUE constraints the database enforces."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, CheckConstraint, Column, DateTime, Index, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    """Timezone-aware UTC now: every timestamp in the store is UTC."""
+    return datetime.now(UTC)
+
+
+def _ts(**kw: Any) -> Any:
+    """A timezone-aware timestamp column defaulting to now."""
+    return Field(default_factory=utcnow, sa_type=DateTime(timezone=True), **kw)
+
+
+class User(SQLModel, table=True):
+    """A person: annotators grade, leads set up, adjudicate and release. No password ⇒ cannot log in."""
+
+    __tablename__ = "users"
+    __table_args__ = (CheckConstraint("role IN ('annotator', 'lead')", name="ck_users_role"),)
+    id: int | None = Field(default=None, primary_key=True)
+    username: str = Field(max_length=200, unique=True, index=True)
+    role: str = Field(max_length=20)
+    password_hash: str | None = Field(default=None, max_length=400)
+    active: bool = True
+    created_at: datetime = _ts()
+
+
+class Project(SQLModel, table=True):
+    """A golden-set project: its grading scale, overlap policy and agreement threshold."""
+
+    __tablename__ = "projects"
+    __table_args__ = (
+        CheckConstraint("scale_min >= 0 AND scale_max > scale_min AND scale_max <= 100", name="ck_projects_scale"),
+        CheckConstraint("overlap >= 1", name="ck_projects_overlap"),
+        CheckConstraint("overlap_fraction > 0 AND overlap_fraction <= 1", name="ck_projects_fraction"),
+        CheckConstraint("agreement_threshold >= -1 AND agreement_threshold <= 1", name="ck_projects_threshold"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=200, unique=True, index=True)
+    scale_min: int = 0
+    scale_max: int = 3
+    overlap: int = 2
+    overlap_fraction: float = 1.0
+    agreement_threshold: float = 0.6
+    created_at: datetime = _ts()
+
+
+class Guideline(SQLModel, table=True):
+    """One version of a project's grading guideline; judgments are stamped with the version in force."""
+
+    __tablename__ = "guidelines"
+    __table_args__ = (
+        UniqueConstraint("project_id", "version", name="uq_guidelines_version"),
+        CheckConstraint("version >= 1", name="ck_guidelines_version"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="projects.id", index=True)
+    version: int
+    text: str = Field(sa_type=Text)
+    content_hash: str = Field(max_length=64)
+    created_by_id: int | None = Field(default=None, foreign_key="users.id")
+    created_at: datetime = _ts()
+
+
+class Query(SQLModel, table=True):
+    """A golden query, known by its external id within the project."""
+
+    __tablename__ = "queries"
+    __table_args__ = (UniqueConstraint("project_id", "external_id", name="uq_queries_external"),)
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="projects.id", index=True)
+    external_id: str = Field(max_length=500)
+    text: str = Field(sa_type=Text)
+    category: str | None = Field(default=None, max_length=200)
+
+
+class Fragment(SQLModel, table=True):
+    """A corpus fragment (chunk) that can be judged against queries."""
+
+    __tablename__ = "fragments"
+    __table_args__ = (
+        UniqueConstraint("project_id", "external_id", name="uq_fragments_external"),
+        Index("ix_fragments_hash", "project_id", "content_hash"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="projects.id", index=True)
+    external_id: str = Field(max_length=500)
+    doc_id: str | None = Field(default=None, max_length=500)
+    title: str | None = Field(default=None, sa_type=Text)
+    text: str = Field(sa_type=Text)
+    content_hash: str = Field(max_length=64)
+    meta: dict | None = Field(default=None, sa_type=JSON)
+
+
+class Pair(SQLModel, table=True):
+    """A query × fragment to judge, with where the pool found it (runs / bm25) and its best rank."""
+
+    __tablename__ = "pairs"
+    __table_args__ = (
+        UniqueConstraint("query_id", "fragment_id", name="uq_pairs_query_fragment"),
+        CheckConstraint("best_rank IS NULL OR best_rank >= 1", name="ck_pairs_rank"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="projects.id", index=True)
+    query_id: int = Field(foreign_key="queries.id", index=True)
+    fragment_id: int = Field(foreign_key="fragments.id", index=True)
+    sources: list | None = Field(default=None, sa_type=JSON)
+    best_rank: int | None = None
+    created_at: datetime = _ts()
+
+
+class Assignment(SQLModel, table=True):
+    """A pair given to one annotator; `position` fixes the order they see pairs in (grouped by query)."""
+
+    __tablename__ = "assignments"
+    __table_args__ = (
+        UniqueConstraint("pair_id", "user_id", name="uq_assignments_pair_user"),
+        Index("ix_assignments_queue", "project_id", "user_id", "position"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="projects.id")
+    pair_id: int = Field(foreign_key="pairs.id", index=True)
+    user_id: int = Field(foreign_key="users.id")
+    position: int
+    created_at: datetime = _ts()
+
+
+class Judgment(SQLModel, table=True):
+    """One annotator's current grade for a pair (NULL grade = can't judge, with a reason)."""
+
+    __tablename__ = "judgments"
+    __table_args__ = (
+        UniqueConstraint("pair_id", "user_id", name="uq_judgments_pair_user"),
+        CheckConstraint("grade IS NULL OR (grade >= 0 AND grade <= 100)", name="ck_judgments_grade"),
+        CheckConstraint("seconds_spent IS NULL OR seconds_spent >= 0", name="ck_judgments_seconds"),
+        CheckConstraint("revision >= 1", name="ck_judgments_revision"),
+        Index("ix_judgments_project_user", "project_id", "user_id"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="projects.id")
+    pair_id: int = Field(foreign_key="pairs.id", index=True)
+    user_id: int = Field(foreign_key="users.id")
+    grade: int | None = None
+    cant_judge_reason: str | None = Field(default=None, sa_type=Text)
+    note: str | None = Field(default=None, sa_type=Text)
+    guideline_id: int | None = Field(default=None, foreign_key="guidelines.id")
+    seconds_spent: float | None = None
+    revision: int = 1
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
+
+
+class JudgmentHistory(SQLModel, table=True):
+    """Every change to a judgment, old → new, who and when; rows are never updated or deleted."""
+
+    __tablename__ = "judgment_history"
+    __table_args__ = (
+        CheckConstraint("action IN ('create', 'update', 'undo', 'import')", name="ck_history_action"),
+        Index("ix_history_pair_user", "pair_id", "user_id"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="projects.id", index=True)
+    pair_id: int = Field(foreign_key="pairs.id")
+    user_id: int = Field(foreign_key="users.id")
+    action: str = Field(max_length=10)
+    old_grade: int | None = None
+    new_grade: int | None = None
+    old_note: str | None = Field(default=None, sa_type=Text)
+    new_note: str | None = Field(default=None, sa_type=Text)
+    old_cant_judge_reason: str | None = Field(default=None, sa_type=Text)
+    new_cant_judge_reason: str | None = Field(default=None, sa_type=Text)
+    guideline_id: int | None = Field(default=None, foreign_key="guidelines.id")
+    changed_by_id: int | None = Field(default=None, foreign_key="users.id")
+    changed_at: datetime = _ts()
+
+
+class Adjudication(SQLModel, table=True):
+    """A lead's final grade for a pair; append-only, the latest row per pair is in force."""
+
+    __tablename__ = "adjudications"
+    __table_args__ = (CheckConstraint("grade >= 0 AND grade <= 100", name="ck_adjudications_grade"),)
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="projects.id", index=True)
+    pair_id: int = Field(foreign_key="pairs.id", index=True)
+    grade: int
+    reason: str = Field(sa_type=Text)
+    user_id: int = Field(foreign_key="users.id")
+    created_at: datetime = _ts()
+
+
+class Release(SQLModel, table=True):
+    """An immutable, versioned golden set: its files are stored inline so they never change."""
+
+    __tablename__ = "releases"
+    __table_args__ = (
+        UniqueConstraint("project_id", "version", name="uq_releases_version"),
+        CheckConstraint("version >= 1", name="ck_releases_version"),
+        CheckConstraint("rule IN ('median', 'majority', 'mean', 'min')", name="ck_releases_rule"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="projects.id", index=True)
+    version: int
+    rule: str = Field(max_length=20)
+    min_grades: int = 1
+    content_hash: str = Field(max_length=64)
+    card: dict = Field(default_factory=dict, sa_type=JSON)
+    qrels_trec: str = Field(sa_type=Text)
+    judgments_jsonl: str = Field(sa_type=Text)
+    created_by_id: int | None = Field(default=None, foreign_key="users.id")
+    created_at: datetime = _ts()
+
+
+class Run(SQLModel, table=True):
+    """A retrieval run imported into the project (used for pooling and tracked evaluations)."""
+
+    __tablename__ = "runs"
+    __table_args__ = (UniqueConstraint("project_id", "name", name="uq_runs_name"),)
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="projects.id", index=True)
+    name: str = Field(max_length=200)
+    content_hash: str = Field(max_length=64)
+    n_lines: int = 0
+    created_at: datetime = _ts()
+
+
+class RunEntry(SQLModel, table=True):
+    """One ranked line of a run, in trec_eval order (rank recomputed from score, ties by docid)."""
+
+    __tablename__ = "run_entries"
+    __table_args__ = (
+        Index("ix_run_entries_rank", "run_id", "query_id", "rank"),
+        CheckConstraint("rank >= 1", name="ck_run_entries_rank"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="runs.id")
+    query_id: int = Field(foreign_key="queries.id")
+    doc_external_id: str = Field(max_length=500)
+    fragment_id: int | None = Field(default=None, foreign_key="fragments.id")
+    rank: int
+    score: float
+
+
+class Evaluation(SQLModel, table=True):
+    """A run scored against a release, kept for trend charts and release diffs."""
+
+    __tablename__ = "evaluations"
+    __table_args__ = (UniqueConstraint("run_id", "release_id", name="uq_evaluations_run_release"),)
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="runs.id", index=True)
+    release_id: int = Field(foreign_key="releases.id", index=True)
+    means: dict = Field(default_factory=dict, sa_type=JSON)
+    per_query: dict | None = Field(default=None, sa_type=JSON)
+    warnings: list | None = Field(default=None, sa_type=JSON)
+    created_at: datetime = _ts()

@@ -1,0 +1,128 @@
+"""Line-numbered JSONL/CSV record readers shared by every importer (qrels, judgments, queries…)."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from eval_core.errors import InputError
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+
+
+def open_binary(path: str | Path) -> BinaryIO:
+    """Open a file for reading, looking through gzip compression by its magic bytes."""
+    try:
+        fh = Path(path).open("rb")
+    except OSError as exc:
+        raise InputError(str(path), None, f"cannot open: {exc.strerror or exc}") from None
+    if fh.peek(2)[:2] == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=fh)  # type: ignore[return-value]
+    return fh
+
+
+def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """Yield (line number, text without newline), naming the exact line that is not UTF-8 or too long."""
+    label = str(path)
+    lineno = 0
+    with open_binary(path) as fh:
+        while True:
+            try:
+                raw = fh.readline(MAX_LINE_BYTES + 1)
+            except (OSError, EOFError) as exc:
+                raise InputError(label, lineno + 1, f"cannot read: {exc}") from None
+            if not raw:
+                return
+            lineno += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raise InputError(label, lineno, f"line longer than {MAX_LINE_BYTES} bytes")
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(label, lineno, f"not valid UTF-8 (byte {exc.start + 1}: {exc.reason})") from None
+            if lineno == 1:
+                text = text.removeprefix("\ufeff")
+            yield lineno, text.rstrip("\r\n")
+
+
+def record_format(path: str | Path) -> str:
+    """'jsonl', 'csv' or 'tsv' from the file name (a .gz suffix is looked through)."""
+    name = Path(path).name.lower().removesuffix(".gz")
+    if name.endswith((".jsonl", ".ndjson", ".json")):
+        return "jsonl"
+    if name.endswith(".csv"):
+        return "csv"
+    if name.endswith(".tsv"):
+        return "tsv"
+    raise InputError(str(path), None, "unknown record format: expected .jsonl, .csv or .tsv (optionally .gz)")
+
+
+def iter_records(path: str | Path, required: tuple[str, ...] = ()) -> Iterator[tuple[int, dict]]:
+    """Yield (line number, record) from JSONL, CSV or TSV with a header; reject empty files and missing fields."""
+    fmt = record_format(path)
+    records = _iter_jsonl(path, required) if fmt == "jsonl" else _iter_delimited(path, required, fmt)
+    seen_any = False
+    for item in records:
+        seen_any = True
+        yield item
+    if not seen_any:
+        raise InputError(str(path), None, "empty file: no records")
+
+
+def _iter_jsonl(path: str | Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict]]:
+    label = str(path)
+    for lineno, line in iter_lines(path):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(label, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        if not isinstance(rec, dict):
+            raise InputError(label, lineno, "expected a JSON object")
+        missing = [c for c in required if c not in rec]
+        if missing:
+            raise InputError(label, lineno, f"missing field(s): {', '.join(missing)}")
+        yield lineno, rec
+
+
+def _iter_delimited(path: str | Path, required: tuple[str, ...], fmt: str) -> Iterator[tuple[int, dict]]:
+    """CSV/TSV rows keyed by the header; quoted fields may span lines, errors name the row's first line."""
+    label = str(path)
+    starts: list[int] = []
+
+    def feed() -> Iterator[str]:
+        for lineno, text in iter_lines(path):
+            starts.append(lineno)
+            yield text + "\n"
+
+    reader = csv.reader(feed(), delimiter="\t" if fmt == "tsv" else ",")
+    header: list[str] | None = None
+    consumed = 0
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise InputError(label, starts[consumed] if consumed < len(starts) else None,
+                             f"malformed CSV: {exc}") from None
+        lineno = starts[consumed]
+        consumed = len(starts)
+        if not row or not any(cell.strip() for cell in row):
+            continue
+        if header is None:
+            header = [h.strip() for h in row]
+            missing = [c for c in required if c not in header]
+            if missing:
+                raise InputError(label, lineno, f"header lacks column(s): {', '.join(missing)}")
+            continue
+        if len(row) != len(header):
+            raise InputError(label, lineno, f"expected {len(header)} fields ({', '.join(header)}), found {len(row)}")
+        yield lineno, dict(zip(header, row, strict=True))
