@@ -1,9 +1,197 @@
-"""CLI commands (placeholder registration until this group is built)."""
+"""`qrelkit agreement` (is the guideline understood?) and `qrelkit consensus` (one label per pair)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from eval_core.agreement import agreement_report
+from eval_core.consensus import RULES, consensus
+from eval_core.errors import InputError
+from eval_core.formats import write_qrels
+from eval_core.judgments import parse_grade, parse_scale, read_judgments
+from eval_core.records import iter_records
+
+
+def _scale(text: str) -> tuple[int, int]:
+    try:
+        return parse_scale(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add this group's commands to the `qrelkit` parser."""
+    """Add `agreement` and `consensus` to the `qrelkit` parser."""
+    p = subparsers.add_parser("agreement", help="inter-annotator agreement (κ, α, AC1/AC2) with bootstrap CIs",
+                              description="Agreement of a judgments file (JSONL/CSV with query_id, fragment_id, "
+                                          "annotator, grade; empty grade = can't judge).")
+    p.add_argument("judgments", metavar="JUDGMENTS")
+    p.add_argument("--scale", type=_scale, default=(0, 3), help="grading scale low-high (default 0-3)")
+    p.add_argument("--level", choices=["ordinal", "nominal", "interval"], default="ordinal",
+                   help="level of Krippendorff's α used for the verdict (default ordinal)")
+    p.add_argument("--threshold", type=float, default=0.6, help="α below this marks the guideline ambiguous")
+    p.add_argument("--by", choices=["query", "category", "guideline"], help="α per query, category or guideline")
+    p.add_argument("--bootstrap", type=int, default=1000, help="query-clustered bootstrap replicates (0: no CIs)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (same seed, same CIs)")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.add_argument("--keep", choices=["error", "latest"], default="error",
+                   help="duplicate (pair, annotator) records: error (default) or keep the latest")
+    p.set_defaults(func=run_agreement)
+
+    c = subparsers.add_parser("consensus", help="one graded label per pair: qrels with provenance",
+                              description="Turn several grades per (query, fragment) into graded qrels.")
+    c.add_argument("judgments", metavar="JUDGMENTS")
+    c.add_argument("--rule", choices=RULES, default="median",
+                   help="median (lower on ties), majority (ties → lower), mean (half up) or min")
+    c.add_argument("--adjudications", metavar="FILE", help="lead decisions (query_id, fragment_id, grade); they win")
+    c.add_argument("--min-grades", type=int, default=1, help="leave out pairs with fewer real grades (default 1)")
+    c.add_argument("-o", "--output", required=True, metavar="OUT")
+    c.add_argument("--format", choices=["trec", "beir", "jsonl"], default="trec")
+    c.add_argument("--scale", type=_scale, default=(0, 3))
+    c.add_argument("--keep", choices=["error", "latest"], default="error")
+    c.set_defaults(func=run_consensus)
+
+
+def run_agreement(args: argparse.Namespace) -> int:
+    """Print the report as a table a lead can read, or as the issue-3 JSON."""
+    frame = read_judgments(args.judgments, args.scale, keep=args.keep, progress=True)
+    try:
+        report = agreement_report(frame, scale=args.scale, level=args.level, threshold=args.threshold,
+                                  by=args.by, bootstrap=args.bootstrap, seed=args.seed, progress=True)
+    except ValueError as exc:
+        raise InputError(args.judgments, None, str(exc)) from None
+    if args.format == "json":
+        json.dump(report, sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_table(report))
+    return 0
+
+
+def _c(c: dict) -> str:
+    if c["value"] is None:
+        return c["status"]
+    ci = f"  [{c['ci'][0]:.3f}, {c['ci'][1]:.3f}]" if c["ci"] else ""
+    return f"{c['value']:.3f}{ci}"
+
+
+def format_table(report: dict) -> str:
+    """Plain-text report: chance-corrected coefficients beside raw agreement and prevalence (kappa paradox)."""
+    boot = report["bootstrap"]
+    lines = [
+        f"{report['n_units']} pairs, {report['n_queries']} queries, {report['n_annotators']} annotators, "
+        f"{report['n_grades']} grades ({report['n_cant_judge']} can't judge), "
+        f"{report['n_pairable_units']} pairs with ≥ 2 grades; scale {report['scale'][0]}-{report['scale'][1]}",
+        f"CIs: {boot['confidence']:.0%} percentile, {boot['replicates']} replicates resampling queries, "
+        f"seed {boot['seed']}" if boot["replicates"] else "CIs: none (no bootstrap)",
+        "",
+        "grade prevalence  " + "  ".join(f"{g}: {s:.1%}" if s is not None else f"{g}: -"
+                                         for g, s in report["prevalence"].items()),
+        "raw agreement     " + (f"{report['raw_agreement']:.3f}" if report["raw_agreement"] is not None
+                                else "undefined"),
+    ]
+    rows = [(f"Krippendorff α {lv}" + (" *" if lv == report["level"] else ""), c)
+            for lv, c in report["alpha"].items()]
+    rows += [("Fleiss κ", report["fleiss_kappa"]), ("Gwet AC1", report["ac1"]),
+             ("Gwet AC2 linear", report["ac2"]["linear"]), ("Gwet AC2 quadratic", report["ac2"]["quadratic"])]
+    rows += [(f"α at cut ≥ {label}", c) for label, c in report["cuts"].items()]
+    lines += [f"{name:<26}{_c(c)}" for name, c in rows]
+    lines += ["", "Cohen's κ per annotator pair (on pairs both graded):",
+              f"  {'a':<12}{'b':<12}{'n':>6}  {'unweighted':<28}{'linear':<28}quadratic"]
+    for k in report["kappa"]:
+        lines.append(f"  {k['a']:<12}{k['b']:<12}{k['n']:>6}  {_c(k['unweighted']):<28}{_c(k['linear']):<28}"
+                     f"{_c(k['quadratic'])}")
+    diag = report["diagnostics"]
+    lines += ["", f"{report['level']} α without each annotator (Δ vs all):"]
+    lines += [f"  {r['annotator']:<16}{_c(r['alpha']):<30}" + (f"Δ {r['delta']:+.3f}" if r["delta"] is not None
+                                                              else "") for r in diag["leave_one_out"]]
+    lines += ["", "grade bias (mean grade − mean of the others on the same pairs):"]
+    lines += [f"  {r['annotator']:<16}{r['bias']:+.3f}  (n {r['n_shared']}, mean {r['mean_grade']:.2f} vs "
+              f"{r['others_mean']:.2f})" for r in diag["bias"]]
+    for title, groups in (("by " + diag["by"]["field"], diag["by"]["groups"]) if "by" in diag else (None, None),
+                          ("by guideline version", diag.get("guidelines"))):
+        if groups:
+            lines += ["", f"{report['level']} α {title} (lowest first):"]
+            lines += [f"  {g['group']:<24}{_c(g['alpha']):<30}({g['n_pairable']} pairs with ≥ 2 grades)"
+                      for g in groups[:20]]
+            if len(groups) > 20:
+                lines.append(f"  … {len(groups) - 20} more (--format json lists all)")
+    if diag["disputed_pairs"]:
+        lines += ["", "most disputed pairs:"]
+        for d in diag["disputed_pairs"]:
+            grades = ", ".join(f"{a}={'?' if g is None else g}" for a, g in d["grades"].items())
+            notes = "; ".join(f"{a}: {n}" for a, n in d.get("notes", {}).items())
+            lines.append(f"  {d['query_id']} / {d['fragment_id']}  spread {d['spread']}: {grades}"
+                         + (f"  — {notes}" if notes else ""))
+    verdict = report["assessment"]
+    lines += ["", f"verdict (threshold {verdict['threshold']:g}): {verdict['verdict'].upper()}"]
+    lines += [f"  - {reason}" for reason in verdict["reasons"]]
+    return "\n".join(lines) + "\n"
+
+
+def read_adjudications(path: str, scale: tuple[int, int]) -> pd.DataFrame:
+    """Lead decisions from JSONL/CSV; each needs an integer grade on the scale and one decision per pair."""
+    rows, seen = [], {}
+    for lineno, rec in iter_records(path, required=("query_id", "fragment_id", "grade")):
+        try:
+            grade = parse_grade(rec["grade"], scale)
+        except ValueError as exc:
+            raise InputError(path, lineno, str(exc)) from None
+        if grade is None:
+            raise InputError(path, lineno, "an adjudication needs a grade (can't judge is not a decision)")
+        key = (str(rec["query_id"]).strip(), str(rec["fragment_id"]).strip())
+        if not all(key):
+            raise InputError(path, lineno, "query_id and fragment_id must be non-empty")
+        if key in seen:
+            raise InputError(path, lineno, f"second adjudication of {key} (first at line {seen[key]})")
+        seen[key] = lineno
+        rows.append({"query_id": key[0], "fragment_id": key[1], "grade": grade})
+    return pd.DataFrame(rows, columns=["query_id", "fragment_id", "grade"])
+
+
+def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str) -> None:
+    """TREC / BEIR through the shared qrels writer; JSONL here, since it carries every grade and the rule."""
+    if fmt in ("trec", "beir"):
+        frame = pd.DataFrame({"query_id": qrels["query_id"], "doc_id": qrels["fragment_id"], "grade": qrels["grade"]})
+        write_qrels(frame, path, fmt=fmt)
+        return
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            for row in qrels.itertuples(index=False):
+                fh.write(json.dumps({"query_id": row.query_id, "fragment_id": row.fragment_id,
+                                     "grade": int(row.grade), "n_grades": int(row.n_grades), "grades": row.grades,
+                                     "rule": row.rule, "adjudicated": bool(row.adjudicated)},
+                                    ensure_ascii=False) + "\n")
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run_consensus(args: argparse.Namespace) -> int:
+    """Apply the rule and write the qrels; a summary goes to stderr."""
+    frame = read_judgments(args.judgments, args.scale, keep=args.keep, progress=True)
+    adjudications = read_adjudications(args.adjudications, args.scale) if args.adjudications else None
+    if args.format == "trec":
+        for column in ("query_id", "fragment_id"):
+            spaced = frame[column].str.contains(r"\s", regex=True)
+            if spaced.any():
+                raise InputError(args.judgments, None, f"{column} {frame[column][spaced].iloc[0]!r} contains "
+                                                       "whitespace: TREC qrels cannot hold it (use --format jsonl)")
+    try:
+        qrels = consensus(frame, rule=args.rule, adjudications=adjudications, min_grades=args.min_grades,
+                          scale=args.scale)
+    except ValueError as exc:
+        raise InputError(args.adjudications or args.judgments, None, str(exc)) from None
+    write_consensus(qrels, args.output, args.format)
+    print(f"qrelkit: {len(qrels)} labelled pairs ({int(qrels['adjudicated'].sum())} adjudicated) by rule "
+          f"{args.rule} → {args.output}", file=sys.stderr)
+    return 0

@@ -1,9 +1,149 @@
-"""CLI commands (placeholder registration until this group is built)."""
+"""`qrelkit eval`: score runs against a golden set from the shell, and gate CI on the means."""
 
 from __future__ import annotations
 
 import argparse
+import csv
+import json
+import math
+import sys
+from pathlib import Path
+
+from tqdm import tqdm
+
+from eval_core import evaluate
+from eval_core.evaluate import Evaluation
+from eval_core.formats import load_qrels, read_categories
+from eval_core.metrics import DEFAULT_K, DEFAULT_METRICS, parse_metrics
+
+PROGRESS_BYTES = 32 * 1024 * 1024
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add this group's commands to the `qrelkit` parser."""
+    """Add `qrelkit eval` to the `qrelkit` parser."""
+    p = subparsers.add_parser(
+        "eval", help="evaluate runs against qrels (trec_eval semantics)",
+        description="Evaluate one or more runs against qrels. Queries in the qrels but missing from a run "
+                    "score 0 (trec_eval -c); run-only queries are ignored; both are reported as warnings.",
+    )
+    p.add_argument("qrels", help="qrels: TREC, BEIR TSV, JSONL or CSV (gzip fine)")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="runs: TREC, JSONL or CSV (gzip fine)")
+    p.add_argument("--metrics", action="append", metavar="LIST",
+                   help="comma-separated metric names, e.g. P@k,ndcg@10,map,rbp@0.8,ndcg@k_condensed "
+                        "(default: P, P_ceiling, recall, success, F1, ndcg, ndcg_exp, map, mrr, judged at "
+                        "every --k, plus map mrr rprec ndcg recall bpref)")
+    p.add_argument("--k", default=",".join(map(str, DEFAULT_K)), metavar="LIST",
+                   help="cutoffs for metrics given without one (default %(default)s)")
+    p.add_argument("--rel-level", type=int, default=1, metavar="N",
+                   help="grade at which a fragment counts as relevant for binary metrics (default 1)")
+    p.add_argument("--max-grade", type=int, default=3, metavar="N", help="top grade of the scale, for ERR (default 3)")
+    p.add_argument("--per-query", action="store_true", help="also print every query's values")
+    p.add_argument("--categories", metavar="FILE", help="TSV/CSV/JSONL with query_id and category columns")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    p.add_argument("--fail-below", action="append", default=[], metavar="METRIC=VALUE",
+                   help="exit 1 when a run's mean METRIC is below VALUE (repeatable)")
+    p.set_defaults(func=run_eval)
+
+
+def _gates(specs: list[str]) -> list[tuple[str, float]]:
+    """Parse `METRIC=VALUE` gates; a malformed one is a usage error."""
+    gates = []
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        try:
+            threshold = float(value)
+        except ValueError:
+            threshold = math.nan
+        if not sep or not name.strip() or math.isnan(threshold):
+            raise ValueError(f"--fail-below expects METRIC=VALUE, got {spec!r}")
+        gates.append((name.strip(), threshold))
+    return gates
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """Evaluate every run, print the chosen format, then apply the gates (exit 1 if any fails)."""
+    try:
+        k = tuple(int(x) for x in args.k.split(",") if x.strip())
+        if not k or min(k) < 1:
+            raise ValueError
+    except ValueError:
+        print(f"qrelkit eval: error: --k expects positive integers, got {args.k!r}", file=sys.stderr)
+        return 2
+    names = [m for group in args.metrics or [",".join(DEFAULT_METRICS)] for m in group.split(",") if m.strip()]
+    try:
+        gates = _gates(args.fail_below)
+        names += [g for g, _ in gates]  # a gate is computed even when not listed; duplicates collapse
+        gate_names = {g: parse_metrics([g], k)[0].name for g, _ in gates}
+        parse_metrics(names, k)
+    except ValueError as exc:
+        print(f"qrelkit eval: error: {exc}", file=sys.stderr)
+        return 2
+    qrels = load_qrels(args.qrels)
+    categories = None if args.categories is None else read_categories(args.categories)
+    sizes = [Path(r).stat().st_size if Path(r).is_file() else 0 for r in args.runs]
+    results: list[Evaluation] = []
+    bar = tqdm(total=sum(sizes), desc="evaluating", unit="B", unit_scale=True, unit_divisor=1024,
+               file=sys.stderr, disable=sum(sizes) < PROGRESS_BYTES)
+    for run, label, size in zip(args.runs, _labels(args.runs), sizes, strict=True):
+        bar.set_postfix_str(label)
+        start = bar.n
+        results.append(evaluate(qrels, run, metrics=names, k=k, rel_level=args.rel_level,
+                                categories=categories, name=label, max_grade=args.max_grade,
+                                progress=bar.update))
+        bar.update(start + size - bar.n)  # runs read whole (or gzip read ahead) report at the end
+    bar.close()
+    _print(results, args.format, args.per_query)
+    for ev in results:
+        for w in ev.warnings:
+            print(f"qrelkit eval: warning: {ev.name}: {w}", file=sys.stderr)
+    failed = [(ev.name, g, ev.mean[gate_names[g]], t) for ev in results for g, t in gates
+              if ev.mean[gate_names[g]] < t]
+    for name, g, value, t in failed:
+        print(f"qrelkit eval: gate failed: {name}: {g} = {value:.4f} < {t:g}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _labels(runs: list[str]) -> list[str]:
+    """Run names: file names, or full paths when two runs share a file name."""
+    names = [Path(r).name for r in runs]
+    return names if len(set(names)) == len(names) else list(runs)
+
+
+def _print(results: list[Evaluation], fmt: str, per_query: bool) -> None:
+    if fmt == "json":
+        json.dump({"runs": [ev.to_dict(per_query=per_query) for ev in results]}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif fmt == "csv":
+        _print_csv(results, per_query)
+    else:
+        _print_table(results, per_query)
+
+
+def _print_csv(results: list[Evaluation], per_query: bool) -> None:
+    """One row per run and query (`all` for the mean, trec_eval's convention), one column per metric."""
+    metrics = list(results[0].mean)
+    out = csv.writer(sys.stdout, lineterminator="\n")
+    out.writerow(["run", "query_id", *metrics])
+    for ev in results:
+        out.writerow([ev.name, "all", *(f"{ev.mean[m]:.6f}" for m in metrics)])
+        if per_query:
+            for qid, row in ev.per_query.iterrows():
+                out.writerow([ev.name, qid, *(f"{row[m]:.6f}" for m in metrics)])
+
+
+def _print_table(results: list[Evaluation], per_query: bool) -> None:
+    """Metrics down, runs across; per-category and per-query blocks follow when asked for."""
+    metrics = list(results[0].mean)
+    width = max(len(m) for m in metrics) + 2
+    cols = [ev.name for ev in results]
+    colw = [max(len(c), 8) + 2 for c in cols]
+    print("metric".ljust(width) + "".join(c.rjust(w) for c, w in zip(cols, colw, strict=True)))
+    for m in metrics:
+        print(m.ljust(width) + "".join(f"{ev.mean[m]:.4f}".rjust(w) for ev, w in zip(results, colw, strict=True)))
+    for ev in results:
+        if ev.by_category is not None:
+            print(f"\n{ev.name} by category")
+            print(ev.by_category.to_string(float_format=lambda v: f"{v:.4f}"))
+        if per_query:
+            print(f"\n{ev.name} per query")
+            print(ev.per_query.to_string(float_format=lambda v: f"{v:.4f}"))

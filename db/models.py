@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, CheckConstraint, Column, DateTime, Index, Text, UniqueConstraint
+from sqlalchemy import JSON, CheckConstraint, DateTime, Index, Text, TypeDecorator, UniqueConstraint, false
 from sqlmodel import Field, SQLModel
 
 
@@ -14,9 +14,24 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+class UTCDateTime(TypeDecorator):
+    """TIMESTAMP WITH TIME ZONE that reads back as aware UTC on every engine (SQLite drops the zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        return value.astimezone(UTC) if value is not None and value.tzinfo is not None else value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
 def _ts(**kw: Any) -> Any:
     """A timezone-aware timestamp column defaulting to now."""
-    return Field(default_factory=utcnow, sa_type=DateTime(timezone=True), **kw)
+    return Field(default_factory=utcnow, sa_type=UTCDateTime, **kw)
 
 
 class User(SQLModel, table=True):
@@ -117,18 +132,24 @@ class Pair(SQLModel, table=True):
 
 
 class Assignment(SQLModel, table=True):
-    """A pair given to one annotator; `position` fixes the order they see pairs in (grouped by query)."""
+    """A pair given to one annotator; `position` fixes the order they see pairs in (grouped by query).
+
+    `done` mirrors "this annotator has a judgment for this pair" (kept in the judging transaction), so the
+    next pair is one index probe on ix_assignments_todo instead of a scan past every judged pair.
+    """
 
     __tablename__ = "assignments"
     __table_args__ = (
         UniqueConstraint("pair_id", "user_id", name="uq_assignments_pair_user"),
         Index("ix_assignments_queue", "project_id", "user_id", "position"),
+        Index("ix_assignments_todo", "project_id", "user_id", "done", "position", "pair_id"),
     )
     id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="projects.id")
     pair_id: int = Field(foreign_key="pairs.id", index=True)
     user_id: int = Field(foreign_key="users.id")
     position: int
+    done: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
     created_at: datetime = _ts()
 
 
@@ -164,6 +185,7 @@ class JudgmentHistory(SQLModel, table=True):
     __table_args__ = (
         CheckConstraint("action IN ('create', 'update', 'undo', 'import')", name="ck_history_action"),
         Index("ix_history_pair_user", "pair_id", "user_id"),
+        Index("ix_history_project_latest", "project_id", "id"),
     )
     id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="projects.id", index=True)
@@ -185,7 +207,10 @@ class Adjudication(SQLModel, table=True):
     """A lead's final grade for a pair; append-only, the latest row per pair is in force."""
 
     __tablename__ = "adjudications"
-    __table_args__ = (CheckConstraint("grade >= 0 AND grade <= 100", name="ck_adjudications_grade"),)
+    __table_args__ = (
+        CheckConstraint("grade >= 0 AND grade <= 100", name="ck_adjudications_grade"),
+        Index("ix_adjudications_project_latest", "project_id", "id"),
+    )
     id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="projects.id", index=True)
     pair_id: int = Field(foreign_key="pairs.id", index=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -11,6 +12,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import stats
+from tqdm import tqdm
+
+from eval_core.evaluate import evaluate
+from eval_core.formats import read_qrels
 
 TESTS = ("randomization", "t", "wilcoxon")
 TEST_NAMES = {"randomization": "two-sided paired randomization test", "t": "paired t-test",
@@ -27,7 +32,8 @@ def randomization_test(diff: np.ndarray, n_permutations: int = 10_000, seed: int
     n = d.size
     if n == 0:
         return 1.0
-    observed = abs(d.sum())
+    total = float(d.sum())
+    observed = abs(total)
     tol = UNCHANGED_TOL * max(1.0, float(np.abs(d).sum()))
     rng = np.random.default_rng(seed)
     rows = max(1, _BATCH_CELLS // n)
@@ -35,8 +41,9 @@ def randomization_test(diff: np.ndarray, n_permutations: int = 10_000, seed: int
     done = 0
     while done < n_permutations:
         b = min(rows, n_permutations - done)
-        signs = rng.integers(0, 2, size=(b, n), dtype=np.int8) * 2 - 1
-        hits += int(np.count_nonzero(np.abs(signs @ d) >= observed - tol))
+        # One random bit per query (drawn a byte at a time): kept (+1) or flipped (−1); Σ±d = 2·Σkept − Σd.
+        kept = np.unpackbits(rng.integers(0, 256, size=(b, (n + 7) // 8), dtype=np.uint8), axis=1, count=n)
+        hits += int(np.count_nonzero(np.abs(2.0 * (kept @ d) - total) >= observed - tol))
         done += b
     return (hits + 1) / (n_permutations + 1)
 
@@ -70,7 +77,7 @@ def bootstrap_ci(diff: np.ndarray, n_bootstrap: int = 10_000, confidence: float 
     means = np.empty(n_bootstrap)
     for start in range(0, n_bootstrap, rows):
         b = min(rows, n_bootstrap - start)
-        means[start:start + b] = d[rng.integers(0, n, size=(b, n))].mean(axis=1)
+        means[start:start + b] = d[rng.integers(0, n, size=(b, n), dtype=np.int32)].mean(axis=1)
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(means, [tail, 1.0 - tail])
     return (float(low), float(high))
@@ -111,97 +118,6 @@ def run_names(runs: Sequence[Any] | Mapping[str, Any]) -> list[tuple[str, Any]]:
         seen[name] = seen.get(name, 0) + 1
         named.append((name if seen[name] == 1 else f"{name}#{seen[name]}", run))
     return named
-
-
-@dataclass
-class PairComparison:
-    """One metric, one pair of runs: means, the difference with its CI, the test and the counts."""
-
-    metric: str
-    run_a: str
-    run_b: str
-    mean_a: float
-    mean_b: float
-    diff: float
-    ci_low: float
-    ci_high: float
-    confidence: float
-    test: str
-    p_value: float
-    p_adjusted: float | None
-    alpha: float
-    n_queries: int
-    better: int
-    worse: int
-    unchanged: int
-
-    @property
-    def p_decisive(self) -> float:
-        """The p-value the decision uses: Holm-adjusted when a correction applied."""
-        return self.p_value if self.p_adjusted is None else self.p_adjusted
-
-    @property
-    def significant(self) -> bool:
-        """True when the (corrected) p-value is below alpha."""
-        return self.p_decisive < self.alpha
-
-    def sentence(self) -> str:
-        """The result as a person would say it, honest when the difference is not significant."""
-        conf = f"{round(self.confidence * 100):d}% CI"
-        p_text = format_p(self.p_value)
-        if self.p_adjusted is not None:
-            p_text += f", Holm-adjusted {format_p(self.p_adjusted).removeprefix('p ')}"
-        if not self.significant:
-            changed = self.better + self.worse
-            return (f"No significant difference between {self.run_b} and {self.run_a} on {self.metric}: "
-                    f"{self.run_b} − {self.run_a} = {self.diff:+.3f} ({conf} [{self.ci_low:.3f}, "
-                    f"{self.ci_high:.3f}], {p_text}; {self.better} queries better, {self.worse} worse, "
-                    f"{self.unchanged} unchanged). Only {changed} of {self.n_queries} queries changed; "
-                    f"at alpha = {self.alpha:g} this difference cannot be told apart from noise.")
-        if self.diff >= 0:
-            win, lose, diff, low, high, better, worse = (self.run_b, self.run_a, self.diff, self.ci_low,
-                                                         self.ci_high, self.better, self.worse)
-        else:
-            win, lose, diff, low, high, better, worse = (self.run_a, self.run_b, -self.diff, -self.ci_high,
-                                                         -self.ci_low, self.worse, self.better)
-        tail = f", {self.unchanged} unchanged" if self.unchanged else ""
-        return (f"{win} beats {lose} on {self.metric} by {diff:+.3f} ({conf} [{low:.3f}, {high:.3f}], "
-                f"{p_text}; {better} queries better, {worse} worse{tail})")
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form, with the decision and the sentence."""
-        return {**asdict(self), "significant": self.significant, "sentence": self.sentence()}
-
-
-@dataclass
-class Comparison:
-    """Every pair × metric result of one compare() call, with how the pairs and correction were chosen."""
-
-    runs: list[str]
-    metrics: list[str]
-    test: str
-    alpha: float
-    baseline: str | None
-    correction: str
-    n_queries: int
-    means: dict[str, dict[str, float]]
-    pairs: list[PairComparison]
-    warnings: list[str] = field(default_factory=list)
-
-    def sentences(self) -> list[str]:
-        """One readable sentence per pair and metric."""
-        return [p.sentence() for p in self.pairs]
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per pair and metric, for tables and CSV."""
-        return pd.DataFrame([{k: v for k, v in p.to_dict().items() if k != "sentence"} for p in self.pairs])
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form for the CLI, the app and the store."""
-        return {"runs": self.runs, "metrics": self.metrics, "test": self.test, "test_name": TEST_NAMES[self.test],
-                "alpha": self.alpha, "baseline": self.baseline, "correction": self.correction,
-                "n_queries": self.n_queries, "means": self.means,
-                "pairs": [p.to_dict() for p in self.pairs], "warnings": self.warnings}
 
 
 def compare_scores(scores: Mapping[str, pd.DataFrame], metrics: Sequence[str], test: str = "randomization", *,
@@ -266,3 +182,120 @@ def compare_scores(scores: Mapping[str, pd.DataFrame], metrics: Sequence[str], t
                       correction=correction, n_queries=len(queries), means=means, pairs=results,
                       warnings=warnings)
 
+
+def compare(qrels: Any, runs: Sequence[Any] | Mapping[str, Any], metrics: Sequence[str] = ("ndcg@10",),
+            test: str = "randomization", *, baseline: str | None = None, alpha: float = 0.05,
+            confidence: float = 0.95, n_permutations: int = 10_000, n_bootstrap: int = 10_000, seed: int = 0,
+            rel_level: int = 1, progress: bool = False) -> Comparison:
+    """Evaluate two or more runs (files, DataFrames or dicts; a list or a name → run mapping) and test each pair.
+
+    Every run is scored on the same qrels queries (missing ones score 0, as trec_eval -c); see
+    `compare_scores` for the pairs and the correction.
+    """
+    named = run_names(runs)
+    if len(named) < 2:
+        raise ValueError("compare needs at least two runs")
+    qdf = read_qrels(qrels)
+    scores: dict[str, pd.DataFrame] = {}
+    warnings: list[str] = []
+    for name, run in tqdm(named, desc="evaluating", unit="run", file=sys.stderr, disable=not progress):
+        ev = evaluate(qdf, run, metrics=list(metrics), rel_level=rel_level, name=name)
+        scores[name] = ev.per_query
+        warnings += [f"{name}: {w}" for w in ev.warnings]
+    columns = list(scores[named[0][0]].columns)  # metric names as expanded by evaluate (ndcg@k → ndcg@1 …)
+    result = compare_scores(scores, columns, test, baseline=baseline, alpha=alpha,
+                            confidence=confidence, n_permutations=n_permutations, n_bootstrap=n_bootstrap,
+                            seed=seed)
+    result.warnings = warnings + result.warnings
+    return result
+
+
+@dataclass
+class PairComparison:
+    """One metric, one pair of runs: means, the difference with its CI, the test and the counts."""
+
+    metric: str
+    run_a: str
+    run_b: str
+    mean_a: float
+    mean_b: float
+    diff: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+    test: str
+    p_value: float
+    p_adjusted: float | None
+    alpha: float
+    n_queries: int
+    better: int
+    worse: int
+    unchanged: int
+
+    @property
+    def p_decisive(self) -> float:
+        """The p-value the decision uses: Holm-adjusted when a correction applied."""
+        return self.p_value if self.p_adjusted is None else self.p_adjusted
+
+    @property
+    def significant(self) -> bool:
+        """True when the (corrected) p-value is below alpha."""
+        return self.p_decisive < self.alpha
+
+    def sentence(self) -> str:
+        """The result as a person would say it, honest when the difference is not significant."""
+        conf = f"{round(self.confidence * 100):d}% CI"
+        p_text = format_p(self.p_value)
+        if self.p_adjusted is not None:
+            p_text += f", Holm-adjusted {format_p(self.p_adjusted).removeprefix('p ')}"
+        if not self.significant:
+            changed = self.better + self.worse
+            return (f"No significant difference between {self.run_b} and {self.run_a} on {self.metric}: "
+                    f"{self.run_b} − {self.run_a} = {self.diff:+.3f} ({conf} [{self.ci_low:.3f}, "
+                    f"{self.ci_high:.3f}], {p_text}; {self.better} queries better, {self.worse} worse, "
+                    f"{self.unchanged} unchanged). {changed} of {self.n_queries} queries changed; "
+                    f"at alpha = {self.alpha:g} this difference cannot be told apart from noise.")
+        if self.diff >= 0:
+            win, lose, diff, low, high, better, worse = (self.run_b, self.run_a, self.diff, self.ci_low,
+                                                         self.ci_high, self.better, self.worse)
+        else:
+            win, lose, diff, low, high, better, worse = (self.run_a, self.run_b, -self.diff, -self.ci_high,
+                                                         -self.ci_low, self.worse, self.better)
+        tail = f", {self.unchanged} unchanged" if self.unchanged else ""
+        return (f"{win} beats {lose} on {self.metric} by {diff:+.3f} ({conf} [{low:.3f}, {high:.3f}], "
+                f"{p_text}; {better} queries better, {worse} worse{tail})")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form, with the decision and the sentence."""
+        return {**asdict(self), "significant": self.significant, "sentence": self.sentence()}
+
+
+@dataclass
+class Comparison:
+    """Every pair × metric result of one compare() call, with how the pairs and correction were chosen."""
+
+    runs: list[str]
+    metrics: list[str]
+    test: str
+    alpha: float
+    baseline: str | None
+    correction: str
+    n_queries: int
+    means: dict[str, dict[str, float]]
+    pairs: list[PairComparison]
+    warnings: list[str] = field(default_factory=list)
+
+    def sentences(self) -> list[str]:
+        """One readable sentence per pair and metric."""
+        return [p.sentence() for p in self.pairs]
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per pair and metric, for tables and CSV."""
+        return pd.DataFrame([{k: v for k, v in p.to_dict().items() if k != "sentence"} for p in self.pairs])
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form for the CLI, the app and the store."""
+        return {"runs": self.runs, "metrics": self.metrics, "test": self.test, "test_name": TEST_NAMES[self.test],
+                "alpha": self.alpha, "baseline": self.baseline, "correction": self.correction,
+                "n_queries": self.n_queries, "means": self.means,
+                "pairs": [p.to_dict() for p in self.pairs], "warnings": self.warnings}

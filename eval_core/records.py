@@ -19,7 +19,7 @@ csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 def open_binary(path: str | Path) -> BinaryIO:
     """Open a file for reading, looking through gzip compression by its magic bytes."""
     try:
-        fh = Path(path).open("rb")
+        fh = Path(path).open("rb")  # noqa: SIM115 — returned to the caller, who closes it
     except OSError as exc:
         raise InputError(str(path), None, f"cannot open: {exc.strerror or exc}") from None
     if fh.peek(2)[:2] == b"\x1f\x8b":

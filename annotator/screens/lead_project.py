@@ -1,0 +1,120 @@
+"""Lead page: set up a project — create, import, pool, assign — and watch the annotators' progress."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from annotator import views
+from db import assignment, evaluations, imports, judging, pooling, projects, users
+from eval_core.errors import InputError
+
+IMPORTERS = {"queries": imports.import_queries, "fragments": imports.import_fragments,
+             "run": imports.import_run, "judgments": imports.import_judgments}
+BM25_MODES = ("top-k for queries no run covers", "top-N for every query", "off")
+IMPORT_HELP = {
+    "queries": "JSONL/CSV with id, text (+ category), or BEIR queries.jsonl",
+    "fragments": "JSONL/CSV with id, text (+ doc_id, title), or BEIR corpus.jsonl",
+    "run": "TREC run (qid Q0 docid rank score tag), JSONL or CSV",
+    "judgments": "CSV/JSONL with query_id, fragment_id, annotator, grade[, note], or a release JSONL",
+}
+
+engine, user = views.lead_page("Project")
+
+with st.expander("Create a project", expanded=not projects.list_projects(engine)), st.form("create-project"):
+    name = st.text_input("Name")
+    c1, c2, c3, c4, c5 = st.columns(5)
+    low = c1.number_input("Lowest grade", min_value=0, max_value=99, value=0)
+    high = c2.number_input("Highest grade", min_value=1, max_value=100, value=3)
+    overlap = c3.number_input("Annotators per pair", min_value=1, max_value=20, value=2)
+    fraction = c4.number_input("Fraction with overlap", min_value=0.01, max_value=1.0, value=1.0, step=0.05)
+    threshold = c5.number_input("Agreement threshold", min_value=-1.0, max_value=1.0, value=0.6, step=0.05)
+    if st.form_submit_button("Create project"):
+        try:
+            made = projects.create_project(engine, name.strip(), scale=(int(low), int(high)),
+                                           overlap=int(overlap), overlap_fraction=float(fraction),
+                                           threshold=float(threshold))
+        except (ValueError, LookupError) as exc:
+            st.error(str(exc))
+        else:
+            st.success(f"Project {made.name} created; pick it in the sidebar.")
+
+project = views.pick_project(engine)
+if project is None:
+    st.stop()
+st.caption(views.project_caption(project))
+
+import_tab, pool_tab, assign_tab, people_tab = st.tabs(["Import", "Pool", "Assign", "Annotators"])
+
+with import_tab:
+    kind = st.radio("What", list(IMPORTERS), horizontal=True)
+    st.caption(IMPORT_HELP[kind])
+    upload = st.file_uploader("File", key=f"upload-{kind}")
+    run_name = st.text_input("Run name", placeholder="defaults to the file name") if kind == "run" else ""
+    if st.button("Import", disabled=upload is None):
+        with views.saved_upload(upload) as path, st.spinner(f"Importing {upload.name}…"):
+            try:
+                if kind == "run":
+                    report = imports.import_run(engine, project.name, path, name=run_name.strip() or None)
+                else:
+                    report = IMPORTERS[kind](engine, project.name, path)
+            except imports.ImportRejected as exc:
+                st.error(f"Nothing imported: {views.upload_error(exc, path, upload.name)}")
+                views.show_import_report(exc.report, path, upload.name)
+            except InputError as exc:
+                st.error(f"Nothing imported: {views.upload_error(exc, path, upload.name)}")
+            else:
+                views.show_import_report(report, path, upload.name)
+
+with pool_tab:
+    stored = [r.name if hasattr(r, "name") else str(r) for r in evaluations.list_runs(engine, project.name)]
+    with st.form("pool"):
+        chosen = st.multiselect("Runs to pool", stored, default=stored)
+        depth = st.number_input("Depth k (top-k of each run)", min_value=1, max_value=1000, value=10)
+        bm25_mode = st.radio("BM25 over the fragment texts", BM25_MODES, horizontal=True)
+        bm25_k = st.number_input("BM25 top-N for every query", min_value=1, max_value=1000, value=10)
+        if st.form_submit_button("Pool"):
+            bm25 = {BM25_MODES[0]: None, BM25_MODES[1]: int(bm25_k), BM25_MODES[2]: 0}[bm25_mode]
+            with st.spinner("Pooling…"):
+                report = pooling.pool(engine, project.name, int(depth), runs=chosen or None, bm25=bm25)
+            st.success(f"{report.created} new pair(s); {report.existing} already pooled, {report.duplicates} "
+                       "same-text duplicate(s) merged.")
+            st.json(report.to_dict(), expanded=False)
+
+with assign_tab:
+    annotators = [u.username for u in users.list_users(engine, role="annotator") if u.active]
+    with st.form("assign"):
+        overlap = st.number_input("Annotators per pair", min_value=1, max_value=20, value=int(project.overlap))
+        fraction = st.number_input("Fraction of pairs with that overlap (the rest get one)", min_value=0.01,
+                                   max_value=1.0, value=float(project.overlap_fraction), step=0.05)
+        who = st.multiselect("Annotators", annotators, default=annotators)
+        if st.form_submit_button("Save policy and assign"):
+            with st.spinner("Assigning…"):
+                projects.update_policy(engine, project.name, overlap=int(overlap), overlap_fraction=float(fraction))
+                report = assignment.assign(engine, project.name, overlap=int(overlap), fraction=float(fraction),
+                                           annotators=who or None)
+            st.success(f"{report.created} new assignment(s); {report.pairs_with_overlap} of {report.pairs_total} "
+                       f"pairs get {report.overlap} annotators.")
+            st.json(report.to_dict(), expanded=False)
+
+with people_tab:
+    stats = judging.annotator_stats(engine, project.name)
+    if len(stats):
+        st.dataframe(views.progress_table(stats), hide_index=True, width="stretch",
+                     column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0.0,
+                                                                                max_value=1.0, format="percent")})
+    else:
+        st.info("No annotator has been assigned pairs yet.")
+    with st.form("add-annotator"):
+        st.markdown("**Add an annotator**")
+        c1, c2 = st.columns(2)
+        username = c1.text_input("Username", key="new-annotator")
+        password = c2.text_input("Password", type="password", key="new-annotator-password")
+        if st.form_submit_button("Add annotator"):
+            try:
+                users.create_user(engine, username.strip(), "annotator", password=password or None)
+            except (ValueError, LookupError) as exc:
+                st.error(str(exc))
+            else:
+                st.success(f"Annotator {username.strip()} added.")
+    st.dataframe(pd.DataFrame([views.as_dict(u) for u in users.list_users(engine)]), hide_index=True)

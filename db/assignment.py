@@ -1,0 +1,145 @@
+"""Who judges what: each pair to N distinct annotators, least-loaded first, grouped by query, topped up idempotently."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+from sqlalchemy import insert, select
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from db.engine import session_scope
+from db.models import Assignment, Judgment, Pair, User, utcnow
+from db.pooling import load_project
+
+
+@dataclass
+class AssignReport:
+    """What one assignment pass did: new assignments per annotator and pairs still short of annotators."""
+
+    created: int = 0
+    pairs_topped_up: int = 0
+    per_annotator: dict[str, int] = field(default_factory=dict)
+    overlap: int = 2
+    fraction: float = 1.0
+    pairs_with_overlap: int = 0
+    pairs_total: int = 0
+
+    def to_dict(self) -> dict:
+        """JSON-able form for the CLI and the app."""
+        return dict(self.__dict__)
+
+
+def overlap_sample(pair_ids: np.ndarray, fraction: float, seed: int) -> np.ndarray:
+    """Mask of the round(fraction·n) pairs that get full overlap: the smallest seeded hashes of their ids, so the
+    choice is reproducible and barely moves when pairs are added later."""
+    if fraction >= 1:
+        return np.ones(len(pair_ids), dtype=bool)
+    with np.errstate(over="ignore"):
+        x = pair_ids.astype(np.uint64) + np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+    take = round(fraction * len(pair_ids))
+    mask = np.zeros(len(pair_ids), dtype=bool)
+    mask[np.argsort(x, kind="stable")[:take]] = True
+    return mask
+
+
+def _annotators(session: Session, names: list[str] | None) -> list[tuple[int, str]]:
+    """(id, username) of the chosen annotators: the named active users, or every active annotator."""
+    if names is None:
+        rows = session.execute(select(User.id, User.username).where(User.role == "annotator", User.active)
+                               .order_by(User.id)).all()
+        return [(r.id, r.username) for r in rows]
+    rows = {r.username: r for r in session.execute(select(User.id, User.username, User.active)
+                                                   .where(User.username.in_(names))).all()}
+    unknown = [n for n in names if n not in rows]
+    if unknown:
+        raise LookupError(f"no user named {', '.join(map(repr, unknown))}")
+    inactive = [n for n in names if not rows[n].active]
+    if inactive:
+        raise ValueError(f"inactive user(s) cannot be assigned: {', '.join(inactive)}")
+    return [(rows[n].id, n) for n in dict.fromkeys(names)]
+
+
+def assign(engine: Engine, project: str, overlap: int | None = None, fraction: float | None = None,
+           annotators: list[str] | None = None, seed: int = 0) -> AssignReport:
+    """Give every pair `overlap` distinct annotators (or only a seeded `fraction` of pairs, the rest one), filling
+    each query's pairs annotator by annotator so a query is read once; re-running tops up only what is missing."""
+    with session_scope(engine, write=True) as session:
+        proj = load_project(session, project, lock=True)
+        n = proj.overlap if overlap is None else overlap
+        frac = proj.overlap_fraction if fraction is None else fraction
+        if n < 1:
+            raise ValueError(f"overlap must be at least 1, got {n}")
+        if not 0 < frac <= 1:
+            raise ValueError(f"fraction must be in (0, 1], got {frac}")
+        people = _annotators(session, annotators)
+        if len(people) < n:
+            raise ValueError(f"overlap {n} needs at least {n} annotators, found {len(people)}"
+                             + (f" ({', '.join(u for _, u in people)})" if people else ""))
+        report = AssignReport(overlap=n, fraction=frac)
+        rows = session.execute(select(Pair.id, Pair.query_id).where(Pair.project_id == proj.id)
+                               .order_by(Pair.query_id, Pair.best_rank.is_(None), Pair.best_rank, Pair.id)).all()
+        pair_ids = np.array([r.id for r in rows], dtype=np.int64)
+        full = overlap_sample(pair_ids, frac, seed)
+        report.pairs_total, report.pairs_with_overlap = len(rows), int(full.sum())
+        have: dict[int, set[int]] = defaultdict(set)
+        next_pos: dict[int, int] = defaultdict(int)
+        load: dict[int, int] = defaultdict(int)
+        for pid, uid, pos in session.execute(select(Assignment.pair_id, Assignment.user_id, Assignment.position)
+                                             .where(Assignment.project_id == proj.id)).all():
+            have[pid].add(uid)
+            next_pos[uid] = max(next_pos[uid], pos + 1)
+            load[uid] += 1
+        for pid, uid in session.execute(select(Judgment.pair_id, Judgment.user_id)
+                                        .where(Judgment.project_id == proj.id)).all():
+            have[pid].add(uid)
+        new = plan_assignments(rows, full, n, people, have, load, next_pos)
+        if new:
+            now = utcnow()
+            session.execute(insert(Assignment.__table__),
+                            [{"project_id": proj.id, "pair_id": p, "user_id": u, "position": pos, "created_at": now}
+                             for p, u, pos in new])
+        names = dict(people)
+        for _, uid, _ in new:
+            report.per_annotator[names[uid]] = report.per_annotator.get(names[uid], 0) + 1
+        report.created = len(new)
+        report.pairs_topped_up = len({p for p, _, _ in new})
+    return report
+
+
+def plan_assignments(rows: list, full: np.ndarray, n: int, people: list[tuple[int, str]],
+                     have: dict[int, set[int]], load: dict[int, int],
+                     next_pos: dict[int, int]) -> list[tuple[int, int, int]]:
+    """(pair, user, position) to add, rows sorted by query then reading order: per query, annotators already
+    reading it come first, then the least loaded, so each annotator gets a query's pairs consecutively.
+    Someone who already judged a pair (e.g. imported judgments) counts as one of its annotators."""
+    order = {uid: i for i, (uid, _) in enumerate(people)}
+    out: list[tuple[int, int, int]] = []
+    start = 0
+    while start < len(rows):
+        qid = rows[start].query_id
+        end = start
+        while end < len(rows) and rows[end].query_id == qid:
+            end += 1
+        readers = {u for r in rows[start:end] for u in have[r.id]}
+        ranking = sorted(order, key=lambda u: (u not in readers, load[u], order[u]))
+        for i in range(start, end):
+            pid = rows[i].id
+            need = (n if full[i] else 1) - len(have[pid])
+            for uid in ranking:
+                if need <= 0:
+                    break
+                if uid in have[pid]:
+                    continue
+                have[pid].add(uid)
+                out.append((pid, uid, next_pos[uid]))
+                next_pos[uid] += 1
+                load[uid] += 1
+                need -= 1
+        start = end
+    return out

@@ -1,0 +1,189 @@
+"""Stored runs scored against releases: kept per run × release for trend charts, and the holes they expose."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import pandas as pd
+from sqlalchemy import Select, delete, func, insert, select
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from db.engine import session_scope
+from db.models import Evaluation as EvaluationRow
+from db.models import Fragment, Pair, Project, Query, Release, Run, RunEntry, utcnow
+from db.pooling import add_candidates, load_project
+from eval_core.evaluate import Evaluation, evaluate
+
+HEADLINE = ("ndcg@10", "recall@10", "P@10", "mrr", "map")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """A stored run as the app lists it."""
+
+    id: int
+    name: str
+    n_lines: int
+    content_hash: str
+    created_at: datetime
+    evaluations: int
+
+
+def parse_version(version: int | str) -> int | None:
+    """An explicit release number, or None for 'latest'."""
+    if isinstance(version, int):
+        return version
+    text = str(version).strip().lower()
+    if text == "latest":
+        return None
+    if not text.lstrip("v").isdigit():
+        raise ValueError(f"release must be a number or 'latest', got {version!r}")
+    return int(text.lstrip("v"))
+
+
+def load_release(session: Session, project: Project, version: int | str = "latest") -> Release:
+    """The release row `version` (or the newest); LookupError when there is none."""
+    number = parse_version(version)
+    stmt = select(Release).where(Release.project_id == project.id)
+    stmt = stmt.where(Release.version == number) if number is not None else stmt.order_by(Release.version.desc())
+    release = session.execute(stmt.limit(1)).scalar_one_or_none()
+    if release is None:
+        what = f"release {number}" if number is not None else "releases yet"
+        raise LookupError(f"project {project.name!r} has no {what}")
+    return release
+
+
+def qrels_of(release: Release) -> pd.DataFrame:
+    """A release's labels as the qrels frame (query_id, doc_id, grade), parsed from its stored TREC text."""
+    rows = [line.split(" ") for line in release.qrels_trec.splitlines() if line]
+    frame = pd.DataFrame(rows, columns=["query_id", "iter", "doc_id", "grade"]) if rows else pd.DataFrame(
+        {"query_id": [], "iter": [], "doc_id": [], "grade": []})
+    return frame.drop(columns="iter").astype({"query_id": str, "doc_id": str, "grade": "int64"})
+
+
+def load_run(session: Session, project: Project, name: str) -> Run:
+    """The stored run row by name; LookupError lists the runs that exist."""
+    run = session.execute(select(Run).where(Run.project_id == project.id, Run.name == name)).scalar_one_or_none()
+    if run is None:
+        known = session.execute(select(Run.name).where(Run.project_id == project.id).order_by(Run.name)).scalars()
+        raise LookupError(f"project {project.name!r} has no run named {name!r} (known: "
+                          f"{', '.join(known) or 'none'})")
+    return run
+
+
+def frame_of(session: Session, stmt: Select, columns: list[str]) -> pd.DataFrame:
+    """A Core select of plain int / float / str columns as a DataFrame, straight from the driver's tuples:
+    SQLAlchemy row objects cost seconds per million rows."""
+    result = session.connection().execute(stmt)
+    rows = result.cursor.fetchall()
+    result.close()
+    return pd.DataFrame.from_records(rows, columns=columns, nrows=len(rows)) if rows else pd.DataFrame(
+        {c: [] for c in columns})
+
+
+def run_frame(session: Session, run_id: int) -> pd.DataFrame:
+    """A stored run rebuilt as the run frame (query_id, doc_id, score) from its entries, in ranked order."""
+    frame = frame_of(session, select(RunEntry.query_id, RunEntry.doc_external_id, RunEntry.score)
+                     .where(RunEntry.run_id == run_id).order_by(RunEntry.query_id, RunEntry.rank),
+                     ["query_id", "doc_id", "score"])
+    external = dict(session.connection().execute(select(Query.id, Query.external_id)
+                                                 .join(Run, Run.project_id == Query.project_id)
+                                                 .where(Run.id == run_id)).fetchall())
+    frame["query_id"] = frame["query_id"].map(external)
+    return frame.astype({"query_id": str, "doc_id": str, "score": "float64"})
+
+
+def stored_run_frame(engine: Engine, project: str, run_name: str) -> pd.DataFrame:
+    """A stored run as the run frame, for callers without a session (the app's Evaluate page)."""
+    with session_scope(engine) as session:
+        return run_frame(session, load_run(session, load_project(session, project), run_name).id)
+
+
+def release_qrels(engine: Engine, project: str, version: int | str = "latest") -> pd.DataFrame:
+    """A release's qrels frame, for callers without a session (the app's Evaluate page)."""
+    with session_scope(engine) as session:
+        return qrels_of(load_release(session, load_project(session, project), version))
+
+
+def score_run(qrels: pd.DataFrame, run: pd.DataFrame, name: str, max_grade: int) -> Evaluation:
+    """eval_core's evaluation of one rebuilt run against one release's qrels."""
+    return evaluate(qrels, run, name=name, max_grade=max_grade)
+
+
+def store_evaluation(session: Session, run_id: int, release_id: int, result: Evaluation) -> int:
+    """Write one run × release evaluation, replacing an earlier one; returns its row id."""
+    table = EvaluationRow.__table__
+    session.execute(delete(table).where(table.c.run_id == run_id, table.c.release_id == release_id))
+    per_query = result.to_dict(per_query=True)["per_query"]
+    row = {"run_id": run_id, "release_id": release_id, "means": dict(result.mean), "per_query": per_query,
+           "warnings": list(result.warnings), "created_at": utcnow()}
+    return session.execute(insert(table).returning(table.c.id), row).scalar_one()
+
+
+def evaluate_stored_run(engine: Engine, project: str, run_name: str,
+                        version: int | str = "latest") -> tuple[Evaluation, int]:
+    """Score a stored run against a release with eval_core and keep the result (re-evaluation replaces it)."""
+    with session_scope(engine) as session:
+        proj = load_project(session, project)
+        release = load_release(session, proj, version)
+        run = load_run(session, proj, run_name)
+        result = score_run(qrels_of(release), run_frame(session, run.id), run.name, proj.scale_max)
+        run_id, release_id = run.id, release.id
+    with session_scope(engine, write=True) as session:
+        stored = store_evaluation(session, run_id, release_id, result)
+    return result, stored
+
+
+def list_runs(engine: Engine, project: str) -> list[RunInfo]:
+    """The project's stored runs by name, with how many releases each has been evaluated against."""
+    with session_scope(engine) as session:
+        proj = load_project(session, project)
+        counts = dict(session.execute(select(EvaluationRow.run_id, func.count()).join(Run)
+                                      .where(Run.project_id == proj.id).group_by(EvaluationRow.run_id)).all())
+        runs = session.execute(select(Run).where(Run.project_id == proj.id).order_by(Run.name)).scalars().all()
+        return [RunInfo(r.id, r.name, r.n_lines, r.content_hash, r.created_at, counts.get(r.id, 0)) for r in runs]
+
+
+def run_history(engine: Engine, project: str, run_name: str, metrics: list[str] | None = None,
+                margin: float = 0.02) -> pd.DataFrame:
+    """One row per release × metric (version, released_at, metric, value, change, drop) for trend charts;
+    `drop` flags a fall of more than `margin` since the previous evaluated release."""
+    columns = ["version", "released_at", "metric", "value", "change", "drop"]
+    with session_scope(engine) as session:
+        proj = load_project(session, project)
+        run = load_run(session, proj, run_name)
+        rows = session.execute(select(Release.version, Release.created_at, EvaluationRow.means)
+                               .join(Release, Release.id == EvaluationRow.release_id)
+                               .where(EvaluationRow.run_id == run.id).order_by(Release.version)).all()
+    records = [(v, at, m, float(x)) for v, at, means in rows for m, x in means.items()
+               if metrics is None or m in metrics]
+    frame = pd.DataFrame(records, columns=columns[:4])
+    if metrics is not None:
+        unknown = sorted(set(metrics) - set(frame["metric"]))
+        if unknown and rows:
+            raise ValueError(f"metric(s) not in the stored evaluations: {', '.join(unknown)}")
+    frame = frame.sort_values(["metric", "version"], kind="stable").reset_index(drop=True)
+    frame["change"] = frame.groupby("metric")["value"].diff()
+    frame["drop"] = (frame["change"] < -margin).fillna(False).astype(bool)
+    return frame[columns]
+
+
+def judge_holes(engine: Engine, project: str, run_name: str, k: int = 10) -> int:
+    """Turn the fragments in a run's top-k that no pair covers yet (same text counts as covered) into new pairs
+    with provenance 'holes:<run>', ready for assignment; returns how many were created."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    with session_scope(engine, write=True) as session:
+        proj = load_project(session, project, lock=True)
+        run = load_run(session, proj, run_name)
+        covered = set(session.execute(select(Pair.query_id, Fragment.content_hash)
+                                      .join(Fragment, Fragment.id == Pair.fragment_id)
+                                      .where(Pair.project_id == proj.id)).all())
+        top = session.execute(select(RunEntry.query_id, RunEntry.fragment_id, RunEntry.rank, Fragment.content_hash)
+                              .join(Fragment, Fragment.id == RunEntry.fragment_id)
+                              .where(RunEntry.run_id == run.id, RunEntry.rank <= k)).all()
+        source = f"holes:{run.name}"
+        holes = [(q, f, r, source) for q, f, r, h in top if (q, h) not in covered]
+        return add_candidates(session, proj.id, holes).created if holes else 0

@@ -1,0 +1,328 @@
+"""An annotator's queue: next pair, record / undo a judgment (upsert + history in one transaction), progress."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import pandas as pd
+from sqlalchemy import and_, bindparam, exists, false, func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from db.engine import session_scope
+from db.models import (
+    Assignment,
+    Fragment,
+    Guideline,
+    Judgment,
+    JudgmentHistory,
+    Pair,
+    Project,
+    Query,
+    User,
+    utcnow,
+)
+from db.projects import project_row
+
+A, F, G, H, J, P, PR, Q, U = (m.__table__ for m in (Assignment, Fragment, Guideline, JudgmentHistory, Judgment, Pair,
+                                                    Project, Query, User))
+
+
+@dataclass(frozen=True)
+class PairView:
+    """What the judging page shows: the pair, where it sits in the queue, and the user's own judgment."""
+
+    pair_id: int
+    query_external_id: str
+    query_text: str
+    fragment_external_id: str
+    fragment_title: str | None
+    fragment_text: str
+    position: int | None
+    total: int
+    grade: int | None
+    note: str | None
+    cant_judge_reason: str | None
+
+
+@dataclass(frozen=True)
+class JudgmentInfo:
+    """A judgment after a write; `changed` is False when the submission repeated what was stored."""
+
+    id: int
+    pair_id: int
+    username: str
+    grade: int | None
+    note: str | None
+    cant_judge_reason: str | None
+    guideline_id: int | None
+    revision: int
+    changed: bool
+    updated_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far an annotator is: overall and per query (external id, done, assigned) in queue order."""
+
+    done: int
+    assigned: int
+    per_query: list[tuple[str, int, int]]
+
+
+def _user(session: Session, username: str) -> tuple[int, str, bool]:
+    row = session.connection().execute(_USER, {"username": username}).first()
+    if row is None:
+        raise LookupError(f"no user named {username!r}")
+    return row[0], row[1], row[2]
+
+
+def _clean(text: str | None) -> str | None:
+    """Empty notes and reasons are stored as NULL so '' and None never count as a change."""
+    if text is None:
+        return None
+    text = str(text).strip()
+    return text or None
+
+
+def check_grade(grade: object, scale: tuple[int, int], reason: str | None) -> int | None:
+    """A grade on the project scale, or None (can't judge) which needs a reason."""
+    if grade is None:
+        if reason is None:
+            raise ValueError("a can't-judge (no grade) needs a reason")
+        return None
+    if isinstance(grade, bool) or not isinstance(grade, int):
+        raise ValueError(f"grade must be an integer, got {grade!r}")
+    if not scale[0] <= grade <= scale[1]:
+        raise ValueError(f"grade {grade} is outside the scale {scale[0]}-{scale[1]}")
+    return int(grade)
+
+
+# The hot paths (next pair, record) run prebuilt Core statements on the session's connection: building and
+# ORM-executing statements per call cost more than the indexed lookups themselves.
+_USER = select(U.c.id, U.c.role, U.c.active).where(U.c.username == bindparam("username"))
+_BEFORE_WRITE = (
+    select(U.c.id, U.c.role, U.c.active, P.c.project_id, PR.c.scale_min, PR.c.scale_max,
+           select(A.c.id).where(A.c.pair_id == P.c.id, A.c.user_id == U.c.id).scalar_subquery(),
+           select(func.max(G.c.id)).where(G.c.project_id == P.c.project_id).scalar_subquery(),
+           J.c.id, J.c.grade, J.c.note, J.c.cant_judge_reason, J.c.guideline_id, J.c.revision, J.c.updated_at)
+    .select_from(U.join(P, P.c.id == bindparam("pair_id")).join(PR, PR.c.id == P.c.project_id)
+                 .outerjoin(J, and_(J.c.pair_id == P.c.id, J.c.user_id == U.c.id)))
+    .where(U.c.username == bindparam("username")))
+_HISTORY = H.insert()
+_MARK = A.update().where(A.c.id == bindparam("assignment_id")).values(done=bindparam("done"))
+_QUEUE = (A.c.project_id == bindparam("project_id")) & (A.c.user_id == bindparam("user_id"))
+# Project and user ids as uncorrelated scalar subqueries: both engines then treat them as constants and walk
+# ix_assignments_todo in queue order, stopping at the first hit (a join made PostgreSQL sort the whole backlog).
+_TODO = (select(A.c.project_id, A.c.user_id, A.c.pair_id, A.c.position)
+         .where(A.c.project_id == select(PR.c.id).where(PR.c.name == bindparam("project")).scalar_subquery(),
+                A.c.user_id == select(U.c.id).where(U.c.username == bindparam("username")).scalar_subquery(),
+                A.c.done == false(), ~exists().where(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id))
+         .order_by(A.c.position, A.c.pair_id).limit(1))
+_VIEW = (select(Q.c.external_id, Q.c.text, F.c.external_id, F.c.title, F.c.text, J.c.grade, J.c.note,
+                J.c.cant_judge_reason,
+                select(func.min(A.c.position)).where(_QUEUE).scalar_subquery(),
+                select(func.max(A.c.position)).where(_QUEUE).scalar_subquery())
+         .select_from(P.join(Q, Q.c.id == P.c.query_id).join(F, F.c.id == P.c.fragment_id)
+                      .outerjoin(J, and_(J.c.pair_id == P.c.id, J.c.user_id == bindparam("user_id"))))
+         .where(P.c.id == bindparam("pair_id"), P.c.project_id == bindparam("project_id")))
+_upserts: dict[str, object] = {}
+
+
+def _upsert(dialect: str):
+    """INSERT … ON CONFLICT (pair_id, user_id) DO UPDATE … RETURNING id, revision, built once per dialect."""
+    if dialect not in _upserts:
+        insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        cols = ("project_id", "pair_id", "user_id", "grade", "note", "cant_judge_reason", "guideline_id",
+                "seconds_spent", "created_at", "updated_at")
+        stmt = insert(J).values({**{c: bindparam(c) for c in cols}, "revision": 1})
+        _upserts[dialect] = stmt.on_conflict_do_update(
+            index_elements=[J.c.pair_id, J.c.user_id],
+            set_={"grade": stmt.excluded.grade, "note": stmt.excluded.note,
+                  "cant_judge_reason": stmt.excluded.cant_judge_reason, "guideline_id": stmt.excluded.guideline_id,
+                  "seconds_spent": func.coalesce(stmt.excluded.seconds_spent, J.c.seconds_spent),
+                  "revision": J.c.revision + 1, "updated_at": stmt.excluded.updated_at},
+        ).returning(J.c.id, J.c.revision)
+    return _upserts[dialect]
+
+
+def _lock(conn, pair_id: int, username: str) -> None:
+    """Serialise writers of one (pair, user) so old → new in history is exact: a transaction-scoped advisory lock
+    on PostgreSQL (other annotators of the pair are not blocked); SQLite already holds the write lock."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(select(func.pg_advisory_xact_lock(pair_id, func.hashtext(username))))
+
+
+def record_judgment(engine: Engine, pair_id: int, username: str, grade: int | None, note: str | None = None,
+                    cant_judge_reason: str | None = None, seconds_spent: float | None = None) -> JudgmentInfo:
+    """Store the user's grade for a pair: one upsert + one history row in one transaction; repeats are no-ops."""
+    note, reason = _clean(note), _clean(cant_judge_reason)
+    if grade is not None:
+        reason = None
+    if seconds_spent is not None and not seconds_spent >= 0:
+        raise ValueError(f"seconds spent must be >= 0, got {seconds_spent!r}")
+    with session_scope(engine, write=True) as session:
+        conn = session.connection()
+        _lock(conn, pair_id, username)
+        row = conn.execute(_BEFORE_WRITE, {"pair_id": pair_id, "username": username}).first()
+        if row is None:
+            _user(session, username)
+            raise LookupError(f"no pair with id {pair_id}")
+        (user_id, role, active, project_id, low, high, assignment_id, guideline_id,
+         old_id, old_grade, old_note, old_reason, old_guideline, old_revision, old_updated) = row
+        if not active:
+            raise PermissionError(f"user {username!r} is deactivated")
+        if assignment_id is None and role != "lead":
+            raise PermissionError(f"pair {pair_id} is not assigned to {username!r}")
+        grade = check_grade(grade, (low, high), reason)
+        if old_id is not None and (old_grade, old_note, old_reason) == (grade, note, reason):
+            return JudgmentInfo(old_id, pair_id, username, grade, note, reason, old_guideline, old_revision, False,
+                                old_updated)
+        now = utcnow()
+        new_id, revision = conn.execute(_upsert(conn.dialect.name), {
+            "project_id": project_id, "pair_id": pair_id, "user_id": user_id, "grade": grade, "note": note,
+            "cant_judge_reason": reason, "guideline_id": guideline_id, "seconds_spent": seconds_spent,
+            "created_at": now, "updated_at": now}).one()
+        conn.execute(_HISTORY, {
+            "project_id": project_id, "pair_id": pair_id, "user_id": user_id,
+            "action": "update" if old_id is not None else "create", "old_grade": old_grade, "new_grade": grade,
+            "old_note": old_note, "new_note": note, "old_cant_judge_reason": old_reason,
+            "new_cant_judge_reason": reason, "guideline_id": guideline_id, "changed_by_id": user_id,
+            "changed_at": now})
+        if assignment_id is not None:
+            conn.execute(_MARK, {"assignment_id": assignment_id, "done": True})
+        return JudgmentInfo(new_id, pair_id, username, grade, note, reason, guideline_id, revision, True, now)
+
+
+def undo_judgment(engine: Engine, pair_id: int, username: str) -> JudgmentInfo | None:
+    """Remove the user's own judgment (the pair returns to their queue); history keeps what it was."""
+    with session_scope(engine, write=True) as session:
+        conn = session.connection()
+        _lock(conn, pair_id, username)
+        user_id = _user(session, username)[0]
+        old = conn.execute(select(J).where(J.c.pair_id == pair_id, J.c.user_id == user_id)).first()
+        if old is None:
+            return None
+        now = utcnow()
+        conn.execute(J.delete().where(J.c.id == old.id))
+        conn.execute(_HISTORY, {
+            "project_id": old.project_id, "pair_id": pair_id, "user_id": user_id, "action": "undo",
+            "old_grade": old.grade, "new_grade": None, "old_note": old.note, "new_note": None,
+            "old_cant_judge_reason": old.cant_judge_reason, "new_cant_judge_reason": None,
+            "guideline_id": old.guideline_id, "changed_by_id": user_id, "changed_at": now})
+        conn.execute(A.update().where(A.c.pair_id == pair_id, A.c.user_id == user_id).values(done=False))
+        return JudgmentInfo(old.id, pair_id, username, old.grade, old.note, old.cant_judge_reason,
+                            old.guideline_id, old.revision, True, now)
+
+
+def _view(session: Session, project_id: int, user_id: int, pair_id: int, position: int | None) -> PairView:
+    """Assemble a PairView; position is 1-based in the user's queue (None for an unassigned pair).
+
+    assign() gives each annotator contiguous positions, so rank and queue length come from the queue's first
+    and last position — two index probes — instead of counting a queue of thousands on every page view.
+    """
+    row = session.connection().execute(_VIEW, {"pair_id": pair_id, "project_id": project_id,
+                                               "user_id": user_id}).first()
+    if row is None:
+        raise LookupError(f"no pair with id {pair_id} in this project")
+    first, last = row[8], row[9]
+    total = 0 if first is None else last - first + 1
+    rank = None if position is None else position - first + 1
+    return PairView(pair_id, row[0], row[1], row[2], row[3], row[4], rank, total, row[5], row[6], row[7])
+
+
+def _ids(session: Session, project: str, username: str) -> tuple[int, int]:
+    proj = project_row(session, project)
+    assert proj.id is not None
+    return proj.id, _user(session, username)[0]
+
+
+def _first_todo(session: Session, project_id: int, user_id: int) -> tuple[int, int] | None:
+    """(pair id, position) of the first assigned pair without this user's judgment, in queue order."""
+    judged = exists().where(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id)
+    row = session.execute(select(A.c.pair_id, A.c.position)
+                          .where(A.c.project_id == project_id, A.c.user_id == user_id, A.c.done == false(), ~judged)
+                          .order_by(A.c.position, A.c.pair_id).limit(1)).first()
+    return (row[0], row[1]) if row else None
+
+
+def next_pair(engine: Engine, project: str, username: str) -> PairView | None:
+    """The first assigned pair the user has not judged (queue order), None when the queue is done."""
+    with session_scope(engine) as session:
+        todo = session.connection().execute(_TODO, {"project": project, "username": username}).first()
+        if todo is None:
+            _ids(session, project, username)  # unknown project or user: say which
+            return None
+        return _view(session, *todo)
+
+
+def get_pair(engine: Engine, project: str, username: str, pair_id: int) -> PairView:
+    """One pair with the user's own judgment (never anyone else's); annotators only see pairs assigned to them."""
+    with session_scope(engine) as session:
+        project_id, user_id = _ids(session, project, username)
+        position = session.execute(select(A.c.position).where(A.c.pair_id == pair_id, A.c.user_id == user_id)).first()
+        if position is None and _user(session, username)[1] != "lead":
+            raise PermissionError(f"pair {pair_id} is not assigned to {username!r}")
+        return _view(session, project_id, user_id, pair_id, position[0] if position else None)
+
+
+def previous_pair(engine: Engine, project: str, username: str, before_pair_id: int | None = None) -> PairView | None:
+    """The pair before `before_pair_id` in the user's queue (default: before the next unjudged one, or the last)."""
+    with session_scope(engine) as session:
+        project_id, user_id = _ids(session, project, username)
+        queue = (A.c.project_id == project_id) & (A.c.user_id == user_id)
+        if before_pair_id is not None:
+            ref = session.execute(select(A.c.position).where(queue, A.c.pair_id == before_pair_id)).first()
+            if ref is None:
+                raise PermissionError(f"pair {before_pair_id} is not assigned to {username!r}")
+            bound = ref[0]
+        else:
+            todo = _first_todo(session, project_id, user_id)
+            bound = todo[1] if todo else None
+        stmt = select(A.c.pair_id, A.c.position).where(queue)
+        if bound is not None:
+            stmt = stmt.where(A.c.position < bound)
+        row = session.execute(stmt.order_by(A.c.position.desc(), A.c.pair_id.desc()).limit(1)).first()
+        return _view(session, project_id, user_id, row[0], row[1]) if row else None
+
+
+def progress(engine: Engine, project: str, username: str) -> Progress:
+    """Judged / assigned for the user, overall and per query in queue order."""
+    with session_scope(engine) as session:
+        project_id, user_id = _ids(session, project, username)
+        judged = and_(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id)
+        rows = session.execute(
+            select(Query.external_id, func.count(J.c.id), func.count(A.c.id))
+            .select_from(A).join(P, P.c.id == A.c.pair_id).join(Query, Query.id == P.c.query_id)
+            .outerjoin(J, judged).where(A.c.project_id == project_id, A.c.user_id == user_id)
+            .group_by(Query.external_id).order_by(func.min(A.c.position))).all()
+        per_query = [(q, int(d), int(n)) for q, d, n in rows]
+        return Progress(sum(d for _, d, _ in per_query), sum(n for _, _, n in per_query), per_query)
+
+
+def annotator_stats(engine: Engine, project: str) -> pd.DataFrame:
+    """Per user with assignments or judgments: assigned, done (assigned and judged), judged, median seconds, last active."""
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        judged = and_(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id)
+        assigned = dict((u, (int(n), int(d))) for u, n, d in session.execute(
+            select(A.c.user_id, func.count(A.c.id), func.count(J.c.id)).select_from(A).outerjoin(J, judged)
+            .where(A.c.project_id == project_id).group_by(A.c.user_id)))
+        jrows = session.execute(select(J.c.user_id, J.c.seconds_spent, J.c.updated_at)
+                                .where(J.c.project_id == project_id)).all()
+        names = dict(session.execute(select(User.id, User.username)).all())
+    frame = pd.DataFrame(jrows, columns=["user_id", "seconds", "updated_at"])
+    per_user = frame.groupby("user_id").agg(judged=("seconds", "size"), median_seconds=("seconds", "median"),
+                                            last_active=("updated_at", "max"))
+    users = sorted(set(assigned) | set(per_user.index), key=lambda u: names[u])
+    out = pd.DataFrame({
+        "username": [names[u] for u in users],
+        "assigned": [assigned.get(u, (0, 0))[0] for u in users],
+        "done": [assigned.get(u, (0, 0))[1] for u in users],
+        "judged": [int(per_user["judged"].get(u, 0)) for u in users],
+        "median_seconds": [per_user["median_seconds"].get(u, float("nan")) for u in users],
+        "last_active": [per_user["last_active"].get(u) for u in users],
+    })
+    return out.astype({"assigned": "int64", "done": "int64", "judged": "int64", "median_seconds": "float64"})

@@ -1,0 +1,96 @@
+"""The store's contents as the pandas frames eval_core works on (judgments, adjudications, qrels, texts)."""
+
+from __future__ import annotations
+
+import pandas as pd
+from sqlalchemy import func, select
+from sqlalchemy.engine import Engine
+
+from db.engine import session_scope
+from db.models import Adjudication, Fragment, Guideline, Judgment, JudgmentHistory, Pair, Query, User
+from db.projects import project_row
+from eval_core.consensus import consensus
+
+JUDGMENT_COLUMNS = ["query_id", "fragment_id", "annotator", "grade", "note", "guideline", "category",
+                    "cant_judge_reason", "pair_id"]
+
+
+def judgments_frame(engine: Engine, project: str) -> pd.DataFrame:
+    """Every current judgment in the judgments contract (grade Int64, NA = can't judge), plus the guideline
+    version it was made under (str, None when unknown, e.g. imported), the query category, the reason, and the
+    store's pair_id (so the app can open adjudication.pair_detail for a disputed pair)."""
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        rows = session.execute(
+            select(Query.external_id, Fragment.external_id, User.username, Judgment.grade, Judgment.note,
+                   Guideline.version, Query.category, Judgment.cant_judge_reason, Judgment.pair_id)
+            .select_from(Judgment).join(Pair, Pair.id == Judgment.pair_id).join(Query, Query.id == Pair.query_id)
+            .join(Fragment, Fragment.id == Pair.fragment_id).join(User, User.id == Judgment.user_id)
+            .outerjoin(Guideline, Guideline.id == Judgment.guideline_id)
+            .where(Judgment.project_id == project_id)
+            .order_by(Query.external_id, Fragment.external_id, User.username)).all()
+    frame = pd.DataFrame(rows, columns=JUDGMENT_COLUMNS)
+    frame["grade"] = frame["grade"].astype("Float64").astype("Int64")
+    frame["guideline"] = [None if v is None else str(int(v)) for v in frame["guideline"]]
+    for name in ("query_id", "fragment_id", "annotator"):
+        frame[name] = frame[name].astype(str)
+    return frame.astype({"pair_id": "int64"})
+
+
+def judgments_fingerprint(engine: Engine, project: str) -> tuple[int, int]:
+    """A cache key that changes whenever a judgment of the project is added, changed or undone, or a pair is
+    adjudicated: every such change appends a row, so the newest history and adjudication ids of the project
+    (two probes on (project_id, id) indexes, no rows loaded)."""
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        conn = session.connection()
+        history = conn.execute(select(func.max(JudgmentHistory.id))
+                               .where(JudgmentHistory.project_id == project_id)).scalar_one()
+        adjudication = conn.execute(select(func.max(Adjudication.id))
+                                    .where(Adjudication.project_id == project_id)).scalar_one()
+    return (history or 0, adjudication or 0)
+
+
+def adjudications_frame(engine: Engine, project: str) -> pd.DataFrame:
+    """The adjudication in force per pair (the latest): query_id, fragment_id, grade, reason, by."""
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        rows = session.execute(
+            select(Query.external_id, Fragment.external_id, Adjudication.grade, Adjudication.reason, User.username)
+            .select_from(Adjudication).join(Pair, Pair.id == Adjudication.pair_id)
+            .join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)
+            .join(User, User.id == Adjudication.user_id).where(Adjudication.project_id == project_id)
+            .order_by(Adjudication.created_at, Adjudication.id)).all()
+    frame = pd.DataFrame(rows, columns=["query_id", "fragment_id", "grade", "reason", "by"])
+    frame = frame.drop_duplicates(["query_id", "fragment_id"], keep="last")
+    return frame.sort_values(["query_id", "fragment_id"]).reset_index(drop=True).astype({"grade": "int64"})
+
+
+def qrels_frame(engine: Engine, project: str, rule: str = "median", min_grades: int = 1) -> pd.DataFrame:
+    """Live qrels (query_id, doc_id, grade) from the current judgments by a consensus rule, adjudications
+    first — what the next release would contain; evaluate against a release for anything you publish."""
+    with session_scope(engine) as session:
+        proj = project_row(session, project)
+        scale = (proj.scale_min, proj.scale_max)
+    labels = consensus(judgments_frame(engine, project)[["query_id", "fragment_id", "annotator", "grade"]],
+                       rule=rule, adjudications=adjudications_frame(engine, project), min_grades=min_grades,
+                       scale=scale)
+    out = labels.rename(columns={"fragment_id": "doc_id"})[["query_id", "doc_id", "grade"]]
+    return out.astype({"query_id": str, "doc_id": str, "grade": "int64"}).reset_index(drop=True)
+
+
+def queries_frame(engine: Engine, project: str) -> pd.DataFrame:
+    """query_id, text, category of every query (for per-category reports and the app)."""
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        rows = session.execute(select(Query.external_id, Query.text, Query.category)
+                               .where(Query.project_id == project_id).order_by(Query.external_id)).all()
+    return pd.DataFrame(rows, columns=["query_id", "text", "category"])
+
+
+def fragments_text(engine: Engine, project: str) -> dict[str, str]:
+    """Fragment external id → text (e.g. for a retriever under evaluation)."""
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        return dict(session.execute(select(Fragment.external_id, Fragment.text)
+                                    .where(Fragment.project_id == project_id)).all())

@@ -1,0 +1,290 @@
+"""The agreement report a lead reads before trusting a golden set: κ, α, AC1/AC2 side by side, with CIs.
+
+`agreement_report(judgments)` returns the JSON-able dict of issue 3 (`qrelkit agreement --format json`);
+`assess(report, threshold)` turns it into a verdict with reasons a person can act on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from eval_core.agreement_bootstrap import bootstrap_sums, percentile_ci
+from eval_core.agreement_coefficients import (
+    LEVELS,
+    UNDEFINED_OVERLAP,
+    UNDEFINED_VARIATION,
+    WEIGHTS,
+    alpha_from_coincidence,
+    binarise_coincidence,
+    boundary_label,
+    coef,
+    cut_points,
+    gwet_from_sums,
+    kappa_from_confusion,
+    multi_status,
+)
+from eval_core.agreement_data import (
+    Encoded,
+    PairConfusions,
+    encode,
+    pair_confusions,
+    sum_by_group,
+    unit_counts,
+    unit_stats,
+)
+from eval_core.agreement_diagnostics import disputed_pairs, disputed_queries, grade_bias, leave_one_out
+from eval_core.agreement_groups import GroupStats, group_alphas, group_query_block, group_stats
+from eval_core.judgments import check_judgments, read_judgments
+
+BY_FIELDS = {"query": "query_id", "category": "category", "guideline": "guideline"}
+RELIABLE, TENTATIVE = 0.800, 0.667
+
+
+def _column(rows: np.ndarray, names: list[str], prefix: str) -> np.ndarray:
+    """The columns of a statistics block whose names start with `prefix` (keeps their order)."""
+    return rows[..., [i for i, n in enumerate(names) if n.startswith(prefix)]]
+
+
+def _coefficients(stats: np.ndarray, names: list[str], k: int, scale: tuple[int, int]) -> dict[str, np.ndarray]:
+    """Every multi-annotator coefficient from summed statistics (one row, or one per bootstrap replicate)."""
+    o = stats[..., : k * k].reshape(*stats.shape[:-1], k, k)
+    out = {f"alpha_{level}": alpha_from_coincidence(o, level) for level in LEVELS}
+    for label, cut in cut_points(scale):
+        out[f"cut_{label}"] = alpha_from_coincidence(binarise_coincidence(o, cut), "nominal")
+    n2, n1 = stats[..., names.index("n2")], stats[..., names.index("n1")]
+    pi = _column(stats, names, "pi")
+    for kind in WEIGHTS:
+        gw = gwet_from_sums(stats[..., names.index(f"pa_{kind}")], n2, pi, n1, kind)
+        out[f"ac_{kind}"] = gw["ac"]
+        if kind == "unweighted":
+            out["pa"], out["fleiss"] = gw["pa"], gw["fleiss"]
+    return out
+
+
+def _c(value: np.ndarray | float, status: str, replicates: np.ndarray | None, confidence: float) -> dict:
+    """C dict from a point value and its replicates (status "no variation" when the arithmetic is 0/0)."""
+    value = float(value)
+    if status == "ok" and not np.isfinite(value):
+        status = UNDEFINED_VARIATION
+    if status != "ok":
+        return coef(None, status)
+    ci = percentile_ci(replicates, confidence) if replicates is not None else None
+    return coef(value, "ok", ci)
+
+
+def _load(judgments: pd.DataFrame | str | Path, scale: tuple[int, int]) -> pd.DataFrame:
+    if isinstance(judgments, str | Path):
+        return read_judgments(judgments, scale)
+    return check_judgments(judgments, scale, duplicates=False)  # encode() checks them on integer codes
+
+
+def agreement_report(judgments: pd.DataFrame | str | Path, scale: tuple[int, int] = (0, 3),
+                     level: str = "ordinal", threshold: float = 0.6, by: str | None = None,
+                     bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95, top: int = 10,
+                     progress: bool = False) -> dict:
+    """Agreement of a judgments set: every coefficient with a query-clustered bootstrap CI, diagnostics, verdict.
+
+    Units are (query_id, fragment_id) pairs; a None/NA grade is "can't judge" and never counts as a grade.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
+    if by is not None and by not in BY_FIELDS:
+        raise ValueError(f"by must be one of {', '.join(BY_FIELDS)}, got {by!r}")
+    if bootstrap < 0:
+        raise ValueError(f"bootstrap must be ≥ 0, got {bootstrap}")
+    frame = _load(judgments, scale)
+    if by is not None and BY_FIELDS[by] not in frame.columns:
+        raise ValueError(f"judgments have no {BY_FIELDS[by]} column to break agreement down by")
+    enc = encode(frame, scale)
+    k, low = enc.k, scale[0]
+    counts = unit_counts(enc)
+    rows, names = unit_stats(counts)
+    per_query = sum_by_group(rows, enc.unit_query, len(enc.queries))
+    totals = per_query.sum(axis=0)
+    confusions = pair_confusions(enc)
+    valid = enc.grade >= 0
+    n_graders = len(np.unique(enc.annotator[valid]))
+    n_pairable = int((counts.sum(axis=1) >= 2).sum())
+    status = multi_status(n_graders, n_pairable)
+
+    fields = [f for f in dict.fromkeys([by, "guideline" if "guideline" in frame.columns else None]) if f]
+    groups = {field: _group_stats(frame, enc, BY_FIELDS[field]) for field in fields}
+    resampled = [f for f in groups if f != "query"]  # one query's α does not vary over query resamples
+
+    point = _coefficients(totals, names, k, scale)
+    reps: dict[str, np.ndarray] = {}
+    kappa_reps = None
+    group_reps: dict[str, np.ndarray] = {}
+    n_reps = bootstrap if len(enc.queries) >= 2 and status == "ok" else 0
+    if n_reps:
+        blocks = [per_query, confusions.per_query, *(group_query_block(groups[f], enc) for f in resampled)]
+        base, kappa_block, *group_blocks = bootstrap_sums(blocks, n_reps, seed, progress)
+        reps = _coefficients(base, names, k, scale)
+        kappa_reps = kappa_block.reshape(n_reps, -1, k, k)
+        group_reps = dict(zip(resampled, group_blocks, strict=True))
+
+    def c(name: str) -> dict:
+        return _c(point[name], status, reps.get(name), confidence)
+
+    report = {
+        "n_units": len(enc.units),
+        "n_annotators": len(enc.annotators),
+        "n_judgments": len(frame),
+        "n_grades": int(valid.sum()),
+        "n_cant_judge": int((~valid).sum()),
+        "n_queries": len(enc.queries),
+        "n_pairable_units": n_pairable,
+        "scale": [scale[0], scale[1]],
+        "level": level,
+        "bootstrap": {"replicates": n_reps, "seed": seed, "confidence": confidence, "cluster": "query_id"},
+        "raw_agreement": c("pa")["value"],
+        "raw_agreement_ci": c("pa")["ci"],
+        "prevalence": _prevalence(counts, low),
+        "alpha": {lv: c(f"alpha_{lv}") for lv in LEVELS},
+        "fleiss_kappa": c("fleiss"),
+        "ac1": c("ac_unweighted"),
+        "ac2": {"linear": c("ac_linear"), "quadratic": c("ac_quadratic")},
+        "kappa": _kappas(enc, confusions, kappa_reps, confidence),
+        "cuts": {label: c(f"cut_{label}") for label, _ in cut_points(scale)},
+    }
+    alpha_point = report["alpha"][level]["value"]
+    report["diagnostics"] = {
+        "leave_one_out": leave_one_out(enc, counts, level, alpha_point),
+        "bias": grade_bias(enc, counts, low),
+        "disputed_pairs": disputed_pairs(enc, counts, frame, low, top),
+        "disputed_queries": disputed_queries(enc, counts, top),
+    }
+    if by is not None:
+        report["diagnostics"]["by"] = {"field": by, "groups": group_alphas(groups[by], level, group_reps.get(by),
+                                                                           confidence)}
+    if "guideline" in groups:
+        report["diagnostics"]["guidelines"] = group_alphas(groups["guideline"], level,
+                                                           group_reps.get("guideline"), confidence)
+    report["assessment"] = assess(report, threshold)
+    return report
+
+
+def _group_stats(frame: pd.DataFrame, enc: Encoded, column: str) -> GroupStats:
+    """Group judgments by a column's values (missing values form the group "(none)")."""
+    codes, names = pd.factorize(frame[column].astype(object).where(frame[column].notna(), "(none)"), sort=True)
+    return group_stats(enc, codes.astype(np.int64), [str(n) for n in names])
+
+
+def _prevalence(counts: np.ndarray, low: int) -> dict[str, float | None]:
+    """Share of each grade among all real grades: the base rates behind the kappa paradox."""
+    per_grade = counts.sum(axis=0)
+    total = per_grade.sum()
+    return {str(low + i): (float(n / total) if total else None) for i, n in enumerate(per_grade)}
+
+
+def _kappas(enc: Encoded, confusions: PairConfusions, kappa_reps: np.ndarray | None, confidence: float) -> list[dict]:
+    """Cohen's κ for every pair of annotators who graded anything, with overlap and confusion matrix."""
+    valid = enc.grade >= 0
+    graders = np.unique(enc.annotator[valid])
+    index = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(confusions.a, confusions.b, strict=True))}
+    out = []
+    for x_pos, a in enumerate(graders):
+        for b in graders[x_pos + 1:]:
+            i = index.get((int(a), int(b)))
+            conf = confusions.total[i] if i is not None else np.zeros((enc.k, enc.k))
+            n = int(conf.sum())
+            entry = {"a": enc.annotators[a], "b": enc.annotators[b], "n": n}
+            for kind in WEIGHTS:
+                status = "ok" if n else UNDEFINED_OVERLAP
+                reps = None if kappa_reps is None or i is None else kappa_from_confusion(kappa_reps[:, i], kind)
+                entry[kind] = _c(kappa_from_confusion(conf, kind), status, reps, confidence)
+            entry["confusion"] = conf.astype(int).tolist()
+            out.append(entry)
+    return out
+
+
+def band(value: float | None) -> str | None:
+    """Krippendorff's (2004) bands: ≥ 0.800 reliable, 0.667–0.800 tentative conclusions only, below: unreliable."""
+    if value is None:
+        return None
+    if value >= RELIABLE:
+        return "reliable"
+    return "tentative" if value >= TENTATIVE else "unreliable"
+
+
+def _fmt(c: dict) -> str:
+    text = f"{c['value']:.2f}"
+    return text + (f" [{c['ci'][0]:.2f}, {c['ci'][1]:.2f}]" if c["ci"] else "")
+
+
+def verdict(c: dict, threshold: float) -> str:
+    """ok if the CI's low end clears the threshold, ambiguous if its high end is below, else inconclusive."""
+    if c["value"] is None or c["ci"] is None:
+        return "insufficient_data"
+    lo, hi = c["ci"]
+    return "ok" if lo >= threshold else "ambiguous" if hi < threshold else "inconclusive"
+
+
+def assess(report: dict, threshold: float = 0.6) -> dict:
+    """Verdict on the report's α with reasons a lead can act on; guideline versions are judged the same way."""
+    level = report["level"]
+    alpha = report["alpha"][level]
+    value = alpha["value"]
+    overall = verdict(alpha, threshold)
+    if value is None:
+        reasons = [f"{level} α {alpha['status']}"]
+    elif alpha["ci"] is None:
+        reasons = [f"{level} α {value:.2f} has no confidence interval "
+                   "(needs ≥ 2 queries and a bootstrap of ≥ 1 replicate)"]
+    else:
+        relation = {"ok": "≥", "ambiguous": "<", "inconclusive": "straddles"}[overall]
+        reasons = [f"{level} α {_fmt(alpha)} {relation} {threshold:g}"]
+    if value is not None:
+        reasons.append(f"Krippendorff's bands: {band(value)} (≥ 0.800 reliable, 0.667–0.800 tentative)")
+    reasons += _boundary_reasons(report, threshold, overall)
+    if overall != "ok":
+        reasons += _why(report, threshold)
+    guidelines = [{"guideline": row["group"], "alpha": row["alpha"], "verdict": verdict(row["alpha"], threshold)}
+                  for row in report["diagnostics"].get("guidelines", [])]
+    for g in guidelines:
+        c = g["alpha"]
+        if g["verdict"] == "ambiguous":
+            reasons.append(f"guideline {g['guideline']} is ambiguous: {level} α {_fmt(c)} < {threshold:g}; revise it")
+        elif c["value"] is not None and c["value"] < threshold:
+            reasons.append(f"guideline {g['guideline']} may be ambiguous: {level} α {_fmt(c)}")
+    out = {"threshold": threshold, "verdict": overall, "band": band(value), "reasons": reasons}
+    if guidelines:
+        out["guidelines"] = guidelines
+    return out
+
+
+def _boundary_reasons(report: dict, threshold: float, overall: str) -> list[str]:
+    defined = [(label, c) for label, c in report["cuts"].items() if c["value"] is not None]
+    if not defined:
+        return []
+    label, worst = min(defined, key=lambda item: item[1]["value"])
+    if worst["value"] < threshold or overall != "ok":
+        return [f"boundary {boundary_label(label)} α {worst['value']:.2f} (weakest cut: grade ≥ {label} vs below)"]
+    return []
+
+
+def _why(report: dict, threshold: float) -> list[str]:
+    """Actionable hints: disputed queries, the kappa paradox, outlying annotators, weak guideline versions."""
+    out = []
+    diag = report["diagnostics"]
+    queries = [q["query_id"] for q in diag["disputed_queries"][:3]]
+    if queries:
+        out.append(f"queries {', '.join(queries)} most disputed")
+    raw, alpha = report["raw_agreement"], report["alpha"][report["level"]]["value"]
+    shares = {g: s for g, s in report["prevalence"].items() if s is not None}
+    if raw is not None and alpha is not None and shares and raw >= 0.8 and alpha < threshold:
+        grade, share = max(shares.items(), key=lambda item: item[1])
+        ac2 = report["ac2"]["quadratic"]["value"]
+        out.append(f"raw agreement {raw:.2f} but grade {grade} is {share:.0%} of grades: chance correction "
+                   f"shrinks α and κ (kappa paradox); AC2 {ac2:.2f}" if ac2 is not None else
+                   f"raw agreement {raw:.2f} but grade {grade} is {share:.0%} of grades (kappa paradox)")
+    for row in diag["leave_one_out"]:
+        if row["delta"] is not None and row["delta"] >= 0.05:
+            out.append(f"without {row['annotator']} α would be {row['alpha']['value']:.2f} ({row['delta']:+.2f})")
+    for row in diag["bias"]:
+        if abs(row["bias"]) >= 0.5:
+            out.append(f"{row['annotator']} grades {row['bias']:+.2f} vs the others on shared pairs")
+    return out

@@ -1,0 +1,138 @@
+"""One graded label per (query, fragment) from several annotators' grades, by an explicit recorded rule."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import numpy as np
+import pandas as pd
+
+from eval_core.judgments import check_judgments
+
+RULES = ("median", "majority", "mean", "min")
+PAIR = ["query_id", "fragment_id"]
+COLUMNS = ["query_id", "fragment_id", "grade", "n_grades", "grades", "rule", "adjudicated"]
+
+
+def _lower_median(grade: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Lower median of each group of a (pair, grade)-sorted array: the pessimistic middle on ties."""
+    return grade[starts + (counts - 1) // 2]
+
+
+def _majority(pair: np.ndarray, grade: np.ndarray, n_pairs: int) -> np.ndarray:
+    """Most frequent grade per pair; a tie goes to the lower grade (rows are sorted by pair, then grade)."""
+    keys = pd.DataFrame({"pair": pair, "grade": grade})
+    votes = keys.groupby(["pair", "grade"], sort=True).size().rename("votes").reset_index()
+    votes = votes.sort_values(["pair", "votes", "grade"], ascending=[True, False, True], kind="stable")
+    first = votes.drop_duplicates("pair", keep="first")
+    out = np.empty(n_pairs, dtype=np.int64)
+    out[first["pair"].to_numpy()] = first["grade"].to_numpy()
+    return out
+
+
+def _mean_half_up(grade_sum: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Mean rounded half up, in exact integer arithmetic: floor(sum/n + 1/2) = floor((2·sum + n) / 2n)."""
+    return (2 * grade_sum + counts) // (2 * counts)
+
+
+def _combine(pair: np.ndarray, grade: np.ndarray, n_pairs: int, rule: str) -> tuple[np.ndarray, np.ndarray]:
+    """Rule value and grade count per pair code (value undefined where the count is 0)."""
+    counts = np.bincount(pair, minlength=n_pairs)
+    value = np.zeros(n_pairs, dtype=np.int64)
+    has = counts > 0
+    if not has.any():
+        return value, counts
+    if rule == "median":
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        value[has] = _lower_median(grade, starts[has], counts[has])
+    elif rule == "majority":
+        value[has] = _majority(pair, grade, n_pairs)[has]
+    elif rule == "mean":
+        sums = np.bincount(pair, weights=grade, minlength=n_pairs).round().astype(np.int64)
+        value[has] = _mean_half_up(sums[has], counts[has])
+    else:
+        mins = np.full(n_pairs, np.iinfo(np.int64).max)
+        np.minimum.at(mins, pair, grade)
+        value[has] = mins[has]
+    return value, counts
+
+
+def _provenance(pair: np.ndarray, annotators: np.ndarray, grades: list, n_pairs: int) -> list[dict]:
+    """Every annotator's grade per pair (None for can't judge), rows already sorted by pair."""
+    bounds = np.searchsorted(pair, np.arange(n_pairs + 1))
+    names = annotators.tolist()
+    return [dict(zip(names[s:e], grades[s:e], strict=True)) for s, e in pairwise(bounds)]
+
+
+def _adjudication_table(adjudications: pd.DataFrame | None, scale: tuple[int, int]) -> pd.DataFrame:
+    """Lead decisions as (query_id, fragment_id) → grade, checked for scale and one decision per pair."""
+    if adjudications is None or len(adjudications) == 0:
+        return pd.DataFrame({"query_id": [], "fragment_id": [], "adjudicated_grade": []})
+    missing = [c for c in (*PAIR, "grade") if c not in adjudications.columns]
+    if missing:
+        raise ValueError(f"adjudications lack column(s): {', '.join(missing)}")
+    adj = adjudications[[*PAIR, "grade"]].copy()
+    try:
+        grades = pd.array(adj["grade"], dtype="Int64")
+    except (TypeError, ValueError):
+        raise ValueError(f"adjudication grades must be integers in {scale[0]}-{scale[1]}") from None
+    low, high = scale
+    bad = grades.isna() | (grades < low) | (grades > high)
+    bad = np.asarray(bad.fillna(True), dtype=bool)
+    if bad.any():
+        row = adj.iloc[int(np.flatnonzero(bad)[0])]
+        raise ValueError(f"adjudication of ({row['query_id']}, {row['fragment_id']}): grade {row['grade']!r} "
+                         f"is not an integer in {low}-{high}")
+    adj["query_id"] = adj["query_id"].astype(str)
+    adj["fragment_id"] = adj["fragment_id"].astype(str)
+    dup = adj.duplicated(PAIR, keep=False)
+    if dup.any():
+        row = adj[dup].iloc[0]
+        raise ValueError(f"more than one adjudication of ({row['query_id']}, {row['fragment_id']})")
+    return pd.DataFrame({"query_id": adj["query_id"], "fragment_id": adj["fragment_id"],
+                         "adjudicated_grade": grades.astype("int64")})
+
+
+def consensus(judgments: pd.DataFrame, rule: str = "median", adjudications: pd.DataFrame | None = None,
+              min_grades: int = 1, scale: tuple[int, int] = (0, 3)) -> pd.DataFrame:
+    """Graded qrels with provenance: adjudicated grade if any, else the rule over real (non-can't-judge) grades.
+
+    Pairs with fewer than `min_grades` real grades are left out unless adjudicated. Columns:
+    query_id, fragment_id, grade, n_grades, grades (annotator → grade, None = can't judge), rule, adjudicated.
+    """
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
+    if min_grades < 1:
+        raise ValueError(f"min_grades must be at least 1, got {min_grades}")
+    frame = check_judgments(judgments, scale)
+    adj = _adjudication_table(adjudications, scale)
+    keys = pd.concat([frame[PAIR], adj[PAIR]], ignore_index=True)
+    if len(keys) == 0:
+        return pd.DataFrame({c: pd.Series(dtype="int64" if c in ("grade", "n_grades") else object) for c in COLUMNS})
+    codes = keys.groupby(PAIR, sort=True).ngroup().to_numpy()
+    n_pairs = int(codes.max()) + 1
+    first = np.empty(n_pairs, dtype=np.int64)
+    first[codes[::-1]] = np.arange(len(codes))[::-1]
+    pairs = keys.iloc[first].reset_index(drop=True)
+    pair_all = codes[: len(frame)]
+    order = np.argsort(pair_all, kind="stable")
+    sentinel = np.iinfo(np.int64).min
+    coded = frame["grade"].to_numpy(dtype=np.int64, na_value=sentinel)[order].tolist()
+    grades_list = [None if g == sentinel else g for g in coded]
+    provenance = _provenance(pair_all[order], frame["annotator"].to_numpy()[order], grades_list, n_pairs)
+
+    real = frame["grade"].notna().to_numpy()
+    pair = pair_all[real]
+    grade = frame["grade"].to_numpy(dtype="float64", na_value=np.nan)[real].astype(np.int64)
+    sort = np.lexsort((grade, pair))
+    value, counts = _combine(pair[sort], grade[sort], n_pairs, rule)
+
+    adjudicated = np.zeros(n_pairs, dtype=bool)
+    if len(adj):
+        where = codes[len(frame):]
+        adjudicated[where] = True
+        value[where] = adj["adjudicated_grade"].to_numpy()
+    keep = adjudicated | (counts >= min_grades)
+    out = pairs.assign(grade=value, n_grades=counts.astype(np.int64), grades=provenance, rule=rule,
+                       adjudicated=adjudicated)
+    return out[keep].reset_index(drop=True)[COLUMNS]

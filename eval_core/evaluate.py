@@ -1,0 +1,171 @@
+"""`evaluate()`: one call from qrels and run(s) — files, DataFrames or dicts — to per-query values and means.
+
+Semantics are trec_eval's with `-c`: every qrels query is scored (missing from the run ⇒ 0), run-only
+queries are ignored, and every such case is reported in `Evaluation.warnings`. Queries whose R = 0
+appear in `per_query` and in the mean (as trec_eval counts them) with 0 for every binary metric; nDCG
+keeps its graded value, since `rel_level` never changes nDCG gains.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from eval_core.formats import detect_format, load_qrels, load_run, read_categories
+from eval_core.metrics import (
+    DEFAULT_K,
+    QrelsIndex,
+    Ranked,
+    Spec,
+    compute,
+    index_qrels,
+    merge_ranked,
+    parse_metrics,
+    rank_run,
+)
+from eval_core.run_blocks import BLOCK_BYTES, Scattered, iter_run_blocks
+
+MAX_LISTED = 10
+
+
+def _listed(ids: Sequence[str]) -> str:
+    """A short human list of ids: the first few, then how many more."""
+    head = ", ".join(map(str, ids[:MAX_LISTED]))
+    return head + (f" … (+{len(ids) - MAX_LISTED} more)" if len(ids) > MAX_LISTED else "")
+
+
+def _is_multi(run: Any) -> bool:
+    """True for several runs: a list of runs, or a dict name → run (not a `{qid: {docid: score}}` run)."""
+    if isinstance(run, list | tuple):
+        return True
+    if not isinstance(run, Mapping) or not run:
+        return False
+    first = next(iter(run.values()))
+    if isinstance(first, str | Path | pd.DataFrame):
+        return True
+    return isinstance(first, Mapping) and any(isinstance(v, Mapping | list) for v in first.values())
+
+
+@dataclass
+class Evaluation:
+    """The result of evaluating one run: per-query values, means over qrels queries, and what was odd."""
+
+    name: str
+    per_query: pd.DataFrame
+    mean: dict[str, float]
+    warnings: list[str] = field(default_factory=list)
+    by_category: pd.DataFrame | None = None
+
+    def to_dict(self, per_query: bool = False) -> dict:
+        """JSON-able form used by `qrelkit eval --format json`."""
+        out: dict[str, Any] = {"name": self.name, "mean": dict(self.mean)}
+        if per_query:
+            out["per_query"] = {str(q): {m: float(v) for m, v in row.items()}
+                                for q, row in self.per_query.to_dict(orient="index").items()}
+        if self.by_category is not None:
+            out["by_category"] = {str(c): {m: float(v) for m, v in row.items()}
+                                  for c, row in self.by_category.to_dict(orient="index").items()}
+        out["warnings"] = list(self.warnings)
+        return out
+
+
+def evaluate(
+    qrels: Any,
+    run: Any,
+    metrics: Sequence[str] | None = None,
+    k: Sequence[int] = DEFAULT_K,
+    rel_level: int = 1,
+    categories: Any = None,
+    name: str | None = None,
+    max_grade: int = 3,
+    block_bytes: int = BLOCK_BYTES,
+    progress: Callable[[int], object] | None = None,
+) -> Any:
+    """Evaluate a run (path, DataFrame or dict) against qrels; several runs give a list or dict of results.
+
+    `metrics` are names such as `P@10`, `ndcg@k` (expanded over `k`), `map`, `rbp@0.8`, `ndcg@10_condensed`;
+    `max_grade` is the scale's top grade for ERR. A dict `{name: run}` returns `{name: Evaluation}`.
+    A TREC run file larger than `block_bytes` is read in blocks of whole queries (memory bounded by the
+    block, not the file); `progress(n)` is told of every n bytes of run files read.
+    """
+    specs = parse_metrics(metrics, k)
+    qi = index_qrels(load_qrels(qrels), rel_level)
+    cats = None if categories is None else read_categories(categories)
+    if _is_multi(run):
+        items = run.items() if isinstance(run, Mapping) else ((None, r) for r in run)
+        results = [_evaluate_one(qi, r, specs, cats, n, max_grade, block_bytes, progress) for n, r in items]
+        return {e.name: e for e in results} if isinstance(run, Mapping) else results
+    return _evaluate_one(qi, run, specs, cats, name, max_grade, block_bytes, progress)
+
+
+def _blockable(run: Any, block_bytes: int) -> bool:
+    """A TREC run file big enough to be worth reading in blocks (gzip counted at 4× its size)."""
+    if not isinstance(run, str | os.PathLike) or not Path(run).is_file():
+        return False
+    with Path(run).open("rb") as fh:
+        factor = 4 if fh.read(2) == b"\x1f\x8b" else 1
+    return Path(run).stat().st_size * factor > block_bytes and detect_format(run) == "trec"
+
+
+def rank_file_blocks(qi: QrelsIndex, path: str | Path, block_bytes: int = BLOCK_BYTES,
+                     progress: Callable[[int], object] | None = None) -> Ranked:
+    """Rank a TREC run block by block of whole queries — identical to `rank_run` on the whole file.
+
+    Raises `Scattered` when the file does not keep each query's lines together.
+    """
+    return merge_ranked([rank_run(qi, cols) for cols in iter_run_blocks(path, block_bytes, progress)])
+
+
+def _rank(qi: QrelsIndex, run: Any, block_bytes: int,
+          progress: Callable[[int], object] | None) -> tuple[Ranked, str, list[str]]:
+    """The run ranked (in blocks when it is a big TREC file), its label, and any note on how it was read."""
+    if _blockable(run, block_bytes):
+        try:
+            return rank_file_blocks(qi, run, block_bytes, progress), str(run), []
+        except Scattered:
+            note = ("the run file does not keep each query's lines together, so it was read whole "
+                    "(memory grows with the file); group its lines by query to evaluate it in blocks")
+            return rank_run(qi, load_run(run)), str(run), [note]
+    cols = load_run(run)
+    return rank_run(qi, cols), cols.label, []
+
+
+def _evaluate_one(qi: QrelsIndex, run: Any, specs: list[Spec], cats: dict[str, str] | None,
+                  name: str | None, max_grade: int, block_bytes: int = BLOCK_BYTES,
+                  progress: Callable[[int], object] | None = None) -> Evaluation:
+    """Score one run against prepared qrels and gather the warnings a person needs to trust the numbers."""
+    ranked, label, warnings = _rank(qi, run, block_bytes, progress)
+    if name is None:
+        name = "run" if label.startswith("<") else Path(label).name
+    values = compute(qi, ranked, specs, max_grade=max_grade)
+    qids = qi.qids.to_pylist()
+    per_query = pd.DataFrame(values, index=pd.Index(qids, name="query_id"))
+    mean = {m: float(per_query[m].mean()) if len(per_query) else 0.0 for m in per_query.columns}
+    missing = [q for q, n in zip(qids, ranked.num_ret, strict=True) if n == 0]
+    if missing:
+        warnings.append(f"{len(missing)} of {len(qids)} qrels queries are missing from the run and score 0: "
+                        f"{_listed(missing)}")
+    if ranked.unknown_qids:
+        warnings.append(f"{len(ranked.unknown_qids)} run queries are not in the qrels and were ignored: "
+                        f"{_listed(ranked.unknown_qids)}")
+    no_rel = [q for q, r in zip(qids, qi.n_rel, strict=True) if r == 0]
+    if no_rel:
+        warnings.append(f"{len(no_rel)} qrels queries have no relevant fragment (grade ≥ {qi.rel_level}) and "
+                        f"score 0 on binary metrics: {_listed(no_rel)}")
+    by_category = None
+    if cats is not None:
+        labels = pd.Series([cats.get(q) for q in qids], index=per_query.index, dtype=object)
+        unmapped = [q for q, c in zip(qids, labels, strict=True) if c is None]
+        if unmapped:
+            warnings.append(f"{len(unmapped)} queries have no category and are grouped as '(none)': "
+                            f"{_listed(unmapped)}")
+        grouped = per_query.groupby(labels.fillna("(none)"), sort=True)
+        by_category = grouped.mean()
+        by_category.insert(0, "queries", grouped.size())
+        by_category.index.name = "category"
+    return Evaluation(name, per_query, mean, warnings, by_category)

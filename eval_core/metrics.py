@@ -1,0 +1,368 @@
+"""Ranking metrics for every query at once: order the run trec_eval's way, join grades, segment sums.
+
+The hot path never loops over queries in Python. A run is reduced to its *judged* rows (the only
+rows any metric needs, besides each query's retrieved count), each with its query code, 1-based
+rank and grade; every metric is then a weighted `np.bincount` over those rows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from eval_core.formats import Columns, pair_keys
+
+DEFAULT_K = (1, 3, 5, 10, 20, 100)
+DEFAULT_METRICS = (
+    "P@k", "P_ceiling@k", "recall@k", "success@k", "F1@k", "ndcg@k", "ndcg_exp@k", "map@k", "mrr@k",
+    "judged@k", "map", "mrr", "rprec", "ndcg", "recall", "bpref",
+)
+# base name -> whether a cutoff is required ("k"), optional ("opt"), absent ("none") or a persistence ("p").
+BASES = {
+    "P": "k", "P_ceiling": "k", "recall": "opt", "success": "k", "F1": "k", "ndcg": "opt",
+    "ndcg_exp": "opt", "dcg": "opt", "map": "opt", "mrr": "opt", "judged": "k", "rprec": "none",
+    "bpref": "none", "err": "opt", "rbp": "p", "rbp_residual": "p",
+}
+_NAME = re.compile(r"^(?P<base>[A-Za-z_0-9]+?)(?:@(?P<arg>k|\d+(?:\.\d+)?))?(?P<cond>_condensed)?$")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One parsed metric name: base, cutoff k or persistence p (or None), condensed flag."""
+
+    name: str
+    base: str
+    arg: float | None
+    condensed: bool
+
+
+def parse_metrics(names: Iterable[str] | None, k: Sequence[int] = DEFAULT_K) -> list[Spec]:
+    """Expand names (`P`, `P@k` and `P@5` alike) into specs; unknown names raise ValueError."""
+    out: dict[str, Spec] = {}
+    for raw in DEFAULT_METRICS if names is None else names:
+        name = raw.strip()
+        if not name:
+            continue
+        m = _NAME.match(name)
+        if not m or m["base"] not in BASES:
+            raise ValueError(f"unknown metric {name!r}; known: {', '.join(sorted(BASES))} "
+                             "(with @k cutoffs, rbp@p, and a _condensed suffix)")
+        base, arg, cond = m["base"], m["arg"], bool(m["cond"])
+        kind = BASES[base]
+        suffix = "_condensed" if cond else ""
+        if kind == "none" and arg is not None:
+            raise ValueError(f"metric {name!r} takes no cutoff")
+        if kind == "p":
+            p = 0.8 if arg in (None, "k") else float(arg)
+            if not 0 < p < 1:
+                raise ValueError(f"metric {name!r}: persistence p must be in (0, 1)")
+            spec = Spec(f"{base}@{p:g}{suffix}", base, p, cond)
+            out[spec.name] = spec
+            continue
+        if arg == "k" or (arg is None and kind == "k"):
+            for cut in k:
+                spec = Spec(f"{base}@{cut}{suffix}", base, int(cut), cond)
+                out[spec.name] = spec
+            continue
+        if arg is not None and ("." in arg or int(arg) < 1):
+            raise ValueError(f"metric {name!r}: cutoff must be a positive integer")
+        cut = None if arg is None else int(arg)
+        spec = Spec(name, base, cut, cond)
+        out[spec.name] = spec
+    return list(out.values())
+
+
+@dataclass
+class QrelsIndex:
+    """Qrels prepared once: sorted (query, doc) pair keys with grades and docids, R and N per query."""
+
+    qids: pa.Array
+    keys: np.ndarray
+    key_q: np.ndarray
+    key_doc: pa.Array
+    grades: np.ndarray
+    n_rel: np.ndarray
+    n_nonrel: np.ndarray
+    rel_level: int
+    bitmap: np.ndarray
+    ideal: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+BITMAP_BITS = 22  # 4 MiB of flags: small enough to stay mostly in cache while 9M rows probe it
+
+
+def _bucket(keys: np.ndarray) -> np.ndarray:
+    """Bitmap slot of each docid key (its top bits; a view, no copy beyond the shift)."""
+    return (keys >> np.uint64(64 - BITMAP_BITS)).view(np.int64)
+
+
+def index_qrels(qrels: Columns, rel_level: int) -> QrelsIndex:
+    """Encode qrels as sorted pair keys plus a docid bitmap, so run rows join by a prefilter and a binary search."""
+    qc, grade = qrels.qcode, np.asarray(qrels.value, dtype=np.int64)
+    keys = pair_keys(qrels.doc_keys, qc)
+    order = np.argsort(keys, kind="stable")
+    keys, key_q = keys[order], qc[order]
+    if len(keys) > 1 and (keys[1:] == keys[:-1]).any():
+        raise RuntimeError("64-bit key collision between two qrels pairs; please report this input")
+    bitmap = np.zeros(1 << BITMAP_BITS, dtype=bool)
+    bitmap[_bucket(qrels.doc_keys)] = True
+    nq = len(qrels.qvalues)
+    rel = grade >= rel_level
+    # The ideal ranking for nDCG: every judged grade of the query, best first (negative grades gain 0).
+    g = np.clip(grade, 0, None)
+    ideal_order = np.lexsort((-g, qc))
+    iq = qc[ideal_order]
+    ig = g[ideal_order].astype(np.float64)
+    disc = 1.0 / np.log2(_within(iq) + 2.0)
+    ideal = (iq, _within(iq) + 1, ig * disc, (2.0**ig - 1.0) * disc)
+    return QrelsIndex(qrels.qvalues, keys, key_q, qrels.docid.take(pa.array(order)), grade[order],
+                      np.bincount(qc[rel], minlength=nq), np.bincount(qc[~rel & (grade >= 0)], minlength=nq),
+                      rel_level, bitmap, ideal)
+
+
+@dataclass
+class Ranked:
+    """A run reduced to what metrics need: judged rows (query code, rank, grade) and counts per query."""
+
+    q: np.ndarray
+    rank: np.ndarray
+    grade: np.ndarray
+    num_ret: np.ndarray
+    unknown_qids: list[str]
+
+
+def _segment_starts(codes: np.ndarray) -> np.ndarray:
+    """Start index of each run of equal adjacent codes."""
+    if len(codes) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.concatenate(([0], np.flatnonzero(codes[1:] != codes[:-1]) + 1))
+
+
+def _order(q: np.ndarray, score: np.ndarray, docid: pa.Array) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """Where each row goes in trec_eval order (query blocks, score desc, docid desc), touching little.
+
+    Returns `order` (a full permutation, or None when every query's rows are already contiguous and in
+    score order — the usual case), the start of each query block in ordered positions, and the rows of
+    tied score groups as (original row, ordered position) pairs sorted by row. Docid strings are
+    compared only inside tied groups; the full sort happens only when the file is not already sorted.
+    """
+    order: np.ndarray | None = None
+    change = q[1:] != q[:-1]
+    starts = np.concatenate(([0], np.flatnonzero(change) + 1)) if len(q) else np.zeros(0, np.int64)
+    if len(starts) and np.bincount(q[starts]).max() > 1:  # a query's rows are not contiguous
+        order = np.argsort(q, kind="stable")
+    sq = q if order is None else q[order]
+    ss = score if order is None else score[order]
+    same = ~change if order is None else sq[1:] == sq[:-1]
+    if np.any((ss[1:] > ss[:-1]) & same):
+        resort = np.lexsort((-ss, sq))
+        order = resort if order is None else order[resort]
+        ss = score[order]
+    if order is not None:
+        sq = q[order]
+        same = sq[1:] == sq[:-1]
+        starts = _segment_starts(sq)
+    tie = same & (ss[1:] == ss[:-1])
+    moved = np.zeros((2, 0), dtype=np.int64)
+    if tie.any():
+        edge = np.flatnonzero(tie)
+        pos = np.union1d(edge, edge + 1)  # ordered positions inside tied groups
+        group = np.cumsum(np.concatenate(([True], ~tie[pos[:-1]])))  # pos[i], pos[i+1] tied ⇔ same group
+        rows = pos if order is None else order[pos]
+        sub = pa.table({"g": group, "d": docid.take(pa.array(rows))})
+        perm = pc.sort_indices(sub, sort_keys=[("g", "ascending"), ("d", "descending")]).to_numpy()
+        src = rows[perm]  # the row that lands on ordered position pos[i]
+        by_row = np.argsort(src)
+        moved = np.stack((src[by_row], pos[by_row]))
+    return order, starts, moved
+
+
+def rank_run(qi: QrelsIndex, run: Columns) -> Ranked:
+    """Order the run and keep its judged rows with their ranks; run queries absent from the qrels are ignored."""
+    nq = len(qi.qids)
+    to_qrels = pc.index_in(run.qvalues, value_set=qi.qids)
+    unknown = sorted(run.qvalues.filter(to_qrels.is_null()).to_pylist()) if to_qrels.null_count else []
+    qmap = to_qrels.fill_null(-1).to_numpy().astype(np.int64)
+    per_run_query = np.bincount(run.qcode, minlength=len(qmap))
+    num_ret = np.zeros(nq, dtype=np.int64)
+    num_ret[qmap[qmap >= 0]] = per_run_query[qmap >= 0]
+    order, seg, moved = _order(run.qcode, run.value, run.docid)
+    # Judged rows only: docid bitmap prefilter, binary search on pair keys, then confirm on the strings.
+    cand = np.flatnonzero(qi.bitmap[_bucket(run.doc_keys)])
+    cq = qmap[run.qcode[cand]]
+    cand, cq = cand[cq >= 0], cq[cq >= 0]
+    keys = pair_keys(run.doc_keys[cand], cq)
+    at = np.minimum(np.searchsorted(qi.keys, keys), max(len(qi.keys) - 1, 0))
+    found = qi.keys[at] == keys if len(qi.keys) else np.zeros(len(keys), dtype=bool)
+    rows, at, rq = cand[found], at[found], cq[found]
+    same = pc.equal(run.docid.take(pa.array(rows)), qi.key_doc.take(pa.array(at))).to_numpy(zero_copy_only=False)
+    ok = same & (qi.key_q[at] == rq)
+    rows, grade, rq = rows[ok], qi.grades[at[ok]], rq[ok]
+    # Ordered position of each judged row: through the permutation if one was needed, then the tie fix-ups.
+    if order is None:
+        pos = rows.copy()
+    else:
+        inverse = np.empty(len(order), dtype=np.int64)
+        inverse[order] = np.arange(len(order))
+        pos = inverse[rows]
+    if moved.shape[1]:
+        i = np.minimum(np.searchsorted(moved[0], rows), moved.shape[1] - 1)
+        hit = moved[0][i] == rows
+        pos[hit] = moved[1][i[hit]]
+    srt = np.argsort(pos, kind="stable")
+    pos, grade, rq = pos[srt], grade[srt], rq[srt]
+    rank = pos - seg[np.searchsorted(seg, pos, side="right") - 1] + 1
+    return Ranked(rq, rank, grade, num_ret, unknown)
+
+
+def merge_ranked(parts: Sequence[Ranked]) -> Ranked:
+    """One Ranked from runs of disjoint query sets (blocks of one file), in block order."""
+    return Ranked(np.concatenate([p.q for p in parts]), np.concatenate([p.rank for p in parts]),
+                  np.concatenate([p.grade for p in parts]), np.sum([p.num_ret for p in parts], axis=0),
+                  sorted(q for p in parts for q in p.unknown_qids))
+
+
+def _within(q: np.ndarray) -> np.ndarray:
+    """0-based position of each row within its block of equal query codes (rows grouped by query)."""
+    starts = _segment_starts(q)
+    return np.arange(len(q)) - np.repeat(starts, np.diff(np.append(starts, len(q))))
+
+
+def _sum(q: np.ndarray, w: np.ndarray, nq: int) -> np.ndarray:
+    return np.bincount(q, weights=w, minlength=nq)
+
+
+def _div(a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
+    """a / b with 0 where b is 0 (trec_eval's convention for undefined ratios)."""
+    b = np.broadcast_to(np.asarray(b, dtype=np.float64), np.shape(a))
+    return np.divide(a, b, out=np.zeros(np.shape(a), dtype=np.float64), where=b != 0)
+
+
+def _ideal_dcg(qi: QrelsIndex, cut: int | None, exp: bool) -> np.ndarray:
+    """DCG of the ideal ranking: all judged grades of the query, best first."""
+    q, rank, lin, expo = qi.ideal
+    w = expo if exp else lin
+    if cut is not None:
+        w = np.where(rank <= cut, w, 0.0)
+    return _sum(q, w, len(qi.qids))
+
+
+def compute(
+    qi: QrelsIndex, ranked: Ranked, specs: Sequence[Spec], max_grade: int = 3
+) -> dict[str, np.ndarray]:
+    """Per-query values (aligned with `qi.qids`) for every spec, condensed variants included."""
+    nq = len(qi.qids)
+    out: dict[str, np.ndarray] = {}
+    plain = [s for s in specs if not s.condensed]
+    condensed = [s for s in specs if s.condensed]
+    if plain:
+        out.update(_compute(qi, ranked.q, ranked.rank, ranked.grade, ranked.num_ret, plain, max_grade, nq))
+    if condensed:
+        # Judged rows only, re-ranked: unjudged removed before scoring, and (as trec_eval -J does)
+        # negatively graded rows too.
+        keep = ranked.grade >= 0
+        q, grade = ranked.q[keep], ranked.grade[keep]
+        num_ret = np.bincount(q, minlength=nq)
+        out.update(_compute(qi, q, _within(q) + 1, grade, num_ret, condensed, max_grade, nq))
+    return {s.name: out[s.name] for s in specs}
+
+
+def _compute(qi: QrelsIndex, q: np.ndarray, rank: np.ndarray, grade: np.ndarray, num_ret: np.ndarray,
+             specs: Sequence[Spec], max_grade: int, nq: int) -> dict[str, np.ndarray]:
+    """Every metric from judged rows grouped by query in rank order (see `Ranked`)."""
+    R = qi.n_rel.astype(np.float64)
+    relm = grade >= qi.rel_level
+    rq, rr = q[relm], rank[relm].astype(np.float64)
+    cum_rel = _within(rq) + 1.0  # hits so far at each relevant row
+    first = np.full(nq, np.inf)
+    rel_starts = _segment_starts(rq)
+    first[rq[rel_starts]] = rr[rel_starts]
+    gain_lin = np.clip(grade, 0, None).astype(np.float64)
+    disc = 1.0 / np.log2(rank + 1.0)
+    weighted = {False: gain_lin * disc, True: (2.0**gain_lin - 1.0) * disc}
+    cache: dict[tuple, np.ndarray] = {}
+
+    def hits(cut: float) -> np.ndarray:
+        if ("hits", cut) not in cache:
+            cache["hits", cut] = _sum(rq, (rr <= cut).astype(np.float64), nq)
+        return cache["hits", cut]
+
+    def dcg(cut: int | None, exp: bool) -> np.ndarray:
+        w = weighted[exp] if cut is None else np.where(rank <= cut, weighted[exp], 0.0)
+        return _sum(q, w, nq)
+
+    def ap(cut: float) -> np.ndarray:
+        return _div(_sum(rq, np.where(rr <= cut, cum_rel / rr, 0.0), nq), R)
+
+    def err(cut: float) -> np.ndarray:
+        g = np.clip(grade, 0, max_grade).astype(np.float64)
+        m = (g > 0) & (rank <= cut)
+        sq, sr, p = q[m], rank[m].astype(np.float64), (2.0 ** g[m] - 1.0) / 2.0**max_grade
+        logs = np.log1p(-p)
+        csum = np.cumsum(logs)
+        starts = _segment_starts(sq)
+        before = csum - logs - np.repeat((csum - logs)[starts], np.diff(np.append(starts, len(sq))))
+        return _sum(sq, np.exp(before) * p / sr, nq)
+
+    def rbp_sum(p: float, mask: np.ndarray) -> np.ndarray:
+        return (1.0 - p) * _sum(q[mask], p ** (rank[mask] - 1.0), nq)
+
+    out: dict[str, np.ndarray] = {}
+    for s in specs:
+        cut = s.arg
+        c = np.inf if cut is None else cut
+        b = s.base
+        if b == "P":
+            v = hits(c) / c
+        elif b == "P_ceiling":
+            v = np.minimum(c, R) / c
+        elif b == "recall":
+            v = _div(hits(c), R)
+        elif b == "success":
+            v = (hits(c) > 0).astype(np.float64)
+        elif b == "F1":
+            p, r = hits(c) / c, _div(hits(c), R)
+            v = _div(2 * p * r, p + r)
+        elif b in ("ndcg", "ndcg_exp"):
+            exp = b == "ndcg_exp"
+            v = _div(dcg(cut, exp), _ideal_dcg(qi, cut, exp))  # type: ignore[arg-type]
+        elif b == "dcg":
+            v = dcg(cut, False)  # type: ignore[arg-type]
+        elif b == "map":
+            v = ap(c)
+        elif b == "mrr":
+            v = np.where(first <= c, 1.0 / first, 0.0)
+        elif b == "rprec":
+            v = _div(_sum(rq, (rr <= R[rq]).astype(np.float64), nq), R)
+        elif b == "judged":
+            v = _div(_sum(q, (rank <= c).astype(np.float64), nq), np.minimum(num_ret, c))
+        elif b == "bpref":
+            v = _bpref(q, grade, relm, R, qi.n_nonrel, nq)
+        elif b == "err":
+            v = err(c)
+        elif b == "rbp":
+            v = rbp_sum(s.arg, relm)  # type: ignore[arg-type]
+        elif b == "rbp_residual":
+            v = 1.0 - rbp_sum(s.arg, np.ones(len(q), dtype=bool))  # type: ignore[arg-type]
+        else:  # pragma: no cover - parse_metrics admits only BASES
+            raise ValueError(b)
+        out[s.name] = v
+    return out
+
+
+def _bpref(q: np.ndarray, grade: np.ndarray, relm: np.ndarray, R: np.ndarray, N: np.ndarray, nq: int) -> np.ndarray:
+    """trec_eval bpref: Σ over retrieved relevant of 1 − min(nonrel above, R)/min(R, N), over R."""
+    nonrel = (~relm) & (grade >= 0)
+    cum_nonrel = np.cumsum(nonrel)
+    starts = _segment_starts(q)
+    base = np.repeat(cum_nonrel[starts] - nonrel[starts], np.diff(np.append(starts, len(q))))
+    above = (cum_nonrel - nonrel - base)[relm].astype(np.float64)
+    rq = q[relm]
+    denom = np.minimum(R, N)[rq].astype(np.float64)
+    term = np.where(denom > 0, 1.0 - _div(np.minimum(above, R[rq]), denom), 1.0)
+    return _div(_sum(rq, term, nq), R)

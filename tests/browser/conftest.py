@@ -1,0 +1,152 @@
+"""A live `qrelkit serve` on a free port over a temporary SQLite demo database, driven by Debian's Chromium."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, require
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+STARTUP_SECONDS = 90
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_healthy(base_url: str, proc: subprocess.Popen, timeout: float = STARTUP_SECONDS) -> None:
+    """Poll Streamlit's /_stcore/health until it answers ok (or the server dies / time runs out)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"qrelkit serve exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{base_url}/_stcore/health", timeout=2) as resp:
+                if resp.status == 200 and resp.read().strip() == b"ok":
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(f"qrelkit serve not healthy at {base_url} after {timeout} s")
+
+
+def start_server(db_url: str, log: Path) -> tuple[subprocess.Popen, str]:
+    """Start `qrelkit serve --db URL --port P` in its own process group; returns it and its base URL."""
+    port = free_port()
+    env = dict(os.environ, QRELKIT_PROJECT="demo", PYTHONPATH=str(ROOT))
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "annotator", "serve", "--db", db_url, "--port", str(port)],
+                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base_url, proc)
+    except RuntimeError:
+        stop_server(proc)
+        raise
+    return proc, base_url
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    """Stop the server we started (its process group holds `qrelkit serve` and its streamlit child)."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@dataclass
+class Server:
+    """A running app: where to point the browser, and the database behind it."""
+
+    url: str
+    db_url: str
+
+
+@pytest.fixture(scope="package")
+def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The app serving a freshly built demo project."""
+    require(Path(CHROMIUM).exists(), f"Debian's Chromium not found at {CHROMIUM}")
+    from annotator.demo import build_demo
+    from db.schema import init_db
+
+    folder = tmp_path_factory.mktemp("browser-demo")
+    db_url = f"sqlite:///{folder / 'demo.db'}"
+    build_demo(init_db(db_url))
+    proc, base_url = start_server(db_url, folder / "serve.log")
+    try:
+        yield Server(base_url, db_url)
+    finally:
+        stop_server(proc)
+
+
+@pytest.fixture(scope="package")
+def chromium():
+    """One headless Chromium for the browser tests (Playwright drives the system binary; no download).
+    Package scope: Playwright's sync API keeps an event loop running in the main thread until it exits,
+    which would break every later test that calls asyncio.run."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        require(False, "playwright is not installed")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium):
+    """A fresh browser context (no cookies, no session) and page per test."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=20_000)
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    yield page
+    context.close()
+
+
+def wait_idle(page) -> None:
+    """Wait until Streamlit is connected and no script run is in progress."""
+    page.wait_for_selector("[data-testid='stApp'][data-test-connection-state='CONNECTED']")
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']")
+
+
+def login(page, base_url: str | None, username: str, password: str) -> None:
+    """Open the app (unless base_url is None: use the page as it is) and log in through the form."""
+    if base_url is not None:
+        page.goto(base_url)
+        wait_idle(page)
+    page.get_by_role("textbox", name="Username").fill(username)
+    page.get_by_role("textbox", name="Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_test_id("stSidebar").get_by_text(username, exact=False).first.wait_for()
+    wait_idle(page)
+
+
+def screenshot(page, name: str) -> Path:
+    """Save a full-page screenshot into docs/screenshots/ for the README."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

@@ -1,0 +1,119 @@
+"""The annotator's path in a real browser: log in, grade with the keyboard, reload, markup shown as text."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import Server, login, screenshot, wait_idle
+
+pytestmark = pytest.mark.browser
+
+FRAGMENT_BOX = ".st-key-fragment_box"
+PROGRESS = re.compile(r"Overall: (\d+) / (\d+) judged")
+
+
+def overall(page) -> tuple[int, int]:
+    """(done, assigned) read from the progress bar's label."""
+    match = PROGRESS.search(page.get_by_test_id("stProgress").first.inner_text())
+    assert match, "progress label not found"
+    return int(match[1]), int(match[2])
+
+
+def shown_fragment_id(page) -> str:
+    """External id of the fragment on screen, from the '… · fragment ID' line."""
+    line = page.get_by_text(re.compile(r"fragment \S+$")).first.inner_text()
+    return line.rsplit("fragment ", 1)[1].strip()
+
+
+def press_grade(page, key: str) -> None:
+    """Press a grade key (focus outside any input) and wait until the next fragment is on screen."""
+    box = page.locator(FRAGMENT_BOX)
+    before = box.inner_text()
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press(key)
+    page.wait_for_function("([sel, old]) => { const e = document.querySelector(sel); return e && e.innerText !== old; }",
+                           arg=[FRAGMENT_BOX, before])
+
+
+def nav_titles(page) -> list[str]:
+    """Titles of the sidebar menu's links (the Material icon's name is the first line of each)."""
+    links = page.get_by_test_id("stSidebarNav").get_by_role("link").all_inner_texts()
+    return [text.strip().splitlines()[-1].strip() for text in links]
+
+
+def close_page_not_found(page) -> None:
+    """Dismiss Streamlit's 'Page not found' dialog (shown for a URL outside the user's menu) if it is up."""
+    dialog = page.get_by_role("dialog")
+    if dialog.count():
+        assert "Page not found" in dialog.first.inner_text()
+        page.keyboard.press("Escape")
+        dialog.first.wait_for(state="hidden")
+
+
+def test_fragment_holding_script_and_markdown_renders_as_text(demo_server: Server, page) -> None:
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    login(page, demo_server.url, "ana", "ana-demo")
+    box = page.locator(FRAGMENT_BOX)
+    text = box.inner_text()
+    assert "<script>alert(1)</script>" in text
+    assert "**Aviso importante**" in text and "# Esto no es un título" in text
+    assert "<b>negrita HTML</b>" in text
+    for tag in ("script", "b", "strong", "h1", "a", "li"):
+        assert box.locator(tag).count() == 0, tag
+    assert dialogs == []
+    screenshot(page, "annotate")
+
+
+def test_grade_three_pairs_with_the_keyboard_and_reload_keeps_progress(demo_server: Server, page) -> None:
+    from db.queries_frames import judgments_frame
+    from db.schema import init_db
+
+    login(page, demo_server.url, "ben", "ben-demo")
+    done, assigned = overall(page)
+    graded = {}
+    for key in ("2", "3", "1"):
+        graded[shown_fragment_id(page)] = int(key)
+        press_grade(page, key)
+    wait_idle(page)
+    assert overall(page) == (done + 3, assigned)
+    fourth = shown_fragment_id(page)
+    page.reload()
+    wait_idle(page)
+    login(page, demo_server.url, "ben", "ben-demo")
+    assert overall(page) == (done + 3, assigned)
+    assert shown_fragment_id(page) == fourth
+    judged = judgments_frame(init_db(demo_server.db_url), "demo")
+    mine = judged[(judged.annotator == "ben") & judged.fragment_id.isin(list(graded))]
+    assert dict(zip(mine.fragment_id, mine.grade.astype(int), strict=True)) == graded
+
+
+@pytest.mark.parametrize("path", ["lead_agreement", "lead_adjudicate"])
+def test_annotator_cannot_open_a_lead_page_by_url(demo_server: Server, page, path: str) -> None:
+    page.goto(f"{demo_server.url}/{path}")
+    wait_idle(page)
+    close_page_not_found(page)
+    login(page, None, "ana", "ana-demo")
+    close_page_not_found(page)
+    expect(page.get_by_test_id("stSidebarNav").get_by_role("link")).to_have_count(2)
+    assert nav_titles(page) == ["Annotate", "Guideline"]
+    expect(page.get_by_role("button", name=re.compile("Answers fully"))).to_have_count(1)
+    assert page.get_by_text("This page is for the lead role").count() == 0
+
+
+def test_screenshots_of_every_page(demo_server: Server, page) -> None:
+    page.goto(demo_server.url)
+    wait_idle(page)
+    screenshot(page, "login")
+    login(page, demo_server.url, "lea", "lea-demo")
+    titles = nav_titles(page)
+    assert titles[:2] == ["Annotate", "Guideline"] and len(titles) > 2
+    for title in titles[1:]:
+        page.get_by_test_id("stSidebarNav").get_by_role("link", name=re.compile(f"{title}$")).click()
+        page.wait_for_url(re.compile(r"/[a-z_]+$"))
+        wait_idle(page)
+        assert page.get_by_test_id("stException").count() == 0, title
+        screenshot(page, page.url.rstrip("/").rsplit("/", 1)[1])

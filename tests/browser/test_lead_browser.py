@@ -1,0 +1,111 @@
+"""The lead's path in a real browser on the demo project: the agreement flag, an adjudication, a release and
+its qrels download — plus a screenshot of every lead page for the README."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.browser.conftest import Server, login
+from tests.browser.conftest import screenshot as save_screenshot
+
+pytestmark = pytest.mark.browser
+
+LEAD = ("lea", "lea-demo")
+SLOW = 90_000  # ms: the first agreement report of a session is computed, then cached
+
+
+def wait_idle(page, timeout: float = SLOW) -> None:
+    """Wait until the script run is over (lead pages compute more than the annotator's, so wait longer)."""
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
+
+
+def open_lead_page(page, title: str) -> None:
+    """Follow the sidebar navigation link to a lead page (a URL would start a new, logged-out session)."""
+    page.locator("[data-testid='stSidebarNavLink']", has_text=title).first.click()
+    page.wait_for_timeout(300)
+    wait_idle(page)
+
+
+def screenshot(page, name: str) -> None:
+    """A whole-page screenshot: Streamlit scrolls inside its own container, so make the window as tall as the
+    page, and give the data grids (drawn on canvas) a moment to paint."""
+    height = page.evaluate("document.querySelector('[data-testid=\"stMain\"]')?.scrollHeight || 900")
+    page.set_viewport_size({"width": 1280, "height": min(max(int(height), 900), 6000)})
+    page.wait_for_timeout(1500)
+    save_screenshot(page, name)
+
+
+def engine_of(server: Server):
+    """The demo database the server runs on, to check what the browser wrote."""
+    from db.engine import get_engine
+
+    return get_engine(server.db_url)
+
+
+def test_lead_sees_the_agreement_flag_on_the_demo(demo_server: Server, page) -> None:
+    login(page, demo_server.url, *LEAD)
+    open_lead_page(page, "Agreement")
+    banner = page.get_by_text(re.compile(r"Guideline version \d+ flagged: ordinal α")).first
+    banner.wait_for(timeout=SLOW)
+    assert "The ambiguous boundary is" in banner.inner_text()
+    page.get_by_text("Most disputed pairs").wait_for()
+    screenshot(page, "lead_agreement")
+
+
+def test_lead_adjudicates_a_disputed_pair(demo_server: Server, page) -> None:
+    from db.queries_frames import adjudications_frame
+
+    login(page, demo_server.url, *LEAD)
+    open_lead_page(page, "Agreement")
+    page.get_by_role("button", name="Adjudicate").first.click(timeout=SLOW)
+    wait_idle(page)
+    page.get_by_role("heading", name="Adjudication").wait_for()
+    page.locator("[data-testid='stRadio'] label").filter(has_text=re.compile(r"^2$")).first.click()
+    reason = "Browser test: gives the deadline but not the refund rule"
+    page.get_by_label("Reason").fill(reason)
+    page.get_by_role("button", name="Save final grade").click()
+    page.get_by_text(re.compile(r"Final grade 2 saved for ")).wait_for()
+    decided = adjudications_frame(engine_of(demo_server), "demo")
+    assert reason in set(decided["reason"])
+    assert decided.loc[decided["reason"] == reason, "grade"].tolist() == [2]
+    screenshot(page, "lead_adjudicate")
+
+
+def test_lead_creates_a_release_and_downloads_its_qrels(demo_server: Server, page) -> None:
+    from db.releases import list_releases, release_files
+
+    login(page, demo_server.url, *LEAD)
+    open_lead_page(page, "Releases")
+    before = len(list_releases(engine_of(demo_server), "demo"))
+    page.get_by_role("button", name="Create release").click()
+    page.get_by_text(re.compile(rf"Release {before + 1} created")).wait_for(timeout=SLOW)
+    wait_idle(page)
+    with page.expect_download() as download:
+        page.get_by_role("button", name="TREC qrels").click()
+    path = download.value.path()
+    body = path.read_bytes()
+    assert body == release_files(engine_of(demo_server), "demo", before + 1)["qrels.trec"]
+    assert re.fullmatch(rb"(\S+ 0 \S+ [0-3]\n)+", body)
+    assert download.value.suggested_filename == f"demo-v{before + 1}-qrels.trec"
+    screenshot(page, "lead_releases")
+
+
+@pytest.mark.parametrize(("title", "heading", "shot"), [
+    ("Project", "Project", "lead_project"),
+    ("Guidelines", "Guidelines", "lead_guidelines"),
+    ("Evaluate", "Evaluate", "lead_evaluate"),
+])
+def test_screenshot_of_each_lead_page(demo_server: Server, page, title: str, heading: str, shot: str) -> None:
+    from db.releases import create_release, list_releases
+
+    engine = engine_of(demo_server)
+    if title == "Evaluate" and not list_releases(engine, "demo"):
+        create_release(engine, "demo", username="lea")
+    login(page, demo_server.url, *LEAD)
+    open_lead_page(page, title)
+    page.get_by_role("heading", name=heading).first.wait_for(timeout=SLOW)
+    wait_idle(page)
+    assert page.locator("[data-testid='stException']").count() == 0
+    screenshot(page, shot)

@@ -1,0 +1,490 @@
+"""The lead desk: chart builders against reference libraries, and every lead page run through AppTest."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import cohen_kappa_score, confusion_matrix
+
+from annotator import charts
+
+SCALE = (0, 3)
+
+
+def random_judgments(seed: int = 7, n_pairs: int = 60, annotators: tuple[str, ...] = ("ann", "bob", "cy"),
+                     missing: float = 0.25) -> pd.DataFrame:
+    """Seeded judgments in the store's frame form, with can't-judge (NA) grades and unjudged cells."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for p in range(n_pairs):
+        truth = rng.integers(0, 4)
+        for a in annotators:
+            if rng.random() < missing:
+                continue
+            grade = None if rng.random() < 0.05 else int(np.clip(truth + rng.integers(-1, 2), 0, 3))
+            rows.append({"query_id": f"q{p // 6}", "fragment_id": f"d{p}", "annotator": a, "grade": grade})
+    frame = pd.DataFrame(rows)
+    frame["grade"] = frame["grade"].astype("Int64")
+    return frame
+
+
+def test_confusion_frame_matches_scikit_learn():
+    """Counts equal sklearn's confusion_matrix(labels=[0..3]) on the pairs both annotators graded."""
+    judgments = random_judgments()
+    frame = charts.confusion_frame(judgments, "ann", "bob", SCALE)
+    wide = judgments.dropna(subset=["grade"]).pivot(index=["query_id", "fragment_id"], columns="annotator",
+                                                    values="grade")
+    both = wide[["ann", "bob"]].dropna()
+    expected = confusion_matrix(both["ann"].astype(int), both["bob"].astype(int), labels=[0, 1, 2, 3])
+    got = frame.pivot(index="grade_a", columns="grade_b", values="count").to_numpy()
+    assert len(frame) == 16
+    np.testing.assert_array_equal(got, expected)
+    assert got.sum() == len(both) > 0
+
+
+def test_confusion_frame_covers_unused_grades_of_a_shifted_scale():
+    """A 1–5 scale with grades 1 and 2 only still yields all 25 cells, zeros included."""
+    judgments = pd.DataFrame({"query_id": ["q"] * 4, "fragment_id": ["a", "a", "b", "b"],
+                              "annotator": ["x", "y", "x", "y"], "grade": pd.array([1, 2, 2, 2], dtype="Int64")})
+    frame = charts.confusion_frame(judgments, "x", "y", (1, 5))
+    assert len(frame) == 25
+    cells = {(a, b): c for a, b, c in frame.itertuples(index=False)}
+    assert cells[(1, 2)] == 1 and cells[(2, 2)] == 1
+    assert sum(cells.values()) == 2
+
+
+def test_kappa_matrix_is_symmetric_and_keeps_undefined_pairs():
+    """Both orders of each pair carry the pair's κ; an undefined κ stays None with its reason."""
+    judgments = random_judgments(seed=3)
+    wide = judgments.dropna(subset=["grade"]).pivot(index=["query_id", "fragment_id"], columns="annotator",
+                                                    values="grade")
+    both = wide[["ann", "bob"]].dropna().astype(int)
+    kq = cohen_kappa_score(both["ann"], both["bob"], labels=[0, 1, 2, 3], weights="quadratic")
+    kappa = [{"a": "ann", "b": "bob", "n": len(both), "quadratic": {"value": kq, "ci": [kq - 0.1, kq + 0.1],
+                                                                     "status": "ok"}},
+             {"a": "ann", "b": "zed", "n": 0, "quadratic": {"value": None, "ci": None,
+                                                           "status": "undefined: no overlapping pairs"}}]
+    frame = charts.kappa_matrix(kappa, "quadratic")
+    assert len(frame) == 4
+    ab = frame[(frame["a"] == "ann") & (frame["b"] == "bob")].iloc[0]
+    ba = frame[(frame["a"] == "bob") & (frame["b"] == "ann")].iloc[0]
+    assert ab["value"] == pytest.approx(kq) and ba["value"] == pytest.approx(kq)
+    assert ab["n"] == len(both)
+    undefined = frame[frame["b"] == "zed"].iloc[0]
+    assert undefined["value"] is None or pd.isna(undefined["value"])
+    assert undefined["status"] == "undefined: no overlapping pairs"
+    spec = charts.kappa_heatmap(kappa, "quadratic", 0.6).to_dict()
+    assert "—" in {row["label"] for row in spec["datasets"][next(iter(spec["datasets"]))]}
+    with pytest.raises(ValueError, match="weight"):
+        charts.kappa_matrix(kappa, "cubic")
+
+
+def test_run_history_chart_marks_only_flagged_drops():
+    """Red points sit exactly on the releases db.evaluations.run_history flagged as drops."""
+    history = pd.DataFrame({"version": [1, 2, 3, 1, 2, 3], "metric": ["ndcg@10"] * 3 + ["mrr"] * 3,
+                            "value": [0.50, 0.40, 0.45, 0.3, 0.3, 0.3],
+                            "change": [None, -0.10, 0.05, None, 0.0, 0.0],
+                            "drop": [False, True, False, False, False, False]})
+    spec = charts.run_history_chart(history, "ndcg@10").to_dict()
+    layers = spec["layer"]
+    datasets = spec["datasets"]
+    line_rows = datasets[layers[0]["data"]["name"]]
+    drop_rows = datasets[layers[1]["data"]["name"]]
+    assert [r["version"] for r in line_rows] == [1, 2, 3]
+    assert [(r["version"], r["value"]) for r in drop_rows] == [(2, 0.40)]
+
+
+def test_agreement_trend_chart_draws_the_threshold():
+    """The trend carries one point per guideline version and the flag threshold as a rule."""
+    trend = pd.DataFrame({"guideline": [1, 2], "value": [0.45, 0.71], "low": [0.35, 0.62],
+                          "high": [0.55, 0.80], "n": [120, 140]})
+    spec = charts.agreement_trend_chart(trend, 0.6).to_dict()
+    marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["layer"]]
+    assert marks == ["rule", "line", "rule"]
+    values = [row.get("threshold") for rows in spec["datasets"].values() for row in rows]
+    assert 0.6 in values
+
+
+def test_recall_curve_chart_has_one_line_per_run():
+    """recall@k points per run, on a fixed 0–1 axis (seed 000's curve 0.25/0.50/0.75 at k = 3/5/10)."""
+    curve = pd.DataFrame({"k": [3, 5, 10], "recall": [0.25, 0.50, 0.75], "run": "seed000"})
+    spec = charts.recall_curve_chart(curve).to_dict()
+    assert spec["encoding"]["y"]["scale"]["domain"] == [0, 1]
+    assert spec["encoding"]["color"]["field"] == "run"
+    rows = spec["datasets"][spec["data"]["name"]]
+    assert [(r["k"], r["recall"]) for r in rows] == [(3, 0.25), (5, 0.50), (10, 0.75)]
+
+
+# ---------------------------------------------------------------- AppTest: every lead page on a seeded store
+
+from pathlib import Path  # noqa: E402
+
+import krippendorff  # noqa: E402
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from tests.conftest import ROOT  # noqa: E402
+
+PAGES = ROOT / "annotator" / "screens"
+LEAD_PAGES = ("lead_project.py", "lead_agreement.py", "lead_adjudicate.py", "lead_guidelines.py",
+              "lead_releases.py", "lead_evaluate.py")
+PROJECT = "shop"
+# Seed 000 (and DESIGN.md's worked example): the international-returns query, fragments d1…d20, graded
+# R = {d3: 3, d7: 2, d12: 2, d20: 1}, the rest 0; the run ranks d5 d7 d11 d3 d2 d20 d9 d14 d1 d6.
+SEED_GRADES = {f"d{i}": 0 for i in range(1, 21)} | {"d3": 3, "d7": 2, "d12": 2, "d20": 1}
+SEED_RANKING = ["d5", "d7", "d11", "d3", "d2", "d20", "d9", "d14", "d1", "d6"]
+DENSE_RANKING = ["d3", "d12", "d7", "d20", "d4", "d8", "d10", "d13", "d15", "d16", "d17", "d18", "d19",
+                 "d1", "d2", "d5", "d6", "d9", "d11", "d14"]
+# d21 and d22 are never pooled: a run with them in its top 10 has judged@10 = 0.8 and holes to send.
+FRESH_RANKING = ["d21", "d22", "d3", "d7", "d12", "d20", "d1", "d2", "d4", "d5"]
+SCRIPT_TEXT = "<script>alert('x')</script> Returns: see the table"
+GUIDELINE_V1 = "# Grading\n\n3 answers fully.\n2 answers partially.\n1 related.\n0 not relevant.\n"
+GUIDELINE_V2 = GUIDELINE_V1.replace("2 answers partially.", "2 answers partially or gives essential context.")
+
+
+def ben_grade(grade: int) -> int:
+    """The lenient annotator: one grade above ana, capped at the top (so the lower median is ana's grade)."""
+    return min(grade + 1, 3)
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    """A JSONL file for the store's importers."""
+    import json
+
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def write_run(path: Path, ranking: list[str], tag: str) -> Path:
+    """A TREC run for query q000 with strictly decreasing scores."""
+    path.write_text("".join(f"q000 Q0 {d} {i + 1} {100 - i}.0 {tag}\n" for i, d in enumerate(ranking)))
+    return path
+
+
+@pytest.fixture(autouse=True, scope="module")
+def scan_components_once():
+    """AppTest rescans every installed distribution for Streamlit components on each new AppTest (seconds
+    on a busy machine); the installed set does not change during the tests, so scan once."""
+    import functools
+
+    from streamlit.components.v2 import manifest_scanner
+
+    original = manifest_scanner.scan_component_manifests
+    manifest_scanner.scan_component_manifests = functools.lru_cache(maxsize=1)(original)
+    yield
+    manifest_scanner.scan_component_manifests = original
+
+
+def build_store(url: str) -> None:
+    """Seed 000's query judged by two annotators under guideline v1 (v2 added after), two pooled runs and
+    one unpooled run, written through the store's own operations."""
+    from db import assignment, imports, judging, pooling, projects, users
+    from db.schema import init_db
+
+    engine = init_db(url)
+    folder = Path(url.removeprefix("sqlite:///")).parent
+    users.create_user(engine, "lea", "lead", password="lead-pass")
+    users.create_user(engine, "ana", "annotator", password="ana-pass")
+    users.create_user(engine, "ben", "annotator", password="ben-pass")
+    projects.create_project(engine, PROJECT)
+    projects.add_guideline(engine, PROJECT, GUIDELINE_V1, username="lea")
+    imports.import_queries(engine, PROJECT, write_jsonl(folder / "queries.jsonl", [
+        {"id": "q000", "text": "What is the return deadline for international orders?", "category": "returns"}]))
+    fragments = [{"id": d, "text": SCRIPT_TEXT if d == "d11" else f"Fragment {d} about orders."}
+                 for d in [*SEED_GRADES, "d21", "d22"]]
+    imports.import_fragments(engine, PROJECT, write_jsonl(folder / "fragments.jsonl", fragments))
+    imports.import_run(engine, PROJECT, write_run(folder / "baseline.run", SEED_RANKING, "baseline"),
+                       name="baseline")
+    imports.import_run(engine, PROJECT, write_run(folder / "dense.run", DENSE_RANKING, "dense"), name="dense")
+    pooling.pool(engine, PROJECT, 20, runs=["baseline", "dense"], bm25=0)
+    imports.import_run(engine, PROJECT, write_run(folder / "fresh.run", FRESH_RANKING, "fresh"), name="fresh")
+    assignment.assign(engine, PROJECT, overlap=2, annotators=["ana", "ben"])
+    for who, grade_of in (("ana", lambda g: g), ("ben", ben_grade)):
+        while (pair := judging.next_pair(engine, PROJECT, who)) is not None:
+            judging.record_judgment(engine, pair.pair_id, who, grade_of(SEED_GRADES[pair.fragment_external_id]))
+    projects.add_guideline(engine, PROJECT, GUIDELINE_V2, username="lea")
+    engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    """The seeded store, built once per module; each test gets its own copy."""
+    folder = tmp_path_factory.mktemp("lead-template")
+    build_store(f"sqlite:///{folder / 'lead.db'}")
+    return folder
+
+
+@pytest.fixture
+def store(template, tmp_path, monkeypatch):
+    """A private copy of the seeded store; QRELKIT_DB_URL points the app at it."""
+    import shutil
+
+    from db.engine import get_engine
+
+    for name in ("lead.db", "lead.db-wal", "lead.db-shm"):
+        if (template / name).exists():
+            shutil.copy(template / name, tmp_path / name)
+    url = f"sqlite:///{tmp_path / 'lead.db'}"
+    monkeypatch.setenv("QRELKIT_DB_URL", url)
+    monkeypatch.setenv("QRELKIT_PROJECT", PROJECT)
+    return get_engine(url)
+
+
+def user_info(engine, username: str):
+    """The store's UserInfo, as the login form puts it in the session."""
+    from db import users
+
+    return next(u for u in users.list_users(engine) if u.username == username)
+
+
+def page_test(engine, page: str, username: str = "lea") -> AppTest:
+    """One page run by URL (its own script) with `username` logged in."""
+    at = AppTest.from_file(str(PAGES / page), default_timeout=60)
+    at.session_state["user"] = user_info(engine, username)
+    at.session_state["project"] = PROJECT
+    return at.run()
+
+
+def app_test(engine, username: str = "lea") -> AppTest:
+    """The whole app (navigation by role) with `username` logged in."""
+    at = AppTest.from_file(str(ROOT / "annotator" / "app.py"), default_timeout=60)
+    at.session_state["user"] = user_info(engine, username)
+    return at.run()
+
+
+def expected_alpha() -> float:
+    """Ordinal α of the fixture's two annotators from the krippendorff package (annotators × units)."""
+    ana = [SEED_GRADES[d] for d in SEED_GRADES]
+    ben = [ben_grade(g) for g in ana]
+    return float(krippendorff.alpha(reliability_data=np.array([ana, ben], dtype=float),
+                                    level_of_measurement="ordinal", value_domain=[0, 1, 2, 3]))
+
+
+@pytest.mark.parametrize("page", LEAD_PAGES)
+def test_annotator_opening_a_lead_page_by_url_is_stopped(store, page):
+    """require_role("lead") stops the script before anything of the page is drawn."""
+    at = page_test(store, page, "ana")
+    assert not at.exception
+    assert [e.value for e in at.error] == ["This page is for the lead role; you are logged in as annotator."]
+    assert not at.title and not at.dataframe and not at.button
+
+
+def test_annotator_navigation_has_no_lead_page(store):
+    """Through the app an annotator cannot switch to a lead page: it is not in their navigation."""
+    at = app_test(store, "ana")
+    with pytest.raises(Exception, match=r"(?i)page"):
+        at.switch_page(str(PAGES / "lead_agreement.py")).run()
+
+
+def test_agreement_page_flags_the_guideline_with_krippendorff_alpha(store):
+    """The banner names guideline version 1, α as the krippendorff package computes it, and the boundary."""
+    alpha = expected_alpha()
+    assert alpha < 0.6  # the fixture is built to be flagged
+    at = page_test(store, "lead_agreement.py")
+    assert not at.exception
+    banner = at.error[0].value
+    assert banner.startswith("Guideline version 1 flagged: ordinal α ")
+    assert f"ordinal α {alpha:.2f}" in banner
+    assert "The ambiguous boundary is" in banner
+    table = at.dataframe[0].value.set_index("coefficient")
+    assert table.loc["Krippendorff α (ordinal)", "value"] == pytest.approx(alpha, abs=1e-9)
+
+
+def test_agreement_cuts_match_binarised_krippendorff(store):
+    """Each boundary's α equals krippendorff's nominal α on the grades cut at that boundary."""
+    at = page_test(store, "lead_agreement.py")
+    cuts = at.dataframe[1].value.set_index("coefficient")
+    ana = np.array(list(SEED_GRADES.values()))
+    ben = np.array([ben_grade(g) for g in ana])
+    for cut in (1, 2, 3):
+        data = np.array([ana >= cut, ben >= cut], dtype=float)
+        if len(np.unique(data)) < 2:
+            continue
+        expected = krippendorff.alpha(reliability_data=data, level_of_measurement="nominal", value_domain=[0, 1])
+        assert cuts.loc[f"boundary {cut - 1}|{cut}", "value"] == pytest.approx(expected, abs=1e-9)
+
+
+def test_disputed_pair_opens_adjudication_and_the_grade_is_stored(store):
+    """Adjudicate on a disputed pair switches page with the pair selected; the final grade lands in the store."""
+    from db import queries_frames
+
+    at = app_test(store)
+    at.switch_page(str(PAGES / "lead_agreement.py")).run()
+    assert not at.exception
+    at.button(key="adjudicate-0").click().run()
+    assert not at.exception
+    assert at.title[0].value == "Adjudication"
+    # AppTest keeps the page it was told to show; follow the switch the page made so reruns stay here.
+    at.switch_page(str(PAGES / "lead_adjudicate.py"))
+    pair = at.session_state["adjudicate_pair"]
+    assert at.selectbox[0].value.startswith(f"{pair['query_id']} · {pair['fragment_id']}")
+    at.radio[0].set_value(2)
+    at.text_area[0].input("Partial answer: the deadline without the refund rule")
+    next(b for b in at.button if b.label == "Save final grade").click().run()
+    assert not at.exception
+    assert at.success, "no confirmation shown"
+    decided = queries_frames.adjudications_frame(store, PROJECT)
+    assert decided[["query_id", "fragment_id", "grade", "by"]].values.tolist() == [
+        [pair["query_id"], pair["fragment_id"], 2, "lea"]]
+
+
+def test_adjudication_shows_every_grade_and_fragment_html_as_text(store):
+    """d11 holds <script>: it is shown verbatim as text, next to both annotators' grades."""
+    at = page_test(store, "lead_adjudicate.py")
+    labels = at.selectbox[0].options
+    d11 = next(label for label in labels if label.startswith("q000 · d11 "))
+    at.selectbox[0].set_value(d11).run()
+    assert not at.exception
+    assert SCRIPT_TEXT in [t.value for t in at.text]
+    grades = at.dataframe[0].value
+    assert dict(zip(grades["annotator"], grades["grade"], strict=True)) == {"ana": 0, "ben": 1}
+
+
+def test_guidelines_page_diffs_versions_and_lists_the_rejudge_queue(store):
+    """v1 → v2 diff shows the edited line; every v1 judgment (2 × 20) is queued for re-judging."""
+    from db import projects
+
+    at = page_test(store, "lead_guidelines.py")
+    assert not at.exception
+    diff = at.code[0].value
+    assert "-2 answers partially.\n" in diff
+    assert "+2 answers partially or gives essential context.\n" in diff
+    queue = at.dataframe[0].value
+    assert len(queue) == 40 and set(queue["guideline"].astype(str)) == {"1"}
+    at.text_area[0].input(GUIDELINE_V2 + "\nCan't judge: say why.\n")
+    at.button[0].click().run()
+    assert not at.exception
+    assert [g.version for g in projects.list_guidelines(store, PROJECT)] == [1, 2, 3]
+
+
+def test_release_page_creates_a_median_release_with_seed_grades(store):
+    """Median of (ana, lenient ben) is ana's grade: the released TREC qrels are seed 000's grades."""
+    from db import releases
+
+    at = page_test(store, "lead_releases.py")
+    assert not at.exception
+    at.selectbox[0].set_value("median")
+    at.button[0].click().run()
+    assert not at.exception
+    assert [r.version for r in releases.list_releases(store, PROJECT)] == [1]
+    qrels = releases.release_files(store, PROJECT, 1)["qrels.trec"].decode().split("\n")
+    got = {line.split()[2]: int(line.split()[3]) for line in qrels if line}
+    assert got == SEED_GRADES
+    labels = [b.label for b in at.get("download_button")]
+    assert labels[:3] == ["TREC qrels", "BEIR qrels (TSV)", "JSONL (every grade)"]
+
+
+def release(engine):
+    """Cut release 1 (median) directly in the store."""
+    from db import releases
+
+    return releases.create_release(engine, PROJECT, rule="median", username="lea")
+
+
+def test_release_diff_lists_the_adjudicated_change(store):
+    """After adjudicating d20 to 2, release 2 differs from release 1 by exactly that label."""
+    from db import adjudication
+
+    release(store)
+    pair = {"query_id": "q000", "fragment_id": "d20"}
+    from annotator import views
+
+    adjudication.adjudicate(store, views.pair_id_of(store, PROJECT, pair), "lea", 2, "answers with context")
+    at = page_test(store, "lead_releases.py")
+    at.button[0].click().run()
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["labels changed"] == "1" and metrics["labels added"] == "0"
+
+
+def metric_cells(at: AppTest) -> pd.DataFrame:
+    """The Evaluate page's metric × k table."""
+    return at.dataframe[0].value
+
+
+def test_evaluate_page_reproduces_seed_000(store):
+    """recall@3/5/10 = 0.25/0.50/0.75, P@3/5/10 = 0.333/0.40/0.30, MRR 0.50 (seed 000, DESIGN.md)."""
+    release(store)
+    at = page_test(store, "lead_evaluate.py")
+    assert not at.exception
+    table = metric_cells(at)
+    for metric, k, value in (("recall", 3, "0.250"), ("recall", 5, "0.500"), ("recall", 10, "0.750"),
+                             ("P", 3, "0.333"), ("P", 5, "0.400"), ("P", 10, "0.300")):
+        assert table.loc[metric, f"@{k}"] == f"{value} [{value}, {value}]"
+    assert table.loc["mrr", "all"].startswith("0.500 ")
+
+
+def test_evaluate_page_warns_on_judged_and_sends_the_holes(store):
+    """fresh has 2 unpooled fragments in its top 10: judged@10 = 0.8 < 0.9, and the button makes 2 pairs."""
+    release(store)
+    at = page_test(store, "lead_evaluate.py")
+    at.selectbox[0].set_value("fresh").run()
+    assert not at.exception
+    assert any("judged@10 = 0.800" in w.value for w in at.warning)
+    send = next(b for b in at.button if b.label.startswith("Send the 2 unjudged pairs"))
+    send.click().run()
+    assert not at.exception
+    assert any(s.value.startswith("2 new pair(s) created") for s in at.success)
+
+
+def test_project_import_reports_rejected_lines_by_upload_name_and_writes_nothing(store):
+    """A queries file with a bad second line: the error names queries.jsonl:2, and no query is added."""
+    from db import queries_frames
+
+    at = page_test(store, "lead_project.py")
+    assert not at.exception
+    at.radio[0].set_value("queries").run()
+    bad = b'{"id": "q9", "text": "fine"}\n{"id": "q10"}\n'
+    at.file_uploader[0].set_value(("queries.jsonl", bad, "application/x-ndjson")).run()
+    next(b for b in at.button if b.label == "Import").click().run()
+    assert not at.exception
+    assert at.error and at.error[0].value.startswith("Nothing imported: queries.jsonl:2: ")
+    assert list(queries_frames.queries_frame(store, PROJECT)["query_id"]) == ["q000"]
+    good = b'{"id": "q9", "text": "Can I change the delivery address?", "category": "shipping"}\n'
+    at.file_uploader[0].set_value(("queries.jsonl", good, "application/x-ndjson")).run()
+    next(b for b in at.button if b.label == "Import").click().run()
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert (metrics["created"], metrics["rejected"]) == ("1", "0")
+    assert list(queries_frames.queries_frame(store, PROJECT)["query_id"]) == ["q000", "q9"]
+
+
+def test_project_page_shows_each_annotators_progress(store):
+    """Both annotators finished their 20 assigned pairs: progress 1.0 each."""
+    at = page_test(store, "lead_project.py")
+    stats = at.dataframe[0].value.set_index("username")
+    assert stats.loc[["ana", "ben"], ["assigned", "done"]].values.tolist() == [[20, 20], [20, 20]]
+    assert stats.loc[["ana", "ben"], "progress"].tolist() == [1.0, 1.0]
+
+
+def test_new_judgment_invalidates_the_cached_agreement(store):
+    """ben moves d3 from 3 to 0: the next render shows the new α (krippendorff on the changed grades)."""
+    from db import judging
+
+    at = page_test(store, "lead_agreement.py")
+    before = at.dataframe[0].value.set_index("coefficient").loc["Krippendorff α (ordinal)", "value"]
+    from annotator import views
+
+    pair_id = views.pair_id_of(store, PROJECT, {"query_id": "q000", "fragment_id": "d3"})
+    judging.record_judgment(store, pair_id, "ben", 0)
+    at.run()
+    after = at.dataframe[0].value.set_index("coefficient").loc["Krippendorff α (ordinal)", "value"]
+    ana = [SEED_GRADES[d] for d in SEED_GRADES]
+    ben = [0 if d == "d3" else ben_grade(SEED_GRADES[d]) for d in SEED_GRADES]
+    expected = krippendorff.alpha(reliability_data=np.array([ana, ben], dtype=float),
+                                  level_of_measurement="ordinal", value_domain=[0, 1, 2, 3])
+    assert before == pytest.approx(expected_alpha(), abs=1e-9)
+    assert after == pytest.approx(expected, abs=1e-9) and after != pytest.approx(before)
+
+
+def test_evaluate_page_scores_an_uploaded_run(store):
+    """An uploaded TREC run of seed 000's ranking gives the same seed numbers as the stored one."""
+    release(store)
+    at = page_test(store, "lead_evaluate.py")
+    at.radio[0].set_value("Upload a run").run()
+    body = "".join(f"q000 Q0 {d} {i + 1} {10 - i} upload\n" for i, d in enumerate(SEED_RANKING)).encode()
+    at.file_uploader[0].set_value(("seed000.run", body, "text/plain")).run()
+    assert not at.exception
+    table = metric_cells(at)
+    assert [table.loc["recall", f"@{k}"].split()[0] for k in (3, 5, 10)] == ["0.250", "0.500", "0.750"]
+    assert at.subheader[0].value == "Metrics of seed000.run on release 1"

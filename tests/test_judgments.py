@@ -1,0 +1,141 @@
+"""Judgment readers: the DataFrame contract, can't-judge, and path:line errors for every bad record."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from eval_core.errors import InputError
+from eval_core.judgments import check_judgments, parse_scale, read_judgments
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def rec(q: str = "q1", f: str = "d1", a: str = "ann", grade: object = 2, **extra: object) -> dict:
+    return {"query_id": q, "fragment_id": f, "annotator": a, "grade": grade, **extra}
+
+
+def test_jsonl_contract_and_cant_judge(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "j.jsonl", [rec(grade=2, note="ok"), rec(a="bob", grade=None),
+                                              rec(f="d2", grade="3", guideline="v1")])
+    frame = read_judgments(path)
+    assert list(frame.columns) == ["query_id", "fragment_id", "annotator", "grade", "note", "guideline"]
+    assert str(frame["grade"].dtype) == "Int64"
+    assert frame["grade"].isna().tolist() == [False, True, False]
+    assert frame["grade"].dropna().tolist() == [2, 3]
+
+
+def test_csv_empty_grade_is_cant_judge(tmp_path: Path) -> None:
+    path = tmp_path / "j.csv"
+    path.write_text("query_id,fragment_id,annotator,grade\nq1,d1,a,0\nq1,d1,b,\nq1,d1,c,NA\n", encoding="utf-8")
+    frame = read_judgments(path)
+    assert frame["grade"].isna().tolist() == [False, True, True]
+
+
+def test_gzip_tsv(tmp_path: Path) -> None:
+    path = tmp_path / "j.tsv.gz"
+    path.write_bytes(gzip.compress(b"query_id\tfragment_id\tannotator\tgrade\nq1\td1\ta\t1\n"))
+    assert read_judgments(path)["grade"].tolist() == [1]
+
+
+@pytest.mark.parametrize(("grade", "problem"), [
+    (4, "grade 4 is outside the scale 0-3"),
+    (-1, "grade -1 is outside the scale 0-3"),
+    (1.5, "grade must be an integer"),
+    ("high", "grade must be an integer or empty"),
+    (True, "grade must be an integer"),
+])
+def test_bad_grade_names_file_and_line(tmp_path: Path, grade: object, problem: str) -> None:
+    path = write_jsonl(tmp_path / "j.jsonl", [rec(), rec(a="b", grade=grade)])
+    with pytest.raises(InputError) as err:
+        read_judgments(path)
+    assert str(err.value).startswith(f"{path}:2: {problem}")
+
+
+def test_other_scale(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "j.jsonl", [rec(grade=5), rec(a="b", grade=0)])
+    with pytest.raises(InputError, match=":2: grade 0 is outside the scale 1-5"):
+        read_judgments(path, scale=(1, 5))
+    assert parse_scale("1-5") == (1, 5)
+    with pytest.raises(ValueError):
+        parse_scale("3-1")
+
+
+def test_duplicate_is_error_unless_keep_latest(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "j.jsonl", [rec(grade=1), rec(f="d2"), rec(grade=3)])
+    with pytest.raises(InputError) as err:
+        read_judgments(path)
+    assert str(err.value).startswith(f"{path}:3: duplicate judgment of (q1, d1) by ann (first at line 1)")
+    frame = read_judgments(path, keep="latest")
+    assert len(frame) == 2
+    assert frame.set_index("fragment_id").loc["d1", "grade"] == 3
+
+
+def test_missing_field_and_empty_id(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "j.jsonl", [{"query_id": "q", "fragment_id": "d", "grade": 1}])
+    with pytest.raises(InputError, match=r":1: missing field\(s\): annotator"):
+        read_judgments(path)
+    path = write_jsonl(tmp_path / "k.jsonl", [rec(a="  ")])
+    with pytest.raises(InputError, match=":1: annotator is empty"):
+        read_judgments(path)
+
+
+def test_check_judgments_frame() -> None:
+    frame = pd.DataFrame({"query_id": ["q", "q"], "fragment_id": ["a", "a"], "annotator": ["x", "x"],
+                          "grade": [1, 2]})
+    with pytest.raises(ValueError, match="duplicate judgment of \\(q, a\\) by x"):
+        check_judgments(frame)
+    with pytest.raises(ValueError, match="outside the scale"):
+        check_judgments(frame.assign(annotator=["x", "y"], grade=[1, 9]))
+    ok = check_judgments(frame.assign(annotator=["x", "y"], grade=[1.0, None]))
+    assert str(ok["grade"].dtype) == "Int64" and ok["grade"].isna().tolist() == [False, True]
+
+
+@pytest.mark.parametrize("keep", ["error", "latest"])
+def test_columnar_fast_path_equals_exact_reader(tmp_path: Path, keep: str) -> None:
+    """The Arrow fast path must give exactly what the line-by-line reader gives (it is the reference)."""
+    from eval_core.judgments import _read_columnar, _read_records
+
+    csv_text = ('query_id,fragment_id,annotator,grade,note,extra\n'
+                'q1, d1 ,a,2.0,"comma, and\nnewline",x\n'
+                'q1,d1,b,,,y\n'
+                'q2,d3,a,NA,  ,z\n'
+                'q2,d3,b,3,sure,w\n')
+    if keep == "latest":
+        csv_text += "q1,d1,a,1,regraded,v\n"
+    jsonl = [rec(grade=None, guideline="v1"), rec(a="b", grade=3, guideline="v2"), rec(f="d9", grade=1)]
+    if keep == "latest":
+        jsonl.append(rec(grade=0))
+    for path in (tmp_path / "j.csv", tmp_path / "j.jsonl"):
+        if path.suffix == ".csv":
+            path.write_text(csv_text, encoding="utf-8")
+        else:
+            write_jsonl(path, jsonl)
+        fast = _read_columnar(path, (0, 3), keep)
+        assert fast is not None, path
+        pd.testing.assert_frame_equal(fast, _read_records(path, (0, 3), keep, False), check_dtype=False)
+        assert list(fast.dtypes.astype(str))[3] == "Int64"
+    mixed = write_jsonl(tmp_path / "mixed.jsonl", [rec(grade="2"), rec(a="b", grade=1)])
+    assert _read_columnar(mixed, (0, 3), keep) is None  # mixed JSON types: the exact reader handles them
+    assert read_judgments(mixed)["grade"].tolist() == [2, 1]
+
+
+def test_fast_path_defers_every_doubt_to_exact_reader(tmp_path: Path) -> None:
+    """Bad values make the fast path step aside; the exact reader then names the line."""
+    path = tmp_path / "j.csv"
+    path.write_text("query_id,fragment_id,annotator,grade\nq1,d1,a,1\nq1,d2,a,2.5\n", encoding="utf-8")
+    with pytest.raises(InputError, match=":3: grade must be an integer"):
+        read_judgments(path)
+    path.write_bytes(b"query_id,fragment_id,annotator,grade\nq1,d1,a,1\nq1,d\xff2,a,2\n")
+    with pytest.raises(InputError, match=":3: not valid UTF-8"):
+        read_judgments(path)
+    path.write_text("query_id,fragment_id,annotator,grade\nq1,d1,a,1\nq1,d1,a,2,9\n", encoding="utf-8")
+    with pytest.raises(InputError, match=":3: expected 4 fields"):
+        read_judgments(path)

@@ -1,0 +1,208 @@
+"""Runs read in blocks of whole queries give exactly what the whole-file path gives, errors included.
+
+The expected values are the whole-file path's (itself checked against pytrec_eval, ranx and
+ir-measures in test_metrics_reference.py) and, for two metrics, pytrec_eval directly.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import pytrec_eval
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eval_core import evaluate
+from eval_core.errors import InputError
+from eval_core.evaluate import rank_file_blocks
+from eval_core.formats import load_qrels
+from eval_core.metrics import index_qrels
+from eval_core.run_blocks import Scattered, _byte_blocks, iter_run_blocks
+
+METRICS = ["P@k", "recall@k", "ndcg@k", "ndcg_exp@k", "map@k", "mrr", "rprec", "judged@k", "bpref",
+           "err@10", "rbp@0.8", "rbp_residual@0.8", "ndcg", "map", "ndcg@10_condensed", "map_condensed"]
+
+
+def make_files(tmp_path: Path, seed: int, n_queries: int = 12, depth: int = 15) -> tuple[Path, Path, list[str]]:
+    """Seeded qrels and a query-grouped run with heavy ties, unsorted rows, run-only and qrels-only queries."""
+    rng = np.random.default_rng(seed)
+    qrels, run = [], []
+    for i in range(n_queries):
+        docs = rng.choice(40, size=depth, replace=False)
+        for d in rng.choice(40, size=8, replace=False):
+            if i != 3:  # q3 is in the run only
+                qrels.append(f"q{i} 0 d{d} {rng.integers(0, 4)}\n")
+        if i == 5:  # q5 is in the qrels only
+            continue
+        scores = rng.integers(0, 4, size=depth) / 2  # few distinct, float32-exact values: many ties
+        for rank, (d, s) in enumerate(zip(docs, scores, strict=True), start=1):
+            run.append(f"q{i} Q0 d{d} {rank} {s} t\n")
+    qp, rp = tmp_path / "q.qrels", tmp_path / "r.run"
+    qp.write_text("".join(qrels))
+    rp.write_text("".join(run))
+    return qp, rp, run
+
+
+def assert_same(a, b) -> None:
+    pd.testing.assert_frame_equal(a.per_query, b.per_query, check_exact=True)
+    assert a.mean == b.mean
+    assert a.warnings == b.warnings
+
+
+@pytest.mark.parametrize("block", [1, 23, 64, 150, 700])
+def test_blocks_are_bit_identical_to_the_whole_file(tmp_path: Path, block: int) -> None:
+    qp, rp, _ = make_files(tmp_path, seed=block)
+    whole = evaluate(qp, rp, metrics=METRICS, k=(1, 3, 5, 10))
+    blocked = evaluate(qp, rp, metrics=METRICS, k=(1, 3, 5, 10), block_bytes=block)
+    assert_same(whole, blocked)
+    blocks = list(iter_run_blocks(rp, block))
+    assert len(blocks) > 1
+    seen: list[str] = []
+    for cols in blocks:  # no query is split between two blocks, although reads split queries
+        seen += cols.qvalues.to_pylist()
+    assert len(seen) == len(set(seen)) == 11
+
+
+def test_blocks_match_pytrec_eval(tmp_path: Path) -> None:
+    """Source of the expected values: pytrec_eval (trec_eval's C code) on the same files."""
+    qp, rp, _ = make_files(tmp_path, seed=7)
+    ev = evaluate(qp, rp, metrics=["ndcg@10", "map"], block_bytes=50)
+    qrels: dict[str, dict[str, int]] = {}
+    for line in qp.read_text().splitlines():
+        q, _, d, g = line.split()
+        qrels.setdefault(q, {})[d] = int(g)
+    run: dict[str, dict[str, float]] = {}
+    for line in rp.read_text().splitlines():
+        q, _, d, _, s, _ = line.split()
+        run.setdefault(q, {})[d] = float(s)
+    ref = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "map"}).evaluate(run)
+    for q in qrels:
+        want = ref.get(q, {"ndcg_cut_10": 0.0, "map": 0.0})
+        assert ev.per_query.loc[q, "ndcg@10"] == pytest.approx(want["ndcg_cut_10"], abs=1e-9)
+        assert ev.per_query.loc[q, "map"] == pytest.approx(want["map"], abs=1e-9)
+
+
+def test_query_split_over_reads_with_ties_at_the_cut(tmp_path: Path) -> None:
+    """One long query with all-tied scores spans many reads; tie order (docid desc) must hold across them."""
+    qp = tmp_path / "q.qrels"
+    qp.write_text("a 0 d1 1\na 0 d9 2\nb 0 x 1\n")
+    rp = tmp_path / "r.run"
+    rp.write_text("".join(f"a Q0 d{i} {i} 1.0 t\n" for i in range(10)) + "b Q0 x 1 5 t\n")
+    blocked = evaluate(qp, rp, metrics=["mrr", "ndcg@3", "P@1"], block_bytes=8)
+    assert_same(evaluate(qp, rp, metrics=["mrr", "ndcg@3", "P@1"]), blocked)
+    # trec_eval order among ties is docid descending: d9 first, so mrr(a) = 1 (hand-checked).
+    assert blocked.per_query.loc["a", "mrr"] == 1.0
+
+
+def test_duplicate_docid_names_its_line(tmp_path: Path) -> None:
+    qp, _, run = make_files(tmp_path, seed=1)
+    q = run[20].split()[0]
+    last = max(i for i, line in enumerate(run) if line.split()[0] == q)
+    lines = [*run[: last + 1], run[20], *run[last + 1:]]  # the same (query, doc) after its query's rows
+    rp = tmp_path / "dup.run"
+    rp.write_text("".join(lines))
+    with pytest.raises(InputError) as whole:
+        evaluate(qp, rp)
+    with pytest.raises(InputError) as blocked:
+        evaluate(qp, rp, block_bytes=40)
+    expected = f"{rp}:{last + 2}: doc {run[20].split()[2]!r} repeated for query {q!r} (first on line 21)"
+    assert str(blocked.value) == str(whole.value) == expected
+
+
+@pytest.mark.parametrize(("bad", "problem"), [
+    (b"q7 Q0 d1 1 t\n", "expected 6 fields (qid Q0 docid rank score tag), found 5"),
+    (b"q7 Q0 d1 1 high t\n", "score 'high' is not a number"),
+    (b"q7 Q0 d\xff 1 1.0 t\n", "not valid UTF-8 (byte 8: invalid start byte)"),
+])
+def test_bad_line_in_a_later_block_names_its_line(tmp_path: Path, bad: bytes, problem: str) -> None:
+    qp, _, run = make_files(tmp_path, seed=2)
+    head = "# a comment\n\n" + "".join(run[:100])
+    assert run[99].startswith("q7 ") and run[100].startswith("q7 ")  # the bad line sits inside q7
+    rp = tmp_path / "bad.run"
+    rp.write_bytes(head.encode() + bad + "".join(run[100:]).encode())
+    with pytest.raises(InputError) as exc:
+        evaluate(qp, rp, block_bytes=64)
+    assert str(exc.value) == f"{rp}:103: {problem}"
+
+
+def test_gzip_comments_and_crlf_in_blocks(tmp_path: Path) -> None:
+    qp, rp, run = make_files(tmp_path, seed=3)
+    text = "# header\r\n" + "".join(line.replace("\n", "\r\n") for line in run[:50]) + "\n# mid\n" + "".join(run[50:])
+    gz = tmp_path / "r.run.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    assert_same(evaluate(qp, rp, name="r"), evaluate(qp, gz, block_bytes=30, name="r"))
+
+
+def test_scattered_query_falls_back_to_the_whole_file(tmp_path: Path) -> None:
+    qp, _, run = make_files(tmp_path, seed=4)
+    rp = tmp_path / "scattered.run"
+    rp.write_text("".join(run[1:]) + run[0])  # q0's first row moved to the end
+    qi = index_qrels(load_qrels(qp), 1)
+    with pytest.raises(Scattered):
+        rank_file_blocks(qi, rp, block_bytes=64)
+    whole = evaluate(qp, rp, metrics=METRICS)
+    blocked = evaluate(qp, rp, metrics=METRICS, block_bytes=64)
+    pd.testing.assert_frame_equal(whole.per_query, blocked.per_query, check_exact=True)
+    assert blocked.warnings[0].startswith("the run file does not keep each query's lines together")
+    assert blocked.warnings[1:] == whole.warnings
+
+
+def test_empty_run_in_blocks(tmp_path: Path) -> None:
+    qp, _, _ = make_files(tmp_path, seed=5)
+    rp = tmp_path / "empty.run"
+    rp.write_text("# nothing here\n" * 20)
+    with pytest.raises(InputError) as whole:
+        evaluate(qp, rp)
+    with pytest.raises(InputError) as blocked:
+        evaluate(qp, rp, block_bytes=16)
+    assert str(blocked.value) == str(whole.value) == f"{rp}:1: empty file: no records"
+    with pytest.raises(InputError) as direct:
+        list(iter_run_blocks(rp, 16))
+    assert str(direct.value) == f"{rp}:1: empty file: no run lines"
+
+
+def test_progress_counts_every_byte(tmp_path: Path) -> None:
+    qp, rp, _ = make_files(tmp_path, seed=6)
+    seen: list[int] = []
+    evaluate(qp, rp, block_bytes=100, progress=seen.append)
+    assert len(seen) > 1 and sum(seen) == rp.stat().st_size
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), block=st.integers(1, 2000))
+def test_any_block_size_is_bit_identical(tmp_path_factory: pytest.TempPathFactory, seed: int, block: int) -> None:
+    qp, rp, _ = make_files(tmp_path_factory.mktemp("b"), seed, n_queries=8, depth=12)
+    assert_same(evaluate(qp, rp, metrics=METRICS), evaluate(qp, rp, metrics=METRICS, block_bytes=block))
+
+
+class CountingReader(io.BytesIO):
+    """A stream that counts its reads."""
+
+    reads = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        self.reads += 1
+        return super().read(size)
+
+
+def test_chunks_cover_the_file_at_query_boundaries_and_a_huge_query_reads_in_doubling_sizes() -> None:
+    lines = [f"big Q0 d{i} {i} 1.0 t\n" for i in range(5000)] + ["# c\n", "\n"]
+    lines += [f"q{j} Q0 d{i} {i} 1.0 t\n" for j in range(30) for i in range(7)]
+    data = "".join(lines).encode()
+    raw = CountingReader(data)
+    chunks = [(bytes(c), first) for c, first in _byte_blocks(raw, 16)]
+    assert b"".join(c for c, _ in chunks) == data
+    assert [first for _, first in chunks] == [1 + b"".join(c for c, _ in chunks[:i]).count(b"\n")
+                                              for i in range(len(chunks))]
+    for c, _ in chunks[:-1]:
+        assert c.endswith(b"\n")
+    qids = [[ln.split()[0] for ln in c.splitlines() if ln.strip() and not ln.startswith(b"#")] for c, _ in chunks]
+    flat = [q for qs in qids for q in dict.fromkeys(qs)]
+    assert len(flat) == len(set(flat)) == 31  # every query in exactly one chunk
+    # 5000 lines of ~25 bytes in reads doubling from 16 bytes: about log2(125 kB / 16) ≈ 13 reads, not 7800
+    assert raw.reads < 80

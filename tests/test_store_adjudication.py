@@ -1,0 +1,49 @@
+"""Adjudication: lead-only, on the scale, with a reason; the latest decision is in force; pair_detail shows all."""
+
+from __future__ import annotations
+
+import pytest
+
+from db.adjudication import adjudicate, pair_detail
+from db.judging import record_judgment, undo_judgment
+from db.queries_frames import adjudications_frame, qrels_frame
+
+
+def test_lead_adjudicates_and_latest_is_in_force(engine, queue):
+    pid = queue[("q1", "f1")]
+    record_judgment(engine, pid, "ann1", 0, note="off topic")
+    record_judgment(engine, pid, "ann2", 3)
+    with pytest.raises(PermissionError, match="only an active lead"):
+        adjudicate(engine, pid, "ann1", 2, "mine")
+    with pytest.raises(ValueError, match="needs a reason"):
+        adjudicate(engine, pid, "boss", 2, " ")
+    with pytest.raises(ValueError, match="outside the scale 0-3"):
+        adjudicate(engine, pid, "boss", 5, "too high")
+    first = adjudicate(engine, pid, "boss", 1, "partial answer")
+    adjudicate(engine, pid, "boss", 2, "re-read: answers the question")
+    assert (first.grade, first.lead) == (1, "boss")
+    assert adjudications_frame(engine, "demo").values.tolist() == [
+        ["q1", "f1", 2, "re-read: answers the question", "boss"]]
+    # DESIGN.md: the adjudicated grade wins over the rule (median of {0, 3} would be 0, the lower median).
+    assert qrels_frame(engine, "demo").values.tolist() == [["q1", "f1", 2]]
+
+
+def test_pair_detail_shows_every_grade_and_history(engine, queue):
+    pid = queue[("q2", "f2")]
+    record_judgment(engine, pid, "ann1", 1, note="weak")
+    record_judgment(engine, pid, "ann1", 2, note="weak")
+    record_judgment(engine, pid, "ann2", None, cant_judge_reason="needs domain knowledge")
+    undo_judgment(engine, pid, "ann2")
+    adjudicate(engine, pid, "boss", 2, "agree with ann1")
+    with pytest.raises(PermissionError):
+        pair_detail(engine, "demo", pid, username="ann1")
+    detail = pair_detail(engine, "demo", pid, username="boss")
+    assert (detail["query"]["id"], detail["fragment"]["id"], detail["fragment"]["title"]) == ("q2", "f2", "T2")
+    assert [(j["annotator"], j["grade"], j["note"], j["revision"]) for j in detail["judgments"]] == [
+        ("ann1", 2, "weak", 2)]
+    assert [(h["action"], h["annotator"], h["old_grade"], h["new_grade"]) for h in detail["history"]] == [
+        ("create", "ann1", None, 1), ("update", "ann1", 1, 2), ("create", "ann2", None, None),
+        ("undo", "ann2", None, None)]
+    assert detail["adjudication"] == {"grade": 2, "reason": "agree with ann1", "by": "boss"}
+    with pytest.raises(LookupError, match="no pair"):
+        pair_detail(engine, "demo", 10_000)

@@ -1,0 +1,80 @@
+"""`qrelkit init | db upgrade | project | user | import`: exit codes, JSON reports, passwords, --db and QRELKIT_DB_URL."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from annotator.cli import main
+from db.engine import get_engine
+from db.projects import get_project
+from db.schema import current_revision
+from db.users import authenticate
+
+
+def _json(capsys) -> object:
+    return json.loads(capsys.readouterr().out)
+
+
+def test_init_is_idempotent_and_creates_project(empty_store_url, capsys):
+    assert main(["init", "--db", empty_store_url, "--project", "demo", "--scale", "0-2"]) == 0
+    out = _json(capsys)
+    assert (out["revision"], out["project"]) == ("0002", {"name": "demo", "scale": [0, 2], "created": True})
+    assert main(["init", "--db", empty_store_url, "--project", "demo"]) == 0
+    assert _json(capsys)["project"]["created"] is False
+    assert main(["db", "upgrade", "--db", empty_store_url]) == 0
+    assert _json(capsys)["to"] == "0002"
+    engine = get_engine(empty_store_url)
+    assert get_project(engine, "demo").scale == (0, 2)
+    engine.dispose()
+    get_engine.cache_clear()
+
+
+def test_commands_refuse_a_database_without_schema(empty_store_url, capsys):
+    assert main(["project", "list", "--db", empty_store_url]) == 2
+    assert "has no qrelkit schema; run `qrelkit init`" in capsys.readouterr().err
+    assert current_revision(get_engine(empty_store_url)) is None  # and did not create it behind your back
+    get_engine(empty_store_url).dispose()
+    get_engine.cache_clear()
+
+
+def test_env_url_project_and_users(engine, store_url, capsys, monkeypatch):
+    monkeypatch.setenv("QRELKIT_DB_URL", store_url)
+    assert main(["project", "create", "alpha", "--scale", "0-4", "--overlap", "3"]) == 0
+    assert _json(capsys)["scale"] == [0, 4]
+    assert main(["project", "create", "alpha"]) == 2
+    assert "already exists" in capsys.readouterr().err
+    monkeypatch.setattr("sys.stdin", io.StringIO("hunter2\n"))
+    assert main(["user", "add", "ann", "--role", "annotator", "--password-stdin"]) == 0
+    assert _json(capsys)["can_login"] is True
+    assert authenticate(engine, "ann", "hunter2") is not None
+    prompts = iter(["pw-one", "pw-two"])
+    monkeypatch.setattr("getpass.getpass", lambda prompt="": next(prompts))
+    assert main(["user", "add", "lead", "--role", "lead"]) == 2
+    assert "passwords do not match" in capsys.readouterr().err
+    monkeypatch.setattr("getpass.getpass", lambda prompt="": "same")
+    assert main(["user", "add", "lead", "--role", "lead"]) == 0
+    capsys.readouterr()
+    assert authenticate(engine, "lead", "same").role == "lead"
+    assert main(["user", "list"]) == 0
+    assert [u["username"] for u in _json(capsys)] == ["ann", "lead"]
+
+
+def test_imports_report_and_reject(engine, project, store_url, tmp_path, capsys):
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "a"}\n{"_id": "q2", "text": "b"}\n')
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "d1", "text": "x"}\n{"_id": "d2", "text": "y"}\n')
+    (tmp_path / "bm25.trec").write_text("q1 Q0 d1 1 2.0 bm25\nq1 Q0 d2 2 1.0 bm25\n")
+    (tmp_path / "j.csv").write_text("query_id,fragment_id,annotator,grade\nq1,d1,ann,3\n")
+    for kind, name in (("queries", "queries.jsonl"), ("fragments", "corpus.jsonl"), ("run", "bm25.trec"),
+                       ("judgments", "j.csv")):
+        assert main(["import", kind, str(tmp_path / name), "--project", "demo", "--db", store_url]) == 0
+        report = _json(capsys)
+        assert report["kind"] == kind and report["created"] >= 1 and report["rejected"] == []
+    bad = tmp_path / "bad.csv"
+    bad.write_text("query_id,fragment_id,annotator,grade\nq1,d1,ann,7\nq9,d1,ann,1\n")
+    assert main(["import", "judgments", str(bad), "--project", "demo", "--db", store_url]) == 2
+    err = capsys.readouterr().err
+    assert f"qrelkit: error: {bad}:2: grade 7 is outside the scale 0-3 (and 1 more problem(s))" in err
+    assert f"qrelkit: rejected: {bad}:3: unknown query id 'q9'" in err
+    assert main(["import", "run", str(tmp_path / "bm25.trec"), "--project", "nope", "--db", store_url]) == 2
+    assert "no project named 'nope'" in capsys.readouterr().err

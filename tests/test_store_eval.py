@@ -1,0 +1,141 @@
+"""Evaluations of stored runs against releases, their history with drop flags, and judging the holes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import pytrec_eval
+from sqlalchemy import func, select
+from test_store_pool import pairs_of, seed
+from test_store_release import judge
+
+from annotator.cli import main
+from db.assignment import assign
+from db.engine import session_scope
+from db.evaluations import (
+    evaluate_stored_run,
+    judge_holes,
+    list_runs,
+    release_qrels,
+    run_history,
+    stored_run_frame,
+)
+from db.models import Evaluation as EvaluationRow
+from db.releases import create_release
+from db.users import create_user
+
+# Seed 000 (recall@k, MRR y nDCG): R = {d3:3, d7:2, d12:2, d20:1} and the ranking below.
+RANKING = ["d5", "d7", "d11", "d3", "d2", "d20", "d9", "d14", "d1", "d6"]
+GRADED = {"d3": 3, "d7": 2, "d12": 2, "d20": 1, "d5": 0}
+DOCS = {d: f"text of {d}" for d in [*RANKING, "d12"]}
+
+
+def seeded(engine, project, grades=GRADED) -> None:
+    """Seed 000's query, fragments, ranking (as run 'R') and judgments (one annotator)."""
+    seed(engine, project.id, {"q1": "¿qué es recall@k?"}, DOCS, {"R": {"q1": RANKING}})
+    judge(engine, project.id, {("q1", d): {"ann": g} for d, g in grades.items()})
+
+
+def test_stored_run_scores_match_seed_000(engine, project):
+    seeded(engine, project)
+    create_release(engine, "demo")
+    result, stored = evaluate_stored_run(engine, "demo", "R")
+    mean = result.mean
+    assert [mean["recall@3"], mean["recall@5"], mean["recall@10"]] == pytest.approx([0.25, 0.50, 0.75])
+    assert [mean["P@3"], mean["P@5"], mean["P@10"]] == pytest.approx([1 / 3, 0.40, 0.30])
+    assert mean["mrr"] == pytest.approx(0.50)
+    assert mean["ndcg_exp@10"] == pytest.approx(0.486, abs=5e-4)
+    with session_scope(engine) as s:
+        row = s.get(EvaluationRow, stored)
+        assert row.means["recall@10"] == pytest.approx(0.75) and row.per_query["q1"]["mrr"] == pytest.approx(0.5)
+
+
+def test_binary_release_gives_seed_ndcg_and_reevaluation_replaces(engine, project):
+    seeded(engine, project, {d: 1 for d in ("d3", "d7", "d12", "d20")})
+    create_release(engine, "demo")
+    first, _ = evaluate_stored_run(engine, "demo", "R", version=1)
+    again, _ = evaluate_stored_run(engine, "demo", "R", version="1")
+    assert first.mean["ndcg@10"] == again.mean["ndcg@10"] == pytest.approx(0.554, abs=1e-3)  # seed 000: 1.418 / 2.562, 3 decimals
+    with session_scope(engine) as s:
+        assert s.execute(select(func.count()).select_from(EvaluationRow)).scalar() == 1
+    assert stored_run_frame(engine, "demo", "R")["doc_id"].tolist() == RANKING
+    assert release_qrels(engine, "demo", 1).sort_values("doc_id")["doc_id"].tolist() == ["d12", "d20", "d3", "d7"]
+    assert [(r.name, r.n_lines, r.evaluations) for r in list_runs(engine, "demo")] == [("R", 10, 1)]
+
+
+def test_missing_queries_are_warned_and_stored(engine, project):
+    seeded(engine, project)
+    seed(engine, project.id, {"q2": "other"}, {"z1": "zeta"})
+    judge(engine, project.id, {("q2", "z1"): {"ann": 2}})
+    create_release(engine, "demo")
+    result, stored = evaluate_stored_run(engine, "demo", "R")
+    assert any("missing from the run" in w and "q2" in w for w in result.warnings)
+    with session_scope(engine) as s:
+        assert s.get(EvaluationRow, stored).warnings == result.warnings
+
+
+def _ndcg10(grades: dict[str, int]) -> float:
+    """Reference nDCG@10 (linear gain, trec_eval ndcg_cut_10) of seed 000's ranking from pytrec_eval."""
+    run = {"q1": {d: float(100 - r) for r, d in enumerate(RANKING, start=1)}}
+    return pytrec_eval.RelevanceEvaluator({"q1": grades}, {"ndcg_cut_10"}).evaluate(run)["q1"]["ndcg_cut_10"]
+
+
+def test_history_flags_drops_beyond_the_margin(engine, project):
+    seeded(engine, project)
+    create_release(engine, "demo")                                   # v1: graded
+    binary = {"d3": 1, "d7": 1, "d12": 1, "d20": 1}
+    judge(engine, project.id, {("q1", d): {"ann": g} for d, g in binary.items()})
+    create_release(engine, "demo")                                   # v2: binary, nDCG@10 0.554 (seed 000)
+    judge(engine, project.id, {("q1", "d7"): {"ann": 0}})
+    create_release(engine, "demo")                                   # v3: d7 judged not relevant
+    history = run_history(engine, "demo", "R", metrics=["ndcg@10", "recall@10"], margin=0.02)
+    assert list(history.columns) == ["version", "released_at", "metric", "value", "change", "drop"]
+    ndcg = history[history["metric"] == "ndcg@10"]
+    third = {"d3": 1, "d7": 0, "d12": 1, "d20": 1, "d5": 0}
+    values = ndcg["value"].tolist()
+    assert values[0] == pytest.approx(_ndcg10(GRADED), abs=1e-9)
+    assert values[1] == pytest.approx(0.554, abs=1e-3)  # seed 000
+    assert values[2] == pytest.approx(_ndcg10(third), abs=1e-9)
+    assert ndcg["drop"].tolist() == [False, False, True]
+    recall = history[history["metric"] == "recall@10"]
+    # recall@10: 3/4 while d7 is relevant; then hits d3, d20 of R = {d3, d12, d20} ⇒ 2/3.
+    assert recall["value"].tolist() == pytest.approx([0.75, 0.75, 2 / 3])
+    assert recall["drop"].tolist() == [False, False, True]
+    assert run_history(engine, "demo", "R", metrics=["recall@10"], margin=0.1)["drop"].tolist() == [False] * 3
+
+
+def test_judge_the_holes(engine, project):
+    seeded(engine, project)
+    # z9 has d14's exact text: a hole already covered once d14 is a pair, so it never becomes a second pair.
+    seed(engine, project.id, {}, {"z9": DOCS["d14"]}, {"S": {"q1": ["d14", "z9", "ghost", "d3"]}})
+    # Top-9 of R minus the judged d5 d7 d3 d20: d11 d2 d9 d14 d1.
+    assert judge_holes(engine, "demo", "R", k=9) == 5
+    pairs = pairs_of(engine, project.id)
+    assert {f for (_, f), (src, _) in pairs.items() if src == ["holes:R"]} == {"d11", "d2", "d9", "d14", "d1"}
+    assert pairs[("q1", "d11")] == (["holes:R"], 3)
+    assert judge_holes(engine, "demo", "R", k=9) == 0
+    assert judge_holes(engine, "demo", "S", k=4) == 0   # d14 covered, z9 same text, ghost unknown, d3 judged
+    assert judge_holes(engine, "demo", "R", k=20) == 1  # d6 at rank 10
+    create_user(engine, "bob", "annotator")
+    assert assign(engine, "demo", overlap=1, annotators=["bob"]).created == 6
+
+
+def test_errors_name_what_is_missing(engine, project):
+    seeded(engine, project)
+    with pytest.raises(LookupError, match="has no releases yet"):
+        evaluate_stored_run(engine, "demo", "R")
+    create_release(engine, "demo")
+    with pytest.raises(LookupError, match="no run named 'X'"):
+        evaluate_stored_run(engine, "demo", "X")
+    with pytest.raises(LookupError, match="has no release 5"):
+        evaluate_stored_run(engine, "demo", "R", version=5)
+
+
+def test_cli_evaluate_run_and_holes(engine, project, store_url, capsys):
+    seeded(engine, project)
+    create_release(engine, "demo")
+    assert main(["evaluate-run", "--project", "demo", "R", "--format", "json", "--db", store_url]) == 0
+    assert json.loads(capsys.readouterr().out)["mean"]["recall@5"] == pytest.approx(0.5)
+    assert main(["holes", "--project", "demo", "R", "--k", "10", "--db", store_url]) == 0
+    assert capsys.readouterr().out.startswith("6 new pairs")

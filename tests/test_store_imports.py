@@ -1,0 +1,240 @@
+"""Imports: formats, idempotent re-import by external id, trec_eval ranks, and all-or-nothing on bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+import pytrec_eval
+import sqlalchemy as sa
+
+from db import imports
+from db.imports import ImportRejected, import_fragments, import_judgments, import_queries, import_run
+from db.models import (
+    Adjudication,
+    Fragment,
+    Judgment,
+    JudgmentHistory,
+    Pair,
+    Project,
+    Query,
+    Run,
+    RunEntry,
+    User,
+)
+from db.queries_frames import adjudications_frame, judgments_frame
+from eval_core.errors import InputError
+
+TABLES = (Project, User, Query, Fragment, Pair, Judgment, JudgmentHistory, Adjudication, Run, RunEntry)
+
+
+def _write(path, text: str | bytes):
+    (path.write_bytes if isinstance(text, bytes) else path.write_text)(text)
+    return path
+
+
+def _snapshot(engine) -> dict:
+    with engine.connect() as conn:
+        return {t.__tablename__: sorted(map(tuple, conn.execute(sa.select(t.__table__)).all()), key=repr)
+                for t in TABLES}
+
+
+@pytest.fixture
+def corpus(engine, project, tmp_path):
+    """q1, q2 and fragments d1-d4 imported into project demo."""
+    import_queries(engine, "demo", _write(tmp_path / "queries.csv", "id,text,category\nq1,return window,policy\n"
+                                                                   "q2,shipping cost,\n"))
+    import_fragments(engine, "demo", _write(tmp_path / "corpus.jsonl", "".join(
+        json.dumps({"_id": f"d{i}", "title": f"Doc {i}", "text": f"text of d{i}", "metadata": {"lang": "en"}}) + "\n"
+        for i in range(1, 5))))
+    return tmp_path
+
+
+def test_queries_reimport_by_external_id(engine, project, tmp_path):
+    first = import_queries(engine, "demo", _write(tmp_path / "q.csv", "id,text,category\nq1,a,x\nq2,b,\n"))
+    assert (first.created, first.updated, first.unchanged) == (2, 0, 0)
+    again = import_queries(engine, "demo", tmp_path / "q.csv")
+    assert (again.created, again.updated, again.unchanged) == (0, 0, 2)
+    beir = import_queries(engine, "demo", _write(tmp_path / "queries.jsonl",
+                                                 '{"_id": "q2", "text": "b2"}\n{"_id": "q3", "text": "c"}\n'))
+    assert (beir.created, beir.updated, beir.unchanged) == (1, 1, 0)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(Query.external_id, Query.text, Query.category).order_by(Query.external_id)).all()
+    assert [tuple(r) for r in rows] == [("q1", "a", "x"), ("q2", "b2", None), ("q3", "c", None)]
+
+
+def test_fragments_beir_and_csv(engine, corpus):
+    with engine.connect() as conn:
+        row = conn.execute(sa.select(Fragment.title, Fragment.meta, Fragment.doc_id)
+                           .where(Fragment.external_id == "d1")).one()
+    assert tuple(row) == ("Doc 1", {"lang": "en"}, None)
+    rep = import_fragments(engine, "demo", _write(corpus / "f.csv", "id,doc_id,title,text,section\n"
+                                                                   "d1,doc-A,Doc 1,text of d1,intro\nd5,doc-B,,new text,\n"))
+    assert (rep.created, rep.updated, rep.unchanged) == (1, 1, 0)
+    with engine.connect() as conn:
+        rows = dict(conn.execute(sa.select(Fragment.external_id, Fragment.meta)).all())
+    assert rows["d1"] == {"section": "intro"} and rows["d5"] is None
+
+
+def test_run_ranks_follow_trec_eval(engine, corpus):
+    # Ranks in the file are ignored: trec_eval orders by score descending, ties by docid descending.
+    run = _write(corpus / "bm25.trec", "q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 2.0 t\nq1 Q0 d3 3 1.0 t\nq2 Q0 zz 1 5 t\n")
+    rep = import_run(engine, "demo", run)
+    assert (rep.created, rep.records) == (1, 4)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(RunEntry.doc_external_id, RunEntry.rank, RunEntry.fragment_id)
+                            .join(Run).where(Run.name == "bm25").order_by(RunEntry.query_id, RunEntry.rank)).all()
+    assert [(d, r) for d, r, _ in rows] == [("d2", 1), ("d3", 2), ("d1", 3), ("zz", 1)]
+    assert rows[-1][2] is None  # a document outside the corpus is kept, unlinked
+    # Cross-check with pytrec_eval: with only d3 relevant, reciprocal rank 1/2 means d3 ranks 2nd.
+    # Cross-check with pytrec_eval (trec_eval's own tie-breaking): d3's reciprocal rank there is 1 / our rank.
+    ev = pytrec_eval.RelevanceEvaluator({"q1": {"d3": 1}}, {"recip_rank"})
+    recip = ev.evaluate({"q1": {"d1": 1.0, "d2": 2.0, "d3": 1.0}})["q1"]["recip_rank"]
+    assert recip == pytest.approx(1 / dict((d, r) for d, r, _ in rows)["d3"])
+    assert import_run(engine, "demo", run).unchanged == 1
+    changed = import_run(engine, "demo", _write(corpus / "bm25.trec", "q1 Q0 d4 1 3 t\n"))
+    assert changed.updated == 1
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(RunEntry)).scalar_one() == 1
+        assert conn.execute(sa.select(Run.n_lines)).scalar_one() == 1
+
+
+def test_run_gzip_and_name(engine, corpus):
+    path = corpus / "dense.v2.trec.gz"
+    path.write_bytes(gzip.compress(b"q1 Q0 d1 1 0.5 dense\n"))
+    assert import_run(engine, "demo", path).created == 1
+    assert import_run(engine, "demo", path, name="other").created == 1
+    with engine.connect() as conn:
+        assert sorted(conn.execute(sa.select(Run.name)).scalars()) == ["dense.v2", "other"]
+
+
+def test_judgments_flat_then_reimport(engine, corpus):
+    path = _write(corpus / "j.csv", "query_id,fragment_id,annotator,grade,note\nq1,d1,ann,2,ok\nq1,d2,ann,,\n"
+                                    "q1,d1,newbie,3,\n")
+    rep = import_judgments(engine, "demo", path)
+    assert (rep.created, rep.updated, rep.unchanged) == (3, 0, 0)
+    with engine.connect() as conn:
+        newbie = conn.execute(sa.select(User.password_hash, User.role).where(User.username == "newbie")).one()
+    assert tuple(newbie) == (None, "annotator")  # an account that cannot log in
+    frame = judgments_frame(engine, "demo")
+    assert frame[["fragment_id", "annotator"]].values.tolist() == [["d1", "ann"], ["d1", "newbie"], ["d2", "ann"]]
+    assert frame["grade"].isna().tolist() == [False, False, True]
+    assert import_judgments(engine, "demo", path).unchanged == 3
+    rep = import_judgments(engine, "demo", _write(corpus / "j2.jsonl",
+                                                  '{"query_id":"q1","fragment_id":"d1","annotator":"ann","grade":1,'
+                                                  '"note":"ok"}\n'))
+    assert (rep.created, rep.updated) == (0, 1)
+    with engine.connect() as conn:
+        hist = conn.execute(sa.select(JudgmentHistory.action, JudgmentHistory.old_grade, JudgmentHistory.new_grade)
+                            .join(User, User.id == JudgmentHistory.user_id).where(User.username == "ann")
+                            .order_by(JudgmentHistory.id)).all()
+    assert [tuple(h) for h in hist] == [("import", None, 2), ("import", None, None), ("import", 2, 1)]
+
+
+def test_release_jsonl_imports_grades_and_adjudication(engine, corpus):
+    lines = [{"query_id": "q1", "fragment_id": "d1", "grade": 2, "grades": {"a": 1, "b": 3}, "rule": "median",
+              "adjudication": {"grade": 2, "reason": "read the whole doc", "by": "lead1"}},
+             {"query_id": "q2", "fragment_id": "d3", "grade": 0, "grades": {"a": 0, "b": None}, "rule": "median"}]
+    path = _write(corpus / "judgments.jsonl", "".join(json.dumps(x) + "\n" for x in lines))
+    assert import_judgments(engine, "demo", path).created == 4
+    assert import_judgments(engine, "demo", path).unchanged == 4
+    frame = judgments_frame(engine, "demo")
+    assert [[q, f, a, None if g is None or g != g else int(g)] for q, f, a, g in
+            frame[["query_id", "fragment_id", "annotator", "grade"]].astype(object).where(frame.notna(), None)
+            .values.tolist()] == [["q1", "d1", "a", 1], ["q1", "d1", "b", 3], ["q2", "d3", "a", 0],
+                                  ["q2", "d3", "b", None]]
+    assert adjudications_frame(engine, "demo").values.tolist() == [["q1", "d1", 2, "read the whole doc", "lead1"]]
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(Adjudication)).scalar_one() == 1
+        assert conn.execute(sa.select(User.role).where(User.username == "lead1")).scalar_one() == "lead"
+
+
+BAD_INPUTS = {
+    # name: (file name, content, line the error must name, words in the problem)
+    "run wrong field count": ("run.trec", "q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 0.5\n", 2, "expected 6 fields"),
+    "csv wrong field count": ("q.csv", "id,text,category\nq9,x,a\nq10,y\n", 3, "expected 3 fields"),
+    "unknown query in run": ("run.trec", "q1 Q0 d1 1 1.0 t\nq7 Q0 d1 1 1.0 t\n", 2, "unknown query id 'q7'"),
+    "unknown query in judgments": ("j.csv", "query_id,fragment_id,annotator,grade\nq1,d1,a,1\nq7,d1,a,1\n", 3,
+                                   "unknown query id 'q7'"),
+    "grade off the scale": ("j.csv", "query_id,fragment_id,annotator,grade\nq1,d1,a,1\nq1,d2,a,4\n", 3,
+                            "outside the scale 0-3"),
+    "duplicate query ids": ("q.jsonl", '{"id":"q9","text":"a"}\n{"id":"q9","text":"b"}\n', 2, "duplicate query id"),
+    "duplicate fragment ids": ("f.csv", "id,text\nd9,a\nd9,b\n", 3, "duplicate fragment id"),
+    "duplicate run lines": ("run.trec", "q1 Q0 d1 1 1.0 t\nq1 Q0 d1 2 0.5 t\n", 2, "duplicate document 'd1'"),
+    "duplicate judgments": ("j.csv", "query_id,fragment_id,annotator,grade\nq1,d1,a,1\nq1,d1,a,2\n", 3,
+                            "duplicate judgment"),
+    "empty file": ("q.csv", "", None, "empty file"),
+    "empty run": ("run.trec", "", None, "empty file"),
+    "non-UTF-8": ("f.csv", b"id,text\nd9,ok\nd10,caf\xe9\n", 3, "not valid UTF-8"),
+    "non-UTF-8 run": ("run.trec", b"q1 Q0 d1 1 1.0 t\nq1 Q0 d\xff 1 1.0 t\n", 2, "not valid UTF-8"),
+    "10 MB line": ("f.jsonl", '{"id":"d9","text":"ok"}\n{"id":"d10","text":"' + "x" * 10_000_000 + '"}\n', 2,
+                   "at most 1000000"),
+    "10 MB run line": ("run.trec", "q1 Q0 " + "d" * 10_000_000 + " 1 1.0 t\n", 1, "at most 500"),
+}
+IMPORTERS = {"run": import_run, "q": import_queries, "f": import_fragments, "j": import_judgments}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_names_path_line_and_changes_nothing(engine, corpus, case):
+    name, content, line, words = BAD_INPUTS[case]
+    path = _write(corpus / name, content)
+    before = _snapshot(engine)
+    with pytest.raises(InputError) as err:
+        IMPORTERS[name.split(".")[0]](engine, "demo", path)
+    where = f"{path}:{line}: " if line else f"{path}: "
+    assert str(err.value).startswith(where) and words in str(err.value)
+    assert _snapshot(engine) == before
+
+
+def test_run_for_missing_project_changes_nothing(engine, corpus):
+    path = _write(corpus / "run.trec", "q1 Q0 d1 1 1.0 t\n")
+    before = _snapshot(engine)
+    with pytest.raises(InputError, match=r"run\.trec: no project named 'nope' \(projects: demo\)"):
+        import_run(engine, "nope", path)
+    assert _snapshot(engine) == before
+
+
+def test_every_bad_line_is_reported(engine, corpus):
+    path = _write(corpus / "j.csv", "query_id,fragment_id,annotator,grade\nq1,d1,a,9\nq1,d1,b,1\nq5,d1,a,1\n"
+                                    "q1,d8,a,1\n")
+    with pytest.raises(ImportRejected) as err:
+        import_judgments(engine, "demo", path)
+    assert [r.split(": ", 1)[0] for r in err.value.report.rejected] == [f"{path}:2", f"{path}:4", f"{path}:5"]
+    assert "and 2 more" in str(err.value)
+
+
+def test_failure_while_writing_rolls_everything_back(engine, corpus, monkeypatch):
+    monkeypatch.setattr(imports, "CHUNK", 2)
+    calls = []
+
+    def explode_on_second_chunk(session, run_id, frame, fragments, show):
+        calls.append(run_id)
+        session.execute(RunEntry.__table__.insert(), [{"run_id": run_id, "query_id": int(frame["query_id"][0]),
+                                                       "doc_external_id": "x", "rank": 1, "score": 1.0}])
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(imports, "_insert_run_entries", explode_on_second_chunk)
+    before = _snapshot(engine)
+    with pytest.raises(RuntimeError, match="disk full"):
+        import_run(engine, "demo", _write(corpus / "run.trec", "q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 0.5 t\n"))
+    assert calls and _snapshot(engine) == before
+
+
+def test_fast_and_line_readers_agree(engine, corpus, monkeypatch):
+    """The columnar fast path and the line-by-line reader store the same entries (ties, unknown docs, gzip)."""
+    text = "".join(f"q{1 + i % 2} Q0 d{j} {j} {float(j % 3)} t\n" for i in range(2) for j in range(1, 6))
+    (corpus / "fast.trec").write_text(text)
+    import_run(engine, "demo", corpus / "fast.trec", name="fast")
+    monkeypatch.setattr(imports, "_read_run_fast", lambda path, queries: None)
+    import_run(engine, "demo", corpus / "fast.trec", name="slow")
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(Run.name, RunEntry.query_id, RunEntry.doc_external_id, RunEntry.fragment_id,
+                                      RunEntry.rank, RunEntry.score).join(Run)
+                            .order_by(RunEntry.query_id, RunEntry.rank)).all()
+        hashes = dict(conn.execute(sa.select(Run.name, Run.content_hash)).all())
+    fast = [tuple(r[1:]) for r in rows if r[0] == "fast"]
+    assert fast == [tuple(r[1:]) for r in rows if r[0] == "slow"] and len(fast) == 10
+    assert hashes["fast"] == hashes["slow"]
+    # score ties (0.0 for d3; 1.0 for d1, d4; 2.0 for d2, d5) are broken by docid descending, as trec_eval does
+    assert [d for _q, d, *_ in fast[:5]] == ["d5", "d2", "d4", "d1", "d3"]

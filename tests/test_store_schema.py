@@ -1,0 +1,70 @@
+"""Migrations: the packaged Alembic chain builds exactly the models' schema, and 0001 data survives to head."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlmodel import SQLModel
+
+from db.engine import get_engine
+from db.judging import next_pair
+from db.schema import MIGRATIONS, current_revision, head_revision, init_db, upgrade
+
+
+def test_packaged_chain_and_head():
+    names = sorted(p.name for p in (MIGRATIONS / "versions").glob("*.py"))
+    assert names == ["0001_initial_schema.py", "0002_assignment_done.py"]
+    assert head_revision() == "0002"
+
+
+def test_upgrade_is_idempotent_and_matches_models(empty_store_url):
+    engine = init_db(empty_store_url)
+    assert upgrade(engine) == "0002"
+    assert upgrade(engine) == "0002"
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), SQLModel.metadata)
+    assert diff == []
+    engine.dispose()
+    get_engine.cache_clear()
+
+
+def test_database_at_0001_with_data_upgrades_intact(empty_store_url):
+    engine = get_engine(empty_store_url)
+    assert current_revision(engine) is None
+    assert upgrade(engine, "0001") == "0001"
+    with engine.begin() as conn:
+        run = conn.exec_driver_sql
+        now = "2026-01-02 03:04:05"
+        run(f"INSERT INTO projects (id, name, scale_min, scale_max, overlap, overlap_fraction, agreement_threshold, "
+            f"created_at) VALUES (1, 'old', 0, 3, 2, 1.0, 0.6, '{now}')")
+        for uid, name in ((1, 'ann'), (2, 'other')):
+            run(f"INSERT INTO users (id, username, role, active, created_at) VALUES ({uid}, '{name}', 'annotator', "
+                f"true, '{now}')")
+        run("INSERT INTO queries (id, project_id, external_id, text) VALUES (1, 1, 'q1', 'query one')")
+        for fid in (1, 2, 3):
+            run(f"INSERT INTO fragments (id, project_id, external_id, text, content_hash) "
+                f"VALUES ({fid}, 1, 'f{fid}', 'text {fid}', 'h{fid}')")
+            run(f"INSERT INTO pairs (id, project_id, query_id, fragment_id, created_at) VALUES ({fid}, 1, 1, {fid}, "
+                f"'{now}')")
+            run(f"INSERT INTO assignments (project_id, pair_id, user_id, position, created_at) "
+                f"VALUES (1, {fid}, 1, {fid}, '{now}')")
+        run(f"INSERT INTO assignments (project_id, pair_id, user_id, position, created_at) VALUES (1, 1, 2, 1, '{now}')")
+        for pid in (1, 2):  # ann judged pairs 1 and 2 under revision 0001
+            run(f"INSERT INTO judgments (project_id, pair_id, user_id, grade, revision, created_at, updated_at) "
+                f"VALUES (1, {pid}, 1, {pid + 1}, 1, '{now}', '{now}')")
+    assert upgrade(engine) == "0002"
+    with engine.connect() as conn:
+        done = dict(conn.execute(sa.text("SELECT pair_id, done FROM assignments WHERE user_id = 1")).all())
+        other = conn.execute(sa.text("SELECT done FROM assignments WHERE user_id = 2")).scalar_one()
+        grades = conn.execute(sa.text("SELECT pair_id, grade FROM judgments ORDER BY pair_id")).all()
+        counts = [conn.execute(sa.text(f"SELECT count(*) FROM {t}")).scalar_one()
+                  for t in ("projects", "users", "queries", "fragments", "pairs", "assignments", "judgments")]
+    assert {k: bool(v) for k, v in done.items()} == {1: True, 2: True, 3: False}
+    assert not other
+    assert [tuple(g) for g in grades] == [(1, 2), (2, 3)]
+    assert counts == [1, 2, 1, 3, 3, 4, 1 + 1]
+    view = next_pair(engine, "old", "ann")
+    assert (view.fragment_external_id, view.position, view.total) == ("f3", 3, 3)
+    engine.dispose()
+    get_engine.cache_clear()
