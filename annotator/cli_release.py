@@ -3,31 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 
 from tqdm import tqdm
 
+from annotator.cli_common import guarded, print_json
 from db.engine import get_engine
-
-
-def _print_json(data: object) -> None:
-    """Reports go to stdout as indented JSON, so people can read them and scripts can parse them."""
-    print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
-
-
-def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Unknown names and refused operations exit 2 with one clear line, like bad input does."""
-
-    def wrapper(args: argparse.Namespace) -> int:
-        try:
-            return run(args)
-        except (LookupError, ValueError, RuntimeError) as exc:
-            print(f"qrelkit: error: {exc}", file=sys.stderr)
-            return 2
-
-    return wrapper
 
 
 def _steps(total: int, desc: str) -> tuple[tqdm, Callable[[str], None]]:
@@ -49,7 +31,7 @@ def _pool(args: argparse.Namespace) -> int:
     with bar:
         report = pool(get_engine(args.db), args.project, args.depth, runs=args.run or None, bm25=args.bm25,
                       progress=step)
-    _print_json(report.to_dict())
+    print_json(report.to_dict())
     return 0
 
 
@@ -60,7 +42,7 @@ def _assign(args: argparse.Namespace) -> int:
     names = [n.strip() for n in args.annotators.split(",") if n.strip()] if args.annotators else None
     report = assign(get_engine(args.db), args.project, overlap=args.overlap, fraction=args.fraction,
                     annotators=names, seed=args.seed)
-    _print_json(report.to_dict())
+    print_json(report.to_dict())
     return 0
 
 
@@ -72,7 +54,7 @@ def _release(args: argparse.Namespace) -> int:
     with bar:
         info = create_release(get_engine(args.db), args.project, rule=args.rule, min_grades=args.min_grades,
                               username=args.user, progress=step)
-    _print_json(info.card)
+    print_json(info.card)
     return 0
 
 
@@ -91,7 +73,7 @@ def _evaluate_run(args: argparse.Namespace) -> int:
 
     result, _ = evaluate_stored_run(get_engine(args.db), args.project, args.run_name, args.release)
     if args.format == "json":
-        _print_json(result.to_dict())
+        print_json(result.to_dict())
     else:
         width = max(map(len, result.mean), default=0)
         for metric, value in result.mean.items():
@@ -117,7 +99,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser = subparsers.add_parser(name, help=text, description=text)
         parser.add_argument("--project", required=True, help="project name")
         parser.add_argument("--db", default=None, help="database URL (default: $QRELKIT_DB_URL or ./qrelkit.db)")
-        parser.set_defaults(func=_guarded(func))
+        parser.set_defaults(func=guarded(func))
         return parser
 
     p = command("pool", _pool, "Pool candidate pairs: top-K of stored runs plus BM25, deduplicated.")

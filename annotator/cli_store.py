@@ -4,35 +4,15 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import json
 import sys
 from collections.abc import Callable
 
 from sqlalchemy.engine import Engine
 
+from annotator.cli_common import guarded, print_json
 from db.engine import database_url, get_engine
-from eval_core.errors import InputError
 
 IMPORT_KINDS = ("queries", "fragments", "run", "judgments")
-
-
-def _print_json(data: object) -> None:
-    print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
-
-
-def _guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Refusals (unknown names, duplicates, a stale schema) exit 2 with one clear line, like bad input."""
-
-    def wrapper(args: argparse.Namespace) -> int:
-        try:
-            return run(args)
-        except InputError:
-            raise
-        except (LookupError, ValueError, PermissionError, RuntimeError) as exc:
-            print(f"qrelkit: error: {exc}", file=sys.stderr)
-            return 2
-
-    return wrapper
 
 
 def _engine(args: argparse.Namespace) -> Engine:
@@ -63,7 +43,7 @@ def _init(args: argparse.Namespace) -> int:
         else:
             info = create_project(engine, args.project, scale=parse_scale(args.scale))
             out["project"] = {"name": info.name, "scale": list(info.scale), "created": True}
-    _print_json(out)
+    print_json(out)
     return 0
 
 
@@ -72,7 +52,7 @@ def _db_upgrade(args: argparse.Namespace) -> int:
 
     engine = get_engine(args.db)
     before = current_revision(engine)
-    _print_json({"database": database_url(args.db), "from": before, "to": upgrade(engine, args.revision)})
+    print_json({"database": database_url(args.db), "from": before, "to": upgrade(engine, args.revision)})
     return 0
 
 
@@ -82,7 +62,7 @@ def _project_create(args: argparse.Namespace) -> int:
 
     info = create_project(_engine(args), args.name, scale=parse_scale(args.scale), overlap=args.overlap,
                           overlap_fraction=args.fraction, threshold=args.threshold)
-    _print_json({"id": info.id, "name": info.name, "scale": list(info.scale), "overlap": info.overlap,
+    print_json({"id": info.id, "name": info.name, "scale": list(info.scale), "overlap": info.overlap,
                  "overlap_fraction": info.overlap_fraction, "threshold": info.threshold})
     return 0
 
@@ -90,7 +70,7 @@ def _project_create(args: argparse.Namespace) -> int:
 def _project_list(args: argparse.Namespace) -> int:
     from db.projects import list_projects
 
-    _print_json([{"name": p.name, "scale": list(p.scale), "overlap": p.overlap,
+    print_json([{"name": p.name, "scale": list(p.scale), "overlap": p.overlap,
                   "overlap_fraction": p.overlap_fraction, "threshold": p.threshold}
                  for p in list_projects(_engine(args))])
     return 0
@@ -116,14 +96,14 @@ def _user_add(args: argparse.Namespace) -> int:
 
     engine = _engine(args)
     info = create_user(engine, args.name, args.role, _read_password(args))
-    _print_json({"id": info.id, "username": info.username, "role": info.role, "can_login": info.can_login})
+    print_json({"id": info.id, "username": info.username, "role": info.role, "can_login": info.can_login})
     return 0
 
 
 def _user_list(args: argparse.Namespace) -> int:
     from db.users import list_users
 
-    _print_json([{"username": u.username, "role": u.role, "active": u.active, "can_login": u.can_login}
+    print_json([{"username": u.username, "role": u.role, "active": u.active, "can_login": u.can_login}
                  for u in list_users(_engine(args), role=args.role)])
     return 0
 
@@ -139,7 +119,7 @@ def _import(args: argparse.Namespace) -> int:
         func = {"queries": imports.import_queries, "fragments": imports.import_fragments,
                 "judgments": imports.import_judgments}[args.kind]
         report = func(engine, args.project, args.file, progress=True)
-    _print_json(report.to_dict())
+    print_json(report.to_dict())
     return 0
 
 
@@ -170,14 +150,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _db_option(p)
     p.add_argument("--project", help="also create this project if it does not exist")
     p.add_argument("--scale", default="0-3", help="grading scale of that project (default 0-3)")
-    p.set_defaults(func=_guarded(_init))
+    p.set_defaults(func=guarded(_init))
 
     db = subparsers.add_parser("db", help="database maintenance").add_subparsers(dest="db_command", metavar="ACTION",
                                                                                 required=True)
     p = db.add_parser("upgrade", help="apply the Alembic migrations up to head (idempotent)")
     _db_option(p)
     p.add_argument("--revision", default="head", help=argparse.SUPPRESS)
-    p.set_defaults(func=_guarded(_db_upgrade))
+    p.set_defaults(func=guarded(_db_upgrade))
 
     project = subparsers.add_parser("project", help="golden-set projects").add_subparsers(
         dest="project_command", metavar="ACTION", required=True)
@@ -188,10 +168,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--fraction", type=float, default=1.0, help="fraction of pairs that get the overlap (default 1)")
     p.add_argument("--threshold", type=float, default=0.6, help="agreement below this flags the guideline")
     _db_option(p)
-    p.set_defaults(func=_guarded(_project_create))
+    p.set_defaults(func=guarded(_project_create))
     p = project.add_parser("list", help="list projects")
     _db_option(p)
-    p.set_defaults(func=_guarded(_project_list))
+    p.set_defaults(func=guarded(_project_list))
 
     user = subparsers.add_parser("user", help="accounts").add_subparsers(dest="user_command", metavar="ACTION",
                                                                         required=True)
@@ -202,11 +182,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     how.add_argument("--password-stdin", action="store_true", help="read the password from one line of stdin")
     how.add_argument("--no-password", action="store_true", help="an account that cannot log in")
     _db_option(p)
-    p.set_defaults(func=_guarded(_user_add))
+    p.set_defaults(func=guarded(_user_add))
     p = user.add_parser("list", help="list accounts")
     p.add_argument("--role", choices=("lead", "annotator"))
     _db_option(p)
-    p.set_defaults(func=_guarded(_user_list))
+    p.set_defaults(func=guarded(_user_list))
 
     p = subparsers.add_parser("import", help="import queries, fragments, a TREC run or judgments (all or nothing)")
     p.add_argument("kind", choices=IMPORT_KINDS)
@@ -214,4 +194,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--project", required=True)
     p.add_argument("--name", help="run name (default: the file name without .trec/.txt/.gz)")
     _db_option(p)
-    p.set_defaults(func=_rejected(_guarded(_import)))
+    p.set_defaults(func=_rejected(guarded(_import)))

@@ -310,12 +310,15 @@ def annotator_stats(engine: Engine, project: str) -> pd.DataFrame:
         assigned = dict((u, (int(n), int(d))) for u, n, d in session.execute(
             select(A.c.user_id, func.count(A.c.id), func.count(J.c.id)).select_from(A).outerjoin(J, judged)
             .where(A.c.project_id == project_id).group_by(A.c.user_id)))
-        jrows = session.execute(select(J.c.user_id, J.c.seconds_spent, J.c.updated_at)
-                                .where(J.c.project_id == project_id)).all()
+        last = dict(session.execute(select(J.c.user_id, func.max(J.c.updated_at))
+                                    .where(J.c.project_id == project_id).group_by(J.c.user_id)).all())
+        # bare (user, seconds) tuples from the cursor: a Row and a datetime per judgment cost seconds at 1M
+        seconds = session.connection().execute(select(J.c.user_id, J.c.seconds_spent)
+                                               .where(J.c.project_id == project_id)).cursor.fetchall()
         names = dict(session.execute(select(User.id, User.username)).all())
-    frame = pd.DataFrame(jrows, columns=["user_id", "seconds", "updated_at"])
-    per_user = frame.groupby("user_id").agg(judged=("seconds", "size"), median_seconds=("seconds", "median"),
-                                            last_active=("updated_at", "max"))
+    frame = pd.DataFrame(seconds, columns=["user_id", "seconds"]).astype({"seconds": "float64"})
+    per_user = frame.groupby("user_id").agg(judged=("seconds", "size"), median_seconds=("seconds", "median"))
+    per_user["last_active"] = pd.Series(last, dtype=object)
     users = sorted(set(assigned) | set(per_user.index), key=lambda u: names[u])
     out = pd.DataFrame({
         "username": [names[u] for u in users],
