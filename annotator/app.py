@@ -10,7 +10,7 @@ from annotator import auth, state
 
 PAGES = Path(__file__).resolve().parent / "screens"
 
-# Lead pages, in menu order; a file not written yet is skipped so the app always starts.
+# Lead pages, in menu order.
 LEAD_PAGES = (
     ("lead_project.py", "Project", ":material/settings:"),
     ("lead_agreement.py", "Agreement", ":material/handshake:"),
@@ -30,9 +30,8 @@ def judge_pages() -> list:
 
 
 def lead_pages() -> list:
-    """The lead desk pages that exist on disk."""
-    return [st.Page(PAGES / name, title=title, icon=icon) for name, title, icon in LEAD_PAGES
-            if (PAGES / name).exists()]
+    """The lead desk pages."""
+    return [st.Page(PAGES / name, title=title, icon=icon) for name, title, icon in LEAD_PAGES]
 
 
 def sidebar(user) -> None:

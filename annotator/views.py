@@ -11,16 +11,13 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
-from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from annotator import state
 from annotator.auth import require_role
 from db import evaluations, projects, queries_frames
 from db.engine import session_scope
-from db.models import Fragment, JudgmentHistory, Pair, Query
 from db.pooling import load_project
-from db.projects import project_row
 from eval_core.agreement import agreement_report
 from eval_core.compare import bootstrap_ci
 from eval_core.evaluate import Evaluation, evaluate
@@ -76,29 +73,9 @@ def coefficient_text(c: Mapping[str, Any] | None, digits: int = 3) -> str:
     return f"{text} [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else text
 
 
-def judgments_fingerprint(engine: Engine, project: str) -> tuple:
-    """A cheap key that moves whenever a judgment is added, changed, undone or imported: every such change
-    appends a history row, so the project's newest history id is found on its index without reading rows.
-    (Stopgap until db offers it — docs/requests-from-app.md #1.)"""
-    with session_scope(engine) as session:
-        project_id = project_row(session, project).id
-        latest = session.execute(select(func.max(JudgmentHistory.id))
-                                 .where(JudgmentHistory.project_id == project_id)).scalar()
-    return project_id, latest
-
-
 def pair_id_of(engine: Engine, project: str, pair: Mapping[str, Any]) -> int:
-    """The store's pair id of a (query id, fragment id) from the agreement report.
-    (Stopgap until db offers it — docs/requests-from-app.md #2.)"""
-    with session_scope(engine) as session:
-        project_id = project_row(session, project).id
-        found = session.execute(select(Pair.id).join(Query, Query.id == Pair.query_id)
-                                .join(Fragment, Fragment.id == Pair.fragment_id)
-                                .where(Pair.project_id == project_id, Query.external_id == str(pair["query_id"]),
-                                       Fragment.external_id == str(pair["fragment_id"]))).scalar_one_or_none()
-    if found is None:
-        raise LookupError(f"no pair ({pair['query_id']}, {pair['fragment_id']}) in project {project!r}")
-    return int(found)
+    """The store's pair id of a (query id, fragment id) row of the agreement report."""
+    return queries_frames.pair_id(engine, project, str(pair["query_id"]), str(pair["fragment_id"]))
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
@@ -132,7 +109,7 @@ def cached_agreement(_engine: Engine, url: str, project: str, fingerprint: tuple
 
 def project_agreement(engine: Engine, project: Any) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Judgments and agreement report of a project, from cache when no judgment changed since."""
-    fingerprint = judgments_fingerprint(engine, project.name)
+    fingerprint = queries_frames.judgments_fingerprint(engine, project.name)
     url = str(engine.url)
     with st.spinner("Computing agreement…"):
         frame = cached_judgments(engine, url, project.name, fingerprint)

@@ -69,6 +69,19 @@ def judgments_fingerprint(engine: Engine, project: str) -> tuple[int, int]:
     return (history or 0, adjudication or 0)
 
 
+def pair_id(engine: Engine, project: str, query_id: str, fragment_id: str) -> int:
+    """The store's id of the pair (query external id, fragment external id), e.g. to adjudicate a disputed pair."""
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        found = session.execute(select(Pair.id).join(Query, Query.id == Pair.query_id)
+                                .join(Fragment, Fragment.id == Pair.fragment_id)
+                                .where(Pair.project_id == project_id, Query.external_id == query_id,
+                                       Fragment.external_id == fragment_id)).scalar_one_or_none()
+    if found is None:
+        raise LookupError(f"no pair ({query_id}, {fragment_id}) in project {project!r}")
+    return int(found)
+
+
 def adjudications_frame(engine: Engine, project: str) -> pd.DataFrame:
     """The adjudication in force per pair (the latest): query_id, fragment_id, grade, reason, by."""
     with session_scope(engine) as session:
