@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
@@ -74,32 +73,22 @@ def iter_run_blocks(path: str | Path, block_bytes: int = BLOCK_BYTES,
                     progress: Callable[[int], object] | None = None) -> Iterator[Columns]:
     """Validated Columns for each block of whole queries of a TREC run; `progress(n)` gets file bytes read.
 
-    The next block is read and parsed in a worker thread while the caller works on this one.
     Raises `Scattered` when a query's lines are not contiguous (the blocks would split it), and
     InputError naming path:line for bad lines, a docid repeated within a query, or an empty file.
     """
     label = str(path)
     seen: list[np.ndarray] = []
     rows = 0
-    with Path(path).open("rb") as fh, ThreadPoolExecutor(1) as pool:
+    with Path(path).open("rb") as fh:
         gz = fh.peek(2)[:2] == b"\x1f\x8b"
         stream: BinaryIO = gzip.GzipFile(fileobj=fh) if gz else fh  # type: ignore[assignment]
-        blocks = _byte_blocks(stream, block_bytes)
-
-        def parse_next() -> tuple[Columns | None, int] | None:
-            """The next block parsed, with the file bytes read so far; None at the end."""
-            for chunk, first_line in blocks:
-                return read_trec_chunk(chunk, label, first_line), fh.tell()
-            return None
-
-        ahead = pool.submit(parse_next)
         done = 0
-        while (item := ahead.result()) is not None:
-            ahead = pool.submit(parse_next)
-            cols, position = item
+        for chunk, first_line in _byte_blocks(stream, block_bytes):
             if progress is not None:
-                progress(position - done)
-                done = position
+                progress(fh.tell() - done)
+                done = fh.tell()
+            cols = read_trec_chunk(chunk, label, first_line)
+            del chunk
             if cols is None:
                 continue
             keys = string_keys(cols.qvalues)

@@ -206,3 +206,18 @@ def test_chunks_cover_the_file_at_query_boundaries_and_a_huge_query_reads_in_dou
     assert len(flat) == len(set(flat)) == 31  # every query in exactly one chunk
     # 5000 lines of ~25 bytes in reads doubling from 16 bytes: about log2(125 kB / 16) ≈ 13 reads, not 7800
     assert raw.reads < 80
+
+
+def test_cli_progress_bar_counts_run_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from annotator import cli_eval
+    from annotator.cli import main
+
+    qp, rp, _ = make_files(tmp_path, seed=8)
+    other = tmp_path / "other.run"
+    other.write_bytes(rp.read_bytes())
+    monkeypatch.setattr(cli_eval, "PROGRESS_BYTES", 0)
+    assert main(["eval", str(qp), str(rp), str(other), "--metrics", "map"]) == 0
+    bar = capsys.readouterr().err.split("\r")[-1]
+    total = f"{2 * rp.stat().st_size / 1024:.2f}k"  # tqdm's unit_scale with unit_divisor 1024
+    assert "evaluating: 100%" in bar and f"{total}/{total}" in bar
