@@ -180,8 +180,6 @@ OPS = st.lists(st.tuples(st.sampled_from(["ann1", "ann2", "boss"]), st.integers(
 def test_any_sequence_keeps_judgments_and_history_consistent(engine, queue, ops):
     """Against a dict model: the stored judgments equal the model, and every (pair, user) history is an unbroken
     old → new chain ending at the stored value (or at None after an undo)."""
-    if engine.dialect.name != "sqlite":
-        pytest.skip("the model check runs on SQLite; test_store_reliability covers PostgreSQL's concurrency")
     pairs = [queue[("q3", f"f{i}")] for i in (1, 2, 3)]
     model = _stored(engine, pairs)  # examples share the database: start from what earlier ones left
     for user, i, grade in ops:
