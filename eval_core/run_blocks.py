@@ -52,21 +52,37 @@ def _query_cut(buf: bytes, known: int = 0, known_qid: bytes | None = None) -> tu
 def _byte_blocks(raw: BinaryIO, block_bytes: int) -> Iterator[tuple[memoryview, int]]:
     """Yield (whole-query chunk, number of its first line) from a binary stream, without copying chunks.
 
-    While one query fills the buffer, reads double in size, so a huge query costs linear time.
+    Each block is read straight into a buffer that already holds the carried-over tail (no second copy
+    of the block). While one query fills the buffer, reads double in size, so a huge query costs
+    linear time.
     """
     carry, qid = b"", None
     first_line, size = 1, block_bytes
     while True:
-        data = raw.read(size)
-        buf = carry + data if carry else data
-        cut, qid = (len(buf), None) if not data else _query_cut(buf, carry.rfind(b"\n") + 1, qid)
-        carry = buf[cut:]
+        buf = bytearray(len(carry) + size)
+        buf[:len(carry)] = carry
+        got = _fill(raw, memoryview(buf)[len(carry):])
+        del buf[len(carry) + got:]
+        cut, qid = (len(buf), None) if not got else _query_cut(buf, carry.rfind(b"\n") + 1, qid)
+        carry = bytes(buf[cut:])
         size = block_bytes if cut else 2 * size
         if cut:
-            yield memoryview(buf)[:cut], first_line
+            first_lines = first_line
             first_line += buf.count(b"\n", 0, cut)
-        if not data:
+            yield memoryview(buf)[:cut], first_lines
+        if not got:
             return
+
+
+def _fill(raw: BinaryIO, view: memoryview) -> int:
+    """Read into `view` until it is full or the stream ends; the number of bytes read."""
+    total = 0
+    while total < len(view):
+        n = raw.readinto(view[total:])
+        if not n:
+            break
+        total += n
+    return total
 
 
 def iter_run_blocks(path: str | Path, block_bytes: int = BLOCK_BYTES,
