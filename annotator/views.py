@@ -16,8 +16,6 @@ from sqlalchemy.engine import Engine
 from annotator import state
 from annotator.auth import require_role
 from db import evaluations, projects, queries_frames
-from db.engine import session_scope
-from db.pooling import load_project
 from eval_core.agreement import agreement_report
 from eval_core.compare import bootstrap_ci
 from eval_core.evaluate import Evaluation, evaluate
@@ -160,20 +158,6 @@ def progress_table(stats: pd.DataFrame) -> pd.DataFrame:
 def stored_run_names(engine: Engine, project: str) -> list[str]:
     """Names of the project's stored runs."""
     return [r.name for r in evaluations.list_runs(engine, project)]
-
-
-def stored_run(engine: Engine, project: str, name: str) -> pd.DataFrame:
-    """A stored run as the run frame (query_id, doc_id, score)."""
-    with session_scope(engine) as session:
-        proj = load_project(session, project)
-        return evaluations.run_frame(session, evaluations.load_run(session, proj, name).id)
-
-
-def release_qrels(engine: Engine, project: str, version: int) -> pd.DataFrame:
-    """A release's graded qrels frame (query_id, doc_id, grade)."""
-    with session_scope(engine) as session:
-        proj = load_project(session, project)
-        return evaluations.qrels_of(evaluations.load_release(session, proj, version))
 
 
 def query_categories(engine: Engine, project: Any) -> dict[str, str]:

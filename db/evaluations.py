@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import pandas as pd
-from sqlalchemy import Select, delete, func, insert, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -14,6 +14,7 @@ from db.engine import session_scope
 from db.models import Evaluation as EvaluationRow
 from db.models import Fragment, Pair, Project, Query, Release, Run, RunEntry, utcnow
 from db.pooling import add_candidates, load_project
+from db.queries_frames import frame_of
 from eval_core.evaluate import Evaluation, evaluate
 
 HEADLINE = ("ndcg@10", "recall@10", "P@10", "mrr", "map")
@@ -71,16 +72,6 @@ def load_run(session: Session, project: Project, name: str) -> Run:
         raise LookupError(f"project {project.name!r} has no run named {name!r} (known: "
                           f"{', '.join(known) or 'none'})")
     return run
-
-
-def frame_of(session: Session, stmt: Select, columns: list[str]) -> pd.DataFrame:
-    """A Core select of plain int / float / str columns as a DataFrame, straight from the driver's tuples:
-    SQLAlchemy row objects cost seconds per million rows."""
-    result = session.connection().execute(stmt)
-    rows = result.cursor.fetchall()
-    result.close()
-    return pd.DataFrame.from_records(rows, columns=columns, nrows=len(rows)) if rows else pd.DataFrame(
-        {c: [] for c in columns})
 
 
 def run_frame(session: Session, run_id: int) -> pd.DataFrame:

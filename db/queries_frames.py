@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pandas as pd
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from db.engine import session_scope
 from db.models import Adjudication, Fragment, Guideline, Judgment, JudgmentHistory, Pair, Query, User
@@ -24,16 +25,15 @@ def judgments_frame(engine: Engine, project: str) -> pd.DataFrame:
     guideline tables in pandas: joining and sorting strings in the database took ~20 s at 1M judgments."""
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
-        conn = session.connection()
-        judged = _frame(conn, select(Judgment.pair_id, Judgment.user_id, Judgment.grade, Judgment.note,
+        judged = frame_of(session, select(Judgment.pair_id, Judgment.user_id, Judgment.grade, Judgment.note,
                                      Judgment.guideline_id, Judgment.cant_judge_reason)
                         .where(Judgment.project_id == project_id))
-        pairs = _frame(conn, select(Pair.id.label("pair_id"), Query.external_id.label("query_id"),
+        pairs = frame_of(session, select(Pair.id.label("pair_id"), Query.external_id.label("query_id"),
                                     Fragment.external_id.label("fragment_id"), Query.category)
                        .select_from(Pair).join(Query, Query.id == Pair.query_id)
                        .join(Fragment, Fragment.id == Pair.fragment_id).where(Pair.project_id == project_id))
-        users = _frame(conn, select(User.id.label("user_id"), User.username.label("annotator")))
-        versions = _frame(conn, select(Guideline.id.label("guideline_id"), Guideline.version)
+        users = frame_of(session, select(User.id.label("user_id"), User.username.label("annotator")))
+        versions = frame_of(session, select(Guideline.id.label("guideline_id"), Guideline.version)
                           .where(Guideline.project_id == project_id))
     frame = (judged.merge(pairs, on="pair_id", how="left").merge(users, on="user_id", how="left")
              .merge(versions, on="guideline_id", how="left"))
@@ -46,13 +46,16 @@ def judgments_frame(engine: Engine, project: str) -> pd.DataFrame:
     return frame[JUDGMENT_COLUMNS].astype({"pair_id": "int64"})
 
 
-def _frame(conn, statement) -> pd.DataFrame:
-    """A SELECT's rows as a DataFrame, columns named by the statement. The DBAPI cursor's plain tuples are
-    taken directly: building a SQLAlchemy Row per record costs seconds at a million rows, and pandas
-    probing each Row for `_fields` costs an exception per row on top."""
-    result = conn.execute(statement)
-    keys = list(result.keys())
-    return pd.DataFrame(result.cursor.fetchall(), columns=keys)
+def frame_of(session: Session, stmt: Select, columns: list[str] | None = None) -> pd.DataFrame:
+    """A Core select of plain int / float / str columns as a DataFrame, straight from the driver's tuples:
+    building a SQLAlchemy Row per record costs seconds at a million rows, and pandas probing each Row for
+    `_fields` costs an exception per row on top. Columns default to the select's labels."""
+    result = session.connection().execute(stmt)
+    names = columns or list(result.keys())
+    rows = result.cursor.fetchall()
+    result.close()
+    return pd.DataFrame.from_records(rows, columns=names, nrows=len(rows)) if rows else pd.DataFrame(
+        {c: [] for c in names})
 
 
 def judgments_fingerprint(engine: Engine, project: str) -> tuple[int, int]:

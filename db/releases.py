@@ -18,7 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db.engine import session_scope
-from db.evaluations import HEADLINE, frame_of, load_release, qrels_of, run_frame, score_run, store_evaluation
+from db.evaluations import HEADLINE, load_release, qrels_of, run_frame, score_run, store_evaluation
 from db.models import (
     Adjudication,
     Fragment,
@@ -34,6 +34,7 @@ from db.models import (
 )
 from db.models import Evaluation as EvaluationRow
 from db.pooling import load_project
+from db.queries_frames import frame_of
 from eval_core.agreement import agreement_report
 from eval_core.consensus import consensus
 

@@ -28,7 +28,7 @@ if not listed:
     st.stop()
 versions = sorted((r.version for r in listed), reverse=True)
 version = st.sidebar.selectbox("Release", versions, index=0)
-qrels = views.release_qrels(engine, project.name, version)
+qrels = evaluations.release_qrels(engine, project.name, version)
 
 stored = views.stored_run_names(engine, project.name)
 source = st.radio("Run", ("Stored run", "Upload a run"), horizontal=True, index=0 if stored else 1)
@@ -38,7 +38,7 @@ if source == "Stored run":
         st.info("No stored run: import one on the Project page, or upload one here.")
         st.stop()
     run_name = st.selectbox("Stored run", stored)
-    run = views.stored_run(engine, project.name, run_name)
+    run = evaluations.stored_run_frame(engine, project.name, run_name)
     name = run_name
 else:
     upload = st.file_uploader("Run file (TREC, JSONL or CSV)", key="evaluate-upload")
@@ -107,7 +107,7 @@ if others:
         with st.spinner("Paired randomization tests…"):
             scores = {name: views.evaluate_run(qrels, run, COMPARE_METRICS, (10,), categories, name).per_query}
             for rival in rivals:
-                scores[rival] = views.evaluate_run(qrels, views.stored_run(engine, project.name, rival),
+                scores[rival] = views.evaluate_run(qrels, evaluations.stored_run_frame(engine, project.name, rival),
                                                    COMPARE_METRICS, (10,), categories, rival).per_query
             comparison = compare_scores(scores, metrics)
         for sentence in comparison.sentences():
