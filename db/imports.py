@@ -33,6 +33,7 @@ from db.models import (
 )
 from db.projects import ProjectNotFound, project_row
 from eval_core.errors import InputError
+from eval_core.formats import ranked
 from eval_core.judgments import parse_grade
 from eval_core.records import iter_lines, iter_records, open_binary
 
@@ -249,9 +250,7 @@ def _parse_run(path: str | Path, queries: dict[str, int], show: bool) -> pd.Data
     frame = _read_run_fast(path, queries)
     if frame is None:
         frame = _read_run_lines(path, queries, show)
-    frame = frame.sort_values(["query_id", "score", "doc"], ascending=[True, False, False], kind="stable")
-    frame["rank"] = frame.groupby("query_id", sort=False).cumcount() + 1
-    return frame.reset_index(drop=True)
+    return ranked(frame.rename(columns={"doc": "doc_id"})).rename(columns={"doc_id": "doc"})
 
 
 def _read_run_fast(path: str | Path, queries: dict[str, int]) -> pd.DataFrame | None:

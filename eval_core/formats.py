@@ -14,7 +14,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -572,9 +572,34 @@ def write_qrels(src: Any, path: str | Path, fmt: str = "trec") -> None:
 
 def write_run(src: Any, path: str | Path, tag: str = "qrelkit") -> None:
     """Write a run as TREC (`qid Q0 docid rank score tag`), ranked in trec_eval's order, atomically."""
-    r = read_run(src).sort_values(["query_id", "score", "doc_id"], ascending=[True, False, False],
-                                  kind="stable")
-    rank = (r.groupby("query_id", sort=False).cumcount() + 1).tolist()
+    r = ranked(read_run(src))
     lines = (f"{a} Q0 {b} {k} {s!r} {tag}\n"
-             for a, b, k, s in zip(r["query_id"], r["doc_id"], rank, r["score"].tolist(), strict=True))
+             for a, b, k, s in zip(r["query_id"], r["doc_id"], r["rank"].tolist(), r["score"].tolist(), strict=True))
     _atomic_write(path, lines)
+
+
+def ranked(run: pd.DataFrame, queries: Sequence[str] | None = None, depth: int | None = None) -> pd.DataFrame:
+    """Run rows in trec_eval order (score desc, docid desc) with 1-based `rank`, optionally cut at `depth`.
+
+    A numeric sort on (query, score); doc ids are compared only inside tied score groups.
+    """
+    rows = run if queries is None else run[run["query_id"].isin(list(queries))]
+    qcode, _ = pd.factorize(rows["query_id"], sort=True)
+    score = rows["score"].to_numpy(np.float64)
+    order = np.lexsort((-score, qcode))
+    sq, ss = qcode[order], score[order]
+    tie = (sq[1:] == sq[:-1]) & (ss[1:] == ss[:-1])
+    if tie.any():
+        tied = np.zeros(len(order), dtype=bool)
+        tied[:-1] |= tie
+        tied[1:] |= tie
+        pos = np.flatnonzero(tied)
+        group = np.cumsum(np.concatenate(([True], ~tie[pos[:-1]])))  # neighbours in one tie ⇔ same group
+        sub = pd.DataFrame({"g": group, "d": rows["doc_id"].iloc[order[pos]].to_numpy(), "i": order[pos]})
+        order[pos] = sub.sort_values(["g", "d"], ascending=[True, False], kind="stable")["i"].to_numpy()
+    block = np.concatenate(([True], sq[1:] != sq[:-1])) if len(sq) else np.zeros(0, dtype=bool)
+    starts = np.flatnonzero(block)
+    rank = np.arange(len(sq)) - np.repeat(starts, np.diff(np.append(starts, len(sq)))) + 1
+    keep = slice(None) if depth is None else rank <= depth
+    out = rows[["query_id", "doc_id"]].iloc[order[keep]].reset_index(drop=True)
+    return out.assign(score=ss[keep], rank=rank[keep])

@@ -14,41 +14,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from eval_core.evaluate import Evaluation, evaluate
-from eval_core.formats import read_qrels, read_run
+from eval_core.formats import ranked, read_qrels, read_run
 
 CURVE_K = (1, 3, 5, 10, 20, 50, 100)
 _RECALL_AT = re.compile(r"^recall@(\d+)$")
-
-
-def ranked(run: pd.DataFrame, queries: Sequence[str] | None = None, depth: int | None = None) -> pd.DataFrame:
-    """Run rows in trec_eval order (score desc, docid desc) with 1-based `rank`, optionally cut at `depth`.
-
-    A numeric sort on (query, score); doc ids are compared only inside tied score groups.
-    """
-    rows = run if queries is None else run[run["query_id"].isin(list(queries))]
-    qcode, _ = pd.factorize(rows["query_id"], sort=True)
-    score = rows["score"].to_numpy(np.float64)
-    order = np.lexsort((-score, qcode))
-    sq, ss = qcode[order], score[order]
-    tie = (sq[1:] == sq[:-1]) & (ss[1:] == ss[:-1])
-    if tie.any():
-        tied = np.zeros(len(order), dtype=bool)
-        tied[:-1] |= tie
-        tied[1:] |= tie
-        pos = np.flatnonzero(tied)
-        group = np.cumsum(np.concatenate(([True], ~tie[pos[:-1]])))  # neighbours in one tie ⇔ same group
-        sub = pd.DataFrame({"g": group, "d": rows["doc_id"].iloc[order[pos]].to_numpy(), "i": order[pos]})
-        order[pos] = sub.sort_values(["g", "d"], ascending=[True, False], kind="stable")["i"].to_numpy()
-    block = np.concatenate(([True], sq[1:] != sq[:-1])) if len(sq) else np.zeros(0, dtype=bool)
-    starts = np.flatnonzero(block)
-    rank = np.arange(len(sq)) - np.repeat(starts, np.diff(np.append(starts, len(sq)))) + 1
-    keep = slice(None) if depth is None else rank <= depth
-    out = rows[["query_id", "doc_id"]].iloc[order[keep]].reset_index(drop=True)
-    return out.assign(score=ss[keep], rank=rank[keep])
 
 
 def snippet(text: str | None, chars: int) -> str | None:
