@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -14,7 +12,7 @@ import pandas as pd
 from eval_core.agreement import agreement_report
 from eval_core.consensus import RULES, consensus
 from eval_core.errors import InputError
-from eval_core.formats import write_qrels
+from eval_core.formats import write_atomically, write_qrels
 from eval_core.judgments import parse_grade, parse_scale, read_judgments
 from eval_core.records import iter_records
 
@@ -161,19 +159,11 @@ def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str) -> None:
         frame = pd.DataFrame({"query_id": qrels["query_id"], "doc_id": qrels["fragment_id"], "grade": qrels["grade"]})
         write_qrels(frame, path, fmt=fmt)
         return
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            for row in qrels.itertuples(index=False):
-                fh.write(json.dumps({"query_id": row.query_id, "fragment_id": row.fragment_id,
-                                     "grade": int(row.grade), "n_grades": int(row.n_grades), "grades": row.grades,
-                                     "rule": row.rule, "adjudicated": bool(row.adjudicated)},
-                                    ensure_ascii=False) + "\n")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(path, (json.dumps({"query_id": row.query_id, "fragment_id": row.fragment_id,
+                                        "grade": int(row.grade), "n_grades": int(row.n_grades),
+                                        "grades": row.grades, "rule": row.rule,
+                                        "adjudicated": bool(row.adjudicated)}, ensure_ascii=False) + "\n"
+                            for row in qrels.itertuples(index=False)))
 
 
 def run_consensus(args: argparse.Namespace) -> int:

@@ -37,6 +37,7 @@ from db.pooling import load_project
 from db.queries_frames import frame_of
 from eval_core.agreement import agreement_report
 from eval_core.consensus import consensus
+from eval_core.formats import write_atomically
 
 FORMATS = {"trec": "qrels.trec", "beir": "qrels.tsv", "jsonl": "judgments.jsonl", "csv": "qrels.csv"}
 BOOTSTRAP = 200
@@ -324,7 +325,7 @@ def export(engine: Engine, project: str, version: int | str, fmt: str, out: str 
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     data = release_files(engine, project, version)[FORMATS[fmt]]
     path = Path(out)
-    path.write_bytes(data)
+    write_atomically(path, [data.decode("utf-8")])  # all or nothing, like every other writer
     return path
 
 

@@ -535,7 +535,7 @@ def read_categories(src: Any) -> dict[str, str]:
     return out
 
 
-def _atomic_write(path: str | Path, lines: Iterator[str]) -> None:
+def write_atomically(path: str | Path, lines: Iterator[str]) -> None:
     """Write all lines or nothing: a temporary file in the same directory, renamed into place."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -567,7 +567,7 @@ def write_qrels(src: Any, path: str | Path, fmt: str = "trec") -> None:
         lines = iter([q.to_csv(index=False)])
     else:
         raise ValueError(f"unknown qrels format {fmt!r}: use trec, beir, jsonl or csv")
-    _atomic_write(path, lines)
+    write_atomically(path, lines)
 
 
 def write_run(src: Any, path: str | Path, tag: str = "qrelkit") -> None:
@@ -575,7 +575,7 @@ def write_run(src: Any, path: str | Path, tag: str = "qrelkit") -> None:
     r = ranked(read_run(src))
     lines = (f"{a} Q0 {b} {k} {s!r} {tag}\n"
              for a, b, k, s in zip(r["query_id"], r["doc_id"], r["rank"].tolist(), r["score"].tolist(), strict=True))
-    _atomic_write(path, lines)
+    write_atomically(path, lines)
 
 
 def ranked(run: pd.DataFrame, queries: Sequence[str] | None = None, depth: int | None = None) -> pd.DataFrame:
