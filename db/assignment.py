@@ -12,7 +12,7 @@ from sqlmodel import Session
 
 from db.engine import session_scope
 from db.models import Assignment, Judgment, Pair, User, utcnow
-from db.pooling import load_project
+from db.projects import project_row
 
 
 @dataclass
@@ -70,7 +70,7 @@ def assign(engine: Engine, project: str, overlap: int | None = None, fraction: f
     """Give every pair `overlap` distinct annotators (or only a seeded `fraction` of pairs, the rest one), filling
     each query's pairs annotator by annotator so a query is read once; re-running tops up only what is missing."""
     with session_scope(engine, write=True) as session:
-        proj = load_project(session, project, lock=True)
+        proj = project_row(session, project, lock=True)
         n = proj.overlap if overlap is None else overlap
         frac = proj.overlap_fraction if fraction is None else fraction
         if n < 1:

@@ -13,7 +13,8 @@ from sqlmodel import Session
 from db.engine import session_scope
 from db.models import Evaluation as EvaluationRow
 from db.models import Fragment, Pair, Project, Query, Release, Run, RunEntry, utcnow
-from db.pooling import add_candidates, load_project
+from db.pooling import add_candidates
+from db.projects import project_row
 from db.queries_frames import frame_of
 from eval_core.evaluate import Evaluation, evaluate
 
@@ -89,13 +90,13 @@ def run_frame(session: Session, run_id: int) -> pd.DataFrame:
 def stored_run_frame(engine: Engine, project: str, run_name: str) -> pd.DataFrame:
     """A stored run as the run frame, for callers without a session (the app's Evaluate page)."""
     with session_scope(engine) as session:
-        return run_frame(session, load_run(session, load_project(session, project), run_name).id)
+        return run_frame(session, load_run(session, project_row(session, project), run_name).id)
 
 
 def release_qrels(engine: Engine, project: str, version: int | str = "latest") -> pd.DataFrame:
     """A release's qrels frame, for callers without a session (the app's Evaluate page)."""
     with session_scope(engine) as session:
-        return qrels_of(load_release(session, load_project(session, project), version))
+        return qrels_of(load_release(session, project_row(session, project), version))
 
 
 def score_run(qrels: pd.DataFrame, run: pd.DataFrame, name: str, max_grade: int) -> Evaluation:
@@ -117,7 +118,7 @@ def evaluate_stored_run(engine: Engine, project: str, run_name: str,
                         version: int | str = "latest") -> tuple[Evaluation, int]:
     """Score a stored run against a release with eval_core and keep the result (re-evaluation replaces it)."""
     with session_scope(engine) as session:
-        proj = load_project(session, project)
+        proj = project_row(session, project)
         release = load_release(session, proj, version)
         run = load_run(session, proj, run_name)
         result = score_run(qrels_of(release), run_frame(session, run.id), run.name, proj.scale_max)
@@ -130,7 +131,7 @@ def evaluate_stored_run(engine: Engine, project: str, run_name: str,
 def list_runs(engine: Engine, project: str) -> list[RunInfo]:
     """The project's stored runs by name, with how many releases each has been evaluated against."""
     with session_scope(engine) as session:
-        proj = load_project(session, project)
+        proj = project_row(session, project)
         counts = dict(session.execute(select(EvaluationRow.run_id, func.count()).join(Run)
                                       .where(Run.project_id == proj.id).group_by(EvaluationRow.run_id)).all())
         runs = session.execute(select(Run).where(Run.project_id == proj.id).order_by(Run.name)).scalars().all()
@@ -143,7 +144,7 @@ def run_history(engine: Engine, project: str, run_name: str, metrics: list[str] 
     `drop` flags a fall of more than `margin` since the previous evaluated release."""
     columns = ["version", "released_at", "metric", "value", "change", "drop"]
     with session_scope(engine) as session:
-        proj = load_project(session, project)
+        proj = project_row(session, project)
         run = load_run(session, proj, run_name)
         rows = session.execute(select(Release.version, Release.created_at, EvaluationRow.means)
                                .join(Release, Release.id == EvaluationRow.release_id)
@@ -167,7 +168,7 @@ def judge_holes(engine: Engine, project: str, run_name: str, k: int = 10) -> int
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     with session_scope(engine, write=True) as session:
-        proj = load_project(session, project, lock=True)
+        proj = project_row(session, project, lock=True)
         run = load_run(session, proj, run_name)
         covered = set(session.execute(select(Pair.query_id, Fragment.content_hash)
                                       .join(Fragment, Fragment.id == Pair.fragment_id)

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db.engine import session_scope
-from db.models import Fragment, Pair, Project, Query, Run, RunEntry, utcnow
+from db.models import Fragment, Pair, Query, Run, RunEntry, utcnow
 from db.projects import project_row
 
 BM25 = "bm25"
@@ -39,14 +39,6 @@ class PoolReport:
                 "provenance_updated": self.provenance_updated, "per_source": self.per_source,
                 "unknown_docs": self.unknown_docs,
                 "duplicate_pairs": [list(t) for t in self.duplicate_pairs]}
-
-
-def load_project(session: Session, name: str, *, lock: bool = False) -> Project:
-    """The project row by name, row-locked on PostgreSQL for writers so two poolings never interleave."""
-    row = project_row(session, name)
-    if lock:
-        session.execute(select(Project.id).where(Project.id == row.id).with_for_update())
-    return row
 
 
 def tokenize(text: str) -> list[str]:
@@ -181,7 +173,7 @@ def pool(engine: Engine, project: str, depth: int, runs: list[str] | None = None
         raise ValueError(f"bm25 depth must be 0 or more, got {bm25}")
     report = PoolReport()
     with session_scope(engine, write=True) as session:
-        proj = load_project(session, project, lock=True)
+        proj = project_row(session, project, lock=True)
         candidates, covered = _run_candidates(session, proj.id, depth, runs, report)
         step("runs")
         queries = dict(session.execute(select(Query.id, Query.text).where(Query.project_id == proj.id)).all())

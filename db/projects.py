@@ -50,9 +50,11 @@ def project_info(row: Project) -> ProjectInfo:
                        row.agreement_threshold)
 
 
-def project_row(session: Session, name: str) -> Project:
-    """The project called `name`, or ProjectNotFound listing the ones there are."""
-    row = session.exec(select(Project).where(Project.name == name)).first()
+def project_row(session: Session, name: str, *, lock: bool = False) -> Project:
+    """The project called `name`, or ProjectNotFound listing the ones there are. `lock=True` row-locks it on
+    PostgreSQL (FOR UPDATE), so two writers of the same project-wide operation never interleave."""
+    query = select(Project).where(Project.name == name)
+    row = session.exec(query.with_for_update() if lock else query).first()
     if row is None:
         known = ", ".join(session.exec(select(Project.name).order_by(Project.name))) or "none yet"
         raise ProjectNotFound(f"no project named {name!r} (projects: {known})")

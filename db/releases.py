@@ -33,7 +33,7 @@ from db.models import (
     utcnow,
 )
 from db.models import Evaluation as EvaluationRow
-from db.pooling import load_project
+from db.projects import project_row
 from db.queries_frames import frame_of
 from eval_core.agreement import agreement_report
 from eval_core.consensus import consensus
@@ -201,7 +201,7 @@ def create_release(engine: Engine, project: str, rule: str = "median", min_grade
     RELEASE_STEPS stages."""
     step = progress or (lambda _label: None)
     with session_scope(engine) as session:
-        proj = load_project(session, project)
+        proj = project_row(session, project)
         judged = _judgments(session, proj.id)
         adjudications = _adjudications(session, proj.id)
         labels = consensus(judged, rule=rule, adjudications=adjudications[["query_id", "fragment_id", "grade"]],
@@ -239,7 +239,7 @@ def create_release(engine: Engine, project: str, rule: str = "median", min_grade
     content_hash = _content_hash(qrels_trec, judgments_jsonl)
     step("evaluate runs")
     with session_scope(engine, write=True) as session:
-        load_project(session, project, lock=True)
+        project_row(session, project, lock=True)
         latest = session.execute(select(func.max(Release.version)).where(Release.project_id == proj.id)).scalar()
         if latest != (previous.version if previous is not None else None):
             raise RuntimeError(f"release {latest} of {project!r} was created meanwhile; run the release again")
@@ -275,7 +275,7 @@ def _info(session: Session, project: Project, release: Release) -> ReleaseInfo:
 def list_releases(engine: Engine, project: str) -> list[ReleaseInfo]:
     """Every release of the project, oldest first."""
     with session_scope(engine) as session:
-        proj = load_project(session, project)
+        proj = project_row(session, project)
         rows = session.execute(select(Release).where(Release.project_id == proj.id)
                                .order_by(Release.version)).scalars().all()
         return [_info(session, proj, r) for r in rows]
@@ -284,7 +284,7 @@ def list_releases(engine: Engine, project: str) -> list[ReleaseInfo]:
 def get_release(engine: Engine, project: str, version: int | str = "latest") -> ReleaseInfo:
     """One release by number, or the newest with 'latest'."""
     with session_scope(engine) as session:
-        proj = load_project(session, project)
+        proj = project_row(session, project)
         return _info(session, proj, load_release(session, proj, version))
 
 
@@ -312,7 +312,7 @@ def _csv(judgments_jsonl: str) -> str:
 def release_files(engine: Engine, project: str, version: int | str = "latest") -> dict[str, bytes]:
     """The release's files by name, all derived from the stored immutable text, so they never change."""
     with session_scope(engine) as session:
-        release = load_release(session, load_project(session, project), version)
+        release = load_release(session, project_row(session, project), version)
         trec, jsonl, card = release.qrels_trec, release.judgments_jsonl, release.card
     return {"qrels.trec": trec.encode(), "qrels.tsv": _beir(trec).encode(), "judgments.jsonl": jsonl.encode(),
             "qrels.csv": _csv(jsonl).encode(),
@@ -333,7 +333,7 @@ def diff_releases(engine: Engine, project: str, old: int | str, new: int | str =
     """Labels added / removed / changed between two releases, and how each stored run's headline metrics moved
     (from stored evaluations, computed here when one is missing)."""
     with session_scope(engine) as session:
-        proj = load_project(session, project)
+        proj = project_row(session, project)
         a, b = load_release(session, proj, old), load_release(session, proj, new)
         qa, qb = qrels_of(a), qrels_of(b)
         out = {"old": a.version, "new": b.version, **label_diff(qa, qb), "runs": {}}
