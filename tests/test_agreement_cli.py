@@ -12,7 +12,7 @@ import krippendorff
 import numpy as np
 import pytest
 
-from annotator import cli_agreement
+from annotator.cli import agreement as cli_agreement
 from eval_core.errors import InputError
 
 

@@ -325,7 +325,7 @@ def test_demo_first_open_pair_is_the_markup_fragment_shown_as_text(demo_db: str,
 
 @pytest.mark.slow
 def test_qrelkit_demo_prints_the_demo_logins_then_serves(demo_db: str, monkeypatch, capsys) -> None:
-    from annotator import cli_app
+    from annotator.cli import app as cli_app
     from annotator.cli import main
 
     served = []
@@ -341,7 +341,7 @@ def test_qrelkit_demo_prints_the_demo_logins_then_serves(demo_db: str, monkeypat
 
 
 def test_serve_runs_streamlit_headless_without_usage_stats() -> None:
-    from annotator.cli_app import streamlit_command
+    from annotator.cli.app import streamlit_command
 
     cmd = streamlit_command(8600)
     assert cmd[1:4] == ["-m", "streamlit", "run"] and cmd[4] == APP

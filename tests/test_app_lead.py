@@ -387,9 +387,9 @@ def test_release_diff_lists_the_adjudicated_change(store):
 
     release(store)
     pair = {"query_id": "q000", "fragment_id": "d20"}
-    from annotator import views
+    from annotator import views_agreement
 
-    adjudication.adjudicate(store, views.pair_id_of(store, PROJECT, pair), "lea", 2, "answers with context")
+    adjudication.adjudicate(store, views_agreement.pair_id_of(store, PROJECT, pair), "lea", 2, "answers with context")
     at = page_test(store, "lead_releases.py")
     at.button[0].click().run()
     assert not at.exception
@@ -463,9 +463,9 @@ def test_new_judgment_invalidates_the_cached_agreement(store):
 
     at = page_test(store, "lead_agreement.py")
     before = at.dataframe[0].value.set_index("coefficient").loc["Krippendorff α (ordinal)", "value"]
-    from annotator import views
+    from annotator import views_agreement
 
-    pair_id = views.pair_id_of(store, PROJECT, {"query_id": "q000", "fragment_id": "d3"})
+    pair_id = views_agreement.pair_id_of(store, PROJECT, {"query_id": "q000", "fragment_id": "d3"})
     judging.record_judgment(store, pair_id, "ben", 0)
     at.run()
     after = at.dataframe[0].value.set_index("coefficient").loc["Krippendorff α (ordinal)", "value"]

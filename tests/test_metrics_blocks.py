@@ -210,7 +210,7 @@ def test_chunks_cover_the_file_at_query_boundaries_and_a_huge_query_reads_in_dou
 
 def test_cli_progress_bar_counts_run_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    from annotator import cli_eval
+    from annotator.cli import eval as cli_eval
     from annotator.cli import main
 
     qp, rp, _ = make_files(tmp_path, seed=8)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from annotator import views
+from annotator import views, views_agreement
 from db import adjudication, queries_frames
 
 engine, user = views.lead_page("Adjudication")
@@ -13,10 +13,10 @@ project = views.pick_project(engine)
 if project is None:
     st.stop()
 
-judgments, report = views.project_agreement(engine, project)
-queue = views.disputed_pairs(report)
-chosen = st.session_state.get(views.ADJUDICATE_KEY)
-if chosen and all(views.pair_key(chosen) != views.pair_key(p) for p in queue):
+judgments, report = views_agreement.project_agreement(engine, project)
+queue = views_agreement.disputed_pairs(report)
+chosen = st.session_state.get(views_agreement.ADJUDICATE_KEY)
+if chosen and all(views_agreement.pair_key(chosen) != views_agreement.pair_key(p) for p in queue):
     queue = [chosen, *queue]
 if not queue:
     st.success("No disputed pairs: nothing to adjudicate.")
@@ -24,14 +24,14 @@ if not queue:
 
 decided = queries_frames.adjudications_frame(engine, project.name)
 done = set(zip(decided["query_id"].astype(str), decided["fragment_id"].astype(str), strict=True))
-labels = [views.disputed_label(p) + (" · adjudicated" if views.pair_key(p) in done else "") for p in queue]
-index = next((i for i, p in enumerate(queue) if chosen and views.pair_key(p) == views.pair_key(chosen)), 0)
+labels = [views_agreement.disputed_label(p) + (" · adjudicated" if views_agreement.pair_key(p) in done else "") for p in queue]
+index = next((i for i, p in enumerate(queue) if chosen and views_agreement.pair_key(p) == views_agreement.pair_key(chosen)), 0)
 st.caption(f"{len(queue)} disputed pair(s), largest spread first; {len(done)} pair(s) adjudicated so far.")
 label = st.selectbox("Pair", labels, index=index)
 pair = queue[labels.index(label)]
-st.session_state[views.ADJUDICATE_KEY] = dict(pair)
+st.session_state[views_agreement.ADJUDICATE_KEY] = dict(pair)
 
-detail = adjudication.pair_detail(engine, project.name, views.pair_id_of(engine, project.name, pair),
+detail = adjudication.pair_detail(engine, project.name, views_agreement.pair_id_of(engine, project.name, pair),
                                   username=user.username)
 query, fragment = detail["query"], detail["fragment"]
 st.markdown("**Query**")
@@ -58,4 +58,4 @@ with st.form("adjudicate"):
             st.error("Give a reason: it is recorded with the grade and shown in the release.")
         else:
             adjudication.adjudicate(engine, detail["pair_id"], user.username, int(grade), reason.strip())
-            st.success(f"Final grade {grade} saved for {views.disputed_label(pair)}.")
+            st.success(f"Final grade {grade} saved for {views_agreement.disputed_label(pair)}.")

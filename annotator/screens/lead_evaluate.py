@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from annotator import charts, views
+from annotator import charts, views, views_evaluate
 from db import evaluations, releases
 from eval_core import report
 from eval_core.compare import compare_scores
@@ -30,7 +30,7 @@ versions = sorted((r.version for r in listed), reverse=True)
 version = st.sidebar.selectbox("Release", versions, index=0)
 qrels = evaluations.release_qrels(engine, project.name, version)
 
-stored = views.stored_run_names(engine, project.name)
+stored = views_evaluate.stored_run_names(engine, project.name)
 source = st.radio("Run", ("Stored run", "Upload a run"), horizontal=True, index=0 if stored else 1)
 run_name = None
 if source == "Stored run":
@@ -53,10 +53,10 @@ else:
     name = upload.name
 
 ks = st.multiselect("Cutoffs k", K_CHOICES, default=[1, 3, 5, 10, 20, 100])
-categories = views.query_categories(engine, project)
-texts = views.fragment_texts(engine, project.name)
+categories = views_evaluate.query_categories(engine, project)
+texts = views_evaluate.fragment_texts(engine, project.name)
 with st.spinner(f"Evaluating {name}…"):
-    evaluation = views.evaluate_run(qrels, run, TABLE_METRICS, tuple(sorted(ks or [10])), categories, name)
+    evaluation = views_evaluate.evaluate_run(qrels, run, TABLE_METRICS, tuple(sorted(ks or [10])), categories, name)
     diagnosis = report.diagnose(qrels, run, fragments=texts, categories=categories or None, name=name)
     if run_name is not None:
         evaluated = set(evaluations.run_history(engine, project.name, run_name)["version"])
@@ -76,7 +76,7 @@ if diagnosis.judged.flagged:
 
 st.subheader(f"Metrics of {name} on release {version}")
 st.caption("Mean over the release's queries; 95% CI from a bootstrap over queries.")
-st.dataframe(views.metric_table(evaluation.per_query), width="stretch")
+st.dataframe(views_evaluate.metric_table(evaluation.per_query), width="stretch")
 
 st.subheader("Diagnosis")
 st.info(diagnosis.depth.verdict)
@@ -105,9 +105,9 @@ if others:
     metrics = st.multiselect("Metrics", COMPARE_METRICS, default=["ndcg@10"])
     if rivals and metrics:
         with st.spinner("Paired randomization tests…"):
-            scores = {name: views.evaluate_run(qrels, run, COMPARE_METRICS, (10,), categories, name).per_query}
+            scores = {name: views_evaluate.evaluate_run(qrels, run, COMPARE_METRICS, (10,), categories, name).per_query}
             for rival in rivals:
-                scores[rival] = views.evaluate_run(qrels, evaluations.stored_run_frame(engine, project.name, rival),
+                scores[rival] = views_evaluate.evaluate_run(qrels, evaluations.stored_run_frame(engine, project.name, rival),
                                                    COMPARE_METRICS, (10,), categories, rival).per_query
             comparison = compare_scores(scores, metrics)
         for sentence in comparison.sentences():

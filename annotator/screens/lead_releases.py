@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from annotator import views
+from annotator import views, views_release
 from db import releases
 
 RULES = ("median", "majority", "mean", "min")
@@ -42,16 +42,16 @@ if not listed:
     st.stop()
 
 st.subheader("Releases")
-st.dataframe(pd.DataFrame([views.release_row(r) for r in listed]), hide_index=True, width="stretch")
+st.dataframe(pd.DataFrame([views_release.release_row(r) for r in listed]), hide_index=True, width="stretch")
 versions = sorted((r.version for r in listed), reverse=True)
 version = st.selectbox("Release", versions, index=0)
 release = releases.get_release(engine, project.name, version)
 
 st.subheader(f"Card — release {version}")
 card = release.card
-for col, (label, value) in zip(st.columns(4), views.card_headline(card), strict=True):
+for col, (label, value) in zip(st.columns(4), views_release.card_headline(card), strict=True):
     col.metric(label, value)
-st.dataframe(views.grade_distribution(card), hide_index=True)
+st.dataframe(views_release.grade_distribution(card), hide_index=True)
 st.caption(f"Rule {card.get('rule')} · at least {card.get('min_grades')} grade(s) per pair · guideline versions "
            f"{', '.join(map(str, card.get('guideline_versions', []))) or '—'} · content hash "
            f"{card.get('content_hash', release.content_hash)}")
@@ -70,6 +70,6 @@ older = [v for v in versions if v < version]
 if older:
     st.subheader(f"Diff against release {older[0]}")
     diff = releases.diff_releases(engine, project.name, older[0], version)
-    views.show_release_diff(diff)
+    views_release.show_release_diff(diff)
 else:
     st.caption("The first release: nothing to diff against.")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from sqlalchemy.engine import Engine
 
-from annotator.cli_common import guarded, print_json
+from annotator.cli.common import guarded, print_json
 from db.engine import database_url, get_engine
 
 IMPORT_KINDS = ("queries", "fragments", "run", "judgments")

@@ -1,4 +1,4 @@
-"""The `qrelkit` command: one argparse tree; each command group lives in its own cli_* module."""
+"""The `qrelkit` command: one argparse tree; each command group is one module of this package."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import sys
 
 from eval_core.errors import InputError
 
-# Modules that each expose `register(subparsers)`; a missing module means that group is not built yet.
+# Modules that each expose `register(subparsers)`, in the order `qrelkit --help` lists them.
 COMMAND_MODULES = (
-    "annotator.cli_eval",
-    "annotator.cli_compare",
-    "annotator.cli_agreement",
-    "annotator.cli_store",
-    "annotator.cli_release",
-    "annotator.cli_app",
+    "annotator.cli.eval",
+    "annotator.cli.compare",
+    "annotator.cli.agreement",
+    "annotator.cli.store",
+    "annotator.cli.release",
+    "annotator.cli.app",
 )
 
 

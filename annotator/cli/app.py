@@ -11,7 +11,7 @@ from pathlib import Path
 from db.engine import database_url
 from db.schema import init_db
 
-APP = Path(__file__).resolve().parent / "app.py"
+APP = Path(__file__).resolve().parent.parent / "app.py"
 DEMO_URL = "sqlite:///./qrelkit-demo.db"
 
 

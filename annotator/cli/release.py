@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from tqdm import tqdm
 
-from annotator.cli_common import guarded, print_json
+from annotator.cli.common import guarded, print_json
 from db.engine import get_engine
 
 
