@@ -48,7 +48,7 @@ class User(SQLModel, table=True):
 
 
 class Project(SQLModel, table=True):
-    """A golden-set project: its grading scale, overlap policy and agreement threshold."""
+    """A golden-set project: its grading scale and the label of each grade, overlap policy, agreement threshold."""
 
     __tablename__ = "projects"
     __table_args__ = (
@@ -64,6 +64,7 @@ class Project(SQLModel, table=True):
     overlap: int = 2
     overlap_fraction: float = 1.0
     agreement_threshold: float = 0.6
+    grade_labels: dict | None = Field(default=None, sa_type=JSON)
     created_at: datetime = _ts()
 
 
@@ -80,6 +81,7 @@ class Guideline(SQLModel, table=True):
     version: int
     text: str = Field(sa_type=Text)
     content_hash: str = Field(max_length=64)
+    note: str | None = Field(default=None, sa_type=Text)
     created_by_id: int | None = Field(default=None, foreign_key="users.id")
     created_at: datetime = _ts()
 
@@ -221,7 +223,8 @@ class Adjudication(SQLModel, table=True):
 
 
 class Release(SQLModel, table=True):
-    """An immutable, versioned golden set: its files are stored inline so they never change."""
+    """An immutable, versioned golden set: its files are stored inline so they never change; `text_hashes` keeps
+    each judged pair's query and fragment text hash, so a later re-import that changes a text is noticed."""
 
     __tablename__ = "releases"
     __table_args__ = (
@@ -238,6 +241,7 @@ class Release(SQLModel, table=True):
     card: dict = Field(default_factory=dict, sa_type=JSON)
     qrels_trec: str = Field(sa_type=Text)
     judgments_jsonl: str = Field(sa_type=Text)
+    text_hashes: dict | None = Field(default=None, sa_type=JSON)
     created_by_id: int | None = Field(default=None, foreign_key="users.id")
     created_at: datetime = _ts()
 
@@ -284,3 +288,38 @@ class Evaluation(SQLModel, table=True):
     per_query: dict | None = Field(default=None, sa_type=JSON)
     warnings: list | None = Field(default=None, sa_type=JSON)
     created_at: datetime = _ts()
+
+
+class UserSession(SQLModel, table=True):
+    """A login: only the SHA-256 of its random token is kept, so a leaked table opens no session."""
+
+    __tablename__ = "sessions"
+    __table_args__ = (
+        CheckConstraint("length(token_hash) = 64", name="ck_sessions_token_hash"),
+        CheckConstraint("expires_at > created_at", name="ck_sessions_expiry"),
+        CheckConstraint("revoked_at IS NULL OR revoked_at >= created_at", name="ck_sessions_revoked"),
+        Index("ix_sessions_user_open", "user_id", "revoked_at"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    token_hash: str = Field(max_length=64, unique=True, index=True)
+    user_id: int = Field(foreign_key="users.id")
+    client: str | None = Field(default=None, max_length=200)
+    created_at: datetime = _ts()
+    expires_at: datetime = Field(sa_type=UTCDateTime)
+    last_seen_at: datetime = _ts()
+    revoked_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class LoginAttempt(SQLModel, table=True):
+    """One password attempt, by account name and client, kept so back-off holds across sessions and processes."""
+
+    __tablename__ = "login_attempts"
+    __table_args__ = (
+        Index("ix_login_attempts_username", "username", "attempted_at"),
+        Index("ix_login_attempts_client", "client", "attempted_at"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    username: str = Field(max_length=200)
+    client: str = Field(max_length=200)
+    succeeded: bool
+    attempted_at: datetime = _ts()
