@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
+from pathlib import Path
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from db.engine import session_scope
 from db.models import Guideline, Project, User
+from db.permissions import Actor, require_lead
 from db.users import user_row
+
+BUNDLED_GUIDELINE = Path(__file__).resolve().parent.parent / "guidelines" / "grading-0-3.md"
+MAX_LABEL_CHARS = 60
+_GRADE_ROW = re.compile(r"^\|\s*\*\*(\d+)\*\*\s*\|\s*([^|]+?)\s*\|", re.MULTILINE)
 
 
 class ProjectNotFound(LookupError):
@@ -28,6 +36,7 @@ class ProjectInfo:
     overlap: int
     overlap_fraction: float
     threshold: float
+    labels: dict[int, str]
 
 
 @dataclass(frozen=True)
@@ -46,8 +55,65 @@ class GuidelineInfo:
 def project_info(row: Project) -> ProjectInfo:
     """Detach a row into plain data."""
     assert row.id is not None
-    return ProjectInfo(row.id, row.name, (row.scale_min, row.scale_max), row.overlap, row.overlap_fraction,
-                       row.agreement_threshold)
+    scale = (row.scale_min, row.scale_max)
+    labels = ({int(g): str(t) for g, t in row.grade_labels.items()} if row.grade_labels else default_labels(scale))
+    return ProjectInfo(row.id, row.name, scale, row.overlap, row.overlap_fraction, row.agreement_threshold,
+                       dict(sorted(labels.items())))
+
+
+@cache
+def _bundled_names() -> dict[int, str]:
+    """Grade → name from the bundled 0–3 guideline's grade table (`| **3** | Answers fully | …`)."""
+    text = BUNDLED_GUIDELINE.read_text(encoding="utf-8")
+    return {int(g): name.strip() for g, name in _GRADE_ROW.findall(text)}
+
+
+def default_labels(scale: tuple[int, int]) -> dict[int, str]:
+    """Every grade's default name: the bundled guideline's names on a 0–3 scale, otherwise "Grade g"."""
+    low, high = scale
+    if (low, high) == (0, 3):
+        return dict(sorted(_bundled_names().items()))
+    return {g: f"Grade {g}" for g in range(low, high + 1)}
+
+
+def check_labels(labels: dict[int, str], scale: tuple[int, int]) -> dict[int, str]:
+    """One non-empty label of at most MAX_LABEL_CHARS characters for every grade of the scale, nothing else."""
+    low, high = scale
+    grades = set(range(low, high + 1))
+    clean: dict[int, str] = {}
+    for grade, label in labels.items():
+        if isinstance(grade, bool) or not isinstance(grade, int) or grade not in grades:
+            raise ValueError(f"grade {grade!r} is not on the scale {low}-{high}")
+        text = label.strip() if isinstance(label, str) else ""
+        if not text:
+            raise ValueError(f"the label of grade {grade} is empty")
+        if len(text) > MAX_LABEL_CHARS:
+            raise ValueError(f"the label of grade {grade} is {len(text)} characters; at most {MAX_LABEL_CHARS}")
+        clean[grade] = text
+    missing = sorted(grades - clean.keys())
+    if missing:
+        raise ValueError(f"no label for grade(s) {', '.join(map(str, missing))}: every grade {low}-{high} needs one")
+    return dict(sorted(clean.items()))
+
+
+def parse_labels(text: str, scale: tuple[int, int]) -> dict[int, str]:
+    """`"1=Partly,2=Mostly,3=Fully"` over the scale's defaults (grades not named keep theirs); a grade named
+    twice or not on the scale is refused."""
+    given: dict[int, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        grade_text, eq, label = item.partition("=")
+        if not eq or not grade_text.strip().lstrip("-").isdigit():
+            raise ValueError(f"label {item!r} is not GRADE=NAME")
+        grade = int(grade_text)
+        if grade in given:
+            raise ValueError(f"grade {grade} is labelled twice")
+        given[grade] = label
+    return check_labels({**default_labels(scale), **given}, scale)
+
+
+def stored_labels(labels: dict[int, str]) -> dict[str, str]:
+    """The JSON form kept in projects.grade_labels (JSON object keys are strings)."""
+    return {str(g): t for g, t in sorted(labels.items())}
 
 
 def project_row(session: Session, name: str, *, lock: bool = False) -> Project:
@@ -75,17 +141,21 @@ def _check_policy(scale: tuple[int, int], overlap: int, overlap_fraction: float,
 
 
 def create_project(engine: Engine, name: str, scale: tuple[int, int] = (0, 3), overlap: int = 2,
-                   overlap_fraction: float = 1.0, threshold: float = 0.6) -> ProjectInfo:
-    """A new project; its name is unique."""
+                   overlap_fraction: float = 1.0, threshold: float = 0.6,
+                   labels: dict[int, str] | None = None) -> ProjectInfo:
+    """A new project; its name is unique; `labels` name every grade (default: default_labels)."""
     clean = (name or "").strip()
     if not clean or len(clean) > 200:
         raise ValueError(f"project name must be 1-200 characters, got {name!r}")
-    _check_policy(tuple(scale), overlap, overlap_fraction, threshold)  # type: ignore[arg-type]
+    scale = (int(scale[0]), int(scale[1]))
+    _check_policy(scale, overlap, overlap_fraction, threshold)
+    names = check_labels(default_labels(scale) if labels is None else labels, scale)
     with session_scope(engine, write=True) as session:
         if session.exec(select(Project.id).where(Project.name == clean)).first() is not None:
             raise ValueError(f"project {clean!r} already exists")
-        row = Project(name=clean, scale_min=int(scale[0]), scale_max=int(scale[1]), overlap=overlap,
-                      overlap_fraction=overlap_fraction, agreement_threshold=threshold)
+        row = Project(name=clean, scale_min=scale[0], scale_max=scale[1], overlap=overlap,
+                      overlap_fraction=overlap_fraction, agreement_threshold=threshold,
+                      grade_labels=stored_labels(names))
         session.add(row)
         session.flush()
         return project_info(row)
@@ -113,6 +183,17 @@ def update_policy(engine: Engine, name: str, overlap: int | None = None, overlap
                row.agreement_threshold if threshold is None else threshold)
         _check_policy((row.scale_min, row.scale_max), *new)
         row.overlap, row.overlap_fraction, row.agreement_threshold = new
+        session.add(row)
+        session.flush()
+        return project_info(row)
+
+
+def set_grade_labels(engine: Engine, project: str, labels: dict[int, str], *, actor: Actor) -> ProjectInfo:
+    """Rename the grades (every grade of the scale, checked by check_labels); leads and the operator only."""
+    with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
+        row = project_row(session, project)
+        row.grade_labels = stored_labels(check_labels(labels, (row.scale_min, row.scale_max)))
         session.add(row)
         session.flush()
         return project_info(row)

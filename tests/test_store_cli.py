@@ -8,7 +8,7 @@ import json
 from annotator.cli import main
 from db.engine import get_engine
 from db.projects import get_project
-from db.schema import current_revision
+from db.schema import current_revision, head_revision
 from db.users import authenticate
 
 
@@ -19,11 +19,11 @@ def _json(capsys) -> object:
 def test_init_is_idempotent_and_creates_project(empty_store_url, capsys):
     assert main(["init", "--db", empty_store_url, "--project", "demo", "--scale", "0-2"]) == 0
     out = _json(capsys)
-    assert (out["revision"], out["project"]) == ("0002", {"name": "demo", "scale": [0, 2], "created": True})
+    assert (out["revision"], out["project"]) == (head_revision(), {"name": "demo", "scale": [0, 2], "created": True})
     assert main(["init", "--db", empty_store_url, "--project", "demo"]) == 0
     assert _json(capsys)["project"]["created"] is False
     assert main(["db", "upgrade", "--db", empty_store_url]) == 0
-    assert _json(capsys)["to"] == "0002"
+    assert _json(capsys)["to"] == head_revision()
     engine = get_engine(empty_store_url)
     assert get_project(engine, "demo").scale == (0, 2)
     engine.dispose()

@@ -57,20 +57,22 @@ def _db_upgrade(args: argparse.Namespace) -> int:
 
 
 def _project_create(args: argparse.Namespace) -> int:
-    from db.projects import create_project
+    from db.projects import create_project, parse_labels
     from eval_core.judgments import parse_scale
 
-    info = create_project(_engine(args), args.name, scale=parse_scale(args.scale), overlap=args.overlap,
-                          overlap_fraction=args.fraction, threshold=args.threshold)
-    print_json({"id": info.id, "name": info.name, "scale": list(info.scale), "overlap": info.overlap,
-                 "overlap_fraction": info.overlap_fraction, "threshold": info.threshold})
+    scale = parse_scale(args.scale)
+    labels = parse_labels(args.labels, scale) if args.labels else None
+    info = create_project(_engine(args), args.name, scale=scale, overlap=args.overlap,
+                          overlap_fraction=args.fraction, threshold=args.threshold, labels=labels)
+    print_json({"id": info.id, "name": info.name, "scale": list(info.scale), "labels": info.labels,
+                 "overlap": info.overlap, "overlap_fraction": info.overlap_fraction, "threshold": info.threshold})
     return 0
 
 
 def _project_list(args: argparse.Namespace) -> int:
     from db.projects import list_projects
 
-    print_json([{"name": p.name, "scale": list(p.scale), "overlap": p.overlap,
+    print_json([{"name": p.name, "scale": list(p.scale), "labels": p.labels, "overlap": p.overlap,
                   "overlap_fraction": p.overlap_fraction, "threshold": p.threshold}
                  for p in list_projects(_engine(args))])
     return 0
@@ -167,6 +169,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--overlap", type=int, default=2, help="annotators per pair (default 2)")
     p.add_argument("--fraction", type=float, default=1.0, help="fraction of pairs that get the overlap (default 1)")
     p.add_argument("--threshold", type=float, default=0.6, help="agreement below this flags the guideline")
+    p.add_argument("--labels", metavar="G=NAME,…",
+                   help="grade names, e.g. \"1=Partly,2=Mostly,3=Fully\" (grades not named keep the default: the "
+                        "bundled guideline's names on 0-3, else 'Grade g'; at most 60 characters each)")
     _db_option(p)
     p.set_defaults(func=guarded(_project_create))
     p = project.add_parser("list", help="list projects")
