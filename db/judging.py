@@ -45,6 +45,7 @@ class PairView:
     grade: int | None
     note: str | None
     cant_judge_reason: str | None
+    fragment_doc_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ _TODO = (select(A.c.project_id, A.c.user_id, A.c.pair_id, A.c.position)
 _VIEW = (select(Q.c.external_id, Q.c.text, F.c.external_id, F.c.title, F.c.text, J.c.grade, J.c.note,
                 J.c.cant_judge_reason,
                 select(func.min(A.c.position)).where(_QUEUE).scalar_subquery(),
-                select(func.max(A.c.position)).where(_QUEUE).scalar_subquery())
+                select(func.max(A.c.position)).where(_QUEUE).scalar_subquery(), F.c.doc_id)
          .select_from(P.join(Q, Q.c.id == P.c.query_id).join(F, F.c.id == P.c.fragment_id)
                       .outerjoin(J, and_(J.c.pair_id == P.c.id, J.c.user_id == bindparam("user_id"))))
          .where(P.c.id == bindparam("pair_id"), P.c.project_id == bindparam("project_id")))
@@ -230,7 +231,7 @@ def _view(session: Session, project_id: int, user_id: int, pair_id: int, positio
     first, last = row[8], row[9]
     total = 0 if first is None else last - first + 1
     rank = None if position is None else position - first + 1
-    return PairView(pair_id, row[0], row[1], row[2], row[3], row[4], rank, total, row[5], row[6], row[7])
+    return PairView(pair_id, row[0], row[1], row[2], row[3], row[4], rank, total, row[5], row[6], row[7], row[10])
 
 
 def _ids(session: Session, project: str, username: str) -> tuple[int, int]:
