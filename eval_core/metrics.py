@@ -7,7 +7,6 @@ rank and grade; every metric is then a weighted `np.bincount` over those rows.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -16,20 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from eval_core.formats import Columns, pair_keys
+from eval_core.metric_registry import CONDENSED, DEFAULT_K, DEFAULT_METRICS, DEFAULT_P, NAME, REGISTRY
 
-DEFAULT_K = (1, 3, 5, 10, 20, 100)
-DEFAULT_METRICS = (
-    "P@k", "P_ceiling@k", "recall@k", "success@k", "F1@k", "ndcg@k", "ndcg_exp@k", "map@k", "mrr@k",
-    "judged@k", "map", "mrr", "rprec", "ndcg", "recall", "bpref",
-)
-# base name -> whether a cutoff is required ("k"), optional ("opt"), absent ("none") or a persistence ("p").
-BASES = {
-    "P": "k", "P_ceiling": "k", "recall": "opt", "success": "k", "F1": "k", "ndcg": "opt",
-    "ndcg_exp": "opt", "dcg": "opt", "map": "opt", "mrr": "opt", "judged": "k", "rprec": "none",
-    "bpref": "none", "err": "opt", "rbp": "p", "rbp_residual": "p",
-}
-_NAME = re.compile(r"^(?P<base>[A-Za-z_0-9]+?)(?:@(?P<arg>k|\d+(?:\.\d+)?))?(?P<cond>_condensed)?$")
-
+__all__ = ["DEFAULT_K", "DEFAULT_METRICS", "KERNELS", "Spec", "compute", "index_qrels", "parse_metrics", "rank_run"]
 
 @dataclass(frozen=True)
 class Spec:
@@ -48,17 +36,17 @@ def parse_metrics(names: Iterable[str] | None, k: Sequence[int] = DEFAULT_K) -> 
         name = raw.strip()
         if not name:
             continue
-        m = _NAME.match(name)
-        if not m or m["base"] not in BASES:
-            raise ValueError(f"unknown metric {name!r}; known: {', '.join(sorted(BASES))} "
+        m = NAME.match(name)
+        if not m or m["base"] not in REGISTRY:
+            raise ValueError(f"unknown metric {name!r}; known: {', '.join(sorted(REGISTRY))} "
                              "(with @k cutoffs, rbp@p, and a _condensed suffix)")
         base, arg, cond = m["base"], m["arg"], bool(m["cond"])
-        kind = BASES[base]
-        suffix = "_condensed" if cond else ""
+        kind = REGISTRY[base].cutoff
+        suffix = CONDENSED if cond else ""
         if kind == "none" and arg is not None:
             raise ValueError(f"metric {name!r} takes no cutoff")
         if kind == "p":
-            p = 0.8 if arg in (None, "k") else float(arg)
+            p = DEFAULT_P if arg in (None, "k") else float(arg)
             if not 0 < p < 1:
                 raise ValueError(f"metric {name!r}: persistence p must be in (0, 1)")
             spec = Spec(f"{base}@{p:g}{suffix}", base, p, cond)
@@ -170,8 +158,10 @@ def _order(q: np.ndarray, score: np.ndarray, docid: pa.Array) -> tuple[np.ndarra
     tie = same & (ss[1:] == ss[:-1])
     moved = np.zeros((2, 0), dtype=np.int64)
     if tie.any():
-        edge = np.flatnonzero(tie)
-        pos = np.union1d(edge, edge + 1)  # ordered positions inside tied groups
+        tied = np.zeros(len(q), dtype=bool)  # a mask, not np.union1d: NumPy 2's hash-based unique is slow here
+        tied[:-1] = tie
+        tied[1:] |= tie
+        pos = np.flatnonzero(tied)  # ordered positions inside tied groups, ascending
         group = np.cumsum(np.concatenate(([True], ~tie[pos[:-1]])))  # pos[i], pos[i+1] tied ⇔ same group
         rows = pos if order is None else order[pos]
         sub = pa.table({"g": group, "d": docid.take(pa.array(rows))})
@@ -243,11 +233,11 @@ def _div(a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
     return np.divide(a, b, out=np.zeros(np.shape(a), dtype=np.float64), where=b != 0)
 
 
-def _ideal_dcg(qi: QrelsIndex, cut: int | None, exp: bool) -> np.ndarray:
+def _ideal_dcg(qi: QrelsIndex, cut: float, exp: bool) -> np.ndarray:
     """DCG of the ideal ranking: all judged grades of the query, best first."""
     q, rank, lin, expo = qi.ideal
     w = expo if exp else lin
-    if cut is not None:
+    if cut != np.inf:
         w = np.where(rank <= cut, w, 0.0)
     return _sum(q, w, len(qi.qids))
 
@@ -272,87 +262,151 @@ def compute(
     return {s.name: out[s.name] for s in specs}
 
 
-def _compute(qi: QrelsIndex, q: np.ndarray, rank: np.ndarray, grade: np.ndarray, num_ret: np.ndarray,
-             specs: Sequence[Spec], max_grade: int, nq: int) -> dict[str, np.ndarray]:
-    """Every metric from judged rows grouped by query in rank order (see `Ranked`)."""
-    R = qi.n_rel.astype(np.float64)
+@dataclass
+class _Rows:
+    """Judged rows grouped by query in rank order, with what several kernels share (computed once)."""
+
+    qi: QrelsIndex
+    q: np.ndarray
+    rank: np.ndarray
+    grade: np.ndarray
+    num_ret: np.ndarray
+    max_grade: int
+    nq: int
+    R: np.ndarray
+    relm: np.ndarray
+    rq: np.ndarray
+    rr: np.ndarray
+    first: np.ndarray
+    cache: dict
+
+    def hits(self, cut: float) -> np.ndarray:
+        """Relevant rows at rank ≤ cut, per query."""
+        if ("hits", cut) not in self.cache:
+            self.cache["hits", cut] = _sum(self.rq, (self.rr <= cut).astype(np.float64), self.nq)
+        return self.cache["hits", cut]
+
+    def dcg(self, cut: float, exp: bool) -> np.ndarray:
+        """Σ_{rank ≤ cut} gain / log2(rank + 1), gain = grade or 2^grade − 1 (negative grades gain 0)."""
+        if ("gain", exp) not in self.cache:
+            g = np.clip(self.grade, 0, None).astype(np.float64)
+            self.cache["gain", exp] = ((2.0**g - 1.0) if exp else g) / np.log2(self.rank + 1.0)
+        w = self.cache["gain", exp]
+        return _sum(self.q, w if cut == np.inf else np.where(self.rank <= cut, w, 0.0), self.nq)
+
+
+def _rows(qi: QrelsIndex, q: np.ndarray, rank: np.ndarray, grade: np.ndarray, num_ret: np.ndarray,
+          max_grade: int, nq: int) -> _Rows:
     relm = grade >= qi.rel_level
     rq, rr = q[relm], rank[relm].astype(np.float64)
-    cum_rel = _within(rq) + 1.0  # hits so far at each relevant row
     first = np.full(nq, np.inf)
     rel_starts = _segment_starts(rq)
     first[rq[rel_starts]] = rr[rel_starts]
-    gain_lin = np.clip(grade, 0, None).astype(np.float64)
-    disc = 1.0 / np.log2(rank + 1.0)
-    weighted = {False: gain_lin * disc, True: (2.0**gain_lin - 1.0) * disc}
-    cache: dict[tuple, np.ndarray] = {}
+    return _Rows(qi, q, rank, grade, num_ret, max_grade, nq, qi.n_rel.astype(np.float64), relm, rq, rr, first, {})
 
-    def hits(cut: float) -> np.ndarray:
-        if ("hits", cut) not in cache:
-            cache["hits", cut] = _sum(rq, (rr <= cut).astype(np.float64), nq)
-        return cache["hits", cut]
 
-    def dcg(cut: int | None, exp: bool) -> np.ndarray:
-        w = weighted[exp] if cut is None else np.where(rank <= cut, weighted[exp], 0.0)
-        return _sum(q, w, nq)
+def _precision(x: _Rows, c: float) -> np.ndarray:
+    """P@k = |rel ∩ top k| / k."""
+    return x.hits(c) / c
 
-    def ap(cut: float) -> np.ndarray:
-        return _div(_sum(rq, np.where(rr <= cut, cum_rel / rr, 0.0), nq), R)
 
-    def err(cut: float) -> np.ndarray:
-        g = np.clip(grade, 0, max_grade).astype(np.float64)
-        m = (g > 0) & (rank <= cut)
-        sq, sr, p = q[m], rank[m].astype(np.float64), (2.0 ** g[m] - 1.0) / 2.0**max_grade
-        logs = np.log1p(-p)
-        csum = np.cumsum(logs)
-        starts = _segment_starts(sq)
-        before = csum - logs - np.repeat((csum - logs)[starts], np.diff(np.append(starts, len(sq))))
-        return _sum(sq, np.exp(before) * p / sr, nq)
+def _p_ceiling(x: _Rows, c: float) -> np.ndarray:
+    """P_ceiling@k = min(k, R) / k."""
+    return np.minimum(c, x.R) / c
 
-    def rbp_sum(p: float, mask: np.ndarray) -> np.ndarray:
-        return (1.0 - p) * _sum(q[mask], p ** (rank[mask] - 1.0), nq)
 
-    out: dict[str, np.ndarray] = {}
-    for s in specs:
-        cut = s.arg
-        c = np.inf if cut is None else cut
-        b = s.base
-        if b == "P":
-            v = hits(c) / c
-        elif b == "P_ceiling":
-            v = np.minimum(c, R) / c
-        elif b == "recall":
-            v = _div(hits(c), R)
-        elif b == "success":
-            v = (hits(c) > 0).astype(np.float64)
-        elif b == "F1":
-            p, r = hits(c) / c, _div(hits(c), R)
-            v = _div(2 * p * r, p + r)
-        elif b in ("ndcg", "ndcg_exp"):
-            exp = b == "ndcg_exp"
-            v = _div(dcg(cut, exp), _ideal_dcg(qi, cut, exp))  # type: ignore[arg-type]
-        elif b == "dcg":
-            v = dcg(cut, False)  # type: ignore[arg-type]
-        elif b == "map":
-            v = ap(c)
-        elif b == "mrr":
-            v = np.where(first <= c, 1.0 / first, 0.0)
-        elif b == "rprec":
-            v = _div(_sum(rq, (rr <= R[rq]).astype(np.float64), nq), R)
-        elif b == "judged":
-            v = _div(_sum(q, (rank <= c).astype(np.float64), nq), np.minimum(num_ret, c))
-        elif b == "bpref":
-            v = _bpref(q, grade, relm, R, qi.n_nonrel, nq)
-        elif b == "err":
-            v = err(c)
-        elif b == "rbp":
-            v = rbp_sum(s.arg, relm)  # type: ignore[arg-type]
-        elif b == "rbp_residual":
-            v = 1.0 - rbp_sum(s.arg, np.ones(len(q), dtype=bool))  # type: ignore[arg-type]
-        else:  # pragma: no cover - parse_metrics admits only BASES
-            raise ValueError(b)
-        out[s.name] = v
-    return out
+def _recall(x: _Rows, c: float) -> np.ndarray:
+    """recall@k = |rel ∩ top k| / R (0 when R = 0)."""
+    return _div(x.hits(c), x.R)
+
+
+def _success(x: _Rows, c: float) -> np.ndarray:
+    """success@k = 1[|rel ∩ top k| > 0]."""
+    return (x.hits(c) > 0).astype(np.float64)
+
+
+def _f1(x: _Rows, c: float) -> np.ndarray:
+    """F1@k = 2·P@k·recall@k / (P@k + recall@k)."""
+    p, r = x.hits(c) / c, _div(x.hits(c), x.R)
+    return _div(2 * p * r, p + r)
+
+
+def _ndcg(x: _Rows, c: float) -> np.ndarray:
+    """nDCG@k = Σ_{i≤k} g_i / log2(i+1) over the same sum for the query's judged grades sorted best first."""
+    return _div(x.dcg(c, False), _ideal_dcg(x.qi, c, False))
+
+
+def _ndcg_exp(x: _Rows, c: float) -> np.ndarray:
+    """nDCG_exp@k = Σ_{i≤k} (2^g_i − 1) / log2(i+1) over the ideal ranking's same sum."""
+    return _div(x.dcg(c, True), _ideal_dcg(x.qi, c, True))
+
+
+def _dcg(x: _Rows, c: float) -> np.ndarray:
+    """DCG@k = Σ_{i≤k} g_i / log2(i+1)."""
+    return x.dcg(c, False)
+
+
+def _map(x: _Rows, c: float) -> np.ndarray:
+    """AP@k = Σ_{relevant at rank r ≤ k} (hits up to r / r) / R."""
+    cum_rel = _within(x.rq) + 1.0
+    return _div(_sum(x.rq, np.where(x.rr <= c, cum_rel / x.rr, 0.0), x.nq), x.R)
+
+
+def _mrr(x: _Rows, c: float) -> np.ndarray:
+    """RR@k = 1 / rank of the first relevant row if it is ≤ k, else 0."""
+    return np.where(x.first <= c, 1.0 / x.first, 0.0)
+
+
+def _rprec(x: _Rows, c: float) -> np.ndarray:
+    """R-prec = |rel ∩ top R| / R."""
+    return _div(_sum(x.rq, (x.rr <= x.R[x.rq]).astype(np.float64), x.nq), x.R)
+
+
+def _judged(x: _Rows, c: float) -> np.ndarray:
+    """judged@k = |judged ∩ top k| / min(k, retrieved)."""
+    return _div(_sum(x.q, (x.rank <= c).astype(np.float64), x.nq), np.minimum(x.num_ret, c))
+
+
+def _bpref_kernel(x: _Rows, c: float) -> np.ndarray:
+    """bpref = Σ_{retrieved relevant} (1 − min(nonrel above, R) / min(R, N)) / R."""
+    return _bpref(x.q, x.grade, x.relm, x.R, x.qi.n_nonrel, x.nq)
+
+
+def _err(x: _Rows, c: float) -> np.ndarray:
+    """ERR@k = Σ_{r≤k} (1/r)·R_r·Π_{i<r}(1 − R_i), R_i = (2^g_i − 1) / 2^max_grade (grades clipped to the scale)."""
+    g = np.clip(x.grade, 0, x.max_grade).astype(np.float64)
+    m = (g > 0) & (x.rank <= c)
+    sq, sr, p = x.q[m], x.rank[m].astype(np.float64), (2.0 ** g[m] - 1.0) / 2.0**x.max_grade
+    logs = np.log1p(-p)
+    csum = np.cumsum(logs)
+    starts = _segment_starts(sq)
+    before = csum - logs - np.repeat((csum - logs)[starts], np.diff(np.append(starts, len(sq))))
+    return _sum(sq, np.exp(before) * p / sr, x.nq)
+
+
+def _rbp(x: _Rows, p: float) -> np.ndarray:
+    """RBP(p) = (1 − p)·Σ_i rel_i·p^(i−1)."""
+    return (1.0 - p) * _sum(x.q[x.relm], p ** (x.rank[x.relm] - 1.0), x.nq)
+
+
+def _rbp_residual(x: _Rows, p: float) -> np.ndarray:
+    """RBP residual(p) = 1 − (1 − p)·Σ_{judged retrieved i} p^(i−1)."""
+    return 1.0 - (1.0 - p) * _sum(x.q, p ** (x.rank - 1.0), x.nq)
+
+
+# One vectorised kernel per registered metric: kernel(rows, cutoff k (inf = none) or persistence p).
+KERNELS = {
+    "P": _precision, "P_ceiling": _p_ceiling, "recall": _recall, "success": _success, "F1": _f1,
+    "ndcg": _ndcg, "ndcg_exp": _ndcg_exp, "dcg": _dcg, "map": _map, "mrr": _mrr, "judged": _judged,
+    "rprec": _rprec, "bpref": _bpref_kernel, "err": _err, "rbp": _rbp, "rbp_residual": _rbp_residual,
+}
+
+
+def _compute(qi: QrelsIndex, q: np.ndarray, rank: np.ndarray, grade: np.ndarray, num_ret: np.ndarray,
+             specs: Sequence[Spec], max_grade: int, nq: int) -> dict[str, np.ndarray]:
+    """Every metric from judged rows grouped by query in rank order (see `Ranked`)."""
+    rows = _rows(qi, q, rank, grade, num_ret, max_grade, nq)
+    return {s.name: KERNELS[s.base](rows, np.inf if s.arg is None else s.arg) for s in specs}
 
 
 def _bpref(q: np.ndarray, grade: np.ndarray, relm: np.ndarray, R: np.ndarray, N: np.ndarray, nq: int) -> np.ndarray:

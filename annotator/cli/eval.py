@@ -8,13 +8,12 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tqdm import tqdm
+from eval_core.metric_registry import DEFAULT_K, DEFAULT_METRICS, help_text
 
-from eval_core import evaluate
-from eval_core.evaluate import Evaluation
-from eval_core.formats import load_qrels, read_categories
-from eval_core.metrics import DEFAULT_K, DEFAULT_METRICS, parse_metrics
+if TYPE_CHECKING:
+    from eval_core.evaluate import Evaluation
 
 PROGRESS_BYTES = 32 * 1024 * 1024
 
@@ -23,15 +22,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `qrelkit eval` to the `qrelkit` parser."""
     p = subparsers.add_parser(
         "eval", help="evaluate runs against qrels (trec_eval semantics)",
-        description="Evaluate one or more runs against qrels. Queries in the qrels but missing from a run "
-                    "score 0 (trec_eval -c); run-only queries are ignored; both are reported as warnings.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Evaluate one or more runs against qrels. Queries in the qrels but missing from a run\n"
+                    "score 0 (trec_eval -c); run-only queries are ignored; both are reported as warnings.\n\n"
+                    "Metrics (@k: a cutoff, expanded over --k when written bare; [@k]: optional cutoff;\n"
+                    "@p: persistence, default 0.8; any name takes a _condensed suffix):\n" + help_text(),
     )
     p.add_argument("qrels", help="qrels: TREC, BEIR TSV, JSONL or CSV (gzip fine)")
     p.add_argument("runs", nargs="+", metavar="RUN", help="runs: TREC, JSONL or CSV (gzip fine)")
     p.add_argument("--metrics", action="append", metavar="LIST",
                    help="comma-separated metric names, e.g. P@k,ndcg@10,map,rbp@0.8,ndcg@k_condensed "
-                        "(default: P, P_ceiling, recall, success, F1, ndcg, ndcg_exp, map, mrr, judged at "
-                        "every --k, plus map mrr rprec ndcg recall bpref)")
+                        f"(default: {' '.join(DEFAULT_METRICS)})")
     p.add_argument("--k", default=",".join(map(str, DEFAULT_K)), metavar="LIST",
                    help="cutoffs for metrics given without one (default %(default)s)")
     p.add_argument("--rel-level", type=int, default=1, metavar="N",
@@ -62,6 +63,12 @@ def _gates(specs: list[str]) -> list[tuple[str, float]]:
 
 def run_eval(args: argparse.Namespace) -> int:
     """Evaluate every run, print the chosen format, then apply the gates (exit 1 if any fails)."""
+    from tqdm import tqdm
+
+    from eval_core.evaluate import evaluate
+    from eval_core.formats import load_qrels, read_categories
+    from eval_core.metrics import parse_metrics
+
     try:
         k = tuple(int(x) for x in args.k.split(",") if x.strip())
         if not k or min(k) < 1:
