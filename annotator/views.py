@@ -1,11 +1,15 @@
-"""Helpers shared by the lead pages: the lead guard, the project picker, uploads and import reports."""
+"""Helpers shared by the pages: literal text, highlighted fragments, readable tables, the lead guard, the project
+picker, uploads and import reports."""
 
 from __future__ import annotations
 
+import html
+import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +20,65 @@ from sqlalchemy.engine import Engine
 from annotator import state
 from annotator.auth import require_role
 from db import projects
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&=\"'^])")
+_TERM = re.compile(r"\w{3,}")
+MISSING = "—"
+FRAGMENT_STYLE = ("font-family: sans-serif; font-size: 1.05rem; line-height: 1.6; white-space: pre-wrap; "
+                  "overflow-wrap: anywhere; max-height: 28rem; overflow-y: auto;")
+
+
+def literal(text: Any) -> str:
+    """Backslash-escape every Markdown/HTML character so a user's string shows as typed inside st.markdown,
+    captions and alerts (no links, images, tags, colours or maths ever come from data)."""
+    return _MD_SPECIAL.sub(r"\\\1", "" if text is None else str(text))
+
+
+def query_terms(query: str) -> list[str]:
+    """The query's words of three or more letters, longest first (so a longer word wins an overlap)."""
+    return sorted({t.lower() for t in _TERM.findall(query or "")}, key=lambda t: (-len(t), t))
+
+
+def highlighted(text: str, query: str) -> str:
+    """The fragment as safe HTML: escaped first, then every whole-word occurrence of a query term wrapped in
+    <mark>. Escaped text holds no tags, and a term never matches inside an entity (&amp;, &#x27;)."""
+    escaped = html.escape(text or "", quote=True)
+    terms = query_terms(query)
+    if not terms:
+        return escaped
+    pattern = re.compile(r"(?<![\w&#])(" + "|".join(map(re.escape, terms)) + r")(?!\w)", re.IGNORECASE)
+    return pattern.sub(r"<mark>\1</mark>", escaped)
+
+
+def fragment_text(text: str, query: str) -> None:
+    """A fragment in proportional type, as tall as its text (scrolling only past 28 rem), the query's terms
+    marked; the text is HTML-escaped before the marks go in, so nothing in it is ever markup."""
+    st.html(f'<div class="qrelkit-fragment" style="{FRAGMENT_STYLE}">{highlighted(text, query)}</div>')
+
+
+def fragment_source(title: str | None, doc_id: str | None, fragment_id: str) -> str:
+    """The caption above a fragment: its title and source document when present, and its id (all literal)."""
+    parts = [f"**{literal(title)}**"] if title else []
+    if doc_id:
+        parts.append(f"source {literal(doc_id)}")
+    return " · ".join([*parts, f"fragment {literal(fragment_id)}"])
+
+
+def guideline_markdown(text: str) -> None:
+    """Render a lead's guideline as Markdown (tables, emphasis, lists, links) but never load anything: image
+    syntax is shown as text and every `<` is escaped, so no remote image or HTML tag can come from it."""
+    st.markdown((text or "").replace("<", "\\<").replace("![", "!\\["))
+
+
+def readable(frame: pd.DataFrame, headers: dict[str, str], digits: dict[str, int] | None = None) -> Any:
+    """A table for people: only the columns in `headers`, renamed to them, numbers rounded to `digits`,
+    times as `YYYY-MM-DD HH:MM UTC`, and "—" wherever a value is missing (a Styler st.dataframe shows)."""
+    table = frame[list(headers)].rename(columns=headers)
+    formats: dict[str, Any] = {headers[c]: f"{{:.{d}f}}" for c, d in (digits or {}).items()}
+    for column in table.columns:
+        if column not in formats and table[column].map(lambda v: isinstance(v, datetime)).any():
+            formats[column] = lambda v: v.strftime("%Y-%m-%d %H:%M UTC") if isinstance(v, datetime) else MISSING
+    return table.style.format(formats, na_rep=MISSING)
 
 
 def lead_page(title: str) -> tuple[Engine, Any]:

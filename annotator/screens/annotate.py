@@ -1,44 +1,34 @@
 """Blind grading: one query–fragment pair at a time, saved the moment a grade is given.
 
-The annotator sees only their own grade. The grading panel is an st.fragment, so a key press reruns
-the panel alone; fragment text is rendered with st.text and escaped Markdown, never as HTML.
+The annotator sees only their own grade. Buttons, their names and their keys come from the project's scale
+and grade labels. The grading panel is an st.fragment, so a key press reruns the panel alone; user text is
+shown escaped (Markdown-escaped in captions, HTML-escaped with highlighted query terms in the fragment box).
 """
 
 from __future__ import annotations
 
-import re
 import time
 
 import pandas as pd
 import streamlit as st
 
-from annotator import auth, state
+from annotator import auth, state, views
 from db.judging import PairView, get_pair, next_pair, previous_pair, progress, record_judgment, undo_judgment
-from db.projects import current_guideline
+from db.projects import ProjectInfo, current_guideline, get_project
 
-GRADES = (
-    (0, "Not relevant", "about something else, or only shares words"),
-    (1, "Related", "on topic or mentioned in passing; does not help answer"),
-    (2, "Partly answers", "part of the answer, or context the answer needs"),
-    (3, "Answers fully", "the complete answer from this fragment alone"),
-)
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&])")
-
-
-def md_escape(text: str) -> str:
-    """Backslash-escape Markdown and HTML syntax so user-supplied text is shown literally."""
-    return _MD_SPECIAL.sub(r"\\\1", text or "")
+CANT_JUDGE_KEY = "X"
 
 
 def show(pair_id: int | None) -> None:
     """Open `pair_id` (None = the first pair not judged yet) and restart the time-spent clock."""
     st.session_state["pair_id"] = pair_id
-    st.session_state.pop("shown_at", None)
-    st.session_state.pop("flash", None)
+    for key in ("shown_at", "flash", "cant_judge_open"):
+        st.session_state.pop(key, None)
 
 
 def save_grade(username: str, view: PairView, grade: int | None) -> None:
-    """Record the grade at once (a reload or a second tab loses nothing), then open the next open pair."""
+    """Record the grade at once (a reload or a second tab loses nothing), then open the next open pair; a grade
+    the store refuses leaves the pair open with the store's reason."""
     pair_id = view.pair_id
     reason = None
     if grade is None:
@@ -49,8 +39,12 @@ def save_grade(username: str, view: PairView, grade: int | None) -> None:
     shown_at = st.session_state.get("shown_at")
     seconds = round(time.monotonic() - shown_at, 3) if shown_at else None
     note = (st.session_state.get(f"note_{pair_id}") or "").strip() or None
-    saved = record_judgment(state.engine(), pair_id, username, grade, note=note, cant_judge_reason=reason,
-                            seconds_spent=seconds)
+    try:
+        saved = record_judgment(state.engine(), pair_id, username, grade, note=note, cant_judge_reason=reason,
+                                seconds_spent=seconds)
+    except (ValueError, PermissionError, LookupError) as exc:
+        st.session_state["flash"] = f"Not saved: {exc}."
+        return
     if saved.changed and saved.revision == 1:
         count_done(view.query_external_id, +1)
     show(None)
@@ -68,6 +62,11 @@ def clear_grade(username: str, view: PairView) -> None:
     if undo_judgment(state.engine(), view.pair_id, username) is not None:
         count_done(view.query_external_id, -1)
     show(view.pair_id)
+
+
+def open_cant_judge() -> None:
+    """Show the reason field (the can't-judge key or button)."""
+    st.session_state["cant_judge_open"] = True
 
 
 def current_view(project: str, username: str) -> PairView | None:
@@ -116,70 +115,80 @@ def progress_panel(project: str, username: str, view: PairView | None) -> list[l
     return prog["per_query"]
 
 
-def grade_buttons(username: str, view: PairView) -> None:
-    """Buttons 0–3 with keyboard shortcuts 0–3; the annotator's own current grade is highlighted."""
-    for column, (grade, name, meaning) in zip(st.columns(len(GRADES)), GRADES, strict=True):
-        with column:
-            st.button(f"{grade} · {name}", key=f"grade_{grade}", shortcut=str(grade), width="stretch",
+def grade_buttons(project: ProjectInfo, username: str, view: PairView) -> None:
+    """One button per grade of the project's scale, named by the project's labels, each with its digit as the
+    keyboard shortcut; the annotator's own current grade is highlighted."""
+    for column, (grade, label) in zip(st.columns(len(project.labels)), project.labels.items(), strict=True):
+        column.button(f"{grade} · {label}", key=f"grade_{grade}", shortcut=str(grade), width="stretch",
                       type="primary" if view.grade == grade else "secondary",
                       on_click=save_grade, args=(username, view, grade))
-            st.caption(meaning)
 
 
-def pair_panel(project: str, username: str, view: PairView) -> None:
-    """The query, the fragment as plain text in a scrolling box, grade buttons, note, can't judge."""
-    st.markdown(f"#### {md_escape(view.query_text)}")
-    st.caption(f"Query {md_escape(view.query_external_id)} · pair {view.position} of {view.total}")
-    title = md_escape(view.fragment_title or "")
-    st.markdown(f"**{title}** · fragment {md_escape(view.fragment_external_id)}" if title
-                else f"Fragment {md_escape(view.fragment_external_id)}")
-    with st.container(height=260, border=True, key="fragment_box"):
-        st.text(view.fragment_text)
+def fragment_box(view: PairView) -> None:
+    """The fragment under its title and source, query terms marked, in a box the browser tests can find."""
+    with st.container(border=True, key="fragment_box"):
+        st.caption(views.fragment_source(view.fragment_title, view.fragment_doc_id, view.fragment_external_id))
+        views.fragment_text(view.fragment_text, view.query_text)
+
+
+def cant_judge_row(project: str, username: str, view: PairView) -> None:
+    """Back, can't judge (with its reason) and, for a judged pair, next / clear."""
+    left, middle, right = st.columns(3)
+    left.button("← Back", key="back", shortcut="Left", on_click=go_back, args=(project, username, view))
+    middle.button("Can't judge…", key="cant_judge_open", shortcut=CANT_JUDGE_KEY, on_click=open_cant_judge)
+    if view.grade is not None or view.cant_judge_reason:
+        right.button("Next open pair →", key="next", shortcut="Right", on_click=show, args=(None,))
+        right.button("Clear my grade", key="undo", on_click=clear_grade, args=(username, view))
+    if st.session_state.get("cant_judge_open") or view.cant_judge_reason:
+        st.text_input("Why can't you judge this pair?", value=view.cant_judge_reason or "",
+                      key=f"reason_{view.pair_id}")
+        st.button("Save as can't judge", key="cant_judge", on_click=save_grade, args=(username, view, None))
+
+
+def pair_panel(project: ProjectInfo, username: str, view: PairView) -> None:
+    """The query, the fragment, grade buttons, note, can't judge."""
+    st.markdown(f"#### {views.literal(view.query_text)}")
+    st.caption(f"Query {views.literal(view.query_external_id)} · pair {view.position} of {view.total}")
+    fragment_box(view)
     if view.grade is not None:
-        st.info(f"Your grade: {view.grade}. Press another grade to change it.")
+        st.info(f"Your grade: {view.grade} · {views.literal(project.labels.get(view.grade, ''))}. "
+                "Press another grade to change it.")
     elif view.cant_judge_reason:
-        st.info(f"You marked this pair can't judge: {md_escape(view.cant_judge_reason)}")
-    grade_buttons(username, view)
+        st.info(f"You marked this pair can't judge: {views.literal(view.cant_judge_reason)}")
+    grade_buttons(project, username, view)
     st.text_input("Note (optional)", value=view.note or "", key=f"note_{view.pair_id}",
                   placeholder="Why this grade? Leads read notes when adjudicating.")
-    left, middle, right = st.columns(3)
-    with left:
-        st.button("← Back", key="back", shortcut="Left", on_click=go_back, args=(project, username, view))
-    with middle, st.popover("Can't judge…"):
-        st.text_input("Reason", value=view.cant_judge_reason or "", key=f"reason_{view.pair_id}")
-        st.button("Save as can't judge", key="cant_judge", on_click=save_grade, args=(username, view, None))
-    with right:
-        if view.grade is not None or view.cant_judge_reason:
-            st.button("Next open pair →", key="next", shortcut="Right", on_click=show, args=(None,))
-            st.button("Clear my grade", key="undo", on_click=clear_grade, args=(username, view))
+    cant_judge_row(project.name, username, view)
 
 
 @st.fragment
-def grading_panel(project: str, username: str) -> None:
+def grading_panel(project: ProjectInfo, username: str) -> None:
     """Everything that changes on a key press, so a grade reruns only this part of the page."""
-    view = current_view(project, username)
+    view = current_view(project.name, username)
     if view is not None and st.session_state.get("shown_pair") != view.pair_id:
         st.session_state["shown_pair"] = view.pair_id
         st.session_state["shown_at"] = time.monotonic()
     elif "shown_at" not in st.session_state:
         st.session_state["shown_at"] = time.monotonic()
     if st.session_state.get("flash"):
-        st.warning(st.session_state["flash"])
+        st.warning(views.literal(st.session_state["flash"]))
     top = st.container()
     if view is None:
         with top:
-            rows = progress_panel(project, username, view)
+            rows = progress_panel(project.name, username, view)
         if rows:
             st.success("All your assigned pairs are judged. Thank you!")
-            st.button("← Back to my last pair", key="back", on_click=go_back, args=(project, username, None))
+            st.button("← Back to my last pair", key="back", on_click=go_back, args=(project.name, username, None))
         else:
             st.info("No pairs are assigned to you in this project.")
     else:
         pair_panel(project, username, view)
         with top:  # filled after the pair so the fragment is on screen before the queue is counted
-            rows = progress_panel(project, username, view)
+            rows = progress_panel(project.name, username, view)
     if st.toggle("Show progress by query", key="show_per_query"):
-        st.dataframe(pd.DataFrame(rows, columns=["query", "done", "assigned"]), hide_index=True, width="stretch")
+        table = pd.DataFrame(rows, columns=["query", "done", "assigned"])
+        st.dataframe(views.readable(table, {"query": "Query", "done": "Judged", "assigned": "Assigned"}),
+                     hide_index=True, width="stretch")
 
 
 def guideline_popover(project: str) -> None:
@@ -190,19 +199,14 @@ def guideline_popover(project: str) -> None:
             st.write("This project has no guideline yet.")
         else:
             st.caption(f"Version {guideline.version}")
-            st.markdown(guideline.text)
+            views.guideline_markdown(guideline.text)
 
 
-def page() -> None:
-    """Annotate page: the guideline one click away, then the grading panel."""
-    user = auth.require_user()
-    project = state.current_project()
-    if project is None:
-        st.info("No project yet. A lead creates one (or run `qrelkit demo`).")
-        return
-    guideline_popover(project)
-    st.session_state["recount"] = True
-    grading_panel(project, user.username)
-
-
-page()
+user = auth.require_user()
+name = state.current_project()
+if name is None:
+    st.info("No project yet. A lead creates one (or run `qrelkit demo`).")
+    st.stop()
+guideline_popover(name)
+st.session_state["recount"] = True
+grading_panel(get_project(state.engine(), name), user.username)
