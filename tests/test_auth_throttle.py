@@ -1,0 +1,104 @@
+"""Login back-off: five free failures per account and per client, then a wait that doubles, kept in the store
+so it holds across sessions and processes (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from datetime import timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from db.logins import login, retry_after, wait_after
+from db.models import LoginAttempt, utcnow
+from db.permissions import OPERATOR
+from db.sessions import resolve
+from db.users import create_user
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture
+def ana(engine):
+    """An annotator with a password."""
+    return create_user(engine, "ana", "annotator", "right-password", actor=OPERATOR)
+
+
+def fail(engine, times: int, username: str = "ana", client: str = "10.0.0.1") -> list[int]:
+    """`times` wrong passwords; the wait each answer asked for."""
+    return [login(engine, username, "wrong-password", client=client).retry_after for _ in range(times)]
+
+
+def age_attempts(engine, seconds: float) -> None:
+    """Move every recorded attempt `seconds` into the past (instead of sleeping)."""
+    with engine.begin() as conn:
+        for (aid, at) in conn.execute(sa.select(LoginAttempt.id, LoginAttempt.attempted_at)).all():
+            conn.execute(sa.update(LoginAttempt).where(LoginAttempt.id == aid)
+                         .values(attempted_at=at - timedelta(seconds=seconds)))
+
+
+def test_the_wait_doubles_after_five_failures_and_is_capped():
+    assert [wait_after(n) for n in range(8)] == [0, 0, 0, 0, 0, 10, 20, 40]
+    assert wait_after(50) == 900
+
+
+def test_five_wrong_passwords_make_even_the_right_one_wait(engine, ana, caplog):
+    with caplog.at_level(logging.WARNING, logger="qrelkit.auth"):
+        assert fail(engine, 5) == [0, 0, 0, 0, 10]
+        refused = login(engine, "ana", "right-password", client="10.0.0.1")
+    assert refused.user is None and refused.session is None and 9 <= refused.retry_after <= 10
+    assert "login throttled: user 'ana' from 10.0.0.1" in caplog.text
+    assert caplog.text.count("login failed: user 'ana'") == 5
+    with engine.connect() as conn:  # a refused wait checks no password and records nothing
+        assert conn.execute(sa.select(sa.func.count()).select_from(LoginAttempt)).scalar_one() == 5
+    age_attempts(engine, 11)
+    ok = login(engine, "ana", "right-password", client="10.0.0.1")
+    assert ok.user == ana and ok.retry_after == 0 and resolve(engine, ok.session.token) == ana
+
+
+def test_each_further_failure_doubles_the_wait(engine, ana):
+    fail(engine, 5)
+    age_attempts(engine, 11)
+    assert fail(engine, 1) == [20]
+    age_attempts(engine, 21)
+    assert fail(engine, 1) == [40]
+
+
+def test_the_account_is_throttled_from_every_client(engine, ana):
+    for i in range(5):
+        fail(engine, 1, client=f"10.0.1.{i}")
+    assert login(engine, "ana", "right-password", client="10.9.9.9").retry_after > 0
+
+
+def test_a_client_spraying_many_accounts_is_throttled(engine, ana):
+    for name in ("bob", "cy", "dee", "eve", "fay"):
+        fail(engine, 1, username=name)
+    assert login(engine, "ana", "right-password", client="10.0.0.1").retry_after > 0
+    assert login(engine, "ana", "right-password", client="10.0.0.2").user == ana  # other clients unaffected
+
+
+def test_a_success_resets_the_account_count_but_not_the_clients(engine, ana):
+    fail(engine, 4, client="10.0.0.1")
+    assert login(engine, "ana", "right-password", client="10.0.0.2").user == ana
+    assert fail(engine, 4, client="10.0.0.3") == [0, 0, 0, 0]  # the account starts again at zero
+    assert fail(engine, 1, client="10.0.0.1") == [10]  # the first client's fifth failure
+
+
+def test_failures_older_than_the_window_are_forgotten(engine, ana):
+    fail(engine, 5)
+    age_attempts(engine, 31 * 60)
+    assert retry_after(engine, "ana", "10.0.0.1") == 0
+    assert fail(engine, 1) == [0]
+
+
+def test_the_back_off_holds_in_another_process(engine, store_url, ana):
+    fail(engine, 5)
+    code = ("import sys; from db.logins import login; from db.engine import get_engine; "
+            "r = login(get_engine(sys.argv[1]), 'ana', 'right-password', client='10.0.0.1'); "
+            "print(r.user is None, r.retry_after)")
+    out = subprocess.run([sys.executable, "-c", code, store_url], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, check=True).stdout.split()
+    assert out[0] == "True" and 1 <= int(out[1]) <= 10
