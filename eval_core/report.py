@@ -1,8 +1,10 @@
 """Diagnostics over an evaluation: where a retriever loses its relevant fragments, and whether to trust the numbers.
 
-The checks are the seeds': the recall curve's shape and the two-depth diagnosis (seeds 000 and 002), the
-low-recall queries (seed 004's `diagnose_low_recall`), the incomplete-annotation warning (seed 000) and the
-per-category breakdown (seed 004). Everything here is pure: inputs are `Evaluation`s plus qrels/run
+The checks: the recall curve's shape, the two-depth diagnosis (recall at the candidate depth against recall
+and nDCG at the context depth), the low-recall diagnosis (per query: relevant fragments missed, ranked deep,
+junk on top), query coverage and the incomplete-annotation check (kept apart: a missing query is not an
+unjudged fragment), and the per-category breakdown. Every verdict states the rule and thresholds it applied,
+and none calls anything healthy below them. Everything here is pure: inputs are `Evaluation`s plus qrels/run
 DataFrames, outputs are dataclasses with `to_dict()` for the CLI, the app and the store.
 """
 
@@ -24,7 +26,7 @@ _RECALL_AT = re.compile(r"^recall@(\d+)$")
 
 
 def snippet(text: str | None, chars: int) -> str | None:
-    """The first `chars` characters of a fragment, marked when cut (seed 004 shows 50)."""
+    """The first `chars` characters of a fragment, marked when cut (50 characters by default)."""
     if text is None:
         return None
     return text if len(text) <= chars else text[:chars].rstrip() + "…"
@@ -44,15 +46,16 @@ def _need(evaluation: Evaluation, metric: str) -> float:
 
 
 def recall_curve(evaluation: Evaluation, *, fast_k: int = 10, share: float = 0.8,
-                 min_gain: float = 0.02) -> RecallCurve:
-    """Check the curve: healthy if recall@fast_k ≥ share × recall at the deepest k; flat where gains stop."""
+                 min_gain: float = 0.02, min_recall: float = 0.8) -> RecallCurve:
+    """Check the curve: healthy only if it rises fast (recall@fast_k ≥ share × the deepest) AND gets high enough."""
     ks = curve_ks(evaluation)
     if not ks:
         raise ValueError(f"evaluation {evaluation.name!r} has no recall@k; evaluate with metrics=['recall@k']")
     values = [float(evaluation.mean[f"recall@{k}"]) for k in ks]
     deepest, top = ks[-1], values[-1]
-    rule = (f"healthy when recall@{fast_k} ≥ {share:g} × recall@{deepest} (rises fast); flat from the first k "
-            f"after which deeper cutoffs add less than {min_gain:g} recall")
+    rule = (f"healthy when recall@{fast_k} ≥ {share:g} × recall@{deepest} (rises fast) and recall@{deepest} ≥ "
+            f"{min_recall:g} (high enough); flat from the first k after which deeper cutoffs add less than "
+            f"{min_gain:g} recall")
     flat_from = next((k for k, v in zip(ks, values, strict=True) if top - v < min_gain), deepest)
     early = [(k, v) for k, v in zip(ks, values, strict=True) if k <= fast_k]
     if top == 0:
@@ -65,20 +68,26 @@ def recall_curve(evaluation: Evaluation, *, fast_k: int = 10, share: float = 0.8
     flat_text = (f"it stops improving appreciably from k = {flat_from}, so a candidate window deeper than "
                  f"{flat_from} only costs latency" if flat_from < deepest else
                  f"it is still rising at k = {deepest}: measure deeper before choosing the candidate window")
+    low = (f"recall@{deepest} = {top:.3f} < {min_recall:g}, so {1 - top:.0%} of the relevant fragments are "
+           f"still missing at k = {deepest}")
+    if at_fast >= share * top and top < min_recall:
+        verdict = (f"too low: it reaches {at_fast / top:.0%} of its height by k = {k_fast}, but {low}; look at "
+                   f"the index, chunking and embeddings before the ranking")
+        return RecallCurve(ks, values, False, flat_from, verdict, rule)
     if at_fast >= share * top:
         verdict = (f"rises fast and flattens (healthy): recall@{k_fast} = {at_fast:.3f} is "
-                   f"{at_fast / top:.0%} of recall@{deepest} = {top:.3f}; {flat_text}")
+                   f"{at_fast / top:.0%} of recall@{deepest} = {top:.3f} ≥ {min_recall:g}; {flat_text}")
         return RecallCurve(ks, values, True, flat_from, verdict, rule)
     verdict = (f"rises slowly: recall@{k_fast} = {at_fast:.3f} is only {at_fast / top:.0%} of recall@{deepest} = "
                f"{top:.3f}; the ranking does not discriminate and the pipeline leans on the reranker for "
-               f"everything; {flat_text}")
+               f"everything; {flat_text}" + (f"; and it stays low: {low}" if top < min_recall else ""))
     return RecallCurve(ks, values, False, flat_from, verdict, rule)
 
 
 def two_depth_diagnosis(evaluation: Evaluation, candidate_depth: int = 100, context_depth: int = 10, *,
                         min_candidate_recall: float = 0.8, min_context_share: float = 0.8,
                         min_context_ndcg: float = 0.5) -> DepthDiagnosis:
-    """Say whether to fix retrieval (index/chunking/embeddings) or ranking (a reranker), per seeds 000/002."""
+    """Say whether to fix retrieval (index/chunking/embeddings) or ranking (a reranker): the two-depth diagnosis."""
     if context_depth >= candidate_depth:
         raise ValueError(f"context depth {context_depth} must be smaller than candidate depth {candidate_depth}")
     rc = _need(evaluation, f"recall@{candidate_depth}")
@@ -179,28 +188,57 @@ def unjudged_pairs(qrels: pd.DataFrame, run: pd.DataFrame, k: int) -> pd.DataFra
     return top.loc[hole, ["query_id", "doc_id", "rank"]].reset_index(drop=True)
 
 
+def coverage_check(evaluation: Evaluation, qrels: pd.DataFrame, run: pd.DataFrame) -> CoverageCheck:
+    """Which qrels queries the run returns nothing for: they score 0 everywhere, whatever the annotation."""
+    qids = [str(q) for q in evaluation.per_query.index]
+    covered = set(run["query_id"].astype(str).unique())
+    missing = [q for q in qids if q not in covered]
+    n = len(qids)
+    if missing:
+        message = (f"Missing queries: {evaluation.name} returns nothing for {len(missing)} of {n} qrels queries, "
+                   f"which score 0 on every metric and pull every mean down; the means describe the "
+                   f"{n - len(missing)} queries it answers only diluted by the rest. Run it on every query "
+                   "of the golden set (or evaluate on the queries it covers).")
+    else:
+        message = f"{evaluation.name} returns results for all {n} qrels queries."
+    return CoverageCheck(evaluation.name, n, n - len(missing), missing, bool(missing), message)
+
+
 def judged_check(evaluation: Evaluation, qrels: pd.DataFrame, run: pd.DataFrame, *, k: int = 10,
                  threshold: float = 0.9) -> JudgedCheck:
-    """Flag a run whose top-k is too often unjudged, and list the unjudged pairs so they can be graded."""
-    judged = _need(evaluation, f"judged@{k}")
+    """Flag a run whose top-k is too often unjudged, and list the unjudged pairs so they can be graded.
+
+    judged@k is averaged over the queries the run answers: a query missing from the run has no
+    fragments at all, judged or not (that is `coverage_check`'s finding, not this one).
+    """
+    _need(evaluation, f"judged@{k}")
+    covered = set(run["query_id"].astype(str).unique())
+    per_query = evaluation.per_query[f"judged@{k}"]
+    answered = per_query[[str(q) in covered for q in per_query.index]]
+    judged = float(answered.mean()) if len(answered) else 1.0
     holes = unjudged_pairs(qrels, run, k)
     pairs = [{"query_id": q, "doc_id": d, "rank": int(r)}
              for q, d, r in zip(holes["query_id"].tolist(), holes["doc_id"].tolist(), holes["rank"].tolist(),
                                 strict=True)]
-    flagged = judged < threshold
-    if flagged:
-        message = (f"Incomplete annotation: judged@{k} = {judged:.3f} < {threshold:g}; {1 - judged:.0%} of "
-                   f"{evaluation.name}'s top-{k} fragments were never judged and count as non-relevant, so its "
-                   f"scores are biased low (a better system can score worse). Judge the {len(pairs)} "
-                   f"unjudged (query, fragment) pairs before trusting the numbers.")
+    over = (f"over the {len(answered)} quer{'y' if len(answered) == 1 else 'ies'} {evaluation.name} answers"
+            if len(answered) < len(per_query) else f"over all {len(per_query)} queries")
+    flagged = bool(len(answered)) and judged < threshold
+    if not len(answered):
+        message = f"judged@{k} cannot be measured: {evaluation.name} answers none of the qrels queries."
+    elif flagged:
+        message = (f"Incomplete annotation: judged@{k} = {judged:.3f} < {threshold:g} {over}; {1 - judged:.0%} "
+                   f"of those top-{k} fragments were never judged and count as non-relevant, so the scores are "
+                   f"biased low (a better system can score worse). Judge the {len(pairs)} unjudged "
+                   f"(query, fragment) pair{'' if len(pairs) == 1 else 's'} before trusting the numbers.")
     else:
-        message = (f"judged@{k} = {judged:.3f} ≥ {threshold:g}: annotation covers {evaluation.name}'s top-{k}"
-                   + (f"; {len(pairs)} unjudged pairs remain" if pairs else ""))
+        message = (f"judged@{k} = {judged:.3f} ≥ {threshold:g} {over}: annotation covers {evaluation.name}'s "
+                   f"top-{k}" + (f"; {len(pairs)} unjudged pair{'' if len(pairs) == 1 else 's'} remain"
+                                 if pairs else ""))
     return JudgedCheck(evaluation.name, k, judged, threshold, flagged, message, pairs)
 
 
 def category_breakdown(evaluation: Evaluation, metrics: Sequence[str] | None = None) -> CategoryBreakdown:
-    """Per-category means with counts (seed 004): averages hide categories that differ by 2×."""
+    """Per-category means with counts: averages hide categories that differ by 2×."""
     table = evaluation.by_category
     if table is None:
         raise ValueError(f"evaluation {evaluation.name!r} has no categories; evaluate with categories=...")
@@ -210,17 +248,24 @@ def category_breakdown(evaluation: Evaluation, metrics: Sequence[str] | None = N
         raise ValueError(f"evaluation {evaluation.name!r} lacks {', '.join(lacking)}")
     rows = [{"category": str(cat), "queries": int(row["queries"]), **{m: float(row[m]) for m in names}}
             for cat, row in table.iterrows()]
-    note = ""
-    if names and rows:
-        first = names[0]
-        lo = min(rows, key=lambda r: r[first])
-        hi = max(rows, key=lambda r: r[first])
-        def count(r: dict[str, Any]) -> str:
-            return f"{r['queries']} quer{'y' if r['queries'] == 1 else 'ies'}"
+    return CategoryBreakdown(names, rows, _spread_note(names, rows))
 
-        note = (f"{first} ranges from {lo[first]:.3f} ({lo['category']}, {count(lo)}) to "
-                f"{hi[first]:.3f} ({hi['category']}, {count(hi)})")
-    return CategoryBreakdown(names, rows, note)
+
+def _spread_note(names: Sequence[str], rows: list[dict[str, Any]]) -> str:
+    """How far apart the categories are on the first metric; nothing to say with fewer than two."""
+    if not names or len(rows) < 2:
+        return ""
+    first = names[0]
+    lo = min(rows, key=lambda r: r[first])
+    hi = max(rows, key=lambda r: r[first])
+    if lo[first] == hi[first]:
+        return f"{first} is {lo[first]:.3f} in all {len(rows)} categories"
+
+    def count(r: dict[str, Any]) -> str:
+        return f"{r['queries']} quer{'y' if r['queries'] == 1 else 'ies'}"
+
+    return (f"{first} ranges from {lo[first]:.3f} ({lo['category']}, {count(lo)}) to "
+            f"{hi[first]:.3f} ({hi['category']}, {count(hi)})")
 
 
 def diagnose(qrels: Any, run: Any, *, fragments: Mapping[str, str] | None = None, candidate_depth: int = 100,
@@ -241,9 +286,11 @@ def diagnose(qrels: Any, run: Any, *, fragments: Mapping[str, str] | None = None
     return Diagnosis(
         run=ev.name, n_queries=len(ev.per_query),
         mean={m: ev.mean[m] for m in ev.mean}, thresholds=asdict(t),
-        curve=recall_curve(ev, fast_k=t.curve_fast_k, share=t.curve_share, min_gain=t.curve_min_gain),
+        curve=recall_curve(ev, fast_k=t.curve_fast_k, share=t.curve_share, min_gain=t.curve_min_gain,
+                           min_recall=t.min_candidate_recall),
         depth=two_depth_diagnosis(ev, candidate_depth, context_depth, min_candidate_recall=t.min_candidate_recall,
                                   min_context_share=t.min_context_share, min_context_ndcg=t.min_context_ndcg),
+        coverage=coverage_check(ev, qdf, rdf),
         judged=judged_check(ev, qdf, rdf, k=context_depth, threshold=t.min_judged),
         low_recall_k=low_recall_k,
         low_recall=low_recall_queries(ev, qdf, rdf, k=low_recall_k, threshold=t.low_recall, rel_level=rel_level,
@@ -256,19 +303,19 @@ def diagnose(qrels: Any, run: Any, *, fragments: Mapping[str, str] | None = None
 class Thresholds:
     """Every threshold the diagnostics use, so a verdict can always say which rule produced it."""
 
-    min_candidate_recall: float = 0.8  # recall@candidate below this ⇒ retrieval problem (seed 002: 0.60 is one)
+    min_candidate_recall: float = 0.8  # recall@candidate below this ⇒ retrieval problem (0.60 is one)
     min_context_share: float = 0.8  # recall@context / recall@candidate below this ⇒ ranking problem (0.55/0.95)
-    min_context_ndcg: float = 0.5  # nDCG@context below this with good candidates ⇒ ranking problem (seed 000)
+    min_context_ndcg: float = 0.5  # nDCG@context below this with good candidates ⇒ ranking problem
     curve_fast_k: int = 10  # a healthy recall curve has reached most of its height by this k
     curve_share: float = 0.8  # … namely this share of the recall at the deepest k measured
     curve_min_gain: float = 0.02  # the curve is flat from the first k whose deeper recall adds less than this
-    low_recall: float = 0.2  # queries with recall@k strictly below this are listed (seed 004: < 0.2)
-    min_judged: float = 0.9  # mean judged@k below this flags incomplete annotation (seed 000)
+    low_recall: float = 0.2  # queries with recall@k strictly below this are listed (strictly below)
+    min_judged: float = 0.9  # mean judged@k below this flags incomplete annotation
 
 
 @dataclass
 class RecallCurve:
-    """Mean recall@k over k, and whether it "rises fast and flattens" (seed 000) by the stated rule."""
+    """Mean recall@k over k, and whether it "rises fast and flattens" by the stated rule."""
 
     ks: list[int]
     recall: list[float]
@@ -314,7 +361,7 @@ class FragmentNote:
 
 @dataclass
 class LowRecallQuery:
-    """A query whose recall@k is under the threshold, with what went wrong (seed 004 `diagnose_low_recall`)."""
+    """A query whose recall@k is under the threshold, with what went wrong (the low-recall diagnosis)."""
 
     query_id: str
     k: int
@@ -331,8 +378,24 @@ class LowRecallQuery:
 
 
 @dataclass
+class CoverageCheck:
+    """Which qrels queries a run answers at all; a finding of its own, apart from unjudged fragments."""
+
+    run: str
+    n_queries: int
+    n_answered: int
+    missing: list[str]
+    flagged: bool
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return asdict(self)
+
+
+@dataclass
 class JudgedCheck:
-    """judged@k of one run and whether incomplete annotation biases its scores (seed 000)."""
+    """judged@k of one run over the queries it answers, and whether incomplete annotation biases its scores."""
 
     run: str
     k: int
@@ -370,6 +433,7 @@ class Diagnosis:
     thresholds: dict[str, float]
     curve: RecallCurve
     depth: DepthDiagnosis
+    coverage: CoverageCheck
     judged: JudgedCheck
     low_recall_k: int
     low_recall: list[LowRecallQuery]
@@ -379,7 +443,8 @@ class Diagnosis:
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form for the CLI, the app and the store."""
         return {"run": self.run, "n_queries": self.n_queries, "mean": self.mean, "thresholds": self.thresholds,
-                "curve": self.curve.to_dict(), "depth": self.depth.to_dict(), "judged": self.judged.to_dict(),
+                "curve": self.curve.to_dict(), "depth": self.depth.to_dict(),
+                "coverage": self.coverage.to_dict(), "judged": self.judged.to_dict(),
                 "low_recall_k": self.low_recall_k, "low_recall": [q.to_dict() for q in self.low_recall],
                 "categories": None if self.categories is None else self.categories.to_dict(),
                 "warnings": self.warnings}

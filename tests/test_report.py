@@ -114,7 +114,10 @@ def test_recall_curve_of_seed000_and_its_rule() -> None:
     assert curve.healthy is False and curve.verdict.startswith("rises slowly")
     assert curve.flat_from == 10
     assert "recall@5 ≥ 0.8 × recall@10" in curve.rule
-    assert recall_curve(ev, fast_k=5, share=0.6).healthy is True  # 0.50 ≥ 0.6 × 0.75 = 0.45
+    assert recall_curve(ev, fast_k=5, share=0.6, min_recall=0.7).healthy is True  # 0.50 ≥ 0.6 × 0.75; 0.75 ≥ 0.7
+    # With the default floor (0.8) the same curve is too low to be called healthy: 0.75 < 0.8.
+    low = recall_curve(ev, fast_k=5, share=0.6)
+    assert low.healthy is False and "healthy" not in low.verdict and low.verdict.startswith("too low")
     assert recall_curve(ev, fast_k=10).healthy is None  # nothing measured beyond k = 10
 
 
@@ -239,3 +242,73 @@ def test_cli_diagnose_bad_file_exits_2_naming_the_line(tmp_path, capsys) -> None
     bad.write_text("q1 Q0 doc_003 1 2.0 sys\nq1 Q0 doc_001 2 oops sys\n")
     assert main(["diagnose", qp, str(bad)]) == 2
     assert f"{bad}:2:" in capsys.readouterr().err
+
+
+# --- Wording: findings that do not contradict their own numbers ---------------------------------------------
+
+
+def one_query_of_32() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """32 qrels queries, each with one judged relevant fragment; the run answers only q00, fully judged."""
+    qrels = qrels_frame([(f"q{i:02d}", f"d{i:02d}", 1) for i in range(32)] + [("q00", "x", 0)])
+    return qrels, run_frame({"q00": ["d00", "x"]})
+
+
+def test_missing_queries_are_not_reported_as_unjudged_fragments() -> None:
+    # The run covers 1 of 32 queries and both its fragments are judged: judged@10 over what it answers = 1.
+    qrels, run = one_query_of_32()
+    d = diagnose(qrels, run)
+    assert d.judged.judged == 1.0 and not d.judged.flagged and d.judged.unjudged == []
+    assert "never judged" not in d.judged.message and "Judge the 0" not in d.judged.message
+    assert "over the 1 query" in d.judged.message
+    assert d.coverage.flagged and d.coverage.n_answered == 1 and len(d.coverage.missing) == 31
+    assert d.coverage.message.startswith("Missing queries:") and "31 of 32 qrels queries" in d.coverage.message
+    assert json.loads(json.dumps(d.to_dict()))["coverage"]["missing"][:2] == ["q01", "q02"]
+
+
+def test_a_fully_covered_run_has_no_missing_query_finding() -> None:
+    check = diagnose(SEED000_QRELS, SEED000_RUN).coverage
+    assert not check.flagged and check.missing == []
+
+
+def test_judged_counts_unjudged_holes_only_in_answered_queries() -> None:
+    # q answered: top-10 = seed 000's ranking, 3 of 10 judged; q2 in the qrels but missing from the run.
+    qrels = pd.concat([SEED000_QRELS, qrels_frame([("q2", "z", 1)])], ignore_index=True)
+    ev = evaluate(qrels, SEED000_RUN, metrics=["judged@10"])
+    check = judged_check(ev, qrels, SEED000_RUN, k=10)
+    assert check.judged == pytest.approx(0.3)  # not (0.3 + 0) / 2
+    assert check.flagged and "Judge the 7 unjudged (query, fragment) pairs" in check.message
+
+
+def test_low_recall_curve_is_never_called_healthy() -> None:
+    # 40 queries with 40 relevant fragments each; the run finds one of them at rank 1 and one at rank 40:
+    # recall@10 = 1/40 = 0.025, recall@100 = 2/40 = 0.05 ⇒ recall@10 is 50% of the deepest (not fast), and
+    # with only the rank-1 hit recall@10 = recall@100 = 0.025: fast by shape, far too low by level.
+    rows, runs = [], {}
+    for i in range(40):
+        rel = [f"r{i}_{j}" for j in range(40)]
+        rows += [(f"q{i}", d, 1) for d in rel]
+        runs[f"q{i}"] = [rel[0]] + [f"junk{i}_{j}" for j in range(99)]
+    d = diagnose(qrels_frame(rows), run_frame(runs))
+    assert d.curve.recall[d.curve.ks.index(10)] == pytest.approx(0.025)
+    assert d.curve.healthy is False
+    assert "healthy" not in d.curve.verdict and "0.025 < 0.8" in d.curve.verdict.replace("recall@100 = ", "")
+
+
+def test_no_range_sentence_for_one_category() -> None:
+    cats = {"q": "brewing"}
+    ev = evaluate(SEED000_QRELS, SEED000_RUN, metrics=["recall@5", "mrr"], categories=cats)
+    assert category_breakdown(ev).note == ""
+
+
+def test_equal_categories_are_not_a_range() -> None:
+    qrels = qrels_frame([("a", "d1", 1), ("b", "d2", 1)])
+    ev = evaluate(qrels, run_frame({"a": ["d1"], "b": ["d2"]}), metrics=["recall@5"], categories={"a": "x", "b": "y"})
+    assert category_breakdown(ev).note == "recall@5 is 1.000 in all 2 categories"
+
+
+def test_cli_diagnose_prints_coverage_and_judged_apart(tmp_path, capsys) -> None:
+    qp, rp = write_trec(tmp_path, *one_query_of_32())
+    assert main(["diagnose", qp, rp]) == 0
+    out = capsys.readouterr().out
+    assert "Missing queries: run.txt returns nothing for 31 of 32" in out
+    assert "judged@10 = 1.000 ≥ 0.9 over the 1 query run.txt answers" in out

@@ -57,7 +57,7 @@ def format_diagnosis(d: Diagnosis, max_rows: int = MAX_ROWS) -> str:
            f"  {depth.verdict}", "",
            "Recall curve: " + "  ".join(f"@{k} {v:.3f}" for k, v in zip(d.curve.ks, d.curve.recall, strict=True)),
            f"  {d.curve.verdict}", f"  rule: {d.curve.rule}", "",
-           d.judged.message]
+           d.coverage.message, d.judged.message]
     if d.judged.unjudged:
         shown = d.judged.unjudged[:max_rows]
         out += ["", _table(["query_id", "doc_id", "rank"], [[p["query_id"], p["doc_id"], p["rank"]] for p in shown])]
