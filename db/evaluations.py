@@ -1,24 +1,46 @@
-"""Stored runs scored against releases: kept per run × release for trend charts, and the holes they expose."""
+"""Stored runs scored against releases: kept per run × release for trend charts and drop alerts, compared
+with each other, and the holes they expose."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
 import pandas as pd
 from sqlalchemy import delete, func, insert, select
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from db.engine import session_scope
 from db.models import Evaluation as EvaluationRow
 from db.models import Fragment, Pair, Project, Query, Release, Run, RunEntry, utcnow
+from db.permissions import Actor, require_lead
 from db.pooling import add_candidates
 from db.projects import project_row
 from db.queries_frames import frame_of
+from eval_core.compare import Comparison, bootstrap_ci, compare
 from eval_core.evaluate import Evaluation, evaluate
 
+# The metrics a lead watches: compared between runs, followed across releases, and alerted on when they drop.
 HEADLINE = ("ndcg@10", "recall@10", "P@10", "mrr", "map")
+CONFIDENCE = 0.95
+N_BOOTSTRAP = 1000
+
+
+@dataclass(frozen=True)
+class DropAlert:
+    """One run's metric that fell below the CI of its previous evaluated release."""
+
+    run: str
+    metric: str
+    version: int
+    previous_version: int
+    value: float
+    previous: float
+    previous_ci: tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -138,36 +160,122 @@ def list_runs(engine: Engine, project: str) -> list[RunInfo]:
         return [RunInfo(r.id, r.name, r.n_lines, r.content_hash, r.created_at, counts.get(r.id, 0)) for r in runs]
 
 
-def run_history(engine: Engine, project: str, run_name: str, metrics: list[str] | None = None,
-                margin: float = 0.02) -> pd.DataFrame:
-    """One row per release × metric (version, released_at, metric, value, change, drop) for trend charts;
-    `drop` flags a fall of more than `margin` since the previous evaluated release."""
-    columns = ["version", "released_at", "metric", "value", "change", "drop"]
+def _stored(session: Session, run_id: int) -> list[tuple[int, datetime, dict, dict | None]]:
+    """A run's stored evaluations, oldest release first: (version, released_at, means, per_query)."""
+    return [tuple(r) for r in session.execute(
+        select(Release.version, Release.created_at, EvaluationRow.means, EvaluationRow.per_query)
+        .join(Release, Release.id == EvaluationRow.release_id)
+        .where(EvaluationRow.run_id == run_id).order_by(Release.version)).all()]
+
+
+def mean_ci(values: Sequence[float]) -> tuple[float, float]:
+    """Percentile bootstrap CI of a mean over queries (seeded, so a page and a test see the same bounds)."""
+    return bootstrap_ci(np.asarray(values, dtype=np.float64), n_bootstrap=N_BOOTSTRAP, confidence=CONFIDENCE)
+
+
+def _history_rows(stored: list[tuple[int, datetime, dict, dict | None]],
+                  metrics: Sequence[str]) -> list[tuple]:
+    """(version, released_at, metric, value, low, high) per stored release × metric, the CI over its queries."""
+    rows = []
+    for version, at, means, per_query in stored:
+        for metric in metrics:
+            if metric not in means:
+                continue
+            values = [row[metric] for row in (per_query or {}).values() if metric in row]
+            low, high = mean_ci(values) if values else (float(means[metric]),) * 2
+            rows.append((version, at, metric, float(means[metric]), low, high))
+    return rows
+
+
+def run_history(engine: Engine, project: str, run_name: str,
+                metrics: Sequence[str] = HEADLINE) -> pd.DataFrame:
+    """One row per evaluated release × metric (version, released_at, metric, value, low, high, change, drop)
+    for trend charts; `drop` flags a value below the CI [low, high] of the previous evaluated release."""
+    columns = ["version", "released_at", "metric", "value", "low", "high", "change", "drop"]
     with session_scope(engine) as session:
-        proj = project_row(session, project)
-        run = load_run(session, proj, run_name)
-        rows = session.execute(select(Release.version, Release.created_at, EvaluationRow.means)
-                               .join(Release, Release.id == EvaluationRow.release_id)
-                               .where(EvaluationRow.run_id == run.id).order_by(Release.version)).all()
-    records = [(v, at, m, float(x)) for v, at, means in rows for m, x in means.items()
-               if metrics is None or m in metrics]
-    frame = pd.DataFrame(records, columns=columns[:4])
-    if metrics is not None:
-        unknown = sorted(set(metrics) - set(frame["metric"]))
-        if unknown and rows:
+        run = load_run(session, project_row(session, project), run_name)
+        stored = _stored(session, run.id)
+    if stored:
+        unknown = sorted(set(metrics) - {m for _, _, means, _ in stored for m in means})
+        if unknown:
             raise ValueError(f"metric(s) not in the stored evaluations: {', '.join(unknown)}")
+    frame = pd.DataFrame(_history_rows(stored, metrics), columns=columns[:6])
     frame = frame.sort_values(["metric", "version"], kind="stable").reset_index(drop=True)
-    frame["change"] = frame.groupby("metric")["value"].diff()
-    frame["drop"] = (frame["change"] < -margin).fillna(False).astype(bool)
+    by_metric = frame.groupby("metric")
+    frame["change"] = by_metric["value"].diff()
+    frame["drop"] = (frame["value"] < by_metric["low"].shift()).astype(bool)
     return frame[columns]
 
 
-def judge_holes(engine: Engine, project: str, run_name: str, k: int = 10) -> int:
+def drop_alerts(engine: Engine, project: str, version: int | str = "latest",
+                metrics: Sequence[str] = HEADLINE) -> list[DropAlert]:
+    """At most one alert per (run, metric): each stored run's metric at `version` that fell below the CI of
+    the run's previous evaluated release, by run name then metric order."""
+    alerts = []
+    with session_scope(engine) as session:
+        proj = project_row(session, project)
+        number = load_release(session, proj, version).version
+        runs = session.execute(select(Run.id, Run.name).where(Run.project_id == proj.id).order_by(Run.name)).all()
+        stored = {name: _stored(session, run_id) for run_id, name in runs}
+    for name, evaluations in stored.items():
+        older = [e for e in evaluations if e[0] < number]
+        current = [e for e in evaluations if e[0] == number]
+        if not older or not current:
+            continue
+        before = {r[2]: r for r in _history_rows(older[-1:], metrics)}
+        for _, _, metric, value, _, _ in _history_rows(current, metrics):
+            if metric in before and value < before[metric][4]:
+                _, _, _, previous, low, high = before[metric]
+                alerts.append(DropAlert(name, metric, number, older[-1][0], value, previous, (low, high)))
+    return alerts
+
+
+def ensure_evaluation(engine: Engine, project: str, run_name: str, version: int | str = "latest") -> bool:
+    """Keep the run × release evaluation the history and the drop alerts read, computing it only when it is
+    not stored yet (a release stores every run it knows; a run imported later is stored on first view).
+    Returns True when it was computed now."""
+    with session_scope(engine) as session:
+        proj = project_row(session, project)
+        release = load_release(session, proj, version)
+        run = load_run(session, proj, run_name)
+        if _has_evaluation(session, run.id, release.id):
+            return False
+        result = score_run(qrels_of(release), run_frame(session, run.id), run.name, proj.scale_max)
+        run_id, release_id = run.id, release.id
+    try:
+        with session_scope(engine, write=True) as session:
+            if _has_evaluation(session, run_id, release_id):  # another session stored it meanwhile
+                return False
+            store_evaluation(session, run_id, release_id, result)
+    except IntegrityError:  # PostgreSQL: a concurrent session inserted the same run × release first
+        return False
+    return True
+
+
+def _has_evaluation(session: Session, run_id: int, release_id: int) -> bool:
+    """Whether the run × release evaluation is stored."""
+    return session.execute(select(EvaluationRow.id).where(EvaluationRow.run_id == run_id,
+                                                          EvaluationRow.release_id == release_id)).first() is not None
+
+
+def compare_runs(engine: Engine, project: str, version: int | str, base: tuple[str, pd.DataFrame],
+                 rivals: Sequence[str], metrics: Sequence[str] = HEADLINE, rel_level: int = 1) -> Comparison:
+    """Paired tests of a run (a stored one or an upload, as its frame) against stored rivals on one release's
+    queries, every run scored here with the same rel_level (stored evaluations use the default)."""
+    with session_scope(engine) as session:
+        proj = project_row(session, project)
+        qrels = qrels_of(load_release(session, proj, version))
+        frames = {name: run_frame(session, load_run(session, proj, name).id) for name in rivals if name != base[0]}
+    return compare(qrels, {base[0]: base[1], **frames}, list(metrics), rel_level=rel_level)
+
+
+def judge_holes(engine: Engine, project: str, run_name: str, k: int = 10, *, actor: Actor) -> int:
     """Turn the fragments in a run's top-k that no pair covers yet (same text counts as covered) into new pairs
-    with provenance 'holes:<run>', ready for assignment; returns how many were created."""
+    with provenance 'holes:<run>', ready for assignment (a lead's call); returns how many were created."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
         proj = project_row(session, project, lock=True)
         run = load_run(session, proj, run_name)
         covered = set(session.execute(select(Pair.query_id, Fragment.content_hash)

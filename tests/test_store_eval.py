@@ -1,4 +1,5 @@
-"""Evaluations of stored runs against releases, their history with drop flags, and judging the holes."""
+"""Evaluations of stored runs against releases, their history with CI-based drop alerts, comparisons, and
+judging the holes."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ from annotator.cli import main
 from db.assignment import assign
 from db.engine import session_scope
 from db.evaluations import (
+    HEADLINE,
+    compare_runs,
+    drop_alerts,
+    ensure_evaluation,
     evaluate_stored_run,
     judge_holes,
     list_runs,
@@ -22,6 +27,7 @@ from db.evaluations import (
     stored_run_frame,
 )
 from db.models import Evaluation as EvaluationRow
+from db.permissions import OPERATOR
 from db.releases import create_release
 from db.users import create_user
 
@@ -39,7 +45,7 @@ def seeded(engine, project, grades=GRADED) -> None:
 
 def test_stored_run_scores_match_seed_000(engine, project):
     seeded(engine, project)
-    create_release(engine, "demo")
+    create_release(engine, "demo", actor=OPERATOR)
     result, stored = evaluate_stored_run(engine, "demo", "R")
     mean = result.mean
     assert [mean["recall@3"], mean["recall@5"], mean["recall@10"]] == pytest.approx([0.25, 0.50, 0.75])
@@ -53,7 +59,7 @@ def test_stored_run_scores_match_seed_000(engine, project):
 
 def test_binary_release_gives_seed_ndcg_and_reevaluation_replaces(engine, project):
     seeded(engine, project, {d: 1 for d in ("d3", "d7", "d12", "d20")})
-    create_release(engine, "demo")
+    create_release(engine, "demo", actor=OPERATOR)
     first, _ = evaluate_stored_run(engine, "demo", "R", version=1)
     again, _ = evaluate_stored_run(engine, "demo", "R", version="1")
     assert first.mean["ndcg@10"] == again.mean["ndcg@10"] == pytest.approx(0.554, abs=1e-3)  # seed 000: 1.418 / 2.562, 3 decimals
@@ -68,7 +74,7 @@ def test_missing_queries_are_warned_and_stored(engine, project):
     seeded(engine, project)
     seed(engine, project.id, {"q2": "other"}, {"z1": "zeta"})
     judge(engine, project.id, {("q2", "z1"): {"ann": 2}})
-    create_release(engine, "demo")
+    create_release(engine, "demo", actor=OPERATOR)
     result, stored = evaluate_stored_run(engine, "demo", "R")
     assert any("missing from the run" in w and "q2" in w for w in result.warnings)
     with session_scope(engine) as s:
@@ -81,28 +87,102 @@ def _ndcg10(grades: dict[str, int]) -> float:
     return pytrec_eval.RelevanceEvaluator({"q1": grades}, {"ndcg_cut_10"}).evaluate(run)["q1"]["ndcg_cut_10"]
 
 
-def test_history_flags_drops_beyond_the_margin(engine, project):
+def test_history_flags_drops_below_the_previous_ci(engine, project):
     seeded(engine, project)
-    create_release(engine, "demo")                                   # v1: graded
+    create_release(engine, "demo", actor=OPERATOR)  # v1: graded
     binary = {"d3": 1, "d7": 1, "d12": 1, "d20": 1}
     judge(engine, project.id, {("q1", d): {"ann": g} for d, g in binary.items()})
-    create_release(engine, "demo")                                   # v2: binary, nDCG@10 0.554 (seed 000)
+    create_release(engine, "demo", actor=OPERATOR)  # v2: binary, nDCG@10 0.554 (seed 000)
     judge(engine, project.id, {("q1", "d7"): {"ann": 0}})
-    create_release(engine, "demo")                                   # v3: d7 judged not relevant
-    history = run_history(engine, "demo", "R", metrics=["ndcg@10", "recall@10"], margin=0.02)
-    assert list(history.columns) == ["version", "released_at", "metric", "value", "change", "drop"]
+    create_release(engine, "demo", actor=OPERATOR)  # v3: d7 judged not relevant
+    history = run_history(engine, "demo", "R", metrics=["ndcg@10", "recall@10"])
+    assert list(history.columns) == ["version", "released_at", "metric", "value", "low", "high", "change", "drop"]
     ndcg = history[history["metric"] == "ndcg@10"]
     third = {"d3": 1, "d7": 0, "d12": 1, "d20": 1, "d5": 0}
     values = ndcg["value"].tolist()
     assert values[0] == pytest.approx(_ndcg10(GRADED), abs=1e-9)
     assert values[1] == pytest.approx(0.554, abs=1e-3)  # seed 000
     assert values[2] == pytest.approx(_ndcg10(third), abs=1e-9)
+    # One query: every bootstrap resample is that query, so the CI is the point itself and any fall is a drop.
+    assert ndcg["low"].tolist() == pytest.approx(values) and ndcg["high"].tolist() == pytest.approx(values)
     assert ndcg["drop"].tolist() == [False, False, True]
     recall = history[history["metric"] == "recall@10"]
     # recall@10: 3/4 while d7 is relevant; then hits d3, d20 of R = {d3, d12, d20} ⇒ 2/3.
     assert recall["value"].tolist() == pytest.approx([0.75, 0.75, 2 / 3])
     assert recall["drop"].tolist() == [False, False, True]
-    assert run_history(engine, "demo", "R", metrics=["recall@10"], margin=0.1)["drop"].tolist() == [False] * 3
+    assert set(run_history(engine, "demo", "R")["metric"]) == set(HEADLINE)
+    with pytest.raises(ValueError, match="not in the stored evaluations: nope@3"):
+        run_history(engine, "demo", "R", metrics=["nope@3"])
+
+
+def two_query_project(engine, project) -> None:
+    """Seed 000's query q1 plus q2 (relevant e1, e2 at ranks 1–2), ranked by runs R and S alike.
+
+    Release 1: recall@10 per query (0.75, 1.0); with two queries a 1000-resample percentile bootstrap puts
+    a quarter of its means on each query's own value, so the 95% CI of the mean is exactly [0.75, 1.0].
+    """
+    ranking = {"q1": RANKING, "q2": ["e1", "e2", "e3", "e4"]}
+    seed(engine, project.id, {"q1": "recall@k", "q2": "other"}, {**DOCS, **{f"e{i}": f"e text {i}" for i in
+                                                                             (1, 2, 3, 4, 9)}},
+         {"R": ranking, "S": ranking})
+    judge(engine, project.id, {**{("q1", d): {"ann": g} for d, g in GRADED.items()},
+                               ("q2", "e1"): {"ann": 2}, ("q2", "e2"): {"ann": 2}, ("q2", "e3"): {"ann": 0}})
+    create_release(engine, "demo", actor=OPERATOR)
+
+
+def test_one_label_change_alerts_once_per_run_and_metric_beyond_the_ci(engine, project):
+    two_query_project(engine, project)
+    assert drop_alerts(engine, "demo") == []  # nothing to compare with yet
+    # One change: e9 (never retrieved) becomes relevant for q2. q2's recall@10 falls 1 → 2/3, the mean
+    # 0.875 → 0.7083 < 0.75, the CI's low end: an alert. AP of q2 falls 1 → 2/3 too, but mean AP
+    # (0.375 + 1)/2 → (0.375 + 2/3)/2 = 0.521 stays inside [0.375, 1]; nDCG@10 likewise; P@10 and MRR
+    # do not move. So exactly one alert per run, on recall@10 — where a fixed margin flagged every metric.
+    judge(engine, project.id, {("q2", "e9"): {"ann": 2}})
+    create_release(engine, "demo", actor=OPERATOR)
+    alerts = drop_alerts(engine, "demo")
+    assert [(a.run, a.metric, a.version, a.previous_version) for a in alerts] == [
+        ("R", "recall@10", 2, 1), ("S", "recall@10", 2, 1)]
+    first = alerts[0]
+    assert first.value == pytest.approx((0.75 + 2 / 3) / 2) and first.previous == pytest.approx(0.875)
+    assert first.previous_ci == pytest.approx((0.75, 1.0))
+    history = run_history(engine, "demo", "R")
+    dropped = history[history["drop"]]
+    assert dropped[["metric", "version"]].values.tolist() == [["recall@10", 2]]
+    map_rows = history[history["metric"] == "map"]
+    assert map_rows["value"].tolist() == pytest.approx([(0.375 + 1) / 2, (0.375 + 2 / 3) / 2])
+    assert drop_alerts(engine, "demo", version=1) == []
+
+
+def test_a_run_imported_after_the_release_is_stored_once(engine, project):
+    seeded(engine, project)
+    create_release(engine, "demo", actor=OPERATOR)
+    seed(engine, project.id, {}, {}, {"late": {"q1": RANKING[:5]}})
+    with session_scope(engine) as s:
+        assert s.execute(select(func.count()).select_from(EvaluationRow)).scalar() == 1  # R, at release time
+    assert ensure_evaluation(engine, "demo", "late", 1) is True
+    assert ensure_evaluation(engine, "demo", "late", "latest") is False
+    assert ensure_evaluation(engine, "demo", "R", 1) is False
+    history = run_history(engine, "demo", "late", metrics=["recall@5", "mrr"])
+    assert history["value"].tolist() == pytest.approx([0.5, 0.5])  # seed 000: recall@5 0.50, MRR 0.50
+    with session_scope(engine) as s:
+        assert s.execute(select(func.count()).select_from(EvaluationRow)).scalar() == 2
+
+
+def test_compare_runs_scores_both_on_the_release(engine, project):
+    seeded(engine, project)
+    seed(engine, project.id, {}, {}, {"dense": {"q1": ["d3", "d12", "d7", "d20", "d5"]}})
+    create_release(engine, "demo", actor=OPERATOR)
+    comparison = compare_runs(engine, "demo", 1, ("R", stored_run_frame(engine, "demo", "R")), ["dense"],
+                              metrics=["recall@10", "mrr"])
+    means = comparison.means
+    assert means["R"]["recall@10"] == pytest.approx(0.75) and means["R"]["mrr"] == pytest.approx(0.5)
+    assert means["dense"]["recall@10"] == pytest.approx(1.0) and means["dense"]["mrr"] == pytest.approx(1.0)
+    assert [(p.run_a, p.run_b, p.metric) for p in comparison.pairs] == [("R", "dense", "recall@10"),
+                                                                         ("R", "dense", "mrr")]
+    # rel_level 3: only d3 is relevant; R finds it at rank 4 (MRR 1/4), dense at rank 1.
+    strict = compare_runs(engine, "demo", 1, ("R", stored_run_frame(engine, "demo", "R")), ["dense"],
+                          metrics=["mrr"], rel_level=3)
+    assert strict.means["R"]["mrr"] == pytest.approx(0.25) and strict.means["dense"]["mrr"] == pytest.approx(1.0)
 
 
 def test_judge_the_holes(engine, project):
@@ -110,22 +190,22 @@ def test_judge_the_holes(engine, project):
     # z9 has d14's exact text: a hole already covered once d14 is a pair, so it never becomes a second pair.
     seed(engine, project.id, {}, {"z9": DOCS["d14"]}, {"S": {"q1": ["d14", "z9", "ghost", "d3"]}})
     # Top-9 of R minus the judged d5 d7 d3 d20: d11 d2 d9 d14 d1.
-    assert judge_holes(engine, "demo", "R", k=9) == 5
+    assert judge_holes(engine, "demo", "R", k=9, actor=OPERATOR) == 5
     pairs = pairs_of(engine, project.id)
     assert {f for (_, f), (src, _) in pairs.items() if src == ["holes:R"]} == {"d11", "d2", "d9", "d14", "d1"}
     assert pairs[("q1", "d11")] == (["holes:R"], 3)
-    assert judge_holes(engine, "demo", "R", k=9) == 0
-    assert judge_holes(engine, "demo", "S", k=4) == 0   # d14 covered, z9 same text, ghost unknown, d3 judged
-    assert judge_holes(engine, "demo", "R", k=20) == 1  # d6 at rank 10
-    create_user(engine, "bob", "annotator")
-    assert assign(engine, "demo", overlap=1, annotators=["bob"]).created == 6
+    assert judge_holes(engine, "demo", "R", k=9, actor=OPERATOR) == 0
+    assert judge_holes(engine, "demo", "S", k=4, actor=OPERATOR) == 0   # d14 covered, z9 same text, ghost unknown, d3 judged
+    assert judge_holes(engine, "demo", "R", k=20, actor=OPERATOR) == 1  # d6 at rank 10
+    create_user(engine, "bob", "annotator", actor=OPERATOR)
+    assert assign(engine, "demo", overlap=1, annotators=["bob"], actor=OPERATOR).created == 6
 
 
 def test_errors_name_what_is_missing(engine, project):
     seeded(engine, project)
     with pytest.raises(LookupError, match="has no releases yet"):
         evaluate_stored_run(engine, "demo", "R")
-    create_release(engine, "demo")
+    create_release(engine, "demo", actor=OPERATOR)
     with pytest.raises(LookupError, match="no run named 'X'"):
         evaluate_stored_run(engine, "demo", "X")
     with pytest.raises(LookupError, match="has no release 5"):
@@ -134,8 +214,18 @@ def test_errors_name_what_is_missing(engine, project):
 
 def test_cli_evaluate_run_and_holes(engine, project, store_url, capsys):
     seeded(engine, project)
-    create_release(engine, "demo")
+    create_release(engine, "demo", actor=OPERATOR)
     assert main(["evaluate-run", "--project", "demo", "R", "--format", "json", "--db", store_url]) == 0
     assert json.loads(capsys.readouterr().out)["mean"]["recall@5"] == pytest.approx(0.5)
     assert main(["holes", "--project", "demo", "R", "--k", "10", "--db", store_url]) == 0
     assert capsys.readouterr().out.startswith("6 new pairs")
+
+
+def test_holes_are_a_leads_call(engine, project):
+    seeded(engine, project)
+    create_user(engine, "ann2", "annotator", actor=OPERATOR)
+    with pytest.raises(PermissionError, match="only a lead"):
+        judge_holes(engine, "demo", "R", k=9, actor="ann2")
+    create_user(engine, "lea", "lead", actor=OPERATOR)
+    assert judge_holes(engine, "demo", "R", k=9, actor="lea") == 5
+

@@ -10,6 +10,7 @@ from tqdm import tqdm
 
 from annotator.cli.common import guarded, print_json
 from db.engine import get_engine
+from db.permissions import OPERATOR
 
 
 def _steps(total: int, desc: str) -> tuple[tqdm, Callable[[str], None]]:
@@ -30,7 +31,7 @@ def _pool(args: argparse.Namespace) -> int:
     bar, step = _steps(POOL_STEPS, "pool")
     with bar:
         report = pool(get_engine(args.db), args.project, args.depth, runs=args.run or None, bm25=args.bm25,
-                      progress=step)
+                      progress=step, actor=OPERATOR)
     print_json(report.to_dict())
     return 0
 
@@ -41,7 +42,7 @@ def _assign(args: argparse.Namespace) -> int:
 
     names = [n.strip() for n in args.annotators.split(",") if n.strip()] if args.annotators else None
     report = assign(get_engine(args.db), args.project, overlap=args.overlap, fraction=args.fraction,
-                    annotators=names, seed=args.seed)
+                    annotators=names, seed=args.seed, actor=OPERATOR)
     print_json(report.to_dict())
     return 0
 
@@ -53,7 +54,7 @@ def _release(args: argparse.Namespace) -> int:
     bar, step = _steps(RELEASE_STEPS, "release")
     with bar:
         info = create_release(get_engine(args.db), args.project, rule=args.rule, min_grades=args.min_grades,
-                              username=args.user, progress=step)
+                              progress=step, actor=args.user or OPERATOR)
     print_json(info.card)
     return 0
 
@@ -86,8 +87,9 @@ def _evaluate_run(args: argparse.Namespace) -> int:
 def _holes(args: argparse.Namespace) -> int:
     """Turn a run's unjudged top-k into new pairs."""
     from db.evaluations import judge_holes
+    from db.permissions import OPERATOR
 
-    created = judge_holes(get_engine(args.db), args.project, args.run_name, k=args.k)
+    created = judge_holes(get_engine(args.db), args.project, args.run_name, k=args.k, actor=OPERATOR)
     print(f"{created} new pairs from the unjudged top-{args.k} of {args.run_name}")
     return 0
 
@@ -118,7 +120,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = command("release", _release, "Create the next immutable release from the judgments.")
     p.add_argument("--rule", default="median", choices=("median", "majority", "mean", "min"))
     p.add_argument("--min-grades", type=int, default=1, help="real grades a pair needs unless adjudicated")
-    p.add_argument("--user", default=None, help="username recorded as the release's author")
+    p.add_argument("--user", default=None, help="act as this lead, recorded as the release's author (checked)")
 
     p = command("export", _export, "Write a release's qrels or judgments file.")
     p.add_argument("--release", default="latest", help="release number or 'latest'")
