@@ -87,7 +87,6 @@ def _evaluate_run(args: argparse.Namespace) -> int:
 def _holes(args: argparse.Namespace) -> int:
     """Turn a run's unjudged top-k into new pairs."""
     from db.evaluations import judge_holes
-    from db.permissions import OPERATOR
 
     created = judge_holes(get_engine(args.db), args.project, args.run_name, k=args.k, actor=OPERATOR)
     print(f"{created} new pairs from the unjudged top-{args.k} of {args.run_name}")
