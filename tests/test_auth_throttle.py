@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from db.logins import login, retry_after, wait_after
-from db.models import LoginAttempt, utcnow
+from db.models import LoginAttempt
 from db.permissions import OPERATOR
 from db.sessions import resolve
 from db.users import create_user

@@ -44,18 +44,18 @@ def test_env_url_project_and_users(engine, store_url, capsys, monkeypatch):
     assert _json(capsys)["scale"] == [0, 4]
     assert main(["project", "create", "alpha"]) == 2
     assert "already exists" in capsys.readouterr().err
-    monkeypatch.setattr("sys.stdin", io.StringIO("hunter2\n"))
+    monkeypatch.setattr("sys.stdin", io.StringIO("hunter22\n"))
     assert main(["user", "add", "ann", "--role", "annotator", "--password-stdin"]) == 0
     assert _json(capsys)["can_login"] is True
-    assert authenticate(engine, "ann", "hunter2") is not None
+    assert authenticate(engine, "ann", "hunter22") is not None
     prompts = iter(["pw-one", "pw-two"])
     monkeypatch.setattr("getpass.getpass", lambda prompt="": next(prompts))
     assert main(["user", "add", "lead", "--role", "lead"]) == 2
     assert "passwords do not match" in capsys.readouterr().err
-    monkeypatch.setattr("getpass.getpass", lambda prompt="": "same")
+    monkeypatch.setattr("getpass.getpass", lambda prompt="": "same-password")
     assert main(["user", "add", "lead", "--role", "lead"]) == 0
     capsys.readouterr()
-    assert authenticate(engine, "lead", "same").role == "lead"
+    assert authenticate(engine, "lead", "same-password").role == "lead"
     assert main(["user", "list"]) == 0
     assert [u["username"] for u in _json(capsys)] == ["ann", "lead"]
 

@@ -8,6 +8,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from db.models import User
+from db.permissions import OPERATOR
 from db.projects import (
     ProjectNotFound,
     add_guideline,
@@ -18,7 +19,6 @@ from db.projects import (
     list_projects,
     update_policy,
 )
-from db.permissions import OPERATOR
 from db.users import (
     activate,
     authenticate,

@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "annotator.cli.compare",
     "annotator.cli.agreement",
     "annotator.cli.store",
+    "annotator.cli.user",
     "annotator.cli.release",
     "annotator.cli.app",
 )

@@ -1,9 +1,8 @@
-"""`qrelkit init | db upgrade | project create | user add | import …`: set up the store from the shell."""
+"""`qrelkit init | db upgrade | project create | import …`: set up the store from the shell."""
 
 from __future__ import annotations
 
 import argparse
-import getpass
 import sys
 from collections.abc import Callable
 
@@ -78,38 +77,6 @@ def _project_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_password(args: argparse.Namespace) -> str | None:
-    """From stdin (one line) with --password-stdin, none with --no-password, else an interactive prompt."""
-    if args.no_password:
-        return None
-    if args.password_stdin:
-        password = sys.stdin.readline().rstrip("\r\n")
-    else:
-        password = getpass.getpass(f"password for {args.name}: ")
-        if getpass.getpass("again: ") != password:
-            raise ValueError("passwords do not match")
-    if not password:
-        raise ValueError("empty password (use --no-password for an account that cannot log in)")
-    return password
-
-
-def _user_add(args: argparse.Namespace) -> int:
-    from db.users import create_user
-
-    engine = _engine(args)
-    info = create_user(engine, args.name, args.role, _read_password(args))
-    print_json({"id": info.id, "username": info.username, "role": info.role, "can_login": info.can_login})
-    return 0
-
-
-def _user_list(args: argparse.Namespace) -> int:
-    from db.users import list_users
-
-    print_json([{"username": u.username, "role": u.role, "active": u.active, "can_login": u.can_login}
-                 for u in list_users(_engine(args), role=args.role)])
-    return 0
-
-
 def _import(args: argparse.Namespace) -> int:
     """Validate the whole file, then write it all or nothing; the report goes to stdout."""
     from db import imports
@@ -147,7 +114,7 @@ def _db_option(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add init, db, project, user and import to the `qrelkit` parser."""
+    """Add init, db, project and import to the `qrelkit` parser (accounts: annotator.cli.user)."""
     p = subparsers.add_parser("init", help="create or upgrade the store (schema to head), optionally a project")
     _db_option(p)
     p.add_argument("--project", help="also create this project if it does not exist")
@@ -177,21 +144,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = project.add_parser("list", help="list projects")
     _db_option(p)
     p.set_defaults(func=guarded(_project_list))
-
-    user = subparsers.add_parser("user", help="accounts").add_subparsers(dest="user_command", metavar="ACTION",
-                                                                        required=True)
-    p = user.add_parser("add", help="add an annotator or lead (password prompted, or read from stdin)")
-    p.add_argument("name")
-    p.add_argument("--role", choices=("lead", "annotator"), required=True)
-    how = p.add_mutually_exclusive_group()
-    how.add_argument("--password-stdin", action="store_true", help="read the password from one line of stdin")
-    how.add_argument("--no-password", action="store_true", help="an account that cannot log in")
-    _db_option(p)
-    p.set_defaults(func=guarded(_user_add))
-    p = user.add_parser("list", help="list accounts")
-    p.add_argument("--role", choices=("lead", "annotator"))
-    _db_option(p)
-    p.set_defaults(func=guarded(_user_list))
 
     p = subparsers.add_parser("import", help="import queries, fragments, a TREC run or judgments (all or nothing)")
     p.add_argument("kind", choices=IMPORT_KINDS)

@@ -1,0 +1,127 @@
+"""`qrelkit user add | list | deactivate | activate | set-password | set-role`: accounts from the shell.
+
+The CLI acts as OPERATOR (whoever holds the database URL). Passwords never appear on the command line: they
+are prompted for twice, or read from one line of stdin.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+
+from annotator.cli.common import db_option, guarded, print_json, store_engine
+
+ROLE_CHOICES = ("annotator", "lead")  # db.users.ROLES, repeated here so `--help` does not import the store
+
+
+def _read_password(args: argparse.Namespace, name: str) -> str | None:
+    """One line of stdin with --password-stdin, none with --no-password, else an interactive prompt (twice)."""
+    if getattr(args, "no_password", False):
+        return None
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = getpass.getpass(f"password for {name}: ")
+        if getpass.getpass("again: ") != password:
+            raise ValueError("passwords do not match")
+    if not password:
+        raise ValueError("empty password (use --no-password for an account that cannot log in)")
+    return password
+
+
+def _report(info) -> dict:
+    """What the commands print about one account (never its password hash)."""
+    return {"id": info.id, "username": info.username, "role": info.role, "active": info.active,
+            "can_login": info.can_login}
+
+
+def _add(args: argparse.Namespace) -> int:
+    from db.permissions import OPERATOR
+    from db.users import create_user
+
+    engine = store_engine(args)
+    print_json(_report(create_user(engine, args.name, args.role, _read_password(args, args.name), actor=OPERATOR)))
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from db.users import list_users
+
+    print_json([_report(u) for u in list_users(store_engine(args), role=args.role)])
+    return 0
+
+
+def _deactivate(args: argparse.Namespace) -> int:
+    from db.permissions import OPERATOR
+    from db.users import deactivate
+
+    print_json(_report(deactivate(store_engine(args), args.name, actor=OPERATOR)))
+    return 0
+
+
+def _activate(args: argparse.Namespace) -> int:
+    from db.permissions import OPERATOR
+    from db.users import activate
+
+    print_json(_report(activate(store_engine(args), args.name, actor=OPERATOR)))
+    return 0
+
+
+def _set_password(args: argparse.Namespace) -> int:
+    from db.permissions import OPERATOR
+    from db.users import set_password
+
+    engine = store_engine(args)
+    print_json(_report(set_password(engine, args.name, _read_password(args, args.name), actor=OPERATOR)))
+    return 0
+
+
+def _set_role(args: argparse.Namespace) -> int:
+    from db.permissions import OPERATOR
+    from db.users import set_role
+
+    print_json(_report(set_role(store_engine(args), args.name, args.role, actor=OPERATOR)))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `user` and its actions to the `qrelkit` parser."""
+    user = subparsers.add_parser("user", help="accounts: add, list, (de)activate, passwords, roles").add_subparsers(
+        dest="user_command", metavar="ACTION", required=True)
+    p = user.add_parser("add", help="add an annotator or lead (password prompted twice, or one line of stdin)")
+    p.add_argument("name")
+    p.add_argument("--role", choices=ROLE_CHOICES, required=True)
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--password-stdin", action="store_true", help="read the password from one line of stdin")
+    how.add_argument("--no-password", action="store_true", help="an account that cannot log in")
+    db_option(p)
+    p.set_defaults(func=guarded(_add))
+
+    p = user.add_parser("list", help="list accounts")
+    p.add_argument("--role", choices=ROLE_CHOICES)
+    db_option(p)
+    p.set_defaults(func=guarded(_list))
+
+    p = user.add_parser("deactivate", help="stop an account: no login, no new assignments, every session ends now")
+    p.add_argument("name")
+    db_option(p)
+    p.set_defaults(func=guarded(_deactivate))
+
+    p = user.add_parser("activate", help="let a deactivated account log in again")
+    p.add_argument("name")
+    db_option(p)
+    p.set_defaults(func=guarded(_activate))
+
+    p = user.add_parser("set-password", help="set an account's password (prompted twice, or one line of stdin; "
+                                             "at least 8 characters, not only whitespace)")
+    p.add_argument("name")
+    p.add_argument("--password-stdin", action="store_true", help="read the password from one line of stdin")
+    db_option(p)
+    p.set_defaults(func=guarded(_set_password))
+
+    p = user.add_parser("set-role", help="make an account a lead or an annotator (open sessions see it at once)")
+    p.add_argument("name")
+    p.add_argument("role", choices=ROLE_CHOICES)
+    db_option(p)
+    p.set_defaults(func=guarded(_set_role))

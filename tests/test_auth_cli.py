@@ -1,0 +1,97 @@
+"""`qrelkit user …`: add, list, deactivate (ends every session), activate, set-password (stdin), set-role;
+refusals exit 2 with one line (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from annotator.cli import main
+from db.permissions import OPERATOR
+from db.sessions import create_session, resolve
+from db.users import authenticate, create_user, get_user
+
+
+@pytest.fixture
+def cli(store_url, capsys, monkeypatch):
+    """Run `qrelkit ARGS` against the test store with `stdin` text; returns (exit code, stdout JSON or None,
+    stderr)."""
+
+    def run(*args: str, stdin: str = ""):
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+        code = main([*args, "--db", store_url])
+        out, err = capsys.readouterr()
+        return code, (json.loads(out) if out.strip() else None), err
+
+    return run
+
+
+def test_add_and_list_with_the_password_from_stdin(cli, engine):
+    code, out, _ = cli("user", "add", "ana", "--role", "annotator", "--password-stdin", stdin="ana-password\n")
+    assert code == 0 and (out["username"], out["role"], out["active"], out["can_login"]) == ("ana", "annotator",
+                                                                                              True, True)
+    assert cli("user", "add", "imported", "--role", "annotator", "--no-password")[1]["can_login"] is False
+    assert authenticate(engine, "ana", "ana-password") is not None
+    code, out, _ = cli("user", "list")
+    assert code == 0 and [(u["username"], u["can_login"]) for u in out] == [("ana", True), ("imported", False)]
+    assert [u["username"] for u in cli("user", "list", "--role", "lead")[1]] == []
+
+
+@pytest.mark.parametrize("password, problem", [("short77", "at least 8 characters"),
+                                               ("         ", "only whitespace"), ("", "empty password")])
+def test_a_weak_password_is_refused_in_one_line_and_nothing_is_written(cli, engine, password, problem):
+    code, out, err = cli("user", "add", "ana", "--role", "annotator", "--password-stdin", stdin=password + "\n")
+    assert (code, out) == (2, None)
+    assert err.startswith("qrelkit: error: ") and problem in err and err.count("\n") == 1
+    assert cli("user", "list")[1] == []
+
+
+def test_deactivate_ends_every_session_at_once_and_activate_lets_the_user_log_in_again(cli, engine):
+    lea = create_user(engine, "lea", "lead", "lead-password", actor=OPERATOR)
+    tabs = [create_session(engine, lea.id) for _ in range(2)]
+    code, out, _ = cli("user", "deactivate", "lea")
+    assert code == 0 and (out["active"], out["can_login"]) == (False, False)
+    assert [resolve(engine, t.token) for t in tabs] == [None, None]
+    assert authenticate(engine, "lea", "lead-password") is None
+    code, out, _ = cli("user", "activate", "lea")
+    assert code == 0 and out["can_login"] is True
+    assert authenticate(engine, "lea", "lead-password") is not None
+    assert [resolve(engine, t.token) for t in tabs] == [None, None]  # ended sessions stay ended
+
+
+def test_set_password_reads_stdin_and_applies_the_policy(cli, engine):
+    create_user(engine, "ana", "annotator", actor=OPERATOR)
+    assert cli("user", "set-password", "ana", "--password-stdin", stdin="a new passphrase\n")[0] == 0
+    assert authenticate(engine, "ana", "a new passphrase") is not None
+    code, _, err = cli("user", "set-password", "ana", "--password-stdin", stdin="tiny\n")
+    assert code == 2 and "at least 8 characters" in err
+    assert authenticate(engine, "ana", "a new passphrase") is not None
+
+
+def test_set_password_prompts_twice_without_stdin(cli, engine, monkeypatch):
+    create_user(engine, "ana", "annotator", actor=OPERATOR)
+    answers = iter(["first-password", "second-password"])
+    monkeypatch.setattr("getpass.getpass", lambda prompt="": next(answers))
+    code, _, err = cli("user", "set-password", "ana")
+    assert code == 2 and "passwords do not match" in err and not get_user(engine, "ana").can_login
+
+
+def test_set_role_changes_what_an_open_session_is(cli, engine):
+    ana = create_user(engine, "ana", "annotator", "ana-password", actor=OPERATOR)
+    tab = create_session(engine, ana.id)
+    code, out, _ = cli("user", "set-role", "ana", "lead")
+    assert code == 0 and out["role"] == "lead" and resolve(engine, tab.token).role == "lead"
+    assert cli("user", "set-role", "ana", "annotator")[1]["role"] == "annotator"
+    assert resolve(engine, tab.token).role == "annotator"
+
+
+def test_unknown_users_and_roles_are_refused(cli, capsys):
+    for action in (("deactivate", "zed"), ("activate", "zed"), ("set-role", "zed", "lead")):
+        code, _, err = cli("user", *action)
+        assert (code, err) == (2, "qrelkit: error: no user named 'zed'\n")
+    with pytest.raises(SystemExit):
+        main(["user", "set-role", "zed", "admin"])
+    assert "invalid choice: 'admin'" in capsys.readouterr().err
+
