@@ -2,56 +2,55 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
-KAPPA_WEIGHTS = ("unweighted", "linear", "quadratic")
+from eval_core.agreement_coefficients import WEIGHTS
+from eval_core.agreement_types import KappaPair
 
 
-def coefficient(c: Mapping[str, Any] | None) -> tuple[float | None, float | None, float | None, str]:
-    """(value, ci low, ci high, status) of one agreement coefficient dict; value None when undefined."""
-    if not c:
-        return None, None, None, "undefined"
-    ci = c.get("ci") or (None, None)
-    value = c.get("value")
-    return (None if value is None else float(value), ci[0], ci[1], str(c.get("status", "ok")))
-
-
-def kappa_matrix(kappa: Sequence[Mapping[str, Any]], weight: str = "quadratic") -> pd.DataFrame:
+def kappa_matrix(kappa: Sequence[KappaPair], weight: str = "quadratic") -> pd.DataFrame:
     """Long frame (a, b, value, low, high, n, status) for both orders of every annotator pair, so the
     heatmap is symmetric; an undefined κ keeps its row with value None and the reason in `status`."""
-    if weight not in KAPPA_WEIGHTS:
-        raise ValueError(f"weight must be one of {', '.join(KAPPA_WEIGHTS)}, got {weight!r}")
+    if weight not in WEIGHTS:
+        raise ValueError(f"weight must be one of {', '.join(WEIGHTS)}, got {weight!r}")
     rows = []
     for pair in kappa:
-        value, low, high, status = coefficient(pair.get(weight))
-        for a, b in ((pair["a"], pair["b"]), (pair["b"], pair["a"])):
-            rows.append({"a": str(a), "b": str(b), "value": value, "low": low, "high": high,
-                         "n": int(pair.get("n", 0)), "status": status})
+        c = pair.kappa[weight]
+        low, high = c.ci or (None, None)
+        for a, b in ((pair.a, pair.b), (pair.b, pair.a)):
+            rows.append({"a": a, "b": b, "value": c.value, "low": low, "high": high, "n": pair.n,
+                         "status": c.status})
     return pd.DataFrame(rows, columns=["a", "b", "value", "low", "high", "n", "status"])
 
 
-def kappa_heatmap(kappa: Sequence[Mapping[str, Any]], weight: str = "quadratic",
-                  threshold: float = 0.6) -> alt.LayerChart:
-    """Pairwise Cohen's κ as a heatmap: red below the threshold, green above, grey when undefined."""
+def kappa_heatmap(kappa: Sequence[KappaPair], weight: str = "quadratic", threshold: float = 0.6) -> alt.LayerChart:
+    """Pairwise Cohen's κ as a heatmap with each value printed in its cell: red below the threshold, green
+    above, grey when undefined; cells are sized so names and values stay readable for any annotator count."""
     frame = kappa_matrix(kappa, weight)
     frame["label"] = [("—" if v is None or pd.isna(v) else f"{v:.2f}") for v in frame["value"]]
+    names = sorted(set(frame["a"]))
+    axis = alt.Axis(labelLimit=220, labelAngle=0)
     base = alt.Chart(frame).encode(
-        x=alt.X("a:N", title="annotator"), y=alt.Y("b:N", title="annotator"),
-        tooltip=["a", "b", alt.Tooltip("value:Q", format=".3f", title=f"κ ({weight})"),
-                 alt.Tooltip("low:Q", format=".3f", title="CI low"),
-                 alt.Tooltip("high:Q", format=".3f", title="CI high"), "n", "status"])
-    cells = base.mark_rect().encode(color=alt.Color(
+        x=alt.X("a:N", title="annotator", sort=names, axis=alt.Axis(labelLimit=220, labelAngle=-40)),
+        y=alt.Y("b:N", title="annotator", sort=names, axis=axis),
+        tooltip=[alt.Tooltip("a:N", title="annotator A"), alt.Tooltip("b:N", title="annotator B"),
+                 alt.Tooltip("value:Q", format=".3f", title=f"κ ({weight})"),
+                 alt.Tooltip("low:Q", format=".3f", title="95% CI low"),
+                 alt.Tooltip("high:Q", format=".3f", title="95% CI high"),
+                 alt.Tooltip("n:Q", title="pairs both graded"), alt.Tooltip("status:N", title="status")])
+    cells = base.mark_rect(stroke="white").encode(color=alt.Color(
         "value:Q", title=f"κ {weight}",
         scale=alt.Scale(domain=[-1, threshold, 1], range=["#b2182b", "#f7f7f7", "#1a9850"]),
         legend=alt.Legend(format=".1f")))
-    text = base.mark_text(baseline="middle").encode(text="label:N")
-    side = max(160, 60 * frame["a"].nunique())
-    return (cells + text).properties(title=f"Pairwise Cohen's κ ({weight}); threshold {threshold:g}",
+    text = base.mark_text(baseline="middle", fontSize=14, fontWeight="bold").encode(text="label:N")
+    side = min(720, max(240, 90 * len(names)))
+    return (cells + text).properties(title=alt.Title(f"Cohen's κ ({weight}) per annotator pair",
+                                                     subtitle=f"flag threshold {threshold:g}"),
                                      width=side, height=side)
 
 
@@ -81,7 +80,7 @@ def confusion_chart(frame: pd.DataFrame, a: str, b: str) -> alt.LayerChart:
 
 
 def recall_curve_chart(curve: pd.DataFrame, value: str = "recall") -> alt.Chart:
-    """Recall@k over k, one line per run: does it rise fast and flatten (seed 000), and where?"""
+    """Recall@k over k, one line per run: does it rise fast and flatten, and where?"""
     encode: dict[str, Any] = {
         "x": alt.X("k:Q", title="k", scale=alt.Scale(type="log")),
         "y": alt.Y(f"{value}:Q", title=f"{value}@k", scale=alt.Scale(domain=[0, 1])),

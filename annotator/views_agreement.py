@@ -1,38 +1,59 @@
-"""Agreement helpers for the lead pages: the cached report, its tiles, tables, flags and disputed pairs."""
+"""Agreement helpers for the lead pages: the cached report, its headline, tables, flags and disputed pairs."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
+from pandas.io.formats.style import Styler
 from sqlalchemy.engine import Engine
 
 from annotator.views import scale_of
 from db import queries_frames
 from eval_core.agreement import agreement_report
+from eval_core.agreement_types import AgreementReport, Boundary, Coefficient, DisputedPair, GroupAlpha
 
 PAGES = Path(__file__).resolve().parent / "screens"
 ADJUDICATE_KEY = "adjudicate_pair"
 # Bootstrap replicates for the CIs shown in the app: enough for two stable decimals, cheap at 1M judgments.
 APP_BOOTSTRAP = 200
 DISPUTED_SHOWN = 25
+MISSING = "—"
 
 
-def coefficient_text(c: Mapping[str, Any] | None, digits: int = 3) -> str:
-    """`0.520 [0.440, 0.600]`, or the reason the coefficient is undefined."""
-    if not c or c.get("value") is None:
-        return f"undefined ({c.get('status', 'no data')})" if c else "undefined"
-    ci = c.get("ci")
-    text = f"{c['value']:.{digits}f}"
-    return f"{text} [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else text
+@dataclass(frozen=True)
+class VersionAgreement:
+    """Ordinal α of one guideline version's judgments and the boundary its annotators blur most."""
+
+    alpha: Coefficient
+    weakest: Boundary | None
+    n_units: int
 
 
-def pair_id_of(engine: Engine, project: str, pair: Mapping[str, Any]) -> int:
-    """The store's pair id of a (query id, fragment id) row of the agreement report."""
-    return queries_frames.pair_id(engine, project, str(pair["query_id"]), str(pair["fragment_id"]))
+@dataclass(frozen=True)
+class ProjectAgreement:
+    """The project's report (α broken down by query) with α per category and per guideline version."""
+
+    report: AgreementReport
+    by_category: list[GroupAlpha]
+    by_version: dict[str, VersionAgreement]
+
+
+@dataclass(frozen=True)
+class Tile:
+    """One headline number: a short label (never truncated), the value, and its CI as a caption."""
+
+    label: str
+    value: str
+    caption: str
+
+
+def pair_id_of(engine: Engine, project: str, pair: DisputedPair) -> int:
+    """The store's pair id of a disputed pair."""
+    return queries_frames.pair_id(engine, project, pair.query_id, pair.fragment_id)
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
@@ -43,116 +64,130 @@ def cached_judgments(_engine: Engine, url: str, project: str, fingerprint: tuple
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def cached_agreement(_engine: Engine, url: str, project: str, fingerprint: tuple,
-                     scale: tuple[int, int], threshold: float) -> dict[str, Any]:
+                     scale: tuple[int, int], threshold: float) -> ProjectAgreement | None:
     """The agreement report (α by query, by guideline version; by category when queries have one), computed
     once per judgments fingerprint: 1M judgments take seconds, a cached rerun milliseconds."""
     frame = cached_judgments(_engine, url, project, fingerprint)
     if frame.empty:
-        return {}
+        return None
     report = agreement_report(frame, scale=scale, threshold=threshold, by="query", bootstrap=APP_BOOTSTRAP,
                               top=DISPUTED_SHOWN)
+    by_category: list[GroupAlpha] = []
     if "category" in frame.columns and frame["category"].notna().any():
-        by_category = agreement_report(frame, scale=scale, threshold=threshold, by="category", bootstrap=0, top=0)
-        report["diagnostics"]["by_category"] = by_category["diagnostics"]["by"]["groups"]
-    report["by_version"] = {}
+        by_category = agreement_report(frame, scale=scale, threshold=threshold, by="category", bootstrap=0,
+                                       top=0).diagnostics.by or []
+    by_version = {}
     if "guideline" in frame.columns:
         for version, part in frame.dropna(subset=["guideline"]).groupby("guideline", sort=False):
             sub = agreement_report(part.drop(columns=["guideline"]), scale=scale, threshold=threshold,
                                    bootstrap=APP_BOOTSTRAP, top=0)
-            report["by_version"][version_label(version)] = {
-                "alpha": sub["alpha"]["ordinal"], "cuts": sub["cuts"], "n_units": sub["n_units"]}
-    return report
+            by_version[version_label(version)] = VersionAgreement(sub.alpha["ordinal"], sub.weakest, sub.n_units)
+    return ProjectAgreement(report, by_category, by_version)
 
 
-def project_agreement(engine: Engine, project: Any) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Judgments and agreement report of a project, from cache when no judgment changed since."""
+def project_agreement(engine: Engine, project: Any) -> tuple[pd.DataFrame, ProjectAgreement | None]:
+    """Judgments and agreement of a project (None without judgments), from cache when nothing changed."""
     fingerprint = queries_frames.judgments_fingerprint(engine, project.name)
     url = str(engine.url)
     with st.spinner("Computing agreement…"):
         frame = cached_judgments(engine, url, project.name, fingerprint)
-        report = cached_agreement(engine, url, project.name, fingerprint, scale_of(project),
-                                  float(project.threshold))
-    return frame, report
+        agreement = cached_agreement(engine, url, project.name, fingerprint, scale_of(project),
+                                     float(project.threshold))
+    return frame, agreement
 
 
-def open_adjudication(pair: Mapping[str, Any]) -> None:
+def open_adjudication(pair: DisputedPair) -> None:
     """Carry a disputed pair to the adjudication page, where it opens selected."""
-    st.session_state[ADJUDICATE_KEY] = dict(pair)
+    st.session_state[ADJUDICATE_KEY] = pair
     st.switch_page(PAGES / "lead_adjudicate.py")
 
 
-def _value(c: Any) -> float | None:
-    """The value of a coefficient given as a C dict or a bare number."""
-    return c.get("value") if isinstance(c, Mapping) else (None if c is None else float(c))
+def value_text(c: Coefficient, digits: int = 2) -> str:
+    """The value alone, or "—" when undefined."""
+    return MISSING if c.value is None else f"{c.value:.{digits}f}"
 
 
-def _row(name: str, c: Any) -> dict[str, Any]:
+def ci_caption(c: Coefficient, digits: int = 2) -> str:
+    """`95% CI 0.41 – 0.62`, or why there is none."""
+    if c.value is None:
+        return c.status
+    return f"95% CI {c.ci_text(digits, ' – ')}" if c.ci else "no CI (needs ≥ 2 queries)"
+
+
+def headline(report: AgreementReport) -> list[Tile]:
+    """Cohen's κ (quadratic-weighted, unweighted) and ordinal Krippendorff's α, each with its CI: the numbers a
+    lead reads first. With three or more annotators κ is the mean over annotator pairs (Light's κ)."""
+    pairs = len(report.kappa)
+    kappa = report.light_kappa
+    suffix = "" if pairs <= 1 else f" · mean of {pairs} annotator pairs (Light's κ)"
+    return [Tile("Cohen's κ, weighted", value_text(kappa["quadratic"]),
+                 f"{ci_caption(kappa['quadratic'])} · quadratic weights{suffix}"),
+            Tile("Cohen's κ, unweighted", value_text(kappa["unweighted"]), ci_caption(kappa["unweighted"]) + suffix),
+            Tile("Krippendorff's α", value_text(report.alpha["ordinal"]),
+                 f"{ci_caption(report.alpha['ordinal'])} · ordinal, all annotators")]
+
+
+def styled(frame: pd.DataFrame) -> Styler:
+    """A table for people: numbers to three decimals, "—" wherever a value is missing."""
+    return frame.style.format(precision=3, na_rep=MISSING)
+
+
+def _row(name: str, c: Coefficient) -> dict[str, Any]:
     """One coefficient as a table row: value, CI and status (the reason when undefined)."""
-    c = c if isinstance(c, Mapping) else {"value": c, "ci": None, "status": "ok" if c is not None else "undefined"}
-    ci = c.get("ci") or (None, None)
-    return {"coefficient": name, "value": c.get("value"), "ci_low": ci[0], "ci_high": ci[1],
-            "status": c.get("status")}
+    return {"coefficient": name, "value": c.value, "95% CI": c.ci_text(3, " – ") or MISSING,
+            "status": c.status}
 
 
-def headline(report: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Ordinal α, AC2 and raw agreement as metric tiles (label with the 95% CI, value), then the size."""
-    raw = {"value": report.get("raw_agreement"), "ci": report.get("raw_agreement_ci")}
-    tiles = []
-    for label, c in (("Ordinal α", report["alpha"]["ordinal"]), ("Gwet AC2 (quadratic)", report["ac2"]["quadratic"]),
-                     ("Raw agreement", raw)):
-        value, ci = c.get("value"), c.get("ci")
-        tiles.append((f"{label} · 95% CI {ci[0]:.2f}–{ci[1]:.2f}" if ci else label,
-                      "undefined" if value is None else f"{value:.2f}"))
-    tiles.append(("Units / annotators", f"{report['n_units']} / {report['n_annotators']}"))
-    return tiles
-
-
-def coefficients_table(report: Mapping[str, Any]) -> pd.DataFrame:
+def coefficients_table(report: AgreementReport) -> pd.DataFrame:
     """Every coefficient side by side, so the kappa paradox (high raw agreement, low κ/α) is visible."""
-    rows = [_row(f"Krippendorff α ({level})", c) for level, c in report["alpha"].items()]
-    rows.append(_row("Fleiss κ", report.get("fleiss_kappa")))
-    rows.append(_row("Gwet AC1", report.get("ac1")))
-    rows += [_row(f"Gwet AC2 ({w})", c) for w, c in (report.get("ac2") or {}).items()]
-    raw = report.get("raw_agreement")
-    rows.append(_row("Raw agreement", {"value": raw, "ci": report.get("raw_agreement_ci"),
-                                       "status": "ok" if raw is not None else "undefined"}))
-    return pd.DataFrame(rows)
+    rows = [_row(f"Krippendorff α ({level})", c) for level, c in report.alpha.items()]
+    rows += [_row(f"Cohen's κ ({w}){' mean of pairs' if len(report.kappa) > 1 else ''}", c)
+             for w, c in report.light_kappa.items()]
+    rows += [_row("Fleiss κ", report.fleiss_kappa), _row("Gwet AC1", report.ac1)]
+    rows += [_row(f"Gwet AC2 ({w})", c) for w, c in report.ac2.items()]
+    rows.append(_row("Raw agreement", report.raw_agreement))
+    return pd.DataFrame(rows, columns=["coefficient", "value", "95% CI", "status"])
 
 
-def cuts_table(report: Mapping[str, Any]) -> pd.DataFrame:
+def cuts_table(report: AgreementReport) -> pd.DataFrame:
     """α of the scale binarised at each grade, labelled by the boundary it tests (e.g. 1|2)."""
-    return pd.DataFrame([{**_row(f"{int(cut) - 1}|{cut}", c), "coefficient": f"boundary {int(cut) - 1}|{cut}"}
-                         for cut, c in (report.get("cuts") or {}).items()])
+    return pd.DataFrame([_row(f"boundary {Boundary(cut, 0.0).label}", c) for cut, c in report.cuts.items()],
+                        columns=["coefficient", "value", "95% CI", "status"])
 
 
-def weakest_boundary(report: Mapping[str, Any]) -> tuple[str, float] | None:
-    """The grade boundary whose binarised α is lowest: the one the guideline leaves ambiguous."""
-    defined = [(cut, _value(c)) for cut, c in (report.get("cuts") or {}).items() if _value(c) is not None]
-    if not defined:
-        return None
-    cut, value = min(defined, key=lambda item: item[1])
-    return f"{int(cut) - 1}|{cut}", float(value)
+def kappa_table(report: AgreementReport) -> pd.DataFrame:
+    """Cohen's κ of every annotator pair, each weighting as `value [CI]`, "—" when undefined."""
+    return pd.DataFrame([{"annotator A": k.a, "annotator B": k.b, "pairs both graded": k.n,
+                          **{f"κ {w}": (c.text(2) if c.defined else MISSING) for w, c in k.kappa.items()}}
+                         for k in report.kappa])
 
 
-def agreement_flags(report: Mapping[str, Any], threshold: float) -> list[str]:
-    """One banner per guideline version whose ordinal α is under the threshold, naming its ambiguous
-    boundary, then one for the whole project when it is under too, with the report's reasons."""
+@dataclass(frozen=True)
+class Flag:
+    """A banner (numbers and fixed words only) and the reasons behind it, shown as literal text."""
+
+    banner: str
+    reasons: list[str]
+
+
+def agreement_flags(agreement: ProjectAgreement, threshold: float) -> list[Flag]:
+    """One flag per guideline version whose ordinal α is under the threshold, naming its ambiguous boundary,
+    then one for the whole project when it is under too, with the report's reasons."""
     flags = []
-    for version, sub in sorted(report.get("by_version", {}).items(), key=lambda item: _version_key(item[0])):
-        if _value(sub["alpha"]) is not None and _value(sub["alpha"]) < threshold:
-            text = (f"Guideline version {version} flagged: ordinal α {coefficient_text(sub['alpha'], 2)} < "
-                    f"{threshold:g} on its {sub['n_units']} pairs.")
-            boundary = weakest_boundary(sub)
-            flags.append(text + (f" The ambiguous boundary is {boundary[0]} (α {boundary[1]:.2f})."
-                                 if boundary else ""))
-    alpha = report["alpha"]["ordinal"]
-    if _value(alpha) is not None and _value(alpha) < threshold:
-        assessment = report.get("assessment") or {}
-        boundary = weakest_boundary(report)
-        text = (f"All judgments: ordinal α {coefficient_text(alpha, 2)} < {threshold:g}"
-                + (f"; the ambiguous boundary is {boundary[0]} (α {boundary[1]:.2f})" if boundary else "")
-                + f". Verdict: {assessment.get('verdict', 'ambiguous')}.")
-        flags.append(text + "".join(f"\n- {r}" for r in assessment.get("reasons", [])))
+    for version, sub in sorted(agreement.by_version.items(), key=lambda item: _version_key(item[0])):
+        if sub.alpha.value is not None and sub.alpha.value < threshold:
+            boundary = sub.weakest
+            flags.append(Flag(f"Guideline version {version} flagged: ordinal α {sub.alpha.text(2)} < {threshold:g} "
+                              f"on its {sub.n_units} pairs."
+                              + (f" The ambiguous boundary is {boundary.label} (α {boundary.alpha:.2f})."
+                                 if boundary else ""), []))
+    report = agreement.report
+    alpha = report.alpha["ordinal"]
+    if alpha.value is not None and alpha.value < threshold:
+        boundary = report.weakest
+        flags.append(Flag(f"All judgments: ordinal α {alpha.text(2)} < {threshold:g}"
+                          + (f"; the ambiguous boundary is {boundary.label} (α {boundary.alpha:.2f})" if boundary
+                             else "") + f". Verdict: {report.assessment.verdict}.", report.assessment.reasons))
     return flags
 
 
@@ -171,50 +206,46 @@ def version_label(value: Any) -> str:
     return str(int(number)) if number.is_integer() else text
 
 
-def guideline_trend(report: Mapping[str, Any]) -> pd.DataFrame:
+def guideline_trend(agreement: ProjectAgreement) -> pd.DataFrame:
     """α with its CI per guideline version, oldest first, for the trend chart (undefined versions left out)."""
     rows = []
-    for version, sub in sorted(report.get("by_version", {}).items(), key=lambda item: _version_key(item[0])):
-        value = _value(sub["alpha"])
-        if value is None:
+    for version, sub in sorted(agreement.by_version.items(), key=lambda item: _version_key(item[0])):
+        if sub.alpha.value is None:
             continue
-        ci = sub["alpha"].get("ci") or (None, None)
-        rows.append({"guideline": version, "value": value, "low": ci[0], "high": ci[1], "n": sub["n_units"]})
+        low, high = sub.alpha.ci or (None, None)
+        rows.append({"guideline": version, "value": sub.alpha.value, "low": low, "high": high, "n": sub.n_units})
     return pd.DataFrame(rows, columns=["guideline", "value", "low", "high", "n"])
 
 
-def _group_table(rows: list[dict[str, Any]], name: str) -> pd.DataFrame:
+def _group_table(rows: list[GroupAlpha], name: str) -> pd.DataFrame:
     """α per group (query or category) as a table, lowest first."""
-    return pd.DataFrame([{name: r["group"], "alpha": _value(r["alpha"]), "status": r["alpha"].get("status"),
-                          "units": r.get("n_units"), "pairable": r.get("n_pairable")} for r in rows],
-                        columns=[name, "alpha", "status", "units", "pairable"])
+    return pd.DataFrame([{name: r.group, "ordinal α": r.alpha.value, "status": r.alpha.status, "pairs": r.n_units,
+                          "pairs with ≥ 2 grades": r.n_pairable} for r in rows],
+                        columns=[name, "ordinal α", "status", "pairs", "pairs with ≥ 2 grades"])
 
 
-def breakdown_tables(report: Mapping[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def breakdown_tables(agreement: ProjectAgreement) -> tuple[pd.DataFrame, pd.DataFrame]:
     """α per query and per category."""
-    diagnostics = report.get("diagnostics", {})
-    by_query = (diagnostics.get("by") or {}).get("groups") or []
-    return _group_table(list(by_query), "query"), _group_table(list(diagnostics.get("by_category") or []), "category")
+    return (_group_table(agreement.report.diagnostics.by or [], "query"),
+            _group_table(agreement.by_category, "category"))
 
 
-def disputed_pairs(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The report's most disputed pairs, widest spread first."""
-    return list(report.get("diagnostics", {}).get("disputed_pairs") or [])
+def disputed_pairs(agreement: ProjectAgreement | None) -> list[DisputedPair]:
+    """The report's most disputed pairs, widest spread first (none without judgments)."""
+    return [] if agreement is None else list(agreement.report.diagnostics.disputed_pairs)
 
 
-def pair_key(pair: Mapping[str, Any]) -> tuple[str, str]:
+def pair_key(pair: DisputedPair) -> tuple[str, str]:
     """(query id, fragment id) of a disputed pair."""
-    return str(pair["query_id"]), str(pair["fragment_id"])
+    return pair.key
 
 
-def disputed_label(pair: Mapping[str, Any]) -> str:
+def disputed_label(pair: DisputedPair) -> str:
     """Short label of a disputed pair for the adjudication queue."""
-    spread = f" · spread {pair['spread']}" if "spread" in pair else ""
-    return f"{pair['query_id']} · {pair['fragment_id']}{spread}"
+    return f"{pair.query_id} · {pair.fragment_id} · spread {pair.spread}"
 
 
-def disputed_line(pair: Mapping[str, Any]) -> str:
+def disputed_line(pair: DisputedPair) -> str:
     """A disputed pair with every grade, as one plain-text line."""
-    grades = ", ".join(f"{a}: {'can’t judge' if g is None else g}" for a, g in (pair.get("grades") or {}).items())
-    return f"{pair['query_id']} · {pair['fragment_id']} — spread {pair.get('spread', '?')} — {grades}"
-
+    grades = ", ".join(f"{a}: {'can’t judge' if g is None else g}" for a, g in pair.grades.items())
+    return f"{pair.query_id} · {pair.fragment_id} — spread {pair.spread} — {grades}"

@@ -141,9 +141,8 @@ def _agreement(judged: pd.DataFrame, scale: tuple[int, int]) -> dict:
     """Ordinal α with a query-clustered bootstrap CI, plus raw agreement, for the card."""
     report = agreement_report(judged[["query_id", "fragment_id", "annotator", "grade"]], scale=scale,
                               bootstrap=BOOTSTRAP, seed=0)
-    return {"alpha_ordinal": report["alpha"]["ordinal"], "raw_agreement": report.get("raw_agreement"),
-            "n_units": report.get("n_units"), "n_annotators": report.get("n_annotators"),
-            "bootstrap": BOOTSTRAP}
+    return {"alpha_ordinal": report.alpha["ordinal"].to_dict(), "raw_agreement": report.raw_agreement.value,
+            "n_units": report.n_units, "n_annotators": report.n_annotators, "bootstrap": BOOTSTRAP}
 
 
 def _card(project: Project, labels: pd.DataFrame, judged: pd.DataFrame, rule: str, min_grades: int) -> dict:

@@ -1,7 +1,8 @@
 """The agreement report a lead reads before trusting a golden set: κ, α, AC1/AC2 side by side, with CIs.
 
-`agreement_report(judgments)` returns the JSON-able dict of issue 3 (`qrelkit agreement --format json`);
-`assess(report, threshold)` turns it into a verdict with reasons a person can act on.
+`agreement_report(judgments)` returns a typed `AgreementReport` (its `to_dict()` is the JSON of
+`qrelkit agreement --format json`); `assess(report, threshold)` turns it into a verdict with reasons a
+person can act on.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ import pandas as pd
 from eval_core.agreement_bootstrap import bootstrap_sums, percentile_ci
 from eval_core.agreement_coefficients import (
     LEVELS,
+    UNDEFINED_ONE,
     UNDEFINED_OVERLAP,
     UNDEFINED_VARIATION,
     WEIGHTS,
     alpha_from_coincidence,
     binarise_coincidence,
-    boundary_label,
     coef,
     cut_points,
     gwet_from_sums,
@@ -37,6 +38,16 @@ from eval_core.agreement_data import (
 )
 from eval_core.agreement_diagnostics import disputed_pairs, disputed_queries, grade_bias, leave_one_out
 from eval_core.agreement_groups import GroupStats, group_alphas, group_query_block, group_stats
+from eval_core.agreement_types import (
+    AgreementReport,
+    Assessment,
+    Bootstrap,
+    Boundary,
+    Coefficient,
+    Diagnostics,
+    GuidelineVerdict,
+    KappaPair,
+)
 from eval_core.judgments import check_judgments, read_judgments
 
 BY_FIELDS = {"query": "query_id", "category": "category", "guideline": "guideline"}
@@ -64,8 +75,8 @@ def _coefficients(stats: np.ndarray, names: list[str], k: int, scale: tuple[int,
     return out
 
 
-def _c(value: np.ndarray | float, status: str, replicates: np.ndarray | None, confidence: float) -> dict:
-    """C dict from a point value and its replicates (status "no variation" when the arithmetic is 0/0)."""
+def _c(value: np.ndarray | float, status: str, replicates: np.ndarray | None, confidence: float) -> Coefficient:
+    """A Coefficient from a point value and its replicates (status "no variation" when the arithmetic is 0/0)."""
     value = float(value)
     if status == "ok" and not np.isfinite(value):
         status = UNDEFINED_VARIATION
@@ -84,7 +95,7 @@ def _load(judgments: pd.DataFrame | str | Path, scale: tuple[int, int]) -> pd.Da
 def agreement_report(judgments: pd.DataFrame | str | Path, scale: tuple[int, int] = (0, 3),
                      level: str = "ordinal", threshold: float = 0.6, by: str | None = None,
                      bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95, top: int = 10,
-                     progress: bool = False) -> dict:
+                     progress: bool = False) -> AgreementReport:
     """Agreement of a judgments set: every coefficient with a query-clustered bootstrap CI, diagnostics, verdict.
 
     Units are (query_id, fragment_id) pairs; a None/NA grade is "can't judge" and never counts as a grade.
@@ -126,45 +137,34 @@ def agreement_report(judgments: pd.DataFrame | str | Path, scale: tuple[int, int
         kappa_reps = kappa_block.reshape(n_reps, -1, k, k)
         group_reps = dict(zip(resampled, group_blocks, strict=True))
 
-    def c(name: str) -> dict:
+    def c(name: str) -> Coefficient:
         return _c(point[name], status, reps.get(name), confidence)
 
-    report = {
-        "n_units": len(enc.units),
-        "n_annotators": len(enc.annotators),
-        "n_judgments": len(frame),
-        "n_grades": int(valid.sum()),
-        "n_cant_judge": int((~valid).sum()),
-        "n_queries": len(enc.queries),
-        "n_pairable_units": n_pairable,
-        "scale": [scale[0], scale[1]],
-        "level": level,
-        "bootstrap": {"replicates": n_reps, "seed": seed, "confidence": confidence, "cluster": "query_id"},
-        "raw_agreement": c("pa")["value"],
-        "raw_agreement_ci": c("pa")["ci"],
-        "prevalence": _prevalence(counts, low),
-        "alpha": {lv: c(f"alpha_{lv}") for lv in LEVELS},
-        "fleiss_kappa": c("fleiss"),
-        "ac1": c("ac_unweighted"),
-        "ac2": {"linear": c("ac_linear"), "quadratic": c("ac_quadratic")},
-        "kappa": _kappas(enc, confusions, kappa_reps, confidence),
-        "cuts": {label: c(f"cut_{label}") for label, _ in cut_points(scale)},
-    }
-    alpha_point = report["alpha"][level]["value"]
-    report["diagnostics"] = {
-        "leave_one_out": leave_one_out(enc, counts, level, alpha_point),
-        "bias": grade_bias(enc, counts, low),
-        "disputed_pairs": disputed_pairs(enc, counts, frame, low, top),
-        "disputed_queries": disputed_queries(enc, counts, top),
-    }
-    if by is not None:
-        report["diagnostics"]["by"] = {"field": by, "groups": group_alphas(groups[by], level, group_reps.get(by),
-                                                                           confidence)}
-    if "guideline" in groups:
-        report["diagnostics"]["guidelines"] = group_alphas(groups["guideline"], level,
-                                                           group_reps.get("guideline"), confidence)
-    report["assessment"] = assess(report, threshold)
-    return report
+    alpha = {lv: c(f"alpha_{lv}") for lv in LEVELS}
+    cuts = {label: c(f"cut_{label}") for label, _ in cut_points(scale)}
+    kappa, light = _kappas(enc, confusions, kappa_reps, confidence)
+    diagnostics = Diagnostics(
+        leave_one_out=leave_one_out(enc, counts, level, alpha[level].value),
+        bias=grade_bias(enc, counts, low),
+        disputed_pairs=disputed_pairs(enc, counts, frame, low, top),
+        disputed_queries=disputed_queries(enc, counts, top),
+        by_field=by,
+        by=group_alphas(groups[by], level, group_reps.get(by), confidence) if by is not None else None,
+        guidelines=(group_alphas(groups["guideline"], level, group_reps.get("guideline"), confidence)
+                    if "guideline" in groups else None))
+    raw = c("pa")
+    prevalence = _prevalence(counts, low)
+    weakest = weakest_boundary(cuts)
+    return AgreementReport(
+        n_units=len(enc.units), n_annotators=len(enc.annotators), n_judgments=len(frame),
+        n_grades=int(valid.sum()), n_cant_judge=int((~valid).sum()), n_queries=len(enc.queries),
+        n_pairable_units=n_pairable, scale=(scale[0], scale[1]), level=level,
+        bootstrap=Bootstrap(n_reps, seed, confidence), raw_agreement=raw, prevalence=prevalence, alpha=alpha,
+        fleiss_kappa=c("fleiss"), ac1=c("ac_unweighted"),
+        ac2={"linear": c("ac_linear"), "quadratic": c("ac_quadratic")}, kappa=kappa, light_kappa=light,
+        cuts=cuts, weakest=weakest, diagnostics=diagnostics,
+        assessment=assess(alpha[level], level, threshold, weakest=weakest, diagnostics=diagnostics,
+                          raw=raw.value, prevalence=prevalence, ac2=c("ac_quadratic").value))
 
 
 def _group_stats(frame: pd.DataFrame, enc: Encoded, column: str) -> GroupStats:
@@ -180,25 +180,37 @@ def _prevalence(counts: np.ndarray, low: int) -> dict[str, float | None]:
     return {str(low + i): (float(n / total) if total else None) for i, n in enumerate(per_grade)}
 
 
-def _kappas(enc: Encoded, confusions: PairConfusions, kappa_reps: np.ndarray | None, confidence: float) -> list[dict]:
-    """Cohen's κ for every pair of annotators who graded anything, with overlap and confusion matrix."""
+def _kappas(enc: Encoded, confusions: PairConfusions, kappa_reps: np.ndarray | None,
+            confidence: float) -> tuple[list[KappaPair], dict[str, Coefficient]]:
+    """Cohen's κ for every pair of annotators who graded anything (with overlap and confusion matrix), and
+    Light's κ: the mean over the pairs whose κ is defined, its CI from the same replicates."""
     valid = enc.grade >= 0
     graders = np.unique(enc.annotator[valid])
     index = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(confusions.a, confusions.b, strict=True))}
-    out = []
+    pairs, points, replicates = [], {w: [] for w in WEIGHTS}, {w: [] for w in WEIGHTS}
     for x_pos, a in enumerate(graders):
         for b in graders[x_pos + 1:]:
             i = index.get((int(a), int(b)))
             conf = confusions.total[i] if i is not None else np.zeros((enc.k, enc.k))
             n = int(conf.sum())
-            entry = {"a": enc.annotators[a], "b": enc.annotators[b], "n": n}
+            kappa = {}
             for kind in WEIGHTS:
                 status = "ok" if n else UNDEFINED_OVERLAP
                 reps = None if kappa_reps is None or i is None else kappa_from_confusion(kappa_reps[:, i], kind)
-                entry[kind] = _c(kappa_from_confusion(conf, kind), status, reps, confidence)
-            entry["confusion"] = conf.astype(int).tolist()
-            out.append(entry)
-    return out
+                kappa[kind] = _c(kappa_from_confusion(conf, kind), status, reps, confidence)
+                if kappa[kind].defined:
+                    points[kind].append(kappa[kind].value)
+                    replicates[kind].append(reps)
+            pairs.append(KappaPair(enc.annotators[a], enc.annotators[b], n, kappa, conf.astype(int).tolist()))
+    light = {}
+    for kind in WEIGHTS:
+        if not points[kind]:
+            light[kind] = coef(None, UNDEFINED_OVERLAP if len(graders) >= 2 else UNDEFINED_ONE)
+            continue
+        reps = None if any(r is None for r in replicates[kind]) else np.mean(replicates[kind], axis=0)
+        light[kind] = coef(float(np.mean(points[kind])), "ok",
+                           percentile_ci(reps, confidence) if reps is not None else None)
+    return pairs, light
 
 
 def band(value: float | None) -> str | None:
@@ -210,81 +222,71 @@ def band(value: float | None) -> str | None:
     return "tentative" if value >= TENTATIVE else "unreliable"
 
 
-def _fmt(c: dict) -> str:
-    text = f"{c['value']:.2f}"
-    return text + (f" [{c['ci'][0]:.2f}, {c['ci'][1]:.2f}]" if c["ci"] else "")
-
-
-def verdict(c: dict, threshold: float) -> str:
+def verdict(c: Coefficient, threshold: float) -> str:
     """ok if the CI's low end clears the threshold, ambiguous if its high end is below, else inconclusive."""
-    if c["value"] is None or c["ci"] is None:
+    if c.value is None or c.ci is None:
         return "insufficient_data"
-    lo, hi = c["ci"]
+    lo, hi = c.ci
     return "ok" if lo >= threshold else "ambiguous" if hi < threshold else "inconclusive"
 
 
-def assess(report: dict, threshold: float = 0.6) -> dict:
-    """Verdict on the report's α with reasons a lead can act on; guideline versions are judged the same way."""
-    level = report["level"]
-    alpha = report["alpha"][level]
-    value = alpha["value"]
+def weakest_boundary(cuts: dict[str, Coefficient]) -> Boundary | None:
+    """The cut of the scale with the lowest binarised α: the grade boundary the guideline leaves ambiguous."""
+    defined = [(label, c.value) for label, c in cuts.items() if c.value is not None]
+    if not defined:
+        return None
+    label, value = min(defined, key=lambda item: item[1])
+    return Boundary(label, value)
+
+
+def assess(alpha: Coefficient, level: str, threshold: float = 0.6, *, weakest: Boundary | None,
+           diagnostics: Diagnostics, raw: float | None, prevalence: dict[str, float | None],
+           ac2: float | None) -> Assessment:
+    """Verdict on α with reasons a lead can act on; guideline versions are judged the same way."""
+    value = alpha.value
     overall = verdict(alpha, threshold)
     if value is None:
-        reasons = [f"{level} α {alpha['status']}"]
-    elif alpha["ci"] is None:
+        reasons = [f"{level} α {alpha.status}"]
+    elif alpha.ci is None:
         reasons = [f"{level} α {value:.2f} has no confidence interval "
                    "(needs ≥ 2 queries and a bootstrap of ≥ 1 replicate)"]
     else:
         relation = {"ok": "≥", "ambiguous": "<", "inconclusive": "straddles"}[overall]
-        reasons = [f"{level} α {_fmt(alpha)} {relation} {threshold:g}"]
+        reasons = [f"{level} α {alpha.text(2)} {relation} {threshold:g}"]
     if value is not None:
         reasons.append(f"Krippendorff's bands: {band(value)} (≥ 0.800 reliable, 0.667–0.800 tentative)")
-    reasons += _boundary_reasons(report, threshold, overall)
+    if weakest is not None and (weakest.alpha < threshold or overall != "ok"):
+        reasons.append(f"boundary {weakest.label} α {weakest.alpha:.2f} (weakest cut: grade ≥ {weakest.cut} vs below)")
     if overall != "ok":
-        reasons += _why(report, threshold)
-    guidelines = [{"guideline": row["group"], "alpha": row["alpha"], "verdict": verdict(row["alpha"], threshold)}
-                  for row in report["diagnostics"].get("guidelines", [])]
+        reasons += _why(diagnostics, value, threshold, raw, prevalence, ac2)
+    guidelines = [GuidelineVerdict(row.group, row.alpha, verdict(row.alpha, threshold))
+                  for row in diagnostics.guidelines or []]
     for g in guidelines:
-        c = g["alpha"]
-        if g["verdict"] == "ambiguous":
-            reasons.append(f"guideline {g['guideline']} is ambiguous: {level} α {_fmt(c)} < {threshold:g}; revise it")
-        elif c["value"] is not None and c["value"] < threshold:
-            reasons.append(f"guideline {g['guideline']} may be ambiguous: {level} α {_fmt(c)}")
-    out = {"threshold": threshold, "verdict": overall, "band": band(value), "reasons": reasons}
-    if guidelines:
-        out["guidelines"] = guidelines
-    return out
+        if g.verdict == "ambiguous":
+            reasons.append(f"guideline {g.guideline} is ambiguous: {level} α {g.alpha.text(2)} < {threshold:g}; "
+                           "revise it")
+        elif g.alpha.value is not None and g.alpha.value < threshold:
+            reasons.append(f"guideline {g.guideline} may be ambiguous: {level} α {g.alpha.text(2)}")
+    return Assessment(threshold, overall, band(value), reasons, guidelines)
 
 
-def _boundary_reasons(report: dict, threshold: float, overall: str) -> list[str]:
-    defined = [(label, c) for label, c in report["cuts"].items() if c["value"] is not None]
-    if not defined:
-        return []
-    label, worst = min(defined, key=lambda item: item[1]["value"])
-    if worst["value"] < threshold or overall != "ok":
-        return [f"boundary {boundary_label(label)} α {worst['value']:.2f} (weakest cut: grade ≥ {label} vs below)"]
-    return []
-
-
-def _why(report: dict, threshold: float) -> list[str]:
-    """Actionable hints: disputed queries, the kappa paradox, outlying annotators, weak guideline versions."""
+def _why(diag: Diagnostics, alpha: float | None, threshold: float, raw: float | None,
+         prevalence: dict[str, float | None], ac2: float | None) -> list[str]:
+    """Actionable hints: disputed queries, the kappa paradox, outlying annotators."""
     out = []
-    diag = report["diagnostics"]
-    queries = [q["query_id"] for q in diag["disputed_queries"][:3]]
+    queries = [q.query_id for q in diag.disputed_queries[:3]]
     if queries:
         out.append(f"queries {', '.join(queries)} most disputed")
-    raw, alpha = report["raw_agreement"], report["alpha"][report["level"]]["value"]
-    shares = {g: s for g, s in report["prevalence"].items() if s is not None}
+    shares = {g: s for g, s in prevalence.items() if s is not None}
     if raw is not None and alpha is not None and shares and raw >= 0.8 and alpha < threshold:
         grade, share = max(shares.items(), key=lambda item: item[1])
-        ac2 = report["ac2"]["quadratic"]["value"]
         out.append(f"raw agreement {raw:.2f} but grade {grade} is {share:.0%} of grades: chance correction "
                    f"shrinks α and κ (kappa paradox); AC2 {ac2:.2f}" if ac2 is not None else
                    f"raw agreement {raw:.2f} but grade {grade} is {share:.0%} of grades (kappa paradox)")
-    for row in diag["leave_one_out"]:
-        if row["delta"] is not None and row["delta"] >= 0.05:
-            out.append(f"without {row['annotator']} α would be {row['alpha']['value']:.2f} ({row['delta']:+.2f})")
-    for row in diag["bias"]:
-        if abs(row["bias"]) >= 0.5:
-            out.append(f"{row['annotator']} grades {row['bias']:+.2f} vs the others on shared pairs")
+    for row in diag.leave_one_out:
+        if row.delta is not None and row.delta >= 0.05:
+            out.append(f"without {row.annotator} α would be {row.alpha.value:.2f} ({row.delta:+.2f})")
+    for row in diag.bias:
+        if abs(row.bias) >= 0.5:
+            out.append(f"{row.annotator} grades {row.bias:+.2f} vs the others on shared pairs")
     return out

@@ -49,11 +49,11 @@ def bootstrap_sums(blocks: list[np.ndarray | sparse.csr_matrix], replicates: int
     return out
 
 
-def percentile_ci(values: np.ndarray, confidence: float = 0.95) -> list[float] | None:
+def percentile_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float] | None:
     """Percentile interval over defined replicates; None when half or more replicates are undefined."""
     finite = values[np.isfinite(values)]
     if len(values) == 0 or len(finite) * 2 < len(values) or len(finite) < 2:
         return None
     tail = (1.0 - confidence) / 2.0
     lo, hi = np.quantile(finite, [tail, 1.0 - tail])
-    return [float(lo), float(hi)]
+    return float(lo), float(hi)

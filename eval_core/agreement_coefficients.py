@@ -4,13 +4,15 @@ Conventions follow the reference implementations the tests compare against: Krip
 `krippendorff` package (coincidence matrix, value domain = the full scale), Cohen's κ as scikit-learn's
 `cohen_kappa_score(labels=scale)`, Fleiss' κ, Gwet's AC1/AC2 and percent agreement as the irrCAC R package
 (Gwet 2014), where π_k averages each unit's category shares over all units with at least one grade.
-Internal functions return NaN where a coefficient is undefined; the public ones return C dicts
-`{"value", "ci", "status"}` and never NaN.
+Internal functions return NaN where a coefficient is undefined; the public ones return a `Coefficient`
+(value, ci, status) and never NaN.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from eval_core.agreement_types import OK, Coefficient
 
 LEVELS = ("ordinal", "nominal", "interval")
 WEIGHTS = ("unweighted", "linear", "quadratic")
@@ -19,11 +21,11 @@ UNDEFINED_OVERLAP = "undefined: no overlapping pairs"
 UNDEFINED_VARIATION = "undefined: no variation"
 
 
-def coef(value: float | None, status: str = "ok", ci: list[float] | None = None) -> dict:
-    """The report's C dict; value and ci are null unless the coefficient is defined."""
-    if status != "ok" or value is None or not np.isfinite(value):
-        return {"value": None, "ci": None, "status": status if status != "ok" else UNDEFINED_VARIATION}
-    return {"value": float(value), "ci": ci, "status": "ok"}
+def coef(value: float | None, status: str = OK, ci: tuple[float, float] | None = None) -> Coefficient:
+    """A Coefficient whose value and CI are None unless it is defined (a non-finite value: no variation)."""
+    if status != OK or value is None or not np.isfinite(value):
+        return Coefficient(None, None, status if status != OK else UNDEFINED_VARIATION)
+    return Coefficient(float(value), ci, OK)
 
 
 def agreement_weights(k: int, kind: str) -> np.ndarray:
@@ -169,7 +171,7 @@ def _multi_status(data: np.ndarray, counts: np.ndarray) -> str:
 
 
 def krippendorff_alpha(reliability_data: np.ndarray, level: str = "ordinal",
-                       scale: tuple[int, int] = (0, 3)) -> dict:
+                       scale: tuple[int, int] = (0, 3)) -> Coefficient:
     """Krippendorff's α of an annotators × units matrix (the `krippendorff` package's orientation)."""
     counts = value_counts(reliability_data, scale)
     status = _multi_status(reliability_data, counts)
@@ -179,7 +181,7 @@ def krippendorff_alpha(reliability_data: np.ndarray, level: str = "ordinal",
 
 
 def cohen_kappa(a: np.ndarray, b: np.ndarray, weights: str = "unweighted",
-                scale: tuple[int, int] = (0, 3)) -> dict:
+                scale: tuple[int, int] = (0, 3)) -> Coefficient:
     """Cohen's κ of two annotators on the units both graded, over the full scale (never the observed labels)."""
     counts = value_counts(np.vstack([a, b]), scale)
     data = np.vstack([np.asarray(a, dtype=float), np.asarray(b, dtype=float)])
@@ -201,19 +203,19 @@ def _gwet(reliability_data: np.ndarray, kind: str, scale: tuple[int, int]) -> tu
     return status, sums
 
 
-def gwet_ac(reliability_data: np.ndarray, weights: str = "unweighted", scale: tuple[int, int] = (0, 3)) -> dict:
+def gwet_ac(reliability_data: np.ndarray, weights: str = "unweighted", scale: tuple[int, int] = (0, 3)) -> Coefficient:
     """Gwet's AC1 (unweighted) or AC2 (linear / quadratic weights), as irrCAC's gwet.ac1.raw."""
     status, sums = _gwet(reliability_data, weights, scale)
     return coef(sums["ac"][()] if status == "ok" else None, status)
 
 
-def fleiss_kappa(reliability_data: np.ndarray, scale: tuple[int, int] = (0, 3)) -> dict:
+def fleiss_kappa(reliability_data: np.ndarray, scale: tuple[int, int] = (0, 3)) -> Coefficient:
     """Fleiss' κ generalised to missing grades, as irrCAC's fleiss.kappa.raw."""
     status, sums = _gwet(reliability_data, "unweighted", scale)
     return coef(sums["fleiss"][()] if status == "ok" else None, status)
 
 
-def percent_agreement(reliability_data: np.ndarray, scale: tuple[int, int] = (0, 3)) -> dict:
+def percent_agreement(reliability_data: np.ndarray, scale: tuple[int, int] = (0, 3)) -> Coefficient:
     """Gwet's percent agreement: mean over units with ≥ 2 grades of the share of agreeing grade pairs."""
     status, sums = _gwet(reliability_data, "unweighted", scale)
     return coef(sums["pa"][()] if status == "ok" else None, status)
@@ -223,9 +225,3 @@ def cut_points(scale: tuple[int, int]) -> list[tuple[str, int]]:
     """Each cut of the scale as (label, grade index): grade ≥ label is the 'positive' side."""
     low, high = scale
     return [(str(g), g - low) for g in range(low + 1, high + 1)]
-
-
-def boundary_label(cut: str) -> str:
-    """'1|2' for the cut at ≥ 2: the two grades a binarised α separates."""
-    return f"{int(cut) - 1}|{cut}"
-

@@ -12,16 +12,18 @@ from eval_core.agreement_coefficients import (
     multi_status,
 )
 from eval_core.agreement_data import Encoded, row_matrix
+from eval_core.agreement_types import Coefficient, DisputedPair, DisputedQuery, GradeBias, LeaveOneOut
 
 
-def _alpha_coef(o: np.ndarray, level: str, status: str) -> dict:
+def _alpha_coef(o: np.ndarray, level: str, status: str) -> Coefficient:
+    """α of one coincidence matrix, or why it is undefined."""
     if status != "ok":
         return coef(None, status)
     value = float(alpha_from_coincidence(o, level))
     return coef(value) if np.isfinite(value) else coef(None, UNDEFINED_VARIATION)
 
 
-def leave_one_out(enc: Encoded, counts: np.ndarray, level: str, full: float | None) -> list[dict]:
+def leave_one_out(enc: Encoded, counts: np.ndarray, level: str, full: float | None) -> list[LeaveOneOut]:
     """α with each annotator's grades removed, and the change: who pulls agreement down.
 
     All annotators at once: removing grade g from a unit with counts n (m grades) turns its coincidences
@@ -52,12 +54,12 @@ def leave_one_out(enc: Encoded, counts: np.ndarray, level: str, full: float | No
     for i in graders:
         status = multi_status(len(graders) - 1, n_pairable - int(lost_pairable[i]))
         alpha = _alpha_coef(o[i], level, status)
-        delta = None if alpha["value"] is None or full is None else alpha["value"] - full
-        rows.append({"annotator": enc.annotators[i], "n_grades": int(n_grades[i]), "alpha": alpha, "delta": delta})
-    return sorted(rows, key=lambda r: -(r["delta"] if r["delta"] is not None else -np.inf))
+        delta = None if alpha.value is None or full is None else alpha.value - full
+        rows.append(LeaveOneOut(enc.annotators[i], int(n_grades[i]), alpha, delta))
+    return sorted(rows, key=lambda r: -(r.delta if r.delta is not None else -np.inf))
 
 
-def grade_bias(enc: Encoded, counts: np.ndarray, low: int) -> list[dict]:
+def grade_bias(enc: Encoded, counts: np.ndarray, low: int) -> list[GradeBias]:
     """Each annotator's mean grade vs the mean of the others on the same pairs (positive = grades higher)."""
     m = counts.sum(axis=1)
     total = counts @ np.arange(enc.k)
@@ -71,10 +73,9 @@ def grade_bias(enc: Encoded, counts: np.ndarray, low: int) -> list[dict]:
     other = np.bincount(a, weights=others, minlength=n_annot)
     rows = []
     for i in np.flatnonzero(n):
-        rows.append({"annotator": enc.annotators[i], "n_shared": int(n[i]),
-                     "mean_grade": float(own[i] / n[i] + low), "others_mean": float(other[i] / n[i] + low),
-                     "bias": float((own[i] - other[i]) / n[i])})
-    return sorted(rows, key=lambda r: -abs(r["bias"]))
+        rows.append(GradeBias(enc.annotators[i], int(n[i]), float(own[i] / n[i] + low),
+                              float(other[i] / n[i] + low), float((own[i] - other[i]) / n[i])))
+    return sorted(rows, key=lambda r: -abs(r.bias))
 
 
 def unit_spread(counts: np.ndarray) -> np.ndarray:
@@ -86,7 +87,7 @@ def unit_spread(counts: np.ndarray) -> np.ndarray:
     return np.where(counts.sum(axis=1) >= 2, hi - lo, 0)
 
 
-def disputed_pairs(enc: Encoded, counts: np.ndarray, judgments: pd.DataFrame, low: int, top: int) -> list[dict]:
+def disputed_pairs(enc: Encoded, counts: np.ndarray, judgments: pd.DataFrame, low: int, top: int) -> list[DisputedPair]:
     """The `top` pairs with the widest grade spread (then most pairwise disagreement), with every grade and note."""
     spread = unit_spread(counts)
     m = counts.sum(axis=1)
@@ -103,16 +104,14 @@ def disputed_pairs(enc: Encoded, counts: np.ndarray, judgments: pd.DataFrame, lo
         sub = chosen[chosen_units == u]
         grade_map = {str(a): (None if pd.isna(g) else int(g)) for a, g in zip(sub["annotator"], sub["grade"],
                                                                                strict=True)}
-        row = {"query_id": str(enc.units.at[u, "query_id"]), "fragment_id": str(enc.units.at[u, "fragment_id"]),
-               "spread": int(spread[u]), "grades": grade_map}
-        if has_note:
-            row["notes"] = {str(a): str(n) for a, n in zip(sub["annotator"], sub["note"], strict=True)
-                            if n is not None and not pd.isna(n) and str(n) != ""}
-        rows.append(row)
+        notes = ({str(a): str(n) for a, n in zip(sub["annotator"], sub["note"], strict=True)
+                  if n is not None and not pd.isna(n) and str(n) != ""} if has_note else None)
+        rows.append(DisputedPair(str(enc.units.at[u, "query_id"]), str(enc.units.at[u, "fragment_id"]),
+                                 int(spread[u]), grade_map, notes))
     return rows
 
 
-def disputed_queries(enc: Encoded, counts: np.ndarray, top: int) -> list[dict]:
+def disputed_queries(enc: Encoded, counts: np.ndarray, top: int) -> list[DisputedQuery]:
     """Queries whose pairs disagree most: mean grade spread over their pairs with ≥ 2 grades."""
     spread = unit_spread(counts).astype(float)
     pairable = counts.sum(axis=1) >= 2
@@ -123,5 +122,5 @@ def disputed_queries(enc: Encoded, counts: np.ndarray, top: int) -> list[dict]:
     has = np.flatnonzero(n)
     mean = total[has] / n[has]
     order = has[np.lexsort((has, -wide[has], -mean))][:top]
-    return [{"query_id": enc.queries[q], "n_pairable": int(n[q]), "mean_spread": float(total[q] / n[q]),
-             "n_spread_2_plus": int(wide[q])} for q in order if total[q] > 0]
+    return [DisputedQuery(enc.queries[q], int(n[q]), float(total[q] / n[q]), int(wide[q]))
+            for q in order if total[q] > 0]

@@ -17,6 +17,7 @@ from eval_core.agreement_coefficients import (
     unit_coincidences,
 )
 from eval_core.agreement_data import DENSE_LIMIT, Encoded, sum_by_group
+from eval_core.agreement_types import GroupAlpha
 
 
 class GroupStats(NamedTuple):
@@ -68,7 +69,7 @@ def group_query_block(stats: GroupStats, enc: Encoded) -> np.ndarray | sparse.cs
 
 
 def group_alphas(stats: GroupStats, level: str, replicates: np.ndarray | None = None,
-                 confidence: float = 0.95) -> list[dict]:
+                 confidence: float = 0.95) -> list[GroupAlpha]:
     """α per group with a CI from replicate coincidences (R, G·K²) when given; lowest first, undefined last."""
     k = stats.o.shape[-1]
     values = alpha_from_coincidence(stats.o, level)
@@ -81,6 +82,6 @@ def group_alphas(stats: GroupStats, level: str, replicates: np.ndarray | None = 
         if status == "ok" and not np.isfinite(values[i]):
             status = UNDEFINED_VARIATION
         ci = percentile_ci(reps[:, i], confidence) if reps is not None and status == "ok" else None
-        rows.append({"group": name, "n_units": int(stats.n_units[i]), "n_pairable": int(stats.n_pairable[i]),
-                     "alpha": coef(values[i] if status == "ok" else None, status, ci)})
-    return sorted(rows, key=lambda r: (r["alpha"]["value"] is None, r["alpha"]["value"] or 0.0, r["group"]))
+        rows.append(GroupAlpha(name, int(stats.n_units[i]), int(stats.n_pairable[i]),
+                               coef(values[i] if status == "ok" else None, status, ci)))
+    return sorted(rows, key=lambda r: (r.alpha.value is None, r.alpha.value or 0.0, r.group))

@@ -92,3 +92,67 @@ def test_registered_in_qrelkit_main(judgments: Path, capsys: pytest.CaptureFixtu
     out = judgments.parent / "q.trec"
     assert main(["consensus", str(judgments), "--rule", "min", "-o", str(out)]) == 0
     assert out.read_text().splitlines()[0] == "q0 0 u0 1"
+
+
+def test_cross_check_reports_reference_libraries_agree(judgments: Path) -> None:
+    """--cross-check: α by krippendorff.alpha (3 levels) and κ by scikit-learn for all 10 pairs, within 1e-9."""
+    code, out, _ = run(["agreement", str(judgments), "--bootstrap", "0", "--cross-check"])
+    assert code == 0
+    section = out.split("cross-check against the reference libraries", 1)[1]
+    for level in ("ordinal", "nominal", "interval"):
+        assert f"Krippendorff's α ({level})" in section
+    lines = [line for line in section.splitlines() if "sklearn.metrics.cohen_kappa_score" in line]
+    assert len(lines) == 3 and all(" 10 compared" in line for line in lines)
+    assert "qrelkit and the reference libraries agree (tolerance 1e-9)" in section
+    code, out, _ = run(["agreement", str(judgments), "--bootstrap", "0", "--cross-check", "--format", "json"])
+    checks = json.loads(out)["cross_check"]
+    assert code == 0 and len(checks) == 6
+    assert all(c["agrees"] and c["largest_difference"] <= 1e-9 and c["mismatched"] == 0 for c in checks)
+
+
+def test_cross_check_on_a_one_to_five_scale(tmp_path: Path) -> None:
+    """Grades 1–4 of a 1–5 scale: the references get the whole scale (value_domain, labels) and still agree."""
+    rng = np.random.default_rng(2)
+    truth = rng.integers(1, 5, 60)
+    rows = [{"query_id": f"q{u % 6}", "fragment_id": f"f{u}", "annotator": f"a{a}",
+             "grade": int(np.clip(truth[u] + rng.integers(-1, 2), 1, 4))} for u in range(60) for a in range(3)]
+    path = tmp_path / "five.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    code, out, _ = run(["agreement", str(path), "--scale", "1-5", "--bootstrap", "0", "--cross-check",
+                        "--format", "json"])
+    data = json.loads(out)
+    assert code == 0 and all(c["agrees"] for c in data["cross_check"])
+    assert set(data["cuts"]) == {"2", "3", "4", "5"}
+    assert len(data["kappa"][0]["confusion"]) == 5
+
+
+def test_cross_check_flags_a_difference(judgments: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report whose ordinal α is off by 0.01 is caught: MISMATCH, the difference printed, exit 1."""
+    import dataclasses
+
+    import eval_core.agreement as agreement
+    from eval_core.agreement_types import Coefficient
+
+    real = agreement.agreement_report
+
+    def tampered(*args, **kwargs):
+        report = real(*args, **kwargs)
+        alpha = dict(report.alpha, ordinal=Coefficient(report.alpha["ordinal"].value + 0.01))
+        return dataclasses.replace(report, alpha=alpha)
+
+    monkeypatch.setattr(agreement, "agreement_report", tampered)
+    code, out, _ = run(["agreement", str(judgments), "--bootstrap", "0", "--cross-check"])
+    assert code == 1
+    line = next(line for line in out.splitlines() if "Krippendorff's α (ordinal)" in line)
+    assert "max |diff| 1.0e-02" in line and "MISMATCH" in line
+    assert "qrelkit and the reference libraries DISAGREE" in out
+
+
+def test_cross_check_without_the_reference_extra(judgments: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without krippendorff installed the command says which extra to install and exits 2."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "krippendorff", None)
+    code, out, err = run(["agreement", str(judgments), "--cross-check"])
+    assert code == 2 and out == ""
+    assert "pip install qrelkit[reference]" in err

@@ -17,6 +17,7 @@ from eval_core.agreement_coefficients import (
     krippendorff_alpha,
     percent_agreement,
 )
+from eval_core.agreement_types import Coefficient
 
 NAN = np.nan
 
@@ -52,20 +53,20 @@ def hayes_2007() -> np.ndarray:
 @pytest.mark.parametrize(("level", "published"), [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849)])
 def test_krippendorff_2011_published(level: str, published: float) -> None:
     result = krippendorff_alpha(KRIPP_2011, level, scale=(1, 5))
-    assert result["status"] == "ok"
-    assert result["value"] == pytest.approx(published, abs=5e-4)
+    assert result.status == "ok"
+    assert result.value == pytest.approx(published, abs=5e-4)
 
 
 def test_hayes_krippendorff_2007_ordinal() -> None:
     """Published ordinal α 0.7598 (Hayes & Krippendorff 2007, p. 87)."""
-    assert krippendorff_alpha(hayes_2007(), "ordinal")["value"] == pytest.approx(0.7598, abs=5e-5)
+    assert krippendorff_alpha(hayes_2007(), "ordinal").value == pytest.approx(0.7598, abs=5e-5)
 
 
 def test_hayes_2007_all_levels_match_package() -> None:
     data = hayes_2007()
     for level in ("nominal", "ordinal", "interval"):
         expected = krippendorff.alpha(data, level_of_measurement=level, value_domain=[0, 1, 2, 3])
-        assert krippendorff_alpha(data, level)["value"] == pytest.approx(expected, abs=1e-12)
+        assert krippendorff_alpha(data, level).value == pytest.approx(expected, abs=1e-12)
 
 
 def test_transposed_matrix_is_a_different_answer() -> None:
@@ -73,7 +74,7 @@ def test_transposed_matrix_is_a_different_answer() -> None:
     data = hayes_2007()
     right = krippendorff.alpha(data, level_of_measurement="ordinal", value_domain=[0, 1, 2, 3])
     wrong = krippendorff.alpha(data.T, level_of_measurement="ordinal", value_domain=[0, 1, 2, 3])
-    ours = krippendorff_alpha(data, "ordinal")["value"]
+    ours = krippendorff_alpha(data, "ordinal").value
     assert ours == pytest.approx(right, abs=1e-12)
     assert abs(ours - wrong) > 0.05
 
@@ -82,15 +83,15 @@ def test_package_default_level_is_interval_not_ordinal() -> None:
     """The package's default is interval; our default is ordinal (DESIGN.md)."""
     data = hayes_2007()
     assert krippendorff.alpha(data, value_domain=[0, 1, 2, 3]) == pytest.approx(
-        krippendorff_alpha(data, "interval")["value"], abs=1e-12)
-    assert krippendorff_alpha(data)["value"] == pytest.approx(0.7598, abs=5e-5)
+        krippendorff_alpha(data, "interval").value, abs=1e-12)
+    assert krippendorff_alpha(data).value == pytest.approx(0.7598, abs=5e-5)
 
 
 def test_cohen_wikipedia_example() -> None:
     """Wikipedia "Cohen's kappa", worked example: 20 yes/yes, 5 yes/no, 10 no/yes, 15 no/no → κ = 0.4."""
     a = np.array([1] * 20 + [1] * 5 + [0] * 10 + [0] * 15, dtype=float)
     b = np.array([1] * 20 + [0] * 5 + [1] * 10 + [0] * 15, dtype=float)
-    assert cohen_kappa(a, b, scale=(0, 1))["value"] == pytest.approx(0.4, abs=1e-12)
+    assert cohen_kappa(a, b, scale=(0, 1)).value == pytest.approx(0.4, abs=1e-12)
 
 
 def test_weighted_kappa_published_tables() -> None:
@@ -110,17 +111,17 @@ def test_fleiss_wikipedia_example() -> None:
              [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
     data = np.array([[c for c, n in enumerate(row, start=1) for _ in range(n)] for row in table], dtype=float).T
     assert data.shape == (14, 10)
-    assert fleiss_kappa(data, scale=(1, 5))["value"] == pytest.approx(0.210, abs=5e-4)
+    assert fleiss_kappa(data, scale=(1, 5)).value == pytest.approx(0.210, abs=5e-4)
 
 
 def test_gwet_irrcac_raw4raters() -> None:
     """irrCAC README and "weighting" vignette on cac.raw4raters (= Krippendorff 2011 data): percent agreement
     0.8181818, AC1 0.77544, Fleiss 0.76117, AC2 quadratic 0.914 (pa 0.9753788)."""
     scale = (1, 5)
-    assert percent_agreement(KRIPP_2011, scale)["value"] == pytest.approx(0.8181818, abs=5e-8)
-    assert gwet_ac(KRIPP_2011, "unweighted", scale)["value"] == pytest.approx(0.77544, abs=5e-6)
-    assert fleiss_kappa(KRIPP_2011, scale)["value"] == pytest.approx(0.76117, abs=5e-6)
-    assert gwet_ac(KRIPP_2011, "quadratic", scale)["value"] == pytest.approx(0.914, abs=5e-4)
+    assert percent_agreement(KRIPP_2011, scale).value == pytest.approx(0.8181818, abs=5e-8)
+    assert gwet_ac(KRIPP_2011, "unweighted", scale).value == pytest.approx(0.77544, abs=5e-6)
+    assert fleiss_kappa(KRIPP_2011, scale).value == pytest.approx(0.76117, abs=5e-6)
+    assert gwet_ac(KRIPP_2011, "quadratic", scale).value == pytest.approx(0.914, abs=5e-4)
 
 
 def test_gwet_irrcac_distrib_6raters() -> None:
@@ -130,9 +131,9 @@ def test_gwet_irrcac_distrib_6raters() -> None:
             [2, 0, 4, 0, 0], [0, 0, 4, 0, 2], [2, 0, 3, 1, 0], [2, 0, 0, 4, 0], [0, 0, 0, 0, 6],
             [1, 0, 0, 5, 0], [1, 1, 0, 4, 0], [0, 3, 3, 0, 0], [1, 0, 0, 5, 0], [0, 2, 0, 3, 1]]
     data = np.array([[c for c, n in enumerate(row, start=1) for _ in range(n)] for row in dist], dtype=float).T
-    assert gwet_ac(data, "unweighted", (1, 5))["value"] == pytest.approx(0.4448007, abs=5e-8)
-    assert fleiss_kappa(data, (1, 5))["value"] == pytest.approx(0.4139265, abs=5e-8)
-    assert gwet_ac(data, "quadratic", (1, 5))["value"] == pytest.approx(0.4837438, abs=5e-8)
+    assert gwet_ac(data, "unweighted", (1, 5)).value == pytest.approx(0.4448007, abs=5e-8)
+    assert fleiss_kappa(data, (1, 5)).value == pytest.approx(0.4139265, abs=5e-8)
+    assert gwet_ac(data, "quadratic", (1, 5)).value == pytest.approx(0.4837438, abs=5e-8)
 
 
 def _random_matrix(rng: np.random.Generator, annotators: int, units: int, missing: float) -> np.ndarray:
@@ -148,7 +149,7 @@ def test_alpha_matches_package_on_random_data(seed: int) -> None:
     data = _random_matrix(rng, 3 + seed % 3, 60, 0.3)
     for level in ("nominal", "ordinal", "interval"):
         expected = krippendorff.alpha(data, level_of_measurement=level, value_domain=[0, 1, 2, 3])
-        assert krippendorff_alpha(data, level)["value"] == pytest.approx(expected, abs=1e-12)
+        assert krippendorff_alpha(data, level).value == pytest.approx(expected, abs=1e-12)
 
 
 @settings(max_examples=40, deadline=None)
@@ -161,9 +162,9 @@ def test_kappa_matches_sklearn_full_label_set(seed: int, weights: str) -> None:
     expected = cohen_kappa_score(data[0, both], data[1, both], labels=[0, 1, 2, 3],
                                  weights=None if weights == "unweighted" else weights)
     if np.isnan(expected):
-        assert ours["value"] is None
+        assert ours.value is None
     else:
-        assert ours["value"] == pytest.approx(expected, abs=1e-12)
+        assert ours.value == pytest.approx(expected, abs=1e-12)
 
 
 def test_unused_grade_still_shapes_weights() -> None:
@@ -172,29 +173,29 @@ def test_unused_grade_still_shapes_weights() -> None:
     b = np.array([0, 3, 3, 1, 1, 3, 0], dtype=float)
     full = cohen_kappa_score(a, b, labels=[0, 1, 2, 3], weights="quadratic")
     observed = cohen_kappa_score(a, b, weights="quadratic")
-    assert cohen_kappa(a, b, "quadratic")["value"] == pytest.approx(full, abs=1e-12)
+    assert cohen_kappa(a, b, "quadratic").value == pytest.approx(full, abs=1e-12)
     assert abs(full - observed) > 1e-3
 
 
 def test_degenerate_inputs_are_undefined_with_reason() -> None:
     one = np.array([[0, 1, 2, 3.0]])
-    assert krippendorff_alpha(one) == {"value": None, "ci": None, "status": "undefined: one annotator"}
+    assert krippendorff_alpha(one) == Coefficient(None, None, "undefined: one annotator")
     no_overlap = np.array([[0, 1, NAN, NAN], [NAN, NAN, 2, 3]])
-    assert krippendorff_alpha(no_overlap)["status"] == "undefined: no overlapping pairs"
-    assert gwet_ac(no_overlap)["status"] == "undefined: no overlapping pairs"
-    assert cohen_kappa(no_overlap[0], no_overlap[1])["status"] == "undefined: no overlapping pairs"
+    assert krippendorff_alpha(no_overlap).status == "undefined: no overlapping pairs"
+    assert gwet_ac(no_overlap).status == "undefined: no overlapping pairs"
+    assert cohen_kappa(no_overlap[0], no_overlap[1]).status == "undefined: no overlapping pairs"
     flat = np.array([[2, 2, 2.0], [2, 2, 2.0]])
     for result in (krippendorff_alpha(flat), fleiss_kappa(flat), cohen_kappa(flat[0], flat[1])):
-        assert result == {"value": None, "ci": None, "status": "undefined: no variation"}
+        assert result == Coefficient(None, None, "undefined: no variation")
     all_missing = np.full((3, 4), NAN)
-    assert krippendorff_alpha(all_missing)["status"] == "undefined: one annotator"
+    assert krippendorff_alpha(all_missing).status == "undefined: one annotator"
 
 
 def test_constant_annotator_against_varying_one_is_a_real_zero() -> None:
     """κ is defined (0, as sklearn) when only one annotator varies: that is not 'no variation'."""
     a, b = np.array([1, 1, 1, 1.0]), np.array([0, 1, 2, 3.0])
     expected = cohen_kappa_score(a, b, labels=[0, 1, 2, 3])
-    assert cohen_kappa(a, b) == {"value": pytest.approx(expected), "ci": None, "status": "ok"}
+    assert cohen_kappa(a, b) == Coefficient(pytest.approx(expected), None, "ok")
 
 
 def test_off_scale_values_rejected() -> None:

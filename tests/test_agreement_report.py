@@ -10,9 +10,16 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from eval_core.agreement import agreement_report, assess
+from eval_core.agreement import agreement_report, assess, weakest_boundary
 from eval_core.agreement_bootstrap import cluster_weights
 from eval_core.agreement_coefficients import gwet_ac
+from eval_core.agreement_types import (
+    AgreementReport,
+    Boundary,
+    Coefficient,
+    Diagnostics,
+    DisputedQuery,
+)
 
 DOMAIN = [0, 1, 2, 3]
 
@@ -50,12 +57,12 @@ def judgments() -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def report(judgments: pd.DataFrame) -> dict:
+def report(judgments: pd.DataFrame) -> AgreementReport:
     return agreement_report(judgments, bootstrap=200, seed=5, by="query")
 
 
-def test_json_shape_of_issue_3(report: dict) -> None:
-    text = json.dumps(report, allow_nan=False)
+def test_json_shape_is_the_documented_one(report: AgreementReport) -> None:
+    text = json.dumps(report.to_dict(), allow_nan=False)
     data = json.loads(text)
     for key in ("n_units", "n_annotators", "raw_agreement", "alpha", "fleiss_kappa", "ac1", "ac2", "kappa", "cuts",
                 "assessment"):
@@ -72,55 +79,55 @@ def test_json_shape_of_issue_3(report: dict) -> None:
     assert set(data["assessment"]) >= {"threshold", "verdict", "reasons"}
 
 
-def test_alpha_matches_krippendorff_package(judgments: pd.DataFrame, report: dict) -> None:
+def test_alpha_matches_krippendorff_package(judgments: pd.DataFrame, report: AgreementReport) -> None:
     mat, _ = matrix(judgments)
     for level in ("nominal", "ordinal", "interval"):
         expected = krippendorff.alpha(mat, level_of_measurement=level, value_domain=DOMAIN)
-        assert report["alpha"][level]["value"] == pytest.approx(expected, abs=1e-9)
+        assert report.alpha[level].value == pytest.approx(expected, abs=1e-9)
 
 
-def test_pairwise_kappa_matches_sklearn(judgments: pd.DataFrame, report: dict) -> None:
+def test_pairwise_kappa_matches_sklearn(judgments: pd.DataFrame, report: AgreementReport) -> None:
     mat, names = matrix(judgments)
-    assert len(report["kappa"]) == len(names) * (len(names) - 1) // 2
-    for entry in report["kappa"]:
-        x, y = mat[names.index(entry["a"])], mat[names.index(entry["b"])]
+    assert len(report.kappa) == len(names) * (len(names) - 1) // 2
+    for entry in report.kappa:
+        x, y = mat[names.index(entry.a)], mat[names.index(entry.b)]
         both = ~np.isnan(x) & ~np.isnan(y)
-        assert entry["n"] == both.sum()
+        assert entry.n == both.sum()
         confusion = pd.crosstab(pd.Categorical(x[both], DOMAIN), pd.Categorical(y[both], DOMAIN), dropna=False)
-        assert entry["confusion"] == confusion.to_numpy().tolist()
+        assert entry.confusion == confusion.to_numpy().tolist()
         for kind in ("unweighted", "linear", "quadratic"):
             expected = cohen_kappa_score(x[both], y[both], labels=DOMAIN,
                                          weights=None if kind == "unweighted" else kind)
-            assert entry[kind]["value"] == pytest.approx(expected, abs=1e-9)
+            assert entry.kappa[kind].value == pytest.approx(expected, abs=1e-9)
 
 
-def test_cuts_match_binarised_nominal_alpha(judgments: pd.DataFrame, report: dict) -> None:
+def test_cuts_match_binarised_nominal_alpha(judgments: pd.DataFrame, report: AgreementReport) -> None:
     mat, _ = matrix(judgments)
     for cut in (1, 2, 3):
         binary = np.where(np.isnan(mat), np.nan, (mat >= cut).astype(float))
         expected = krippendorff.alpha(binary, level_of_measurement="nominal", value_domain=[0, 1])
-        assert report["cuts"][str(cut)]["value"] == pytest.approx(expected, abs=1e-9)
+        assert report.cuts[str(cut)].value == pytest.approx(expected, abs=1e-9)
 
 
-def test_gwet_and_raw_agreement_match_array_functions(judgments: pd.DataFrame, report: dict) -> None:
+def test_gwet_and_raw_agreement_match_array_functions(judgments: pd.DataFrame, report: AgreementReport) -> None:
     """The report's per-query sums give the same AC1/AC2 as the unit-level functions (checked vs irrCAC)."""
     mat, _ = matrix(judgments)
-    assert report["ac1"]["value"] == pytest.approx(gwet_ac(mat, "unweighted")["value"], abs=1e-12)
-    assert report["ac2"]["quadratic"]["value"] == pytest.approx(gwet_ac(mat, "quadratic")["value"], abs=1e-12)
+    assert report.ac1.value == pytest.approx(gwet_ac(mat, "unweighted").value, abs=1e-12)
+    assert report.ac2["quadratic"].value == pytest.approx(gwet_ac(mat, "quadratic").value, abs=1e-12)
 
 
-def test_by_query_and_leave_one_out_match_package(judgments: pd.DataFrame, report: dict) -> None:
-    groups = {g["group"]: g for g in report["diagnostics"]["by"]["groups"]}
+def test_by_query_and_leave_one_out_match_package(judgments: pd.DataFrame, report: AgreementReport) -> None:
+    groups = {g.group: g for g in report.diagnostics.by}
     for query in ("q0", "q5"):
         mat, _ = matrix(judgments[judgments["query_id"] == query])
         expected = krippendorff.alpha(mat, level_of_measurement="ordinal", value_domain=DOMAIN)
-        assert groups[query]["alpha"]["value"] == pytest.approx(expected, abs=1e-9)
-    full = report["alpha"]["ordinal"]["value"]
-    for row in report["diagnostics"]["leave_one_out"]:
-        mat, _ = matrix(judgments[judgments["annotator"] != row["annotator"]])
+        assert groups[query].alpha.value == pytest.approx(expected, abs=1e-9)
+    full = report.alpha["ordinal"].value
+    for row in report.diagnostics.leave_one_out:
+        mat, _ = matrix(judgments[judgments["annotator"] != row.annotator])
         expected = krippendorff.alpha(mat, level_of_measurement="ordinal", value_domain=DOMAIN)
-        assert row["alpha"]["value"] == pytest.approx(expected, abs=1e-9)
-        assert row["delta"] == pytest.approx(expected - full, abs=1e-9)
+        assert row.alpha.value == pytest.approx(expected, abs=1e-9)
+        assert row.delta == pytest.approx(expected - full, abs=1e-9)
 
 
 def test_grade_bias_by_hand() -> None:
@@ -128,11 +135,11 @@ def test_grade_bias_by_hand() -> None:
     frame = pd.DataFrame({"query_id": ["q"] * 5, "fragment_id": ["x", "x", "x", "y", "y"],
                           "annotator": ["a", "b", "c", "a", "b"],
                           "grade": pd.array([3, 1, 2, 3, 2], dtype="Int64")})
-    bias = {r["annotator"]: r for r in agreement_report(frame, bootstrap=0)["diagnostics"]["bias"]}
-    assert bias["a"]["bias"] == pytest.approx(1.25)
-    assert bias["a"]["mean_grade"] == pytest.approx(3.0)
-    assert bias["b"]["bias"] == pytest.approx(((1 - 2.5) + (2 - 3)) / 2)
-    assert bias["c"]["bias"] == pytest.approx(2 - 2.0)
+    bias = {r.annotator: r for r in agreement_report(frame, bootstrap=0).diagnostics.bias}
+    assert bias["a"].bias == pytest.approx(1.25)
+    assert bias["a"].mean_grade == pytest.approx(3.0)
+    assert bias["b"].bias == pytest.approx(((1 - 2.5) + (2 - 3)) / 2)
+    assert bias["c"].bias == pytest.approx(2 - 2.0)
 
 
 def test_disputed_pairs_carry_every_grade_and_note() -> None:
@@ -140,13 +147,13 @@ def test_disputed_pairs_carry_every_grade_and_note() -> None:
                           "annotator": ["a", "b", "c", "a", "b", "a"],
                           "grade": pd.array([0, 3, None, 1, 2, 3], dtype="Int64"),
                           "note": ["no answer", "exact answer", "broken page", None, None, None]})
-    disputed = agreement_report(frame, bootstrap=0)["diagnostics"]["disputed_pairs"]
-    assert [(d["fragment_id"], d["spread"]) for d in disputed] == [("x", 3), ("y", 1)]
-    assert disputed[0]["grades"] == {"a": 0, "b": 3, "c": None}
-    assert disputed[0]["notes"] == {"a": "no answer", "b": "exact answer", "c": "broken page"}
+    disputed = agreement_report(frame, bootstrap=0).diagnostics.disputed_pairs
+    assert [(d.fragment_id, d.spread) for d in disputed] == [("x", 3), ("y", 1)]
+    assert disputed[0].grades == {"a": 0, "b": 3, "c": None}
+    assert disputed[0].notes == {"a": "no answer", "b": "exact answer", "c": "broken page"}
 
 
-def test_invariant_to_shuffling_and_single_graded_units(judgments: pd.DataFrame, report: dict) -> None:
+def test_invariant_to_shuffling_and_single_graded_units(judgments: pd.DataFrame, report: AgreementReport) -> None:
     shuffled = judgments.sample(frac=1.0, random_state=11).reset_index(drop=True)
     renamed = shuffled.assign(annotator=shuffled["annotator"].map(
         {"ann0": "zed", "ann1": "amy", "ann2": "kim", "ann3": "bob"}))
@@ -156,18 +163,18 @@ def test_invariant_to_shuffling_and_single_graded_units(judgments: pd.DataFrame,
     for frame in (shuffled, renamed, padded):
         other = agreement_report(frame, bootstrap=0)
         for level in ("nominal", "ordinal", "interval"):
-            assert other["alpha"][level]["value"] == pytest.approx(report["alpha"][level]["value"], abs=1e-12)
-        assert other["raw_agreement"] == pytest.approx(report["raw_agreement"], abs=1e-12)
-        ours = sorted(k["quadratic"]["value"] for k in other["kappa"])
-        assert ours == pytest.approx(sorted(k["quadratic"]["value"] for k in report["kappa"]), abs=1e-12)
+            assert other.alpha[level].value == pytest.approx(report.alpha[level].value, abs=1e-12)
+        assert other.raw_agreement.value == pytest.approx(report.raw_agreement.value, abs=1e-12)
+        ours = sorted(k.kappa["quadratic"].value for k in other.kappa)
+        assert ours == pytest.approx(sorted(k.kappa["quadratic"].value for k in report.kappa), abs=1e-12)
 
 
 def test_bootstrap_is_seeded_and_reproducible(judgments: pd.DataFrame) -> None:
     a = agreement_report(judgments, bootstrap=100, seed=1)
     b = agreement_report(judgments, bootstrap=100, seed=1)
     c = agreement_report(judgments, bootstrap=100, seed=2)
-    assert a["alpha"]["ordinal"]["ci"] == b["alpha"]["ordinal"]["ci"]
-    assert a["alpha"]["ordinal"]["ci"] != c["alpha"]["ordinal"]["ci"]
+    assert a.alpha["ordinal"].ci == b.alpha["ordinal"].ci
+    assert a.alpha["ordinal"].ci != c.alpha["ordinal"].ci
 
 
 def test_reweighting_equals_resampling_queries(judgments: pd.DataFrame) -> None:
@@ -205,47 +212,86 @@ def test_degenerate_sets_are_undefined_never_nan() -> None:
              (flat, "undefined: no variation"), (cant, "undefined: one annotator")]
     for frame, status in cases:
         report = agreement_report(frame, bootstrap=50)
-        json.dumps(report, allow_nan=False)
-        assert report["alpha"]["ordinal"] == {"value": None, "ci": None, "status": status}
-        assert report["fleiss_kappa"]["value"] is None
-        assert report["assessment"]["verdict"] == "insufficient_data"
+        data = json.loads(json.dumps(report.to_dict(), allow_nan=False))
+        assert data["alpha"]["ordinal"] == {"value": None, "ci": None, "status": status}
+        assert report.alpha["ordinal"] == Coefficient(None, None, status)
+        assert report.fleiss_kappa.value is None
+        assert report.assessment.verdict == "insufficient_data"
     flat_report = agreement_report(flat, bootstrap=50)
-    assert flat_report["raw_agreement"] == 1.0
-    assert flat_report["kappa"][0]["unweighted"]["status"] == "undefined: no variation"
-    assert all(c["status"] == "undefined: no variation" for c in flat_report["cuts"].values())
-    assert agreement_report(disjoint, bootstrap=0)["kappa"][0]["unweighted"]["status"] == \
+    assert flat_report.raw_agreement.value == 1.0
+    assert flat_report.kappa[0].kappa["unweighted"].status == "undefined: no variation"
+    assert all(c.status == "undefined: no variation" for c in flat_report.cuts.values())
+    assert flat_report.weakest is None
+    assert agreement_report(disjoint, bootstrap=0).kappa[0].kappa["unweighted"].status == \
         "undefined: no overlapping pairs"
 
 
 def test_assess_verdicts() -> None:
     good = make_judgments(1, queries=30, annotators=3, prevalence=(0.25, 0.25, 0.25, 0.25))
-    assert agreement_report(good, bootstrap=200, threshold=0.3)["assessment"]["verdict"] == "ok"
-    verdict = agreement_report(good, bootstrap=200, threshold=0.99)["assessment"]
-    assert verdict["verdict"] == "ambiguous"
-    assert any("queries" in r and "most disputed" in r for r in verdict["reasons"])
-    assert any(r.startswith("boundary ") for r in verdict["reasons"])
-    value = agreement_report(good, bootstrap=200)["alpha"]["ordinal"]
-    middle = (value["ci"][0] + value["ci"][1]) / 2
-    assert agreement_report(good, bootstrap=200, threshold=middle)["assessment"]["verdict"] == "inconclusive"
-    assert agreement_report(good, bootstrap=0)["assessment"]["verdict"] == "insufficient_data"
+    assert agreement_report(good, bootstrap=200, threshold=0.3).assessment.verdict == "ok"
+    verdict = agreement_report(good, bootstrap=200, threshold=0.99).assessment
+    assert verdict.verdict == "ambiguous"
+    assert any("queries" in r and "most disputed" in r for r in verdict.reasons)
+    assert any(r.startswith("boundary ") for r in verdict.reasons)
+    value = agreement_report(good, bootstrap=200).alpha["ordinal"]
+    middle = (value.ci[0] + value.ci[1]) / 2
+    assert agreement_report(good, bootstrap=200, threshold=middle).assessment.verdict == "inconclusive"
+    assert agreement_report(good, bootstrap=0).assessment.verdict == "insufficient_data"
 
 
 def test_assess_bands_and_reason_format() -> None:
-    fake = {"level": "ordinal", "alpha": {"ordinal": {"value": 0.52, "ci": [0.44, 0.58], "status": "ok"}},
-            "cuts": {"1": {"value": 0.7, "ci": None, "status": "ok"}, "2": {"value": 0.31, "ci": None, "status": "ok"},
-                     "3": {"value": 0.6, "ci": None, "status": "ok"}},
-            "raw_agreement": 0.6, "prevalence": {"0": 0.5}, "ac2": {"quadratic": {"value": 0.7}},
-            "diagnostics": {"disputed_queries": [{"query_id": "q7"}, {"query_id": "q12"}], "leave_one_out": [],
-                            "bias": []}}
-    out = assess(fake, 0.6)
-    assert out["verdict"] == "ambiguous" and out["band"] == "unreliable"
-    assert out["reasons"][0] == "ordinal α 0.52 [0.44, 0.58] < 0.6"
-    assert "boundary 1|2 α 0.31 (weakest cut: grade ≥ 2 vs below)" in out["reasons"]
-    assert "queries q7, q12 most disputed" in out["reasons"]
-    fake["alpha"]["ordinal"] = {"value": 0.85, "ci": [0.81, 0.9], "status": "ok"}
-    assert assess(fake, 0.6)["band"] == "reliable"
-    fake["alpha"]["ordinal"] = {"value": 0.7, "ci": [0.67, 0.73], "status": "ok"}
-    assert assess(fake, 0.6)["band"] == "tentative"
+    diagnostics = Diagnostics(leave_one_out=[], bias=[], disputed_pairs=[],
+                              disputed_queries=[DisputedQuery("q7", 5, 1.2, 2), DisputedQuery("q12", 5, 1.0, 1)])
+    cuts = {"1": Coefficient(0.7), "2": Coefficient(0.31), "3": Coefficient(0.6)}
+
+    def assessed(alpha: Coefficient):
+        return assess(alpha, "ordinal", 0.6, weakest=weakest_boundary(cuts), diagnostics=diagnostics, raw=0.6,
+                      prevalence={"0": 0.5}, ac2=0.7)
+
+    out = assessed(Coefficient(0.52, (0.44, 0.58)))
+    assert out.verdict == "ambiguous" and out.band == "unreliable"
+    assert out.reasons[0] == "ordinal α 0.52 [0.44, 0.58] < 0.6"
+    assert "boundary 1|2 α 0.31 (weakest cut: grade ≥ 2 vs below)" in out.reasons
+    assert "queries q7, q12 most disputed" in out.reasons
+    assert assessed(Coefficient(0.85, (0.81, 0.9))).band == "reliable"
+    assert assessed(Coefficient(0.7, (0.67, 0.73))).band == "tentative"
+
+
+def test_weakest_boundary_is_the_lowest_defined_cut_and_shared_with_the_app(judgments: pd.DataFrame,
+                                                                            report: AgreementReport) -> None:
+    """The weakest boundary is computed once in the report: the cut whose binarised α (krippendorff) is lowest."""
+    mat, _ = matrix(judgments)
+    expected = {}
+    for cut in (1, 2, 3):
+        binary = np.where(np.isnan(mat), np.nan, (mat >= cut).astype(float))
+        expected[str(cut)] = krippendorff.alpha(binary, level_of_measurement="nominal", value_domain=[0, 1])
+    cut = min(expected, key=expected.get)
+    assert report.weakest.cut == cut and report.weakest.label == f"{int(cut) - 1}|{cut}"
+    assert report.weakest.alpha == pytest.approx(expected[cut], abs=1e-9)
+    assert weakest_boundary({"1": Coefficient(None, None, "undefined: no variation"), "2": Coefficient(0.4)}) == \
+        Boundary("2", 0.4)
+
+
+def test_light_kappa_is_the_mean_of_sklearn_pairwise_kappas(judgments: pd.DataFrame, report: AgreementReport) -> None:
+    """Mean pairwise Cohen's κ (Light 1971) from scikit-learn, and its CI brackets it."""
+    mat, names = matrix(judgments)
+    for kind in ("unweighted", "linear", "quadratic"):
+        values = []
+        for i in range(len(names)):
+            for j in range(i + 1, len(names)):
+                both = ~np.isnan(mat[i]) & ~np.isnan(mat[j])
+                values.append(cohen_kappa_score(mat[i, both], mat[j, both], labels=DOMAIN,
+                                                weights=None if kind == "unweighted" else kind))
+        light = report.light_kappa[kind]
+        assert light.value == pytest.approx(np.mean(values), abs=1e-12)
+        assert light.ci[0] <= light.value <= light.ci[1]
+
+
+def test_coefficient_text() -> None:
+    assert Coefficient(0.5204, (0.4401, 0.6)).text() == "0.520 [0.440, 0.600]"
+    assert Coefficient(0.5204).text(2) == "0.52"
+    assert Coefficient(None, None, "undefined: one annotator").text() == "undefined: one annotator"
+    assert Coefficient(0.5, (0.25, 0.75)).to_dict() == {"value": 0.5, "ci": [0.25, 0.75], "status": "ok"}
 
 
 def test_kappa_paradox_is_explained() -> None:
@@ -259,12 +305,12 @@ def test_kappa_paradox_is_explained() -> None:
             rows.append((f"q{i % 10}", f"f{i}", annotator, grade))
     frame = pd.DataFrame(rows, columns=["query_id", "fragment_id", "annotator", "grade"])
     report = agreement_report(frame, bootstrap=300, seed=3)
-    assert report["raw_agreement"] == pytest.approx(0.90)
-    assert report["kappa"][0]["unweighted"]["value"] == pytest.approx((0.90 - 0.8698) / (1 - 0.8698), abs=1e-9)
-    assert report["prevalence"]["0"] == pytest.approx(0.93)
-    assert report["ac1"]["value"] > 0.85 > 0.3 > report["alpha"]["ordinal"]["value"]
-    assert report["assessment"]["verdict"] in {"ambiguous", "inconclusive"}
-    assert any("kappa paradox" in r and "grade 0 is 93%" in r for r in report["assessment"]["reasons"])
+    assert report.raw_agreement.value == pytest.approx(0.90)
+    assert report.kappa[0].kappa["unweighted"].value == pytest.approx((0.90 - 0.8698) / (1 - 0.8698), abs=1e-9)
+    assert report.prevalence["0"] == pytest.approx(0.93)
+    assert report.ac1.value > 0.85 > 0.3 > report.alpha["ordinal"].value
+    assert report.assessment.verdict in {"ambiguous", "inconclusive"}
+    assert any("kappa paradox" in r and "grade 0 is 93%" in r for r in report.assessment.reasons)
 
 
 def test_guideline_versions_flagged() -> None:
@@ -276,15 +322,15 @@ def test_guideline_versions_flagged() -> None:
     noisy["fragment_id"] = "n" + noisy["fragment_id"]
     both = pd.concat([good, noisy], ignore_index=True)
     report = agreement_report(both, bootstrap=200)
-    versions = {g["group"]: g["alpha"] for g in report["diagnostics"]["guidelines"]}
-    assert versions["v2"]["ci"][1] < 0.6 < versions["v1"]["ci"][0]
-    flags = {g["guideline"]: g["verdict"] for g in report["assessment"]["guidelines"]}
+    versions = {g.group: g.alpha for g in report.diagnostics.guidelines}
+    assert versions["v2"].ci[1] < 0.6 < versions["v1"].ci[0]
+    flags = {g.guideline: g.verdict for g in report.assessment.guidelines}
     assert flags == {"v1": "ok", "v2": "ambiguous"}
-    assert any(r.startswith("guideline v2 is ambiguous: ordinal α") for r in report["assessment"]["reasons"])
+    assert any(r.startswith("guideline v2 is ambiguous: ordinal α") for r in report.assessment.reasons)
     for version in ("v1", "v2"):
         mat, _ = matrix(both[both["guideline"] == version])
         expected = krippendorff.alpha(mat, level_of_measurement="ordinal", value_domain=DOMAIN)
-        assert versions[version]["value"] == pytest.approx(expected, abs=1e-9)
+        assert versions[version].value == pytest.approx(expected, abs=1e-9)
 
 
 def test_bad_arguments() -> None:
@@ -305,10 +351,10 @@ def test_bad_arguments() -> None:
 def test_single_guideline_group_equals_overall(judgments: pd.DataFrame) -> None:
     """One guideline version: its α and bootstrap CI (sparse per-group path) equal the overall ones (dense)."""
     report = agreement_report(judgments.assign(guideline="v1"), bootstrap=100, seed=4)
-    (row,) = report["diagnostics"]["guidelines"]
-    overall = report["alpha"]["ordinal"]
-    assert row["alpha"]["value"] == pytest.approx(overall["value"], abs=1e-12)
-    assert row["alpha"]["ci"] == pytest.approx(overall["ci"], abs=1e-9)
+    (row,) = report.diagnostics.guidelines
+    overall = report.alpha["ordinal"]
+    assert row.alpha.value == pytest.approx(overall.value, abs=1e-12)
+    assert row.alpha.ci == pytest.approx(overall.ci, abs=1e-9)
 
 
 def test_sparse_statistics_path_equals_dense(judgments: pd.DataFrame, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -321,10 +367,10 @@ def test_sparse_statistics_path_equals_dense(judgments: pd.DataFrame, monkeypatc
     monkeypatch.setattr(data, "DENSE_LIMIT", 0)
     monkeypatch.setattr(groups, "DENSE_LIMIT", 0)
     sparse_report = agreement_report(frame, bootstrap=60, seed=8)
-    for a, b in zip(dense["kappa"], sparse_report["kappa"], strict=True):
-        assert a["quadratic"]["ci"] == pytest.approx(b["quadratic"]["ci"], abs=1e-12)
-    for a, b in zip(dense["diagnostics"]["guidelines"], sparse_report["diagnostics"]["guidelines"], strict=True):
-        assert a["alpha"]["ci"] == pytest.approx(b["alpha"]["ci"], abs=1e-12)
+    for a, b in zip(dense.kappa, sparse_report.kappa, strict=True):
+        assert a.kappa["quadratic"].ci == pytest.approx(b.kappa["quadratic"].ci, abs=1e-12)
+    for a, b in zip(dense.diagnostics.guidelines, sparse_report.diagnostics.guidelines, strict=True):
+        assert a.alpha.ci == pytest.approx(b.alpha.ci, abs=1e-12)
 
 
 def test_percentile_ci_gives_up_when_most_replicates_are_undefined() -> None:

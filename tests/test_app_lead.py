@@ -61,10 +61,10 @@ def test_kappa_matrix_is_symmetric_and_keeps_undefined_pairs():
                                                     values="grade")
     both = wide[["ann", "bob"]].dropna().astype(int)
     kq = cohen_kappa_score(both["ann"], both["bob"], labels=[0, 1, 2, 3], weights="quadratic")
-    kappa = [{"a": "ann", "b": "bob", "n": len(both), "quadratic": {"value": kq, "ci": [kq - 0.1, kq + 0.1],
-                                                                     "status": "ok"}},
-             {"a": "ann", "b": "zed", "n": 0, "quadratic": {"value": None, "ci": None,
-                                                           "status": "undefined: no overlapping pairs"}}]
+    from eval_core.agreement_types import Coefficient, KappaPair
+
+    kappa = [KappaPair("ann", "bob", len(both), {"quadratic": Coefficient(kq, (kq - 0.1, kq + 0.1))}, []),
+             KappaPair("ann", "zed", 0, {"quadratic": Coefficient(None, None, "undefined: no overlapping pairs")}, [])]
     frame = charts.kappa_matrix(kappa, "quadratic")
     assert len(frame) == 4
     ab = frame[(frame["a"] == "ann") & (frame["b"] == "bob")].iloc[0]
@@ -317,7 +317,7 @@ def test_disputed_pair_opens_adjudication_and_the_grade_is_stored(store):
     # AppTest keeps the page it was told to show; follow the switch the page made so reruns stay here.
     at.switch_page(str(PAGES / "lead_adjudicate.py"))
     pair = at.session_state["adjudicate_pair"]
-    assert at.selectbox[0].value.startswith(f"{pair['query_id']} · {pair['fragment_id']}")
+    assert at.selectbox[0].value.startswith(f"{pair.query_id} · {pair.fragment_id}")
     at.radio[0].set_value(2)
     at.text_area[0].input("Partial answer: the deadline without the refund rule")
     next(b for b in at.button if b.label == "Save final grade").click().run()
@@ -325,7 +325,7 @@ def test_disputed_pair_opens_adjudication_and_the_grade_is_stored(store):
     assert at.success, "no confirmation shown"
     decided = queries_frames.adjudications_frame(store, PROJECT)
     assert decided[["query_id", "fragment_id", "grade", "by"]].values.tolist() == [
-        [pair["query_id"], pair["fragment_id"], 2, "lea"]]
+        [pair.query_id, pair.fragment_id, 2, "lea"]]
 
 
 def test_adjudication_shows_every_grade_and_fragment_html_as_text(store):
@@ -386,10 +386,9 @@ def test_release_diff_lists_the_adjudicated_change(store):
     from db import adjudication
 
     release(store)
-    pair = {"query_id": "q000", "fragment_id": "d20"}
-    from annotator import views_agreement
+    from db import queries_frames
 
-    adjudication.adjudicate(store, views_agreement.pair_id_of(store, PROJECT, pair), "lea", 2, "answers with context")
+    adjudication.adjudicate(store, queries_frames.pair_id(store, PROJECT, "q000", "d20"), "lea", 2, "answers with context")
     at = page_test(store, "lead_releases.py")
     at.button[0].click().run()
     assert not at.exception
@@ -463,9 +462,9 @@ def test_new_judgment_invalidates_the_cached_agreement(store):
 
     at = page_test(store, "lead_agreement.py")
     before = at.dataframe[0].value.set_index("coefficient").loc["Krippendorff α (ordinal)", "value"]
-    from annotator import views_agreement
+    from db import queries_frames
 
-    pair_id = views_agreement.pair_id_of(store, PROJECT, {"query_id": "q000", "fragment_id": "d3"})
+    pair_id = queries_frames.pair_id(store, PROJECT, "q000", "d3")
     judging.record_judgment(store, pair_id, "ben", 0)
     at.run()
     after = at.dataframe[0].value.set_index("coefficient").loc["Krippendorff α (ordinal)", "value"]

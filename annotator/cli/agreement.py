@@ -6,15 +6,17 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from eval_core.agreement import agreement_report
-from eval_core.consensus import RULES, consensus
+from eval_core.consensus import RULES
 from eval_core.errors import InputError
-from eval_core.formats import write_atomically, write_qrels
-from eval_core.judgments import parse_grade, parse_scale, read_judgments
-from eval_core.records import iter_records
+from eval_core.judgments import parse_scale
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from eval_core.agreement_reference import ReferenceCheck
+    from eval_core.agreement_types import AgreementReport, Coefficient
 
 
 def _scale(text: str) -> tuple[int, int]:
@@ -40,6 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.add_argument("--keep", choices=["error", "latest"], default="error",
                    help="duplicate (pair, annotator) records: error (default) or keep the latest")
+    p.add_argument("--cross-check", action="store_true",
+                   help="recompute α with krippendorff.alpha and κ with scikit-learn and report the largest "
+                        "difference (exit 1 above 1e-9; needs `pip install qrelkit[reference]`)")
     p.set_defaults(func=run_agreement)
 
     c = subparsers.add_parser("consensus", help="one graded label per pair: qrels with provenance",
@@ -57,84 +62,120 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_agreement(args: argparse.Namespace) -> int:
-    """Print the report as a table a lead can read, or as the issue-3 JSON."""
+    """Print the report as a table a lead can read, or as JSON; with --cross-check, the reference libraries' verdict."""
+    from eval_core.agreement import agreement_report
+    from eval_core.judgments import read_judgments
+
+    if args.cross_check:
+        from eval_core.agreement_reference import reference_libraries
+
+        try:
+            reference_libraries()
+        except ImportError as exc:
+            print(f"qrelkit: error: {exc}", file=sys.stderr)
+            return 2
     frame = read_judgments(args.judgments, args.scale, keep=args.keep, progress=True)
     try:
         report = agreement_report(frame, scale=args.scale, level=args.level, threshold=args.threshold,
                                   by=args.by, bootstrap=args.bootstrap, seed=args.seed, progress=True)
     except ValueError as exc:
         raise InputError(args.judgments, None, str(exc)) from None
+    checks = None
+    if args.cross_check:
+        from eval_core.agreement_reference import cross_check
+
+        checks = cross_check(frame, args.scale, report)
     if args.format == "json":
-        json.dump(report, sys.stdout, ensure_ascii=False, indent=2)
+        data = report.to_dict()
+        if checks is not None:
+            data["cross_check"] = [c.to_dict() for c in checks]
+        json.dump(data, sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(format_table(report))
-    return 0
+        if checks is not None:
+            sys.stdout.write(format_cross_check(checks))
+    return 1 if checks is not None and not all(c.agrees for c in checks) else 0
 
 
-def _c(c: dict) -> str:
-    if c["value"] is None:
-        return c["status"]
-    ci = f"  [{c['ci'][0]:.3f}, {c['ci'][1]:.3f}]" if c["ci"] else ""
-    return f"{c['value']:.3f}{ci}"
+def format_cross_check(checks: list[ReferenceCheck]) -> str:
+    """One line per coefficient: the reference library, how many values compared, the largest difference."""
+    lines = ["", "cross-check against the reference libraries (largest |qrelkit − reference|):"]
+    for c in checks:
+        where = f" ({c.worst})" if c.worst else ""
+        lines.append(f"  {c.coefficient:<28}{c.library:<36}{c.compared:>4} compared  "
+                     f"max |diff| {c.largest_difference:.1e}{where}"
+                     + (f"  {c.mismatched} defined on one side only" if c.mismatched else "")
+                     + ("" if c.agrees else "  MISMATCH"))
+    verdict = "agree" if all(c.agrees for c in checks) else "DISAGREE"
+    lines.append(f"  qrelkit and the reference libraries {verdict} (tolerance 1e-9)")
+    return "\n".join(lines) + "\n"
 
 
-def format_table(report: dict) -> str:
+def format_table(report: AgreementReport) -> str:
     """Plain-text report: chance-corrected coefficients beside raw agreement and prevalence (kappa paradox)."""
-    boot = report["bootstrap"]
+    boot = report.bootstrap
     lines = [
-        f"{report['n_units']} pairs, {report['n_queries']} queries, {report['n_annotators']} annotators, "
-        f"{report['n_grades']} grades ({report['n_cant_judge']} can't judge), "
-        f"{report['n_pairable_units']} pairs with ≥ 2 grades; scale {report['scale'][0]}-{report['scale'][1]}",
-        f"CIs: {boot['confidence']:.0%} percentile, {boot['replicates']} replicates resampling queries, "
-        f"seed {boot['seed']}" if boot["replicates"] else "CIs: none (no bootstrap)",
+        f"{report.n_units} pairs, {report.n_queries} queries, {report.n_annotators} annotators, "
+        f"{report.n_grades} grades ({report.n_cant_judge} can't judge), "
+        f"{report.n_pairable_units} pairs with ≥ 2 grades; scale {report.scale[0]}-{report.scale[1]}",
+        f"CIs: {boot.confidence:.0%} percentile, {boot.replicates} replicates resampling queries, "
+        f"seed {boot.seed}" if boot.replicates else "CIs: none (no bootstrap)",
         "",
         "grade prevalence  " + "  ".join(f"{g}: {s:.1%}" if s is not None else f"{g}: -"
-                                         for g, s in report["prevalence"].items()),
-        "raw agreement     " + (f"{report['raw_agreement']:.3f}" if report["raw_agreement"] is not None
+                                         for g, s in report.prevalence.items()),
+        "raw agreement     " + (f"{report.raw_agreement.value:.3f}" if report.raw_agreement.defined
                                 else "undefined"),
     ]
-    rows = [(f"Krippendorff α {lv}" + (" *" if lv == report["level"] else ""), c)
-            for lv, c in report["alpha"].items()]
-    rows += [("Fleiss κ", report["fleiss_kappa"]), ("Gwet AC1", report["ac1"]),
-             ("Gwet AC2 linear", report["ac2"]["linear"]), ("Gwet AC2 quadratic", report["ac2"]["quadratic"])]
-    rows += [(f"α at cut ≥ {label}", c) for label, c in report["cuts"].items()]
+    rows = [(f"Krippendorff α {lv}" + (" *" if lv == report.level else ""), c) for lv, c in report.alpha.items()]
+    rows += [("Fleiss κ", report.fleiss_kappa), ("Gwet AC1", report.ac1),
+             ("Gwet AC2 linear", report.ac2["linear"]), ("Gwet AC2 quadratic", report.ac2["quadratic"])]
+    rows += [(f"α at cut ≥ {label}", c) for label, c in report.cuts.items()]
+    rows += [(f"mean pairwise κ {w}", c) for w, c in report.light_kappa.items()]
     lines += [f"{name:<26}{_c(c)}" for name, c in rows]
     lines += ["", "Cohen's κ per annotator pair (on pairs both graded):",
               f"  {'a':<12}{'b':<12}{'n':>6}  {'unweighted':<28}{'linear':<28}quadratic"]
-    for k in report["kappa"]:
-        lines.append(f"  {k['a']:<12}{k['b']:<12}{k['n']:>6}  {_c(k['unweighted']):<28}{_c(k['linear']):<28}"
-                     f"{_c(k['quadratic'])}")
-    diag = report["diagnostics"]
-    lines += ["", f"{report['level']} α without each annotator (Δ vs all):"]
-    lines += [f"  {r['annotator']:<16}{_c(r['alpha']):<30}" + (f"Δ {r['delta']:+.3f}" if r["delta"] is not None
-                                                              else "") for r in diag["leave_one_out"]]
+    for k in report.kappa:
+        lines.append(f"  {k.a:<12}{k.b:<12}{k.n:>6}  {_c(k.kappa['unweighted']):<28}{_c(k.kappa['linear']):<28}"
+                     f"{_c(k.kappa['quadratic'])}")
+    diag = report.diagnostics
+    lines += ["", f"{report.level} α without each annotator (Δ vs all):"]
+    lines += [f"  {r.annotator:<16}{_c(r.alpha):<30}" + (f"Δ {r.delta:+.3f}" if r.delta is not None else "")
+              for r in diag.leave_one_out]
     lines += ["", "grade bias (mean grade − mean of the others on the same pairs):"]
-    lines += [f"  {r['annotator']:<16}{r['bias']:+.3f}  (n {r['n_shared']}, mean {r['mean_grade']:.2f} vs "
-              f"{r['others_mean']:.2f})" for r in diag["bias"]]
-    for title, groups in (("by " + diag["by"]["field"], diag["by"]["groups"]) if "by" in diag else (None, None),
-                          ("by guideline version", diag.get("guidelines"))):
+    lines += [f"  {r.annotator:<16}{r.bias:+.3f}  (n {r.n_shared}, mean {r.mean_grade:.2f} vs "
+              f"{r.others_mean:.2f})" for r in diag.bias]
+    for title, groups in ((f"by {diag.by_field}", diag.by), ("by guideline version", diag.guidelines)):
         if groups:
-            lines += ["", f"{report['level']} α {title} (lowest first):"]
-            lines += [f"  {g['group']:<24}{_c(g['alpha']):<30}({g['n_pairable']} pairs with ≥ 2 grades)"
-                      for g in groups[:20]]
+            lines += ["", f"{report.level} α {title} (lowest first):"]
+            lines += [f"  {g.group:<24}{_c(g.alpha):<30}({g.n_pairable} pairs with ≥ 2 grades)" for g in groups[:20]]
             if len(groups) > 20:
                 lines.append(f"  … {len(groups) - 20} more (--format json lists all)")
-    if diag["disputed_pairs"]:
+    if diag.disputed_pairs:
         lines += ["", "most disputed pairs:"]
-        for d in diag["disputed_pairs"]:
-            grades = ", ".join(f"{a}={'?' if g is None else g}" for a, g in d["grades"].items())
-            notes = "; ".join(f"{a}: {n}" for a, n in d.get("notes", {}).items())
-            lines.append(f"  {d['query_id']} / {d['fragment_id']}  spread {d['spread']}: {grades}"
+        for d in diag.disputed_pairs:
+            grades = ", ".join(f"{a}={'?' if g is None else g}" for a, g in d.grades.items())
+            notes = "; ".join(f"{a}: {n}" for a, n in (d.notes or {}).items())
+            lines.append(f"  {d.query_id} / {d.fragment_id}  spread {d.spread}: {grades}"
                          + (f"  — {notes}" if notes else ""))
-    verdict = report["assessment"]
-    lines += ["", f"verdict (threshold {verdict['threshold']:g}): {verdict['verdict'].upper()}"]
-    lines += [f"  - {reason}" for reason in verdict["reasons"]]
+    verdict = report.assessment
+    lines += ["", f"verdict (threshold {verdict.threshold:g}): {verdict.verdict.upper()}"]
+    lines += [f"  - {reason}" for reason in verdict.reasons]
     return "\n".join(lines) + "\n"
+
+
+def _c(c: Coefficient) -> str:
+    """A coefficient for the table: value and CI with two spaces between, or why it is undefined."""
+    return c.text(3).replace(" [", "  [")
 
 
 def read_adjudications(path: str, scale: tuple[int, int]) -> pd.DataFrame:
     """Lead decisions from JSONL/CSV; each needs an integer grade on the scale and one decision per pair."""
+    import pandas as pd
+
+    from eval_core.judgments import parse_grade
+    from eval_core.records import iter_records
+
     rows, seen = [], {}
     for lineno, rec in iter_records(path, required=("query_id", "fragment_id", "grade")):
         try:
@@ -155,6 +196,10 @@ def read_adjudications(path: str, scale: tuple[int, int]) -> pd.DataFrame:
 
 def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str) -> None:
     """TREC / BEIR through the shared qrels writer; JSONL here, since it carries every grade and the rule."""
+    import pandas as pd
+
+    from eval_core.formats import write_atomically, write_qrels
+
     if fmt in ("trec", "beir"):
         frame = pd.DataFrame({"query_id": qrels["query_id"], "doc_id": qrels["fragment_id"], "grade": qrels["grade"]})
         write_qrels(frame, path, fmt=fmt)
@@ -168,6 +213,9 @@ def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str) -> None:
 
 def run_consensus(args: argparse.Namespace) -> int:
     """Apply the rule and write the qrels; a summary goes to stderr."""
+    from eval_core.consensus import consensus
+    from eval_core.judgments import read_judgments
+
     frame = read_judgments(args.judgments, args.scale, keep=args.keep, progress=True)
     adjudications = read_adjudications(args.adjudications, args.scale) if args.adjudications else None
     if args.format == "trec":

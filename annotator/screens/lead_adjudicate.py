@@ -29,7 +29,7 @@ index = next((i for i, p in enumerate(queue) if chosen and views_agreement.pair_
 st.caption(f"{len(queue)} disputed pair(s), largest spread first; {len(done)} pair(s) adjudicated so far.")
 label = st.selectbox("Pair", labels, index=index)
 pair = queue[labels.index(label)]
-st.session_state[views_agreement.ADJUDICATE_KEY] = dict(pair)
+st.session_state[views_agreement.ADJUDICATE_KEY] = pair
 
 detail = adjudication.pair_detail(engine, project.name, views_agreement.pair_id_of(engine, project.name, pair),
                                   username=user.username)

@@ -5,37 +5,51 @@ from __future__ import annotations
 import streamlit as st
 
 from annotator import charts, views, views_agreement
+from eval_core.agreement_coefficients import WEIGHTS
 
 engine, user = views.lead_page("Agreement")
 project = views.pick_project(engine)
 if project is None:
     st.stop()
 
-judgments, report = views_agreement.project_agreement(engine, project)
-if judgments.empty:
+judgments, agreement = views_agreement.project_agreement(engine, project)
+if agreement is None:
     st.info("No judgments yet: assign pairs and let the annotators grade.")
     st.stop()
+report = agreement.report
+threshold = float(project.threshold)
+low, high = views.scale_of(project)
 
-for flag in views_agreement.agreement_flags(report, float(project.threshold)):
-    st.error(flag, icon=":material/flag:")
 
-for col, (label, value) in zip(st.columns(4), views_agreement.headline(report), strict=True):
-    col.metric(label, value)
-st.caption("Units are (query, fragment) pairs graded by at least one annotator; CIs resample queries. "
-           "Krippendorff's bands: α ≥ 0.800 reliable, 0.667–0.800 tentative.")
-st.dataframe(views_agreement.coefficients_table(report), hide_index=True, width="stretch")
+for col, tile in zip(st.columns(3), views_agreement.headline(report), strict=True):
+    col.metric(tile.label, tile.value)
+    col.caption(tile.caption)
+st.caption(f"{report.n_units} pairs graded by {report.n_annotators} annotators "
+           f"({report.n_pairable_units} pairs with at least two grades) on the {low}–{high} scale. "
+           "CIs resample queries. Krippendorff's bands: α ≥ 0.800 reliable, 0.667–0.800 tentative.")
+
+for flag in views_agreement.agreement_flags(agreement, threshold):
+    st.error(flag.banner, icon=":material/flag:")
+    if flag.reasons:
+        st.text("\n".join(f"- {reason}" for reason in flag.reasons))
+
+st.subheader("Every coefficient")
+st.caption("Side by side, so high raw agreement with low κ and α (the kappa paradox) is visible.")
+st.dataframe(views_agreement.styled(views_agreement.coefficients_table(report)), hide_index=True, width="stretch")
 
 st.subheader("Grade boundaries")
 st.caption("α with the scale cut in two at each grade: the lowest marks the ambiguous boundary.")
-st.dataframe(views_agreement.cuts_table(report), hide_index=True)
+st.dataframe(views_agreement.styled(views_agreement.cuts_table(report)), hide_index=True, width="stretch")
+st.text("Grades: " + " · ".join(f"{g} = {name}" for g, name in sorted(project.labels.items())))
 
-st.subheader("Pairwise Cohen's κ")
-weight = st.radio("Weights", charts.KAPPA_WEIGHTS, index=2, horizontal=True)
-if report["kappa"]:
-    st.altair_chart(charts.kappa_heatmap(report["kappa"], weight, float(project.threshold)),
-                    width="stretch")
-else:
+st.subheader("Cohen's κ per annotator pair")
+if not report.kappa:
     st.info("Pairwise κ needs two annotators who graded the same pairs.")
+else:
+    if len(report.kappa) > 1:
+        weight = st.radio("Weights", WEIGHTS, index=WEIGHTS.index("quadratic"), horizontal=True)
+        st.altair_chart(charts.kappa_heatmap(report.kappa, weight, threshold), width="content")
+    st.dataframe(views_agreement.kappa_table(report), hide_index=True, width="stretch")
 
 st.subheader("Confusion matrix")
 annotators = sorted(judgments["annotator"].unique())
@@ -43,24 +57,24 @@ if len(annotators) >= 2:
     left, right = st.columns(2)
     a = left.selectbox("Annotator A", annotators, index=0)
     b = right.selectbox("Annotator B", [x for x in annotators if x != a], index=0)
-    frame = charts.confusion_frame(judgments, a, b, views.scale_of(project))
+    frame = charts.confusion_frame(judgments, a, b, (low, high))
     st.altair_chart(charts.confusion_chart(frame, a, b))
 
 st.subheader("By query and by category")
-by_query, by_category = views_agreement.breakdown_tables(report)
+by_query, by_category = views_agreement.breakdown_tables(agreement)
 left, right = st.columns(2)
-left.dataframe(by_query, hide_index=True)
-right.dataframe(by_category, hide_index=True)
+left.dataframe(views_agreement.styled(by_query), hide_index=True)
+right.dataframe(views_agreement.styled(by_category), hide_index=True)
 
 st.subheader("Trend across guideline versions")
-trend = views_agreement.guideline_trend(report)
+trend = views_agreement.guideline_trend(agreement)
 if len(trend) >= 1:
-    st.altair_chart(charts.agreement_trend_chart(trend, float(project.threshold)), width="stretch")
+    st.altair_chart(charts.agreement_trend_chart(trend, threshold), width="stretch")
 else:
     st.info("No guideline version has enough overlapping grades yet.")
 
 st.subheader("Most disputed pairs")
-for i, pair in enumerate(views_agreement.disputed_pairs(report)):
+for i, pair in enumerate(views_agreement.disputed_pairs(agreement)):
     text, button = st.columns([5, 1])
     text.text(views_agreement.disputed_line(pair))
     if button.button("Adjudicate", key=f"adjudicate-{i}"):
