@@ -16,7 +16,14 @@ from typing import Any
 
 import pandas as pd
 
-from eval_core.formats import detect_format, load_qrels, load_run, read_categories
+from eval_core.formats import (
+    detect_format,
+    extra_fields_warning,
+    load_qrels,
+    load_run,
+    read_categories,
+    read_qrels_jg,
+)
 from eval_core.metrics import (
     DEFAULT_K,
     QrelsIndex,
@@ -51,6 +58,11 @@ def _is_multi(run: Any) -> bool:
     return isinstance(first, Mapping) and any(isinstance(v, Mapping | list) for v in first.values())
 
 
+def _rows(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """{query: {metric: value}} from a per-query frame."""
+    return {str(q): {m: float(v) for m, v in row.items()} for q, row in frame.to_dict(orient="index").items()}
+
+
 @dataclass
 class Evaluation:
     """The result of evaluating one run: per-query values, means over qrels queries, and what was odd."""
@@ -60,13 +72,30 @@ class Evaluation:
     mean: dict[str, float]
     warnings: list[str] = field(default_factory=list)
     by_category: pd.DataFrame | None = None
+    per_judge: dict[str, pd.DataFrame] | None = None  # judge group → its own per-query values (multi-judge qrels)
+
+    @property
+    def judge_means(self) -> dict[str, dict[str, float]]:
+        """Each judge group's mean over the queries it judged (empty for single-judge qrels)."""
+        return {j: {m: float(v) for m, v in frame.mean().items()} for j, frame in (self.per_judge or {}).items()}
+
+    @property
+    def judge_spread(self) -> dict[str, tuple[float, float]]:
+        """Per metric, the lowest and highest judge-group mean: how much the verdict depends on who judged."""
+        means = self.judge_means
+        return {m: (min(v[m] for v in means.values()), max(v[m] for v in means.values()))
+                for m in self.mean} if means else {}
 
     def to_dict(self, per_query: bool = False) -> dict:
         """JSON-able form used by `qrelkit eval --format json`."""
         out: dict[str, Any] = {"name": self.name, "mean": dict(self.mean)}
+        if self.per_judge is not None:
+            out["judges"] = self.judge_means
+            out["spread"] = {m: {"min": lo, "max": hi} for m, (lo, hi) in self.judge_spread.items()}
         if per_query:
-            out["per_query"] = {str(q): {m: float(v) for m, v in row.items()}
-                                for q, row in self.per_query.to_dict(orient="index").items()}
+            out["per_query"] = _rows(self.per_query)
+            if self.per_judge is not None:
+                out["per_judge"] = {j: _rows(frame) for j, frame in self.per_judge.items()}
         if self.by_category is not None:
             out["by_category"] = {str(c): {m: float(v) for m, v in row.items()}
                                   for c, row in self.by_category.to_dict(orient="index").items()}
@@ -113,12 +142,17 @@ def _blockable(run: Any, block_bytes: int) -> bool:
 
 
 def rank_file_blocks(qi: QrelsIndex, path: str | Path, block_bytes: int = BLOCK_BYTES,
-                     progress: Callable[[int], object] | None = None) -> Ranked:
+                     progress: Callable[[int], object] | None = None) -> tuple[Ranked, tuple[int, int] | None]:
     """Rank a TREC run block by block of whole queries — identical to `rank_run` on the whole file.
 
-    Raises `Scattered` when the file does not keep each query's lines together.
+    Also returns the first line with fields after the sixth (None if there is none). Raises `Scattered`
+    when the file does not keep each query's lines together.
     """
-    return merge_ranked([rank_run(qi, cols) for cols in iter_run_blocks(path, block_bytes, progress)])
+    parts, extra = [], None
+    for cols in iter_run_blocks(path, block_bytes, progress):
+        extra = extra or cols.extra_fields_line
+        parts.append(rank_run(qi, cols))
+    return merge_ranked(parts), extra
 
 
 def _rank(qi: QrelsIndex, run: Any, block_bytes: int,
@@ -126,13 +160,27 @@ def _rank(qi: QrelsIndex, run: Any, block_bytes: int,
     """The run ranked (in blocks when it is a big TREC file), its label, and any note on how it was read."""
     if _blockable(run, block_bytes):
         try:
-            return rank_file_blocks(qi, run, block_bytes, progress), str(run), []
+            ranked, extra = rank_file_blocks(qi, run, block_bytes, progress)
+            return ranked, str(run), extra_fields_warning(str(run), extra)
         except Scattered:
             note = ("the run file does not keep each query's lines together, so it was read whole "
                     "(memory grows with the file); group its lines by query to evaluate it in blocks")
-            return rank_run(qi, load_run(run)), str(run), [note]
+            cols = load_run(run)
+            return rank_run(qi, cols), str(run), [note, *extra_fields_warning(str(run), cols.extra_fields_line)]
     cols = load_run(run)
-    return rank_run(qi, cols), cols.label, []
+    return rank_run(qi, cols), cols.label, extra_fields_warning(cols.label, cols.extra_fields_line)
+
+
+def _err_clip_warning(qi: QrelsIndex, specs: list[Spec], max_grade: int) -> list[str]:
+    """One warning when ERR is asked for and some grades exceed `max_grade` (ERR clips them; gdeval refuses)."""
+    if not any(s.base == "err" for s in specs):
+        return []
+    over = qi.grades > max_grade
+    if not over.any():
+        return []
+    return [f"{int(over.sum())} judgments have a grade above max_grade = {max_grade} (highest: "
+            f"{int(qi.grades.max())}); ERR counts them as grade {max_grade}. Set max_grade (--max-grade) to "
+            "the scale's top grade"]
 
 
 def _evaluate_one(qi: QrelsIndex, run: Any, specs: list[Spec], cats: dict[str, str] | None,
@@ -153,19 +201,59 @@ def _evaluate_one(qi: QrelsIndex, run: Any, specs: list[Spec], cats: dict[str, s
     if ranked.unknown_qids:
         warnings.append(f"{len(ranked.unknown_qids)} run queries are not in the qrels and were ignored: "
                         f"{_listed(ranked.unknown_qids)}")
+    warnings += _err_clip_warning(qi, specs, max_grade)
     no_rel = [q for q, r in zip(qids, qi.n_rel, strict=True) if r == 0]
     if no_rel:
         warnings.append(f"{len(no_rel)} qrels queries have no relevant fragment (grade ≥ {qi.rel_level}) and "
                         f"score 0 on binary metrics: {_listed(no_rel)}")
-    by_category = None
-    if cats is not None:
-        labels = pd.Series([cats.get(q) for q in qids], index=per_query.index, dtype=object)
-        unmapped = [q for q, c in zip(qids, labels, strict=True) if c is None]
-        if unmapped:
-            warnings.append(f"{len(unmapped)} queries have no category and are grouped as '(none)': "
-                            f"{_listed(unmapped)}")
-        grouped = per_query.groupby(labels.fillna("(none)"), sort=True)
-        by_category = grouped.mean()
-        by_category.insert(0, "queries", grouped.size())
-        by_category.index.name = "category"
-    return Evaluation(name, per_query, mean, warnings, by_category)
+    return Evaluation(name, per_query, mean, warnings, _by_category(per_query, cats, warnings))
+
+
+def _by_category(per_query: pd.DataFrame, cats: dict[str, str] | None, warnings: list[str]) -> pd.DataFrame | None:
+    """Mean per category with a `queries` count; queries without one go to '(none)' with a warning."""
+    if cats is None:
+        return None
+    qids = [str(q) for q in per_query.index]
+    labels = pd.Series([cats.get(q) for q in qids], index=per_query.index, dtype=object)
+    unmapped = [q for q, c in zip(qids, labels, strict=True) if c is None]
+    if unmapped:
+        warnings.append(f"{len(unmapped)} queries have no category and are grouped as '(none)': "
+                        f"{_listed(unmapped)}")
+    grouped = per_query.groupby(labels.fillna("(none)"), sort=True)
+    by_category = grouped.mean()
+    by_category.insert(0, "queries", grouped.size())
+    by_category.index.name = "category"
+    return by_category
+
+
+def evaluate_judge_groups(
+    qrels: Any,
+    run: Any,
+    metrics: Sequence[str] | None = None,
+    k: Sequence[int] = DEFAULT_K,
+    rel_level: int = 1,
+    categories: Any = None,
+    name: str | None = None,
+    max_grade: int = 3,
+) -> Evaluation:
+    """Evaluate one run against each judge group's qrels (trec_eval `-R qrels_jg`) and average per query.
+
+    `qrels` is a multi-judge qrels file (`qid judge docid grade`) or a DataFrame with a `judge` column.
+    Each query's value is the mean over the judge groups that judged it (trec_eval's `map_avgjg`,
+    `P_avgjg_k`); the run mean is the mean of those over every qrels query (missing queries score 0).
+    `per_judge` holds each judge's own per-query values, `judge_means` each judge's mean.
+    """
+    groups = qrels if isinstance(qrels, pd.DataFrame) else read_qrels_jg(qrels)
+    cols = load_run(run)
+    label = name or ("run" if cols.label.startswith("<") else Path(cols.label).name)
+    per_judge = {str(j): evaluate(g[["query_id", "doc_id", "grade"]], cols, metrics, k, rel_level,
+                                  name=label, max_grade=max_grade)
+                 for j, g in groups.groupby("judge", sort=True)}
+    order = pd.Index(pd.unique(groups["query_id"].astype(str)), name="query_id")
+    stacked = pd.concat({j: ev.per_query for j, ev in per_judge.items()}, names=["judge", "query_id"])
+    per_query = stacked.groupby(level="query_id", sort=False).mean().reindex(order)
+    mean = {m: float(per_query[m].mean()) for m in per_query.columns}
+    warnings = [f"judge {j}: {w}" for j, ev in per_judge.items() for w in ev.warnings]
+    cats = None if categories is None else read_categories(categories)
+    return Evaluation(label, per_query, mean, warnings, _by_category(per_query, cats, warnings),
+                      per_judge={j: ev.per_query for j, ev in per_judge.items()})

@@ -45,6 +45,7 @@ class Columns:
     value: np.ndarray
     label: str
     doc_keys: np.ndarray
+    extra_fields_line: tuple[int, int] | None = None  # (line, field count) of the first run line with > 6 fields
 
     def frame(self, value_name: str) -> pd.DataFrame:
         """The contract's DataFrame form: query_id, doc_id and the grade or score column."""
@@ -217,18 +218,25 @@ def _scan_trec(path: str, kind: str) -> Columns:
 
 
 def _scan_lines(lines: Iterable[tuple[int, str]], path: str, kind: str) -> Columns | None:
-    """Parse numbered TREC lines or raise on the first bad one; None when there are no records."""
+    """Parse numbered TREC lines or raise on the first bad one; None when there are no records.
+
+    A run line may carry fields after the sixth (trec_eval ignores them, e.g. its own `results.trunc`):
+    they are ignored too, and the first such line is kept in `extra_fields_line` for one warning.
+    """
     nf, shape = _TREC[kind]
     qs: list[str] = []
     ds: list[str] = []
     vs: list[float] = []
     seen: dict[tuple[str, str], int] = {}
+    extra: tuple[int, int] | None = None
     for lineno, text in lines:
         line = text.strip()
         if not line or line.startswith("#"):
             continue
         f = line.split()
-        if len(f) != nf:
+        if len(f) > nf and kind == "run":
+            extra = extra or (lineno, len(f))
+        elif len(f) != nf:
             raise InputError(path, lineno, f"expected {nf} fields ({shape}), found {len(f)}")
         if kind == "qrels":
             try:
@@ -243,7 +251,17 @@ def _scan_lines(lines: Iterable[tuple[int, str]], path: str, kind: str) -> Colum
         vs.append(v)
     if not qs:
         return None
-    return _columns(pa.array(qs, pa.large_string()), pa.array(ds, pa.large_string()), _values(vs, kind), path)
+    cols = _columns(pa.array(qs, pa.large_string()), pa.array(ds, pa.large_string()), _values(vs, kind), path)
+    cols.extra_fields_line = extra
+    return cols
+
+
+def extra_fields_warning(path: str, line: tuple[int, int] | None) -> list[str]:
+    """The one warning for a run whose lines carry fields after the sixth (empty when none do)."""
+    if line is None:
+        return []
+    return [f"{path}:{line[0]}: {line[1]} fields where a run line has 6 (qid Q0 docid rank score tag); fields "
+            "after the sixth are ignored on this and every such line, as trec_eval does"]
 
 
 def _chunk_lines(data: bytes | memoryview, path: str, first_line: int) -> Iterator[tuple[int, str]]:
@@ -488,8 +506,7 @@ def _load(src: Any, kind: str) -> Columns:
     if not isinstance(src, str | os.PathLike):
         raise TypeError(f"{kind} must be a path, a DataFrame or a dict, not {type(src).__name__}")
     path = str(src)
-    if not Path(path).is_file():
-        raise InputError(path, None, "no such file")
+    require_file(path)
     fmt = detect_format(path)
     if fmt == "trec":
         return _read_trec(path, kind)
@@ -500,6 +517,14 @@ def _load(src: Any, kind: str) -> Columns:
         raise InputError(path, 1, f"looks like {fmt.upper()} with named columns; give it a {suffix[0]} name "
                          "(TREC files are whitespace-separated without a header)")
     return _records(path, kind)
+
+
+def require_file(path: str | Path) -> None:
+    """A clear error for a path that is a directory or does not exist, before any reader opens it."""
+    if Path(path).is_dir():
+        raise InputError(str(path), None, "is a directory, not a file")
+    if not Path(path).is_file():
+        raise InputError(str(path), None, "no such file")
 
 
 def load_run(src: Any) -> Columns:
@@ -520,6 +545,34 @@ def read_run(src: Any) -> pd.DataFrame:
 def read_qrels(src: Any) -> pd.DataFrame:
     """Qrels as DataFrame[query_id: str, doc_id: str, grade: int64] from a path, DataFrame or dict."""
     return load_qrels(src).frame("grade")
+
+
+def read_qrels_jg(path: str | Path) -> pd.DataFrame:
+    """Multi-judge TREC qrels (trec_eval `-R qrels_jg`: `qid judge docid grade`, the second column names the
+    judge group) as DataFrame[query_id, judge, doc_id, grade]; a doc may appear once per judge of a query."""
+    rows: list[tuple[str, str, str, int]] = []
+    seen: dict[tuple[str, str, str], int] = {}
+    label = str(path)
+    require_file(label)
+    for lineno, text in iter_lines(label):
+        line = text.strip()
+        if not line or line.startswith("#"):
+            continue
+        f = line.split()
+        if len(f) != 4:
+            raise InputError(label, lineno, f"expected 4 fields (qid judge docid grade), found {len(f)}")
+        try:
+            grade = int(f[3])
+        except ValueError:
+            raise InputError(label, lineno, f"grade {f[3]!r} is not an integer") from None
+        first = seen.setdefault((f[0], f[1], f[2]), lineno)
+        if first != lineno:
+            raise InputError(label, lineno, f"doc {f[2]!r} repeated for query {f[0]!r} by judge {f[1]!r} "
+                             f"(first on line {first})")
+        rows.append((f[0], f[1], f[2], grade))
+    if not rows:
+        raise InputError(label, 1, "empty file: no qrels lines")
+    return pd.DataFrame(rows, columns=["query_id", "judge", "doc_id", "grade"]).astype({"grade": "int64"})
 
 
 def read_categories(src: Any) -> dict[str, str]:

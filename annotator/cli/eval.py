@@ -37,7 +37,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="cutoffs for metrics given without one (default %(default)s)")
     p.add_argument("--rel-level", type=int, default=1, metavar="N",
                    help="grade at which a fragment counts as relevant for binary metrics (default 1)")
-    p.add_argument("--max-grade", type=int, default=3, metavar="N", help="top grade of the scale, for ERR (default 3)")
+    p.add_argument("--max-grade", type=int, default=3, metavar="N",
+                   help="top grade of the scale, for ERR (default 3; higher grades are clipped, with a warning)")
+    p.add_argument("--qrels-format", choices=("auto", "jg"), default="auto",
+                   help="jg: multi-judge qrels `qid judge docid grade` (trec_eval -R qrels_jg); every metric is "
+                        "computed against each judge group and averaged per query, with the spread over judges")
     p.add_argument("--per-query", action="store_true", help="also print every query's values")
     p.add_argument("--categories", metavar="FILE", help="TSV/CSV/JSONL with query_id and category columns")
     p.add_argument("--format", choices=("table", "json", "csv"), default="table")
@@ -65,8 +69,8 @@ def run_eval(args: argparse.Namespace) -> int:
     """Evaluate every run, print the chosen format, then apply the gates (exit 1 if any fails)."""
     from tqdm import tqdm
 
-    from eval_core.evaluate import evaluate
-    from eval_core.formats import load_qrels, read_categories
+    from eval_core.evaluate import evaluate, evaluate_judge_groups
+    from eval_core.formats import load_qrels, read_categories, read_qrels_jg
     from eval_core.metrics import parse_metrics
 
     try:
@@ -85,7 +89,8 @@ def run_eval(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"qrelkit eval: error: {exc}", file=sys.stderr)
         return 2
-    qrels = load_qrels(args.qrels)
+    jg = args.qrels_format == "jg"
+    qrels = read_qrels_jg(args.qrels) if jg else load_qrels(args.qrels)
     categories = None if args.categories is None else read_categories(args.categories)
     sizes = [Path(r).stat().st_size if Path(r).is_file() else 0 for r in args.runs]
     results: list[Evaluation] = []
@@ -94,9 +99,13 @@ def run_eval(args: argparse.Namespace) -> int:
     for run, label, size in zip(args.runs, _labels(args.runs), sizes, strict=True):
         bar.set_postfix_str(label)
         start = bar.n
-        results.append(evaluate(qrels, run, metrics=names, k=k, rel_level=args.rel_level,
-                                categories=categories, name=label, max_grade=args.max_grade,
-                                progress=bar.update))
+        if jg:
+            results.append(evaluate_judge_groups(qrels, run, metrics=names, k=k, rel_level=args.rel_level,
+                                                 categories=categories, name=label, max_grade=args.max_grade))
+        else:
+            results.append(evaluate(qrels, run, metrics=names, k=k, rel_level=args.rel_level,
+                                    categories=categories, name=label, max_grade=args.max_grade,
+                                    progress=bar.update))
         bar.update(start + size - bar.n)  # runs read whole (or gzip read ahead) report at the end
     bar.close()
     _print(results, args.format, args.per_query)
@@ -127,15 +136,20 @@ def _print(results: list[Evaluation], fmt: str, per_query: bool) -> None:
 
 
 def _print_csv(results: list[Evaluation], per_query: bool) -> None:
-    """One row per run and query (`all` for the mean, trec_eval's convention), one column per metric."""
+    """One row per run and query (`all` for the mean, trec_eval's convention; `all@J` judge J's), one column per metric."""
+    from eval_core.spreadsheet import escape_cell
+
     metrics = list(results[0].mean)
     out = csv.writer(sys.stdout, lineterminator="\n")
     out.writerow(["run", "query_id", *metrics])
     for ev in results:
-        out.writerow([ev.name, "all", *(f"{ev.mean[m]:.6f}" for m in metrics)])
+        name = escape_cell(ev.name)
+        out.writerow([name, "all", *(f"{ev.mean[m]:.6f}" for m in metrics)])
         if per_query:
             for qid, row in ev.per_query.iterrows():
-                out.writerow([ev.name, qid, *(f"{row[m]:.6f}" for m in metrics)])
+                out.writerow([name, escape_cell(str(qid)), *(f"{row[m]:.6f}" for m in metrics)])
+        for judge, means in ev.judge_means.items():  # multi-judge qrels: `all@judge` rows, one per judge group
+            out.writerow([name, escape_cell(f"all@{judge}"), *(f"{means[m]:.6f}" for m in metrics)])
 
 
 def _print_table(results: list[Evaluation], per_query: bool) -> None:
@@ -148,9 +162,19 @@ def _print_table(results: list[Evaluation], per_query: bool) -> None:
     for m in metrics:
         print(m.ljust(width) + "".join(f"{ev.mean[m]:.4f}".rjust(w) for ev, w in zip(results, colw, strict=True)))
     for ev in results:
+        if ev.per_judge is not None:
+            print(f"\n{ev.name} over {len(ev.per_judge)} judge groups (mean of each query's judges; lowest and "
+                  "highest judge mean)")
+            spread = ev.judge_spread
+            print("metric".ljust(width) + "mean".rjust(10) + "min".rjust(10) + "max".rjust(10))
+            for m in metrics:
+                print(m.ljust(width) + "".join(f"{v:.4f}".rjust(10) for v in (ev.mean[m], *spread[m])))
         if ev.by_category is not None:
             print(f"\n{ev.name} by category")
             print(ev.by_category.to_string(float_format=lambda v: f"{v:.4f}"))
         if per_query:
             print(f"\n{ev.name} per query")
             print(ev.per_query.to_string(float_format=lambda v: f"{v:.4f}"))
+            for judge, frame in (ev.per_judge or {}).items():
+                print(f"\n{ev.name} per query, judge {judge}")
+                print(frame.to_string(float_format=lambda v: f"{v:.4f}"))
