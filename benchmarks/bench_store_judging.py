@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from db.engine import get_engine
 from db.judging import next_pair, record_judgment
+from db.permissions import OPERATOR
 from db.schema import init_db
 
 PG_URL = os.environ.get("QRELKIT_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
@@ -233,12 +234,12 @@ def import_bench(n_fragments: int = 100_000, n_queries: int = 1000, run_lines: i
             for r, d in enumerate(rng.sample(range(n_fragments), per_query), start=1):
                 fh.write(f"q{q} Q0 d{d} {r} {1000 - r * 0.5:.3f} bench\n")
     engine = init_db(f"sqlite:///{tmp}/import.db")
-    create_project(engine, "bench")
+    create_project(engine, "bench", actor=OPERATOR)
     stages = []
     t0 = time.perf_counter()
-    for label, call in (("fragments", lambda: import_fragments(engine, "bench", tmp / "corpus.jsonl")),
-                        ("queries", lambda: import_queries(engine, "bench", tmp / "queries.jsonl")),
-                        ("run", lambda: import_run(engine, "bench", tmp / "run.trec"))):
+    for label, call in (("fragments", lambda: import_fragments(engine, "bench", tmp / "corpus.jsonl", actor=OPERATOR)),
+                        ("queries", lambda: import_queries(engine, "bench", tmp / "queries.jsonl", actor=OPERATOR)),
+                        ("run", lambda: import_run(engine, "bench", tmp / "run.trec", actor=OPERATOR))):
         t = time.perf_counter()
         call()
         stages.append((label, time.perf_counter() - t))
@@ -246,7 +247,7 @@ def import_bench(n_fragments: int = 100_000, n_queries: int = 1000, run_lines: i
         from db.pooling import pool
 
         t = time.perf_counter()
-        report = pool(engine, "bench", 20, bm25=0)
+        report = pool(engine, "bench", 20, bm25=0, actor=OPERATOR)
         stages.append((f"pool depth 20 ({report.to_dict().get('created', '?')} pairs)", time.perf_counter() - t))
     except ImportError:
         stages.append(("pool (db.pooling not available)", 0.0))

@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from db.engine import get_engine, session_scope
 from db.imports import import_fragments, import_queries, import_run
 from db.models import Fragment, Judgment, Pair, Query, User, utcnow
+from db.permissions import OPERATOR
 from db.pooling import pool
 from db.projects import create_project
 from db.releases import create_release
@@ -101,17 +102,17 @@ def seed_judgments(engine, project_id: int, n_judgments: int, annotators: int, s
 def one_round(url: str, args: argparse.Namespace, inputs: dict[str, Path]) -> tuple[float, list[float]]:
     """Import + pool (timed together) and two releases over the judgments; returns (pool total, releases)."""
     engine = init_db(url)
-    create_project(engine, "bench")
+    create_project(engine, "bench", actor=OPERATOR)
     print(f"pipeline on {engine.dialect.name}:")
-    _, t1 = timed("import queries", import_queries, engine, "bench", inputs["queries"])
-    _, t2 = timed("import fragments", import_fragments, engine, "bench", inputs["fragments"])
-    _, t3 = timed("import run (1 line per entry)", import_run, engine, "bench", inputs["run"], name="run")
-    report, t4 = timed(f"pool depth {args.depth}", pool, engine, "bench", args.depth)
+    _, t1 = timed("import queries", import_queries, engine, "bench", inputs["queries"], actor=OPERATOR)
+    _, t2 = timed("import fragments", import_fragments, engine, "bench", inputs["fragments"], actor=OPERATOR)
+    _, t3 = timed("import run (1 line per entry)", import_run, engine, "bench", inputs["run"], name="run", actor=OPERATOR)
+    report, t4 = timed(f"pool depth {args.depth}", pool, engine, "bench", args.depth, actor=OPERATOR)
     print(f"  pairs created: {report.created}")
     total = t1 + t2 + t3 + t4
     print(f"  {'import + pool total':<40} {total:7.2f} s  (target < {POOL_TARGET_S:.0f} s)")
     bm25, _ = timed(f"pool + BM25 top-{args.depth} for every query", pool, engine, "bench", args.depth,
-                    bm25=args.depth)
+                    bm25=args.depth, actor=OPERATOR)
     print(f"  BM25 pairs created: {bm25.per_source['bm25']['created']} (not part of the target)")
     with session_scope(engine) as s:
         project_id = s.execute(select(Query.project_id).limit(1)).scalar_one()
@@ -119,7 +120,8 @@ def one_round(url: str, args: argparse.Namespace, inputs: dict[str, Path]) -> tu
           args.judgments, args.annotators, args.seed)
     releases = []
     for _ in range(2):
-        info, took = timed("release (consensus, card, files, runs)", create_release, engine, "bench")
+        info, took = timed("release (consensus, card, files, runs)", create_release, engine, "bench",
+                           actor=OPERATOR)
         print(f"    v{info.version}: {info.card['counts']}")
         releases.append(took)
     engine.dispose()

@@ -8,7 +8,6 @@ from datetime import datetime
 import pandas as pd
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import Session
 
 from db.engine import session_scope
 from db.judging import check_grade
@@ -24,6 +23,7 @@ from db.models import (
     User,
     utcnow,
 )
+from db.permissions import require_lead
 from db.projects import project_row
 
 
@@ -39,21 +39,12 @@ class AdjudicationInfo:
     created_at: datetime
 
 
-def _require_lead(session: Session, username: str) -> int:
-    row = session.execute(select(User.id, User.role, User.active).where(User.username == username)).first()
-    if row is None:
-        raise LookupError(f"no user named {username!r}")
-    if row.role != "lead" or not row.active:
-        raise PermissionError(f"only an active lead may do this; {username!r} is {row.role}")
-    return row.id
-
-
 def pair_detail(engine: Engine, project: str, pair_id: int, username: str | None = None) -> dict:
     """Everything about a pair for a lead: query, fragment, every annotator's grade and note, adjudications,
     and the full change history. Pass `username` to have the lead role checked here too."""
     with session_scope(engine) as session:
         if username is not None:
-            _require_lead(session, username)
+            require_lead(session, username)
         project_id = project_row(session, project).id
         head = session.execute(
             select(Query.external_id, Query.text, Query.category, Fragment.external_id, Fragment.title,
@@ -92,13 +83,16 @@ def pair_detail(engine: Engine, project: str, pair_id: int, username: str | None
     }
 
 
-def adjudicate(engine: Engine, pair_id: int, lead_username: str, grade: int, reason: str) -> AdjudicationInfo:
-    """Record a lead's final grade for a pair (append-only: the latest decision is in force)."""
+def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: str) -> AdjudicationInfo:
+    """Record a lead's final grade for a pair (append-only: the latest decision is in force). Only an active
+    lead, by name: the decision records who made it, so the anonymous CLI operator cannot adjudicate."""
     reason = (reason or "").strip()
     if not reason:
         raise ValueError("an adjudication needs a reason")
+    if not isinstance(actor, str):
+        raise PermissionError("an adjudication records which lead decided: name an active lead")
     with session_scope(engine, write=True) as session:
-        lead_id = _require_lead(session, lead_username)
+        lead_id = require_lead(session, actor)
         scale = session.execute(select(Pair.project_id, Project.scale_min, Project.scale_max)
                                 .join(Project, Project.id == Pair.project_id).where(Pair.id == pair_id)).first()
         if scale is None:
@@ -110,7 +104,7 @@ def adjudicate(engine: Engine, pair_id: int, lead_username: str, grade: int, rea
         session.add(row)
         session.flush()
         assert row.id is not None
-        return AdjudicationInfo(row.id, pair_id, checked, reason, lead_username, row.created_at)
+        return AdjudicationInfo(row.id, pair_id, checked, reason, actor, row.created_at)
 
 
 def rejudge_queue(engine: Engine, project: str) -> pd.DataFrame:

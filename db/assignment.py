@@ -12,6 +12,7 @@ from sqlmodel import Session
 
 from db.engine import session_scope
 from db.models import Assignment, Judgment, Pair, User, utcnow
+from db.permissions import Actor, require_lead
 from db.projects import project_row
 
 
@@ -66,10 +67,12 @@ def _annotators(session: Session, names: list[str] | None) -> list[tuple[int, st
 
 
 def assign(engine: Engine, project: str, overlap: int | None = None, fraction: float | None = None,
-           annotators: list[str] | None = None, seed: int = 0) -> AssignReport:
+           annotators: list[str] | None = None, seed: int = 0, *, actor: Actor) -> AssignReport:
     """Give every pair `overlap` distinct annotators (or only a seeded `fraction` of pairs, the rest one), filling
-    each query's pairs annotator by annotator so a query is read once; re-running tops up only what is missing."""
+    each query's pairs annotator by annotator so a query is read once; re-running tops up only what is missing.
+    Leads and the operator only."""
     with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
         proj = project_row(session, project, lock=True)
         n = proj.overlap if overlap is None else overlap
         frac = proj.overlap_fraction if fraction is None else fraction

@@ -31,6 +31,7 @@ from db.models import (
     User,
     utcnow,
 )
+from db.permissions import Actor, require_lead
 from db.projects import ProjectNotFound, project_row
 from eval_core.errors import InputError
 from eval_core.formats import ranked
@@ -92,10 +93,12 @@ class _Problems:
             raise ImportRejected(self.items, self.total, report)
 
 
-def _project(engine: Engine, project: str, path: str | Path) -> Project:
-    """The target project, or an InputError naming the file (nothing is read or written)."""
+def _project(engine: Engine, project: str, path: str | Path, actor: Actor) -> Project:
+    """The target project, once the actor is known to be a lead or the operator (checked again when writing),
+    or an InputError naming the file (nothing is read or written)."""
     try:
         with session_scope(engine) as session:
+            require_lead(session, actor)
             return project_row(session, project)
     except ProjectNotFound as exc:
         raise InputError(str(path), None, str(exc)) from None
@@ -211,23 +214,27 @@ def _upsert_by_external_id(session: Session, table, project_id: int, parsed: dic
     report.created, report.updated = len(new), len(changed)
 
 
-def import_queries(engine: Engine, project: str, path: str | Path, progress: bool = False) -> ImportReport:
+def import_queries(engine: Engine, project: str, path: str | Path, progress: bool = False, *,
+                   actor: Actor) -> ImportReport:
     """Queries from JSONL/CSV (`id`, `text`, optional `category`) or BEIR queries.jsonl (`_id`, `text`)."""
-    proj = _project(engine, project, path)
+    proj = _project(engine, project, path, actor)
     parsed = _parse_queries(path, progress)
     report = ImportReport(kind="queries", path=str(path), records=len(parsed))
     with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
         _upsert_by_external_id(session, Q, proj.id, parsed, report, progress)  # type: ignore[arg-type]
     return report
 
 
-def import_fragments(engine: Engine, project: str, path: str | Path, progress: bool = False) -> ImportReport:
+def import_fragments(engine: Engine, project: str, path: str | Path, progress: bool = False, *,
+                     actor: Actor) -> ImportReport:
     """Fragments from JSONL/CSV (`id`, `text`, optional `doc_id`, `title`, extra fields → metadata) or BEIR
     corpus.jsonl (`_id`, `title`, `text`, `metadata`)."""
-    proj = _project(engine, project, path)
+    proj = _project(engine, project, path, actor)
     parsed = _parse_fragments(path, progress)
     report = ImportReport(kind="fragments", path=str(path), records=len(parsed))
     with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
         _upsert_by_external_id(session, F, proj.id, parsed, report, progress)  # type: ignore[arg-type]
     return report
 
@@ -329,9 +336,9 @@ def _run_hash(frame: pd.DataFrame, qext: dict[int, str]) -> str:
 
 
 def import_run(engine: Engine, project: str, path: str | Path, name: str | None = None,
-               progress: bool = False) -> ImportReport:
+               progress: bool = False, *, actor: Actor) -> ImportReport:
     """A TREC run stored under `name` (default: the file name); re-importing the same name replaces its lines."""
-    proj = _project(engine, project, path)
+    proj = _project(engine, project, path, actor)
     name = (name or run_name_from_path(path)).strip()
     if not name or len(name) > 200:
         raise InputError(str(path), None, f"run name must be 1-200 characters, got {name!r}")
@@ -341,6 +348,7 @@ def import_run(engine: Engine, project: str, path: str | Path, name: str | None 
     digest = _run_hash(frame, {v: k for k, v in queries.items()})
     report = ImportReport(kind="run", path=str(path), records=len(frame))
     with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
         old = session.execute(select(Run.id, Run.content_hash)
                               .where(Run.project_id == proj.id, Run.name == name)).first()
         if old is not None and old.content_hash == digest:
@@ -479,9 +487,10 @@ def _ensure_pairs(session: Session, project_id: int, wanted: set[tuple[int, int]
     return have
 
 
-def import_judgments(engine: Engine, project: str, path: str | Path, progress: bool = False) -> ImportReport:
+def import_judgments(engine: Engine, project: str, path: str | Path, progress: bool = False, *,
+                     actor: Actor) -> ImportReport:
     """Existing judgments (flat records or a release JSONL) as each annotator's current judgment, with history."""
-    proj = _project(engine, project, path)
+    proj = _project(engine, project, path, actor)
     with session_scope(engine) as session:
         queries = dict(session.execute(select(Query.external_id, Query.id).where(Query.project_id == proj.id)).all())
         fragments = dict(session.execute(select(Fragment.external_id, Fragment.id)
@@ -489,6 +498,7 @@ def import_judgments(engine: Engine, project: str, path: str | Path, progress: b
     judged, adjudications = _parse_judgments(path, (proj.scale_min, proj.scale_max), queries, fragments, progress)
     report = ImportReport(kind="judgments", path=str(path), records=len(judged))
     with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
         roles = {j.annotator: "annotator" for j in judged}
         roles.update({lead: "lead" for _, _, _, lead in adjudications.values() if lead not in roles})
         users = _ensure_users(session, roles) if roles else {}

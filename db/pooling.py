@@ -13,6 +13,7 @@ from sqlmodel import Session
 
 from db.engine import session_scope
 from db.models import Fragment, Pair, Query, Run, RunEntry, utcnow
+from db.permissions import Actor, require_lead
 from db.projects import project_row
 
 BM25 = "bm25"
@@ -162,9 +163,10 @@ def _run_candidates(session: Session, project_id: int, depth: int, names: list[s
 
 
 def pool(engine: Engine, project: str, depth: int, runs: list[str] | None = None,
-         bm25: int | None = None, progress: Callable[[str], None] | None = None) -> PoolReport:
+         bm25: int | None = None, progress: Callable[[str], None] | None = None, *, actor: Actor) -> PoolReport:
     """TREC depth-k pooling of stored runs, plus BM25 top-`depth` for queries no run covers (or BM25 top-`bm25`
     for every query when given; 0 turns BM25 off). Idempotent: re-pooling only adds and merges provenance.
+    Leads and the operator only.
     `progress` is called after each of the POOL_STEPS stages."""
     step = progress or (lambda _label: None)
     if depth < 1:
@@ -173,6 +175,7 @@ def pool(engine: Engine, project: str, depth: int, runs: list[str] | None = None
         raise ValueError(f"bm25 depth must be 0 or more, got {bm25}")
     report = PoolReport()
     with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
         proj = project_row(session, project, lock=True)
         candidates, covered = _run_candidates(session, proj.id, depth, runs, report)
         step("runs")

@@ -15,7 +15,6 @@ from sqlmodel import Session, select
 from db.engine import session_scope
 from db.models import Guideline, Project, User
 from db.permissions import Actor, require_lead
-from db.users import user_row
 
 BUNDLED_GUIDELINE = Path(__file__).resolve().parent.parent / "guidelines" / "grading-0-3.md"
 MAX_LABEL_CHARS = 60
@@ -50,6 +49,7 @@ class GuidelineInfo:
     content_hash: str
     created_by: str | None
     created_at: datetime
+    note: str | None = None
 
 
 def project_info(row: Project) -> ProjectInfo:
@@ -142,8 +142,9 @@ def _check_policy(scale: tuple[int, int], overlap: int, overlap_fraction: float,
 
 def create_project(engine: Engine, name: str, scale: tuple[int, int] = (0, 3), overlap: int = 2,
                    overlap_fraction: float = 1.0, threshold: float = 0.6,
-                   labels: dict[int, str] | None = None) -> ProjectInfo:
-    """A new project; its name is unique; `labels` name every grade (default: default_labels)."""
+                   labels: dict[int, str] | None = None, *, actor: Actor) -> ProjectInfo:
+    """A new project (leads and the operator only); its name is unique; `labels` name every grade (default:
+    default_labels)."""
     clean = (name or "").strip()
     if not clean or len(clean) > 200:
         raise ValueError(f"project name must be 1-200 characters, got {name!r}")
@@ -151,6 +152,7 @@ def create_project(engine: Engine, name: str, scale: tuple[int, int] = (0, 3), o
     _check_policy(scale, overlap, overlap_fraction, threshold)
     names = check_labels(default_labels(scale) if labels is None else labels, scale)
     with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
         if session.exec(select(Project.id).where(Project.name == clean)).first() is not None:
             raise ValueError(f"project {clean!r} already exists")
         row = Project(name=clean, scale_min=scale[0], scale_max=scale[1], overlap=overlap,
@@ -174,9 +176,11 @@ def list_projects(engine: Engine) -> list[ProjectInfo]:
 
 
 def update_policy(engine: Engine, name: str, overlap: int | None = None, overlap_fraction: float | None = None,
-                  threshold: float | None = None) -> ProjectInfo:
-    """Change the overlap policy or agreement threshold (the scale is fixed once a project exists)."""
+                  threshold: float | None = None, *, actor: Actor) -> ProjectInfo:
+    """Change the overlap policy or agreement threshold (the scale is fixed once a project exists); leads and
+    the operator only."""
     with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
         row = project_row(session, name)
         new = (row.overlap if overlap is None else overlap,
                row.overlap_fraction if overlap_fraction is None else overlap_fraction,
@@ -201,26 +205,28 @@ def set_grade_labels(engine: Engine, project: str, labels: dict[int, str], *, ac
 
 def _guideline_info(row: Guideline, project: str, creator: str | None) -> GuidelineInfo:
     assert row.id is not None
-    return GuidelineInfo(row.id, project, row.version, row.text, row.content_hash, creator, row.created_at)
+    return GuidelineInfo(row.id, project, row.version, row.text, row.content_hash, creator, row.created_at, row.note)
 
 
-def add_guideline(engine: Engine, project: str, text: str, username: str | None = None) -> GuidelineInfo:
-    """Publish a new guideline version; re-publishing the current text is a no-op returning it."""
+def add_guideline(engine: Engine, project: str, text: str, *, actor: Actor, note: str | None = None) -> GuidelineInfo:
+    """Publish a new guideline version (leads and the operator only; a lead is recorded as its author, with
+    an optional note on what changed); re-publishing the current text is a no-op returning it."""
     if not (text or "").strip():
         raise ValueError("guideline text is empty")
+    note = (note or "").strip() or None
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     with session_scope(engine, write=True) as session:
+        creator_id = require_lead(session, actor)
         proj = project_row(session, project)
         current = _current_row(session, proj.id)  # type: ignore[arg-type]
         if current is not None and current.content_hash == digest:
             creator = session.get(User, current.created_by_id) if current.created_by_id else None
             return _guideline_info(current, proj.name, creator.username if creator else None)
-        creator_id = user_row(session, username).id if username else None
         row = Guideline(project_id=proj.id, version=(current.version + 1) if current else 1, text=text,
-                        content_hash=digest, created_by_id=creator_id)
+                        content_hash=digest, note=note, created_by_id=creator_id)
         session.add(row)
         session.flush()
-        return _guideline_info(row, proj.name, username)
+        return _guideline_info(row, proj.name, None if creator_id is None else str(actor))
 
 
 def _current_row(session: Session, project_id: int) -> Guideline | None:

@@ -33,6 +33,7 @@ from db.models import (
     utcnow,
 )
 from db.models import Evaluation as EvaluationRow
+from db.permissions import Actor, require_lead
 from db.projects import project_row
 from db.queries_frames import frame_of
 from eval_core.agreement import agreement_report
@@ -193,13 +194,15 @@ def _moves(old: dict[str, float], new: dict[str, float], metrics: tuple[str, ...
 
 
 def create_release(engine: Engine, project: str, rule: str = "median", min_grades: int = 1,
-                   username: str | None = None, progress: Callable[[str], None] | None = None) -> ReleaseInfo:
+                   progress: Callable[[str], None] | None = None, *, actor: Actor) -> ReleaseInfo:
     """Snapshot the consensus labels as the next version, with card, files, the diff against the previous
-    release, and every stored run evaluated against it. Reads and computes first; writes in one short
-    transaction, refusing if another release appeared meanwhile. `progress` is called after each of the
-    RELEASE_STEPS stages."""
+    release, and every stored run evaluated against it. Leads and the operator only (a lead is recorded as
+    the author). Reads and computes first; writes in one short transaction, refusing if another release
+    appeared meanwhile or the actor lost the right. `progress` is called after each of the RELEASE_STEPS
+    stages."""
     step = progress or (lambda _label: None)
     with session_scope(engine) as session:
+        require_lead(session, actor)
         proj = project_row(session, project)
         judged = _judgments(session, proj.id)
         adjudications = _adjudications(session, proj.id)
@@ -212,11 +215,6 @@ def create_release(engine: Engine, project: str, rule: str = "median", min_grade
                                    .order_by(Release.version.desc()).limit(1)).scalar_one_or_none()
         runs = session.execute(select(Run.id, Run.name).where(Run.project_id == proj.id).order_by(Run.name)).all()
         run_frames = {r.id: (r.name, run_frame(session, r.id)) for r in runs}
-        author = None
-        if username is not None:
-            author = session.execute(select(User.id).where(User.username == username)).scalar_one_or_none()
-            if author is None:
-                raise LookupError(f"no user named {username!r}")
     step("read")
     judged_released = judged
     if len(labels) < len(judged[["query_id", "fragment_id"]].drop_duplicates()):
@@ -238,12 +236,14 @@ def create_release(engine: Engine, project: str, rule: str = "median", min_grade
     content_hash = _content_hash(qrels_trec, judgments_jsonl)
     step("evaluate runs")
     with session_scope(engine, write=True) as session:
+        author = require_lead(session, actor)
         project_row(session, project, lock=True)
         latest = session.execute(select(func.max(Release.version)).where(Release.project_id == proj.id)).scalar()
         if latest != (previous.version if previous is not None else None):
             raise RuntimeError(f"release {latest} of {project!r} was created meanwhile; run the release again")
         version = (latest or 0) + 1
         now = utcnow()
+        username = None if author is None else str(actor)
         card = {**card, "version": version, "content_hash": content_hash, "created_by": username,
                 "created_at": now.isoformat(), "diff": diff}
         table = Release.__table__

@@ -160,9 +160,10 @@ def engine(store_url):
 @pytest.fixture
 def project(engine):
     """Project "demo" (scale 0-3, overlap 2) in the test store."""
+    from db.permissions import OPERATOR
     from db.projects import create_project
 
-    return create_project(engine, "demo")
+    return create_project(engine, "demo", actor=OPERATOR)
 
 
 @pytest.fixture
@@ -173,9 +174,10 @@ def queue(engine, project):
     import sqlalchemy as sa
 
     from db.models import Assignment, Fragment, Pair, Query
+    from db.permissions import OPERATOR
     from db.users import create_user
 
-    users = {name: create_user(engine, name, role).id
+    users = {name: create_user(engine, name, role, actor=OPERATOR).id
              for name, role in (("ann1", "annotator"), ("ann2", "annotator"), ("boss", "lead"))}
     pairs = {}
     with engine.begin() as conn:

@@ -13,14 +13,14 @@ def test_lead_adjudicates_and_latest_is_in_force(engine, queue):
     pid = queue[("q1", "f1")]
     record_judgment(engine, pid, "ann1", 0, note="off topic")
     record_judgment(engine, pid, "ann2", 3)
-    with pytest.raises(PermissionError, match="only an active lead"):
-        adjudicate(engine, pid, "ann1", 2, "mine")
+    with pytest.raises(PermissionError, match="only a lead may do this"):
+        adjudicate(engine, pid, 2, "mine", actor="ann1")
     with pytest.raises(ValueError, match="needs a reason"):
-        adjudicate(engine, pid, "boss", 2, " ")
+        adjudicate(engine, pid, 2, " ", actor="boss")
     with pytest.raises(ValueError, match="outside the scale 0-3"):
-        adjudicate(engine, pid, "boss", 5, "too high")
-    first = adjudicate(engine, pid, "boss", 1, "partial answer")
-    adjudicate(engine, pid, "boss", 2, "re-read: answers the question")
+        adjudicate(engine, pid, 5, "too high", actor="boss")
+    first = adjudicate(engine, pid, 1, "partial answer", actor="boss")
+    adjudicate(engine, pid, 2, "re-read: answers the question", actor="boss")
     assert (first.grade, first.lead) == (1, "boss")
     assert adjudications_frame(engine, "demo").values.tolist() == [
         ["q1", "f1", 2, "re-read: answers the question", "boss"]]
@@ -34,7 +34,7 @@ def test_pair_detail_shows_every_grade_and_history(engine, queue):
     record_judgment(engine, pid, "ann1", 2, note="weak")
     record_judgment(engine, pid, "ann2", None, cant_judge_reason="needs domain knowledge")
     undo_judgment(engine, pid, "ann2")
-    adjudicate(engine, pid, "boss", 2, "agree with ann1")
+    adjudicate(engine, pid, 2, "agree with ann1", actor="boss")
     with pytest.raises(PermissionError):
         pair_detail(engine, "demo", pid, username="ann1")
     detail = pair_detail(engine, "demo", pid, username="boss")

@@ -16,6 +16,7 @@ from annotator.cli import main
 from db.assignment import assign, overlap_sample, plan_assignments
 from db.engine import session_scope
 from db.models import Assignment, Judgment, Pair, Query, User
+from db.permissions import OPERATOR
 from db.pooling import pool
 from db.users import create_user
 
@@ -25,9 +26,9 @@ def setup_pairs(engine, project, queries: int = 3, per_query: int = 4, annotator
     texts = {f"f{q}_{i}": f"text {q} {i}" for q in range(queries) for i in range(per_query)}
     run = {f"q{q}": [f"f{q}_{i}" for i in range(per_query)] for q in range(queries)}
     seed(engine, project.id, {f"q{q}": f"query {q}" for q in range(queries)}, texts, {"R": run})
-    pool(engine, "demo", depth=per_query, bm25=0)
+    pool(engine, "demo", depth=per_query, bm25=0, actor=OPERATOR)
     for name in annotators:
-        create_user(engine, name, "annotator")
+        create_user(engine, name, "annotator", actor=OPERATOR)
 
 
 def assignments(engine) -> list[tuple[str, str, int, int, int | None]]:
@@ -41,7 +42,7 @@ def assignments(engine) -> list[tuple[str, str, int, int, int | None]]:
 
 def test_every_pair_gets_n_distinct_annotators_grouped_by_query(engine, project):
     setup_pairs(engine, project)
-    report = assign(engine, "demo", overlap=2)
+    report = assign(engine, "demo", overlap=2, actor=OPERATOR)
     rows = assignments(engine)
     per_pair = defaultdict(list)
     for user, _, pid, _, _ in rows:
@@ -62,11 +63,11 @@ def test_every_pair_gets_n_distinct_annotators_grouped_by_query(engine, project)
 
 def test_rerun_is_idempotent_and_tops_up_new_pairs_and_annotators(engine, project):
     setup_pairs(engine, project, annotators=("ann", "bob"))
-    assign(engine, "demo", overlap=2)
-    assert assign(engine, "demo", overlap=2).created == 0
-    create_user(engine, "cat", "annotator")
-    assert assign(engine, "demo", overlap=2).created == 0  # everyone already has 2
-    report = assign(engine, "demo", overlap=3)
+    assign(engine, "demo", overlap=2, actor=OPERATOR)
+    assert assign(engine, "demo", overlap=2, actor=OPERATOR).created == 0
+    create_user(engine, "cat", "annotator", actor=OPERATOR)
+    assert assign(engine, "demo", overlap=2, actor=OPERATOR).created == 0  # everyone already has 2
+    report = assign(engine, "demo", overlap=3, actor=OPERATOR)
     assert report.created == 12 and report.per_annotator == {"cat": 12}
     rows = assignments(engine)
     assert len(rows) == len({(u, pid) for u, _, pid, _, _ in rows}) == 36
@@ -74,11 +75,11 @@ def test_rerun_is_idempotent_and_tops_up_new_pairs_and_annotators(engine, projec
 
 def test_fraction_gets_full_overlap_and_the_rest_one(engine, project):
     setup_pairs(engine, project, queries=5, per_query=8)
-    report = assign(engine, "demo", overlap=2, fraction=0.25, seed=7)
+    report = assign(engine, "demo", overlap=2, fraction=0.25, seed=7, actor=OPERATOR)
     counts = Counter(pid for _, _, pid, _, _ in assignments(engine))
     assert Counter(counts.values()) == {2: 10, 1: 30}  # round(0.25 × 40) = 10 pairs doubly judged
     assert report.pairs_with_overlap == 10 and report.created == 50
-    assert assign(engine, "demo", overlap=2, fraction=0.25, seed=7).created == 0
+    assert assign(engine, "demo", overlap=2, fraction=0.25, seed=7, actor=OPERATOR).created == 0
 
 
 def test_overlap_sample_is_seeded_and_exact():
@@ -92,10 +93,10 @@ def test_overlap_sample_is_seeded_and_exact():
 
 def test_least_loaded_annotators_come_first(engine, project):
     setup_pairs(engine, project, queries=1, per_query=3)
-    assign(engine, "demo", overlap=2, annotators=["ann", "bob"])
+    assign(engine, "demo", overlap=2, annotators=["ann", "bob"], actor=OPERATOR)
     seed(engine, project.id, {"q9": "another"}, {"g1": "new text"}, {"S": {"q9": ["g1"]}})
-    pool(engine, "demo", depth=1, bm25=0)
-    report = assign(engine, "demo", overlap=2)
+    pool(engine, "demo", depth=1, bm25=0, actor=OPERATOR)
+    report = assign(engine, "demo", overlap=2, actor=OPERATOR)
     # ann and bob carry 3 each, cat none: the new pair goes to cat first, then to ann (id order breaks the tie).
     assert report.per_annotator == {"cat": 1, "ann": 1}
 
@@ -106,7 +107,7 @@ def test_a_pair_already_judged_counts_towards_overlap(engine, project):
         pid = s.execute(select(Pair.id)).scalar_one()
         uid = s.execute(select(User.id).where(User.username == "cat")).scalar_one()
         s.add(Judgment(project_id=project.id, pair_id=pid, user_id=uid, grade=2))
-    assign(engine, "demo", overlap=2, annotators=["ann", "bob", "cat"])
+    assign(engine, "demo", overlap=2, annotators=["ann", "bob", "cat"], actor=OPERATOR)
     users = sorted(u for u, *_ in assignments(engine))
     assert len(users) == 1 and users[0] != "cat"
 
@@ -114,11 +115,11 @@ def test_a_pair_already_judged_counts_towards_overlap(engine, project):
 def test_refusals(engine, project):
     setup_pairs(engine, project, annotators=("ann",))
     with pytest.raises(ValueError, match="overlap 2 needs at least 2 annotators"):
-        assign(engine, "demo", overlap=2)
+        assign(engine, "demo", overlap=2, actor=OPERATOR)
     with pytest.raises(LookupError, match="no user named 'zed'"):
-        assign(engine, "demo", overlap=1, annotators=["zed"])
+        assign(engine, "demo", overlap=1, annotators=["zed"], actor=OPERATOR)
     with pytest.raises(ValueError, match="fraction"):
-        assign(engine, "demo", overlap=1, fraction=0)
+        assign(engine, "demo", overlap=1, fraction=0, actor=OPERATOR)
 
 
 class _Row:

@@ -44,10 +44,10 @@ def test_env_url_project_and_users(engine, store_url, capsys, monkeypatch):
     assert _json(capsys)["scale"] == [0, 4]
     assert main(["project", "create", "alpha"]) == 2
     assert "already exists" in capsys.readouterr().err
-    monkeypatch.setattr("sys.stdin", io.StringIO("hunter22\n"))
+    monkeypatch.setattr("sys.stdin", io.StringIO("correct-horse-22\n"))
     assert main(["user", "add", "ann", "--role", "annotator", "--password-stdin"]) == 0
     assert _json(capsys)["can_login"] is True
-    assert authenticate(engine, "ann", "hunter22") is not None
+    assert authenticate(engine, "ann", "correct-horse-22") is not None
     prompts = iter(["pw-one", "pw-two"])
     monkeypatch.setattr("getpass.getpass", lambda prompt="": next(prompts))
     assert main(["user", "add", "lead", "--role", "lead"]) == 2

@@ -23,6 +23,7 @@ from db.models import (
     RunEntry,
     User,
 )
+from db.permissions import OPERATOR
 from db.queries_frames import adjudications_frame, judgments_frame
 from eval_core.errors import InputError
 
@@ -44,20 +45,20 @@ def _snapshot(engine) -> dict:
 def corpus(engine, project, tmp_path):
     """q1, q2 and fragments d1-d4 imported into project demo."""
     import_queries(engine, "demo", _write(tmp_path / "queries.csv", "id,text,category\nq1,return window,policy\n"
-                                                                   "q2,shipping cost,\n"))
+                                                                   "q2,shipping cost,\n"), actor=OPERATOR)
     import_fragments(engine, "demo", _write(tmp_path / "corpus.jsonl", "".join(
         json.dumps({"_id": f"d{i}", "title": f"Doc {i}", "text": f"text of d{i}", "metadata": {"lang": "en"}}) + "\n"
-        for i in range(1, 5))))
+        for i in range(1, 5))), actor=OPERATOR)
     return tmp_path
 
 
 def test_queries_reimport_by_external_id(engine, project, tmp_path):
-    first = import_queries(engine, "demo", _write(tmp_path / "q.csv", "id,text,category\nq1,a,x\nq2,b,\n"))
+    first = import_queries(engine, "demo", _write(tmp_path / "q.csv", "id,text,category\nq1,a,x\nq2,b,\n"), actor=OPERATOR)
     assert (first.created, first.updated, first.unchanged) == (2, 0, 0)
-    again = import_queries(engine, "demo", tmp_path / "q.csv")
+    again = import_queries(engine, "demo", tmp_path / "q.csv", actor=OPERATOR)
     assert (again.created, again.updated, again.unchanged) == (0, 0, 2)
     beir = import_queries(engine, "demo", _write(tmp_path / "queries.jsonl",
-                                                 '{"_id": "q2", "text": "b2"}\n{"_id": "q3", "text": "c"}\n'))
+                                                 '{"_id": "q2", "text": "b2"}\n{"_id": "q3", "text": "c"}\n'), actor=OPERATOR)
     assert (beir.created, beir.updated, beir.unchanged) == (1, 1, 0)
     with engine.connect() as conn:
         rows = conn.execute(sa.select(Query.external_id, Query.text, Query.category).order_by(Query.external_id)).all()
@@ -70,7 +71,7 @@ def test_fragments_beir_and_csv(engine, corpus):
                            .where(Fragment.external_id == "d1")).one()
     assert tuple(row) == ("Doc 1", {"lang": "en"}, None)
     rep = import_fragments(engine, "demo", _write(corpus / "f.csv", "id,doc_id,title,text,section\n"
-                                                                   "d1,doc-A,Doc 1,text of d1,intro\nd5,doc-B,,new text,\n"))
+                                                                   "d1,doc-A,Doc 1,text of d1,intro\nd5,doc-B,,new text,\n"), actor=OPERATOR)
     assert (rep.created, rep.updated, rep.unchanged) == (1, 1, 0)
     with engine.connect() as conn:
         rows = dict(conn.execute(sa.select(Fragment.external_id, Fragment.meta)).all())
@@ -80,7 +81,7 @@ def test_fragments_beir_and_csv(engine, corpus):
 def test_run_ranks_follow_trec_eval(engine, corpus):
     # Ranks in the file are ignored: trec_eval orders by score descending, ties by docid descending.
     run = _write(corpus / "bm25.trec", "q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 2.0 t\nq1 Q0 d3 3 1.0 t\nq2 Q0 zz 1 5 t\n")
-    rep = import_run(engine, "demo", run)
+    rep = import_run(engine, "demo", run, actor=OPERATOR)
     assert (rep.created, rep.records) == (1, 4)
     with engine.connect() as conn:
         rows = conn.execute(sa.select(RunEntry.doc_external_id, RunEntry.rank, RunEntry.fragment_id)
@@ -92,8 +93,8 @@ def test_run_ranks_follow_trec_eval(engine, corpus):
     ev = pytrec_eval.RelevanceEvaluator({"q1": {"d3": 1}}, {"recip_rank"})
     recip = ev.evaluate({"q1": {"d1": 1.0, "d2": 2.0, "d3": 1.0}})["q1"]["recip_rank"]
     assert recip == pytest.approx(1 / dict((d, r) for d, r, _ in rows)["d3"])
-    assert import_run(engine, "demo", run).unchanged == 1
-    changed = import_run(engine, "demo", _write(corpus / "bm25.trec", "q1 Q0 d4 1 3 t\n"))
+    assert import_run(engine, "demo", run, actor=OPERATOR).unchanged == 1
+    changed = import_run(engine, "demo", _write(corpus / "bm25.trec", "q1 Q0 d4 1 3 t\n"), actor=OPERATOR)
     assert changed.updated == 1
     with engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(RunEntry)).scalar_one() == 1
@@ -103,8 +104,8 @@ def test_run_ranks_follow_trec_eval(engine, corpus):
 def test_run_gzip_and_name(engine, corpus):
     path = corpus / "dense.v2.trec.gz"
     path.write_bytes(gzip.compress(b"q1 Q0 d1 1 0.5 dense\n"))
-    assert import_run(engine, "demo", path).created == 1
-    assert import_run(engine, "demo", path, name="other").created == 1
+    assert import_run(engine, "demo", path, actor=OPERATOR).created == 1
+    assert import_run(engine, "demo", path, name="other", actor=OPERATOR).created == 1
     with engine.connect() as conn:
         assert sorted(conn.execute(sa.select(Run.name)).scalars()) == ["dense.v2", "other"]
 
@@ -112,7 +113,7 @@ def test_run_gzip_and_name(engine, corpus):
 def test_judgments_flat_then_reimport(engine, corpus):
     path = _write(corpus / "j.csv", "query_id,fragment_id,annotator,grade,note\nq1,d1,ann,2,ok\nq1,d2,ann,,\n"
                                     "q1,d1,newbie,3,\n")
-    rep = import_judgments(engine, "demo", path)
+    rep = import_judgments(engine, "demo", path, actor=OPERATOR)
     assert (rep.created, rep.updated, rep.unchanged) == (3, 0, 0)
     with engine.connect() as conn:
         newbie = conn.execute(sa.select(User.password_hash, User.role).where(User.username == "newbie")).one()
@@ -120,10 +121,10 @@ def test_judgments_flat_then_reimport(engine, corpus):
     frame = judgments_frame(engine, "demo")
     assert frame[["fragment_id", "annotator"]].values.tolist() == [["d1", "ann"], ["d1", "newbie"], ["d2", "ann"]]
     assert frame["grade"].isna().tolist() == [False, False, True]
-    assert import_judgments(engine, "demo", path).unchanged == 3
+    assert import_judgments(engine, "demo", path, actor=OPERATOR).unchanged == 3
     rep = import_judgments(engine, "demo", _write(corpus / "j2.jsonl",
                                                   '{"query_id":"q1","fragment_id":"d1","annotator":"ann","grade":1,'
-                                                  '"note":"ok"}\n'))
+                                                  '"note":"ok"}\n'), actor=OPERATOR)
     assert (rep.created, rep.updated) == (0, 1)
     with engine.connect() as conn:
         hist = conn.execute(sa.select(JudgmentHistory.action, JudgmentHistory.old_grade, JudgmentHistory.new_grade)
@@ -137,8 +138,8 @@ def test_release_jsonl_imports_grades_and_adjudication(engine, corpus):
               "adjudication": {"grade": 2, "reason": "read the whole doc", "by": "lead1"}},
              {"query_id": "q2", "fragment_id": "d3", "grade": 0, "grades": {"a": 0, "b": None}, "rule": "median"}]
     path = _write(corpus / "judgments.jsonl", "".join(json.dumps(x) + "\n" for x in lines))
-    assert import_judgments(engine, "demo", path).created == 4
-    assert import_judgments(engine, "demo", path).unchanged == 4
+    assert import_judgments(engine, "demo", path, actor=OPERATOR).created == 4
+    assert import_judgments(engine, "demo", path, actor=OPERATOR).unchanged == 4
     frame = judgments_frame(engine, "demo")
     assert [[q, f, a, None if g is None or g != g else int(g)] for q, f, a, g in
             frame[["query_id", "fragment_id", "annotator", "grade"]].astype(object).where(frame.notna(), None)
@@ -181,7 +182,7 @@ def test_bad_input_names_path_line_and_changes_nothing(engine, corpus, case):
     path = _write(corpus / name, content)
     before = _snapshot(engine)
     with pytest.raises(InputError) as err:
-        IMPORTERS[name.split(".")[0]](engine, "demo", path)
+        IMPORTERS[name.split(".")[0]](engine, "demo", path, actor=OPERATOR)
     where = f"{path}:{line}: " if line else f"{path}: "
     assert str(err.value).startswith(where) and words in str(err.value)
     assert _snapshot(engine) == before
@@ -191,7 +192,7 @@ def test_run_for_missing_project_changes_nothing(engine, corpus):
     path = _write(corpus / "run.trec", "q1 Q0 d1 1 1.0 t\n")
     before = _snapshot(engine)
     with pytest.raises(InputError, match=r"run\.trec: no project named 'nope' \(projects: demo\)"):
-        import_run(engine, "nope", path)
+        import_run(engine, "nope", path, actor=OPERATOR)
     assert _snapshot(engine) == before
 
 
@@ -199,7 +200,7 @@ def test_every_bad_line_is_reported(engine, corpus):
     path = _write(corpus / "j.csv", "query_id,fragment_id,annotator,grade\nq1,d1,a,9\nq1,d1,b,1\nq5,d1,a,1\n"
                                     "q1,d8,a,1\n")
     with pytest.raises(ImportRejected) as err:
-        import_judgments(engine, "demo", path)
+        import_judgments(engine, "demo", path, actor=OPERATOR)
     assert [r.split(": ", 1)[0] for r in err.value.report.rejected] == [f"{path}:2", f"{path}:4", f"{path}:5"]
     assert "and 2 more" in str(err.value)
 
@@ -217,7 +218,7 @@ def test_failure_while_writing_rolls_everything_back(engine, corpus, monkeypatch
     monkeypatch.setattr(imports, "_insert_run_entries", explode_on_second_chunk)
     before = _snapshot(engine)
     with pytest.raises(RuntimeError, match="disk full"):
-        import_run(engine, "demo", _write(corpus / "run.trec", "q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 0.5 t\n"))
+        import_run(engine, "demo", _write(corpus / "run.trec", "q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 0.5 t\n"), actor=OPERATOR)
     assert calls and _snapshot(engine) == before
 
 
@@ -225,9 +226,9 @@ def test_fast_and_line_readers_agree(engine, corpus, monkeypatch):
     """The columnar fast path and the line-by-line reader store the same entries (ties, unknown docs, gzip)."""
     text = "".join(f"q{1 + i % 2} Q0 d{j} {j} {float(j % 3)} t\n" for i in range(2) for j in range(1, 6))
     (corpus / "fast.trec").write_text(text)
-    import_run(engine, "demo", corpus / "fast.trec", name="fast")
+    import_run(engine, "demo", corpus / "fast.trec", name="fast", actor=OPERATOR)
     monkeypatch.setattr(imports, "_read_run_fast", lambda path, queries: None)
-    import_run(engine, "demo", corpus / "fast.trec", name="slow")
+    import_run(engine, "demo", corpus / "fast.trec", name="slow", actor=OPERATOR)
     with engine.connect() as conn:
         rows = conn.execute(sa.select(Run.name, RunEntry.query_id, RunEntry.doc_external_id, RunEntry.fragment_id,
                                       RunEntry.rank, RunEntry.score).join(Run)

@@ -18,6 +18,7 @@ from db.judging import (
     undo_judgment,
 )
 from db.models import Judgment, JudgmentHistory
+from db.permissions import OPERATOR
 from db.projects import add_guideline, create_project
 from db.queries_frames import (
     fragments_text,
@@ -81,7 +82,7 @@ def test_grades_are_checked_against_the_scale(engine, queue):
 
 
 def test_only_assigned_annotators_or_leads_judge(engine, queue):
-    create_user(engine, "ann3", "annotator", "pw3")
+    create_user(engine, "ann3", "annotator", "ann3-password", actor=OPERATOR)
     pid = queue[("q1", "f2")]
     with pytest.raises(PermissionError, match="not assigned"):
         record_judgment(engine, pid, "ann3", 2)
@@ -94,9 +95,9 @@ def test_only_assigned_annotators_or_leads_judge(engine, queue):
 
 
 def test_judgments_are_stamped_with_the_current_guideline(engine, queue):
-    v1 = add_guideline(engine, "demo", "v1 text")
+    v1 = add_guideline(engine, "demo", "v1 text", actor=OPERATOR)
     old = record_judgment(engine, queue[("q1", "f1")], "ann1", 2)
-    v2 = add_guideline(engine, "demo", "v2 text")
+    v2 = add_guideline(engine, "demo", "v2 text", actor=OPERATOR)
     new = record_judgment(engine, queue[("q1", "f2")], "ann1", 2)
     assert (old.guideline_id, new.guideline_id) == (v1.id, v2.id)
     queue_frame = rejudge_queue(engine, "demo")
@@ -220,9 +221,9 @@ def test_fingerprint_changes_exactly_when_judgments_change(engine, queue):
     keys.append(judgments_fingerprint(engine, "demo"))
     undo_judgment(engine, pid, "ann1")
     keys.append(judgments_fingerprint(engine, "demo"))
-    adjudicate(engine, pid, "boss", 3, "clear answer")
+    adjudicate(engine, pid, 3, "clear answer", actor="boss")
     keys.append(judgments_fingerprint(engine, "demo"))
     assert len(set(keys)) == len(keys)
-    create_project(engine, "other")
+    create_project(engine, "other", actor=OPERATOR)
     assert judgments_fingerprint(engine, "other") == (0, 0)
     assert judgments_fingerprint(engine, "demo") == keys[-1]

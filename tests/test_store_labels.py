@@ -13,7 +13,7 @@ from db.engine import get_engine
 from db.permissions import OPERATOR
 from db.projects import create_project, get_project, list_projects, set_grade_labels
 from db.schema import upgrade
-from db.users import create_user, set_active
+from db.users import activate, create_user, deactivate
 
 # The grade table of guidelines/grading-0-3.md, as a reader of that page sees it.
 GUIDELINE_NAMES = {0: "Not relevant", 1: "Related / mentioned in passing",
@@ -22,7 +22,7 @@ GUIDELINE_NAMES = {0: "Not relevant", 1: "Related / mentioned in passing",
 
 def test_defaults_are_the_guideline_names_on_0_3_and_grade_g_elsewhere(engine, project):
     assert project.labels == GUIDELINE_NAMES
-    other = create_project(engine, "five", scale=(1, 5))
+    other = create_project(engine, "five", scale=(1, 5), actor=OPERATOR)
     assert other.labels == {1: "Grade 1", 2: "Grade 2", 3: "Grade 3", 4: "Grade 4", 5: "Grade 5"}
     with engine.connect() as conn:  # stored in the projects table, not computed on read
         stored = conn.execute(sa.text("SELECT grade_labels FROM projects WHERE name = 'five'")).scalar_one()
@@ -46,16 +46,16 @@ def test_set_grade_labels_round_trips_and_is_checked(engine, project):
 
 
 def test_only_active_leads_set_labels(engine, project):
-    create_user(engine, "ann", "annotator")
-    create_user(engine, "lea", "lead")
+    create_user(engine, "ann", "annotator", actor=OPERATOR)
+    create_user(engine, "lea", "lead", actor=OPERATOR)
     new = {0: "No", 1: "Partly", 2: "Mostly", 3: "Fully"}
     with pytest.raises(PermissionError, match="only a lead"):
         set_grade_labels(engine, "demo", new, actor="ann")
-    set_active(engine, "lea", False)
+    deactivate(engine, "lea", actor=OPERATOR)
     with pytest.raises(PermissionError, match="deactivated"):
         set_grade_labels(engine, "demo", new, actor="lea")
     assert get_project(engine, "demo").labels == GUIDELINE_NAMES
-    set_active(engine, "lea", True)
+    activate(engine, "lea", actor=OPERATOR)
     assert set_grade_labels(engine, "demo", new, actor="lea").labels == new
 
 

@@ -21,6 +21,7 @@ from annotator.cli import main
 from db.engine import get_engine, session_scope
 from db.imports import import_judgments
 from db.models import Adjudication, Fragment, Judgment, Pair, Query, User
+from db.permissions import OPERATOR
 from db.projects import add_guideline, create_project
 from db.releases import create_release, diff_releases, get_release, list_releases, release_files, render_files
 from db.schema import init_db
@@ -93,7 +94,7 @@ def judged_project(engine, project, runs=None) -> None:
 
 def test_release_files_follow_the_rule_and_formats(engine, project):
     judged_project(engine, project)
-    info = create_release(engine, "demo", username="lea")
+    info = create_release(engine, "demo", actor="lea")
     files = release_files(engine, "demo", 1)
     assert info.version == 1 and info.created_by == "lea"
     assert files["qrels.trec"].decode() == EXPECTED_TREC
@@ -107,7 +108,7 @@ def test_release_files_follow_the_rule_and_formats(engine, project):
 
 def test_card_counts_distribution_and_agreement(engine, project):
     judged_project(engine, project)
-    card = create_release(engine, "demo").card
+    card = create_release(engine, "demo", actor=OPERATOR).card
     assert card["counts"] == {"queries": 2, "pairs": 4, "judgments": 9, "annotators": 3, "adjudicated": 1,
                               "cant_judge": 1}
     assert card["grade_distribution"] == {"0": 0, "1": 2, "2": 1, "3": 1}
@@ -125,7 +126,7 @@ def test_card_counts_distribution_and_agreement(engine, project):
 
 def test_min_grades_drops_thin_pairs_unless_adjudicated(engine, project):
     judged_project(engine, project)
-    create_release(engine, "demo", min_grades=2)
+    create_release(engine, "demo", min_grades=2, actor=OPERATOR)
     # f3 has one real grade (bob could not judge); f2 is adjudicated, so it stays.
     assert release_files(engine, "demo", 1)["qrels.trec"].decode() == "q1 0 f1 2\nq1 0 f2 1\nq2 0 f5 3\n"
 
@@ -133,7 +134,7 @@ def test_min_grades_drops_thin_pairs_unless_adjudicated(engine, project):
 def test_latest_adjudication_wins(engine, project):
     judged_project(engine, project)
     judge(engine, project.id, {}, {("q1", "f2"): (3, "on second thought", "lea")})
-    create_release(engine, "demo")
+    create_release(engine, "demo", actor=OPERATOR)
     line = release_files(engine, "demo", "latest")["judgments.jsonl"].decode().splitlines()[1]
     assert json.loads(line)["adjudication"] == {"grade": 3, "reason": "on second thought", "by": "lea"}
     assert json.loads(line)["grade"] == 3
@@ -143,7 +144,7 @@ def test_no_judged_pairs_is_a_clear_error(engine, project):
     seed(engine, project.id, QUERIES, FRAGS)
     judge(engine, project.id, {("q2", "f4"): {"ann": None}})
     with pytest.raises(ValueError, match="no judged pairs to release"):
-        create_release(engine, "demo")
+        create_release(engine, "demo", actor=OPERATOR)
     assert list_releases(engine, "demo") == []
 
 
@@ -162,11 +163,11 @@ def _trec_means(qrels: str, run: dict[str, dict[str, float]]) -> dict[str, float
 def test_new_release_diffs_labels_and_run_metrics_and_old_one_is_untouched(engine, project):
     run = {"q1": ["f3", "f1", "f2"], "q2": ["f6", "f5"]}
     judged_project(engine, project, {"R": run})
-    v1 = create_release(engine, "demo")
+    v1 = create_release(engine, "demo", actor=OPERATOR)
     v1_files = release_files(engine, "demo", 1)
     FRAGS_ADDED = {("q1", "f1"): {"bob": 3}, ("q1", "f3"): {"ann": None}, ("q2", "f6"): {"ann": 1}}
     judge(engine, project.id, FRAGS_ADDED)
-    v2 = create_release(engine, "demo")
+    v2 = create_release(engine, "demo", actor=OPERATOR)
     assert (v1.version, v2.version) == (1, 2) and v1.content_hash != v2.content_hash
     assert release_files(engine, "demo", 1) == v1_files and get_release(engine, "demo", 1).content_hash == v1.content_hash
     diff = v2.card["diff"]
@@ -206,15 +207,15 @@ def fresh_url(store_url, tmp_path):
 
 def test_round_trip_export_import_export_is_identical(engine, project, fresh_url, tmp_path):
     judged_project(engine, project)
-    create_release(engine, "demo")
+    create_release(engine, "demo", actor=OPERATOR)
     before = release_files(engine, "demo")
     path = tmp_path / "release.jsonl"
     path.write_bytes(before["judgments.jsonl"])
     other = init_db(fresh_url)
-    fresh = create_project(other, "demo")
+    fresh = create_project(other, "demo", actor=OPERATOR)
     seed(other, fresh.id, QUERIES, FRAGS)
-    import_judgments(other, "demo", path)
-    create_release(other, "demo")
+    import_judgments(other, "demo", path, actor=OPERATOR)
+    create_release(other, "demo", actor=OPERATOR)
     after = release_files(other, "demo")
     for name in ("qrels.trec", "qrels.tsv", "judgments.jsonl", "qrels.csv"):
         assert after[name] == before[name], name
@@ -271,19 +272,19 @@ def test_a_release_created_meanwhile_is_not_overwritten(engine, project, monkeyp
     def card_with_a_rival(*args, **kwargs):
         if not calls:  # while this release is being computed, another one is written
             calls.append(True)
-            create_release(engine, "demo")
+            create_release(engine, "demo", actor=OPERATOR)
         return real_card(*args, **kwargs)
 
     monkeypatch.setattr(releases, "_card", card_with_a_rival)
     with pytest.raises(RuntimeError, match="release 1 of 'demo' was created meanwhile"):
-        create_release(engine, "demo")
+        create_release(engine, "demo", actor=OPERATOR)
     assert [r.version for r in list_releases(engine, "demo")] == [1]
 
 
 def test_a_lead_decision_alone_makes_a_label(engine, project):
     seed(engine, project.id, QUERIES, FRAGS)
     judge(engine, project.id, {}, {("q2", "f7"): (2, "obvious", "lea")})
-    card = create_release(engine, "demo").card
+    card = create_release(engine, "demo", actor=OPERATOR).card
     assert release_files(engine, "demo")["judgments.jsonl"].decode() == (
         '{"query_id": "q2", "fragment_id": "f7", "grade": 2, "grades": {}, "rule": "median", '
         '"adjudication": {"grade": 2, "reason": "obvious", "by": "lea"}}\n')
@@ -292,10 +293,10 @@ def test_a_lead_decision_alone_makes_a_label(engine, project):
 
 def test_card_lists_the_guideline_versions_behind_the_labels(engine, project):
     judged_project(engine, project)
-    first = add_guideline(engine, "demo", "grade 3 = fully answers")
-    second = add_guideline(engine, "demo", "grade 3 = fully answers, with its source")
+    first = add_guideline(engine, "demo", "grade 3 = fully answers", actor=OPERATOR)
+    second = add_guideline(engine, "demo", "grade 3 = fully answers, with its source", actor=OPERATOR)
     with session_scope(engine, write=True) as s:
         ids = s.execute(select(Judgment.id).order_by(Judgment.id)).scalars().all()
         s.execute(update(Judgment).where(Judgment.id.in_(ids[:2])).values(guideline_id=first.id))
         s.execute(update(Judgment).where(Judgment.id == ids[2]).values(guideline_id=second.id))
-    assert create_release(engine, "demo").card["guideline_versions"] == [1, 2]
+    assert create_release(engine, "demo", actor=OPERATOR).card["guideline_versions"] == [1, 2]

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from db.engine import get_engine
 from db.judging import record_judgment
 from db.models import Assignment, Judgment, JudgmentHistory, User, utcnow
+from db.permissions import OPERATOR
 from db.users import create_user
 
 FORK = mp.get_context("fork")
@@ -39,7 +40,7 @@ def _writer(url: str, username: str, pair_ids: list[int], seed: int, out) -> Non
 def _assign_users(engine, queue) -> list[str]:
     """N_USERS annotators, each assigned all of queue's pairs."""
     names = [f"w{i}" for i in range(N_USERS)]
-    ids = {n: create_user(engine, n, "annotator").id for n in names}
+    ids = {n: create_user(engine, n, "annotator", actor=OPERATOR).id for n in names}
     now = utcnow()
     with engine.begin() as conn:
         project_id = conn.execute(sa.text("SELECT id FROM projects WHERE name = 'demo'")).scalar_one()

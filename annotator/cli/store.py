@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 
 from annotator.cli.common import guarded, print_json
 from db.engine import database_url, get_engine
+from db.permissions import OPERATOR
 
 IMPORT_KINDS = ("queries", "fragments", "run", "judgments")
 
@@ -40,7 +41,7 @@ def _init(args: argparse.Namespace) -> int:
         if args.project in {p.name for p in list_projects(engine)}:
             out["project"] = {"name": args.project, "created": False}
         else:
-            info = create_project(engine, args.project, scale=parse_scale(args.scale))
+            info = create_project(engine, args.project, scale=parse_scale(args.scale), actor=OPERATOR)
             out["project"] = {"name": info.name, "scale": list(info.scale), "created": True}
     print_json(out)
     return 0
@@ -62,7 +63,7 @@ def _project_create(args: argparse.Namespace) -> int:
     scale = parse_scale(args.scale)
     labels = parse_labels(args.labels, scale) if args.labels else None
     info = create_project(_engine(args), args.name, scale=scale, overlap=args.overlap,
-                          overlap_fraction=args.fraction, threshold=args.threshold, labels=labels)
+                          overlap_fraction=args.fraction, threshold=args.threshold, labels=labels, actor=OPERATOR)
     print_json({"id": info.id, "name": info.name, "scale": list(info.scale), "labels": info.labels,
                  "overlap": info.overlap, "overlap_fraction": info.overlap_fraction, "threshold": info.threshold})
     return 0
@@ -83,11 +84,11 @@ def _import(args: argparse.Namespace) -> int:
 
     engine = _engine(args)
     if args.kind == "run":
-        report = imports.import_run(engine, args.project, args.file, name=args.name, progress=True)
+        report = imports.import_run(engine, args.project, args.file, name=args.name, progress=True, actor=OPERATOR)
     else:
         func = {"queries": imports.import_queries, "fragments": imports.import_fragments,
                 "judgments": imports.import_judgments}[args.kind]
-        report = func(engine, args.project, args.file, progress=True)
+        report = func(engine, args.project, args.file, progress=True, actor=OPERATOR)
     print_json(report.to_dict())
     return 0
 

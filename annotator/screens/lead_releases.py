@@ -30,7 +30,7 @@ with st.form("create-release"):
         try:
             with st.spinner("Building the release…"):
                 made = releases.create_release(engine, project.name, rule=rule, min_grades=int(min_grades),
-                                               username=user.username)
+                                               actor=user.username)
         except (ValueError, RuntimeError) as exc:
             st.error(f"No release: {exc}")
         else:

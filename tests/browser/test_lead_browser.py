@@ -102,7 +102,7 @@ def test_screenshot_of_each_lead_page(demo_server: Server, page, title: str, hea
 
     engine = engine_of(demo_server)
     if title == "Evaluate" and not list_releases(engine, "demo"):
-        create_release(engine, "demo", username="lea")
+        create_release(engine, "demo", actor="lea")
     login(page, demo_server.url, *LEAD)
     open_lead_page(page, title)
     page.get_by_role("heading", name=heading).first.wait_for(timeout=SLOW)

@@ -1,0 +1,93 @@
+"""Rules where the data lives: every store operation that changes a project checks its actor itself.
+
+An annotator, a deactivated lead and an unknown name each get PermissionError from every operation, and the
+database is byte-for-byte what it was; the CLI operator and an active lead may."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from sqlmodel import SQLModel
+
+from db.adjudication import adjudicate
+from db.assignment import assign
+from db.evaluations import judge_holes
+from db.imports import import_fragments, import_judgments, import_queries, import_run
+from db.judging import record_judgment
+from db.permissions import OPERATOR
+from db.pooling import pool
+from db.projects import add_guideline, create_project, set_grade_labels, update_policy
+from db.releases import create_release
+from db.users import create_user, deactivate
+
+
+def _snapshot(engine) -> dict[str, list]:
+    """Every row of every table, so 'nothing was written' is checked exactly."""
+    with engine.connect() as conn:
+        return {t.name: sorted(map(repr, conn.execute(sa.select(t)).all())) for t in SQLModel.metadata.sorted_tables}
+
+
+@pytest.fixture
+def setup(engine, queue, tmp_path):
+    """The queue project with one judged pair, a stored run ranking an unpooled fragment, files for every
+    import kind, a third annotator, a deactivated lead and an active lead."""
+    record_judgment(engine, queue[("q1", "f1")], "ann1", 2)
+    files = {"queries": tmp_path / "q.jsonl", "fragments": tmp_path / "f.jsonl", "run": tmp_path / "r.trec",
+             "judgments": tmp_path / "j.jsonl"}
+    files["queries"].write_text('{"id": "q9", "text": "new query"}\n')
+    files["fragments"].write_text('{"id": "f9", "text": "new fragment"}\n')
+    files["run"].write_text("q1 Q0 f2 1 2.0 r\nq1 Q0 f9 2 1.0 r\n")
+    files["judgments"].write_text('{"query_id": "q2", "fragment_id": "f2", "annotator": "ann2", "grade": 1}\n')
+    files["fragments"].with_name("extra.jsonl").write_text('{"id": "f8", "text": "fragment eight"}\n')
+    import_fragments(engine, "demo", files["fragments"].with_name("extra.jsonl"), actor=OPERATOR)
+    files["run"].with_name("stored.trec").write_text("q1 Q0 f8 1 2.0 r\n")
+    import_run(engine, "demo", files["run"].with_name("stored.trec"), actor=OPERATOR)
+    create_user(engine, "ann3", "annotator", actor=OPERATOR)
+    create_user(engine, "gone", "lead", actor=OPERATOR)
+    deactivate(engine, "gone", actor=OPERATOR)
+    create_user(engine, "lea", "lead", actor=OPERATOR)
+    return queue, files
+
+
+OPERATIONS = {
+    "create_project": lambda e, q, f, a: create_project(e, "other", actor=a),
+    "update_policy": lambda e, q, f, a: update_policy(e, "demo", overlap=1, actor=a),
+    "add_guideline": lambda e, q, f, a: add_guideline(e, "demo", "grade what is there", actor=a),
+    "set_grade_labels": lambda e, q, f, a: set_grade_labels(e, "demo", {0: "a", 1: "b", 2: "c", 3: "d"}, actor=a),
+    "import_queries": lambda e, q, f, a: import_queries(e, "demo", f["queries"], actor=a),
+    "import_fragments": lambda e, q, f, a: import_fragments(e, "demo", f["fragments"], actor=a),
+    "import_run": lambda e, q, f, a: import_run(e, "demo", f["run"], name="new", actor=a),
+    "import_judgments": lambda e, q, f, a: import_judgments(e, "demo", f["judgments"], actor=a),
+    "pool": lambda e, q, f, a: pool(e, "demo", 5, actor=a),
+    "assign": lambda e, q, f, a: assign(e, "demo", overlap=3, annotators=["ann1", "ann2", "ann3"], actor=a),
+    "adjudicate": lambda e, q, f, a: adjudicate(e, q[("q1", "f1")], 3, "clear answer", actor=a),
+    "create_release": lambda e, q, f, a: create_release(e, "demo", actor=a),
+    "judge_holes": lambda e, q, f, a: judge_holes(e, "demo", "stored", k=5, actor=a),
+}
+
+
+@pytest.mark.parametrize("name", list(OPERATIONS))
+def test_annotators_deactivated_leads_and_strangers_change_nothing(engine, setup, name):
+    queue, files = setup
+    before = _snapshot(engine)
+    for actor, why in (("ann1", "only a lead may do this; 'ann1' is annotator"), ("gone", "'gone' is deactivated"),
+                       ("nobody", "no user named 'nobody'")):
+        with pytest.raises(PermissionError, match=why):
+            OPERATIONS[name](engine, queue, files, actor)
+        assert _snapshot(engine) == before, f"{name} by {actor} wrote something"
+    OPERATIONS[name](engine, queue, files, "lea")  # an active lead may
+    assert _snapshot(engine) != before
+
+
+@pytest.mark.parametrize("name", [n for n in OPERATIONS if n != "adjudicate"])
+def test_the_cli_operator_may(engine, setup, name):
+    queue, files = setup
+    before = _snapshot(engine)
+    OPERATIONS[name](engine, queue, files, OPERATOR)
+    assert _snapshot(engine) != before
+
+
+def test_an_adjudication_names_its_lead(engine, setup):
+    queue, files = setup
+    with pytest.raises(PermissionError, match="name an active lead"):
+        OPERATIONS["adjudicate"](engine, queue, files, OPERATOR)
