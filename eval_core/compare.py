@@ -16,10 +16,8 @@ from tqdm import tqdm
 
 from eval_core.evaluate import evaluate
 from eval_core.formats import read_qrels
+from eval_core.paired_tests import TEST_NAMES, TESTS
 
-TESTS = ("randomization", "t", "wilcoxon")
-TEST_NAMES = {"randomization": "two-sided paired randomization test", "t": "paired t-test",
-              "wilcoxon": "Wilcoxon signed-rank test"}
 # Per-query differences this small are float noise (1/3 summed two ways), not a changed query.
 UNCHANGED_TOL = 1e-12
 # Rows of sign flips (or resamples) generated at once: bounds memory at ~32 MB per batch.

@@ -20,6 +20,10 @@ import pandas as pd
 
 from eval_core.evaluate import Evaluation, evaluate
 from eval_core.formats import ranked, read_qrels, read_run
+from eval_core.thresholds import Thresholds
+
+__all__ = ["Diagnosis", "Thresholds", "category_breakdown", "coverage_check", "diagnose", "judged_check",
+           "low_recall_queries", "ranked", "recall_curve", "two_depth_diagnosis", "unjudged_pairs"]
 
 CURVE_K = (1, 3, 5, 10, 20, 50, 100)
 _RECALL_AT = re.compile(r"^recall@(\d+)$")
@@ -297,20 +301,6 @@ def diagnose(qrels: Any, run: Any, *, fragments: Mapping[str, str] | None = None
                                       fragments=fragments),
         categories=None if ev.by_category is None else category_breakdown(ev, [f"recall@{low_recall_k}", "mrr"]),
         warnings=warnings)
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """Every threshold the diagnostics use, so a verdict can always say which rule produced it."""
-
-    min_candidate_recall: float = 0.8  # recall@candidate below this ⇒ retrieval problem (0.60 is one)
-    min_context_share: float = 0.8  # recall@context / recall@candidate below this ⇒ ranking problem (0.55/0.95)
-    min_context_ndcg: float = 0.5  # nDCG@context below this with good candidates ⇒ ranking problem
-    curve_fast_k: int = 10  # a healthy recall curve has reached most of its height by this k
-    curve_share: float = 0.8  # … namely this share of the recall at the deepest k measured
-    curve_min_gain: float = 0.02  # the curve is flat from the first k whose deeper recall adds less than this
-    low_recall: float = 0.2  # queries with recall@k strictly below this are listed (strictly below)
-    min_judged: float = 0.9  # mean judged@k below this flags incomplete annotation
 
 
 @dataclass

@@ -6,11 +6,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from eval_core.compare import TEST_NAMES, TESTS, Comparison, compare
-from eval_core.report import Diagnosis, Thresholds, diagnose
-from eval_core.retriever import read_texts
+from eval_core.paired_tests import TEST_NAMES, TESTS
+from eval_core.thresholds import Thresholds
+
+if TYPE_CHECKING:
+    from eval_core.compare import Comparison
+    from eval_core.report import Diagnosis
 
 MAX_ROWS = 20
 
@@ -88,6 +91,8 @@ def _warn(warnings: list[str]) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Run `qrelkit compare`."""
+    from eval_core.compare import compare
+
     if len(args.runs) < 2:
         print("qrelkit: error: compare needs at least two runs", file=sys.stderr)
         return 2
@@ -106,6 +111,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     """Run `qrelkit diagnose`."""
+    from eval_core.report import diagnose
+    from eval_core.retriever import read_texts
+
     thresholds = Thresholds(min_candidate_recall=args.min_candidate_recall,
                             min_context_share=args.min_context_share, min_context_ndcg=args.min_context_ndcg,
                             low_recall=args.low_recall_threshold, min_judged=args.min_judged)

@@ -1,0 +1,19 @@
+"""The diagnostics' thresholds, apart from the diagnostics, so the CLI can show the defaults without pandas."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Every threshold the diagnostics use, so a verdict can always say which rule produced it."""
+
+    min_candidate_recall: float = 0.8  # recall@candidate below this ⇒ retrieval problem (0.60 is one)
+    min_context_share: float = 0.8  # recall@context / recall@candidate below this ⇒ ranking problem (0.55/0.95)
+    min_context_ndcg: float = 0.5  # nDCG@context below this with good candidates ⇒ ranking problem
+    curve_fast_k: int = 10  # a healthy recall curve has reached most of its height by this k
+    curve_share: float = 0.8  # … namely this share of the recall at the deepest k measured
+    curve_min_gain: float = 0.02  # the curve is flat from the first k whose deeper recall adds less than this
+    low_recall: float = 0.2  # queries with recall@k strictly below this are listed
+    min_judged: float = 0.9  # mean judged@k below this flags incomplete annotation
