@@ -7,6 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from annotator import auth, state
+from annotator.views import literal
 
 PAGES = Path(__file__).resolve().parent / "screens"
 
@@ -29,33 +30,39 @@ def judge_pages() -> list:
     ]
 
 
-def lead_pages() -> list:
-    """The lead desk pages."""
-    return [st.Page(PAGES / name, title=title, icon=icon) for name, title, icon in LEAD_PAGES]
+def lead_pages(visible: bool) -> list:
+    """The lead desk pages; registered for everyone (a link must not say "Page not found"), listed for leads."""
+    return [st.Page(PAGES / name, title=title, icon=icon, visibility="visible" if visible else "hidden")
+            for name, title, icon in LEAD_PAGES]
 
 
 def sidebar(user) -> None:
     """Who is logged in, which project, and the way out."""
     with st.sidebar:
-        st.markdown(f"**{user.username}** · {user.role}")
+        st.markdown(f"**{literal(user.username)}** · {user.role}")
         state.project_picker()
         st.button("Log out", on_click=auth.logout, icon=":material/logout:")
+        auth.sync_cookie()
 
 
 def main() -> None:
-    """Gate on login, then offer only the pages the user's role allows (unlisted pages cannot be opened)."""
+    """Every page is registered for everyone, so a link (e.g. /lead_agreement) survives the login and opens its
+    page afterwards; the menu lists what the role opens, and a lead page tells an annotator it is not allowed."""
     st.set_page_config(page_title="qrelkit", page_icon=":material/fact_check:", layout="wide")
     state.engine()
     user = auth.current_user()
+    is_lead = user is not None and user.role == "lead"
+    judge, lead = judge_pages(), lead_pages(visible=is_lead)
+    page = st.navigation({"Judge": judge, "Lead": lead} if is_lead else judge + lead,
+                         position="sidebar" if user is not None else "hidden")
     if user is None:
-        st.navigation([st.Page(auth.login_page, title="Log in", url_path="login", default=True)]).run()
+        auth.login_page()
         return
     sidebar(user)
-    pages = {"Judge": judge_pages()}
-    if user.role == "lead":
-        pages["Lead"] = lead_pages()
-    st.navigation(pages).run()
-
+    if not is_lead and page.url_path in {p.url_path for p in lead}:
+        auth.not_allowed(user, "lead")
+        return
+    page.run()
 
 if __name__ == "__main__":  # `streamlit run` (and AppTest) execute this file as __main__
     main()

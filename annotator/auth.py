@@ -1,18 +1,100 @@
-"""Who is using the app: the store's username/password login (or OIDC via st.login), and role gates."""
+"""Who is using the app: a store-backed login session that survives reloads and tabs, and role gates.
+
+The browser keeps only a random token in a cookie (set from JavaScript by a cookie component: Streamlit
+cannot set cookies, so it cannot be HttpOnly); the store keeps its SHA-256. Every page run resolves the token
+against the store, so logout, expiry, deactivation and a changed role take effect on the next click.
+"""
 
 from __future__ import annotations
+
+from datetime import datetime
 
 import streamlit as st
 
 from annotator import state
-from db.users import UserInfo, authenticate, list_users
+from db import logins, sessions
+from db.users import UserInfo, list_users
 
-USER_KEY = "user"
+COOKIE = "qrelkit_session"
+USER_KEY = "user"  # the resolved UserInfo of this run, for pages
+TOKEN_KEY = "session_token"  # this browser session's token (tests may put a store-issued token here)
+EXPIRES_KEY = "session_expires"
+CLEAR_COOKIE_KEY = "session_cookie_stale"
+NOT_ALLOWED = "Not allowed for your role"
+SESSION_KEYS = (USER_KEY, TOKEN_KEY, EXPIRES_KEY, "pair_id", "shown_at")
+
+
+def client_label() -> str:
+    """Who is knocking, for back-off and the session record: the browser's IP address as Streamlit sees it."""
+    try:
+        address = st.context.ip_address
+    except Exception:  # no browser behind this run (AppTest)
+        address = None
+    return address if isinstance(address, str) and address else "local"
+
+
+def _cookie_token() -> str | None:
+    """The token the browser sent when this tab connected (a reload or a new tab), if any."""
+    try:
+        token = st.context.cookies.get(COOKIE)
+    except Exception:  # no browser behind this run (AppTest)
+        return None
+    return token if isinstance(token, str) else None
 
 
 def current_user() -> UserInfo | None:
-    """The logged-in user of this browser session, if any."""
-    return st.session_state.get(USER_KEY)
+    """The logged-in user, re-read from the store on every page run (active account, current role)."""
+    token = st.session_state.get(TOKEN_KEY) or _cookie_token()
+    user = sessions.resolve(state.engine(), token)
+    if user is None:
+        for key in SESSION_KEYS:
+            st.session_state.pop(key, None)
+        if token:
+            st.session_state[CLEAR_COOKIE_KEY] = True
+        return None
+    st.session_state[TOKEN_KEY] = token
+    st.session_state[USER_KEY] = user
+    return user
+
+
+def _remember(user: UserInfo, new: sessions.NewSession) -> None:
+    """Keep a fresh session's token in this tab (sync_cookie then hands it to the browser)."""
+    st.session_state[TOKEN_KEY] = new.token
+    st.session_state[EXPIRES_KEY] = new.expires_at
+    st.session_state[USER_KEY] = user
+    st.session_state.pop(CLEAR_COOKIE_KEY, None)
+
+
+def _cookie_manager():
+    """The cookie component (imported here: it registers Streamlit components at import time)."""
+    import extra_streamlit_components as stx
+
+    return stx.CookieManager(key="qrelkit-cookies")
+
+
+def _secure_origin() -> bool:
+    """True when the browser reached the app over HTTPS, so the cookie is marked Secure."""
+    try:
+        return str(st.context.url or "").startswith("https:")
+    except Exception:  # no browser behind this run (AppTest)
+        return False
+
+
+def sync_cookie() -> None:
+    """Give the browser this tab's token unless it already sent it (a fresh login): later reloads and new
+    tabs then find the session. SameSite=Strict, path /, expiring with the session."""
+    token = st.session_state.get(TOKEN_KEY)
+    if not token or _cookie_token() == token:
+        return
+    expires: datetime | None = st.session_state.get(EXPIRES_KEY)
+    _cookie_manager().set(COOKIE, token, key="qrelkit-cookie-set", expires_at=expires, same_site="strict",
+                          secure=_secure_origin() or None)
+
+
+def clear_stale_cookie() -> None:
+    """After logout or a dead token, remove the cookie so the next reload does not even try it."""
+    if st.session_state.get(CLEAR_COOKIE_KEY):
+        _cookie_manager().delete(COOKIE, key="qrelkit-cookie-delete")
 
 
 def oidc_configured() -> bool:
@@ -35,21 +117,29 @@ def _oidc_user() -> UserInfo | None:
 
 
 def submit_login() -> None:
-    """Form callback: check the password before the script runs, so a successful login costs one run, not two."""
-    user = authenticate(state.engine(), (st.session_state.get("login_username") or "").strip(),
-                        st.session_state.get("login_password") or "")
-    if user is None:
-        st.session_state["login_failed"] = True
-    else:
-        st.session_state[USER_KEY] = user
-        st.session_state.pop("login_password", None)
+    """Form callback: check the password (unless this account or client must wait) before the script runs, so
+    a successful login costs one run, not two."""
+    result = logins.login(state.engine(), st.session_state.get("login_username") or "",
+                          st.session_state.get("login_password") or "", client=client_label())
+    st.session_state.pop("login_password", None)
+    if result.user is None:
+        st.session_state["login_failed"] = result.retry_after
+        return
+    _remember(result.user, result.session)
+
+
+def wait_message(seconds: int) -> str:
+    """What a throttled login shows."""
+    return f"Too many attempts; try again in {seconds} s."
 
 
 def login_page() -> None:
-    """The login form: fields labelled Username and Password and a Log in button."""
+    """The login form: fields labelled Username and Password and a Log in button. The address stays as it
+    is, so a deep link opens its page once the login succeeds."""
+    clear_stale_cookie()
     sso_user = _oidc_user()
     if sso_user is not None:
-        st.session_state[USER_KEY] = sso_user
+        _remember(sso_user, sessions.create_session(state.engine(), sso_user.id, client=client_label()))
         st.rerun()
     st.title("qrelkit")
     st.caption("Relevance judging for golden sets. Log in with your account.")
@@ -57,8 +147,9 @@ def login_page() -> None:
         st.text_input("Username", key="login_username")
         st.text_input("Password", type="password", key="login_password")
         st.form_submit_button("Log in", type="primary", on_click=submit_login)
-    if st.session_state.pop("login_failed", False):
-        st.error("Unknown username or wrong password.")
+    failed = st.session_state.pop("login_failed", None)
+    if failed is not None:
+        st.error("Unknown username or wrong password." if not failed else wait_message(failed))
     if oidc_configured():
         if st.user.is_logged_in:
             st.warning(f"{st.user.get('email')} has no active qrelkit account; ask a lead to add you.")
@@ -75,18 +166,25 @@ def require_user() -> UserInfo:
     return user
 
 
+def not_allowed(user: UserInfo, role: str) -> None:
+    """The one sentence a user sees on a page their role does not open."""
+    st.error(f"{NOT_ALLOWED}: this page is for the {role} role; you are logged in as {user.role}.")
+
+
 def require_role(role: str) -> UserInfo:
-    """Stop the page unless the logged-in user has `role`: lead pages call this, so a URL is not a way in."""
+    """Stop the page unless the logged-in user has `role` now (re-read from the store): a URL is no way in."""
     user = require_user()
     if user.role != role:
-        st.error(f"This page is for the {role} role; you are logged in as {user.role}.")
+        not_allowed(user, role)
         st.stop()
     return user
 
 
 def logout() -> None:
-    """Forget this session's user (and end the OIDC session when there is one)."""
-    for key in (USER_KEY, "pair_id", "shown_at"):
+    """End this session in the store (every tab of it), forget it here, and drop the cookie."""
+    sessions.revoke(state.engine(), st.session_state.get(TOKEN_KEY) or _cookie_token())
+    for key in SESSION_KEYS:
         st.session_state.pop(key, None)
+    st.session_state[CLEAR_COOKIE_KEY] = True
     if oidc_configured() and st.user.is_logged_in:
         st.logout()

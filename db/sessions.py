@@ -55,7 +55,7 @@ def create_session(engine: Engine, user_id: int, *, client: str | None = None,
 def resolve(engine: Engine, token: str | None) -> UserInfo | None:
     """The account behind a token as the store has it now (current role), or None when the token is unknown,
     expired or revoked, or the account is deactivated."""
-    if not token:
+    if not token or not isinstance(token, str):
         return None
     now = utcnow()
     with session_scope(engine) as session:

@@ -1,47 +1,93 @@
-"""`qrelkit serve` and `qrelkit demo`: run the Streamlit app (optionally on a freshly built demo project)."""
+"""`qrelkit serve` and `qrelkit demo`: run the Streamlit app (optionally on a freshly built demo project).
+
+The app listens on 127.0.0.1 unless --address says otherwise (expose it through a TLS reverse proxy, see
+docs/security.md); SIGTERM and SIGINT are passed on to the Streamlit child, which is waited for, so stopping
+`qrelkit serve` frees the port.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from db.engine import database_url
-from db.schema import init_db
-
 APP = Path(__file__).resolve().parent.parent / "app.py"
 DEMO_URL = "sqlite:///./qrelkit-demo.db"
+DEFAULT_ADDRESS = "127.0.0.1"
+STOP_SECONDS = 20  # how long the child may take to shut down after the signal before it is killed
+
+# Streamlit settings the app always runs with: no usage statistics, no file watcher, a viewer toolbar (no
+# Deploy button or developer menu), and errors as one sentence in the page (details go to the server log).
+STREAMLIT_OPTIONS = ("--server.headless=true", "--browser.gatherUsageStats=false", "--server.fileWatcherType=none",
+                     "--client.toolbarMode=viewer", "--client.showErrorDetails=none")
 
 
-def streamlit_command(port: int) -> list[str]:
-    """The `streamlit run` command line: headless, no usage statistics, no file watcher."""
-    return [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless=true",
-            "--browser.gatherUsageStats=false", "--server.fileWatcherType=none", f"--server.port={port}"]
+def streamlit_command(port: int, address: str = DEFAULT_ADDRESS) -> list[str]:
+    """The `streamlit run` command line for the app on `address:port`."""
+    return [sys.executable, "-m", "streamlit", "run", str(APP), *STREAMLIT_OPTIONS, f"--server.port={port}",
+            f"--server.address={address}"]
 
 
-def serve(url: str, port: int, project: str | None = None) -> int:
-    """Run the app against `url` until interrupted; the URL reaches the app through QRELKIT_DB_URL."""
+def _die_with_parent() -> None:
+    """In the child: receive SIGTERM if `qrelkit serve` itself dies (even by SIGKILL), so no orphan keeps the port."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def run_child(command: list[str], env: dict[str, str]) -> int:
+    """Run the Streamlit child until it exits; SIGTERM/SIGINT to us are forwarded to it and it is waited for
+    (killed after STOP_SECONDS). Returns its exit code (128 + signal for a forwarded stop, like a shell)."""
+    child = subprocess.Popen(command, env=env, preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+    received: list[int] = []
+
+    def forward(signum: int, _frame) -> None:
+        received.append(signum)
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        while True:
+            try:
+                code = child.wait(timeout=STOP_SECONDS if received else None)
+                break
+            except subprocess.TimeoutExpired:
+                child.kill()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 128 + received[0] if received else code
+
+
+def serve(url: str, port: int, address: str = DEFAULT_ADDRESS, project: str | None = None) -> int:
+    """Run the app against `url` until stopped; the URL reaches the app through QRELKIT_DB_URL."""
+    from db.engine import database_url
+    from db.schema import init_db
+
     env = dict(os.environ, QRELKIT_DB_URL=url)
     if project:
         env["QRELKIT_PROJECT"] = project
     init_db(url)
-    print(f"qrelkit: serving {database_url(url)} at http://localhost:{port}", file=sys.stderr)
-    try:
-        return subprocess.call(streamlit_command(port), env=env)
-    except KeyboardInterrupt:
-        return 130
+    shown = f"[{address}]" if ":" in address else address
+    print(f"qrelkit: serving {database_url(url)} at http://{shown}:{port}", file=sys.stderr)
+    return run_child(streamlit_command(port, address), env)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """`qrelkit serve`: the app over the given (or configured) database."""
-    return serve(database_url(args.db), args.port)
+    from db.engine import database_url
+
+    return serve(database_url(args.db), args.port, args.address)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """`qrelkit demo`: build the demo project once, print its demo logins, then serve it."""
     from annotator.demo import build_demo
+    from db.schema import init_db
 
     url = args.db or DEMO_URL
     info = build_demo(init_db(url), show_progress=True)
@@ -51,16 +97,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
     for username, role, password in info.users:
         print(f"  {username:<5} {role:<10} password: {password}")
     sys.stdout.flush()
-    return serve(url, args.port, project=info.project)
+    return serve(url, args.port, address=args.address, project=info.project)
+
+
+def _listen_options(parser: argparse.ArgumentParser) -> None:
+    """--port and --address, the same for serve and demo."""
+    parser.add_argument("--port", type=int, default=8501, help="HTTP port (default 8501)")
+    parser.add_argument("--address", default=DEFAULT_ADDRESS,
+                        help=f"interface to listen on (default {DEFAULT_ADDRESS}: this machine only; to reach it "
+                             "from others, put a TLS reverse proxy in front, see docs/security.md)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `serve` and `demo` to the `qrelkit` parser."""
     serve_parser = subparsers.add_parser("serve", help="run the annotation app (Streamlit)")
     serve_parser.add_argument("--db", help="database URL (default: QRELKIT_DB_URL, else ./qrelkit.db)")
-    serve_parser.add_argument("--port", type=int, default=8501, help="HTTP port (default 8501)")
+    _listen_options(serve_parser)
     serve_parser.set_defaults(func=cmd_serve)
     demo_parser = subparsers.add_parser("demo", help="build the demo project (once) and run the app on it")
     demo_parser.add_argument("--db", help=f"database URL (default: {DEMO_URL})")
-    demo_parser.add_argument("--port", type=int, default=8501, help="HTTP port (default 8501)")
+    _listen_options(demo_parser)
     demo_parser.set_defaults(func=cmd_demo)

@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -19,7 +20,9 @@ from tests.conftest import ROOT, require
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-SCREENSHOTS = ROOT / "docs" / "screenshots"
+# Tests write screenshots to a temporary folder; `python3 scripts/screenshots.py` sets this variable to
+# docs/screenshots and runs the browser tests to refresh the README's pictures.
+SCREENSHOTS_ENV = "QRELKIT_SCREENSHOTS"
 STARTUP_SECONDS = 90
 
 
@@ -144,9 +147,17 @@ def login(page, base_url: str | None, username: str, password: str) -> None:
     wait_idle(page)
 
 
+def screenshot_dir() -> Path:
+    """Where screenshots go: $QRELKIT_SCREENSHOTS when refreshing the README's, else a temporary folder (a test
+    run never touches the repository)."""
+    chosen = os.environ.get(SCREENSHOTS_ENV)
+    folder = Path(chosen) if chosen else Path(tempfile.gettempdir()) / f"qrelkit-screenshots-{os.getpid()}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def screenshot(page, name: str) -> Path:
-    """Save a full-page screenshot into docs/screenshots/ for the README."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
+    """Save a full-page screenshot named `name`.png (see screenshot_dir)."""
+    path = screenshot_dir() / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path

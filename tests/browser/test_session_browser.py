@@ -1,0 +1,179 @@
+"""Login sessions in a real browser: reloads, tabs, logout, deactivation, deep links, role refusals,
+back-off, and stopping `qrelkit serve`. One behaviour per test, on a server and database of this module's own
+(it deactivates accounts and provokes back-off, which must not leak into other modules' demo server)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.browser.conftest import (
+    CHROMIUM,
+    ROOT,
+    Server,
+    login,
+    require,
+    start_server,
+    stop_server,
+    wait_idle,
+)
+
+pytestmark = pytest.mark.browser
+
+ANNOTATOR = ("ana", "ana-demo")
+LEAD = ("lea", "lea-demo")
+LOGIN_FORM = "[data-testid='stForm']"
+SLOW = 90_000  # ms: lead pages compute reports on their first run
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The demo project plus accounts only these tests use, served by `qrelkit serve`."""
+    require(os.path.exists(CHROMIUM), f"Debian's Chromium not found at {CHROMIUM}")
+    from annotator.demo import build_demo
+    from db.permissions import OPERATOR
+    from db.schema import init_db
+    from db.users import create_user
+
+    folder = tmp_path_factory.mktemp("browser-sessions")
+    db_url = f"sqlite:///{folder / 'sessions.db'}"
+    engine = init_db(db_url)
+    build_demo(engine)
+    create_user(engine, "leo", "lead", "leo-password", actor=OPERATOR)
+    proc, base_url = start_server(db_url, folder / "serve.log")
+    try:
+        yield Server(base_url, db_url)
+    finally:
+        stop_server(proc)
+
+
+def qrelkit(*args: str) -> subprocess.CompletedProcess:
+    """Run the CLI as an operator would, from another process than the server."""
+    return subprocess.run([sys.executable, "-m", "annotator", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, check=True)
+
+
+def logged_in_as(page, username: str) -> bool:
+    """True when the sidebar names `username` and no login form is shown."""
+    wait_idle(page)
+    return (page.get_by_test_id("stSidebar").get_by_text(username, exact=False).count() > 0
+            and page.locator(LOGIN_FORM).count() == 0)
+
+
+def shows_login_form(page) -> bool:
+    """True when the login form, and no logged-in sidebar, is what the page shows (waits for the form)."""
+    page.get_by_role("button", name="Log in").wait_for(state="visible")
+    wait_idle(page)
+    return page.locator(LOGIN_FORM).count() == 1 and page.get_by_role("button", name="Log out").count() == 0
+
+
+def test_a_reload_keeps_the_session(server: Server, page) -> None:
+    login(page, server.url, *ANNOTATOR)
+    page.wait_for_timeout(1500)  # the cookie component writes the cookie after the first run
+    assert any(c["name"] == "qrelkit_session" for c in page.context.cookies())
+    page.reload()
+    assert logged_in_as(page, "ana")
+
+
+def test_a_second_tab_shares_the_session(server: Server, page) -> None:
+    login(page, server.url, *ANNOTATOR)
+    page.wait_for_timeout(1500)
+    second = page.context.new_page()
+    second.goto(f"{server.url}/guideline")
+    assert logged_in_as(second, "ana")
+
+
+def test_logging_out_ends_the_session_in_the_other_tab_too(server: Server, page) -> None:
+    login(page, server.url, *ANNOTATOR)
+    page.wait_for_timeout(1500)
+    second = page.context.new_page()
+    second.goto(server.url)
+    assert logged_in_as(second, "ana")
+    page.get_by_role("button", name="Log out").click()
+    assert shows_login_form(page)
+    second.locator("[data-testid='stSidebarNavLink']", has_text="Guideline").first.click()  # its next action
+    assert shows_login_form(second)
+    second.reload()
+    assert shows_login_form(second)
+
+
+def test_a_deactivated_leads_open_tab_cannot_create_a_release(server: Server, page) -> None:
+    from db.engine import get_engine
+    from db.releases import list_releases
+
+    login(page, f"{server.url}/lead_releases", "leo", "leo-password")
+    page.get_by_role("button", name="Create release").wait_for(timeout=SLOW)
+    before = len(list_releases(get_engine(server.db_url), "demo"))
+    qrelkit("user", "deactivate", "leo", "--db", server.db_url)
+    page.get_by_role("button", name="Create release").click()
+    assert shows_login_form(page)
+    assert len(list_releases(get_engine(server.db_url), "demo")) == before
+
+
+def test_a_deep_link_opens_its_page_after_login(server: Server, page) -> None:
+    page.goto(f"{server.url}/lead_agreement")
+    assert shows_login_form(page)
+    login(page, None, *LEAD)
+    page.get_by_role("heading", name="Agreement").wait_for(timeout=SLOW)
+    assert page.url.rstrip("/").endswith("/lead_agreement")
+    assert "Page not found" not in page.inner_text("body")
+
+
+def test_an_annotator_on_a_lead_link_is_told_it_is_not_allowed(server: Server, page) -> None:
+    page.goto(f"{server.url}/lead_releases")
+    login(page, None, *ANNOTATOR)
+    alert = page.get_by_test_id("stAlert").filter(has_text="Not allowed for your role")
+    alert.wait_for()
+    assert "Page not found" not in page.inner_text("body")
+    assert page.get_by_role("button", name="Create release").count() == 0
+
+
+def test_five_wrong_passwords_make_the_next_attempt_wait(server: Server, page) -> None:
+    page.goto(server.url)
+    wait_idle(page)
+    for _ in range(5):
+        page.get_by_role("textbox", name="Username").fill("ben")
+        page.get_by_role("textbox", name="Password").fill("not-bens-password")
+        page.get_by_role("button", name="Log in").click()
+        wait_idle(page)
+    page.get_by_role("textbox", name="Username").fill("ben")
+    page.get_by_role("textbox", name="Password").fill("ben-demo")  # the right one, too soon
+    page.get_by_role("button", name="Log in").click()
+    wait_idle(page)
+    message = page.get_by_test_id("stAlert").filter(has_text="Too many attempts; try again in")
+    message.wait_for()
+    seconds = int(message.inner_text().split("try again in")[1].split("s")[0])
+    assert 1 <= seconds <= 10
+    assert shows_login_form(page)
+
+
+def port_is_free(port: int) -> bool:
+    """True when nothing accepts connections on 127.0.0.1:port."""
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_stopping_qrelkit_serve_frees_the_port(server: Server, tmp_path, signum: int) -> None:
+    proc, base_url = start_server(server.db_url, tmp_path / "serve.log")
+    port = int(base_url.rsplit(":", 1)[1])
+    try:
+        assert not port_is_free(port)
+        os.kill(proc.pid, signum)  # the `qrelkit serve` process only, not its group
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while not port_is_free(port) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert port_is_free(port)
+        orphans = subprocess.run(["pgrep", "-f", f"server.port={port}"], capture_output=True, text=True).stdout
+        assert orphans.strip() == ""
+    finally:
+        stop_server(proc)
