@@ -1,22 +1,29 @@
-"""AppTest checks of the annotator side: login, role gates, blind grading saved to the store, the guideline,
-and the demo project (its seed grades and the agreement gap between guideline versions)."""
+"""AppTest checks of the pages: login, role gates, blind grading on any scale saved to the store, the fragment
+box, literal rendering of data, readable tables, adjudication, the guideline, and the demo project."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from annotator.app import LEAD_PAGES
+from annotator.auth import NOT_ALLOWED, TOKEN_KEY
+from db.adjudication import adjudicate
 from db.assignment import assign
 from db.imports import import_fragments, import_queries, import_run
-from db.judging import get_pair, next_pair, progress, record_judgment
+from db.judging import check_grade, get_pair, next_pair, progress, record_judgment
+from db.permissions import OPERATOR
 from db.pooling import pool
 from db.projects import add_guideline, create_project
+from db.queries_frames import adjudications_frame
 from db.schema import init_db
+from db.sessions import create_session
 from db.users import authenticate, create_user
 from tests.conftest import ROOT
 
@@ -26,6 +33,16 @@ SCRIPT = "<script>alert(1)</script>"
 TEXT_ELEMENTS = ("title", "header", "subheader", "markdown", "text", "caption", "info", "warning", "error",
                  "success", "code")
 GUIDELINE = "# Tiny guideline\n\n3 answers fully; 2 partially; 1 mentions; 0 not relevant.\n"
+# The names in the bundled guideline's grade table (guidelines/grading-0-3.md), the default labels of 0–3.
+BUNDLED_NAMES = ("Not relevant", "Related / mentioned in passing", "Answers partially / essential context",
+                 "Answers fully")
+FRAGMENTS = [
+    {"id": "f1", "doc_id": "manual-devoluciones", "title": "Devoluciones",
+     "text": f"Plazo de 30 días. {SCRIPT} **no negrita** <b>x</b>"},
+    {"id": "f2", "title": "Envíos", "text": "Envíos en 24 horas."},
+    {"id": "f3", "title": "Pagos", "text": "Pago con tarjeta."},
+    {"id": "f4", "title": "Garantía", "text": "Dos años de garantía."},
+]
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:
@@ -34,41 +51,53 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
     return path
 
 
-@pytest.fixture
-def project_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+def password(username: str) -> str:
+    """Each test account's password (long enough for any password policy)."""
+    return f"{username}-password"
+
+
+def build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scale: tuple[int, int] = (0, 3),
+          labels: dict[int, str] | None = None) -> str:
     """A small project built through the store: 2 queries × 3 fragments, both annotators on every pair."""
     url = f"sqlite:///{tmp_path / 'app.db'}"
     engine = init_db(url)
-    create_user(engine, "ana", "annotator", "ana-pw")
-    create_user(engine, "ben", "annotator", "ben-pw")
-    create_user(engine, "lea", "lead", "lea-pw")
-    create_project(engine, "t", overlap=2)
-    add_guideline(engine, "t", GUIDELINE, "lea")
+    for username, role in (("ana", "annotator"), ("ben", "annotator"), ("lea", "lead")):
+        create_user(engine, username, role, password(username), actor=OPERATOR)
+    create_project(engine, "t", scale=scale, overlap=2, labels=labels, actor=OPERATOR)
+    add_guideline(engine, "t", GUIDELINE, actor="lea")
     import_queries(engine, "t", write_jsonl(tmp_path / "q.jsonl", [
         {"id": "qa", "text": "plazo de devolución **internacional**"},
-        {"id": "qb", "text": "garantía de portátiles"}]))
-    import_fragments(engine, "t", write_jsonl(tmp_path / "f.jsonl", [
-        {"id": "f1", "title": "Devoluciones", "text": f"Plazo de 30 días. {SCRIPT} **no negrita** <b>x</b>"},
-        {"id": "f2", "title": "Envíos", "text": "Envíos en 24 horas."},
-        {"id": "f3", "title": "Pagos", "text": "Pago con tarjeta."},
-        {"id": "f4", "title": "Garantía", "text": "Dos años de garantía."}]))
+        {"id": "qb", "text": "garantía de portátiles"}]), actor=OPERATOR)
+    import_fragments(engine, "t", write_jsonl(tmp_path / "f.jsonl", FRAGMENTS), actor=OPERATOR)
     (tmp_path / "r.run").write_text("".join(
         f"{q} Q0 {d} {i} {10 - i} r\n" for q, docs in (("qa", "f1 f2 f3"), ("qb", "f4 f2 f3"))
         for i, d in enumerate(docs.split(), 1)))
-    import_run(engine, "t", tmp_path / "r.run", name="r")
-    pool(engine, "t", depth=10)
-    assign(engine, "t", overlap=2, annotators=["ana", "ben"])
+    import_run(engine, "t", tmp_path / "r.run", name="r", actor=OPERATOR)
+    pool(engine, "t", depth=10, actor=OPERATOR)
+    assign(engine, "t", overlap=2, annotators=["ana", "ben"], actor=OPERATOR)
     monkeypatch.setenv("QRELKIT_DB_URL", url)
     monkeypatch.setenv("QRELKIT_PROJECT", "t")
     return url
 
 
+@pytest.fixture
+def project_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The small project on the default 0–3 scale."""
+    return build(tmp_path, monkeypatch)
+
+
+def logged_in(at: AppTest, username: str, url: str) -> AppTest:
+    """Put a store-issued login session for `username` (password checked) into the app, as the form does."""
+    engine = init_db(url)
+    user = authenticate(engine, username, password(username))
+    at.session_state[TOKEN_KEY] = create_session(engine, user.id, client="apptest").token
+    return at
+
+
 def app_as(username: str | None, url: str) -> AppTest:
-    """The app after one run, logged in as `username` (None = nobody) through the session, as the form does."""
+    """The app after one run, logged in as `username` (None = nobody)."""
     at = AppTest.from_file(APP, default_timeout=30)
-    if username is not None:
-        at.session_state["user"] = authenticate(init_db(url), username, f"{username}-pw")
-    return at.run()
+    return (at if username is None else logged_in(at, username, url)).run()
 
 
 def texts(at: AppTest) -> str:
@@ -81,21 +110,43 @@ def texts(at: AppTest) -> str:
     return "\n".join(out)
 
 
+def fragment_html(at: AppTest) -> str:
+    """The HTML of the fragment box (the one st.html element on the Annotate page)."""
+    bodies = [e.proto.body for e in at.get("html")]
+    assert len(bodies) == 1, bodies
+    return bodies[0]
+
+
+def shown_fragment(at: AppTest) -> str:
+    """The fragment's text as the browser shows it: the box's HTML without its tags, entities decoded."""
+    return html.unescape(re.sub(r"<[^>]+>", "", fragment_html(at)))
+
+
+def displayed(at: AppTest, index: int = 0) -> list[dict[str, str]]:
+    """The cells of a dataframe as the browser shows them (the Styler's display values), row by row."""
+    proto = at.dataframe[index].proto.arrow_data.styler.display_values
+    return pa.ipc.open_stream(proto).read_pandas().to_dict("records")
+
+
+def grade_keys(at: AppTest) -> dict[str, str]:
+    """Grade button label → its keyboard shortcut, in screen order."""
+    return {b.label: b.proto.shortcut for b in at.button if b.key and b.key.startswith("grade_")}
+
+
 def test_login_form_rejects_a_wrong_password_and_accepts_the_right_one(project_db: str) -> None:
     at = app_as(None, project_db)
     assert [t.label for t in at.text_input] == ["Username", "Password"]
     assert [b.label for b in at.button] == ["Log in"]
     at.text_input(key="login_username").input("ana")
-    at.text_input(key="login_password").input("wrong")
+    at.text_input(key="login_password").input("wrong-password")
     at.button[0].click().run()
     assert "Unknown username or wrong password." in [e.value for e in at.error]
     assert "user" not in at.session_state
-    at.text_input(key="login_password").input("ana-pw")
+    at.text_input(key="login_password").input(password("ana"))
     at.button[0].click().run()
     assert not at.exception
     assert at.session_state["user"].username == "ana"
-    assert [b.label for b in at.button][:4] == ["0 · Not relevant", "1 · Related", "2 · Partly answers",
-                                                "3 · Answers fully"]
+    assert list(grade_keys(at)) == [f"{g} · {name}" for g, name in enumerate(BUNDLED_NAMES)]
 
 
 def test_log_out_returns_to_the_login_form(project_db: str) -> None:
@@ -106,22 +157,13 @@ def test_log_out_returns_to_the_login_form(project_db: str) -> None:
 
 
 @pytest.mark.parametrize("page", [name for name, _, _ in LEAD_PAGES])
-def test_annotator_cannot_navigate_to_a_lead_page(project_db: str, page: str) -> None:
-    at = app_as("ana", project_db)
-    with pytest.raises(ValueError):
-        at.switch_page(f"screens/{page}")
-
-
-@pytest.mark.parametrize("page", [name for name, _, _ in LEAD_PAGES])
 def test_annotator_is_stopped_on_a_lead_page_opened_directly(project_db: str, page: str) -> None:
     path = PAGES / page
     if not path.exists():
         pytest.fail(f"lead page {page} is listed in app.LEAD_PAGES but missing")
-    at = AppTest.from_file(str(path), default_timeout=30)
-    at.session_state["user"] = authenticate(init_db(project_db), "ana", "ana-pw")
-    at.run()
+    at = logged_in(AppTest.from_file(str(path), default_timeout=30), "ana", project_db).run()
     assert not at.exception
-    assert [e.value for e in at.error] == ["This page is for the lead role; you are logged in as annotator."]
+    assert [e.value.split(":")[0] for e in at.error] == [NOT_ALLOWED]
     assert not at.title and not at.dataframe and not at.button
 
 
@@ -130,7 +172,7 @@ def test_lead_can_navigate_to_every_lead_page(project_db: str) -> None:
     for page, _, _ in LEAD_PAGES:
         at.switch_page(f"screens/{page}").run()
         assert not at.exception, page
-        assert all("lead role" not in e.value for e in at.error), page
+        assert all(NOT_ALLOWED not in e.value for e in at.error), page
         assert at.title, page
 
 
@@ -138,19 +180,82 @@ def test_a_grade_clicked_is_in_the_database_and_the_next_pair_opens(project_db: 
     engine = init_db(project_db)
     first = next_pair(engine, "t", "ana")
     at = app_as("ana", project_db)
-    assert first.fragment_text in [t.value for t in at.text]
+    assert shown_fragment(at) == first.fragment_text
     at.button(key="grade_2").click().run()
     assert not at.exception
     assert get_pair(engine, "t", "ana", first.pair_id).grade == 2
     second = next_pair(engine, "t", "ana")
     assert second.pair_id != first.pair_id
-    assert [t.value for t in at.text] == [second.fragment_text]
+    assert shown_fragment(at) == second.fragment_text
     assert "Overall: 1 / 6 judged" in texts(at)
 
 
 def test_buttons_carry_keyboard_shortcuts_0_to_3(project_db: str) -> None:
     at = app_as("ana", project_db)
-    assert [at.button(key=f"grade_{g}").proto.shortcut for g in range(4)] == ["0", "1", "2", "3"]
+    assert list(grade_keys(at).values()) == ["0", "1", "2", "3"]
+
+
+def test_a_1_to_3_project_has_buttons_and_keys_1_to_3_only_and_saves_them(tmp_path, monkeypatch) -> None:
+    url = build(tmp_path, monkeypatch, scale=(1, 3))
+    engine = init_db(url)
+    at = app_as("ana", url)
+    assert grade_keys(at) == {"1 · Grade 1": "1", "2 · Grade 2": "2", "3 · Grade 3": "3"}
+    judged = []
+    for grade in (1, 3):
+        judged.append((next_pair(engine, "t", "ana").pair_id, grade))
+        at.button(key=f"grade_{grade}").click().run()
+        assert not at.exception and not at.warning
+    assert [(pair, get_pair(engine, "t", "ana", pair).grade) for pair, _ in judged] == judged
+
+
+def test_a_1_to_5_project_with_its_own_names_offers_grades_4_and_5(tmp_path, monkeypatch) -> None:
+    names = {1: "Off topic", 2: "Mentions", 3: "Partly", 4: "Mostly", 5: "Fully"}
+    url = build(tmp_path, monkeypatch, scale=(1, 5), labels=names)
+    engine = init_db(url)
+    at = app_as("ana", url)
+    assert grade_keys(at) == {f"{g} · {n}": str(g) for g, n in names.items()}
+    first = next_pair(engine, "t", "ana")
+    at.button(key="grade_5").click().run()
+    second = next_pair(engine, "t", "ana")
+    at.button(key="grade_4").click().run()
+    assert not at.exception
+    assert (get_pair(engine, "t", "ana", first.pair_id).grade, get_pair(engine, "t", "ana", second.pair_id).grade) \
+        == (5, 4)
+    at.button(key="back").click().run()
+    assert "Your grade: 4 · Mostly. Press another grade to change it." in [i.value for i in at.info]
+
+
+def test_a_grade_the_store_refuses_is_one_sentence_and_the_pair_stays(project_db: str, monkeypatch) -> None:
+    engine = init_db(project_db)
+    first = next_pair(engine, "t", "ana")
+
+    def refuse(*args, **kwargs):
+        return check_grade(0, (1, 3), None)  # the store's own refusal of a grade off the scale
+
+    monkeypatch.setattr("db.judging.record_judgment", refuse)
+    at = app_as("ana", project_db)
+    at.button(key="grade_0").click().run()
+    assert not at.exception
+    assert [w.value for w in at.warning] == [r"Not saved: grade 0 is outside the scale 1\-3."]
+    assert shown_fragment(at) == first.fragment_text
+    assert progress(engine, "t", "ana").done == 0
+
+
+def test_fragment_box_shows_title_and_source_and_marks_query_terms_after_escaping(project_db: str) -> None:
+    at = app_as("ana", project_db)
+    assert r"**Devoluciones** · source manual\-devoluciones · fragment f1" in [c.value for c in at.caption]
+    body = fragment_html(at)
+    assert "<mark>Plazo</mark> de 30 días." in body  # the query says "plazo", the fragment "Plazo"
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; **no negrita** &lt;b&gt;x&lt;/b&gt;" in body
+    assert re.sub(r"</?mark>", "", body).count("<") == body.count("<div") + body.count("</div")
+    assert not re.search(r"(?<![-\w])height\s*:", body)  # sized to the text, scrolling only past max-height
+
+
+def test_markup_in_the_query_is_shown_as_text(project_db: str) -> None:
+    at = app_as("ana", project_db)
+    query = [m.value for m in at.markdown if "devoluci" in m.value]
+    assert query == [r"#### plazo de devolución \*\*internacional\*\*"]
+    assert all(SCRIPT not in m.value for m in at.markdown)
 
 
 def test_annotator_never_sees_another_annotators_grade_or_note(project_db: str) -> None:
@@ -159,7 +264,7 @@ def test_annotator_never_sees_another_annotators_grade_or_note(project_db: str) 
     record_judgment(engine, pair.pair_id, "ben", 3, note="ben-secret-note")
     at = app_as("ana", project_db)
     shown = texts(at)
-    assert pair.fragment_text in shown
+    assert shown_fragment(at) == pair.fragment_text
     assert "ben-secret-note" not in shown and "Your grade" not in shown
     assert all(at.button(key=f"grade_{g}").proto.type == "secondary" for g in range(4))
     # Ben, on the same pair, sees his own grade highlighted.
@@ -170,27 +275,19 @@ def test_annotator_never_sees_another_annotators_grade_or_note(project_db: str) 
     assert "ben-secret-note" in texts(at_ben)
 
 
-def test_markup_in_fragment_and_query_is_shown_as_text(project_db: str) -> None:
-    at = app_as("ana", project_db)
-    assert any(SCRIPT in t.value and "**no negrita**" in t.value for t in at.text)
-    assert all(SCRIPT not in m.value for m in at.markdown)
-    query = [m.value for m in at.markdown if "devoluci" in m.value]
-    assert query == [r"#### plazo de devolución \*\*internacional\*\*"]
-
-
 def test_back_reopens_the_previous_pair_and_a_new_grade_replaces_the_old(project_db: str) -> None:
     engine = init_db(project_db)
     first = next_pair(engine, "t", "ana")
     at = app_as("ana", project_db)
     at.button(key="grade_1").click().run()
     at.button(key="back").click().run()
-    assert [t.value for t in at.text] == [first.fragment_text]
-    assert "Your grade: 1. Press another grade to change it." in [i.value for i in at.info]
+    assert shown_fragment(at) == first.fragment_text
+    assert f"Your grade: 1 · {BUNDLED_NAMES[1]}. Press another grade to change it." in [i.value for i in at.info]
     assert at.button(key="grade_1").proto.type == "primary"
     at.button(key="grade_3").click().run()
     assert get_pair(engine, "t", "ana", first.pair_id).grade == 3
     assert progress(engine, "t", "ana").done == 1
-    assert [t.value for t in at.text] == [next_pair(engine, "t", "ana").fragment_text]
+    assert shown_fragment(at) == next_pair(engine, "t", "ana").fragment_text
 
 
 def test_note_is_saved_with_the_grade(project_db: str) -> None:
@@ -203,10 +300,12 @@ def test_note_is_saved_with_the_grade(project_db: str) -> None:
     assert (saved.grade, saved.note) == (2, "cuenta desde la entrega")
 
 
-def test_cant_judge_needs_a_reason_and_is_saved_without_a_grade(project_db: str) -> None:
+def test_cant_judge_has_its_key_needs_a_reason_and_is_saved_without_a_grade(project_db: str) -> None:
     engine = init_db(project_db)
     first = next_pair(engine, "t", "ana")
     at = app_as("ana", project_db)
+    assert at.button(key="cant_judge_open").proto.shortcut == "x"
+    at.button(key="cant_judge_open").click().run()
     at.button(key="cant_judge").click().run()
     assert "Say why you can't judge this pair." in [w.value for w in at.warning]
     assert progress(engine, "t", "ana").done == 0
@@ -223,9 +322,8 @@ def test_a_new_session_resumes_where_the_annotator_stopped(project_db: str) -> N
     for grade in (0, 1, 2):
         at.button(key=f"grade_{grade}").click().run()
     reloaded = app_as("ana", project_db)
-    shown = texts(reloaded)
-    assert "Overall: 3 / 6 judged" in shown
-    assert [t.value for t in reloaded.text] == [next_pair(engine, "t", "ana").fragment_text]
+    assert "Overall: 3 / 6 judged" in texts(reloaded)
+    assert shown_fragment(reloaded) == next_pair(engine, "t", "ana").fragment_text
 
 
 def test_finishing_the_queue_says_so_and_back_reaches_the_last_pair(project_db: str) -> None:
@@ -235,7 +333,15 @@ def test_finishing_the_queue_says_so_and_back_reaches_the_last_pair(project_db: 
     assert "All your assigned pairs are judged. Thank you!" in [s.value for s in at.success]
     assert "Overall: 6 / 6 judged" in texts(at)
     at.button(key="back").click().run()
-    assert "Your grade: 0. Press another grade to change it." in [i.value for i in at.info]
+    assert f"Your grade: 0 · {BUNDLED_NAMES[0]}. Press another grade to change it." in [i.value for i in at.info]
+
+
+def test_progress_by_query_has_readable_headers(project_db: str) -> None:
+    at = app_as("ana", project_db)
+    at.button(key="grade_2").click().run()
+    at.toggle(key="show_per_query").set_value(True).run()
+    assert displayed(at) == [{"Query": "qa", "Judged": "1", "Assigned": "3"},
+                             {"Query": "qb", "Judged": "0", "Assigned": "3"}]
 
 
 def test_guideline_page_renders_the_current_version(project_db: str) -> None:
@@ -246,10 +352,94 @@ def test_guideline_page_renders_the_current_version(project_db: str) -> None:
     assert any("guideline version 1" in c.value for c in at.caption)
 
 
+def test_guideline_markdown_loads_no_image_and_no_html(project_db: str) -> None:
+    add_guideline(init_db(project_db), "t", "# Rules\n\n![logo](http://127.0.0.1:9/logo.png) <img src=x> **bold**\n",
+                  actor="lea")
+    at = app_as("ana", project_db)
+    at.switch_page("screens/guideline.py").run()
+    assert [m.value.strip() for m in at.markdown if "Rules" in m.value] == \
+        ["# Rules\n\n!\\[logo](http://127.0.0.1:9/logo.png) \\<img src=x> **bold**"]
+
+
 def test_annotate_page_opened_without_login_asks_to_log_in(project_db: str) -> None:
     at = AppTest.from_file(str(PAGES / "annotate.py"), default_timeout=30).run()
     assert [t.label for t in at.text_input] == ["Username", "Password"]
     assert [b.label for b in at.button] == ["Log in"]
+
+
+def disputed(url: str) -> tuple[int, str]:
+    """Ana grades the first pair 0 and Ben 3: a disputed pair. Returns its id and its label in the queue."""
+    engine = init_db(url)
+    pair = next_pair(engine, "t", "ana")
+    record_judgment(engine, pair.pair_id, "ana", 0, note="solo *menciona*")
+    record_judgment(engine, pair.pair_id, "ben", 3)
+    return pair.pair_id, f"{pair.query_external_id} · {pair.fragment_external_id}"
+
+
+def test_adjudication_starts_unset_cannot_be_saved_unset_and_updates_the_counters(project_db: str) -> None:
+    _, label = disputed(project_db)
+    at = app_as("lea", project_db)
+    at.switch_page("screens/lead_adjudicate.py").run()
+    assert not at.exception
+    assert at.selectbox[0].value.startswith(label)
+    assert at.radio[0].value is None
+    assert any("0 pair(s) adjudicated so far" in c.value for c in at.caption)
+    at.text_area[0].input("la regla 2 decide")
+    at.button[0].click().run()  # the form's submit button
+    assert [e.value for e in at.error] == ["Pick a final grade first."]
+    assert adjudications_frame(init_db(project_db), "t").empty
+    at.radio[0].set_value(2)
+    at.button[0].click().run()
+    assert not at.exception
+    assert any("1 pair(s) adjudicated so far" in c.value for c in at.caption)
+    assert [i.value for i in at.info] == ["In force: final grade 2 by lea — la regla 2 decide"]
+    assert at.selectbox[0].value == f"{label} · spread 3 · adjudicated"
+    assert adjudications_frame(init_db(project_db), "t")[["grade", "reason", "by"]].values.tolist() == \
+        [[2, "la regla 2 decide", "lea"]]
+    assert at.radio[0].value is None
+
+
+def test_adjudication_tables_read_as_sentences_not_columns(project_db: str) -> None:
+    pair_id, _ = disputed(project_db)
+    adjudicate(init_db(project_db), pair_id, 1, "**regla** <b>3</b>", actor="lea")
+    at = app_as("lea", project_db)
+    at.switch_page("screens/lead_adjudicate.py").run()
+    assert [i.value for i in at.info] == [r"In force: final grade 1 by lea — \*\*regla\*\* \<b\>3\</b\>"]
+    grades = displayed(at, 0)
+    assert list(grades[0]) == ["Annotator", "Grade", "Note", "Can't judge because",
+                                                "Guideline version", "Seconds", "Revision", "Updated"]
+    assert [(r["Annotator"], r["Grade"], r["Note"], r["Can't judge because"], r["Seconds"]) for r in grades] == \
+        [("ana", "0", "solo *menciona*", "—", "—"), ("ben", "3", "—", "—", "—")]
+
+
+def test_project_page_progress_table_is_readable(project_db: str) -> None:
+    engine = init_db(project_db)
+    for seconds in (10.0, 14.25, 20.0):  # ana's median: 14.25 s → "14.2" (one decimal, half to even)
+        record_judgment(engine, next_pair(engine, "t", "ana").pair_id, "ana", 1, seconds_spent=seconds)
+    at = app_as("lea", project_db)
+    at.switch_page("screens/lead_project.py").run()
+    rows = displayed(at, 0)
+    assert list(rows[0]) == ["Annotator", "Progress", "Assigned", "Done", "Judged (all)", "Median s/pair",
+                             "Last active"]
+    ana, ben = rows
+    assert (ana["Annotator"], ana["Assigned"], ana["Done"], ana["Median s/pair"]) == ("ana", "6", "3", "14.2")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", ana["Last active"])
+    assert (ben["Annotator"], ben["Done"], ben["Median s/pair"], ben["Last active"]) == ("ben", "0", "—", "—")
+
+
+def test_project_page_messages_show_a_project_name_literally(project_db: str) -> None:
+    at = app_as("lea", project_db)
+    at.switch_page("screens/lead_project.py").run()
+    name = next(t for t in at.text_input if t.label == "Name")
+    name.input("**big** <b>x</b> [link](http://127.0.0.1:9/)")
+    next(b for b in at.button if b.label == "Create project").click().run()
+    assert not at.exception
+    assert [s.value for s in at.success] == [
+        r"Project \*\*big\*\* \<b\>x\</b\> \[link\]\(http\://127\.0\.0\.1\:9/\) created; pick it in the sidebar."]
+    name = next(t for t in at.text_input if t.label == "Name")
+    name.input("t")
+    next(b for b in at.button if b.label == "Create project").click().run()
+    assert [e.value for e in at.error] == [r"Not created: project \'t\' already exists."]
 
 
 @pytest.fixture(scope="module")
@@ -273,8 +463,8 @@ def test_demo_is_built_once(demo_db: str) -> None:
 
 
 @pytest.mark.slow
-def test_demo_holds_the_seed_examples(demo_db: str) -> None:
-    """Seed 000: q000 with d1…d20 and its run d5 d7 d11 …; seed 002: A1 {d023:2, d028:1}; seed 004: q1–q3."""
+def test_demo_holds_the_worked_examples(demo_db: str) -> None:
+    """The worked examples: q000 with d1…d20 and its run d5 d7 d11 …; A1 {d023:2, d028:1}; q1–q3 (doc_…)."""
     from db.evaluations import list_runs
     from db.queries_frames import fragments_text, judgments_frame
 
@@ -286,11 +476,11 @@ def test_demo_holds_the_seed_examples(demo_db: str) -> None:
     assert names == {"baseline", "dense"}
     judged = judgments_frame(engine, "demo")
     q000 = judged[(judged.query_id == "q000") & (judged.guideline == judged.guideline.max())]
-    # Under the current guideline the seed's grades hold for the four relevant fragments (if judged then).
-    seed = {"d3": 3, "d7": 2, "d12": 2, "d20": 1}
+    # Under the current guideline the worked example's grades hold for the four relevant fragments (if judged then).
+    truth = {"d3": 3, "d7": 2, "d12": 2, "d20": 1}
     assert set(judged[judged.query_id == "q000"].fragment_id) == {f"d{i}" for i in range(1, 21)}
     for row in q000.itertuples():
-        assert abs(row.grade - seed.get(row.fragment_id, 0)) <= 1
+        assert abs(row.grade - truth.get(row.fragment_id, 0)) <= 1
 
 
 @pytest.mark.slow
@@ -316,11 +506,12 @@ def test_demo_agreement_is_below_the_flag_under_v1_and_above_under_the_current_g
 def test_demo_first_open_pair_is_the_markup_fragment_shown_as_text(demo_db: str, monkeypatch) -> None:
     monkeypatch.setenv("QRELKIT_DB_URL", demo_db)
     monkeypatch.setenv("QRELKIT_PROJECT", "demo")
+    engine = init_db(demo_db)
     at = AppTest.from_file(APP, default_timeout=30)
-    at.session_state["user"] = authenticate(init_db(demo_db), "ana", "ana-demo")
+    at.session_state[TOKEN_KEY] = create_session(engine, authenticate(engine, "ana", "ana-demo").id).token
     at.run()
     assert not at.exception
-    assert any(SCRIPT in t.value for t in at.text)
+    assert SCRIPT in shown_fragment(at)
 
 
 @pytest.mark.slow

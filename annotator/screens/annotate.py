@@ -22,7 +22,7 @@ CANT_JUDGE_KEY = "X"
 def show(pair_id: int | None) -> None:
     """Open `pair_id` (None = the first pair not judged yet) and restart the time-spent clock."""
     st.session_state["pair_id"] = pair_id
-    for key in ("shown_at", "flash", "cant_judge_open"):
+    for key in ("shown_at", "flash", "cant_judge_asked"):
         st.session_state.pop(key, None)
 
 
@@ -43,7 +43,7 @@ def save_grade(username: str, view: PairView, grade: int | None) -> None:
         saved = record_judgment(state.engine(), pair_id, username, grade, note=note, cant_judge_reason=reason,
                                 seconds_spent=seconds)
     except (ValueError, PermissionError, LookupError) as exc:
-        st.session_state["flash"] = f"Not saved: {exc}."
+        st.session_state["flash"] = f"Not saved: {views.literal(exc)}."
         return
     if saved.changed and saved.revision == 1:
         count_done(view.query_external_id, +1)
@@ -66,7 +66,7 @@ def clear_grade(username: str, view: PairView) -> None:
 
 def open_cant_judge() -> None:
     """Show the reason field (the can't-judge key or button)."""
-    st.session_state["cant_judge_open"] = True
+    st.session_state["cant_judge_asked"] = True
 
 
 def current_view(project: str, username: str) -> PairView | None:
@@ -139,7 +139,7 @@ def cant_judge_row(project: str, username: str, view: PairView) -> None:
     if view.grade is not None or view.cant_judge_reason:
         right.button("Next open pair →", key="next", shortcut="Right", on_click=show, args=(None,))
         right.button("Clear my grade", key="undo", on_click=clear_grade, args=(username, view))
-    if st.session_state.get("cant_judge_open") or view.cant_judge_reason:
+    if st.session_state.get("cant_judge_asked") or view.cant_judge_reason:
         st.text_input("Why can't you judge this pair?", value=view.cant_judge_reason or "",
                       key=f"reason_{view.pair_id}")
         st.button("Save as can't judge", key="cant_judge", on_click=save_grade, args=(username, view, None))
@@ -171,7 +171,7 @@ def grading_panel(project: ProjectInfo, username: str) -> None:
     elif "shown_at" not in st.session_state:
         st.session_state["shown_at"] = time.monotonic()
     if st.session_state.get("flash"):
-        st.warning(views.literal(st.session_state["flash"]))
+        st.warning(st.session_state["flash"])
     top = st.container()
     if view is None:
         with top:

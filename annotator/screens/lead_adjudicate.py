@@ -1,4 +1,7 @@
-"""Lead page: settle a disputed pair — every grade and note side by side, a final grade with a reason."""
+"""Lead page: settle a disputed pair — every grade and note side by side, a final grade with a reason.
+
+Every string from the data (ids, texts, names, notes, reasons) is shown literally.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,13 @@ import streamlit as st
 
 from annotator import views, views_agreement
 from db import adjudication, queries_frames
+
+SAVED_KEY = "adjudicate_saved"
+JUDGMENT_HEADERS = {"annotator": "Annotator", "grade": "Grade", "note": "Note", "cant_judge_reason": "Can't judge because",
+                    "guideline": "Guideline version", "seconds_spent": "Seconds", "revision": "Revision",
+                    "updated_at": "Updated"}
+HISTORY_HEADERS = {"action": "Action", "annotator": "Annotator", "old_grade": "Old grade", "new_grade": "New grade",
+                   "old_note": "Old note", "new_note": "New note", "at": "When"}
 
 engine, user = views.lead_page("Adjudication")
 project = views.pick_project(engine)
@@ -27,6 +37,8 @@ done = set(zip(decided["query_id"].astype(str), decided["fragment_id"].astype(st
 labels = [views_agreement.disputed_label(p) + (" · adjudicated" if views_agreement.pair_key(p) in done else "") for p in queue]
 index = next((i for i, p in enumerate(queue) if chosen and views_agreement.pair_key(p) == views_agreement.pair_key(chosen)), 0)
 st.caption(f"{len(queue)} disputed pair(s), largest spread first; {len(done)} pair(s) adjudicated so far.")
+if SAVED_KEY in st.session_state:
+    st.success(views.literal(st.session_state.pop(SAVED_KEY)))
 label = st.selectbox("Pair", labels, index=index)
 pair = queue[labels.index(label)]
 st.session_state[views_agreement.ADJUDICATE_KEY] = pair
@@ -37,25 +49,39 @@ query, fragment = detail["query"], detail["fragment"]
 st.markdown("**Query**")
 st.text(f"{query['id']} ({query['category'] or 'no category'}): {query['text']}")
 st.markdown("**Fragment**")
-st.text(f"{fragment['id']}: {fragment['title'] or ''}")
-with st.container(height=260):
-    st.text(fragment["text"])
+with st.container(border=True, key="fragment_box"):
+    st.caption(views.fragment_source(fragment["title"], fragment["doc_id"], fragment["id"]))
+    views.fragment_text(fragment["text"], query["text"])
 
 st.markdown("**Every grade and note**")
-st.dataframe(pd.DataFrame(detail["judgments"]), hide_index=True, width="stretch")
+judged = pd.DataFrame(detail["judgments"], columns=list(JUDGMENT_HEADERS))
+st.dataframe(views.readable(judged, JUDGMENT_HEADERS, {"grade": 0, "guideline": 0, "seconds_spent": 1}),
+             hide_index=True, width="stretch")
 if detail["adjudication"]:
     decided = detail["adjudication"]
-    st.info(f"In force: final grade {decided['grade']} by {decided['by']} — {decided['reason']}")
+    st.info(f"In force: final grade {decided['grade']} by {views.literal(decided['by'])} — "
+            f"{views.literal(decided['reason'])}")
 with st.expander("Change history"):
-    st.dataframe(pd.DataFrame(detail["history"]), hide_index=True)
+    history = pd.DataFrame(detail["history"], columns=list(HISTORY_HEADERS))
+    st.dataframe(views.readable(history, HISTORY_HEADERS, {"old_grade": 0, "new_grade": 0}), hide_index=True)
 
-low, high = views.scale_of(project)
 with st.form("adjudicate"):
-    grade = st.radio("Final grade", list(range(low, high + 1)), horizontal=True)
-    reason = st.text_area("Reason", placeholder="Why this grade: which guideline rule decides it")
+    fresh = f"{detail['pair_id']}_{len(detail['adjudications'])}"  # a new decision starts from an empty form
+    grade = st.radio("Final grade", list(project.labels), index=None, horizontal=True, key=f"final_grade_{fresh}",
+                     format_func=lambda g: f"{g} · {views.literal(project.labels[g])}")
+    reason = st.text_area("Reason", placeholder="Why this grade: which guideline rule decides it",
+                          key=f"final_reason_{fresh}")
     if st.form_submit_button("Save final grade"):
-        if not reason.strip():
+        if grade is None:
+            st.error("Pick a final grade first.")
+        elif not reason.strip():
             st.error("Give a reason: it is recorded with the grade and shown in the release.")
         else:
-            adjudication.adjudicate(engine, detail["pair_id"], user.username, int(grade), reason.strip())
-            st.success(f"Final grade {grade} saved for {views_agreement.disputed_label(pair)}.")
+            try:
+                adjudication.adjudicate(engine, detail["pair_id"], int(grade), reason.strip(), actor=user.username)
+            except (ValueError, PermissionError, LookupError) as exc:
+                st.error(f"Not saved: {views.literal(exc)}.")
+            else:
+                st.session_state[SAVED_KEY] = (f"Final grade {grade} saved for "
+                                               f"{views_agreement.disputed_label(pair)}.")
+                st.rerun()

@@ -1,14 +1,19 @@
-"""Lead page: guideline versions side by side, edits saved as new versions, and the re-judge queue."""
+"""Lead page: guideline versions side by side, edits saved as new versions, and the re-judge queue.
+
+Guidelines are Markdown written by leads and render as Markdown, minus images and HTML (views.guideline_markdown).
+"""
 
 from __future__ import annotations
 
 import difflib
 
-import pandas as pd
 import streamlit as st
 
 from annotator import views
 from db import adjudication, projects
+
+REJUDGE_HEADERS = {"query_id": "Query", "fragment_id": "Fragment", "annotator": "Annotator", "grade": "Grade",
+                   "guideline": "Judged under version", "current": "Current version"}
 
 engine, user = views.lead_page("Guidelines")
 project = views.pick_project(engine)
@@ -28,10 +33,12 @@ if len(numbers) >= 2:
         by_version[old].text.splitlines(keepends=True), by_version[new].text.splitlines(keepends=True),
         fromfile=f"version {old}", tofile=f"version {new}"))
     st.code(diff or "(no difference)", language="diff")
-    left.markdown(by_version[old].text)
-    right.markdown(by_version[new].text)
+    with left:
+        views.guideline_markdown(by_version[old].text)
+    with right:
+        views.guideline_markdown(by_version[new].text)
 elif numbers:
-    st.markdown(by_version[numbers[0]].text)
+    views.guideline_markdown(by_version[numbers[0]].text)
 
 st.subheader("Edit")
 current = by_version[numbers[-1]].text if numbers else ""
@@ -45,15 +52,14 @@ with st.form("edit-guideline"):
         elif text == current:
             st.info("Unchanged: no new version.")
         else:
-            saved = projects.add_guideline(engine, project.name, text, username=user.username)
+            saved = projects.add_guideline(engine, project.name, text, actor=user.username)
             st.success(f"Saved as version {saved.version}.")
             st.rerun()
 
 st.subheader("Re-judge queue")
 queue = adjudication.rejudge_queue(engine, project.name)
-rows = pd.DataFrame([views.as_dict(r) for r in queue]) if isinstance(queue, list) else queue
-if len(rows):
-    st.caption(f"{len(rows)} judgment(s) made under an older guideline version.")
-    st.dataframe(rows, hide_index=True, width="stretch")
+if len(queue):
+    st.caption(f"{len(queue)} judgment(s) made under an older guideline version.")
+    st.dataframe(views.readable(queue, REJUDGE_HEADERS), hide_index=True, width="stretch")
 else:
     st.success("Every judgment was made under the current guideline.")

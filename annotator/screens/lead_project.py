@@ -1,4 +1,5 @@
-"""Lead page: set up a project — create, import, pool, assign — and watch the annotators' progress."""
+"""Lead page: set up a project — create, name its grades, import, pool, assign — and watch the annotators'
+progress. Names, ids and messages from the data are shown literally."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ IMPORT_HELP = {
     "run": "TREC run (qid Q0 docid rank score tag), JSONL or CSV",
     "judgments": "CSV/JSONL with query_id, fragment_id, annotator, grade[, note], or a release JSONL",
 }
+PROGRESS_HEADERS = {"username": "Annotator", "progress": "Progress", "assigned": "Assigned", "done": "Done",
+                    "judged": "Judged (all)", "median_seconds": "Median s/pair", "last_active": "Last active"}
+USER_HEADERS = {"username": "Username", "role": "Role", "active": "Active", "can_login": "Can log in"}
 
 engine, user = views.lead_page("Project")
 
@@ -29,15 +33,18 @@ with st.expander("Create a project", expanded=not projects.list_projects(engine)
     overlap = c3.number_input("Annotators per pair", min_value=1, max_value=20, value=2)
     fraction = c4.number_input("Fraction with overlap", min_value=0.01, max_value=1.0, value=1.0, step=0.05)
     threshold = c5.number_input("Agreement threshold", min_value=-1.0, max_value=1.0, value=0.6, step=0.05)
+    names = st.text_input("Grade names (optional)", placeholder="1=Partly,2=Mostly,3=Fully — unnamed grades keep "
+                          "the default (the bundled guideline's names on 0–3, else 'Grade g')")
     if st.form_submit_button("Create project"):
         try:
-            made = projects.create_project(engine, name.strip(), scale=(int(low), int(high)),
-                                           overlap=int(overlap), overlap_fraction=float(fraction),
-                                           threshold=float(threshold))
-        except (ValueError, LookupError) as exc:
-            st.error(str(exc))
+            scale = (int(low), int(high))
+            made = projects.create_project(engine, name.strip(), scale=scale, overlap=int(overlap),
+                                           overlap_fraction=float(fraction), threshold=float(threshold),
+                                           labels=projects.parse_labels(names, scale), actor=user.username)
+        except (ValueError, LookupError, PermissionError) as exc:
+            st.error(f"Not created: {views.literal(exc)}.")
         else:
-            st.success(f"Project {made.name} created; pick it in the sidebar.")
+            st.success(f"Project {views.literal(made.name)} created; pick it in the sidebar.")
 
 project = views.pick_project(engine)
 if project is None:
@@ -55,19 +62,20 @@ with import_tab:
         with views.saved_upload(upload) as path, st.spinner(f"Importing {upload.name}…"):
             try:
                 if kind == "run":
-                    report = imports.import_run(engine, project.name, path, name=run_name.strip() or None)
+                    report = imports.import_run(engine, project.name, path, name=run_name.strip() or None,
+                                                actor=user.username)
                 else:
-                    report = IMPORTERS[kind](engine, project.name, path)
+                    report = IMPORTERS[kind](engine, project.name, path, actor=user.username)
             except imports.ImportRejected as exc:
-                st.error(f"Nothing imported: {views.upload_error(exc, path, upload.name)}")
+                st.error(f"Nothing imported: {views.literal(views.upload_error(exc, path, upload.name))}")
                 views.show_import_report(exc.report, path, upload.name)
             except InputError as exc:
-                st.error(f"Nothing imported: {views.upload_error(exc, path, upload.name)}")
+                st.error(f"Nothing imported: {views.literal(views.upload_error(exc, path, upload.name))}")
             else:
                 views.show_import_report(report, path, upload.name)
 
 with pool_tab:
-    stored = [r.name if hasattr(r, "name") else str(r) for r in evaluations.list_runs(engine, project.name)]
+    stored = [r.name for r in evaluations.list_runs(engine, project.name)]
     with st.form("pool"):
         chosen = st.multiselect("Runs to pool", stored, default=stored)
         depth = st.number_input("Depth k (top-k of each run)", min_value=1, max_value=1000, value=10)
@@ -76,7 +84,8 @@ with pool_tab:
         if st.form_submit_button("Pool"):
             bm25 = {BM25_MODES[0]: None, BM25_MODES[1]: int(bm25_k), BM25_MODES[2]: 0}[bm25_mode]
             with st.spinner("Pooling…"):
-                report = pooling.pool(engine, project.name, int(depth), runs=chosen or None, bm25=bm25)
+                report = pooling.pool(engine, project.name, int(depth), runs=chosen or None, bm25=bm25,
+                                      actor=user.username)
             st.success(f"{report.created} new pair(s); {report.existing} already pooled, {report.duplicates} "
                        "same-text duplicate(s) merged.")
             st.json(report.to_dict(), expanded=False)
@@ -90,9 +99,10 @@ with assign_tab:
         who = st.multiselect("Annotators", annotators, default=annotators)
         if st.form_submit_button("Save policy and assign"):
             with st.spinner("Assigning…"):
-                projects.update_policy(engine, project.name, overlap=int(overlap), overlap_fraction=float(fraction))
+                projects.update_policy(engine, project.name, overlap=int(overlap), overlap_fraction=float(fraction),
+                                       actor=user.username)
                 report = assignment.assign(engine, project.name, overlap=int(overlap), fraction=float(fraction),
-                                           annotators=who or None)
+                                           annotators=who or None, actor=user.username)
             st.success(f"{report.created} new assignment(s); {report.pairs_with_overlap} of {report.pairs_total} "
                        f"pairs get {report.overlap} annotators.")
             st.json(report.to_dict(), expanded=False)
@@ -100,8 +110,9 @@ with assign_tab:
 with people_tab:
     stats = judging.annotator_stats(engine, project.name)
     if len(stats):
-        st.dataframe(views.progress_table(stats), hide_index=True, width="stretch",
-                     column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0.0,
+        st.dataframe(views.readable(views.progress_table(stats), PROGRESS_HEADERS, {"median_seconds": 1}),
+                     hide_index=True, width="stretch",
+                     column_config={"Progress": st.column_config.ProgressColumn("Progress", min_value=0.0,
                                                                                 max_value=1.0, format="percent")})
     else:
         st.info("No annotator has been assigned pairs yet.")
@@ -112,9 +123,11 @@ with people_tab:
         password = c2.text_input("Password", type="password", key="new-annotator-password")
         if st.form_submit_button("Add annotator"):
             try:
-                users.create_user(engine, username.strip(), "annotator", password=password or None)
-            except (ValueError, LookupError) as exc:
-                st.error(str(exc))
+                users.create_user(engine, username.strip(), "annotator", password=password or None,
+                                  actor=user.username)
+            except (ValueError, LookupError, PermissionError) as exc:
+                st.error(f"Not added: {views.literal(exc)}.")
             else:
-                st.success(f"Annotator {username.strip()} added.")
-    st.dataframe(pd.DataFrame([views.as_dict(u) for u in users.list_users(engine)]), hide_index=True)
+                st.success(f"Annotator {views.literal(username.strip())} added.")
+    accounts = pd.DataFrame([views.as_dict(u) for u in users.list_users(engine)], columns=list(USER_HEADERS))
+    st.dataframe(views.readable(accounts, USER_HEADERS), hide_index=True)
