@@ -1,4 +1,5 @@
-"""Evaluate-page helpers: stored runs, categories, snippets and the metric table with CIs."""
+"""Evaluate-page helpers: stored runs, categories, snippets, and the metric tables people read (means at 4
+decimals as `qrelkit eval` prints them, 95% CIs, "—" where a value is missing, user strings escaped)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,26 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from annotator.views import MISSING, literal, readable
 from annotator.views_agreement import project_agreement
 from db import evaluations, queries_frames
-from eval_core.compare import bootstrap_ci
+from eval_core.compare import Comparison
 from eval_core.evaluate import Evaluation, evaluate
+from eval_core.metric_registry import REGISTRY, base_of, cutoff_free
+
+# The @k table's rows and the whole-ranking table's rows (every name checked against the metric registry).
+CUTOFF_FAMILIES = ("P", "recall", "ndcg", "success", "judged")
+WHOLE_RANKING = ("mrr", "map", "rprec", "bpref", "ndcg", "recall")
+DIGITS = 4  # as `qrelkit eval` prints means
+
+
+def table_metrics() -> list[str]:
+    """The metric names the page evaluates: each cutoff family at every chosen k, then the cutoff-free ones."""
+    names = [f"{family}@k" for family in CUTOFF_FAMILIES] + list(WHOLE_RANKING)
+    unknown = [n for n in names if base_of(n) is None]
+    if unknown or not all(cutoff_free(n) for n in WHOLE_RANKING):
+        raise ValueError(f"the Evaluate page names metrics the registry does not know as such: {unknown}")
+    return names
 
 
 def stored_run_names(engine: Engine, project: str) -> list[str]:
@@ -40,24 +57,97 @@ def fragment_texts(engine: Engine, project: str) -> dict[str, str]:
     return _fragment_texts(engine, str(engine.url), project)
 
 
-def evaluate_run(qrels: pd.DataFrame, run: pd.DataFrame, metrics: Sequence[str], ks: tuple[int, ...],
-                 categories: Mapping[str, str] | None, name: str) -> Evaluation:
-    """eval_core's evaluation of one run at the chosen cutoffs."""
-    return evaluate(qrels, run, metrics=list(metrics), k=ks, categories=dict(categories) or None, name=name)
+def evaluate_run(qrels: pd.DataFrame, run: pd.DataFrame, ks: Sequence[int], categories: Mapping[str, str] | None,
+                 name: str, rel_level: int, max_grade: int) -> Evaluation:
+    """eval_core's evaluation of one run at the chosen cutoffs: the call `qrelkit eval --k … --rel-level …`
+    makes, so every cell can be checked against the CLI."""
+    return evaluate(qrels, run, metrics=table_metrics(), k=tuple(sorted(ks)), rel_level=rel_level,
+                    categories=dict(categories or {}) or None, name=name, max_grade=max_grade)
 
 
-def metric_table(per_query: pd.DataFrame, n_bootstrap: int = 1000) -> pd.DataFrame:
-    """Metric × k table of `mean [CI]` strings, the CI a percentile bootstrap over queries (seeded)."""
-    cells: dict[str, dict[str, str]] = {}
-    for column in per_query.columns:
+def _number(value: float | None) -> str:
+    """A mean as the CLI prints it, or "—"."""
+    return MISSING if value is None or value != value else f"{value:.{DIGITS}f}"
+
+
+def _ci(values: pd.Series) -> str:
+    """The 95% bootstrap CI over queries (the one the drop alerts use) as `[low, high]`."""
+    if not len(values):
+        return MISSING
+    low, high = evaluations.mean_ci(values.to_numpy(dtype=float))
+    return f"[{low:.{DIGITS}f}, {high:.{DIGITS}f}]"
+
+
+def _by_cutoff(evaluation: Evaluation) -> dict[str, dict[int, str]]:
+    """family → k → metric column name, for the metrics that carry a cutoff."""
+    grid: dict[str, dict[int, str]] = {}
+    for column in evaluation.per_query.columns:
+        if cutoff_free(column):
+            continue
         family, _, k = column.partition("@")
-        values = per_query[column].to_numpy(dtype=float)
-        low, high = bootstrap_ci(values, n_bootstrap=n_bootstrap)
-        mean = float(values.mean()) if values.size else 0.0
-        cells.setdefault(family, {})[f"@{k}" if k else "all"] = f"{mean:.3f} [{low:.3f}, {high:.3f}]"
-    table = pd.DataFrame.from_dict(cells, orient="index")
-    ordered = sorted((c for c in table.columns if c != "all"), key=lambda c: int(c[1:]))
-    table = table[[*ordered, *(["all"] if "all" in table.columns else [])]]
-    table.index.name = "metric"
-    return table.fillna("")
+        grid.setdefault(family, {})[int(k)] = column
+    return grid
 
+
+def _grid(evaluation: Evaluation, cell: Any) -> pd.DataFrame:
+    """Metric family × `@k` table of `cell(column)` strings, "—" where a family lacks that k."""
+    grid = _by_cutoff(evaluation)
+    ks = sorted({k for cuts in grid.values() for k in cuts})
+    rows = {family: {f"@{k}": cell(cuts[k]) if k in cuts else MISSING for k in ks}
+            for family in CUTOFF_FAMILIES if (cuts := grid.get(family))}
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=[f"@{k}" for k in ks])
+    table.index.name = "Metric"
+    return table
+
+
+def cutoff_table(evaluation: Evaluation) -> pd.DataFrame:
+    """Means of the metrics with a cutoff: one row per metric, one column per chosen k."""
+    return _grid(evaluation, lambda column: _number(evaluation.mean.get(column)))
+
+
+def cutoff_ci_table(evaluation: Evaluation) -> pd.DataFrame:
+    """The same grid with each mean's 95% CI (a bootstrap over queries)."""
+    return _grid(evaluation, lambda column: _ci(evaluation.per_query[column]))
+
+
+def whole_ranking_table(evaluation: Evaluation) -> pd.DataFrame:
+    """The cutoff-free metrics (the whole ranking counts): mean, 95% CI and what each measures."""
+    rows = [{"Metric": name, "Mean": _number(evaluation.mean.get(name)),
+             f"{evaluations.CONFIDENCE:.0%} CI": _ci(evaluation.per_query[name]) if name in evaluation.per_query else MISSING,
+             "What it measures": literal(REGISTRY[name].definition)}
+            for name in WHOLE_RANKING]
+    return pd.DataFrame(rows).set_index("Metric")
+
+
+def family_legend() -> str:
+    """One line defining each row of the @k table, from the metric registry (escaped for Markdown)."""
+    return " · ".join(f"{family}@k: {literal(REGISTRY[family].definition)}" for family in CUTOFF_FAMILIES)
+
+
+def category_table(rows: list[dict[str, Any]]) -> Any:
+    """The per-category breakdown with readable headers and rounded means (category names shown literally)."""
+    frame = pd.DataFrame(rows)
+    metrics = [c for c in frame.columns if c not in ("category", "queries")]
+    headers = {"category": "Category", "queries": "Queries", **{m: m for m in metrics}}
+    return readable(frame, headers, {m: DIGITS for m in metrics})
+
+
+COMPARISON_HEADERS = {"metric": "Metric", "run_a": "Run A", "run_b": "Run B", "mean_a": "Mean A",
+                      "mean_b": "Mean B", "diff": "B − A", "ci_low": "95% CI low", "ci_high": "95% CI high",
+                      "p_value": "p", "p_adjusted": "Holm-adjusted p", "better": "Queries better",
+                      "worse": "Queries worse", "unchanged": "Unchanged"}
+
+
+def comparison_table(comparison: Comparison) -> Any:
+    """One row per pair of runs and metric, readable and rounded ("—" where no correction applied)."""
+    frame = comparison.to_frame()
+    digits = {c: DIGITS for c in ("mean_a", "mean_b", "diff", "ci_low", "ci_high", "p_value", "p_adjusted")}
+    return readable(frame, COMPARISON_HEADERS, digits)
+
+
+def alert_text(alert: evaluations.DropAlert) -> str:
+    """A drop alert as one Markdown-safe sentence (the run name escaped)."""
+    low, high = alert.previous_ci
+    return (f"{alert.metric} of {literal(alert.run)} fell to {alert.value:.{DIGITS}f} at release {alert.version}, "
+            f"below the {evaluations.CONFIDENCE:.0%} CI \\[{low:.{DIGITS}f}, {high:.{DIGITS}f}\\] of its {alert.previous:.{DIGITS}f} at "
+            f"release {alert.previous_version}.")

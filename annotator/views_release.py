@@ -1,41 +1,103 @@
-"""Releases-page helpers: a release as a row, its card headline, grade distribution and diff."""
+"""Releases-page helpers: releases and cards as readable tables (headers for people, rounded values, "—" for
+missing, user strings literal), the diff, and the downloads (CSV escaped against spreadsheet formulas)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import io
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from annotator.views import MISSING, literal, readable
+from db import releases
+from eval_core.spreadsheet import escape_frame
 
-def release_row(release: Any) -> dict[str, Any]:
-    """One release as a table row: version, rule, size, hash, who and when."""
-    counts = (release.card or {}).get("counts", {})
-    return {"version": release.version, "rule": release.rule, "min_grades": release.min_grades,
-            "queries": counts.get("queries"), "pairs": counts.get("pairs"),
-            "adjudicated": counts.get("adjudicated"), "content_hash": str(release.content_hash)[:12],
-            "created_by": release.created_by, "created_at": release.created_at}
+# How each export format is offered; a format the store adds without an entry here is offered by file name.
+FORMAT_LABELS = {"trec": ("TREC qrels", "text/plain"), "beir": ("BEIR qrels (TSV)", "text/tab-separated-values"),
+                 "jsonl": ("JSONL (every grade)", "application/x-ndjson"), "csv": ("CSV", "text/csv")}
+NUMBER = r"-?\d+(\.\d+)?"
+CARD = ("card.json", "Card (JSON)", "application/json")
+RELEASE_HEADERS = {"version": "Version", "rule": "Consensus rule", "min_grades": "Min. grades per pair",
+                   "queries": "Queries", "pairs": "Pairs", "adjudicated": "Adjudicated", "hash": "Content hash",
+                   "created_by": "Created by", "created_at": "Created at"}
+
+
+def downloads() -> list[tuple[str, str, str]]:
+    """(file name, button label, MIME type) of every release file, in the store's export-format order."""
+    offered = []
+    for fmt, name in releases.FORMATS.items():
+        label, mime = FORMAT_LABELS.get(fmt, (name, "application/octet-stream"))
+        offered.append((name, label, mime))
+    return [*offered, CARD]
+
+
+def download_bytes(name: str, data: bytes) -> bytes:
+    """A release file as offered for download: CSV text cells a spreadsheet would run as formulas are escaped
+    (numbers never are); TREC, TSV and JSONL stay exact, machines read them."""
+    if not name.endswith(".csv"):
+        return data
+    frame = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
+    text = [c for c in frame.columns if not frame[c].str.fullmatch(NUMBER).all()]
+    if text:
+        frame[text] = escape_frame(frame[text]).to_numpy()
+    return frame.to_csv(index=False, lineterminator="\n").encode()
+
+
+def _hash(value: Any) -> str:
+    """The first 12 hex digits of a content hash (enough to tell releases apart), or "—"."""
+    return str(value)[:12] if value else MISSING
+
+
+def release_table(listed: Sequence[Any]) -> Any:
+    """Every release as one readable row: version, rule, size, hash, who and when."""
+    rows = []
+    for release in listed:
+        counts = (release.card or {}).get("counts", {})
+        rows.append({"version": release.version, "rule": release.rule, "min_grades": release.min_grades,
+                     "queries": counts.get("queries"), "pairs": counts.get("pairs"),
+                     "adjudicated": counts.get("adjudicated"), "hash": _hash(release.content_hash),
+                     "created_by": release.created_by, "created_at": release.created_at})
+    return readable(pd.DataFrame(rows), RELEASE_HEADERS, {"queries": 0, "pairs": 0, "adjudicated": 0})
 
 
 def card_headline(card: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The card's headline figures for metric tiles: size and agreement with its CI."""
+    """The card's headline figures for metric tiles: size and ordinal α with its CI ("—" when missing)."""
     counts = card.get("counts", {})
-    agreement = card.get("agreement", {})
-    alpha = agreement.get("alpha_ordinal") or {}
+    alpha = (card.get("agreement") or {}).get("alpha_ordinal") or {}
     value, ci = alpha.get("value"), alpha.get("ci")
-    return [("Queries", str(counts.get("queries", "—"))), ("Pairs", str(counts.get("pairs", "—"))),
-            ("Judgments", str(counts.get("judgments", "—"))),
+
+    def count(key: str) -> str:
+        return MISSING if counts.get(key) is None else f"{counts[key]:,}"
+
+    return [("Queries", count("queries")), ("Pairs", count("pairs")), ("Judgments", count("judgments")),
             (f"Ordinal α · 95% CI {ci[0]:.2f}–{ci[1]:.2f}" if ci else "Ordinal α",
              "undefined" if value is None else f"{value:.2f}")]
 
 
-def grade_distribution(card: Mapping[str, Any]) -> pd.DataFrame:
-    """Released labels and individual grades per grade, side by side."""
-    labels = card.get("grade_distribution", {})
+def grade_distribution(card: Mapping[str, Any], labels: Mapping[int, str]) -> pd.DataFrame:
+    """Released labels and individual grades per grade of the scale, each grade with its name."""
+    released = card.get("grade_distribution", {})
     grades = card.get("judgment_grade_distribution", {})
-    return pd.DataFrame({"grade": list(labels), "labels": list(labels.values()),
-                         "individual grades": [grades.get(g, 0) for g in labels]})
+    return pd.DataFrame({"Grade": [f"{g} · {labels.get(int(g), '')}".rstrip(" ·") for g in released],
+                         "Released labels": list(released.values()),
+                         "Individual grades": [grades.get(g, 0) for g in released]})
+
+
+def card_caption(card: Mapping[str, Any], release: Any) -> str:
+    """Rule, threshold, guideline versions, author and hash in one Markdown-safe line."""
+    versions = ", ".join(map(str, card.get("guideline_versions") or [])) or MISSING
+    author = literal(release.created_by) if release.created_by else MISSING
+    when = release.created_at.strftime("%Y-%m-%d %H:%M UTC")
+    return (f"Rule {literal(card.get('rule', release.rule))} · at least {card.get('min_grades', release.min_grades)} "
+            f"grade(s) per pair · guideline versions {versions} · created by {author} on {when} · content hash "
+            f"{literal(card.get('content_hash', release.content_hash))}")
+
+
+DIFF_HEADERS = {"query_id": "Query", "fragment_id": "Fragment", "grade": "Grade", "old": "Old grade",
+                "new": "New grade"}
+MOVE_HEADERS = {"run": "Run", "metric": "Metric", "old": "Old release", "new": "New release", "delta": "Change"}
 
 
 def show_release_diff(diff: Mapping[str, Any]) -> None:
@@ -43,17 +105,17 @@ def show_release_diff(diff: Mapping[str, Any]) -> None:
     counts = diff.get("counts", {})
     cols = st.columns(4)
     for col, key in zip(cols, ("added", "removed", "changed", "unchanged"), strict=True):
-        col.metric(f"labels {key}", counts.get(key, 0))
+        col.metric(f"Labels {key}", f"{counts.get(key, 0):,}")
     for key in ("added", "removed", "changed"):
         if diff.get(key):
             shown = len(diff[key])
-            with st.expander(f"{key.capitalize()} labels (first {shown} of {counts.get(key, shown)})"):
-                st.dataframe(pd.DataFrame(diff[key]), hide_index=True)
+            with st.expander(f"{key.capitalize()} labels (first {shown:,} of {counts.get(key, shown):,})"):
+                frame = pd.DataFrame(diff[key])
+                st.dataframe(readable(frame, {c: h for c, h in DIFF_HEADERS.items() if c in frame.columns}),
+                             hide_index=True)
     moves = [{"run": run, "metric": metric, **move} for run, metrics in (diff.get("runs") or {}).items()
              for metric, move in metrics.items()]
     if moves:
         st.markdown("**How the stored runs moved**")
-        st.dataframe(pd.DataFrame(moves), hide_index=True, column_config={
-            "old": st.column_config.NumberColumn(format="%.4f"), "new": st.column_config.NumberColumn(format="%.4f"),
-            "delta": st.column_config.NumberColumn(format="%+.4f")})
-
+        st.dataframe(readable(pd.DataFrame(moves), MOVE_HEADERS, {"old": 4, "new": 4, "delta": 4}),
+                     hide_index=True)

@@ -118,6 +118,7 @@ def test_recall_curve_chart_has_one_line_per_run():
 
 # ---------------------------------------------------------------- AppTest: every lead page on a seeded store
 
+import re  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import krippendorff  # noqa: E402
@@ -126,6 +127,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 
 PAGES = ROOT / "annotator" / "screens"
+NOT_ALLOWED = "Not allowed for your role: this page is for the lead role; you are logged in as annotator."
 LEAD_PAGES = ("lead_project.py", "lead_agreement.py", "lead_adjudicate.py", "lead_guidelines.py",
               "lead_releases.py", "lead_evaluate.py")
 PROJECT = "shop"
@@ -179,30 +181,31 @@ def build_store(url: str) -> None:
     """Seed 000's query judged by two annotators under guideline v1 (v2 added after), two pooled runs and
     one unpooled run, written through the store's own operations."""
     from db import assignment, imports, judging, pooling, projects, users
+    from db.permissions import OPERATOR
     from db.schema import init_db
 
     engine = init_db(url)
     folder = Path(url.removeprefix("sqlite:///")).parent
-    users.create_user(engine, "lea", "lead", password="lead-pass")
-    users.create_user(engine, "ana", "annotator", password="ana-pass")
-    users.create_user(engine, "ben", "annotator", password="ben-pass")
-    projects.create_project(engine, PROJECT)
-    projects.add_guideline(engine, PROJECT, GUIDELINE_V1, username="lea")
+    users.create_user(engine, "lea", "lead", password="lead-pass", actor=OPERATOR)
+    users.create_user(engine, "ana", "annotator", password="ana-pass", actor=OPERATOR)
+    users.create_user(engine, "ben", "annotator", password="ben-pass", actor=OPERATOR)
+    projects.create_project(engine, PROJECT, actor=OPERATOR)
+    projects.add_guideline(engine, PROJECT, GUIDELINE_V1, actor="lea")
     imports.import_queries(engine, PROJECT, write_jsonl(folder / "queries.jsonl", [
-        {"id": "q000", "text": "What is the return deadline for international orders?", "category": "returns"}]))
+        {"id": "q000", "text": "What is the return deadline for international orders?", "category": "returns"}]), actor=OPERATOR)
     fragments = [{"id": d, "text": SCRIPT_TEXT if d == "d11" else f"Fragment {d} about orders."}
                  for d in [*SEED_GRADES, "d21", "d22"]]
-    imports.import_fragments(engine, PROJECT, write_jsonl(folder / "fragments.jsonl", fragments))
+    imports.import_fragments(engine, PROJECT, write_jsonl(folder / "fragments.jsonl", fragments), actor=OPERATOR)
     imports.import_run(engine, PROJECT, write_run(folder / "baseline.run", SEED_RANKING, "baseline"),
-                       name="baseline")
-    imports.import_run(engine, PROJECT, write_run(folder / "dense.run", DENSE_RANKING, "dense"), name="dense")
-    pooling.pool(engine, PROJECT, 20, runs=["baseline", "dense"], bm25=0)
-    imports.import_run(engine, PROJECT, write_run(folder / "fresh.run", FRESH_RANKING, "fresh"), name="fresh")
-    assignment.assign(engine, PROJECT, overlap=2, annotators=["ana", "ben"])
+                       name="baseline", actor=OPERATOR)
+    imports.import_run(engine, PROJECT, write_run(folder / "dense.run", DENSE_RANKING, "dense"), name="dense", actor=OPERATOR)
+    pooling.pool(engine, PROJECT, 20, runs=["baseline", "dense"], bm25=0, actor=OPERATOR)
+    imports.import_run(engine, PROJECT, write_run(folder / "fresh.run", FRESH_RANKING, "fresh"), name="fresh", actor=OPERATOR)
+    assignment.assign(engine, PROJECT, overlap=2, annotators=["ana", "ben"], actor=OPERATOR)
     for who, grade_of in (("ana", lambda g: g), ("ben", ben_grade)):
         while (pair := judging.next_pair(engine, PROJECT, who)) is not None:
             judging.record_judgment(engine, pair.pair_id, who, grade_of(SEED_GRADES[pair.fragment_external_id]))
-    projects.add_guideline(engine, PROJECT, GUIDELINE_V2, username="lea")
+    projects.add_guideline(engine, PROJECT, GUIDELINE_V2, actor="lea")
     engine.dispose()
 
 
@@ -237,19 +240,25 @@ def user_info(engine, username: str):
     return next(u for u in users.list_users(engine) if u.username == username)
 
 
+def log_in(at: AppTest, engine, username: str) -> AppTest:
+    """Give the AppTest session a store-issued login token, as the login form does (pages resolve it)."""
+    from annotator.auth import TOKEN_KEY
+    from db.sessions import create_session
+
+    at.session_state[TOKEN_KEY] = create_session(engine, user_info(engine, username).id, client="apptest").token
+    return at
+
+
 def page_test(engine, page: str, username: str = "lea") -> AppTest:
     """One page run by URL (its own script) with `username` logged in."""
-    at = AppTest.from_file(str(PAGES / page), default_timeout=60)
-    at.session_state["user"] = user_info(engine, username)
+    at = log_in(AppTest.from_file(str(PAGES / page), default_timeout=60), engine, username)
     at.session_state["project"] = PROJECT
     return at.run()
 
 
 def app_test(engine, username: str = "lea") -> AppTest:
     """The whole app (navigation by role) with `username` logged in."""
-    at = AppTest.from_file(str(ROOT / "annotator" / "app.py"), default_timeout=60)
-    at.session_state["user"] = user_info(engine, username)
-    return at.run()
+    return log_in(AppTest.from_file(str(ROOT / "annotator" / "app.py"), default_timeout=60), engine, username).run()
 
 
 def expected_alpha() -> float:
@@ -265,15 +274,17 @@ def test_annotator_opening_a_lead_page_by_url_is_stopped(store, page):
     """require_role("lead") stops the script before anything of the page is drawn."""
     at = page_test(store, page, "ana")
     assert not at.exception
-    assert [e.value for e in at.error] == ["This page is for the lead role; you are logged in as annotator."]
-    assert not at.title and not at.dataframe and not at.button
+    assert [e.value for e in at.error] == [NOT_ALLOWED]
+    assert not at.title and not at.dataframe and not at.table and not at.button
 
 
-def test_annotator_navigation_has_no_lead_page(store):
-    """Through the app an annotator cannot switch to a lead page: it is not in their navigation."""
+def test_annotator_following_a_lead_link_is_not_allowed(store):
+    """Through the app an annotator who reaches a lead page is told so, and sees nothing of it."""
     at = app_test(store, "ana")
-    with pytest.raises(Exception, match=r"(?i)page"):
-        at.switch_page(str(PAGES / "lead_agreement.py")).run()
+    at.switch_page(str(PAGES / "lead_agreement.py")).run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [NOT_ALLOWED]
+    assert not at.dataframe and not at.table
 
 
 def test_agreement_page_flags_the_guideline_with_krippendorff_alpha(store):
@@ -378,7 +389,7 @@ def release(engine):
     """Cut release 1 (median) directly in the store."""
     from db import releases
 
-    return releases.create_release(engine, PROJECT, rule="median", username="lea")
+    return releases.create_release(engine, PROJECT, rule="median", actor="lea")
 
 
 def test_release_diff_lists_the_adjudicated_change(store):
@@ -388,29 +399,130 @@ def test_release_diff_lists_the_adjudicated_change(store):
     release(store)
     from db import queries_frames
 
-    adjudication.adjudicate(store, queries_frames.pair_id(store, PROJECT, "q000", "d20"), "lea", 2, "answers with context")
+    adjudication.adjudicate(store, queries_frames.pair_id(store, PROJECT, "q000", "d20"), 2, "answers with context", actor="lea")
     at = page_test(store, "lead_releases.py")
     at.button[0].click().run()
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["labels changed"] == "1" and metrics["labels added"] == "0"
+    assert metrics["Labels changed"] == "1" and metrics["Labels added"] == "0"
 
 
-def metric_cells(at: AppTest) -> pd.DataFrame:
-    """The Evaluate page's metric × k table."""
-    return at.dataframe[0].value
+def shown(markdown: str) -> str:
+    """What Markdown with backslash-escaped punctuation displays: the text without its escapes."""
+    return re.sub(r"\\(.)", r"\1", markdown)
 
 
-def test_evaluate_page_reproduces_seed_000(store):
-    """recall@3/5/10 = 0.25/0.50/0.75, P@3/5/10 = 0.333/0.40/0.30, MRR 0.50 (seed 000, DESIGN.md)."""
+def metric_tables(at: AppTest) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The Evaluate page's metric × k table of means and its whole-ranking table (mean, CI, definition)."""
+    tables = [t.value for t in at.table]
+    by_k = next(t for t in tables if "@10" in t.columns and not str(t.iloc[0, 0]).startswith("["))
+    whole = next(t for t in tables if "Mean" in t.columns)
+    return by_k, whole
+
+
+def reference_means(ranking: list[str]) -> dict[str, float]:
+    """trec_eval's numbers for the fixture's released qrels (seed 000 grades) and a ranking, via pytrec_eval."""
+    import pytrec_eval
+
+    cut = ("P", "recall", "ndcg_cut")
+    measures = {f"{m}_{k}" for m in cut for k in (1, 3, 5, 10, 20, 100)}
+    measures |= {"recip_rank", "map", "Rprec", "bpref", "ndcg", "set_recall"}
+    run = {"q000": {d: float(100 - i) for i, d in enumerate(ranking)}}
+    return pytrec_eval.RelevanceEvaluator({"q000": SEED_GRADES}, measures).evaluate(run)["q000"]
+
+
+def test_evaluate_page_reproduces_seed_000_and_trec_eval(store):
+    """Seed 000: recall@3/5/10 = 0.25/0.50/0.75, P@3/5/10 = 0.333/0.40/0.30, MRR 0.50; every other cell of both
+    tables (mrr, map, rprec, bpref, ndcg, recall included: never empty) equals pytrec_eval at 4 decimals."""
     release(store)
     at = page_test(store, "lead_evaluate.py")
     assert not at.exception
-    table = metric_cells(at)
-    for metric, k, value in (("recall", 3, "0.250"), ("recall", 5, "0.500"), ("recall", 10, "0.750"),
-                             ("P", 3, "0.333"), ("P", 5, "0.400"), ("P", 10, "0.300")):
-        assert table.loc[metric, f"@{k}"] == f"{value} [{value}, {value}]"
-    assert table.loc["mrr", "all"].startswith("0.500 ")
+    by_k, whole = metric_tables(at)
+    for metric, k, value in (("recall", 3, "0.2500"), ("recall", 5, "0.5000"), ("recall", 10, "0.7500"),
+                             ("P", 3, "0.3333"), ("P", 5, "0.4000"), ("P", 10, "0.3000")):
+        assert by_k.loc[metric, f"@{k}"] == value
+    assert list(by_k.columns) == ["@1", "@3", "@5", "@10", "@20", "@100"]
+    assert list(by_k.index) == ["P", "recall", "ndcg", "success", "judged"]
+    ref = reference_means(SEED_RANKING)
+    for k in (1, 3, 5, 10, 20, 100):
+        for row, name in (("P", "P"), ("recall", "recall"), ("ndcg", "ndcg_cut")):
+            assert by_k.loc[row, f"@{k}"] == f"{ref[f'{name}_{k}']:.4f}", (row, k)
+    assert [by_k.loc["success", f"@{k}"] for k in (1, 3, 10)] == ["0.0000", "1.0000", "1.0000"]  # first hit: rank 2
+    assert by_k.loc["judged", "@10"] == "1.0000"  # d1…d20 are all judged
+    assert list(whole.index) == ["mrr", "map", "rprec", "bpref", "ndcg", "recall"]
+    for row, name in (("mrr", "recip_rank"), ("map", "map"), ("rprec", "Rprec"), ("bpref", "bpref"),
+                      ("ndcg", "ndcg"), ("recall", "set_recall")):
+        assert whole.loc[row, "Mean"] == f"{ref[name]:.4f}", row
+        assert whole.loc[row, "95% CI"] == f"[{ref[name]:.4f}, {ref[name]:.4f}]"  # one query: a point
+    assert whole.loc["mrr", "Mean"] == "0.5000" and whole.loc["map", "Mean"] == "0.3750"  # hits at 2, 4, 6
+
+
+def test_evaluate_page_shows_every_chosen_cutoff(store):
+    """Adding k = 50 adds an @50 column between @20 and @100; dropping 1 removes @1."""
+    release(store)
+    at = page_test(store, "lead_evaluate.py")
+    at.multiselect[0].set_value([3, 5, 10, 20, 50, 100]).run()
+    assert not at.exception
+    by_k, _ = metric_tables(at)
+    assert list(by_k.columns) == ["@3", "@5", "@10", "@20", "@50", "@100"]
+    assert by_k.loc["recall", "@50"] == "0.7500"  # d12 is not in the 10-deep ranking
+
+
+def test_evaluate_page_relevance_level_matches_trec_eval_cut(store):
+    """Relevant from grade 2: R = {d3, d7, d12}; hits at ranks 2 and 4 ⇒ recall@5 = 2/3, MRR 0.5, P@5 0.4."""
+    release(store)
+    at = page_test(store, "lead_evaluate.py")
+    next(s for s in at.selectbox if s.label == "Relevant from grade").set_value(2).run()
+    assert not at.exception
+    by_k, whole = metric_tables(at)
+    assert by_k.loc["recall", "@5"] == "0.6667" and by_k.loc["P", "@5"] == "0.4000"
+    assert whole.loc["mrr", "Mean"] == "0.5000"
+
+
+def adjudicate(engine, fragment: str, grade: int) -> None:
+    """The lead's final grade for (q000, fragment)."""
+    from db import adjudication, queries_frames
+
+    adjudication.adjudicate(engine, queries_frames.pair_id(engine, PROJECT, "q000", fragment), grade,
+                            "lead's call", actor="lea")
+
+
+def test_one_adjudication_gives_one_alert_per_run_and_headline_metric(store):
+    """d20 (1 → 0 by adjudication) between releases 1 and 2. With one query each CI is a point, so every
+    headline metric that fell is one alert, and nothing else is. By hand, R becomes {d3, d7, d12}:
+    baseline (hits 2, 4, 6 → 2, 4): recall@10 3/4 → 2/3, P@10 .3 → .2, map .375 → .333, nDCG@10 .511 → .485,
+    MRR stays .5; dense (d3 d12 d7 d20 first): only P@10 falls (.4 → .3); fresh (hits 3–6 → 3–5): P@10, map
+    (.525 → .478) and nDCG@10 (.613 → .596) fall, recall@10 stays 1, MRR 1/3."""
+    release(store)
+    adjudicate(store, "d20", 0)
+    from db import releases
+
+    releases.create_release(store, PROJECT, rule="median", actor="lea")
+    at = page_test(store, "lead_evaluate.py")
+    assert not at.exception
+    alerts = [w.value for w in at.warning if " fell to " in w.value]
+    got = sorted((a.split(" of ")[0], a.split(" of ")[1].split(" fell")[0]) for a in alerts)
+    assert got == sorted([("ndcg@10", "baseline"), ("recall@10", "baseline"), ("P@10", "baseline"),
+                          ("map", "baseline"), ("P@10", "dense"), ("P@10", "fresh"), ("map", "fresh"),
+                          ("ndcg@10", "fresh")])
+    assert all("at release 2" in a and "at release 1." in a for a in alerts)
+
+
+def test_evaluate_page_escapes_a_run_name(store, tmp_path):
+    """A run named with Markdown image and emphasis syntax reaches st.markdown only escaped."""
+    from annotator.views import literal
+    from db import imports
+    from db.permissions import OPERATOR
+
+    release(store)
+    name = "![x](http://127.0.0.1:9/x.png) **bold**"
+    imports.import_run(store, PROJECT, write_run(tmp_path / "md.run", SEED_RANKING, "md"), name=name,
+                       actor=OPERATOR)
+    at = page_test(store, "lead_evaluate.py")
+    at.selectbox[0].set_value(name).run()
+    assert not at.exception
+    assert at.subheader[0].value == f"Metrics of {literal(name)} on release 1"
+    assert "![x](" not in "".join(m.value for m in [*at.subheader, *at.warning, *at.info, *at.caption])
 
 
 def test_evaluate_page_warns_on_judged_and_sends_the_holes(store):
@@ -419,7 +531,7 @@ def test_evaluate_page_warns_on_judged_and_sends_the_holes(store):
     at = page_test(store, "lead_evaluate.py")
     at.selectbox[0].set_value("fresh").run()
     assert not at.exception
-    assert any("judged@10 = 0.800" in w.value for w in at.warning)
+    assert any("judged@10 = 0.800" in shown(w.value) for w in at.warning)
     send = next(b for b in at.button if b.label.startswith("Send the 2 unjudged pairs"))
     send.click().run()
     assert not at.exception
@@ -484,6 +596,6 @@ def test_evaluate_page_scores_an_uploaded_run(store):
     body = "".join(f"q000 Q0 {d} {i + 1} {10 - i} upload\n" for i, d in enumerate(SEED_RANKING)).encode()
     at.file_uploader[0].set_value(("seed000.run", body, "text/plain")).run()
     assert not at.exception
-    table = metric_cells(at)
-    assert [table.loc["recall", f"@{k}"].split()[0] for k in (3, 5, 10)] == ["0.250", "0.500", "0.750"]
-    assert at.subheader[0].value == "Metrics of seed000.run on release 1"
+    by_k, _ = metric_tables(at)
+    assert [by_k.loc["recall", f"@{k}"] for k in (3, 5, 10)] == ["0.2500", "0.5000", "0.7500"]
+    assert shown(at.subheader[0].value) == "Metrics of seed000.run on release 1"

@@ -1,5 +1,6 @@
-"""Lead page: score a run against a release — metrics with CIs, the recall curve, the diagnosis, comparisons
-and each run's history — and send unjudged top-k fragments back to annotation."""
+"""Lead page: score a run against a release — the metrics `qrelkit eval` gives, with CIs, the recall curve,
+the diagnosis, comparisons and each run's history with its drop alerts — and send unjudged top-k fragments
+back to annotation. The store decides what to keep and how to compare; this page only shows it."""
 
 from __future__ import annotations
 
@@ -7,15 +8,14 @@ import pandas as pd
 import streamlit as st
 
 from annotator import charts, views, views_evaluate
+from annotator.views import literal
 from db import evaluations, releases
 from eval_core import report
-from eval_core.compare import compare_scores
 from eval_core.errors import InputError
 from eval_core.formats import read_run
+from eval_core.metric_registry import DEFAULT_K
 
 K_CHOICES = (1, 3, 5, 10, 20, 50, 100)
-TABLE_METRICS = ("P@k", "recall@k", "ndcg@k", "success@k", "judged@k", "mrr", "map")
-COMPARE_METRICS = ("ndcg@10", "recall@10", "P@10", "mrr", "map")
 
 engine, user = views.lead_page("Evaluate")
 project = views.pick_project(engine)
@@ -48,53 +48,69 @@ else:
         try:
             run = read_run(path)
         except InputError as exc:
-            st.error(views.upload_error(exc, path, upload.name))
+            st.error(literal(views.upload_error(exc, path, upload.name)))
             st.stop()
     name = upload.name
 
-ks = st.multiselect("Cutoffs k", K_CHOICES, default=[1, 3, 5, 10, 20, 100])
+low, high = views.scale_of(project)
+grades = list(range(max(1, low), high + 1))
+left, right = st.columns([3, 1])
+ks = left.multiselect("Cutoffs k", K_CHOICES, default=list(DEFAULT_K)) or [10]
+rel_level = right.selectbox("Relevant from grade", grades, index=0,
+                            format_func=lambda g: f"{g} · {project.labels.get(g, g)}",
+                            help="Binary metrics count a fragment as relevant from this grade on "
+                                 "(`qrelkit eval --rel-level`); nDCG always uses the grades themselves.")
 categories = views_evaluate.query_categories(engine, project)
 texts = views_evaluate.fragment_texts(engine, project.name)
-with st.spinner(f"Evaluating {name}…"):
-    evaluation = views_evaluate.evaluate_run(qrels, run, TABLE_METRICS, tuple(sorted(ks or [10])), categories, name)
-    diagnosis = report.diagnose(qrels, run, fragments=texts, categories=categories or None, name=name)
+with st.spinner(f"Evaluating {literal(name)}…"):
+    evaluation = views_evaluate.evaluate_run(qrels, run, ks, categories, name, rel_level, high)
+    diagnosis = report.diagnose(qrels, run, fragments=texts, categories=categories or None, name=name,
+                                rel_level=rel_level)
     if run_name is not None:
-        evaluated = set(evaluations.run_history(engine, project.name, run_name)["version"])
-        if version not in evaluated:  # store it once, for the history chart
-            evaluations.evaluate_stored_run(engine, project.name, run_name, version)
+        evaluations.ensure_evaluation(engine, project.name, run_name, version)
 
-for warning in evaluation.warnings:
-    st.warning(warning)
+if diagnosis.coverage.flagged:
+    st.warning(literal(diagnosis.coverage.message), icon=":material/search_off:")
 if diagnosis.judged.flagged:
-    st.warning(diagnosis.judged.message, icon=":material/warning:")
+    st.warning(literal(diagnosis.judged.message), icon=":material/warning:")
     holes = len(diagnosis.judged.unjudged)
     if run_name is not None and holes and st.button(f"Send the {holes} unjudged pairs to annotation"):
-        created = evaluations.judge_holes(engine, project.name, run_name, k=diagnosis.judged.k)
+        created = evaluations.judge_holes(engine, project.name, run_name, k=diagnosis.judged.k,
+                                          actor=user.username)
         st.success(f"{created} new pair(s) created; assign them on the Project page.")
-    elif run_name is None:
+    elif run_name is None and holes:
         st.caption("Import this run on the Project page to send its holes to annotation.")
 
-st.subheader(f"Metrics of {name} on release {version}")
-st.caption("Mean over the release's queries; 95% CI from a bootstrap over queries.")
-st.dataframe(views_evaluate.metric_table(evaluation.per_query), width="stretch")
+st.subheader(f"Metrics of {literal(name)} on release {version}")
+st.caption(f"Means over the release's {len(evaluation.per_query)} queries, as `qrelkit eval --k "
+           f"{','.join(map(str, sorted(ks)))} --rel-level {rel_level}` prints them; 95% CIs from a bootstrap "
+           "over queries.")
+st.markdown("**At cutoff k**")
+st.table(views_evaluate.cutoff_table(evaluation))
+st.caption(views_evaluate.family_legend())
+with st.expander("95% confidence intervals at each cutoff"):
+    st.table(views_evaluate.cutoff_ci_table(evaluation))
+st.markdown("**Over the whole ranking** (no cutoff)")
+st.table(views_evaluate.whole_ranking_table(evaluation))
 
 st.subheader("Diagnosis")
-st.info(diagnosis.depth.verdict)
-st.info(f"Recall curve: {diagnosis.curve.verdict}")
+st.info(literal(diagnosis.depth.verdict))
+st.info(literal(f"Recall curve: {diagnosis.curve.verdict}"))
 curve = pd.DataFrame({"k": diagnosis.curve.ks, "recall": diagnosis.curve.recall, "run": name})
 st.altair_chart(charts.recall_curve_chart(curve), width="stretch")
-for warning in diagnosis.warnings:
-    if warning not in evaluation.warnings:
-        st.caption(warning)
+for warning in [*evaluation.warnings, *(w for w in diagnosis.warnings if w not in evaluation.warnings)]:
+    st.caption(literal(warning))
 
 if diagnosis.categories is not None:
     st.subheader("By category")
-    st.caption(diagnosis.categories.note)
-    st.dataframe(pd.DataFrame(diagnosis.categories.rows), hide_index=True)
+    if diagnosis.categories.note:
+        st.caption(literal(diagnosis.categories.note))
+    st.dataframe(views_evaluate.category_table(diagnosis.categories.rows), hide_index=True)
 
 st.subheader(f"Low-recall queries ({len(diagnosis.low_recall)})")
 for query in diagnosis.low_recall:
-    with st.expander(f"{query.query_id}: recall@{query.k} = {query.recall:.3f} ({query.n_relevant} relevant)"):
+    with st.expander(f"{literal(query.query_id)}: recall@{query.k} = {query.recall:.3f} "
+                     f"({query.n_relevant} relevant)"):
         for issue in query.issues:
             st.text(issue)
 
@@ -102,19 +118,25 @@ others = [r for r in stored if r != run_name]
 if others:
     st.subheader("Compare with other runs")
     rivals = st.multiselect("Runs to compare", others)
-    metrics = st.multiselect("Metrics", COMPARE_METRICS, default=["ndcg@10"])
+    metrics = st.multiselect("Metrics", evaluations.HEADLINE, default=[evaluations.HEADLINE[0]])
     if rivals and metrics:
         with st.spinner("Paired randomization tests…"):
-            scores = {name: views_evaluate.evaluate_run(qrels, run, COMPARE_METRICS, (10,), categories, name).per_query}
-            for rival in rivals:
-                scores[rival] = views_evaluate.evaluate_run(qrels, evaluations.stored_run_frame(engine, project.name, rival),
-                                                   COMPARE_METRICS, (10,), categories, rival).per_query
-            comparison = compare_scores(scores, metrics)
+            comparison = evaluations.compare_runs(engine, project.name, version, (name, run), rivals, metrics,
+                                                  rel_level=rel_level)
         for sentence in comparison.sentences():
-            st.markdown(f"- {sentence}")
-        st.dataframe(comparison.to_frame(), hide_index=True)
+            st.markdown(f"- {literal(sentence)}")
+        st.dataframe(views_evaluate.comparison_table(comparison), hide_index=True)
         for warning in comparison.warnings:
-            st.caption(warning)
+            st.caption(literal(warning))
+
+st.subheader(f"Drops at release {version}")
+alerts = evaluations.drop_alerts(engine, project.name, version)
+st.caption("One alert per stored run and headline metric that fell below the 95% CI of the run's previous "
+           "evaluated release (stored evaluations count grades ≥ 1 as relevant).")
+for alert in alerts:
+    st.warning(views_evaluate.alert_text(alert), icon=":material/trending_down:")
+if not alerts:
+    st.caption("No headline metric of any stored run fell beyond its CI.")
 
 if run_name is not None:
     st.subheader("History across releases")
@@ -122,9 +144,5 @@ if run_name is not None:
     if history.empty:
         st.caption("No stored evaluation of this run yet.")
     else:
-        names = sorted(history["metric"].unique())
-        metric = st.selectbox("Metric", names, index=names.index("ndcg@10") if "ndcg@10" in names else 0)
-        for row in history[history["drop"]].itertuples():
-            st.warning(f"{row.metric} of {run_name} dropped by {-row.change:.4f} to {row.value:.4f} "
-                       f"at release {row.version}.", icon=":material/trending_down:")
+        metric = st.selectbox("Metric", evaluations.HEADLINE)
         st.altair_chart(charts.run_history_chart(history, metric), width="stretch")

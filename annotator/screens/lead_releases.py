@@ -1,20 +1,18 @@
-"""Lead page: cut an immutable golden-set release by a consensus rule, read its card, diff it, download it."""
+"""Lead page: cut an immutable golden-set release by a consensus rule, read its card, diff it, download it.
+Names, rules and formats come from the store's constants; every user-supplied string is shown literally."""
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from annotator import views, views_release
+from annotator.views import literal
 from db import releases
+from eval_core.consensus import RULES
 
-RULES = ("median", "majority", "mean", "min")
 RULE_HELP = ("median: lower median on ties (default) · majority: ties go to the lower grade · "
              "mean: rounded half up · min: pessimistic. An adjudicated grade always wins; "
              "\"can't judge\" never counts.")
-DOWNLOADS = (("qrels.trec", "TREC qrels", "text/plain"), ("qrels.tsv", "BEIR qrels (TSV)", "text/tab-separated-values"),
-             ("judgments.jsonl", "JSONL (every grade)", "application/x-ndjson"),
-             ("qrels.csv", "CSV", "text/csv"), ("card.json", "Card (JSON)", "application/json"))
 
 engine, user = views.lead_page("Releases")
 project = views.pick_project(engine)
@@ -31,8 +29,8 @@ with st.form("create-release"):
             with st.spinner("Building the release…"):
                 made = releases.create_release(engine, project.name, rule=rule, min_grades=int(min_grades),
                                                actor=user.username)
-        except (ValueError, RuntimeError) as exc:
-            st.error(f"No release: {exc}")
+        except (ValueError, RuntimeError, LookupError, PermissionError) as exc:
+            st.error(f"No release: {literal(exc)}")
         else:
             st.success(f"Release {made.version} created ({rule}, at least {int(min_grades)} grade(s) per pair).")
 
@@ -42,7 +40,7 @@ if not listed:
     st.stop()
 
 st.subheader("Releases")
-st.dataframe(pd.DataFrame([views_release.release_row(r) for r in listed]), hide_index=True, width="stretch")
+st.dataframe(views_release.release_table(listed), hide_index=True, width="stretch")
 versions = sorted((r.version for r in listed), reverse=True)
 version = st.selectbox("Release", versions, index=0)
 release = releases.get_release(engine, project.name, version)
@@ -51,20 +49,18 @@ st.subheader(f"Card — release {version}")
 card = release.card
 for col, (label, value) in zip(st.columns(4), views_release.card_headline(card), strict=True):
     col.metric(label, value)
-st.dataframe(views_release.grade_distribution(card), hide_index=True)
-st.caption(f"Rule {card.get('rule')} · at least {card.get('min_grades')} grade(s) per pair · guideline versions "
-           f"{', '.join(map(str, card.get('guideline_versions', []))) or '—'} · content hash "
-           f"{card.get('content_hash', release.content_hash)}")
+st.dataframe(views_release.grade_distribution(card, project.labels), hide_index=True)
+st.caption(views_release.card_caption(card, release))
 with st.expander("Full card"):
     st.json(card)
 
 st.subheader("Downloads")
 files = releases.release_files(engine, project.name, version)
-cols = st.columns(len(DOWNLOADS))
-for col, (name, label, mime) in zip(cols, DOWNLOADS, strict=True):
-    if name in files:
-        col.download_button(label, files[name], file_name=f"{project.name}-v{version}-{name}", mime=mime,
-                            key=f"download-{name}", on_click="ignore")
+offered = [d for d in views_release.downloads() if d[0] in files]
+for col, (name, label, mime) in zip(st.columns(len(offered)), offered, strict=True):
+    col.download_button(label, views_release.download_bytes(name, files[name]),
+                        file_name=f"{project.name}-v{version}-{name}", mime=mime, key=f"download-{name}",
+                        on_click="ignore")
 
 older = [v for v in versions if v < version]
 if older:
