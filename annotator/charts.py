@@ -48,10 +48,10 @@ def kappa_heatmap(kappa: Sequence[KappaPair], weight: str = "quadratic", thresho
         scale=alt.Scale(domain=[-1, threshold, 1], range=["#b2182b", "#f7f7f7", "#1a9850"]),
         legend=alt.Legend(format=".1f")))
     text = base.mark_text(baseline="middle", fontSize=14, fontWeight="bold").encode(text="label:N")
-    side = min(720, max(240, 90 * len(names)))
+    step = max(40, min(90, 720 // max(len(names), 1)))  # px per annotator: 90 for a few, never under 40
     return (cells + text).properties(title=alt.Title(f"Cohen's κ ({weight}) per annotator pair",
                                                      subtitle=f"flag threshold {threshold:g}"),
-                                     width=side, height=side)
+                                     width=alt.Step(step), height=alt.Step(step))
 
 
 def confusion_frame(judgments: pd.DataFrame, a: str, b: str, scale: tuple[int, int] = (0, 3)) -> pd.DataFrame:

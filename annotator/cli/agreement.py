@@ -131,7 +131,7 @@ def format_table(report: AgreementReport) -> str:
     rows += [("Fleiss κ", report.fleiss_kappa), ("Gwet AC1", report.ac1),
              ("Gwet AC2 linear", report.ac2["linear"]), ("Gwet AC2 quadratic", report.ac2["quadratic"])]
     rows += [(f"α at cut ≥ {label}", c) for label, c in report.cuts.items()]
-    rows += [(f"mean pairwise κ {w}", c) for w, c in report.light_kappa.items()]
+    rows += [(f"mean Cohen κ {w}", c) for w, c in report.light_kappa.items()]
     lines += [f"{name:<26}{_c(c)}" for name, c in rows]
     lines += ["", "Cohen's κ per annotator pair (on pairs both graded):",
               f"  {'a':<12}{'b':<12}{'n':>6}  {'unweighted':<28}{'linear':<28}quadratic"]
