@@ -1,4 +1,4 @@
-"""The demo project: seed examples plus a few hundred generated pairs, judged under two guideline versions.
+"""The demo project: worked examples plus a few hundred generated pairs, judged under two guideline versions.
 
 Built only through the store's functions, once (idempotent), so `qrelkit demo` opens a working project:
 agreement is low under the ambiguous v1 guideline (the < 0.6 flag shows) and good under the current one.
@@ -20,6 +20,7 @@ from tqdm import tqdm
 from db.assignment import assign
 from db.imports import import_fragments, import_queries, import_run
 from db.judging import next_pair, progress, record_judgment
+from db.permissions import OPERATOR
 from db.pooling import pool
 from db.projects import add_guideline, create_project, list_projects
 from db.users import create_user
@@ -48,7 +49,11 @@ ASPECTS = {
               "Si un paquete de {p} es voluminoso, viaja con transportista especial y el plazo se confirma por correo.",
               "Novedades en {p} esta temporada. Envío y recogida disponibles en toda España."),
 }
-MARKUP_QUERY_TEXT = "¿cuál es el plazo general de devolución?"
+# Markup planted in imported fields (query text here; the md-script fragment's title and text; one note): every
+# page must show it as typed, and nothing may load from the planted address (port 9 is the discard port).
+PLANTED_URL = "http://127.0.0.1:9"
+MARKUP_QUERY_TEXT = f'¿cuál es el plazo general de devolución? **urgente** <img src="{PLANTED_URL}/query.png">'
+PLANTED_NOTE = f"revisar con *lea* ![nota]({PLANTED_URL}/note.png)"
 
 
 @dataclass
@@ -101,7 +106,7 @@ def _write_jsonl(path: Path, records: list[dict]) -> Path:
 
 
 def _write_run(path: Path, seed_run: Path, ranked: list[list[str]], name: str) -> Path:
-    """A TREC run: the seed rankings followed by the generated ones (scores strictly decreasing)."""
+    """A TREC run: the worked examples' rankings followed by the generated ones (scores strictly decreasing)."""
     lines = [seed_run.read_text(encoding="utf-8")]
     for qid, *docs in ranked:
         lines += [f"{qid} Q0 {d} {i} {len(docs) + 1 - i:.1f} {name}\n" for i, d in enumerate(docs, 1)]
@@ -110,7 +115,7 @@ def _write_run(path: Path, seed_run: Path, ranked: list[list[str]], name: str) -
 
 
 def true_grades() -> dict[str, dict[str, int]]:
-    """The grade each demo pair deserves: the seeds' grades, the generated truth, 0 elsewhere."""
+    """The grade each demo pair deserves: the worked examples' grades, the generated truth, 0 elsewhere."""
     truth = generated()[2]
     for rec in _jsonl(DATA / "grades.jsonl"):
         truth.setdefault(rec["query_id"], {})[rec["fragment_id"]] = rec["grade"]
@@ -144,6 +149,8 @@ def judge(engine: Engine, username: str, count: int, truth: dict[str, dict[str, 
         grade = noisy(truth.get(view.query_external_id, {}).get(view.fragment_external_id, 0), username,
                       ambiguous, rng)
         note = "borderline between 1 and 2" if ambiguous and grade in (1, 2) and rng.random() < 0.1 else None
+        if done == 0 and not ambiguous:
+            note = PLANTED_NOTE
         record_judgment(engine, view.pair_id, username, grade, note=note, seconds_spent=rng.uniform(3, 25))
         bar.update()
         done += 1
@@ -161,7 +168,7 @@ def pairs_before_markup(engine: Engine, username: str) -> int:
 
 
 def demo_files(folder: Path) -> Iterator[tuple[str, Path]]:
-    """Write the import files (seed data + generated data + the markup fragment) into `folder`."""
+    """Write the import files (worked examples + generated data + the markup fragment) into `folder`."""
     queries, fragments, _, runs = generated()
     markup = {"id": MARKUP_QUERY, "text": MARKUP_QUERY_TEXT, "category": "devoluciones"}
     cut = len(queries) - OPEN_QUERIES
@@ -181,26 +188,27 @@ def build_demo(engine: Engine, show_progress: bool = False) -> DemoInfo:
     if any(p.name == PROJECT for p in list_projects(engine)):
         return DemoInfo(PROJECT, created=False)
     for username, role, password in USERS:
-        create_user(engine, username, role, password)
-    create_project(engine, PROJECT, scale=(0, 3), overlap=2)
-    add_guideline(engine, PROJECT, (GUIDELINES / "grading-0-3-v1-ambiguous.md").read_text(encoding="utf-8"), "lea")
+        create_user(engine, username, role, password, actor=OPERATOR)
+    create_project(engine, PROJECT, scale=(0, 3), overlap=2, actor="lea")
+    add_guideline(engine, PROJECT, (GUIDELINES / "grading-0-3-v1-ambiguous.md").read_text(encoding="utf-8"),
+                  actor="lea")
     with tempfile.TemporaryDirectory() as tmp:
         for kind, path in demo_files(Path(tmp)):
             if kind == "queries":
-                import_queries(engine, PROJECT, path)
+                import_queries(engine, PROJECT, path, actor="lea")
             elif kind == "fragments":
-                import_fragments(engine, PROJECT, path)
+                import_fragments(engine, PROJECT, path, actor="lea")
             else:
-                import_run(engine, PROJECT, path, name=kind)
-    pool(engine, PROJECT, depth=20)
-    assign(engine, PROJECT, overlap=2, annotators=["ana", "ben"])
+                import_run(engine, PROJECT, path, name=kind, actor="lea")
+    pool(engine, PROJECT, depth=20, actor="lea")
+    assign(engine, PROJECT, overlap=2, annotators=["ana", "ben"], actor="lea")
     truth, rng = true_grades(), random.Random(11)
     todo = {username: pairs_before_markup(engine, username) for username in ("ana", "ben")}
     with tqdm(total=sum(todo.values()), desc="demo judgments", unit="grade", file=sys.stderr,
               disable=not show_progress) as bar:
         for username, count in todo.items():
             judge(engine, username, count // 2, truth, ambiguous=True, rng=rng, bar=bar)
-        add_guideline(engine, PROJECT, (GUIDELINES / "grading-0-3.md").read_text(encoding="utf-8"), "lea")
+        add_guideline(engine, PROJECT, (GUIDELINES / "grading-0-3.md").read_text(encoding="utf-8"), actor="lea")
         for username, count in todo.items():
             judge(engine, username, count - count // 2, truth, ambiguous=False, rng=rng, bar=bar)
     return DemoInfo(PROJECT, created=True)

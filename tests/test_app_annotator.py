@@ -520,7 +520,8 @@ def test_qrelkit_demo_prints_the_demo_logins_then_serves(demo_db: str, monkeypat
     from annotator.cli import main
 
     served = []
-    monkeypatch.setattr(cli_app, "serve", lambda url, port, project=None: served.append((url, port, project)) or 0)
+    monkeypatch.setattr(cli_app, "serve",
+                        lambda url, port, address, project=None: served.append((url, port, address, project)) or 0)
     assert main(["demo", "--db", demo_db, "--port", "8999"]) == 0
     out = capsys.readouterr().out
     assert "project 'demo' already present" in out
@@ -528,7 +529,7 @@ def test_qrelkit_demo_prints_the_demo_logins_then_serves(demo_db: str, monkeypat
     for username, role, password in (("ana", "annotator", "ana-demo"), ("ben", "annotator", "ben-demo"),
                                      ("lea", "lead", "lea-demo")):
         assert re.search(rf"{username}\s+{role}\s+password: {password}", out)
-    assert served == [(demo_db, 8999, "demo")]
+    assert served == [(demo_db, 8999, "127.0.0.1", "demo")]
 
 
 def test_serve_runs_streamlit_headless_without_usage_stats() -> None:
