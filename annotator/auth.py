@@ -94,7 +94,9 @@ def sync_cookie() -> None:
 def clear_stale_cookie() -> None:
     """After logout or a dead token, remove the cookie so the next reload does not even try it."""
     if st.session_state.get(CLEAR_COOKIE_KEY):
-        _cookie_manager().delete(COOKIE, key="qrelkit-cookie-delete")
+        manager = _cookie_manager()
+        if COOKIE in manager.cookies:  # the component reports the browser's cookies (a rerun after it loads)
+            manager.delete(COOKIE, key="qrelkit-cookie-delete")
 
 
 def oidc_configured() -> bool:
