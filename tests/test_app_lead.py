@@ -346,9 +346,13 @@ def test_adjudication_shows_every_grade_and_fragment_html_as_text(store):
     d11 = next(label for label in labels if label.startswith("q000 · d11 "))
     at.selectbox[0].set_value(d11).run()
     assert not at.exception
-    assert SCRIPT_TEXT in [t.value for t in at.text]
+    import html
+
+    bodies = [e.proto.body for e in at.get("html")]
+    assert any(html.escape("<script>alert('x')</script> Returns:", quote=True) in b for b in bodies)
+    assert not any("<script>" in b for b in bodies)
     grades = at.dataframe[0].value
-    assert dict(zip(grades["annotator"], grades["grade"], strict=True)) == {"ana": 0, "ben": 1}
+    assert dict(zip(grades["Annotator"], grades["Grade"], strict=True)) == {"ana": 0, "ben": 1}
 
 
 def test_guidelines_page_diffs_versions_and_lists_the_rejudge_queue(store):
@@ -361,7 +365,7 @@ def test_guidelines_page_diffs_versions_and_lists_the_rejudge_queue(store):
     assert "-2 answers partially.\n" in diff
     assert "+2 answers partially or gives essential context.\n" in diff
     queue = at.dataframe[0].value
-    assert len(queue) == 40 and set(queue["guideline"].astype(str)) == {"1"}
+    assert len(queue) == 40 and set(queue["Judged under version"].astype(str)) == {"1"}
     at.text_area[0].input(GUIDELINE_V2 + "\nCan't judge: say why.\n")
     at.button[0].click().run()
     assert not at.exception
@@ -549,7 +553,7 @@ def test_project_import_reports_rejected_lines_by_upload_name_and_writes_nothing
     at.file_uploader[0].set_value(("queries.jsonl", bad, "application/x-ndjson")).run()
     next(b for b in at.button if b.label == "Import").click().run()
     assert not at.exception
-    assert at.error and at.error[0].value.startswith("Nothing imported: queries.jsonl:2: ")
+    assert at.error and shown(at.error[0].value).startswith("Nothing imported: queries.jsonl:2: ")
     assert list(queries_frames.queries_frame(store, PROJECT)["query_id"]) == ["q000"]
     good = b'{"id": "q9", "text": "Can I change the delivery address?", "category": "shipping"}\n'
     at.file_uploader[0].set_value(("queries.jsonl", good, "application/x-ndjson")).run()
@@ -563,9 +567,9 @@ def test_project_import_reports_rejected_lines_by_upload_name_and_writes_nothing
 def test_project_page_shows_each_annotators_progress(store):
     """Both annotators finished their 20 assigned pairs: progress 1.0 each."""
     at = page_test(store, "lead_project.py")
-    stats = at.dataframe[0].value.set_index("username")
-    assert stats.loc[["ana", "ben"], ["assigned", "done"]].values.tolist() == [[20, 20], [20, 20]]
-    assert stats.loc[["ana", "ben"], "progress"].tolist() == [1.0, 1.0]
+    stats = at.dataframe[0].value.set_index("Annotator")
+    assert stats.loc[["ana", "ben"], ["Assigned", "Done"]].values.tolist() == [[20, 20], [20, 20]]
+    assert stats.loc[["ana", "ben"], "Progress"].tolist() == [1.0, 1.0]
 
 
 def test_new_judgment_invalidates_the_cached_agreement(store):
