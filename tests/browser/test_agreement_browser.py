@@ -1,0 +1,191 @@
+"""The Agreement page in a real browser: its κ and α (with CIs) are the CLI's on the same judgments, for two and
+for four annotators, and planted Markdown/HTML in annotator names and query ids shows literally, fetching nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.browser.conftest import Server, login, start_server, stop_server
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.browser
+
+LEAD = ("lead", "lead-password-1")
+MARKDOWN_NAME = "![t](http://127.0.0.1:9/x.png)"
+HTML_QUERY = "<b>x</b>"
+PLANTED_HOST = "127.0.0.1:9"
+SLOW = 90_000  # ms: the first agreement report of a session is computed, then cached
+BOOTSTRAP = 200  # the app's replicates (views_agreement.APP_BOOTSTRAP); the CLI gets the same and the same seed
+
+
+@dataclass
+class Agreement:
+    """A live server on a seeded project and the CLI's report on the judgments exported from its store."""
+
+    server: Server
+    annotators: list[str]
+    json: dict
+    table: str
+
+
+def judgments(annotators: list[str], seed: int) -> list[dict]:
+    """Seeded grades on 0–3 for 6 queries × 8 fragments, each annotator off by one now and then; on the
+    query with HTML in its id the planted annotator disagrees by three grades (the most disputed pair)."""
+    rng = np.random.default_rng(seed)
+    queries = ["q1", "q2", "q3", "q4", "q5", HTML_QUERY]
+    rows = []
+    for q, query in enumerate(queries):
+        for f in range(8):
+            truth = int(rng.choice(4, p=[0.4, 0.3, 0.2, 0.1]))
+            for annotator in annotators:
+                grade = int(np.clip(truth + rng.choice([-1, 0, 1], p=[0.15, 0.7, 0.15]), 0, 3))
+                if query == HTML_QUERY and f == 0:
+                    grade = 3 if annotator == MARKDOWN_NAME else 0
+                rows.append({"query_id": query, "fragment_id": f"f{q}_{f}", "annotator": annotator, "grade": grade})
+    return rows
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    """Records as JSON lines."""
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def build_store(folder: Path, annotators: list[str]) -> str:
+    """A project `demo` whose judgments are imported through the store, plus a lead who can log in."""
+    from db import imports, projects, users
+    from db.permissions import OPERATOR
+    from db.schema import init_db
+
+    db_url = f"sqlite:///{folder / 'agreement.db'}"
+    engine = init_db(db_url)
+    users.create_user(engine, LEAD[0], "lead", password=LEAD[1], actor=OPERATOR)
+    projects.create_project(engine, "demo", actor=OPERATOR)
+    rows = judgments(annotators, seed=len(annotators))
+    queries = sorted({r["query_id"] for r in rows})
+    imports.import_queries(engine, "demo", write_jsonl(folder / "queries.jsonl", [
+        {"id": q, "text": f"Question {i}"} for i, q in enumerate(queries)]), actor=OPERATOR)
+    fragments = sorted({r["fragment_id"] for r in rows})
+    imports.import_fragments(engine, "demo", write_jsonl(folder / "fragments.jsonl", [
+        {"id": f, "text": f"Fragment {f}"} for f in fragments]), actor=OPERATOR)
+    imports.import_judgments(engine, "demo", write_jsonl(folder / "judgments.jsonl", rows), actor=OPERATOR)
+    engine.dispose()
+    return db_url
+
+
+def cli_report(db_url: str, folder: Path) -> tuple[dict, str]:
+    """`qrelkit agreement` (JSON and table) on the judgments exported from the store the app reads."""
+    from db.engine import get_engine
+    from db.queries_frames import judgments_frame
+
+    frame = judgments_frame(get_engine(db_url), "demo")
+    exported = write_jsonl(folder / "exported.jsonl", [
+        {"query_id": r.query_id, "fragment_id": r.fragment_id, "annotator": r.annotator,
+         "grade": None if r.grade is None or r.grade != r.grade else int(r.grade)}
+        for r in frame.itertuples(index=False)])
+    command = [sys.executable, "-m", "annotator", "agreement", str(exported), "--bootstrap", str(BOOTSTRAP),
+               "--seed", "0"]
+    as_json = subprocess.run([*command, "--format", "json"], cwd=ROOT, capture_output=True, text=True, check=True)
+    as_table = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
+    return json.loads(as_json.stdout), as_table.stdout
+
+
+@pytest.fixture(scope="module", params=[2, 4], ids=["2-annotators", "4-annotators"])
+def agreement(request, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agreement]:
+    """A server per annotator count (the planted name is always one of them)."""
+    annotators = ["ana", "bob", "cy", MARKDOWN_NAME] if request.param == 4 else ["ana", MARKDOWN_NAME]
+    folder = tmp_path_factory.mktemp(f"agreement-{request.param}")
+    db_url = build_store(folder, annotators)
+    data, table = cli_report(db_url, folder)
+    proc, base_url = start_server(db_url, folder / "serve.log")
+    try:
+        yield Agreement(Server(base_url, db_url), annotators, data, table)
+    finally:
+        stop_server(proc)
+
+
+def wait_idle(page, timeout: float = SLOW) -> None:
+    """Wait until the script run is over (the first report of a session takes a while)."""
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
+
+
+def open_agreement(page, server: Server, requests: list[str]) -> None:
+    """Log in as the lead, recording every request the page makes, and follow the sidebar link to Agreement."""
+    page.on("request", lambda request: requests.append(request.url))
+    login(page, server.url, *LEAD)
+    page.get_by_test_id("stSidebar").get_by_role("link", name="Agreement").click()
+    page.get_by_role("heading", name="Agreement").wait_for(timeout=SLOW)
+    page.get_by_text("Most disputed pairs").wait_for(timeout=SLOW)
+    wait_idle(page)
+
+
+def tiles(page) -> dict[str, tuple[str, str]]:
+    """Each headline metric as label → (value, caption under it), as the browser shows them."""
+    out = {}
+    columns = page.locator("[data-testid='stColumn']").filter(has=page.get_by_test_id("stMetric"))
+    for i in range(columns.count()):
+        column = columns.nth(i)
+        label = column.get_by_test_id("stMetricLabel").inner_text().strip()
+        value = column.get_by_test_id("stMetricValue").inner_text().strip()
+        out[label] = (value, column.get_by_test_id("stCaptionContainer").first.inner_text().strip())
+    return out
+
+
+def ci_text(ci: list[float]) -> str:
+    """A CI as the page prints it."""
+    return f"95% CI {ci[0]:.2f} – {ci[1]:.2f}"
+
+
+def light_kappa_ci(table: str, weight: str) -> list[float]:
+    """The mean pairwise κ CI from the CLI's table (`mean Cohen κ quadratic    0.612  [0.501, 0.702]`)."""
+    match = re.search(rf"mean Cohen κ {weight}\s+(-?[\d.]+)\s+\[(-?[\d.]+), (-?[\d.]+)\]", table)
+    assert match, table
+    return [float(match.group(2)), float(match.group(3))]
+
+
+def test_agreement_page_kappa_and_alpha_equal_the_cli(agreement: Agreement, page) -> None:
+    """The first numbers on the page — Cohen's κ weighted and unweighted, Krippendorff's α — with their 95% CIs
+    are the CLI's; with two annotators κ is the pair's κ, with four the mean over the six pairs."""
+    requests: list[str] = []
+    open_agreement(page, agreement.server, requests)
+    shown = tiles(page)
+    assert list(shown)[:3] == ["Cohen's κ, weighted", "Cohen's κ, unweighted", "Krippendorff's α"]
+    data = agreement.json
+    alpha = data["alpha"]["ordinal"]
+    assert shown["Krippendorff's α"][0] == f"{alpha['value']:.2f}"
+    assert shown["Krippendorff's α"][1].startswith(ci_text(alpha["ci"]))
+    n_pairs = len(agreement.annotators) * (len(agreement.annotators) - 1) // 2
+    assert len(data["kappa"]) == n_pairs
+    for label, weight in (("Cohen's κ, weighted", "quadratic"), ("Cohen's κ, unweighted", "unweighted")):
+        value = np.mean([pair[weight]["value"] for pair in data["kappa"]])
+        ci = data["kappa"][0][weight]["ci"] if n_pairs == 1 else light_kappa_ci(agreement.table, weight)
+        assert shown[label][0] == f"{value:.2f}"
+        assert shown[label][1].startswith(ci_text(ci))
+        if n_pairs > 1:
+            assert f"mean of {n_pairs} annotator pairs" in shown[label][1]
+    # the heatmap (with its weighting choice) only when there is more than one pair to compare
+    assert page.get_by_role("radio", name="quadratic").count() == (1 if n_pairs > 1 else 0)
+
+
+def test_planted_markdown_and_html_render_literally(agreement: Agreement, page) -> None:
+    """An annotator named like a Markdown image and a query id holding <b> show as typed; nothing is fetched."""
+    requests: list[str] = []
+    open_agreement(page, agreement.server, requests)
+    disputed = page.get_by_test_id("stText").filter(has_text=f"{HTML_QUERY} · f5_0")
+    disputed.first.wait_for()
+    line = disputed.first.inner_text()
+    assert f"{MARKDOWN_NAME}: 3" in line and "spread 3" in line
+    assert page.locator("[data-testid='stMain'] b", has_text=re.compile("^x$")).count() == 0
+    assert page.locator("[data-testid='stMain'] img").count() == 0
+    assert page.get_by_role("combobox", name="Annotator A").input_value() == MARKDOWN_NAME
+    page.wait_for_timeout(1000)
+    assert not [url for url in requests if PLANTED_HOST in url]
