@@ -49,5 +49,7 @@ def project_picker() -> str | None:
     if len(names) > 1:
         st.sidebar.selectbox("Project", names, index=names.index(current), key="project")
     elif current:
-        st.sidebar.caption(f"Project: {current}")
+        from annotator.views import literal  # views imports this module
+
+        st.sidebar.caption(f"Project: {literal(current)}")
     return st.session_state.get("project")
