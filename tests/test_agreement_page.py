@@ -1,0 +1,135 @@
+"""The Agreement page through AppTest on 1–3 and 1–5 projects: κ and α first (as the reference libraries compute
+them), the project's own cuts and grade labels, the heatmap only for three or more annotators, and every
+user-supplied string (annotator names, query ids, the verdict's reasons) outside Markdown."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import krippendorff
+import numpy as np
+import pytest
+from sklearn.metrics import cohen_kappa_score
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import ROOT
+
+PAGE = ROOT / "annotator" / "screens" / "lead_agreement.py"
+MARKDOWN_NAME = "![t](http://127.0.0.1:9/x.png)"
+HTML_QUERY = "<b>x</b>"
+LEAD = "lead"
+
+
+def grades(annotators: list[str], scale: tuple[int, int], seed: int) -> list[dict]:
+    """Seeded grades over the scale for 5 queries × 8 fragments; the planted annotator grades at random."""
+    rng = np.random.default_rng(seed)
+    low, high = scale
+    rows = []
+    for q, query in enumerate(["q1", "q2", "q3", "q4", HTML_QUERY]):
+        for f in range(8):
+            truth = int(rng.integers(low, high + 1))
+            for annotator in annotators:
+                grade = (int(rng.integers(low, high + 1)) if annotator == MARKDOWN_NAME else
+                         int(np.clip(truth + rng.choice([-1, 0, 1], p=[0.1, 0.8, 0.1]), low, high)))
+                rows.append({"query_id": query, "fragment_id": f"f{q}_{f}", "annotator": annotator, "grade": grade})
+    return rows
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    """Records as JSON lines."""
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def matrix(rows: list[dict], annotators: list[str]) -> np.ndarray:
+    """Annotators × units grades, the orientation krippendorff.alpha expects."""
+    units = sorted({(r["query_id"], r["fragment_id"]) for r in rows})
+    index = {u: i for i, u in enumerate(units)}
+    out = np.full((len(annotators), len(units)), np.nan)
+    for r in rows:
+        out[annotators.index(r["annotator"]), index[(r["query_id"], r["fragment_id"])]] = r["grade"]
+    return out
+
+
+def page_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, annotators: list[str], scale: tuple[int, int],
+             labels: dict[int, str]) -> tuple[AppTest, list[dict]]:
+    """A project on `scale` whose judgments come in through the store's import, and its Agreement page run."""
+    from annotator.auth import TOKEN_KEY
+    from db import imports, projects, users
+    from db.permissions import OPERATOR
+    from db.schema import init_db
+    from db.sessions import create_session
+
+    url = f"sqlite:///{tmp_path / 'agreement.db'}"
+    engine = init_db(url)
+    lead = users.create_user(engine, LEAD, "lead", password="lead-password-1", actor=OPERATOR)
+    projects.create_project(engine, "scaled", scale=scale, threshold=0.99, labels=labels, actor=OPERATOR)
+    rows = grades(annotators, scale, seed=scale[1] + len(annotators))
+    imports.import_queries(engine, "scaled", write_jsonl(tmp_path / "q.jsonl", [
+        {"id": q, "text": f"query {q}"} for q in sorted({r["query_id"] for r in rows})]), actor=OPERATOR)
+    imports.import_fragments(engine, "scaled", write_jsonl(tmp_path / "f.jsonl", [
+        {"id": f, "text": f"fragment {f}"} for f in sorted({r["fragment_id"] for r in rows})]), actor=OPERATOR)
+    imports.import_judgments(engine, "scaled", write_jsonl(tmp_path / "j.jsonl", rows), actor=OPERATOR)
+    monkeypatch.setenv("QRELKIT_DB_URL", url)
+    at = AppTest.from_file(str(PAGE), default_timeout=120)
+    at.session_state[TOKEN_KEY] = create_session(engine, lead.id, client="apptest").token
+    at.session_state["project"] = "scaled"
+    return at.run(), rows
+
+
+def expected_kappa(mat: np.ndarray, scale: tuple[int, int], weights: str | None) -> float:
+    """Mean over annotator pairs of scikit-learn's Cohen's κ with the whole scale as labels."""
+    labels = list(range(scale[0], scale[1] + 1))
+    values = []
+    for i in range(len(mat)):
+        for j in range(i + 1, len(mat)):
+            both = ~np.isnan(mat[i]) & ~np.isnan(mat[j])
+            values.append(cohen_kappa_score(mat[i, both], mat[j, both], labels=labels, weights=weights))
+    return float(np.mean(values))
+
+
+CASES = [
+    pytest.param(["ana", MARKDOWN_NAME], (1, 3), {1: "Partly", 2: "Mostly", 3: "Fully"}, id="1-3, two annotators"),
+    pytest.param(["ana", "bob", MARKDOWN_NAME], (1, 5), {1: "No", 2: "Barely", 3: "Partly", 4: "Mostly", 5: "Fully"},
+                 id="1-5, three annotators"),
+]
+
+
+@pytest.mark.parametrize(("annotators", "scale", "labels"), CASES)
+def test_kappa_and_alpha_come_first_on_any_scale(tmp_path, monkeypatch, annotators, scale, labels) -> None:
+    """κ weighted, κ unweighted and ordinal α are the first three numbers, equal to scikit-learn and krippendorff
+    on the project's scale; cuts and grade labels follow the scale; the heatmap appears only for 3+ annotators."""
+    at, rows = page_for(tmp_path, monkeypatch, annotators, scale, labels)
+    assert not at.exception
+    mat = matrix(rows, annotators)
+    alpha = krippendorff.alpha(mat, level_of_measurement="ordinal", value_domain=list(range(scale[0], scale[1] + 1)))
+    metrics = [(m.label, m.value) for m in at.metric]
+    assert metrics[:3] == [("Cohen's κ, weighted", f"{expected_kappa(mat, scale, 'quadratic'):.2f}"),
+                           ("Cohen's κ, unweighted", f"{expected_kappa(mat, scale, None):.2f}"),
+                           ("Krippendorff's α", f"{alpha:.2f}")]
+    assert all(c.value.startswith("95% CI ") for c in at.caption[:3])
+    cuts = at.dataframe[1].value.set_index("coefficient")
+    assert list(cuts.index) == [f"boundary {g - 1}|{g}" for g in range(scale[0] + 1, scale[1] + 1)]
+    for g in range(scale[0] + 1, scale[1] + 1):
+        binary = np.where(np.isnan(mat), np.nan, (mat >= g).astype(float))
+        expected = krippendorff.alpha(binary, level_of_measurement="nominal", value_domain=[0, 1])
+        assert cuts.loc[f"boundary {g - 1}|{g}", "value"] == pytest.approx(expected, abs=1e-9)
+    assert "Grades: " + " · ".join(f"{g} = {name}" for g, name in labels.items()) in [t.value for t in at.text]
+    assert [r.label for r in at.radio] == (["Weights"] if len(annotators) >= 3 else [])
+
+
+@pytest.mark.parametrize(("annotators", "scale", "labels"), CASES[1:])
+def test_user_strings_never_reach_markdown(tmp_path, monkeypatch, annotators, scale, labels) -> None:
+    """The flag's reasons (which name the planted annotator and the HTML query) are plain text; no Markdown or
+    alert element carries an annotator name or query id."""
+    at, _ = page_for(tmp_path, monkeypatch, annotators, scale, labels)
+    assert not at.exception
+    assert at.error and at.error[-1].value.startswith("All judgments: ordinal α ")
+    texts = "\n".join(t.value for t in at.text)
+    assert f"without {MARKDOWN_NAME} α would be" in texts
+    assert HTML_QUERY in texts
+    rendered = [e.value for kind in ("markdown", "caption", "error", "warning", "info", "success")
+                for e in at.get(kind)] + [m.label for m in at.metric]
+    for planted in (MARKDOWN_NAME, HTML_QUERY, "](http"):
+        assert not any(planted in value for value in rendered), planted
