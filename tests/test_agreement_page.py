@@ -133,3 +133,18 @@ def test_user_strings_never_reach_markdown(tmp_path, monkeypatch, annotators, sc
                 for e in at.get(kind)] + [m.label for m in at.metric]
     for planted in (MARKDOWN_NAME, HTML_QUERY, "](http"):
         assert not any(planted in value for value in rendered), planted
+
+
+def test_headline_of_a_single_annotator_says_why_instead_of_a_number() -> None:
+    """One annotator: no κ pair, α undefined — the tiles show "—" and the reason, never NaN or 0."""
+    import pandas as pd
+
+    from annotator import views_agreement
+    from eval_core.agreement import agreement_report
+
+    frame = pd.DataFrame({"query_id": ["q1", "q2"], "fragment_id": ["a", "b"], "annotator": ["ana", "ana"],
+                          "grade": pd.array([0, 3], dtype="Int64")})
+    report = agreement_report(frame, bootstrap=50)
+    tiles = views_agreement.headline(report)
+    assert [(t.value, t.caption.split(" · ")[0]) for t in tiles] == [("—", "undefined: one annotator")] * 3
+    assert views_agreement.kappa_table(report).empty
