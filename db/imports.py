@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from db.models import (
     Adjudication,
     Assignment,
     Fragment,
+    Guideline,
     Judgment,
     JudgmentHistory,
     Pair,
@@ -33,12 +35,15 @@ from db.models import (
 )
 from db.permissions import Actor, require_lead
 from db.projects import ProjectNotFound, project_row
+from db.queries_frames import project_adjudications
 from eval_core.errors import InputError
 from eval_core.formats import ranked
-from eval_core.judgments import parse_grade
-from eval_core.records import iter_lines, iter_records, open_binary
+from eval_core.judgments import read_judgments_file
+from eval_core.records import check_id, iter_lines, iter_records, open_binary
 
 MAX_ID_CHARS = 500
+MAX_NAME_CHARS = 200
+UNKNOWN_LISTED = 10
 MAX_TEXT_CHARS = 1_000_000
 MAX_PROBLEMS = 100
 CHUNK = 20_000
@@ -56,11 +61,13 @@ class ImportReport:
     kind: str = ""
     path: str = ""
     records: int = 0
+    unknown_fragments: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """JSON-able form for the CLI."""
-        return {"kind": self.kind, "path": self.path, "records": self.records, "created": self.created,
-                "updated": self.updated, "unchanged": self.unchanged, "rejected": self.rejected}
+        out = {"kind": self.kind, "path": self.path, "records": self.records, "created": self.created,
+               "updated": self.updated, "unchanged": self.unchanged, "rejected": self.rejected}
+        return {**out, "unknown_fragments": self.unknown_fragments} if self.unknown_fragments else out
 
 
 class ImportRejected(InputError):
@@ -144,7 +151,7 @@ def _parse_queries(path: str | Path, show: bool) -> dict[str, dict]:
     first: dict[str, int] = {}
     for lineno, rec in _progress(iter_records(path), show, "reading queries"):
         try:
-            ext = _text(rec, ("id", "_id", "query_id"), "query id", MAX_ID_CHARS)
+            ext = check_id(_text(rec, ("id", "_id", "query_id"), "query id", MAX_ID_CHARS), "query id")
             text = _text(rec, ("text", "query"), "query text", MAX_TEXT_CHARS)
             category = _text(rec, ("category",), "category", 200, required=False)
             if category is None and isinstance(rec.get("metadata"), dict):
@@ -170,7 +177,7 @@ def _parse_fragments(path: str | Path, show: bool) -> dict[str, dict]:
     first: dict[str, int] = {}
     for lineno, rec in _progress(iter_records(path), show, "reading fragments"):
         try:
-            ext = _text(rec, ("id", "_id", "fragment_id"), "fragment id", MAX_ID_CHARS)
+            ext = check_id(_text(rec, ("id", "_id", "fragment_id"), "fragment id", MAX_ID_CHARS), "fragment id")
             text = _text(rec, ("text",), "fragment text", MAX_TEXT_CHARS)
             title = _text(rec, ("title",), "title", MAX_TEXT_CHARS, required=False)
             doc_id = _text(rec, ("doc_id",), "doc_id", MAX_ID_CHARS, required=False)
@@ -356,6 +363,7 @@ def import_run(engine: Engine, project: str, path: str | Path, name: str | None 
             return report
         fragments = dict(session.execute(select(Fragment.external_id, Fragment.id)
                                          .where(Fragment.project_id == proj.id)).all())
+        report.unknown_fragments = _unknown_fragments(path, frame, fragments)
         if old is None:
             run_id = session.execute(Run.__table__.insert().values(
                 project_id=proj.id, name=name, content_hash=digest, n_lines=len(frame), created_at=utcnow())
@@ -369,6 +377,23 @@ def import_run(engine: Engine, project: str, path: str | Path, name: str | None 
             report.updated = 1
         _insert_run_entries(session, run_id, frame, fragments, progress)
     return report
+
+
+def _unknown_fragments(path: str | Path, frame: pd.DataFrame, fragments: dict[str, int]) -> dict:
+    """Run documents the corpus does not hold (kept, never pooled): how many, and the first UNKNOWN_LISTED
+    with the line that names them, found by one more pass over the file only when there are any."""
+    unknown = set(frame.loc[~frame["doc"].isin(fragments.keys()), "doc"].unique())
+    if not unknown:
+        return {}
+    examples: dict[str, int] = {}
+    for lineno, line in iter_lines(path):
+        fields = line.split()
+        if len(fields) == 6 and fields[2] in unknown and fields[2] not in examples:
+            examples[fields[2]] = lineno
+            if len(examples) == min(UNKNOWN_LISTED, len(unknown)):
+                break
+    return {"count": len(unknown), "examples": [f"{path}:{line}: unknown fragment id {doc!r}"
+                                                for doc, line in examples.items()]}
 
 
 def _insert_run_entries(session: Session, run_id: int, frame: pd.DataFrame, fragments: dict[str, int],
@@ -394,69 +419,52 @@ def _insert_run_entries(session: Session, run_id: int, frame: pd.DataFrame, frag
 
 # --- judgments -------------------------------------------------------------------------------------------------
 
-@dataclass
-class _Judged:
-    """One parsed judgment line."""
-
-    line: int
-    query: int
-    fragment: int
-    annotator: str
-    grade: int | None
-    note: str | None
-
-
-def _parse_judgments(path: str | Path, scale: tuple[int, int], queries: dict[str, int], fragments: dict[str, int],
-                     show: bool) -> tuple[list[_Judged], dict[tuple[int, int], tuple[int, int, str, str]]]:
-    """Flat `query_id, fragment_id, annotator, grade[, note]` records or release JSONL lines (`grades` per
-    annotator, optional `adjudication` {grade, reason, by}); returns judgments and adjudications by pair."""
+def _parse_judgments(engine: Engine, path: str | Path, proj: Project, queries: dict[str, int],
+                     fragments: dict[str, int], show: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The judgments and adjudications of a file (eval_core's one judgments reader) with store ids: query,
+    fragment, guideline (by version) and a timestamp; every line naming something the project does not
+    have is a problem, and an adjudication must name an active lead."""
+    read = read_judgments_file(path, (proj.scale_min, proj.scale_max), progress=show)
     problems = _Problems(path, "judgments")
-    out: list[_Judged] = []
-    adjudications: dict[tuple[int, int], tuple[int, int, str, str]] = {}
-    seen: dict[tuple[int, int, str], int] = {}
-    for lineno, rec in _progress(iter_records(path), show, "reading judgments"):
-        try:
-            qext = _text(rec, ("query_id",), "query_id", MAX_ID_CHARS)
-            fext = _text(rec, ("fragment_id", "doc_id"), "fragment_id", MAX_ID_CHARS)
-            if "grades" in rec:
-                if not isinstance(rec["grades"], dict):
-                    raise ValueError("grades must be an object {annotator: grade}")
-                items = [(_text({"a": a}, ("a",), "annotator", 200), parse_grade(g, scale), None)
-                         for a, g in rec["grades"].items()]
-            else:
-                if "annotator" not in rec or "grade" not in rec:
-                    raise ValueError("missing field(s): annotator and grade (or a release line's grades)")
-                items = [(_text(rec, ("annotator",), "annotator", 200), parse_grade(rec["grade"], scale),
-                          _text(rec, ("note",), "note", MAX_TEXT_CHARS, required=False))]
-            adjudication = rec.get("adjudication")
-            if adjudication is not None:
-                if not isinstance(adjudication, dict) or adjudication.get("grade") is None:
-                    raise ValueError("adjudication must be an object with grade, reason and by")
-                adj_grade = parse_grade(adjudication["grade"], scale)
-                reason = _text(adjudication, ("reason",), "adjudication reason", MAX_TEXT_CHARS)
-                lead = _text(adjudication, ("by",), "adjudication by", 200)
-        except ValueError as exc:
-            problems.add(lineno, str(exc))
-            continue
-        qid, fid = queries.get(qext), fragments.get(fext)
-        if qid is None:
-            problems.add(lineno, f"unknown query id {qext!r} (not imported into this project)")
-            continue
-        if fid is None:
-            problems.add(lineno, f"unknown fragment id {fext!r} (not imported into this project)")
-            continue
-        for annotator, grade, note in items:
-            key = (qid, fid, annotator)
-            if key in seen:
-                problems.add(lineno, f"duplicate judgment of ({qext}, {fext}) by {annotator} (first at line "
-                                     f"{seen[key]})")
-                continue
-            seen[key] = lineno
-            out.append(_Judged(lineno, qid, fid, annotator, grade, note))
-        if adjudication is not None:
-            adjudications[(qid, fid)] = (lineno, adj_grade, reason, lead)  # type: ignore[assignment]
+    problems.items, problems.total = list(read.problems), read.total_problems
+    frame, decided = read.judgments, read.adjudications
+    with session_scope(engine) as session:
+        versions = dict(session.execute(select(Guideline.version, Guideline.id)
+                                        .where(Guideline.project_id == proj.id)).all())
+        leads = {name: (role, active) for name, role, active in session.execute(
+            select(User.username, User.role, User.active).where(User.username.in_(decided["by"].unique().tolist())))}
+    for table in (frame, decided):
+        table["query"] = table["query_id"].map(queries)
+        table["fragment"] = table["fragment_id"].map(fragments)
+        for line, qext, fext, qid, fid in table[["line", "query_id", "fragment_id", "query", "fragment"]].itertuples(
+                index=False):
+            if pd.isna(qid):
+                problems.add(line, f"unknown query id {qext!r} (not imported into this project)")
+            elif pd.isna(fid):
+                problems.add(line, f"unknown fragment id {fext!r} (not imported into this project)")
+    if "guideline" in frame.columns:
+        frame["guideline_id"] = frame["guideline"].map(lambda v: None if v is None else versions.get(_version(v)))
+        known = ", ".join(map(str, sorted(versions))) or "none yet"
+        for line, given in frame.loc[frame["guideline"].notna() & frame["guideline_id"].isna(),
+                                     ["line", "guideline"]].itertuples(index=False):
+            problems.add(line, f"guideline version {given!r} does not exist in project {proj.name!r} "
+                               f"(versions: {known}); add it with `qrelkit guideline add`")
+    for line, annotator in frame.loc[frame["annotator"].str.len() > MAX_NAME_CHARS, ["line", "annotator"]].itertuples(
+            index=False):
+        problems.add(line, f"annotator name is {len(annotator)} characters; at most {MAX_NAME_CHARS}")
+    for line, lead in decided[["line", "by"]].itertuples(index=False):
+        role = leads.get(lead)
+        if role is None or role[0] != "lead" or not role[1]:
+            why = "no such user" if role is None else ("deactivated" if not role[1] else f"role {role[0]}")
+            problems.add(line, f"adjudication by {lead!r} ({why}): an adjudication must name an active lead")
     problems.check()
-    return out, adjudications
+    return frame, decided
+
+
+def _version(text: str) -> int | None:
+    """A guideline version as written in a judgments file ("2"), None when it is not a number."""
+    text = str(text).strip()
+    return int(text) if text.isdigit() else None
 
 
 def _ensure_users(session: Session, names: dict[str, str]) -> dict[str, int]:
@@ -489,54 +497,75 @@ def _ensure_pairs(session: Session, project_id: int, wanted: set[tuple[int, int]
 
 def import_judgments(engine: Engine, project: str, path: str | Path, progress: bool = False, *,
                      actor: Actor) -> ImportReport:
-    """Existing judgments (flat records or a release JSONL) as each annotator's current judgment, with history."""
+    """Existing judgments (flat records, a judgments export, or a release's JSONL/CSV) as each annotator's
+    current judgment, with history; a release line's adjudication is kept when it names an active lead."""
     proj = _project(engine, project, path, actor)
     with session_scope(engine) as session:
         queries = dict(session.execute(select(Query.external_id, Query.id).where(Query.project_id == proj.id)).all())
         fragments = dict(session.execute(select(Fragment.external_id, Fragment.id)
                                          .where(Fragment.project_id == proj.id)).all())
-    judged, adjudications = _parse_judgments(path, (proj.scale_min, proj.scale_max), queries, fragments, progress)
+    judged, adjudications = _parse_judgments(engine, path, proj, queries, fragments, progress)
     report = ImportReport(kind="judgments", path=str(path), records=len(judged))
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
-        roles = {j.annotator: "annotator" for j in judged}
-        roles.update({lead: "lead" for _, _, _, lead in adjudications.values() if lead not in roles})
-        users = _ensure_users(session, roles) if roles else {}
-        pairs = _ensure_pairs(session, proj.id, {(j.query, j.fragment) for j in judged} | set(adjudications))
+        names = dict.fromkeys(judged["annotator"].tolist(), "annotator")
+        users = _ensure_users(session, names) if names else {}
+        users.update(session.execute(select(User.username, User.id)
+                                     .where(User.username.in_(adjudications["by"].unique().tolist()))).all())
+        wanted = set(zip(judged["query"].tolist(), judged["fragment"].tolist(), strict=True))
+        wanted |= set(zip(adjudications["query"].tolist(), adjudications["fragment"].tolist(), strict=True))
+        pairs = _ensure_pairs(session, proj.id, {(int(q), int(f)) for q, f in wanted})
         _write_judgments(session, proj.id, judged, users, pairs, report, progress)
         _write_adjudications(session, proj.id, adjudications, users, pairs)
     return report
 
 
-def _write_judgments(session: Session, project_id: int, judged: list[_Judged], users: dict[str, int],
+def _when(text: str | None, now: datetime) -> datetime:
+    """A judgment's time from the file (ISO 8601 with offset, checked by the reader), else now."""
+    return now if text is None else datetime.fromisoformat(text.strip()).astimezone(UTC)
+
+
+def _write_judgments(session: Session, project_id: int, judged: pd.DataFrame, users: dict[str, int],
                      pairs: dict[tuple[int, int], int], report: ImportReport, show: bool) -> None:
-    existing = {(p, u): (i, g, n) for i, p, u, g, n in session.execute(
-        select(J.c.id, J.c.pair_id, J.c.user_id, J.c.grade, J.c.note).where(J.c.project_id == project_id))}
+    """Insert new judgments, update changed ones (revision + 1), count the unchanged; history for each change."""
+    existing = {(p, u): (i, g, n, r, gl) for i, p, u, g, n, r, gl in session.execute(
+        select(J.c.id, J.c.pair_id, J.c.user_id, J.c.grade, J.c.note, J.c.cant_judge_reason, J.c.guideline_id)
+        .where(J.c.project_id == project_id))}
     now = utcnow()
     new, changed, history = [], [], []
-    for j in judged:
-        pair_id, user_id = pairs[(j.query, j.fragment)], users[j.annotator]
+    columns = {name: (judged[name].tolist() if name in judged.columns else [None] * len(judged))
+               for name in ("query", "fragment", "annotator", "grade", "note", "cant_judge_reason", "guideline_id",
+                            "time")}
+    for q, f, annotator, grade, note, reason, guideline, when in zip(*columns.values(), strict=True):
+        grade = None if grade is pd.NA else int(grade)
+        guideline = None if guideline is None or pd.isna(guideline) else int(guideline)
+        note, reason = note or None, reason or None
+        pair_id, user_id = pairs[(int(q), int(f))], users[annotator]
         old = existing.get((pair_id, user_id))
-        if old is not None and (old[1], old[2]) == (j.grade, j.note):
+        if old is not None and old[1:] == (grade, note, reason, guideline):
             report.unchanged += 1
             continue
+        at = _when(when, now)
+        values = {"grade": grade, "note": note, "cant_judge_reason": reason, "guideline_id": guideline,
+                  "updated_at": at}
         if old is None:
-            new.append({"project_id": project_id, "pair_id": pair_id, "user_id": user_id, "grade": j.grade,
-                        "note": j.note, "cant_judge_reason": None, "guideline_id": None, "seconds_spent": None,
-                        "revision": 1, "created_at": now, "updated_at": now})
+            new.append({"project_id": project_id, "pair_id": pair_id, "user_id": user_id, "seconds_spent": None,
+                        "revision": 1, "created_at": at, **values})
         else:
-            changed.append({"_id": old[0], "grade": j.grade, "note": j.note, "updated_at": now})
+            changed.append({"_id": old[0], **values})
         history.append({"project_id": project_id, "pair_id": pair_id, "user_id": user_id, "action": "import",
-                        "old_grade": old[1] if old else None, "new_grade": j.grade,
-                        "old_note": old[2] if old else None, "new_note": j.note, "old_cant_judge_reason": None,
-                        "new_cant_judge_reason": None, "guideline_id": None, "changed_by_id": user_id,
-                        "changed_at": now})
+                        "old_grade": old[1] if old else None, "new_grade": grade,
+                        "old_note": old[2] if old else None, "new_note": note,
+                        "old_cant_judge_reason": old[3] if old else None, "new_cant_judge_reason": reason,
+                        "guideline_id": guideline, "changed_by_id": user_id, "changed_at": now})
     for chunk in _progress(list(_chunks(new)), show, "writing judgments"):
         session.execute(J.insert(), chunk)
     if changed:
         session.execute(J.update().where(J.c.id == bindparam("_id"))
-                        .values(grade=bindparam("grade"), note=bindparam("note"), cant_judge_reason=None,
-                                revision=J.c.revision + 1, updated_at=bindparam("updated_at")), changed)
+                        .values(grade=bindparam("grade"), note=bindparam("note"),
+                                cant_judge_reason=bindparam("cant_judge_reason"),
+                                guideline_id=bindparam("guideline_id"), revision=J.c.revision + 1,
+                                updated_at=bindparam("updated_at")), changed)
     for chunk in _chunks(history):
         session.execute(H.insert(), chunk)
     done = sorted({(r["pair_id"], r["user_id"]) for r in history})
@@ -545,24 +574,20 @@ def _write_judgments(session: Session, project_id: int, judged: list[_Judged], u
     report.created, report.updated = len(new), len(changed)
 
 
-def _write_adjudications(session: Session, project_id: int, adjudications: dict, users: dict[str, int],
+def _write_adjudications(session: Session, project_id: int, adjudications: pd.DataFrame, users: dict[str, int],
                          pairs: dict[tuple[int, int], int]) -> None:
     """Append a release line's adjudication unless the one in force already says the same."""
-    if not adjudications:
+    if adjudications.empty:
         return
     table = Adjudication.__table__
-    current: dict[int, tuple[int, str, int]] = {}
-    for pair_id, grade, reason, user_id in session.execute(
-            select(table.c.pair_id, table.c.grade, table.c.reason, table.c.user_id)
-            .where(table.c.project_id == project_id).order_by(table.c.created_at, table.c.id)):
-        current[pair_id] = (grade, reason, user_id)
+    current = {(q, f): (g, r, b) for q, f, g, r, b in project_adjudications(session, project_id).itertuples(
+        index=False)}
     now = utcnow()
     rows = []
-    for key, (_line, grade, reason, lead) in adjudications.items():
-        pair_id = pairs[key]
-        if current.get(pair_id) != (grade, reason, users[lead]):
-            rows.append({"project_id": project_id, "pair_id": pair_id, "grade": grade, "reason": reason,
-                         "user_id": users[lead], "created_at": now})
+    for qext, fext, q, f, grade, reason, lead in adjudications[
+            ["query_id", "fragment_id", "query", "fragment", "grade", "reason", "by"]].itertuples(index=False):
+        if current.get((qext, fext)) != (int(grade), reason, lead):
+            rows.append({"project_id": project_id, "pair_id": pairs[(int(q), int(f))], "grade": int(grade),
+                         "reason": reason, "user_id": users[lead], "created_at": now})
     if rows:
         session.execute(table.insert(), rows)
-

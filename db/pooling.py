@@ -18,6 +18,7 @@ from db.projects import project_row
 
 BM25 = "bm25"
 POOL_STEPS = 3
+UNKNOWN_LISTED = 10
 _WORD = re.compile(r"[^\W_]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
@@ -31,7 +32,7 @@ class PoolReport:
     duplicates: int = 0
     provenance_updated: int = 0
     per_source: dict[str, dict[str, int]] = field(default_factory=dict)
-    unknown_docs: dict[str, int] = field(default_factory=dict)
+    unknown_docs: dict[str, dict] = field(default_factory=dict)
     duplicate_pairs: list[tuple[str, str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -134,7 +135,8 @@ def add_candidates(session: Session, project_id: int, candidates: list[tuple[int
 
 def _run_candidates(session: Session, project_id: int, depth: int, names: list[str] | None,
                     report: PoolReport) -> tuple[list[tuple[int, int, int, str]], set[int]]:
-    """Top-`depth` entries of the chosen runs (all stored runs by default) and the queries they cover."""
+    """Top-`depth` entries of the chosen runs (all stored runs by default) and the queries they cover; documents
+    the corpus does not hold are counted per run and the first UNKNOWN_LISTED named."""
     runs = session.execute(select(Run.id, Run.name).where(Run.project_id == project_id)
                            .order_by(Run.name)).all()
     by_name = {r.name: r.id for r in runs}
@@ -147,18 +149,20 @@ def _run_candidates(session: Session, project_id: int, depth: int, names: list[s
     candidates: list[tuple[int, int, int, str]] = []
     covered: set[int] = set()
     for name, run_id in by_name.items():
-        rows = session.execute(select(RunEntry.query_id, RunEntry.fragment_id, RunEntry.rank)
-                               .where(RunEntry.run_id == run_id, RunEntry.rank <= depth)).all()
-        missing = 0
-        for qid, fid, rank in rows:
+        rows = session.execute(select(RunEntry.query_id, RunEntry.fragment_id, RunEntry.rank,
+                                      RunEntry.doc_external_id)
+                               .where(RunEntry.run_id == run_id, RunEntry.rank <= depth)
+                               .order_by(RunEntry.query_id, RunEntry.rank)).all()
+        missing: dict[str, None] = {}
+        for qid, fid, rank, doc in rows:
             covered.add(qid)
             if fid is None:
-                missing += 1
+                missing.setdefault(doc)
             else:
                 candidates.append((qid, fid, rank, name))
         report.per_source.setdefault(name, {"candidates": 0, "created": 0})
         if missing:
-            report.unknown_docs[name] = missing
+            report.unknown_docs[name] = {"count": len(missing), "examples": list(missing)[:UNKNOWN_LISTED]}
     return candidates, covered
 
 

@@ -13,37 +13,56 @@ from db.projects import project_row
 from eval_core.consensus import consensus
 
 JUDGMENT_COLUMNS = ["query_id", "fragment_id", "annotator", "grade", "note", "guideline", "category",
-                    "cant_judge_reason", "pair_id"]
+                    "cant_judge_reason", "pair_id", "updated_at"]
 
 
 def judgments_frame(engine: Engine, project: str) -> pd.DataFrame:
-    """Every current judgment in the judgments contract (grade Int64, NA = can't judge), plus the guideline
-    version it was made under (str, None when unknown, e.g. imported), the query category, the reason, and the
-    store's pair_id (so the app can open adjudication.pair_detail for a disputed pair).
-
-    The judgments are read as bare ids and mapped to names through the (much smaller) pair, user and
-    guideline tables in pandas: joining and sorting strings in the database took ~20 s at 1M judgments."""
+    """Every current judgment of the project (see project_judgments)."""
     with session_scope(engine) as session:
-        project_id = project_row(session, project).id
-        judged = frame_of(session, select(Judgment.pair_id, Judgment.user_id, Judgment.grade, Judgment.note,
-                                     Judgment.guideline_id, Judgment.cant_judge_reason)
-                        .where(Judgment.project_id == project_id))
-        pairs = frame_of(session, select(Pair.id.label("pair_id"), Query.external_id.label("query_id"),
-                                    Fragment.external_id.label("fragment_id"), Query.category)
-                       .select_from(Pair).join(Query, Query.id == Pair.query_id)
-                       .join(Fragment, Fragment.id == Pair.fragment_id).where(Pair.project_id == project_id))
-        users = frame_of(session, select(User.id.label("user_id"), User.username.label("annotator")))
-        versions = frame_of(session, select(Guideline.id.label("guideline_id"), Guideline.version)
-                          .where(Guideline.project_id == project_id))
-    frame = (judged.merge(pairs, on="pair_id", how="left").merge(users, on="user_id", how="left")
-             .merge(versions, on="guideline_id", how="left"))
-    frame["grade"] = pd.array(frame["grade"], dtype="Float64").astype("Int64")
-    frame["guideline"] = pd.Series(pd.array(frame["version"], dtype="Float64").astype("Int64"),
-                                   dtype=object).map(lambda v: None if v is pd.NA else str(v))
-    for name in ("query_id", "fragment_id", "annotator"):
-        frame[name] = frame[name].astype(str)
-    frame = frame.sort_values(["query_id", "fragment_id", "annotator"], kind="stable", ignore_index=True)
-    return frame[JUDGMENT_COLUMNS].astype({"pair_id": "int64"})
+        return project_judgments(session, project_row(session, project).id)
+
+
+def project_judgments(session: Session, project_id: int) -> pd.DataFrame:
+    """Every current judgment in the judgments contract (grade Int64, NA = can't judge), sorted by query,
+    fragment, annotator, plus the guideline version it was made under (str, None when unknown, e.g. an import
+    without one), the query category, the note and can't-judge reason, the store's pair_id (so the app can
+    open adjudication.pair_detail) and when it was last changed (aware UTC). The one builder: the lead pages,
+    releases and the judgments export all read it.
+
+    Judgments are read as bare ids and mapped to names column-wise through the (much smaller) pair, user and
+    guideline tables: joining and sorting strings in the database took ~20 s at 1M judgments."""
+    judged = frame_of(session, select(Judgment.pair_id, Judgment.user_id, Judgment.grade, Judgment.note,
+                                      Judgment.guideline_id, Judgment.cant_judge_reason, Judgment.updated_at)
+                      .where(Judgment.project_id == project_id))
+    pairs = frame_of(session, select(Pair.id, Query.external_id, Fragment.external_id, Query.category)
+                     .select_from(Pair).join(Query, Query.id == Pair.query_id)
+                     .join(Fragment, Fragment.id == Pair.fragment_id).where(Pair.project_id == project_id),
+                     ["pair_id", "query_id", "fragment_id", "category"]).set_index("pair_id")
+    conn = session.connection()
+    users = dict(conn.execute(select(User.id, User.username)).fetchall())
+    versions = {gid: str(v) for gid, v in conn.execute(select(Guideline.id, Guideline.version)
+                                                       .where(Guideline.project_id == project_id)).fetchall()}
+    where = pairs.index.get_indexer(judged["pair_id"])
+    guideline = pd.array(judged["guideline_id"], dtype="Float64").astype("Int64")  # NULLs arrive as None/NaN
+    frame = pd.DataFrame({
+        "query_id": pairs["query_id"].to_numpy(dtype=object)[where].astype(str),
+        "fragment_id": pairs["fragment_id"].to_numpy(dtype=object)[where].astype(str),
+        "annotator": judged["user_id"].map(users).to_numpy(dtype=object).astype(str),
+        "grade": pd.array(judged["grade"], dtype="Float64").astype("Int64"),
+        "note": _texts(judged["note"]),
+        "guideline": pd.Series([None if g is pd.NA else versions.get(int(g)) for g in guideline], dtype=object),
+        "category": _texts(pd.Series(pairs["category"].to_numpy(dtype=object)[where])),
+        "cant_judge_reason": _texts(judged["cant_judge_reason"]),
+        "pair_id": judged["pair_id"].to_numpy(dtype="int64"),
+        "updated_at": pd.to_datetime(judged["updated_at"], utc=True, format="ISO8601"),
+    }, columns=JUDGMENT_COLUMNS)
+    return frame.sort_values(["query_id", "fragment_id", "annotator"], kind="stable", ignore_index=True)
+
+
+def _texts(values: pd.Series) -> pd.Series:
+    """Optional text as object with None for missing (drivers hand back None or NaN)."""
+    out = pd.Series(values, dtype=object).reset_index(drop=True)
+    return out.where(out.notna(), None)
 
 
 def frame_of(session: Session, stmt: Select, columns: list[str] | None = None) -> pd.DataFrame:
@@ -86,15 +105,20 @@ def pair_id(engine: Engine, project: str, query_id: str, fragment_id: str) -> in
 
 
 def adjudications_frame(engine: Engine, project: str) -> pd.DataFrame:
-    """The adjudication in force per pair (the latest): query_id, fragment_id, grade, reason, by."""
+    """The adjudication in force per pair (see project_adjudications)."""
     with session_scope(engine) as session:
-        project_id = project_row(session, project).id
-        rows = session.execute(
-            select(Query.external_id, Fragment.external_id, Adjudication.grade, Adjudication.reason, User.username)
-            .select_from(Adjudication).join(Pair, Pair.id == Adjudication.pair_id)
-            .join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)
-            .join(User, User.id == Adjudication.user_id).where(Adjudication.project_id == project_id)
-            .order_by(Adjudication.created_at, Adjudication.id)).all()
+        return project_adjudications(session, project_row(session, project).id)
+
+
+def project_adjudications(session: Session, project_id: int) -> pd.DataFrame:
+    """The adjudication in force per pair (the latest): query_id, fragment_id, grade, reason, by — the one
+    adjudications query (pages, live qrels, releases)."""
+    rows = session.execute(
+        select(Query.external_id, Fragment.external_id, Adjudication.grade, Adjudication.reason, User.username)
+        .select_from(Adjudication).join(Pair, Pair.id == Adjudication.pair_id)
+        .join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)
+        .join(User, User.id == Adjudication.user_id).where(Adjudication.project_id == project_id)
+        .order_by(Adjudication.created_at, Adjudication.id)).all()
     frame = pd.DataFrame(rows, columns=["query_id", "fragment_id", "grade", "reason", "by"])
     frame = frame.drop_duplicates(["query_id", "fragment_id"], keep="last")
     return frame.sort_values(["query_id", "fragment_id"]).reset_index(drop=True).astype({"grade": "int64"})

@@ -19,26 +19,21 @@ from sqlmodel import Session
 
 from db.engine import session_scope
 from db.evaluations import HEADLINE, load_release, qrels_of, run_frame, score_run, store_evaluation
+from db.models import Evaluation as EvaluationRow
 from db.models import (
-    Adjudication,
-    Fragment,
-    Guideline,
-    Judgment,
-    Pair,
     Project,
-    Query,
     Release,
     Run,
     User,
     utcnow,
 )
-from db.models import Evaluation as EvaluationRow
 from db.permissions import Actor, require_lead
 from db.projects import project_row
-from db.queries_frames import frame_of
+from db.queries_frames import project_adjudications, project_judgments
 from eval_core.agreement import agreement_report
 from eval_core.consensus import consensus
 from eval_core.formats import write_atomically
+from eval_core.spreadsheet import escape_cell
 
 FORMATS = {"trec": "qrels.trec", "beir": "qrels.tsv", "jsonl": "judgments.jsonl", "csv": "qrels.csv"}
 BOOTSTRAP = 200
@@ -59,43 +54,6 @@ class ReleaseInfo:
     card: dict
     created_by: str | None
     created_at: datetime
-
-
-def _judgments(session: Session, project_id: int) -> pd.DataFrame:
-    """Every current judgment of the project in the judgments contract, plus its guideline version; ids are
-    fetched as integers and mapped to names column-wise, which keeps a million judgments to seconds."""
-    j = frame_of(session, select(Judgment.pair_id, Judgment.user_id, Judgment.grade, Judgment.guideline_id)
-                 .where(Judgment.project_id == project_id), ["pair", "user", "grade", "guideline"])
-    pairs = frame_of(session, select(Pair.id, Pair.query_id, Pair.fragment_id)
-                     .where(Pair.project_id == project_id), ["id", "query", "fragment"])
-    queries = dict(session.connection().execute(select(Query.id, Query.external_id)
-                                                .where(Query.project_id == project_id)).fetchall())
-    fragments = dict(session.connection().execute(select(Fragment.id, Fragment.external_id)
-                                                  .where(Fragment.project_id == project_id)).fetchall())
-    users = dict(session.connection().execute(select(User.id, User.username)).fetchall())
-    versions = dict(session.connection().execute(select(Guideline.id, Guideline.version)
-                                                 .where(Guideline.project_id == project_id)).fetchall())
-    where = pd.Index(pairs["id"]).get_indexer(j["pair"])
-    return pd.DataFrame({
-        "query_id": pairs["query"].map(queries).to_numpy(dtype=object)[where],
-        "fragment_id": pairs["fragment"].map(fragments).to_numpy(dtype=object)[where],
-        "annotator": j["user"].map(users).to_numpy(dtype=object),
-        "grade": j["grade"].astype("Int64").array,
-        "guideline": j["guideline"].map(versions).astype("Int64").array,
-    })
-
-
-def _adjudications(session: Session, project_id: int) -> pd.DataFrame:
-    """The adjudication in force per pair (the latest), with its reason and the lead who made it."""
-    rows = session.execute(
-        select(Query.external_id, Fragment.external_id, Adjudication.grade, Adjudication.reason, User.username)
-        .select_from(Adjudication).join(Pair, Pair.id == Adjudication.pair_id)
-        .join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)
-        .join(User, User.id == Adjudication.user_id).where(Adjudication.project_id == project_id)
-        .order_by(Adjudication.created_at, Adjudication.id)
-    ).all()
-    frame = pd.DataFrame(rows, columns=["query_id", "fragment_id", "grade", "reason", "by"])
-    return frame.drop_duplicates(["query_id", "fragment_id"], keep="last").reset_index(drop=True)
 
 
 def render_files(labels: pd.DataFrame, adjudications: pd.DataFrame) -> tuple[str, str]:
@@ -204,8 +162,8 @@ def create_release(engine: Engine, project: str, rule: str = "median", min_grade
     with session_scope(engine) as session:
         require_lead(session, actor)
         proj = project_row(session, project)
-        judged = _judgments(session, proj.id)
-        adjudications = _adjudications(session, proj.id)
+        judged = project_judgments(session, proj.id)
+        adjudications = project_adjudications(session, proj.id)
         labels = consensus(judged, rule=rule, adjudications=adjudications[["query_id", "fragment_id", "grade"]],
                            min_grades=min_grades, scale=(proj.scale_min, proj.scale_max))
         if labels.empty:
@@ -297,14 +255,17 @@ def _beir(qrels_trec: str) -> str:
 
 
 def _csv(judgments_jsonl: str) -> str:
-    """CSV qrels with the number of grades and whether a lead adjudicated, from the stored JSONL."""
+    """CSV qrels with the number of grades, whether a lead adjudicated and every annotator's grade (a JSON
+    object, so `qrelkit agreement` can read it), from the stored JSONL; text cells go through the spreadsheet
+    escaper (a cell a spreadsheet would run as a formula starts with `'`)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["query_id", "fragment_id", "grade", "n_grades", "adjudicated"])
+    writer.writerow(["query_id", "fragment_id", "grade", "n_grades", "adjudicated", "grades"])
     for line in judgments_jsonl.splitlines():
         r = json.loads(line)
         n = sum(v is not None for v in r["grades"].values())
-        writer.writerow([r["query_id"], r["fragment_id"], r["grade"], n, int("adjudication" in r)])
+        writer.writerow([escape_cell(r["query_id"]), escape_cell(r["fragment_id"]), r["grade"], n,
+                         int("adjudication" in r), json.dumps(r["grades"], ensure_ascii=False, sort_keys=True)])
     return buf.getvalue()
 
 

@@ -1,9 +1,18 @@
-"""Judgment records (query, fragment, annotator, grade) read and checked once, so every consumer trusts them."""
+"""Judgment records (query, fragment, annotator, grade) read and checked once, so every consumer trusts them.
+
+One reader serves every judgments file qrelkit reads or writes: flat records (`query_id, fragment_id,
+annotator, grade` plus optional `note, guideline, category, cant_judge_reason, time`), as JSONL, CSV or TSV,
+and a release's per-pair lines (JSONL, or the release CSV) whose `grades` map holds every annotator's grade
+and whose optional `adjudication` holds the lead's decision.
+"""
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -15,12 +24,17 @@ import pyarrow.json as pa_json
 from tqdm import tqdm
 
 from eval_core.errors import InputError
-from eval_core.records import iter_records, open_binary, record_format
+from eval_core.records import check_id, iter_records, open_binary, record_format
+from eval_core.spreadsheet import unescape_cell
 
 KEY = ("query_id", "fragment_id", "annotator")
 REQUIRED = (*KEY, "grade")
-OPTIONAL = ("note", "guideline", "category")
-CANT_JUDGE = {"", "na", "n/a", "nan", "null", "none", "?"}
+OPTIONAL = ("note", "guideline", "category", "cant_judge_reason", "time")
+# The only ways to write "can't judge" (besides JSON null), matched case-insensitively after trimming:
+# an empty value, "null", "none", "na", "n/a". Anything else that is not an integer (NaN, ?, inf…) is refused.
+CANT_JUDGE = ("", "null", "none", "na", "n/a")
+ADJUDICATION_COLUMNS = ["query_id", "fragment_id", "grade", "reason", "by"]
+MAX_PROBLEMS = 100
 _INT = re.compile(r"[+-]?\d+")
 
 
@@ -39,8 +53,8 @@ def parse_grade(value: object, scale: tuple[int, int]) -> int | None:
     if isinstance(value, bool):
         raise ValueError(f"grade must be an integer, got {value!r}")
     if isinstance(value, float):
-        if math.isnan(value):
-            return None
+        if not math.isfinite(value):
+            raise ValueError(f"grade must be an integer, or null / empty for can't judge, got {value!r}")
         if not value.is_integer():
             raise ValueError(f"grade must be an integer, got {value!r}")
         value = int(value)
@@ -54,7 +68,10 @@ def parse_grade(value: object, scale: tuple[int, int]) -> int | None:
             try:
                 number = float(text)
             except ValueError:
-                raise ValueError(f"grade must be an integer or empty for can't judge, got {value!r}") from None
+                number = math.nan
+            if not math.isfinite(number):
+                raise ValueError(f"grade must be an integer or empty for can't judge, got {value!r} (can't "
+                                 f"judge is written null, none, na, n/a or left empty)")
             if not number.is_integer():
                 raise ValueError(f"grade must be an integer, got {value!r}")
             value = int(number)
@@ -76,9 +93,29 @@ def _text_field(rec: dict, name: str) -> str:
     return text
 
 
+@dataclass
+class JudgmentsFile:
+    """Everything a judgments file says: the judgments (with the `line` each came from), the adjudications
+    of release lines (query_id, fragment_id, grade, reason, by, line), and every problem found (the first
+    MAX_PROBLEMS kept, `total_problems` counted), so an importer can report them all at once."""
+
+    judgments: pd.DataFrame
+    adjudications: pd.DataFrame
+    problems: list[InputError] = field(default_factory=list)
+    total_problems: int = 0
+
+    def raise_problems(self) -> None:
+        """Raise the first problem (saying how many more there are) when there is any."""
+        if self.total_problems:
+            first = self.problems[0]
+            more = f" (and {self.total_problems - 1} more problem(s))" if self.total_problems > 1 else ""
+            raise InputError(first.path, first.line, first.problem + more)
+
+
 def read_judgments(path: str | Path, scale: tuple[int, int] = (0, 3), keep: str = "error",
                    progress: bool = False) -> pd.DataFrame:
-    """Read JSONL/CSV/TSV judgments; bad grades and duplicate (pair, annotator) records fail with path:line.
+    """Read JSONL/CSV/TSV judgments or a release's JSONL/CSV; bad grades and duplicate (pair, annotator)
+    records fail with path:line.
 
     keep="latest" lets a later record for the same (pair, annotator) replace an earlier one (re-grading).
     """
@@ -88,6 +125,179 @@ def read_judgments(path: str | Path, scale: tuple[int, int] = (0, 3), keep: str 
     if fast is not None:
         return fast
     return _read_records(path, scale, keep, progress)
+
+
+def read_adjudications(path: str | Path, scale: tuple[int, int] = (0, 3)) -> pd.DataFrame:
+    """Lead decisions: flat records (query_id, fragment_id, grade, optional reason and by) or the
+    `adjudication` of a release's lines; one integer grade on the scale per pair, else path:line."""
+    adjudications, problems = [], _Problems(path)
+    seen: dict[tuple[str, str], int] = {}
+    for lineno, rec in iter_records(path):
+        if ("grades" in rec or "annotator" in rec) and _field(rec, "adjudication", path) in (None, ""):
+            continue
+        try:
+            if "grades" in rec or "annotator" in rec:
+                rec = {"query_id": rec.get("query_id"), "fragment_id": rec.get("fragment_id"),
+                       **_adjudication(rec, path)}
+            pair = (_id_field(rec, "query_id", path), _id_field(rec, "fragment_id", path))
+            grade = _decision_grade(rec.get("grade"), scale)
+        except ValueError as exc:
+            problems.add(lineno, str(exc))
+            continue
+        if pair in seen:
+            problems.add(lineno, f"second adjudication of ({pair[0]}, {pair[1]}) (first at line {seen[pair]})")
+            continue
+        seen[pair] = lineno
+        adjudications.append((*pair, grade, _optional(rec, "reason", path), _optional(rec, "by", path)))
+    problems.result(pd.DataFrame(), pd.DataFrame()).raise_problems()
+    return pd.DataFrame(adjudications, columns=ADJUDICATION_COLUMNS).astype({"grade": "int64"})
+
+
+class _Problems:
+    """Collects a file's problems (the first MAX_PROBLEMS kept) so one pass reports every bad line."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path, self.items, self.total = str(path), [], 0
+
+    def add(self, line: int | None, problem: str) -> None:
+        self.total += 1
+        if len(self.items) < MAX_PROBLEMS:
+            self.items.append(InputError(self.path, line, problem))
+
+    def result(self, judgments: pd.DataFrame, adjudications: pd.DataFrame) -> JudgmentsFile:
+        return JudgmentsFile(judgments, adjudications, self.items, self.total)
+
+
+def _field(rec: dict, name: str, path: str | Path) -> object:
+    """A raw field; in CSV/TSV a leading `'` (the spreadsheet escape qrelkit writes) is removed."""
+    value = rec.get(name)
+    return unescape_cell(value) if isinstance(value, str) and record_format(path) != "jsonl" else value
+
+
+def _id_field(rec: dict, name: str, path: str | Path) -> str:
+    """A query or fragment id: non-empty, and without whitespace (TREC files could not hold it)."""
+    return check_id(_text_field({name: _field(rec, name, path)}, name), name)
+
+
+def _optional(rec: dict, name: str, path: str | Path) -> str | None:
+    """An optional text field, None when absent or blank."""
+    value = _field(rec, name, path)
+    if value is None or isinstance(value, dict | list) or str(value).strip() == "":
+        return None
+    return str(value)
+
+
+def _decision_grade(value: object, scale: tuple[int, int]) -> int:
+    """An adjudication's grade: on the scale, never can't judge."""
+    grade = parse_grade(value, scale)
+    if grade is None:
+        raise ValueError("an adjudication needs a grade (can't judge is not a decision)")
+    return grade
+
+
+def _adjudication(rec: dict, path: str | Path) -> dict:
+    """A release line's `adjudication` object (a JSON object in JSONL, JSON text in the release CSV)."""
+    value = _field(rec, "adjudication", path)
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            value = None
+    if not isinstance(value, dict):
+        raise ValueError("adjudication must be an object with grade, reason and by")
+    return value
+
+
+def _grade_map(rec: dict, path: str | Path) -> dict:
+    """A release line's `grades` {annotator: grade} (a JSON object in JSONL, JSON text in the release CSV)."""
+    value = _field(rec, "grades", path)
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            value = None
+    if not isinstance(value, dict):
+        raise ValueError("grades must be an object {annotator: grade}")
+    return value
+
+
+def _check_time(text: str) -> str:
+    """A judgment time: ISO 8601 with a UTC offset, as qrelkit exports it."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"time {text!r} is not an ISO 8601 date-time") from None
+    if when.tzinfo is None:
+        raise ValueError(f"time {text!r} has no UTC offset (write e.g. 2026-01-02T03:04:05+00:00)")
+    return text
+
+
+def _flat_rows(rec: dict, path: str | Path, scale: tuple[int, int]) -> list[dict]:
+    """The judgments of one record: one for a flat record, one per annotator for a release line."""
+    pair = {"query_id": _id_field(rec, "query_id", path), "fragment_id": _id_field(rec, "fragment_id", path)}
+    if "grades" in rec:
+        rows = []
+        for annotator, grade in _grade_map(rec, path).items():
+            rows.append({**pair, "annotator": _text_field({"annotator": annotator}, "annotator"),
+                         "grade": parse_grade(grade, scale)})
+        return rows
+    missing = [name for name in ("annotator", "grade") if name not in rec]
+    if missing:
+        raise ValueError(f"missing field(s): {', '.join(missing)} (or a release line's grades)")
+    row = {**pair, "annotator": _text_field({"annotator": _field(rec, "annotator", path)}, "annotator"),
+           "grade": parse_grade(_field(rec, "grade", path), scale)}
+    for name in OPTIONAL:
+        value = _optional(rec, name, path)
+        if value is not None:
+            row[name] = value
+    if "time" in row:
+        _check_time(row["time"].strip())
+    if row.get("cant_judge_reason") is not None and row["grade"] is not None:
+        raise ValueError(f"grade {row['grade']} with a can't-judge reason: a can't-judge has no grade")
+    return [row]
+
+
+def read_judgments_file(path: str | Path, scale: tuple[int, int] = (0, 3), keep: str = "error",
+                        progress: bool = False) -> JudgmentsFile:
+    """The exact reader: every record in order, each problem named with its line (none raised here)."""
+    problems = _Problems(path)
+    rows: dict[tuple[str, str, str], dict] = {}
+    first_line: dict[tuple[str, str, str], int] = {}
+    adjudications: dict[tuple[str, str], tuple] = {}
+    optional_seen: set[str] = set()
+    records = tqdm(iter_records(path), desc="reading judgments", unit=" rec", disable=not progress, leave=False,
+                   mininterval=0.5)
+    for lineno, rec in records:
+        try:
+            parsed = _flat_rows(rec, path, scale)
+            decision = None
+            if "grades" in rec and _field(rec, "adjudication", path) not in (None, ""):
+                adj = _adjudication(rec, path)
+                decision = (_decision_grade(adj.get("grade"), scale), _text_field(adj, "reason"),
+                            _text_field(adj, "by"))
+        except ValueError as exc:
+            problems.add(lineno, str(exc))
+            continue
+        for row in parsed:
+            key = (row["query_id"], row["fragment_id"], row["annotator"])
+            if key in rows and keep == "error":
+                problems.add(lineno, f"duplicate judgment of ({key[0]}, {key[1]}) by {key[2]} "
+                                     f"(first at line {first_line[key]}); pass keep='latest' to re-grade")
+                continue
+            rows.pop(key, None)
+            rows[key] = {**row, "line": lineno}
+            first_line.setdefault(key, lineno)
+            optional_seen.update(name for name in OPTIONAL if name in row)
+        if decision is not None:
+            pair = (parsed[0]["query_id"], parsed[0]["fragment_id"]) if parsed else (
+                _id_field(rec, "query_id", path), _id_field(rec, "fragment_id", path))
+            adjudications[pair] = (*pair, *decision, lineno)
+    if not rows and not adjudications and not problems.total:
+        problems.add(None, "no judgments in the file")
+    columns = [*REQUIRED, *(name for name in OPTIONAL if name in optional_seen)]
+    frame = pd.DataFrame(list(rows.values()), columns=[*columns, "line"])
+    decided = pd.DataFrame(list(adjudications.values()), columns=[*ADJUDICATION_COLUMNS, "line"])
+    return problems.result(_typed(frame), decided)
 
 
 def _columnar_table(path: str | Path) -> pa.Table | None:
@@ -137,7 +347,7 @@ def _read_columnar(path: str | Path, scale: tuple[int, int], keep: str) -> pd.Da
         if not pa.types.is_string(column.type) or column.null_count:
             return None
         ids = pd.Series(pc.utf8_trim_whitespace(column).to_pandas(), dtype=str)
-        if (ids == "").any():
+        if (ids == "").any() or (name != "annotator" and ids.str.contains(r"\s").any()):
             return None
         data[name] = ids
     grades = _columnar_grades(table.column("grade"), scale)
@@ -153,6 +363,8 @@ def _read_columnar(path: str | Path, scale: tuple[int, int], keep: str) -> pd.Da
             values = values.where(values.notna() & (values.astype(str).str.strip() != ""), None)
             if values.notna().any():
                 data[name] = values
+    if not _columnar_clean(data, table, record_format(path) != "jsonl"):
+        return None
     frame = pd.DataFrame(data)
     duplicated = frame.duplicated(list(KEY), keep="last" if keep == "latest" else False)
     if duplicated.any():
@@ -162,35 +374,30 @@ def _read_columnar(path: str | Path, scale: tuple[int, int], keep: str) -> pd.Da
     return _typed(frame)
 
 
+def _columnar_clean(data: dict[str, pd.Series], table: pa.Table, delimited: bool) -> bool:
+    """What only the exact reader may judge: a release line, a spreadsheet-escaped CSV cell, a can't-judge
+    reason beside a grade, a time that is not ISO 8601 with an offset."""
+    if "grades" in table.column_names or "adjudication" in table.column_names:
+        return False
+    texts = [v for k, v in data.items() if k != "grade"]
+    if delimited and any(v.dropna().astype(str).str.startswith("'").any() for v in texts):
+        return False
+    if "cant_judge_reason" in data and (data["cant_judge_reason"].notna() & data["grade"].notna()).any():
+        return False
+    if "time" in data:
+        times = data["time"].dropna().astype(str).str.strip()
+        offset = times.str.contains(r"(?:Z|[+-]\d\d:?\d\d)$")
+        parsed = pd.to_datetime(times, format="ISO8601", errors="coerce", utc=True)
+        if not offset.all() or parsed.isna().any():
+            return False
+    return True
+
+
 def _read_records(path: str | Path, scale: tuple[int, int], keep: str, progress: bool) -> pd.DataFrame:
-    """The exact reader: one record at a time, so the first bad one is reported with its line."""
-    label = str(path)
-    rows: dict[tuple[str, str, str], dict] = {}
-    first_line: dict[tuple[str, str, str], int] = {}
-    optional_seen: set[str] = set()
-    records = tqdm(iter_records(path, required=REQUIRED), desc="reading judgments", unit=" rec",
-                   disable=not progress, leave=False, mininterval=0.5)
-    for lineno, rec in records:
-        try:
-            row = {name: _text_field(rec, name) for name in KEY}
-            row["grade"] = parse_grade(rec["grade"], scale)
-        except ValueError as exc:
-            raise InputError(label, lineno, str(exc)) from None
-        for name in OPTIONAL:
-            value = rec.get(name)
-            if value is not None and str(value).strip() != "":
-                row[name] = str(value)
-                optional_seen.add(name)
-        key = (row["query_id"], row["fragment_id"], row["annotator"])
-        if key in rows and keep == "error":
-            raise InputError(label, lineno, f"duplicate judgment of ({key[0]}, {key[1]}) by {key[2]} "
-                                            f"(first at line {first_line[key]}); pass keep='latest' to re-grade")
-        rows.pop(key, None)
-        rows[key] = row
-        first_line.setdefault(key, lineno)
-    columns = [*REQUIRED, *(name for name in OPTIONAL if name in optional_seen)]
-    frame = pd.DataFrame(list(rows.values()), columns=columns)
-    return _typed(frame)
+    """The exact reader as the judgments contract: the first problem raised with its line."""
+    read = read_judgments_file(path, scale, keep, progress)
+    read.raise_problems()
+    return read.judgments.drop(columns="line")
 
 
 def _text_column(values: pd.Series) -> pd.Series:
@@ -235,7 +442,8 @@ def check_judgments(judgments: pd.DataFrame, scale: tuple[int, int] = (0, 3),
     grades = frame["grade"]
     if not pd.api.types.is_integer_dtype(grades):
         try:
-            grades = pd.array([parse_grade(v, scale) for v in grades], dtype="Int64")
+            grades = pd.array([None if v is pd.NA or (isinstance(v, float) and math.isnan(v))
+                               else parse_grade(v, scale) for v in grades], dtype="Int64")
         except ValueError as exc:
             raise ValueError(f"judgments: {exc}") from None
     grades = pd.Series(pd.array(grades, dtype="Int64"))

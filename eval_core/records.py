@@ -51,6 +51,15 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
             yield lineno, text.rstrip("\r\n")
 
 
+def check_id(text: str, what: str) -> str:
+    """A query or fragment id as given, refused when it holds whitespace: TREC qrels and runs separate their
+    fields by whitespace, so such an id could never be released, exported or evaluated."""
+    if any(ch.isspace() for ch in text):
+        raise ValueError(f"{what} {text!r} contains whitespace; TREC qrels and run files separate fields by "
+                         f"whitespace, so ids cannot hold any")
+    return text
+
+
 def record_format(path: str | Path) -> str:
     """'jsonl', 'csv' or 'tsv' from the file name (a .gz suffix is looked through)."""
     name = Path(path).name.lower().removesuffix(".gz")

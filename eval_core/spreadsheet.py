@@ -1,8 +1,10 @@
 """CSV cells a spreadsheet would run as a formula are escaped (OWASP's CSV-injection rule).
 
 A text cell starting with `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'`, so Excel,
-LibreOffice and Google Sheets show it as text. Numbers are never touched (a score of -0.5 stays a number),
-and TREC / JSONL / BEIR outputs are never escaped: they are exact, machine-read formats.
+LibreOffice and Google Sheets show it as text. A cell that already starts with `'` gets one more, so the
+escape can be undone exactly (unescape_cell: qrelkit's own CSV readers drop one leading `'`). Numbers are
+never touched (a score of -0.5 stays a number), and TREC / JSONL / BEIR outputs are never escaped: they are
+exact, machine-read formats.
 """
 
 from __future__ import annotations
@@ -12,12 +14,21 @@ from typing import Any
 import pandas as pd
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+ESCAPE = "'"
 
 
 def escape_cell(value: Any) -> Any:
-    """`=cmd|' /C calc'!A0` → `'=cmd|' /C calc'!A0`; anything that is not a string is returned as is."""
-    if isinstance(value, str) and value.startswith(FORMULA_START):
-        return "'" + value
+    """`=cmd|' /C calc'!A0` → `'=cmd|' /C calc'!A0`, `'x` → `''x`; anything that is not a string is returned
+    as is."""
+    if isinstance(value, str) and value.startswith((*FORMULA_START, ESCAPE)):
+        return ESCAPE + value
+    return value
+
+
+def unescape_cell(value: Any) -> Any:
+    """The inverse of escape_cell for a cell read back from a CSV qrelkit wrote: one leading `'` removed."""
+    if isinstance(value, str) and value.startswith(ESCAPE):
+        return value[1:]
     return value
 
 

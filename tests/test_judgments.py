@@ -139,3 +139,56 @@ def test_fast_path_defers_every_doubt_to_exact_reader(tmp_path: Path) -> None:
     path.write_text("query_id,fragment_id,annotator,grade\nq1,d1,a,1\nq1,d1,a,2,9\n", encoding="utf-8")
     with pytest.raises(InputError, match=":3: expected 4 fields"):
         read_judgments(path)
+
+
+RELEASE_LINES = [
+    {"query_id": "q1", "fragment_id": "d1", "grade": 2, "grades": {"ann": 3, "bob": 2}, "rule": "median"},
+    {"query_id": "q1", "fragment_id": "d2", "grade": 1, "grades": {"ann": 0, "bob": None}, "rule": "median",
+     "adjudication": {"grade": 1, "reason": "partial answer", "by": "lea"}},
+]
+
+
+def test_release_jsonl_is_read_per_annotator_with_its_adjudications(tmp_path: Path) -> None:
+    from eval_core.judgments import read_adjudications
+
+    path = write_jsonl(tmp_path / "judgments.jsonl", RELEASE_LINES)
+    frame = read_judgments(path)
+    assert frame[["query_id", "fragment_id", "annotator"]].values.tolist() == [
+        ["q1", "d1", "ann"], ["q1", "d1", "bob"], ["q1", "d2", "ann"], ["q1", "d2", "bob"]]
+    assert frame["grade"].tolist()[:3] == [3, 2, 0] and frame["grade"].isna().tolist() == [False] * 3 + [True]
+    assert read_adjudications(path).values.tolist() == [["q1", "d2", 1, "partial answer", "lea"]]
+
+
+def test_release_csv_with_its_grades_column_and_spreadsheet_escapes(tmp_path: Path) -> None:
+    path = tmp_path / "qrels.csv"
+    path.write_text('query_id,fragment_id,grade,n_grades,adjudicated,grades\n'
+                    '\'=cmd|\'/C_calc\'!A0,d1,2,2,0,"{""ann"": 3, ""bob"": 2}"\n'
+                    '\'\'quoted,d2,1,1,1,"{""ann"": 1, ""bob"": null}"\n', encoding="utf-8")
+    frame = read_judgments(path)
+    assert frame[["query_id", "annotator"]].values.tolist() == [
+        ["=cmd|'/C_calc'!A0", "ann"], ["=cmd|'/C_calc'!A0", "bob"], ["'quoted", "ann"], ["'quoted", "bob"]]
+    assert frame["grade"].tolist()[:3] == [3, 2, 1] and frame["grade"].isna().tolist() == [False] * 3 + [True]
+
+
+@pytest.mark.parametrize(("grade", "shown"), [("NaN", "'NaN'"), ("nan", "'nan'"), ("?", "'?'"), ("inf", "'inf'"),
+                                               ("Infinity", "'Infinity'"), ("abc", "'abc'")])
+def test_only_documented_cant_judge_spellings_count(tmp_path: Path, grade: str, shown: str) -> None:
+    path = tmp_path / "j.csv"
+    path.write_text(f"query_id,fragment_id,annotator,grade\nq1,d1,a,1\nq1,d2,a,{grade}\n", encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        read_judgments(path)
+    assert str(err.value).startswith(f"{path}:3: grade must be an integer or empty for can't judge, got {shown}")
+    nan = tmp_path / "nan.jsonl"
+    nan.write_text('{"query_id": "q1", "fragment_id": "d1", "annotator": "a", "grade": NaN}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=":1: grade must be an integer, or null / empty for can't judge, got nan"):
+        read_judgments(nan)
+    ok = tmp_path / "ok.csv"
+    ok.write_text("query_id,fragment_id,annotator,grade\n" + "".join(
+        f"q1,d{i},a,{v}\n" for i, v in enumerate(["", "null", "NULL", "none", "na", "N/A"])), encoding="utf-8")
+    assert read_judgments(ok)["grade"].isna().all()
+
+
+def test_ids_with_whitespace_are_refused(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "j.jsonl", [rec(), rec(f="d 2")])
+    with pytest.raises(InputError, match=":2: fragment_id 'd 2' contains whitespace; TREC qrels and run files"):
+        read_judgments(path)

@@ -25,6 +25,7 @@ from db.models import (
 )
 from db.permissions import OPERATOR
 from db.queries_frames import adjudications_frame, judgments_frame
+from db.users import create_user, deactivate
 from eval_core.errors import InputError
 
 TABLES = (Project, User, Query, Fragment, Pair, Judgment, JudgmentHistory, Adjudication, Run, RunEntry)
@@ -138,6 +139,7 @@ def test_release_jsonl_imports_grades_and_adjudication(engine, corpus):
               "adjudication": {"grade": 2, "reason": "read the whole doc", "by": "lead1"}},
              {"query_id": "q2", "fragment_id": "d3", "grade": 0, "grades": {"a": 0, "b": None}, "rule": "median"}]
     path = _write(corpus / "judgments.jsonl", "".join(json.dumps(x) + "\n" for x in lines))
+    create_user(engine, "lead1", "lead", actor=OPERATOR)
     assert import_judgments(engine, "demo", path, actor=OPERATOR).created == 4
     assert import_judgments(engine, "demo", path, actor=OPERATOR).unchanged == 4
     frame = judgments_frame(engine, "demo")
@@ -165,6 +167,24 @@ BAD_INPUTS = {
     "duplicate run lines": ("run.trec", "q1 Q0 d1 1 1.0 t\nq1 Q0 d1 2 0.5 t\n", 2, "duplicate document 'd1'"),
     "duplicate judgments": ("j.csv", "query_id,fragment_id,annotator,grade\nq1,d1,a,1\nq1,d1,a,2\n", 3,
                             "duplicate judgment"),
+    "query id with a space": ("q.jsonl", '{"id":"q9","text":"a"}\n{"id":"q 10","text":"b"}\n', 2,
+                              "query id 'q 10' contains whitespace; TREC qrels and run files separate fields"),
+    "fragment id with a tab": ("f.csv", "id,text\nd9,a\n\"d\t10\",b\n", 3, "fragment id 'd\\t10' contains whitespace"),
+    "judged id with a space": ("j.csv", "query_id,fragment_id,annotator,grade\nq1,d1,a,1\nq1,\"d 1\",a,1\n", 3,
+                               "fragment_id 'd 1' contains whitespace"),
+    "grade NaN": ("j.jsonl", '{"query_id":"q1","fragment_id":"d1","annotator":"a","grade":NaN}\n', 1,
+                  "grade must be an integer"),
+    "grade NaN text": ("j.csv", "query_id,fragment_id,annotator,grade\nq1,d1,a,1\nq1,d2,a,NaN\n", 3,
+                       "grade must be an integer or empty for can't judge, got 'NaN'"),
+    "grade ?": ("j.csv", "query_id,fragment_id,annotator,grade\nq1,d1,a,1\nq1,d2,a,?\n", 3,
+                "grade must be an integer or empty for can't judge, got '?'"),
+    "unknown guideline version": ("j.csv", "query_id,fragment_id,annotator,grade,guideline\nq1,d1,a,1,7\n", 2,
+                                  "guideline version '7' does not exist in project 'demo' (versions: none yet)"),
+    "reason beside a grade": ("j.jsonl", '{"query_id":"q1","fragment_id":"d1","annotator":"a","grade":2,'
+                                         '"cant_judge_reason":"foreign language"}\n', 1,
+                              "grade 2 with a can't-judge reason"),
+    "time without offset": ("j.jsonl", '{"query_id":"q1","fragment_id":"d1","annotator":"a","grade":2,'
+                                       '"time":"2026-01-02T03:04:05"}\n', 1, "has no UTC offset"),
     "empty file": ("q.csv", "", None, "empty file"),
     "empty run": ("run.trec", "", None, "empty file"),
     "non-UTF-8": ("f.csv", b"id,text\nd9,ok\nd10,caf\xe9\n", 3, "not valid UTF-8"),
@@ -239,3 +259,58 @@ def test_fast_and_line_readers_agree(engine, corpus, monkeypatch):
     assert hashes["fast"] == hashes["slow"]
     # score ties (0.0 for d3; 1.0 for d1, d4; 2.0 for d2, d5) are broken by docid descending, as trec_eval does
     assert [d for _q, d, *_ in fast[:5]] == ["d5", "d2", "d4", "d1", "d3"]
+
+
+def test_run_report_names_unknown_fragments_with_lines(engine, corpus):
+    run = _write(corpus / "r.trec", "q1 Q0 d1 1 3.0 t\nq1 Q0 ghost 2 2.0 t\nq2 Q0 d2 1 1.0 t\nq2 Q0 spook 2 0.5 t\n"
+                                    "q2 Q0 ghost 3 0.1 t\n")
+    report = import_run(engine, "demo", run, actor=OPERATOR)
+    assert report.rejected == [] and report.records == 5
+    assert report.unknown_fragments == {"count": 2, "examples": [f"{run}:2: unknown fragment id 'ghost'",
+                                                                 f"{run}:4: unknown fragment id 'spook'"]}
+    assert report.to_dict()["unknown_fragments"]["count"] == 2
+    known = import_run(engine, "demo", _write(corpus / "k.trec", "q1 Q0 d1 1 3.0 t\n"), actor=OPERATOR)
+    assert "unknown_fragments" not in known.to_dict()
+
+
+def test_adjudication_must_name_an_active_lead(engine, corpus):
+    create_user(engine, "ann", "annotator", actor=OPERATOR)
+    create_user(engine, "old", "lead", actor=OPERATOR)
+    deactivate(engine, "old", actor=OPERATOR)
+    line = {"query_id": "q1", "fragment_id": "d1", "grade": 2, "grades": {"a": 1}, "rule": "median"}
+    for by, why in (("ann", "role annotator"), ("old", "deactivated"), ("ghost", "no such user")):
+        path = _write(corpus / "j.jsonl", json.dumps({**line, "adjudication": {"grade": 3, "reason": "r", "by": by}})
+                      + "\n")
+        before = _snapshot(engine)
+        with pytest.raises(ImportRejected) as err:
+            import_judgments(engine, "demo", path, actor=OPERATOR)
+        assert str(err.value) == (f"{path}:1: adjudication by {by!r} ({why}): an adjudication must name an "
+                                  f"active lead")
+        assert _snapshot(engine) == before
+
+
+def test_imported_judgments_in_a_project_with_a_guideline(engine, corpus):
+    """Imports without a guideline version beside app judgments under one: one frame, one guideline type."""
+    from db.judging import record_judgment
+    from db.projects import add_guideline
+    from db.releases import create_release
+
+    add_guideline(engine, "demo", "grade what is there", actor=OPERATOR)
+    import_judgments(engine, "demo", _write(corpus / "j.csv", "query_id,fragment_id,annotator,grade\n"
+                                                               "q1,d1,ann,2\nq1,d2,ann,0\n"), actor=OPERATOR)
+    frame = judgments_frame(engine, "demo")
+    assert frame["guideline"].tolist() == [None, None]
+    from db.models import Assignment
+
+    create_user(engine, "bea", "annotator", actor=OPERATOR)
+    with engine.begin() as conn:
+        pair = conn.execute(sa.select(Pair.id).join(Query, Query.id == Pair.query_id)
+                            .join(Fragment, Fragment.id == Pair.fragment_id)
+                            .where(Query.external_id == "q1", Fragment.external_id == "d1")).scalar_one()
+        bea = conn.execute(sa.select(User.id).where(User.username == "bea")).scalar_one()
+        conn.execute(sa.insert(Assignment).values(project_id=1, pair_id=pair, user_id=bea, position=1))
+    record_judgment(engine, pair, "bea", 3)
+    frame = judgments_frame(engine, "demo")
+    assert frame[["annotator", "guideline"]].values.tolist() == [["ann", None], ["bea", "1"], ["ann", None]]
+    card = create_release(engine, "demo", actor=OPERATOR).card
+    assert card["guideline_versions"] == [1] and card["counts"]["judgments"] == 3

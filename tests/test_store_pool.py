@@ -109,10 +109,11 @@ def test_identical_texts_become_one_pair_and_are_reported(engine, project):
     assert report.duplicates == 1 and report.duplicate_pairs == [("q1", "x2", "x1")]
 
 
-def test_unknown_documents_are_counted_not_pooled(engine, project):
-    seed(engine, project.id, {"q1": "topic"}, {"d1": "a text"}, {"A": {"q1": ["d1", "ghost"]}})
+def test_unknown_documents_are_counted_and_named_not_pooled(engine, project):
+    seed(engine, project.id, {"q1": "topic", "q2": "other"}, {"d1": "a text"},
+         {"A": {"q1": ["d1", "ghost"], "q2": ["spook", "ghost"]}})
     report = pool(engine, "demo", depth=2, bm25=0, actor=OPERATOR)
-    assert report.created == 1 and report.unknown_docs == {"A": 1}
+    assert report.created == 1 and report.unknown_docs == {"A": {"count": 2, "examples": ["ghost", "spook"]}}
 
 
 def test_bm25_for_queries_without_runs(engine, project):

@@ -25,6 +25,7 @@ from db.permissions import OPERATOR
 from db.projects import add_guideline, create_project
 from db.releases import create_release, diff_releases, get_release, list_releases, release_files, render_files
 from db.schema import init_db
+from db.users import create_user
 
 SCALE = [0, 1, 2, 3]
 
@@ -100,8 +101,9 @@ def test_release_files_follow_the_rule_and_formats(engine, project):
     assert files["qrels.trec"].decode() == EXPECTED_TREC
     assert files["judgments.jsonl"].decode() == EXPECTED_JSONL
     assert files["qrels.tsv"].decode() == "query-id\tcorpus-id\tscore\nq1\tf1\t2\nq1\tf2\t1\nq1\tf3\t1\nq2\tf5\t3\n"
-    assert files["qrels.csv"].decode().splitlines()[:3] == [
-        "query_id,fragment_id,grade,n_grades,adjudicated", "q1,f1,2,2,0", "q1,f2,1,2,1"]
+    assert files["qrels.csv"].decode().splitlines()[:4] == [
+        "query_id,fragment_id,grade,n_grades,adjudicated,grades", 'q1,f1,2,2,0,"{""ann"": 3, ""bob"": 2}"',
+        'q1,f2,1,2,1,"{""ann"": 0, ""bob"": 1}"', 'q1,f3,1,1,0,"{""ann"": 1, ""bob"": null}"']
     assert info.content_hash == hashlib.sha256((EXPECTED_TREC + EXPECTED_JSONL).encode()).hexdigest()
     assert json.loads(files["card.json"])["content_hash"] == info.content_hash
 
@@ -214,6 +216,7 @@ def test_round_trip_export_import_export_is_identical(engine, project, fresh_url
     other = init_db(fresh_url)
     fresh = create_project(other, "demo", actor=OPERATOR)
     seed(other, fresh.id, QUERIES, FRAGS)
+    create_user(other, "lea", "lead", actor=OPERATOR)  # the adjudicating lead must exist there too
     import_judgments(other, "demo", path, actor=OPERATOR)
     create_release(other, "demo", actor=OPERATOR)
     after = release_files(other, "demo")

@@ -169,31 +169,6 @@ def _c(c: Coefficient) -> str:
     return c.text(3).replace(" [", "  [")
 
 
-def read_adjudications(path: str, scale: tuple[int, int]) -> pd.DataFrame:
-    """Lead decisions from JSONL/CSV; each needs an integer grade on the scale and one decision per pair."""
-    import pandas as pd
-
-    from eval_core.judgments import parse_grade
-    from eval_core.records import iter_records
-
-    rows, seen = [], {}
-    for lineno, rec in iter_records(path, required=("query_id", "fragment_id", "grade")):
-        try:
-            grade = parse_grade(rec["grade"], scale)
-        except ValueError as exc:
-            raise InputError(path, lineno, str(exc)) from None
-        if grade is None:
-            raise InputError(path, lineno, "an adjudication needs a grade (can't judge is not a decision)")
-        key = (str(rec["query_id"]).strip(), str(rec["fragment_id"]).strip())
-        if not all(key):
-            raise InputError(path, lineno, "query_id and fragment_id must be non-empty")
-        if key in seen:
-            raise InputError(path, lineno, f"second adjudication of {key} (first at line {seen[key]})")
-        seen[key] = lineno
-        rows.append({"query_id": key[0], "fragment_id": key[1], "grade": grade})
-    return pd.DataFrame(rows, columns=["query_id", "fragment_id", "grade"])
-
-
 def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str) -> None:
     """TREC / BEIR through the shared qrels writer; JSONL here, since it carries every grade and the rule."""
     import pandas as pd
@@ -214,16 +189,10 @@ def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str) -> None:
 def run_consensus(args: argparse.Namespace) -> int:
     """Apply the rule and write the qrels; a summary goes to stderr."""
     from eval_core.consensus import consensus
-    from eval_core.judgments import read_judgments
+    from eval_core.judgments import read_adjudications, read_judgments
 
     frame = read_judgments(args.judgments, args.scale, keep=args.keep, progress=True)
     adjudications = read_adjudications(args.adjudications, args.scale) if args.adjudications else None
-    if args.format == "trec":
-        for column in ("query_id", "fragment_id"):
-            spaced = frame[column].str.contains(r"\s", regex=True)
-            if spaced.any():
-                raise InputError(args.judgments, None, f"{column} {frame[column][spaced].iloc[0]!r} contains "
-                                                       "whitespace: TREC qrels cannot hold it (use --format jsonl)")
     try:
         qrels = consensus(frame, rule=args.rule, adjudications=adjudications, min_grades=args.min_grades,
                           scale=args.scale)
