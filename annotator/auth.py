@@ -7,6 +7,7 @@ against the store, so logout, expiry, deactivation and a changed role take effec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 import streamlit as st
@@ -180,6 +181,21 @@ def require_role(role: str) -> UserInfo:
         not_allowed(user, role)
         st.stop()
     return user
+
+
+def lead_only(make: Callable[[], bytes]) -> Callable[[], bytes]:
+    """For `st.download_button(data=...)`: the file is made only when it is clicked, after this tab's session
+    is checked again against the store; a logged-out, deactivated or demoted user gets PermissionError and no
+    file. (Streamlit then serves the bytes once at an unguessable content-hash URL; see docs/security.md.)"""
+    engine, token = state.engine(), st.session_state.get(TOKEN_KEY)
+
+    def data() -> bytes:
+        user = sessions.resolve(engine, token)
+        if user is None or user.role != "lead":
+            raise PermissionError("release downloads are for a logged-in lead")
+        return make()
+
+    return data
 
 
 def logout() -> None:

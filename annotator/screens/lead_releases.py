@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from annotator import views, views_release
+from annotator import auth, views, views_release
 from annotator.views import literal
 from db import releases
 from eval_core.consensus import RULES
@@ -58,7 +58,7 @@ st.subheader("Downloads")
 files = releases.release_files(engine, project.name, version)
 offered = [d for d in views_release.downloads() if d[0] in files]
 for col, (name, label, mime) in zip(st.columns(len(offered)), offered, strict=True):
-    col.download_button(label, views_release.download_bytes(name, files[name]),
+    col.download_button(label, auth.lead_only(lambda name=name: views_release.download_bytes(name, files[name])),
                         file_name=f"{project.name}-v{version}-{name}", mime=mime, key=f"download-{name}",
                         on_click="ignore")
 

@@ -39,6 +39,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     require(os.path.exists(CHROMIUM), f"Debian's Chromium not found at {CHROMIUM}")
     from annotator.demo import build_demo
     from db.permissions import OPERATOR
+    from db.releases import create_release
     from db.schema import init_db
     from db.users import create_user
 
@@ -47,6 +48,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     engine = init_db(db_url)
     build_demo(engine)
     create_user(engine, "leo", "lead", "leo-password", actor=OPERATOR)
+    create_user(engine, "lex", "lead", "lex-password", actor=OPERATOR)
+    create_release(engine, "demo", actor=OPERATOR)
     proc, base_url = start_server(db_url, folder / "serve.log")
     try:
         yield Server(base_url, db_url)
@@ -115,6 +118,26 @@ def test_a_deactivated_leads_open_tab_cannot_create_a_release(server: Server, pa
     page.get_by_role("button", name="Create release").click()
     assert shows_login_form(page)
     assert len(list_releases(get_engine(server.db_url), "demo")) == before
+
+
+def test_a_deactivated_leads_open_tab_gets_no_release_download(server: Server, page) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    from db.engine import get_engine
+    from db.releases import release_files
+
+    login(page, f"{server.url}/lead_releases", "lex", "lex-password")
+    button = page.get_by_role("button", name="TREC qrels")
+    button.wait_for(timeout=SLOW)
+    wait_idle(page)
+    with page.expect_download() as allowed:
+        button.click()
+    expected = release_files(get_engine(server.db_url), "demo", 1)["qrels.trec"]
+    assert allowed.value.path().read_bytes() == expected  # a lead in force gets the file
+    qrelkit("user", "deactivate", "lex", "--db", server.db_url)
+    wait_idle(page)
+    with pytest.raises(PlaywrightTimeout), page.expect_download(timeout=8_000):
+        button.click()
 
 
 def test_a_deep_link_opens_its_page_after_login(server: Server, page) -> None:
