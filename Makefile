@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make demo` and `make test` (see README.md).
 PY ?= python3
 
-.PHONY: install install-test demo test lint
+.PHONY: install install-test demo test lint screenshots
 
 install:
 	$(PY) -m pip install -q -e .
@@ -19,3 +19,6 @@ test: install-test
 
 lint:
 	$(PY) -m ruff check .
+
+screenshots: install-test  # refresh README's docs/screenshots/*.png (tests alone write to a temporary folder)
+	$(PY) scripts/screenshots.py
