@@ -23,6 +23,8 @@ from db import projects
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&=\"'^])")
 _TERM = re.compile(r"\w{3,}")
+_AUTOLINK = re.compile(r"(?i)(https?|ftp|mailto|xmpp|www)(\\[:.])")
+WORD_JOINER = "\u2060"
 MISSING = "—"
 FRAGMENT_STYLE = ("font-family: sans-serif; font-size: 1.05rem; line-height: 1.6; white-space: pre-wrap; "
                   "overflow-wrap: anywhere; max-height: 28rem; overflow-y: auto;")
@@ -30,8 +32,11 @@ FRAGMENT_STYLE = ("font-family: sans-serif; font-size: 1.05rem; line-height: 1.6
 
 def literal(text: Any) -> str:
     """Backslash-escape every Markdown/HTML character so a user's string shows as typed inside st.markdown,
-    captions and alerts (no links, images, tags, colours or maths ever come from data)."""
-    return _MD_SPECIAL.sub(r"\\\1", "" if text is None else str(text))
+    captions and alerts (no links, images, tags, colours or maths ever come from data). Streamlit also turns
+    bare URLs and e-mail addresses into links after parsing, so an invisible word joiner goes into each
+    `http:`, `www.` and `@`: the text reads the same, and nothing in it is clickable."""
+    escaped = _MD_SPECIAL.sub(r"\\\1", "" if text is None else str(text))
+    return _AUTOLINK.sub(r"\1" + WORD_JOINER + r"\2", escaped).replace("@", "@" + WORD_JOINER)
 
 
 def query_terms(query: str) -> list[str]:
