@@ -177,6 +177,17 @@ def test_five_wrong_passwords_make_the_next_attempt_wait(server: Server, page) -
     assert shows_login_form(page)
 
 
+def test_the_toolbar_offers_no_deploy_button_or_developer_menu(server: Server, page) -> None:
+    login(page, server.url, *ANNOTATOR)
+    assert page.get_by_test_id("stAppDeployButton").count() == 0
+    assert page.get_by_role("button", name="Deploy").count() == 0
+    menu = page.get_by_test_id("stMainMenu")
+    if menu.count():
+        menu.click()
+        items = page.get_by_test_id("stMainMenuList").inner_text()
+        assert "Clear cache" not in items and "Developer" not in items
+
+
 def port_is_free(port: int) -> bool:
     """True when nothing accepts connections on 127.0.0.1:port."""
     with socket.socket() as sock:
