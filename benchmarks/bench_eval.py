@@ -1,24 +1,25 @@
-"""Benchmark `qrelkit eval` against pytrec_eval and ranx on the same seeded TREC files.
+"""Benchmark `qrelkit eval` against pytrec_eval and ranx on the same seeded TREC files, side by side.
 
-Usage: python3 benchmarks/bench_eval.py [--sizes 1kx100,10kx100,10kx1000] [--scale] [--dir bench_data]
-         [--repeat 2] [--skip ranx]
+Usage: python3 benchmarks/bench_eval.py [--size 10kx1000] [--data tie-heavy,tie-free,3-decimals]
+         [--repeat 3] [--tools qrelkit,qrelkit-1,pytrec_eval,ranx] [--dir bench_data]
 
-Every measurement runs in its own subprocess, which reports its own peak RSS (getrusage RUSAGE_SELF):
-end-to-end = parse both files + the full default metric set at k = 1,3,5,10,20,100; compute-only = the
-same with parsing done before the timer starts. "Cold" is the first run on a file, "warm" the median
-of the repeats after it (page cache hot). `--scale` adds 50k×1000 (≈47M lines), timed end-to-end only:
-qrelkit's compute-only mode loads the whole run before the timer, which is what its block-wise
-reading of big runs avoids (and would hold ≈5 GB at that size).
+End-to-end = parse both files + the full default metric set at k = 1,3,5,10,20,100. Every measurement
+runs in its own fresh subprocess; the tools take turns within each round (so a load spike on this shared
+machine hits all of them), and the table gives each tool's median and its ratio to qrelkit with all cores
+and with one worker (pytrec_eval and ranx's trec path are single-threaded). Peak memory is each child's
+own: ru_maxrss from wait4 on that child (the parent never holds the data), with VmHWM as a cross-check.
+The floor rows time reading the run's bytes and pyarrow's CSV parse of it alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
-import time
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -30,10 +31,12 @@ CORPUS = 5_000_000
 SIZES = {"1kx100": (1_000, 100), "10kx100": (10_000, 100), "10kx1000": (10_000, 1000), "50kx1000": (50_000, 1000)}
 
 
-def generate(dir_: Path, n_queries: int, depth: int, seed: int = 0) -> tuple[Path, Path]:
-    """Seeded qrels + run: ~94% of depth per query, scores with ties, unjudged docs, 1% queries missing each side."""
+def generate(dir_: Path, n_queries: int, depth: int, decimals: int = 3, seed: int = 0) -> tuple[Path, Path]:
+    """Seeded qrels + run: ~94% of depth per query, scores rounded to `decimals` (2: many ties, as rounded BM25
+    output has; 6: practically none), unjudged docs, 1% of queries missing on each side."""
     dir_.mkdir(parents=True, exist_ok=True)
-    qrels_path, run_path = dir_ / f"q{n_queries}x{depth}.qrels", dir_ / f"q{n_queries}x{depth}.run"
+    stem = f"q{n_queries}x{depth}" + ("" if decimals == 3 else f"_{decimals}dp")
+    qrels_path, run_path = dir_ / f"{stem}.qrels", dir_ / f"{stem}.run"
     if qrels_path.exists() and run_path.exists():
         return qrels_path, run_path
     rng = np.random.default_rng(seed)
@@ -43,7 +46,7 @@ def generate(dir_: Path, n_queries: int, depth: int, seed: int = 0) -> tuple[Pat
     lengths = lengths[run_q]
     q = np.repeat(run_q, lengths)
     docs = rng.integers(0, CORPUS, len(q))
-    score = np.round(rng.uniform(0, 30, len(q)), 3)
+    score = np.round(rng.uniform(0, 30, len(q)), decimals)
     order = np.lexsort((-score, q))
     q, docs, score = q[order], docs[order], score[order]
     # de-duplicate docids within a query (a run never repeats a document)
@@ -84,28 +87,26 @@ def generate(dir_: Path, n_queries: int, depth: int, seed: int = 0) -> tuple[Pat
     return qrels_path, run_path
 
 
-# Each tool is timed in a child process running one of these snippets; they print JSON timings.
-CHILD = r'''
+# Each tool is timed in a child process running this snippet; it prints JSON: seconds, check value, VmHWM.
+CHILD = r"""
 import json, sys, time
-tool, qrels_path, run_path, mode = sys.argv[1:5]
+tool, qrels_path, run_path = sys.argv[1:4]
 KS = (1, 3, 5, 10, 20, 100)
 # Imports happen before the timer starts: the figures are parse + metrics, not interpreter start-up.
-if tool == "qrelkit":
+if tool.startswith("qrelkit"):
     from eval_core import evaluate
-    from eval_core.formats import load_qrels, load_run
+    workers = 1 if tool == "qrelkit-1" else None
 elif tool == "pytrec_eval":
     import pytrec_eval
-else:
+elif tool == "ranx":
     from ranx import Qrels, Run, evaluate
+elif tool == "pyarrow-parse":
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
 t0 = time.perf_counter()
-if tool == "qrelkit":
-    if mode == "compute":
-        qrels, run = load_qrels(qrels_path), load_run(run_path)
-        t0 = time.perf_counter()
-    else:
-        qrels, run = qrels_path, run_path
-    ev = evaluate(qrels, run, k=KS)
-    out = ev.mean["ndcg@10"]
+out = 0.0
+if tool.startswith("qrelkit"):
+    out = evaluate(qrels_path, run_path, k=KS, workers=workers).mean["ndcg@10"]
 elif tool == "pytrec_eval":
     def load(path, run):
         d = {}
@@ -118,74 +119,100 @@ elif tool == "pytrec_eval":
                     d.setdefault(f[0], {})[f[2]] = int(f[3])
         return d
     qrels, run = load(qrels_path, False), load(run_path, True)
-    if mode == "compute":
-        t0 = time.perf_counter()
     measures = {"P", "recall", "success", "ndcg_cut", "map_cut", "map", "recip_rank", "Rprec", "ndcg", "bpref"}
     measures = {m if m in ("map", "recip_rank", "Rprec", "ndcg", "bpref") else m + "." + ",".join(map(str, KS))
                 for m in measures}
     res = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
     out = sum(r["ndcg_cut_10"] for r in res.values()) / len(qrels)
-else:
+elif tool == "ranx":
     qrels = Qrels.from_file(qrels_path, kind="trec")
     run = Run.from_file(run_path, kind="trec")
-    if mode == "compute":
-        t0 = time.perf_counter()
     ms = [f"{m}@{k}" for m in ("precision", "recall", "hit_rate", "f1", "ndcg", "map", "mrr") for k in KS]
     ms += ["map", "mrr", "r-precision", "ndcg", "recall", "bpref"]
-    res = evaluate(qrels, run, ms, make_comparable=True)
-    out = res["ndcg@10"]
-import resource
+    out = evaluate(qrels, run, ms, make_comparable=True)["ndcg@10"]
+elif tool == "read-bytes":  # the floor: reading the run file's bytes
+    with open(run_path, "rb") as fh:
+        while fh.read(64 << 20):
+            pass
+elif tool == "pyarrow-parse":  # the floor: pyarrow's CSV parse of the run alone (qid, docid, score columns)
+    table = pacsv.read_csv(run_path, read_options=pacsv.ReadOptions(column_names=list("abcdef")),
+                           parse_options=pacsv.ParseOptions(delimiter=" "),
+                           convert_options=pacsv.ConvertOptions(include_columns=["a", "c", "e"]))
 secs = time.perf_counter() - t0
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"seconds": secs, "check": float(out), "peak_mib": peak}))
-'''
+hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM")) / 1024
+print(json.dumps({"seconds": secs, "check": float(out), "vmhwm_mib": hwm}))
+"""
+DATASETS = {"tie-heavy": 2, "tie-free": 6, "3-decimals": 3}  # scores rounded to this many decimals
+TOOLS = ("qrelkit", "qrelkit-1", "pytrec_eval", "ranx")
+FLOORS = ("read-bytes", "pyarrow-parse")
 
 
-def measure(tool: str, qrels: Path, run: Path, mode: str) -> dict:
-    """Run one tool in a fresh child; return its seconds, wall time and its own peak RSS (MiB, getrusage)."""
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", CHILD, tool, str(qrels), str(run), mode],
-                          capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent)
-    wall = time.perf_counter() - t0
-    if proc.returncode:
-        raise RuntimeError(f"{tool} failed: {proc.stderr[-2000:]}")
-    res = json.loads(proc.stdout.strip().splitlines()[-1])
-    res["wall"] = wall
+def measure(tool: str, qrels: Path, run: Path) -> dict:
+    """Run one tool in a fresh child; its seconds, and its own peak RSS: ru_maxrss from wait4 on that child.
+
+    The parent stays small (data is generated in a subprocess too), so the child's ru_maxrss — which on
+    Linux starts from the parent's RSS at fork — is the child's own; VmHWM from /proc is a cross-check.
+    """
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([sys.executable, "-c", CHILD, tool, str(qrels), str(run)], stdout=subprocess.PIPE,
+                                stderr=err, cwd=Path(__file__).resolve().parent.parent)
+        out = proc.stdout.read().decode()  # type: ignore[union-attr]
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode:
+            err.seek(0)
+            raise RuntimeError(f"{tool} failed: {err.read().decode()[-2000:]}")
+    res = json.loads(out.strip().splitlines()[-1])
+    res["peak_mib"] = usage.ru_maxrss / 1024
     return res
 
 
 def main() -> None:
-    """Generate data, time every tool end-to-end and compute-only, print a Markdown table with ratios."""
+    """Generate data (in a subprocess), run every tool side by side, print medians, ratios, peaks and floors."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="1kx100,10kx100,10kx1000")
-    ap.add_argument("--scale", action="store_true", help="also 50k×1000 (47M lines; several GB for the anchors)")
+    ap.add_argument("--size", default="10kx1000", choices=sorted(SIZES))
+    ap.add_argument("--data", default="tie-heavy,tie-free", help=f"comma list of {', '.join(DATASETS)}")
     ap.add_argument("--dir", default="bench_data")
-    ap.add_argument("--repeat", type=int, default=2, help="warm repetitions after the cold one")
-    ap.add_argument("--skip", default="", help="comma-separated tools to skip (pytrec_eval, ranx)")
-    ap.add_argument("--modes", default="end-to-end,compute", help="end-to-end and/or compute")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds; each round runs every tool once, in turn")
+    ap.add_argument("--tools", default=",".join(TOOLS), help="comma list of " + ", ".join(TOOLS))
+    ap.add_argument("--generate", nargs=3, metavar=("QUERIES", "DEPTH", "DECIMALS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    sizes = args.sizes.split(",") + (["50kx1000"] if args.scale else [])
-    tools = [t for t in ("qrelkit", "pytrec_eval", "ranx") if t not in args.skip.split(",")]
-    print("| data | tool | mode | cold s | warm s (median) | peak MiB | × qrelkit time | ndcg@10 mean |")
-    print("|---|---|---|---|---|---|---|---|")
-    for size in sizes:
-        nq, depth = SIZES[size]
-        qrels, run = generate(Path(args.dir), nq, depth)
-        for mode in args.modes.split(","):
-            if size == "50kx1000" and mode == "compute":
-                continue  # see the module docstring
-            base = None
-            for tool in tools:
-                if tool == "qrelkit" and mode == "end-to-end":
-                    measure(tool, qrels, run, "e2e")  # warm the page cache once for everyone
-                runs = [measure(tool, qrels, run, "e2e" if mode == "end-to-end" else "compute")
-                        for _ in range(1 + args.repeat)]
-                warm = statistics.median(r["seconds"] for r in runs[1:]) if args.repeat else runs[0]["seconds"]
-                peak = max(r["peak_mib"] for r in runs)
-                base = warm if tool == "qrelkit" else base
-                ratio = f"{warm / base:.1f}×" if base else ""
-                print(f"| {size} | {tool} | {mode} | {runs[0]['seconds']:.2f} | {warm:.2f} | "
-                      f"{peak:.0f} | {ratio} | {runs[0]['check']:.6f} |", flush=True)
+    if args.generate:
+        generate(Path(args.dir), *map(int, args.generate))
+        return
+    nq, depth = SIZES[args.size]
+    tools = args.tools.split(",")
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores; "
+          f"qrelkit = all cores, qrelkit-1 = --workers 1; pytrec_eval and ranx as their users call them")
+    for name in args.data.split(","):
+        decimals = DATASETS[name]
+        subprocess.run([sys.executable, __file__, "--dir", args.dir, "--generate", str(nq), str(depth),
+                        str(decimals)], check=True)
+        stem = f"q{nq}x{depth}" + ("" if decimals == 3 else f"_{decimals}dp")
+        qrels, run = Path(args.dir) / f"{stem}.qrels", Path(args.dir) / f"{stem}.run"
+        with run.open("rb") as fh:
+            lines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 24), b""))
+        measure("read-bytes", qrels, run)  # warm the page cache for everyone
+        rounds: dict[str, list[dict]] = {t: [] for t in (*tools, *FLOORS)}
+        for _ in range(args.repeat):
+            for tool in (*tools, *FLOORS):
+                rounds[tool].append(measure(tool, qrels, run))
+        base = {t: statistics.median(r["seconds"] for r in rounds[t]) for t in rounds}
+        print(f"\n{args.size} {name} (scores with {decimals} decimals; {lines:,} run lines, "
+              f"{run.stat().st_size / 2**20:.0f} MiB), median of {args.repeat}:")
+        print("| tool | median s | runs s | peak MiB (ru_maxrss / VmHWM) | × qrelkit all cores | × qrelkit 1 worker "
+              "| ndcg@10 mean |")
+        print("|---|---|---|---|---|---|---|")
+        for tool, res in rounds.items():
+            med = base[tool]
+            ratio = (f"{med / base['qrelkit']:.2f}×" if "qrelkit" in base else "")
+            ratio1 = (f"{med / base['qrelkit-1']:.2f}×" if "qrelkit-1" in base else "")
+            peak = max(r["peak_mib"] for r in res)
+            hwm = max(r["vmhwm_mib"] for r in res)
+            times = " ".join(f"{r['seconds']:.2f}" for r in res)
+            print(f"| {tool} | {med:.2f} | {times} | {peak:.0f} / {hwm:.0f} "
+                  f"| {ratio} | {ratio1} | {res[0]['check']:.6f} |", flush=True)
+    print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

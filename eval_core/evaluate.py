@@ -35,7 +35,7 @@ from eval_core.metrics import (
     parse_metrics,
     rank_run,
 )
-from eval_core.run_blocks import BLOCK_BYTES, Scattered, iter_run_blocks
+from eval_core.run_blocks import BLOCK_BYTES, Scattered, map_run_blocks
 
 MAX_LISTED = 10
 
@@ -114,22 +114,34 @@ def evaluate(
     max_grade: int = 3,
     block_bytes: int = BLOCK_BYTES,
     progress: Callable[[int], object] | None = None,
+    workers: int | None = None,
 ) -> Any:
     """Evaluate a run (path, DataFrame or dict) against qrels; several runs give a list or dict of results.
 
     `metrics` are names such as `P@10`, `ndcg@k` (expanded over `k`), `map`, `rbp@0.8`, `ndcg@10_condensed`;
     `max_grade` is the scale's top grade for ERR. A dict `{name: run}` returns `{name: Evaluation}`.
     A TREC run file larger than `block_bytes` is read in blocks of whole queries (memory bounded by the
-    block, not the file); `progress(n)` is told of every n bytes of run files read.
+    block, not the file); `progress(n)` is told of every n bytes of run files read. `workers` threads
+    (default: every core) rank blocks in parallel; the result is bit-identical for any number.
     """
+    workers = default_workers() if workers is None else max(1, int(workers))
     specs = parse_metrics(metrics, k)
     qi = index_qrels(load_qrels(qrels), rel_level)
     cats = None if categories is None else read_categories(categories)
     if _is_multi(run):
         items = run.items() if isinstance(run, Mapping) else ((None, r) for r in run)
-        results = [_evaluate_one(qi, r, specs, cats, n, max_grade, block_bytes, progress) for n, r in items]
+        results = [_evaluate_one(qi, r, specs, cats, n, max_grade, block_bytes, progress, workers)
+                   for n, r in items]
         return {e.name: e for e in results} if isinstance(run, Mapping) else results
-    return _evaluate_one(qi, run, specs, cats, name, max_grade, block_bytes, progress)
+    return _evaluate_one(qi, run, specs, cats, name, max_grade, block_bytes, progress, workers)
+
+
+def default_workers() -> int:
+    """Every core this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def _blockable(run: Any, block_bytes: int) -> bool:
@@ -142,25 +154,28 @@ def _blockable(run: Any, block_bytes: int) -> bool:
 
 
 def rank_file_blocks(qi: QrelsIndex, path: str | Path, block_bytes: int = BLOCK_BYTES,
-                     progress: Callable[[int], object] | None = None) -> tuple[Ranked, tuple[int, int] | None]:
+                     progress: Callable[[int], object] | None = None,
+                     workers: int = 1) -> tuple[Ranked, tuple[int, int] | None]:
     """Rank a TREC run block by block of whole queries — identical to `rank_run` on the whole file.
 
-    Also returns the first line with fields after the sixth (None if there is none). Raises `Scattered`
-    when the file does not keep each query's lines together.
+    `workers` threads rank blocks at once; blocks are merged in file order, so the result is the same for
+    any number. Also returns the first line with fields after the sixth (None if there is none). Raises
+    `Scattered` when the file does not keep each query's lines together.
     """
     parts, extra = [], None
-    for cols in iter_run_blocks(path, block_bytes, progress):
-        extra = extra or cols.extra_fields_line
-        parts.append(rank_run(qi, cols))
+    for ranked, line in map_run_blocks(path, lambda cols: (rank_run(qi, cols), cols.extra_fields_line),
+                                       block_bytes, progress, workers):
+        extra = extra or line
+        parts.append(ranked)
     return merge_ranked(parts), extra
 
 
-def _rank(qi: QrelsIndex, run: Any, block_bytes: int,
-          progress: Callable[[int], object] | None) -> tuple[Ranked, str, list[str]]:
+def _rank(qi: QrelsIndex, run: Any, block_bytes: int, progress: Callable[[int], object] | None,
+          workers: int) -> tuple[Ranked, str, list[str]]:
     """The run ranked (in blocks when it is a big TREC file), its label, and any note on how it was read."""
     if _blockable(run, block_bytes):
         try:
-            ranked, extra = rank_file_blocks(qi, run, block_bytes, progress)
+            ranked, extra = rank_file_blocks(qi, run, block_bytes, progress, workers)
             return ranked, str(run), extra_fields_warning(str(run), extra)
         except Scattered:
             note = ("the run file does not keep each query's lines together, so it was read whole "
@@ -185,9 +200,9 @@ def _err_clip_warning(qi: QrelsIndex, specs: list[Spec], max_grade: int) -> list
 
 def _evaluate_one(qi: QrelsIndex, run: Any, specs: list[Spec], cats: dict[str, str] | None,
                   name: str | None, max_grade: int, block_bytes: int = BLOCK_BYTES,
-                  progress: Callable[[int], object] | None = None) -> Evaluation:
+                  progress: Callable[[int], object] | None = None, workers: int = 1) -> Evaluation:
     """Score one run against prepared qrels and gather the warnings a person needs to trust the numbers."""
-    ranked, label, warnings = _rank(qi, run, block_bytes, progress)
+    ranked, label, warnings = _rank(qi, run, block_bytes, progress, workers)
     if name is None:
         name = "run" if label.startswith("<") else Path(label).name
     values = compute(qi, ranked, specs, max_grade=max_grade)

@@ -9,9 +9,11 @@ means the file is not grouped by query: `Scattered` is raised and the caller rea
 from __future__ import annotations
 
 import gzip
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 import numpy as np
 
@@ -19,6 +21,7 @@ from eval_core.errors import InputError
 from eval_core.formats import Columns, read_trec_chunk, string_keys
 
 BLOCK_BYTES = 64 * 1024 * 1024
+T = TypeVar("T")
 
 
 def _first_field(line: bytes) -> bytes:
@@ -85,36 +88,63 @@ def _fill(raw: BinaryIO, view: memoryview) -> int:
     return total
 
 
-def iter_run_blocks(path: str | Path, block_bytes: int = BLOCK_BYTES,
-                    progress: Callable[[int], object] | None = None) -> Iterator[Columns]:
-    """Validated Columns for each block of whole queries of a TREC run; `progress(n)` gets file bytes read.
+def map_run_blocks(path: str | Path, fn: Callable[[Columns], T], block_bytes: int = BLOCK_BYTES,
+                   progress: Callable[[int], object] | None = None, workers: int = 1) -> Iterator[T]:
+    """`fn(block)` for each block of whole queries of a TREC run, in file order; `workers` threads parse and
+    run `fn` on several blocks at once (pyarrow and NumPy release the GIL), so results do not depend on it.
 
-    Raises `Scattered` when a query's lines are not contiguous (the blocks would split it), and
-    InputError naming path:line for bad lines, a docid repeated within a query, or an empty file.
+    `progress(n)` gets file bytes read. Raises `Scattered` when a query's lines are not contiguous (the
+    blocks would split it), and InputError naming path:line for bad lines, a docid repeated within a
+    query, or an empty file — the first such problem in file order, whatever the number of workers.
     """
     label = str(path)
+    workers = max(1, workers)
+
+    def job(chunk: memoryview, first_line: int) -> tuple[np.ndarray, int, T] | None:
+        cols = read_trec_chunk(chunk, label, first_line)
+        return None if cols is None else (string_keys(cols.qvalues), len(cols.qcode), fn(cols))
+
     seen: list[np.ndarray] = []
     rows = 0
-    with Path(path).open("rb") as fh:
-        gz = fh.peek(2)[:2] == b"\x1f\x8b"
-        stream: BinaryIO = gzip.GzipFile(fileobj=fh) if gz else fh  # type: ignore[assignment]
-        done = 0
-        for chunk, first_line in _byte_blocks(stream, block_bytes):
-            if progress is not None:
-                progress(fh.tell() - done)
-                done = fh.tell()
-            cols = read_trec_chunk(chunk, label, first_line)
-            del chunk
-            if cols is None:
-                continue
-            keys = string_keys(cols.qvalues)
-            if seen and np.isin(keys, np.concatenate(seen)).any():
-                raise Scattered(label)  # a 64-bit key match may be a collision: the whole-file path is exact
-            seen.append(keys)
-            rows += len(cols.qcode)
-            yield cols
+
+    def in_order(done: tuple[np.ndarray, int, T] | None) -> Iterator[T]:
+        nonlocal rows
+        if done is None:
+            return
+        keys, n, result = done
+        if seen and np.isin(keys, np.concatenate(seen)).any():
+            raise Scattered(label)  # a 64-bit key match may be a collision: the whole-file path is exact
+        seen.append(keys)
+        rows += n
+        yield result
+
+    pending: deque[Future] = deque()
+    with ThreadPoolExecutor(max_workers=workers) as pool, Path(path).open("rb") as fh:
+        try:
+            gz = fh.peek(2)[:2] == b"\x1f\x8b"
+            stream: BinaryIO = gzip.GzipFile(fileobj=fh) if gz else fh  # type: ignore[assignment]
+            done = 0
+            for chunk, first_line in _byte_blocks(stream, block_bytes):
+                if progress is not None:
+                    progress(fh.tell() - done)
+                    done = fh.tell()
+                pending.append(pool.submit(job, chunk, first_line))
+                del chunk
+                while len(pending) > workers:  # bounded: at most workers + 1 blocks in memory
+                    yield from in_order(pending.popleft().result())
+            while pending:
+                yield from in_order(pending.popleft().result())
+        finally:
+            for future in pending:
+                future.cancel()
     if not rows:
         raise InputError(label, 1, "empty file: no run lines")
+
+
+def iter_run_blocks(path: str | Path, block_bytes: int = BLOCK_BYTES,
+                    progress: Callable[[int], object] | None = None) -> Iterator[Columns]:
+    """Validated Columns for each block of whole queries of a TREC run (see `map_run_blocks`)."""
+    return map_run_blocks(path, lambda cols: cols, block_bytes, progress)
 
 
 class Scattered(Exception):

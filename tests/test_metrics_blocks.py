@@ -221,3 +221,30 @@ def test_cli_progress_bar_counts_run_bytes(tmp_path: Path, monkeypatch: pytest.M
     bar = capsys.readouterr().err.split("\r")[-1]
     total = f"{2 * rp.stat().st_size / 1024:.2f}k"  # tqdm's unit_scale with unit_divisor 1024
     assert "evaluating: 100%" in bar and f"{total}/{total}" in bar
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), block=st.integers(40, 400), workers=st.integers(2, 5))
+def test_any_number_of_workers_is_bit_identical(tmp_path_factory: pytest.TempPathFactory, seed: int, block: int,
+                                                workers: int) -> None:
+    """Blocks ranked by several threads merge in file order: the same arrays as one worker, bit for bit."""
+    qp, rp, _ = make_files(tmp_path_factory.mktemp("w"), seed, n_queries=12, depth=15)
+    one = evaluate(qp, rp, metrics=METRICS, block_bytes=block, workers=1)
+    assert_same(one, evaluate(qp, rp, metrics=METRICS, block_bytes=block, workers=workers))
+    assert_same(one, evaluate(qp, rp, metrics=METRICS))
+
+
+def test_workers_report_the_first_bad_line_in_file_order(tmp_path: Path) -> None:
+    """Two bad blocks: whichever thread finishes first, the error names the earlier line."""
+    qp, _, run = make_files(tmp_path, seed=7)
+    bad = list(run)
+    bad[3] = bad[3].replace(" Q0 ", " Q0 x ", 1).rsplit(" ", 2)[0] + "\n"
+    bad[-2] = "q0 Q0 broken\n"
+    rp = tmp_path / "bad.run"
+    rp.write_text("".join(bad))
+    messages = set()
+    for workers in (1, 2, 4):
+        with pytest.raises(InputError) as exc:
+            evaluate(qp, rp, block_bytes=50, workers=workers)
+        messages.add(str(exc.value))
+    assert len(messages) == 1 and f"{rp}:4:" in messages.pop()

@@ -42,12 +42,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--qrels-format", choices=("auto", "jg"), default="auto",
                    help="jg: multi-judge qrels `qid judge docid grade` (trec_eval -R qrels_jg); every metric is "
                         "computed against each judge group and averaged per query, with the spread over judges")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="threads ranking blocks of whole queries of big TREC runs in parallel (default: every "
+                        "core); results are bit-identical for any N")
     p.add_argument("--per-query", action="store_true", help="also print every query's values")
     p.add_argument("--categories", metavar="FILE", help="TSV/CSV/JSONL with query_id and category columns")
     p.add_argument("--format", choices=("table", "json", "csv"), default="table")
     p.add_argument("--fail-below", action="append", default=[], metavar="METRIC=VALUE",
                    help="exit 1 when a run's mean METRIC is below VALUE (repeatable)")
-    p.set_defaults(func=run_eval)
+    p.set_defaults(func=cmd_eval)
 
 
 def _gates(specs: list[str]) -> list[tuple[str, float]]:
@@ -65,7 +68,7 @@ def _gates(specs: list[str]) -> list[tuple[str, float]]:
     return gates
 
 
-def run_eval(args: argparse.Namespace) -> int:
+def cmd_eval(args: argparse.Namespace) -> int:
     """Evaluate every run, print the chosen format, then apply the gates (exit 1 if any fails)."""
     from tqdm import tqdm
 
@@ -79,6 +82,9 @@ def run_eval(args: argparse.Namespace) -> int:
             raise ValueError
     except ValueError:
         print(f"qrelkit eval: error: --k expects positive integers, got {args.k!r}", file=sys.stderr)
+        return 2
+    if args.workers is not None and args.workers < 1:
+        print(f"qrelkit eval: error: --workers expects a positive integer, got {args.workers}", file=sys.stderr)
         return 2
     names = [m for group in args.metrics or [",".join(DEFAULT_METRICS)] for m in group.split(",") if m.strip()]
     try:
@@ -105,7 +111,7 @@ def run_eval(args: argparse.Namespace) -> int:
         else:
             results.append(evaluate(qrels, run, metrics=names, k=k, rel_level=args.rel_level,
                                     categories=categories, name=label, max_grade=args.max_grade,
-                                    progress=bar.update))
+                                    progress=bar.update, workers=args.workers))
         bar.update(start + size - bar.n)  # runs read whole (or gzip read ahead) report at the end
     bar.close()
     _print(results, args.format, args.per_query)
