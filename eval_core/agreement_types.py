@@ -254,11 +254,6 @@ class AgreementReport:
     diagnostics: Diagnostics
     assessment: Assessment
 
-    @property
-    def headline_alpha(self) -> Coefficient:
-        """α at the report's level: the number the verdict is about."""
-        return self.alpha[self.level]
-
     def to_dict(self) -> dict[str, Any]:
         """The JSON of `qrelkit agreement --format json` (raw agreement as a bare number plus its CI)."""
         return {
