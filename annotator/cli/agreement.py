@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eval_core.consensus import RULES
+from annotator.cli.common import LazyChoices
 from eval_core.errors import InputError
-from eval_core.judgments import parse_scale
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -20,6 +19,8 @@ if TYPE_CHECKING:
 
 
 def _scale(text: str) -> tuple[int, int]:
+    from eval_core.judgments import parse_scale
+
     try:
         return parse_scale(text)
     except ValueError as exc:
@@ -45,12 +46,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--cross-check", action="store_true",
                    help="recompute α with krippendorff.alpha and κ with scikit-learn and report the largest "
                         "difference (exit 1 above 1e-9; needs `pip install qrelkit[reference]`)")
-    p.set_defaults(func=run_agreement)
+    p.set_defaults(func=cmd_agreement)
 
     c = subparsers.add_parser("consensus", help="one graded label per pair: qrels with provenance",
                               description="Turn several grades per (query, fragment) into graded qrels.")
     c.add_argument("judgments", metavar="JUDGMENTS")
-    c.add_argument("--rule", choices=RULES, default="median",
+    c.add_argument("--rule", choices=LazyChoices("eval_core.consensus", "RULES"), metavar="RULE", default="median",
                    help="median (lower on ties), majority (ties → lower), mean (half up) or min")
     c.add_argument("--adjudications", metavar="FILE", help="lead decisions (query_id, fragment_id, grade); they win")
     c.add_argument("--min-grades", type=int, default=1, help="leave out pairs with fewer real grades (default 1)")
@@ -58,10 +59,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--format", choices=["trec", "beir", "jsonl"], default="trec")
     c.add_argument("--scale", type=_scale, default=(0, 3))
     c.add_argument("--keep", choices=["error", "latest"], default="error")
-    c.set_defaults(func=run_consensus)
+    c.set_defaults(func=cmd_consensus)
 
 
-def run_agreement(args: argparse.Namespace) -> int:
+def cmd_agreement(args: argparse.Namespace) -> int:
     """Print the report as a table a lead can read, or as JSON; with --cross-check, the reference libraries' verdict."""
     from eval_core.agreement import agreement_report
     from eval_core.judgments import read_judgments
@@ -186,7 +187,7 @@ def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str) -> None:
                             for row in qrels.itertuples(index=False)))
 
 
-def run_consensus(args: argparse.Namespace) -> int:
+def cmd_consensus(args: argparse.Namespace) -> int:
     """Apply the rule and write the qrels; a summary goes to stderr."""
     from eval_core.consensus import consensus
     from eval_core.judgments import read_adjudications, read_judgments
