@@ -3,7 +3,6 @@ missing, user strings literal), the diff, and the downloads (CSV escaped against
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -12,12 +11,10 @@ import streamlit as st
 
 from annotator.views import MISSING, literal, readable
 from db import releases
-from eval_core.spreadsheet import escape_frame
 
 # How each export format is offered; a format the store adds without an entry here is offered by file name.
 FORMAT_LABELS = {"trec": ("TREC qrels", "text/plain"), "beir": ("BEIR qrels (TSV)", "text/tab-separated-values"),
                  "jsonl": ("JSONL (every grade)", "application/x-ndjson"), "csv": ("CSV", "text/csv")}
-NUMBER = r"-?\d+(\.\d+)?"
 CARD = ("card.json", "Card (JSON)", "application/json")
 RELEASE_HEADERS = {"version": "Version", "rule": "Consensus rule", "min_grades": "Min. grades per pair",
                    "queries": "Queries", "pairs": "Pairs", "adjudicated": "Adjudicated", "hash": "Content hash",
@@ -27,22 +24,10 @@ RELEASE_HEADERS = {"version": "Version", "rule": "Consensus rule", "min_grades":
 def downloads() -> list[tuple[str, str, str]]:
     """(file name, button label, MIME type) of every release file, in the store's export-format order."""
     offered = []
-    for fmt, name in releases.FORMATS.items():
+    for fmt, name in releases.EXPORT_FORMATS.items():
         label, mime = FORMAT_LABELS.get(fmt, (name, "application/octet-stream"))
         offered.append((name, label, mime))
     return [*offered, CARD]
-
-
-def download_bytes(name: str, data: bytes) -> bytes:
-    """A release file as offered for download: CSV text cells a spreadsheet would run as formulas are escaped
-    (numbers never are); TREC, TSV and JSONL stay exact, machines read them."""
-    if not name.endswith(".csv"):
-        return data
-    frame = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
-    text = [c for c in frame.columns if not frame[c].str.fullmatch(NUMBER).all()]
-    if text:
-        frame[text] = escape_frame(frame[text]).to_numpy()
-    return frame.to_csv(index=False, lineterminator="\n").encode()
 
 
 def _hash(value: Any) -> str:
@@ -93,6 +78,24 @@ def card_caption(card: Mapping[str, Any], release: Any) -> str:
     return (f"Rule {literal(card.get('rule', release.rule))} · at least {card.get('min_grades', release.min_grades)} "
             f"grade(s) per pair · guideline versions {versions} · created by {author} on {when} · content hash "
             f"{literal(card.get('content_hash', release.content_hash))}")
+
+
+CHANGED_HEADERS = {"query_id": "Query", "fragment_id": "Fragment", "what": "Text changed"}
+
+
+def show_changed_texts(changed: Mapping[str, Any] | None) -> None:
+    """Warn when labelled pairs of the release point at query or fragment text that changed since it was cut
+    (its labels judged the old text), listing those pairs; nothing for a release made before hashes were kept."""
+    if not changed or not changed.get("pairs"):
+        return
+    pairs = changed["pairs"]
+    st.warning(f"{len(pairs):,} labelled pair(s) of this release point at text that changed since it was cut "
+               f"({len(changed.get('queries', [])):,} quer(y/ies), {len(changed.get('fragments', [])):,} "
+               "fragment(s)): their labels judged the old text. Re-judge them and cut a new release.",
+               icon=":material/difference:")
+    with st.expander("Pairs whose text changed"):
+        frame = pd.DataFrame(pairs, columns=list(CHANGED_HEADERS))
+        st.dataframe(readable(frame, CHANGED_HEADERS), hide_index=True)
 
 
 DIFF_HEADERS = {"query_id": "Query", "fragment_id": "Fragment", "grade": "Grade", "old": "Old grade",

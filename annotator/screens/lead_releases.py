@@ -51,6 +51,7 @@ for col, (label, value) in zip(st.columns(4), views_release.card_headline(card),
     col.metric(label, value)
 st.dataframe(views_release.grade_distribution(card, project.labels), hide_index=True)
 st.caption(views_release.card_caption(card, release))
+views_release.show_changed_texts(releases.changed_texts(engine, project.name, version))
 with st.expander("Full card"):
     st.json(card)
 
@@ -58,7 +59,7 @@ st.subheader("Downloads")
 files = releases.release_files(engine, project.name, version)
 offered = [d for d in views_release.downloads() if d[0] in files]
 for col, (name, label, mime) in zip(st.columns(len(offered)), offered, strict=True):
-    col.download_button(label, auth.lead_only(lambda name=name: views_release.download_bytes(name, files[name])),
+    col.download_button(label, auth.lead_only(lambda name=name: files[name]),
                         file_name=f"{project.name}-v{version}-{name}", mime=mime, key=f"download-{name}",
                         on_click="ignore")
 
