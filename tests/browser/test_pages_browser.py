@@ -1,0 +1,329 @@
+"""The pages in a real browser on projects built with the CLI: grading a 1–3 and a 1–5 project with their own
+keys, the fragment box, planted Markdown/HTML shown literally with no request leaving for a planted address,
+and the Adjudicate page's counters after saving."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from annotator.views import WORD_JOINER
+from tests.browser.conftest import (
+    CHROMIUM,
+    ROOT,
+    Server,
+    free_port,
+    login,
+    stop_server,
+    wait_healthy,
+    wait_idle,
+)
+from tests.conftest import require
+
+pytestmark = pytest.mark.browser
+
+PLANT = "http://127.0.0.1:9"  # the discard port: nothing answers, and no request may even be tried
+# Every piece of planted markup wraps text starting "zz", so an element made from data is easy to spot.
+PROJECT = "**zzproj** <b>zzp</b>"
+QUERY_ID = "**zzq1**<b>zzx</b>"
+QUERY_TEXT = f'plazo de devolución **zzurgente** <img src="{PLANT}/query.png"> [zzx]({PLANT}/qlink)'
+FRAGMENT = {"id": f"![zzf]({PLANT}/fid.png)", "doc_id": "<i>zzmanual</i>",
+            "title": f"Devoluciones <b>zzya</b> ![zzt]({PLANT}/t.png)",
+            "text": f"El plazo de devolución es de 30 días. <script>alert(1)</script> **zzno** ![zzi]({PLANT}/i.png)"}
+OTHERS = [{"id": "f2", "title": "Envíos", "text": "Envíos en 24 horas; el plazo no cambia."},
+          {"id": "f3", "title": "Pagos", "text": "Pago con tarjeta o transferencia."}]
+RUN = "**zzrun**<b>zzr</b>"
+ANNOTATOR = f"![zza]({PLANT}/annotator.png) <b>zzmal</b>"
+NOTE = f'**zznota** <img src="{PLANT}/note.png">'
+REASON = f"[zzrazón]({PLANT}/reason) <b>zzr</b>"
+LABELS = {1: "Partly", 2: "Mostly", 3: "Fully"}
+FRAGMENT_BOX = ".st-key-fragment_box"
+MADE_FROM_DATA = """els => els.filter(e => ['IMG', 'SCRIPT'].includes(e.tagName)
+    || (e.getAttribute('href') || e.getAttribute('src') || '').startsWith('http://127.0.0.1:9')
+    || e.innerText.replaceAll('\u2060', '').startsWith('zz')).map(e => e.tagName + ':' + e.innerText)"""
+MARKUP_TAGS = "img, script, iframe, a, b, i, strong, em, del, code, li, h1, h2, h3, h4, h5, h6"
+
+
+def qrelkit(*args: str, stdin: str = "") -> None:
+    """Run one `qrelkit` command in this process (stdin holds e.g. a password) and require success."""
+    from annotator.cli import main
+
+    saved = sys.stdin
+    sys.stdin = io.StringIO(stdin)
+    try:
+        assert main(list(args)) == 0, args
+    finally:
+        sys.stdin = saved
+
+
+def jsonl(path: Path, records: list[dict]) -> str:
+    """Write records as JSONL; returns the path as a string for the CLI."""
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return str(path)
+
+
+def serve(db_url: str, project: str, folder: Path) -> Iterator[Server]:
+    """`qrelkit serve` on a free port with `project` preselected, until the caller's fixture ends."""
+    port = free_port()
+    env = dict(os.environ, QRELKIT_PROJECT=project, PYTHONPATH=str(ROOT))
+    with (folder / "serve.log").open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "annotator", "serve", "--db", db_url, "--port", str(port)],
+                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", proc)
+        yield Server(f"http://127.0.0.1:{port}", db_url)
+    finally:
+        stop_server(proc)
+
+
+def accounts(db: str, *names: tuple[str, str]) -> None:
+    """`qrelkit user add NAME --role ROLE --password-stdin` for each (name, role); password NAME-password."""
+    for name, role in names:
+        qrelkit("user", "add", name, "--role", role, "--password-stdin", "--db", db, stdin=f"{name}-password\n")
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A 1–3 project named Partly/Mostly/Fully with Markdown/HTML planted in every imported field: project
+    name, query id and text, fragment id, source, title and text, run name, an imported annotator's name and
+    note, and an adjudication's reason. ana and bo share every pair."""
+    require(Path(CHROMIUM).exists(), f"Debian's Chromium not found at {CHROMIUM}")
+    folder = tmp_path_factory.mktemp("pages-three")
+    db = f"sqlite:///{folder / 'three.db'}"
+    qrelkit("init", "--db", db)
+    qrelkit("project", "create", PROJECT, "--scale", "1-3", "--labels", "1=Partly,2=Mostly,3=Fully", "--db", db)
+    accounts(db, ("ana", "annotator"), ("bo", "annotator"), ("lea", "lead"))
+    qrelkit("import", "queries", jsonl(folder / "q.jsonl", [{"id": QUERY_ID, "text": QUERY_TEXT}]),
+            "--project", PROJECT, "--db", db)
+    qrelkit("import", "fragments", jsonl(folder / "f.jsonl", [FRAGMENT, *OTHERS]), "--project", PROJECT, "--db", db)
+    (folder / "r.run").write_text("".join(f"{QUERY_ID} Q0 {f['id']} {i} {9 - i} x\n"
+                                          for i, f in enumerate([FRAGMENT, *OTHERS], 1)), encoding="utf-8")
+    qrelkit("import", "run", str(folder / "r.run"), "--name", RUN, "--project", PROJECT, "--db", db)
+    qrelkit("pool", "--project", PROJECT, "--depth", "10", "--db", db)
+    qrelkit("assign", "--project", PROJECT, "--overlap", "2", "--annotators", "ana,bo", "--db", db)
+    judged = [{"query_id": QUERY_ID, "fragment_id": f, "annotator": a, "grade": g, "note": n}
+              for f, a, g, n in ((FRAGMENT["id"], ANNOTATOR, 1, NOTE), (FRAGMENT["id"], "ben", 3, None),
+                                 ("f2", ANNOTATOR, 3, None), ("f2", "ben", 1, None))]
+    qrelkit("import", "judgments", jsonl(folder / "j.jsonl", judged), "--project", PROJECT, "--db", db)
+    decided = [{"query_id": QUERY_ID, "fragment_id": "f2", "grades": {ANNOTATOR: 3, "ben": 1},
+                "adjudication": {"grade": 2, "reason": REASON, "by": "lea"}}]
+    qrelkit("import", "judgments", jsonl(folder / "a.jsonl", decided), "--project", PROJECT, "--db", db)
+    yield from serve(db, PROJECT, folder)
+
+
+@pytest.fixture(scope="module")
+def five(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A plain 1–5 project (default names "Grade g"): one query, three fragments, cai grades them all."""
+    require(Path(CHROMIUM).exists(), f"Debian's Chromium not found at {CHROMIUM}")
+    folder = tmp_path_factory.mktemp("pages-five")
+    db = f"sqlite:///{folder / 'five.db'}"
+    qrelkit("init", "--db", db)
+    qrelkit("project", "create", "five", "--scale", "1-5", "--overlap", "1", "--db", db)
+    accounts(db, ("cai", "annotator"))
+    qrelkit("import", "queries", jsonl(folder / "q.jsonl", [{"id": "q", "text": "plazo de envío"}]),
+            "--project", "five", "--db", db)
+    qrelkit("import", "fragments", jsonl(folder / "f.jsonl", [FRAGMENT | {"id": "f1"}, *OTHERS]),
+            "--project", "five", "--db", db)
+    (folder / "r.run").write_text("q Q0 f1 1 3 x\nq Q0 f2 2 2 x\nq Q0 f3 3 1 x\n", encoding="utf-8")
+    qrelkit("import", "run", str(folder / "r.run"), "--project", "five", "--db", db)
+    qrelkit("pool", "--project", "five", "--depth", "10", "--db", db)
+    qrelkit("assign", "--project", "five", "--annotators", "cai", "--db", db)
+    yield from serve(db, "five", folder)
+
+
+def box_text(page) -> str:
+    """What the fragment box shows (caption and text)."""
+    return page.locator(FRAGMENT_BOX).inner_text()
+
+
+def shown_fragment_id(page) -> str:
+    """External id of the fragment on screen, from the box's '… · fragment ID' caption."""
+    caption = visible(page.locator(FRAGMENT_BOX).get_by_test_id("stCaptionContainer").first)
+    return caption.rsplit("fragment ", 1)[1].strip()
+
+
+def grade_buttons(page) -> list[str]:
+    """Labels of the grade buttons on screen (the first line: the shortcut hint follows the label)."""
+    expect(page.locator(FRAGMENT_BOX)).to_be_visible()
+    texts = page.get_by_role("button", name=re.compile(r"^[0-9]+ · ")).all_inner_texts()
+    return [t.strip().splitlines()[0].strip() for t in texts]
+
+
+def press(page, key: str) -> None:
+    """Press a key with the focus outside any input."""
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press(key)
+
+
+def press_grade(page, key: str) -> None:
+    """Press a grade key once the app is idle, and wait until the next fragment is on screen and the run ends."""
+    wait_idle(page)
+    before = box_text(page)
+    press(page, key)
+    page.wait_for_function("([sel, old]) => { const e = document.querySelector(sel); return e && e.innerText !== old; }",
+                           arg=[FRAGMENT_BOX, before])
+    wait_idle(page)
+
+
+def grades_in_store(db_url: str, project: str, annotator: str) -> dict[str, int]:
+    """fragment id → grade of one annotator's judgments, read back from the store."""
+    from db.queries_frames import judgments_frame
+    from db.schema import init_db
+
+    frame = judgments_frame(init_db(db_url), project)
+    mine = frame[frame.annotator == annotator]
+    return dict(zip(mine.fragment_id, mine.grade.astype(int), strict=True))
+
+
+def planted_requests(page) -> list[str]:
+    """Start recording every request the page makes to the planted address."""
+    seen: list[str] = []
+    page.on("request", lambda request: seen.append(request.url) if request.url.startswith(PLANT) else None)
+    return seen
+
+
+def open_page(page, title: str) -> None:
+    """Open a page from the sidebar menu and wait for it to settle."""
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name=re.compile(f"{title}$")).click()
+    wait_idle(page)
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+
+
+def visible(locator) -> str:
+    """A locator's text as a reader sees it (the invisible word joiners that keep addresses unlinked dropped)."""
+    return locator.inner_text().replace(WORD_JOINER, "")
+
+
+def main_text(page) -> str:
+    """Everything the main area and the sidebar show, as text."""
+    return visible(page.get_by_test_id("stMain")) + "\n" + visible(page.get_by_test_id("stSidebar"))
+
+
+def no_markup_rendered(page) -> None:
+    """No element came out of data: no image, script or frame, no link to the planted address, and no bold,
+    italic, heading, list or code element around planted text (all planted markup wraps text starting "zz")."""
+    for area in ("stMain", "stSidebar"):
+        assert page.get_by_test_id(area).locator(MARKUP_TAGS).evaluate_all(MADE_FROM_DATA) == [], area
+
+
+def test_annotate_shows_every_planted_field_literally_and_loads_nothing(three: Server, page) -> None:
+    requests = planted_requests(page)
+    login(page, three.url, "ana", "ana-password")
+    box = page.locator(FRAGMENT_BOX)
+    expect(box).to_contain_text(FRAGMENT["text"])
+    text = main_text(page)
+    for planted in (PROJECT, QUERY_ID, QUERY_TEXT, FRAGMENT["id"], FRAGMENT["doc_id"], FRAGMENT["title"],
+                    FRAGMENT["text"]):
+        assert planted in text, planted
+    no_markup_rendered(page)
+    page.wait_for_timeout(500)
+    assert requests == []
+
+
+def test_fragment_box_shows_title_and_source_and_marks_query_terms(three: Server, page) -> None:
+    login(page, three.url, "ana", "ana-password")
+    box = page.locator(FRAGMENT_BOX)
+    caption = box.get_by_test_id("stCaptionContainer").first
+    assert visible(caption) == f"{FRAGMENT['title']} · source {FRAGMENT['doc_id']} · fragment {FRAGMENT['id']}"
+    assert visible(caption.locator("strong")) == FRAGMENT["title"]  # the title is bold, as the app makes it
+    marks = box.locator("mark").all_inner_texts()
+    # the query's words of 3+ letters in the fragment, in order ("de" is too short); the planted image address
+    # in the fragment shares http, 127 and png with the one in the query
+    assert [m.lower() for m in marks] == ["plazo", "devolución", "http", "127", "png"]
+    text = box.locator(".qrelkit-fragment")
+    assert "monospace" not in text.evaluate("e => getComputedStyle(e).fontFamily")
+    assert box.bounding_box()["height"] < 200  # one short paragraph: a box sized to it, not a fixed 260 px
+
+
+def test_project_page_shows_planted_names_literally_and_loads_nothing(three: Server, page) -> None:
+    requests = planted_requests(page)
+    login(page, three.url, "lea", "lea-password")
+    open_page(page, "Project")
+    page.get_by_role("tab", name="Pool").click()
+    assert RUN in main_text(page)
+    page.get_by_role("tab", name="Assign").click()
+    assert ANNOTATOR in main_text(page)
+    assert PROJECT in main_text(page)
+    no_markup_rendered(page)
+    page.wait_for_timeout(500)
+    assert requests == []
+
+
+def test_adjudicate_page_shows_planted_fields_literally_and_loads_nothing(three: Server, page) -> None:
+    requests = planted_requests(page)
+    login(page, three.url, "lea", "lea-password")
+    open_page(page, "Adjudicate")
+    page.get_by_test_id("stSelectbox").click()
+    page.get_by_role("option").filter(has_text="adjudicated").click()
+    wait_idle(page)
+    assert visible(page.get_by_test_id("stAlertContentInfo")) == f"In force: final grade 2 by lea — {REASON}"
+    text = main_text(page)
+    for planted in (PROJECT, QUERY_ID, QUERY_TEXT, "f2"):
+        assert planted in text, planted
+    no_markup_rendered(page)
+    page.wait_for_timeout(500)
+    assert requests == []
+
+
+def test_a_1_to_3_project_grades_with_its_own_keys_and_0_does_nothing(three: Server, page) -> None:
+    login(page, three.url, "bo", "bo-password")
+    assert grade_buttons(page) == [f"{g} · {n}" for g, n in LABELS.items()]
+    first = shown_fragment_id(page)
+    press(page, "0")
+    page.wait_for_timeout(700)
+    wait_idle(page)
+    assert shown_fragment_id(page) == first
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    graded = {}
+    for key in ("3", "1", "2"):
+        graded[shown_fragment_id(page)] = int(key)
+        if len(graded) < 3:
+            press_grade(page, key)
+        else:
+            press(page, key)
+            expect(page.get_by_text("All your assigned pairs are judged. Thank you!")).to_be_visible()
+    assert grades_in_store(three.db_url, PROJECT, "bo") == graded
+
+
+def test_a_1_to_5_project_takes_grades_4_and_5_from_the_keyboard(five: Server, page) -> None:
+    login(page, five.url, "cai", "cai-password")
+    assert grade_buttons(page) == [f"{g} · Grade {g}" for g in range(1, 6)]
+    graded = {}
+    for key in ("5", "4"):
+        graded[shown_fragment_id(page)] = int(key)
+        press_grade(page, key)
+    assert grades_in_store(five.db_url, "five", "cai") == graded
+
+
+def test_adjudicate_counters_and_the_grade_in_force_update_on_saving(three: Server, page) -> None:
+    from db.queries_frames import adjudications_frame
+    from db.schema import init_db
+
+    login(page, three.url, "lea", "lea-password")
+    open_page(page, "Adjudicate")
+    caption = page.get_by_text(re.compile(r"pair\(s\) adjudicated so far"))
+    expect(caption).to_contain_text("; 1 pair(s) adjudicated so far.")
+    page.get_by_test_id("stSelectbox").click()
+    page.get_by_role("option").filter(has_text=FRAGMENT["id"]).first.click()
+    wait_idle(page)
+    expect(page.get_by_test_id("stAlertContentInfo")).to_have_count(0)
+    page.get_by_role("button", name="Save final grade").click()
+    wait_idle(page)
+    expect(page.get_by_text("Pick a final grade first.")).to_be_visible()
+    page.get_by_test_id("stRadio").get_by_text("3 · Fully").click()
+    page.get_by_role("textbox", name="Reason").fill("la nota de ben pesa más")
+    page.get_by_role("button", name="Save final grade").click()
+    wait_idle(page)
+    expect(caption).to_contain_text("; 2 pair(s) adjudicated so far.")
+    expect(page.get_by_test_id("stAlertContentInfo")).to_have_text(
+        "In force: final grade 3 by lea — la nota de ben pesa más")
+    assert len(adjudications_frame(init_db(three.db_url), PROJECT)) == 2
