@@ -29,6 +29,8 @@ def show(pair_id: int | None) -> None:
 def save_grade(username: str, view: PairView, grade: int | None) -> None:
     """Record the grade at once (a reload or a second tab loses nothing), then open the next open pair; a grade
     the store refuses leaves the pair open with the store's reason."""
+    if auth.current_user() is None:  # logged out, expired or deactivated meanwhile: the panel's rerun shows the login
+        return
     pair_id = view.pair_id
     reason = None
     if grade is None:
@@ -164,6 +166,8 @@ def pair_panel(project: ProjectInfo, username: str, view: PairView) -> None:
 @st.fragment
 def grading_panel(project: ProjectInfo, username: str) -> None:
     """Everything that changes on a key press, so a grade reruns only this part of the page."""
+    if auth.current_user() is None:  # a fragment rerun skips the app's session check: do it here
+        st.rerun(scope="app")
     view = current_view(project.name, username)
     if view is not None and st.session_state.get("shown_pair") != view.pair_id:
         st.session_state["shown_pair"] = view.pair_id

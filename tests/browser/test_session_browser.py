@@ -5,6 +5,7 @@ back-off, and stopping `qrelkit serve`. One behaviour per test, on a server and 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -105,6 +106,31 @@ def test_logging_out_ends_the_session_in_the_other_tab_too(server: Server, page)
     assert shows_login_form(second)
     second.reload()
     assert shows_login_form(second)
+
+
+def test_a_tab_logged_out_elsewhere_cannot_grade_by_key_press(server: Server, page) -> None:
+    import sqlalchemy as sa
+
+    from db.engine import get_engine
+    from db.models import Judgment, User
+
+    def judged_by_ben() -> int:
+        with get_engine(server.db_url).connect() as conn:
+            return conn.execute(sa.select(sa.func.count()).select_from(Judgment).join(User, User.id == Judgment.user_id)
+                                .where(User.username == "ben")).scalar_one()
+
+    login(page, server.url, "ben", "ben-demo")
+    page.get_by_role("button", name=re.compile("Answers fully")).wait_for()
+    other = page.context.new_page()
+    other.goto(server.url)
+    assert logged_in_as(other, "ben")
+    before = judged_by_ben()
+    other.get_by_role("button", name="Log out").click()
+    assert shows_login_form(other)
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("3")  # the grading panel's shortcut, in the tab that still shows it
+    assert shows_login_form(page)
+    assert judged_by_ben() == before
 
 
 def test_a_deactivated_leads_open_tab_cannot_create_a_release(server: Server, page) -> None:
