@@ -78,6 +78,7 @@ class ImportRejected(InputError):
         more = f" (and {total - 1} more problem(s))" if total > 1 else ""
         super().__init__(first.path, first.line, first.problem + more)
         self.report = report
+        self.more = report.rejected[1:]  # every further bad line, for the CLI to print
 
 
 class _Problems:
@@ -591,3 +592,8 @@ def _write_adjudications(session: Session, project_id: int, adjudications: pd.Da
                          "reason": reason, "user_id": users[lead], "created_at": now})
     if rows:
         session.execute(table.insert(), rows)
+
+
+# The import kinds, in the order the CLI and the Project page offer them: kind → importer.
+IMPORT_KINDS = {"queries": import_queries, "fragments": import_fragments, "run": import_run,
+                "judgments": import_judgments}

@@ -21,7 +21,9 @@ from db.engine import session_scope
 from db.evaluations import HEADLINE, load_release, qrels_of, run_frame, score_run, store_evaluation
 from db.models import Evaluation as EvaluationRow
 from db.models import (
+    Fragment,
     Project,
+    Query,
     Release,
     Run,
     User,
@@ -35,7 +37,8 @@ from eval_core.consensus import consensus
 from eval_core.formats import write_atomically
 from eval_core.spreadsheet import escape_cell
 
-FORMATS = {"trec": "qrels.trec", "beir": "qrels.tsv", "jsonl": "judgments.jsonl", "csv": "qrels.csv"}
+# The release export formats: format → file of the release.
+EXPORT_FORMATS = {"trec": "qrels.trec", "beir": "qrels.tsv", "jsonl": "judgments.jsonl", "csv": "qrels.csv"}
 BOOTSTRAP = 200
 DIFF_LISTED = 1000
 RELEASE_STEPS = 5
@@ -173,13 +176,17 @@ def create_release(engine: Engine, project: str, rule: str = "median", min_grade
                                    .order_by(Release.version.desc()).limit(1)).scalar_one_or_none()
         runs = session.execute(select(Run.id, Run.name).where(Run.project_id == proj.id).order_by(Run.name)).all()
         run_frames = {r.id: (r.name, run_frame(session, r.id)) for r in runs}
+        text_hashes = _text_hashes(session, proj.id, labels)
     step("read")
     judged_released = judged
     if len(labels) < len(judged[["query_id", "fragment_id"]].drop_duplicates()):
         judged_released = judged.merge(labels[["query_id", "fragment_id"]], on=["query_id", "fragment_id"])
     qrels_trec, judgments_jsonl = render_files(labels, adjudications)
     step("consensus")
-    card = _card(proj, labels, judged_released, rule, min_grades)
+    card = {**_card(proj, labels, judged_released, rule, min_grades),
+            "text_hashes": {"queries": len(text_hashes["queries"]), "fragments": len(text_hashes["fragments"]),
+                            "note": "the text of every judged query and fragment is hashed; exporting this "
+                                    "release later lists the pairs whose text changed since"}}
     step("card")
     qrels = labels[["query_id", "fragment_id", "grade"]].rename(columns={"fragment_id": "doc_id"})
     results = {rid: score_run(qrels, frame, name, proj.scale_max) for rid, (name, frame) in run_frames.items()}
@@ -208,7 +215,8 @@ def create_release(engine: Engine, project: str, rule: str = "median", min_grade
         release_id = session.execute(insert(table).returning(table.c.id), {
             "project_id": proj.id, "version": version, "rule": rule, "min_grades": min_grades,
             "content_hash": content_hash, "card": card, "qrels_trec": qrels_trec,
-            "judgments_jsonl": judgments_jsonl, "created_by_id": author, "created_at": now}).scalar_one()
+            "judgments_jsonl": judgments_jsonl, "text_hashes": text_hashes, "created_by_id": author,
+            "created_at": now}).scalar_one()
         for rid, result in results.items():
             store_evaluation(session, rid, release_id, result)
         if previous is not None:
@@ -245,12 +253,12 @@ def get_release(engine: Engine, project: str, version: int | str = "latest") -> 
         return _info(session, proj, load_release(session, proj, version))
 
 
-def _beir(qrels_trec: str) -> str:
-    """BEIR qrels TSV (with its header) from the stored TREC qrels."""
+def _beir(judgments_jsonl: str) -> str:
+    """BEIR qrels TSV (with its header) from the stored JSONL, which holds any id exactly."""
     out = ["query-id\tcorpus-id\tscore\n"]
-    for line in qrels_trec.splitlines():
-        q, _, f, g = line.split(" ")
-        out.append(f"{q}\t{f}\t{g}\n")
+    for line in judgments_jsonl.splitlines():
+        r = json.loads(line)
+        out.append(f"{r['query_id']}\t{r['fragment_id']}\t{r['grade']}\n")
     return "".join(out)
 
 
@@ -269,21 +277,68 @@ def _csv(judgments_jsonl: str) -> str:
     return buf.getvalue()
 
 
+def _query_hash(text: str) -> str:
+    """A query text's hash, whitespace-normalised like a fragment's content hash."""
+    return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()
+
+
+def _current_hashes(session: Session, project_id: int) -> tuple[dict[str, str], dict[str, str]]:
+    """Every query's text hash and every fragment's content hash as they are now, by external id."""
+    queries = {q: _query_hash(t) for q, t in session.execute(select(Query.external_id, Query.text)
+                                                             .where(Query.project_id == project_id))}
+    fragments = dict(session.execute(select(Fragment.external_id, Fragment.content_hash)
+                                     .where(Fragment.project_id == project_id)).all())
+    return queries, fragments
+
+
+def _text_hashes(session: Session, project_id: int, labels: pd.DataFrame) -> dict[str, dict[str, str]]:
+    """The text hashes of the queries and fragments a release labels, kept with it."""
+    queries, fragments = _current_hashes(session, project_id)
+    return {"queries": {q: queries[q] for q in sorted(set(labels["query_id"]))},
+            "fragments": {f: fragments[f] for f in sorted(set(labels["fragment_id"]))}}
+
+
+def changed_texts(engine: Engine, project: str, version: int | str = "latest") -> dict | None:
+    """Which labelled pairs of a release point at a query or fragment whose text changed (or vanished) since it
+    was made: {"pairs": [[query_id, fragment_id, "query"|"fragment"|"query+fragment"], …], "queries": [...],
+    "fragments": [...]}; None for a release made before text hashes were kept."""
+    with session_scope(engine) as session:
+        proj = project_row(session, project)
+        release = load_release(session, proj, version)
+        if not release.text_hashes:
+            return None
+        queries, fragments = _current_hashes(session, proj.id)
+        then, lines = release.text_hashes, release.judgments_jsonl.splitlines()
+    moved_q = sorted(q for q, h in then["queries"].items() if queries.get(q) != h)
+    moved_f = sorted(f for f, h in then["fragments"].items() if fragments.get(f) != h)
+    q_set, f_set = set(moved_q), set(moved_f)
+    labelled = (json.loads(line) for line in lines) if q_set or f_set else iter(())
+    pairs = [[r["query_id"], r["fragment_id"], "+".join(w for w, hit in (("query", r["query_id"] in q_set),
+                                                                         ("fragment", r["fragment_id"] in f_set))
+                                                        if hit)]
+             for r in labelled if r["query_id"] in q_set or r["fragment_id"] in f_set]
+    return {"pairs": pairs, "queries": moved_q, "fragments": moved_f}
+
+
 def release_files(engine: Engine, project: str, version: int | str = "latest") -> dict[str, bytes]:
-    """The release's files by name, all derived from the stored immutable text, so they never change."""
+    """The release's files by name, derived from the stored immutable text, so they never change; only
+    card.json adds `changed_since_release` once a labelled pair's query or fragment text has changed."""
     with session_scope(engine) as session:
         release = load_release(session, project_row(session, project), version)
         trec, jsonl, card = release.qrels_trec, release.judgments_jsonl, release.card
-    return {"qrels.trec": trec.encode(), "qrels.tsv": _beir(trec).encode(), "judgments.jsonl": jsonl.encode(),
+    changed = changed_texts(engine, project, version)
+    if changed and changed["pairs"]:
+        card = {**card, "changed_since_release": changed}
+    return {"qrels.trec": trec.encode(), "qrels.tsv": _beir(jsonl).encode(), "judgments.jsonl": jsonl.encode(),
             "qrels.csv": _csv(jsonl).encode(),
             "card.json": (json.dumps(card, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode()}
 
 
 def export(engine: Engine, project: str, version: int | str, fmt: str, out: str | Path) -> Path:
     """Write one release file (trec, beir, jsonl or csv) to `out`; returns the path written."""
-    if fmt not in FORMATS:
-        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    data = release_files(engine, project, version)[FORMATS[fmt]]
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r}")
+    data = release_files(engine, project, version)[EXPORT_FORMATS[fmt]]
     path = Path(out)
     write_atomically(path, [data.decode("utf-8")])  # all or nothing, like every other writer
     return path

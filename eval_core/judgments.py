@@ -8,9 +8,12 @@ and whose optional `adjudication` holds the lead's decision.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +28,7 @@ from tqdm import tqdm
 
 from eval_core.errors import InputError
 from eval_core.records import check_id, iter_records, open_binary, record_format
-from eval_core.spreadsheet import unescape_cell
+from eval_core.spreadsheet import escape_cell, unescape_cell
 
 KEY = ("query_id", "fragment_id", "annotator")
 REQUIRED = (*KEY, "grade")
@@ -459,3 +462,29 @@ def check_judgments(judgments: pd.DataFrame, scale: tuple[int, int] = (0, 3),
             duplicate_error(frame, int(np.flatnonzero(dup)[0]))
     keep_cols = [*REQUIRED, *(c for c in OPTIONAL if c in frame.columns)]
     return _typed(frame[keep_cols])
+
+
+# The judgments export: exactly the fields read_judgments reads back, in this order.
+EXPORT_FIELDS = ("query_id", "fragment_id", "annotator", "grade", "cant_judge_reason", "note", "guideline", "time")
+JUDGMENT_FORMATS = ("jsonl", "csv")
+
+
+def render_judgments(frame: pd.DataFrame, fmt: str) -> Iterator[str]:
+    """Lines of a judgments file (EXPORT_FIELDS; `time` an aware datetime column rendered as ISO 8601 UTC):
+    JSONL with every field (null when absent) or CSV through the spreadsheet escaper, both read back by
+    read_judgments to the same frame, so export → import → export is byte-identical."""
+    if fmt not in JUDGMENT_FORMATS:
+        raise ValueError(f"judgments format must be one of {', '.join(JUDGMENT_FORMATS)}, got {fmt!r}")
+    times = [t.isoformat() for t in pd.to_datetime(frame["time"], utc=True)]
+    columns = [frame[name].tolist() if name != "time" else times for name in EXPORT_FIELDS]
+    if fmt == "csv":
+        yield ",".join(EXPORT_FIELDS) + "\n"
+    for values in zip(*columns, strict=True):
+        row = dict(zip(EXPORT_FIELDS, values, strict=True))
+        row["grade"] = None if row["grade"] is pd.NA or row["grade"] is None else int(row["grade"])
+        if fmt == "jsonl":
+            yield json.dumps(row, ensure_ascii=False) + "\n"
+        else:
+            buf = io.StringIO()
+            csv.writer(buf, lineterminator="\n").writerow(["" if v is None else escape_cell(v) for v in row.values()])
+            yield buf.getvalue()

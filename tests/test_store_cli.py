@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
+
 from annotator.cli import main
 from db.engine import get_engine
 from db.projects import get_project
@@ -31,10 +33,40 @@ def test_init_is_idempotent_and_creates_project(empty_store_url, capsys):
 
 
 def test_commands_refuse_a_database_without_schema(empty_store_url, capsys):
+    if empty_store_url.startswith("sqlite"):
+        import sqlite3
+
+        sqlite3.connect(empty_store_url.removeprefix("sqlite:///")).close()  # a file, but no schema
     assert main(["project", "list", "--db", empty_store_url]) == 2
     assert "has no qrelkit schema; run `qrelkit init`" in capsys.readouterr().err
     assert current_revision(get_engine(empty_store_url)) is None  # and did not create it behind your back
     get_engine(empty_store_url).dispose()
+    get_engine.cache_clear()
+
+
+# Every command that opens the store, with arguments that would otherwise be valid.
+DB_COMMANDS = [
+    ["project", "list"], ["project", "create", "p"], ["project", "labels", "p", "--labels", "1=a"],
+    ["import", "queries", "q.jsonl", "--project", "p"], ["user", "list"], ["user", "deactivate", "x"],
+    ["guideline", "list", "--project", "p"], ["guideline", "show", "--project", "p"],
+    ["guideline", "add", "g.md", "--project", "p"], ["pool", "--project", "p", "--depth", "5"],
+    ["assign", "--project", "p"], ["release", "--project", "p"],
+    ["export", "--project", "p", "--format", "trec", "-o", "out.trec"],
+    ["export", "--project", "p", "--judgments", "--format", "jsonl", "-o", "out.jsonl"],
+    ["evaluate-run", "r", "--project", "p"], ["holes", "r", "--project", "p"],
+]
+
+
+@pytest.mark.parametrize("command", DB_COMMANDS, ids=[" ".join(c[:2]) for c in DB_COMMANDS])
+def test_only_init_creates_a_database(tmp_path, monkeypatch, capsys, command):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("QRELKIT_DB_URL", raising=False)
+    (tmp_path / "g.md").write_text("grade what is there\n")
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("qrelkit: error: no database at qrelkit.db: create one with `qrelkit init --db "
+                          "sqlite:///./qrelkit.db`"), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.md"]  # no empty qrelkit.db left behind
     get_engine.cache_clear()
 
 

@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "annotator.cli.agreement",
     "annotator.cli.store",
     "annotator.cli.user",
+    "annotator.cli.guideline",
     "annotator.cli.release",
     "annotator.cli.app",
 )
@@ -34,7 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; bad input exits 2 with `path:line: problem`, a failed gate exits 1."""
+    """Run one command. The one error path: bad input (`path:line: problem`) and refusals (an unknown name, a
+    duplicate, a missing or stale database, an actor without the right) print `qrelkit: error: …` — an
+    import's further bad lines as `qrelkit: rejected: …` — and exit 2; a failed gate exits 1."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -42,8 +45,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except InputError as exc:
+    except (InputError, LookupError, ValueError, PermissionError, RuntimeError) as exc:
         print(f"qrelkit: error: {exc}", file=sys.stderr)
+        for line in getattr(exc, "more", ()):
+            print(f"qrelkit: rejected: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

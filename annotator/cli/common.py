@@ -1,13 +1,15 @@
-"""Helpers shared by the store's command groups: JSON reports and one-line refusals."""
+"""What every command group shares: the one `--db` option, the schema-checked store, choices read from the
+registries without importing them for `qrelkit --help`, JSON reports and stage progress bars."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
-from collections.abc import Callable
-
-from eval_core.errors import InputError
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
 
 
 def print_json(data: object) -> None:
@@ -15,36 +17,72 @@ def print_json(data: object) -> None:
     print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
-def guarded(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Refusals (unknown names, duplicates, a stale schema) exit 2 with one clear line, like bad input."""
+class LazyChoices(Sequence):
+    """A registry constant (e.g. db.imports.IMPORT_KINDS) as argparse choices, imported only when a command is
+    parsed or its help shown, so `qrelkit --help` never loads pandas or SQLAlchemy. Give the argument a
+    metavar, or argparse iterates the choices while the parser is built."""
 
-    def wrapper(args: argparse.Namespace) -> int:
-        try:
-            return run(args)
-        except InputError:
-            raise
-        except (LookupError, ValueError, PermissionError, RuntimeError) as exc:
-            print(f"qrelkit: error: {exc}", file=sys.stderr)
-            return 2
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
 
-    return wrapper
+    def _values(self) -> Sequence[str]:
+        return tuple(getattr(importlib.import_module(self.module), self.name))
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._values()[index]
+
+    def __len__(self) -> int:
+        return len(self._values())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values())
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._values()
 
 
 def db_option(parser: argparse.ArgumentParser) -> None:
-    """The one `--db URL` option every store command takes."""
+    """The one `--db URL` option every command that opens the store takes."""
     parser.add_argument("--db", metavar="URL", default=None,
                         help="database URL (default: $QRELKIT_DB_URL, else sqlite:///./qrelkit.db)")
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The file behind a SQLite URL (None for in-memory databases and other engines)."""
+    if not url.startswith("sqlite"):
+        return None
+    path = url.split("///", 1)[1] if "///" in url else ""
+    return Path(path.split("?", 1)[0]) if path and path != ":memory:" else None
+
+
 def store_engine(args: argparse.Namespace):
-    """The store at --db / QRELKIT_DB_URL, refused unless it is at the newest schema (imports the store lazily)."""
+    """The store at --db / QRELKIT_DB_URL, refused unless it exists and is at the newest schema. Only `init`
+    and `demo` create a database: any other command on a missing SQLite file says so instead of leaving an
+    empty file behind."""
     from db.engine import database_url, get_engine
     from db.schema import current_revision, head_revision
 
+    url = database_url(args.db)
+    path = sqlite_file(url)
+    if path is not None and not path.exists():
+        raise LookupError(f"no database at {path}: create one with `qrelkit init --db {url}` "
+                          f"(or `qrelkit demo` for a demo project)")
     engine = get_engine(args.db)
     current, head = current_revision(engine), head_revision()
     if current != head:
         state = "has no qrelkit schema" if current is None else f"is at schema revision {current}"
-        raise RuntimeError(f"database {database_url(args.db)} {state}; run `qrelkit init` or `qrelkit db upgrade` "
-                           f"(newest: {head})")
+        raise RuntimeError(f"database {url} {state}; run `qrelkit init` or `qrelkit db upgrade` (newest: {head})")
     return engine
+
+
+def stage_bar(total: int, desc: str) -> tuple[Any, Callable[[str], None]]:
+    """A stage-by-stage progress bar on stderr and the callback that advances it."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, file=sys.stderr, unit="step", leave=False)
+
+    def step(label: str) -> None:
+        bar.set_postfix_str(label)
+        bar.update(1)
+
+    return bar, step

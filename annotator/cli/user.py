@@ -10,7 +10,7 @@ import argparse
 import getpass
 import sys
 
-from annotator.cli.common import db_option, guarded, print_json, store_engine
+from annotator.cli.common import db_option, print_json, store_engine
 
 ROLE_CHOICES = ("annotator", "lead")  # db.users.ROLES, repeated here so `--help` does not import the store
 
@@ -36,7 +36,7 @@ def _report(info) -> dict:
             "can_login": info.can_login}
 
 
-def _add(args: argparse.Namespace) -> int:
+def cmd_user_add(args: argparse.Namespace) -> int:
     from db.permissions import OPERATOR
     from db.users import create_user
 
@@ -45,14 +45,14 @@ def _add(args: argparse.Namespace) -> int:
     return 0
 
 
-def _list(args: argparse.Namespace) -> int:
+def cmd_user_list(args: argparse.Namespace) -> int:
     from db.users import list_users
 
     print_json([_report(u) for u in list_users(store_engine(args), role=args.role)])
     return 0
 
 
-def _deactivate(args: argparse.Namespace) -> int:
+def cmd_user_deactivate(args: argparse.Namespace) -> int:
     from db.permissions import OPERATOR
     from db.users import deactivate
 
@@ -60,7 +60,7 @@ def _deactivate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _activate(args: argparse.Namespace) -> int:
+def cmd_user_activate(args: argparse.Namespace) -> int:
     from db.permissions import OPERATOR
     from db.users import activate
 
@@ -68,7 +68,7 @@ def _activate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _set_password(args: argparse.Namespace) -> int:
+def cmd_user_set_password(args: argparse.Namespace) -> int:
     from db.permissions import OPERATOR
     from db.users import set_password
 
@@ -77,7 +77,7 @@ def _set_password(args: argparse.Namespace) -> int:
     return 0
 
 
-def _set_role(args: argparse.Namespace) -> int:
+def cmd_user_set_role(args: argparse.Namespace) -> int:
     from db.permissions import OPERATOR
     from db.users import set_role
 
@@ -96,32 +96,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     how.add_argument("--password-stdin", action="store_true", help="read the password from one line of stdin")
     how.add_argument("--no-password", action="store_true", help="an account that cannot log in")
     db_option(p)
-    p.set_defaults(func=guarded(_add))
+    p.set_defaults(func=cmd_user_add)
 
     p = user.add_parser("list", help="list accounts")
     p.add_argument("--role", choices=ROLE_CHOICES)
     db_option(p)
-    p.set_defaults(func=guarded(_list))
+    p.set_defaults(func=cmd_user_list)
 
     p = user.add_parser("deactivate", help="stop an account: no login, no new assignments, every session ends now")
     p.add_argument("name")
     db_option(p)
-    p.set_defaults(func=guarded(_deactivate))
+    p.set_defaults(func=cmd_user_deactivate)
 
     p = user.add_parser("activate", help="let a deactivated account log in again")
     p.add_argument("name")
     db_option(p)
-    p.set_defaults(func=guarded(_activate))
+    p.set_defaults(func=cmd_user_activate)
 
     p = user.add_parser("set-password", help="set an account's password (prompted twice, or one line of stdin; "
                                              "at least 8 characters, not only whitespace)")
     p.add_argument("name")
     p.add_argument("--password-stdin", action="store_true", help="read the password from one line of stdin")
     db_option(p)
-    p.set_defaults(func=guarded(_set_password))
+    p.set_defaults(func=cmd_user_set_password)
 
     p = user.add_parser("set-role", help="make an account a lead or an annotator (open sessions see it at once)")
     p.add_argument("name")
     p.add_argument("role", choices=ROLE_CHOICES)
     db_option(p)
-    p.set_defaults(func=guarded(_set_role))
+    p.set_defaults(func=cmd_user_set_role)
