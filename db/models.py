@@ -8,6 +8,8 @@ from typing import Any
 from sqlalchemy import JSON, CheckConstraint, DateTime, Index, Text, TypeDecorator, UniqueConstraint, false
 from sqlmodel import Field, SQLModel
 
+from eval_core.consensus import RULES
+
 
 def utcnow() -> datetime:
     """Timezone-aware UTC now: every timestamp in the store is UTC."""
@@ -230,7 +232,7 @@ class Release(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("project_id", "version", name="uq_releases_version"),
         CheckConstraint("version >= 1", name="ck_releases_version"),
-        CheckConstraint("rule IN ('median', 'majority', 'mean', 'min')", name="ck_releases_rule"),
+        CheckConstraint(f"rule IN ({', '.join(repr(rule) for rule in RULES)})", name="ck_releases_rule"),
     )
     id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="projects.id", index=True)

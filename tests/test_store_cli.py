@@ -53,7 +53,7 @@ DB_COMMANDS = [
     ["assign", "--project", "p"], ["release", "--project", "p"],
     ["export", "--project", "p", "--format", "trec", "-o", "out.trec"],
     ["export", "--project", "p", "--judgments", "--format", "jsonl", "-o", "out.jsonl"],
-    ["evaluate-run", "r", "--project", "p"], ["holes", "r", "--project", "p"],
+    ["evaluate-run", "r", "--project", "p"], ["holes", "r", "--project", "p"], ["serve", "--port", "8999"],
 ]
 
 

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from annotator.cli.common import db_option, store_engine
+
 APP = Path(__file__).resolve().parent.parent / "app.py"
 DEMO_URL = "sqlite:///./qrelkit-demo.db"
 DEFAULT_ADDRESS = "127.0.0.1"
@@ -78,9 +80,10 @@ def serve(url: str, port: int, address: str = DEFAULT_ADDRESS, project: str | No
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """`qrelkit serve`: the app over the given (or configured) database."""
+    """`qrelkit serve`: the app over the given (or configured) database, which must exist at the newest schema."""
     from db.engine import database_url
 
+    store_engine(args)
     return serve(database_url(args.db), args.port, args.address)
 
 
@@ -111,7 +114,7 @@ def _listen_options(parser: argparse.ArgumentParser) -> None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `serve` and `demo` to the `qrelkit` parser."""
     serve_parser = subparsers.add_parser("serve", help="run the annotation app (Streamlit)")
-    serve_parser.add_argument("--db", help="database URL (default: QRELKIT_DB_URL, else ./qrelkit.db)")
+    db_option(serve_parser)
     _listen_options(serve_parser)
     serve_parser.set_defaults(func=cmd_serve)
     demo_parser = subparsers.add_parser("demo", help="build the demo project (once) and run the app on it")

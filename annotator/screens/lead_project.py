@@ -10,8 +10,7 @@ from annotator import views
 from db import assignment, evaluations, imports, judging, pooling, projects, users
 from eval_core.errors import InputError
 
-IMPORTERS = {"queries": imports.import_queries, "fragments": imports.import_fragments,
-             "run": imports.import_run, "judgments": imports.import_judgments}
+IMPORTERS = imports.IMPORT_KINDS
 BM25_MODES = ("top-k for queries no run covers", "top-N for every query", "off")
 IMPORT_HELP = {
     "queries": "JSONL/CSV with id, text (+ category), or BEIR queries.jsonl",
