@@ -1,0 +1,431 @@
+"""Does a run comparison survive the disagreement in its labels? Each run's metric under every consensus rule,
+each annotator's own grades, human-only vs human + model labels and a bootstrap over annotators per pair; the
+Kendall τ between the rankings these induce; and, per pair of runs, whether "A beats B" holds under all of them.
+
+Rules, single annotators and label kinds are scored by `eval_core.evaluate` on qrels built by
+`eval_core.consensus`. The bootstrap ranks each run once against the pooled pairs, then swaps in every
+replicate's labels (the judged rows and ranks do not change between replicates, only their grades).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from eval_core.consensus import RULES, _combine, consensus
+from eval_core.evaluate import evaluate
+from eval_core.formats import Columns, load_qrels, load_run
+from eval_core.metrics import Ranked, compute, index_qrels, parse_metrics, rank_run
+
+KINDS = ("human", "model")
+DEFAULT_METRIC = "ndcg@10"
+DEFAULT_BOOTSTRAP = 200
+CONFIDENCE = 0.95
+GRADES_PER_CHUNK = 2_000_000  # resampled grades held at once: bounds the bootstrap's memory on big projects
+PAIR = ["query_id", "fragment_id"]
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One way of labelling the pairs, and each run's metric under it."""
+
+    name: str  # unique and readable: "rule median", "annotator alice", "model gpt-4o", "humans + models"
+    group: str  # "rule", "annotator" (a human), "model" (a model judge's own grades) or "labels"
+    label: str  # the rule, the annotator's name, or the label set
+    n_pairs: int
+    n_queries: int
+    values: dict[str, float]  # run → metric mean over this condition's queries
+
+    def ranking(self) -> list[str]:
+        """Runs best first (ties keep the given run order)."""
+        return sorted(self.values, key=lambda r: -self.values[r])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "group": self.group, "label": self.label, "n_pairs": self.n_pairs,
+                "n_queries": self.n_queries, "values": dict(self.values), "ranking": self.ranking()}
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """Replicates that redraw, for every pair, which annotators' grades form its label (with replacement)."""
+
+    replicates: int
+    seed: int
+    rule: str
+    mean: dict[str, float]  # run → mean metric over replicates
+    interval: dict[str, tuple[float, float]]  # run → percentile interval at CONFIDENCE
+    tau_mean: float | None  # mean τ between each replicate's ranking and the reference rule's
+    tau_min: float | None
+    same_ranking: float  # share of replicates whose ranking equals the reference's (no pair of runs reordered)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"replicates": self.replicates, "seed": self.seed, "rule": self.rule, "confidence": CONFIDENCE,
+                "mean": dict(self.mean), "interval": {r: list(v) for r, v in self.interval.items()},
+                "tau_mean": self.tau_mean, "tau_min": self.tau_min, "same_ranking": self.same_ranking}
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    """Whether one run beats another under every condition, where the order flips, and the bootstrap's share."""
+
+    a: str
+    b: str
+    winner: str | None  # under the reference rule (else the majority of conditions); None when they tie
+    loser: str | None
+    holds: bool  # the winner is strictly ahead under every condition
+    agree: dict[str, tuple[int, int]]  # group → (conditions where the winner is ahead, conditions)
+    flips: list[str]  # conditions where the loser is ahead
+    ties: list[str]  # conditions where they score the same
+    bootstrap_share: float | None  # share of replicates where the winner (or a, on a tie) is ahead
+    bootstrap_ties: float | None
+    sentence: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "winner": self.winner, "loser": self.loser, "holds": self.holds,
+                "agree": {g: {"ahead": w, "of": n} for g, (w, n) in self.agree.items()},
+                "flips": list(self.flips), "ties": list(self.ties), "bootstrap_share": self.bootstrap_share,
+                "bootstrap_ties": self.bootstrap_ties, "sentence": self.sentence}
+
+
+@dataclass(frozen=True)
+class RobustnessReport:
+    """Every condition's run metrics, the τ between their rankings, a verdict per pair of runs, the bootstrap."""
+
+    metric: str
+    runs: list[str]
+    reference: str  # the condition whose order names each pair's winner
+    conditions: list[Condition]
+    tau: list[list[float | None]]  # conditions × conditions, None where a ranking is all ties
+    pairs: list[PairVerdict]
+    bootstrap: Bootstrap | None
+    notes: list[str] = field(default_factory=list)
+
+    def table(self) -> pd.DataFrame:
+        """One row per condition (group, condition, pairs, queries), one column per run."""
+        rows = [{"group": c.group, "condition": c.name, "pairs": c.n_pairs, "queries": c.n_queries, **c.values}
+                for c in self.conditions]
+        return pd.DataFrame(rows, columns=["group", "condition", "pairs", "queries", *self.runs])
+
+    def tau_frame(self) -> pd.DataFrame:
+        """The τ matrix with condition names on both axes (NaN where undefined)."""
+        names = [c.name for c in self.conditions]
+        values = np.array([[np.nan if v is None else v for v in row] for row in self.tau], dtype=np.float64)
+        return pd.DataFrame(values.reshape(len(names), len(names)), index=names, columns=names)
+
+    def flips(self) -> list[PairVerdict]:
+        """The pairs of runs whose order does not hold under every condition."""
+        return [p for p in self.pairs if not p.holds]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "runs": list(self.runs), "reference": self.reference,
+                "conditions": [c.to_dict() for c in self.conditions],
+                "tau": {"conditions": [c.name for c in self.conditions], "values": self.tau},
+                "pairs": [p.to_dict() for p in self.pairs],
+                "bootstrap": None if self.bootstrap is None else self.bootstrap.to_dict(), "notes": list(self.notes)}
+
+
+# ------------------------------------------------------------------------------------------- Kendall τ
+
+
+def _signs(values: np.ndarray) -> np.ndarray:
+    """sign(x_i − x_j) for every pair i < j of runs, per row (conditions × run pairs)."""
+    i, j = np.triu_indices(values.shape[1], 1)
+    return np.sign(values[:, i] - values[:, j])
+
+
+def tau_b(signs_a: np.ndarray, signs_b: np.ndarray) -> np.ndarray:
+    """Kendall's τ-b between every row of `signs_a` and every row of `signs_b` (NaN where one is all ties):
+    (concordant − discordant) / √(untied pairs of a · untied pairs of b), as one matrix product."""
+    num = signs_a @ signs_b.T
+    den = np.sqrt(np.outer((signs_a != 0).sum(1), (signs_b != 0).sum(1)).astype(np.float64))
+    return np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
+
+
+def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """τ-b between two score vectors over the same runs (None when either ranks every run equal)."""
+    value = tau_b(_signs(np.asarray([x], dtype=np.float64)), _signs(np.asarray([y], dtype=np.float64)))[0, 0]
+    return None if np.isnan(value) else float(value)
+
+
+# ------------------------------------------------------------------------------------------- inputs
+
+
+def annotator_kinds(judgments: pd.DataFrame, models: Sequence[str] = ()) -> dict[str, str]:
+    """annotator → 'human' or 'model': the frame's `annotator_kind` column when present (else all human),
+    with the annotators named in `models` counted as model judges."""
+    names = sorted(judgments["annotator"].astype(str).unique())
+    kinds = dict.fromkeys(names, "human")
+    if "annotator_kind" in judgments.columns:
+        per = judgments[["annotator", "annotator_kind"]].astype(str).drop_duplicates()
+        bad = sorted(set(per["annotator_kind"]) - set(KINDS))
+        if bad:
+            raise ValueError(f"annotator_kind must be one of {', '.join(KINDS)}, got {', '.join(map(repr, bad))}")
+        twice = per[per.duplicated("annotator", keep=False)]
+        if len(twice):
+            raise ValueError(f"annotator {twice['annotator'].iloc[0]!r} is listed as both human and model")
+        kinds.update(zip(per["annotator"], per["annotator_kind"], strict=True))
+    unknown = sorted(set(models) - set(names))
+    if unknown:
+        raise ValueError(f"no judgments by the model annotator(s) {', '.join(map(repr, unknown))} "
+                         f"(annotators: {', '.join(map(repr, names))})")
+    kinds.update(dict.fromkeys(models, "model"))
+    return kinds
+
+
+def _one_metric(metric: str) -> Any:
+    """The single metric spec a ranking is compared on (`ndcg@k` would expand to several)."""
+    specs = parse_metrics([metric])
+    if len(specs) != 1:
+        raise ValueError(f"give one metric with its cutoff, e.g. ndcg@10, not {metric!r}")
+    return specs[0]
+
+
+def _qrels(labels: pd.DataFrame) -> pd.DataFrame:
+    """Consensus labels (or one annotator's grades) as the qrels frame evaluate() reads."""
+    return pd.DataFrame({"query_id": labels["query_id"].astype(str), "doc_id": labels["fragment_id"].astype(str),
+                         "grade": labels["grade"].astype("int64")})
+
+
+def _real(judgments: pd.DataFrame) -> pd.DataFrame:
+    """The rows that carry a grade (can't judge dropped), as plain ints."""
+    real = judgments[judgments["grade"].notna()]
+    return real.assign(grade=real["grade"].astype("int64"))
+
+
+# ------------------------------------------------------------------------------------------- conditions
+
+
+def _condition(name: str, group: str, label: str, qrels: pd.DataFrame, runs: dict[str, Columns], metric: str,
+               rel_level: int, max_grade: int) -> Condition:
+    """Score every run against one condition's qrels with eval_core.evaluate."""
+    results = evaluate(qrels, list(runs.values()), metrics=[metric], rel_level=rel_level, max_grade=max_grade)
+    values = {run: float(res.mean[metric]) for run, res in zip(runs, results, strict=True)}
+    return Condition(name, group, label, len(qrels), int(qrels["query_id"].nunique()), values)
+
+
+def _conditions(base: pd.DataFrame, everyone: pd.DataFrame, kinds: dict[str, str], adjudications: Any,
+                runs: dict[str, Columns], metric: str, rule: str, rel_level: int,
+                scale: tuple[int, int], notes: list[str]) -> list[Condition]:
+    """Rules over the base labels, each annotator alone, and (with model judges) humans + models."""
+    score = {"runs": runs, "metric": metric, "rel_level": rel_level, "max_grade": scale[1]}
+    out = []
+    for r in RULES:
+        labels = consensus(base, r, adjudications, scale=scale)
+        if len(labels) == 0:
+            raise ValueError("no pair has a grade: nothing to evaluate against")
+        out.append(_condition(f"rule {r}", "rule", r, _qrels(labels), **score))
+    real = _real(everyone)
+    for annotator in sorted(kinds):
+        own = real[real["annotator"].astype(str) == annotator]
+        if len(own) == 0:
+            notes.append(f"{annotator} has no grades (only can't-judge), so has no condition of their own")
+            continue
+        group = "annotator" if kinds[annotator] == "human" else "model"
+        out.append(_condition(f"{group} {annotator}", group, annotator, _qrels(own), **score))
+    if set(kinds.values()) == set(KINDS):
+        labels = consensus(everyone, rule, adjudications, scale=scale)
+        out.append(_condition("humans + models", "labels", f"{rule} of humans + models", _qrels(labels), **score))
+    return out
+
+
+# ------------------------------------------------------------------------------------------- bootstrap
+
+
+def resample_labels(grade: np.ndarray, pair: np.ndarray, n_pairs: int, rule: str, replicates: int,
+                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap labels (replicates × pairs): each pair's n grades redrawn n times with replacement, combined by
+    `rule`. `grade`/`pair` are the real grades sorted by pair code; also returns which grade each draw took
+    (replicates × grades, indices into `grade`). Pairs without a grade get 0 (the caller sets them)."""
+    counts = np.bincount(pair, minlength=n_pairs)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    picks = starts[pair] + np.floor(rng.random((replicates, len(grade))) * counts[pair]).astype(np.int64)
+    code = (np.arange(replicates, dtype=np.int64)[:, None] * n_pairs + pair[None, :]).ravel()
+    drawn = grade[picks].ravel()
+    order = np.lexsort((drawn, code))
+    labels, _ = _combine(code[order], drawn[order], replicates * n_pairs, rule)
+    return labels.reshape(replicates, n_pairs), picks
+
+
+def _bootstrap(base: pd.DataFrame, adjudications: Any, runs: dict[str, Columns], spec: Any, rule: str,
+               replicates: int, seed: int, rel_level: int, scale: tuple[int, int],
+               progress: Callable[[int], object] | None) -> np.ndarray:
+    """Each replicate's metric mean per run (replicates × runs)."""
+    pooled = consensus(base, rule, adjudications, scale=scale)
+    n_pairs = len(pooled)
+    index = pd.MultiIndex.from_frame(pooled[PAIR].astype(str))
+    real = _real(base)
+    pair = index.get_indexer(pd.MultiIndex.from_frame(real[PAIR].astype(str)))
+    order = np.argsort(pair, kind="stable")
+    pair, grade = pair[order], real["grade"].to_numpy(dtype=np.int64)[order]
+    fixed = pooled["adjudicated"].to_numpy(dtype=bool)
+    qrels = load_qrels(_qrels(pooled))
+    ranked = {name: rank_run(index_qrels(replace(qrels, value=np.arange(n_pairs, dtype=np.int64)), rel_level), cols)
+              for name, cols in runs.items()}  # each judged row's grade is its pair's index
+    rng = np.random.default_rng(seed)
+    out = np.empty((replicates, len(runs)), dtype=np.float64)
+    chunk = max(1, GRADES_PER_CHUNK // max(1, len(grade)))
+    for start in range(0, replicates, chunk):
+        size = min(chunk, replicates - start)
+        labels, _ = resample_labels(grade, pair, n_pairs, rule, size, rng)
+        labels[:, fixed] = pooled["grade"].to_numpy(dtype=np.int64)[fixed]
+        for i, row in enumerate(labels):
+            qi = index_qrels(replace(qrels, value=row), rel_level)
+            for j, r in enumerate(ranked.values()):
+                swapped = Ranked(r.q, r.rank, row[r.grade], r.num_ret, r.unknown_qids)
+                per_query = compute(qi, swapped, [spec], max_grade=scale[1])[spec.name]
+                out[start + i, j] = float(per_query.mean()) if len(per_query) else 0.0
+        if progress is not None:
+            progress(size)
+    return out
+
+
+def _bootstrap_summary(values: np.ndarray, reference: np.ndarray, runs: list[str], rule: str,
+                       seed: int) -> Bootstrap:
+    """Means, percentile intervals and τ against the reference ranking over the replicates."""
+    taus = tau_b(_signs(values), _signs(reference[None, :]))[:, 0]
+    defined = taus[~np.isnan(taus)]
+    same = (_signs(values) == _signs(reference[None, :])).all(axis=1)
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(values, [tail, 100 - tail], axis=0)
+    return Bootstrap(len(values), seed, rule, {r: float(v) for r, v in zip(runs, values.mean(0), strict=True)},
+                     {r: (float(lo), float(hi)) for r, lo, hi in zip(runs, low, high, strict=True)},
+                     float(defined.mean()) if len(defined) else None, float(defined.min()) if len(defined) else None,
+                     float(same.mean()))
+
+
+# ------------------------------------------------------------------------------------------- verdicts
+
+
+def _where(c: Condition, single_model: bool) -> str:
+    """A condition as the phrase after "under"."""
+    if c.group == "rule":
+        return f"the {c.label} rule"
+    if c.group == "model":
+        return "the model's labels" if single_model else f"model {c.label}'s labels"
+    if c.group == "labels":
+        return "humans' and models' labels together"
+    return f"{c.label}'s labels"
+
+
+def _count(group: str, ahead: int, total: int) -> str:
+    """'all 4 rules', '3 of 3 annotators', '1 of 1 model judges'."""
+    noun = {"rule": "rules", "annotator": "annotators", "model": "model judges"}[group]
+    if group == "rule" and ahead == total:
+        return f"all {total} rules"
+    return f"{ahead} of {total} {noun}"
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _sentence(winner: str, loser: str, metric: str, conditions: list[Condition], sign: np.ndarray,
+              agree: dict[str, tuple[int, int]], share: float | None, ties_share: float | None,
+              replicates: int) -> str:
+    """"B beats A on ndcg@10 under all 4 rules and 3 of 3 annotators; under the model's labels the order flips"."""
+    single_model = sum(c.group == "model" for c in conditions) == 1
+    counted = [_count(g, a, n) for g, (a, n) in agree.items()
+               if g in ("rule", "annotator") or (g == "model" and a == n)]
+    text = f"{winner} beats {loser} on {metric}"
+    if counted:
+        text += " under " + _join(counted)
+    if agree.get("labels") == (1, 1):
+        text += ", also with humans' and models' labels together"
+    flips = [_where(c, single_model) for c, s in zip(conditions, sign, strict=True) if s < 0]
+    ties = [_where(c, single_model) for c, s in zip(conditions, sign, strict=True) if s == 0]
+    if flips:
+        text += f"; under {_join(flips)} the order flips"
+    if ties:
+        text += f"; under {_join(ties)} they tie"
+    if share is not None:
+        text += f"; {winner} is ahead in {share:.0%} of {replicates} bootstrap replicates"
+        if ties_share:
+            text += f" (tied in {ties_share:.0%})"
+    return text
+
+
+def _verdict(i: int, j: int, runs: list[str], metric: str, conditions: list[Condition], values: np.ndarray,
+             reference: int, boot: np.ndarray | None) -> PairVerdict:
+    """The verdict on runs i and j: the winner under the reference (else the majority), where it holds."""
+    a, b = runs[i], runs[j]
+    sign = np.sign(values[:, i] - values[:, j])
+    lead = sign[reference] or np.sign(sign.sum())
+    boot_sign = None if boot is None else np.sign(boot[:, i] - boot[:, j])
+    tie_share = None if boot_sign is None else float((boot_sign == 0).mean())
+    if lead == 0:
+        share = None if boot_sign is None else float((boot_sign > 0).mean())
+        ahead = {runs[i]: int((sign > 0).sum()), runs[j]: int((sign < 0).sum())}
+        text = (f"{a} and {b} tie on {metric} under {_where(conditions[reference], False)}; {a} is ahead under "
+                f"{ahead[a]} and {b} under {ahead[b]} of {len(conditions)} conditions")
+        if share is not None:
+            text += f"; {a} is ahead in {share:.0%} of {len(boot_sign)} bootstrap replicates"
+        ties = [c.name for c, s in zip(conditions, sign, strict=True) if s == 0]
+        flips = [c.name for c, s in zip(conditions, sign, strict=True) if s != 0]
+        return PairVerdict(a, b, None, None, False, {}, flips, ties, share, tie_share, text)
+    winner, loser = (a, b) if lead > 0 else (b, a)
+    sign = sign * lead
+    agree: dict[str, tuple[int, int]] = {}
+    for c, s in zip(conditions, sign, strict=True):
+        ahead, total = agree.get(c.group, (0, 0))
+        agree[c.group] = (ahead + int(s > 0), total + 1)
+    share = None if boot_sign is None else float((boot_sign * lead > 0).mean())
+    text = _sentence(winner, loser, metric, conditions, sign, agree, share, tie_share,
+                     0 if boot is None else len(boot))
+    return PairVerdict(a, b, winner, loser, bool((sign > 0).all()), agree,
+                       [c.name for c, s in zip(conditions, sign, strict=True) if s < 0],
+                       [c.name for c, s in zip(conditions, sign, strict=True) if s == 0],
+                       share, tie_share, text)
+
+
+# ------------------------------------------------------------------------------------------- entry point
+
+
+def robustness(judgments: pd.DataFrame, runs: Mapping[str, Any], metric: str = DEFAULT_METRIC,
+               adjudications: pd.DataFrame | None = None, scale: tuple[int, int] = (0, 3), rule: str = "median",
+               bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, rel_level: int = 1, models: Sequence[str] = (),
+               progress: Callable[[int], object] | None = None) -> RobustnessReport:
+    """How each pair of runs compares under every labelling the judgments allow.
+
+    `judgments`: query_id, fragment_id, annotator, grade (NA = can't judge), optionally annotator_kind
+    ('human'/'model'; `models` names more model judges). `runs`: name → run (path, DataFrame, dict). Rules
+    and the bootstrap use the human grades when there are any (a release's default), with `adjudications`
+    winning; each annotator's condition is that annotator's grades alone, on the pairs they graded. `rule` is
+    the reference condition that names each pair's winner, and the rule the bootstrap combines draws with.
+    `progress(n)` hears of every n bootstrap replicates done.
+    """
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
+    if len(runs) < 2:
+        raise ValueError("robustness compares runs: give at least two")
+    if bootstrap < 0:
+        raise ValueError(f"bootstrap must be 0 (none) or more replicates, got {bootstrap}")
+    spec = _one_metric(metric)
+    kinds = annotator_kinds(judgments, models)
+    columns = [c for c in (*PAIR, "annotator", "grade") if c in judgments.columns]
+    everyone = judgments[columns].assign(annotator=judgments["annotator"].astype(str))
+    humans = [a for a, k in kinds.items() if k == "human"]
+    base = everyone[everyone["annotator"].isin(humans)] if humans else everyone
+    notes = []
+    if not humans:
+        notes.append("every annotator is a model judge: the rules and the bootstrap combine the models' grades")
+    elif len(humans) < len(kinds):
+        notes.append(f"the rules and the bootstrap use the {len(humans)} human annotators' grades; "
+                     "'humans + models' adds the model judges'")
+    loaded = {str(name): load_run(src) for name, src in runs.items()}
+    names = list(loaded)
+    conditions = _conditions(base, everyone, kinds, adjudications, loaded, spec.name, rule, rel_level, scale, notes)
+    values = np.array([[c.values[r] for r in names] for c in conditions], dtype=np.float64)
+    signs = _signs(values)
+    tau = [[None if np.isnan(v) else float(v) for v in row] for row in tau_b(signs, signs)]
+    reference = RULES.index(rule)
+    boot, summary = None, None
+    if bootstrap:
+        boot = _bootstrap(base, adjudications, loaded, spec, rule, bootstrap, seed, rel_level, scale, progress)
+        summary = _bootstrap_summary(boot, values[reference], names, rule, seed)
+    pairs = [_verdict(i, j, names, spec.name, conditions, values, reference, boot)
+             for i in range(len(names)) for j in range(i + 1, len(names))]
+    return RobustnessReport(spec.name, names, conditions[reference].name, conditions, tau, pairs, summary, notes)
