@@ -416,6 +416,43 @@ def shown(markdown: str) -> str:
     return re.sub(r"\\(.)", r"\1", markdown)
 
 
+def test_release_table_is_readable(store):
+    """Headers for people, the hash shortened, times in UTC, and "—" where the card has no count."""
+    release(store)
+    at = page_test(store, "lead_releases.py")
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table.columns) == ["Version", "Consensus rule", "Min. grades per pair", "Queries", "Pairs",
+                                   "Adjudicated", "Content hash", "Created by", "Created at"]
+    row = table.iloc[0]
+    assert (row["Version"], row["Consensus rule"], row["Created by"]) == (1, "median", "lea")
+    assert (row["Queries"], row["Pairs"], row["Adjudicated"]) == (1, 20, 0)  # q000 × d1…d20, none adjudicated
+    assert len(row["Content hash"]) == 12
+    grades = at.dataframe[1].value
+    assert list(grades.columns) == ["Grade", "Released labels", "Individual grades"]
+    # The released labels are seed 000's: 16 × 0, d20 = 1, d7 and d12 = 2, d3 = 3; ben grades one up.
+    assert grades["Released labels"].tolist() == [16, 1, 2, 1]
+    assert grades["Individual grades"].tolist() == [16, 17, 3, 4]
+    assert grades["Grade"].tolist()[0].startswith("0 · ")
+    assert not at.warning
+
+
+def test_release_card_warns_when_a_labelled_text_changed(store, tmp_path):
+    """d7's text is edited after release 1: the card says 1 labelled pair now points at changed text."""
+    from db import imports
+    from db.permissions import OPERATOR
+
+    release(store)
+    imports.import_fragments(store, PROJECT, write_jsonl(tmp_path / "edit.jsonl", [
+        {"id": "d7", "text": "Fragment d7 about orders, rewritten."}]), actor=OPERATOR)
+    at = page_test(store, "lead_releases.py")
+    assert not at.exception
+    assert [shown(w.value)[:70] for w in at.warning] == [
+        "1 labelled pair(s) of this release point at text that changed since it"]
+    pairs = next(d.value for d in at.dataframe if "Text changed" in d.value.columns)
+    assert pairs.values.tolist() == [["q000", "d7", "fragment"]]
+
+
 def metric_tables(at: AppTest) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The Evaluate page's metric × k table of means and its whole-ranking table (mean, CI, definition)."""
     tables = [t.value for t in at.table]

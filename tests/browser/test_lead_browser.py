@@ -62,7 +62,7 @@ def test_lead_adjudicates_a_disputed_pair(demo_server: Server, page) -> None:
     page.get_by_role("button", name="Adjudicate").first.click(timeout=SLOW)
     wait_idle(page)
     page.get_by_role("heading", name="Adjudication").wait_for()
-    page.locator("[data-testid='stRadio'] label").filter(has_text=re.compile(r"^2$")).first.click()
+    page.locator("[data-testid='stRadio'] label").filter(has_text=re.compile(r"^2 · ")).first.click()
     reason = "Browser test: gives the deadline but not the refund rule"
     page.get_by_label("Reason").fill(reason)
     page.get_by_role("button", name="Save final grade").click()
