@@ -131,13 +131,14 @@ def _segment_starts(codes: np.ndarray) -> np.ndarray:
     return np.concatenate(([0], np.flatnonzero(codes[1:] != codes[:-1]) + 1))
 
 
-def _order(q: np.ndarray, score: np.ndarray, docid: pa.Array) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
-    """Where each row goes in trec_eval order (query blocks, score desc, docid desc), touching little.
+def _positions(q: np.ndarray, score: np.ndarray, docid: pa.Array,
+               rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where `rows` go in trec_eval order (query blocks, score desc, docid desc), touching little.
 
-    Returns `order` (a full permutation, or None when every query's rows are already contiguous and in
-    score order — the usual case), the start of each query block in ordered positions, and the rows of
-    tied score groups as (original row, ordered position) pairs sorted by row. Docid strings are
-    compared only inside tied groups; the full sort happens only when the file is not already sorted.
+    Returns the start of each query block in ordered positions and the ordered position of each of
+    `rows` (the judged rows). The full sort happens only when the file is not already grouped and in
+    score order; docid strings are compared only inside tied score groups that hold one of `rows`
+    (a tie among unjudged fragments moves no judged rank).
     """
     order: np.ndarray | None = None
     change = q[1:] != q[:-1]
@@ -155,21 +156,37 @@ def _order(q: np.ndarray, score: np.ndarray, docid: pa.Array) -> tuple[np.ndarra
         sq = q[order]
         same = sq[1:] == sq[:-1]
         starts = _segment_starts(sq)
+        inverse = np.empty(len(order), dtype=np.int64)
+        inverse[order] = np.arange(len(order))
+        pos = inverse[rows]
+    else:
+        pos = rows.copy()
     tie = same & (ss[1:] == ss[:-1])
-    moved = np.zeros((2, 0), dtype=np.int64)
-    if tie.any():
-        tied = np.zeros(len(q), dtype=bool)  # a mask, not np.union1d: NumPy 2's hash-based unique is slow here
-        tied[:-1] = tie
-        tied[1:] |= tie
-        pos = np.flatnonzero(tied)  # ordered positions inside tied groups, ascending
-        group = np.cumsum(np.concatenate(([True], ~tie[pos[:-1]])))  # pos[i], pos[i+1] tied ⇔ same group
-        rows = pos if order is None else order[pos]
-        sub = pa.table({"g": group, "d": docid.take(pa.array(rows))})
-        perm = pc.sort_indices(sub, sort_keys=[("g", "ascending"), ("d", "descending")]).to_numpy()
-        src = rows[perm]  # the row that lands on ordered position pos[i]
-        by_row = np.argsort(src)
-        moved = np.stack((src[by_row], pos[by_row]))
-    return order, starts, moved
+    if not tie.any() or not len(rows):
+        return starts, pos
+    tied = np.zeros(len(q), dtype=bool)  # a mask, not np.union1d: NumPy 2's hash-based unique is slow here
+    tied[:-1] = tie
+    tied[1:] |= tie
+    tpos = np.flatnonzero(tied)  # ordered positions inside tied groups, ascending
+    group = np.cumsum(np.concatenate(([True], ~tie[tpos[:-1]])))  # tpos[i], tpos[i+1] tied ⇔ same group
+    at = np.minimum(np.searchsorted(tpos, pos), len(tpos) - 1)
+    in_tie = tpos[at] == pos
+    keep = np.zeros(int(group[-1]) + 1, dtype=bool)
+    keep[group[at[in_tie]]] = True  # tie groups holding a judged row
+    sel = keep[group]
+    if not sel.any():
+        return starts, pos
+    tpos, group = tpos[sel], group[sel]
+    trows = tpos if order is None else order[tpos]
+    sub = pa.table({"g": group, "d": docid.take(pa.array(trows))})
+    perm = pc.sort_indices(sub, sort_keys=[("g", "ascending"), ("d", "descending")]).to_numpy()
+    src = trows[perm]  # the row that lands on ordered position tpos[i]
+    by_row = np.argsort(src)
+    src, dest = src[by_row], tpos[by_row]
+    i = np.minimum(np.searchsorted(src, rows), len(src) - 1)
+    hit = src[i] == rows
+    pos[hit] = dest[i[hit]]
+    return starts, pos
 
 
 def rank_run(qi: QrelsIndex, run: Columns) -> Ranked:
@@ -181,7 +198,6 @@ def rank_run(qi: QrelsIndex, run: Columns) -> Ranked:
     per_run_query = np.bincount(run.qcode, minlength=len(qmap))
     num_ret = np.zeros(nq, dtype=np.int64)
     num_ret[qmap[qmap >= 0]] = per_run_query[qmap >= 0]
-    order, seg, moved = _order(run.qcode, run.value, run.docid)
     # Judged rows only: docid bitmap prefilter, binary search on pair keys, then confirm on the strings.
     cand = np.flatnonzero(qi.bitmap[_bucket(run.doc_keys)])
     cq = qmap[run.qcode[cand]]
@@ -193,17 +209,7 @@ def rank_run(qi: QrelsIndex, run: Columns) -> Ranked:
     same = pc.equal(run.docid.take(pa.array(rows)), qi.key_doc.take(pa.array(at))).to_numpy(zero_copy_only=False)
     ok = same & (qi.key_q[at] == rq)
     rows, grade, rq = rows[ok], qi.grades[at[ok]], rq[ok]
-    # Ordered position of each judged row: through the permutation if one was needed, then the tie fix-ups.
-    if order is None:
-        pos = rows.copy()
-    else:
-        inverse = np.empty(len(order), dtype=np.int64)
-        inverse[order] = np.arange(len(order))
-        pos = inverse[rows]
-    if moved.shape[1]:
-        i = np.minimum(np.searchsorted(moved[0], rows), moved.shape[1] - 1)
-        hit = moved[0][i] == rows
-        pos[hit] = moved[1][i[hit]]
+    seg, pos = _positions(run.qcode, run.value, run.docid, rows)
     srt = np.argsort(pos, kind="stable")
     pos, grade, rq = pos[srt], grade[srt], rq[srt]
     rank = pos - seg[np.searchsorted(seg, pos, side="right") - 1] + 1
