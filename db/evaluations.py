@@ -3,7 +3,7 @@ with each other, and the holes they expose."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -20,9 +20,10 @@ from db.models import Fragment, Pair, Project, Query, Release, Run, RunEntry, ut
 from db.permissions import Actor, require_lead
 from db.pooling import add_candidates
 from db.projects import project_row
-from db.queries_frames import frame_of
+from db.queries_frames import adjudications_frame, frame_of, judgments_frame
 from eval_core.compare import Comparison, bootstrap_ci, compare
 from eval_core.evaluate import Evaluation, evaluate
+from eval_core.robustness import RobustnessReport, robustness
 
 # The metrics a lead watches: compared between runs, followed across releases, and alerted on when they drop.
 HEADLINE = ("ndcg@10", "recall@10", "P@10", "mrr", "map")
@@ -119,6 +120,43 @@ def release_qrels(engine: Engine, project: str, version: int | str = "latest") -
     """A release's qrels frame, for callers without a session (the app's Evaluate page)."""
     with session_scope(engine) as session:
         return qrels_of(load_release(session, project_row(session, project), version))
+
+
+@dataclass(frozen=True)
+class RobustnessInputs:
+    """What a robustness check reads from the store: every current judgment (with annotator_kind when the store
+    records it), the adjudications in force, the grading scale and the stored runs' frames by name."""
+
+    judgments: pd.DataFrame
+    adjudications: pd.DataFrame
+    scale: tuple[int, int]
+    runs: dict[str, pd.DataFrame]
+
+
+def robustness_inputs(engine: Engine, project: str, runs: Sequence[str] | None = None) -> RobustnessInputs:
+    """The project's judgments, adjudications, scale and stored runs (all of them unless `runs` names some)."""
+    with session_scope(engine) as session:
+        proj = project_row(session, project)
+        names = list(runs) if runs else session.execute(select(Run.name).where(Run.project_id == proj.id)
+                                                        .order_by(Run.name)).scalars().all()
+        frames = {name: run_frame(session, load_run(session, proj, name).id) for name in names}
+        scale = (proj.scale_min, proj.scale_max)
+    return RobustnessInputs(judgments_frame(engine, project), adjudications_frame(engine, project), scale, frames)
+
+
+def project_robustness(engine: Engine, project: str, runs: Sequence[str] | None = None, metric: str = "ndcg@10",
+                       rule: str = "median", bootstrap: int = 200, seed: int = 0,
+                       progress: Callable[[int], object] | None = None) -> RobustnessReport:
+    """Whether the stored runs' order on `metric` holds under every consensus rule, each annotator's labels,
+    humans vs humans + models, and a bootstrap over annotators per pair (eval_core.robustness)."""
+    inputs = robustness_inputs(engine, project, runs)
+    if len(inputs.runs) < 2:
+        raise ValueError(f"project {project!r} has {len(inputs.runs)} stored run(s); robustness compares two or "
+                         "more (import runs with `qrelkit import run`)")
+    if inputs.judgments.empty:
+        raise ValueError(f"project {project!r} has no judgments yet")
+    return robustness(inputs.judgments, inputs.runs, metric=metric, adjudications=inputs.adjudications,
+                      scale=inputs.scale, rule=rule, bootstrap=bootstrap, seed=seed, progress=progress)
 
 
 def score_run(qrels: pd.DataFrame, run: pd.DataFrame, name: str, max_grade: int) -> Evaluation:

@@ -13,6 +13,7 @@ from eval_core.errors import InputError
 COMMAND_MODULES = (
     "annotator.cli.eval",
     "annotator.cli.compare",
+    "annotator.cli.robustness",
     "annotator.cli.agreement",
     "annotator.cli.store",
     "annotator.cli.user",
