@@ -112,8 +112,9 @@ def cutoff_ci_table(evaluation: Evaluation) -> pd.DataFrame:
 
 def whole_ranking_table(evaluation: Evaluation) -> pd.DataFrame:
     """The cutoff-free metrics (the whole ranking counts): mean, 95% CI and what each measures."""
+    ci = f"{evaluations.CONFIDENCE:.0%} CI"
     rows = [{"Metric": name, "Mean": _number(evaluation.mean.get(name)),
-             f"{evaluations.CONFIDENCE:.0%} CI": _ci(evaluation.per_query[name]) if name in evaluation.per_query else MISSING,
+             ci: _ci(evaluation.per_query[name]) if name in evaluation.per_query else MISSING,
              "What it measures": literal(REGISTRY[name].definition)}
             for name in WHOLE_RANKING]
     return pd.DataFrame(rows).set_index("Metric")
@@ -149,5 +150,5 @@ def alert_text(alert: evaluations.DropAlert) -> str:
     """A drop alert as one Markdown-safe sentence (the run name escaped)."""
     low, high = alert.previous_ci
     return (f"{alert.metric} of {literal(alert.run)} fell to {alert.value:.{DIGITS}f} at release {alert.version}, "
-            f"below the {evaluations.CONFIDENCE:.0%} CI \\[{low:.{DIGITS}f}, {high:.{DIGITS}f}\\] of its {alert.previous:.{DIGITS}f} at "
-            f"release {alert.previous_version}.")
+            f"below the {evaluations.CONFIDENCE:.0%} CI \\[{low:.{DIGITS}f}, {high:.{DIGITS}f}\\] of its "
+            f"{alert.previous:.{DIGITS}f} at release {alert.previous_version}.")

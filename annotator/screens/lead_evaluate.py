@@ -54,7 +54,7 @@ else:
 
 low, high = views.scale_of(project)
 grades = list(range(max(1, low), high + 1))
-left, right = st.columns([3, 1])
+left, right = st.columns([2, 1])
 ks = left.multiselect("Cutoffs k", K_CHOICES, default=list(DEFAULT_K)) or [10]
 rel_level = right.selectbox("Relevant from grade", grades, index=0,
                             format_func=lambda g: f"{g} · {project.labels.get(g, g)}",
@@ -136,7 +136,8 @@ st.caption("One alert per stored run and headline metric that fell below the 95%
 for alert in alerts:
     st.warning(views_evaluate.alert_text(alert), icon=":material/trending_down:")
 if not alerts:
-    st.caption("No headline metric of any stored run fell beyond its CI.")
+    st.caption(f"Release {version} is the first: there is no earlier evaluation to fall from."
+               if version == min(versions) else "No headline metric of any stored run fell beyond its CI.")
 
 if run_name is not None:
     st.subheader("History across releases")
