@@ -184,7 +184,19 @@ def test_an_annotator_on_a_lead_link_is_told_it_is_not_allowed(server: Server, p
     assert page.get_by_role("button", name="Create release").count() == 0
 
 
+def test_the_toolbar_offers_no_deploy_button_or_developer_menu(server: Server, page) -> None:
+    login(page, server.url, *ANNOTATOR)
+    assert page.get_by_test_id("stAppDeployButton").count() == 0
+    assert page.get_by_role("button", name="Deploy").count() == 0
+    menu = page.get_by_test_id("stMainMenu")
+    if menu.count():
+        menu.click()
+        items = page.get_by_test_id("stMainMenuList").inner_text()
+        assert "Clear cache" not in items and "Developer" not in items
+
+
 def test_five_wrong_passwords_make_the_next_attempt_wait(server: Server, page) -> None:
+    # The last login of this module: afterwards this browser's address itself must wait (per-client back-off).
     page.goto(server.url)
     wait_idle(page)
     for _ in range(5):
@@ -201,17 +213,6 @@ def test_five_wrong_passwords_make_the_next_attempt_wait(server: Server, page) -
     seconds = int(message.inner_text().split("try again in")[1].split("s")[0])
     assert 1 <= seconds <= 10
     assert shows_login_form(page)
-
-
-def test_the_toolbar_offers_no_deploy_button_or_developer_menu(server: Server, page) -> None:
-    login(page, server.url, *ANNOTATOR)
-    assert page.get_by_test_id("stAppDeployButton").count() == 0
-    assert page.get_by_role("button", name="Deploy").count() == 0
-    menu = page.get_by_test_id("stMainMenu")
-    if menu.count():
-        menu.click()
-        items = page.get_by_test_id("stMainMenuList").inner_text()
-        assert "Clear cache" not in items and "Developer" not in items
 
 
 def port_is_free(port: int) -> bool:
