@@ -25,6 +25,8 @@ from db.models import (
     utcnow,
 )
 from db.projects import project_row
+from db.queue_order import ordered_next
+from eval_core.judging_order import DEFAULT_ORDER
 
 A, F, G, H, J, P, PR, Q, U = (m.__table__ for m in (Assignment, Fragment, Guideline, JudgmentHistory, Judgment, Pair,
                                                     Project, Query, User))
@@ -117,7 +119,8 @@ _MARK = A.update().where(A.c.id == bindparam("assignment_id")).values(done=bindp
 _QUEUE = (A.c.project_id == bindparam("project_id")) & (A.c.user_id == bindparam("user_id"))
 # Project and user ids as uncorrelated scalar subqueries: both engines then treat them as constants and walk
 # ix_assignments_todo in queue order, stopping at the first hit (a join made PostgreSQL sort the whole backlog).
-_TODO = (select(A.c.project_id, A.c.user_id, A.c.pair_id, A.c.position)
+_TODO = (select(A.c.project_id, A.c.user_id, A.c.pair_id, A.c.position,
+                select(PR.c.queue_order).where(PR.c.name == bindparam("project")).scalar_subquery())
          .where(A.c.project_id == select(PR.c.id).where(PR.c.name == bindparam("project")).scalar_subquery(),
                 A.c.user_id == select(U.c.id).where(U.c.username == bindparam("username")).scalar_subquery(),
                 A.c.done == false(), ~exists().where(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id))
@@ -250,13 +253,17 @@ def _first_todo(session: Session, project_id: int, user_id: int) -> tuple[int, i
 
 
 def next_pair(engine: Engine, project: str, username: str) -> PairView | None:
-    """The first assigned pair the user has not judged (queue order), None when the queue is done."""
+    """The user's next assigned, ungraded pair, None when the queue is done: the first in queue order, or under
+    another project queue order the one that order picks within the query in progress (db.queue_order)."""
     with session_scope(engine) as session:
         todo = session.connection().execute(_TODO, {"project": project, "username": username}).first()
         if todo is None:
             _ids(session, project, username)  # unknown project or user: say which
             return None
-        return _view(session, *todo)
+        project_id, user_id, pair_id, position, order = todo
+        if order != DEFAULT_ORDER:
+            pair_id, position = ordered_next(session, project_id, user_id, order, (pair_id, position))
+        return _view(session, project_id, user_id, pair_id, position)
 
 
 def get_pair(engine: Engine, project: str, username: str, pair_id: int) -> PairView:

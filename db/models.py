@@ -9,6 +9,7 @@ from sqlalchemy import JSON, CheckConstraint, DateTime, Index, Text, TypeDecorat
 from sqlmodel import Field, SQLModel
 
 from eval_core.consensus import RULES
+from eval_core.judging_order import DEFAULT_ORDER, ORDER_NAMES
 
 
 def utcnow() -> datetime:
@@ -50,7 +51,7 @@ class User(SQLModel, table=True):
 
 
 class Project(SQLModel, table=True):
-    """A golden-set project: its grading scale and the label of each grade, overlap policy, agreement threshold."""
+    """A golden-set project: grading scale and grade labels, overlap policy, agreement threshold, queue order."""
 
     __tablename__ = "projects"
     __table_args__ = (
@@ -58,6 +59,8 @@ class Project(SQLModel, table=True):
         CheckConstraint("overlap >= 1", name="ck_projects_overlap"),
         CheckConstraint("overlap_fraction > 0 AND overlap_fraction <= 1", name="ck_projects_fraction"),
         CheckConstraint("agreement_threshold >= -1 AND agreement_threshold <= 1", name="ck_projects_threshold"),
+        CheckConstraint(f"queue_order IN ({', '.join(repr(name) for name in ORDER_NAMES)})",
+                        name="ck_projects_queue_order"),
     )
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(max_length=200, unique=True, index=True)
@@ -67,6 +70,7 @@ class Project(SQLModel, table=True):
     overlap_fraction: float = 1.0
     agreement_threshold: float = 0.6
     grade_labels: dict | None = Field(default=None, sa_type=JSON)
+    queue_order: str = Field(default=DEFAULT_ORDER, max_length=40, sa_column_kwargs={"server_default": DEFAULT_ORDER})
     created_at: datetime = _ts()
 
 

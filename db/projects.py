@@ -15,6 +15,7 @@ from sqlmodel import Session, select
 from db.engine import session_scope
 from db.models import Guideline, Project, User
 from db.permissions import Actor, require_lead
+from eval_core.judging_order import DEFAULT_ORDER, ORDER_NAMES
 
 BUNDLED_GUIDELINE = Path(__file__).resolve().parent.parent / "guidelines" / "grading-0-3.md"
 MAX_LABEL_CHARS = 60
@@ -36,6 +37,7 @@ class ProjectInfo:
     overlap_fraction: float
     threshold: float
     labels: dict[int, str]
+    queue_order: str = "pool"
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ def project_info(row: Project) -> ProjectInfo:
     scale = (row.scale_min, row.scale_max)
     labels = ({int(g): str(t) for g, t in row.grade_labels.items()} if row.grade_labels else default_labels(scale))
     return ProjectInfo(row.id, row.name, scale, row.overlap, row.overlap_fraction, row.agreement_threshold,
-                       dict(sorted(labels.items())))
+                       dict(sorted(labels.items())), row.queue_order or DEFAULT_ORDER)
 
 
 @cache
@@ -198,6 +200,19 @@ def set_grade_labels(engine: Engine, project: str, labels: dict[int, str], *, ac
         require_lead(session, actor)
         row = project_row(session, project)
         row.grade_labels = stored_labels(check_labels(labels, (row.scale_min, row.scale_max)))
+        session.add(row)
+        session.flush()
+        return project_info(row)
+
+
+def set_queue_order(engine: Engine, project: str, order: str, *, actor: Actor) -> ProjectInfo:
+    """Choose the order annotators are served their pairs in (one of ORDER_NAMES); leads and the operator only."""
+    if order not in ORDER_NAMES:
+        raise ValueError(f"unknown queue order {order!r} (known: {', '.join(ORDER_NAMES)})")
+    with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
+        row = project_row(session, project)
+        row.queue_order = order
         session.add(row)
         session.flush()
         return project_info(row)

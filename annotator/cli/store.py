@@ -1,4 +1,4 @@
-"""`qrelkit init | db upgrade | project create|list|labels | import …`: set up the store from the shell.
+"""`qrelkit init | db upgrade | project create|list|labels|set | import …`: set up the store from the shell.
 
 Handlers are named cmd_<command>[_<action>], import the store inside, and act as the CLI operator.
 """
@@ -13,7 +13,8 @@ from annotator.cli.common import LazyChoices, db_option, print_json, store_engin
 def _project_report(info) -> dict:
     """What the project commands print about one project."""
     return {"id": info.id, "name": info.name, "scale": list(info.scale), "labels": info.labels,
-            "overlap": info.overlap, "overlap_fraction": info.overlap_fraction, "threshold": info.threshold}
+            "overlap": info.overlap, "overlap_fraction": info.overlap_fraction, "threshold": info.threshold,
+            "queue_order": info.queue_order}
 
 
 def _new_project(engine, name: str, args: argparse.Namespace, **policy) -> dict:
@@ -88,6 +89,15 @@ def cmd_project_labels(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_project_set(args: argparse.Namespace) -> int:
+    """Change a project setting (the order annotators are served their pairs in)."""
+    from db.permissions import OPERATOR
+    from db.projects import set_queue_order
+
+    print_json(_project_report(set_queue_order(store_engine(args), args.name, args.queue_order, actor=OPERATOR)))
+    return 0
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     """Validate the whole file, then write it all or nothing; the report goes to stdout."""
     from db.imports import IMPORT_KINDS
@@ -143,6 +153,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--labels", required=True, metavar="G=NAME,…", help="e.g. \"0=No,1=Partly,2=Mostly,3=Fully\"")
     db_option(p)
     p.set_defaults(func=cmd_project_labels)
+    p = project.add_parser("set", help="change a project setting")
+    p.add_argument("name")
+    p.add_argument("--queue-order", required=True, metavar="ORDER",
+                   choices=LazyChoices("eval_core.judging_order", "ORDER_NAMES"),
+                   help="the order annotators get their pairs in, within the query in progress: %(choices)s "
+                        "(see docs/judging_order.md)")
+    db_option(p)
+    p.set_defaults(func=cmd_project_set)
 
     p = subparsers.add_parser("import", help="import queries, fragments, a TREC run or judgments (all or nothing)")
     p.add_argument("kind", metavar="KIND", choices=LazyChoices("db.imports", "IMPORT_KINDS"),

@@ -1,0 +1,187 @@
+"""Judging orders compared: relevant fragments found after judging 10/20/30/50% of each query's pool.
+
+Simulation (default): 50 queries, 20 runs of varied quality ranking the same candidates (so runs overlap as
+real ones do), pooled at depth 100; the simulated qrels are the truth each order is fed as it judges. With
+`--qrels FILE --runs RUN1 RUN2 …` the same is done on real TREC qrels and runs (fragments of the pool with
+no qrels line count as non-relevant). Prints a table and writes an Altair chart (HTML) and, with
+matplotlib, a PNG. Run: `python3 benchmarks/bench_judging_order.py [--seeds 5] [--png docs/judging_order.png]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from eval_core.judging_order import ORDERS, QueryPool, found_at, judging_curve, make_order
+
+FRACTIONS = (0.1, 0.2, 0.3, 0.5)
+CURVE_POINTS = np.linspace(0.01, 1.0, 100)
+RUN_ORDERS = ("pool", "move-to-front", "bandit")  # model-uncertain needs model grades, which runs do not give
+
+
+def pool_from_runs(rankings: list[list], depth: int) -> QueryPool:
+    """Depth-k pool in the store's pool order (best rank, then the first run reaching it), runs cut at k."""
+    best: dict = {}
+    for r, ranking in enumerate(rankings):
+        for rank, doc in enumerate(ranking[:depth]):
+            if doc not in best or (rank, r) < best[doc]:
+                best[doc] = (rank, r)
+    fragments = tuple(sorted(best, key=lambda d: best[d]))
+    return QueryPool(fragments, tuple(tuple(ranking[:depth]) for ranking in rankings))
+
+
+def simulate(n_queries: int, n_runs: int, depth: int, seed: int) -> tuple[list[QueryPool], list[set]]:
+    """Per query: 1,000 candidates, 2–10% relevant; run s scores q_s·relevance + a shared match signal + noise,
+    with q_s spread from useless to strong, so runs disagree in quality but overlap in what they retrieve."""
+    rng = np.random.default_rng(seed)
+    quality = np.linspace(0.0, 2.5, n_runs)[rng.permutation(n_runs)]
+    share = rng.uniform(0.3, 1.0, n_runs)
+    pools, relevant = [], []
+    for _ in range(n_queries):
+        n_docs = 1000
+        rel = rng.random(n_docs) < rng.uniform(0.02, 0.10)
+        match = rng.normal(size=n_docs) + 0.8 * rel
+        scores = quality[:, None] * rel[None, :] + share[:, None] * match[None, :] + rng.normal(size=(n_runs, n_docs))
+        order = np.argsort(-scores, axis=1, kind="stable")[:, :depth]
+        docs = rng.permutation(n_docs)  # doc ids carry no information
+        pools.append(pool_from_runs([[int(docs[d]) for d in row] for row in order], depth))
+        relevant.append({int(docs[d]) for d in np.flatnonzero(rel)})
+    return pools, relevant
+
+
+def real(qrels_path: str, run_paths: list[str], depth: int, rel_level: int) -> tuple[list[QueryPool], list[set]]:
+    """Pools of the given TREC runs at `depth` per query of the qrels; relevant = grade ≥ rel_level."""
+    from eval_core.formats import read_qrels, read_run
+
+    qrels = read_qrels(qrels_path)
+    qrels = qrels[qrels.iloc[:, -1] >= rel_level]
+    rel_by_q = {str(q): set(map(str, g.iloc[:, 1])) for q, g in qrels.groupby(qrels.columns[0])}
+    runs = []
+    for path in run_paths:
+        df = read_run(path)
+        q, d, s = df.columns[0], df.columns[1], df.columns[-1]
+        df = df.sort_values([q, s, d], ascending=[True, False, False], kind="stable")
+        runs.append({str(k): list(map(str, g[d])) for k, g in df.groupby(q)})
+    pools, relevant = [], []
+    for qid in sorted(rel_by_q):
+        rankings = [run.get(qid, []) for run in runs]
+        if any(rankings):
+            pools.append(pool_from_runs(rankings, depth))
+            relevant.append(rel_by_q[qid])
+    return pools, relevant
+
+
+def curves_for(pools: list[QueryPool], relevant: list[set], order: str, seed: int) -> list[np.ndarray]:
+    """Each query's found-so-far curve under one order (bandit seeded per query from `seed`)."""
+    return [judging_curve(make_order(order, pool, seed=seed * 100_003 + i), rel)
+            for i, (pool, rel) in enumerate(zip(pools, relevant, strict=True))]
+
+
+def measure(pools: list[QueryPool], relevant: list[set], seeds: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """Table at FRACTIONS and curve at CURVE_POINTS per order (bandit: mean over seeds), and seconds per order."""
+    rows, curve_rows, seconds = [], [], {}
+    in_pool = sum(len(rel & set(p.fragments)) for p, rel in zip(pools, relevant, strict=True))
+    for order in tqdm(RUN_ORDERS, desc="orders"):
+        runs = range(seeds) if order == "bandit" else range(1)
+        start = time.perf_counter()
+        tables = [found_at(curves_for(pools, relevant, order, s), FRACTIONS + tuple(CURVE_POINTS)) for s in runs]
+        seconds[order] = (time.perf_counter() - start) / len(runs)
+        mean = np.mean(tables, axis=0)
+        spread = (np.min(tables, axis=0), np.max(tables, axis=0))
+        for i, frac in enumerate(FRACTIONS):
+            rows.append({"order": order, "judged": f"{frac:.0%}", "found": mean[i], "min": spread[0][i],
+                         "max": spread[1][i], "share of relevant in pool": mean[i] / in_pool})
+        for j, frac in enumerate(CURVE_POINTS):
+            curve_rows.append({"order": ORDERS[order].split(" (")[0], "judged (share of pool)": frac,
+                               "relevant found (share)": mean[len(FRACTIONS) + j] / in_pool})
+    return pd.DataFrame(rows), pd.DataFrame(curve_rows), seconds
+
+
+def verdict(table: pd.DataFrame) -> list[str]:
+    """Where the bandit beats pool order and MoveToFront, and by how much, at each budget."""
+    wide = table.pivot(index="judged", columns="order", values="found")
+    lines = []
+    for judged, row in wide.iterrows():
+        for rival in ("pool", "move-to-front"):
+            gain = row["bandit"] / row[rival] - 1
+            word = "more" if gain > 0 else "FEWER"
+            lines.append(f"at {judged}: bandit finds {gain:+.1%} ({word}) vs {rival}")
+    return lines
+
+
+def chart(curve: pd.DataFrame, html: Path, png: Path | None, title: str) -> None:
+    """The found-vs-judged curve: Altair HTML, and a matplotlib PNG when asked."""
+    import altair as alt
+
+    base = alt.Chart(curve, title=title).mark_line().encode(
+        x=alt.X("judged (share of pool):Q", axis=alt.Axis(format="%")),
+        y=alt.Y("relevant found (share):Q", axis=alt.Axis(format="%")),
+        color="order:N")
+    rules = alt.Chart(pd.DataFrame({"x": FRACTIONS})).mark_rule(strokeDash=[3, 3], color="gray").encode(x="x:Q")
+    (base + rules).properties(width=560, height=360).save(str(html))
+    if png is None:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    for name, part in curve.groupby("order", sort=False):
+        ax.plot(part["judged (share of pool)"] * 100, part["relevant found (share)"] * 100, label=name)
+    for frac in FRACTIONS:
+        ax.axvline(frac * 100, color="gray", linestyle=":", linewidth=0.8)
+    ax.set_xlabel("judged (% of each query's pool)")
+    ax.set_ylabel("relevant fragments found (% of those in the pool)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(png)
+    plt.close(fig)
+
+
+def main() -> int:
+    """Parse options, simulate or load, measure, print, draw."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--runs-simulated", type=int, default=20)
+    parser.add_argument("--depth", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0, help="simulation seed")
+    parser.add_argument("--seeds", type=int, default=5, help="bandit seeds averaged (min and max shown)")
+    parser.add_argument("--qrels", help="real TREC qrels (with --runs)")
+    parser.add_argument("--runs", nargs="+", help="TREC run files pooled at --depth")
+    parser.add_argument("--rel-level", type=int, default=1)
+    parser.add_argument("--html", default="judging_order.html", help="Altair chart (default ./judging_order.html)")
+    parser.add_argument("--png", help="also draw a PNG here (e.g. docs/judging_order.png)")
+    args = parser.parse_args()
+    if bool(args.qrels) != bool(args.runs):
+        parser.error("--qrels and --runs go together")
+    if args.qrels:
+        pools, relevant = real(args.qrels, args.runs, args.depth, args.rel_level)
+        title = f"{len(args.runs)} runs, {len(pools)} queries, depth {args.depth}"
+    else:
+        pools, relevant = simulate(args.queries, args.runs_simulated, args.depth, args.seed)
+        title = f"Simulation: {args.runs_simulated} runs, {args.queries} queries, depth {args.depth}"
+    sizes = [len(p.fragments) for p in pools]
+    n_rel = sum(len(r & set(p.fragments)) for p, r in zip(pools, relevant, strict=True))
+    print(f"{title}: pool {sum(sizes)} pairs ({min(sizes)}–{max(sizes)} per query), {n_rel} relevant in the pool")
+    table, curve, seconds = measure(pools, relevant, args.seeds)
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}" if v < 1 else f"{v:.1f}"))
+    print("\n".join(verdict(table)))
+    print("seconds to order the whole pool once: " + ", ".join(f"{k} {v:.2f}" for k, v in seconds.items()))
+    chart(curve, Path(args.html), Path(args.png) if args.png else None, title)
+    print(f"chart: {args.html}" + (f", {args.png}" if args.png else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""The project's queue order applied to an annotator's next pair: which assigned, ungraded pair of the query in
+progress comes next, recomputed from the grades already recorded in the project."""
+
+from __future__ import annotations
+
+import statistics
+
+from sqlalchemy import false, select
+from sqlalchemy.orm import Session
+
+from db.models import Assignment, Judgment, Pair, Project, Run, RunEntry, User
+from eval_core.judging_order import QueryPool, make_order, replay_next
+
+A, J, P, PR, R, RE, U = (m.__table__ for m in (Assignment, Judgment, Pair, Project, Run, RunEntry, User))
+MODEL_KIND = "model"
+
+
+def relevance_level(scale_min: int) -> int:
+    """Grades from the second grade of the scale up count as relevant for ordering (1 on 0–3, 2 on 1–5)."""
+    return scale_min + 1
+
+
+def _query_pool(session: Session, query_id: int) -> QueryPool:
+    """The query's pairs in pool order (best rank, then id, as assigned) and each pooled run's ranking of them;
+    a run ranks only the pairs it contributed (its name is in the pair's sources)."""
+    conn = session.connection()
+    pairs = conn.execute(select(P.c.id, P.c.fragment_id, P.c.sources).where(P.c.query_id == query_id)
+                         .order_by(P.c.best_rank.is_(None), P.c.best_rank, P.c.id)).all()
+    by_fragment = {f: (pid, set(sources or ())) for pid, f, sources in pairs}
+    rankings: dict[str, list[int]] = {}
+    for name, fragment_id in conn.execute(
+            select(R.c.name, RE.c.fragment_id).join(R, R.c.id == RE.c.run_id)
+            .where(RE.c.query_id == query_id, RE.c.fragment_id.is_not(None)).order_by(R.c.name, RE.c.rank)):
+        hit = by_fragment.get(fragment_id)
+        if hit is not None and name in hit[1]:
+            rankings.setdefault(name, []).append(hit[0])
+    return QueryPool(tuple(pid for pid, _, _ in pairs), tuple(tuple(r) for _, r in sorted(rankings.items())))
+
+
+def _grades(session: Session, query_id: int) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """Recorded grades of the query's pairs: (human grades, model grades) per pair id; can't-judge is left out."""
+    kind = U.c.get("kind")
+    cols = [J.c.pair_id, J.c.grade] + ([kind] if kind is not None else [])
+    human: dict[int, list[int]] = {}
+    model: dict[int, list[int]] = {}
+    rows = session.connection().execute(select(*cols).join(P, P.c.id == J.c.pair_id).join(U, U.c.id == J.c.user_id)
+                                        .where(P.c.query_id == query_id, J.c.grade.is_not(None)))
+    for row in rows:
+        target = model if len(row) > 2 and row[2] == MODEL_KIND else human
+        target.setdefault(row[0], []).append(row[1])
+    return human, model
+
+
+def ordered_next(session: Session, project_id: int, user_id: int, order: str, first: tuple[int, int]) -> tuple[int, int]:
+    """(pair id, position) the order serves next. `first` is the user's first to-do pair in queue order: its
+    query is the one in progress (queries keep their queue order); within it the order picks among the user's
+    assigned, ungraded pairs, replaying the policy over the grades recorded by everyone (median ≥ the
+    relevance level counts as relevant). Falls back to `first` if the order names nothing."""
+    conn = session.connection()
+    query_id, low = conn.execute(select(P.c.query_id, PR.c.scale_min).join(PR, PR.c.id == P.c.project_id)
+                                 .where(P.c.id == first[0])).one()
+    todo = dict(conn.execute(select(A.c.pair_id, A.c.position).join(P, P.c.id == A.c.pair_id)
+                             .where(A.c.project_id == project_id, A.c.user_id == user_id, A.c.done == false(),
+                                    P.c.query_id == query_id)).all())
+    human, model = _grades(session, query_id)
+    level = relevance_level(low)
+    known = {pid: statistics.median(g) >= level for pid, g in human.items() if pid not in todo}
+    policy = make_order(order, _query_pool(session, query_id), seed=query_id, rel_level=level,
+                        model_grades={pid: statistics.fmean(g) for pid, g in model.items()})
+    pick = replay_next(policy, known, todo)
+    return (pick, todo[pick]) if pick is not None else first

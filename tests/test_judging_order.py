@@ -1,0 +1,230 @@
+"""Judging orders: each policy's first picks follow its definition on hand-built pools, the bandit is seeded,
+and the store serves an annotator's next pair in the project's queue order (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+
+from annotator.cli import main
+from db.assignment import assign
+from db.judging import next_pair, record_judgment
+from db.models import Assignment, Fragment, Judgment, Project, Query, Run, RunEntry
+from db.permissions import OPERATOR
+from db.pooling import pool
+from db.projects import get_project, set_queue_order
+from db.users import create_user
+from eval_core.judging_order import (
+    ORDER_NAMES,
+    Bandit,
+    MoveToFront,
+    QueryPool,
+    found_at,
+    judging_curve,
+    make_order,
+    replay_next,
+)
+
+
+def sequence(policy, relevant) -> list:
+    """The whole order the policy judges when `relevant` is the truth."""
+    out = []
+    while (f := policy.next()) is not None:
+        out.append(f)
+        policy.observe(f, f in relevant)
+    return out
+
+
+# Two runs and a fragment no run ranked (pooled by BM25, say): pool order is best rank, then run A before B.
+POOL = QueryPool(("a1", "b1", "a2", "a3", "b2", "x"), (("a1", "a2", "a3"), ("b1", "a3", "b2")))
+
+
+@pytest.mark.parametrize("order", ORDER_NAMES)
+def test_every_order_judges_each_fragment_once(order):
+    rng = np.random.default_rng(3)
+    frags = tuple(f"d{i}" for i in range(40))
+    runs = tuple(tuple(rng.permutation(frags)[:15]) for _ in range(4))
+    seen = sequence(make_order(order, QueryPool(frags, runs), seed=1, model_grades={"d5": 1.0}),
+                    {f for f in frags if rng.random() < 0.3})
+    assert sorted(seen) == sorted(frags)
+
+
+def test_pool_order_is_the_pool():
+    assert sequence(make_order("pool", POOL), {"a1"}) == list(POOL.fragments)
+
+
+def test_move_to_front_stays_after_relevant_and_moves_after_non_relevant():
+    # A: a1 relevant (stay), a2 not (A to the back); B: b1, a3 relevant (stay), b2 not (B to the back);
+    # A's a3 is judged already, both runs are used up, the unranked x comes last.
+    assert sequence(MoveToFront(POOL), {"a1", "b1", "a3"}) == ["a1", "a2", "b1", "a3", "b2", "x"]
+    # A non-relevant first fragment moves on at once, and a relevant one keeps B at the front.
+    assert sequence(MoveToFront(POOL), {"b1", "b2"})[:4] == ["a1", "b1", "a3", "a2"]
+
+
+def test_bandit_first_pick_is_the_largest_posterior_draw():
+    pool = QueryPool(tuple(f"r{r}d{d}" for d in range(3) for r in range(3)),
+                     tuple(tuple(f"r{r}d{d}" for d in range(3)) for r in range(3)))
+    for seed in range(20):
+        draws = np.random.default_rng(seed).beta([1.0, 1.0, 1.0], [1.0, 1.0, 1.0])  # Beta(1, 1) prior per run
+        assert Bandit(pool, seed=seed).next() == f"r{int(np.argmax(draws))}d0"
+
+
+def test_bandit_posterior_discounts_each_runs_past():
+    pool = QueryPool(("a", "b", "c", "z"), (("a", "b", "c"), ("z",)))
+    bandit = Bandit(pool, seed=0, discount=0.5)
+    for fragment, relevant in (("a", True), ("b", False), ("c", True)):
+        bandit._pick, bandit._arm = fragment, 0  # pull run 0 three times
+        bandit.observe(fragment, relevant)
+    alpha, beta = bandit.posterior()
+    # rel = 0.5·(0.5·1 + 0) + 1 = 1.25, nrel = 0.5·(0.5·0 + 1) + 0 = 0.5, on a Beta(1, 1) prior
+    assert alpha.tolist() == [2.25, 1.0] and beta.tolist() == [1.5, 1.0]
+
+
+def test_bandit_follows_the_productive_run():
+    rel_run = tuple(f"g{i}" for i in range(30))
+    dud = tuple(f"n{i}" for i in range(30))
+    pool = QueryPool(rel_run + dud, (dud, rel_run))
+    picks = sequence(Bandit(pool, seed=5), set(rel_run))[:30]
+    assert sum(p.startswith("g") for p in picks) >= 25
+
+
+def test_bandit_is_deterministic_for_a_seed():
+    rng = np.random.default_rng(0)
+    frags = tuple(range(200))
+    runs = tuple(tuple(int(x) for x in rng.permutation(200)[:60]) for _ in range(8))
+    pool, truth = QueryPool(frags, runs), set(range(0, 200, 4))
+    assert sequence(Bandit(pool, seed=11), truth) == sequence(Bandit(pool, seed=11), truth)
+    assert sequence(Bandit(pool, seed=11), truth) != sequence(Bandit(pool, seed=12), truth)
+
+
+def test_model_uncertain_puts_grades_near_the_boundary_first():
+    pool = QueryPool(("f1", "f2", "f3", "f4", "f5"))
+    grades = {"f1": 3.0, "f2": 0.5, "f3": 1.0, "f4": 0.0}
+    # boundary at rel_level 1 is 0.5: f2 (0), then f3 and f4 (0.5 each, pool order), f1 (2.5), ungraded f5
+    assert sequence(make_order("model-uncertain", pool, model_grades=grades), set()) == ["f2", "f3", "f4", "f1", "f5"]
+    assert sequence(make_order("model-uncertain", pool), set()) == list(pool.fragments)
+
+
+def test_replay_feeds_known_grades_and_skips_other_peoples_pairs():
+    assert replay_next(MoveToFront(POOL), {"a1": True}, {"a2", "b1"}) == "a2"
+    assert replay_next(MoveToFront(POOL), {"a1": False}, {"a2", "b1"}) == "b1"
+    # a1 is nobody's grade yet and not mine: dropped without moving A to the back
+    assert replay_next(MoveToFront(POOL), {}, {"a2", "b1"}) == "a2"
+    assert replay_next(MoveToFront(POOL), {}, set()) is None
+
+
+def test_found_at_takes_the_ceiling_of_each_budget():
+    curve = np.array([1, 1, 2, 3, 3, 3, 4, 4, 4, 4])
+    # 10 pairs: 1, 3 (⌈2.5⌉) and 5 judged; 2 pairs whose 2nd is relevant: 1, 1 (⌈0.5⌉) and 1 judged find none
+    assert found_at([curve, judging_curve(make_order("pool", QueryPool(("a", "b"))), {"b"})],
+                    (0.1, 0.25, 0.5)).tolist() == [1 + 0, 2 + 0, 3 + 0]
+
+
+def test_unknown_order_and_bad_pool_are_refused():
+    with pytest.raises(ValueError, match="unknown judging order 'best'"):
+        make_order("best", POOL)
+    with pytest.raises(ValueError, match="not in the pool"):
+        QueryPool(("a",), (("a", "b"),))
+
+
+# --- the store ---
+
+TRUTH = {"a1", "b1", "a3"}
+RUNS = {"A": ["a1", "a2", "a3"], "B": ["b1", "a3", "b2"]}
+
+
+@pytest.fixture
+def pooled(engine, project):
+    """One query pooled from runs A and B at depth 3, every pair assigned to ann (overlap 1)."""
+
+    create_user(engine, "ann", "annotator", actor=OPERATOR)
+    create_user(engine, "lead", "lead", actor=OPERATOR)
+    with engine.begin() as conn:
+        qid = conn.execute(sa.insert(Query.__table__).values(project_id=project.id, external_id="q1", text="query")
+                           .returning(Query.__table__.c.id)).scalar_one()
+        fids = {}
+        for name in ("a1", "a2", "a3", "b1", "b2"):
+            fids[name] = conn.execute(sa.insert(Fragment.__table__).values(
+                project_id=project.id, external_id=name, text=f"text {name}",
+                content_hash=hashlib.sha256(name.encode()).hexdigest()).returning(Fragment.__table__.c.id)).scalar_one()
+        for run, docs in RUNS.items():
+            rid = conn.execute(sa.insert(Run.__table__).values(project_id=project.id, name=run, content_hash=run,
+                                                               n_lines=3, created_at=sa.func.now())
+                               .returning(Run.__table__.c.id)).scalar_one()
+            for rank, doc in enumerate(docs, start=1):
+                conn.execute(sa.insert(RunEntry.__table__).values(run_id=rid, query_id=qid, doc_external_id=doc,
+                                                                  fragment_id=fids[doc], rank=rank, score=10.0 - rank))
+    pool(engine, "demo", depth=3, bm25=0, actor=OPERATOR)
+    assign(engine, "demo", overlap=1, annotators=["ann"], actor=OPERATOR)
+    return engine
+
+
+def served(engine, username: str = "ann") -> list[str]:
+    """Judge the queue to the end with TRUTH's grades (3 relevant, 0 not); the fragments in the order served."""
+
+    out = []
+    while (view := next_pair(engine, "demo", username)) is not None:
+        out.append(view.fragment_external_id)
+        record_judgment(engine, view.pair_id, username, 3 if view.fragment_external_id in TRUTH else 0)
+    return out
+
+
+def test_store_serves_pool_order_by_default(pooled):
+
+    assert get_project(pooled, "demo").queue_order == "pool"
+    assert served(pooled) == ["a1", "b1", "a2", "a3", "b2"]  # best rank, then run A's before B's
+
+
+def test_store_serves_the_projects_move_to_front_order(pooled):
+
+    assert set_queue_order(pooled, "demo", "move-to-front", actor=OPERATOR).queue_order == "move-to-front"
+    assert served(pooled) == ["a1", "a2", "b1", "a3", "b2"]
+
+
+def test_store_order_counts_grades_recorded_by_others(pooled):
+    set_queue_order(pooled, "demo", "move-to-front", actor=OPERATOR)
+    first = next_pair(pooled, "demo", "ann")
+    assert first.fragment_external_id == "a1"
+    record_judgment(pooled, first.pair_id, "lead", 0)  # a lead may grade a pair assigned to someone else
+    assert next_pair(pooled, "demo", "ann").fragment_external_id == "a1"  # still hers to grade
+    with pooled.begin() as conn:
+        conn.execute(sa.delete(Assignment.__table__).where(Assignment.__table__.c.pair_id == first.pair_id))
+    # the lead's non-relevant a1 sent run A to the back: B's b1 comes next, not A's a2
+    assert next_pair(pooled, "demo", "ann").fragment_external_id == "b1"
+
+
+def test_store_bandit_order_is_a_seeded_permutation(pooled):
+
+    set_queue_order(pooled, "demo", "bandit", actor=OPERATOR)
+    first = served(pooled)
+    assert sorted(first) == ["a1", "a2", "a3", "b1", "b2"]
+
+    with pooled.begin() as conn:
+        conn.execute(sa.delete(Judgment.__table__))
+        conn.execute(sa.update(Assignment.__table__).values(done=False))
+    assert served(pooled) == first  # same grades, same seed: same order
+
+
+def test_queue_order_setting_is_checked(pooled):
+
+    with pytest.raises(PermissionError):
+        set_queue_order(pooled, "demo", "bandit", actor="ann")
+    with pytest.raises(ValueError, match="unknown queue order 'fastest'"):
+        set_queue_order(pooled, "demo", "fastest", actor=OPERATOR)
+    assert set_queue_order(pooled, "demo", "bandit", actor="lead").queue_order == "bandit"
+    with pytest.raises(sa.exc.IntegrityError), pooled.begin() as conn:  # the database refuses it too
+        conn.execute(sa.update(Project.__table__).values(queue_order="fastest"))
+
+
+def test_cli_project_set(pooled, store_url, capsys):
+
+    assert main(["project", "set", "demo", "--queue-order", "move-to-front", "--db", store_url]) == 0
+    assert json.loads(capsys.readouterr().out)["queue_order"] == "move-to-front"
+    assert served(pooled)[:2] == ["a1", "a2"]
+    with pytest.raises(SystemExit):
+        main(["project", "set", "demo", "--queue-order", "fastest", "--db", store_url])
+    assert "invalid choice: 'fastest'" in capsys.readouterr().err
