@@ -228,3 +228,22 @@ def test_cli_project_set(pooled, store_url, capsys):
     with pytest.raises(SystemExit):
         main(["project", "set", "demo", "--queue-order", "fastest", "--db", store_url])
     assert "invalid choice: 'fastest'" in capsys.readouterr().err
+
+
+def test_migration_gives_existing_projects_pool_order_and_a_check(empty_store_url):
+    from db.engine import get_engine
+    from db.schema import upgrade
+
+    engine = get_engine(empty_store_url)
+    assert upgrade(engine, "0004") == "0004"
+    with engine.begin() as conn:
+        conn.exec_driver_sql("INSERT INTO projects (id, name, scale_min, scale_max, overlap, overlap_fraction, "
+                             "agreement_threshold, created_at) VALUES (1, 'old', 0, 3, 2, 1.0, 0.6, "
+                             "'2026-01-02 03:04:05')")
+    assert upgrade(engine) == "0005"
+    assert get_project(engine, "old").queue_order == "pool"
+    assert set_queue_order(engine, "old", "model-uncertain", actor=OPERATOR).queue_order == "model-uncertain"
+    with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE projects SET queue_order = 'fastest'")
+    engine.dispose()
+    get_engine.cache_clear()

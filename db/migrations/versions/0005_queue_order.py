@@ -24,14 +24,21 @@ depends_on = None
 def upgrade() -> None:
     from eval_core.judging_order import DEFAULT_ORDER, ORDER_NAMES
 
-    names = ", ".join(f"'{name}'" for name in ORDER_NAMES)
-    with op.batch_alter_table('projects', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('queue_order', sqlmodel.sql.sqltypes.AutoString(length=40), nullable=False,
-                                      server_default=DEFAULT_ORDER))
-        batch_op.create_check_constraint('ck_projects_queue_order', f"queue_order IN ({names})")
+    check = f"queue_order IN ({', '.join(repr(name) for name in ORDER_NAMES)})"
+    if op.get_bind().dialect.name == "sqlite":
+        # ADD COLUMN with an inline CHECK: a batch rebuild would drop `projects`, which foreign keys refuse
+        op.execute(f"ALTER TABLE projects ADD COLUMN queue_order VARCHAR(40) NOT NULL DEFAULT '{DEFAULT_ORDER}' "
+                   f"CONSTRAINT ck_projects_queue_order CHECK ({check})")
+        return
+    op.add_column('projects', sa.Column('queue_order', sqlmodel.sql.sqltypes.AutoString(length=40), nullable=False,
+                                        server_default=DEFAULT_ORDER))
+    op.create_check_constraint('ck_projects_queue_order', 'projects', check)
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('projects', schema=None) as batch_op:
-        batch_op.drop_constraint('ck_projects_queue_order', type_='check')
-        batch_op.drop_column('queue_order')
+    if op.get_bind().dialect.name == "sqlite":
+        with op.batch_alter_table('projects', schema=None, recreate="always") as batch_op:
+            batch_op.drop_column('queue_order')
+        return
+    op.drop_constraint('ck_projects_queue_order', 'projects', type_='check')
+    op.drop_column('projects', 'queue_order')
