@@ -37,8 +37,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     if op.get_bind().dialect.name == "sqlite":
-        with op.batch_alter_table('projects', schema=None, recreate="always") as batch_op:
-            batch_op.drop_column('queue_order')
+        op.execute("ALTER TABLE projects DROP COLUMN queue_order")  # SQLite ≥ 3.35 drops its inline CHECK with it
         return
     op.drop_constraint('ck_projects_queue_order', 'projects', type_='check')
     op.drop_column('projects', 'queue_order')
