@@ -20,6 +20,7 @@ from db.projects import get_project, set_queue_order
 from db.users import create_user
 from eval_core.judging_order import (
     ORDER_NAMES,
+    ORDERS,
     Bandit,
     MoveToFront,
     QueryPool,
@@ -245,5 +246,40 @@ def test_migration_gives_existing_projects_pool_order_and_a_check(empty_store_ur
     assert set_queue_order(engine, "old", "model-uncertain", actor=OPERATOR).queue_order == "model-uncertain"
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
         conn.exec_driver_sql("UPDATE projects SET queue_order = 'fastest'")
+    engine.dispose()
+    get_engine.cache_clear()
+
+
+def test_project_page_sets_the_queue_order(tmp_path, monkeypatch):
+    """The lead picks the bandit on the Project page; the store then holds it and the page says so."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from annotator.auth import TOKEN_KEY
+    from db.engine import get_engine
+    from db.projects import create_project
+    from db.schema import init_db
+    from db.sessions import create_session
+
+    url = f"sqlite:///{tmp_path / 'page.db'}"
+    engine = init_db(url)
+    create_project(engine, "demo", actor=OPERATOR)
+    lead = create_user(engine, "lea", "lead", actor=OPERATOR)
+    monkeypatch.setenv("QRELKIT_DB_URL", url)
+    monkeypatch.setenv("QRELKIT_PROJECT", "demo")
+    page = Path(__file__).resolve().parent.parent / "annotator" / "screens" / "lead_project.py"
+    at = AppTest.from_file(str(page), default_timeout=60)
+    at.session_state[TOKEN_KEY] = create_session(engine, lead.id, client="apptest").token
+    at.session_state["project"] = "demo"
+    at.run()
+    assert not at.exception
+    box = next(b for b in at.selectbox if b.label.startswith("Queue order"))
+    assert box.value == "pool" and list(box.options) == [ORDERS[name] for name in ORDER_NAMES]
+    box.set_value("bandit")
+    next(b for b in at.button if b.label == "Save queue order").click().run()
+    assert not at.exception
+    assert get_project(engine, "demo").queue_order == "bandit"
+    assert any(s.value.endswith(f"{ORDERS['bandit']}.") for s in at.success)
     engine.dispose()
     get_engine.cache_clear()

@@ -9,6 +9,7 @@ import streamlit as st
 from annotator import views
 from db import assignment, evaluations, imports, judging, pooling, projects, users
 from eval_core.errors import InputError
+from eval_core.judging_order import ORDER_NAMES, ORDERS
 
 IMPORTERS = imports.IMPORT_KINDS
 BM25_MODES = ("top-k for queries no run covers", "top-N for every query", "off")
@@ -105,6 +106,16 @@ with assign_tab:
             st.success(f"{report.created} new assignment(s); {report.pairs_with_overlap} of {report.pairs_total} "
                        f"pairs get {report.overlap} annotators.")
             st.json(report.to_dict(), expanded=False)
+    with st.form("queue-order"):
+        order = st.selectbox("Queue order (which of an annotator's pairs comes next, within the query in progress)",
+                             ORDER_NAMES, index=ORDER_NAMES.index(project.queue_order), format_func=ORDERS.get)
+        if st.form_submit_button("Save queue order"):
+            try:
+                saved = projects.set_queue_order(engine, project.name, order, actor=user.username)
+            except (ValueError, LookupError, PermissionError) as exc:
+                st.error(f"Not saved: {views.literal(exc)}.")
+            else:
+                st.success(f"Annotators now get their pairs in this order: {ORDERS[saved.queue_order]}.")
 
 with people_tab:
     stats = judging.annotator_stats(engine, project.name)
