@@ -105,10 +105,12 @@ class RobustnessReport:
     notes: list[str] = field(default_factory=list)
 
     def table(self) -> pd.DataFrame:
-        """One row per condition (group, condition, pairs, queries), one column per run."""
-        rows = [{"group": c.group, "condition": c.name, "pairs": c.n_pairs, "queries": c.n_queries, **c.values}
-                for c in self.conditions]
-        return pd.DataFrame(rows, columns=["group", "condition", "pairs", "queries", *self.runs])
+        """One row per condition, indexed by (group, condition, pairs, queries), one column per run (a run's
+        name never collides with those, whatever it is)."""
+        index = pd.MultiIndex.from_tuples([(c.group, c.name, c.n_pairs, c.n_queries) for c in self.conditions],
+                                          names=["group", "condition", "pairs", "queries"])
+        return pd.DataFrame([[c.values[r] for r in self.runs] for c in self.conditions], index=index,
+                            columns=pd.Index(self.runs, name="run"))
 
     def tau_frame(self) -> pd.DataFrame:
         """The τ matrix with condition names on both axes (NaN where undefined)."""
@@ -220,7 +222,7 @@ def _conditions(base: pd.DataFrame, everyone: pd.DataFrame, kinds: dict[str, str
         out.append(_condition(f"rule {r}", "rule", r, _qrels(labels), **score))
     real = _real(everyone)
     for annotator in sorted(kinds):
-        own = real[real["annotator"].astype(str) == annotator]
+        own = real[real["annotator"].astype(str) == annotator].sort_values(PAIR)  # sums in one order, any input
         if len(own) == 0:
             notes.append(f"{annotator} has no grades (only can't-judge), so has no condition of their own")
             continue
@@ -259,7 +261,7 @@ def _bootstrap(base: pd.DataFrame, adjudications: Any, runs: dict[str, Columns],
     index = pd.MultiIndex.from_frame(pooled[PAIR].astype(str))
     real = _real(base)
     pair = index.get_indexer(pd.MultiIndex.from_frame(real[PAIR].astype(str)))
-    order = np.argsort(pair, kind="stable")
+    order = np.lexsort((real["annotator"].to_numpy(dtype=str), pair))  # row order never changes the draws
     pair, grade = pair[order], real["grade"].to_numpy(dtype=np.int64)[order]
     fixed = pooled["adjudicated"].to_numpy(dtype=bool)
     qrels = load_qrels(_qrels(pooled))

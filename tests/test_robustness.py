@@ -167,7 +167,8 @@ def test_bootstrap_is_seeded():
     first = robustness(judgments, runs, adjudications=adjudications, bootstrap=30, seed=7).to_dict()
     again = robustness(judgments, runs, adjudications=adjudications, bootstrap=30, seed=7).to_dict()
     other = robustness(judgments, runs, adjudications=adjudications, bootstrap=30, seed=8).to_dict()
-    assert first == again
+    shuffled = judgments.sample(frac=1, random_state=0)  # the same judgments in another row order
+    assert robustness(shuffled, runs, adjudications=adjudications, bootstrap=30, seed=7).to_dict() == first == again
     assert first["bootstrap"]["mean"] != other["bootstrap"]["mean"]
 
 
@@ -180,7 +181,7 @@ def test_bootstrap_replicates_are_consensus_of_redrawn_grades_scored_by_evaluate
     index = pd.MultiIndex.from_frame(pooled[["query_id", "fragment_id"]])
     real = judgments[judgments["grade"].notna()]
     pair = index.get_indexer(pd.MultiIndex.from_frame(real[["query_id", "fragment_id"]]))
-    order = np.argsort(pair, kind="stable")
+    order = np.lexsort((real["annotator"].to_numpy(dtype=str), pair))  # a pair's grades by annotator name
     pair, grade = pair[order], real["grade"].to_numpy(dtype=np.int64)[order]
     labels, picks = resample_labels(grade, pair, len(pooled), "median", replicates, np.random.default_rng(seed_))
     means = np.empty((replicates, len(runs)))
@@ -265,3 +266,50 @@ def test_store_mode_matches_file_mode(engine, project, store_url, tmp_path, caps
                                                      "under carol's labels the order flips")
     assert main(["robustness", "--db", store_url, "--project", "demo", "--runs", "A,nope", *args]) == 2
     assert "no run named 'nope'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------ the page
+
+
+def test_evaluate_page_section_shows_the_flip_literally(tmp_path, monkeypatch):
+    """The Evaluate page's section, switched on, says in a warning (Markdown escaped) that the order flips under
+    one annotator's labels, and its table carries the same numbers as robustness() on those judgments."""
+    from streamlit.testing.v1 import AppTest
+    from test_app_lead import PAGES, log_in, shown
+
+    from annotator.views_robustness import TOGGLE
+    from db.engine import get_engine
+    from db.permissions import OPERATOR
+    from db.projects import create_project
+    from db.releases import create_release
+    from db.schema import init_db
+    from db.users import create_user
+
+    url = f"sqlite:///{tmp_path / 'page.db'}"
+    engine = init_db(url)
+    create_user(engine, "lea", "lead", password="lead-pass", actor=OPERATOR)
+    info = create_project(engine, "robust", actor=OPERATOR)
+    seed(engine, info.id, {"q1": "what is recall"}, {"d1": "one", "d2": "two"}, {"A": RUN_A, "B": RUN_B})
+    judgments = DISAGREE.assign(annotator=DISAGREE["annotator"].replace({"carol": "*carol*"}))
+    grades: dict[tuple[str, str], dict[str, int | None]] = {}
+    for q, d, a, g in judgments.itertuples(index=False):
+        grades.setdefault((q, d), {})[a] = int(g)
+    judge(engine, info.id, grades)
+    create_release(engine, "robust", actor=OPERATOR)
+    monkeypatch.setenv("QRELKIT_DB_URL", url)
+    at = log_in(AppTest.from_file(str(PAGES / "lead_evaluate.py"), default_timeout=60), engine, "lea")
+    at.session_state["project"] = "robust"
+    at.run()
+    assert not at.exception
+    next(t for t in at.toggle if t.label == TOGGLE).set_value(True).run()
+    assert not at.exception
+    expected = robustness(judgments, {"A": RUN_A, "B": RUN_B}, bootstrap=200, seed=0)
+    flips = [w.value for w in at.warning if "order flips" in shown(w.value)]
+    assert [shown(v) for v in flips] == [expected.pairs[0].sentence]
+    assert "\\*carol\\*" in flips[0]  # shown literally, never as emphasis
+    assert expected.pairs[0].sentence.startswith("A beats B on ndcg@10 under all 4 rules and 2 of 3 annotators; "
+                                                 "under *carol*'s labels the order flips")
+    table = next(d.value for d in at.dataframe if "A" in d.value.columns and "B" in d.value.columns)
+    np.testing.assert_allclose(table.to_numpy(dtype=float), expected.table().to_numpy(), rtol=0, atol=1e-12)
+    assert list(table.index.get_level_values("condition")) == [c.name for c in expected.conditions]
+    get_engine.cache_clear()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from annotator import charts, views, views_evaluate
+from annotator import charts, views, views_evaluate, views_robustness
 from annotator.views import literal
 from db import evaluations, releases
 from eval_core import report
@@ -147,3 +147,5 @@ if run_name is not None:
     else:
         metric = st.selectbox("Metric", evaluations.HEADLINE)
         st.altair_chart(charts.run_history_chart(history, metric), width="stretch")
+
+views_robustness.robustness_section(engine, project.name)
