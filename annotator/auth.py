@@ -20,7 +20,7 @@ COOKIE = "qrelkit_session"
 USER_KEY = "user"  # the resolved UserInfo of this run, for pages
 TOKEN_KEY = "session_token"  # this browser session's token (tests may put a store-issued token here)
 EXPIRES_KEY = "session_expires"
-CLEAR_COOKIE_KEY = "session_cookie_stale"
+CLEAR_COOKIE_KEY = "session_cookie_dead"  # a token that no longer works, to remove from the cookie
 NOT_ALLOWED = "Not allowed for your role"
 SESSION_KEYS = (USER_KEY, TOKEN_KEY, EXPIRES_KEY, "pair_id", "shown_at")
 
@@ -51,7 +51,7 @@ def current_user() -> UserInfo | None:
         for key in SESSION_KEYS:
             st.session_state.pop(key, None)
         if token:
-            st.session_state[CLEAR_COOKIE_KEY] = True
+            st.session_state[CLEAR_COOKIE_KEY] = token
         return None
     st.session_state[TOKEN_KEY] = token
     st.session_state[USER_KEY] = user
@@ -93,10 +93,12 @@ def sync_cookie() -> None:
 
 
 def clear_stale_cookie() -> None:
-    """After logout or a dead token, remove the cookie so the next reload does not even try it."""
-    if st.session_state.get(CLEAR_COOKIE_KEY):
+    """After logout or a dead token, remove the cookie so the next reload does not even try it (unless another
+    tab has meanwhile put a new login there)."""
+    dead = st.session_state.get(CLEAR_COOKIE_KEY)
+    if dead:
         manager = _cookie_manager()
-        if COOKIE in manager.cookies:  # the component reports the browser's cookies (a rerun after it loads)
+        if manager.cookies.get(COOKIE) == dead:  # the component reports the browser's cookies once it has loaded
             manager.delete(COOKIE, key="qrelkit-cookie-delete")
 
 
@@ -200,9 +202,10 @@ def lead_only(make: Callable[[], bytes]) -> Callable[[], bytes]:
 
 def logout() -> None:
     """End this session in the store (every tab of it), forget it here, and drop the cookie."""
-    sessions.revoke(state.engine(), st.session_state.get(TOKEN_KEY) or _cookie_token())
+    token = st.session_state.get(TOKEN_KEY) or _cookie_token()
+    sessions.revoke(state.engine(), token)
     for key in SESSION_KEYS:
         st.session_state.pop(key, None)
-    st.session_state[CLEAR_COOKIE_KEY] = True
+    st.session_state[CLEAR_COOKIE_KEY] = token
     if oidc_configured() and st.user.is_logged_in:
         st.logout()

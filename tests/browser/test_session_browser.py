@@ -78,10 +78,16 @@ def shows_login_form(page) -> bool:
     return page.locator(LOGIN_FORM).count() == 1 and page.get_by_role("button", name="Log out").count() == 0
 
 
+def session_cookie(page) -> dict | None:
+    """The browser's login cookie, if it has one."""
+    return next((c for c in page.context.cookies() if c["name"] == "qrelkit_session"), None)
+
+
 def test_a_reload_keeps_the_session(server: Server, page) -> None:
     login(page, server.url, *ANNOTATOR)
     page.wait_for_timeout(1500)  # the cookie component writes the cookie after the first run
-    assert any(c["name"] == "qrelkit_session" for c in page.context.cookies())
+    cookie = session_cookie(page)
+    assert cookie is not None and cookie["sameSite"] == "Strict" and cookie["path"] == "/"
     page.reload()
     assert logged_in_as(page, "ana")
 
@@ -102,6 +108,10 @@ def test_logging_out_ends_the_session_in_the_other_tab_too(server: Server, page)
     assert logged_in_as(second, "ana")
     page.get_by_role("button", name="Log out").click()
     assert shows_login_form(page)
+    deadline = time.monotonic() + 10  # the cookie component removes the dead token from the browser
+    while session_cookie(page) and time.monotonic() < deadline:
+        page.wait_for_timeout(200)
+    assert session_cookie(page) is None
     second.locator("[data-testid='stSidebarNavLink']", has_text="Guideline").first.click()  # its next action
     assert shows_login_form(second)
     second.reload()
