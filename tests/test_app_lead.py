@@ -499,6 +499,19 @@ def test_evaluate_page_reproduces_seed_000_and_trec_eval(store):
     assert whole.loc["mrr", "Mean"] == "0.5000" and whole.loc["map", "Mean"] == "0.3750"  # hits at 2, 4, 6
 
 
+def test_evaluate_page_words_the_findings_as_the_data_says(store):
+    """Seed 000's run reaches recall 0.75 at most (d12 is never retrieved): below the 0.8 floor the curve is
+    not called healthy; one category ("returns") gets no "ranges from … to …" sentence; all queries are
+    answered, so there is no missing-queries finding."""
+    release(store)
+    at = page_test(store, "lead_evaluate.py")
+    assert not at.exception
+    curve = next(shown(i.value) for i in at.info if i.value.startswith("Recall curve"))
+    assert "healthy" not in curve.replace("not healthy", "") and "0.750 < 0.8" in curve
+    assert not any("ranges from" in shown(c.value) for c in at.caption)
+    assert not any("Missing queries" in shown(w.value) for w in at.warning)
+
+
 def test_evaluate_page_shows_every_chosen_cutoff(store):
     """Adding k = 50 adds an @50 column between @20 and @100; dropping 1 removes @1."""
     release(store)
