@@ -245,10 +245,11 @@ def resample_labels(grade: np.ndarray, pair: np.ndarray, n_pairs: int, rule: str
     counts = np.bincount(pair, minlength=n_pairs)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     picks = starts[pair] + np.floor(rng.random((replicates, len(grade))) * counts[pair]).astype(np.int64)
+    low = int(grade.min()) if len(grade) else 0
+    span = int(grade.max()) - low + 1 if len(grade) else 1
     code = (np.arange(replicates, dtype=np.int64)[:, None] * n_pairs + pair[None, :]).ravel()
-    drawn = grade[picks].ravel()
-    order = np.lexsort((drawn, code))
-    labels, _ = _combine(code[order], drawn[order], replicates * n_pairs, rule)
+    key = np.sort(code * span + (grade[picks].ravel() - low))  # one int sort orders by (replicate·pair, grade)
+    labels, _ = _combine(key // span, key % span + low, replicates * n_pairs, rule)
     return labels.reshape(replicates, n_pairs), picks
 
 
@@ -265,8 +266,9 @@ def _bootstrap(base: pd.DataFrame, adjudications: Any, runs: dict[str, Columns],
     pair, grade = pair[order], real["grade"].to_numpy(dtype=np.int64)[order]
     fixed = pooled["adjudicated"].to_numpy(dtype=bool)
     qrels = load_qrels(_qrels(pooled))
-    ranked = {name: rank_run(index_qrels(replace(qrels, value=np.arange(n_pairs, dtype=np.int64)), rel_level), cols)
-              for name, cols in runs.items()}  # each judged row's grade is its pair's index
+    with np.errstate(over="ignore"):  # pair indices as grades: their exponential-gain ideal overflows, unused
+        by_index = index_qrels(replace(qrels, value=np.arange(n_pairs, dtype=np.int64)), rel_level)
+    ranked = {name: rank_run(by_index, cols) for name, cols in runs.items()}  # a judged row's grade: its pair
     rng = np.random.default_rng(seed)
     out = np.empty((replicates, len(runs)), dtype=np.float64)
     chunk = max(1, GRADES_PER_CHUNK // max(1, len(grade)))
