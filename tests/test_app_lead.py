@@ -499,6 +499,21 @@ def test_evaluate_page_reproduces_seed_000_and_trec_eval(store):
     assert whole.loc["mrr", "Mean"] == "0.5000" and whole.loc["map", "Mean"] == "0.3750"  # hits at 2, 4, 6
 
 
+def test_evaluate_page_compares_runs_on_the_release(store):
+    """baseline against dense on nDCG@10: both means are pytrec_eval's, in a table with readable headers."""
+    release(store)
+    at = page_test(store, "lead_evaluate.py")
+    next(m for m in at.multiselect if m.label == "Runs to compare").set_value(["dense"]).run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "Run A" in d.value.columns)
+    assert list(table.columns[:6]) == ["Metric", "Run A", "Run B", "Mean A", "Mean B", "B − A"]
+    row = table.iloc[0]
+    assert (row["Metric"], row["Run A"], row["Run B"]) == ("ndcg@10", "baseline", "dense")
+    assert row["Mean A"] == pytest.approx(reference_means(SEED_RANKING)["ndcg_cut_10"], abs=1e-12)
+    assert row["Mean B"] == pytest.approx(reference_means(DENSE_RANKING)["ndcg_cut_10"], abs=1e-12)
+    assert any("dense" in shown(m.value) and "baseline" in shown(m.value) for m in at.markdown)
+
+
 def test_evaluate_page_words_the_findings_as_the_data_says(store):
     """Seed 000's run reaches recall 0.75 at most (d12 is never retrieved): below the 0.8 floor the curve is
     not called healthy; one category ("returns") gets no "ranges from … to …" sentence; all queries are
