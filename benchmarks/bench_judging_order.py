@@ -149,6 +149,67 @@ def chart(curve: pd.DataFrame, html: Path, png: Path | None, title: str) -> None
     plt.close(fig)
 
 
+def store_latency(pools: list[QueryPool], relevant: list[set], queries: int, samples: int, url: str) -> pd.DataFrame:
+    """next_pair latency per queue order in a SQLite/PostgreSQL store holding the first `queries` simulated
+    queries (runs stored, pooled, assigned to one annotator), measured with each query's pool half judged, the
+    order's replay then walks half the pool (the bandit draws once per replayed step)."""
+    import sqlalchemy as sa
+
+    from db.assignment import assign
+    from db.judging import next_pair, record_judgment
+    from db.models import Fragment, Query, Run, RunEntry
+    from db.permissions import OPERATOR
+    from db.pooling import pool
+    from db.projects import create_project, set_queue_order
+    from db.schema import init_db
+    from db.users import create_user
+
+    engine = init_db(url)
+    create_project(engine, "bench", actor=OPERATOR)
+    create_user(engine, "ann", "annotator", actor=OPERATOR)
+    with engine.begin() as conn:
+        ids = {}
+        for i, query_pool in enumerate(pools[:queries]):
+            qid = conn.execute(sa.insert(Query.__table__).values(project_id=1, external_id=f"q{i}", text=f"query {i}")
+                               .returning(Query.__table__.c.id)).scalar_one()
+            rows = [{"project_id": 1, "external_id": f"q{i}-d{d}", "text": f"text {i} {d}",
+                     "content_hash": f"{i}-{d}"} for d in query_pool.fragments]
+            conn.execute(sa.insert(Fragment.__table__), rows)
+            fids = dict(conn.execute(sa.select(Fragment.__table__.c.external_id, Fragment.__table__.c.id)
+                                     .where(Fragment.__table__.c.external_id.like(f"q{i}-%"))).all())
+            ids[i] = (qid, fids)
+        for r in range(len(pools[0].runs)):
+            rid = conn.execute(sa.insert(Run.__table__).values(project_id=1, name=f"run{r:02d}", content_hash=str(r),
+                                                               created_at=sa.func.now())
+                               .returning(Run.__table__.c.id)).scalar_one()
+            entries = [{"run_id": rid, "query_id": ids[i][0], "doc_external_id": f"q{i}-d{d}",
+                        "fragment_id": ids[i][1][f"q{i}-d{d}"], "rank": rank, "score": 1000.0 - rank}
+                       for i, query_pool in enumerate(pools[:queries])
+                       for rank, d in enumerate(query_pool.runs[r], start=1)]
+            conn.execute(sa.insert(RunEntry.__table__), entries)
+    pool(engine, "bench", depth=len(pools[0].runs[0]), bm25=0, actor=OPERATOR)
+    assign(engine, "bench", overlap=1, annotators=["ann"], actor=OPERATOR)
+    with engine.connect() as conn:  # judge every other pair of each query (truth grades) in one go per query
+        pairs = conn.execute(sa.text("SELECT p.id, f.external_id FROM pairs p JOIN fragments f ON f.id = p.fragment_id "
+                                     "ORDER BY p.query_id, p.best_rank, p.id")).all()
+    truth = {f"q{i}-d{d}" for i, rel in enumerate(relevant[:queries]) for d in rel}
+    for pid, ext in tqdm(pairs[::2], desc="judging half the pool", leave=False):
+        record_judgment(engine, pid, "ann", 2 if ext in truth else 0)
+    rows = []
+    for order in ORDERS:
+        set_queue_order(engine, "bench", order, actor=OPERATOR)
+        times = []
+        for _ in range(samples):
+            start = time.perf_counter()
+            next_pair(engine, "bench", "ann")
+            times.append((time.perf_counter() - start) * 1000)
+        times.sort()
+        rows.append({"order": order, "p50 ms": times[len(times) // 2], "p95 ms": times[int(len(times) * 0.95)]})
+    set_queue_order(engine, "bench", "pool", actor=OPERATOR)
+    engine.dispose()
+    return pd.DataFrame(rows)
+
+
 def main() -> int:
     """Parse options, simulate or load, measure, print, draw."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -162,6 +223,10 @@ def main() -> int:
     parser.add_argument("--rel-level", type=int, default=1)
     parser.add_argument("--html", default="judging_order.html", help="Altair chart (default ./judging_order.html)")
     parser.add_argument("--png", help="also draw a PNG here (e.g. docs/judging_order.png)")
+    parser.add_argument("--store", metavar="URL", help="also time next_pair per order in this store (an empty "
+                        "database, e.g. sqlite:////tmp/order.db) on the first --store-queries simulated queries")
+    parser.add_argument("--store-queries", type=int, default=5)
+    parser.add_argument("--samples", type=int, default=200, help="next_pair calls timed per order")
     args = parser.parse_args()
     if bool(args.qrels) != bool(args.runs):
         parser.error("--qrels and --runs go together")
@@ -180,6 +245,10 @@ def main() -> int:
     print("seconds to order the whole pool once: " + ", ".join(f"{k} {v:.2f}" for k, v in seconds.items()))
     chart(curve, Path(args.html), Path(args.png) if args.png else None, title)
     print(f"chart: {args.html}" + (f", {args.png}" if args.png else ""))
+    if args.store:
+        print(f"next_pair latency, {args.store_queries} queries stored, each pool half judged:")
+        print(store_latency(pools, relevant, args.store_queries, args.samples, args.store)
+              .to_string(index=False, float_format=lambda v: f"{v:.1f}"))
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 
-from sqlalchemy import false, select
+from sqlalchemy import Text, cast, false, func, select
 from sqlalchemy.orm import Session
 
 from db.models import Assignment, Judgment, Pair, Project, Run, RunEntry, User
@@ -13,6 +13,8 @@ from eval_core.judging_order import QueryPool, make_order, replay_next
 
 A, J, P, PR, R, RE, U = (m.__table__ for m in (Assignment, Judgment, Pair, Project, Run, RunEntry, User))
 MODEL_KIND = "model"
+POOL_CACHE_SIZE = 512
+_pools: dict[tuple, QueryPool] = {}
 
 
 def relevance_level(scale_min: int) -> int:
@@ -20,20 +22,38 @@ def relevance_level(scale_min: int) -> int:
     return scale_min + 1
 
 
-def _query_pool(session: Session, query_id: int) -> QueryPool:
+def _query_pool(session: Session, project_id: int, query_id: int) -> QueryPool:
+    """The query's pool, built once per version of it: the key is the query's pairs (count, last id, total
+    length of their provenance) and the project's runs (id, content hash), read in two index probes; pooling
+    or a re-imported run changes the key."""
+    conn = session.connection()
+    pairs = conn.execute(select(func.count(), func.max(P.c.id), func.sum(func.length(cast(P.c.sources, Text))))
+                         .where(P.c.query_id == query_id)).one()
+    runs = conn.execute(select(R.c.id, R.c.content_hash).where(R.c.project_id == project_id).order_by(R.c.id)).all()
+    key = (str(conn.engine.url), query_id, tuple(pairs), tuple(map(tuple, runs)))
+    if key not in _pools:
+        if len(_pools) >= POOL_CACHE_SIZE:
+            _pools.clear()
+        _pools[key] = _build_pool(session, project_id, query_id)
+    return _pools[key]
+
+
+def _build_pool(session: Session, project_id: int, query_id: int) -> QueryPool:
     """The query's pairs in pool order (best rank, then id, as assigned) and each pooled run's ranking of them;
     a run ranks only the pairs it contributed (its name is in the pair's sources)."""
     conn = session.connection()
     pairs = conn.execute(select(P.c.id, P.c.fragment_id, P.c.sources).where(P.c.query_id == query_id)
                          .order_by(P.c.best_rank.is_(None), P.c.best_rank, P.c.id)).all()
     by_fragment = {f: (pid, set(sources or ())) for pid, f, sources in pairs}
+    names = dict(conn.execute(select(R.c.id, R.c.name).where(R.c.project_id == project_id)).all())
     rankings: dict[str, list[int]] = {}
-    for name, fragment_id in conn.execute(
-            select(R.c.name, RE.c.fragment_id).join(R, R.c.id == RE.c.run_id)
-            .where(RE.c.query_id == query_id, RE.c.fragment_id.is_not(None)).order_by(R.c.name, RE.c.rank)):
+    # run id IN (…) and the query id walk ix_run_entries_rank (run, query, rank): no scan of the other queries
+    for run_id, fragment_id in conn.execute(
+            select(RE.c.run_id, RE.c.fragment_id).where(RE.c.run_id.in_(list(names)), RE.c.query_id == query_id)
+            .order_by(RE.c.run_id, RE.c.rank)):
         hit = by_fragment.get(fragment_id)
-        if hit is not None and name in hit[1]:
-            rankings.setdefault(name, []).append(hit[0])
+        if hit is not None and names[run_id] in hit[1]:
+            rankings.setdefault(names[run_id], []).append(hit[0])
     return QueryPool(tuple(pid for pid, _, _ in pairs), tuple(tuple(r) for _, r in sorted(rankings.items())))
 
 
@@ -44,7 +64,7 @@ def _grades(session: Session, query_id: int) -> tuple[dict[int, list[int]], dict
     human: dict[int, list[int]] = {}
     model: dict[int, list[int]] = {}
     rows = session.connection().execute(select(*cols).join(P, P.c.id == J.c.pair_id).join(U, U.c.id == J.c.user_id)
-                                        .where(P.c.query_id == query_id, J.c.grade.is_not(None)))
+                                        .where(P.c.query_id == query_id, J.c.grade.is_not(None))).cursor.fetchall()
     for row in rows:
         target = model if len(row) > 2 and row[2] == MODEL_KIND else human
         target.setdefault(row[0], []).append(row[1])
@@ -65,7 +85,7 @@ def ordered_next(session: Session, project_id: int, user_id: int, order: str, fi
     human, model = _grades(session, query_id)
     level = relevance_level(low)
     known = {pid: statistics.median(g) >= level for pid, g in human.items() if pid not in todo}
-    policy = make_order(order, _query_pool(session, query_id), seed=query_id, rel_level=level,
+    policy = make_order(order, _query_pool(session, project_id, query_id), seed=query_id, rel_level=level,
                         model_grades={pid: statistics.fmean(g) for pid, g in model.items()})
     pick = replay_next(policy, known, todo)
     return (pick, todo[pick]) if pick is not None else first
