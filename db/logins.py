@@ -12,11 +12,11 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.engine import Engine
 
 from db.engine import session_scope
-from db.models import LoginAttempt, utcnow
+from db.models import LoginAttempt, UserSession, utcnow
 from db.sessions import NewSession, create_session
 from db.users import UserInfo, authenticate
 
@@ -24,6 +24,7 @@ FREE_FAILURES = 5  # failures allowed before any wait
 FIRST_WAIT_SECONDS = 10.0  # the wait after the fifth failure; it doubles with each further failure
 MAX_WAIT_SECONDS = 900.0
 WINDOW = timedelta(minutes=30)
+KEEP = timedelta(days=30)  # attempts and ended sessions stay this long for audits, then a login prunes them
 log = logging.getLogger("qrelkit.auth")
 
 
@@ -77,6 +78,17 @@ def record_attempt(engine: Engine, username: str, client: str, succeeded: bool) 
                                                     succeeded=succeeded, attempted_at=utcnow()))
 
 
+def prune(engine: Engine, now: datetime | None = None) -> tuple[int, int]:
+    """Drop attempts older than KEEP and sessions that ended (expired or revoked) more than KEEP ago, so the
+    tables stay small; returns (attempts, sessions) removed."""
+    cutoff = (now or utcnow()) - KEEP
+    with session_scope(engine, write=True) as session:
+        attempts = session.execute(delete(LoginAttempt).where(LoginAttempt.attempted_at < cutoff)).rowcount
+        ended = session.execute(delete(UserSession).where(
+            (UserSession.expires_at < cutoff) | (UserSession.revoked_at < cutoff))).rowcount
+    return int(attempts or 0), int(ended or 0)
+
+
 def login(engine: Engine, username: str, password: str, *, client: str) -> LoginResult:
     """Check a password unless this account or client must wait; on success open a session. Every failure
     and every refused wait is logged with the account name and client."""
@@ -93,4 +105,5 @@ def login(engine: Engine, username: str, password: str, *, client: str) -> Login
         log.warning("login failed: user %r from %s%s", name, client, f" (next attempt in {wait} s)" if wait else "")
         return LoginResult(None, None, wait)
     log.info("login: user %r from %s", name, client)
+    prune(engine)
     return LoginResult(user, create_session(engine, user.id, client=client), 0)

@@ -13,9 +13,9 @@ import pytest
 import sqlalchemy as sa
 
 from db.logins import login, retry_after, wait_after
-from db.models import LoginAttempt
+from db.models import LoginAttempt, utcnow
 from db.permissions import OPERATOR
-from db.sessions import resolve
+from db.sessions import resolve, token_hash
 from db.users import create_user
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -102,3 +102,23 @@ def test_the_back_off_holds_in_another_process(engine, store_url, ana):
     out = subprocess.run([sys.executable, "-c", code, store_url], cwd=ROOT, capture_output=True, text=True,
                          timeout=120, check=True).stdout.split()
     assert out[0] == "True" and 1 <= int(out[1]) <= 10
+
+
+def test_a_login_prunes_attempts_and_ended_sessions_older_than_thirty_days(engine, ana):
+    from db.models import UserSession
+    from db.sessions import create_session
+
+    fail(engine, 2)
+    old, recent, open_ = (create_session(engine, ana.id) for _ in range(3))
+    long_ago = utcnow() - timedelta(days=31)
+    with engine.begin() as conn:
+        conn.execute(sa.update(LoginAttempt).values(attempted_at=long_ago))
+        for new, ended in ((old, long_ago), (recent, utcnow() - timedelta(days=29))):
+            conn.execute(sa.update(UserSession).where(UserSession.token_hash == token_hash(new.token))
+                         .values(created_at=ended - timedelta(hours=13), expires_at=ended))
+    ok = login(engine, "ana", "right-password", client="10.0.0.1")
+    with engine.connect() as conn:
+        attempts = conn.execute(sa.select(LoginAttempt.succeeded)).scalars().all()
+        kept = set(conn.execute(sa.select(UserSession.token_hash)).scalars())
+    assert attempts == [True]  # the two old failures are gone, this login is kept
+    assert kept == {token_hash(t.token) for t in (recent, open_, ok.session)}
