@@ -145,7 +145,7 @@ def robustness_inputs(engine: Engine, project: str, runs: Sequence[str] | None =
 
 
 def project_robustness(engine: Engine, project: str, runs: Sequence[str] | None = None, metric: str = "ndcg@10",
-                       rule: str = "median", bootstrap: int = 200, seed: int = 0,
+                       rule: str = "median", bootstrap: int = 200, seed: int = 0, rel_level: int = 1,
                        progress: Callable[[int], object] | None = None) -> RobustnessReport:
     """Whether the stored runs' order on `metric` holds under every consensus rule, each annotator's labels,
     humans vs humans + models, and a bootstrap over annotators per pair (eval_core.robustness)."""
@@ -156,7 +156,8 @@ def project_robustness(engine: Engine, project: str, runs: Sequence[str] | None 
     if inputs.judgments.empty:
         raise ValueError(f"project {project!r} has no judgments yet")
     return robustness(inputs.judgments, inputs.runs, metric=metric, adjudications=inputs.adjudications,
-                      scale=inputs.scale, rule=rule, bootstrap=bootstrap, seed=seed, progress=progress)
+                      scale=inputs.scale, rule=rule, bootstrap=bootstrap, seed=seed, rel_level=rel_level,
+                      progress=progress)
 
 
 def score_run(qrels: pd.DataFrame, run: pd.DataFrame, name: str, max_grade: int) -> Evaluation:

@@ -111,17 +111,17 @@ def random_case(seed_: int, n_runs: int = 4):
 
 def test_each_rule_and_annotator_scores_as_evaluate_on_consensus_qrels():
     judgments, adjudications, runs = random_case(1)
-    report = robustness(judgments, runs, metric="map", adjudications=adjudications, bootstrap=0)
+    report = robustness(judgments, runs, metric="map", adjudications=adjudications, bootstrap=0, rel_level=2)
     values = {c.name: c.values for c in report.conditions}
     for rule in RULES:
         labels = consensus(judgments, rule, adjudications)
         qrels = labels.rename(columns={"fragment_id": "doc_id"})[["query_id", "doc_id", "grade"]]
-        expected = {name: evaluate(qrels, run, metrics=["map"]).mean["map"] for name, run in runs.items()}
+        expected = {name: evaluate(qrels, run, metrics=["map"], rel_level=2).mean["map"] for name, run in runs.items()}
         assert values[f"rule {rule}"] == pytest.approx(expected, abs=1e-12)
     own = judgments[(judgments["annotator"] == "bob") & judgments["grade"].notna()]
     qrels = own.rename(columns={"fragment_id": "doc_id"})[["query_id", "doc_id", "grade"]].astype({"grade": int})
     assert values["annotator bob"] == pytest.approx(
-        {name: evaluate(qrels, run, metrics=["map"]).mean["map"] for name, run in runs.items()}, abs=1e-12)
+        {name: evaluate(qrels, run, metrics=["map"], rel_level=2).mean["map"] for name, run in runs.items()}, abs=1e-12)
     assert [c.name for c in report.conditions] == [*(f"rule {r}" for r in RULES), "annotator ann",
                                                    "annotator bob", "annotator cat"]
 
@@ -175,7 +175,8 @@ def test_bootstrap_is_seeded():
 def test_bootstrap_replicates_are_consensus_of_redrawn_grades_scored_by_evaluate():
     judgments, adjudications, runs = random_case(4, n_runs=3)
     replicates, seed_ = 12, 5
-    report = robustness(judgments, runs, adjudications=adjudications, bootstrap=replicates, seed=seed_)
+    report = robustness(judgments, runs, metric="map", adjudications=adjudications, bootstrap=replicates, seed=seed_,
+                        rel_level=2)
     # Rebuild the draws the way the report defines them: pairs in consensus order, each pair's real grades.
     pooled = consensus(judgments, "median", adjudications)
     index = pd.MultiIndex.from_frame(pooled[["query_id", "fragment_id"]])
@@ -193,11 +194,11 @@ def test_bootstrap_replicates_are_consensus_of_redrawn_grades_scored_by_evaluate
         graded = labels[b][pooled["adjudicated"].to_numpy() == 0]
         assert graded.tolist() == qrels[~qrels["adjudicated"]]["grade"].tolist()
         qrels = qrels.rename(columns={"fragment_id": "doc_id"})[["query_id", "doc_id", "grade"]]
-        means[b] = [evaluate(qrels, run, metrics=["ndcg@10"]).mean["ndcg@10"] for run in runs.values()]
+        means[b] = [evaluate(qrels, run, metrics=["map"], rel_level=2).mean["map"] for run in runs.values()]
     boot = report.bootstrap
     assert boot.mean == pytest.approx(dict(zip(runs, means.mean(0), strict=True)), abs=1e-12)
     low, high = np.percentile(means, [2.5, 97.5], axis=0)
-    assert [boot.interval[r] for r in runs] == pytest.approx(list(zip(low, high, strict=True)), abs=1e-12)
+    np.testing.assert_allclose([boot.interval[r] for r in runs], np.stack([low, high], axis=1), rtol=0, atol=1e-12)
 
 
 def test_bad_inputs_are_refused():
