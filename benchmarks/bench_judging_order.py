@@ -24,7 +24,10 @@ from eval_core.judging_order import ORDERS, QueryPool, found_at, judging_curve, 
 
 FRACTIONS = (0.1, 0.2, 0.3, 0.5)
 CURVE_POINTS = np.linspace(0.01, 1.0, 100)
-RUN_ORDERS = ("pool", "move-to-front", "bandit")  # model-uncertain needs model grades, which runs do not give
+RUN_ORDERS = ("pool", "move-to-front", "bandit", "bandit-max-mean")  # model-uncertain needs model grades
+SEEDED = {"bandit"}
+LABELS = {"pool": "pool order", "move-to-front": "MoveToFront", "bandit": "bandit (Thompson sampling)",
+          "bandit-max-mean": "bandit (max mean, MM-NS)"}
 
 
 def pool_from_runs(rankings: list[list], depth: int) -> QueryPool:
@@ -90,7 +93,7 @@ def measure(pools: list[QueryPool], relevant: list[set], seeds: int) -> tuple[pd
     rows, curve_rows, seconds = [], [], {}
     in_pool = sum(len(rel & set(p.fragments)) for p, rel in zip(pools, relevant, strict=True))
     for order in tqdm(RUN_ORDERS, desc="orders"):
-        runs = range(seeds) if order == "bandit" else range(1)
+        runs = range(seeds) if order in SEEDED else range(1)
         start = time.perf_counter()
         tables = [found_at(curves_for(pools, relevant, order, s), FRACTIONS + tuple(CURVE_POINTS)) for s in runs]
         seconds[order] = (time.perf_counter() - start) / len(runs)
@@ -100,7 +103,7 @@ def measure(pools: list[QueryPool], relevant: list[set], seeds: int) -> tuple[pd
             rows.append({"order": order, "judged": f"{frac:.0%}", "found": mean[i], "min": spread[0][i],
                          "max": spread[1][i], "share of relevant in pool": mean[i] / in_pool})
         for j, frac in enumerate(CURVE_POINTS):
-            curve_rows.append({"order": ORDERS[order].split(" (")[0], "judged (share of pool)": frac,
+            curve_rows.append({"order": LABELS[order], "judged (share of pool)": frac,
                                "relevant found (share)": mean[len(FRACTIONS) + j] / in_pool})
     return pd.DataFrame(rows), pd.DataFrame(curve_rows), seconds
 
@@ -109,11 +112,12 @@ def verdict(table: pd.DataFrame) -> list[str]:
     """Where the bandit beats pool order and MoveToFront, and by how much, at each budget."""
     wide = table.pivot(index="judged", columns="order", values="found")
     lines = []
-    for judged, row in wide.iterrows():
-        for rival in ("pool", "move-to-front"):
-            gain = row["bandit"] / row[rival] - 1
-            word = "more" if gain > 0 else "FEWER"
-            lines.append(f"at {judged}: bandit finds {gain:+.1%} ({word}) vs {rival}")
+    for bandit in ("bandit", "bandit-max-mean"):
+        for judged, row in wide.iterrows():
+            for rival in ("pool", "move-to-front"):
+                gain = row[bandit] / row[rival] - 1
+                word = "more" if gain > 0 else "FEWER"
+                lines.append(f"at {judged}: {bandit} finds {gain:+.1%} ({word}) vs {rival}")
     return lines
 
 
@@ -221,7 +225,7 @@ def main() -> int:
     parser.add_argument("--qrels", help="real TREC qrels (with --runs)")
     parser.add_argument("--runs", nargs="+", help="TREC run files pooled at --depth")
     parser.add_argument("--rel-level", type=int, default=1)
-    parser.add_argument("--html", default="judging_order.html", help="Altair chart (default ./judging_order.html)")
+    parser.add_argument("--html", default="docs/judging_order.html", help="Altair chart (default %(default)s)")
     parser.add_argument("--png", help="also draw a PNG here (e.g. docs/judging_order.png)")
     parser.add_argument("--store", metavar="URL", help="also time next_pair per order in this store (an empty "
                         "database, e.g. sqlite:////tmp/order.db) on the first --store-queries simulated queries")

@@ -21,6 +21,9 @@ Every policy ends by returning each pool fragment exactly once, so no fragment i
   is applied per arm at that arm's pulls (the paper's exact discounting could not be checked against its
   text here; γ is a parameter); ties between equal draws go to the run listed first; draws come from one
   NumPy Generator seeded once, so the same history and seed give the same picks.
+- ``bandit-max-mean``: the same posteriors, but the run with the largest posterior mean is pulled (no
+  draw; ties to the run listed first): the paper's MaxMean, MM-NS, which NIST's TREC 2017 Common Core
+  track judged with.
 - ``model-uncertain``: fragments whose model grade (mean over model judges) lies closest to the relevance
   boundary rel_level − ½ first, ties and ungraded fragments in pool order; without model grades this is
   the pool order.
@@ -41,6 +44,7 @@ ORDERS: dict[str, str] = {
     "pool": "Pool order (best rank over the runs)",
     "move-to-front": "MoveToFront over the runs (Cormack et al. 1998)",
     "bandit": "Bayesian bandit over the runs (Thompson sampling, non-stationary; Losada et al. 2017)",
+    "bandit-max-mean": "Bayesian bandit over the runs (largest posterior mean, MM-NS; Losada et al. 2017)",
     "model-uncertain": "Model-uncertain first (model grade nearest the relevance boundary)",
 }
 ORDER_NAMES = tuple(ORDERS)
@@ -190,6 +194,7 @@ class Bandit(_RunPolicy):
     seed: int = 0
     prior: tuple[float, float] = PRIOR
     discount: float = DISCOUNT
+    draw: bool = True
     rel: np.ndarray = field(default_factory=lambda: np.zeros(0))
     nrel: np.ndarray = field(default_factory=lambda: np.zeros(0))
     _rng: np.random.Generator | None = None
@@ -209,7 +214,8 @@ class Bandit(_RunPolicy):
     def _choose(self, live: list[int]) -> int:
         alpha, beta = self.posterior()
         assert self._rng is not None
-        draws = self._rng.beta(alpha, beta)  # one draw per run, used-up runs masked, so draws align with runs
+        # one draw per run, used-up runs masked, so draws align with runs; or the posterior means (MaxMean)
+        draws = self._rng.beta(alpha, beta) if self.draw else alpha / (alpha + beta)
         mask = np.full(len(draws), -np.inf)
         mask[live] = draws[live]
         return int(np.argmax(mask))
@@ -226,8 +232,8 @@ def make_order(name: str, pool: QueryPool, *, seed: int = 0, model_grades: Mappi
         return PoolOrder(pool)
     if name == "move-to-front":
         return MoveToFront(pool)
-    if name == "bandit":
-        return Bandit(pool, seed=seed, discount=discount)
+    if name in ("bandit", "bandit-max-mean"):
+        return Bandit(pool, seed=seed, discount=discount, draw=name == "bandit")
     if name == "model-uncertain":
         return ModelUncertain(pool, model_grades=dict(model_grades or {}), boundary=rel_level - 0.5)
     raise ValueError(f"unknown judging order {name!r} (known: {', '.join(ORDER_NAMES)})")

@@ -241,7 +241,7 @@ def test_migration_gives_existing_projects_pool_order_and_a_check(empty_store_ur
         conn.exec_driver_sql("INSERT INTO projects (id, name, scale_min, scale_max, overlap, overlap_fraction, "
                              "agreement_threshold, created_at) VALUES (1, 'old', 0, 3, 2, 1.0, 0.6, "
                              "'2026-01-02 03:04:05')")
-    assert upgrade(engine) == "0005"
+    assert upgrade(engine, "0005") == "0005"
     assert get_project(engine, "old").queue_order == "pool"
     assert set_queue_order(engine, "old", "model-uncertain", actor=OPERATOR).queue_order == "model-uncertain"
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
@@ -283,3 +283,13 @@ def test_project_page_sets_the_queue_order(tmp_path, monkeypatch):
     assert any(s.value.endswith(f"{ORDERS['bandit']}.") for s in at.success)
     engine.dispose()
     get_engine.cache_clear()
+
+
+def test_max_mean_bandit_pulls_the_largest_posterior_mean():
+    pool = QueryPool(("a1", "a2", "b1", "b2"), (("a1", "a2"), ("b1", "b2")))
+    bandit = make_order("bandit-max-mean", pool)
+    assert bandit.next() == "a1"  # means tie at 1/2: the run listed first
+    bandit.observe("a1", False)  # run A: Beta(1, 2), mean 1/3 < 1/2
+    assert bandit.next() == "b1"
+    bandit.observe("b1", False)  # both 1/3 again: back to A
+    assert bandit.next() == "a2"
