@@ -151,7 +151,8 @@ def project_robustness(engine: Engine, project: str, runs: Sequence[str] | None 
     humans vs humans + models, and a bootstrap over annotators per pair (eval_core.robustness)."""
     inputs = robustness_inputs(engine, project, runs)
     if len(inputs.runs) < 2:
-        raise ValueError(f"project {project!r} has {len(inputs.runs)} stored run(s); robustness compares two or "
+        raise ValueError(f"robustness compares two or more runs; got {len(inputs.runs)}" if runs else
+                         f"project {project!r} has {len(inputs.runs)} stored run(s); robustness compares two or "
                          "more (import runs with `qrelkit import run`)")
     if inputs.judgments.empty:
         raise ValueError(f"project {project!r} has no judgments yet")
@@ -199,12 +200,15 @@ def list_runs(engine: Engine, project: str) -> list[RunInfo]:
         return [RunInfo(r.id, r.name, r.n_lines, r.content_hash, r.created_at, counts.get(r.id, 0)) for r in runs]
 
 
-def _stored(session: Session, run_id: int) -> list[tuple[int, datetime, dict, dict | None]]:
-    """A run's stored evaluations, oldest release first: (version, released_at, means, per_query)."""
-    return [tuple(r) for r in session.execute(
-        select(Release.version, Release.created_at, EvaluationRow.means, EvaluationRow.per_query)
-        .join(Release, Release.id == EvaluationRow.release_id)
-        .where(EvaluationRow.run_id == run_id).order_by(Release.version)).all()]
+def _stored(session: Session, run_id: int,
+            versions: Sequence[int] | None = None) -> list[tuple[int, datetime, dict, dict | None]]:
+    """A run's stored evaluations (only at `versions` when given), oldest release first: (version,
+    released_at, means, per_query)."""
+    stmt = (select(Release.version, Release.created_at, EvaluationRow.means, EvaluationRow.per_query)
+            .join(Release, Release.id == EvaluationRow.release_id).where(EvaluationRow.run_id == run_id))
+    if versions is not None:
+        stmt = stmt.where(Release.version.in_(list(versions)))
+    return [tuple(r) for r in session.execute(stmt.order_by(Release.version)).all()]
 
 
 def mean_ci(values: Sequence[float]) -> tuple[float, float]:
@@ -254,18 +258,23 @@ def drop_alerts(engine: Engine, project: str, version: int | str = "latest",
     with session_scope(engine) as session:
         proj = project_row(session, project)
         number = load_release(session, proj, version).version
-        runs = session.execute(select(Run.id, Run.name).where(Run.project_id == proj.id).order_by(Run.name)).all()
-        stored = {name: _stored(session, run_id) for run_id, name in runs}
-    for name, evaluations in stored.items():
-        older = [e for e in evaluations if e[0] < number]
-        current = [e for e in evaluations if e[0] == number]
-        if not older or not current:
-            continue
-        before = {r[2]: r for r in _history_rows(older[-1:], metrics)}
-        for _, _, metric, value, _, _ in _history_rows(current, metrics):
+        evaluated = session.execute(select(Run.id, Run.name, Release.version)
+                                    .join(EvaluationRow, EvaluationRow.run_id == Run.id)
+                                    .join(Release, Release.id == EvaluationRow.release_id)
+                                    .where(Run.project_id == proj.id, Release.version <= number)
+                                    .order_by(Run.name, Release.version)).all()
+        versions: dict[tuple[int, str], list[int]] = {}
+        for run_id, name, v in evaluated:
+            versions.setdefault((run_id, name), []).append(v)
+        # Only the two evaluations compared are read (their per-query values are the bulk of a row).
+        pairs = {name: _stored(session, run_id, (seen[-2], number)) for (run_id, name), seen in versions.items()
+                 if len(seen) > 1 and seen[-1] == number}
+    for name, (older, current) in pairs.items():
+        before = {r[2]: r for r in _history_rows([older], metrics)}
+        for _, _, metric, value, _, _ in _history_rows([current], metrics):
             if metric in before and value < before[metric][4]:
                 _, _, _, previous, low, high = before[metric]
-                alerts.append(DropAlert(name, metric, number, older[-1][0], value, previous, (low, high)))
+                alerts.append(DropAlert(name, metric, number, older[0], value, previous, (low, high)))
     return alerts
 
 

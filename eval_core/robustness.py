@@ -364,7 +364,7 @@ def _verdict(i: int, j: int, runs: list[str], metric: str, conditions: list[Cond
         share = None if boot_sign is None else float((boot_sign > 0).mean())
         ahead = {runs[i]: int((sign > 0).sum()), runs[j]: int((sign < 0).sum())}
         text = (f"{a} and {b} tie on {metric} under {_where(conditions[reference], False)}; {a} is ahead under "
-                f"{ahead[a]} and {b} under {ahead[b]} of {len(conditions)} conditions")
+                f"{ahead[a]} and {b} under {ahead[b]} of the {len(conditions)} conditions")
         if share is not None:
             text += f"; {a} is ahead in {share:.0%} of {len(boot_sign)} bootstrap replicates"
         ties = [c.name for c, s in zip(conditions, sign, strict=True) if s == 0]

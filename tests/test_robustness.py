@@ -92,6 +92,21 @@ def test_bootstrap_share_matches_the_exact_draw_probability():
     assert report.pairs[0].bootstrap_share == pytest.approx(p, abs=4 * math.sqrt(p * (1 - p) / replicates))
 
 
+def test_runs_tied_under_the_reference_are_told_so():
+    # Every rule labels d1 and d2 alike (median and majority 3, mean 2, min 0), and so does carol (3, 3): A and B
+    # score the same there; alice alone prefers A's first document, bob B's.
+    judgments = frame([("q1", "d1", "alice", 3), ("q1", "d1", "bob", 0), ("q1", "d1", "carol", 3),
+                       ("q1", "d2", "alice", 0), ("q1", "d2", "bob", 3), ("q1", "d2", "carol", 3)])
+    report = robustness(judgments, {"A": RUN_A, "B": RUN_B}, bootstrap=0)
+    (pair,) = report.pairs
+    assert report.conditions[0].values == {"A": 1.0, "B": 1.0}
+    assert (pair.winner, pair.holds) == (None, False)
+    assert pair.ties == ["rule median", "rule majority", "rule mean", "rule min", "annotator carol"]
+    assert pair.flips == ["annotator alice", "annotator bob"]  # the conditions that do order them
+    assert pair.sentence == ("A and B tie on ndcg@10 under the median rule; A is ahead under 1 and B under 1 of "
+                             "the 7 conditions")
+
+
 def random_case(seed_: int, n_runs: int = 4):
     """Five queries × eight fragments, three annotators with some can't-judge grades, two adjudications, runs
     that are seeded shuffles of each query's fragments."""
