@@ -1,27 +1,38 @@
-"""App latency with 1M judgments stored: key press → next fragment visible, and first page after login.
+"""App latency with 1M judgments stored: key press → next fragment visible, and first page after login; and
+8 annotators grading at once in 8 headless browsers against one `qrelkit serve`.
 
     python3 benchmarks/bench_app.py [--judgments 1000000] [--presses 60] [--logins 5]
+    python3 benchmarks/bench_app.py --annotators 8 [--judgments 100000] [--presses 40] [--backend sqlite|postgresql]
 
-Drives Debian's Chromium through Playwright against `qrelkit serve` on a temporary SQLite database filled by the
-store benchmark's loader (100 annotators, 2 per pair, all judged but the last 100 pairs of every queue).
-Targets (issue 5): key press → next fragment p95 < 400 ms; first page after login < 2 s.
+Drives Debian's Chromium through Playwright against `qrelkit serve` on a temporary database filled by the store
+benchmark's loader (100 annotators, 2 per pair, all judged but the last 100 pairs of every queue).
+Targets: one annotator, key press → next fragment p95 < 400 ms and first page after login < 2 s; 8 annotators at
+once (each in its own browser process, pressing back to back with no think time), key press → next fragment
+p95 < 600 ms on 2 cores, and the store holds exactly one judgment (and one history row) per press, with the
+grade that was pressed.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import signal
 import statistics
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from bench_store_judging import build  # noqa: E402  (the store benchmark's 1M-judgment loader)
+from bench_store_judging import PG_URL, build  # noqa: E402  (the store benchmark's 1M-judgment loader)
 
 from db.judging import next_pair, progress  # noqa: E402
+from db.permissions import OPERATOR  # noqa: E402
 from db.projects import add_guideline  # noqa: E402
 from db.schema import init_db  # noqa: E402
 from db.users import set_password  # noqa: E402
@@ -101,13 +112,136 @@ def keypress_timings(browser, base_url: str, presses: int) -> list[float]:
     return out
 
 
+def log_in(page, base_url: str, user: str) -> None:
+    """Open the app and log in as `user` until the first fragment is on screen and the app is idle."""
+    page.goto(base_url)
+    wait_idle(page)
+    page.get_by_role("textbox", name="Username").fill(user)
+    page.get_by_role("textbox", name="Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.locator(BOX).wait_for()
+    wait_idle(page)
+
+
+def grader(base_url: str, user: str, presses: int, start, results) -> None:
+    """One annotator in their own browser process: log in, wait for the others, then press grade keys back to
+    back; reports (user, press → next fragment ms, {fragment id: grade pressed})."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(120_000)
+        log_in(page, base_url, user)
+        start.wait()
+        timings, pressed = [], {}
+        for i in range(presses):
+            box = page.locator(BOX)
+            before = box.inner_text()
+            fragment = before.split("fragment ", 1)[1].split()[0]
+            page.evaluate("document.activeElement && document.activeElement.blur()")
+            t = time.perf_counter()
+            page.keyboard.press(str(i % 4))
+            page.wait_for_function(CHANGED, arg=[BOX, before])
+            timings.append((time.perf_counter() - t) * 1000)
+            pressed[fragment] = i % 4
+            wait_idle(page)
+        browser.close()
+    results.put((user, timings, pressed))
+
+
+def stored(engine, users: list[str]) -> tuple[dict[str, dict[str, int]], int]:
+    """Each user's judgments as {fragment id: grade}, and how many history rows they have."""
+    from db.queries_frames import judgments_frame
+
+    frame = judgments_frame(engine, "bench")
+    mine = frame[frame.annotator.isin(users)]
+    grades = {u: dict(zip(g.fragment_id, g.grade.astype(int), strict=True)) for u, g in mine.groupby("annotator")}
+    with engine.connect() as conn:
+        history = conn.exec_driver_sql(
+            "SELECT count(*) FROM judgment_history h JOIN users u ON u.id = h.user_id WHERE u.username IN "
+            f"({', '.join(repr(u) for u in users)})").scalar_one()
+    return grades, int(history)
+
+
+@contextmanager
+def database(backend: str, folder: Path) -> Iterator[str]:
+    """A fresh database URL: a SQLite file in `folder`, or a throwaway PostgreSQL schema dropped afterwards."""
+    if backend == "sqlite":
+        yield f"sqlite:///{folder / 'bench.db'}"
+        return
+    import sqlalchemy as sa
+
+    schema = f"bench_app_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(PG_URL)
+    with admin.begin() as conn:
+        conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
+    try:
+        yield f"{PG_URL}?options=-csearch_path%3D{schema}"
+    finally:
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
+        admin.dispose()
+
+
+def concurrent_run(backend: str, judgments: int, annotators: int, presses: int) -> bool:
+    """8 (or `annotators`) browsers grading at once against one server; prints p50/p95 and the store check."""
+    users = [f"ann{u}" for u in range(1, annotators + 1)]
+    with tempfile.TemporaryDirectory(prefix="qrelkit-bench-app-") as tmp, database(backend, Path(tmp)) as url:
+        engine = init_db(url)
+        t = time.perf_counter()
+        build(engine, judgments)
+        for user in users:
+            set_password(engine, user, PASSWORD, actor=OPERATOR)
+        print(f"[{backend}] built {judgments:,} judgments in {time.perf_counter() - t:.1f} s", flush=True)
+        before, history_before = stored(engine, users)
+        proc, base_url = start_server(url, Path(tmp) / "serve.log")
+        ctx = multiprocessing.get_context("spawn")
+        start, results = ctx.Barrier(annotators), ctx.Queue()
+        workers = [ctx.Process(target=grader, args=(base_url, u, presses, start, results), daemon=True)
+                   for u in users]
+        try:
+            for w in workers:
+                w.start()
+            reports = [results.get(timeout=1800) for _ in workers]
+            for w in workers:
+                w.join()
+        finally:
+            stop_server(proc)
+        after, history_after = stored(engine, users)
+        engine.dispose()
+    timings = [ms for _, per_user, _ in reports for ms in per_user]
+    print(summary(f"[{backend}] {annotators} at once: key press -> next", timings, 600))
+    lost = shown_twice = extra = wrong = 0
+    for user, _, pressed in reports:
+        new = {f: g for f, g in after.get(user, {}).items() if f not in before.get(user, {})}
+        lost += len(set(pressed) - set(new))  # pressed, yet no judgment
+        shown_twice += presses - len(pressed)  # a graded fragment came back and was pressed again
+        extra += len(set(new) - set(pressed))  # a judgment nobody pressed
+        wrong += sum(new[f] != g for f, g in pressed.items() if f in new)
+    expected = annotators * presses
+    made = sum(len(after.get(u, {})) - len(before.get(u, {})) for u in users)
+    print(f"[{backend}] judgments made {made} of {expected} presses; history rows +{history_after - history_before}; "
+          f"lost {lost}, shown twice {shown_twice}, unpressed {extra}, wrong grade {wrong}")
+    return made == expected == history_after - history_before and lost == shown_twice == extra == wrong == 0
+
+
 def main() -> int:
-    """Build the database, serve it, drive the browser, print medians / p95 against the targets."""
+    """Build the database, serve it, drive the browser(s), print medians / p95 against the targets."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--judgments", type=int, default=1_000_000)
-    parser.add_argument("--presses", type=int, default=60)
+    parser.add_argument("--judgments", type=int, default=None, help="default 1,000,000 (100,000 with --annotators)")
+    parser.add_argument("--presses", type=int, default=None, help="per annotator (default 60; 40 with --annotators)")
     parser.add_argument("--logins", type=int, default=5)
+    parser.add_argument("--annotators", type=int, default=0, help="grade with this many browsers at once")
+    parser.add_argument("--backend", choices=("sqlite", "postgresql"), action="append",
+                        help="with --annotators (repeatable; default both, SQLite first)")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanups: stop the server, drop the schema
+    if args.annotators:
+        ok = [concurrent_run(backend, args.judgments or 100_000, args.annotators, args.presses or 40)
+              for backend in args.backend or ("sqlite", "postgresql")]
+        return 0 if all(ok) else 1
+    args.judgments, args.presses = args.judgments or 1_000_000, args.presses or 60
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="qrelkit-bench-app-") as tmp:
@@ -115,8 +249,9 @@ def main() -> int:
         engine = init_db(url)
         t = time.perf_counter()
         build(engine, args.judgments)
-        set_password(engine, USER, PASSWORD)
-        add_guideline(engine, "bench", (ROOT / "guidelines" / "grading-0-3.md").read_text(encoding="utf-8"))
+        set_password(engine, USER, PASSWORD, actor=OPERATOR)
+        add_guideline(engine, "bench", (ROOT / "guidelines" / "grading-0-3.md").read_text(encoding="utf-8"),
+                      actor=OPERATOR)
         print(f"built {args.judgments:,} judgments in {time.perf_counter() - t:.1f} s", flush=True)
         prog = progress(engine, "bench", USER)
         print(f"{USER}: {prog.done:,} judged of {prog.assigned:,} assigned", flush=True)
