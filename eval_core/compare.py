@@ -1,4 +1,4 @@
-"""Paired significance tests between runs on the same queries: did the change help, or is it noise (seed 000)?"""
+"""Paired significance tests between runs on the same queries: did the change help, or is it noise?"""
 
 from __future__ import annotations
 

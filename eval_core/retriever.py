@@ -1,4 +1,4 @@
-"""Evaluate a live retriever against a golden set (seed 004's RecallBenchmark): call it, keep its run, score it.
+"""Evaluate a live retriever against a golden set: call it, keep its run, score it.
 
 The retriever is the user's callable from query text to ranked fragment ids — sync or async, returning a
 list of ids or of (id, score) pairs. It is called once per golden query with bounded concurrency (an
