@@ -277,7 +277,9 @@ def get_pair(engine: Engine, project: str, username: str, pair_id: int) -> PairV
 
 
 def previous_pair(engine: Engine, project: str, username: str, before_pair_id: int | None = None) -> PairView | None:
-    """The pair before `before_pair_id` in the user's queue (default: before the next unjudged one, or the last)."""
+    """The pair before `before_pair_id` in the user's queue (default: before the next unjudged one, or the last).
+    Under a queue order other than the pool's, pairs are served out of position order, so "before" is the
+    user's grading order instead: the pair they graded just before this one (default: their last graded)."""
     with session_scope(engine) as session:
         project_id, user_id = _ids(session, project, username)
         queue = (A.c.project_id == project_id) & (A.c.user_id == user_id)
@@ -286,7 +288,9 @@ def previous_pair(engine: Engine, project: str, username: str, before_pair_id: i
             if ref is None:
                 raise PermissionError(f"pair {before_pair_id} is not assigned to {username!r}")
             bound = ref[0]
-        else:
+        if session.execute(select(PR.c.queue_order).where(PR.c.id == project_id)).scalar_one() != DEFAULT_ORDER:
+            return _graded_before(session, project_id, user_id, before_pair_id)
+        if before_pair_id is None:
             todo = _first_todo(session, project_id, user_id)
             bound = todo[1] if todo else None
         stmt = select(A.c.pair_id, A.c.position).where(queue)
@@ -294,6 +298,17 @@ def previous_pair(engine: Engine, project: str, username: str, before_pair_id: i
             stmt = stmt.where(A.c.position < bound)
         row = session.execute(stmt.order_by(A.c.position.desc(), A.c.pair_id.desc()).limit(1)).first()
         return _view(session, project_id, user_id, row[0], row[1]) if row else None
+
+
+def _graded_before(session: Session, project_id: int, user_id: int, pair_id: int | None) -> PairView | None:
+    """The user's pair graded just before `pair_id` (judgment ids grow in grading order), or their last graded."""
+    mine = (J.c.project_id == project_id) & (J.c.user_id == user_id)
+    stmt = select(J.c.pair_id, A.c.position).outerjoin(A, and_(A.c.pair_id == J.c.pair_id, A.c.user_id == user_id))
+    ref = None if pair_id is None else session.execute(select(J.c.id).where(mine, J.c.pair_id == pair_id)).first()
+    if ref is not None:
+        stmt = stmt.where(J.c.id < ref[0])
+    row = session.execute(stmt.where(mine).order_by(J.c.id.desc()).limit(1)).first()
+    return _view(session, project_id, user_id, row[0], row[1]) if row else None
 
 
 def progress(engine: Engine, project: str, username: str) -> Progress:

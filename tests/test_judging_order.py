@@ -302,3 +302,19 @@ def test_docs_table_lists_exactly_the_registered_orders():
     section = text[text.index("## The orders"):text.index("### What the bandit implements")]
     documented = [line.split("`")[1] for line in section.splitlines() if line.startswith("| `")]
     assert documented == list(ORDER_NAMES)
+
+
+def test_back_follows_the_grading_order_under_an_order(pooled):
+    from db.judging import previous_pair
+
+    set_queue_order(pooled, "demo", "move-to-front", actor=OPERATOR)
+    for _ in range(2):  # a1 (relevant), a2 (not: run A to the back)
+        view = next_pair(pooled, "demo", "ann")
+        record_judgment(pooled, view.pair_id, "ann", 3 if view.fragment_external_id in TRUTH else 0)
+    current = next_pair(pooled, "demo", "ann")
+    assert current.fragment_external_id == "b1"  # position 2 of 5: a2 (position 3) was graded before it
+    back = previous_pair(pooled, "demo", "ann", current.pair_id)
+    assert back.fragment_external_id == "a2" and back.grade == 0
+    assert previous_pair(pooled, "demo", "ann", back.pair_id).fragment_external_id == "a1"
+    assert previous_pair(pooled, "demo", "ann").fragment_external_id == "a2"
+    assert previous_pair(pooled, "demo", "ann", previous_pair(pooled, "demo", "ann", back.pair_id).pair_id) is None
