@@ -111,12 +111,12 @@ def open_lead_page(page, server: Server, title: str) -> None:
     page.get_by_role("heading", name=title).first.wait_for(timeout=SLOW)
 
 
-def choose(page, label: str, option: str) -> None:
-    """Pick `option` in the selectbox labelled `label` (options are matched as literal text)."""
+def choose(page, label: str, option: str | re.Pattern) -> None:
+    """Pick `option` in the selectbox labelled `label` (a string is matched as the whole literal text)."""
     box = page.locator("[data-testid='stSelectbox']").filter(
         has=page.locator("[data-testid='stWidgetLabel']", has_text=re.compile(f"^{re.escape(label)}$")))
     box.first.locator("input").click()
-    page.get_by_role("option", name=option, exact=True).click()
+    page.get_by_role("option", name=option, exact=isinstance(option, str)).click()
     page.wait_for_timeout(300)
     wait_idle(page)
 
@@ -127,7 +127,7 @@ def tables(page) -> list[list[list[str]]]:
         t => [...t.querySelectorAll('tr')].map(r => [...r.querySelectorAll('th,td')].map(c => c.innerText.trim())))""")
 
 
-def cli_means(server: Server, run_name: str, folder: Path) -> dict[str, float]:
+def cli_means(server: Server, run_name: str, folder: Path, rel_level: int) -> dict[str, float]:
     """`qrelkit eval` on the release exported by `qrelkit export` and the stored run written out as TREC."""
     from db.engine import get_engine
     from db.evaluations import stored_run_frame
@@ -140,16 +140,20 @@ def cli_means(server: Server, run_name: str, folder: Path) -> dict[str, float]:
     path = folder / "stored.run"
     path.write_text("".join(f"{q} Q0 {d} 0 {float(s)!r} stored\n" for q, d, s in run.itertuples(index=False)))
     out = subprocess.run([sys.executable, "-m", "annotator", "eval", str(qrels), str(path), "--k", KS,
-                          "--rel-level", "1", "--metrics", PAGE_METRICS, "--format", "json"], cwd=ROOT,
+                          "--rel-level", str(rel_level), "--metrics", PAGE_METRICS, "--format", "json"], cwd=ROOT,
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out)["runs"][0]["mean"]
 
 
-def test_every_evaluate_cell_equals_qrelkit_eval(results_server: Server, page, tmp_path) -> None:
+@pytest.mark.parametrize("rel_level", [1, 2])
+def test_every_evaluate_cell_equals_qrelkit_eval(results_server: Server, page, tmp_path, rel_level) -> None:
     open_lead_page(page, results_server, "Evaluate")
     choose(page, "Stored run", "good")
+    if rel_level != 1:
+        choose(page, "Relevant from grade", re.compile(rf"^{rel_level} · "))
+    page.get_by_text(f"--rel-level {rel_level}").first.wait_for(timeout=SLOW)
     page.get_by_text("Over the whole ranking").wait_for(timeout=SLOW)
-    expected = cli_means(results_server, "good", tmp_path)
+    expected = cli_means(results_server, "good", tmp_path, rel_level)
     shown = tables(page)
     by_k = next(t for t in shown if t[0][:2] == ["Metric", "@1"] and not t[1][1].startswith("["))
     whole = next(t for t in shown if t[0][:3] == ["Metric", "Mean", "95% CI"])
