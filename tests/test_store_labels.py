@@ -81,6 +81,7 @@ def test_upgrade_gives_existing_projects_the_default_labels(empty_store_url):
                 f"agreement_threshold, created_at) VALUES ({pid}, '{name}', 0, {high}, 2, 1.0, 0.6, "
                 f"'2026-01-02 03:04:05')")
     assert upgrade(engine, "0004") == "0004"
+    upgrade(engine)  # the ORM reads the head schema's project columns
     assert get_project(engine, "four").labels == GUIDELINE_NAMES
     assert get_project(engine, "binary").labels == {0: "Grade 0", 1: "Grade 1"}
     engine.dispose()
