@@ -35,10 +35,10 @@ def robustness_report(engine: Engine, project: str, runs: list[str], metric: str
 def tau_chart(report: RobustnessReport) -> alt.Chart:
     """Kendall τ between every two conditions' run rankings as a heatmap (−1 red, 1 blue, '—' undefined)."""
     names = [c.name for c in report.conditions]
-    rows = [{"a": a, "b": b, "tau": v, "label": "—" if v is None else f"{v:.2f}", "ia": i, "ib": j}
-            for i, (a, row) in enumerate(zip(names, report.tau, strict=True)) for j, (b, v) in enumerate(zip(names, row, strict=True))]
+    rows = [{"a": a, "b": b, "tau": v, "label": "—" if v is None else f"{v:.2f}"}
+            for a, row in zip(names, report.tau, strict=True) for b, v in zip(names, row, strict=True)]
     data = pd.DataFrame(rows)
-    step = max(28, min(60, 560 // max(1, len(names))))
+    step = max(28, min(44, 560 // max(1, len(names))))
     x = alt.X("b:N", sort=names, title=None, axis=alt.Axis(labelAngle=-40, labelLimit=160))
     y = alt.Y("a:N", sort=names, title=None, axis=alt.Axis(labelLimit=160))
     base = alt.Chart(data).encode(x=x, y=y)
@@ -46,7 +46,8 @@ def tau_chart(report: RobustnessReport) -> alt.Chart:
         color=alt.Color("tau:Q", scale=alt.Scale(domain=[-1, 1], scheme="redblue"), title="τ"),
         tooltip=[alt.Tooltip("a:N", title="condition"), alt.Tooltip("b:N", title="vs"),
                  alt.Tooltip("label:N", title="τ")])
-    text = base.mark_text(fontSize=11).encode(text="label:N")
+    text = base.mark_text(fontSize=11).encode(
+        text="label:N", color=alt.condition("abs(datum.tau) > 0.5", alt.value("white"), alt.value("black")))
     return (cells + text).properties(width=alt.Step(step), height=alt.Step(step))
 
 
