@@ -26,7 +26,7 @@ _TERM = re.compile(r"\w{3,}")
 _AUTOLINK = re.compile(r"(?i)(https?|ftp|mailto|xmpp|www)(\\[:.])")
 WORD_JOINER = "\u2060"
 MISSING = "—"
-FRAGMENT_STYLE = ("font-family: sans-serif; font-size: 1.05rem; line-height: 1.6; white-space: pre-wrap; "
+FRAGMENT_STYLE = ("font-family: inherit; font-size: 1.05rem; line-height: 1.6; white-space: pre-wrap; "
                   "overflow-wrap: anywhere; max-height: 28rem; overflow-y: auto;")
 
 
@@ -62,9 +62,10 @@ def fragment_text(text: str, query: str) -> None:
 
 
 def fragment_source(title: str | None, doc_id: str | None, fragment_id: str) -> str:
-    """The caption above a fragment: its title and source document when present, and its id (all literal)."""
+    """The caption above a fragment: its title and source document when present (and not just the fragment's
+    own id again), and its id (all literal)."""
     parts = [f"**{literal(title)}**"] if title else []
-    if doc_id:
+    if doc_id and doc_id != fragment_id:
         parts.append(f"source {literal(doc_id)}")
     return " · ".join([*parts, f"fragment {literal(fragment_id)}"])
 
@@ -127,9 +128,10 @@ def scale_of(project: Any) -> tuple[int, int]:
 
 
 def project_caption(project: Any) -> str:
-    """One line with the project's policy."""
+    """One line with the project's policy and its grade names."""
     low, high = scale_of(project)
-    return (f"Scale {low}–{high} · {project.overlap} annotators per pair on {project.overlap_fraction:.0%} of "
+    names = ", ".join(f"{g} {literal(name)}" for g, name in project.labels.items())
+    return (f"Scale {low}–{high} ({names}) · {project.overlap} annotators per pair on {project.overlap_fraction:.0%} of "
             f"pairs · agreement threshold {project.threshold:g}")
 
 

@@ -23,6 +23,7 @@ from tests.browser.conftest import (
     Server,
     free_port,
     login,
+    screenshot,
     stop_server,
     wait_healthy,
     wait_idle,
@@ -140,6 +141,42 @@ def five(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     yield from serve(db, "five", folder)
 
 
+@pytest.fixture(scope="module")
+def returns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A clean 1–3 project for the README's screenshots: the demo's return-deadline queries (q000, A1) and their
+    baseline ranking; ben and carla's imported grades (the worked examples' grades, 0 read as 1; carla one
+    step up on every other pair) give the lead pages something to show; ana has every pair to grade."""
+    require(Path(CHROMIUM).exists(), f"Debian's Chromium not found at {CHROMIUM}")
+    data = ROOT / "annotator" / "demo_data"
+    folder = tmp_path_factory.mktemp("pages-returns")
+    db = f"sqlite:///{folder / 'returns.db'}"
+    name = "devoluciones 1-3"
+    wanted = ("q000", "A1")
+    qrelkit("init", "--db", db)
+    qrelkit("project", "create", name, "--scale", "1-3", "--labels", "1=Menciona,2=Responde en parte,3=Responde del "
+            "todo", "--db", db)
+    accounts(db, ("ana", "annotator"), ("lea", "lead"))
+    queries = [json.loads(line) for line in (data / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
+    qrelkit("import", "queries", jsonl(folder / "q.jsonl", [q for q in queries if q["id"] in wanted]),
+            "--project", name, "--db", db)
+    qrelkit("import", "fragments", str(data / "fragments.jsonl"), "--project", name, "--db", db)
+    ranked = [line.split() for line in (data / "baseline.run").read_text(encoding="utf-8").splitlines()]
+    ranked = [r for r in ranked if r[0] in wanted]
+    (folder / "baseline.run").write_text("".join(" ".join(r) + "\n" for r in ranked), encoding="utf-8")
+    qrelkit("import", "run", str(folder / "baseline.run"), "--project", name, "--db", db)
+    qrelkit("pool", "--project", name, "--depth", "10", "--bm25", "0", "--db", db)
+    qrelkit("assign", "--project", name, "--overlap", "1", "--annotators", "ana", "--db", db)
+    truth = {(g["query_id"], g["fragment_id"]): g["grade"]
+             for g in map(json.loads, (data / "grades.jsonl").read_text(encoding="utf-8").splitlines())}
+    judged = []
+    for i, (qid, _, fid, *_) in enumerate(ranked):
+        grade = max(1, truth.get((qid, fid), 0))
+        judged += [{"query_id": qid, "fragment_id": fid, "annotator": "ben", "grade": grade},
+                   {"query_id": qid, "fragment_id": fid, "annotator": "carla", "grade": min(3, grade + i % 2)}]
+    qrelkit("import", "judgments", jsonl(folder / "j.jsonl", judged), "--project", name, "--db", db)
+    yield from serve(db, name, folder)
+
+
 def box_text(page) -> str:
     """What the fragment box shows (caption and text)."""
     return page.locator(FRAGMENT_BOX).inner_text()
@@ -153,8 +190,10 @@ def shown_fragment_id(page) -> str:
 
 def grade_buttons(page) -> list[str]:
     """Labels of the grade buttons on screen (the first line: the shortcut hint follows the label)."""
-    expect(page.locator(FRAGMENT_BOX)).to_be_visible()
-    texts = page.get_by_role("button", name=re.compile(r"^[0-9]+ · ")).all_inner_texts()
+    buttons = page.get_by_role("button", name=re.compile(r"^[0-9]+ · "))
+    expect(buttons.first).to_be_visible()
+    wait_idle(page)
+    texts = buttons.all_inner_texts()
     return [t.strip().splitlines()[0].strip() for t in texts]
 
 
@@ -192,8 +231,10 @@ def planted_requests(page) -> list[str]:
 
 
 def open_page(page, title: str) -> None:
-    """Open a page from the sidebar menu and wait for it to settle."""
+    """Open another page from the sidebar menu and wait until its address shows and its run is done."""
+    before = page.url
     page.get_by_test_id("stSidebarNav").get_by_role("link", name=re.compile(f"{title}$")).click()
+    page.wait_for_function("old => location.href !== old", arg=before)
     wait_idle(page)
     expect(page.get_by_test_id("stException")).to_have_count(0)
 
@@ -327,3 +368,20 @@ def test_adjudicate_counters_and_the_grade_in_force_update_on_saving(three: Serv
     expect(page.get_by_test_id("stAlertContentInfo")).to_have_text(
         "In force: final grade 3 by lea — la nota de ben pesa más")
     assert len(adjudications_frame(init_db(three.db_url), PROJECT)) == 2
+
+
+def test_screenshots_of_every_page_of_a_1_to_3_project(returns: Server, page) -> None:
+    login(page, returns.url, "ana", "ana-password")
+    assert grade_buttons(page) == ["1 · Menciona", "2 · Responde en parte", "3 · Responde del todo"]
+    screenshot(page, "annotate_1-3")
+    page = page.context.browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    login(page, returns.url, "lea", "lea-password")
+    links = page.get_by_test_id("stSidebarNav").get_by_role("link").all_inner_texts()
+    titles = [text.strip().splitlines()[-1].strip() for text in links]
+    assert titles[:2] == ["Annotate", "Guideline"] and len(titles) == 8
+    for title in titles[1:]:
+        open_page(page, title)
+        if title == "Project":
+            page.get_by_role("tab", name="Annotators").click()
+        screenshot(page, f"{page.url.rstrip('/').rsplit('/', 1)[1]}_1-3")
+    page.context.close()
