@@ -87,6 +87,12 @@ def readable(frame: pd.DataFrame, headers: dict[str, str], digits: dict[str, int
     return table.style.format(formats, na_rep=MISSING)
 
 
+def table(frame: pd.DataFrame, headers: dict[str, str], digits: dict[str, int] | None = None, **options: Any) -> None:
+    """Show `frame` as a readable table (see readable); missing cells read "—" in the browser too, where the
+    grid draws nulls itself."""
+    st.dataframe(readable(frame, headers, digits), hide_index=True, placeholder=MISSING, **options)
+
+
 def lead_page(title: str) -> tuple[Engine, Any]:
     """Stop anyone who is not a lead (also when the page is opened by URL), then title the page."""
     user = require_role("lead")

@@ -191,8 +191,7 @@ def grading_panel(project: ProjectInfo, username: str) -> None:
             rows = progress_panel(project.name, username, view)
     if st.toggle("Show progress by query", key="show_per_query"):
         table = pd.DataFrame(rows, columns=["query", "done", "assigned"])
-        st.dataframe(views.readable(table, {"query": "Query", "done": "Judged", "assigned": "Assigned"}),
-                     hide_index=True, width="stretch")
+        views.table(table, {"query": "Query", "done": "Judged", "assigned": "Assigned"}, width="stretch")
 
 
 def guideline_popover(project: str) -> None:

@@ -55,15 +55,14 @@ with st.container(border=True, key="fragment_box"):
 
 st.markdown("**Every grade and note**")
 judged = pd.DataFrame(detail["judgments"], columns=list(JUDGMENT_HEADERS))
-st.dataframe(views.readable(judged, JUDGMENT_HEADERS, {"grade": 0, "guideline": 0, "seconds_spent": 1}),
-             hide_index=True, width="stretch")
+views.table(judged, JUDGMENT_HEADERS, {"grade": 0, "guideline": 0, "seconds_spent": 1}, width="stretch")
 if detail["adjudication"]:
     decided = detail["adjudication"]
     st.info(f"In force: final grade {decided['grade']} by {views.literal(decided['by'])} — "
             f"{views.literal(decided['reason'])}")
 with st.expander("Change history"):
     history = pd.DataFrame(detail["history"], columns=list(HISTORY_HEADERS))
-    st.dataframe(views.readable(history, HISTORY_HEADERS, {"old_grade": 0, "new_grade": 0}), hide_index=True)
+    views.table(history, HISTORY_HEADERS, {"old_grade": 0, "new_grade": 0})
 
 with st.form("adjudicate"):
     fresh = f"{detail['pair_id']}_{len(detail['adjudications'])}"  # a new decision starts from an empty form

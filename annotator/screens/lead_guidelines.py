@@ -60,6 +60,6 @@ st.subheader("Re-judge queue")
 queue = adjudication.rejudge_queue(engine, project.name)
 if len(queue):
     st.caption(f"{len(queue)} judgment(s) made under an older guideline version.")
-    st.dataframe(views.readable(queue, REJUDGE_HEADERS), hide_index=True, width="stretch")
+    views.table(queue, REJUDGE_HEADERS, width="stretch")
 else:
     st.success("Every judgment was made under the current guideline.")

@@ -120,10 +120,9 @@ with assign_tab:
 with people_tab:
     stats = judging.annotator_stats(engine, project.name)
     if len(stats):
-        st.dataframe(views.readable(views.progress_table(stats), PROGRESS_HEADERS, {"median_seconds": 1}),
-                     hide_index=True, width="stretch",
-                     column_config={"Progress": st.column_config.ProgressColumn("Progress", min_value=0.0,
-                                                                                max_value=1.0, format="percent")})
+        views.table(views.progress_table(stats), PROGRESS_HEADERS, {"median_seconds": 1}, width="stretch",
+                    column_config={"Progress": st.column_config.ProgressColumn(
+                        "Progress", min_value=0.0, max_value=1.0, format="percent")})
     else:
         st.info("No annotator has been assigned pairs yet.")
     with st.form("add-annotator"):
@@ -140,4 +139,4 @@ with people_tab:
             else:
                 st.success(f"Annotator {views.literal(username.strip())} added.")
     accounts = pd.DataFrame([views.as_dict(u) for u in users.list_users(engine)], columns=list(USER_HEADERS))
-    st.dataframe(views.readable(accounts, USER_HEADERS), hide_index=True)
+    views.table(accounts, USER_HEADERS)

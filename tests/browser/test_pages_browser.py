@@ -236,6 +236,8 @@ def open_page(page, title: str) -> None:
     page.get_by_test_id("stSidebarNav").get_by_role("link", name=re.compile(f"{title}$")).click()
     page.wait_for_function("old => location.href !== old", arg=before)
     wait_idle(page)
+    if page.locator(FRAGMENT_BOX).count():  # st.html draws the fragment a moment after the run ends
+        expect(page.locator(".qrelkit-fragment")).to_be_visible()
     expect(page.get_by_test_id("stException")).to_have_count(0)
 
 
