@@ -50,16 +50,20 @@ def overlap_sample(pair_ids: np.ndarray, fraction: float, seed: int) -> np.ndarr
 
 
 def _annotators(session: Session, names: list[str] | None) -> list[tuple[int, str]]:
-    """(id, username) of the chosen annotators: the named active users, or every active annotator."""
+    """(id, username) of the chosen annotators: the named active users, or every active human annotator (a model
+    judge grades by `qrelkit prejudge`, never from a queue)."""
     if names is None:
-        rows = session.execute(select(User.id, User.username).where(User.role == "annotator", User.active)
-                               .order_by(User.id)).all()
+        rows = session.execute(select(User.id, User.username).where(User.role == "annotator", User.active,
+                                                                    User.kind == "human").order_by(User.id)).all()
         return [(r.id, r.username) for r in rows]
-    rows = {r.username: r for r in session.execute(select(User.id, User.username, User.active)
+    rows = {r.username: r for r in session.execute(select(User.id, User.username, User.active, User.kind)
                                                    .where(User.username.in_(names))).all()}
     unknown = [n for n in names if n not in rows]
     if unknown:
         raise LookupError(f"no user named {', '.join(map(repr, unknown))}")
+    models = [n for n in names if rows[n].kind != "human"]
+    if models:
+        raise ValueError(f"model judge(s) get no queue: {', '.join(models)}")
     inactive = [n for n in names if not rows[n].active]
     if inactive:
         raise ValueError(f"inactive user(s) cannot be assigned: {', '.join(inactive)}")

@@ -38,7 +38,7 @@ from db.projects import ProjectNotFound, project_row
 from db.queries_frames import project_adjudications
 from eval_core.errors import InputError
 from eval_core.formats import ranked
-from eval_core.judgments import read_judgments_file
+from eval_core.judgments import ANNOTATOR_KINDS, read_judgments_file
 from eval_core.records import check_id, iter_lines, iter_records, open_binary
 
 MAX_ID_CHARS = 500
@@ -421,10 +421,11 @@ def _insert_run_entries(session: Session, run_id: int, frame: pd.DataFrame, frag
 # --- judgments -------------------------------------------------------------------------------------------------
 
 def _parse_judgments(engine: Engine, path: str | Path, proj: Project, queries: dict[str, int],
-                     fragments: dict[str, int], show: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+                     fragments: dict[str, int], show: bool, judges: AnnotatorKind) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The judgments and adjudications of a file (eval_core's one judgments reader) with store ids: query,
     fragment, guideline (by version) and a timestamp; every line naming something the project does not
-    have is a problem, and an adjudication must name an active lead."""
+    have is a problem, an annotator must keep its kind (and a model judge its model), and an adjudication
+    must name an active lead."""
     read = read_judgments_file(path, (proj.scale_min, proj.scale_max), progress=show)
     problems = _Problems(path, "judgments")
     problems.items, problems.total = list(read.problems), read.total_problems
@@ -434,6 +435,16 @@ def _parse_judgments(engine: Engine, path: str | Path, proj: Project, queries: d
                                         .where(Guideline.project_id == proj.id)).all())
         leads = {name: (role, active) for name, role, active in session.execute(
             select(User.username, User.role, User.active).where(User.username.in_(decided["by"].unique().tolist())))}
+        known = {name: (kind, model) for name, kind, model in session.execute(
+            select(User.username, User.kind, User.model_name).where(User.username.in_(frame["annotator"].unique()
+                                                                                       .tolist())))}
+    for line, name in frame.drop_duplicates("annotator")[["line", "annotator"]].itertuples(index=False):
+        kind, model = known.get(name, (judges.kind, judges.model))
+        if kind != judges.kind:
+            problems.add(line, f"annotator {name!r} is a {kind} annotator in the store; it cannot be imported as "
+                               f"{judges.kind} (annotator kind {judges.kind!r})")
+        elif judges.model is not None and model not in (None, judges.model):
+            problems.add(line, f"model judge {name!r} is model {model!r} in the store, not {judges.model!r}")
     for table in (frame, decided):
         table["query"] = table["query_id"].map(queries)
         table["fragment"] = table["fragment_id"].map(fragments)
@@ -468,14 +479,46 @@ def _version(text: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _ensure_users(session: Session, names: dict[str, str]) -> dict[str, int]:
-    """Ids for usernames; unknown ones become accounts without a password (they cannot log in)."""
+@dataclass(frozen=True)
+class AnnotatorKind:
+    """The kind of annotator a judgments file holds: people (the default) or model judges, with the model name
+    (default: each annotator's own name) and the prompt version stamped on their grades."""
+
+    kind: str = "human"
+    model: str | None = None
+    prompt_version: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ANNOTATOR_KINDS:
+            raise ValueError(f"annotator kind must be one of {', '.join(ANNOTATOR_KINDS)}, got {self.kind!r}")
+        if self.kind != "model" and (self.model is not None or self.prompt_version is not None):
+            raise ValueError("a model name and prompt version belong to model judges (annotator kind 'model')")
+        for what, value, limit in (("model name", self.model, MAX_NAME_CHARS), ("prompt version",
+                                                                                 self.prompt_version, 64)):
+            if value is not None and not 0 < len(value.strip()) <= limit:
+                raise ValueError(f"{what} must be 1-{limit} characters, got {value!r}")
+
+    def user_fields(self, name: str) -> dict:
+        """The users-row fields of annotator `name` under this kind."""
+        if self.kind != "model":
+            return {"kind": self.kind}
+        return {"kind": "model", "model_name": self.model or name, "prompt_version": self.prompt_version}
+
+
+def _ensure_users(session: Session, names: dict[str, str], judges: AnnotatorKind = AnnotatorKind()) -> dict[str, int]:
+    """Ids for usernames; unknown ones become accounts without a password (they cannot log in), of the kind
+    `judges` says; a model judge's row takes the prompt version of the grades just imported."""
     have = dict(session.execute(select(User.username, User.id).where(User.username.in_(list(names)))).all())
     missing = [n for n in names if n not in have]
+    if judges.kind == "model" and judges.prompt_version is not None and have:
+        session.execute(User.__table__.update().where(User.id.in_(list(have.values())))
+                        .values(prompt_version=judges.prompt_version))
     if missing:
         now = utcnow()
         session.execute(User.__table__.insert(), [{"username": n, "role": names[n], "password_hash": None,
-                                                   "active": True, "created_at": now} for n in missing])
+                                                   "active": True, "created_at": now, "model_name": None,
+                                                   "prompt_version": None, **judges.user_fields(n)}
+                                                  for n in missing])
         have.update(session.execute(select(User.username, User.id).where(User.username.in_(missing))).all())
     return have
 
@@ -497,26 +540,28 @@ def _ensure_pairs(session: Session, project_id: int, wanted: set[tuple[int, int]
 
 
 def import_judgments(engine: Engine, project: str, path: str | Path, progress: bool = False, *,
-                     actor: Actor) -> ImportReport:
+                     actor: Actor, judges: AnnotatorKind = AnnotatorKind()) -> ImportReport:
     """Existing judgments (flat records, a judgments export, or a release's JSONL/CSV) as each annotator's
-    current judgment, with history; a release line's adjudication is kept when it names an active lead."""
+    current judgment, with history; a release line's adjudication is kept when it names an active lead.
+    `judges` says whether the file's annotators are people or model judges (e.g. an LLM assessor's output)."""
     proj = _project(engine, project, path, actor)
     with session_scope(engine) as session:
         queries = dict(session.execute(select(Query.external_id, Query.id).where(Query.project_id == proj.id)).all())
         fragments = dict(session.execute(select(Fragment.external_id, Fragment.id)
                                          .where(Fragment.project_id == proj.id)).all())
-    judged, adjudications = _parse_judgments(engine, path, proj, queries, fragments, progress)
+    judged, adjudications = _parse_judgments(engine, path, proj, queries, fragments, progress, judges)
+    judged["prompt_version"] = judges.prompt_version
     report = ImportReport(kind="judgments", path=str(path), records=len(judged))
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         names = dict.fromkeys(judged["annotator"].tolist(), "annotator")
-        users = _ensure_users(session, names) if names else {}
+        users = _ensure_users(session, names, judges) if names else {}
         users.update(session.execute(select(User.username, User.id)
                                      .where(User.username.in_(adjudications["by"].unique().tolist()))).all())
         wanted = set(zip(judged["query"].tolist(), judged["fragment"].tolist(), strict=True))
         wanted |= set(zip(adjudications["query"].tolist(), adjudications["fragment"].tolist(), strict=True))
         pairs = _ensure_pairs(session, proj.id, {(int(q), int(f)) for q, f in wanted})
-        _write_judgments(session, proj.id, judged, users, pairs, report, progress)
+        write_judgments(session, proj.id, judged, users, pairs, report, progress)
         _write_adjudications(session, proj.id, adjudications, users, pairs)
     return report
 
@@ -526,29 +571,34 @@ def _when(text: str | None, now: datetime) -> datetime:
     return now if text is None else datetime.fromisoformat(text.strip()).astimezone(UTC)
 
 
-def _write_judgments(session: Session, project_id: int, judged: pd.DataFrame, users: dict[str, int],
-                     pairs: dict[tuple[int, int], int], report: ImportReport, show: bool) -> None:
-    """Insert new judgments, update changed ones (revision + 1), count the unchanged; history for each change."""
-    existing = {(p, u): (i, g, n, r, gl) for i, p, u, g, n, r, gl in session.execute(
-        select(J.c.id, J.c.pair_id, J.c.user_id, J.c.grade, J.c.note, J.c.cant_judge_reason, J.c.guideline_id)
-        .where(J.c.project_id == project_id))}
+def write_judgments(session: Session, project_id: int, judged: pd.DataFrame, users: dict[str, int],
+                    pairs: dict[tuple[int, int], int], report: ImportReport, show: bool) -> None:
+    """Insert new judgments, update changed ones (revision + 1), count the unchanged; history for each change.
+    The one writer of judgments that arrive in bulk: imported files and model judges' grades."""
+    stmt = select(J.c.id, J.c.pair_id, J.c.user_id, J.c.grade, J.c.note, J.c.cant_judge_reason, J.c.guideline_id,
+                  J.c.prompt_version).where(J.c.project_id == project_id,
+                                            J.c.user_id.in_(sorted({users[a] for a in judged["annotator"].unique()})))
+    if len(judged) <= 500:  # a model judge's batch: read only its pairs' judgments
+        stmt = stmt.where(J.c.pair_id.in_(sorted({pairs[(int(q), int(f))] for q, f in zip(
+            judged["query"], judged["fragment"], strict=True)})))
+    existing = {(p, u): (i, g, n, r, gl, pv) for i, p, u, g, n, r, gl, pv in session.execute(stmt)}
     now = utcnow()
     new, changed, history = [], [], []
     columns = {name: (judged[name].tolist() if name in judged.columns else [None] * len(judged))
                for name in ("query", "fragment", "annotator", "grade", "note", "cant_judge_reason", "guideline_id",
-                            "time")}
-    for q, f, annotator, grade, note, reason, guideline, when in zip(*columns.values(), strict=True):
+                            "time", "prompt_version")}
+    for q, f, annotator, grade, note, reason, guideline, when, prompt in zip(*columns.values(), strict=True):
         grade = None if grade is pd.NA else int(grade)
         guideline = None if guideline is None or pd.isna(guideline) else int(guideline)
         note, reason = note or None, reason or None
         pair_id, user_id = pairs[(int(q), int(f))], users[annotator]
         old = existing.get((pair_id, user_id))
-        if old is not None and old[1:] == (grade, note, reason, guideline):
+        if old is not None and old[1:] == (grade, note, reason, guideline, prompt):
             report.unchanged += 1
             continue
         at = _when(when, now)
         values = {"grade": grade, "note": note, "cant_judge_reason": reason, "guideline_id": guideline,
-                  "updated_at": at}
+                  "prompt_version": prompt, "updated_at": at}
         if old is None:
             new.append({"project_id": project_id, "pair_id": pair_id, "user_id": user_id, "seconds_spent": None,
                         "revision": 1, "created_at": at, **values})
@@ -558,14 +608,16 @@ def _write_judgments(session: Session, project_id: int, judged: pd.DataFrame, us
                         "old_grade": old[1] if old else None, "new_grade": grade,
                         "old_note": old[2] if old else None, "new_note": note,
                         "old_cant_judge_reason": old[3] if old else None, "new_cant_judge_reason": reason,
-                        "guideline_id": guideline, "changed_by_id": user_id, "changed_at": now})
+                        "guideline_id": guideline, "prompt_version": prompt, "changed_by_id": user_id,
+                        "changed_at": now})
     for chunk in _progress(list(_chunks(new)), show, "writing judgments"):
         session.execute(J.insert(), chunk)
     if changed:
         session.execute(J.update().where(J.c.id == bindparam("_id"))
                         .values(grade=bindparam("grade"), note=bindparam("note"),
                                 cant_judge_reason=bindparam("cant_judge_reason"),
-                                guideline_id=bindparam("guideline_id"), revision=J.c.revision + 1,
+                                guideline_id=bindparam("guideline_id"), prompt_version=bindparam("prompt_version"),
+                                revision=J.c.revision + 1,
                                 updated_at=bindparam("updated_at")), changed)
     for chunk in _chunks(history):
         session.execute(H.insert(), chunk)

@@ -10,6 +10,7 @@ from sqlmodel import Field, SQLModel
 
 from eval_core.consensus import RULES
 from eval_core.judging_order import DEFAULT_ORDER, ORDER_NAMES
+from eval_core.judgments import ANNOTATOR_KINDS
 
 
 def utcnow() -> datetime:
@@ -38,16 +39,26 @@ def _ts(**kw: Any) -> Any:
 
 
 class User(SQLModel, table=True):
-    """A person: annotators grade, leads set up, adjudicate and release. No password ⇒ cannot log in."""
+    """A person: annotators grade, leads set up, adjudicate and release. No password ⇒ cannot log in.
+    A `model` annotator is a model judge: its model name, prompt version and parameters say which."""
 
     __tablename__ = "users"
-    __table_args__ = (CheckConstraint("role IN ('annotator', 'lead')", name="ck_users_role"),)
+    __table_args__ = (
+        CheckConstraint("role IN ('annotator', 'lead')", name="ck_users_role"),
+        CheckConstraint(f"kind IN ({', '.join(repr(k) for k in ANNOTATOR_KINDS)})", name="ck_users_kind"),
+        CheckConstraint("kind = 'model' OR (model_name IS NULL AND prompt_version IS NULL)",
+                        name="ck_users_model_fields"),
+    )
     id: int | None = Field(default=None, primary_key=True)
     username: str = Field(max_length=200, unique=True, index=True)
     role: str = Field(max_length=20)
     password_hash: str | None = Field(default=None, max_length=400)
     active: bool = True
     created_at: datetime = _ts()
+    kind: str = Field(default="human", max_length=10, sa_column_kwargs={"server_default": "human"})
+    model_name: str | None = Field(default=None, max_length=200)
+    prompt_version: str | None = Field(default=None, max_length=64)
+    model_params: dict | None = Field(default=None, sa_type=JSON)
 
 
 class Project(SQLModel, table=True):
@@ -184,6 +195,7 @@ class Judgment(SQLModel, table=True):
     revision: int = 1
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
+    prompt_version: str | None = Field(default=None, max_length=64)  # a model judge's prompt (NULL for people)
 
 
 class JudgmentHistory(SQLModel, table=True):
@@ -209,6 +221,7 @@ class JudgmentHistory(SQLModel, table=True):
     guideline_id: int | None = Field(default=None, foreign_key="guidelines.id")
     changed_by_id: int | None = Field(default=None, foreign_key="users.id")
     changed_at: datetime = _ts()
+    prompt_version: str | None = Field(default=None, max_length=64)
 
 
 class Adjudication(SQLModel, table=True):
@@ -329,3 +342,25 @@ class LoginAttempt(SQLModel, table=True):
     client: str = Field(max_length=200)
     succeeded: bool
     attempted_at: datetime = _ts()
+
+
+class JudgeCall(SQLModel, table=True):
+    """A model judge's answer for a pair, kept so the same (pair, model, prompt version, inputs) is never asked
+    twice; only answers that gave a grade are kept. No key or header is ever stored."""
+
+    __tablename__ = "judge_calls"
+    __table_args__ = (
+        UniqueConstraint("pair_id", "model", "prompt_version", "input_hash", name="uq_judge_calls_key"),
+        CheckConstraint("prompt_tokens >= 0 AND completion_tokens >= 0", name="ck_judge_calls_tokens"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="projects.id", index=True)
+    pair_id: int = Field(foreign_key="pairs.id", index=True)
+    model: str = Field(max_length=200)
+    prompt_version: str = Field(max_length=64)
+    input_hash: str = Field(max_length=64)
+    grade: int
+    answer: str | None = Field(default=None, sa_type=Text)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    created_at: datetime = _ts()

@@ -37,6 +37,7 @@ class UserInfo:
     role: str
     active: bool
     can_login: bool
+    kind: str = "human"  # or "model": a model judge (see db.model_judges)
 
 
 def check_password(password: str) -> str:
@@ -74,7 +75,8 @@ def verify_password(password: str, stored: str) -> bool:
 def user_info(user: User) -> UserInfo:
     """Detach a row into plain data."""
     assert user.id is not None
-    return UserInfo(user.id, user.username, user.role, user.active, bool(user.password_hash) and user.active)
+    return UserInfo(user.id, user.username, user.role, user.active, bool(user.password_hash) and user.active,
+                    user.kind)
 
 
 def user_row(session: Session, username: str) -> User:

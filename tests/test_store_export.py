@@ -82,7 +82,7 @@ def test_export_import_export_is_byte_identical(engine, store_url, judged, tmp_p
     second = tmp_path / f"second.{fmt}"
     assert _cli(store_url, "export", "--project", "dst", "--judgments", "--format", fmt, "-o", str(second)) == 0
     assert second.read_bytes() == first.read_bytes()
-    src, dst = judgments_frame(engine, "src", times=True), judgments_frame(engine, "dst", times=True)
+    src, dst = judgments_frame(engine, "src"), judgments_frame(engine, "dst")
     columns = ["query_id", "fragment_id", "annotator", "grade", "note", "guideline", "cant_judge_reason",
                "updated_at"]
     assert src[columns].astype(object).equals(dst[columns].astype(object))

@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "annotator.cli.compare",
     "annotator.cli.robustness",
     "annotator.cli.agreement",
+    "annotator.cli.judge",
     "annotator.cli.store",
     "annotator.cli.user",
     "annotator.cli.guideline",

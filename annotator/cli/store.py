@@ -100,11 +100,15 @@ def cmd_project_set(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Validate the whole file, then write it all or nothing; the report goes to stdout."""
-    from db.imports import IMPORT_KINDS
+    from db.imports import IMPORT_KINDS, AnnotatorKind
     from db.permissions import OPERATOR
 
+    if args.kind != "judgments" and (args.annotator_kind, args.model, args.prompt_version) != ("human", None, None):
+        raise ValueError("--annotator-kind, --model and --prompt-version apply to `import judgments` only")
     engine = store_engine(args)
     extra = {"name": args.name} if args.kind == "run" else {}
+    if args.kind == "judgments":
+        extra = {"judges": AnnotatorKind(args.annotator_kind, args.model, args.prompt_version)}
     report = IMPORT_KINDS[args.kind](engine, args.project, args.file, progress=True, actor=OPERATOR, **extra)
     print_json(report.to_dict())
     return 0
@@ -168,5 +172,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("file")
     p.add_argument("--project", required=True)
     p.add_argument("--name", help="run name (default: the file name without .trec/.txt/.gz)")
+    p.add_argument("--annotator-kind", default="human", metavar="KIND",
+                   choices=LazyChoices("eval_core.judgments", "ANNOTATOR_KINDS"),
+                   help="judgments: the file's annotators are %(choices)s (default human); model judges never count "
+                        "in human-human agreement (see docs/judges.md)")
+    p.add_argument("--model", help="judgments of model judges: the model's name (default: each annotator's name)")
+    p.add_argument("--prompt-version", help="judgments of model judges: the prompt version stamped on their grades")
     db_option(p)
     p.set_defaults(func=cmd_import)

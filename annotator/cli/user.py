@@ -33,7 +33,7 @@ def _read_password(args: argparse.Namespace, name: str) -> str | None:
 def _report(info) -> dict:
     """What the commands print about one account (never its password hash)."""
     return {"id": info.id, "username": info.username, "role": info.role, "active": info.active,
-            "can_login": info.can_login}
+            "can_login": info.can_login, "kind": info.kind}
 
 
 def cmd_user_add(args: argparse.Namespace) -> int:

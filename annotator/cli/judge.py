@@ -1,0 +1,82 @@
+"""`qrelkit prejudge`: grade a project's pairs with a model behind an OpenAI-compatible chat-completions endpoint,
+as a model judge (an annotator of kind 'model'). See docs/judges.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from annotator.cli.common import db_option, print_json, store_engine
+
+
+def _positive(kind: type):
+    """An argparse type for a number > 0."""
+    def parse(text: str):
+        value = kind(text)
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+    return parse
+
+
+def cmd_prejudge(args: argparse.Namespace) -> int:
+    """Build the judge from the prompt file and the project's grade labels, run it, print the report."""
+    from pathlib import Path
+
+    from annotator.prejudge import ChatJudge, api_key
+    from db.model_judges import prejudge
+    from db.permissions import OPERATOR
+    from db.projects import get_project
+    from eval_core.errors import InputError
+    from eval_core.judge_prompt import DEFAULT_PROMPT, check_template
+
+    path = Path(args.prompt) if args.prompt else DEFAULT_PROMPT
+    try:
+        template = check_template(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(str(path), None, f"cannot read the prompt: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InputError(str(path), None, str(exc)) from None
+    engine = store_engine(args)
+    judge = ChatJudge(args.base_url, args.model, template, get_project(engine, args.project).labels,
+                      params={"temperature": args.temperature}, timeout=args.timeout, api_key=api_key(),
+                      **({"attempts": args.attempts} if args.attempts else {}))
+    report = prejudge(engine, args.project, judge, model=args.model, annotator=args.annotator,
+                      concurrency=args.concurrency, limit=args.limit, progress=True, actor=OPERATOR)
+    print_json({**report.to_dict(), "prompt": str(path)})
+    print(f"qrelkit: {report.pairs} pair(s) in {report.seconds:.1f} s: {report.called} call(s), {report.cached} from "
+          f"the cache, {report.malformed} malformed, {report.failed} failed; "
+          f"{report.prompt_tokens + report.completion_tokens} tokens ({report.prompt_tokens} prompt, "
+          f"{report.completion_tokens} completion)", file=sys.stderr)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `prejudge` to the `qrelkit` parser."""
+    p = subparsers.add_parser(
+        "prejudge", help="grade a project's pairs with a model judge (any OpenAI-compatible chat endpoint)",
+        description="Grade every pair of a project (or the first --limit) with a model behind an OpenAI-compatible "
+                    "POST {base-url}/chat/completions (vLLM, llama.cpp server, Ollama, hosted APIs). The prompt is "
+                    "built from the guideline in force; answers must hold exactly one 'Grade: N'. The API key comes "
+                    "only from QRELKIT_JUDGE_API_KEY (else OPENAI_API_KEY) and is never stored or printed. Answers "
+                    "are cached by (pair, model, prompt version, inputs): a second run makes no call.")
+    p.add_argument("--project", required=True)
+    p.add_argument("--base-url", required=True, metavar="URL",
+                   help="the API root, e.g. http://localhost:8000/v1 (vLLM), http://localhost:8080/v1 (llama.cpp), "
+                        "http://localhost:11434/v1 (Ollama)")
+    p.add_argument("--model", required=True, help="the model name the endpoint serves")
+    p.add_argument("--annotator", help="the model judge's annotator name (default: the model name)")
+    p.add_argument("--prompt", metavar="FILE",
+                   help="prompt template with {{guideline}}, {{query}}, {{fragment}} (optional {{grades}}, {{min}}, "
+                        "{{max}}); default guidelines/judge-prompt.md; its content hash is the prompt version")
+    p.add_argument("--concurrency", type=_positive(int), default=4, metavar="N", help="calls at a time (default 4)")
+    p.add_argument("--limit", type=_positive(int), metavar="N", help="only the first N pairs in pool order")
+    p.add_argument("--timeout", type=_positive(float), default=60.0, metavar="S",
+                   help="seconds per request (default 60)")
+    p.add_argument("--attempts", type=_positive(int), metavar="N",
+                   help="tries per pair on 429, 5xx and timeouts, with exponential back-off and jitter "
+                        "(default: annotator.prejudge.ATTEMPTS, 5)")
+    p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
+    db_option(p)
+    p.set_defaults(func=cmd_prejudge)
