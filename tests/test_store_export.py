@@ -82,7 +82,7 @@ def test_export_import_export_is_byte_identical(engine, store_url, judged, tmp_p
     second = tmp_path / f"second.{fmt}"
     assert _cli(store_url, "export", "--project", "dst", "--judgments", "--format", fmt, "-o", str(second)) == 0
     assert second.read_bytes() == first.read_bytes()
-    src, dst = judgments_frame(engine, "src"), judgments_frame(engine, "dst")
+    src, dst = judgments_frame(engine, "src", times=True), judgments_frame(engine, "dst", times=True)
     columns = ["query_id", "fragment_id", "annotator", "grade", "note", "guideline", "cant_judge_reason",
                "updated_at"]
     assert src[columns].astype(object).equals(dst[columns].astype(object))
@@ -219,3 +219,17 @@ def test_export_of_an_old_release_lists_pairs_whose_text_changed(engine, store_u
     assert _cli(store_url, "export", "--project", "src", "--format", "trec", "-o", str(out)) == 0
     assert "predates text hashes" in capsys.readouterr().err
     get_engine.cache_clear()
+
+
+def test_agreement_reads_a_releases_jsonl_and_csv(engine, store_url, judged, tmp_path, capsys):
+    create_release(engine, "src", actor=OPERATOR)
+    reports = []
+    for fmt in ("jsonl", "csv"):
+        path = tmp_path / f"release.{fmt}"
+        assert _cli(store_url, "export", "--project", "src", "--format", fmt, "-o", str(path)) == 0
+        capsys.readouterr()
+        assert main(["agreement", str(path), "--format", "json", "--bootstrap", "0"]) == 0
+        reports.append(json.loads(capsys.readouterr().out))
+    in_store = agreement_report(judgments_frame(engine, "src")[["query_id", "fragment_id", "annotator", "grade"]],
+                                bootstrap=0).to_dict()
+    assert reports[0]["alpha"] == reports[1]["alpha"] == in_store["alpha"]
