@@ -59,15 +59,13 @@ def _build_pool(session: Session, project_id: int, query_id: int) -> QueryPool:
 
 def _grades(session: Session, query_id: int) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
     """Recorded grades of the query's pairs: (human grades, model grades) per pair id; can't-judge is left out."""
-    kind = U.c.get("kind")
-    cols = [J.c.pair_id, J.c.grade] + ([kind] if kind is not None else [])
     human: dict[int, list[int]] = {}
     model: dict[int, list[int]] = {}
-    rows = session.connection().execute(select(*cols).join(P, P.c.id == J.c.pair_id).join(U, U.c.id == J.c.user_id)
-                                        .where(P.c.query_id == query_id, J.c.grade.is_not(None))).cursor.fetchall()
-    for row in rows:
-        target = model if len(row) > 2 and row[2] == MODEL_KIND else human
-        target.setdefault(row[0], []).append(row[1])
+    rows = session.connection().execute(
+        select(J.c.pair_id, J.c.grade, U.c.kind).join(P, P.c.id == J.c.pair_id).join(U, U.c.id == J.c.user_id)
+        .where(P.c.query_id == query_id, J.c.grade.is_not(None))).cursor.fetchall()
+    for pair_id, grade, kind in rows:
+        (model if kind == MODEL_KIND else human).setdefault(pair_id, []).append(grade)
     return human, model
 
 

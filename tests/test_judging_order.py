@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from annotator.cli import main
 from db.assignment import assign
 from db.judging import next_pair, record_judgment
-from db.models import Assignment, Fragment, Judgment, Project, Query, Run, RunEntry
+from db.models import Assignment, Fragment, Judgment, Pair, Project, Query, Run, RunEntry
 from db.permissions import OPERATOR
 from db.pooling import pool
 from db.projects import get_project, set_queue_order
@@ -318,3 +318,25 @@ def test_back_follows_the_grading_order_under_an_order(pooled):
     assert previous_pair(pooled, "demo", "ann", back.pair_id).fragment_external_id == "a1"
     assert previous_pair(pooled, "demo", "ann").fragment_external_id == "a2"
     assert previous_pair(pooled, "demo", "ann", previous_pair(pooled, "demo", "ann", back.pair_id).pair_id) is None
+
+
+def test_store_serves_model_uncertain_pairs_first(pooled):
+    from db.models import User, utcnow
+
+    judge = create_user(pooled, "judge", "annotator", actor=OPERATOR)
+    model_grades = {"a1": 3, "a2": 1, "a3": 0, "b1": 2, "b2": 1}
+    with pooled.begin() as conn:
+        conn.execute(sa.update(User.__table__).where(User.__table__.c.id == judge.id).values(kind="model"))
+        pair_of = dict(conn.execute(sa.select(Fragment.__table__.c.external_id, Pair.__table__.c.id)
+                                    .join(Pair.__table__, Pair.__table__.c.fragment_id == Fragment.__table__.c.id)).all())
+        now = utcnow()
+        conn.execute(sa.insert(Judgment.__table__), [
+            {"project_id": 1, "pair_id": pair_of[f], "user_id": judge.id, "grade": g, "revision": 1,
+             "created_at": now, "updated_at": now} for f, g in model_grades.items()])
+    assert served(pooled)[:1] == ["a1"]  # pool order ignores model grades
+    with pooled.begin() as conn:
+        conn.execute(sa.delete(Judgment.__table__).where(Judgment.__table__.c.user_id != judge.id))
+        conn.execute(sa.update(Assignment.__table__).values(done=False))
+    set_queue_order(pooled, "demo", "model-uncertain", actor=OPERATOR)
+    # boundary 0.5 on 0-3: a2, a3, b2 at 0.5 (pool order a2, a3, b2), then b1 at 1.5, a1 at 2.5
+    assert served(pooled) == ["a2", "a3", "b2", "b1", "a1"]
