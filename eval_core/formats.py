@@ -176,15 +176,19 @@ def _fast_trec(path: str, kind: str) -> Columns | None:
     return _arrow_trec(pa.CompressedInputStream(pa.OSFile(path), "gzip") if gz else path, kind, path)
 
 
-def _arrow_trec(source: Any, kind: str, label: str) -> Columns | None:
-    """pyarrow's CSV reader over a file or buffer of TREC lines; None when they do not fit its shape."""
+def _arrow_trec(source: Any, kind: str, label: str, threads: bool = True) -> Columns | None:
+    """pyarrow's CSV reader over a file or buffer of TREC lines; None when they do not fit its shape.
+
+    `threads=False` for blocks of a big run: the blocks are already parsed in parallel by `--workers`,
+    and pyarrow's own thread pool on top of them costs more CPU and, on a loaded machine, far more time.
+    """
     names = ["q", "it", "d", "v"] if kind == "qrels" else ["q", "q0", "d", "rank", "v", "tag"]
     types = {"q": pa.dictionary(pa.int32(), pa.string()), "d": pa.large_string(),
              "v": pa.int64() if kind == "qrels" else pa.float64()}
     try:
         table = pacsv.read_csv(
             source,
-            read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 22),
+            read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 22, use_threads=threads),
             parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False,
                                              escape_char=False, newlines_in_values=False,
                                              ignore_empty_lines=True),
@@ -280,7 +284,7 @@ def read_trec_chunk(data: bytes | memoryview, path: str, first_line: int, kind: 
     Same two paths as a whole file — the columnar reader when it applies and validates, else the scan —
     so errors name the file's own line numbers.
     """
-    cols = _arrow_trec(pa.py_buffer(data), kind, path)
+    cols = _arrow_trec(pa.py_buffer(data), kind, path, threads=False)
     if cols is None or _first_duplicate(cols) is not None:
         return _scan_lines(_chunk_lines(data, path, first_line), path, kind)
     return cols
