@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 
-from sqlalchemy import Text, cast, false, func, select
+from sqlalchemy import Text, bindparam, cast, false, func, select
 from sqlalchemy.orm import Session
 
 from db.models import Assignment, Judgment, Pair, Project, Run, RunEntry, User
@@ -15,6 +15,17 @@ A, J, P, PR, R, RE, U = (m.__table__ for m in (Assignment, Judgment, Pair, Proje
 MODEL_KIND = "model"
 POOL_CACHE_SIZE = 512
 _pools: dict[tuple, QueryPool] = {}
+# Built once (as db.judging's hot statements are): per-call statement building cost more than the reads.
+_QUERY = (select(P.c.query_id, PR.c.scale_min).join(PR, PR.c.id == P.c.project_id)
+          .where(P.c.id == bindparam("pair_id")))
+_VERSION = (select(func.count(), func.max(P.c.id), func.sum(func.length(cast(P.c.sources, Text))))
+            .where(P.c.query_id == bindparam("query_id")))
+_RUNS = select(R.c.id, R.c.content_hash).where(R.c.project_id == bindparam("project_id")).order_by(R.c.id)
+_TODO = (select(A.c.pair_id, A.c.position).join(P, P.c.id == A.c.pair_id)
+         .where(A.c.project_id == bindparam("project_id"), A.c.user_id == bindparam("user_id"), A.c.done == false(),
+                P.c.query_id == bindparam("query_id")))
+_GRADES = (select(J.c.pair_id, J.c.grade, U.c.kind).join(P, P.c.id == J.c.pair_id).join(U, U.c.id == J.c.user_id)
+           .where(P.c.query_id == bindparam("query_id"), J.c.grade.is_not(None)))
 
 
 def relevance_level(scale_min: int) -> int:
@@ -27,10 +38,9 @@ def _query_pool(session: Session, project_id: int, query_id: int) -> QueryPool:
     length of their provenance) and the project's runs (id, content hash), read in two index probes; pooling
     or a re-imported run changes the key."""
     conn = session.connection()
-    pairs = conn.execute(select(func.count(), func.max(P.c.id), func.sum(func.length(cast(P.c.sources, Text))))
-                         .where(P.c.query_id == query_id)).one()
-    runs = conn.execute(select(R.c.id, R.c.content_hash).where(R.c.project_id == project_id).order_by(R.c.id)).all()
-    key = (str(conn.engine.url), query_id, tuple(pairs), tuple(map(tuple, runs)))
+    pairs = conn.execute(_VERSION, {"query_id": query_id}).cursor.fetchall()
+    runs = conn.execute(_RUNS, {"project_id": project_id}).cursor.fetchall()
+    key = (str(conn.engine.url), query_id, tuple(pairs), tuple(runs))
     if key not in _pools:
         if len(_pools) >= POOL_CACHE_SIZE:
             _pools.clear()
@@ -61,10 +71,7 @@ def _grades(session: Session, query_id: int) -> tuple[dict[int, list[int]], dict
     """Recorded grades of the query's pairs: (human grades, model grades) per pair id; can't-judge is left out."""
     human: dict[int, list[int]] = {}
     model: dict[int, list[int]] = {}
-    rows = session.connection().execute(
-        select(J.c.pair_id, J.c.grade, U.c.kind).join(P, P.c.id == J.c.pair_id).join(U, U.c.id == J.c.user_id)
-        .where(P.c.query_id == query_id, J.c.grade.is_not(None))).cursor.fetchall()
-    for pair_id, grade, kind in rows:
+    for pair_id, grade, kind in session.connection().execute(_GRADES, {"query_id": query_id}).cursor.fetchall():
         (model if kind == MODEL_KIND else human).setdefault(pair_id, []).append(grade)
     return human, model
 
@@ -75,14 +82,13 @@ def ordered_next(session: Session, project_id: int, user_id: int, order: str, fi
     assigned, ungraded pairs, replaying the policy over the grades recorded by everyone (median ≥ the
     relevance level counts as relevant). Falls back to `first` if the order names nothing."""
     conn = session.connection()
-    query_id, low = conn.execute(select(P.c.query_id, PR.c.scale_min).join(PR, PR.c.id == P.c.project_id)
-                                 .where(P.c.id == first[0])).one()
-    todo = dict(conn.execute(select(A.c.pair_id, A.c.position).join(P, P.c.id == A.c.pair_id)
-                             .where(A.c.project_id == project_id, A.c.user_id == user_id, A.c.done == false(),
-                                    P.c.query_id == query_id)).all())
+    query_id, low = conn.execute(_QUERY, {"pair_id": first[0]}).cursor.fetchone()
+    todo = dict(conn.execute(_TODO, {"project_id": project_id, "user_id": user_id, "query_id": query_id})
+                .cursor.fetchall())
     human, model = _grades(session, query_id)
     level = relevance_level(low)
-    known = {pid: statistics.median(g) >= level for pid, g in human.items() if pid not in todo}
+    known = {pid: (g[0] if len(g) == 1 else statistics.median(g)) >= level
+             for pid, g in human.items() if pid not in todo}
     policy = make_order(order, _query_pool(session, project_id, query_id), seed=query_id, rel_level=level,
                         model_grades={pid: statistics.fmean(g) for pid, g in model.items()})
     pick = replay_next(policy, known, todo)
