@@ -340,3 +340,19 @@ def test_store_serves_model_uncertain_pairs_first(pooled):
     set_queue_order(pooled, "demo", "model-uncertain", actor=OPERATOR)
     # boundary 0.5 on 0-3: a2, a3, b2 at 0.5 (pool order a2, a3, b2), then b1 at 1.5, a1 at 2.5
     assert served(pooled) == ["a2", "a3", "b2", "b1", "a1"]
+
+
+def test_store_order_follows_a_re_pooling(pooled):
+    """A run pooled later (same pairs, new provenance) joins the order: the cached pool is rebuilt."""
+    set_queue_order(pooled, "demo", "move-to-front", actor=OPERATOR)
+    assert next_pair(pooled, "demo", "ann").fragment_external_id == "a1"
+    with pooled.begin() as conn:
+        fid = conn.execute(sa.select(Fragment.__table__.c.id).where(Fragment.__table__.c.external_id == "b2")).scalar()
+        rid = conn.execute(sa.insert(Run.__table__).values(project_id=1, name="0-first", content_hash="0", n_lines=1,
+                                                           created_at=sa.func.now())
+                           .returning(Run.__table__.c.id)).scalar_one()
+        conn.execute(sa.insert(RunEntry.__table__).values(run_id=rid, query_id=1, doc_external_id="b2", fragment_id=fid,
+                                                          rank=1, score=1.0))
+    assert next_pair(pooled, "demo", "ann").fragment_external_id == "a1"  # stored, not pooled: not in the order
+    pool(pooled, "demo", depth=1, runs=["0-first"], bm25=0, actor=OPERATOR)
+    assert next_pair(pooled, "demo", "ann").fragment_external_id == "b2"  # its run now heads the queue
