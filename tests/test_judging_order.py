@@ -77,12 +77,17 @@ def test_bandit_first_pick_is_the_largest_posterior_draw():
 def test_bandit_posterior_discounts_each_runs_past():
     pool = QueryPool(("a", "b", "c", "z"), (("a", "b", "c"), ("z",)))
     bandit = Bandit(pool, seed=0, discount=0.5)
-    for fragment, relevant in (("a", True), ("b", False), ("c", True)):
-        bandit._pick, bandit._arm = fragment, 0  # pull run 0 three times
-        bandit.observe(fragment, relevant)
+    pulls = []
+    while len(pulls) < 4:
+        fragment = bandit.next()
+        pulls.append(fragment)
+        bandit.observe(fragment, fragment in {"a", "c"})
     alpha, beta = bandit.posterior()
-    # rel = 0.5·(0.5·1 + 0) + 1 = 1.25, nrel = 0.5·(0.5·0 + 1) + 0 = 0.5, on a Beta(1, 1) prior
-    assert alpha.tolist() == [2.25, 1.0] and beta.tolist() == [1.5, 1.0]
+    run0 = [f for f in pulls if f != "z"]
+    assert run0 == ["a", "b", "c"]  # each run is pulled top-down
+    # run 0 saw R, N, R: rel = 0.5·(0.5·1 + 0) + 1 = 1.25, nrel = 0.5·(0.5·0 + 1) + 0 = 0.5 on a Beta(1, 1) prior;
+    # run 1 saw one non-relevant: Beta(1, 2)
+    assert alpha.tolist() == [2.25, 1.0] and beta.tolist() == [1.5, 2.0]
 
 
 def test_bandit_follows_the_productive_run():
