@@ -19,9 +19,9 @@ import pandas as pd
 from eval_core.consensus import RULES, _combine, consensus
 from eval_core.evaluate import evaluate
 from eval_core.formats import Columns, load_qrels, load_run
+from eval_core.judgments import ANNOTATOR_KINDS
 from eval_core.metrics import Ranked, compute, index_qrels, parse_metrics, rank_run
 
-KINDS = ("human", "model")
 DEFAULT_METRIC = "ndcg@10"
 DEFAULT_BOOTSTRAP = 200
 CONFIDENCE = 0.95
@@ -163,9 +163,9 @@ def annotator_kinds(judgments: pd.DataFrame, models: Sequence[str] = ()) -> dict
     kinds = dict.fromkeys(names, "human")
     if "annotator_kind" in judgments.columns:
         per = judgments[["annotator", "annotator_kind"]].astype(str).drop_duplicates()
-        bad = sorted(set(per["annotator_kind"]) - set(KINDS))
+        bad = sorted(set(per["annotator_kind"]) - set(ANNOTATOR_KINDS))
         if bad:
-            raise ValueError(f"annotator_kind must be one of {', '.join(KINDS)}, got {', '.join(map(repr, bad))}")
+            raise ValueError(f"annotator_kind must be one of {', '.join(ANNOTATOR_KINDS)}, got {', '.join(map(repr, bad))}")
         twice = per[per.duplicated("annotator", keep=False)]
         if len(twice):
             raise ValueError(f"annotator {twice['annotator'].iloc[0]!r} is listed as both human and model")
@@ -228,7 +228,7 @@ def _conditions(base: pd.DataFrame, everyone: pd.DataFrame, kinds: dict[str, str
             continue
         group = "annotator" if kinds[annotator] == "human" else "model"
         out.append(_condition(f"{group} {annotator}", group, annotator, _qrels(own), **score))
-    if set(kinds.values()) == set(KINDS):
+    if set(kinds.values()) == set(ANNOTATOR_KINDS):
         labels = consensus(everyone, rule, adjudications, scale=scale)
         out.append(_condition("humans + models", "labels", f"{rule} of humans + models", _qrels(labels), **score))
     return out

@@ -329,3 +329,28 @@ def test_evaluate_page_section_shows_the_flip_literally(tmp_path, monkeypatch):
     np.testing.assert_allclose(table.to_numpy(dtype=float), expected.table().to_numpy(), rtol=0, atol=1e-12)
     assert list(table.index.get_level_values("condition")) == [c.name for c in expected.conditions]
     get_engine.cache_clear()
+
+
+def test_store_mode_reads_model_judges_from_the_store(engine, project, store_url, tmp_path, capsys):
+    """A model judge stored as such (users.kind = model) is a model condition, and "humans + models" appears,
+    exactly as when the same judgments are given as a file with --model."""
+    from db.model_judges import model_annotator
+    from db.permissions import OPERATOR
+
+    seed(engine, project.id, {"q1": "what is recall"}, {"d1": "one", "d2": "two"}, {"A": RUN_A, "B": RUN_B})
+    model_annotator(engine, "llm", "some-model", actor=OPERATOR)
+    rows = [*DISAGREE.itertuples(index=False), ("q1", "d1", "llm", 0), ("q1", "d2", "llm", 3)]
+    grades: dict[tuple[str, str], dict[str, int | None]] = {}
+    for q, d, a, g in rows:
+        grades.setdefault((q, d), {})[a] = int(g)
+    judge(engine, project.id, grades)
+    args = ["--bootstrap", "10", "--format", "json"]
+    assert main(["robustness", "--db", store_url, "--project", "demo", *args]) == 0
+    stored = json.loads(capsys.readouterr().out)
+    (pair,) = stored["pairs"]
+    assert pair["flips"] == ["annotator carol", "model llm"]
+    assert [c["name"] for c in stored["conditions"]][-2:] == ["model llm", "humans + models"]
+    assert "under carol's labels and the model's labels the order flips" in pair["sentence"]
+    files = write_case(tmp_path)
+    assert main(["robustness", *files, "--model", "llm", *args]) == 0
+    assert json.loads(capsys.readouterr().out) == stored
