@@ -22,10 +22,12 @@ def wait_idle(page, timeout: float = SLOW) -> None:
 
 
 def open_lead_page(page, title: str) -> None:
-    """Follow the sidebar navigation link to a lead page (a URL would start a new, logged-out session)."""
-    page.locator("[data-testid='stSidebarNavLink']", has_text=title).first.click()
+    """Follow the sidebar navigation link to a lead page and wait for its title (generously: these tests share
+    two cores with the server and the browser)."""
+    page.locator("[data-testid='stSidebarNavLink']", has_text=title).first.click(timeout=SLOW)
     page.wait_for_timeout(300)
     wait_idle(page)
+    page.get_by_role("heading", name=title).first.wait_for(timeout=SLOW)
 
 
 def screenshot(page, name: str) -> None:
@@ -79,7 +81,7 @@ def test_lead_creates_a_release_and_downloads_its_qrels(demo_server: Server, pag
     login(page, demo_server.url, *LEAD)
     open_lead_page(page, "Releases")
     before = len(list_releases(engine_of(demo_server), "demo"))
-    page.get_by_role("button", name="Create release").click()
+    page.get_by_role("button", name="Create release").click(timeout=SLOW)
     page.get_by_text(re.compile(rf"Release {before + 1} created")).wait_for(timeout=SLOW)
     wait_idle(page)
     with page.expect_download() as download:
