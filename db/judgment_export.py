@@ -15,7 +15,7 @@ def export_judgments(engine: Engine, project: str, fmt: str, out: str | Path,
                      guideline_version: int | None = None) -> int:
     """Write the project's current judgments (optionally only those made under one guideline version) to `out`
     as JSONL or CSV, all or nothing; returns how many were written."""
-    frame = judgments_frame(engine, project).rename(columns={"updated_at": "time"})
+    frame = judgments_frame(engine, project, times=True).rename(columns={"updated_at": "time"})
     if guideline_version is not None:
         frame = frame[frame["guideline"] == str(guideline_version)]
     write_atomically(Path(out), render_judgments(frame, fmt))

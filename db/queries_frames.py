@@ -13,28 +13,29 @@ from db.projects import project_row
 from eval_core.consensus import consensus
 
 JUDGMENT_COLUMNS = ["query_id", "fragment_id", "annotator", "grade", "note", "guideline", "category",
-                    "cant_judge_reason", "pair_id", "updated_at", "annotator_kind"]
+                    "cant_judge_reason", "pair_id", "annotator_kind"]
 
 
-def judgments_frame(engine: Engine, project: str) -> pd.DataFrame:
+def judgments_frame(engine: Engine, project: str, *, times: bool = False) -> pd.DataFrame:
     """Every current judgment of the project (see project_judgments)."""
     with session_scope(engine) as session:
-        return project_judgments(session, project_row(session, project).id)
+        return project_judgments(session, project_row(session, project).id, times=times)
 
 
-def project_judgments(session: Session, project_id: int) -> pd.DataFrame:
+def project_judgments(session: Session, project_id: int, *, times: bool = False) -> pd.DataFrame:
     """Every current judgment in the judgments contract (grade Int64, NA = can't judge), sorted by query,
     fragment, annotator, plus the guideline version it was made under (str, None when unknown, e.g. an import
     without one), the query category, the note and can't-judge reason, the store's pair_id (so the app can
-    open adjudication.pair_detail), when it was last changed (aware UTC) and the annotator's kind ('human' or
-    'model', eval_core.judgments.ANNOTATOR_KINDS). The one builder: the lead pages,
-    releases and the judgments export all read it.
+    open adjudication.pair_detail), the annotator's kind ('human' or 'model', eval_core.judgments.ANNOTATOR_KINDS),
+    and with `times=True` when it was last changed (`updated_at`, aware UTC;
+    reading and parsing it costs ~2 s at 1M judgments, so only the judgments export asks). The one builder:
+    the lead pages, releases and the judgments export all read it.
 
     Judgments are read as bare ids and mapped to names column-wise through the (much smaller) pair, user and
     guideline tables: joining and sorting strings in the database took ~20 s at 1M judgments."""
-    judged = frame_of(session, select(Judgment.pair_id, Judgment.user_id, Judgment.grade, Judgment.note,
-                                      Judgment.guideline_id, Judgment.cant_judge_reason, Judgment.updated_at)
-                      .where(Judgment.project_id == project_id))
+    columns = [Judgment.pair_id, Judgment.user_id, Judgment.grade, Judgment.note, Judgment.guideline_id,
+               Judgment.cant_judge_reason, *([Judgment.updated_at] if times else [])]
+    judged = frame_of(session, select(*columns).where(Judgment.project_id == project_id))
     pairs = frame_of(session, select(Pair.id, Query.external_id, Fragment.external_id, Query.category)
                      .select_from(Pair).join(Query, Query.id == Pair.query_id)
                      .join(Fragment, Fragment.id == Pair.fragment_id).where(Pair.project_id == project_id),
@@ -48,18 +49,20 @@ def project_judgments(session: Session, project_id: int) -> pd.DataFrame:
     where = pairs.index.get_indexer(judged["pair_id"])
     guideline = pd.array(judged["guideline_id"], dtype="Float64").astype("Int64")  # NULLs arrive as None/NaN
     frame = pd.DataFrame({
-        "query_id": pairs["query_id"].to_numpy(dtype=object)[where].astype(str),
-        "fragment_id": pairs["fragment_id"].to_numpy(dtype=object)[where].astype(str),
-        "annotator": judged["user_id"].map(users).to_numpy(dtype=object).astype(str),
+        "query_id": pairs["query_id"].take(where).reset_index(drop=True),
+        "fragment_id": pairs["fragment_id"].take(where).reset_index(drop=True),
+        "annotator": judged["user_id"].map(users),
         "grade": pd.array(judged["grade"], dtype="Float64").astype("Int64"),
         "note": _texts(judged["note"]),
-        "guideline": pd.Series([None if g is pd.NA else versions.get(int(g)) for g in guideline], dtype=object),
-        "category": _texts(pd.Series(pairs["category"].to_numpy(dtype=object)[where])),
+        "guideline": pd.Series(guideline.map(versions, na_action="ignore"), dtype=object).where(
+            ~guideline.isna(), None),
+        "category": _texts(pairs["category"].take(where)),
         "cant_judge_reason": _texts(judged["cant_judge_reason"]),
         "pair_id": judged["pair_id"].to_numpy(dtype="int64"),
-        "updated_at": pd.to_datetime(judged["updated_at"], utc=True, format="ISO8601"),
         "annotator_kind": judged["user_id"].map(kinds).to_numpy(dtype=object).astype(str),
     }, columns=JUDGMENT_COLUMNS)
+    if times:
+        frame["updated_at"] = pd.to_datetime(judged["updated_at"], utc=True, format="ISO8601")
     return frame.sort_values(["query_id", "fragment_id", "annotator"], kind="stable", ignore_index=True)
 
 

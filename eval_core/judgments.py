@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from json.encoder import encode_basestring
 from pathlib import Path
 
 import numpy as np
@@ -312,7 +313,9 @@ def _columnar_table(path: str | Path) -> pa.Table | None:
     try:
         with open_binary(path) as fh:
             if fmt == "jsonl":
-                return pa_json.read_json(fh)
+                # Optional fields are text (Arrow would read an ISO time as a timestamp and drop its offset).
+                schema = pa.schema([(name, pa.string()) for name in OPTIONAL])
+                return pa_json.read_json(fh, parse_options=pa_json.ParseOptions(explicit_schema=schema))
             return pa_csv.read_csv(
                 fh, parse_options=pa_csv.ParseOptions(delimiter="\t" if fmt == "tsv" else ",",
                                                       newlines_in_values=True),
@@ -473,21 +476,28 @@ JUDGMENT_FORMATS = ("jsonl", "csv")
 
 
 def render_judgments(frame: pd.DataFrame, fmt: str) -> Iterator[str]:
-    """Lines of a judgments file (EXPORT_FIELDS; `time` an aware datetime column rendered as ISO 8601 UTC):
-    JSONL with every field (null when absent) or CSV through the spreadsheet escaper, both read back by
-    read_judgments to the same frame, so export → import → export is byte-identical."""
+    """Lines of a judgments file (EXPORT_FIELDS; `time` an aware datetime column, written as ISO 8601 UTC with
+    microseconds): JSONL with every field (null when absent; byte-identical to json.dumps(ensure_ascii=False))
+    or CSV through the spreadsheet escaper. read_judgments reads both back to the same frame, so export →
+    import → export is byte-identical. Built column by column: a million judgments in seconds."""
     if fmt not in JUDGMENT_FORMATS:
         raise ValueError(f"judgments format must be one of {', '.join(JUDGMENT_FORMATS)}, got {fmt!r}")
-    times = [t.isoformat() for t in pd.to_datetime(frame["time"], utc=True)]
-    columns = [frame[name].tolist() if name != "time" else times for name in EXPORT_FIELDS]
+    times = pd.to_datetime(frame["time"], utc=True).dt.strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+    grades = [None if g is pd.NA or g is None else int(g) for g in frame["grade"].astype("Int64").tolist()]
+    texts = {name: [None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else str(v)
+                    for v in frame[name].tolist()]
+             for name in EXPORT_FIELDS if name not in ("grade", "time")}
+    columns = [grades if name == "grade" else times.tolist() if name == "time" else texts[name]
+               for name in EXPORT_FIELDS]
     if fmt == "csv":
-        yield ",".join(EXPORT_FIELDS) + "\n"
-    for values in zip(*columns, strict=True):
-        row = dict(zip(EXPORT_FIELDS, values, strict=True))
-        row["grade"] = None if row["grade"] is pd.NA or row["grade"] is None else int(row["grade"])
-        if fmt == "jsonl":
-            yield json.dumps(row, ensure_ascii=False) + "\n"
-        else:
-            buf = io.StringIO()
-            csv.writer(buf, lineterminator="\n").writerow(["" if v is None else escape_cell(v) for v in row.values()])
-            yield buf.getvalue()
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(EXPORT_FIELDS)
+        writer.writerows([["" if v is None else escape_cell(v) for v in row] for row in zip(*columns, strict=True)])
+        yield buf.getvalue()
+        return
+    cells = [[("null" if v is None else str(v)) if name == "grade" else ("null" if v is None else encode_basestring(v))
+              for v in values] for name, values in zip(EXPORT_FIELDS, columns, strict=True)]
+    keys = [f'"{name}": ' for name in EXPORT_FIELDS]
+    for row in zip(*cells, strict=True):
+        yield "{" + ", ".join(k + v for k, v in zip(keys, row, strict=True)) + "}\n"
