@@ -105,7 +105,7 @@ def wait_idle(page, timeout: float = SLOW) -> None:
 def open_lead_page(page, server: Server, title: str) -> None:
     """Log in as the lead and follow the sidebar link to a lead page."""
     login(page, server.url, *LEAD)
-    page.locator("[data-testid='stSidebarNavLink']", has_text=title).first.click()
+    page.locator("[data-testid='stSidebarNavLink']", has_text=title).first.click(timeout=SLOW)
     page.wait_for_timeout(300)
     wait_idle(page)
     page.get_by_role("heading", name=title).first.wait_for(timeout=SLOW)
@@ -115,8 +115,8 @@ def choose(page, label: str, option: str | re.Pattern) -> None:
     """Pick `option` in the selectbox labelled `label` (a string is matched as the whole literal text)."""
     box = page.locator("[data-testid='stSelectbox']").filter(
         has=page.locator("[data-testid='stWidgetLabel']", has_text=re.compile(f"^{re.escape(label)}$")))
-    box.first.locator("input").click()
-    page.get_by_role("option", name=option, exact=isinstance(option, str)).click()
+    box.first.locator("input").click(timeout=SLOW)
+    page.get_by_role("option", name=option, exact=isinstance(option, str)).click(timeout=SLOW)
     page.wait_for_timeout(300)
     wait_idle(page)
 
@@ -223,7 +223,7 @@ def test_a_markdown_lead_name_shows_literally_on_releases(results_server: Server
 def test_release_csv_download_escapes_a_formula(results_server: Server, page) -> None:
     open_lead_page(page, results_server, "Releases")
     with page.expect_download() as download:
-        page.get_by_role("button", name="CSV", exact=True).click()
+        page.get_by_role("button", name="CSV", exact=True).click(timeout=SLOW)
     rows = list(csv.DictReader(io.StringIO(download.value.path().read_text(encoding="utf-8"))))
     fragments = {r["fragment_id"] for r in rows}
     assert "'" + FORMULA_FRAGMENT in fragments and FORMULA_FRAGMENT not in fragments
