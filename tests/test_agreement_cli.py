@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
@@ -12,22 +11,15 @@ import krippendorff
 import numpy as np
 import pytest
 
-from annotator.cli import agreement as cli_agreement
-from eval_core.errors import InputError
+from annotator.cli import main
 
 
 def run(argv: list[str]) -> tuple[int, str, str]:
-    """Run our commands the way annotator.cli.main does (InputError → 2), capturing stdout and stderr."""
-    parser = argparse.ArgumentParser(prog="qrelkit")
-    cli_agreement.register(parser.add_subparsers())
+    """Run our commands through annotator.cli.main (its one error path: `qrelkit: error: …`, exit 2), capturing
+    stdout and stderr."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        args = parser.parse_args(argv)
-        try:
-            code = args.func(args)
-        except InputError as exc:
-            print(f"qrelkit: error: {exc}", file=err)
-            code = 2
+        code = main(argv)
     return code, out.getvalue(), err.getvalue()
 
 

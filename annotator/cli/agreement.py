@@ -72,9 +72,8 @@ def cmd_agreement(args: argparse.Namespace) -> int:
 
         try:
             reference_libraries()
-        except ImportError as exc:
-            print(f"qrelkit: error: {exc}", file=sys.stderr)
-            return 2
+        except ImportError as exc:  # the optional [reference] extra is missing: the CLI's one error path, exit 2
+            raise RuntimeError(str(exc)) from None
     frame = read_judgments(args.judgments, args.scale, keep=args.keep, progress=True)
     try:
         report = agreement_report(frame, scale=args.scale, level=args.level, threshold=args.threshold,

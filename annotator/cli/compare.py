@@ -94,15 +94,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from eval_core.compare import compare
 
     if len(args.runs) < 2:
-        print("qrelkit: error: compare needs at least two runs", file=sys.stderr)
-        return 2
-    try:
-        result = compare(args.qrels, [str(p) for p in args.runs], _metrics(args.metric), args.test,
-                         baseline=args.baseline, alpha=args.alpha, n_permutations=args.permutations,
-                         n_bootstrap=args.bootstrap, seed=args.seed, rel_level=args.rel_level, progress=True)
-    except ValueError as exc:  # InputError included: same `qrelkit: error:` line, exit 2
-        print(f"qrelkit: error: {exc}", file=sys.stderr)
-        return 2
+        raise ValueError("compare needs at least two runs")
+    # Bad input (InputError, a ValueError) takes the CLI's one error path: `qrelkit: error: …`, exit 2.
+    result = compare(args.qrels, [str(p) for p in args.runs], _metrics(args.metric), args.test,
+                     baseline=args.baseline, alpha=args.alpha, n_permutations=args.permutations,
+                     n_bootstrap=args.bootstrap, seed=args.seed, rel_level=args.rel_level, progress=True)
     _warn(result.warnings)
     print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) if args.format == "json"
           else format_comparison(result))
@@ -118,13 +114,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
                             min_context_share=args.min_context_share, min_context_ndcg=args.min_context_ndcg,
                             low_recall=args.low_recall_threshold, min_judged=args.min_judged)
     fragments = read_texts(args.fragments) if args.fragments else None
-    try:
-        result = diagnose(args.qrels, args.run, fragments=fragments, candidate_depth=args.candidate_depth,
-                          context_depth=args.context_depth, low_recall_k=args.low_recall_k,
-                          rel_level=args.rel_level, categories=args.categories, thresholds=thresholds)
-    except ValueError as exc:  # InputError included: same `qrelkit: error:` line, exit 2
-        print(f"qrelkit: error: {exc}", file=sys.stderr)
-        return 2
+    result = diagnose(args.qrels, args.run, fragments=fragments, candidate_depth=args.candidate_depth,
+                      context_depth=args.context_depth, low_recall_k=args.low_recall_k,
+                      rel_level=args.rel_level, categories=args.categories, thresholds=thresholds)
     _warn(result.warnings)
     print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) if args.format == "json"
           else format_diagnosis(result))

@@ -81,20 +81,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if not k or min(k) < 1:
             raise ValueError
     except ValueError:
-        print(f"qrelkit eval: error: --k expects positive integers, got {args.k!r}", file=sys.stderr)
-        return 2
+        raise ValueError(f"--k expects positive integers, got {args.k!r}") from None
     if args.workers is not None and args.workers < 1:
-        print(f"qrelkit eval: error: --workers expects a positive integer, got {args.workers}", file=sys.stderr)
-        return 2
+        raise ValueError(f"--workers expects a positive integer, got {args.workers}")
     names = [m for group in args.metrics or [",".join(DEFAULT_METRICS)] for m in group.split(",") if m.strip()]
-    try:
-        gates = _gates(args.fail_below)
-        names += [g for g, _ in gates]  # a gate is computed even when not listed; duplicates collapse
-        gate_names = {g: parse_metrics([g], k)[0].name for g, _ in gates}
-        parse_metrics(names, k)
-    except ValueError as exc:
-        print(f"qrelkit eval: error: {exc}", file=sys.stderr)
-        return 2
+    gates = _gates(args.fail_below)  # bad specs and unknown metrics take the CLI's one error path (exit 2)
+    names += [g for g, _ in gates]  # a gate is computed even when not listed; duplicates collapse
+    gate_names = {g: parse_metrics([g], k)[0].name for g, _ in gates}
+    parse_metrics(names, k)
     jg = args.qrels_format == "jg"
     qrels = read_qrels_jg(args.qrels) if jg else load_qrels(args.qrels)
     categories = None if args.categories is None else read_categories(args.categories)
