@@ -70,12 +70,16 @@ def _number(value: float | None) -> str:
     return MISSING if value is None or value != value else f"{value:.{DIGITS}f}"
 
 
-def _ci(values: pd.Series) -> str:
-    """The 95% bootstrap CI over queries (the one the drop alerts use) as `[low, high]`."""
-    if not len(values):
-        return MISSING
-    low, high = evaluations.mean_ci(values.to_numpy(dtype=float))
-    return f"[{low:.{DIGITS}f}, {high:.{DIGITS}f}]"
+@st.cache_data(max_entries=8, show_spinner=False)
+def _cis(per_query: pd.DataFrame) -> dict[str, str]:
+    """Each metric's 95% bootstrap CI over queries (the one the drop alerts use) as `[low, high]`; cached by
+    the per-query values, since every widget on the page reruns it and 10k queries take seconds."""
+    out = {}
+    for column in per_query.columns:
+        values = per_query[column].to_numpy(dtype=float)
+        low, high = evaluations.mean_ci(values) if values.size else (None, None)
+        out[column] = MISSING if low is None else f"[{low:.{DIGITS}f}, {high:.{DIGITS}f}]"
+    return out
 
 
 def _by_cutoff(evaluation: Evaluation) -> dict[str, dict[int, str]]:
@@ -107,14 +111,15 @@ def cutoff_table(evaluation: Evaluation) -> pd.DataFrame:
 
 def cutoff_ci_table(evaluation: Evaluation) -> pd.DataFrame:
     """The same grid with each mean's 95% CI (a bootstrap over queries)."""
-    return _grid(evaluation, lambda column: _ci(evaluation.per_query[column]))
+    cis = _cis(evaluation.per_query)
+    return _grid(evaluation, lambda column: cis[column])
 
 
 def whole_ranking_table(evaluation: Evaluation) -> pd.DataFrame:
     """The cutoff-free metrics (the whole ranking counts): mean, 95% CI and what each measures."""
-    ci = f"{evaluations.CONFIDENCE:.0%} CI"
+    ci, cis = f"{evaluations.CONFIDENCE:.0%} CI", _cis(evaluation.per_query)
     rows = [{"Metric": name, "Mean": _number(evaluation.mean.get(name)),
-             ci: _ci(evaluation.per_query[name]) if name in evaluation.per_query else MISSING,
+             ci: cis.get(name, MISSING),
              "What it measures": literal(REGISTRY[name].definition)}
             for name in WHOLE_RANKING]
     return pd.DataFrame(rows).set_index("Metric")
