@@ -143,15 +143,15 @@ def project_caption(project: Any) -> str:
 
 def show_import_report(report: Any, path: Path, upload_name: str) -> None:
     """The validation report of an import: counts, then every rejected line as name:line: problem."""
-    cols = st.columns(4)
-    for col, key in zip(cols, ("created", "updated", "unchanged"), strict=False):
-        col.metric(key, getattr(report, key))
-    cols[3].metric("rejected", len(report.rejected))
+    counts = {"Created": report.created, "Updated": report.updated, "Unchanged": report.unchanged,
+              "Rejected lines": len(report.rejected)}
+    for col, (label, count) in zip(st.columns(len(counts)), counts.items(), strict=True):
+        col.metric(label, count)
     if report.rejected:
         lines = "\n".join(upload_error(Exception(r), path, upload_name) for r in report.rejected)
         st.code(lines, language=None)
     else:
-        st.success(f"{upload_name}: {report.records} record(s) imported.")
+        st.success(f"{literal(upload_name)}: {report.records} record(s) imported.")
 
 
 def progress_table(stats: pd.DataFrame) -> pd.DataFrame:
