@@ -21,9 +21,10 @@ _QUERY = (select(P.c.query_id, PR.c.scale_min).join(PR, PR.c.id == P.c.project_i
 _VERSION = (select(func.count(), func.max(P.c.id), func.sum(func.length(cast(P.c.sources, Text))))
             .where(P.c.query_id == bindparam("query_id")))
 _RUNS = select(R.c.id, R.c.content_hash).where(R.c.project_id == bindparam("project_id")).order_by(R.c.id)
-_TODO = (select(A.c.pair_id, A.c.position).join(P, P.c.id == A.c.pair_id)
-         .where(A.c.project_id == bindparam("project_id"), A.c.user_id == bindparam("user_id"), A.c.done == false(),
-                P.c.query_id == bindparam("query_id")))
+# driven from the query's pairs (ix_pairs_query_id, then uq_assignments_pair_user), not the user's whole backlog
+_TODO = (select(A.c.pair_id, A.c.position)
+         .where(A.c.pair_id.in_(select(P.c.id).where(P.c.query_id == bindparam("query_id"))),
+                A.c.user_id == bindparam("user_id"), A.c.done == false()))
 _GRADES = (select(J.c.pair_id, J.c.grade, U.c.kind).join(P, P.c.id == J.c.pair_id).join(U, U.c.id == J.c.user_id)
            .where(P.c.query_id == bindparam("query_id"), J.c.grade.is_not(None)))
 
@@ -83,7 +84,7 @@ def ordered_next(session: Session, project_id: int, user_id: int, order: str, fi
     relevance level counts as relevant). Falls back to `first` if the order names nothing."""
     conn = session.connection()
     query_id, low = conn.execute(_QUERY, {"pair_id": first[0]}).cursor.fetchone()
-    todo = dict(conn.execute(_TODO, {"project_id": project_id, "user_id": user_id, "query_id": query_id})
+    todo = dict(conn.execute(_TODO, {"user_id": user_id, "query_id": query_id})
                 .cursor.fetchall())
     human, model = _grades(session, query_id)
     level = relevance_level(low)
