@@ -51,18 +51,30 @@ class EndpointError(RuntimeError):
 def api_key() -> str | None:
     """The key from QRELKIT_JUDGE_API_KEY, else OPENAI_API_KEY, else (inside the app) Streamlit secrets; None
     for local servers that need none."""
+    return _find_key()[0]
+
+
+def key_source() -> str | None:
+    """Where api_key() finds the key (a variable name, or "Streamlit secrets"), never the key itself."""
+    return _find_key()[1]
+
+
+def _find_key() -> tuple[str | None, str | None]:
     for name in KEY_NAMES:
         value = os.environ.get(name, "").strip()
         if value:
-            return value
+            return value, name
     if "streamlit" not in sys.modules:  # the CLI never imports Streamlit (nor reads its secrets file)
-        return None
+        return None, None
     import streamlit as st
 
     try:
-        return next((str(st.secrets[name]).strip() for name in KEY_NAMES if name in st.secrets), None)
+        for name in KEY_NAMES:
+            if name in st.secrets and str(st.secrets[name]).strip():
+                return str(st.secrets[name]).strip(), "Streamlit secrets"
     except FileNotFoundError:  # no secrets.toml
-        return None
+        pass
+    return None, None
 
 
 def retry_after(value: str | None, now: datetime | None = None) -> float | None:

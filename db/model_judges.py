@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from numbers import Integral
 
 import pandas as pd
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from tqdm import tqdm
 
 from db.engine import session_scope
 from db.imports import ImportReport, write_judgments
-from db.models import Fragment, Guideline, JudgeCall, Pair, Query, User, utcnow
+from db.models import Fragment, Guideline, JudgeCall, Judgment, Pair, Query, User, utcnow
 from db.permissions import Actor, require_lead
 from db.projects import project_info, project_row
 from eval_core.judge_prompt import Answer, fragment_text, input_hash, parse_grade
@@ -151,12 +151,14 @@ def _grade(result: int | Answer, scale: tuple[int, int]) -> int:
 
 def prejudge(engine: Engine, project: str, judge: JudgeFn, *, model: str, annotator: str | None = None,
              prompt_version: str | None = None, params: Mapping | None = None, concurrency: int = 1,
-             limit: int | None = None, progress: bool = False, actor: Actor) -> PrejudgeReport:
+             limit: int | None = None, progress: bool = False,
+             on_progress: Callable[[int, int], None] | None = None, actor: Actor) -> PrejudgeReport:
     """Grade the project's pairs (the first `limit` in pool order) with `judge` as model judge `annotator`
     (default: the model's name), `concurrency` calls at a time; every grade is stamped with the guideline
     version in force and `prompt_version`. Pairs whose answer is kept for this model, prompt version and
     inputs make no call. A judge that carries `prompt_version` and `params` attributes (annotator.prejudge's
-    ChatJudge does) supplies them when they are not given. Leads and the operator only."""
+    ChatJudge does) supplies them when they are not given. `progress` shows a tqdm bar; `on_progress(done,
+    total)` is called on this thread after each pair (the app's progress bar). Leads and the operator only."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     if limit is not None and limit < 1:
@@ -185,7 +187,8 @@ def prejudge(engine: Engine, project: str, judge: JudgeFn, *, model: str, annota
             _write(engine, info.id, name, user_id, rule.id, model, prompt_version, grades, report, actor)
             grades.clear()
 
-    bar = tqdm(total=len(pairs), desc=f"judging with {model}", unit="pair", disable=not progress, leave=False)
+    bar = _Bar(tqdm(total=len(pairs), desc=f"judging with {model}", unit="pair", disable=not progress,
+                    leave=False), on_progress)
     todo = []
     for pair in pairs:
         call = kept.get((pair.pair_id, pair.key))
@@ -194,7 +197,7 @@ def prejudge(engine: Engine, project: str, judge: JudgeFn, *, model: str, annota
             continue
         report.cached += 1
         grades.append((pair, call.grade, None))
-        bar.update(1)
+        bar.step()
     flush()
     try:
         _run(judge, todo, concurrency, info.scale, rule.text, report, grades, flush, bar)
@@ -209,7 +212,7 @@ def prejudge(engine: Engine, project: str, judge: JudgeFn, *, model: str, annota
 
 
 def _run(judge: JudgeFn, todo: list[_Pair], concurrency: int, scale: tuple[int, int], guideline: str,
-         report: PrejudgeReport, grades: list, flush: Callable[[], None], bar: tqdm) -> None:
+         report: PrejudgeReport, grades: list, flush: Callable[[], None], bar: _Bar) -> None:
     """Call the judge on every pair, at most `concurrency` at a time (bounded submission: a stopped run leaves
     no queue of calls behind); grades are written every FLUSH_EVERY, here on the calling thread."""
     pending: dict[Future, _Pair] = {}
@@ -228,13 +231,30 @@ def _run(judge: JudgeFn, todo: list[_Pair], concurrency: int, scale: tuple[int, 
                 for future in done:
                     pair = pending.pop(future)
                     _take(future, pair, scale, report, grades)
-                    bar.update(1)
-                    bar.set_postfix(malformed=report.malformed, failed=report.failed, refresh=False)
+                    bar.step(malformed=report.malformed, failed=report.failed)
                 if len(grades) >= FLUSH_EVERY:
                     flush()
         finally:
             for future in pending:
                 future.cancel()
+
+
+class _Bar:
+    """The CLI's tqdm bar and the app's callback, advanced together."""
+
+    def __init__(self, bar: tqdm, callback: Callable[[int, int], None] | None) -> None:
+        self.bar, self.callback, self.done = bar, callback, 0
+
+    def step(self, **counts: int) -> None:
+        self.done += 1
+        self.bar.update(1)
+        if counts:
+            self.bar.set_postfix(counts, refresh=False)
+        if self.callback is not None:
+            self.callback(self.done, int(self.bar.total))
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 def _take(future: Future, pair: _Pair, scale: tuple[int, int], report: PrejudgeReport, grades: list) -> None:
@@ -288,3 +308,26 @@ def _write(engine: Engine, project_id: int, name: str, user_id: int, guideline_i
     report.created += written.created
     report.updated += written.updated
     report.unchanged += written.unchanged
+
+
+@dataclass(frozen=True)
+class ModelJudgeInfo:
+    """A model judge as the app lists it: who, which model, prompt and parameters, and its grades here."""
+
+    username: str
+    model: str | None
+    prompt_version: str | None
+    params: dict
+    judged: int
+
+
+def list_model_judges(engine: Engine, project: str) -> list[ModelJudgeInfo]:
+    """Every model judge, with how many current judgments it has in the project, by name."""
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        counts = dict(session.execute(select(Judgment.user_id, func.count(Judgment.id))
+                                      .where(Judgment.project_id == project_id).group_by(Judgment.user_id)).all())
+        rows = session.execute(select(User.id, User.username, User.model_name, User.prompt_version, User.model_params)
+                               .where(User.kind == "model").order_by(User.username)).all()
+    return [ModelJudgeInfo(name, model, prompt, dict(params or {}), int(counts.get(uid, 0)))
+            for uid, name, model, prompt, params in rows]

@@ -503,3 +503,68 @@ def test_migration_0006_makes_existing_users_human(empty_store_url):
         assert "kind" not in {c["name"] for c in sa.inspect(conn).get_columns("users")}
     engine.dispose()
     get_engine.cache_clear()
+
+
+# --- the app: the Project page's Model judges tab -------------------------------------------------------------
+
+def _project_page(engine, store_url, monkeypatch):
+    """The Project page run by AppTest with lead `boss` logged in on project demo."""
+    from streamlit.testing.v1 import AppTest
+
+    from annotator.auth import TOKEN_KEY
+    from db.sessions import create_session
+    from db.users import get_user
+    from tests.conftest import ROOT
+
+    monkeypatch.setenv("QRELKIT_DB_URL", store_url)
+    at = AppTest.from_file(str(ROOT / "annotator" / "screens" / "lead_project.py"), default_timeout=60)
+    at.session_state[TOKEN_KEY] = create_session(engine, get_user(engine, "boss").id, client="apptest").token
+    at.session_state["project"] = "demo"
+    return at.run()
+
+
+def _by_label(elements, label: str):
+    return next(e for e in elements if e.label == label)
+
+
+def test_app_grades_with_a_model_judge(engine, store_url, judged_project, server, monkeypatch):
+    key = f"sk-app-{uuid.uuid4().hex}"
+    monkeypatch.setenv("QRELKIT_JUDGE_API_KEY", key)
+    for pair in PAIRS:
+        server.script[pair] = [("answer", "Grade: 2")]
+    server.script[("q1", "f2")] = [("answer", "<b>maybe</b>")]
+    at = _project_page(engine, store_url, monkeypatch)
+    assert not at.exception
+    assert "No model judge yet" in " ".join(i.value for i in at.info)
+    assert "API key: from QRELKIT_JUDGE_API_KEY." in " ".join(c.value for c in at.caption)
+    _by_label(at.text_input, "Endpoint base URL").set_value(server.base_url)
+    _by_label(at.text_input, "Model").set_value("test-model")
+    _by_label(at.number_input, "First N pairs (0 = every pair)").set_value(4)
+    at = _by_label(at.button, "Grade with the model").click().run()
+    assert not at.exception and not at.error
+    assert ("4 pair(s) in" in at.success[0].value and "4 call(s), 0 from the cache, 3 grade(s) written, "
+            "1 malformed, 0 failed, 428 tokens." in at.success[0].value)  # 4 answers × (100 + 7) tokens
+    assert at.dataframe[-1].value["Problem"].tolist() == [
+        "pair q1/f2: answer refused: no 'Grade: N' line in the answer"]
+    assert _model_grades(engine) == {("q1", "f1"): 2, ("q1", "f3"): 2, ("q1", "f4"): 2}
+    assert {r["headers"].get("Authorization") for r in server.requests} == {f"Bearer {key}"}
+    page_text = json.dumps([str(e.value) for e in at.main if hasattr(e, "value")], default=str)
+    assert key not in page_text
+
+    at = _project_page(engine, store_url, monkeypatch)  # the judge is listed, and gets no queue
+    judges = next(d.value for d in at.dataframe if "Model judge" in d.value.columns)
+    assert judges.to_dict("records") == [{"Model judge": "test-model", "Model": "test-model",
+                                          "Prompt version": prompt_version(DEFAULT_PROMPT.read_text("utf-8"))[:12],
+                                          "Parameters": "temperature=0.0", "Grades in this project": 3}]
+    assert _by_label(at.multiselect, "Annotators").options == ["ann1", "ann2"]
+
+
+def test_app_reports_an_unreachable_endpoint(engine, store_url, judged_project, monkeypatch):
+    at = _project_page(engine, store_url, monkeypatch)
+    _by_label(at.text_input, "Endpoint base URL").set_value("ftp://example.invalid")
+    _by_label(at.text_input, "Model").set_value("m")
+    at = _by_label(at.button, "Grade with the model").click().run()
+    assert not at.exception
+    shown = re.sub(r"\\(.)", r"\1", at.error[0].value).replace("\u2060", "")  # what the browser shows
+    assert shown == "Stopped: base URL must start with http:// or https://, got 'ftp://example.invalid'"
+    assert _model_grades(engine, "m") == {}

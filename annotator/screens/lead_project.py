@@ -6,10 +6,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from annotator import views
+from annotator import views, views_judges
 from db import assignment, evaluations, imports, judging, pooling, projects, users
 from eval_core.errors import InputError
 from eval_core.judging_order import ORDER_NAMES, ORDERS
+from eval_core.judgments import ANNOTATOR_KINDS
 
 IMPORTERS = imports.IMPORT_KINDS
 BM25_MODES = ("top-k for queries no run covers", "top-N for every query", "off")
@@ -21,7 +22,8 @@ IMPORT_HELP = {
 }
 PROGRESS_HEADERS = {"username": "Annotator", "progress": "Progress", "assigned": "Assigned", "done": "Done",
                     "judged": "Judged (all)", "median_seconds": "Median s/pair", "last_active": "Last active"}
-USER_HEADERS = {"username": "Username", "role": "Role", "active": "Active", "can_login": "Can log in"}
+USER_HEADERS = {"username": "Username", "role": "Role", "kind": "Kind", "active": "Active", "can_login": "Can log in"}
+KIND_NAMES = {"human": "People", "model": "Model judges (e.g. an LLM assessor's output)"}
 
 engine, user = views.lead_page("Project")
 
@@ -51,19 +53,35 @@ if project is None:
     st.stop()
 st.caption(views.project_caption(project))
 
-import_tab, pool_tab, assign_tab, people_tab = st.tabs(["Import", "Pool", "Assign", "Annotators"])
+import_tab, pool_tab, assign_tab, people_tab, judges_tab = st.tabs(["Import", "Pool", "Assign", "Annotators",
+                                                                    "Model judges"])
 
 with import_tab:
     kind = st.radio("What", list(IMPORTERS), horizontal=True)
     st.caption(IMPORT_HELP[kind])
     upload = st.file_uploader("File", key=f"upload-{kind}")
     run_name = st.text_input("Run name", placeholder="defaults to the file name") if kind == "run" else ""
-    if st.button("Import", disabled=upload is None):
+    judges, bad_kind = imports.AnnotatorKind(), None
+    if kind == "judgments":
+        annotator_kind = st.radio("The file's annotators are", ANNOTATOR_KINDS, format_func=KIND_NAMES.get,
+                                  horizontal=True)
+        if annotator_kind == "model":
+            c1, c2 = st.columns(2)
+            model_name = c1.text_input("Model", placeholder="defaults to each annotator's name").strip()
+            prompt = c2.text_input("Prompt version", placeholder="optional, stamped on every grade").strip()
+            try:
+                judges = imports.AnnotatorKind("model", model_name or None, prompt or None)
+            except ValueError as exc:
+                bad_kind = exc
+                st.error(views.literal(exc))
+    if st.button("Import", disabled=upload is None or bad_kind is not None):
         with views.saved_upload(upload) as path, st.spinner(f"Importing {upload.name}…"):
             try:
                 if kind == "run":
                     report = imports.import_run(engine, project.name, path, name=run_name.strip() or None,
                                                 actor=user.username)
+                elif kind == "judgments":
+                    report = imports.import_judgments(engine, project.name, path, actor=user.username, judges=judges)
                 else:
                     report = IMPORTERS[kind](engine, project.name, path, actor=user.username)
             except imports.ImportRejected as exc:
@@ -91,7 +109,7 @@ with pool_tab:
             st.json(report.to_dict(), expanded=False)
 
 with assign_tab:
-    annotators = [u.username for u in users.list_users(engine, role="annotator") if u.active]
+    annotators = [u.username for u in users.list_users(engine, role="annotator") if u.active and u.kind == "human"]
     with st.form("assign"):
         overlap = st.number_input("Annotators per pair", min_value=1, max_value=20, value=int(project.overlap))
         fraction = st.number_input("Fraction of pairs with that overlap (the rest get one)", min_value=0.01,
@@ -140,3 +158,6 @@ with people_tab:
                 st.success(f"Annotator {views.literal(username.strip())} added.")
     accounts = pd.DataFrame([views.as_dict(u) for u in users.list_users(engine)], columns=list(USER_HEADERS))
     views.table(accounts, USER_HEADERS)
+
+with judges_tab:
+    views_judges.model_judges_tab(engine, project, user)
