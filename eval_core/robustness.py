@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from eval_core.consensus import RULES, _combine, consensus
 from eval_core.evaluate import evaluate
@@ -25,7 +26,7 @@ from eval_core.metrics import Ranked, compute, index_qrels, parse_metrics, rank_
 DEFAULT_METRIC = "ndcg@10"
 DEFAULT_BOOTSTRAP = 200
 CONFIDENCE = 0.95
-GRADES_PER_CHUNK = 2_000_000  # resampled grades held at once: bounds the bootstrap's memory on big projects
+ROWS_PER_CHUNK = 1_000_000  # replicates × rows (grades, pairs, judged run rows) held at once: bounds memory
 PAIR = ["query_id", "fragment_id"]
 
 
@@ -271,19 +272,34 @@ def _bootstrap(base: pd.DataFrame, adjudications: Any, runs: dict[str, Columns],
     ranked = {name: rank_run(by_index, cols) for name, cols in runs.items()}  # a judged row's grade: its pair
     rng = np.random.default_rng(seed)
     out = np.empty((replicates, len(runs)), dtype=np.float64)
-    chunk = max(1, GRADES_PER_CHUNK // max(1, len(grade)))
+    rows = max(len(grade), n_pairs, *(len(r.q) for r in ranked.values()))
+    chunk = max(1, ROWS_PER_CHUNK // max(1, rows))
     for start in range(0, replicates, chunk):
         size = min(chunk, replicates - start)
         labels, _ = resample_labels(grade, pair, n_pairs, rule, size, rng)
         labels[:, fixed] = pooled["grade"].to_numpy(dtype=np.int64)[fixed]
-        for i, row in enumerate(labels):
-            qi = index_qrels(replace(qrels, value=row), rel_level)
-            for j, r in enumerate(ranked.values()):
-                swapped = Ranked(r.q, r.rank, row[r.grade], r.num_ret, r.unknown_qids)
-                per_query = compute(qi, swapped, [spec], max_grade=scale[1])[spec.name]
-                out[start + i, j] = float(per_query.mean()) if len(per_query) else 0.0
+        out[start:start + size] = _score_replicates(qrels, labels, ranked, spec, rel_level, scale[1])
         if progress is not None:
             progress(size)
+    return out
+
+
+def _score_replicates(qrels: Columns, labels: np.ndarray, ranked: dict[str, Ranked], spec: Any, rel_level: int,
+                      max_grade: int) -> np.ndarray:
+    """Every replicate's mean per run (replicates × runs) in one pass per run: replicate b's copy of query q
+    becomes query b·Q + q of one stacked qrels, and each run's judged rows are repeated with their grades."""
+    size, nq = len(labels), len(qrels.qvalues)
+    offset = (np.arange(size, dtype=np.int64) * nq)[:, None]
+    stacked = Columns((offset + qrels.qcode[None, :]).ravel(), pa.array(np.arange(size * nq).astype(str)),
+                      pa.concat_arrays([qrels.docid] * size), labels.ravel(), "<bootstrap>",
+                      np.tile(qrels.doc_keys, size))
+    qi = index_qrels(stacked, rel_level)
+    out = np.empty((size, len(ranked)), dtype=np.float64)
+    for j, r in enumerate(ranked.values()):
+        rows = Ranked((offset + r.q[None, :]).ravel(), np.tile(r.rank, size), labels[:, r.grade].ravel(),
+                      np.tile(r.num_ret, size), [])
+        per_query = compute(qi, rows, [spec], max_grade=max_grade)[spec.name]
+        out[:, j] = per_query.reshape(size, nq).mean(axis=1) if nq else 0.0
     return out
 
 
