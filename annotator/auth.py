@@ -1,12 +1,14 @@
 """Who is using the app: a store-backed login session that survives reloads and tabs, and role gates.
 
-The browser keeps only a random token in a cookie (set from JavaScript by a cookie component: Streamlit
-cannot set cookies, so it cannot be HttpOnly); the store keeps its SHA-256. Every page run resolves the token
+The browser keeps only a random token in a cookie (set by a script the app puts in the page: Streamlit cannot
+set cookies from Python, so it cannot be HttpOnly); the store keeps its SHA-256. Every page run resolves the token
 against the store, so logout, expiry, deactivation and a changed role take effect on the next click.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from datetime import datetime
 
@@ -22,6 +24,8 @@ TOKEN_KEY = "session_token"  # this browser session's token (tests may put a sto
 EXPIRES_KEY = "session_expires"
 CLEAR_COOKIE_KEY = "session_cookie_dead"  # a token that no longer works, to remove from the cookie
 NOT_ALLOWED = "Not allowed for your role"
+TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{1,200}")  # what secrets.token_urlsafe produces
+COOKIE_ATTRIBUTES = "; path=/; SameSite=Strict"
 SESSION_KEYS = (USER_KEY, TOKEN_KEY, EXPIRES_KEY, "pair_id", "shown_at")
 
 
@@ -66,40 +70,36 @@ def _remember(user: UserInfo, new: sessions.NewSession) -> None:
     st.session_state.pop(CLEAR_COOKIE_KEY, None)
 
 
-def _cookie_manager():
-    """The cookie component (imported here: it registers Streamlit components at import time)."""
-    import extra_streamlit_components as stx
-
-    return stx.CookieManager(key="qrelkit-cookies")
+def _script(code: str) -> None:
+    """Run a line of JavaScript in the page itself (no iframe, and no value sent back, so no extra rerun)."""
+    st.html(f"<script>{code}</script>", unsafe_allow_javascript=True)
 
 
-def _secure_origin() -> bool:
-    """True when the browser reached the app over HTTPS, so the cookie is marked Secure."""
-    try:
-        return str(st.context.url or "").startswith("https:")
-    except Exception:  # no browser behind this run (AppTest)
-        return False
+def _js(text: str) -> str:
+    """A JavaScript string literal that cannot close the <script> element it sits in."""
+    return json.dumps(text).replace("<", "\\u003c")
 
 
 def sync_cookie() -> None:
     """Give the browser this tab's token unless it already sent it (a fresh login): later reloads and new
-    tabs then find the session. SameSite=Strict, path /, expiring with the session."""
+    tabs then find the session. Path /, SameSite=Strict, Secure over HTTPS, expiring with the session."""
     token = st.session_state.get(TOKEN_KEY)
-    if not token or _cookie_token() == token:
+    if not token or _cookie_token() == token or not TOKEN_SHAPE.fullmatch(token):
         return
     expires: datetime | None = st.session_state.get(EXPIRES_KEY)
-    _cookie_manager().set(COOKIE, token, key="qrelkit-cookie-set", expires_at=expires, same_site="strict",
-                          secure=_secure_origin() or None)
+    until = f"; expires={expires.strftime('%a, %d %b %Y %H:%M:%S GMT')}" if expires else ""
+    _script(f"document.cookie = {_js(f'{COOKIE}={token}{COOKIE_ATTRIBUTES}{until}')}"
+            " + (location.protocol === 'https:' ? '; Secure' : '');")
 
 
 def clear_stale_cookie() -> None:
     """After logout or a dead token, remove the cookie so the next reload does not even try it (unless another
     tab has meanwhile put a new login there)."""
     dead = st.session_state.get(CLEAR_COOKIE_KEY)
-    if dead:
-        manager = _cookie_manager()
-        if manager.cookies.get(COOKIE) == dead:  # the component reports the browser's cookies once it has loaded
-            manager.delete(COOKIE, key="qrelkit-cookie-delete")
+    if not dead:
+        return
+    expired = f"{COOKIE}={COOKIE_ATTRIBUTES}; expires=Thu, 01 Jan 1970 00:00:00 GMT"
+    _script(f"if (document.cookie.split('; ').includes({_js(f'{COOKIE}={dead}')})) document.cookie = {_js(expired)};")
 
 
 def oidc_configured() -> bool:
