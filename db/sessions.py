@@ -61,7 +61,7 @@ def resolve(engine: Engine, token: str | None) -> UserInfo | None:
     with session_scope(engine) as session:
         row = session.execute(
             select(UserSession.id, UserSession.last_seen_at, User.id.label("user_id"), User.username, User.role,
-                   User.password_hash.is_not(None).label("has_password"))
+                   User.password_hash.is_not(None).label("has_password"), User.kind)
             .join(User, User.id == UserSession.user_id)
             .where(UserSession.token_hash == token_hash(token), UserSession.revoked_at.is_(None),
                    UserSession.expires_at > now, User.active.is_(True))).first()
@@ -70,7 +70,7 @@ def resolve(engine: Engine, token: str | None) -> UserInfo | None:
     if now - row.last_seen_at > TOUCH_EVERY:
         with session_scope(engine) as session:
             session.execute(update(UserSession).where(UserSession.id == row.id).values(last_seen_at=now))
-    return UserInfo(row.user_id, row.username, row.role, True, bool(row.has_password))
+    return UserInfo(row.user_id, row.username, row.role, True, bool(row.has_password), row.kind)
 
 
 def revoke(engine: Engine, token: str | None) -> bool:
