@@ -85,7 +85,7 @@ def session_cookie(page) -> dict | None:
 
 def test_a_reload_keeps_the_session(server: Server, page) -> None:
     login(page, server.url, *ANNOTATOR)
-    page.wait_for_timeout(1500)  # the cookie component writes the cookie after the first run
+    page.wait_for_timeout(1500)  # the page's script writes the cookie once the first page is drawn
     cookie = session_cookie(page)
     assert cookie is not None and cookie["sameSite"] == "Strict" and cookie["path"] == "/"
     page.reload()
@@ -108,7 +108,7 @@ def test_logging_out_ends_the_session_in_the_other_tab_too(server: Server, page)
     assert logged_in_as(second, "ana")
     page.get_by_role("button", name="Log out").click()
     assert shows_login_form(page)
-    deadline = time.monotonic() + 10  # the cookie component removes the dead token from the browser
+    deadline = time.monotonic() + 10  # the login page's script removes the ended token
     while session_cookie(page) and time.monotonic() < deadline:
         page.wait_for_timeout(200)
     assert session_cookie(page) is None
@@ -214,6 +214,7 @@ def test_five_wrong_passwords_make_the_next_attempt_wait(server: Server, page) -
         page.get_by_role("textbox", name="Password").fill("not-bens-password")
         page.get_by_role("button", name="Log in").click()
         wait_idle(page)
+    page.get_by_test_id("stAlert").filter(has_text="Too many attempts; try again in").wait_for()  # the 5th answer
     page.get_by_role("textbox", name="Username").fill("ben")
     page.get_by_role("textbox", name="Password").fill("ben-demo")  # the right one, too soon
     page.get_by_role("button", name="Log in").click()
