@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from annotator.views import MISSING, literal, readable
+from annotator.views import MISSING, literal, table
 from annotator.views_agreement import project_agreement
 from db import evaluations, queries_frames
 from eval_core.compare import Comparison
@@ -130,12 +130,12 @@ def family_legend() -> str:
     return " · ".join(f"{family}@k: {literal(REGISTRY[family].definition)}" for family in CUTOFF_FAMILIES)
 
 
-def category_table(rows: list[dict[str, Any]]) -> Any:
+def show_categories(rows: list[dict[str, Any]]) -> None:
     """The per-category breakdown with readable headers and rounded means (category names shown literally)."""
     frame = pd.DataFrame(rows)
     metrics = [c for c in frame.columns if c not in ("category", "queries")]
     headers = {"category": "Category", "queries": "Queries", **{m: m for m in metrics}}
-    return readable(frame, headers, {m: DIGITS for m in metrics})
+    table(frame, headers, {m: DIGITS for m in metrics})
 
 
 COMPARISON_HEADERS = {"metric": "Metric", "run_a": "Run A", "run_b": "Run B", "mean_a": "Mean A",
@@ -144,11 +144,11 @@ COMPARISON_HEADERS = {"metric": "Metric", "run_a": "Run A", "run_b": "Run B", "m
                       "worse": "Queries worse", "unchanged": "Unchanged"}
 
 
-def comparison_table(comparison: Comparison) -> Any:
+def show_comparison(comparison: Comparison) -> None:
     """One row per pair of runs and metric, readable and rounded ("—" where no correction applied)."""
     frame = comparison.to_frame()
     digits = {c: DIGITS for c in ("mean_a", "mean_b", "diff", "ci_low", "ci_high", "p_value", "p_adjusted")}
-    return readable(frame, COMPARISON_HEADERS, digits)
+    table(frame, COMPARISON_HEADERS, digits)
 
 
 def alert_text(alert: evaluations.DropAlert) -> str:

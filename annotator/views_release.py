@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from annotator.views import MISSING, literal, readable
+from annotator.views import MISSING, literal, table
 from db import releases
 
 # How each export format is offered; a format the store adds without an entry here is offered by file name.
@@ -35,7 +35,7 @@ def _hash(value: Any) -> str:
     return str(value)[:12] if value else MISSING
 
 
-def release_table(listed: Sequence[Any]) -> Any:
+def show_releases(listed: Sequence[Any]) -> None:
     """Every release as one readable row: version, rule, size, hash, who and when."""
     rows = []
     for release in listed:
@@ -44,7 +44,7 @@ def release_table(listed: Sequence[Any]) -> Any:
                      "queries": counts.get("queries"), "pairs": counts.get("pairs"),
                      "adjudicated": counts.get("adjudicated"), "hash": _hash(release.content_hash),
                      "created_by": release.created_by, "created_at": release.created_at})
-    return readable(pd.DataFrame(rows), RELEASE_HEADERS, {"queries": 0, "pairs": 0, "adjudicated": 0})
+    table(pd.DataFrame(rows), RELEASE_HEADERS, {"queries": 0, "pairs": 0, "adjudicated": 0}, width="stretch")
 
 
 def card_headline(card: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -95,7 +95,7 @@ def show_changed_texts(changed: Mapping[str, Any] | None) -> None:
                icon=":material/difference:")
     with st.expander("Pairs whose text changed"):
         frame = pd.DataFrame(pairs, columns=list(CHANGED_HEADERS))
-        st.dataframe(readable(frame, CHANGED_HEADERS), hide_index=True)
+        table(frame, CHANGED_HEADERS)
 
 
 DIFF_HEADERS = {"query_id": "Query", "fragment_id": "Fragment", "grade": "Grade", "old": "Old grade",
@@ -114,11 +114,9 @@ def show_release_diff(diff: Mapping[str, Any]) -> None:
             shown = len(diff[key])
             with st.expander(f"{key.capitalize()} labels (first {shown:,} of {counts.get(key, shown):,})"):
                 frame = pd.DataFrame(diff[key])
-                st.dataframe(readable(frame, {c: h for c, h in DIFF_HEADERS.items() if c in frame.columns}),
-                             hide_index=True)
+                table(frame, {c: h for c, h in DIFF_HEADERS.items() if c in frame.columns})
     moves = [{"run": run, "metric": metric, **move} for run, metrics in (diff.get("runs") or {}).items()
              for metric, move in metrics.items()]
     if moves:
         st.markdown("**How the stored runs moved**")
-        st.dataframe(readable(pd.DataFrame(moves), MOVE_HEADERS, {"old": 4, "new": 4, "delta": 4}),
-                     hide_index=True)
+        table(pd.DataFrame(moves), MOVE_HEADERS, {"old": 4, "new": 4, "delta": 4})

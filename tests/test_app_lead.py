@@ -626,7 +626,7 @@ def test_project_import_reports_rejected_lines_by_upload_name_and_writes_nothing
     next(b for b in at.button if b.label == "Import").click().run()
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
-    assert (metrics["created"], metrics["rejected"]) == ("1", "0")
+    assert (metrics["Created"], metrics["Rejected lines"]) == ("1", "0")
     assert list(queries_frames.queries_frame(store, PROJECT)["query_id"]) == ["q000", "q9"]
 
 

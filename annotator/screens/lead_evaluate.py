@@ -105,7 +105,7 @@ if diagnosis.categories is not None:
     st.subheader("By category")
     if diagnosis.categories.note:
         st.caption(literal(diagnosis.categories.note))
-    st.dataframe(views_evaluate.category_table(diagnosis.categories.rows), hide_index=True)
+    views_evaluate.show_categories(diagnosis.categories.rows)
 
 st.subheader(f"Low-recall queries ({len(diagnosis.low_recall)})")
 for query in diagnosis.low_recall:
@@ -125,7 +125,7 @@ if others:
                                                   rel_level=rel_level)
         for sentence in comparison.sentences():
             st.markdown(f"- {literal(sentence)}")
-        st.dataframe(views_evaluate.comparison_table(comparison), hide_index=True)
+        views_evaluate.show_comparison(comparison)
         for warning in comparison.warnings:
             st.caption(literal(warning))
 

@@ -40,7 +40,7 @@ if not listed:
     st.stop()
 
 st.subheader("Releases")
-st.dataframe(views_release.release_table(listed), hide_index=True, width="stretch")
+views_release.show_releases(listed)
 versions = sorted((r.version for r in listed), reverse=True)
 version = st.selectbox("Release", versions, index=0)
 release = releases.get_release(engine, project.name, version)
@@ -49,7 +49,7 @@ st.subheader(f"Card — release {version}")
 card = release.card
 for col, (label, value) in zip(st.columns(4), views_release.card_headline(card), strict=True):
     col.metric(label, value)
-st.dataframe(views_release.grade_distribution(card, project.labels), hide_index=True)
+st.dataframe(views_release.grade_distribution(card, project.labels), hide_index=True, placeholder=views.MISSING)
 st.caption(views_release.card_caption(card, release))
 views_release.show_changed_texts(releases.changed_texts(engine, project.name, version))
 with st.expander("Full card"):
