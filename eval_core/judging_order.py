@@ -75,9 +75,9 @@ class _Base:
     """Shared bookkeeping: which fragments are gone, and the pool order as the last resort."""
 
     pool: QueryPool
-    gone: set = field(default_factory=set)
-    _tail: int = 0
-    _pick: Hashable | None = None
+    gone: set = field(default_factory=set, init=False)
+    _tail: int = field(default=0, init=False, repr=False)
+    _pick: Hashable | None = field(default=None, init=False, repr=False)
 
     def _pool_next(self) -> Hashable | None:
         frags = self.pool.fragments
@@ -127,8 +127,8 @@ class ModelUncertain(_Base):
 class _RunPolicy(_Base):
     """Pointers down each run's ranking; a subclass chooses the run (`_choose`) and learns (`_reward`)."""
 
-    _heads: list = field(default_factory=list)
-    _arm: int | None = None
+    _heads: list = field(default_factory=list, init=False, repr=False)
+    _arm: int | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._heads = [0] * len(self.pool.runs)
@@ -170,7 +170,7 @@ class _RunPolicy(_Base):
 class MoveToFront(_RunPolicy):
     """Stay on a run while it gives relevant fragments; a non-relevant one sends it to the back of the queue."""
 
-    _queue: deque = field(default_factory=deque)
+    _queue: deque = field(default_factory=deque, init=False, repr=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -195,9 +195,9 @@ class Bandit(_RunPolicy):
     prior: tuple[float, float] = PRIOR
     discount: float = DISCOUNT
     draw: bool = True
-    rel: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    nrel: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    _rng: np.random.Generator | None = None
+    rel: np.ndarray = field(default_factory=lambda: np.zeros(0), init=False)
+    nrel: np.ndarray = field(default_factory=lambda: np.zeros(0), init=False)
+    _rng: np.random.Generator | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
