@@ -44,6 +44,7 @@ class ChatServer:
         self.script: dict[tuple[str, str], list[tuple]] = {}
         self.requests: list[dict] = []
         self.lock = threading.Lock()
+        self.in_flight = self.most_in_flight = 0
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -59,6 +60,15 @@ class ChatServer:
                                             "headers": dict(self.headers)})
                     replies = server.script.get(pair, [("answer", "Grade: 0")])
                     reply = replies.pop(0) if len(replies) > 1 else replies[0]
+                    server.in_flight += 1
+                    server.most_in_flight = max(server.most_in_flight, server.in_flight)
+                try:
+                    self.reply(reply, body)
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+
+            def reply(self, reply: tuple, body: dict) -> None:
                 if reply[0] == "status":
                     _, code, headers, text = reply
                     self.send_response(code)
@@ -197,9 +207,8 @@ def test_prejudge_grades_refuses_malformed_and_retries(engine, judged_project, s
     assert server.calls() == 12 + 1 + 2 + 1  # one 429, two 5xx and one timeout retried
     assert (server.calls(("q1", "f1")), server.calls(("q1", "f2")), server.calls(("q1", "f3"))) == (2, 3, 2)
     assert 2.0 in waits  # Retry-After honoured as given
-    backoffs = sorted(w for w in waits if w != 2.0)
-    assert len(backoffs) == 3 and all(0.25 <= w <= 1.0 for w in backoffs)  # 0.5·2^k, halved plus jitter
-    assert [0.5 <= w <= 1.0 for w in sorted(backoffs)].count(True) >= 1  # the second 5xx waited the doubled step
+    backoffs = sorted(w for w in waits if w != 2.0)  # step 0.5·2^k s, waited as half of it plus jitter up to all
+    assert len(backoffs) == 3 and 0.25 <= backoffs[0] <= backoffs[1] <= 0.5 <= backoffs[2] <= 1.0
     assert (report.prompt_tokens, report.completion_tokens) == (12 * 100, 12 * 7)  # every 200 answer's usage
     assert sorted(p.split(": ")[0] for p in report.problems) == ["pair q2/f2", "pair q2/f3", "pair q3/f1"]
 
@@ -226,6 +235,14 @@ def test_prejudge_grades_refuses_malformed_and_retries(engine, judged_project, s
         assert request["body"]["messages"] == [{"role": "user", "content": render(
             template, f"query {q[1]}", f"T{f[1]}\n\nfragment {f[1]}", GUIDELINE, LABELS)}]
         assert "HUMAN-NOTE" not in json.dumps(request["body"]) and "ann1" not in json.dumps(request["body"])
+
+
+def test_concurrency_is_bounded(engine, judged_project, server):
+    for pair in PAIRS:
+        server.script[pair] = [("slow", 0.15, "Grade: 1")]
+    report = prejudge(engine, "demo", _judge(server), model="test-model", concurrency=3, actor=OPERATOR)
+    assert (report.called, report.created) == (12, 12)
+    assert server.most_in_flight == 3  # three calls at a time, never more
 
 
 def test_second_run_calls_only_what_the_cache_lacks(engine, judged_project, server):
