@@ -585,3 +585,26 @@ def test_app_reports_an_unreachable_endpoint(engine, store_url, judged_project, 
     shown = re.sub(r"\\(.)", r"\1", at.error[0].value).replace("\u2060", "")  # what the browser shows
     assert shown == "Stopped: base URL must start with http:// or https://, got 'ftp://example.invalid'"
     assert _model_grades(engine, "m") == {}
+
+
+def test_app_imports_a_models_grades_as_model_judges(engine, store_url, judged_project, monkeypatch):
+    at = _project_page(engine, store_url, monkeypatch)
+    _by_label(at.radio, "What").set_value("judgments").run()
+    _by_label(at.radio, "The file's annotators are").set_value("model").run()
+    _by_label(at.text_input, "Model").set_value("gpt-4o")
+    _by_label(at.text_input, "Prompt version").set_value("umbrela-v1")
+    data = b'{"query_id": "q2", "fragment_id": "f1", "grade": 3, "annotator": "umbrela"}\n'
+    at.file_uploader[0].set_value(("umbrela.jsonl", data, "application/x-ndjson")).run()
+    at = _by_label(at.button, "Import").click().run()
+    assert not at.exception and not at.error
+    assert _model_grades(engine, "umbrela") == {("q2", "f1"): 3}
+    with engine.connect() as conn:
+        assert tuple(conn.execute(sa.select(User.kind, User.model_name, User.prompt_version)
+                                  .where(User.username == "umbrela")).one()) == ("model", "gpt-4o", "umbrela-v1")
+    people = b'{"query_id": "q2", "fragment_id": "f2", "grade": 1, "annotator": "umbrela"}\n'
+    _by_label(at.radio, "The file's annotators are").set_value("human").run()
+    at.file_uploader[0].set_value(("people.jsonl", people, "application/x-ndjson")).run()
+    at = _by_label(at.button, "Import").click().run()
+    shown = re.sub(r"\\(.)", r"\1", at.error[0].value).replace("\u2060", "")
+    assert shown.startswith("Nothing imported: people.jsonl:1: annotator 'umbrela' is a model annotator in the store")
+    assert _model_grades(engine, "umbrela") == {("q2", "f1"): 3}
