@@ -169,22 +169,22 @@ def prejudge(engine: Engine, project: str, judge: JudgeFn, *, model: str, annota
     with session_scope(engine) as session:
         proj = project_row(session, project)
         info = project_info(proj)
-        rule = session.execute(select(Guideline).where(Guideline.project_id == proj.id)
+        in_force = session.execute(select(Guideline).where(Guideline.project_id == proj.id)
                                .order_by(Guideline.version.desc()).limit(1)).scalar_one_or_none()
-    if rule is None:
+    if in_force is None:
         raise ValueError(f"project {project!r} has no guideline; a model judge grades by one "
                          f"(add it with `qrelkit guideline add`)")
     user_id = model_annotator(engine, name, model, prompt_version, params, actor=actor)
-    report = PrejudgeReport(info.name, name, model, prompt_version, rule.version)
+    report = PrejudgeReport(info.name, name, model, prompt_version, in_force.version)
     started = time.perf_counter()
-    pairs = _pairs(engine, project, limit, info.labels, rule.text, params)
+    pairs = _pairs(engine, project, limit, info.labels, in_force.text, params)
     report.pairs = len(pairs)
     kept = _cached(engine, pairs, model, prompt_version or "")
     grades: list[tuple[_Pair, int, Answer | None]] = []
 
     def flush() -> None:
         if grades:
-            _write(engine, info.id, name, user_id, rule.id, model, prompt_version, grades, report, actor)
+            _write(engine, info.id, name, user_id, in_force.id, model, prompt_version, grades, report, actor)
             grades.clear()
 
     bar = _Bar(tqdm(total=len(pairs), desc=f"judging with {model}", unit="pair", disable=not progress,
@@ -200,7 +200,7 @@ def prejudge(engine: Engine, project: str, judge: JudgeFn, *, model: str, annota
         bar.step()
     flush()
     try:
-        _run(judge, todo, concurrency, info.scale, rule.text, report, grades, flush, bar)
+        _run(judge, todo, concurrency, info.scale, in_force.text, report, grades, flush, bar)
     finally:
         bar.close()
         flush()
