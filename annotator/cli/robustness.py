@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="*", metavar="RUN", help="run files (with --judgments)")
     p.add_argument("--project", help="a project in the store: its judgments, adjudications and stored runs")
     p.add_argument("--judgments", metavar="FILE", help="a judgments file (JSONL/CSV: query_id, fragment_id, "
-                                                       "annotator, grade, optional annotator_kind)")
+                                                       "annotator, grade); mark model judges with --model")
     p.add_argument("--adjudications", metavar="FILE", help="with --judgments: lead decisions (they win)")
     p.add_argument("--scale", type=_scale, default=None, help="with --judgments: grading scale (default 0-3)")
     p.add_argument("--model", action="append", default=[], metavar="ANNOTATOR",
