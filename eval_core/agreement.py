@@ -7,7 +7,9 @@ person can act on.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -86,19 +88,37 @@ def _c(value: np.ndarray | float, status: str, replicates: np.ndarray | None, co
     return coef(value, "ok", ci)
 
 
-def _load(judgments: pd.DataFrame | str | Path, scale: tuple[int, int]) -> pd.DataFrame:
-    if isinstance(judgments, str | Path):
-        return read_judgments(judgments, scale)
-    return check_judgments(judgments, scale, duplicates=False)  # encode() checks them on integer codes
+def annotator_kinds(judgments: pd.DataFrame, models: Sequence[str] = ()) -> dict[str, str]:
+    """annotator → 'human' or 'model' (the `annotator_kind` column, else all human; `models` count as model)."""
+    from eval_core.robustness import annotator_kinds as kinds_of  # the one reading of the kind column
+
+    return kinds_of(judgments, models)
+
+
+def human_judgments(judgments: pd.DataFrame, models: Sequence[str] = ()) -> pd.DataFrame:
+    """Only people's judgments: a model judge never counts in human–human agreement."""
+    if "annotator_kind" not in judgments.columns and not models:
+        return judgments
+    kinds = annotator_kinds(judgments, models)
+    return judgments[judgments["annotator"].astype(str).map(kinds).eq("human").to_numpy()]
+
+
+def _load(judgments: pd.DataFrame | str | Path, scale: tuple[int, int], models: Sequence[str]) -> pd.DataFrame:
+    """Checked judgments of people only (a file or a frame)."""
+    frame: Any = read_judgments(judgments, scale) if isinstance(judgments, str | Path) else judgments
+    frame = human_judgments(frame, models)
+    return check_judgments(frame, scale, duplicates=False)  # encode() checks them on integer codes
 
 
 def agreement_report(judgments: pd.DataFrame | str | Path, scale: tuple[int, int] = (0, 3),
                      level: str = "ordinal", threshold: float = 0.6, by: str | None = None,
                      bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95, top: int = 10,
-                     progress: bool = False) -> AgreementReport:
+                     progress: bool = False, models: Sequence[str] = ()) -> AgreementReport:
     """Agreement of a judgments set: every coefficient with a query-clustered bootstrap CI, diagnostics, verdict.
 
     Units are (query_id, fragment_id) pairs; a None/NA grade is "can't judge" and never counts as a grade.
+    Human–human only: judgments of model judges (annotator_kind 'model', or annotators named in `models`)
+    are left out; eval_core.calibration compares those with the humans.
     """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
@@ -106,7 +126,7 @@ def agreement_report(judgments: pd.DataFrame | str | Path, scale: tuple[int, int
         raise ValueError(f"by must be one of {', '.join(BY_FIELDS)}, got {by!r}")
     if bootstrap < 0:
         raise ValueError(f"bootstrap must be ≥ 0, got {bootstrap}")
-    frame = _load(judgments, scale)
+    frame = _load(judgments, scale, models)
     if by is not None and BY_FIELDS[by] not in frame.columns:
         raise ValueError(f"judgments have no {BY_FIELDS[by]} column to break agreement down by")
     enc = encode(frame, scale)

@@ -33,7 +33,7 @@ from eval_core.spreadsheet import escape_cell, unescape_cell
 
 KEY = ("query_id", "fragment_id", "annotator")
 REQUIRED = (*KEY, "grade")
-OPTIONAL = ("note", "guideline", "category", "cant_judge_reason", "time")
+OPTIONAL = ("note", "guideline", "category", "cant_judge_reason", "time", "annotator_kind")
 # The only ways to write "can't judge" (besides JSON null), matched case-insensitively after trimming:
 # an empty value, "null", "none", "na", "n/a". Anything else that is not an integer (NaN, ?, inf…) is refused.
 CANT_JUDGE = ("", "null", "none", "na", "n/a")

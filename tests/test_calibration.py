@@ -1,0 +1,141 @@
+"""Model judges calibrated against humans: reference libraries on the same pairs, bias by hand, humans-only α."""
+
+from __future__ import annotations
+
+import krippendorff
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from eval_core.agreement import agreement_report
+from eval_core.calibration import CONSENSUS, calibration, upper_half
+from eval_core.consensus import consensus
+
+DOMAIN = [0, 1, 2, 3]
+
+
+def seeded(seed: int = 7, queries: int = 10, per_query: int = 12) -> pd.DataFrame:
+    """Three humans and two model judges on a 0–3 scale, with absent grades, categories and two guideline versions."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(queries):
+        for f in range(per_query):
+            truth = int(rng.choice(4, p=(0.4, 0.25, 0.2, 0.15)))
+            for a, kind, shift in (("ann", "human", 0), ("bob", "human", 0), ("cy", "human", 0),
+                                   ("gpt", "model", 1), ("llama", "model", 0)):
+                if rng.random() < 0.25:
+                    continue
+                slip = int(rng.integers(-1, 2)) if rng.random() < 0.5 else 0
+                rows.append({"query_id": f"q{q}", "fragment_id": f"d{f}", "annotator": a,
+                             "grade": int(np.clip(truth + slip + shift, 0, 3)), "annotator_kind": kind,
+                             "category": "how-to" if q % 2 else "fact", "guideline": str(1 + q % 3 // 2)})
+    return pd.DataFrame(rows).astype({"grade": "Int64"})
+
+
+def _aligned(frame: pd.DataFrame, model: str, other: pd.DataFrame) -> pd.DataFrame:
+    """The model's grades beside `other`'s grade column on the pairs both graded (built independently)."""
+    mine = frame[frame["annotator"] == model][["query_id", "fragment_id", "grade"]]
+    return mine.merge(other, on=["query_id", "fragment_id"], suffixes=("_model", "_ref"))
+
+
+def test_adding_a_model_judge_does_not_change_human_agreement():
+    frame = seeded()
+    humans = frame[frame["annotator_kind"] == "human"].drop(columns=["annotator_kind"])
+    alone = agreement_report(humans, bootstrap=50)
+    mixed = agreement_report(frame, bootstrap=50)
+    assert mixed.n_annotators == 3
+    assert mixed.alpha["ordinal"].value == alone.alpha["ordinal"].value
+    assert mixed.alpha["ordinal"].ci == alone.alpha["ordinal"].ci
+    assert [k.to_dict() for k in mixed.kappa] == [k.to_dict() for k in alone.kappa]
+    # Without the kind column the model counts, and α moves: the filter is what keeps it out.
+    assert agreement_report(frame.drop(columns=["annotator_kind"]), bootstrap=0).n_annotators == 5
+    # A file-style frame with the models named instead of a kind column gives the same.
+    named = agreement_report(frame.drop(columns=["annotator_kind"]), bootstrap=50, models=["gpt", "llama"])
+    assert named.alpha["ordinal"].value == alone.alpha["ordinal"].value
+
+
+def test_model_vs_each_human_equals_sklearn_and_krippendorff():
+    frame = seeded()
+    report = calibration(frame)
+    assert [m.model for m in report.models] == ["gpt", "llama"]
+    assert report.humans == ["ann", "bob", "cy"]
+    for m in report.models:
+        assert [c.reference for c in m.vs_humans] == ["ann", "bob", "cy"]
+        for comp in m.vs_humans:
+            human = frame[frame["annotator"] == comp.reference][["query_id", "fragment_id", "grade"]]
+            both = _aligned(frame, m.model, human)
+            ref, mod = both["grade_ref"].astype(int), both["grade_model"].astype(int)
+            assert comp.n == len(both) > 20
+            for w, sk in (("unweighted", None), ("linear", "linear"), ("quadratic", "quadratic")):
+                assert comp.kappa[w].value == pytest.approx(cohen_kappa_score(ref, mod, labels=DOMAIN, weights=sk),
+                                                            abs=1e-12)
+            expected = krippendorff.alpha(reliability_data=np.vstack([ref, mod]).astype(float),
+                                          level_of_measurement="ordinal", value_domain=DOMAIN)
+            assert comp.alpha.value == pytest.approx(expected, abs=1e-12)
+            cells = pd.crosstab(ref, mod).reindex(index=DOMAIN, columns=DOMAIN, fill_value=0)
+            assert comp.confusion == cells.to_numpy().tolist()
+
+
+def test_model_vs_consensus_equals_sklearn_on_the_median_labels():
+    frame = seeded()
+    humans = frame[frame["annotator_kind"] == "human"].drop(columns=["annotator_kind"])
+    labels = consensus(humans, rule="median")[["query_id", "fragment_id", "grade"]]
+    m = calibration(frame).models[0]
+    both = _aligned(frame, m.model, labels)
+    ref, mod = both["grade_ref"].astype(int), both["grade_model"].astype(int)
+    assert m.vs_consensus.reference == CONSENSUS and m.vs_consensus.n == len(both)
+    assert m.vs_consensus.kappa["quadratic"].value == pytest.approx(
+        cohen_kappa_score(ref, mod, labels=DOMAIN, weights="quadratic"), abs=1e-12)
+    assert m.vs_consensus.alpha.value == pytest.approx(krippendorff.alpha(
+        reliability_data=np.vstack([ref, mod]).astype(float), level_of_measurement="ordinal",
+        value_domain=DOMAIN), abs=1e-12)
+    # per guideline version: the same computation restricted to the model's judgments under that version
+    for group in m.by_guideline:
+        mine = frame[(frame["annotator"] == m.model) & (frame["guideline"] == group.group)]
+        part = mine[["query_id", "fragment_id", "grade"]].merge(labels, on=["query_id", "fragment_id"],
+                                                                 suffixes=("_model", "_ref"))
+        assert group.vs_consensus.n == len(part)
+        assert group.vs_consensus.kappa["linear"].value == pytest.approx(cohen_kappa_score(
+            part["grade_ref"].astype(int), part["grade_model"].astype(int), labels=DOMAIN, weights="linear"),
+            abs=1e-12)
+    assert [g.group for g in m.by_guideline] == ["1", "2"]
+    assert [g.group for g in m.by_category] == ["fact", "how-to"]
+
+
+def test_human_baseline_is_the_humans_agreement_on_the_models_pairs():
+    frame = seeded()
+    m = calibration(frame).models[1]
+    pairs = frame[frame["annotator"] == m.model][["query_id", "fragment_id"]]
+    humans = frame[frame["annotator_kind"] == "human"].merge(pairs, on=["query_id", "fragment_id"])
+    matrix = humans.pivot(index="annotator", columns=["query_id", "fragment_id"], values="grade")
+    expected = krippendorff.alpha(reliability_data=matrix.to_numpy(dtype=float, na_value=np.nan),
+                                  level_of_measurement="ordinal", value_domain=DOMAIN)
+    assert m.humans.alpha.value == pytest.approx(expected, abs=1e-12)
+
+
+def test_bias_by_hand():
+    # Consensus (one human, so the consensus is that human): 0 0 1 1 2 3; the model: 1 2 1 2 2 2.
+    # Differences +1 +2 0 +1 0 −1 → mean 0.5; human grades below 2: four, the model calls two of them ≥ 2 (0→2,
+    # 1→2): 50%; human grades ≥ 2: two, the model calls none of them < 2: 0%.
+    human = [0, 0, 1, 1, 2, 3]
+    model = [1, 2, 1, 2, 2, 2]
+    rows = [{"query_id": "q", "fragment_id": f"d{i}", "annotator": who, "grade": g, "annotator_kind": kind}
+            for i, (h, m) in enumerate(zip(human, model, strict=True))
+            for who, g, kind in (("ann", h, "human"), ("judge", m, "model"))]
+    report = calibration(pd.DataFrame(rows))
+    b = report.models[0].vs_consensus.bias
+    assert report.boundary == 2 == upper_half((0, 3))
+    assert (b.n, b.mean_difference, b.n_lower, b.over_share, b.n_upper, b.under_share) == (6, 0.5, 4, 0.5, 2, 0.0)
+    assert b.sentence(2).startswith("grades 0.50 higher on average; calls 50% of the humans' grades below 2")
+    assert report.models[0].vs_humans[0].bias == b
+    assert upper_half((1, 3)) == 2 and upper_half((0, 4)) == 2
+
+
+def test_a_model_with_no_shared_pairs_is_undefined_not_zero():
+    rows = [{"query_id": "q", "fragment_id": "a", "annotator": "ann", "grade": 1, "annotator_kind": "human"},
+            {"query_id": "q", "fragment_id": "b", "annotator": "judge", "grade": 2, "annotator_kind": "model"}]
+    m = calibration(pd.DataFrame(rows)).models[0]
+    assert m.vs_consensus.n == 0 and m.vs_consensus.kappa["quadratic"].value is None
+    assert m.vs_consensus.bias.mean_difference is None
+    assert m.to_dict()["vs_consensus"]["kappa"]["quadratic"]["status"].startswith("undefined")
