@@ -22,6 +22,7 @@ from db.evaluations import HEADLINE, load_release, qrels_of, run_frame, score_ru
 from db.models import Evaluation as EvaluationRow
 from db.models import (
     Fragment,
+    Guideline,
     Project,
     Query,
     Release,
@@ -33,7 +34,8 @@ from db.permissions import Actor, require_lead
 from db.projects import project_row
 from db.queries_frames import project_adjudications, project_judgments
 from eval_core.agreement import agreement_report
-from eval_core.consensus import consensus
+from eval_core.calibration import calibration
+from eval_core.consensus import MODEL_THRESHOLD, PROVENANCES, RELEASE_POLICIES, consensus, fill_gaps
 from eval_core.formats import write_atomically
 from eval_core.spreadsheet import escape_cell
 
@@ -60,7 +62,8 @@ class ReleaseInfo:
 
 
 def render_files(labels: pd.DataFrame, adjudications: pd.DataFrame) -> tuple[str, str]:
-    """The canonical TREC qrels and per-pair JSONL of a consensus frame (sorted by query, fragment). Lines are
+    """The canonical TREC qrels and per-pair JSONL of a consensus frame (sorted by query, fragment; a
+    `provenance` column, when there, is written last on each line). Lines are
     assembled from C-escaped strings and memoised grade maps, byte-identical to json.dumps(ensure_ascii=False)
     with annotators sorted, and several times faster on a million judgments."""
     adj = {(q, f): json.dumps({"grade": int(g), "reason": r, "by": b}, ensure_ascii=False)
@@ -84,9 +87,12 @@ def render_files(labels: pd.DataFrame, adjudications: pd.DataFrame) -> tuple[str
 
     trec, lines = [], []
     columns = (labels[c].tolist() for c in ("query_id", "fragment_id", "grade", "grades", "rule", "adjudicated"))
-    for q, f, g, grades, rule, adjudicated in zip(*columns, strict=True):
+    sources = labels["provenance"].tolist() if "provenance" in labels.columns else [None] * len(labels)
+    for q, f, g, grades, rule, adjudicated, source in zip(*columns, sources, strict=True):
         trec.append(f"{q} 0 {f} {g}\n")
         extra = f', "adjudication": {adj[(q, f)]}' if adjudicated else ""
+        if source is not None:
+            extra += f', "provenance": {quote(source)}'
         lines.append(f'{{"query_id": {quote(q)}, "fragment_id": {encode_basestring(f)}, "grade": {g}, '
                      f'"grades": {{{grade_map(grades)}}}, "rule": {quote(rule)}{extra}}}\n')
     return "".join(trec), "".join(lines)
@@ -154,21 +160,74 @@ def _moves(old: dict[str, float], new: dict[str, float], metrics: tuple[str, ...
     return {m: {"old": old[m], "new": new[m], "delta": new[m] - old[m]} for m in metrics if m in old and m in new}
 
 
+def _model_policy(policy: str, judged: pd.DataFrame, humans: pd.DataFrame, adjudications: pd.DataFrame,
+                  scale: tuple[int, int], rule: str, in_force: int | None,
+                  threshold: float) -> tuple[pd.DataFrame | None, dict]:
+    """The policy's card entry (with the best model judge's quadratic κ against the human consensus on the
+    guideline version in force, whenever model judges graded) and, under model-fills-gaps, that model's grades
+    (under the version in force) for the pairs no person graded; refuses model-fills-gaps below the threshold."""
+    entry: dict = {"name": policy, "model": None, "model_kappa_quadratic": None, "calibration_pairs": 0,
+                   "guideline_version": in_force, "threshold": threshold if policy == "model-fills-gaps" else None}
+    models = judged[judged["annotator_kind"].eq("model").to_numpy()]
+    if models.empty:
+        if policy == "model-fills-gaps":
+            raise ValueError("model-fills-gaps refused: no model judge has graded this project "
+                             "(prejudge or import a model's grades first, or release with humans-only)")
+        return None, entry
+    version = None if in_force is None else str(in_force)
+    report = calibration(judged, scale=scale, adjudications=adjudications[["query_id", "fragment_id", "grade"]],
+                         rule=rule)
+    scored = []
+    for m in report.models:
+        group = m.guideline(version) if version is not None else None
+        comp = m.vs_consensus if version is None else (group.vs_consensus if group else None)
+        scored.append((m.model, comp.kappa["quadratic"].value if comp else None, comp.n if comp else 0))
+    name, kappa, n = max(scored, key=lambda row: (row[1] is not None, row[1] or 0.0))
+    entry.update(model=name, model_kappa_quadratic=kappa, calibration_pairs=n)
+    if policy != "model-fills-gaps":
+        return None, entry
+    if kappa is None or kappa < threshold:
+        where = "on all its grades" if version is None else f"on guideline version {version} (in force)"
+        got = "undefined" if kappa is None else f"{kappa:.2f}"
+        raise ValueError(f"model-fills-gaps refused: model judge {name}'s quadratic-weighted κ with the human "
+                         f"consensus {where} is {got} on {n} shared pairs, below the threshold {threshold:g}; "
+                         "release with humans-only or improve the model")
+    mine = models[(models["annotator"] == name).to_numpy() & models["grade"].notna().to_numpy()]
+    if version is not None:
+        mine = mine[mine["guideline"].eq(version).to_numpy()]
+    graded = humans.loc[humans["grade"].notna(), ["query_id", "fragment_id"]].drop_duplicates()
+    gaps = mine.merge(graded, on=["query_id", "fragment_id"], how="left", indicator=True)
+    gaps = gaps[(gaps["_merge"] == "left_only").to_numpy()]
+    return gaps[["query_id", "fragment_id", "annotator", "grade"]], entry
+
+
 def create_release(engine: Engine, project: str, rule: str = "median", min_grades: int = 1,
-                   progress: Callable[[str], None] | None = None, *, actor: Actor) -> ReleaseInfo:
+                   progress: Callable[[str], None] | None = None, *, actor: Actor, policy: str = "humans-only",
+                   model_threshold: float = MODEL_THRESHOLD) -> ReleaseInfo:
     """Snapshot the consensus labels as the next version, with card, files, the diff against the previous
     release, and every stored run evaluated against it. Leads and the operator only (a lead is recorded as
     the author). Reads and computes first; writes in one short transaction, refusing if another release
     appeared meanwhile or the actor lost the right. `progress` is called after each of the RELEASE_STEPS
-    stages."""
+    stages. The consensus is over people's grades only; `policy` model-fills-gaps adds a model judge's grade
+    where no person graded, only when its κ clears `model_threshold` (see _model_policy); every label records
+    its provenance."""
+    if policy not in RELEASE_POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(RELEASE_POLICIES)}, got {policy!r}")
     step = progress or (lambda _label: None)
     with session_scope(engine) as session:
         require_lead(session, actor)
         proj = project_row(session, project)
+        scale = (proj.scale_min, proj.scale_max)
         judged = project_judgments(session, proj.id)
         adjudications = project_adjudications(session, proj.id)
-        labels = consensus(judged, rule=rule, adjudications=adjudications[["query_id", "fragment_id", "grade"]],
-                           min_grades=min_grades, scale=(proj.scale_min, proj.scale_max))
+        in_force = session.execute(select(func.max(Guideline.version))
+                                   .where(Guideline.project_id == proj.id)).scalar()
+        humans = judged[judged["annotator_kind"].ne("model").to_numpy()]
+        fills, policy_entry = _model_policy(policy, judged, humans, adjudications, scale, rule, in_force,
+                                            model_threshold)
+        labels = consensus(humans, rule=rule, adjudications=adjudications[["query_id", "fragment_id", "grade"]],
+                           min_grades=min_grades, scale=scale)
+        labels = fill_gaps(labels, fills, rule)
         if labels.empty:
             raise ValueError(f"project {project!r} has no judged pairs to release "
                              f"(rule {rule}, at least {min_grades} grade(s) per pair)")
@@ -178,12 +237,15 @@ def create_release(engine: Engine, project: str, rule: str = "median", min_grade
         run_frames = {r.id: (r.name, run_frame(session, r.id)) for r in runs}
         text_hashes = _text_hashes(session, proj.id, labels)
     step("read")
-    judged_released = judged
-    if len(labels) < len(judged[["query_id", "fragment_id"]].drop_duplicates()):
-        judged_released = judged.merge(labels[["query_id", "fragment_id"]], on=["query_id", "fragment_id"])
+    judged_released = humans
+    if len(labels) < len(humans[["query_id", "fragment_id"]].drop_duplicates()):
+        judged_released = humans.merge(labels[["query_id", "fragment_id"]], on=["query_id", "fragment_id"])
     qrels_trec, judgments_jsonl = render_files(labels, adjudications)
     step("consensus")
-    card = {**_card(proj, labels, judged_released, rule, min_grades),
+    provenance = labels["provenance"].value_counts()
+    card = {**_card(proj, labels, judged_released, rule, min_grades), "policy": policy_entry,
+            "provenance": {p: {"pairs": int(provenance.get(p, 0)), "share": float(provenance.get(p, 0) / len(labels))}
+                           for p in PROVENANCES},
             "text_hashes": {"queries": len(text_hashes["queries"]), "fragments": len(text_hashes["fragments"]),
                             "note": "the text of every judged query and fragment is hashed; exporting this "
                                     "release later lists the pairs whose text changed since"}}

@@ -10,6 +10,12 @@ import pandas as pd
 from eval_core.judgments import check_judgments
 
 RULES = ("median", "majority", "mean", "min")
+# What a release's labels may come from: people only (default), or a model judge's grade where no person graded,
+# allowed only when the model agrees well enough with the human consensus.
+RELEASE_POLICIES = ("humans-only", "model-fills-gaps")
+MODEL_THRESHOLD = 0.6  # default least quadratic-weighted κ with the human consensus that lets a model fill gaps
+# Where each released label came from (recorded on every label and counted on the card).
+PROVENANCES = ("human consensus", "adjudication", "model")
 PAIR = ["query_id", "fragment_id"]
 COLUMNS = ["query_id", "fragment_id", "grade", "n_grades", "grades", "rule", "adjudicated"]
 
@@ -136,3 +142,24 @@ def consensus(judgments: pd.DataFrame, rule: str = "median", adjudications: pd.D
     out = pairs.assign(grade=value, n_grades=counts.astype(np.int64), grades=provenance, rule=rule,
                        adjudicated=adjudicated)
     return out[keep].reset_index(drop=True)[COLUMNS]
+
+
+def fill_gaps(labels: pd.DataFrame, model_grades: pd.DataFrame | None, rule: str) -> pd.DataFrame:
+    """Consensus labels with a `provenance` column, plus the model's grade for every pair no person labelled.
+
+    `model_grades`: query_id, fragment_id, annotator (the model judge), grade (real grades only); `rule` is the
+    release's consensus rule, recorded on filled pairs too. A filled pair has n_grades 0 (no human grade), its grades map holds the model's grade, and provenance "model".
+    """
+    human, adjudication, model = PROVENANCES
+    out = labels.assign(provenance=np.where(labels["adjudicated"].to_numpy(dtype=bool), adjudication, human))
+    if model_grades is None or model_grades.empty:
+        return out
+    fresh = model_grades.merge(labels[PAIR], on=PAIR, how="left", indicator=True)
+    fresh = fresh[fresh["_merge"] == "left_only"]
+    filled = pd.DataFrame({"query_id": fresh["query_id"].astype(str).to_numpy(),
+                           "fragment_id": fresh["fragment_id"].astype(str).to_numpy(),
+                           "grade": fresh["grade"].to_numpy(dtype=np.int64), "n_grades": 0,
+                           "grades": [{str(a): int(g)} for a, g in zip(fresh["annotator"], fresh["grade"], strict=True)],
+                           "rule": rule, "adjudicated": False, "provenance": model})
+    both = pd.concat([out, filled], ignore_index=True) if len(filled) else out
+    return both.sort_values(PAIR, kind="stable", ignore_index=True)

@@ -79,12 +79,14 @@ ADJ = {("q1", "f2"): (1, "partial answer", "lea")}
 # By DESIGN.md's rule (adjudication wins, else the lower median of the real grades; a pair with none is left out):
 EXPECTED_TREC = "q1 0 f1 2\nq1 0 f2 1\nq1 0 f3 1\nq2 0 f5 3\n"
 EXPECTED_JSONL = (
-    '{"query_id": "q1", "fragment_id": "f1", "grade": 2, "grades": {"ann": 3, "bob": 2}, "rule": "median"}\n'
+    '{"query_id": "q1", "fragment_id": "f1", "grade": 2, "grades": {"ann": 3, "bob": 2}, "rule": "median", '
+    '"provenance": "human consensus"}\n'
     '{"query_id": "q1", "fragment_id": "f2", "grade": 1, "grades": {"ann": 0, "bob": 1}, "rule": "median", '
-    '"adjudication": {"grade": 1, "reason": "partial answer", "by": "lea"}}\n'
-    '{"query_id": "q1", "fragment_id": "f3", "grade": 1, "grades": {"ann": 1, "bob": null}, "rule": "median"}\n'
+    '"adjudication": {"grade": 1, "reason": "partial answer", "by": "lea"}, "provenance": "adjudication"}\n'
+    '{"query_id": "q1", "fragment_id": "f3", "grade": 1, "grades": {"ann": 1, "bob": null}, "rule": "median", '
+    '"provenance": "human consensus"}\n'
     '{"query_id": "q2", "fragment_id": "f5", "grade": 3, "grades": {"ann": 2, "bob": 3, "cat": 3}, '
-    '"rule": "median"}\n')
+    '"rule": "median", "provenance": "human consensus"}\n')
 
 
 def judged_project(engine, project, runs=None) -> None:
@@ -290,7 +292,7 @@ def test_a_lead_decision_alone_makes_a_label(engine, project):
     card = create_release(engine, "demo", actor=OPERATOR).card
     assert release_files(engine, "demo")["judgments.jsonl"].decode() == (
         '{"query_id": "q2", "fragment_id": "f7", "grade": 2, "grades": {}, "rule": "median", '
-        '"adjudication": {"grade": 2, "reason": "obvious", "by": "lea"}}\n')
+        '"adjudication": {"grade": 2, "reason": "obvious", "by": "lea"}, "provenance": "adjudication"}\n')
     assert card["counts"]["judgments"] == 0 and card["agreement"]["alpha_ordinal"]["value"] is None
 
 

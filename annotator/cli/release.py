@@ -44,12 +44,14 @@ def cmd_release(args: argparse.Namespace) -> int:
     """Create the next release and print its card."""
     from db.permissions import OPERATOR
     from db.releases import RELEASE_STEPS, create_release
+    from eval_core.consensus import MODEL_THRESHOLD
 
     engine = store_engine(args)
     bar, step = stage_bar(RELEASE_STEPS, "release")
     with bar:
         info = create_release(engine, args.project, rule=args.rule, min_grades=args.min_grades, progress=step,
-                              actor=args.user or OPERATOR)
+                              actor=args.user or OPERATOR, policy=args.policy,
+                              model_threshold=MODEL_THRESHOLD if args.model_threshold is None else args.model_threshold)
     print_json(info.card)
     return 0
 
@@ -137,6 +139,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="consensus rule: %(choices)s (default median)")
     p.add_argument("--min-grades", type=int, default=1, help="real grades a pair needs unless adjudicated")
     p.add_argument("--user", default=None, help="act as this lead, recorded as the release's author (checked)")
+    p.add_argument("--policy", default="humans-only", metavar="POLICY",
+                   choices=LazyChoices("eval_core.consensus", "RELEASE_POLICIES"),
+                   help="%(choices)s (default humans-only): model-fills-gaps gives pairs no person graded a model "
+                        "judge's grade, only if its quadratic κ with the human consensus clears --model-threshold")
+    p.add_argument("--model-threshold", type=float, default=None,
+                   help="least quadratic-weighted κ of the model with the human consensus on the guideline "
+                        "version in force (default 0.6)")
 
     p = command("export", cmd_export, "Write a release's qrels or judgments file, or (--judgments) every current "
                                       "judgment before any release.")

@@ -1,0 +1,114 @@
+"""Release policy: humans-only by default, model-fills-gaps only above the κ threshold, provenance on every label."""
+
+from __future__ import annotations
+
+import json
+
+import krippendorff
+import numpy as np
+import pytest
+from sklearn.metrics import cohen_kappa_score
+from sqlalchemy import select, update
+from test_store_pool import seed
+from test_store_release import judge
+
+from annotator.cli import main
+from db.engine import session_scope
+from db.models import Guideline, Judgment, User
+from db.permissions import OPERATOR
+from db.projects import add_guideline
+from db.releases import create_release, release_files
+
+QUERIES = {"q1": "what is recall", "q2": "what is ndcg"}
+FRAGS = {f"f{i}": f"fragment text {i}" for i in range(1, 8)}
+GRADES = {("q1", "f1"): {"ann": 3, "bob": 2, "gpt": 3}, ("q1", "f2"): {"ann": 0, "bob": 1, "gpt": 0},
+          ("q1", "f3"): {"ann": 1, "bob": 1, "gpt": 2}, ("q2", "f4"): {"ann": 2, "bob": 3, "gpt": 2},
+          ("q2", "f5"): {"ann": 0, "gpt": 1}, ("q2", "f6"): {"gpt": 3}, ("q2", "f7"): {"ann": None, "gpt": 0}}
+# The humans' lower median per pair (f6 and f7 have no human grade) and the model's grades on the same pairs.
+CONSENSUS = [2, 0, 1, 2, 0]
+MODEL = [3, 0, 2, 2, 1]
+KAPPA = cohen_kappa_score(CONSENSUS, MODEL, labels=[0, 1, 2, 3], weights="quadratic")
+
+
+def judged(engine, project, versions: int = 0) -> None:
+    """The GRADES above with gpt stored as a model judge; with `versions` guideline versions published, the
+    model's grades are stamped with version 1."""
+    seed(engine, project.id, QUERIES, FRAGS)
+    judge(engine, project.id, GRADES)
+    with session_scope(engine, write=True) as s:
+        s.execute(update(User).where(User.username == "gpt").values(kind="model", model_name="gpt-test"))
+    for v in range(1, versions + 1):
+        add_guideline(engine, "demo", f"Grade 0-3 (version {v}).", actor=OPERATOR)
+    if versions:
+        with session_scope(engine, write=True) as s:
+            gid = s.execute(select(Guideline.id).where(Guideline.version == 1)).scalar_one()
+            uid = s.execute(select(User.id).where(User.username == "gpt")).scalar_one()
+            s.execute(update(Judgment).where(Judgment.user_id == uid).values(guideline_id=gid))
+
+
+def _lines(engine) -> list[dict]:
+    return [json.loads(line) for line in release_files(engine, "demo")["judgments.jsonl"].decode().splitlines()]
+
+
+def test_humans_only_is_the_default_and_leaves_the_model_out(engine, project):
+    judged(engine, project)
+    card = create_release(engine, "demo", actor=OPERATOR).card
+    lines = _lines(engine)
+    assert [(r["fragment_id"], r["grade"]) for r in lines] == list(zip(["f1", "f2", "f3", "f4", "f5"], CONSENSUS,
+                                                                        strict=True))
+    assert all("gpt" not in r["grades"] and r["provenance"] == "human consensus" for r in lines)
+    # The card's α is the humans' alone (reference: krippendorff on ann × bob).
+    data = np.array([[3, 0, 1, 2, 0], [2, 1, 1, 3, np.nan]], dtype=float)
+    expected = krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal", value_domain=[0, 1, 2, 3])
+    assert card["agreement"]["alpha_ordinal"]["value"] == pytest.approx(expected, abs=1e-12)
+    assert card["counts"]["annotators"] == 2
+    assert card["policy"]["name"] == "humans-only" and card["policy"]["model"] == "gpt"
+    assert card["policy"]["model_kappa_quadratic"] == pytest.approx(KAPPA, abs=1e-12)
+    assert card["provenance"] == {"human consensus": {"pairs": 5, "share": 1.0},
+                                  "adjudication": {"pairs": 0, "share": 0.0}, "model": {"pairs": 0, "share": 0.0}}
+
+
+def test_model_fills_gaps_above_the_threshold(engine, project):
+    judged(engine, project)
+    assert KAPPA >= 0.6
+    card = create_release(engine, "demo", actor=OPERATOR, policy="model-fills-gaps").card
+    lines = {r["fragment_id"]: r for r in _lines(engine)}
+    assert sorted(lines) == ["f1", "f2", "f3", "f4", "f5", "f6", "f7"]
+    assert lines["f6"] == {"query_id": "q2", "fragment_id": "f6", "grade": 3, "grades": {"gpt": 3},
+                           "rule": "median", "provenance": "model"}
+    assert lines["f7"]["grade"] == 0 and lines["f7"]["provenance"] == "model"
+    assert lines["f5"]["grade"] == 0 and lines["f5"]["provenance"] == "human consensus"  # a human graded it
+    assert card["policy"] == {"name": "model-fills-gaps", "model": "gpt", "model_kappa_quadratic": pytest.approx(KAPPA),
+                              "calibration_pairs": 5, "guideline_version": None, "threshold": 0.6}
+    assert card["provenance"]["model"] == {"pairs": 2, "share": pytest.approx(2 / 7)}
+    assert card["provenance"]["human consensus"]["share"] == pytest.approx(5 / 7)
+
+
+def test_model_fills_gaps_is_refused_below_the_threshold_with_the_kappa(engine, project):
+    judged(engine, project)
+    with pytest.raises(ValueError, match=rf"model judge gpt's quadratic-weighted κ with the human consensus on all "
+                                         rf"its grades is {KAPPA:.2f} on 5 shared pairs, below the threshold 0.95"):
+        create_release(engine, "demo", actor=OPERATOR, policy="model-fills-gaps", model_threshold=0.95)
+
+
+def test_the_kappa_is_read_on_the_guideline_version_in_force(engine, project):
+    judged(engine, project, versions=1)
+    card = create_release(engine, "demo", actor=OPERATOR, policy="model-fills-gaps").card
+    assert card["policy"]["guideline_version"] == 1 and card["provenance"]["model"]["pairs"] == 2
+
+
+def test_a_model_that_graded_only_under_an_older_version_is_refused(engine, project):
+    judged(engine, project, versions=2)  # version 2 in force, the model's grades under version 1
+    with pytest.raises(ValueError, match="on guideline version 2 \\(in force\\) is undefined on 0 shared pairs"):
+        create_release(engine, "demo", actor=OPERATOR, policy="model-fills-gaps")
+
+
+def test_cli_release_policy(engine, project, store_url, capsys):
+    judged(engine, project)
+    assert main(["release", "--db", store_url, "--project", "demo", "--policy", "model-fills-gaps",
+                 "--model-threshold", "0.5"]) == 0
+    card = json.loads(capsys.readouterr().out)
+    assert card["policy"]["threshold"] == 0.5 and card["provenance"]["model"]["pairs"] == 2
+    assert main(["release", "--db", store_url, "--project", "demo", "--policy", "model-fills-gaps",
+                 "--model-threshold", "0.99"]) == 2
+    assert "refused" in capsys.readouterr().err
