@@ -41,6 +41,11 @@ def upper_half(scale: tuple[int, int]) -> int:
     return low + (high - low + 1) // 2
 
 
+def grade_range(low: int, high: int) -> str:
+    """`0–1`, or `3` for a single grade."""
+    return str(low) if low == high else f"{low}–{high}"
+
+
 @dataclass(frozen=True)
 class Bias:
     """A model's grades against a reference on shared pairs: mean signed difference (model − reference), the
@@ -53,18 +58,18 @@ class Bias:
     n_upper: int
     under_share: float | None
 
-    def sentence(self, boundary: int) -> str:
-        """`grades 0.40 higher on average; calls 25% of the humans' below-2 grades 2 or more (n 8)`."""
+    def sentence(self, scale: tuple[int, int]) -> str:
+        """`grades 0.40 higher on average; calls 25% of the humans' 0–1 grades 2–3 (n 8), 0% of their 2–3 …`."""
         if self.mean_difference is None:
             return "no shared pairs"
         diff = self.mean_difference
         words = [f"grades {abs(diff):.2f} {'higher' if diff > 0 else 'lower'} on average" if diff else
                  "grades the same on average"]
+        lower, upper = grade_range(scale[0], upper_half(scale) - 1), grade_range(upper_half(scale), scale[1])
         if self.over_share is not None:
-            words.append(f"calls {self.over_share:.0%} of the humans' grades below {boundary} "
-                         f"{boundary} or more (n {self.n_lower})")
+            words.append(f"calls {self.over_share:.0%} of the humans' {lower} grades {upper} (n {self.n_lower})")
         if self.under_share is not None:
-            words.append(f"calls {self.under_share:.0%} of their grades ≥ {boundary} lower (n {self.n_upper})")
+            words.append(f"calls {self.under_share:.0%} of their {upper} grades {lower} (n {self.n_upper})")
         return "; ".join(words)
 
     def to_dict(self) -> dict[str, Any]:

@@ -127,7 +127,8 @@ def test_bias_by_hand():
     b = report.models[0].vs_consensus.bias
     assert report.boundary == 2 == upper_half((0, 3))
     assert (b.n, b.mean_difference, b.n_lower, b.over_share, b.n_upper, b.under_share) == (6, 0.5, 4, 0.5, 2, 0.0)
-    assert b.sentence(2).startswith("grades 0.50 higher on average; calls 50% of the humans' grades below 2")
+    assert b.sentence((0, 3)) == ("grades 0.50 higher on average; calls 50% of the humans' 0–1 grades 2–3 (n 4); "
+                                  "calls 0% of their 2–3 grades 0–1 (n 2)")
     assert report.models[0].vs_humans[0].bias == b
     assert upper_half((1, 3)) == 2 and upper_half((0, 4)) == 2
 
@@ -139,3 +140,54 @@ def test_a_model_with_no_shared_pairs_is_undefined_not_zero():
     assert m.vs_consensus.n == 0 and m.vs_consensus.kappa["quadratic"].value is None
     assert m.vs_consensus.bias.mean_difference is None
     assert m.to_dict()["vs_consensus"]["kappa"]["quadratic"]["status"].startswith("undefined")
+
+
+def _cli(argv: list[str]) -> tuple[int, str]:
+    import contextlib
+    import io
+
+    from annotator.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(argv)
+    return code, out.getvalue()
+
+
+def test_cli_agreement_reads_the_kind_column_and_leaves_models_out(tmp_path):
+    import json
+
+    frame = seeded()
+    mixed, humans = tmp_path / "mixed.csv", tmp_path / "humans.csv"
+    frame.to_csv(mixed, index=False)
+    frame[frame["annotator_kind"] == "human"].drop(columns=["annotator_kind"]).to_csv(humans, index=False)
+    _, with_models = _cli(["agreement", str(mixed), "--format", "json", "--bootstrap", "20"])
+    _, alone = _cli(["agreement", str(humans), "--format", "json", "--bootstrap", "20"])
+    assert json.loads(with_models) == json.loads(alone)
+    assert json.loads(alone)["n_annotators"] == 3
+    # Naming the models works on a file without the column.
+    plain = tmp_path / "plain.csv"
+    frame.drop(columns=["annotator_kind"]).to_csv(plain, index=False)
+    _, named = _cli(["agreement", str(plain), "--format", "json", "--bootstrap", "20", "--model", "gpt",
+                     "--model", "llama"])
+    assert json.loads(named) == json.loads(alone)
+
+
+def test_cli_by_kind_prints_humans_beside_each_model(tmp_path):
+    import json
+
+    frame = seeded()
+    path = tmp_path / "mixed.csv"
+    frame.to_csv(path, index=False)
+    code, data = _cli(["agreement", str(path), "--by", "kind", "--format", "json", "--bootstrap", "0"])
+    assert code == 0
+    data = json.loads(data)
+    assert data["human_human"]["n_annotators"] == 3
+    assert data["calibration"] == json.loads(json.dumps(calibration(frame).to_dict()))
+    code, text = _cli(["agreement", str(path), "--by", "kind", "--bootstrap", "0", "--cross-check"])
+    assert code == 0 and "agree (tolerance 1e-9)" in text
+    gpt = calibration(frame).models[0]
+    row = next(line for line in text.splitlines() if line.startswith("  human consensus"))
+    assert row.split()[2:] == [str(gpt.vs_consensus.n), *(f"{c.value:.3f}" for c in gpt.vs_consensus.kappa.values()),
+                               f"{gpt.vs_consensus.alpha.value:.3f}", f"{gpt.vs_consensus.bias.mean_difference:+.2f}"]
+    assert "model llama:" in text and "humans together" in text and "by guideline version" in text

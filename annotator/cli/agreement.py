@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from eval_core.agreement_reference import ReferenceCheck
     from eval_core.agreement_types import AgreementReport, Coefficient
+    from eval_core.calibration import CalibrationReport, Comparison
 
 
 def _scale(text: str) -> tuple[int, int]:
@@ -37,7 +38,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--level", choices=["ordinal", "nominal", "interval"], default="ordinal",
                    help="level of Krippendorff's α used for the verdict (default ordinal)")
     p.add_argument("--threshold", type=float, default=0.6, help="α below this marks the guideline ambiguous")
-    p.add_argument("--by", choices=["query", "category", "guideline"], help="α per query, category or guideline")
+    p.add_argument("--by", choices=["query", "category", "guideline", "kind"],
+                   help="α per query, category or guideline; kind: human–human beside each model judge against "
+                        "each human and the human consensus (κ, α, bias)")
+    p.add_argument("--model", action="append", default=[], metavar="ANNOTATOR",
+                   help="count this annotator as a model judge (repeatable; a file's annotator_kind column does "
+                        "the same); model judges never count in human–human agreement")
     p.add_argument("--bootstrap", type=int, default=1000, help="query-clustered bootstrap replicates (0: no CIs)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (same seed, same CIs)")
     p.add_argument("--format", choices=["table", "json"], default="table")
@@ -75,24 +81,38 @@ def cmd_agreement(args: argparse.Namespace) -> int:
         except ImportError as exc:  # the optional [reference] extra is missing: the CLI's one error path, exit 2
             raise RuntimeError(str(exc)) from None
     frame = read_judgments(args.judgments, args.scale, keep=args.keep, progress=True)
+    by_kind = args.by == "kind"
+    calibrated = None
     try:
         report = agreement_report(frame, scale=args.scale, level=args.level, threshold=args.threshold,
-                                  by=args.by, bootstrap=args.bootstrap, seed=args.seed, progress=True)
+                                  by=None if by_kind else args.by, bootstrap=args.bootstrap, seed=args.seed,
+                                  progress=True, models=args.model)
+        if by_kind:
+            from eval_core.calibration import calibration
+
+            calibrated = calibration(frame, scale=args.scale, models=args.model)
     except ValueError as exc:
         raise InputError(args.judgments, None, str(exc)) from None
     checks = None
     if args.cross_check:
+        from eval_core.agreement import human_judgments
         from eval_core.agreement_reference import cross_check
 
-        checks = cross_check(frame, args.scale, report)
+        checks = cross_check(human_judgments(frame, args.model), args.scale, report)
     if args.format == "json":
         data = report.to_dict()
+        if calibrated is not None:
+            data = {"human_human": data, "calibration": calibrated.to_dict()}
         if checks is not None:
             data["cross_check"] = [c.to_dict() for c in checks]
         json.dump(data, sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
     else:
+        if calibrated is not None:
+            sys.stdout.write("human–human agreement (model judges left out):\n")
         sys.stdout.write(format_table(report))
+        if calibrated is not None:
+            sys.stdout.write(format_calibration(calibrated))
         if checks is not None:
             sys.stdout.write(format_cross_check(checks))
     return 1 if checks is not None and not all(c.agrees for c in checks) else 0
@@ -161,6 +181,52 @@ def format_table(report: AgreementReport) -> str:
     verdict = report.assessment
     lines += ["", f"verdict (threshold {verdict.threshold:g}): {verdict.verdict.upper()}"]
     lines += [f"  - {reason}" for reason in verdict.reasons]
+    return "\n".join(lines) + "\n"
+
+
+def _comparison_row(name: str, c: Comparison) -> str:
+    """One reference a model is compared with: n, κ per weighting, ordinal α, mean signed difference."""
+    diff = "—" if c.bias.mean_difference is None else f"{c.bias.mean_difference:+.2f}"
+    return (f"  {name:<18}{c.n:>6}  " + "".join(f"{_v(k):>12}" for k in c.kappa.values())
+            + f"{_v(c.alpha):>12}{diff:>10}")
+
+
+def _v(c: Coefficient) -> str:
+    """A coefficient's value to 3 decimals, or "—" when undefined."""
+    return "—" if c.value is None else f"{c.value:.3f}"
+
+
+def format_calibration(report: CalibrationReport) -> str:
+    """Each model judge against the human consensus and each human, its bias and confusion, per category and
+    guideline version, beside the humans' own agreement on the same pairs."""
+    low, high = report.scale
+    header = (f"  {'against':<18}{'n':>6}  {'κ unweighted':>12}{'κ linear':>12}{'κ quadratic':>12}"
+              f"{'α ordinal':>12}{'mean diff':>10}")
+    lines = ["", f"model judges vs humans (on pairs graded by both; consensus: {report.rule} of the humans' grades; "
+                 f"humans: {', '.join(report.humans) or '—'}):"]
+    if not report.models:
+        lines.append("  no model judges (give --model ANNOTATOR or an annotator_kind column)")
+    for m in report.models:
+        h = m.humans
+        lines += ["", f"model {m.model}: {m.n_grades} grades", header,
+                  _comparison_row("human consensus", m.vs_consensus)]
+        lines += [_comparison_row(c.reference, c) for c in m.vs_humans]
+        lines.append(f"  {'humans together':<18}{h.n_pairable:>6}  "
+                     + "".join(f"{_v(k):>12}" for k in h.kappa.values()) + f"{_v(h.alpha):>12}"
+                     + "   (human–human on the model's pairs; κ: mean over human pairs)")
+        lines.append(f"  bias vs consensus: {m.vs_consensus.bias.sentence(report.scale)}")
+        lines.append(f"  confusion vs consensus (rows: consensus grade, columns: the model's grade {low}–{high}):")
+        lines += [f"    {low + i:>3} " + "".join(f"{n:>6}" for n in row) for i, row in enumerate(m.vs_consensus.confusion)]
+        for title, groups in (("by category", m.by_category), ("by guideline version", m.by_guideline)):
+            if groups:
+                lines += [f"  {title} (against the consensus; humans together on the same pairs):",
+                          f"    {'group':<18}{'n':>6}{'κ quadratic':>13}{'α ordinal':>11}{'mean diff':>10}"
+                          f"{'humans α':>10}"]
+                for g in groups:
+                    c = g.vs_consensus
+                    diff = "—" if c.bias.mean_difference is None else f"{c.bias.mean_difference:+.2f}"
+                    lines.append(f"    {g.group:<18}{c.n:>6}{_v(c.kappa['quadratic']):>13}{_v(c.alpha):>11}"
+                                 f"{diff:>10}{_v(g.humans.alpha):>10}")
     return "\n".join(lines) + "\n"
 
 
