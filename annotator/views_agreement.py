@@ -15,6 +15,14 @@ from annotator.views import scale_of
 from db import queries_frames
 from eval_core.agreement import agreement_report
 from eval_core.agreement_types import AgreementReport, Boundary, Coefficient, DisputedPair, GroupAlpha
+from eval_core.calibration import (
+    CONSENSUS,
+    CalibrationReport,
+    Comparison,
+    GroupCalibration,
+    ModelCalibration,
+    calibration,
+)
 
 PAGES = Path(__file__).resolve().parent / "screens"
 ADJUDICATE_KEY = "adjudicate_pair"
@@ -249,3 +257,79 @@ def disputed_line(pair: DisputedPair) -> str:
     """A disputed pair with every grade, as one plain-text line."""
     grades = ", ".join(f"{a}: {'can’t judge' if g is None else g}" for a, g in pair.grades.items())
     return f"{pair.query_id} · {pair.fragment_id} — spread {pair.spread} — {grades}"
+
+
+# ---- model judges beside the humans ----
+
+COMPARISON_HEADERS = {"against": "Against", "n": "Pairs graded by both", "unweighted": "κ unweighted",
+                      "linear": "κ linear", "quadratic": "κ quadratic", "alpha": "α ordinal",
+                      "mean_difference": "Mean difference (model − them)"}
+SIDE_HEADERS = {"who": "Who", "on": "On", "n": "Pairs", "quadratic": "κ quadratic", "alpha": "α ordinal"}
+GROUP_HEADERS = {"group": "Group", "n": "Pairs graded by both", "quadratic": "κ quadratic vs consensus",
+                 "alpha": "α ordinal vs consensus", "mean_difference": "Mean difference",
+                 "humans": "Humans' α on the same pairs"}
+COMPARISON_DIGITS = {"unweighted": 3, "linear": 3, "quadratic": 3, "alpha": 3, "mean_difference": 2}
+GROUP_DIGITS = {"quadratic": 3, "alpha": 3, "mean_difference": 2, "humans": 3}
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_calibration(_engine: Engine, url: str, project: str, fingerprint: tuple,
+                       scale: tuple[int, int]) -> CalibrationReport | None:
+    """Every model judge against the humans (None when no model judge graded), once per judgments fingerprint;
+    the consensus takes the lead's decisions like a release does."""
+    frame = cached_judgments(_engine, url, project, fingerprint)
+    if frame.empty or not frame["annotator_kind"].eq("model").any():
+        return None
+    adjudications = queries_frames.adjudications_frame(_engine, project)[["query_id", "fragment_id", "grade"]]
+    return calibration(frame, scale=scale, adjudications=adjudications)
+
+
+def project_calibration(engine: Engine, project: Any) -> CalibrationReport | None:
+    """The project's model-judge calibration, from cache when nothing changed."""
+    fingerprint = queries_frames.judgments_fingerprint(engine, project.name)
+    with st.spinner("Comparing model judges with the humans…"):
+        return cached_calibration(engine, str(engine.url), project.name, fingerprint, scale_of(project))
+
+
+def _comparison_row(against: str, c: Comparison) -> dict[str, Any]:
+    """One reference a model is compared with (κ, α and mean difference; None where undefined)."""
+    return {"against": against, "n": c.n, **{w: k.value for w, k in c.kappa.items()}, "alpha": c.alpha.value,
+            "mean_difference": c.bias.mean_difference}
+
+
+def comparison_table(m: ModelCalibration) -> pd.DataFrame:
+    """A model against the human consensus and each human, then the humans among themselves on its pairs."""
+    rows = [_comparison_row(CONSENSUS, m.vs_consensus), *(_comparison_row(c.reference, c) for c in m.vs_humans)]
+    rows.append({"against": "humans with each other (same pairs, mean pairwise κ)", "n": m.humans.n_pairable,
+                 **{w: k.value for w, k in m.humans.kappa.items()}, "alpha": m.humans.alpha.value,
+                 "mean_difference": None})
+    return pd.DataFrame(rows, columns=list(COMPARISON_HEADERS))
+
+
+def side_by_side(report: AgreementReport, calibrated: CalibrationReport) -> pd.DataFrame:
+    """Human–human agreement on all pairs, then per model judge: the model with the consensus and the humans
+    with each other on the model's pairs (quadratic κ, ordinal α)."""
+    rows = [{"who": "human–human", "on": "all pairs with two human grades", "n": report.n_pairable_units,
+             "quadratic": report.light_kappa["quadratic"].value, "alpha": report.alpha["ordinal"].value}]
+    for m in calibrated.models:
+        rows.append({"who": f"{m.model} vs human consensus", "on": f"pairs {m.model} graded",
+                     "n": m.vs_consensus.n, "quadratic": m.vs_consensus.kappa["quadratic"].value,
+                     "alpha": m.vs_consensus.alpha.value})
+        rows.append({"who": "human–human", "on": f"pairs {m.model} graded", "n": m.humans.n_pairable,
+                     "quadratic": m.humans.kappa["quadratic"].value, "alpha": m.humans.alpha.value})
+    return pd.DataFrame(rows, columns=list(SIDE_HEADERS))
+
+
+def group_table(groups: list[GroupCalibration]) -> pd.DataFrame:
+    """A model against the consensus within each category or guideline version, beside the humans there."""
+    return pd.DataFrame([{"group": g.group, "n": g.vs_consensus.n,
+                          "quadratic": g.vs_consensus.kappa["quadratic"].value, "alpha": g.vs_consensus.alpha.value,
+                          "mean_difference": g.vs_consensus.bias.mean_difference, "humans": g.humans.alpha.value}
+                         for g in groups], columns=list(GROUP_HEADERS))
+
+
+def confusion_table(c: Comparison, scale: tuple[int, int]) -> pd.DataFrame:
+    """The confusion matrix against the consensus: a row per consensus grade, a column per model grade."""
+    grades = [str(g) for g in range(scale[0], scale[1] + 1)]
+    frame = pd.DataFrame(c.confusion, columns=[f"model {g}" for g in grades])
+    return frame.assign(**{"consensus": grades})[["consensus", *frame.columns]]

@@ -33,6 +33,32 @@ for flag in views_agreement.agreement_flags(agreement, threshold):
     if flag.reasons:
         st.text("\n".join(f"- {reason}" for reason in flag.reasons))
 
+calibrated = views_agreement.project_calibration(engine, project)
+if calibrated is not None:
+    st.subheader("Model judges vs humans")
+    st.caption("Every number above is human–human: model judges never count in it. Here each model judge is "
+               "compared with the human consensus (median of the people's grades, lead decisions winning) and "
+               "with each person, on the pairs graded by both, beside what the people reach with each other on "
+               "the same pairs.")
+    views.table(views_agreement.side_by_side(report, calibrated), views_agreement.SIDE_HEADERS,
+                {"quadratic": 3, "alpha": 3}, width="stretch")
+    for model in calibrated.models:
+        st.text(f"Model judge {model.model}: {model.n_grades} grades. Against the human consensus it "
+                f"{model.vs_consensus.bias.sentence(calibrated.scale)}.")
+        views.table(views_agreement.comparison_table(model), views_agreement.COMPARISON_HEADERS,
+                    views_agreement.COMPARISON_DIGITS, width="stretch")
+        left, right = st.columns(2)
+        with left:
+            st.caption("Confusion against the human consensus (rows: consensus grade; columns: the model's).")
+            confusion = views_agreement.confusion_table(model.vs_consensus, (low, high))
+            views.table(confusion, {c: c for c in confusion.columns})
+        with right:
+            for title, groups in (("By category", model.by_category), ("By guideline version", model.by_guideline)):
+                if groups:
+                    st.caption(title)
+                    views.table(views_agreement.group_table(groups), views_agreement.GROUP_HEADERS,
+                                views_agreement.GROUP_DIGITS)
+
 st.subheader("Every coefficient")
 st.caption("Side by side, so high raw agreement with low κ and α (the kappa paradox) is visible.")
 st.dataframe(views_agreement.styled(views_agreement.coefficients_table(report)), hide_index=True, width="stretch")
