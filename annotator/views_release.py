@@ -120,3 +120,40 @@ def show_release_diff(diff: Mapping[str, Any]) -> None:
     if moves:
         st.markdown("**How the stored runs moved**")
         table(pd.DataFrame(moves), MOVE_HEADERS, {"old": 4, "new": 4, "delta": 4})
+
+
+PROVENANCE_HEADERS = {"provenance": "Labels from", "pairs": "Labels", "share": "Share (%)"}
+
+
+def policy_line(card: Mapping[str, Any]) -> str:
+    """The release's label policy and the model judge's κ with the human consensus, as plain text."""
+    policy = card.get("policy")
+    if not policy:
+        return "Label policy: not recorded (a release made before label policies; its labels are the consensus)."
+    words = f"Label policy: {policy['name']}"
+    if policy.get("model") is not None:
+        kappa = policy.get("model_kappa_quadratic")
+        version = policy.get("guideline_version")
+        words += (f" · model judge {policy['model']}: quadratic κ "
+                  f"{MISSING if kappa is None else f'{kappa:.2f}'} with the human consensus "
+                  f"{'on all its grades' if version is None else f'on guideline version {version}'} "
+                  f"({policy.get('calibration_pairs', 0):,} pairs)")
+    if policy.get("threshold") is not None:
+        words += f" · threshold {policy['threshold']:.2f}"
+    return words + "."
+
+
+def provenance_frame(card: Mapping[str, Any]) -> pd.DataFrame:
+    """Labels per provenance (human consensus, adjudication, model) with their share of the release in %."""
+    rows = [{"provenance": name, "pairs": entry.get("pairs"),
+             "share": None if entry.get("share") is None else 100 * entry["share"]}
+            for name, entry in (card.get("provenance") or {}).items()]
+    return pd.DataFrame(rows, columns=list(PROVENANCE_HEADERS))
+
+
+def show_policy(card: Mapping[str, Any]) -> None:
+    """The policy line (literal text: a model's name came from a user) and the share of each provenance."""
+    st.text(policy_line(card))
+    frame = provenance_frame(card)
+    if len(frame):
+        table(frame, PROVENANCE_HEADERS, {"pairs": 0, "share": 1})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import krippendorff
 import numpy as np
@@ -112,3 +113,44 @@ def test_cli_release_policy(engine, project, store_url, capsys):
     assert main(["release", "--db", store_url, "--project", "demo", "--policy", "model-fills-gaps",
                  "--model-threshold", "0.99"]) == 2
     assert "refused" in capsys.readouterr().err
+
+
+def test_releases_page_policy_select_and_provenance_shares(tmp_path, monkeypatch):
+    # The page is the same on both stores (the store functions above run on both): one SQLite store here.
+    from streamlit.testing.v1 import AppTest
+
+    from annotator.auth import TOKEN_KEY
+    from db.projects import create_project
+    from db.schema import init_db
+    from db.sessions import create_session
+    from db.users import create_user
+    from tests.conftest import ROOT
+
+    store_url = f"sqlite:///{tmp_path / 'releases.db'}"
+    engine = init_db(store_url)
+    project = create_project(engine, "demo", actor=OPERATOR)
+    judged(engine, project)
+    lead = create_user(engine, "lead", "lead", password="lead-password-1", actor=OPERATOR)
+    monkeypatch.setenv("QRELKIT_DB_URL", store_url)
+    at = AppTest.from_file(str(ROOT / "annotator" / "screens" / "lead_releases.py"), default_timeout=120)
+    at.session_state[TOKEN_KEY] = create_session(engine, lead.id, client="apptest").token
+    at.session_state["project"] = "demo"
+    at.run()
+    assert not at.exception
+    policy = next(s for s in at.selectbox if s.label == "Label policy")
+    assert policy.options == ["humans-only", "model-fills-gaps"] and policy.value == "humans-only"
+    policy.set_value("model-fills-gaps")
+    next(n for n in at.number_input if n.label.startswith("Least model κ")).set_value(0.95)
+    at.button[0].click().run()
+    shown = re.sub(r"\\(.)", r"\1", at.error[0].value)  # the message is shown literally (Markdown-escaped)
+    assert f"gpt's quadratic-weighted κ with the human consensus on all its grades is {KAPPA:.2f} on 5 shared " \
+           "pairs, below the threshold 0.95" in shown
+    next(n for n in at.number_input if n.label.startswith("Least model κ")).set_value(0.6)
+    at.button[0].click().run()
+    assert not at.exception and not at.error
+    texts = [t.value for t in at.text]
+    assert (f"Label policy: model-fills-gaps · model judge gpt: quadratic κ {KAPPA:.2f} with the human consensus "
+            "on all its grades (5 pairs) · threshold 0.60.") in texts
+    shares = next(d.value for d in at.dataframe if "Labels from" in d.value.columns)
+    assert shares.set_index("Labels from")["Share (%)"].to_dict() == pytest.approx(
+        {"human consensus": 500 / 7, "adjudication": 0.0, "model": 200 / 7})

@@ -8,8 +8,11 @@ import streamlit as st
 from annotator import auth, views, views_release
 from annotator.views import literal
 from db import releases
-from eval_core.consensus import RULES
+from eval_core.consensus import MODEL_THRESHOLD, RELEASE_POLICIES, RULES
 
+POLICY_HELP = ("humans-only: labels come from people alone (default) · model-fills-gaps: a pair no person graded "
+               "gets the model judge's grade, allowed only when its quadratic-weighted κ with the human consensus on "
+               "the guideline version in force reaches the threshold. Every label records where it came from.")
 RULE_HELP = ("median: lower median on ties (default) · majority: ties go to the lower grade · "
              "mean: rounded half up · min: pessimistic. An adjudicated grade always wins; "
              "\"can't judge\" never counts.")
@@ -24,15 +27,20 @@ with st.form("create-release"):
     left, right = st.columns(2)
     rule = left.selectbox("Consensus rule", RULES, help=RULE_HELP)
     min_grades = right.number_input("Minimum grades per pair", min_value=1, max_value=20, value=1, step=1)
+    policy = left.selectbox("Label policy", RELEASE_POLICIES, help=POLICY_HELP)
+    model_threshold = right.number_input("Least model κ (quadratic) for model-fills-gaps", min_value=0.0,
+                                         max_value=1.0, value=MODEL_THRESHOLD, step=0.05)
     if st.form_submit_button("Create release"):
         try:
             with st.spinner("Building the release…"):
                 made = releases.create_release(engine, project.name, rule=rule, min_grades=int(min_grades),
-                                               actor=user.username)
+                                               actor=user.username, policy=policy,
+                                               model_threshold=float(model_threshold))
         except (ValueError, RuntimeError, LookupError, PermissionError) as exc:
             st.error(f"No release: {literal(exc)}")
         else:
-            st.success(f"Release {made.version} created ({rule}, at least {int(min_grades)} grade(s) per pair).")
+            st.success(f"Release {made.version} created ({rule}, at least {int(min_grades)} grade(s) per pair, "
+                       f"policy {policy}).")
 
 listed = releases.list_releases(engine, project.name)
 if not listed:
@@ -51,6 +59,7 @@ for col, (label, value) in zip(st.columns(4), views_release.card_headline(card),
     col.metric(label, value)
 st.dataframe(views_release.grade_distribution(card, project.labels), hide_index=True, placeholder=views.MISSING)
 st.caption(views_release.card_caption(card, release))
+views_release.show_policy(card)
 views_release.show_changed_texts(releases.changed_texts(engine, project.name, version))
 with st.expander("Full card"):
     st.json(card)
