@@ -27,7 +27,11 @@ def open_lead_page(page, title: str) -> None:
     page.locator("[data-testid='stSidebarNavLink']", has_text=title).first.click(timeout=SLOW)
     page.wait_for_timeout(300)
     wait_idle(page)
-    page.get_by_role("heading", name=title).first.wait_for(timeout=SLOW)
+    try:
+        page.get_by_role("heading", name=title).first.wait_for(timeout=SLOW)
+    except Exception as exc:  # say what the page shows instead (a login form, an error), not only "timeout"
+        shown = page.locator("[data-testid='stApp']").inner_text()[:600]
+        raise AssertionError(f"{title} did not open at {page.url}; the page shows: {shown!r}") from exc
 
 
 def screenshot(page, name: str) -> None:
