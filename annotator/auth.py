@@ -23,6 +23,7 @@ USER_KEY = "user"  # the resolved UserInfo of this run, for pages
 TOKEN_KEY = "session_token"  # this browser session's token (tests may put a store-issued token here)
 EXPIRES_KEY = "session_expires"
 CLEAR_COOKIE_KEY = "session_cookie_dead"  # a token that no longer works, to remove from the cookie
+SET_COOKIE_KEY = "session_cookie_new"  # a fresh login whose token the browser has not been given yet
 NOT_ALLOWED = "Not allowed for your role"
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{1,200}")  # what secrets.token_urlsafe produces
 COOKIE_ATTRIBUTES = "; path=/; SameSite=Strict"
@@ -67,6 +68,7 @@ def _remember(user: UserInfo, new: sessions.NewSession) -> None:
     st.session_state[TOKEN_KEY] = new.token
     st.session_state[EXPIRES_KEY] = new.expires_at
     st.session_state[USER_KEY] = user
+    st.session_state[SET_COOKIE_KEY] = True
     st.session_state.pop(CLEAR_COOKIE_KEY, None)
 
 
@@ -81,10 +83,11 @@ def _js(text: str) -> str:
 
 
 def sync_cookie() -> None:
-    """Give the browser this tab's token unless it already sent it (a fresh login): later reloads and new
-    tabs then find the session. Path /, SameSite=Strict, Secure over HTTPS, expiring with the session."""
+    """After a fresh login, give the browser its token once (the script runs when the page draws it): later
+    reloads and new tabs then find the session. Path /, SameSite=Strict, Secure over HTTPS, expiring with the
+    session."""
     token = st.session_state.get(TOKEN_KEY)
-    if not token or _cookie_token() == token or not TOKEN_SHAPE.fullmatch(token):
+    if not st.session_state.pop(SET_COOKIE_KEY, False) or not token or not TOKEN_SHAPE.fullmatch(token):
         return
     expires: datetime | None = st.session_state.get(EXPIRES_KEY)
     until = f"; expires={expires.strftime('%a, %d %b %Y %H:%M:%S GMT')}" if expires else ""
@@ -95,7 +98,7 @@ def sync_cookie() -> None:
 def clear_stale_cookie() -> None:
     """After logout or a dead token, remove the cookie so the next reload does not even try it (unless another
     tab has meanwhile put a new login there)."""
-    dead = st.session_state.get(CLEAR_COOKIE_KEY)
+    dead = st.session_state.pop(CLEAR_COOKIE_KEY, None)
     if not dead:
         return
     expired = f"{COOKIE}={COOKIE_ATTRIBUTES}; expires=Thu, 01 Jan 1970 00:00:00 GMT"
