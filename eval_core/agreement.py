@@ -50,7 +50,7 @@ from eval_core.agreement_types import (
     GuidelineVerdict,
     KappaPair,
 )
-from eval_core.judgments import check_judgments, read_judgments
+from eval_core.judgments import annotator_kinds, check_judgments, read_judgments
 
 BY_FIELDS = {"query": "query_id", "category": "category", "guideline": "guideline"}
 RELIABLE, TENTATIVE = 0.800, 0.667
@@ -86,13 +86,6 @@ def _c(value: np.ndarray | float, status: str, replicates: np.ndarray | None, co
         return coef(None, status)
     ci = percentile_ci(replicates, confidence) if replicates is not None else None
     return coef(value, "ok", ci)
-
-
-def annotator_kinds(judgments: pd.DataFrame, models: Sequence[str] = ()) -> dict[str, str]:
-    """annotator → 'human' or 'model' (the `annotator_kind` column, else all human; `models` count as model)."""
-    from eval_core.robustness import annotator_kinds as kinds_of  # the one reading of the kind column
-
-    return kinds_of(judgments, models)
 
 
 def human_judgments(judgments: pd.DataFrame, models: Sequence[str] = ()) -> pd.DataFrame:

@@ -13,7 +13,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from json.encoder import encode_basestring
@@ -43,6 +43,28 @@ ADJUDICATION_COLUMNS = ["query_id", "fragment_id", "grade", "reason", "by"]
 ANNOTATOR_KINDS = ("human", "model")
 MAX_PROBLEMS = 100
 _INT = re.compile(r"[+-]?\d+")
+
+
+def annotator_kinds(judgments: pd.DataFrame, models: Sequence[str] = ()) -> dict[str, str]:
+    """annotator → 'human' or 'model': the frame's `annotator_kind` column when present (else all human),
+    with the annotators named in `models` counted as model judges."""
+    names = sorted(judgments["annotator"].astype(str).unique())
+    kinds = dict.fromkeys(names, "human")
+    if "annotator_kind" in judgments.columns:
+        per = judgments[["annotator", "annotator_kind"]].astype(str).drop_duplicates()
+        bad = sorted(set(per["annotator_kind"]) - set(ANNOTATOR_KINDS))
+        if bad:
+            raise ValueError(f"annotator_kind must be one of {', '.join(ANNOTATOR_KINDS)}, got {', '.join(map(repr, bad))}")
+        twice = per[per.duplicated("annotator", keep=False)]
+        if len(twice):
+            raise ValueError(f"annotator {twice['annotator'].iloc[0]!r} is listed as both human and model")
+        kinds.update(zip(per["annotator"], per["annotator_kind"], strict=True))
+    unknown = sorted(set(models) - set(names))
+    if unknown:
+        raise ValueError(f"no judgments by the model annotator(s) {', '.join(map(repr, unknown))} "
+                         f"(annotators: {', '.join(map(repr, names))})")
+    kinds.update(dict.fromkeys(models, "model"))
+    return kinds
 
 
 def parse_scale(text: str) -> tuple[int, int]:

@@ -20,7 +20,7 @@ import pyarrow as pa
 from eval_core.consensus import RULES, _combine, consensus
 from eval_core.evaluate import evaluate
 from eval_core.formats import Columns, load_qrels, load_run
-from eval_core.judgments import ANNOTATOR_KINDS
+from eval_core.judgments import ANNOTATOR_KINDS, annotator_kinds
 from eval_core.metrics import Ranked, compute, index_qrels, parse_metrics, rank_run
 
 DEFAULT_METRIC = "ndcg@10"
@@ -155,28 +155,6 @@ def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float | None:
 
 
 # ------------------------------------------------------------------------------------------- inputs
-
-
-def annotator_kinds(judgments: pd.DataFrame, models: Sequence[str] = ()) -> dict[str, str]:
-    """annotator → 'human' or 'model': the frame's `annotator_kind` column when present (else all human),
-    with the annotators named in `models` counted as model judges."""
-    names = sorted(judgments["annotator"].astype(str).unique())
-    kinds = dict.fromkeys(names, "human")
-    if "annotator_kind" in judgments.columns:
-        per = judgments[["annotator", "annotator_kind"]].astype(str).drop_duplicates()
-        bad = sorted(set(per["annotator_kind"]) - set(ANNOTATOR_KINDS))
-        if bad:
-            raise ValueError(f"annotator_kind must be one of {', '.join(ANNOTATOR_KINDS)}, got {', '.join(map(repr, bad))}")
-        twice = per[per.duplicated("annotator", keep=False)]
-        if len(twice):
-            raise ValueError(f"annotator {twice['annotator'].iloc[0]!r} is listed as both human and model")
-        kinds.update(zip(per["annotator"], per["annotator_kind"], strict=True))
-    unknown = sorted(set(models) - set(names))
-    if unknown:
-        raise ValueError(f"no judgments by the model annotator(s) {', '.join(map(repr, unknown))} "
-                         f"(annotators: {', '.join(map(repr, names))})")
-    kinds.update(dict.fromkeys(models, "model"))
-    return kinds
 
 
 def _one_metric(metric: str) -> Any:
