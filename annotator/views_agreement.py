@@ -263,7 +263,7 @@ def disputed_line(pair: DisputedPair) -> str:
 
 COMPARISON_HEADERS = {"against": "Against", "n": "Pairs graded by both", "unweighted": "κ unweighted",
                       "linear": "κ linear", "quadratic": "κ quadratic", "alpha": "α ordinal",
-                      "mean_difference": "Mean difference (model − them)"}
+                      "mean_difference": "Mean diff."}
 SIDE_HEADERS = {"who": "Who", "on": "On", "n": "Pairs", "quadratic": "κ quadratic", "alpha": "α ordinal"}
 GROUP_HEADERS = {"group": "Group", "n": "Pairs graded by both", "quadratic": "κ quadratic vs consensus",
                  "alpha": "α ordinal vs consensus", "mean_difference": "Mean difference",
