@@ -62,8 +62,8 @@ class ReleaseInfo:
 
 
 def render_files(labels: pd.DataFrame, adjudications: pd.DataFrame) -> tuple[str, str]:
-    """The canonical TREC qrels and per-pair JSONL of a consensus frame (sorted by query, fragment; a
-    `provenance` column, when there, is written last on each line). Lines are
+    """The canonical TREC qrels and per-pair JSONL of a consensus frame (sorted by query, fragment; `provenance`
+    and a model-filled label's `model_judge`, when there, are written last on each line). Lines are
     assembled from C-escaped strings and memoised grade maps, byte-identical to json.dumps(ensure_ascii=False)
     with annotators sorted, and several times faster on a million judgments."""
     adj = {(q, f): json.dumps({"grade": int(g), "reason": r, "by": b}, ensure_ascii=False)
@@ -88,11 +88,14 @@ def render_files(labels: pd.DataFrame, adjudications: pd.DataFrame) -> tuple[str
     trec, lines = [], []
     columns = (labels[c].tolist() for c in ("query_id", "fragment_id", "grade", "grades", "rule", "adjudicated"))
     sources = labels["provenance"].tolist() if "provenance" in labels.columns else [None] * len(labels)
-    for q, f, g, grades, rule, adjudicated, source in zip(*columns, sources, strict=True):
+    judges = labels["model_judge"].tolist() if "model_judge" in labels.columns else [None] * len(labels)
+    for q, f, g, grades, rule, adjudicated, source, judge in zip(*columns, sources, judges, strict=True):
         trec.append(f"{q} 0 {f} {g}\n")
         extra = f', "adjudication": {adj[(q, f)]}' if adjudicated else ""
         if source is not None:
             extra += f', "provenance": {quote(source)}'
+        if judge is not None:
+            extra += f', "model_judge": {quote(judge)}'
         lines.append(f'{{"query_id": {quote(q)}, "fragment_id": {encode_basestring(f)}, "grade": {g}, '
                      f'"grades": {{{grade_map(grades)}}}, "rule": {quote(rule)}{extra}}}\n')
     return "".join(trec), "".join(lines)

@@ -145,13 +145,17 @@ def consensus(judgments: pd.DataFrame, rule: str = "median", adjudications: pd.D
 
 
 def fill_gaps(labels: pd.DataFrame, model_grades: pd.DataFrame | None, rule: str) -> pd.DataFrame:
-    """Consensus labels with a `provenance` column, plus the model's grade for every pair no person labelled.
+    """Consensus labels with `provenance` and `model_judge` columns, plus the model's grade for every pair no
+    person labelled.
 
     `model_grades`: query_id, fragment_id, annotator (the model judge), grade (real grades only); `rule` is the
-    release's consensus rule, recorded on filled pairs too. A filled pair has n_grades 0 (no human grade), its grades map holds the model's grade, and provenance "model".
+    release's consensus rule, recorded on filled pairs too. A filled pair has n_grades 0 and an empty grades
+    map (the map holds people's grades only), provenance "model" and the model judge's name in model_judge
+    (None on every other label).
     """
     human, adjudication, model = PROVENANCES
-    out = labels.assign(provenance=np.where(labels["adjudicated"].to_numpy(dtype=bool), adjudication, human))
+    out = labels.assign(provenance=np.where(labels["adjudicated"].to_numpy(dtype=bool), adjudication, human),
+                        model_judge=None)
     if model_grades is None or model_grades.empty:
         return out
     fresh = model_grades.merge(labels[PAIR], on=PAIR, how="left", indicator=True)
@@ -159,7 +163,7 @@ def fill_gaps(labels: pd.DataFrame, model_grades: pd.DataFrame | None, rule: str
     filled = pd.DataFrame({"query_id": fresh["query_id"].astype(str).to_numpy(),
                            "fragment_id": fresh["fragment_id"].astype(str).to_numpy(),
                            "grade": fresh["grade"].to_numpy(dtype=np.int64), "n_grades": 0,
-                           "grades": [{str(a): int(g)} for a, g in zip(fresh["annotator"], fresh["grade"], strict=True)],
-                           "rule": rule, "adjudicated": False, "provenance": model})
+                           "grades": [{} for _ in range(len(fresh))], "rule": rule, "adjudicated": False,
+                           "provenance": model, "model_judge": fresh["annotator"].astype(str).to_numpy()})
     both = pd.concat([out, filled], ignore_index=True) if len(filled) else out
     return both.sort_values(PAIR, kind="stable", ignore_index=True)

@@ -75,8 +75,11 @@ def test_model_fills_gaps_above_the_threshold(engine, project):
     card = create_release(engine, "demo", actor=OPERATOR, policy="model-fills-gaps").card
     lines = {r["fragment_id"]: r for r in _lines(engine)}
     assert sorted(lines) == ["f1", "f2", "f3", "f4", "f5", "f6", "f7"]
-    assert lines["f6"] == {"query_id": "q2", "fragment_id": "f6", "grade": 3, "grades": {"gpt": 3},
-                           "rule": "median", "provenance": "model"}
+    f6 = {"query_id": "q2", "fragment_id": "f6", "grade": 3, "grades": {}, "rule": "median", "provenance": "model",
+          "model_judge": "gpt"}
+    assert json.dumps(f6, ensure_ascii=False) in release_files(engine, "demo")["judgments.jsonl"].decode()
+    # the grades map holds people's grades only: the release read back has the humans' α whatever the policy
+    assert all("gpt" not in r["grades"] for r in lines.values())
     assert lines["f7"]["grade"] == 0 and lines["f7"]["provenance"] == "model"
     assert lines["f5"]["grade"] == 0 and lines["f5"]["provenance"] == "human consensus"  # a human graded it
     assert card["policy"] == {"name": "model-fills-gaps", "model": "gpt", "model_kappa_quadratic": pytest.approx(KAPPA),
