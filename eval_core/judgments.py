@@ -224,30 +224,27 @@ def _decision_grade(value: object, scale: tuple[int, int]) -> int:
     return grade
 
 
-def _adjudication(rec: dict, path: str | Path) -> dict:
-    """A release line's `adjudication` object (a JSON object in JSONL, JSON text in the release CSV)."""
-    value = _field(rec, "adjudication", path)
+def _json_object(rec: dict, name: str, path: str | Path, shape: str) -> dict:
+    """A release line's object field (a JSON object in JSONL, JSON text in the release CSV)."""
+    value = _field(rec, name, path)
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except json.JSONDecodeError:
             value = None
     if not isinstance(value, dict):
-        raise ValueError("adjudication must be an object with grade, reason and by")
+        raise ValueError(f"{name} must be an object {shape}")
     return value
+
+
+def _adjudication(rec: dict, path: str | Path) -> dict:
+    """A release line's `adjudication`: the lead's decision."""
+    return _json_object(rec, "adjudication", path, "with grade, reason and by")
 
 
 def _grade_map(rec: dict, path: str | Path) -> dict:
-    """A release line's `grades` {annotator: grade} (a JSON object in JSONL, JSON text in the release CSV)."""
-    value = _field(rec, "grades", path)
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            value = None
-    if not isinstance(value, dict):
-        raise ValueError("grades must be an object {annotator: grade}")
-    return value
+    """A release line's `grades`: every annotator's grade of the pair."""
+    return _json_object(rec, "grades", path, "{annotator: grade}")
 
 
 def _check_time(text: str) -> str:

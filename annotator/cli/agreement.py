@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from annotator.cli.common import LazyChoices
+from annotator.cli.common import LazyChoices, scale_type
 from eval_core.errors import InputError
 
 if TYPE_CHECKING:
@@ -19,14 +19,6 @@ if TYPE_CHECKING:
     from eval_core.calibration import CalibrationReport, Comparison
 
 
-def _scale(text: str) -> tuple[int, int]:
-    from eval_core.judgments import parse_scale
-
-    try:
-        return parse_scale(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `agreement` and `consensus` to the `qrelkit` parser."""
@@ -34,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Agreement of a judgments file (JSONL/CSV with query_id, fragment_id, "
                                           "annotator, grade; empty grade = can't judge).")
     p.add_argument("judgments", metavar="JUDGMENTS")
-    p.add_argument("--scale", type=_scale, default=(0, 3), help="grading scale low-high (default 0-3)")
+    p.add_argument("--scale", type=scale_type, default=(0, 3), help="grading scale low-high (default 0-3)")
     p.add_argument("--level", choices=["ordinal", "nominal", "interval"], default="ordinal",
                    help="level of Krippendorff's α used for the verdict (default ordinal)")
     p.add_argument("--threshold", type=float, default=0.6, help="α below this marks the guideline ambiguous")
@@ -63,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--min-grades", type=int, default=1, help="leave out pairs with fewer real grades (default 1)")
     c.add_argument("-o", "--output", required=True, metavar="OUT")
     c.add_argument("--format", choices=["trec", "beir", "jsonl"], default="trec")
-    c.add_argument("--scale", type=_scale, default=(0, 3))
+    c.add_argument("--scale", type=scale_type, default=(0, 3))
     c.add_argument("--keep", choices=["error", "latest"], default="error")
     c.set_defaults(func=cmd_consensus)
 

@@ -41,6 +41,16 @@ class LazyChoices(Sequence):
         return value in self._values()
 
 
+def scale_type(text: str) -> tuple[int, int]:
+    """argparse type for `--scale low-high`, so a bad scale is a usage error naming the option."""
+    from eval_core.judgments import parse_scale
+
+    try:
+        return parse_scale(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def db_option(parser: argparse.ArgumentParser) -> None:
     """The one `--db URL` option every command that opens the store takes."""
     parser.add_argument("--db", metavar="URL", default=None,

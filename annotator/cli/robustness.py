@@ -9,19 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from annotator.cli.common import LazyChoices, db_option, print_json, store_engine
+from annotator.cli.common import LazyChoices, db_option, print_json, scale_type, store_engine
 
 if TYPE_CHECKING:
     from eval_core.robustness import RobustnessReport
 
-
-def _scale(text: str) -> tuple[int, int]:
-    from eval_core.judgments import parse_scale
-
-    try:
-        return parse_scale(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--judgments", metavar="FILE", help="a judgments file (JSONL/CSV: query_id, fragment_id, "
                                                        "annotator, grade); mark model judges with --model")
     p.add_argument("--adjudications", metavar="FILE", help="with --judgments: lead decisions (they win)")
-    p.add_argument("--scale", type=_scale, default=None, help="with --judgments: grading scale (default 0-3)")
+    p.add_argument("--scale", type=scale_type, default=None, help="with --judgments: grading scale (default 0-3)")
     p.add_argument("--model", action="append", default=[], metavar="ANNOTATOR",
                    help="with --judgments: count this annotator as a model judge (repeatable)")
     p.add_argument("--runs", dest="run_names", metavar="A,B,…", help="with --project: stored runs (default all)")
