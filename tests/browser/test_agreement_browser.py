@@ -172,8 +172,11 @@ def test_agreement_page_kappa_and_alpha_equal_the_cli(agreement: Agreement, page
         assert shown[label][1].startswith(ci_text(ci))
         if n_pairs > 1:
             assert f"mean of {n_pairs} annotator pairs" in shown[label][1]
-    # the heatmap (with its weighting choice) only when there is more than one pair to compare
-    assert page.get_by_role("radio", name="quadratic").count() == (1 if n_pairs > 1 else 0)
+    from playwright.sync_api import expect
+
+    # the heatmap (with its weighting choice) only when there is more than one pair to compare; `expect`
+    # retries, since under load the lower sections can still be drawing after the first idle moment
+    expect(page.get_by_role("radio", name="quadratic")).to_have_count(1 if n_pairs > 1 else 0, timeout=SLOW)
 
 
 def test_planted_markdown_and_html_render_literally(agreement: Agreement, page) -> None:
