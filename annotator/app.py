@@ -48,7 +48,7 @@ def sidebar(user) -> None:
 def main() -> None:
     """Every page is registered for everyone, so a link (e.g. /lead_agreement) survives the login and opens its
     page afterwards; the menu lists what the role opens, and a lead page tells an annotator it is not allowed."""
-    st.set_page_config(page_title="qrelkit", page_icon=":material/fact_check:", layout="wide")
+    st.set_page_config(page_title="qrelkit", layout="wide")  # no material page_icon: its favicon is fetched from Google
     state.engine()
     user = auth.current_user()
     is_lead = user is not None and user.role == "lead"

@@ -23,6 +23,7 @@ from db.projects import project_row
 from db.queries_frames import adjudications_frame, frame_of, judgments_frame
 from eval_core.compare import Comparison, bootstrap_ci, compare
 from eval_core.evaluate import Evaluation, evaluate
+from eval_core.judgments import relevant_from
 from eval_core.robustness import RobustnessReport, robustness
 
 # The metrics a lead watches: compared between runs, followed across releases, and alerted on when they drop.
@@ -145,7 +146,7 @@ def robustness_inputs(engine: Engine, project: str, runs: Sequence[str] | None =
 
 
 def project_robustness(engine: Engine, project: str, runs: Sequence[str] | None = None, metric: str = "ndcg@10",
-                       rule: str = "median", bootstrap: int = 200, seed: int = 0, rel_level: int = 1,
+                       rule: str = "median", bootstrap: int = 200, seed: int = 0, rel_level: int | None = None,
                        progress: Callable[[int], object] | None = None) -> RobustnessReport:
     """Whether the stored runs' order on `metric` holds under every consensus rule, each annotator's labels,
     humans vs humans + models, and a bootstrap over annotators per pair (eval_core.robustness)."""
@@ -157,13 +158,20 @@ def project_robustness(engine: Engine, project: str, runs: Sequence[str] | None 
     if inputs.judgments.empty:
         raise ValueError(f"project {project!r} has no judgments yet")
     return robustness(inputs.judgments, inputs.runs, metric=metric, adjudications=inputs.adjudications,
-                      scale=inputs.scale, rule=rule, bootstrap=bootstrap, seed=seed, rel_level=rel_level,
+                      scale=inputs.scale, rule=rule, bootstrap=bootstrap, seed=seed,
+                      rel_level=relevant_from(inputs.scale) if rel_level is None else rel_level,
                       progress=progress)
 
 
-def score_run(qrels: pd.DataFrame, run: pd.DataFrame, name: str, max_grade: int) -> Evaluation:
-    """eval_core's evaluation of one rebuilt run against one release's qrels."""
-    return evaluate(qrels, run, name=name, max_grade=max_grade)
+def project_scale(project: Project) -> tuple[int, int]:
+    """A project row's grading scale as (low, high)."""
+    return int(project.scale_min), int(project.scale_max)
+
+
+def score_run(qrels: pd.DataFrame, run: pd.DataFrame, name: str, scale: tuple[int, int]) -> Evaluation:
+    """eval_core's evaluation of one rebuilt run against one release's qrels, relevant from the scale's
+    second grade (its lowest grade means not relevant, whatever number it has)."""
+    return evaluate(qrels, run, name=name, max_grade=scale[1], rel_level=relevant_from(scale))
 
 
 def store_evaluation(session: Session, run_id: int, release_id: int, result: Evaluation) -> int:
@@ -183,7 +191,7 @@ def evaluate_stored_run(engine: Engine, project: str, run_name: str,
         proj = project_row(session, project)
         release = load_release(session, proj, version)
         run = load_run(session, proj, run_name)
-        result = score_run(qrels_of(release), run_frame(session, run.id), run.name, proj.scale_max)
+        result = score_run(qrels_of(release), run_frame(session, run.id), run.name, project_scale(proj))
         run_id, release_id = run.id, release.id
     with session_scope(engine, write=True) as session:
         stored = store_evaluation(session, run_id, release_id, result)
@@ -288,7 +296,7 @@ def ensure_evaluation(engine: Engine, project: str, run_name: str, version: int 
         run = load_run(session, proj, run_name)
         if _has_evaluation(session, run.id, release.id):
             return False
-        result = score_run(qrels_of(release), run_frame(session, run.id), run.name, proj.scale_max)
+        result = score_run(qrels_of(release), run_frame(session, run.id), run.name, project_scale(proj))
         run_id, release_id = run.id, release.id
     try:
         with session_scope(engine, write=True) as session:
@@ -307,11 +315,13 @@ def _has_evaluation(session: Session, run_id: int, release_id: int) -> bool:
 
 
 def compare_runs(engine: Engine, project: str, version: int | str, base: tuple[str, pd.DataFrame],
-                 rivals: Sequence[str], metrics: Sequence[str] = HEADLINE, rel_level: int = 1) -> Comparison:
+                 rivals: Sequence[str], metrics: Sequence[str] = HEADLINE, rel_level: int | None = None) -> Comparison:
     """Paired tests of a run (a stored one or an upload, as its frame) against stored rivals on one release's
-    queries, every run scored here with the same rel_level (stored evaluations use the default)."""
+    queries, every run scored here with the same rel_level (default, as stored evaluations: the scale's
+    second grade)."""
     with session_scope(engine) as session:
         proj = project_row(session, project)
+        rel_level = relevant_from(project_scale(proj)) if rel_level is None else rel_level
         qrels = qrels_of(load_release(session, proj, version))
         frames = {name: run_frame(session, load_run(session, proj, name).id) for name in rivals if name != base[0]}
     return compare(qrels, {base[0]: base[1], **frames}, list(metrics), rel_level=rel_level)

@@ -18,7 +18,15 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db.engine import session_scope
-from db.evaluations import HEADLINE, load_release, qrels_of, run_frame, score_run, store_evaluation
+from db.evaluations import (
+    HEADLINE,
+    load_release,
+    project_scale,
+    qrels_of,
+    run_frame,
+    score_run,
+    store_evaluation,
+)
 from db.models import Evaluation as EvaluationRow
 from db.models import (
     Fragment,
@@ -254,12 +262,12 @@ def create_release(engine: Engine, project: str, rule: str = "median", min_grade
                                     "release later lists the pairs whose text changed since"}}
     step("card")
     qrels = labels[["query_id", "fragment_id", "grade"]].rename(columns={"fragment_id": "doc_id"})
-    results = {rid: score_run(qrels, frame, name, proj.scale_max) for rid, (name, frame) in run_frames.items()}
+    results = {rid: score_run(qrels, frame, name, project_scale(proj)) for rid, (name, frame) in run_frames.items()}
     diff = {"previous": None}
     old_results: dict = {}
     if previous is not None:
         old_qrels = qrels_of(previous)
-        old_results = {rid: score_run(old_qrels, frame, name, proj.scale_max)
+        old_results = {rid: score_run(old_qrels, frame, name, project_scale(proj))
                        for rid, (name, frame) in run_frames.items()}
         diff = {"previous": previous.version, **label_diff(old_qrels, qrels),
                 "runs": {run_frames[rid][0]: _moves(old_results[rid].mean, results[rid].mean) for rid in results}}
@@ -424,6 +432,6 @@ def diff_releases(engine: Engine, project: str, old: int | str, new: int | str =
                 stored = session.execute(select(EvaluationRow.means).where(
                     EvaluationRow.run_id == run_id, EvaluationRow.release_id == release.id)).scalar()
                 means.append(stored if stored is not None else
-                             score_run(qrels, run_frame(session, run_id), name, proj.scale_max).mean)
+                             score_run(qrels, run_frame(session, run_id), name, project_scale(proj)).mean)
             out["runs"][name] = _moves(*means)
     return out

@@ -75,6 +75,12 @@ def parse_scale(text: str) -> tuple[int, int]:
     return int(match[1]), int(match[2])
 
 
+def relevant_from(scale: tuple[int, int]) -> int:
+    """The grade binary metrics count as relevant from: a scale's lowest grade means not relevant, so
+    relevance starts at its second grade (1 on 0–3, 2 on 1–3 or 1–5)."""
+    return scale[0] + 1
+
+
 def parse_grade(value: object, scale: tuple[int, int]) -> int | None:
     """One grade as an int on the scale, None for "can't judge"; ValueError says why a value is rejected."""
     if value is None:

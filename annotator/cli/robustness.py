@@ -35,8 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="with --judgments: count this annotator as a model judge (repeatable)")
     p.add_argument("--runs", dest="run_names", metavar="A,B,…", help="with --project: stored runs (default all)")
     p.add_argument("--metric", default="ndcg@10", help="one metric with its cutoff (default ndcg@10)")
-    p.add_argument("--rel-level", type=int, default=1,
-                   help="binary metrics count grades from this one as relevant (default 1; nDCG uses the grades)")
+    p.add_argument("--rel-level", type=int, default=None,
+                   help="binary metrics count grades from this one as relevant (default: the scale's second "
+                        "grade, 1 on 0-3; nDCG uses the grades)")
     p.add_argument("--rule", choices=LazyChoices("eval_core.consensus", "RULES"), metavar="RULE", default="median",
                    help="the reference rule: it names each pair's winner and combines bootstrap draws (median)")
     p.add_argument("--bootstrap", type=int, default=200, help="replicates over annotators per pair (0: none)")
@@ -47,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _from_files(args: argparse.Namespace, progress: Callable[[int], object]) -> RobustnessReport:
     """File mode: judgments, optional adjudications and run files; names are the files' names."""
-    from eval_core.judgments import read_adjudications, read_judgments
+    from eval_core.judgments import read_adjudications, read_judgments, relevant_from
     from eval_core.robustness import robustness
 
     scale = args.scale or (0, 3)
@@ -60,7 +61,8 @@ def _from_files(args: argparse.Namespace, progress: Callable[[int], object]) -> 
     adjudications = read_adjudications(args.adjudications, scale) if args.adjudications else None
     return robustness(frame, dict(zip(names, args.runs, strict=True)), metric=args.metric,
                       adjudications=adjudications, scale=scale, rule=args.rule, bootstrap=args.bootstrap,
-                      seed=args.seed, rel_level=args.rel_level, models=args.model, progress=progress)
+                      seed=args.seed, rel_level=relevant_from(scale) if args.rel_level is None else args.rel_level,
+                      models=args.model, progress=progress)
 
 
 def _from_store(args: argparse.Namespace, progress: Callable[[int], object]) -> RobustnessReport:

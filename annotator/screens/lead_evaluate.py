@@ -13,6 +13,7 @@ from db import evaluations, releases
 from eval_core import report
 from eval_core.errors import InputError
 from eval_core.formats import read_run
+from eval_core.judgments import relevant_from
 from eval_core.metric_registry import DEFAULT_K
 
 K_CHOICES = (1, 3, 5, 10, 20, 50, 100)
@@ -53,7 +54,7 @@ else:
     name = upload.name
 
 low, high = views.scale_of(project)
-grades = list(range(max(1, low), high + 1))
+grades = list(range(relevant_from((low, high)), high + 1))  # the lowest grade means not relevant
 left, right = st.columns([2, 1])
 ks = left.multiselect("Cutoffs k", K_CHOICES, default=list(DEFAULT_K)) or [10]
 rel_level = right.selectbox("Relevant from grade", grades, index=0,
