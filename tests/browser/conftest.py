@@ -11,6 +11,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,6 +85,16 @@ class Server:
     db_url: str
 
 
+@contextmanager
+def serving(db_url: str, folder: Path) -> Iterator[Server]:
+    """`qrelkit serve` over a database a fixture built, stopped (port freed) when the block ends."""
+    proc, base_url = start_server(db_url, folder / "serve.log")
+    try:
+        yield Server(base_url, db_url)
+    finally:
+        stop_server(proc)
+
+
 @pytest.fixture(scope="package")
 def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """The app serving a freshly built demo project."""
@@ -94,11 +105,8 @@ def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     folder = tmp_path_factory.mktemp("browser-demo")
     db_url = f"sqlite:///{folder / 'demo.db'}"
     build_demo(init_db(db_url))
-    proc, base_url = start_server(db_url, folder / "serve.log")
-    try:
-        yield Server(base_url, db_url)
-    finally:
-        stop_server(proc)
+    with serving(db_url, folder) as server:
+        yield server
 
 
 @pytest.fixture(scope="package")

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.browser.conftest import Server, login, start_server, stop_server
+from tests.browser.conftest import Server, login, serving
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.browser
@@ -106,11 +106,8 @@ def agreement(request, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agr
     folder = tmp_path_factory.mktemp(f"agreement-{request.param}")
     db_url = build_store(folder, annotators)
     data, table = cli_report(db_url, folder)
-    proc, base_url = start_server(db_url, folder / "serve.log")
-    try:
-        yield Agreement(Server(base_url, db_url), annotators, data, table)
-    finally:
-        stop_server(proc)
+    with serving(db_url, folder) as server:
+        yield Agreement(server, annotators, data, table)
 
 
 def wait_idle(page, timeout: float = SLOW) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.browser.conftest import Server, login, screenshot, start_server, stop_server
+from tests.browser.conftest import Server, login, screenshot, serving
 from tests.browser.test_agreement_browser import LEAD, SLOW, judgments, tiles, wait_idle, write_jsonl
 from tests.conftest import ROOT
 
@@ -60,11 +60,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, d
     done = subprocess.run([sys.executable, "-m", "annotator", "agreement", str(exported), "--by", "kind",
                            "--bootstrap", "200", "--seed", "0", "--format", "json"],
                           cwd=ROOT, capture_output=True, text=True, check=True)
-    proc, base_url = start_server(db_url, folder / "serve.log")
-    try:
-        yield Server(base_url, db_url), json.loads(done.stdout)
-    finally:
-        stop_server(proc)
+    with serving(db_url, folder) as server:
+        yield server, json.loads(done.stdout)
 
 
 def test_model_section_shows_the_clis_numbers_and_the_name_literally(served, page) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import CHROMIUM, Server, login, start_server, stop_server
+from tests.browser.conftest import CHROMIUM, Server, login, serving
 from tests.conftest import ROOT, require
 
 pytestmark = pytest.mark.browser
@@ -90,11 +90,8 @@ def results_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]
     folder = tmp_path_factory.mktemp("browser-results")
     db_url = f"sqlite:///{folder / 'results.db'}"
     build_project(db_url, folder)
-    proc, base_url = start_server(db_url, folder / "serve.log")
-    try:
-        yield Server(base_url, db_url)
-    finally:
-        stop_server(proc)
+    with serving(db_url, folder) as server:
+        yield server
 
 
 def wait_idle(page, timeout: float = SLOW) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import CHROMIUM, Server, login, start_server, stop_server
+from tests.browser.conftest import CHROMIUM, Server, login, serving
 from tests.conftest import ROOT, require
 
 pytestmark = pytest.mark.browser
@@ -66,11 +66,8 @@ def robust_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     folder = tmp_path_factory.mktemp("browser-robustness")
     db_url = f"sqlite:///{folder / 'robust.db'}"
     build_project(db_url, folder)
-    proc, base_url = start_server(db_url, folder / "serve.log")
-    try:
-        yield Server(base_url, db_url)
-    finally:
-        stop_server(proc)
+    with serving(db_url, folder) as server:
+        yield server
 
 
 def test_the_flip_sentence_is_the_clis_and_literal(robust_server: Server, page) -> None:

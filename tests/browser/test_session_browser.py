@@ -21,6 +21,7 @@ from tests.browser.conftest import (
     Server,
     login,
     require,
+    serving,
     start_server,
     stop_server,
     wait_idle,
@@ -51,11 +52,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     create_user(engine, "leo", "lead", "leo-password", actor=OPERATOR)
     create_user(engine, "lex", "lead", "lex-password", actor=OPERATOR)
     create_release(engine, "demo", actor=OPERATOR)
-    proc, base_url = start_server(db_url, folder / "serve.log")
-    try:
-        yield Server(base_url, db_url)
-    finally:
-        stop_server(proc)
+    with serving(db_url, folder) as server:
+        yield server
 
 
 def qrelkit(*args: str) -> subprocess.CompletedProcess:
