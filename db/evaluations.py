@@ -19,7 +19,7 @@ from db.models import Evaluation as EvaluationRow
 from db.models import Fragment, Pair, Project, Query, Release, Run, RunEntry, utcnow
 from db.permissions import Actor, require_lead
 from db.pooling import add_candidates
-from db.projects import project_row
+from db.projects import project_row, project_scale
 from db.queries_frames import adjudications_frame, frame_of, judgments_frame
 from eval_core.compare import Comparison, bootstrap_ci, compare
 from eval_core.evaluate import Evaluation, evaluate
@@ -141,7 +141,7 @@ def robustness_inputs(engine: Engine, project: str, runs: Sequence[str] | None =
         names = list(runs) if runs else session.execute(select(Run.name).where(Run.project_id == proj.id)
                                                         .order_by(Run.name)).scalars().all()
         frames = {name: run_frame(session, load_run(session, proj, name).id) for name in names}
-        scale = (proj.scale_min, proj.scale_max)
+        scale = project_scale(proj)
     return RobustnessInputs(judgments_frame(engine, project), adjudications_frame(engine, project), scale, frames)
 
 
@@ -161,11 +161,6 @@ def project_robustness(engine: Engine, project: str, runs: Sequence[str] | None 
                       scale=inputs.scale, rule=rule, bootstrap=bootstrap, seed=seed,
                       rel_level=relevant_from(inputs.scale) if rel_level is None else rel_level,
                       progress=progress)
-
-
-def project_scale(project: Project) -> tuple[int, int]:
-    """A project row's grading scale as (low, high)."""
-    return int(project.scale_min), int(project.scale_max)
 
 
 def score_run(qrels: pd.DataFrame, run: pd.DataFrame, name: str, scale: tuple[int, int]) -> Evaluation:

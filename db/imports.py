@@ -34,7 +34,7 @@ from db.models import (
     utcnow,
 )
 from db.permissions import Actor, require_lead
-from db.projects import ProjectNotFound, project_row
+from db.projects import ProjectNotFound, project_row, project_scale
 from db.queries_frames import project_adjudications
 from eval_core.errors import InputError
 from eval_core.formats import ranked
@@ -426,7 +426,7 @@ def _parse_judgments(engine: Engine, path: str | Path, proj: Project, queries: d
     fragment, guideline (by version) and a timestamp; every line naming something the project does not
     have is a problem, an annotator must keep its kind (and a model judge its model), and an adjudication
     must name an active lead."""
-    read = read_judgments_file(path, (proj.scale_min, proj.scale_max), progress=show)
+    read = read_judgments_file(path, project_scale(proj), progress=show)
     problems = _Problems(path, "judgments")
     problems.items, problems.total = list(read.problems), read.total_problems
     frame, decided = read.judgments, read.adjudications

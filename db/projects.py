@@ -54,10 +54,15 @@ class GuidelineInfo:
     note: str | None = None
 
 
+def project_scale(row: Project) -> tuple[int, int]:
+    """A project row's grading scale as (low, high)."""
+    return int(row.scale_min), int(row.scale_max)
+
+
 def project_info(row: Project) -> ProjectInfo:
     """Detach a row into plain data."""
     assert row.id is not None
-    scale = (row.scale_min, row.scale_max)
+    scale = project_scale(row)
     labels = ({int(g): str(t) for g, t in row.grade_labels.items()} if row.grade_labels else default_labels(scale))
     return ProjectInfo(row.id, row.name, scale, row.overlap, row.overlap_fraction, row.agreement_threshold,
                        dict(sorted(labels.items())), row.queue_order or DEFAULT_ORDER)
@@ -187,7 +192,7 @@ def update_policy(engine: Engine, name: str, overlap: int | None = None, overlap
         new = (row.overlap if overlap is None else overlap,
                row.overlap_fraction if overlap_fraction is None else overlap_fraction,
                row.agreement_threshold if threshold is None else threshold)
-        _check_policy((row.scale_min, row.scale_max), *new)
+        _check_policy(project_scale(row), *new)
         row.overlap, row.overlap_fraction, row.agreement_threshold = new
         session.add(row)
         session.flush()
@@ -199,7 +204,7 @@ def set_grade_labels(engine: Engine, project: str, labels: dict[int, str], *, ac
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         row = project_row(session, project)
-        row.grade_labels = stored_labels(check_labels(labels, (row.scale_min, row.scale_max)))
+        row.grade_labels = stored_labels(check_labels(labels, project_scale(row)))
         session.add(row)
         session.flush()
         return project_info(row)

@@ -9,7 +9,7 @@ from sqlmodel import Session
 
 from db.engine import session_scope
 from db.models import Adjudication, Fragment, Guideline, Judgment, JudgmentHistory, Pair, Query, User
-from db.projects import project_row
+from db.projects import project_row, project_scale
 from eval_core.consensus import consensus
 
 JUDGMENT_COLUMNS = ["query_id", "fragment_id", "annotator", "grade", "note", "guideline", "category",
@@ -136,7 +136,7 @@ def qrels_frame(engine: Engine, project: str, rule: str = "median", min_grades: 
     first — what the next release would contain; evaluate against a release for anything you publish."""
     with session_scope(engine) as session:
         proj = project_row(session, project)
-        scale = (proj.scale_min, proj.scale_max)
+        scale = project_scale(proj)
     labels = consensus(judgments_frame(engine, project)[["query_id", "fragment_id", "annotator", "grade"]],
                        rule=rule, adjudications=adjudications_frame(engine, project), min_grades=min_grades,
                        scale=scale)

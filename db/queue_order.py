@@ -10,13 +10,14 @@ from sqlalchemy.orm import Session
 
 from db.models import Assignment, Judgment, Pair, Project, Run, RunEntry, User
 from eval_core.judging_order import QueryPool, make_order, replay_next
+from eval_core.judgments import relevant_from
 
 A, J, P, PR, R, RE, U = (m.__table__ for m in (Assignment, Judgment, Pair, Project, Run, RunEntry, User))
 MODEL_KIND = "model"
 POOL_CACHE_SIZE = 512
 _pools: dict[tuple, QueryPool] = {}
 # Built once (as db.judging's hot statements are): per-call statement building cost more than the reads.
-_QUERY = (select(P.c.query_id, PR.c.scale_min).join(PR, PR.c.id == P.c.project_id)
+_QUERY = (select(P.c.query_id, PR.c.scale_min, PR.c.scale_max).join(PR, PR.c.id == P.c.project_id)
           .where(P.c.id == bindparam("pair_id")))
 _VERSION = (select(func.count(), func.max(P.c.id), func.sum(func.length(cast(P.c.sources, Text))))
             .where(P.c.query_id == bindparam("query_id")))
@@ -27,11 +28,6 @@ _TODO = (select(A.c.pair_id, A.c.position)
                 A.c.user_id == bindparam("user_id"), A.c.done == false()))
 _GRADES = (select(J.c.pair_id, J.c.grade, U.c.kind).join(P, P.c.id == J.c.pair_id).join(U, U.c.id == J.c.user_id)
            .where(P.c.query_id == bindparam("query_id"), J.c.grade.is_not(None)))
-
-
-def relevance_level(scale_min: int) -> int:
-    """Grades from the second grade of the scale up count as relevant for ordering (1 on 0–3, 2 on 1–5)."""
-    return scale_min + 1
 
 
 def _query_pool(session: Session, project_id: int, query_id: int) -> QueryPool:
@@ -83,11 +79,11 @@ def ordered_next(session: Session, project_id: int, user_id: int, order: str, fi
     assigned, ungraded pairs, replaying the policy over the grades recorded by everyone (median ≥ the
     relevance level counts as relevant). Falls back to `first` if the order names nothing."""
     conn = session.connection()
-    query_id, low = conn.execute(_QUERY, {"pair_id": first[0]}).cursor.fetchone()
+    query_id, *scale = conn.execute(_QUERY, {"pair_id": first[0]}).cursor.fetchone()
     todo = dict(conn.execute(_TODO, {"user_id": user_id, "query_id": query_id})
                 .cursor.fetchall())
     human, model = _grades(session, query_id)
-    level = relevance_level(low)
+    level = relevant_from(tuple(scale))
     known = {pid: (g[0] if len(g) == 1 else statistics.median(g)) >= level
              for pid, g in human.items() if pid not in todo}
     policy = make_order(order, _query_pool(session, project_id, query_id), seed=query_id, rel_level=level,

@@ -21,7 +21,6 @@ from db.engine import session_scope
 from db.evaluations import (
     HEADLINE,
     load_release,
-    project_scale,
     qrels_of,
     run_frame,
     score_run,
@@ -39,7 +38,7 @@ from db.models import (
     utcnow,
 )
 from db.permissions import Actor, require_lead
-from db.projects import project_row
+from db.projects import project_row, project_scale
 from db.queries_frames import project_adjudications, project_judgments
 from eval_core.agreement import agreement_report
 from eval_core.calibration import calibration
@@ -126,7 +125,7 @@ def _agreement(judged: pd.DataFrame, scale: tuple[int, int]) -> dict:
 
 def _card(project: Project, labels: pd.DataFrame, judged: pd.DataFrame, rule: str, min_grades: int) -> dict:
     """Counts, grade distributions, agreement and guideline versions of the judgments behind the labels."""
-    scale = (project.scale_min, project.scale_max)
+    scale = project_scale(project)
     dist = labels["grade"].value_counts()
     individual = judged["grade"].value_counts()
     return {
@@ -228,7 +227,7 @@ def create_release(engine: Engine, project: str, rule: str = "median", min_grade
     with session_scope(engine) as session:
         require_lead(session, actor)
         proj = project_row(session, project)
-        scale = (proj.scale_min, proj.scale_max)
+        scale = project_scale(proj)
         judged = project_judgments(session, proj.id)
         adjudications = project_adjudications(session, proj.id)
         in_force = session.execute(select(func.max(Guideline.version))
