@@ -59,11 +59,12 @@ def test_fragment_holding_script_and_markdown_renders_as_text(demo_server: Serve
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     login(page, demo_server.url, "ana", "ana-demo")
     box = page.locator(FRAGMENT_BOX)
+    text_only = box.locator(".qrelkit-fragment")  # the fragment's own text, under the app's caption
+    expect(text_only).to_contain_text("<script>alert(1)</script>")  # st.html fills in after the run: wait
     text = box.inner_text()
     assert "<script>alert(1)</script>" in text
     assert "**Aviso importante**" in text and "# Esto no es un título" in text
     assert "<b>negrita HTML</b>" in text
-    text_only = box.locator(".qrelkit-fragment")  # the fragment's own text, under the app's caption
     for tag in ("script", "b", "strong", "h1", "a", "li", "img"):
         assert text_only.locator(tag).count() == 0, tag
     assert dialogs == []
