@@ -22,6 +22,8 @@ def test_the_streamlit_command_listens_locally_with_a_viewer_toolbar_and_no_erro
     cmd = cli_app.streamlit_command(8600)
     assert "--server.address=127.0.0.1" in cmd and "--server.port=8600" in cmd
     assert {"--client.toolbarMode=viewer", "--client.showErrorDetails=none", "--server.headless=true"} <= set(cmd)
+    # tables offer no unescaped CSV export, and no forced full GC after each run (key press latency)
+    assert {"--client.disableDataExport=true", "--runner.postScriptGC=false"} <= set(cmd)
     assert "--server.address=0.0.0.0" in cli_app.streamlit_command(8600, "0.0.0.0")
 
 

@@ -22,11 +22,13 @@ DEFAULT_ADDRESS = "127.0.0.1"
 STOP_SECONDS = 20  # how long the child may take to shut down after the signal before it is killed
 
 # Streamlit settings the app always runs with: no usage statistics, no file watcher, a viewer toolbar (no
-# Deploy button or developer menu), errors as one sentence in the page (details go to the server log), and no
-# full garbage collection after every script run (it was two thirds of the server's time per key press; Python's
-# own collector still runs).
+# Deploy button or developer menu), errors as one sentence in the page (details go to the server log), no
+# table "Download as CSV" or copy (Streamlit's export does not escape spreadsheet formulas in user strings; the
+# app's own downloads and the CLI's CSV do), and no full garbage collection after every script run (it was two
+# thirds of the server's time per key press; Python's own collector still runs).
 STREAMLIT_OPTIONS = ("--server.headless=true", "--browser.gatherUsageStats=false", "--server.fileWatcherType=none",
-                     "--client.toolbarMode=viewer", "--client.showErrorDetails=none", "--runner.postScriptGC=false")
+                     "--client.toolbarMode=viewer", "--client.showErrorDetails=none",
+                     "--client.disableDataExport=true", "--runner.postScriptGC=false")
 
 
 def streamlit_command(port: int, address: str = DEFAULT_ADDRESS) -> list[str]:
