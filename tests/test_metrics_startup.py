@@ -6,21 +6,28 @@ Not a timing test: it asserts which modules are loaded.
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
+from collections import defaultdict
 
 import pytest
 
+from annotator.cli import COMMANDS, build_parser, main
 from tests.conftest import ROOT
 
 HEAVY = ("pandas", "scipy", "numpy", "pyarrow", "tqdm", "eval_core.compare", "eval_core.metrics")
+# What evaluating a run never needs: the store, the app, its charts, SciPy, and the other command groups.
+NOT_FOR_EVAL = ("sqlalchemy", "sqlmodel", "alembic", "streamlit", "altair", "scipy", "tqdm", "db",
+                *sorted(set(COMMANDS.values()) - {"annotator.cli.eval"}))
+SEED = [str(ROOT / "examples" / "seed000.qrels"), str(ROOT / "examples" / "seed000.run")]
 
 
-def loaded_after(code: str) -> list[str]:
-    """Which of HEAVY a fresh interpreter has imported after running `code`."""
+def loaded_after(code: str, modules: tuple[str, ...] = HEAVY) -> list[str]:
+    """Which of `modules` a fresh interpreter has imported after running `code`."""
     probe = (f"import sys, json\n{code}\n"
-             f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))")
+             f"print(json.dumps([m for m in {modules!r} if m in sys.modules]))")
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -54,3 +61,49 @@ def test_the_lazy_package_still_hands_out_functions() -> None:
             "assert callable(compare) and callable(evaluate) and compare.__name__ == 'compare'\n"
             "assert eval_core.evaluate.__name__ == 'evaluate'")
     assert "eval_core.compare" in loaded_after(code)
+
+
+def run_main(argv: list[str]) -> str:
+    """Code for `loaded_after`: `qrelkit ARGV` in process, its output discarded."""
+    return (f"import contextlib, io\nfrom annotator.cli import main\n"
+            f"with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+            f"    assert main({argv!r}) == 0")
+
+
+def test_qrelkit_eval_loads_only_its_own_command_group() -> None:
+    """The README's example: no store, no app, no SciPy, no progress bar, no other command's module."""
+    argv = ["eval", *SEED, "--metrics", "recall@k,P@k,mrr,ndcg_exp@10", "--k", "3,5,10"]
+    assert loaded_after(run_main(argv), NOT_FOR_EVAL) == []
+
+
+def test_compare_with_the_default_test_loads_no_scipy() -> None:
+    """SciPy is imported by the t-test and Wilcoxon only; the randomization test is NumPy."""
+    argv = ["compare", *SEED, str(ROOT / "examples" / "seed002.run")]  # the second run scores 0: a difference
+    assert loaded_after(run_main(argv), ("scipy",)) == []
+    assert loaded_after(run_main([*argv, "--test", "t"]), ("scipy",)) == ["scipy"]
+
+
+def test_the_command_table_names_what_each_module_registers() -> None:
+    """COMMANDS (which module `qrelkit CMD` imports) in step with the modules, in `qrelkit --help` order."""
+    registered = defaultdict(list)
+    for module in dict.fromkeys(COMMANDS.values()):
+        subparsers = argparse.ArgumentParser().add_subparsers()
+        __import__(module, fromlist=["register"]).register(subparsers)
+        registered[module] = list(subparsers.choices)
+    expected = defaultdict(list)
+    for command, module in COMMANDS.items():
+        expected[module].append(command)
+    assert registered == expected
+    assert [c for names in registered.values() for c in names] == list(COMMANDS)
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_commands_help_is_the_same_from_its_module_alone(command: str, capsys: pytest.CaptureFixture) -> None:
+    """`qrelkit CMD --help` (one module registered) prints what the full parser prints."""
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    full = capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    assert capsys.readouterr().out == full
+    assert f"usage: qrelkit {command} " in full

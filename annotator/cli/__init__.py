@@ -9,29 +9,44 @@ import sys
 
 from eval_core.errors import InputError
 
-# Modules that each expose `register(subparsers)`, in the order `qrelkit --help` lists them.
-COMMAND_MODULES = (
-    "annotator.cli.eval",
-    "annotator.cli.compare",
-    "annotator.cli.robustness",
-    "annotator.cli.agreement",
-    "annotator.cli.judge",
-    "annotator.cli.store",
-    "annotator.cli.user",
-    "annotator.cli.guideline",
-    "annotator.cli.release",
-    "annotator.cli.app",
-)
+# Every command and the module whose `register(subparsers)` adds it, in the order `qrelkit --help` lists them.
+# `qrelkit CMD …` imports and registers only CMD's module (tests/test_metrics_startup.py checks this table
+# against what each module registers, and that every command's help is the same either way).
+COMMANDS = {
+    "eval": "annotator.cli.eval",
+    "compare": "annotator.cli.compare",
+    "diagnose": "annotator.cli.compare",
+    "robustness": "annotator.cli.robustness",
+    "agreement": "annotator.cli.agreement",
+    "consensus": "annotator.cli.agreement",
+    "prejudge": "annotator.cli.judge",
+    "init": "annotator.cli.store",
+    "db": "annotator.cli.store",
+    "project": "annotator.cli.store",
+    "import": "annotator.cli.store",
+    "user": "annotator.cli.user",
+    "guideline": "annotator.cli.guideline",
+    "pool": "annotator.cli.release",
+    "assign": "annotator.cli.release",
+    "release": "annotator.cli.release",
+    "export": "annotator.cli.release",
+    "evaluate-run": "annotator.cli.release",
+    "holes": "annotator.cli.release",
+    "serve": "annotator.cli.app",
+    "demo": "annotator.cli.app",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Assemble the parser from every command module so `qrelkit --help` lists them all."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `qrelkit` parser with `command`'s module only (a known command: start-up pays for one command
+    group, not ten), else with every module so `qrelkit --help` and a mistyped command list them all."""
     parser = argparse.ArgumentParser(
         prog="qrelkit",
         description="Golden sets for retrieval evaluation: judge, agree, release, evaluate.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    modules = [COMMANDS[command]] if command in COMMANDS else dict.fromkeys(COMMANDS.values())
+    for name in modules:
         importlib.import_module(name).register(subparsers)
     return parser
 
@@ -40,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command. The one error path: bad input (`path:line: problem`) and refusals (an unknown name, a
     duplicate, a missing or stale database, an actor without the right) print `qrelkit: error: …` — an
     import's further bad lines as `qrelkit: rejected: …` — and exit 2; a failed gate exits 1."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -8,7 +8,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eval_core.metric_registry import DEFAULT_K, DEFAULT_METRICS, help_text
 
@@ -70,8 +70,6 @@ def _gates(specs: list[str]) -> list[tuple[str, float]]:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Evaluate every run, print the chosen format, then apply the gates (exit 1 if any fails)."""
-    from tqdm import tqdm
-
     from eval_core.evaluate import evaluate, evaluate_judge_groups
     from eval_core.formats import load_qrels, read_categories, read_qrels_jg
     from eval_core.metrics import parse_metrics
@@ -94,8 +92,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     categories = None if args.categories is None else read_categories(args.categories)
     sizes = [Path(r).stat().st_size if Path(r).is_file() else 0 for r in args.runs]
     results: list[Evaluation] = []
-    bar = tqdm(total=sum(sizes), desc="evaluating", unit="B", unit_scale=True, unit_divisor=1024,
-               file=sys.stderr, disable=sum(sizes) < PROGRESS_BYTES)
+    bar = _byte_bar(sum(sizes))
     for run, label, size in zip(args.runs, _labels(args.runs), sizes, strict=True):
         bar.set_postfix_str(label)
         start = bar.n
@@ -117,6 +114,31 @@ def cmd_eval(args: argparse.Namespace) -> int:
     for name, g, value, t in failed:
         print(f"qrelkit eval: gate failed: {name}: {g} = {value:.4f} < {t:g}", file=sys.stderr)
     return 1 if failed else 0
+
+
+class _NoBar:
+    """The part of a tqdm bar `cmd_eval` uses, doing nothing: for runs too small to wait for."""
+
+    n = 0
+
+    def update(self, n: int = 1) -> None:
+        """Nothing to advance."""
+
+    def set_postfix_str(self, text: str) -> None:
+        """Nothing to label."""
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+def _byte_bar(total: int) -> Any:
+    """A tqdm bar over the runs' bytes when they are big enough to wait for; else no bar and no tqdm import
+    (5 % of a small evaluation's start-up)."""
+    if total < PROGRESS_BYTES:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="evaluating", unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr)
 
 
 def _labels(runs: list[str]) -> list[str]:
