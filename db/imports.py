@@ -43,6 +43,7 @@ from eval_core.records import check_id, iter_lines, iter_records, open_binary
 
 MAX_ID_CHARS = 500
 MAX_NAME_CHARS = 200
+MAX_PROMPT_CHARS = 64  # users.prompt_version, judgments.prompt_version
 UNKNOWN_LISTED = 10
 MAX_TEXT_CHARS = 1_000_000
 MAX_PROBLEMS = 100
@@ -421,11 +422,13 @@ def _insert_run_entries(session: Session, run_id: int, frame: pd.DataFrame, frag
 # --- judgments -------------------------------------------------------------------------------------------------
 
 def _parse_judgments(engine: Engine, path: str | Path, proj: Project, queries: dict[str, int],
-                     fragments: dict[str, int], show: bool, judges: AnnotatorKind) -> tuple[pd.DataFrame, pd.DataFrame]:
+                     fragments: dict[str, int], show: bool,
+                     judges: AnnotatorKind) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict]]:
     """The judgments and adjudications of a file (eval_core's one judgments reader) with store ids: query,
-    fragment, guideline (by version) and a timestamp; every line naming something the project does not
-    have is a problem, an annotator must keep its kind (and a model judge its model), and an adjudication
-    must name an active lead."""
+    fragment, guideline (by version), a timestamp and each grade's prompt version, plus the users-row fields
+    of every annotator (see _annotators); every line naming something the project does not have is a
+    problem, an annotator must keep its kind (and a model judge its model), and an adjudication must name an
+    active lead."""
     read = read_judgments_file(path, project_scale(proj), progress=show)
     problems = _Problems(path, "judgments")
     problems.items, problems.total = list(read.problems), read.total_problems
@@ -438,13 +441,7 @@ def _parse_judgments(engine: Engine, path: str | Path, proj: Project, queries: d
         known = {name: (kind, model) for name, kind, model in session.execute(
             select(User.username, User.kind, User.model_name).where(User.username.in_(frame["annotator"].unique()
                                                                                        .tolist())))}
-    for line, name in frame.drop_duplicates("annotator")[["line", "annotator"]].itertuples(index=False):
-        kind, model = known.get(name, (judges.kind, judges.model))
-        if kind != judges.kind:
-            problems.add(line, f"annotator {name!r} is a {kind} annotator in the store; it cannot be imported as "
-                               f"{judges.kind} (annotator kind {judges.kind!r})")
-        elif judges.model is not None and model not in (None, judges.model):
-            problems.add(line, f"model judge {name!r} is model {model!r} in the store, not {judges.model!r}")
+    people = _annotators(frame, judges, known, problems)
     for table in (frame, decided):
         table["query"] = table["query_id"].map(queries)
         table["fragment"] = table["fragment_id"].map(fragments)
@@ -470,7 +467,7 @@ def _parse_judgments(engine: Engine, path: str | Path, proj: Project, queries: d
             why = "no such user" if role is None else ("deactivated" if not role[1] else f"role {role[0]}")
             problems.add(line, f"adjudication by {lead!r} ({why}): an adjudication must name an active lead")
     problems.check()
-    return frame, decided
+    return frame, decided, people
 
 
 def _version(text: str) -> int | None:
@@ -481,43 +478,126 @@ def _version(text: str) -> int | None:
 
 @dataclass(frozen=True)
 class AnnotatorKind:
-    """The kind of annotator a judgments file holds: people (the default) or model judges, with the model name
-    (default: each annotator's own name) and the prompt version stamped on their grades."""
+    """What an import is told about a judgments file's annotators: their kind (None: as the file's
+    `annotator_kind` column says, else people), and for model judges the model name (default: the file's
+    `model` column, else each annotator's own name) and the prompt version stamped on their grades (default:
+    the file's `prompt_version` column). A line whose column says otherwise refuses the file."""
 
-    kind: str = "human"
+    kind: str | None = None
     model: str | None = None
     prompt_version: str | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in ANNOTATOR_KINDS:
+        if self.kind is not None and self.kind not in ANNOTATOR_KINDS:
             raise ValueError(f"annotator kind must be one of {', '.join(ANNOTATOR_KINDS)}, got {self.kind!r}")
         if self.kind != "model" and (self.model is not None or self.prompt_version is not None):
             raise ValueError("a model name and prompt version belong to model judges (annotator kind 'model')")
-        for what, value, limit in (("model name", self.model, MAX_NAME_CHARS), ("prompt version",
-                                                                                 self.prompt_version, 64)):
+        for what, value, limit in (("model name", self.model, MAX_NAME_CHARS),
+                                   ("prompt version", self.prompt_version, MAX_PROMPT_CHARS)):
             if value is not None and not 0 < len(value.strip()) <= limit:
                 raise ValueError(f"{what} must be 1-{limit} characters, got {value!r}")
 
-    def user_fields(self, name: str) -> dict:
-        """The users-row fields of annotator `name` under this kind."""
-        if self.kind != "model":
-            return {"kind": self.kind}
-        return {"kind": "model", "model_name": self.model or name, "prompt_version": self.prompt_version}
+
+# A judgments file's columns that say who an annotator is: column, AnnotatorKind field, CLI option, size limit.
+ANNOTATOR_COLUMNS = (("annotator_kind", "kind", "--annotator-kind", 10),
+                     ("model", "model", "--model", MAX_NAME_CHARS),
+                     ("prompt_version", "prompt_version", "--prompt-version", MAX_PROMPT_CHARS))
 
 
-def _ensure_users(session: Session, names: dict[str, str], judges: AnnotatorKind = AnnotatorKind()) -> dict[str, int]:
-    """Ids for usernames; unknown ones become accounts without a password (they cannot log in), of the kind
-    `judges` says; a model judge's row takes the prompt version of the grades just imported."""
+def _column(frame: pd.DataFrame, name: str) -> pd.Series:
+    """An optional text column, stripped, None where absent or blank."""
+    if name not in frame.columns:
+        return pd.Series(None, index=frame.index, dtype=object)
+    text = frame[name].astype(object).where(frame[name].notna(), None)
+    if text.notna().any():
+        text = text.str.strip()
+        text = text.where(text.notna() & (text != ""), None)
+    return text
+
+
+def _annotators(frame: pd.DataFrame, judges: AnnotatorKind, known: dict[str, tuple[str, str | None]],
+                problems: _Problems) -> dict[str, dict]:
+    """The users-row fields (kind, model_name, prompt_version) of every annotator in the file, from its
+    annotator_kind / model / prompt_version columns and the import's options; sets `frame.prompt_version`
+    (the version behind each model judge's grade, None for people). Problems: a column that contradicts an
+    option, an unknown kind, a person with a model, an annotator whose kind or model changes between lines or
+    differs from the store's. A new model judge's prompt version is the one of its latest grade in the file."""
+    given = {column: _column(frame, column) for column, *_ in ANNOTATOR_COLUMNS}
+    for column, field_name, option, limit in ANNOTATOR_COLUMNS:
+        values, wanted = given[column], getattr(judges, field_name)
+        present = values.notna().to_numpy()
+        for line, value in zip(frame["line"].to_numpy()[present].tolist(), values[present].tolist(), strict=True):
+            if column == "annotator_kind" and value not in ANNOTATOR_KINDS:
+                problems.add(line, f"annotator_kind {value!r} must be one of {', '.join(ANNOTATOR_KINDS)}")
+            elif len(value) > limit:
+                problems.add(line, f"{column} is {len(value)} characters; at most {limit}")
+            elif wanted is not None and value != wanted:
+                problems.add(line, f"{column} is {value!r} on this line, but the import says {option} {wanted}; "
+                                   f"leave out {option} or that column")
+    from_file = given["annotator_kind"].notna()
+    kind = given["annotator_kind"].where(from_file, judges.kind or "human")
+    is_model = (kind == "model").to_numpy()
+    for line, name in frame.loc[~is_model & (given["model"].notna() | given["prompt_version"].notna()).to_numpy(),
+                                ["line", "annotator"]].itertuples(index=False):
+        problems.add(line, f"annotator {name!r} is human here, but the line gives a model or prompt_version: "
+                           f"they belong to model judges (annotator_kind model)")
+    model = given["model"].where(given["model"].notna(), judges.model).where(is_model, None)
+    prompt = given["prompt_version"].where(given["prompt_version"].notna(), judges.prompt_version).where(is_model, None)
+    rows = pd.DataFrame({"annotator": frame["annotator"], "kind": kind, "model": model, "line": frame["line"],
+                         "from_file": from_file})
+    first = rows.drop_duplicates("annotator").set_index("annotator")
+    for what, subset in (("kind", rows), ("model", rows[rows["model"].notna()])):
+        seen = subset.drop_duplicates("annotator").set_index("annotator")[what]
+        for name, value, line in subset.drop_duplicates(["annotator", what])[["annotator", what, "line"]].itertuples(
+                index=False):
+            if value != seen[name]:
+                problems.add(line, f"annotator {name!r} is {what} {value!r} here but {seen[name]!r} at line "
+                                   f"{int(subset.loc[subset['annotator'] == name, 'line'].iloc[0])}")
+    models = rows[rows["model"].notna()].drop_duplicates("annotator").set_index("annotator")["model"]
+    latest = _latest_prompts(frame, prompt)
+    out = {}
+    for name, row in first.iterrows():
+        stored_kind, stored_model = known.get(name, (None, None))
+        if stored_kind is not None and stored_kind != row["kind"]:
+            why = ("annotator_kind on this line" if row["from_file"] else
+                   f"--annotator-kind {row['kind']}" if judges.kind else "no annotator_kind column: people by default")
+            problems.add(int(row["line"]), f"annotator {name!r} is a {stored_kind} annotator in the store; it cannot "
+                                           f"be imported as {row['kind']} ({why})")
+        elif row["kind"] == "model" and stored_model is not None and models.get(name, stored_model) != stored_model:
+            problems.add(int(row["line"]), f"model judge {name!r} is model {stored_model!r} in the store, not "
+                                           f"{models[name]!r}")
+        is_judge = row["kind"] == "model"
+        out[str(name)] = {"kind": row["kind"],
+                          "model_name": (models.get(name) or stored_model or name) if is_judge else None,
+                          "prompt_version": latest.get(name) if is_judge else None}
+    frame["prompt_version"] = prompt
+    return out
+
+
+def _latest_prompts(frame: pd.DataFrame, prompt: pd.Series) -> dict[str, str]:
+    """annotator → the prompt version of its latest grade in the file (by time, then line)."""
+    stamped = pd.DataFrame({"annotator": frame["annotator"], "prompt": prompt, "line": frame["line"],
+                            "at": pd.to_datetime(frame["time"], utc=True, format="ISO8601", errors="coerce")
+                            if "time" in frame.columns else pd.NaT})[prompt.notna().to_numpy()]
+    return stamped.sort_values(["at", "line"], kind="stable").groupby("annotator")["prompt"].last().to_dict()
+
+
+def _ensure_users(session: Session, names: dict[str, str], fields: dict[str, dict] | None = None,
+                  prompt_version: str | None = None) -> dict[str, int]:
+    """Ids for usernames; unknown ones become accounts without a password (they cannot log in), of the kind,
+    model and prompt version `fields` gives (people by default). `prompt_version` (the import's option) becomes
+    the current prompt of the model judges that already exist."""
+    fields = fields or {}
     have = dict(session.execute(select(User.username, User.id).where(User.username.in_(list(names)))).all())
     missing = [n for n in names if n not in have]
-    if judges.kind == "model" and judges.prompt_version is not None and have:
-        session.execute(User.__table__.update().where(User.id.in_(list(have.values())))
-                        .values(prompt_version=judges.prompt_version))
+    judges = [have[n] for n in have if fields.get(n, {}).get("kind") == "model"]
+    if prompt_version is not None and judges:
+        session.execute(User.__table__.update().where(User.id.in_(judges)).values(prompt_version=prompt_version))
     if missing:
         now = utcnow()
         session.execute(User.__table__.insert(), [{"username": n, "role": names[n], "password_hash": None,
-                                                   "active": True, "created_at": now, "model_name": None,
-                                                   "prompt_version": None, **judges.user_fields(n)}
+                                                   "active": True, "created_at": now, "kind": "human",
+                                                   "model_name": None, "prompt_version": None, **fields.get(n, {})}
                                                   for n in missing])
         have.update(session.execute(select(User.username, User.id).where(User.username.in_(missing))).all())
     return have
@@ -549,13 +629,12 @@ def import_judgments(engine: Engine, project: str, path: str | Path, progress: b
         queries = dict(session.execute(select(Query.external_id, Query.id).where(Query.project_id == proj.id)).all())
         fragments = dict(session.execute(select(Fragment.external_id, Fragment.id)
                                          .where(Fragment.project_id == proj.id)).all())
-    judged, adjudications = _parse_judgments(engine, path, proj, queries, fragments, progress, judges)
-    judged["prompt_version"] = judges.prompt_version
+    judged, adjudications, people = _parse_judgments(engine, path, proj, queries, fragments, progress, judges)
     report = ImportReport(kind="judgments", path=str(path), records=len(judged))
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         names = dict.fromkeys(judged["annotator"].tolist(), "annotator")
-        users = _ensure_users(session, names, judges) if names else {}
+        users = _ensure_users(session, names, people, judges.prompt_version) if names else {}
         users.update(session.execute(select(User.username, User.id)
                                      .where(User.username.in_(adjudications["by"].unique().tolist()))).all())
         wanted = set(zip(judged["query"].tolist(), judged["fragment"].tolist(), strict=True))

@@ -1,7 +1,8 @@
 """Judgment records (query, fragment, annotator, grade) read and checked once, so every consumer trusts them.
 
 One reader serves every judgments file qrelkit reads or writes: flat records (`query_id, fragment_id,
-annotator, grade` plus optional `note, guideline, category, cant_judge_reason, time`), as JSONL, CSV or TSV,
+annotator, grade` plus optional `note, guideline, category, cant_judge_reason, time, annotator_kind, model,
+prompt_version`), as JSONL, CSV or TSV,
 and a release's per-pair lines (JSONL, or the release CSV) whose `grades` map holds every annotator's grade
 and whose optional `adjudication` holds the lead's decision.
 """
@@ -33,7 +34,8 @@ from eval_core.spreadsheet import escape_cell, unescape_cell
 
 KEY = ("query_id", "fragment_id", "annotator")
 REQUIRED = (*KEY, "grade")
-OPTIONAL = ("note", "guideline", "category", "cant_judge_reason", "time", "annotator_kind")
+# annotator_kind 'human' or 'model'; a model judge's `model` name and the `prompt_version` behind its grade.
+OPTIONAL = ("note", "guideline", "category", "cant_judge_reason", "time", "annotator_kind", "model", "prompt_version")
 # The only ways to write "can't judge" (besides JSON null), matched case-insensitively after trimming:
 # an empty value, "null", "none", "na", "n/a". Anything else that is not an integer (NaN, ?, inf…) is refused.
 CANT_JUDGE = ("", "null", "none", "na", "n/a")
@@ -496,7 +498,8 @@ def check_judgments(judgments: pd.DataFrame, scale: tuple[int, int] = (0, 3),
 
 
 # The judgments export: exactly the fields read_judgments reads back, in this order.
-EXPORT_FIELDS = ("query_id", "fragment_id", "annotator", "grade", "cant_judge_reason", "note", "guideline", "time")
+EXPORT_FIELDS = ("query_id", "fragment_id", "annotator", "grade", "cant_judge_reason", "note", "guideline", "time",
+                 "annotator_kind", "model", "prompt_version")
 JUDGMENT_FORMATS = ("jsonl", "csv")
 
 

@@ -202,17 +202,21 @@ def test_render_judgments_jsonl_is_json_dumps_and_reads_back(tmp_path: Path) -> 
         "grade": pd.array([2, None], dtype="Int64"), "cant_judge_reason": [None, "in Deutsch \"zitiert\""],
         "note": ['tab\tand "quotes" \\ \u2028 ünïcode\n2nd line', None], "guideline": ["1", None],
         "time": pd.to_datetime(["2026-01-02T03:04:05.000007+00:00", "2026-01-02T03:04:05+00:00"], utc=True,
-                               format="ISO8601")})
+                               format="ISO8601"),
+        "annotator_kind": ["human", "model"], "model": [None, "gpt-4o"], "prompt_version": [None, "v=2"]})
     lines = list(render_judgments(frame, "jsonl"))
     expected = [json.dumps({**dict(zip(EXPORT_FIELDS, values, strict=True))}, ensure_ascii=False) + "\n" for values in (
-        ("q1", "d1", "añn", 2, None, frame["note"][0], "1", "2026-01-02T03:04:05.000007+00:00"),
-        ("q1", "d2", "bob", None, "in Deutsch \"zitiert\"", None, None, "2026-01-02T03:04:05.000000+00:00"))]
+        ("q1", "d1", "añn", 2, None, frame["note"][0], "1", "2026-01-02T03:04:05.000007+00:00", "human", None, None),
+        ("q1", "d2", "bob", None, "in Deutsch \"zitiert\"", None, None, "2026-01-02T03:04:05.000000+00:00", "model",
+         "gpt-4o", "v=2"))]
     assert lines == expected
     for fmt in ("jsonl", "csv"):
         path = tmp_path / f"j.{fmt}"
         path.write_text("".join(render_judgments(frame, fmt)), encoding="utf-8")
         back = read_judgments(path)
         assert back["note"].tolist() == [frame["note"][0], None]
+        assert back[["annotator_kind", "model", "prompt_version"]].values.tolist() == [
+            ["human", None, None], ["model", "gpt-4o", "v=2"]]
         assert back["time"].tolist() == ["2026-01-02T03:04:05.000007+00:00", "2026-01-02T03:04:05.000000+00:00"]
         again = back.assign(time=pd.to_datetime(back["time"], utc=True, format="ISO8601"))
         assert "".join(render_judgments(again, fmt)) == path.read_text(encoding="utf-8")

@@ -12,7 +12,7 @@ from annotator.cli import main
 from db.assignment import assign
 from db.engine import get_engine
 from db.judging import record_judgment
-from db.models import Fragment, Pair, Query
+from db.models import Fragment, Judgment, Pair, Project, Query, User
 from db.permissions import OPERATOR
 from db.pooling import pool
 from db.projects import BUNDLED_GUIDELINE, current_guideline, list_guidelines
@@ -88,19 +88,109 @@ def test_export_import_export_is_byte_identical(engine, store_url, judged, tmp_p
     assert src[columns].astype(object).equals(dst[columns].astype(object))
 
 
+def _grade_by_length(query: str, fragment: str, guideline: str) -> int:
+    """A stand-in model judge: a grade from the texts alone (deterministic)."""
+    return (len(query) + len(fragment)) % 4
+
+
+@pytest.fixture
+def with_judge(engine, judged):
+    """`judged` plus model judge `llm` (model gpt-4o-mini) grading every pair with prompt v1, then the first two
+    pairs again with prompt v2: one annotator, two prompt versions, the later one the judge's current."""
+    from db.model_judges import prejudge
+
+    prejudge(engine, "src", _grade_by_length, model="gpt-4o-mini", annotator="llm", prompt_version="umbrela-v1",
+             actor=OPERATOR)
+    prejudge(engine, "src", lambda q, f, g: 3, model="gpt-4o-mini", annotator="llm", prompt_version="umbrela-v2",
+             limit=2, actor=OPERATOR)
+    return judged
+
+
+@pytest.fixture
+def other_store_url(store_kind, tmp_path, request):
+    """A second, empty database at head on the same engine kind: an export taken to another store."""
+    from tests.conftest import _create_at_head, _pg_schema
+
+    url, drop = ((f"sqlite:///{tmp_path / 'other.db'}", lambda: None) if store_kind == "sqlite"
+                 else _pg_schema(request.getfixturevalue("pg_url")))
+    _create_at_head(url)
+    yield url
+    get_engine(url).dispose()
+    get_engine.cache_clear()
+    drop()
+
+
+def _who(engine, project: str) -> list[tuple]:
+    """(query, fragment, annotator, grade, kind, model, prompt version) of every current judgment."""
+    with engine.connect() as conn:
+        return sorted(map(tuple, conn.execute(
+            sa.select(Query.external_id, Fragment.external_id, User.username, Judgment.grade, User.kind,
+                      User.model_name, Judgment.prompt_version)
+            .select_from(Judgment).join(Pair, Pair.id == Judgment.pair_id).join(Query, Query.id == Pair.query_id)
+            .join(Fragment, Fragment.id == Pair.fragment_id).join(User, User.id == Judgment.user_id)
+            .join(Project, Project.id == Judgment.project_id)
+            .where(Project.name == project)).all()))
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_model_judges_stay_model_judges_in_another_store(engine, store_url, with_judge, other_store_url, tmp_path,
+                                                         capsys, fmt):
+    """Export → import into a new project of another database (no options) → export is byte-identical, and the
+    judge is still a model judge there, with its model and each grade's prompt version."""
+    first = tmp_path / f"first.{fmt}"
+    assert _cli(store_url, "export", "--project", "src", "--judgments", "--format", fmt, "-o", str(first)) == 0
+    assert _cli(other_store_url, "project", "create", "dst") == 0
+    _corpus(other_store_url, "dst", tmp_path)
+    capsys.readouterr()
+    assert _cli(other_store_url, "import", "judgments", str(first), "--project", "dst") == 0
+    assert json.loads(capsys.readouterr().out)["created"] == 16
+    second = tmp_path / f"second.{fmt}"
+    assert _cli(other_store_url, "export", "--project", "dst", "--judgments", "--format", fmt, "-o", str(second)) == 0
+    assert second.read_bytes() == first.read_bytes()
+    other = get_engine(other_store_url)
+    src, dst = _who(engine, "src"), _who(other, "dst")
+    assert dst == src
+    prompts = {(q, f): p for q, f, who, _, kind, model, p in dst if who == "llm"}
+    assert {(kind, model) for _, _, who, _, kind, model, _ in dst if who == "llm"} == {("model", "gpt-4o-mini")}
+    assert sorted(prompts.values()) == ["umbrela-v1"] * 6 + ["umbrela-v2"] * 2
+    assert {kind for _, _, who, _, kind, _, _ in dst if who != "llm"} == {"human"}
+    with other.connect() as conn:
+        judge = conn.execute(sa.select(User.prompt_version, User.password_hash)
+                             .where(User.username == "llm")).one()
+    assert tuple(judge) == ("umbrela-v2", None)  # the prompt of its latest grade; it cannot log in
+
+
+def test_an_export_with_model_judges_refuses_to_import_them_as_people(engine, store_url, with_judge,
+                                                                      other_store_url, tmp_path, capsys):
+    path = tmp_path / "j.csv"
+    assert _cli(store_url, "export", "--project", "src", "--judgments", "--format", "csv", "-o", str(path)) == 0
+    assert _cli(other_store_url, "project", "create", "dst") == 0
+    _corpus(other_store_url, "dst", tmp_path)
+    capsys.readouterr()
+    assert _cli(other_store_url, "import", "judgments", str(path), "--project", "dst", "--annotator-kind",
+                "human") == 2
+    line = next(i for i, row in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1) if ",llm," in row)
+    assert (f"qrelkit: error: {path}:{line}: annotator_kind is 'model' on this line, but the import says "
+            f"--annotator-kind human; leave out --annotator-kind or that column (and 7 more problem(s))"
+            in capsys.readouterr().err)
+    assert judgments_frame(get_engine(other_store_url), "dst").empty
+
+
 def test_export_fields_and_escaping(engine, store_url, judged, tmp_path):
     path = tmp_path / "j.jsonl"
     assert _cli(store_url, "export", "--project", "src", "--judgments", "--format", "jsonl", "-o", str(path)) == 0
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert list(rows[0]) == ["query_id", "fragment_id", "annotator", "grade", "cant_judge_reason", "note",
-                             "guideline", "time"]
+                             "guideline", "time", "annotator_kind", "model", "prompt_version"]
+    assert {(r["annotator_kind"], r["model"], r["prompt_version"]) for r in rows} == {("human", None, None)}
     cant = next(r for r in rows if r["grade"] is None)
     assert (cant["annotator"], cant["cant_judge_reason"], cant["guideline"]) == ("ann1", "fragment is in German", "1")
     assert rows[0]["time"].endswith("+00:00")
     csv_path = tmp_path / "j.csv"
     assert _cli(store_url, "export", "--project", "src", "--judgments", "--format", "csv", "-o", str(csv_path)) == 0
     text = csv_path.read_text(encoding="utf-8")
-    assert text.splitlines()[0] == "query_id,fragment_id,annotator,grade,cant_judge_reason,note,guideline,time"
+    assert text.splitlines()[0] == ("query_id,fragment_id,annotator,grade,cant_judge_reason,note,guideline,time,"
+                                    "annotator_kind,model,prompt_version")
     for raw in ("=SUM(A1:A9)", "@mentions it", "-off topic", "+partly"):
         assert f",'{raw}," in text and f",{raw}," not in text
 
@@ -233,3 +323,16 @@ def test_agreement_reads_a_releases_jsonl_and_csv(engine, store_url, judged, tmp
     in_store = agreement_report(judgments_frame(engine, "src")[["query_id", "fragment_id", "annotator", "grade"]],
                                 bootstrap=0).to_dict()
     assert reports[0]["alpha"] == reports[1]["alpha"] == in_store["alpha"]
+
+
+def test_the_store_doc_lists_the_export_fields_and_what_import_reads():
+    """docs/store.md names the export's fields as eval_core.judgments.EXPORT_FIELDS (in order) and every optional
+    field the judgments reader takes: a field added to either list fails here until the page says so."""
+    from eval_core.judgments import EXPORT_FIELDS, OPTIONAL
+    from tests.conftest import ROOT
+
+    text = (ROOT / "docs" / "store.md").read_text(encoding="utf-8")
+    export = text[text.index("## Judgments out"):]
+    assert f"\n`{', '.join(EXPORT_FIELDS)}`\n" in export[:export.index("\n## ")]
+    reads = text[text.index("- Judgments are read by"):text.index("- **Can't judge**")]
+    assert [name for name in OPTIONAL if f"`{name}`" not in reads] == []

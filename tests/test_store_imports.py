@@ -10,7 +10,14 @@ import pytrec_eval
 import sqlalchemy as sa
 
 from db import imports
-from db.imports import ImportRejected, import_fragments, import_judgments, import_queries, import_run
+from db.imports import (
+    AnnotatorKind,
+    ImportRejected,
+    import_fragments,
+    import_judgments,
+    import_queries,
+    import_run,
+)
 from db.models import (
     Adjudication,
     Fragment,
@@ -314,3 +321,96 @@ def test_imported_judgments_in_a_project_with_a_guideline(engine, corpus):
     assert frame[["annotator", "guideline"]].values.tolist() == [["ann", None], ["bea", "1"], ["ann", None]]
     card = create_release(engine, "demo", actor=OPERATOR).card
     assert card["guideline_versions"] == [1] and card["counts"]["judgments"] == 3
+
+
+# --- who judged: a file's annotator_kind / model / prompt_version columns --------------------------------------
+
+def _line(annotator: str, fragment: str = "d1", **who) -> str:
+    return json.dumps({"query_id": "q1", "fragment_id": fragment, "annotator": annotator, "grade": 2, **who}) + "\n"
+
+
+KIND_CONFLICTS = {
+    "kind against the option": ([_line("ann2"), _line("llm", annotator_kind="model")], AnnotatorKind("human"), 2,
+                                "annotator_kind is 'model' on this line, but the import says --annotator-kind human; "
+                                "leave out --annotator-kind or that column"),
+    "model against the option": ([_line("llm", annotator_kind="model", model="llama-3")],
+                                 AnnotatorKind("model", "gpt-4o"), 1,
+                                 "model is 'llama-3' on this line, but the import says --model gpt-4o"),
+    "prompt against the option": ([_line("llm2", annotator_kind="model", prompt_version="p1")],
+                                  AnnotatorKind("model", prompt_version="p2"), 1,
+                                  "prompt_version is 'p1' on this line, but the import says --prompt-version p2"),
+    "unknown kind": ([_line("x", annotator_kind="robot")], AnnotatorKind(), 1,
+                     "annotator_kind 'robot' must be one of human, model"),
+    "a person with a model": ([_line("x", model="gpt-4o")], AnnotatorKind(), 1,
+                              "annotator 'x' is human here, but the line gives a model or prompt_version"),
+    "kind changes between lines": ([_line("x", annotator_kind="model"), _line("x", "d2", annotator_kind="human")],
+                                   AnnotatorKind(), 2, "annotator 'x' is kind 'human' here but 'model' at line 1"),
+    "model changes between lines": ([_line("x", annotator_kind="model", model="a"),
+                                     _line("x", "d2", annotator_kind="model", model="b")], AnnotatorKind(), 2,
+                                    "annotator 'x' is model 'b' here but 'a' at line 1"),
+    "a person in the store as a model": ([_line("ann", annotator_kind="model")], AnnotatorKind(), 1,
+                                         "annotator 'ann' is a human annotator in the store; it cannot be imported "
+                                         "as model (annotator_kind on this line)"),
+    "a model judge in the store as a person": ([_line("llm")], AnnotatorKind(), 1,
+                                               "annotator 'llm' is a model annotator in the store; it cannot be "
+                                               "imported as human (no annotator_kind column: people by default)"),
+    "another model in the store": ([_line("llm", annotator_kind="model", model="llama-3")], AnnotatorKind(), 1,
+                                   "model judge 'llm' is model 'gpt-4o' in the store, not 'llama-3'"),
+    "prompt version too long": ([_line("y", annotator_kind="model", prompt_version="p" * 65)], AnnotatorKind(), 1,
+                                "prompt_version is 65 characters; at most 64"),
+}
+
+
+@pytest.fixture
+def people_and_judge(engine, corpus):
+    """Person `ann` and model judge `llm` (model gpt-4o) already in the store."""
+    from db.model_judges import model_annotator
+
+    create_user(engine, "ann", "annotator", actor=OPERATOR)
+    model_annotator(engine, "llm", "gpt-4o", "v1", actor=OPERATOR)
+    return corpus
+
+
+@pytest.mark.parametrize("case", list(KIND_CONFLICTS))
+def test_who_judged_conflicts_name_the_line_and_write_nothing(engine, people_and_judge, case):
+    lines, judges, line, words = KIND_CONFLICTS[case]
+    path = _write(people_and_judge / "j.jsonl", "".join(lines))
+    before = _snapshot(engine)
+    with pytest.raises(ImportRejected) as err:
+        import_judgments(engine, "demo", path, actor=OPERATOR, judges=judges)
+    assert str(err.value).startswith(f"{path}:{line}: {words}")
+    assert _snapshot(engine) == before
+
+
+def test_who_judged_columns_make_people_and_model_judges(engine, people_and_judge):
+    """A CSV (blank cells for people) with a new model judge graded under two prompts: the judge's account takes
+    the prompt of its latest grade by time (not by line), each judgment keeps its own."""
+    path = _write(people_and_judge / "j.csv",
+                  "query_id,fragment_id,annotator,grade,time,annotator_kind,model,prompt_version\n"
+                  "q1,d1,ann,1,2026-01-01T00:00:00+00:00,human,,\n"
+                  "q1,d1,judge,2,2026-01-03T00:00:00+00:00,model,qwen-3, p2 \n"
+                  "q1,d2,judge,3,2026-01-02T00:00:00+00:00,model,qwen-3,p1\n"
+                  "q1,d2,newbie,0,2026-01-02T00:00:00+00:00,,,\n"
+                  "q2,d3,llm,1,2026-01-02T00:00:00+00:00,model,gpt-4o,v1\n")
+    assert import_judgments(engine, "demo", path, actor=OPERATOR).created == 5
+    with engine.connect() as conn:
+        users = {name: (kind, model, prompt) for name, kind, model, prompt in conn.execute(
+            sa.select(User.username, User.kind, User.model_name, User.prompt_version))}
+        stamps = sorted(map(tuple, conn.execute(sa.select(User.username, Judgment.prompt_version)
+                                                .join(User, User.id == Judgment.user_id)).all()))
+    assert users == {"ann": ("human", None, None), "newbie": ("human", None, None),
+                     "judge": ("model", "qwen-3", "p2"), "llm": ("model", "gpt-4o", "v1")}
+    assert stamps == [("ann", None), ("judge", "p1"), ("judge", "p2"), ("llm", "v1"), ("newbie", None)]
+    kinds = judgments_frame(engine, "demo").drop_duplicates("annotator").set_index("annotator")["annotator_kind"]
+    assert kinds.to_dict() == {"ann": "human", "judge": "model", "llm": "model", "newbie": "human"}
+
+
+def test_a_file_without_who_columns_imports_as_the_option_says(engine, corpus):
+    path = _write(corpus / "j.jsonl", _line("umbrela") + _line("umbrela", "d2"))
+    import_judgments(engine, "demo", path, actor=OPERATOR, judges=AnnotatorKind("model", "gpt-4o", "u1"))
+    people = _write(corpus / "p.jsonl", _line("someone"))
+    import_judgments(engine, "demo", people, actor=OPERATOR)
+    with engine.connect() as conn:
+        users = {name: (kind, model, prompt) for name, kind, model, prompt in conn.execute(
+            sa.select(User.username, User.kind, User.model_name, User.prompt_version))}
+    assert users == {"umbrela": ("model", "gpt-4o", "u1"), "someone": ("human", None, None)}

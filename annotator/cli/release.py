@@ -152,7 +152,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--release", default="latest", help="release number or 'latest'")
     p.add_argument("--judgments", action="store_true",
                    help="every current judgment (annotator, grade or can't judge with its reason, note, guideline "
-                        "version, time) as jsonl or csv: what agreement, consensus and `import judgments` read")
+                        "version, time, and who judged: annotator kind, a model judge's model and prompt version) "
+                        "as jsonl or csv: what agreement, consensus and `import judgments` read")
     p.add_argument("--guideline-version", type=int, metavar="V", help="with --judgments: only those made under V")
     p.add_argument("--format", required=True, metavar="FORMAT", choices=LazyChoices("db.releases", "EXPORT_FORMATS"),
                    help="%(choices)s (jsonl or csv with --judgments)")

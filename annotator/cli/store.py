@@ -103,7 +103,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from db.imports import IMPORT_KINDS, AnnotatorKind
     from db.permissions import OPERATOR
 
-    if args.kind != "judgments" and (args.annotator_kind, args.model, args.prompt_version) != ("human", None, None):
+    if args.kind != "judgments" and (args.annotator_kind, args.model, args.prompt_version) != (None, None, None):
         raise ValueError("--annotator-kind, --model and --prompt-version apply to `import judgments` only")
     engine = store_engine(args)
     extra = {"name": args.name} if args.kind == "run" else {}
@@ -172,11 +172,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("file")
     p.add_argument("--project", required=True)
     p.add_argument("--name", help="run name (default: the file name without .trec/.txt/.gz)")
-    p.add_argument("--annotator-kind", default="human", metavar="KIND",
+    p.add_argument("--annotator-kind", default=None, metavar="KIND",
                    choices=LazyChoices("eval_core.judgments", "ANNOTATOR_KINDS"),
-                   help="judgments: the file's annotators are %(choices)s (default human); model judges never count "
+                   help="judgments: the file's annotators are %(choices)s (default: as its annotator_kind column "
+                        "says, else human; a line that says otherwise refuses the file); model judges never count "
                         "in human-human agreement (see docs/judges.md)")
-    p.add_argument("--model", help="judgments of model judges: the model's name (default: each annotator's name)")
-    p.add_argument("--prompt-version", help="judgments of model judges: the prompt version stamped on their grades")
+    p.add_argument("--model", help="judgments of model judges: the model's name (default: the file's model column, "
+                                   "else each annotator's name)")
+    p.add_argument("--prompt-version", help="judgments of model judges: the prompt version stamped on their grades "
+                                            "(default: the file's prompt_version column)")
     db_option(p)
     p.set_defaults(func=cmd_import)
