@@ -85,12 +85,15 @@ def pair_detail(engine: Engine, project: str, pair_id: int, username: str | None
 
 def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: str) -> AdjudicationInfo:
     """Record a lead's final grade for a pair (append-only: the latest decision is in force). Only an active
-    lead, by name: the decision records who made it, so the anonymous CLI operator cannot adjudicate."""
+    lead, by name — never the anonymous CLI operator, on purpose: the decision records who made it
+    (adjudications.user_id, the `by` of a release's line, which an import requires to be an active lead).
+    The operator names the lead instead (`qrelkit adjudicate … --user LEAD`, as `release --user`)."""
     reason = (reason or "").strip()
     if not reason:
         raise ValueError("an adjudication needs a reason")
     if not isinstance(actor, str):
-        raise PermissionError("an adjudication records which lead decided: name an active lead")
+        raise PermissionError("an adjudication records which lead decided, so the CLI operator cannot adjudicate "
+                              "anonymously: name an active lead (actor=USERNAME; from the CLI, --user LEAD)")
     with session_scope(engine, write=True) as session:
         lead_id = require_lead(session, actor)
         scale = session.execute(select(Pair.project_id, Project.scale_min, Project.scale_max)

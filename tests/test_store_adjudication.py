@@ -47,3 +47,13 @@ def test_pair_detail_shows_every_grade_and_history(engine, queue):
     assert detail["adjudication"] == {"grade": 2, "reason": "agree with ann1", "by": "boss"}
     with pytest.raises(LookupError, match="no pair"):
         pair_detail(engine, "demo", 10_000)
+
+
+def test_the_cli_operator_must_name_the_lead(engine, queue):
+    """Refused on purpose: a decision records its lead (a release line's `by`), and the error says what to pass."""
+    from db.permissions import OPERATOR
+
+    with pytest.raises(PermissionError, match=r"the CLI operator cannot adjudicate anonymously: name an active lead "
+                                              r"\(actor=USERNAME; from the CLI, --user LEAD\)"):
+        adjudicate(engine, queue[("q1", "f1")], 2, "clear answer", actor=OPERATOR)
+    assert adjudications_frame(engine, "demo").empty

@@ -110,3 +110,27 @@ def test_imports_report_and_reject(engine, project, store_url, tmp_path, capsys)
     assert f"qrelkit: rejected: {bad}:3: unknown query id 'q9'" in err
     assert main(["import", "run", str(tmp_path / "bm25.trec"), "--project", "nope", "--db", store_url]) == 2
     assert "no project named 'nope'" in capsys.readouterr().err
+
+
+def test_adjudicate_names_its_lead(engine, queue, store_url, capsys):
+    """`qrelkit adjudicate` records the decision in the name of the lead given with --user (checked); without
+    one the CLI operator is refused with what to pass, and nothing is written."""
+    from db.queries_frames import adjudications_frame, qrels_frame
+
+    pair = ["adjudicate", "--project", "demo", "--query", "q1", "--fragment", "f2", "--db", store_url]
+    assert main([*pair, "--grade", "2", "--reason", "answers it"]) == 2
+    assert "the CLI operator cannot adjudicate anonymously: name an active lead" in capsys.readouterr().err
+    assert main([*pair, "--grade", "2", "--reason", "answers it", "--user", "ann1"]) == 2
+    assert "only a lead may do this; 'ann1' is annotator" in capsys.readouterr().err
+    assert main([*pair, "--grade", "7", "--reason", "answers it", "--user", "boss"]) == 2
+    assert "outside the scale 0-3" in capsys.readouterr().err
+    assert main([*pair[:4], "q1", "--fragment", "f9", *pair[7:], "--grade", "2", "--reason", "x", "--user",
+                 "boss"]) == 2
+    assert "no pair (q1, f9) in project 'demo'" in capsys.readouterr().err
+    assert adjudications_frame(engine, "demo").empty
+    assert main([*pair, "--grade", "2", "--reason", "answers it", "--user", "boss"]) == 0
+    out = _json(capsys)
+    assert (out["query_id"], out["fragment_id"], out["grade"], out["reason"], out["by"]) == (
+        "q1", "f2", 2, "answers it", "boss")
+    assert adjudications_frame(engine, "demo").values.tolist() == [["q1", "f2", 2, "answers it", "boss"]]
+    assert qrels_frame(engine, "demo").values.tolist() == [["q1", "f2", 2]]  # no grades yet: the decision alone

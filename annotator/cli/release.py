@@ -1,6 +1,8 @@
-"""`qrelkit pool|assign|release|export|evaluate-run|holes`: the store's golden-set workflow from the shell.
+"""`qrelkit pool|assign|release|adjudicate|export|evaluate-run|holes`: the store's golden-set workflow from the
+shell.
 
-Handlers are named cmd_<command>, import the store inside, and act as the CLI operator.
+Handlers are named cmd_<command>, import the store inside, and act as the CLI operator (release and adjudicate:
+as the lead named with --user).
 """
 
 from __future__ import annotations
@@ -53,6 +55,20 @@ def cmd_release(args: argparse.Namespace) -> int:
                               actor=args.user or OPERATOR, policy=args.policy,
                               model_threshold=MODEL_THRESHOLD if args.model_threshold is None else args.model_threshold)
     print_json(info.card)
+    return 0
+
+
+def cmd_adjudicate(args: argparse.Namespace) -> int:
+    """Record a lead's final grade for a pair, in the name of the lead given with --user (checked)."""
+    from db.adjudication import adjudicate
+    from db.permissions import OPERATOR
+    from db.queries_frames import pair_id
+
+    engine = store_engine(args)
+    info = adjudicate(engine, pair_id(engine, args.project, args.query, args.fragment), args.grade, args.reason,
+                      actor=args.user or OPERATOR)
+    print_json({"project": args.project, "query_id": args.query, "fragment_id": args.fragment, "grade": info.grade,
+                "reason": info.reason, "by": info.lead, "at": info.created_at.isoformat()})
     return 0
 
 
@@ -112,7 +128,7 @@ def cmd_holes(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add pool, assign, release, export, evaluate-run and holes to the `qrelkit` parser."""
+    """Add pool, assign, release, adjudicate, export, evaluate-run and holes to the `qrelkit` parser."""
 
     def command(name: str, func: Callable[[argparse.Namespace], int], text: str) -> argparse.ArgumentParser:
         parser = subparsers.add_parser(name, help=text, description=text)
@@ -146,6 +162,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--model-threshold", type=float, default=None,
                    help="least quadratic-weighted κ of the model with the human consensus on the guideline "
                         "version in force (default 0.6)")
+
+    p = command("adjudicate", cmd_adjudicate, "Record a lead's final grade for a pair (the latest decision is in "
+                                              "force; it wins over the consensus rule).")
+    p.add_argument("--query", required=True, metavar="QUERY_ID", help="the pair's query id")
+    p.add_argument("--fragment", required=True, metavar="FRAGMENT_ID", help="the pair's fragment id")
+    p.add_argument("--grade", type=int, required=True, help="the final grade, on the project's scale")
+    p.add_argument("--reason", required=True, help="why (shown with the decision; required)")
+    p.add_argument("--user", default=None, metavar="LEAD",
+                   help="the active lead recorded as the adjudicator (checked): a decision names who made it, so "
+                        "the anonymous CLI operator is refused without --user")
 
     p = command("export", cmd_export, "Write a release's qrels or judgments file, or (--judgments) every current "
                                       "judgment before any release.")
