@@ -72,8 +72,9 @@ def _remember(user: UserInfo, new: sessions.NewSession) -> None:
     st.session_state.pop(CLEAR_COOKIE_KEY, None)
 
 
-def _script(code: str) -> None:
-    """Run a line of JavaScript in the page itself (no iframe, and no value sent back, so no extra rerun)."""
+def page_script(code: str) -> None:
+    """Run a line of JavaScript in the page itself (no iframe, and no value sent back, so no extra rerun). The
+    script runs when the page draws it: the same text at the same place in the next run does not run again."""
     st.html(f"<script>{code}</script>", unsafe_allow_javascript=True)
 
 
@@ -91,7 +92,7 @@ def sync_cookie() -> None:
         return
     expires: datetime | None = st.session_state.get(EXPIRES_KEY)
     until = f"; expires={expires.strftime('%a, %d %b %Y %H:%M:%S GMT')}" if expires else ""
-    _script(f"document.cookie = {_js(f'{COOKIE}={token}{COOKIE_ATTRIBUTES}{until}')}"
+    page_script(f"document.cookie = {_js(f'{COOKIE}={token}{COOKIE_ATTRIBUTES}{until}')}"
             " + (location.protocol === 'https:' ? '; Secure' : '');")
 
 
@@ -102,7 +103,7 @@ def clear_stale_cookie() -> None:
     if not dead:
         return
     expired = f"{COOKIE}={COOKIE_ATTRIBUTES}; expires=Thu, 01 Jan 1970 00:00:00 GMT"
-    _script(f"if (document.cookie.split('; ').includes({_js(f'{COOKIE}={dead}')})) document.cookie = {_js(expired)};")
+    page_script(f"if (document.cookie.split('; ').includes({_js(f'{COOKIE}={dead}')})) document.cookie = {_js(expired)};")
 
 
 def oidc_configured() -> bool:
