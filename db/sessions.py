@@ -1,7 +1,7 @@
 """Login sessions that survive reloads and new tabs: a random token in the browser, its SHA-256 in the store.
 
 The token alone grants nothing the store has not recorded: resolve() re-reads the account on every call, so
-an expired, revoked or deactivated session, or a changed role, takes effect on the next page run.
+an expired, idle, revoked or deactivated session, or a changed role, takes effect on the next page run.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from db.models import User, UserSession, utcnow
 from db.users import UserInfo, end_sessions, user_row
 
 SESSION_LIFETIME = timedelta(hours=12)  # one working day; then log in again
-TOUCH_EVERY = timedelta(minutes=5)  # last_seen is a hint for audits, not worth a write per page run
+IDLE_TIMEOUT = timedelta(hours=2)  # no page run for this long ends the session (docs/security.md says why 2 h)
+TOUCH_EVERY = timedelta(minutes=5)  # last_seen_at is refreshed at most this often: not worth a write per page run
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,8 @@ def create_session(engine: Engine, user_id: int, *, client: str | None = None,
 
 def resolve(engine: Engine, token: str | None) -> UserInfo | None:
     """The account behind a token as the store has it now (current role), or None when the token is unknown,
-    expired or revoked, or the account is deactivated."""
+    expired, idle for IDLE_TIMEOUT or longer (last_seen_at, refreshed here every TOUCH_EVERY) or revoked, or the
+    account is deactivated."""
     if not token or not isinstance(token, str):
         return None
     now = utcnow()
@@ -64,7 +66,8 @@ def resolve(engine: Engine, token: str | None) -> UserInfo | None:
                    User.password_hash.is_not(None).label("has_password"), User.kind)
             .join(User, User.id == UserSession.user_id)
             .where(UserSession.token_hash == token_hash(token), UserSession.revoked_at.is_(None),
-                   UserSession.expires_at > now, User.active.is_(True))).first()
+                   UserSession.expires_at > now, UserSession.last_seen_at > now - IDLE_TIMEOUT,
+                   User.active.is_(True))).first()
     if row is None:
         return None
     if now - row.last_seen_at > TOUCH_EVERY:

@@ -1,21 +1,23 @@
-"""Login sessions: only the token's SHA-256 is stored; resolve re-reads the account, so expiry, logout,
+"""Login sessions: only the token's SHA-256 is stored; resolve re-reads the account, so expiry, idleness, logout,
 deactivation and role changes take effect on the next page run (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
 import hashlib
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from db import sessions
 from db.models import UserSession, utcnow
 from db.permissions import OPERATOR
-from db.sessions import create_session, resolve, revoke, revoke_all_for_user
+from db.sessions import IDLE_TIMEOUT, TOUCH_EVERY, create_session, resolve, revoke, revoke_all_for_user
 from db.users import create_user, deactivate, set_role
 
 OP = {"actor": OPERATOR}
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)  # a Monday morning, for tests that set the store's clock
 
 
 @pytest.fixture
@@ -53,6 +55,81 @@ def test_an_expired_session_resolves_to_nobody(engine, lea):
     assert resolve(engine, new.token) is None
     with pytest.raises(ValueError, match="positive"):
         create_session(engine, lea.id, lifetime=timedelta(0))
+
+
+class Clock:
+    """The time db.sessions reads (utcnow), moved by hand: idleness without sleeping."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch) -> Clock:
+    """db.sessions' clock, starting at T0."""
+    clock = Clock(T0)
+    monkeypatch.setattr(sessions, "utcnow", clock)
+    return clock
+
+
+def last_seen(engine) -> datetime:
+    """The only session row's last_seen_at."""
+    with engine.connect() as conn:
+        return conn.execute(sa.select(UserSession.last_seen_at)).scalar_one()
+
+
+def set_last_seen(engine, when: datetime) -> None:
+    """Pretend the only session was last used at `when`."""
+    with engine.begin() as conn:
+        conn.execute(sa.update(UserSession).values(last_seen_at=when))
+
+
+def test_a_session_idle_longer_than_the_timeout_resolves_to_nobody(engine, lea):
+    new = create_session(engine, lea.id)
+    idle_since = utcnow() - IDLE_TIMEOUT - timedelta(minutes=1)
+    set_last_seen(engine, idle_since)
+    assert resolve(engine, new.token) is None
+    assert resolve(engine, new.token) is None  # a refused attempt does not revive it
+    assert last_seen(engine) == idle_since
+
+
+def test_a_session_used_within_the_timeout_keeps_working_and_is_touched(engine, lea):
+    new = create_session(engine, lea.id)
+    set_last_seen(engine, utcnow() - IDLE_TIMEOUT + timedelta(minutes=1))
+    before = utcnow()
+    assert resolve(engine, new.token) == lea
+    assert before <= last_seen(engine) <= utcnow()  # refreshed: a new idle period starts now
+    assert resolve(engine, new.token) == lea
+
+
+def test_the_session_ends_exactly_when_it_has_been_idle_for_the_timeout(engine, lea, clock):
+    new = create_session(engine, lea.id)
+    set_last_seen(engine, T0 - IDLE_TIMEOUT + timedelta(microseconds=1))
+    assert resolve(engine, new.token) == lea
+    set_last_seen(engine, T0 - IDLE_TIMEOUT)
+    assert resolve(engine, new.token) is None
+
+
+def test_a_session_in_steady_use_outlives_the_idle_timeout_until_its_lifetime_ends(engine, lea, clock):
+    new = create_session(engine, lea.id)
+    assert last_seen(engine) == T0
+    clock.now = T0 + TOUCH_EVERY - timedelta(seconds=1)  # too soon to write last_seen_at again
+    assert resolve(engine, new.token) == lea and last_seen(engine) == T0
+    gap = IDLE_TIMEOUT - TOUCH_EVERY  # the longest pause that is always safe (docs/security.md)
+    while clock.now + gap < T0 + sessions.SESSION_LIFETIME:
+        clock.now += gap
+        assert resolve(engine, new.token) == lea, clock.now - T0
+        assert last_seen(engine) == clock.now
+    assert clock.now - T0 > 5 * IDLE_TIMEOUT  # the loop really went past the idle timeout many times
+    clock.now = T0 + sessions.SESSION_LIFETIME
+    assert resolve(engine, new.token) is None  # in use or not, the working day is over
+
+
+def test_last_seen_is_refreshed_well_within_the_idle_timeout():
+    assert timedelta(0) < TOUCH_EVERY * 10 <= IDLE_TIMEOUT
 
 
 def test_logout_revokes_that_session_only(engine, lea):
