@@ -93,7 +93,7 @@ def test_the_command_table_names_what_each_module_registers() -> None:
     expected = defaultdict(list)
     for command, module in COMMANDS.items():
         expected[module].append(command)
-    assert registered == expected
+    assert registered == expected, "a command added or moved: list it in annotator.cli.COMMANDS"
     assert [c for names in registered.values() for c in names] == list(COMMANDS)
 
 

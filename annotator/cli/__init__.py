@@ -29,6 +29,7 @@ COMMANDS = {
     "pool": "annotator.cli.release",
     "assign": "annotator.cli.release",
     "release": "annotator.cli.release",
+    "adjudicate": "annotator.cli.release",
     "export": "annotator.cli.release",
     "evaluate-run": "annotator.cli.release",
     "holes": "annotator.cli.release",
