@@ -41,8 +41,9 @@ def _mean_half_up(grade_sum: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return (2 * grade_sum + counts) // (2 * counts)
 
 
-def _combine(pair: np.ndarray, grade: np.ndarray, n_pairs: int, rule: str) -> tuple[np.ndarray, np.ndarray]:
-    """Rule value and grade count per pair code (value undefined where the count is 0)."""
+def combine_grades(pair: np.ndarray, grade: np.ndarray, n_pairs: int, rule: str) -> tuple[np.ndarray, np.ndarray]:
+    """`rule`'s label and the grade count per pair code 0…n_pairs−1, from grades sorted by (pair, grade): one
+    implementation for `consensus` and the robustness bootstrap's replicates (label undefined at count 0)."""
     counts = np.bincount(pair, minlength=n_pairs)
     value = np.zeros(n_pairs, dtype=np.int64)
     has = counts > 0
@@ -131,7 +132,7 @@ def consensus(judgments: pd.DataFrame, rule: str = "median", adjudications: pd.D
     pair = pair_all[real]
     grade = frame["grade"].to_numpy(dtype="float64", na_value=np.nan)[real].astype(np.int64)
     sort = np.lexsort((grade, pair))
-    value, counts = _combine(pair[sort], grade[sort], n_pairs, rule)
+    value, counts = combine_grades(pair[sort], grade[sort], n_pairs, rule)
 
     adjudicated = np.zeros(n_pairs, dtype=bool)
     if len(adj):

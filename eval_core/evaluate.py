@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -103,37 +103,48 @@ class Evaluation:
         return out
 
 
-def evaluate(
-    qrels: Any,
-    run: Any,
-    metrics: Sequence[str] | None = None,
-    k: Sequence[int] = DEFAULT_K,
-    rel_level: int = 1,
-    categories: Any = None,
-    name: str | None = None,
-    max_grade: int = 3,
-    block_bytes: int = BLOCK_BYTES,
-    progress: Callable[[int], object] | None = None,
-    workers: int | None = None,
-) -> Any:
+@dataclass(frozen=True)
+class EvalOptions:
+    """What to compute, shared by `evaluate` and `evaluate_judge_groups`: one list of parameters and defaults.
+
+    `metrics` are names such as `P@10`, `ndcg@k` (expanded over `k`), `map`, `rbp@0.8`, `ndcg@10_condensed`
+    (None: the default set); `rel_level` is the grade from which a fragment counts as relevant for binary
+    metrics; `categories` maps queries to categories (file or dict) for per-category means; `name` labels the
+    result (default: the run's file name); `max_grade` is the scale's top grade for ERR.
+    """
+
+    metrics: Sequence[str] | None = None
+    k: Sequence[int] = DEFAULT_K
+    rel_level: int = 1
+    categories: Any = None
+    name: str | None = None
+    max_grade: int = 3
+
+
+def evaluate(qrels: Any, run: Any, *args: Any, block_bytes: int = BLOCK_BYTES,
+             progress: Callable[[int], object] | None = None, workers: int | None = None, **options: Any) -> Any:
     """Evaluate a run (path, DataFrame or dict) against qrels; several runs give a list or dict of results.
 
-    `metrics` are names such as `P@10`, `ndcg@k` (expanded over `k`), `map`, `rbp@0.8`, `ndcg@10_condensed`;
-    `max_grade` is the scale's top grade for ERR. A dict `{name: run}` returns `{name: Evaluation}`.
+    `args`/`options` are `EvalOptions`' fields, by position or name (metrics, k, rel_level, categories, name,
+    max_grade). A dict `{name: run}` returns `{name: Evaluation}`.
     A TREC run file larger than `block_bytes` is read in blocks of whole queries (memory bounded by the
     block, not the file); `progress(n)` is told of every n bytes of run files read. `workers` threads
     (default: every core) rank blocks in parallel; the result is bit-identical for any number.
     """
+    opts = EvalOptions(*args, **options)
     workers = default_workers() if workers is None else max(1, int(workers))
-    specs = parse_metrics(metrics, k)
-    qi = index_qrels(load_qrels(qrels), rel_level)
-    cats = None if categories is None else read_categories(categories)
+    specs = parse_metrics(opts.metrics, opts.k)
+    qi = index_qrels(load_qrels(qrels), opts.rel_level)
+    cats = None if opts.categories is None else read_categories(opts.categories)
+
+    def one(r: Any, name: str | None) -> Evaluation:
+        return _evaluate_one(qi, r, specs, cats, name, opts.max_grade, block_bytes, progress, workers)
+
     if _is_multi(run):
         items = run.items() if isinstance(run, Mapping) else ((None, r) for r in run)
-        results = [_evaluate_one(qi, r, specs, cats, n, max_grade, block_bytes, progress, workers)
-                   for n, r in items]
+        results = [one(r, n) for n, r in items]
         return {e.name: e for e in results} if isinstance(run, Mapping) else results
-    return _evaluate_one(qi, run, specs, cats, name, max_grade, block_bytes, progress, workers)
+    return one(run, opts.name)
 
 
 def default_workers() -> int:
@@ -241,34 +252,27 @@ def _by_category(per_query: pd.DataFrame, cats: dict[str, str] | None, warnings:
     return by_category
 
 
-def evaluate_judge_groups(
-    qrels: Any,
-    run: Any,
-    metrics: Sequence[str] | None = None,
-    k: Sequence[int] = DEFAULT_K,
-    rel_level: int = 1,
-    categories: Any = None,
-    name: str | None = None,
-    max_grade: int = 3,
-) -> Evaluation:
+def evaluate_judge_groups(qrels: Any, run: Any, *args: Any, **options: Any) -> Evaluation:
     """Evaluate one run against each judge group's qrels (trec_eval `-R qrels_jg`) and average per query.
 
-    `qrels` is a multi-judge qrels file (`qid judge docid grade`) or a DataFrame with a `judge` column.
+    `qrels` is a multi-judge qrels file (`qid judge docid grade`) or a DataFrame with a `judge` column;
+    `args`/`options` are `EvalOptions`' fields, as for `evaluate`.
     Each query's value is the mean over the judge groups that judged it (trec_eval's `map_avgjg`,
     `P_avgjg_k`); the run mean is the mean of those over every qrels query (missing queries score 0).
     `per_judge` holds each judge's own per-query values, `judge_means` each judge's mean.
     """
+    opts = EvalOptions(*args, **options)
     groups = qrels if isinstance(qrels, pd.DataFrame) else read_qrels_jg(qrels)
     cols = load_run(run)
-    label = name or ("run" if cols.label.startswith("<") else Path(cols.label).name)
-    per_judge = {str(j): evaluate(g[["query_id", "doc_id", "grade"]], cols, metrics, k, rel_level,
-                                  name=label, max_grade=max_grade)
+    label = opts.name or ("run" if cols.label.startswith("<") else Path(cols.label).name)
+    each = replace(opts, categories=None, name=label)
+    per_judge = {str(j): evaluate(g[["query_id", "doc_id", "grade"]], cols, **asdict(each))
                  for j, g in groups.groupby("judge", sort=True)}
     order = pd.Index(pd.unique(groups["query_id"].astype(str)), name="query_id")
     stacked = pd.concat({j: ev.per_query for j, ev in per_judge.items()}, names=["judge", "query_id"])
     per_query = stacked.groupby(level="query_id", sort=False).mean().reindex(order)
     mean = {m: float(per_query[m].mean()) for m in per_query.columns}
     warnings = [f"judge {j}: {w}" for j, ev in per_judge.items() for w in ev.warnings]
-    cats = None if categories is None else read_categories(categories)
+    cats = None if opts.categories is None else read_categories(opts.categories)
     return Evaluation(label, per_query, mean, warnings, _by_category(per_query, cats, warnings),
                       per_judge={j: ev.per_query for j, ev in per_judge.items()})

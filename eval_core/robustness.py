@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from eval_core.consensus import RULES, _combine, consensus
+from eval_core.consensus import RULES, combine_grades, consensus
 from eval_core.evaluate import evaluate
 from eval_core.formats import Columns, load_qrels, load_run
 from eval_core.judgments import ANNOTATOR_KINDS, annotator_kinds
@@ -228,7 +228,7 @@ def resample_labels(grade: np.ndarray, pair: np.ndarray, n_pairs: int, rule: str
     span = int(grade.max()) - low + 1 if len(grade) else 1
     code = (np.arange(replicates, dtype=np.int64)[:, None] * n_pairs + pair[None, :]).ravel()
     key = np.sort(code * span + (grade[picks].ravel() - low))  # one int sort orders by (replicate·pair, grade)
-    labels, _ = _combine(key // span, key % span + low, replicates * n_pairs, rule)
+    labels, _ = combine_grades(key // span, key % span + low, replicates * n_pairs, rule)
     return labels.reshape(replicates, n_pairs), picks
 
 

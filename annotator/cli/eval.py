@@ -93,16 +93,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
     sizes = [Path(r).stat().st_size if Path(r).is_file() else 0 for r in args.runs]
     results: list[Evaluation] = []
     bar = _byte_bar(sum(sizes))
+    options = {"metrics": names, "k": k, "rel_level": args.rel_level, "categories": categories,
+               "max_grade": args.max_grade}
     for run, label, size in zip(args.runs, _labels(args.runs), sizes, strict=True):
         bar.set_postfix_str(label)
         start = bar.n
         if jg:
-            results.append(evaluate_judge_groups(qrels, run, metrics=names, k=k, rel_level=args.rel_level,
-                                                 categories=categories, name=label, max_grade=args.max_grade))
+            results.append(evaluate_judge_groups(qrels, run, name=label, **options))
         else:
-            results.append(evaluate(qrels, run, metrics=names, k=k, rel_level=args.rel_level,
-                                    categories=categories, name=label, max_grade=args.max_grade,
-                                    progress=bar.update, workers=args.workers))
+            results.append(evaluate(qrels, run, name=label, progress=bar.update, workers=args.workers, **options))
         bar.update(start + size - bar.n)  # runs read whole (or gzip read ahead) report at the end
     bar.close()
     _print(results, args.format, args.per_query)
