@@ -24,9 +24,9 @@ from db.permissions import OPERATOR
 from db.pooling import pool
 from db.projects import add_guideline, create_project, list_projects
 from db.users import create_user
+from eval_core.judge_prompt import GUIDELINES
 
 DATA = Path(__file__).resolve().parent / "demo_data"
-GUIDELINES = Path(__file__).resolve().parent.parent / "guidelines"
 PROJECT = "demo"
 # Demo accounts only: these passwords are printed at start and must never guard real data.
 USERS = (("ana", "annotator", "ana-demo"), ("ben", "annotator", "ben-demo"), ("lea", "lead", "lea-demo"))

@@ -33,7 +33,7 @@ from bench_store_judging import PG_URL, build  # noqa: E402  (the store benchmar
 
 from db.judging import next_pair, progress  # noqa: E402
 from db.permissions import OPERATOR  # noqa: E402
-from db.projects import add_guideline  # noqa: E402
+from db.projects import BUNDLED_GUIDELINE, add_guideline  # noqa: E402
 from db.schema import init_db  # noqa: E402
 from db.users import set_password  # noqa: E402
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server, wait_idle  # noqa: E402
@@ -250,7 +250,7 @@ def main() -> int:
         t = time.perf_counter()
         build(engine, args.judgments)
         set_password(engine, USER, PASSWORD, actor=OPERATOR)
-        add_guideline(engine, "bench", (ROOT / "guidelines" / "grading-0-3.md").read_text(encoding="utf-8"),
+        add_guideline(engine, "bench", BUNDLED_GUIDELINE.read_text(encoding="utf-8"),
                       actor=OPERATOR)
         print(f"built {args.judgments:,} judgments in {time.perf_counter() - t:.1f} s", flush=True)
         prog = progress(engine, "bench", USER)

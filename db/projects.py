@@ -7,7 +7,6 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from pathlib import Path
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
@@ -15,9 +14,10 @@ from sqlmodel import Session, select
 from db.engine import session_scope
 from db.models import Guideline, Project, User
 from db.permissions import Actor, require_lead
+from eval_core.judge_prompt import GUIDELINES
 from eval_core.judging_order import DEFAULT_ORDER, ORDER_NAMES
 
-BUNDLED_GUIDELINE = Path(__file__).resolve().parent.parent / "guidelines" / "grading-0-3.md"
+BUNDLED_GUIDELINE = GUIDELINES / "grading-0-3.md"
 MAX_LABEL_CHARS = 60
 _GRADE_ROW = re.compile(r"^\|\s*\*\*(\d+)\*\*\s*\|\s*([^|]+?)\s*\|", re.MULTILINE)
 

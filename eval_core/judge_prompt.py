@@ -15,7 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_PROMPT = Path(__file__).resolve().parent.parent / "guidelines" / "judge-prompt.md"
+# The texts qrelkit ships as package data (an installed wheel has them too): the bundled 0-3 grading guideline,
+# the demo's ambiguous first version of it, and the default judge prompt.
+GUIDELINES = Path(__file__).resolve().parent / "guidelines"
+DEFAULT_PROMPT = GUIDELINES / "judge-prompt.md"
 # What a template may refer to; query, fragment and guideline are required.
 PLACEHOLDERS = {
     "guideline": "the project's guideline text in force",

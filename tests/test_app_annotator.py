@@ -33,7 +33,7 @@ SCRIPT = "<script>alert(1)</script>"
 TEXT_ELEMENTS = ("title", "header", "subheader", "markdown", "text", "caption", "info", "warning", "error",
                  "success", "code")
 GUIDELINE = "# Tiny guideline\n\n3 answers fully; 2 partially; 1 mentions; 0 not relevant.\n"
-# The names in the bundled guideline's grade table (guidelines/grading-0-3.md), the default labels of 0–3.
+# The names in the bundled guideline's grade table (eval_core/guidelines/grading-0-3.md), the default labels of 0–3.
 BUNDLED_NAMES = ("Not relevant", "Related / mentioned in passing", "Answers partially / essential context",
                  "Answers fully")
 FRAGMENTS = [

@@ -15,7 +15,7 @@ from db.projects import create_project, get_project, list_projects, set_grade_la
 from db.schema import upgrade
 from db.users import activate, create_user, deactivate
 
-# The grade table of guidelines/grading-0-3.md, as a reader of that page sees it.
+# The grade table of eval_core/guidelines/grading-0-3.md, as a reader of that page sees it.
 GUIDELINE_NAMES = {0: "Not relevant", 1: "Related / mentioned in passing",
                    2: "Answers partially / essential context", 3: "Answers fully"}
 
