@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from eval_core.errors import InputError
-from eval_core.records import iter_lines, iter_records, open_binary
+from eval_core.records import format_by_name, iter_lines, iter_records, open_binary
 
 BEIR_COLS = ("query-id", "corpus-id", "score")
 FRAME, DICT = "<DataFrame>", "<dict>"
@@ -146,11 +146,9 @@ def _columns(q: pa.Array, d: pa.Array, value: np.ndarray, label: str) -> Columns
 
 def detect_format(path: str | Path) -> str:
     """'trec', 'beir' (BEIR qrels TSV), 'jsonl', 'csv' or 'tsv' from the extension, then the first line."""
-    name = Path(path).name.lower().removesuffix(".gz")
-    if name.endswith((".jsonl", ".ndjson", ".json")):
-        return "jsonl"
-    if name.endswith(".csv"):
-        return "csv"
+    by_name = format_by_name(path)
+    if by_name in ("jsonl", "csv"):  # a .tsv may be BEIR qrels or plain TSV: its first line tells
+        return by_name
     for _, text in iter_lines(path):
         line = text.strip()
         if not line or line.startswith("#"):

@@ -60,15 +60,22 @@ def check_id(text: str, what: str) -> str:
     return text
 
 
-def record_format(path: str | Path) -> str:
-    """'jsonl', 'csv' or 'tsv' from the file name (a .gz suffix is looked through)."""
+def format_by_name(path: str | Path) -> str | None:
+    """'jsonl', 'csv' or 'tsv' when the file name says which (a .gz suffix is looked through), else None: one
+    list of extensions for the record readers and the evaluation readers' format detection."""
     name = Path(path).name.lower().removesuffix(".gz")
     if name.endswith((".jsonl", ".ndjson", ".json")):
         return "jsonl"
-    if name.endswith(".csv"):
-        return "csv"
-    if name.endswith(".tsv"):
-        return "tsv"
+    if name.endswith((".csv", ".tsv")):
+        return name[-3:]
+    return None
+
+
+def record_format(path: str | Path) -> str:
+    """'jsonl', 'csv' or 'tsv' from the file name (a .gz suffix is looked through)."""
+    fmt = format_by_name(path)
+    if fmt is not None:
+        return fmt
     raise InputError(str(path), None, "unknown record format: expected .jsonl, .csv or .tsv (optionally .gz)")
 
 

@@ -303,8 +303,17 @@ def diagnose(qrels: Any, run: Any, *, fragments: Mapping[str, str] | None = None
         warnings=warnings)
 
 
+class _Record:
+    """Base of the report's dataclasses: one `to_dict()` (every field, nested records as dicts) serves the CLI's
+    JSON, the app and the stored diagnosis."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return asdict(self)
+
+
 @dataclass
-class RecallCurve:
+class RecallCurve(_Record):
     """Mean recall@k over k, and whether it "rises fast and flattens" by the stated rule."""
 
     ks: list[int]
@@ -314,13 +323,9 @@ class RecallCurve:
     verdict: str
     rule: str
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form."""
-        return asdict(self)
-
 
 @dataclass
-class DepthDiagnosis:
+class DepthDiagnosis(_Record):
     """Recall at the candidate depth vs recall and nDCG at the context depth, with the verdict and its rule."""
 
     candidate_depth: int
@@ -334,10 +339,6 @@ class DepthDiagnosis:
     hopeless_queries: int
     n_queries: int
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form."""
-        return asdict(self)
-
 
 @dataclass
 class FragmentNote:
@@ -350,7 +351,7 @@ class FragmentNote:
 
 
 @dataclass
-class LowRecallQuery:
+class LowRecallQuery(_Record):
     """A query whose recall@k is under the threshold, with what went wrong (the low-recall diagnosis)."""
 
     query_id: str
@@ -362,13 +363,9 @@ class LowRecallQuery:
     top_nonrelevant: list[FragmentNote]
     issues: list[str]
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form."""
-        return asdict(self)
-
 
 @dataclass
-class CoverageCheck:
+class CoverageCheck(_Record):
     """Which qrels queries a run answers at all; a finding of its own, apart from unjudged fragments."""
 
     run: str
@@ -378,13 +375,9 @@ class CoverageCheck:
     flagged: bool
     message: str
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form."""
-        return asdict(self)
-
 
 @dataclass
-class JudgedCheck:
+class JudgedCheck(_Record):
     """judged@k of one run over the queries it answers, and whether incomplete annotation biases its scores."""
 
     run: str
@@ -393,28 +386,20 @@ class JudgedCheck:
     threshold: float
     flagged: bool
     message: str
-    unjudged: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form, the unjudged pairs included for the app's "judge the holes" queue."""
-        return asdict(self)
+    unjudged: list[dict[str, Any]] = field(default_factory=list)  # the app's "judge the holes" queue
 
 
 @dataclass
-class CategoryBreakdown:
+class CategoryBreakdown(_Record):
     """Mean of each metric per query category with the query count, and the spread between categories."""
 
     metrics: list[str]
     rows: list[dict[str, Any]]
     note: str
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form."""
-        return asdict(self)
-
 
 @dataclass
-class Diagnosis:
+class Diagnosis(_Record):
     """Everything `qrelkit diagnose` reports for one run."""
 
     run: str
@@ -429,12 +414,3 @@ class Diagnosis:
     low_recall: list[LowRecallQuery]
     categories: CategoryBreakdown | None
     warnings: list[str]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form for the CLI, the app and the store."""
-        return {"run": self.run, "n_queries": self.n_queries, "mean": self.mean, "thresholds": self.thresholds,
-                "curve": self.curve.to_dict(), "depth": self.depth.to_dict(),
-                "coverage": self.coverage.to_dict(), "judged": self.judged.to_dict(),
-                "low_recall_k": self.low_recall_k, "low_recall": [q.to_dict() for q in self.low_recall],
-                "categories": None if self.categories is None else self.categories.to_dict(),
-                "warnings": self.warnings}
