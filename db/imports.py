@@ -505,14 +505,47 @@ ANNOTATOR_COLUMNS = (("annotator_kind", "kind", "--annotator-kind", 10),
 
 
 def _column(frame: pd.DataFrame, name: str) -> pd.Series:
-    """An optional text column, stripped, None where absent or blank."""
+    """An optional text column, stripped, None where absent or blank (through its few distinct values)."""
     if name not in frame.columns:
         return pd.Series(None, index=frame.index, dtype=object)
-    text = frame[name].astype(object).where(frame[name].notna(), None)
-    if text.notna().any():
-        text = text.str.strip()
-        text = text.where(text.notna() & (text != ""), None)
-    return text
+    codes, distinct = pd.factorize(frame[name])  # missing → -1, the None appended last
+    cleaned = np.array([str(value).strip() or None for value in distinct] + [None], dtype=object)
+    return pd.Series(cleaned[codes], index=frame.index, dtype=object)
+
+
+def _check_columns(given: dict[str, pd.Series], lines: np.ndarray, judges: AnnotatorKind, problems: _Problems) -> None:
+    """Each who-judged cell on its own: a known kind, within the store's size, and not against the option given."""
+    for column, field_name, option, limit in ANNOTATOR_COLUMNS:
+        values, wanted = given[column], getattr(judges, field_name)
+        present = values.notna().to_numpy()
+        if not present.any():
+            continue
+        text = values[present]
+        unknown = ~text.isin(ANNOTATOR_KINDS) if column == "annotator_kind" else text.isna()
+        bad = (unknown | (text.str.len() > limit) | ((text != wanted) if wanted is not None else text.isna()))
+        for line, value, odd in zip(lines[present][bad.to_numpy()].tolist(), text[bad].tolist(),
+                                    unknown[bad].tolist(), strict=True):
+            if odd:
+                problems.add(line, f"annotator_kind {value!r} must be one of {', '.join(ANNOTATOR_KINDS)}")
+            elif len(value) > limit:
+                problems.add(line, f"{column} is {len(value)} characters; at most {limit}")
+            else:
+                problems.add(line, f"{column} is {value!r} on this line, but the import says {option} {wanted}; "
+                                   f"leave out {option} or that column")
+
+
+def _changes(codes: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple[dict[int, int], list[int]]:
+    """Among `rows` (positions, in file order): each annotator code's first row, and the first row per annotator
+    whose value differs from that first one."""
+    if not len(rows):
+        return {}, []
+    _, at = np.unique(codes[rows], return_index=True)
+    first = rows[at]
+    reference = np.empty(codes.max() + 1, dtype=object)
+    reference[codes[first]] = values[first]
+    differ = rows[values[rows] != reference[codes[rows]]]
+    _, at = np.unique(codes[differ], return_index=True)
+    return dict(zip(codes[first].tolist(), first.tolist(), strict=True)), differ[at].tolist()
 
 
 def _annotators(frame: pd.DataFrame, judges: AnnotatorKind, known: dict[str, tuple[str, str | None]],
@@ -521,64 +554,61 @@ def _annotators(frame: pd.DataFrame, judges: AnnotatorKind, known: dict[str, tup
     annotator_kind / model / prompt_version columns and the import's options; sets `frame.prompt_version`
     (the version behind each model judge's grade, None for people). Problems: a column that contradicts an
     option, an unknown kind, a person with a model, an annotator whose kind or model changes between lines or
-    differs from the store's. A new model judge's prompt version is the one of its latest grade in the file."""
+    differs from the store's. A new model judge's prompt version is the one of its latest grade in the file.
+    Column-wise: per-line work only for the lines with a problem."""
     given = {column: _column(frame, column) for column, *_ in ANNOTATOR_COLUMNS}
-    for column, field_name, option, limit in ANNOTATOR_COLUMNS:
-        values, wanted = given[column], getattr(judges, field_name)
-        present = values.notna().to_numpy()
-        for line, value in zip(frame["line"].to_numpy()[present].tolist(), values[present].tolist(), strict=True):
-            if column == "annotator_kind" and value not in ANNOTATOR_KINDS:
-                problems.add(line, f"annotator_kind {value!r} must be one of {', '.join(ANNOTATOR_KINDS)}")
-            elif len(value) > limit:
-                problems.add(line, f"{column} is {len(value)} characters; at most {limit}")
-            elif wanted is not None and value != wanted:
-                problems.add(line, f"{column} is {value!r} on this line, but the import says {option} {wanted}; "
-                                   f"leave out {option} or that column")
-    from_file = given["annotator_kind"].notna()
-    kind = given["annotator_kind"].where(from_file, judges.kind or "human")
-    is_model = (kind == "model").to_numpy()
-    for line, name in frame.loc[~is_model & (given["model"].notna() | given["prompt_version"].notna()).to_numpy(),
-                                ["line", "annotator"]].itertuples(index=False):
-        problems.add(line, f"annotator {name!r} is human here, but the line gives a model or prompt_version: "
+    lines = frame["line"].to_numpy()
+    _check_columns(given, lines, judges, problems)
+    codes, names = pd.factorize(frame["annotator"])
+    from_file = given["annotator_kind"].notna().to_numpy()
+    kind = np.where(from_file, given["annotator_kind"].to_numpy(dtype=object), judges.kind or "human")
+    is_model = kind == "model"
+    has = {c: given[c].notna().to_numpy() for c in ("model", "prompt_version")}
+    person_with_model = ~is_model & (has["model"] | has["prompt_version"])
+    for line, code in zip(lines[person_with_model].tolist(), codes[person_with_model].tolist(), strict=True):
+        problems.add(line, f"annotator {names[code]!r} is human here, but the line gives a model or prompt_version: "
                            f"they belong to model judges (annotator_kind model)")
-    model = given["model"].where(given["model"].notna(), judges.model).where(is_model, None)
-    prompt = given["prompt_version"].where(given["prompt_version"].notna(), judges.prompt_version).where(is_model, None)
-    rows = pd.DataFrame({"annotator": frame["annotator"], "kind": kind, "model": model, "line": frame["line"],
-                         "from_file": from_file})
-    first = rows.drop_duplicates("annotator").set_index("annotator")
-    for what, subset in (("kind", rows), ("model", rows[rows["model"].notna()])):
-        seen = subset.drop_duplicates("annotator").set_index("annotator")[what]
-        for name, value, line in subset.drop_duplicates(["annotator", what])[["annotator", what, "line"]].itertuples(
-                index=False):
-            if value != seen[name]:
-                problems.add(line, f"annotator {name!r} is {what} {value!r} here but {seen[name]!r} at line "
-                                   f"{int(subset.loc[subset['annotator'] == name, 'line'].iloc[0])}")
-    models = rows[rows["model"].notna()].drop_duplicates("annotator").set_index("annotator")["model"]
-    latest = _latest_prompts(frame, prompt)
+    model = np.where(has["model"], given["model"].to_numpy(dtype=object), judges.model)
+    model = np.where(is_model, model, None)
+    prompt = np.where(has["prompt_version"], given["prompt_version"].to_numpy(dtype=object), judges.prompt_version)
+    prompt = np.where(is_model, prompt, None)
+    first = dict(enumerate(np.unique(codes, return_index=True)[1].tolist()))  # codes run 0..k-1
+    changed = _changes(codes, kind, np.arange(len(frame)))[1] if from_file.any() else []
+    first_model, changed_model = _changes(codes, model, np.flatnonzero(pd.notna(model)))
+    for what, values, starts, rows in (("kind", kind, first, changed), ("model", model, first_model, changed_model)):
+        for row in rows:
+            start = starts[int(codes[row])]
+            problems.add(int(lines[row]), f"annotator {names[codes[row]]!r} is {what} {values[row]!r} here but "
+                                          f"{values[start]!r} at line {int(lines[start])}")
+    latest = _latest_prompts(frame, pd.Series(prompt, index=frame.index, dtype=object))
     out = {}
-    for name, row in first.iterrows():
+    for code, row in first.items():
+        name, kind_here = str(names[code]), str(kind[row])
+        judge_model = model[first_model[code]] if code in first_model else None
         stored_kind, stored_model = known.get(name, (None, None))
-        if stored_kind is not None and stored_kind != row["kind"]:
-            why = ("annotator_kind on this line" if row["from_file"] else
-                   f"--annotator-kind {row['kind']}" if judges.kind else "no annotator_kind column: people by default")
-            problems.add(int(row["line"]), f"annotator {name!r} is a {stored_kind} annotator in the store; it cannot "
-                                           f"be imported as {row['kind']} ({why})")
-        elif row["kind"] == "model" and stored_model is not None and models.get(name, stored_model) != stored_model:
-            problems.add(int(row["line"]), f"model judge {name!r} is model {stored_model!r} in the store, not "
-                                           f"{models[name]!r}")
-        is_judge = row["kind"] == "model"
-        out[str(name)] = {"kind": row["kind"],
-                          "model_name": (models.get(name) or stored_model or name) if is_judge else None,
-                          "prompt_version": latest.get(name) if is_judge else None}
-    frame["prompt_version"] = prompt
+        if stored_kind is not None and stored_kind != kind_here:
+            why = ("annotator_kind on this line" if from_file[row] else
+                   f"--annotator-kind {kind_here}" if judges.kind else "no annotator_kind column: people by default")
+            problems.add(int(lines[row]), f"annotator {name!r} is a {stored_kind} annotator in the store; it cannot "
+                                          f"be imported as {kind_here} ({why})")
+        elif judge_model is not None and stored_model is not None and judge_model != stored_model:
+            problems.add(int(lines[row]), f"model judge {name!r} is model {stored_model!r} in the store, not "
+                                          f"{judge_model!r}")
+        is_judge = kind_here == "model"
+        out[name] = {"kind": kind_here, "model_name": (judge_model or stored_model or name) if is_judge else None,
+                     "prompt_version": latest.get(name) if is_judge else None}
+    frame["prompt_version"] = pd.Series(prompt, index=frame.index, dtype=object)
     return out
 
 
 def _latest_prompts(frame: pd.DataFrame, prompt: pd.Series) -> dict[str, str]:
     """annotator → the prompt version of its latest grade in the file (by time, then line)."""
-    stamped = pd.DataFrame({"annotator": frame["annotator"], "prompt": prompt, "line": frame["line"],
-                            "at": pd.to_datetime(frame["time"], utc=True, format="ISO8601", errors="coerce")
-                            if "time" in frame.columns else pd.NaT})[prompt.notna().to_numpy()]
+    keep = prompt.notna().to_numpy()
+    if not keep.any():
+        return {}
+    stamped = pd.DataFrame({"annotator": frame["annotator"], "prompt": prompt, "line": frame["line"]})[keep]
+    times = frame["time"][keep] if "time" in frame.columns else None
+    stamped["at"] = pd.NaT if times is None else pd.to_datetime(times, utc=True, format="ISO8601", errors="coerce")
     return stamped.sort_values(["at", "line"], kind="stable").groupby("annotator")["prompt"].last().to_dict()
 
 
