@@ -69,7 +69,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--annotator", help="the model judge's annotator name (default: the model name)")
     p.add_argument("--prompt", metavar="FILE",
                    help="prompt template with {{guideline}}, {{query}}, {{fragment}} (optional {{grades}}, {{min}}, "
-                        "{{max}}); default: the bundled eval_core/guidelines/judge-prompt.md; its content hash is the prompt version")
+                        "{{max}}); default: the bundled eval_core/guidelines/judge-prompt.md; its content hash is "
+                        "the prompt version")
     p.add_argument("--concurrency", type=_positive(int), default=4, metavar="N", help="calls at a time (default 4)")
     p.add_argument("--limit", type=_positive(int), metavar="N", help="only the first N pairs in pool order")
     p.add_argument("--timeout", type=_positive(float), default=60.0, metavar="S",
