@@ -58,11 +58,11 @@ def fragment_texts(engine: Engine, project: str) -> dict[str, str]:
 
 
 def evaluate_run(qrels: pd.DataFrame, run: pd.DataFrame, ks: Sequence[int], categories: Mapping[str, str] | None,
-                 name: str, rel_level: int, max_grade: int) -> Evaluation:
-    """eval_core's evaluation of one run at the chosen cutoffs: the call `qrelkit eval --k … --rel-level …`
-    makes, so every cell can be checked against the CLI."""
+                 name: str, rel_level: int, scale: tuple[int, int]) -> Evaluation:
+    """eval_core's evaluation of one run at the chosen cutoffs: the call `qrelkit eval --scale … --k …
+    --rel-level …` makes, so every cell can be checked against the CLI."""
     return evaluate(qrels, run, metrics=table_metrics(), k=tuple(sorted(ks)), rel_level=rel_level,
-                    categories=dict(categories or {}) or None, name=name, max_grade=max_grade)
+                    categories=dict(categories or {}) or None, name=name, scale=scale)
 
 
 def _number(value: float | None) -> str:

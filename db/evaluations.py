@@ -164,9 +164,9 @@ def project_robustness(engine: Engine, project: str, runs: Sequence[str] | None 
 
 
 def score_run(qrels: pd.DataFrame, run: pd.DataFrame, name: str, scale: tuple[int, int]) -> Evaluation:
-    """eval_core's evaluation of one rebuilt run against one release's qrels, relevant from the scale's
-    second grade (its lowest grade means not relevant, whatever number it has)."""
-    return evaluate(qrels, run, name=name, max_grade=scale[1], rel_level=relevant_from(scale))
+    """eval_core's evaluation of one rebuilt run against one release's qrels on the project's scale: its lowest
+    grade, whatever number it has, means not relevant (relevance from the second grade) and gains 0 in nDCG."""
+    return evaluate(qrels, run, name=name, scale=scale)
 
 
 def store_evaluation(session: Session, run_id: int, release_id: int, result: Evaluation) -> int:
@@ -313,13 +313,13 @@ def compare_runs(engine: Engine, project: str, version: int | str, base: tuple[s
                  rivals: Sequence[str], metrics: Sequence[str] = HEADLINE, rel_level: int | None = None) -> Comparison:
     """Paired tests of a run (a stored one or an upload, as its frame) against stored rivals on one release's
     queries, every run scored here with the same rel_level (default, as stored evaluations: the scale's
-    second grade)."""
+    second grade) and gains from the project's scale."""
     with session_scope(engine) as session:
         proj = project_row(session, project)
-        rel_level = relevant_from(project_scale(proj)) if rel_level is None else rel_level
+        scale = project_scale(proj)
         qrels = qrels_of(load_release(session, proj, version))
         frames = {name: run_frame(session, load_run(session, proj, name).id) for name in rivals if name != base[0]}
-    return compare(qrels, {base[0]: base[1], **frames}, list(metrics), rel_level=rel_level)
+    return compare(qrels, {base[0]: base[1], **frames}, list(metrics), rel_level=rel_level, scale=scale)
 
 
 def judge_holes(engine: Engine, project: str, run_name: str, k: int = 10, *, actor: Actor) -> int:

@@ -187,11 +187,12 @@ def compare_scores(scores: Mapping[str, pd.DataFrame], metrics: Sequence[str], t
 def compare(qrels: Any, runs: Sequence[Any] | Mapping[str, Any], metrics: Sequence[str] = ("ndcg@10",),
             test: str = "randomization", *, baseline: str | None = None, alpha: float = 0.05,
             confidence: float = 0.95, n_permutations: int = 10_000, n_bootstrap: int = 10_000, seed: int = 0,
-            rel_level: int = 1, progress: bool = False) -> Comparison:
+            rel_level: int | None = None, scale: tuple[int, int] | None = None,
+            progress: bool = False) -> Comparison:
     """Evaluate two or more runs (files, DataFrames or dicts; a list or a name → run mapping) and test each pair.
 
-    Every run is scored on the same qrels queries (missing ones score 0, as trec_eval -c); see
-    `compare_scores` for the pairs and the correction.
+    Every run is scored on the same qrels queries (missing ones score 0, as trec_eval -c); `rel_level` and
+    `scale` as for `evaluate`; see `compare_scores` for the pairs and the correction.
     """
     named = run_names(runs)
     if len(named) < 2:
@@ -200,7 +201,7 @@ def compare(qrels: Any, runs: Sequence[Any] | Mapping[str, Any], metrics: Sequen
     scores: dict[str, pd.DataFrame] = {}
     warnings: list[str] = []
     for name, run in tqdm(named, desc="evaluating", unit="run", file=sys.stderr, disable=not progress):
-        ev = evaluate(qdf, run, metrics=list(metrics), rel_level=rel_level, name=name)
+        ev = evaluate(qdf, run, metrics=list(metrics), rel_level=rel_level, name=name, scale=scale)
         scores[name] = ev.per_query
         warnings += [f"{name}: {w}" for w in ev.warnings]
     columns = list(scores[named[0][0]].columns)  # metric names as expanded by evaluate (ndcg@k → ndcg@1 …)

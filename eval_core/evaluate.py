@@ -9,14 +9,18 @@ keeps its graded value, since `rel_level` never changes nDCG gains.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from eval_core.errors import InputError
 from eval_core.formats import (
+    Columns,
     detect_format,
     extra_fields_warning,
     load_qrels,
@@ -35,6 +39,7 @@ from eval_core.metrics import (
     parse_metrics,
     rank_run,
 )
+from eval_core.records import iter_lines
 from eval_core.run_blocks import BLOCK_BYTES, Scattered, map_run_blocks
 
 MAX_LISTED = 10
@@ -109,36 +114,85 @@ class EvalOptions:
 
     `metrics` are names such as `P@10`, `ndcg@k` (expanded over `k`), `map`, `rbp@0.8`, `ndcg@10_condensed`
     (None: the default set); `rel_level` is the grade from which a fragment counts as relevant for binary
-    metrics; `categories` maps queries to categories (file or dict) for per-category means; `name` labels the
-    result (default: the run's file name); `max_grade` is the scale's top grade for ERR.
+    metrics (default 1, or the scale's second grade); `categories` maps queries to categories (file or dict)
+    for per-category means; `name` labels the result (default: the run's file name); `max_grade` is the
+    scale's top grade for ERR (default 3, or the scale's top); `scale` (low, high) says the qrels' grades are
+    on that scale, whose lowest grade means not relevant: graded metrics (nDCG, ERR) then gain from
+    grade − low, as if the scale started at 0 (None: grades are gains as written, trec_eval's way).
     """
 
     metrics: Sequence[str] | None = None
     k: Sequence[int] = DEFAULT_K
-    rel_level: int = 1
+    rel_level: int | None = None
     categories: Any = None
     name: str | None = None
-    max_grade: int = 3
+    max_grade: int | None = None
+    scale: tuple[int, int] | None = None
+
+    def levels(self) -> tuple[int, int, int]:
+        """(offset, rel_level, max_grade) on the shifted grades the metrics see; ValueError for a rel_level or
+        max_grade that contradicts the scale."""
+        if self.scale is None:
+            return 0, 1 if self.rel_level is None else self.rel_level, 3 if self.max_grade is None else self.max_grade
+        low, high = self.scale
+        rel_level = low + 1 if self.rel_level is None else self.rel_level
+        if not low < rel_level <= high:
+            raise ValueError(f"rel_level {rel_level} is not above the lowest grade of the scale {low}-{high}")
+        if self.max_grade is not None and self.max_grade != high:
+            raise ValueError(f"max_grade {self.max_grade} contradicts the scale {low}-{high}")
+        return low, rel_level - low, high - low
 
 
-def evaluate(qrels: Any, run: Any, *args: Any, block_bytes: int = BLOCK_BYTES,
-             progress: Callable[[int], object] | None = None, workers: int | None = None, **options: Any) -> Any:
+def on_scale(qrels: Columns, scale: tuple[int, int] | None) -> Columns:
+    """The qrels with grades shifted so the scale's lowest grade is 0 (gain 0); a grade outside the scale is
+    an InputError naming the file, line and pair, since a gain from it would be silently wrong."""
+    if scale is None:
+        return qrels
+    low, high = scale
+    grades = np.asarray(qrels.value, dtype=np.int64)
+    outside = np.flatnonzero((grades < low) | (grades > high))
+    if len(outside):
+        i = int(outside[0])
+        qid, doc = str(qrels.qvalues[int(qrels.qcode[i])]), str(qrels.docid[i])
+        raise InputError(qrels.label, _line_of(qrels.label, qid, doc),
+                         f"grade {int(grades[i])} of query {qid}, fragment {doc} is outside the scale {low}-{high} "
+                         f"({len(outside)} grade(s) outside it)")
+    return replace(qrels, value=grades - low)
+
+
+def _line_of(label: str, qid: str, doc: str) -> int | None:
+    """The first line of file `label` that names both ids (for an error message), or None."""
+    if not Path(label).is_file():
+        return None
+    for lineno, text in iter_lines(label):
+        tokens = set(re.split(r"[\s,;\"'{}\[\]:]+", text))
+        if qid in tokens and doc in tokens:
+            return lineno
+    return None
+
+
+def evaluate(qrels: Any, run: Any, metrics: Sequence[str] | None = None, k: Sequence[int] = DEFAULT_K,
+             rel_level: int | None = None, categories: Any = None, name: str | None = None,
+             max_grade: int | None = None, scale: tuple[int, int] | None = None, *,
+             block_bytes: int = BLOCK_BYTES, progress: Callable[[int], object] | None = None,
+             workers: int | None = None) -> Any:
     """Evaluate a run (path, DataFrame or dict) against qrels; several runs give a list or dict of results.
 
-    `args`/`options` are `EvalOptions`' fields, by position or name (metrics, k, rel_level, categories, name,
-    max_grade). A dict `{name: run}` returns `{name: Evaluation}`.
+    The options are `EvalOptions`' (metrics, k, rel_level, categories, name, max_grade, scale). A dict
+    `{name: run}` returns `{name: Evaluation}`.
     A TREC run file larger than `block_bytes` is read in blocks of whole queries (memory bounded by the
     block, not the file); `progress(n)` is told of every n bytes of run files read. `workers` threads
     (default: every core) rank blocks in parallel; the result is bit-identical for any number.
     """
-    opts = EvalOptions(*args, **options)
+    opts = EvalOptions(metrics, k, rel_level, categories, name, max_grade, scale)
     workers = default_workers() if workers is None else max(1, int(workers))
     specs = parse_metrics(opts.metrics, opts.k)
-    qi = index_qrels(load_qrels(qrels), opts.rel_level)
+    offset, level, top = opts.levels()
+    qi = index_qrels(on_scale(load_qrels(qrels), opts.scale), level)
     cats = None if opts.categories is None else read_categories(opts.categories)
 
     def one(r: Any, name: str | None) -> Evaluation:
-        return _evaluate_one(qi, r, specs, cats, name, opts.max_grade, block_bytes, progress, workers)
+        return _evaluate_one(qi, r, specs, cats, name, top, block_bytes, progress, workers, offset)
 
     if _is_multi(run):
         items = run.items() if isinstance(run, Mapping) else ((None, r) for r in run)
@@ -211,7 +265,8 @@ def _err_clip_warning(qi: QrelsIndex, specs: list[Spec], max_grade: int) -> list
 
 def _evaluate_one(qi: QrelsIndex, run: Any, specs: list[Spec], cats: dict[str, str] | None,
                   name: str | None, max_grade: int, block_bytes: int = BLOCK_BYTES,
-                  progress: Callable[[int], object] | None = None, workers: int = 1) -> Evaluation:
+                  progress: Callable[[int], object] | None = None, workers: int = 1,
+                  offset: int = 0) -> Evaluation:
     """Score one run against prepared qrels and gather the warnings a person needs to trust the numbers."""
     ranked, label, warnings = _rank(qi, run, block_bytes, progress, workers)
     if name is None:
@@ -230,8 +285,8 @@ def _evaluate_one(qi: QrelsIndex, run: Any, specs: list[Spec], cats: dict[str, s
     warnings += _err_clip_warning(qi, specs, max_grade)
     no_rel = [q for q, r in zip(qids, qi.n_rel, strict=True) if r == 0]
     if no_rel:
-        warnings.append(f"{len(no_rel)} qrels queries have no relevant fragment (grade ≥ {qi.rel_level}) and "
-                        f"score 0 on binary metrics: {_listed(no_rel)}")
+        warnings.append(f"{len(no_rel)} qrels queries have no relevant fragment (grade ≥ {qi.rel_level + offset}) "
+                        f"and score 0 on binary metrics: {_listed(no_rel)}")
     return Evaluation(name, per_query, mean, warnings, _by_category(per_query, cats, warnings))
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from eval_core.evaluate import Evaluation, evaluate
+from eval_core.evaluate import EvalOptions, Evaluation, evaluate
 from eval_core.formats import ranked, read_qrels, read_run
 from eval_core.thresholds import Thresholds
 
@@ -273,14 +273,18 @@ def _spread_note(names: Sequence[str], rows: list[dict[str, Any]]) -> str:
 
 
 def diagnose(qrels: Any, run: Any, *, fragments: Mapping[str, str] | None = None, candidate_depth: int = 100,
-             context_depth: int = 10, low_recall_k: int = 5, rel_level: int = 1, categories: Any = None,
-             name: str | None = None, thresholds: Thresholds | None = None) -> Diagnosis:
-    """Evaluate one run (file, DataFrame or dict) at every depth the diagnostics need and run them all."""
+             context_depth: int = 10, low_recall_k: int = 5, rel_level: int | None = None, categories: Any = None,
+             name: str | None = None, thresholds: Thresholds | None = None,
+             scale: tuple[int, int] | None = None) -> Diagnosis:
+    """Evaluate one run (file, DataFrame or dict) at every depth the diagnostics need and run them all
+    (`rel_level` and `scale` as for `evaluate`: nDCG gains from the scale's lowest grade)."""
     t = thresholds or Thresholds()
+    offset, level, _ = EvalOptions(rel_level=rel_level, scale=scale).levels()
+    rel_level = offset + level  # on the qrels' own grades, as the checks below read them
     qdf, rdf = read_qrels(qrels), read_run(run)
     ks = sorted({*CURVE_K, candidate_depth, context_depth, low_recall_k, t.curve_fast_k})
     metrics = ["recall@k", "ndcg@k", "P@k", "success@k", "judged@k", "mrr", "map"]
-    ev = evaluate(qdf, rdf, metrics=metrics, k=ks, rel_level=rel_level, categories=categories,
+    ev = evaluate(qdf, rdf, metrics=metrics, k=ks, rel_level=rel_level, categories=categories, scale=scale,
                   name=name or (Path(run).name if isinstance(run, str | Path) else None))
     warnings = list(ev.warnings)
     longest = int(rdf.groupby("query_id").size().max()) if len(rdf) else 0

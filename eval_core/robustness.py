@@ -181,9 +181,9 @@ def _real(judgments: pd.DataFrame) -> pd.DataFrame:
 
 
 def _condition(name: str, group: str, label: str, qrels: pd.DataFrame, runs: dict[str, Columns], metric: str,
-               rel_level: int, max_grade: int) -> Condition:
-    """Score every run against one condition's qrels with eval_core.evaluate."""
-    results = evaluate(qrels, list(runs.values()), metrics=[metric], rel_level=rel_level, max_grade=max_grade)
+               rel_level: int, scale: tuple[int, int]) -> Condition:
+    """Score every run against one condition's qrels with eval_core.evaluate (gains from the scale's bottom)."""
+    results = evaluate(qrels, list(runs.values()), metrics=[metric], rel_level=rel_level, scale=scale)
     values = {run: float(res.mean[metric]) for run, res in zip(runs, results, strict=True)}
     return Condition(name, group, label, len(qrels), int(qrels["query_id"].nunique()), values)
 
@@ -192,7 +192,7 @@ def _conditions(base: pd.DataFrame, everyone: pd.DataFrame, kinds: dict[str, str
                 runs: dict[str, Columns], metric: str, rule: str, rel_level: int,
                 scale: tuple[int, int], notes: list[str]) -> list[Condition]:
     """Rules over the base labels, each annotator alone, and (with model judges) humans + models."""
-    score = {"runs": runs, "metric": metric, "rel_level": rel_level, "max_grade": scale[1]}
+    score = {"runs": runs, "metric": metric, "rel_level": rel_level, "scale": scale}
     out = []
     for r in RULES:
         labels = consensus(base, r, adjudications, scale=scale)
@@ -256,17 +256,20 @@ def _bootstrap(base: pd.DataFrame, adjudications: Any, runs: dict[str, Columns],
         size = min(chunk, replicates - start)
         labels, _ = resample_labels(grade, pair, n_pairs, rule, size, rng)
         labels[:, fixed] = pooled["grade"].to_numpy(dtype=np.int64)[fixed]
-        out[start:start + size] = _score_replicates(qrels, labels, ranked, spec, rel_level, scale[1])
+        out[start:start + size] = _score_replicates(qrels, labels, ranked, spec, rel_level, scale)
         if progress is not None:
             progress(size)
     return out
 
 
 def _score_replicates(qrels: Columns, labels: np.ndarray, ranked: dict[str, Ranked], spec: Any, rel_level: int,
-                      max_grade: int) -> np.ndarray:
+                      scale: tuple[int, int]) -> np.ndarray:
     """Every replicate's mean per run (replicates × runs) in one pass per run: replicate b's copy of query q
-    becomes query b·Q + q of one stacked qrels, and each run's judged rows are repeated with their grades."""
+    becomes query b·Q + q of one stacked qrels, and each run's judged rows are repeated with their grades
+    (shifted so the scale's lowest grade gains 0, as `evaluate(scale=…)` does)."""
     size, nq = len(labels), len(qrels.qvalues)
+    labels = labels - scale[0]
+    rel_level, max_grade = rel_level - scale[0], scale[1] - scale[0]
     offset = (np.arange(size, dtype=np.int64) * nq)[:, None]
     stacked = Columns((offset + qrels.qcode[None, :]).ravel(), pa.array(np.arange(size * nq).astype(str)),
                       pa.concat_arrays([qrels.docid] * size), labels.ravel(), "<bootstrap>",

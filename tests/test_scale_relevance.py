@@ -1,5 +1,6 @@
 """On a scale whose lowest grade is not 0 (1–3, 1–5) that lowest grade still means "not relevant": the store's
-evaluations count relevance from the scale's second grade, checked against pytrec_eval's relevance_level."""
+evaluations count relevance from the scale's second grade, and with a scale its lowest grade gains nothing in
+nDCG; checked against pytrec_eval's relevance_level and pytrec_eval on qrels shifted to start at 0."""
 
 from __future__ import annotations
 
@@ -38,3 +39,114 @@ def test_stored_evaluation_counts_relevance_from_the_scales_second_grade(scale: 
         assert result.mean[metric] == pytest.approx(expected, abs=1e-12), metric
     if scale == (1, 3):  # grade 1 ("off topic") no longer counts: q1's first hit is b at rank 3, q2's g at rank 3
         assert result.mean["mrr"] == pytest.approx(1 / 3)
+
+
+# ---------------------------------------------------------------- gains on a scale that does not start at 0
+# `scale=(low, high)` / `--scale LOW-HIGH`: the lowest grade gains 0 in nDCG (gain = grade − low), relevance
+# counts from low + 1. The reference is pytrec_eval (trec_eval) on the same qrels with every grade shifted
+# down by `low`, which is what a lead would have to do by hand without the option.
+
+OURS_TO_TREC = {"ndcg": "ndcg", "ndcg@5": "ndcg_cut_5", "dcg@5": None, "map": "map", "P@5": "P_5",
+                "mrr": "recip_rank", "recall@5": "recall_5", "rprec": "Rprec", "bpref": "bpref"}
+TREC_MEASURES = {m for m in OURS_TO_TREC.values() if m}
+QRELS_1_5 = {"q1": {"a": 1, "b": 5, "c": 3, "d": 2, "e": 1}, "q2": {"f": 4, "g": 1, "h": 2},
+             "q3": {"i": 1, "j": 1}}
+RUN_1_5 = {"q1": {"e": 9.0, "a": 8.5, "b": 7.0, "c": 6.0, "z": 5.0, "d": 4.0},
+           "q2": {"g": 9.0, "h": 8.0, "f": 7.0}, "q3": {"i": 3.0, "j": 2.0}}
+
+
+def shifted(qrels: dict[str, dict[str, int]], low: int) -> dict[str, dict[str, int]]:
+    """The qrels a trec_eval user would write by hand for the same judgments: grades − low."""
+    return {q: {d: g - low for d, g in docs.items()} for q, docs in qrels.items()}
+
+
+def trec_means(qrels: dict, run: dict, low: int, rel_level: int) -> dict[str, float]:
+    """pytrec_eval's means over the qrels queries, on the shifted qrels, named as qrelkit names them."""
+    per_query = pytrec_eval.RelevanceEvaluator(shifted(qrels, low), TREC_MEASURES,
+                                               relevance_level=rel_level - low).evaluate(run)
+    return {ours: sum(per_query[q][trec] for q in qrels) / len(qrels)
+            for ours, trec in OURS_TO_TREC.items() if trec}
+
+
+@pytest.mark.parametrize(("qrels", "run", "scale", "rel_level"), [
+    (QRELS, RUN, (1, 3), None), (QRELS, RUN, (1, 3), 3), (QRELS_1_5, RUN_1_5, (1, 5), None),
+    (QRELS_1_5, RUN_1_5, (1, 5), 4), (shifted(QRELS_1_5, 1), RUN_1_5, (0, 4), None)])
+def test_evaluate_on_a_scale_equals_trec_eval_on_qrels_shifted_to_start_at_0(qrels, run, scale, rel_level) -> None:
+    from eval_core.evaluate import evaluate
+
+    result = evaluate(qrels, run, metrics=list(OURS_TO_TREC), scale=scale, rel_level=rel_level)
+    expected = trec_means(qrels, run, scale[0], relevant_from(scale) if rel_level is None else rel_level)
+    for metric, value in expected.items():
+        assert result.mean[metric] == pytest.approx(value, abs=1e-12), metric
+
+
+def test_without_a_scale_the_lowest_grade_keeps_its_gain_as_in_trec_eval() -> None:
+    from eval_core.evaluate import evaluate
+
+    plain = evaluate(QRELS_1_5, RUN_1_5, metrics=["ndcg@5"], rel_level=2)
+    on_scale = evaluate(QRELS_1_5, RUN_1_5, metrics=["ndcg@5"], scale=(1, 5))
+    reference = pytrec_eval.RelevanceEvaluator(QRELS_1_5, {"ndcg_cut_5"}).evaluate(RUN_1_5)
+    assert plain.mean["ndcg@5"] == pytest.approx(sum(r["ndcg_cut_5"] for r in reference.values()) / 3, abs=1e-12)
+    # q3 holds only grade-1 ("not relevant") fragments: as written they gain 1 and q3 scores a perfect 1.0;
+    # on the scale they gain nothing and q3 scores 0 (no ideal gain), as trec_eval does on shifted qrels
+    assert plain.per_query.loc["q3", "ndcg@5"] == pytest.approx(1.0)
+    assert on_scale.per_query.loc["q3", "ndcg@5"] == 0.0
+
+
+def test_the_stored_evaluation_gains_from_the_scales_lowest_grade() -> None:
+    qrels, run = frames()
+    result = score_run(qrels, run, "r", (1, 3))
+    assert result.mean["ndcg@10"] == pytest.approx(trec_ndcg10(QRELS, RUN, low=1), abs=1e-12)
+
+
+def trec_ndcg10(qrels: dict, run: dict, low: int) -> float:
+    """pytrec_eval's mean ndcg_cut_10 on qrels shifted down by `low`."""
+    per_query = pytrec_eval.RelevanceEvaluator(shifted(qrels, low), {"ndcg_cut_10"}).evaluate(run)
+    return sum(per_query[q]["ndcg_cut_10"] for q in qrels) / len(qrels)
+
+
+def write_trec(path, qrels: dict, run: dict | None = None) -> None:
+    """TREC qrels (or, with `run`, a TREC run) at `path`."""
+    if run is None:
+        lines = [f"{q} 0 {d} {g}" for q, docs in qrels.items() for d, g in docs.items()]
+    else:
+        lines = [f"{q} Q0 {d} {i + 1} {s} r" for q, docs in run.items()
+                 for i, (d, s) in enumerate(sorted(docs.items(), key=lambda x: -x[1]))]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_qrelkit_eval_scale_option_equals_trec_eval_on_shifted_qrels(tmp_path, capsys) -> None:
+    import json
+
+    from annotator.cli import main
+
+    write_trec(tmp_path / "q.txt", QRELS_1_5)
+    write_trec(tmp_path / "r.txt", QRELS_1_5, RUN_1_5)
+    assert main(["eval", str(tmp_path / "q.txt"), str(tmp_path / "r.txt"), "--scale", "1-5",
+                 "--metrics", ",".join(OURS_TO_TREC), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    mean = out["runs"][0]["mean"]
+    for metric, value in trec_means(QRELS_1_5, RUN_1_5, 1, 2).items():
+        assert mean[metric] == pytest.approx(value, abs=1e-12), metric
+
+
+def test_a_grade_outside_the_scale_names_the_file_line_and_pair(tmp_path, capsys) -> None:
+    from annotator.cli import main
+
+    write_trec(tmp_path / "q.txt", {"q1": {"a": 1, "b": 3}, "q2": {"c": 0, "d": 2}})
+    write_trec(tmp_path / "r.txt", QRELS, RUN)
+    assert main(["eval", str(tmp_path / "q.txt"), str(tmp_path / "r.txt"), "--scale", "1-3"]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'q.txt'}:3:" in err and "grade 0 of query q2, fragment c is outside the scale 1-3" in err
+
+
+@pytest.mark.parametrize(("options", "problem"), [
+    (["--rel-level", "1"], "rel_level 1 is not above the lowest grade of the scale 1-3"),
+    (["--max-grade", "5"], "max_grade 5 contradicts the scale 1-3")])
+def test_options_that_contradict_the_scale_are_refused(tmp_path, capsys, options, problem) -> None:
+    from annotator.cli import main
+
+    write_trec(tmp_path / "q.txt", QRELS)
+    write_trec(tmp_path / "r.txt", QRELS, RUN)
+    assert main(["eval", str(tmp_path / "q.txt"), str(tmp_path / "r.txt"), "--scale", "1-3", *options]) == 2
+    assert problem in capsys.readouterr().err

@@ -51,6 +51,18 @@ def scale_type(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def relevance_options(parser: argparse.ArgumentParser) -> None:
+    """--scale and --rel-level, read the same way by eval, compare and diagnose (and printed by the app)."""
+    parser.add_argument("--scale", type=scale_type, metavar="LOW-HIGH",
+                        help="the qrels' grading scale, e.g. 1-3: its lowest grade means not relevant and gains 0 "
+                             "in nDCG and ERR (gain = grade - LOW); --rel-level defaults to LOW+1 and --max-grade "
+                             "to HIGH; a grade outside it is an error (default: grades are gains as written, as "
+                             "in trec_eval)")
+    parser.add_argument("--rel-level", type=int, default=None, metavar="N",
+                        help="grade at which a fragment counts as relevant for binary metrics (default 1, or LOW+1 "
+                             "with --scale)")
+
+
 def db_option(parser: argparse.ArgumentParser) -> None:
     """The one `--db URL` option every command that opens the store takes."""
     parser.add_argument("--db", metavar="URL", default=None,

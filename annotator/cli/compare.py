@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from annotator.cli.common import relevance_options
 from eval_core.paired_tests import TEST_NAMES, TESTS
 from eval_core.thresholds import Thresholds
 
@@ -98,7 +99,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # Bad input (InputError, a ValueError) takes the CLI's one error path: `qrelkit: error: …`, exit 2.
     result = compare(args.qrels, [str(p) for p in args.runs], _metrics(args.metric), args.test,
                      baseline=args.baseline, alpha=args.alpha, n_permutations=args.permutations,
-                     n_bootstrap=args.bootstrap, seed=args.seed, rel_level=args.rel_level, progress=True)
+                     n_bootstrap=args.bootstrap, seed=args.seed, rel_level=args.rel_level, scale=args.scale, progress=True)
     _warn(result.warnings)
     print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) if args.format == "json"
           else format_comparison(result))
@@ -116,7 +117,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     fragments = read_texts(args.fragments) if args.fragments else None
     result = diagnose(args.qrels, args.run, fragments=fragments, candidate_depth=args.candidate_depth,
                       context_depth=args.context_depth, low_recall_k=args.low_recall_k,
-                      rel_level=args.rel_level, categories=args.categories, thresholds=thresholds)
+                      rel_level=args.rel_level, scale=args.scale, categories=args.categories,
+                      thresholds=thresholds)
     _warn(result.warnings)
     print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) if args.format == "json"
           else format_diagnosis(result))
@@ -140,7 +142,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--permutations", type=int, default=10_000)
     p.add_argument("--bootstrap", type=int, default=10_000, help="bootstrap resamples for the CI")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--rel-level", type=int, default=1)
+    relevance_options(p)
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=cmd_compare)
 
@@ -159,6 +161,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     q.add_argument("--min-context-share", type=float, default=d.min_context_share)
     q.add_argument("--min-context-ndcg", type=float, default=d.min_context_ndcg)
     q.add_argument("--min-judged", type=float, default=d.min_judged)
-    q.add_argument("--rel-level", type=int, default=1)
+    relevance_options(q)
     q.add_argument("--format", choices=("table", "json"), default="table")
     q.set_defaults(func=cmd_diagnose)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from annotator.cli.common import relevance_options
 from eval_core.metric_registry import DEFAULT_K, DEFAULT_METRICS, help_text
 
 if TYPE_CHECKING:
@@ -35,10 +36,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         f"(default: {' '.join(DEFAULT_METRICS)})")
     p.add_argument("--k", default=",".join(map(str, DEFAULT_K)), metavar="LIST",
                    help="cutoffs for metrics given without one (default %(default)s)")
-    p.add_argument("--rel-level", type=int, default=1, metavar="N",
-                   help="grade at which a fragment counts as relevant for binary metrics (default 1)")
-    p.add_argument("--max-grade", type=int, default=3, metavar="N",
-                   help="top grade of the scale, for ERR (default 3; higher grades are clipped, with a warning)")
+    relevance_options(p)
+    p.add_argument("--max-grade", type=int, default=None, metavar="N",
+                   help="top grade of the scale, for ERR (default 3, or HIGH with --scale; higher grades are "
+                        "clipped, with a warning)")
     p.add_argument("--qrels-format", choices=("auto", "jg"), default="auto",
                    help="jg: multi-judge qrels `qid judge docid grade` (trec_eval -R qrels_jg); every metric is "
                         "computed against each judge group and averaged per query, with the spread over judges")
@@ -94,7 +95,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     results: list[Evaluation] = []
     bar = _byte_bar(sum(sizes))
     options = {"metrics": names, "k": k, "rel_level": args.rel_level, "categories": categories,
-               "max_grade": args.max_grade}
+               "max_grade": args.max_grade, "scale": args.scale}
     for run, label, size in zip(args.runs, _labels(args.runs), sizes, strict=True):
         bar.set_postfix_str(label)
         start = bar.n

@@ -60,13 +60,14 @@ ks = left.multiselect("Cutoffs k", K_CHOICES, default=list(DEFAULT_K)) or [10]
 rel_level = right.selectbox("Relevant from grade", grades, index=0,
                             format_func=lambda g: f"{g} · {project.labels.get(g, g)}",
                             help="Binary metrics count a fragment as relevant from this grade on "
-                                 "(`qrelkit eval --rel-level`); nDCG always uses the grades themselves.")
+                                 "(`qrelkit eval --rel-level`); nDCG gains grade − lowest grade whatever "
+                                 "is chosen here (`--scale`).")
 categories = views_evaluate.query_categories(engine, project)
 texts = views_evaluate.fragment_texts(engine, project.name)
 with st.spinner(f"Evaluating {literal(name)}…"):
-    evaluation = views_evaluate.evaluate_run(qrels, run, ks, categories, name, rel_level, high)
+    evaluation = views_evaluate.evaluate_run(qrels, run, ks, categories, name, rel_level, (low, high))
     diagnosis = report.diagnose(qrels, run, fragments=texts, categories=categories or None, name=name,
-                                rel_level=rel_level)
+                                rel_level=rel_level, scale=(low, high))
     if run_name is not None:
         evaluations.ensure_evaluation(engine, project.name, run_name, version)
 
@@ -83,8 +84,8 @@ if diagnosis.judged.flagged:
         st.caption("Import this run on the Project page to send its holes to annotation.")
 
 st.subheader(f"Metrics of {literal(name)} on release {version}")
-st.caption(f"Means over the release's {len(evaluation.per_query)} queries, as `qrelkit eval --k "
-           f"{','.join(map(str, sorted(ks)))} --rel-level {rel_level}` prints them; 95% CIs from a bootstrap "
+st.caption(f"Means over the release's {len(evaluation.per_query)} queries, as `qrelkit eval --scale {low}-{high} "
+           f"--k {','.join(map(str, sorted(ks)))} --rel-level {rel_level}` prints them; 95% CIs from a bootstrap "
            "over queries.")
 st.markdown("**At cutoff k**")
 st.table(views_evaluate.cutoff_table(evaluation))
