@@ -23,8 +23,13 @@ from db import projects
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&=\"'^])")
 _TERM = re.compile(r"\w{3,}")
-_AUTOLINK = re.compile(r"(?i)(https?|ftp|mailto|xmpp|www)(\\[:.])")
-WORD_JOINER = "\u2060"
+# Streamlit rewrites the text after parsing, where escapes no longer count: bare URLs, `www.` and e-mail addresses
+# become links, `:material/x:` an icon, `:streamlit:` a logo, and ` -> ` `<-` `<->` `--` `>=` `<=` `~=` arrows and
+# signs. An empty `:small[]` (Streamlit's own directive, drawn as an empty <span>) cuts the text node there, so no
+# such pattern is ever whole, and the text still reads and copies exactly as typed (no invisible character).
+BREAK = ":small[]"
+_BREAK_AT = re.compile(r"(?<=:)|(?=@)|(?<=(?i:www))(?=\\\.)|(?<=[-<>~=])(?=\\[-<>~=])")  # on escaped text
+WORD_JOINER = "\u2060"  # no longer inserted; kept only while tests/browser/test_pages_browser.py imports it
 MISSING = "—"
 FRAGMENT_STYLE = ("font-family: inherit; font-size: 1.05rem; line-height: 1.6; white-space: pre-wrap; "
                   "overflow-wrap: anywhere; max-height: 28rem; overflow-y: auto;")
@@ -32,11 +37,11 @@ FRAGMENT_STYLE = ("font-family: inherit; font-size: 1.05rem; line-height: 1.6; w
 
 def literal(text: Any) -> str:
     """Backslash-escape every Markdown/HTML character so a user's string shows as typed inside st.markdown,
-    captions and alerts (no links, images, tags, colours or maths ever come from data). Streamlit also turns
-    bare URLs and e-mail addresses into links after parsing, so an invisible word joiner goes into each
-    `http:`, `www.` and `@`: the text reads the same, and nothing in it is clickable."""
+    captions, alerts, labels and st.table cells (no links, images, tags, colours or maths ever come from data),
+    then cut the text with BREAK after every colon, before every @, inside `www.` and between the signs of an
+    arrow, so none of Streamlit's after-parsing rewrites applies either."""
     escaped = _MD_SPECIAL.sub(r"\\\1", "" if text is None else str(text))
-    return _AUTOLINK.sub(r"\1" + WORD_JOINER + r"\2", escaped).replace("@", "@" + WORD_JOINER)
+    return _BREAK_AT.sub(BREAK, escaped)
 
 
 def query_terms(query: str) -> list[str]:

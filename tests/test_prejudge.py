@@ -20,6 +20,7 @@ import sqlalchemy as sa
 
 from annotator.cli import main
 from annotator.prejudge import ChatJudge, EndpointError, retry_after
+from annotator.views import BREAK
 from db.assignment import assign
 from db.model_judges import model_annotator, prejudge
 from db.models import JudgeCall, JudgmentHistory, User
@@ -582,7 +583,7 @@ def test_app_reports_an_unreachable_endpoint(engine, store_url, judged_project, 
     _by_label(at.text_input, "Model").set_value("m")
     at = _by_label(at.button, "Grade with the model").click().run()
     assert not at.exception
-    shown = re.sub(r"\\(.)", r"\1", at.error[0].value).replace("\u2060", "")  # what the browser shows
+    shown = re.sub(r"\\(.)", r"\1", at.error[0].value.replace(BREAK, ""))  # what the browser shows
     assert shown == "Stopped: base URL must start with http:// or https://, got 'ftp://example.invalid'"
     assert _model_grades(engine, "m") == {}
 
@@ -605,6 +606,6 @@ def test_app_imports_a_models_grades_as_model_judges(engine, store_url, judged_p
     _by_label(at.radio, "The file's annotators are").set_value("human").run()
     at.file_uploader[0].set_value(("people.jsonl", people, "application/x-ndjson")).run()
     at = _by_label(at.button, "Import").click().run()
-    shown = re.sub(r"\\(.)", r"\1", at.error[0].value).replace("\u2060", "")
+    shown = re.sub(r"\\(.)", r"\1", at.error[0].value.replace(BREAK, ""))
     assert shown.startswith("Nothing imported: people.jsonl:1: annotator 'umbrela' is a model annotator in the store")
     assert _model_grades(engine, "umbrela") == {("q2", "f1"): 3}
