@@ -4,6 +4,7 @@ the role re-read, logout revoking the session, the back-off shown, refusals as o
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -13,11 +14,11 @@ from streamlit.testing.v1 import AppTest
 from annotator.auth import TOKEN_KEY
 from annotator.views import BREAK
 from db.engine import get_engine
-from db.models import UserSession
+from db.models import UserSession, utcnow
 from db.permissions import OPERATOR
 from db.projects import create_project
 from db.schema import init_db
-from db.sessions import create_session, resolve
+from db.sessions import IDLE_TIMEOUT, create_session, resolve
 from db.users import create_user, deactivate, set_role
 
 APP = str(Path(__file__).resolve().parent.parent / "annotator" / "app.py")
@@ -76,6 +77,15 @@ def test_deactivation_logs_an_open_session_out_on_its_next_run(url):
     at = with_token(create_session(engine, 1).token)  # lea
     assert at.session_state["user"].role == "lead"
     deactivate(engine, "lea", actor=OPERATOR)
+    assert on_login_form(at.run())
+
+
+def test_an_open_tab_left_idle_past_the_timeout_is_logged_out_on_its_next_run(url):
+    engine = get_engine(url)
+    at = with_token(create_session(engine, 2).token)  # ana
+    assert at.session_state["user"].username == "ana"
+    with engine.begin() as conn:
+        conn.execute(sa.update(UserSession).values(last_seen_at=utcnow() - IDLE_TIMEOUT - timedelta(minutes=1)))
     assert on_login_form(at.run())
 
 
