@@ -72,10 +72,16 @@ def _remember(user: UserInfo, new: sessions.NewSession) -> None:
     st.session_state.pop(CLEAR_COOKIE_KEY, None)
 
 
+# A script's element would take a row of the layout (and the elements below it would jump when it goes away).
+HIDE_SCRIPT_ROW = ("<style>[data-testid='stElementContainer']:has(script[data-qrelkit-script]) {display: none}"
+                   "</style>")
+
+
 def page_script(code: str) -> None:
-    """Run a line of JavaScript in the page itself (no iframe, and no value sent back, so no extra rerun). The
-    script runs when the page draws it: the same text at the same place in the next run does not run again."""
-    st.html(f"<script>{code}</script>", unsafe_allow_javascript=True)
+    """Run a line of JavaScript in the page itself (no iframe, and no value sent back, so no extra rerun), in an
+    element that takes no room. The script runs when the page draws it: the same text at the same place in the
+    next run does not run again."""
+    st.html(f"{HIDE_SCRIPT_ROW}<script data-qrelkit-script>{code}</script>", unsafe_allow_javascript=True)
 
 
 def _js(text: str) -> str:
