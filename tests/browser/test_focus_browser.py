@@ -117,3 +117,13 @@ def test_a_grade_key_works_after_picking_a_project_again(two_projects: Server, p
     expect(page.locator(FRAGMENT_BOX)).to_contain_text("fragment b")
     pick_project(page, "alpha", "mouse")
     grade_by_key_and_check(page, two_projects, user, "alpha", "3")
+
+
+def test_picking_a_project_does_not_move_the_sidebar(two_projects: Server, page) -> None:
+    """The script that takes the focus takes no room: nothing below the selector jumps after a pick."""
+    login(page, two_projects.url, USERS["mouse"], f"{USERS['mouse']}-password")
+    log_out = page.get_by_role("button", name="Log out")
+    before = log_out.bounding_box()["y"]
+    pick_project(page, "beta", "mouse")
+    expect(page.locator(FRAGMENT_BOX)).to_contain_text("fragment b")
+    assert log_out.bounding_box()["y"] == before
