@@ -609,3 +609,24 @@ def test_app_imports_a_models_grades_as_model_judges(engine, store_url, judged_p
     shown = re.sub(r"\\(.)", r"\1", at.error[0].value.replace(BREAK, ""))
     assert shown.startswith("Nothing imported: people.jsonl:1: annotator 'umbrela' is a model annotator in the store")
     assert _model_grades(engine, "umbrela") == {("q2", "f1"): 3}
+
+
+def test_app_import_reads_who_judged_from_the_file_unless_told(engine, store_url, judged_project, monkeypatch):
+    at = _project_page(engine, store_url, monkeypatch)
+    _by_label(at.radio, "What").set_value("judgments").run()
+    radio = _by_label(at.radio, "The file's annotators are")
+    assert radio.value is None  # the default: as each line's annotator_kind says (a judgments export carries it)
+    line = (b'{"query_id": "q2", "fragment_id": "f1", "grade": 2, "annotator": "judge-x", '
+            b'"annotator_kind": "model", "model": "m-7b"}\n')
+    radio.set_value("human").run()  # told "people", a file that says model is refused, nothing written
+    at.file_uploader[0].set_value(("export.jsonl", line, "application/x-ndjson")).run()
+    at = _by_label(at.button, "Import").click().run()
+    assert at.error and "Nothing imported" in at.error[0].value
+    assert _model_grades(engine, "judge-x") == {}
+    _by_label(at.radio, "The file's annotators are").set_value(None).run()
+    at = _by_label(at.button, "Import").click().run()
+    assert not at.exception and not at.error
+    assert _model_grades(engine, "judge-x") == {("q2", "f1"): 2}
+    with engine.connect() as conn:
+        assert tuple(conn.execute(sa.select(User.kind, User.model_name)
+                                  .where(User.username == "judge-x")).one()) == ("model", "m-7b")

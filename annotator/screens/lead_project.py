@@ -23,7 +23,10 @@ IMPORT_HELP = {
 PROGRESS_HEADERS = {"username": "Annotator", "progress": "Progress", "assigned": "Assigned", "done": "Done",
                     "judged": "Judged (all)", "median_seconds": "Median s/pair", "last_active": "Last active"}
 USER_HEADERS = {"username": "Username", "role": "Role", "kind": "Kind", "active": "Active", "can_login": "Can log in"}
-KIND_NAMES = {"human": "People", "model": "Model judges (e.g. an LLM assessor's output)"}
+# Who the annotators of an imported judgments file are: None lets each line's annotator_kind column say (a
+# judgments export carries it), else people.
+KIND_NAMES = {None: "As the file says (people if it does not say)", "human": "People",
+              "model": "Model judges (e.g. an LLM assessor's output)"}
 
 engine, user = views.lead_page("Project")
 
@@ -63,9 +66,11 @@ with import_tab:
     run_name = st.text_input("Run name", placeholder="defaults to the file name") if kind == "run" else ""
     judges, bad_kind = imports.AnnotatorKind(), None
     if kind == "judgments":
-        annotator_kind = st.radio("The file's annotators are", ANNOTATOR_KINDS, format_func=KIND_NAMES.get,
+        annotator_kind = st.radio("The file's annotators are", [None, *ANNOTATOR_KINDS], format_func=KIND_NAMES.get,
                                   horizontal=True)
-        if annotator_kind == "model":
+        if annotator_kind == "human":
+            judges = imports.AnnotatorKind("human")
+        elif annotator_kind == "model":
             c1, c2 = st.columns(2)
             model_name = c1.text_input("Model", placeholder="defaults to each annotator's name").strip()
             prompt = c2.text_input("Prompt version", placeholder="optional, stamped on every grade").strip()
