@@ -670,3 +670,20 @@ def test_evaluate_page_scores_an_uploaded_run(store):
     by_k, _ = metric_tables(at)
     assert [by_k.loc["recall", f"@{k}"] for k in (3, 5, 10)] == ["0.2500", "0.5000", "0.7500"]
     assert shown(at.subheader[0].value) == "Metrics of seed000.run on release 1"
+
+
+def test_project_page_renames_the_grades_and_refuses_an_empty_name(store):
+    from db.projects import get_project
+
+    before = get_project(store, PROJECT).labels
+    at = page_test(store, "lead_project.py")
+    field = next(t for t in at.text_input if t.label == "Grade 2")
+    assert field.value == before[2]
+    field.set_value("  *Mostly* on topic ")
+    at = next(b for b in at.button if b.label == "Save grade names").click().run()
+    assert not at.exception and not at.error
+    assert get_project(store, PROJECT).labels == {**before, 2: "*Mostly* on topic"}
+    next(t for t in at.text_input if t.label == "Grade 0").set_value("   ")
+    at = next(b for b in at.button if b.label == "Save grade names").click().run()
+    assert at.error and "the label of grade 0 is empty" in at.error[0].value
+    assert get_project(store, PROJECT).labels == {**before, 2: "*Mostly* on topic"}  # nothing half-saved

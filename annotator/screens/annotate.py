@@ -121,8 +121,8 @@ def grade_buttons(project: ProjectInfo, username: str, view: PairView) -> None:
     """One button per grade of the project's scale, named by the project's labels, each with its digit as the
     keyboard shortcut; the annotator's own current grade is highlighted."""
     for column, (grade, label) in zip(st.columns(len(project.labels)), project.labels.items(), strict=True):
-        column.button(f"{grade} · {label}", key=f"grade_{grade}", shortcut=str(grade), width="stretch", wrap=True,
-                      type="primary" if view.grade == grade else "secondary",
+        column.button(f"{grade} · {views.literal(label)}", key=f"grade_{grade}", shortcut=str(grade), width="stretch",
+                      wrap=True, type="primary" if view.grade == grade else "secondary",
                       on_click=save_grade, args=(username, view, grade))
 
 

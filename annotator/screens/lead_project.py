@@ -56,6 +56,20 @@ if project is None:
     st.stop()
 st.caption(views.project_caption(project))
 
+with st.expander("Grade names"), st.form("grade-names"):
+    st.caption("What annotators read on the grade buttons (each grade keeps its number and key). Renaming "
+               "changes no judgment.")
+    fields = st.columns(len(project.labels))
+    names = {g: field.text_input(f"Grade {g}", value=label, key=f"grade-name-{project.name}-{g}")
+             for field, (g, label) in zip(fields, project.labels.items(), strict=True)}
+    if st.form_submit_button("Save grade names"):
+        try:
+            project = projects.set_grade_labels(engine, project.name, names, actor=user.username)
+        except (ValueError, LookupError, PermissionError) as exc:
+            st.error(f"Not saved: {views.literal(exc)}.")
+        else:
+            st.success("Grade names saved: " + ", ".join(f"{g} · {views.literal(n)}" for g, n in project.labels.items()))
+
 import_tab, pool_tab, assign_tab, people_tab, judges_tab = st.tabs(["Import", "Pool", "Assign", "Annotators",
                                                                     "Model judges"])
 
