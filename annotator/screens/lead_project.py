@@ -94,7 +94,7 @@ with import_tab:
                 bad_kind = exc
                 st.error(views.literal(exc))
     if st.button("Import", disabled=upload is None or bad_kind is not None):
-        with views.saved_upload(upload) as path, st.spinner(f"Importing {upload.name}…"):
+        with views.saved_upload(upload) as path, st.spinner(f"Importing {views.literal(upload.name)}…"):
             try:
                 if kind == "run":
                     report = imports.import_run(engine, project.name, path, name=run_name.strip() or None,
