@@ -24,6 +24,10 @@ TOKEN_KEY = "session_token"  # this browser session's token (tests may put a sto
 EXPIRES_KEY = "session_expires"
 CLEAR_COOKIE_KEY = "session_cookie_dead"  # a token that no longer works, to remove from the cookie
 SET_COOKIE_KEY = "session_cookie_new"  # a fresh login whose token the browser has not been given yet
+ENDED_KEY = "session_ended"  # this tab's session stopped working without a logout here: say so on the login form
+LOGGED_OUT_KEY = "logged_out"  # this tab logged out: its stale cookie token is no news
+SESSION_ENDED = ("Your session has ended (2 hours without activity, a logout in another tab, or a change to your "
+                 "account). Log in again; your saved grades are kept.")
 NOT_ALLOWED = "Not allowed for your role"
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{1,200}")  # what secrets.token_urlsafe produces
 COOKIE_ATTRIBUTES = "; path=/; SameSite=Strict"
@@ -57,6 +61,8 @@ def current_user() -> UserInfo | None:
             st.session_state.pop(key, None)
         if token:
             st.session_state[CLEAR_COOKIE_KEY] = token
+            if not st.session_state.get(LOGGED_OUT_KEY):
+                st.session_state[ENDED_KEY] = True
         return None
     st.session_state[TOKEN_KEY] = token
     st.session_state[USER_KEY] = user
@@ -69,7 +75,8 @@ def _remember(user: UserInfo, new: sessions.NewSession) -> None:
     st.session_state[EXPIRES_KEY] = new.expires_at
     st.session_state[USER_KEY] = user
     st.session_state[SET_COOKIE_KEY] = True
-    st.session_state.pop(CLEAR_COOKIE_KEY, None)
+    for key in (CLEAR_COOKIE_KEY, ENDED_KEY, LOGGED_OUT_KEY):
+        st.session_state.pop(key, None)
 
 
 # A script's element would take a row of the layout (and the elements below it would jump when it goes away).
@@ -158,6 +165,8 @@ def login_page() -> None:
         st.rerun()
     st.title("qrelkit")
     st.caption("Relevance judging for golden sets. Log in with your account.")
+    if st.session_state.get(ENDED_KEY):
+        st.info(SESSION_ENDED)
     with st.form("login", clear_on_submit=False):
         st.text_input("Username", key="login_username")
         st.text_input("Password", type="password", key="login_password")
@@ -217,5 +226,7 @@ def logout() -> None:
     for key in SESSION_KEYS:
         st.session_state.pop(key, None)
     st.session_state[CLEAR_COOKIE_KEY] = token
+    st.session_state[LOGGED_OUT_KEY] = True
+    st.session_state.pop(ENDED_KEY, None)
     if oidc_configured() and st.user.is_logged_in:
         st.logout()

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
-from annotator.auth import TOKEN_KEY
+from annotator.auth import SESSION_ENDED, TOKEN_KEY
 from annotator.views import BREAK
 from db.engine import get_engine
 from db.models import UserSession, utcnow
@@ -87,6 +87,7 @@ def test_an_open_tab_left_idle_past_the_timeout_is_logged_out_on_its_next_run(ur
     with engine.begin() as conn:
         conn.execute(sa.update(UserSession).values(last_seen_at=utcnow() - IDLE_TIMEOUT - timedelta(minutes=1)))
     assert on_login_form(at.run())
+    assert [i.value for i in at.info] == [SESSION_ENDED]  # told why the form is back
 
 
 def test_a_demoted_lead_is_refused_a_lead_page_at_once(url):
@@ -114,8 +115,10 @@ def test_logout_revokes_the_session_for_every_tab(url):
     first, second = with_token(token), with_token(token)
     next(b for b in first.sidebar.button if b.label == "Log out").click().run()
     assert on_login_form(first)
+    assert [i.value for i in first.info] == []  # logging out is no news to the one who did it
     assert resolve(engine, token) is None
     assert on_login_form(second.run())
+    assert [i.value for i in second.info] == [SESSION_ENDED]  # the other tab is told why
     with engine.connect() as conn:
         assert conn.execute(sa.select(UserSession.revoked_at)).scalar_one() is not None
 
