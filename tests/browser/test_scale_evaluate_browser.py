@@ -1,0 +1,124 @@
+"""The Evaluate page of a 1–3 project in a real browser: its lowest grade ("off topic") is not relevant and
+gains nothing, and every cell equals `qrelkit eval --scale 1-3` on the exported release and the stored run —
+the command the page itself prints."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.browser.conftest import CHROMIUM, Server, serving
+from tests.browser.test_results_browser import (
+    KS,
+    LEAD,
+    PAGE_METRICS,
+    SLOW,
+    choose,
+    open_lead_page,
+    tables,
+    wait_idle,
+)
+from tests.conftest import ROOT, require
+
+pytestmark = pytest.mark.browser
+
+PROJECT = "tienda 1-3"
+QUERIES = [f"q{i}" for i in range(1, 5)]
+
+
+def build_project(db_url: str, folder: Path) -> None:
+    """Four queries × six fragments on a 1–3 scale graded by two annotators (seeded), one run over them all,
+    release 1 cut by the lead."""
+    from db.imports import import_fragments, import_judgments, import_queries, import_run
+    from db.permissions import OPERATOR
+    from db.projects import create_project
+    from db.releases import create_release
+    from db.schema import init_db
+    from db.users import create_user
+
+    rng = random.Random(1_3)
+    engine = init_db(db_url)
+    create_user(engine, LEAD[0], "lead", password=LEAD[1], actor=OPERATOR)
+    create_project(engine, PROJECT, scale=(1, 3), actor=OPERATOR)
+    docs = {q: [f"{q}-d{j}" for j in range(6)] for q in QUERIES}
+
+    def jsonl(name: str, rows: list[dict]) -> Path:
+        path = folder / name
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        return path
+
+    import_queries(engine, PROJECT, jsonl("q.jsonl", [{"id": q, "text": f"pregunta {q}"} for q in QUERIES]),
+                   actor=OPERATOR)
+    import_fragments(engine, PROJECT, jsonl("f.jsonl", [{"id": d, "text": f"texto {d}"} for ds in docs.values()
+                                                         for d in ds]), actor=OPERATOR)
+    judged = [{"query_id": q, "fragment_id": d, "annotator": who, "grade": grade}
+              for q, ds in docs.items() for d in ds for grade in [rng.choice((1, 1, 2, 3))] for who in ("ann", "bob")]
+    import_judgments(engine, PROJECT, jsonl("j.jsonl", judged), actor=OPERATOR)
+    lines = []
+    for q, ds in docs.items():
+        ranking = ds[:]
+        rng.shuffle(ranking)
+        lines += [f"{q} Q0 {d} {r} {10 - r}.5 bm25\n" for r, d in enumerate(ranking, start=1)]
+    (folder / "bm25.run").write_text("".join(lines), encoding="utf-8")
+    import_run(engine, PROJECT, folder / "bm25.run", name="bm25", actor=OPERATOR)
+    create_release(engine, PROJECT, actor=LEAD[0])
+    engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def scale_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The app over the 1–3 project above."""
+    require(Path(CHROMIUM).exists(), f"Debian's Chromium not found at {CHROMIUM}")
+    folder = tmp_path_factory.mktemp("browser-scale")
+    db_url = f"sqlite:///{folder / 'scale.db'}"
+    build_project(db_url, folder)
+    with serving(db_url, folder) as server:  # the only project: the app opens it
+        yield server
+
+
+def cli_means(server: Server, folder: Path, *scale: str) -> dict[str, float]:
+    """`qrelkit eval [--scale …] --rel-level 2` on the release from `qrelkit export` and the stored run."""
+    from db.engine import get_engine
+    from db.evaluations import stored_run_frame
+
+    qrels = folder / "release.qrels"
+    subprocess.run([sys.executable, "-m", "annotator", "export", "--project", PROJECT, "--release", "1",
+                    "--format", "trec", "-o", str(qrels), "--db", server.db_url], cwd=ROOT, check=True,
+                   capture_output=True)
+    run = stored_run_frame(get_engine(server.db_url), PROJECT, "bm25")
+    path = folder / "stored.run"
+    path.write_text("".join(f"{q} Q0 {d} 0 {float(s)!r} stored\n" for q, d, s in run.itertuples(index=False)))
+    out = subprocess.run([sys.executable, "-m", "annotator", "eval", str(qrels), str(path), *scale, "--k", KS,
+                          "--rel-level", "2", "--metrics", PAGE_METRICS, "--format", "json"], cwd=ROOT,
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["runs"][0]["mean"]
+
+
+def test_every_evaluate_cell_of_a_1_to_3_project_equals_qrelkit_eval_on_its_scale(scale_server: Server, page,
+                                                                                   tmp_path) -> None:
+    expected = cli_means(scale_server, tmp_path, "--scale", "1-3")
+    as_written = cli_means(scale_server, tmp_path)  # trec_eval's way: an "off topic" 1 would gain 1
+    assert expected["ndcg@10"] < as_written["ndcg@10"]  # the data can tell the two apart
+    open_lead_page(page, scale_server, "Evaluate")
+    choose(page, "Stored run", "bm25")
+    page.get_by_text("--scale 1-3").first.wait_for(timeout=SLOW)  # the page prints the command it matches
+    page.get_by_text("Over the whole ranking").wait_for(timeout=SLOW)
+    wait_idle(page)
+    shown = tables(page)
+    by_k = next(t for t in shown if t[0][:2] == ["Metric", "@1"] and not t[1][1].startswith("["))
+    whole = next(t for t in shown if t[0][:3] == ["Metric", "Mean", "95% CI"])
+    checked = 0
+    for row in by_k[1:]:
+        for header, cell in zip(by_k[0][1:], row[1:], strict=True):
+            assert cell == f"{expected[row[0] + header]:.4f}", (row[0], header)
+            checked += 1
+    for row in whole[1:]:
+        assert row[1] == f"{expected[row[0]]:.4f}", row[0]
+        checked += 1
+    assert checked == 5 * 6 + 6
