@@ -457,7 +457,7 @@ def test_project_page_messages_show_a_project_name_literally(project_db: str) ->
     name = next(t for t in at.text_input if t.label == "Name")
     name.input("t")
     next(b for b in at.button if b.label == "Create project").click().run()
-    assert [e.value for e in at.error] == [r"Not created: project \'t\' already exists."]
+    assert [e.value for e in at.error] == [r"Not created\:" + BREAK + r" Project \'t\' already exists\."]
 
 
 @pytest.fixture(scope="module")

@@ -685,5 +685,5 @@ def test_project_page_renames_the_grades_and_refuses_an_empty_name(store):
     assert get_project(store, PROJECT).labels == {**before, 2: "*Mostly* on topic"}
     next(t for t in at.text_input if t.label == "Grade 0").set_value("   ")
     at = next(b for b in at.button if b.label == "Save grade names").click().run()
-    assert at.error and "the label of grade 0 is empty" in at.error[0].value
+    assert at.error and "The label of grade 0 is empty" in at.error[0].value
     assert get_project(store, PROJECT).labels == {**before, 2: "*Mostly* on topic"}  # nothing half-saved

@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from annotator import views, views_agreement
+from annotator.errors import user_errors
 from db import adjudication, queries_frames
 
 SAVED_KEY = "adjudicate_saved"
@@ -76,11 +77,8 @@ with st.form("adjudicate"):
         elif not reason.strip():
             st.error("Give a reason: it is recorded with the grade and shown in the release.")
         else:
-            try:
+            with user_errors("Not saved"):
                 adjudication.adjudicate(engine, detail["pair_id"], int(grade), reason.strip(), actor=user.username)
-            except (ValueError, PermissionError, LookupError) as exc:
-                st.error(f"Not saved: {views.literal(exc)}.")
-            else:
                 st.session_state[SAVED_KEY] = (f"Final grade {grade} saved for "
                                                f"{views_agreement.disputed_label(pair)}.")
                 st.rerun()

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from annotator import views, views_judges
+from annotator.errors import user_errors
 from db import assignment, evaluations, imports, judging, pooling, projects, users
 from eval_core.errors import InputError
 from eval_core.judging_order import ORDER_NAMES, ORDERS
@@ -41,14 +42,11 @@ with st.expander("Create a project", expanded=not projects.list_projects(engine)
     names = st.text_input("Grade names (optional)", placeholder="1=Partly,2=Mostly,3=Fully — unnamed grades keep "
                           "the default (the bundled guideline's names on 0–3, else 'Grade g')")
     if st.form_submit_button("Create project"):
-        try:
+        with user_errors("Not created"):
             scale = (int(low), int(high))
             made = projects.create_project(engine, name.strip(), scale=scale, overlap=int(overlap),
                                            overlap_fraction=float(fraction), threshold=float(threshold),
                                            labels=projects.parse_labels(names, scale), actor=user.username)
-        except (ValueError, LookupError, PermissionError) as exc:
-            st.error(f"Not created: {views.literal(exc)}.")
-        else:
             st.success(f"Project {views.literal(made.name)} created; pick it in the sidebar.")
 
 project = views.pick_project(engine)
@@ -63,11 +61,8 @@ with st.expander("Grade names"), st.form("grade-names"):
     names = {g: field.text_input(f"Grade {g}", value=label, key=f"grade-name-{project.name}-{g}")
              for field, (g, label) in zip(fields, project.labels.items(), strict=True)}
     if st.form_submit_button("Save grade names"):
-        try:
+        with user_errors("Not saved"):
             project = projects.set_grade_labels(engine, project.name, names, actor=user.username)
-        except (ValueError, LookupError, PermissionError) as exc:
-            st.error(f"Not saved: {views.literal(exc)}.")
-        else:
             st.success("Grade names saved: " + ", ".join(f"{g} · {views.literal(n)}" for g, n in project.labels.items()))
 
 import_tab, pool_tab, assign_tab, people_tab, judges_tab = st.tabs(["Import", "Pool", "Assign", "Annotators",
@@ -147,11 +142,8 @@ with assign_tab:
         order = st.selectbox("Queue order (which of an annotator's pairs comes next, within the query in progress)",
                              ORDER_NAMES, index=ORDER_NAMES.index(project.queue_order), format_func=ORDERS.get)
         if st.form_submit_button("Save queue order"):
-            try:
+            with user_errors("Not saved"):
                 saved = projects.set_queue_order(engine, project.name, order, actor=user.username)
-            except (ValueError, LookupError, PermissionError) as exc:
-                st.error(f"Not saved: {views.literal(exc)}.")
-            else:
                 st.success(f"Annotators now get their pairs in this order: {ORDERS[saved.queue_order]}.")
 
 with people_tab:
@@ -168,12 +160,9 @@ with people_tab:
         username = c1.text_input("Username", key="new-annotator")
         password = c2.text_input("Password", type="password", key="new-annotator-password")
         if st.form_submit_button("Add annotator"):
-            try:
+            with user_errors("Not added"):
                 users.create_user(engine, username.strip(), "annotator", password=password or None,
                                   actor=user.username)
-            except (ValueError, LookupError, PermissionError) as exc:
-                st.error(f"Not added: {views.literal(exc)}.")
-            else:
                 st.success(f"Annotator {views.literal(username.strip())} added.")
     accounts = pd.DataFrame([views.as_dict(u) for u in users.list_users(engine)], columns=list(USER_HEADERS))
     views.table(accounts, USER_HEADERS)
