@@ -11,22 +11,23 @@ from annotator.views import literal
 
 PAGES = Path(__file__).resolve().parent / "screens"
 
-# Lead pages, in menu order.
+# Lead pages, in menu order. Page icons are emoji: Streamlit makes the open page's icon the tab's favicon, and a
+# `:material/…:` favicon is fetched from fonts.gstatic.com on every page (an emoji one is drawn locally).
 LEAD_PAGES = (
-    ("lead_project.py", "Project", ":material/settings:"),
-    ("lead_agreement.py", "Agreement", ":material/handshake:"),
-    ("lead_adjudicate.py", "Adjudicate", ":material/gavel:"),
-    ("lead_guidelines.py", "Guidelines", ":material/edit_note:"),
-    ("lead_releases.py", "Releases", ":material/inventory_2:"),
-    ("lead_evaluate.py", "Evaluate", ":material/monitoring:"),
+    ("lead_project.py", "Project", "⚙️"),
+    ("lead_agreement.py", "Agreement", "🤝"),
+    ("lead_adjudicate.py", "Adjudicate", "⚖️"),
+    ("lead_guidelines.py", "Guidelines", "📝"),
+    ("lead_releases.py", "Releases", "📦"),
+    ("lead_evaluate.py", "Evaluate", "📈"),
 )
 
 
 def judge_pages() -> list:
     """Pages every logged-in user gets: blind grading and the guideline."""
     return [
-        st.Page(PAGES / "annotate.py", title="Annotate", icon=":material/rate_review:", default=True),
-        st.Page(PAGES / "guideline.py", title="Guideline", icon=":material/menu_book:"),
+        st.Page(PAGES / "annotate.py", title="Annotate", icon="✅", default=True),
+        st.Page(PAGES / "guideline.py", title="Guideline", icon="📖"),
     ]
 
 
