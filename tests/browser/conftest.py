@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +24,14 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 # Tests write screenshots to a temporary folder; `python3 scripts/screenshots.py` sets this variable to
 # docs/screenshots and runs the browser tests to refresh the README's pictures.
 SCREENSHOTS_ENV = "QRELKIT_SCREENSHOTS"
-STARTUP_SECONDS = 90
+STARTUP_SECONDS = 120  # a cold `streamlit` start on a loaded 2-core CI machine takes tens of seconds
+# ms: Playwright's default for every wait, action and expect. CI runs ~900 tests on 2 cores shared by the server,
+# Chromium and pytest, so a first page run can take several seconds; a real failure only fails later.
+TIMEOUT = 30_000
+IDLE = """() => { const app = document.querySelector("[data-testid='stApp']");
+    return !!app && app.getAttribute('data-test-connection-state') === 'CONNECTED'
+        && app.getAttribute('data-test-script-state') === 'notRunning'
+        && !document.querySelector("[data-testid='stSkeleton']"); }"""
 
 
 def free_port() -> int:
@@ -129,25 +136,34 @@ def page(chromium):
     """A fresh browser context (no cookies, no session) and page per test."""
     from playwright.sync_api import expect
 
-    expect.set_options(timeout=20_000)
+    expect.set_options(timeout=TIMEOUT)
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(TIMEOUT)
     yield page
     context.close()
 
 
-def wait_idle(page) -> None:
-    """Wait until Streamlit is connected and no script run is in progress."""
-    page.wait_for_selector("[data-testid='stApp'][data-test-connection-state='CONNECTED']")
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']")
+def wait_idle(page, timeout: float | None = None) -> None:
+    """Wait until Streamlit is connected, no script run is in progress and every element's code has arrived
+    (Streamlit loads each element type's code lazily and shows a skeleton meanwhile, so a run can end before its
+    text is on screen). Not proof that a click's rerun has even started: first wait for what it shows."""
+    page.wait_for_function(IDLE, timeout=timeout, polling=100)
+
+
+def until(page, holds: Callable[[], bool], timeout: float = TIMEOUT) -> None:
+    """Re-read the page until `holds()` (an exact check the caller then asserts again, so a timeout fails with
+    the real values), for checks `expect` cannot state, such as text with the app's word joiners dropped."""
+    deadline = time.monotonic() + timeout / 1000
+    while not holds() and time.monotonic() < deadline:
+        page.wait_for_timeout(200)
 
 
 def login(page, base_url: str | None, username: str, password: str) -> None:
     """Open the app (unless base_url is None: use the page as it is) and log in through the form."""
     if base_url is not None:
         page.goto(base_url)
-        wait_idle(page)
+    wait_idle(page)  # typing into the form while its first run still draws it can lose the text
     page.get_by_role("textbox", name="Username").fill(username)
     page.get_by_role("textbox", name="Password").fill(password)
     page.get_by_role("button", name="Log in").click()

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser.conftest import Server, login, serving
+from tests.browser.conftest import wait_idle as wait_idle_within
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.browser
@@ -111,8 +113,8 @@ def agreement(request, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agr
 
 
 def wait_idle(page, timeout: float = SLOW) -> None:
-    """Wait until the script run is over (the first report of a session takes a while)."""
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
+    """Wait until the script run is over and drawn (the first report of a session takes a while)."""
+    wait_idle_within(page, timeout)
 
 
 def open_agreement(page, server: Server, requests: list[str]) -> None:
@@ -126,7 +128,10 @@ def open_agreement(page, server: Server, requests: list[str]) -> None:
 
 
 def tiles(page) -> dict[str, tuple[str, str]]:
-    """Each headline metric as label → (value, caption under it), as the browser shows them."""
+    """Each headline metric as label → (value, caption under it), as the browser shows them (read once the
+    tiles, drawn by lazily loaded code, are on screen)."""
+    expect(page.get_by_test_id("stMetric").first).to_be_visible()
+    wait_idle(page)
     out = {}
     columns = page.locator("[data-testid='stColumn']").filter(has=page.get_by_test_id("stMetric"))
     for i in range(columns.count()):
@@ -169,8 +174,6 @@ def test_agreement_page_kappa_and_alpha_equal_the_cli(agreement: Agreement, page
         assert shown[label][1].startswith(ci_text(ci))
         if n_pairs > 1:
             assert f"mean of {n_pairs} annotator pairs" in shown[label][1]
-    from playwright.sync_api import expect
-
     # the heatmap (with its weighting choice) only when there is more than one pair to compare; `expect`
     # retries, since under load the lower sections can still be drawing after the first idle moment
     expect(page.get_by_role("radio", name="quadratic")).to_have_count(1 if n_pairs > 1 else 0, timeout=SLOW)

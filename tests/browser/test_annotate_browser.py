@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import Server, login, screenshot, wait_idle
-from tests.browser.test_pages_browser import open_page
+from tests.browser.test_pages_browser import open_page, show_tab
 
 pytestmark = pytest.mark.browser
 
@@ -30,13 +30,18 @@ def shown_fragment_id(page) -> str:
 
 
 def press_grade(page, key: str) -> None:
-    """Press a grade key (focus outside any input) and wait until the next fragment is on screen."""
+    """Press a grade key (focus outside any input) and wait until the next fragment is on screen and the run
+    ends. The box is read once st.html has put the fragment in: read before, its later arrival would pass for
+    the next pair."""
     box = page.locator(FRAGMENT_BOX)
+    wait_idle(page)
+    expect(box.locator(".qrelkit-fragment")).to_be_visible()
     before = box.inner_text()
     page.evaluate("document.activeElement && document.activeElement.blur()")
     page.keyboard.press(key)
     page.wait_for_function("([sel, old]) => { const e = document.querySelector(sel); return e && e.innerText !== old; }",
                            arg=[FRAGMENT_BOX, before])
+    wait_idle(page)
 
 
 def nav_titles(page) -> list[str]:
@@ -81,7 +86,6 @@ def test_grade_three_pairs_with_the_keyboard_and_reload_keeps_progress(demo_serv
     for key in ("2", "3", "1"):
         graded[shown_fragment_id(page)] = int(key)
         press_grade(page, key)
-    wait_idle(page)
     assert overall(page) == (done + 3, assigned)
     fourth = shown_fragment_id(page)
     page.reload()
@@ -111,10 +115,11 @@ def test_screenshots_of_every_page(demo_server: Server, page) -> None:
     wait_idle(page)
     screenshot(page, "login")
     login(page, demo_server.url, "lea", "lea-demo")
+    expect(page.get_by_test_id("stSidebarNav").get_by_role("link", name=re.compile("Project$"))).to_be_visible()
     titles = nav_titles(page)
     assert titles[:2] == ["Annotate", "Guideline"] and len(titles) > 2
     for title in titles[1:]:
         open_page(page, title)
         if title == "Project":
-            page.get_by_role("tab", name="Annotators").click()
+            show_tab(page, "Annotators")
         screenshot(page, page.url.rstrip("/").rsplit("/", 1)[1])

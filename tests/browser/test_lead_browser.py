@@ -9,6 +9,7 @@ import pytest
 
 from tests.browser.conftest import Server, login
 from tests.browser.conftest import screenshot as save_screenshot
+from tests.browser.conftest import wait_idle as wait_idle_within
 
 pytestmark = pytest.mark.browser
 
@@ -17,21 +18,20 @@ SLOW = 90_000  # ms: the first agreement report of a session is computed, then c
 
 
 def wait_idle(page, timeout: float = SLOW) -> None:
-    """Wait until the script run is over (lead pages compute more than the annotator's, so wait longer)."""
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
+    """Wait until the script run is over and drawn (lead pages compute more than the annotator's: wait longer)."""
+    wait_idle_within(page, timeout)
 
 
 def open_lead_page(page, title: str) -> None:
     """Follow the sidebar navigation link to a lead page and wait for its title (generously: these tests share
     two cores with the server and the browser)."""
     page.locator("[data-testid='stSidebarNavLink']", has_text=title).first.click(timeout=SLOW)
-    page.wait_for_timeout(300)
-    wait_idle(page)
     try:
         page.get_by_role("heading", name=title).first.wait_for(timeout=SLOW)
     except Exception as exc:  # say what the page shows instead (a login form, an error), not only "timeout"
         shown = page.locator("[data-testid='stApp']").inner_text()[:600]
         raise AssertionError(f"{title} did not open at {page.url}; the page shows: {shown!r}") from exc
+    wait_idle(page)  # the title comes first: let the run that draws it finish (an idle moment before it proves nothing)
 
 
 def screenshot(page, name: str) -> None:
@@ -66,8 +66,8 @@ def test_lead_adjudicates_a_disputed_pair(demo_server: Server, page) -> None:
     login(page, demo_server.url, *LEAD)
     open_lead_page(page, "Agreement")
     page.get_by_role("button", name="Adjudicate").first.click(timeout=SLOW)
+    page.get_by_role("heading", name="Adjudication").wait_for(timeout=SLOW)
     wait_idle(page)
-    page.get_by_role("heading", name="Adjudication").wait_for()
     page.locator("[data-testid='stRadio'] label").filter(has_text=re.compile(r"^2 · ")).first.click()
     reason = "Browser test: gives the deadline but not the refund rule"
     page.get_by_label("Reason").fill(reason)

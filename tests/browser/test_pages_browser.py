@@ -26,6 +26,7 @@ from tests.browser.conftest import (
     login,
     screenshot,
     stop_server,
+    until,
     wait_healthy,
     wait_idle,
 )
@@ -189,10 +190,11 @@ def shown_fragment_id(page) -> str:
     return caption.rsplit("fragment ", 1)[1].strip()
 
 
-def grade_buttons(page) -> list[str]:
-    """Labels of the grade buttons on screen (the first line: the shortcut hint follows the label)."""
+def grade_buttons(page, expected: int) -> list[str]:
+    """Labels of the grade buttons on screen (the first line: the shortcut hint follows the label), read once
+    `expected` of them are drawn (a shorter list read mid-draw would fail the test for nothing)."""
     buttons = page.get_by_role("button", name=re.compile(r"^[0-9]+ · "))
-    expect(buttons.first).to_be_visible()
+    expect(buttons).to_have_count(expected)
     wait_idle(page)
     texts = buttons.all_inner_texts()
     return [t.strip().splitlines()[0].strip() for t in texts]
@@ -205,8 +207,11 @@ def press(page, key: str) -> None:
 
 
 def press_grade(page, key: str) -> None:
-    """Press a grade key once the app is idle, and wait until the next fragment is on screen and the run ends."""
+    """Press a grade key once the app is idle, and wait until the next fragment is on screen and the run ends.
+    The box is read once st.html has put the fragment in: read before, its later arrival would pass for the
+    next pair."""
     wait_idle(page)
+    expect(page.locator(FRAGMENT_BOX).locator(".qrelkit-fragment")).to_be_visible()
     before = box_text(page)
     press(page, key)
     page.wait_for_function("([sel, old]) => { const e = document.querySelector(sel); return e && e.innerText !== old; }",
@@ -239,7 +244,7 @@ def open_page(page, title: str) -> None:
         wait_idle(page)
         link.click()
         try:
-            page.wait_for_function("old => location.href !== old", arg=before, timeout=7_000)
+            page.wait_for_function("old => location.href !== old", arg=before, timeout=10_000)
             break
         except PlaywrightTimeout:
             if attempt == 2:
@@ -250,6 +255,14 @@ def open_page(page, title: str) -> None:
     assert page.get_by_test_id("stException").all_inner_texts() == [], title
 
 
+def show_tab(page, name: str) -> None:
+    """Open a tab and wait until it is the selected one and every element in it is drawn."""
+    tab = page.get_by_role("tab", name=name)
+    tab.click()
+    expect(tab).to_have_attribute("aria-selected", "true")
+    wait_idle(page)
+
+
 def visible(locator) -> str:
     """A locator's text as a reader sees it (the invisible word joiners that keep addresses unlinked dropped)."""
     return locator.inner_text().replace(WORD_JOINER, "")
@@ -258,6 +271,12 @@ def visible(locator) -> str:
 def main_text(page) -> str:
     """Everything the main area and the sidebar show, as text."""
     return visible(page.get_by_test_id("stMain")) + "\n" + visible(page.get_by_test_id("stSidebar"))
+
+
+def wait_for_texts(page, *texts: str) -> None:
+    """Wait until the main area and the sidebar show every one of `texts` (elements, tab panels and st.html
+    content are drawn after the run that sends them); the caller asserts them."""
+    until(page, lambda: all(text in main_text(page) for text in texts))
 
 
 def no_markup_rendered(page) -> None:
@@ -273,9 +292,11 @@ def test_annotate_shows_every_planted_field_literally_and_loads_nothing(three: S
     login(page, three.url, "ana", "ana-password")
     box = page.locator(FRAGMENT_BOX)
     expect(box).to_contain_text(FRAGMENT["text"])
+    planted_fields = (PROJECT, QUERY_ID, QUERY_TEXT, FRAGMENT["id"], FRAGMENT["doc_id"], FRAGMENT["title"],
+                      FRAGMENT["text"])
+    wait_for_texts(page, *planted_fields)
     text = main_text(page)
-    for planted in (PROJECT, QUERY_ID, QUERY_TEXT, FRAGMENT["id"], FRAGMENT["doc_id"], FRAGMENT["title"],
-                    FRAGMENT["text"]):
+    for planted in planted_fields:
         assert planted in text, planted
     no_markup_rendered(page)
     page.wait_for_timeout(500)
@@ -302,8 +323,10 @@ def test_project_page_shows_planted_names_literally_and_loads_nothing(three: Ser
     login(page, three.url, "lea", "lea-password")
     open_page(page, "Project")
     page.get_by_role("tab", name="Pool").click()
+    wait_for_texts(page, RUN)
     assert RUN in main_text(page)
     page.get_by_role("tab", name="Assign").click()
+    wait_for_texts(page, ANNOTATOR, PROJECT)
     assert ANNOTATOR in main_text(page)
     assert PROJECT in main_text(page)
     no_markup_rendered(page)
@@ -317,8 +340,11 @@ def test_adjudicate_page_shows_planted_fields_literally_and_loads_nothing(three:
     open_page(page, "Adjudicate")
     page.get_by_test_id("stSelectbox").click()
     page.get_by_role("option").filter(has_text="adjudicated").click()
+    in_force = page.get_by_test_id("stAlertContentInfo")
+    until(page, lambda: visible(in_force) == f"In force: final grade 2 by lea — {REASON}")  # the pick's rerun
     wait_idle(page)
-    assert visible(page.get_by_test_id("stAlertContentInfo")) == f"In force: final grade 2 by lea — {REASON}"
+    assert visible(in_force) == f"In force: final grade 2 by lea — {REASON}"
+    wait_for_texts(page, PROJECT, QUERY_ID, QUERY_TEXT, "f2")
     text = main_text(page)
     for planted in (PROJECT, QUERY_ID, QUERY_TEXT, "f2"):
         assert planted in text, planted
@@ -329,7 +355,7 @@ def test_adjudicate_page_shows_planted_fields_literally_and_loads_nothing(three:
 
 def test_a_1_to_3_project_grades_with_its_own_keys_and_0_does_nothing(three: Server, page) -> None:
     login(page, three.url, "bo", "bo-password")
-    assert grade_buttons(page) == [f"{g} · {n}" for g, n in LABELS.items()]
+    assert grade_buttons(page, len(LABELS)) == [f"{g} · {n}" for g, n in LABELS.items()]
     first = shown_fragment_id(page)
     press(page, "0")
     page.wait_for_timeout(700)
@@ -349,7 +375,7 @@ def test_a_1_to_3_project_grades_with_its_own_keys_and_0_does_nothing(three: Ser
 
 def test_a_1_to_5_project_takes_grades_4_and_5_from_the_keyboard(five: Server, page) -> None:
     login(page, five.url, "cai", "cai-password")
-    assert grade_buttons(page) == [f"{g} · Grade {g}" for g in range(1, 6)]
+    assert grade_buttons(page, 5) == [f"{g} · Grade {g}" for g in range(1, 6)]
     graded = {}
     for key in ("5", "4"):
         graded[shown_fragment_id(page)] = int(key)
@@ -367,6 +393,7 @@ def test_adjudicate_counters_and_the_grade_in_force_update_on_saving(three: Serv
     expect(caption).to_contain_text("; 1 pair(s) adjudicated so far.")
     page.get_by_test_id("stSelectbox").click()
     page.get_by_role("option").filter(has_text=FRAGMENT["id"]).first.click()
+    until(page, lambda: shown_fragment_id(page) == FRAGMENT["id"])  # the pick's rerun shows its fragment
     wait_idle(page)
     expect(page.get_by_test_id("stAlertContentInfo")).to_have_count(0)
     page.get_by_role("button", name="Save final grade").click()
@@ -384,16 +411,17 @@ def test_adjudicate_counters_and_the_grade_in_force_update_on_saving(three: Serv
 
 def test_screenshots_of_every_page_of_a_1_to_3_project(returns: Server, page) -> None:
     login(page, returns.url, "ana", "ana-password")
-    assert grade_buttons(page) == ["1 · Menciona", "2 · Responde en parte", "3 · Responde del todo"]
+    assert grade_buttons(page, 3) == ["1 · Menciona", "2 · Responde en parte", "3 · Responde del todo"]
     screenshot(page, "annotate_1-3")
     page = page.context.browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
     login(page, returns.url, "lea", "lea-password")
+    expect(page.get_by_test_id("stSidebarNav").get_by_role("link")).to_have_count(8)
     links = page.get_by_test_id("stSidebarNav").get_by_role("link").all_inner_texts()
     titles = [text.strip().splitlines()[-1].strip() for text in links]
     assert titles[:2] == ["Annotate", "Guideline"] and len(titles) == 8
     for title in titles[1:]:
         open_page(page, title)
         if title == "Project":
-            page.get_by_role("tab", name="Annotators").click()
+            show_tab(page, "Annotators")
         screenshot(page, f"{page.url.rstrip('/').rsplit('/', 1)[1]}_1-3")
     page.context.close()

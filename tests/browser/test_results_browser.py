@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser.conftest import CHROMIUM, Server, login, serving
+from tests.browser.conftest import wait_idle as wait_idle_within
 from tests.conftest import ROOT, require
 
 pytestmark = pytest.mark.browser
@@ -95,27 +96,25 @@ def results_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]
 
 
 def wait_idle(page, timeout: float = SLOW) -> None:
-    """Wait until the script run is over (the Evaluate page computes a diagnosis: allow time)."""
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
+    """Wait until the script run is over and drawn (the Evaluate page computes a diagnosis: allow time)."""
+    wait_idle_within(page, timeout)
 
 
 def open_lead_page(page, server: Server, title: str) -> None:
     """Log in as the lead and follow the sidebar link to a lead page."""
     login(page, server.url, *LEAD)
     page.locator("[data-testid='stSidebarNavLink']", has_text=title).first.click(timeout=SLOW)
-    page.wait_for_timeout(300)
-    wait_idle(page)
     page.get_by_role("heading", name=title).first.wait_for(timeout=SLOW)
+    wait_idle(page)  # the title comes first: let the run that draws it finish (an idle moment before it proves nothing)
 
 
 def choose(page, label: str, option: str | re.Pattern) -> None:
-    """Pick `option` in the selectbox labelled `label` (a string is matched as the whole literal text)."""
+    """Pick `option` in the selectbox labelled `label` (a string is matched as the whole literal text). The
+    caller then waits for what the pick's rerun shows: an idle moment right after the click proves nothing."""
     box = page.locator("[data-testid='stSelectbox']").filter(
         has=page.locator("[data-testid='stWidgetLabel']", has_text=re.compile(f"^{re.escape(label)}$")))
     box.first.locator("input").click(timeout=SLOW)
     page.get_by_role("option", name=option, exact=isinstance(option, str)).click(timeout=SLOW)
-    page.wait_for_timeout(300)
-    wait_idle(page)
 
 
 def tables(page) -> list[list[list[str]]]:
@@ -146,10 +145,13 @@ def cli_means(server: Server, run_name: str, folder: Path, rel_level: int) -> di
 def test_every_evaluate_cell_equals_qrelkit_eval(results_server: Server, page, tmp_path, rel_level) -> None:
     open_lead_page(page, results_server, "Evaluate")
     choose(page, "Stored run", "good")
+    page.get_by_role("heading", name="Metrics of good on release 1").wait_for(timeout=SLOW)  # the pick's rerun
+    wait_idle(page)
     if rel_level != 1:
         choose(page, "Relevant from grade", re.compile(rf"^{rel_level} · "))
-    page.get_by_text(f"--rel-level {rel_level}").first.wait_for(timeout=SLOW)
+    page.get_by_text(f"--rel-level {rel_level}").first.wait_for(timeout=SLOW)  # shown by that pick's rerun
     page.get_by_text("Over the whole ranking").wait_for(timeout=SLOW)
+    wait_idle(page)  # every table of that run drawn
     expected = cli_means(results_server, "good", tmp_path, rel_level)
     shown = tables(page)
     by_k = next(t for t in shown if t[0][:2] == ["Metric", "@1"] and not t[1][1].startswith("["))
@@ -174,6 +176,7 @@ def test_a_run_missing_queries_is_told_so_not_to_judge_nothing(results_server: S
     choose(page, "Stored run", "partial")
     finding = page.get_by_text(re.compile(r"Missing queries: partial returns nothing for 5 of 6 qrels queries"))
     finding.first.wait_for(timeout=SLOW)
+    wait_idle(page)  # the whole page of that run, so the checks below see everything it shows
     main = page.locator("[data-testid='stMain']").inner_text()
     assert "Judge the 0" not in main and "0 unjudged" not in main
     assert page.get_by_role("button", name=re.compile(r"^Send the 0 ")).count() == 0
@@ -197,6 +200,7 @@ def test_a_markdown_run_name_shows_literally_on_evaluate(results_server: Server,
     open_lead_page(page, results_server, "Evaluate")
     choose(page, "Stored run", PLANTED_RUN)
     page.get_by_role("heading", name=re.compile(r"^Metrics of .*run.* on release 1")).first.wait_for(timeout=SLOW)
+    wait_idle(page)
     page.wait_for_timeout(1000)
     main = page.locator("[data-testid='stMain']")
     assert f"Metrics of {PLANTED_RUN} on release 1" in visible(main.inner_text())
@@ -209,6 +213,7 @@ def test_a_markdown_lead_name_shows_literally_on_releases(results_server: Server
     seen = planted_requests(page)
     open_lead_page(page, results_server, "Releases")
     page.get_by_text(re.compile(r"created by .*boss")).first.wait_for(timeout=SLOW)
+    wait_idle(page)
     page.wait_for_timeout(1000)
     main = page.locator("[data-testid='stMain']")
     assert f"created by {PLANTED_LEAD} on " in visible(main.inner_text())

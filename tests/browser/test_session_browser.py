@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser.conftest import (
     CHROMIUM,
@@ -24,6 +25,7 @@ from tests.browser.conftest import (
     serving,
     start_server,
     stop_server,
+    until,
     wait_idle,
 )
 
@@ -63,10 +65,12 @@ def qrelkit(*args: str) -> subprocess.CompletedProcess:
 
 
 def logged_in_as(page, username: str) -> bool:
-    """True when the sidebar names `username` and no login form is shown."""
+    """True when the sidebar names `username` and no login form is shown (waits for the sidebar's name, or for
+    the login form that says it will not come)."""
+    named = page.get_by_test_id("stSidebar").get_by_text(username, exact=False)
+    named.or_(page.locator(LOGIN_FORM)).first.wait_for()
     wait_idle(page)
-    return (page.get_by_test_id("stSidebar").get_by_text(username, exact=False).count() > 0
-            and page.locator(LOGIN_FORM).count() == 0)
+    return named.count() > 0 and page.locator(LOGIN_FORM).count() == 0
 
 
 def shows_login_form(page) -> bool:
@@ -81,9 +85,16 @@ def session_cookie(page) -> dict | None:
     return next((c for c in page.context.cookies() if c["name"] == "qrelkit_session"), None)
 
 
+def wait_for_cookie(page, present: bool = True) -> None:
+    """Wait until the page's script has set (or removed) the login cookie: it runs once st.html draws it, after
+    the run that sends it has ended."""
+    page.wait_for_function("want => document.cookie.split('; ').some(c => c.startsWith('qrelkit_session=')) === want",
+                           arg=present, polling=100)
+
+
 def test_a_reload_keeps_the_session(server: Server, page) -> None:
     login(page, server.url, *ANNOTATOR)
-    page.wait_for_timeout(1500)  # the page's script writes the cookie once the first page is drawn
+    wait_for_cookie(page)  # the page's script writes the cookie once the first page is drawn
     cookie = session_cookie(page)
     assert cookie is not None and cookie["sameSite"] == "Strict" and cookie["path"] == "/"
     page.reload()
@@ -92,7 +103,7 @@ def test_a_reload_keeps_the_session(server: Server, page) -> None:
 
 def test_a_second_tab_shares_the_session(server: Server, page) -> None:
     login(page, server.url, *ANNOTATOR)
-    page.wait_for_timeout(1500)
+    wait_for_cookie(page)
     second = page.context.new_page()
     second.goto(f"{server.url}/guideline")
     assert logged_in_as(second, "ana")
@@ -100,15 +111,13 @@ def test_a_second_tab_shares_the_session(server: Server, page) -> None:
 
 def test_logging_out_ends_the_session_in_the_other_tab_too(server: Server, page) -> None:
     login(page, server.url, *ANNOTATOR)
-    page.wait_for_timeout(1500)
+    wait_for_cookie(page)
     second = page.context.new_page()
     second.goto(server.url)
     assert logged_in_as(second, "ana")
     page.get_by_role("button", name="Log out").click()
     assert shows_login_form(page)
-    deadline = time.monotonic() + 10  # the login page's script removes the ended token
-    while session_cookie(page) and time.monotonic() < deadline:
-        page.wait_for_timeout(200)
+    wait_for_cookie(page, present=False)  # the login page's script removes the ended token
     assert session_cookie(page) is None
     second.locator("[data-testid='stSidebarNavLink']", has_text="Guideline").first.click()  # its next action
     assert shows_login_form(second)
@@ -129,6 +138,7 @@ def test_a_tab_logged_out_elsewhere_cannot_grade_by_key_press(server: Server, pa
 
     login(page, server.url, "ben", "ben-demo")
     page.get_by_role("button", name=re.compile("Answers fully")).wait_for()
+    wait_for_cookie(page)  # the second tab finds the session through it
     other = page.context.new_page()
     other.goto(server.url)
     assert logged_in_as(other, "ben")
@@ -147,6 +157,7 @@ def test_a_deactivated_leads_open_tab_cannot_create_a_release(server: Server, pa
 
     login(page, f"{server.url}/lead_releases", "leo", "leo-password")
     page.get_by_role("button", name="Create release").wait_for(timeout=SLOW)
+    wait_idle(page, SLOW)
     before = len(list_releases(get_engine(server.db_url), "demo"))
     qrelkit("user", "deactivate", "leo", "--db", server.db_url)
     page.get_by_role("button", name="Create release").click()
@@ -194,6 +205,7 @@ def test_an_annotator_on_a_lead_link_is_told_it_is_not_allowed(server: Server, p
 
 def test_the_toolbar_offers_no_deploy_button_or_developer_menu(server: Server, page) -> None:
     login(page, server.url, *ANNOTATOR)
+    expect(page.get_by_test_id("stToolbar")).to_be_attached()  # drawn by lazily loaded code: read it once it is there
     assert page.get_by_test_id("stAppDeployButton").count() == 0
     assert page.get_by_role("button", name="Deploy").count() == 0
     menu = page.get_by_test_id("stMainMenu")
@@ -203,22 +215,39 @@ def test_the_toolbar_offers_no_deploy_button_or_developer_menu(server: Server, p
         assert "Clear cache" not in items and "Developer" not in items
 
 
+def failed_attempts(server: Server, username: str) -> int:
+    """Failed password attempts the store has recorded for `username`."""
+    import sqlalchemy as sa
+
+    from db.engine import get_engine
+    from db.models import LoginAttempt
+
+    with get_engine(server.db_url).connect() as conn:
+        return conn.execute(sa.select(sa.func.count()).select_from(LoginAttempt).where(
+            LoginAttempt.username == username, LoginAttempt.succeeded.is_(False))).scalar_one()
+
+
 def test_five_wrong_passwords_make_the_next_attempt_wait(server: Server, page) -> None:
     # The last login of this module: afterwards this browser's address itself must wait (per-client back-off).
     page.goto(server.url)
     wait_idle(page)
-    for _ in range(5):
+    failed = failed_attempts(server, "ben")
+    for attempt in range(1, 6):
         page.get_by_role("textbox", name="Username").fill("ben")
         page.get_by_role("textbox", name="Password").fill("not-bens-password")
         page.get_by_role("button", name="Log in").click()
+        # each click must reach the server before the next (a click during a run can replace the one before)
+        until(page, lambda n=failed + attempt: failed_attempts(server, "ben") >= n)
         wait_idle(page)
-    page.get_by_test_id("stAlert").filter(has_text="Too many attempts; try again in").wait_for()  # the 5th answer
+    message = page.get_by_test_id("stAlert").filter(has_text="Too many attempts; try again in")
+    message.wait_for()  # the 5th answer
+    fifth = message.inner_text()
+    page.wait_for_timeout(2_100)  # so the next answer's countdown reads at least a second less: proof it is new
     page.get_by_role("textbox", name="Username").fill("ben")
     page.get_by_role("textbox", name="Password").fill("ben-demo")  # the right one, too soon
     page.get_by_role("button", name="Log in").click()
+    expect(message).not_to_have_text(fifth, use_inner_text=True)
     wait_idle(page)
-    message = page.get_by_test_id("stAlert").filter(has_text="Too many attempts; try again in")
-    message.wait_for()
     seconds = int(message.inner_text().split("try again in")[1].split("s")[0])
     assert 1 <= seconds <= 10
     assert shows_login_form(page)
