@@ -29,7 +29,6 @@ _TERM = re.compile(r"\w{3,}")
 # such pattern is ever whole, and the text still reads and copies exactly as typed (no invisible character).
 BREAK = ":small[]"
 _BREAK_AT = re.compile(r"(?<=:)|(?=@)|(?<=(?i:www))(?=\\\.)|(?<=[-<>~=])(?=\\[-<>~=])")  # on escaped text
-WORD_JOINER = "\u2060"  # no longer inserted; kept only while tests/browser/test_pages_browser.py imports it
 MISSING = "—"
 FRAGMENT_STYLE = ("font-family: inherit; font-size: 1.05rem; line-height: 1.6; white-space: pre-wrap; "
                   "overflow-wrap: anywhere; max-height: 28rem; overflow-y: auto;")

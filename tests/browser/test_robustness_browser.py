@@ -85,5 +85,5 @@ def test_the_flip_sentence_is_the_clis_and_literal(robust_server: Server, page) 
     assert pair["sentence"].startswith(f"first beats second on ndcg@10 under all 4 rules and 2 of 3 annotators; "
                                        f"under {PLANTED}'s labels the order flips")
     text = alert.first.locator("[data-testid='stMarkdownContainer']").inner_text()  # the words, not the icon
-    assert text.replace("\u2060", "").strip() == pair["sentence"]
+    assert text.strip() == pair["sentence"]
     assert not seen, f"Markdown in an annotator name was rendered: requests to {seen}"
