@@ -11,30 +11,30 @@ from annotator.views import literal
 
 PAGES = Path(__file__).resolve().parent / "screens"
 
-# Lead pages, in menu order. Page icons are emoji: Streamlit makes the open page's icon the tab's favicon, and a
-# `:material/…:` favicon is fetched from fonts.gstatic.com on every page (an emoji one is drawn locally).
+# Lead pages, in menu order. Pages have no icon: Streamlit makes the open page's icon the tab's favicon, and
+# fetches a `:material/…:` one from fonts.gstatic.com on every page, while emoji need an emoji font to show.
 LEAD_PAGES = (
-    ("lead_project.py", "Project", "⚙️"),
-    ("lead_agreement.py", "Agreement", "🤝"),
-    ("lead_adjudicate.py", "Adjudicate", "⚖️"),
-    ("lead_guidelines.py", "Guidelines", "📝"),
-    ("lead_releases.py", "Releases", "📦"),
-    ("lead_evaluate.py", "Evaluate", "📈"),
+    ("lead_project.py", "Project"),
+    ("lead_agreement.py", "Agreement"),
+    ("lead_adjudicate.py", "Adjudicate"),
+    ("lead_guidelines.py", "Guidelines"),
+    ("lead_releases.py", "Releases"),
+    ("lead_evaluate.py", "Evaluate"),
 )
 
 
 def judge_pages() -> list:
     """Pages every logged-in user gets: blind grading and the guideline."""
     return [
-        st.Page(PAGES / "annotate.py", title="Annotate", icon="✅", default=True),
-        st.Page(PAGES / "guideline.py", title="Guideline", icon="📖"),
+        st.Page(PAGES / "annotate.py", title="Annotate", default=True),
+        st.Page(PAGES / "guideline.py", title="Guideline"),
     ]
 
 
 def lead_pages(visible: bool) -> list:
     """The lead desk pages; registered for everyone (a link must not say "Page not found"), listed for leads."""
-    return [st.Page(PAGES / name, title=title, icon=icon, visibility="visible" if visible else "hidden")
-            for name, title, icon in LEAD_PAGES]
+    return [st.Page(PAGES / name, title=title, visibility="visible" if visible else "hidden")
+            for name, title in LEAD_PAGES]
 
 
 def sidebar(user) -> None:

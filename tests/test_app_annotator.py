@@ -159,7 +159,7 @@ def test_log_out_returns_to_the_login_form(project_db: str) -> None:
     assert [t.label for t in at.text_input] == ["Username", "Password"]
 
 
-@pytest.mark.parametrize("page", [name for name, _, _ in LEAD_PAGES])
+@pytest.mark.parametrize("page", [name for name, _ in LEAD_PAGES])
 def test_annotator_is_stopped_on_a_lead_page_opened_directly(project_db: str, page: str) -> None:
     path = PAGES / page
     if not path.exists():
@@ -172,7 +172,7 @@ def test_annotator_is_stopped_on_a_lead_page_opened_directly(project_db: str, pa
 
 def test_lead_can_navigate_to_every_lead_page(project_db: str) -> None:
     at = app_as("lea", project_db)
-    for page, _, _ in LEAD_PAGES:
+    for page, _ in LEAD_PAGES:
         at.switch_page(f"screens/{page}").run()
         assert not at.exception, page
         assert all(NOT_ALLOWED not in e.value for e in at.error), page

@@ -125,12 +125,12 @@ from pathlib import Path  # noqa: E402
 import krippendorff  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from annotator import app  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 
 PAGES = ROOT / "annotator" / "screens"
 NOT_ALLOWED = "Not allowed for your role: this page is for the lead role; you are logged in as annotator."
-LEAD_PAGES = ("lead_project.py", "lead_agreement.py", "lead_adjudicate.py", "lead_guidelines.py",
-              "lead_releases.py", "lead_evaluate.py")
+LEAD_PAGES = tuple(name for name, _ in app.LEAD_PAGES)
 PROJECT = "shop"
 # Seed 000 (and DESIGN.md's worked example): the international-returns query, fragments d1…d20, graded
 # R = {d3: 3, d7: 2, d12: 2, d20: 1}, the rest 0; the run ranks d5 d7 d11 d3 d2 d20 d9 d14 d1 d6.

@@ -175,6 +175,7 @@ def returns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         judged += [{"query_id": qid, "fragment_id": fid, "annotator": "ben", "grade": grade},
                    {"query_id": qid, "fragment_id": fid, "annotator": "carla", "grade": min(3, grade + i % 2)}]
     qrelkit("import", "judgments", jsonl(folder / "j.jsonl", judged), "--project", name, "--db", db)
+    qrelkit("release", "--project", name, "--user", "lea", "--db", db)  # so Releases and Evaluate have content
     yield from serve(db, name, folder)
 
 
