@@ -71,6 +71,11 @@ def test_bad_input_exits_2_with_location(tmp_path: Path) -> None:
     code, _, err = run(["agreement", str(path)])
     assert code == 2
     assert f"{path}:3: grade 7 is outside the scale 0-3" in err
+    assert "grades on another scale need --scale LOW-HIGH" in err  # a 1–4 project's export, read at 0-3
+    code, _, err = run(["consensus", str(path), "-o", str(tmp_path / "q.trec")])
+    assert code == 2 and "need --scale LOW-HIGH" in err
+    code, _, err = run(["agreement", str(path), "--scale", "1-5"])
+    assert code == 2 and "outside the scale 1-5" in err and "need --scale" not in err  # a scale was given
     code, _, err = run(["agreement", str(path), "--scale", "0-9", "--by", "guideline"])
     assert code == 2 and "no guideline column" in err
 

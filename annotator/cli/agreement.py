@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 from annotator.cli.common import LazyChoices, scale_type
 from eval_core.errors import InputError
 
+DEFAULT_SCALE = (0, 3)
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -20,13 +22,27 @@ if TYPE_CHECKING:
 
 
 
+
+def judgments_on_scale(args: argparse.Namespace):
+    """The judgments file read at --scale; on the default 0-3, a grade outside it also says how to name the
+    project's own scale (a judgments export does not carry it)."""
+    from eval_core.judgments import read_judgments
+
+    try:
+        return read_judgments(args.judgments, args.scale, keep=args.keep, progress=True)
+    except InputError as exc:
+        if args.scale != DEFAULT_SCALE or "outside the scale" not in exc.problem:
+            raise
+        raise InputError(exc.path, exc.line, f"{exc.problem}; grades on another scale need --scale LOW-HIGH, "
+                                             "e.g. --scale 1-4") from None
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `agreement` and `consensus` to the `qrelkit` parser."""
     p = subparsers.add_parser("agreement", help="inter-annotator agreement (κ, α, AC1/AC2) with bootstrap CIs",
                               description="Agreement of a judgments file (JSONL/CSV with query_id, fragment_id, "
                                           "annotator, grade; empty grade = can't judge).")
     p.add_argument("judgments", metavar="JUDGMENTS")
-    p.add_argument("--scale", type=scale_type, default=(0, 3), help="grading scale low-high (default 0-3)")
+    p.add_argument("--scale", type=scale_type, default=DEFAULT_SCALE, help="grading scale low-high (default 0-3)")
     p.add_argument("--level", choices=["ordinal", "nominal", "interval"], default="ordinal",
                    help="level of Krippendorff's α used for the verdict (default ordinal)")
     p.add_argument("--threshold", type=float, default=0.6, help="α below this marks the guideline ambiguous")
@@ -55,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--min-grades", type=int, default=1, help="leave out pairs with fewer real grades (default 1)")
     c.add_argument("-o", "--output", required=True, metavar="OUT")
     c.add_argument("--format", choices=["trec", "beir", "jsonl"], default="trec")
-    c.add_argument("--scale", type=scale_type, default=(0, 3))
+    c.add_argument("--scale", type=scale_type, default=DEFAULT_SCALE, help="grading scale low-high (default 0-3)")
     c.add_argument("--keep", choices=["error", "latest"], default="error")
     c.set_defaults(func=cmd_consensus)
 
@@ -63,7 +79,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def cmd_agreement(args: argparse.Namespace) -> int:
     """Print the report as a table a lead can read, or as JSON; with --cross-check, the reference libraries' verdict."""
     from eval_core.agreement import agreement_report
-    from eval_core.judgments import read_judgments
 
     if args.cross_check:
         from eval_core.agreement_reference import reference_libraries
@@ -72,7 +87,7 @@ def cmd_agreement(args: argparse.Namespace) -> int:
             reference_libraries()
         except ImportError as exc:  # the optional [reference] extra is missing: the CLI's one error path, exit 2
             raise RuntimeError(str(exc)) from None
-    frame = read_judgments(args.judgments, args.scale, keep=args.keep, progress=True)
+    frame = judgments_on_scale(args)
     by_kind = args.by == "kind"
     calibrated = None
     try:
@@ -247,9 +262,9 @@ def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str) -> None:
 def cmd_consensus(args: argparse.Namespace) -> int:
     """Apply the rule and write the qrels; a summary goes to stderr."""
     from eval_core.consensus import consensus
-    from eval_core.judgments import read_adjudications, read_judgments
+    from eval_core.judgments import read_adjudications
 
-    frame = read_judgments(args.judgments, args.scale, keep=args.keep, progress=True)
+    frame = judgments_on_scale(args)
     adjudications = read_adjudications(args.adjudications, args.scale) if args.adjudications else None
     try:
         qrels = consensus(frame, rule=args.rule, adjudications=adjudications, min_grades=args.min_grades,
