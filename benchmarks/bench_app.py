@@ -112,31 +112,6 @@ def login_timings(browser, base_url: str, logins: int) -> list[float]:
     return out
 
 
-def keypress_timings(browser, base_url: str, presses: int) -> list[float]:
-    """Press a grade key → the next fragment's text is on screen (ms); each press saves a judgment."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    page.goto(base_url)
-    wait_idle(page)
-    page.get_by_role("textbox", name="Username").fill(USER)
-    page.get_by_role("textbox", name="Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.locator(BOX).wait_for()
-    wait_idle(page)
-    out = []
-    for i in range(presses):
-        before = page.locator(BOX).inner_text()
-        page.evaluate("document.activeElement && document.activeElement.blur()")
-        t = time.perf_counter()
-        page.keyboard.press(str(i % 4))
-        next_fragment(page, before)
-        out.append((time.perf_counter() - t) * 1000)
-        settle(page)
-    context.close()
-    return out
-
-
 def log_in(page, base_url: str, user: str) -> None:
     """Open the app and log in as `user` until the first fragment is on screen and the app is idle."""
     page.goto(base_url)
@@ -146,6 +121,34 @@ def log_in(page, base_url: str, user: str) -> None:
     page.get_by_role("button", name="Log in").click()
     page.locator(BOX).wait_for()
     wait_idle(page)
+
+
+def press_keys(page, presses: int) -> tuple[list[float], dict[str, int]]:
+    """Press grade keys back to back: each press → the next fragment's text on screen (ms), and which grade
+    each fragment was given (each press saves a judgment)."""
+    timings, pressed = [], {}
+    for i in range(presses):
+        before = page.locator(BOX).inner_text()
+        fragment = before.split("fragment ", 1)[1].split()[0]
+        page.evaluate("document.activeElement && document.activeElement.blur()")
+        t = time.perf_counter()
+        page.keyboard.press(str(i % 4))
+        next_fragment(page, before)
+        timings.append((time.perf_counter() - t) * 1000)
+        pressed[fragment] = i % 4
+        settle(page)
+    return timings, pressed
+
+
+def keypress_timings(browser, base_url: str, presses: int) -> list[float]:
+    """One annotator's key press → next fragment times (ms), in a fresh browser session."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    log_in(page, base_url, USER)
+    timings, _ = press_keys(page, presses)
+    context.close()
+    return timings
 
 
 def grader(base_url: str, user: str, presses: int, start, results) -> None:
@@ -159,18 +162,7 @@ def grader(base_url: str, user: str, presses: int, start, results) -> None:
         page.set_default_timeout(120_000)
         log_in(page, base_url, user)
         start.wait()
-        timings, pressed = [], {}
-        for i in range(presses):
-            box = page.locator(BOX)
-            before = box.inner_text()
-            fragment = before.split("fragment ", 1)[1].split()[0]
-            page.evaluate("document.activeElement && document.activeElement.blur()")
-            t = time.perf_counter()
-            page.keyboard.press(str(i % 4))
-            next_fragment(page, before)
-            timings.append((time.perf_counter() - t) * 1000)
-            pressed[fragment] = i % 4
-            settle(page)
+        timings, pressed = press_keys(page, presses)
         browser.close()
     results.put((user, timings, pressed))
 
