@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 
 from eval_core.consensus import RULES, combine_grades, consensus
-from eval_core.evaluate import evaluate
+from eval_core.evaluate import EvalOptions, evaluate
 from eval_core.formats import Columns, load_qrels, load_run
 from eval_core.judgments import ANNOTATOR_KINDS, annotator_kinds
 from eval_core.metrics import Ranked, compute, index_qrels, parse_metrics, rank_run
@@ -268,8 +268,8 @@ def _score_replicates(qrels: Columns, labels: np.ndarray, ranked: dict[str, Rank
     becomes query b·Q + q of one stacked qrels, and each run's judged rows are repeated with their grades
     (shifted so the scale's lowest grade gains 0, as `evaluate(scale=…)` does)."""
     size, nq = len(labels), len(qrels.qvalues)
-    labels = labels - scale[0]
-    rel_level, max_grade = rel_level - scale[0], scale[1] - scale[0]
+    low, rel_level, max_grade = EvalOptions(rel_level=rel_level, scale=scale).levels()
+    labels = labels - low
     offset = (np.arange(size, dtype=np.int64) * nq)[:, None]
     stacked = Columns((offset + qrels.qcode[None, :]).ravel(), pa.array(np.arange(size * nq).astype(str)),
                       pa.concat_arrays([qrels.docid] * size), labels.ravel(), "<bootstrap>",
