@@ -1,24 +1,43 @@
-# The two commands a newcomer needs: `make demo` and `make test` (see README.md).
+# The two commands a newcomer needs: `make demo` and `make test` (see README.md). Both make and use a project
+# virtualenv in .venv (ignored by git): Debian 12/13's system Python refuses `pip install` (PEP 668).
 PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
 
-.PHONY: install install-test demo test lint screenshots
+.PHONY: help venv install install-test demo test test-fast lint typecheck screenshots
 
-install:
-	$(PY) -m pip install -q -e .
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
-install-test:
+$(BIN)/python:
+	$(PY) -m venv $(VENV) || { echo "python3 -m venv failed: on Debian, apt-get install python3-venv"; exit 1; }
+	$(BIN)/python -m pip install -q --upgrade pip
+
+venv: $(BIN)/python  ## create the project virtualenv (.venv)
+
+install: venv  ## install qrelkit into .venv (editable)
+	$(BIN)/python -m pip install -q -e .
+
+install-test: venv  ## install qrelkit with the test extras, Debian's chromium, and start PostgreSQL if needed
 	bash scripts/system-deps.sh
-	$(PY) -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test]'
 
-demo: install
-	qrelkit demo
+demo: install  ## build the demo project (SQLite ./qrelkit-demo.db) and serve it on http://127.0.0.1:8501
+	$(BIN)/qrelkit demo
 
-test: install-test
-	$(PY) -m ruff check .
-	$(PY) -m pytest -q
+test: install-test  ## ruff, mypy and the whole suite (browser and PostgreSQL tests included)
+	$(BIN)/python -m ruff check .
+	$(BIN)/python -m mypy
+	$(BIN)/python -m pytest -q
 
-lint:
-	$(PY) -m ruff check .
+test-fast: ## the inner loop: no browser, PostgreSQL or slow tests (needs `make install-test` once)
+	$(BIN)/python -m pytest -q -m "not browser and not postgres and not slow"
 
-screenshots: install-test  # refresh README's docs/screenshots/*.png (tests alone write to a temporary folder)
-	$(PY) scripts/screenshots.py
+lint:  ## ruff only
+	$(BIN)/python -m ruff check .
+
+typecheck:  ## mypy on the packages (eval_core strict enough to hold no errors)
+	$(BIN)/python -m mypy
+
+screenshots: install-test  ## refresh README's docs/screenshots/*.png (tests alone write to a temporary folder)
+	$(BIN)/python scripts/screenshots.py

@@ -17,14 +17,14 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from tqdm import tqdm
 
+from db.accounts.permissions import OPERATOR
+from db.accounts.users import create_user
 from db.assignment import assign
 from db.imports import import_fragments, import_queries, import_run
 from db.judging import next_pair, progress, record_judgment
-from db.permissions import OPERATOR
 from db.pooling import pool
 from db.projects import add_guideline, create_project, list_projects
-from db.users import create_user
-from eval_core.judge_prompt import GUIDELINES
+from guidelines import DEMO_AMBIGUOUS, GRADING
 
 DATA = Path(__file__).resolve().parent / "demo_data"
 PROJECT = "demo"
@@ -190,7 +190,7 @@ def build_demo(engine: Engine, show_progress: bool = False) -> DemoInfo:
     for username, role, password in USERS:
         create_user(engine, username, role, password, actor=OPERATOR)
     create_project(engine, PROJECT, scale=(0, 3), overlap=2, actor="lea")
-    add_guideline(engine, PROJECT, (GUIDELINES / "grading-0-3-v1-ambiguous.md").read_text(encoding="utf-8"),
+    add_guideline(engine, PROJECT, DEMO_AMBIGUOUS.read_text(encoding="utf-8"),
                   actor="lea")
     with tempfile.TemporaryDirectory() as tmp:
         for kind, path in demo_files(Path(tmp)):
@@ -208,7 +208,7 @@ def build_demo(engine: Engine, show_progress: bool = False) -> DemoInfo:
               disable=not show_progress) as bar:
         for username, count in todo.items():
             judge(engine, username, count // 2, truth, ambiguous=True, rng=rng, bar=bar)
-        add_guideline(engine, PROJECT, (GUIDELINES / "grading-0-3.md").read_text(encoding="utf-8"), actor="lea")
+        add_guideline(engine, PROJECT, GRADING.read_text(encoding="utf-8"), actor="lea")
         for username, count in todo.items():
             judge(engine, username, count - count // 2, truth, ambiguous=False, rng=rng, bar=bar)
     return DemoInfo(PROJECT, created=True)

@@ -21,11 +21,11 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from eval_core.agreement import agreement_report
-from eval_core.agreement_bootstrap import bootstrap_sums
-from eval_core.agreement_coefficients import alpha_from_coincidence
-from eval_core.agreement_data import encode, sum_by_group, unit_counts, unit_stats
-from eval_core.judgments import check_judgments
+from eval_core.agreement.bootstrap import bootstrap_sums
+from eval_core.agreement.coefficients import alpha_from_coincidence
+from eval_core.agreement.data import encode, sum_by_group, unit_counts, unit_stats
+from eval_core.agreement.report import agreement_report
+from eval_core.io.judgments import check_judgments
 
 T = TypeVar("T")
 

@@ -31,11 +31,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from bench_store_judging import PG_URL, build  # noqa: E402  (the store benchmark's 1M-judgment loader)
 
+from db.accounts.permissions import OPERATOR  # noqa: E402
+from db.accounts.users import set_password  # noqa: E402
 from db.judging import next_pair, progress  # noqa: E402
-from db.permissions import OPERATOR  # noqa: E402
 from db.projects import BUNDLED_GUIDELINE, add_guideline  # noqa: E402
-from db.schema import init_db  # noqa: E402
-from db.users import set_password  # noqa: E402
+from db.store.schema import init_db  # noqa: E402
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server, wait_idle  # noqa: E402
 
 USER, PASSWORD = "ann1", "bench-password"
@@ -169,7 +169,7 @@ def grader(base_url: str, user: str, presses: int, start, results) -> None:
 
 def stored(engine, users: list[str]) -> tuple[dict[str, dict[str, int]], int]:
     """Each user's judgments as {fragment id: grade}, and how many history rows they have."""
-    from db.queries_frames import judgments_frame
+    from db.store.frames import judgments_frame
 
     frame = judgments_frame(engine, "bench")
     mine = frame[frame.annotator.isin(users)]

@@ -62,7 +62,7 @@ def simulate(n_queries: int, n_runs: int, depth: int, seed: int) -> tuple[list[Q
 
 def real(qrels_path: str, run_paths: list[str], depth: int, rel_level: int) -> tuple[list[QueryPool], list[set]]:
     """Pools of the given TREC runs at `depth` per query of the qrels; relevant = grade ≥ rel_level."""
-    from eval_core.formats import read_qrels, read_run
+    from eval_core.io.formats import read_qrels, read_run
 
     qrels = read_qrels(qrels_path)
     qrels = qrels[qrels.iloc[:, -1] >= rel_level]
@@ -159,14 +159,14 @@ def store_latency(pools: list[QueryPool], relevant: list[set], queries: int, sam
     order's replay then walks half the pool (the bandit draws once per replayed step)."""
     import sqlalchemy as sa
 
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.users import create_user
     from db.assignment import assign
     from db.judging import next_pair, record_judgment
-    from db.models import Fragment, Query, Run, RunEntry
-    from db.permissions import OPERATOR
     from db.pooling import pool
     from db.projects import create_project, set_queue_order
-    from db.schema import init_db
-    from db.users import create_user
+    from db.store.models import Fragment, Query, Run, RunEntry
+    from db.store.schema import init_db
 
     engine = init_db(url)
     create_project(engine, "bench", actor=OPERATOR)

@@ -45,10 +45,10 @@ def build(url: str, pairs: int) -> None:
     """A project of `pairs` pairs (20 fragments per query) with the bundled guideline."""
     import sqlalchemy as sa
 
-    from db.models import Fragment, Pair, Query, utcnow
-    from db.permissions import OPERATOR
+    from db.accounts.permissions import OPERATOR
     from db.projects import BUNDLED_GUIDELINE, add_guideline, create_project
-    from db.schema import init_db
+    from db.store.models import Fragment, Pair, Query, utcnow
+    from db.store.schema import init_db
 
     engine = init_db(url)
     project = create_project(engine, "bench", actor=OPERATOR)
@@ -75,12 +75,12 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
     args = parser.parse_args()
 
-    from annotator.prejudge import ChatJudge
-    from db.engine import get_engine
-    from db.model_judges import prejudge
-    from db.permissions import OPERATOR
+    from annotator.judge_client import ChatJudge
+    from db.accounts.permissions import OPERATOR
+    from db.judges import prejudge
     from db.projects import get_project
-    from eval_core.judge_prompt import DEFAULT_PROMPT
+    from db.store.engine import get_engine
+    from eval_core.judges.prompt import DEFAULT_PROMPT
 
     server, base = serve(args.latency)
     template = DEFAULT_PROMPT.read_text(encoding="utf-8")

@@ -19,7 +19,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from eval_core.consensus import consensus
-from eval_core.evaluate import evaluate
+from eval_core.ranking.evaluation import evaluate
 from eval_core.robustness import robustness
 
 ANNOTATORS = ("ann", "bob", "cat")

@@ -24,10 +24,10 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from db.engine import get_engine
+from db.accounts.permissions import OPERATOR
 from db.judging import next_pair, record_judgment
-from db.permissions import OPERATOR
-from db.schema import init_db
+from db.store.engine import get_engine
+from db.store.schema import init_db
 
 PG_URL = os.environ.get("QRELKIT_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 TS = "2026-01-01 00:00:00"
@@ -128,7 +128,7 @@ def measure(engine: sa.Engine, samples: int, n_users: int = 100) -> dict[str, li
 def baseline(engine: sa.Engine, samples: int) -> dict[str, list[float]]:
     """The machine's floor: a one-row read (own transaction) and a one-row insert committed (write lock + the
     engine's durability: WAL on SQLite, fsync at commit on PostgreSQL). Our operations are judged against these."""
-    from db.engine import session_scope
+    from db.store.engine import session_scope
 
     times: dict[str, list[float]] = {"floor: read 1 row": [], "floor: insert+commit": []}
     with engine.begin() as conn:

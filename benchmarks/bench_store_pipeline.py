@@ -19,14 +19,14 @@ from sqlalchemy import insert, select
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from db.engine import get_engine, session_scope
+from db.accounts.permissions import OPERATOR
 from db.imports import import_fragments, import_queries, import_run
-from db.models import Fragment, Judgment, Pair, Query, User, utcnow
-from db.permissions import OPERATOR
 from db.pooling import pool
 from db.projects import create_project
 from db.releases import create_release
-from db.schema import init_db
+from db.store.engine import get_engine, session_scope
+from db.store.models import Fragment, Judgment, Pair, Query, User, utcnow
+from db.store.schema import init_db
 
 POOL_TARGET_S = 60.0
 RELEASE_TARGET_S = 30.0

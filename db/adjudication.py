@@ -9,9 +9,11 @@ import pandas as pd
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
-from db.engine import session_scope
+from db.accounts.permissions import require_lead
 from db.judging import check_grade
-from db.models import (
+from db.projects import project_row
+from db.store.engine import session_scope
+from db.store.models import (
     Adjudication,
     Fragment,
     Guideline,
@@ -23,8 +25,6 @@ from db.models import (
     User,
     utcnow,
 )
-from db.permissions import require_lead
-from db.projects import project_row
 
 
 @dataclass(frozen=True)

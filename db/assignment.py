@@ -10,10 +10,10 @@ from sqlalchemy import insert, select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from db.engine import session_scope
-from db.models import Assignment, Judgment, Pair, User, utcnow
-from db.permissions import Actor, require_lead
+from db.accounts.permissions import Actor, require_lead
 from db.projects import project_row
+from db.store.engine import session_scope
+from db.store.models import Assignment, Judgment, Pair, User, utcnow
 
 
 @dataclass

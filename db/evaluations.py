@@ -14,16 +14,16 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from db.engine import session_scope
-from db.models import Evaluation as EvaluationRow
-from db.models import Fragment, Pair, Project, Query, Release, Run, RunEntry, utcnow
-from db.permissions import Actor, require_lead
+from db.accounts.permissions import Actor, require_lead
 from db.pooling import add_candidates
 from db.projects import project_row, project_scale
-from db.queries_frames import adjudications_frame, frame_of, judgments_frame
-from eval_core.compare import Comparison, bootstrap_ci, compare
-from eval_core.evaluate import Evaluation, evaluate
-from eval_core.judgments import relevant_from
+from db.store.engine import session_scope
+from db.store.frames import adjudications_frame, frame_of, judgments_frame
+from db.store.models import Evaluation as EvaluationRow
+from db.store.models import Fragment, Pair, Project, Query, Release, Run, RunEntry, utcnow
+from eval_core.io.judgments import relevant_from
+from eval_core.ranking.evaluation import Evaluation, evaluate
+from eval_core.ranking.significance import Comparison, bootstrap_ci, compare
 from eval_core.robustness import RobustnessReport, robustness
 
 # The metrics a lead watches: compared between runs, followed across releases, and alerted on when they drop.

@@ -17,8 +17,11 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 from tqdm import tqdm
 
-from db.engine import session_scope
-from db.models import (
+from db.accounts.permissions import Actor, require_lead
+from db.projects import ProjectNotFound, project_row, project_scale
+from db.store.engine import session_scope
+from db.store.frames import project_adjudications
+from db.store.models import (
     Adjudication,
     Assignment,
     Fragment,
@@ -33,13 +36,10 @@ from db.models import (
     User,
     utcnow,
 )
-from db.permissions import Actor, require_lead
-from db.projects import ProjectNotFound, project_row, project_scale
-from db.queries_frames import project_adjudications
 from eval_core.errors import InputError
-from eval_core.formats import ranked
-from eval_core.judgments import ANNOTATOR_KINDS, read_judgments_file
-from eval_core.records import check_id, iter_lines, iter_records, open_binary
+from eval_core.io.formats import ranked
+from eval_core.io.judgments import ANNOTATOR_KINDS, read_judgments_file
+from eval_core.io.records import check_id, iter_lines, iter_records, open_binary
 
 MAX_ID_CHARS = 500
 MAX_NAME_CHARS = 200

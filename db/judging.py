@@ -11,8 +11,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from db.engine import session_scope
-from db.models import (
+from db.projects import project_row
+from db.queue_order import ordered_next
+from db.store.engine import session_scope
+from db.store.models import (
     Assignment,
     Fragment,
     Guideline,
@@ -24,8 +26,6 @@ from db.models import (
     User,
     utcnow,
 )
-from db.projects import project_row
-from db.queue_order import ordered_next
 from eval_core.judging_order import DEFAULT_ORDER
 
 A, F, G, H, J, P, PR, Q, U = (m.__table__ for m in (Assignment, Fragment, Guideline, JudgmentHistory, Judgment, Pair,

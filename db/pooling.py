@@ -11,10 +11,10 @@ from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from db.engine import session_scope
-from db.models import Fragment, Pair, Query, Run, RunEntry, utcnow
-from db.permissions import Actor, require_lead
+from db.accounts.permissions import Actor, require_lead
 from db.projects import project_row
+from db.store.engine import session_scope
+from db.store.models import Fragment, Pair, Query, Run, RunEntry, utcnow
 
 BM25 = "bm25"
 POOL_STEPS = 3

@@ -11,13 +11,12 @@ from functools import cache
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from db.engine import session_scope
-from db.models import Guideline, Project, User
-from db.permissions import Actor, require_lead
-from eval_core.judge_prompt import GUIDELINES
+from db.accounts.permissions import Actor, require_lead
+from db.store.engine import session_scope
+from db.store.models import Guideline, Project, User
 from eval_core.judging_order import DEFAULT_ORDER, ORDER_NAMES
+from guidelines import GRADING as BUNDLED_GUIDELINE
 
-BUNDLED_GUIDELINE = GUIDELINES / "grading-0-3.md"
 MAX_LABEL_CHARS = 60
 _GRADE_ROW = re.compile(r"^\|\s*\*\*(\d+)\*\*\s*\|\s*([^|]+?)\s*\|", re.MULTILINE)
 

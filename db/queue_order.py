@@ -8,9 +8,9 @@ import statistics
 from sqlalchemy import Text, bindparam, cast, false, func, select
 from sqlalchemy.orm import Session
 
-from db.models import Assignment, Judgment, Pair, Project, Run, RunEntry, User
+from db.store.models import Assignment, Judgment, Pair, Project, Run, RunEntry, User
+from eval_core.io.judgments import relevant_from
 from eval_core.judging_order import QueryPool, make_order, replay_next
-from eval_core.judgments import relevant_from
 
 A, J, P, PR, R, RE, U = (m.__table__ for m in (Assignment, Judgment, Pair, Project, Run, RunEntry, User))
 MODEL_KIND = "model"

@@ -17,7 +17,7 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from db.engine import session_scope
+from db.accounts.permissions import Actor, require_lead
 from db.evaluations import (
     HEADLINE,
     load_release,
@@ -26,8 +26,11 @@ from db.evaluations import (
     score_run,
     store_evaluation,
 )
-from db.models import Evaluation as EvaluationRow
-from db.models import (
+from db.projects import project_row, project_scale
+from db.store.engine import session_scope
+from db.store.frames import project_adjudications, project_judgments
+from db.store.models import Evaluation as EvaluationRow
+from db.store.models import (
     Fragment,
     Guideline,
     Project,
@@ -37,14 +40,11 @@ from db.models import (
     User,
     utcnow,
 )
-from db.permissions import Actor, require_lead
-from db.projects import project_row, project_scale
-from db.queries_frames import project_adjudications, project_judgments
-from eval_core.agreement import agreement_report
-from eval_core.calibration import calibration
+from eval_core.agreement.report import agreement_report
 from eval_core.consensus import MODEL_THRESHOLD, PROVENANCES, RELEASE_POLICIES, consensus, fill_gaps
-from eval_core.formats import write_atomically
-from eval_core.spreadsheet import escape_cell
+from eval_core.io.formats import write_atomically
+from eval_core.io.spreadsheet import escape_cell
+from eval_core.judges.calibration import calibration
 
 # The release export formats: format → file of the release.
 EXPORT_FORMATS = {"trec": "qrels.trec", "beir": "qrels.tsv", "jsonl": "judgments.jsonl", "csv": "qrels.csv"}

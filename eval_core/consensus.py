@@ -7,7 +7,7 @@ from itertools import pairwise
 import numpy as np
 import pandas as pd
 
-from eval_core.judgments import check_judgments
+from eval_core.io.judgments import check_judgments
 
 RULES = ("median", "majority", "mean", "min")
 # What a release's labels may come from: people only (default), or a model judge's grade where no person graded,

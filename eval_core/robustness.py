@@ -18,10 +18,10 @@ import pandas as pd
 import pyarrow as pa
 
 from eval_core.consensus import RULES, combine_grades, consensus
-from eval_core.evaluate import EvalOptions, evaluate
-from eval_core.formats import Columns, load_qrels, load_run
-from eval_core.judgments import ANNOTATOR_KINDS, annotator_kinds
-from eval_core.metrics import Ranked, compute, index_qrels, parse_metrics, rank_run
+from eval_core.io.formats import Columns, load_qrels, load_run
+from eval_core.io.judgments import ANNOTATOR_KINDS, annotator_kinds
+from eval_core.ranking.evaluation import EvalOptions, evaluate
+from eval_core.ranking.metrics import Ranked, compute, index_qrels, parse_metrics, rank_run
 
 DEFAULT_METRIC = "ndcg@10"
 DEFAULT_BOOTSTRAP = 200

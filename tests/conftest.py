@@ -80,8 +80,8 @@ def _create_at_head(url: str) -> None:
     from alembic import command
     from sqlmodel import SQLModel
 
-    from db.engine import get_engine
-    from db.schema import alembic_config
+    from db.store.engine import get_engine
+    from db.store.schema import alembic_config
 
     eng = get_engine(url)
     SQLModel.metadata.create_all(eng)
@@ -149,7 +149,7 @@ def store_url(store_kind, tmp_path, request) -> str:
 @pytest.fixture
 def engine(store_url):
     """The store at `store_url` (get_engine's cached engine for it); disposed afterwards."""
-    from db.engine import get_engine
+    from db.store.engine import get_engine
 
     eng = get_engine(store_url)
     yield eng
@@ -160,7 +160,7 @@ def engine(store_url):
 @pytest.fixture
 def project(engine):
     """Project "demo" (scale 0-3, overlap 2) in the test store."""
-    from db.permissions import OPERATOR
+    from db.accounts.permissions import OPERATOR
     from db.projects import create_project
 
     return create_project(engine, "demo", actor=OPERATOR)
@@ -173,9 +173,9 @@ def queue(engine, project):
     1-12. Returns {(query external id, fragment external id): pair id}."""
     import sqlalchemy as sa
 
-    from db.models import Assignment, Fragment, Pair, Query
-    from db.permissions import OPERATOR
-    from db.users import create_user
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.users import create_user
+    from db.store.models import Assignment, Fragment, Pair, Query
 
     users = {name: create_user(engine, name, role, actor=OPERATOR).id
              for name, role in (("ann1", "annotator"), ("ann2", "annotator"), ("boss", "lead"))}

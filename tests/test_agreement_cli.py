@@ -127,8 +127,8 @@ def test_cross_check_flags_a_difference(judgments: Path, monkeypatch: pytest.Mon
     """A report whose ordinal α is off by 0.01 is caught: MISMATCH, the difference printed, exit 1."""
     import dataclasses
 
-    import eval_core.agreement as agreement
-    from eval_core.agreement_types import Coefficient
+    import eval_core.agreement.report as agreement
+    from eval_core.agreement.types import Coefficient
 
     real = agreement.agreement_report
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
-from eval_core.agreement_coefficients import (
+from eval_core.agreement.coefficients import (
     cohen_kappa,
     fleiss_kappa,
     gwet_ac,
@@ -17,7 +17,7 @@ from eval_core.agreement_coefficients import (
     krippendorff_alpha,
     percent_agreement,
 )
-from eval_core.agreement_types import Coefficient
+from eval_core.agreement.types import Coefficient
 
 NAN = np.nan
 

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ROOT
 
-PAGE = ROOT / "annotator" / "screens" / "lead_agreement.py"
+PAGE = ROOT / "annotator" / "app" / "screens" / "lead_agreement.py"
 MARKDOWN_NAME = "![t](http://127.0.0.1:9/x.png)"
 HTML_QUERY = "<b>x</b>"
 LEAD = "lead"
@@ -55,11 +55,12 @@ def matrix(rows: list[dict], annotators: list[str]) -> np.ndarray:
 def page_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, annotators: list[str], scale: tuple[int, int],
              labels: dict[int, str]) -> tuple[AppTest, list[dict]]:
     """A project on `scale` whose judgments come in through the store's import, and its Agreement page run."""
-    from annotator.auth import TOKEN_KEY
-    from db import imports, projects, users
-    from db.permissions import OPERATOR
-    from db.schema import init_db
-    from db.sessions import create_session
+    from annotator.app.session import TOKEN_KEY
+    from db import imports, projects
+    from db.accounts import users
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.sessions import create_session
+    from db.store.schema import init_db
 
     url = f"sqlite:///{tmp_path / 'agreement.db'}"
     engine = init_db(url)
@@ -139,8 +140,8 @@ def test_headline_of_a_single_annotator_says_why_instead_of_a_number() -> None:
     """One annotator: no κ pair, α undefined — the tiles show "—" and the reason, never NaN or 0."""
     import pandas as pd
 
-    from annotator import views_agreement
-    from eval_core.agreement import agreement_report
+    from annotator.app.components import agreement as views_agreement
+    from eval_core.agreement.report import agreement_report
 
     frame = pd.DataFrame({"query_id": ["q1", "q2"], "fragment_id": ["a", "b"], "annotator": ["ana", "ana"],
                           "grade": pd.array([0, 3], dtype="Int64")})

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from eval_core.agreement import agreement_report, assess, weakest_boundary
-from eval_core.agreement_bootstrap import cluster_weights
-from eval_core.agreement_coefficients import gwet_ac
-from eval_core.agreement_types import (
+from eval_core.agreement.bootstrap import cluster_weights
+from eval_core.agreement.coefficients import gwet_ac
+from eval_core.agreement.report import agreement_report, assess, weakest_boundary
+from eval_core.agreement.types import (
     AgreementReport,
     Boundary,
     Coefficient,
@@ -179,10 +179,10 @@ def test_bootstrap_is_seeded_and_reproducible(judgments: pd.DataFrame) -> None:
 
 def test_reweighting_equals_resampling_queries(judgments: pd.DataFrame) -> None:
     """Each replicate's α from W @ per-query sums equals krippendorff.alpha on the explicitly resampled data."""
-    from eval_core.agreement_bootstrap import bootstrap_sums
-    from eval_core.agreement_coefficients import alpha_from_coincidence
-    from eval_core.agreement_data import encode, sum_by_group, unit_counts, unit_stats
-    from eval_core.judgments import check_judgments
+    from eval_core.agreement.bootstrap import bootstrap_sums
+    from eval_core.agreement.coefficients import alpha_from_coincidence
+    from eval_core.agreement.data import encode, sum_by_group, unit_counts, unit_stats
+    from eval_core.io.judgments import check_judgments
 
     frame = check_judgments(judgments)
     enc = encode(frame, (0, 3))
@@ -359,8 +359,8 @@ def test_single_guideline_group_equals_overall(judgments: pd.DataFrame) -> None:
 
 def test_sparse_statistics_path_equals_dense(judgments: pd.DataFrame, monkeypatch: pytest.MonkeyPatch) -> None:
     """Large projects keep per-query κ and group blocks sparse; the numbers must not change."""
-    import eval_core.agreement_data as data
-    import eval_core.agreement_groups as groups
+    import eval_core.agreement.data as data
+    import eval_core.agreement.groups as groups
 
     frame = judgments.assign(guideline=np.where(np.arange(len(judgments)) % 3, "v1", "v2"))
     dense = agreement_report(frame, bootstrap=60, seed=8)
@@ -374,7 +374,7 @@ def test_sparse_statistics_path_equals_dense(judgments: pd.DataFrame, monkeypatc
 
 
 def test_percentile_ci_gives_up_when_most_replicates_are_undefined() -> None:
-    from eval_core.agreement_bootstrap import percentile_ci
+    from eval_core.agreement.bootstrap import percentile_ci
 
     assert percentile_ci(np.array([0.1, 0.2, np.nan, np.nan, np.nan])) is None
     lo, hi = percentile_ci(np.array([0.0, 1.0, 2.0, 3.0, np.nan]), confidence=0.5)

@@ -14,29 +14,29 @@ from hypothesis import given
 from hypothesis import strategies as hs
 from streamlit.testing.v1 import AppTest
 
-from annotator.app import LEAD_PAGES
-from annotator.auth import NOT_ALLOWED, TOKEN_KEY
-from annotator.views import BREAK, literal
+from annotator.app.main import LEAD_PAGES
+from annotator.app.session import NOT_ALLOWED, TOKEN_KEY
+from annotator.app.views import BREAK, literal
+from db.accounts.permissions import OPERATOR
+from db.accounts.sessions import create_session
+from db.accounts.users import authenticate, create_user
 from db.adjudication import adjudicate
 from db.assignment import assign
 from db.imports import import_fragments, import_queries, import_run
 from db.judging import check_grade, get_pair, next_pair, progress, record_judgment
-from db.permissions import OPERATOR
 from db.pooling import pool
 from db.projects import add_guideline, create_project
-from db.queries_frames import adjudications_frame
-from db.schema import init_db
-from db.sessions import create_session
-from db.users import authenticate, create_user
+from db.store.frames import adjudications_frame
+from db.store.schema import init_db
 from tests.conftest import ROOT
 
-APP = str(ROOT / "annotator" / "app.py")
-PAGES = ROOT / "annotator" / "screens"
+APP = str(ROOT / "annotator" / "app" / "main.py")
+PAGES = ROOT / "annotator" / "app" / "screens"
 SCRIPT = "<script>alert(1)</script>"
 TEXT_ELEMENTS = ("title", "header", "subheader", "markdown", "text", "caption", "info", "warning", "error",
                  "success", "code")
 GUIDELINE = "# Tiny guideline\n\n3 answers fully; 2 partially; 1 mentions; 0 not relevant.\n"
-# The names in the bundled guideline's grade table (eval_core/guidelines/grading-0-3.md), the default labels of 0–3.
+# The names in the bundled guideline's grade table (guidelines/grading-0-3.md), the default labels of 0–3.
 BUNDLED_NAMES = ("Not relevant", "Related / mentioned in passing", "Answers partially / essential context",
                  "Answers fully")
 FRAGMENTS = [
@@ -484,7 +484,7 @@ def test_demo_is_built_once(demo_db: str) -> None:
 def test_demo_holds_the_worked_examples(demo_db: str) -> None:
     """The worked examples: q000 with d1…d20 and its run d5 d7 d11 …; A1 {d023:2, d028:1}; q1–q3 (doc_…)."""
     from db.evaluations import list_runs
-    from db.queries_frames import fragments_text, judgments_frame
+    from db.store.frames import fragments_text, judgments_frame
 
     engine = init_db(demo_db)
     frags = fragments_text(engine, "demo")
@@ -506,7 +506,7 @@ def test_demo_agreement_is_below_the_flag_under_v1_and_above_under_the_current_g
     """Ordinal α from the reference `krippendorff` package (annotators × units, value_domain 0–3)."""
     import krippendorff
 
-    from db.queries_frames import judgments_frame
+    from db.store.frames import judgments_frame
 
     judged = judgments_frame(init_db(demo_db), "demo")
     alphas = {}

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from annotator import charts
-from annotator.views import BREAK
+from annotator.app.components import charts
+from annotator.app.views import BREAK
 
 SCALE = (0, 3)
 
@@ -62,7 +62,7 @@ def test_kappa_matrix_is_symmetric_and_keeps_undefined_pairs():
                                                     values="grade")
     both = wide[["ann", "bob"]].dropna().astype(int)
     kq = cohen_kappa_score(both["ann"], both["bob"], labels=[0, 1, 2, 3], weights="quadratic")
-    from eval_core.agreement_types import Coefficient, KappaPair
+    from eval_core.agreement.types import Coefficient, KappaPair
 
     kappa = [KappaPair("ann", "bob", len(both), {"quadratic": Coefficient(kq, (kq - 0.1, kq + 0.1))}, []),
              KappaPair("ann", "zed", 0, {"quadratic": Coefficient(None, None, "undefined: no overlapping pairs")}, [])]
@@ -125,10 +125,10 @@ from pathlib import Path  # noqa: E402
 import krippendorff  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from annotator import app  # noqa: E402
+from annotator.app import main as app  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 
-PAGES = ROOT / "annotator" / "screens"
+PAGES = ROOT / "annotator" / "app" / "screens"
 NOT_ALLOWED = "Not allowed for your role: this page is for the lead role; you are logged in as annotator."
 LEAD_PAGES = tuple(name for name, _ in app.LEAD_PAGES)
 PROJECT = "shop"
@@ -181,9 +181,10 @@ def scan_components_once():
 def build_store(url: str) -> None:
     """Seed 000's query judged by two annotators under guideline v1 (v2 added after), two pooled runs and
     one unpooled run, written through the store's own operations."""
-    from db import assignment, imports, judging, pooling, projects, users
-    from db.permissions import OPERATOR
-    from db.schema import init_db
+    from db import assignment, imports, judging, pooling, projects
+    from db.accounts import users
+    from db.accounts.permissions import OPERATOR
+    from db.store.schema import init_db
 
     engine = init_db(url)
     folder = Path(url.removeprefix("sqlite:///")).parent
@@ -223,7 +224,7 @@ def store(template, tmp_path, monkeypatch):
     """A private copy of the seeded store; QRELKIT_DB_URL points the app at it."""
     import shutil
 
-    from db.engine import get_engine
+    from db.store.engine import get_engine
 
     for name in ("lead.db", "lead.db-wal", "lead.db-shm"):
         if (template / name).exists():
@@ -236,15 +237,15 @@ def store(template, tmp_path, monkeypatch):
 
 def user_info(engine, username: str):
     """The store's UserInfo, as the login form puts it in the session."""
-    from db import users
+    from db.accounts import users
 
     return next(u for u in users.list_users(engine) if u.username == username)
 
 
 def log_in(at: AppTest, engine, username: str) -> AppTest:
     """Give the AppTest session a store-issued login token, as the login form does (pages resolve it)."""
-    from annotator.auth import TOKEN_KEY
-    from db.sessions import create_session
+    from annotator.app.session import TOKEN_KEY
+    from db.accounts.sessions import create_session
 
     at.session_state[TOKEN_KEY] = create_session(engine, user_info(engine, username).id, client="apptest").token
     return at
@@ -259,7 +260,7 @@ def page_test(engine, page: str, username: str = "lea") -> AppTest:
 
 def app_test(engine, username: str = "lea") -> AppTest:
     """The whole app (navigation by role) with `username` logged in."""
-    return log_in(AppTest.from_file(str(ROOT / "annotator" / "app.py"), default_timeout=60), engine, username).run()
+    return log_in(AppTest.from_file(str(ROOT / "annotator" / "app" / "main.py"), default_timeout=60), engine, username).run()
 
 
 def expected_alpha() -> float:
@@ -318,7 +319,7 @@ def test_agreement_cuts_match_binarised_krippendorff(store):
 
 def test_disputed_pair_opens_adjudication_and_the_grade_is_stored(store):
     """Adjudicate on a disputed pair switches page with the pair selected; the final grade lands in the store."""
-    from db import queries_frames
+    from db.store import frames as queries_frames
 
     at = app_test(store)
     at.switch_page(str(PAGES / "lead_agreement.py")).run()
@@ -402,7 +403,7 @@ def test_release_diff_lists_the_adjudicated_change(store):
     from db import adjudication
 
     release(store)
-    from db import queries_frames
+    from db.store import frames as queries_frames
 
     adjudication.adjudicate(store, queries_frames.pair_id(store, PROJECT, "q000", "d20"), 2, "answers with context", actor="lea")
     at = page_test(store, "lead_releases.py")
@@ -442,7 +443,7 @@ def test_release_table_is_readable(store):
 def test_release_card_warns_when_a_labelled_text_changed(store, tmp_path):
     """d7's text is edited after release 1: the card says 1 labelled pair now points at changed text."""
     from db import imports
-    from db.permissions import OPERATOR
+    from db.accounts.permissions import OPERATOR
 
     release(store)
     imports.import_fragments(store, PROJECT, write_jsonl(tmp_path / "edit.jsonl", [
@@ -552,7 +553,8 @@ def test_evaluate_page_relevance_level_matches_trec_eval_cut(store):
 
 def adjudicate(engine, fragment: str, grade: int) -> None:
     """The lead's final grade for (q000, fragment)."""
-    from db import adjudication, queries_frames
+    from db import adjudication
+    from db.store import frames as queries_frames
 
     adjudication.adjudicate(engine, queries_frames.pair_id(engine, PROJECT, "q000", fragment), grade,
                             "lead's call", actor="lea")
@@ -581,9 +583,9 @@ def test_one_adjudication_gives_one_alert_per_run_and_headline_metric(store):
 
 def test_evaluate_page_escapes_a_run_name(store, tmp_path):
     """A run named with Markdown image and emphasis syntax reaches st.markdown only escaped."""
-    from annotator.views import literal
+    from annotator.app.views import literal
     from db import imports
-    from db.permissions import OPERATOR
+    from db.accounts.permissions import OPERATOR
 
     release(store)
     name = "![x](http://127.0.0.1:9/x.png) **bold**"
@@ -611,7 +613,7 @@ def test_evaluate_page_warns_on_judged_and_sends_the_holes(store):
 
 def test_project_import_reports_rejected_lines_by_upload_name_and_writes_nothing(store):
     """A queries file with a bad second line: the error names queries.jsonl:2, and no query is added."""
-    from db import queries_frames
+    from db.store import frames as queries_frames
 
     at = page_test(store, "lead_project.py")
     assert not at.exception
@@ -645,7 +647,7 @@ def test_new_judgment_invalidates_the_cached_agreement(store):
 
     at = page_test(store, "lead_agreement.py")
     before = at.dataframe[0].value.set_index("coefficient").loc["Krippendorff α (ordinal)", "value"]
-    from db import queries_frames
+    from db.store import frames as queries_frames
 
     pair_id = queries_frames.pair_id(store, PROJECT, "q000", "d3")
     judging.record_judgment(store, pair_id, "ben", 0)

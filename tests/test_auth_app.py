@@ -11,17 +11,17 @@ import pytest
 import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
-from annotator.auth import SESSION_ENDED, TOKEN_KEY
-from annotator.views import BREAK
-from db.engine import get_engine
-from db.models import UserSession, utcnow
-from db.permissions import OPERATOR
+from annotator.app.session import SESSION_ENDED, TOKEN_KEY
+from annotator.app.views import BREAK
+from db.accounts.permissions import OPERATOR
+from db.accounts.sessions import IDLE_TIMEOUT, create_session, resolve
+from db.accounts.users import create_user, deactivate, set_role
 from db.projects import create_project
-from db.schema import init_db
-from db.sessions import IDLE_TIMEOUT, create_session, resolve
-from db.users import create_user, deactivate, set_role
+from db.store.engine import get_engine
+from db.store.models import UserSession, utcnow
+from db.store.schema import init_db
 
-APP = str(Path(__file__).resolve().parent.parent / "annotator" / "app.py")
+APP = str(Path(__file__).resolve().parent.parent / "annotator" / "app" / "main.py")
 AGREEMENT = "screens/lead_agreement.py"
 
 
@@ -139,7 +139,7 @@ def test_the_form_shows_the_back_off_after_five_failures(url, caplog):
 
 def test_a_refused_store_action_is_one_sentence_in_the_page():
     def page() -> None:
-        from annotator.errors import user_errors
+        from annotator.app.errors import user_errors
 
         with user_errors("No release"):
             raise PermissionError("only a lead may do this; 'ana' is annotator")

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from annotator.cli import main
-from db.permissions import OPERATOR
-from db.sessions import create_session, resolve
-from db.users import authenticate, create_user, get_user
+from db.accounts.permissions import OPERATOR
+from db.accounts.sessions import create_session, resolve
+from db.accounts.users import authenticate, create_user, get_user
 
 
 @pytest.fixture

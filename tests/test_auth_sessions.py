@@ -10,11 +10,18 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from db import sessions
-from db.models import UserSession, utcnow
-from db.permissions import OPERATOR
-from db.sessions import IDLE_TIMEOUT, TOUCH_EVERY, create_session, resolve, revoke, revoke_all_for_user
-from db.users import create_user, deactivate, set_role
+from db.accounts import sessions
+from db.accounts.permissions import OPERATOR
+from db.accounts.sessions import (
+    IDLE_TIMEOUT,
+    TOUCH_EVERY,
+    create_session,
+    resolve,
+    revoke,
+    revoke_all_for_user,
+)
+from db.accounts.users import create_user, deactivate, set_role
+from db.store.models import UserSession, utcnow
 
 OP = {"actor": OPERATOR}
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)  # a Monday morning, for tests that set the store's clock
@@ -58,7 +65,7 @@ def test_an_expired_session_resolves_to_nobody(engine, lea):
 
 
 class Clock:
-    """The time db.sessions reads (utcnow), moved by hand: idleness without sleeping."""
+    """The time db.accounts.sessions reads (utcnow), moved by hand: idleness without sleeping."""
 
     def __init__(self, now: datetime) -> None:
         self.now = now
@@ -69,7 +76,7 @@ class Clock:
 
 @pytest.fixture
 def clock(monkeypatch) -> Clock:
-    """db.sessions' clock, starting at T0."""
+    """db.accounts.sessions' clock, starting at T0."""
     clock = Clock(T0)
     monkeypatch.setattr(sessions, "utcnow", clock)
     return clock

@@ -12,11 +12,11 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from db.logins import login, retry_after, wait_after
-from db.models import LoginAttempt, utcnow
-from db.permissions import OPERATOR
-from db.sessions import resolve, token_hash
-from db.users import create_user
+from db.accounts.logins import login, retry_after, wait_after
+from db.accounts.permissions import OPERATOR
+from db.accounts.sessions import resolve, token_hash
+from db.accounts.users import create_user
+from db.store.models import LoginAttempt, utcnow
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -96,7 +96,7 @@ def test_failures_older_than_the_window_are_forgotten(engine, ana):
 
 def test_the_back_off_holds_in_another_process(engine, store_url, ana):
     fail(engine, 5)
-    code = ("import sys; from db.logins import login; from db.engine import get_engine; "
+    code = ("import sys; from db.accounts.logins import login; from db.store.engine import get_engine; "
             "r = login(get_engine(sys.argv[1]), 'ana', 'right-password', client='10.0.0.1'); "
             "print(r.user is None, r.retry_after)")
     out = subprocess.run([sys.executable, "-c", code, store_url], cwd=ROOT, capture_output=True, text=True,
@@ -105,8 +105,8 @@ def test_the_back_off_holds_in_another_process(engine, store_url, ana):
 
 
 def test_a_login_prunes_attempts_and_ended_sessions_older_than_thirty_days(engine, ana):
-    from db.models import UserSession
-    from db.sessions import create_session
+    from db.accounts.sessions import create_session
+    from db.store.models import UserSession
 
     fail(engine, 2)
     old, recent, open_ = (create_session(engine, ana.id) for _ in range(3))

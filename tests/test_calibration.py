@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from eval_core.agreement import agreement_report
-from eval_core.calibration import CONSENSUS, calibration, upper_half
+from eval_core.agreement.report import agreement_report
 from eval_core.consensus import consensus
+from eval_core.judges.calibration import CONSENSUS, calibration, upper_half
 
 DOMAIN = [0, 1, 2, 3]
 

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ROOT
 
-PAGE = ROOT / "annotator" / "screens" / "lead_agreement.py"
+PAGE = ROOT / "annotator" / "app" / "screens" / "lead_agreement.py"
 MODEL = "![m](http://127.0.0.1:9/m.png)"
 HUMANS = ["ana", "bob", "cy"]
 DOMAIN = [0, 1, 2, 3]
@@ -42,12 +42,13 @@ def _jsonl(path: Path, rows: list[dict]) -> Path:
 
 def page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_model: bool) -> tuple[AppTest, list[dict], list[dict]]:
     """A 0–3 project whose human (and model) judgments come in through the store's import; its Agreement page."""
-    from annotator.auth import TOKEN_KEY
-    from db import imports, projects, users
+    from annotator.app.session import TOKEN_KEY
+    from db import imports, projects
+    from db.accounts import users
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.sessions import create_session
     from db.imports import AnnotatorKind
-    from db.permissions import OPERATOR
-    from db.schema import init_db
-    from db.sessions import create_session
+    from db.store.schema import init_db
 
     url = f"sqlite:///{tmp_path / 'calibration.db'}"
     engine = init_db(url)

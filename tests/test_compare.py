@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from eval_core.compare import (
+from eval_core.ranking.significance import (
     bootstrap_ci,
     change_counts,
     compare,

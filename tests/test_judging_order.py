@@ -11,13 +11,13 @@ import pytest
 import sqlalchemy as sa
 
 from annotator.cli import main
+from db.accounts.permissions import OPERATOR
+from db.accounts.users import create_user
 from db.assignment import assign
 from db.judging import next_pair, record_judgment
-from db.models import Assignment, Fragment, Judgment, Pair, Project, Query, Run, RunEntry
-from db.permissions import OPERATOR
 from db.pooling import pool
 from db.projects import get_project, set_queue_order
-from db.users import create_user
+from db.store.models import Assignment, Fragment, Judgment, Pair, Project, Query, Run, RunEntry
 from eval_core.judging_order import (
     ORDER_NAMES,
     ORDERS,
@@ -237,8 +237,8 @@ def test_cli_project_set(pooled, store_url, capsys):
 
 
 def test_migration_gives_existing_projects_pool_order_and_a_check(empty_store_url):
-    from db.engine import get_engine
-    from db.schema import upgrade
+    from db.store.engine import get_engine
+    from db.store.schema import upgrade
 
     engine = get_engine(empty_store_url)
     assert upgrade(engine, "0004") == "0004"
@@ -261,11 +261,11 @@ def test_project_page_sets_the_queue_order(tmp_path, monkeypatch):
 
     from streamlit.testing.v1 import AppTest
 
-    from annotator.auth import TOKEN_KEY
-    from db.engine import get_engine
+    from annotator.app.session import TOKEN_KEY
+    from db.accounts.sessions import create_session
     from db.projects import create_project
-    from db.schema import init_db
-    from db.sessions import create_session
+    from db.store.engine import get_engine
+    from db.store.schema import init_db
 
     url = f"sqlite:///{tmp_path / 'page.db'}"
     engine = init_db(url)
@@ -273,7 +273,7 @@ def test_project_page_sets_the_queue_order(tmp_path, monkeypatch):
     lead = create_user(engine, "lea", "lead", actor=OPERATOR)
     monkeypatch.setenv("QRELKIT_DB_URL", url)
     monkeypatch.setenv("QRELKIT_PROJECT", "demo")
-    page = Path(__file__).resolve().parent.parent / "annotator" / "screens" / "lead_project.py"
+    page = Path(__file__).resolve().parent.parent / "annotator" / "app" / "screens" / "lead_project.py"
     at = AppTest.from_file(str(page), default_timeout=60)
     at.session_state[TOKEN_KEY] = create_session(engine, lead.id, client="apptest").token
     at.session_state["project"] = "demo"
@@ -326,7 +326,7 @@ def test_back_follows_the_grading_order_under_an_order(pooled):
 
 
 def test_store_serves_model_uncertain_pairs_first(pooled):
-    from db.models import User, utcnow
+    from db.store.models import User, utcnow
 
     judge = create_user(pooled, "judge", "annotator", actor=OPERATOR)
     model_grades = {"a1": 3, "a2": 1, "a3": 0, "b1": 2, "b2": 1}

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from eval_core.errors import InputError
-from eval_core.judgments import check_judgments, parse_scale, read_judgments
+from eval_core.io.judgments import check_judgments, parse_scale, read_judgments
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:
@@ -101,7 +101,7 @@ def test_check_judgments_frame() -> None:
 @pytest.mark.parametrize("keep", ["error", "latest"])
 def test_columnar_fast_path_equals_exact_reader(tmp_path: Path, keep: str) -> None:
     """The Arrow fast path must give exactly what the line-by-line reader gives (it is the reference)."""
-    from eval_core.judgments import _read_columnar, _read_records
+    from eval_core.io.judgments import _read_columnar, _read_records
 
     csv_text = ('query_id,fragment_id,annotator,grade,note,extra\n'
                 'q1, d1 ,a,2.0,"comma, and\nnewline",x\n'
@@ -149,7 +149,7 @@ RELEASE_LINES = [
 
 
 def test_release_jsonl_is_read_per_annotator_with_its_adjudications(tmp_path: Path) -> None:
-    from eval_core.judgments import read_adjudications
+    from eval_core.io.judgments import read_adjudications
 
     path = write_jsonl(tmp_path / "judgments.jsonl", RELEASE_LINES)
     frame = read_judgments(path)
@@ -195,7 +195,7 @@ def test_ids_with_whitespace_are_refused(tmp_path: Path) -> None:
 
 
 def test_render_judgments_jsonl_is_json_dumps_and_reads_back(tmp_path: Path) -> None:
-    from eval_core.judgments import EXPORT_FIELDS, render_judgments
+    from eval_core.io.judgments import EXPORT_FIELDS, render_judgments
 
     frame = pd.DataFrame({
         "query_id": ["q1", "q1"], "fragment_id": ["d1", "d2"], "annotator": ["añn", "bob"],

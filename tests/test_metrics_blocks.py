@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from eval_core import evaluate
 from eval_core.errors import InputError
-from eval_core.evaluate import rank_file_blocks
-from eval_core.formats import load_qrels
-from eval_core.metrics import index_qrels
-from eval_core.run_blocks import Scattered, _byte_blocks, iter_run_blocks
+from eval_core.io.formats import load_qrels
+from eval_core.ranking.evaluation import rank_file_blocks
+from eval_core.ranking.metrics import index_qrels
+from eval_core.ranking.run_blocks import Scattered, _byte_blocks, iter_run_blocks
 
 METRICS = ["P@k", "recall@k", "ndcg@k", "ndcg_exp@k", "map@k", "mrr", "rprec", "judged@k", "bpref",
            "err@10", "rbp@0.8", "rbp_residual@0.8", "ndcg", "map", "ndcg@10_condensed", "map_condensed"]

@@ -12,7 +12,7 @@ import pytrec_eval
 
 from eval_core import evaluate
 from eval_core.errors import InputError
-from eval_core.evaluate import evaluate_judge_groups
+from eval_core.ranking.evaluation import evaluate_judge_groups
 from tests.conftest import ROOT
 
 DATA = ROOT / "tests" / "data"

@@ -17,7 +17,7 @@ import pytest
 from annotator.cli import COMMANDS, build_parser, main
 from tests.conftest import ROOT
 
-HEAVY = ("pandas", "scipy", "numpy", "pyarrow", "tqdm", "eval_core.compare", "eval_core.metrics")
+HEAVY = ("pandas", "scipy", "numpy", "pyarrow", "tqdm", "eval_core.ranking.significance", "eval_core.ranking.metrics")
 # What evaluating a run never needs: the store, the app, its charts, SciPy, and the other command groups.
 NOT_FOR_EVAL = ("sqlalchemy", "sqlmodel", "alembic", "streamlit", "altair", "scipy", "tqdm", "db",
                 *sorted(set(COMMANDS.values()) - {"annotator.cli.eval"}))
@@ -34,7 +34,7 @@ def loaded_after(code: str, modules: tuple[str, ...] = HEAVY) -> list[str]:
 
 @pytest.mark.parametrize("code", [
     "import eval_core",
-    "import eval_core.errors, eval_core.metric_registry, eval_core.thresholds, eval_core.paired_tests",
+    "import eval_core.errors, eval_core.ranking.registry, eval_core.thresholds, eval_core.ranking.paired_tests",
     "import annotator.cli.eval, annotator.cli.compare",
 ])
 def test_evaluation_modules_import_light(code: str) -> None:
@@ -55,12 +55,14 @@ def test_qrelkit_help_loads_no_heavy_module(argv: list[str]) -> None:
     assert loaded_after(code) == []
 
 
-def test_the_lazy_package_still_hands_out_functions() -> None:
-    """`eval_core.compare` / `.evaluate` stay the functions even once their submodules are imported."""
-    code = ("import eval_core.compare, eval_core.evaluate\nfrom eval_core import compare, evaluate\n"
+def test_the_package_hands_out_functions_and_its_modules_do_not_shadow_them() -> None:
+    """`eval_core.compare` / `.evaluate` are functions, also once the modules defining them are imported
+    (those modules are named `ranking.significance` and `ranking.evaluation`, so no name is shadowed)."""
+    code = ("import eval_core.ranking.significance, eval_core.ranking.evaluation\n"
+            "import eval_core\nfrom eval_core import compare, evaluate\n"
             "assert callable(compare) and callable(evaluate) and compare.__name__ == 'compare'\n"
-            "assert eval_core.evaluate.__name__ == 'evaluate'")
-    assert "eval_core.compare" in loaded_after(code)
+            "assert eval_core.evaluate.__name__ == 'evaluate' and eval_core.compare is compare")
+    assert "eval_core.ranking.significance" in loaded_after(code)
 
 
 def run_main(argv: list[str]) -> str:

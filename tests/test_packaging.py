@@ -36,12 +36,13 @@ def _tracked() -> list[str]:
 
 def _runtime_files() -> list[str]:
     """Every tracked file in a folder the code reads at run time, named by the constants that read it."""
+    from annotator.app.components.agreement import PAGES
     from annotator.cli.app import APP
     from annotator.demo import DATA
-    from annotator.views_agreement import PAGES
     from db.projects import BUNDLED_GUIDELINE
-    from db.schema import MIGRATIONS
-    from eval_core.judge_prompt import DEFAULT_PROMPT, GUIDELINES
+    from db.store.schema import MIGRATIONS
+    from eval_core.judges.prompt import DEFAULT_PROMPT
+    from guidelines import DIR as GUIDELINES
 
     folders = [p.relative_to(ROOT).as_posix() + "/" for p in (GUIDELINES, MIGRATIONS, PAGES, DATA)]
     named = [p.relative_to(ROOT).as_posix() for p in (APP, BUNDLED_GUIDELINE, DEFAULT_PROMPT)]
@@ -71,21 +72,29 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_holds_what_the_code_reads_at_run_time(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert [name for name in _runtime_files() if name not in names] == []
-    for name in ("eval_core/guidelines/grading-0-3.md", "eval_core/guidelines/grading-0-3-v1-ambiguous.md",
-                 "eval_core/guidelines/judge-prompt.md", "db/migrations/env.py", "annotator/screens/annotate.py",
+    for name in ("guidelines/grading-0-3.md", "guidelines/grading-0-3-v1-ambiguous.md",
+                 "guidelines/judge-prompt.md", "db/store/migrations/env.py", "annotator/app/screens/annotate.py",
                  "annotator/demo_data/grades.jsonl"):
         assert name in names  # the list above is not empty by accident
     outside = sorted({name.split("/")[0] for name in names} - {*PACKAGES, wheel.name.split("-py3")[0] + ".dist-info"})
-    assert outside == []  # no top-level guidelines/, tests/ or build leftovers
+    assert outside == []  # no tests/ or build leftovers at the top level
 
 
 def test_a_non_editable_install_creates_projects_and_the_demo(wheel, tmp_path):
-    """Installed (no dependencies: they come from this Python's site-packages) into a fresh virtual environment
-    and run from a folder outside the checkout, the package reads only its own files."""
+    """Installed (no dependencies: they come from the test's own environment) into a fresh virtual environment
+    and run from a folder outside the checkout, the package reads only its own files.
+
+    The test's environment is usually itself a virtualenv, whose packages a `--system-site-packages` child of
+    `sys.executable` would not see (it sees the base interpreter's): a `.pth` file in the new environment adds
+    the test environment's site-packages after its own, so the installed wheel is found before the checkout."""
+    import site
+
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True,
-                   timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
+    own = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"], check=True,
+                         capture_output=True, text=True, timeout=60).stdout.strip()
+    Path(own, "test-environment.pth").write_text("\n".join(site.getsitepackages()) + "\n", encoding="utf-8")
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--quiet",
                     str(wheel)], check=True, timeout=300)
     run = tmp_path / "run"
@@ -97,15 +106,15 @@ def test_a_non_editable_install_creates_projects_and_the_demo(wheel, tmp_path):
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout
 
-    where = call(str(python), "-c", "import annotator.demo, db.projects, eval_core.judge_prompt as p; "
+    where = call(str(python), "-c", "import annotator.demo, db.projects, eval_core.judges.prompt as p; "
                                     "print(annotator.demo.__file__, db.projects.BUNDLED_GUIDELINE, p.DEFAULT_PROMPT)")
     assert all(Path(path).is_relative_to(venv) for path in where.split()), where  # not the editable checkout
     db = f"sqlite:///{run / 'store.db'}"
     call(str(venv / "bin" / "qrelkit"), "init", "--project", "faq", "--db", db)
     shown = call(str(venv / "bin" / "qrelkit"), "guideline", "show", "--project", "faq", "--db", db)
-    assert shown == (ROOT / "eval_core" / "guidelines" / "grading-0-3.md").read_text(encoding="utf-8")
+    assert shown == (ROOT / "guidelines" / "grading-0-3.md").read_text(encoding="utf-8")
     demo = call(str(python), "-c", "from annotator.demo import build_demo; from db.projects import list_guidelines; "
-                                   "from db.schema import init_db; from eval_core.judge_prompt import DEFAULT_PROMPT, "
+                                   "from db.store.schema import init_db; from eval_core.judges.prompt import DEFAULT_PROMPT, "
                                    f"check_template; e = init_db('sqlite:///{run / 'demo.db'}'); "
                                    "print(build_demo(e).created, [g.version for g in list_guidelines(e, 'demo')]); "
                                    "check_template(DEFAULT_PROMPT.read_text(encoding='utf-8'))")

@@ -18,16 +18,16 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from annotator.app.views import BREAK
 from annotator.cli import main
-from annotator.prejudge import ChatJudge, EndpointError, retry_after
-from annotator.views import BREAK
+from annotator.judge_client import ChatJudge, EndpointError, retry_after
+from db.accounts.permissions import OPERATOR
 from db.assignment import assign
-from db.model_judges import model_annotator, prejudge
-from db.models import JudgeCall, JudgmentHistory, User
-from db.permissions import OPERATOR
+from db.judges import model_annotator, prejudge
 from db.projects import add_guideline
-from db.queries_frames import judgments_frame
-from eval_core.judge_prompt import DEFAULT_PROMPT, check_template, parse_grade, prompt_version, render
+from db.store.frames import judgments_frame
+from db.store.models import JudgeCall, JudgmentHistory, User
+from eval_core.judges.prompt import DEFAULT_PROMPT, check_template, parse_grade, prompt_version, render
 
 GUIDELINE = "Grade 3 when the fragment answers the query fully, 0 when it is about something else."
 LABELS = {0: "Not relevant", 1: "Related", 2: "Partly", 3: "Fully"}
@@ -498,8 +498,8 @@ def test_import_refuses_to_mix_kinds_all_or_nothing(engine, store_url, judged_pr
 def test_migration_0006_makes_existing_users_human(empty_store_url):
     from alembic import command
 
-    from db.engine import get_engine
-    from db.schema import alembic_config, upgrade
+    from db.store.engine import get_engine
+    from db.store.schema import alembic_config, upgrade
 
     engine = get_engine(empty_store_url)
     assert upgrade(engine, "0005") == "0005"
@@ -529,13 +529,13 @@ def _project_page(engine, store_url, monkeypatch):
     """The Project page run by AppTest with lead `boss` logged in on project demo."""
     from streamlit.testing.v1 import AppTest
 
-    from annotator.auth import TOKEN_KEY
-    from db.sessions import create_session
-    from db.users import get_user
+    from annotator.app.session import TOKEN_KEY
+    from db.accounts.sessions import create_session
+    from db.accounts.users import get_user
     from tests.conftest import ROOT
 
     monkeypatch.setenv("QRELKIT_DB_URL", store_url)
-    at = AppTest.from_file(str(ROOT / "annotator" / "screens" / "lead_project.py"), default_timeout=60)
+    at = AppTest.from_file(str(ROOT / "annotator" / "app" / "screens" / "lead_project.py"), default_timeout=60)
     at.session_state[TOKEN_KEY] = create_session(engine, get_user(engine, "boss").id, client="apptest").token
     at.session_state["project"] = "demo"
     return at.run()

@@ -13,13 +13,13 @@ from sqlalchemy import select, update
 from test_store_pool import seed
 from test_store_release import judge
 
+from annotator.app.views import BREAK
 from annotator.cli import main
-from annotator.views import BREAK
-from db.engine import session_scope
-from db.models import Guideline, Judgment, User
-from db.permissions import OPERATOR
+from db.accounts.permissions import OPERATOR
 from db.projects import add_guideline
 from db.releases import create_release, release_files
+from db.store.engine import session_scope
+from db.store.models import Guideline, Judgment, User
 
 QUERIES = {"q1": "what is recall", "q2": "what is ndcg"}
 FRAGS = {f"f{i}": f"fragment text {i}" for i in range(1, 8)}
@@ -123,11 +123,11 @@ def test_releases_page_policy_select_and_provenance_shares(tmp_path, monkeypatch
     # The page is the same on both stores (the store functions above run on both): one SQLite store here.
     from streamlit.testing.v1 import AppTest
 
-    from annotator.auth import TOKEN_KEY
+    from annotator.app.session import TOKEN_KEY
+    from db.accounts.sessions import create_session
+    from db.accounts.users import create_user
     from db.projects import create_project
-    from db.schema import init_db
-    from db.sessions import create_session
-    from db.users import create_user
+    from db.store.schema import init_db
     from tests.conftest import ROOT
 
     store_url = f"sqlite:///{tmp_path / 'releases.db'}"
@@ -136,7 +136,7 @@ def test_releases_page_policy_select_and_provenance_shares(tmp_path, monkeypatch
     judged(engine, project)
     lead = create_user(engine, "lead", "lead", password="lead-password-1", actor=OPERATOR)
     monkeypatch.setenv("QRELKIT_DB_URL", store_url)
-    at = AppTest.from_file(str(ROOT / "annotator" / "screens" / "lead_releases.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "annotator" / "app" / "screens" / "lead_releases.py"), default_timeout=120)
     at.session_state[TOKEN_KEY] = create_session(engine, lead.id, client="apptest").token
     at.session_state["project"] = "demo"
     at.run()

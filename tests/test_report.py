@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from annotator.cli import main
-from eval_core.evaluate import Evaluation, evaluate
-from eval_core.report import (
+from eval_core.ranking.evaluation import Evaluation, evaluate
+from eval_core.ranking.report import (
     Thresholds,
     category_breakdown,
     diagnose,

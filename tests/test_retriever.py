@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from eval_core.errors import InputError
-from eval_core.evaluate import evaluate
-from eval_core.formats import read_run
-from eval_core.retriever import aevaluate_retriever, evaluate_retriever, ranking, read_texts
+from eval_core.io.formats import read_run
+from eval_core.ranking.evaluation import evaluate
+from eval_core.ranking.retriever import aevaluate_retriever, evaluate_retriever, ranking, read_texts
 
 # Seed 004's test_cases: relevant_doc_ids graded 2, partially_relevant_ids graded 1 (its relevance_map).
 QRELS = pd.DataFrame(

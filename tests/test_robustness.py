@@ -18,7 +18,7 @@ from test_store_release import judge
 
 from annotator.cli import main
 from eval_core.consensus import RULES, consensus
-from eval_core.evaluate import evaluate
+from eval_core.ranking.evaluation import evaluate
 from eval_core.robustness import kendall_tau, resample_labels, robustness
 
 L3 = 1 / math.log2(3)  # the discount at rank 2
@@ -293,13 +293,13 @@ def test_evaluate_page_section_shows_the_flip_literally(tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
     from test_app_lead import PAGES, log_in, shown
 
-    from annotator.views_robustness import TOGGLE
-    from db.engine import get_engine
-    from db.permissions import OPERATOR
+    from annotator.app.components.robustness import TOGGLE
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.users import create_user
     from db.projects import create_project
     from db.releases import create_release
-    from db.schema import init_db
-    from db.users import create_user
+    from db.store.engine import get_engine
+    from db.store.schema import init_db
 
     url = f"sqlite:///{tmp_path / 'page.db'}"
     engine = init_db(url)
@@ -334,8 +334,8 @@ def test_evaluate_page_section_shows_the_flip_literally(tmp_path, monkeypatch):
 def test_store_mode_reads_model_judges_from_the_store(engine, project, store_url, tmp_path, capsys):
     """A model judge stored as such (users.kind = model) is a model condition, and "humans + models" appears,
     exactly as when the same judgments are given as a file with --model."""
-    from db.model_judges import model_annotator
-    from db.permissions import OPERATOR
+    from db.accounts.permissions import OPERATOR
+    from db.judges import model_annotator
 
     seed(engine, project.id, {"q1": "what is recall"}, {"d1": "one", "d2": "two"}, {"A": RUN_A, "B": RUN_B})
     model_annotator(engine, "llm", "some-model", actor=OPERATOR)

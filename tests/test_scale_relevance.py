@@ -9,7 +9,7 @@ import pytest
 import pytrec_eval
 
 from db.evaluations import score_run
-from eval_core.judgments import relevant_from
+from eval_core.io.judgments import relevant_from
 
 QRELS = {"q1": {"a": 1, "b": 3, "c": 2, "d": 1}, "q2": {"e": 1, "f": 1, "g": 2}}
 RUN = {"q1": {"a": 9.0, "d": 8.0, "b": 7.0, "x": 6.0, "c": 5.0}, "q2": {"e": 9.0, "f": 8.0, "g": 7.0, "y": 6.0}}
@@ -72,7 +72,7 @@ def trec_means(qrels: dict, run: dict, low: int, rel_level: int) -> dict[str, fl
     (QRELS, RUN, (1, 3), None), (QRELS, RUN, (1, 3), 3), (QRELS_1_5, RUN_1_5, (1, 5), None),
     (QRELS_1_5, RUN_1_5, (1, 5), 4), (shifted(QRELS_1_5, 1), RUN_1_5, (0, 4), None)])
 def test_evaluate_on_a_scale_equals_trec_eval_on_qrels_shifted_to_start_at_0(qrels, run, scale, rel_level) -> None:
-    from eval_core.evaluate import evaluate
+    from eval_core.ranking.evaluation import evaluate
 
     result = evaluate(qrels, run, metrics=list(OURS_TO_TREC), scale=scale, rel_level=rel_level)
     expected = trec_means(qrels, run, scale[0], relevant_from(scale) if rel_level is None else rel_level)
@@ -81,7 +81,7 @@ def test_evaluate_on_a_scale_equals_trec_eval_on_qrels_shifted_to_start_at_0(qre
 
 
 def test_without_a_scale_the_lowest_grade_keeps_its_gain_as_in_trec_eval() -> None:
-    from eval_core.evaluate import evaluate
+    from eval_core.ranking.evaluation import evaluate
 
     plain = evaluate(QRELS_1_5, RUN_1_5, metrics=["ndcg@5"], rel_level=2)
     on_scale = evaluate(QRELS_1_5, RUN_1_5, metrics=["ndcg@5"], scale=(1, 5))

@@ -6,7 +6,7 @@ import pytest
 
 from db.adjudication import adjudicate, pair_detail
 from db.judging import record_judgment, undo_judgment
-from db.queries_frames import adjudications_frame, qrels_frame
+from db.store.frames import adjudications_frame, qrels_frame
 
 
 def test_lead_adjudicates_and_latest_is_in_force(engine, queue):
@@ -51,7 +51,7 @@ def test_pair_detail_shows_every_grade_and_history(engine, queue):
 
 def test_the_cli_operator_must_name_the_lead(engine, queue):
     """Refused on purpose: a decision records its lead (a release line's `by`), and the error says what to pass."""
-    from db.permissions import OPERATOR
+    from db.accounts.permissions import OPERATOR
 
     with pytest.raises(PermissionError, match=r"the CLI operator cannot adjudicate anonymously: name an active lead "
                                               r"\(actor=USERNAME; from the CLI, --user LEAD\)"):

@@ -13,12 +13,12 @@ from sqlalchemy import select
 from test_store_pool import seed
 
 from annotator.cli import main
+from db.accounts.permissions import OPERATOR
+from db.accounts.users import create_user
 from db.assignment import assign, overlap_sample, plan_assignments
-from db.engine import session_scope
-from db.models import Assignment, Judgment, Pair, Query, User
-from db.permissions import OPERATOR
 from db.pooling import pool
-from db.users import create_user
+from db.store.engine import session_scope
+from db.store.models import Assignment, Judgment, Pair, Query, User
 
 
 def setup_pairs(engine, project, queries: int = 3, per_query: int = 4, annotators=("ann", "bob", "cat")):

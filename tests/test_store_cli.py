@@ -8,10 +8,10 @@ import json
 import pytest
 
 from annotator.cli import main
-from db.engine import get_engine
+from db.accounts.users import authenticate
 from db.projects import get_project
-from db.schema import current_revision, head_revision
-from db.users import authenticate
+from db.store.engine import get_engine
+from db.store.schema import current_revision, head_revision
 
 
 def _json(capsys) -> object:
@@ -115,7 +115,7 @@ def test_imports_report_and_reject(engine, project, store_url, tmp_path, capsys)
 def test_adjudicate_names_its_lead(engine, queue, store_url, capsys):
     """`qrelkit adjudicate` records the decision in the name of the lead given with --user (checked); without
     one the CLI operator is refused with what to pass, and nothing is written."""
-    from db.queries_frames import adjudications_frame, qrels_frame
+    from db.store.frames import adjudications_frame, qrels_frame
 
     pair = ["adjudicate", "--project", "demo", "--query", "q1", "--fragment", "f2", "--db", store_url]
     assert main([*pair, "--grade", "2", "--reason", "answers it"]) == 2

@@ -12,8 +12,9 @@ from test_store_pool import pairs_of, seed
 from test_store_release import judge
 
 from annotator.cli import main
+from db.accounts.permissions import OPERATOR
+from db.accounts.users import create_user
 from db.assignment import assign
-from db.engine import session_scope
 from db.evaluations import (
     HEADLINE,
     compare_runs,
@@ -26,10 +27,9 @@ from db.evaluations import (
     run_history,
     stored_run_frame,
 )
-from db.models import Evaluation as EvaluationRow
-from db.permissions import OPERATOR
 from db.releases import create_release
-from db.users import create_user
+from db.store.engine import session_scope
+from db.store.models import Evaluation as EvaluationRow
 
 # Seed 000 (recall@k, MRR y nDCG): R = {d3:3, d7:2, d12:2, d20:1} and the ranking below.
 RANKING = ["d5", "d7", "d11", "d3", "d2", "d20", "d9", "d14", "d1", "d6"]

@@ -9,17 +9,17 @@ import pytest
 import sqlalchemy as sa
 
 from annotator.cli import main
+from db.accounts.permissions import OPERATOR
+from db.accounts.users import create_user
 from db.assignment import assign
-from db.engine import get_engine
 from db.judging import record_judgment
-from db.models import Fragment, Judgment, Pair, Project, Query, User
-from db.permissions import OPERATOR
 from db.pooling import pool
 from db.projects import BUNDLED_GUIDELINE, current_guideline, list_guidelines
-from db.queries_frames import judgments_frame
 from db.releases import changed_texts, create_release, release_files
-from db.users import create_user
-from eval_core.agreement import agreement_report
+from db.store.engine import get_engine
+from db.store.frames import judgments_frame
+from db.store.models import Fragment, Judgment, Pair, Project, Query, User
+from eval_core.agreement.report import agreement_report
 
 QUERIES = [{"id": "q1", "text": "return deadline"}, {"id": "q2", "text": "shipping cost"}]
 FRAGMENTS = [{"id": f"f{i}", "text": f"fragment {i} about returns and shipping"} for i in range(1, 5)]
@@ -97,7 +97,7 @@ def _grade_by_length(query: str, fragment: str, guideline: str) -> int:
 def with_judge(engine, judged):
     """`judged` plus model judge `llm` (model gpt-4o-mini) grading every pair with prompt v1, then the first two
     pairs again with prompt v2: one annotator, two prompt versions, the later one the judge's current."""
-    from db.model_judges import prejudge
+    from db.judges import prejudge
 
     prejudge(engine, "src", _grade_by_length, model="gpt-4o-mini", annotator="llm", prompt_version="umbrela-v1",
              actor=OPERATOR)
@@ -326,9 +326,9 @@ def test_agreement_reads_a_releases_jsonl_and_csv(engine, store_url, judged, tmp
 
 
 def test_the_store_doc_lists_the_export_fields_and_what_import_reads():
-    """docs/store.md names the export's fields as eval_core.judgments.EXPORT_FIELDS (in order) and every optional
+    """docs/store.md names the export's fields as eval_core.io.judgments.EXPORT_FIELDS (in order) and every optional
     field the judgments reader takes: a field added to either list fails here until the page says so."""
-    from eval_core.judgments import EXPORT_FIELDS, OPTIONAL
+    from eval_core.io.judgments import EXPORT_FIELDS, OPTIONAL
     from tests.conftest import ROOT
 
     text = (ROOT / "docs" / "store.md").read_text(encoding="utf-8")

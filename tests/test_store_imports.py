@@ -10,6 +10,8 @@ import pytrec_eval
 import sqlalchemy as sa
 
 from db import imports
+from db.accounts.permissions import OPERATOR
+from db.accounts.users import create_user, deactivate
 from db.imports import (
     AnnotatorKind,
     ImportRejected,
@@ -18,7 +20,8 @@ from db.imports import (
     import_queries,
     import_run,
 )
-from db.models import (
+from db.store.frames import adjudications_frame, judgments_frame
+from db.store.models import (
     Adjudication,
     Fragment,
     Judgment,
@@ -30,9 +33,6 @@ from db.models import (
     RunEntry,
     User,
 )
-from db.permissions import OPERATOR
-from db.queries_frames import adjudications_frame, judgments_frame
-from db.users import create_user, deactivate
 from eval_core.errors import InputError
 
 TABLES = (Project, User, Query, Fragment, Pair, Judgment, JudgmentHistory, Adjudication, Run, RunEntry)
@@ -307,7 +307,7 @@ def test_imported_judgments_in_a_project_with_a_guideline(engine, corpus):
                                                                "q1,d1,ann,2\nq1,d2,ann,0\n"), actor=OPERATOR)
     frame = judgments_frame(engine, "demo")
     assert frame["guideline"].tolist() == [None, None]
-    from db.models import Assignment
+    from db.store.models import Assignment
 
     create_user(engine, "bea", "annotator", actor=OPERATOR)
     with engine.begin() as conn:
@@ -364,7 +364,7 @@ KIND_CONFLICTS = {
 @pytest.fixture
 def people_and_judge(engine, corpus):
     """Person `ann` and model judge `llm` (model gpt-4o) already in the store."""
-    from db.model_judges import model_annotator
+    from db.judges import model_annotator
 
     create_user(engine, "ann", "annotator", actor=OPERATOR)
     model_annotator(engine, "llm", "gpt-4o", "v1", actor=OPERATOR)

@@ -7,6 +7,8 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from db.accounts.permissions import OPERATOR
+from db.accounts.users import create_user
 from db.adjudication import adjudicate, rejudge_queue
 from db.judging import (
     annotator_stats,
@@ -17,17 +19,15 @@ from db.judging import (
     record_judgment,
     undo_judgment,
 )
-from db.models import Judgment, JudgmentHistory
-from db.permissions import OPERATOR
 from db.projects import add_guideline, create_project
-from db.queries_frames import (
+from db.store.frames import (
     fragments_text,
     judgments_fingerprint,
     judgments_frame,
     qrels_frame,
     queries_frame,
 )
-from db.users import create_user
+from db.store.models import Judgment, JudgmentHistory
 
 
 def _history(engine, pair_id):

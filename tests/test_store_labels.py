@@ -9,13 +9,13 @@ import pytest
 import sqlalchemy as sa
 
 from annotator.cli import main
-from db.engine import get_engine
-from db.permissions import OPERATOR
+from db.accounts.permissions import OPERATOR
+from db.accounts.users import activate, create_user, deactivate
 from db.projects import create_project, get_project, list_projects, set_grade_labels
-from db.schema import upgrade
-from db.users import activate, create_user, deactivate
+from db.store.engine import get_engine
+from db.store.schema import upgrade
 
-# The grade table of eval_core/guidelines/grading-0-3.md, as a reader of that page sees it.
+# The grade table of guidelines/grading-0-3.md, as a reader of that page sees it.
 GUIDELINE_NAMES = {0: "Not relevant", 1: "Related / mentioned in passing",
                    2: "Answers partially / essential context", 3: "Answers fully"}
 

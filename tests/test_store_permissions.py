@@ -9,16 +9,16 @@ import pytest
 import sqlalchemy as sa
 from sqlmodel import SQLModel
 
+from db.accounts.permissions import OPERATOR
+from db.accounts.users import create_user, deactivate
 from db.adjudication import adjudicate
 from db.assignment import assign
 from db.evaluations import judge_holes
 from db.imports import import_fragments, import_judgments, import_queries, import_run
 from db.judging import record_judgment
-from db.permissions import OPERATOR
 from db.pooling import pool
 from db.projects import add_guideline, create_project, set_grade_labels, update_policy
 from db.releases import create_release
-from db.users import create_user, deactivate
 
 
 def _snapshot(engine) -> dict[str, list]:

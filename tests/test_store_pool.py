@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy import select
 
 from annotator.cli import main
-from db.engine import session_scope
-from db.models import Fragment, Pair, Query, Run, RunEntry
-from db.permissions import OPERATOR
+from db.accounts.permissions import OPERATOR
 from db.pooling import pool, tokenize
+from db.store.engine import session_scope
+from db.store.models import Fragment, Pair, Query, Run, RunEntry
 
 
 def seed(engine, project_id: int, queries: dict[str, str], fragments: dict[str, str],

@@ -18,14 +18,14 @@ from sqlalchemy import select, update
 from test_store_pool import seed
 
 from annotator.cli import main
-from db.engine import get_engine, session_scope
+from db.accounts.permissions import OPERATOR
+from db.accounts.users import create_user
 from db.imports import import_judgments
-from db.models import Adjudication, Fragment, Judgment, Pair, Query, User
-from db.permissions import OPERATOR
 from db.projects import add_guideline, create_project
 from db.releases import create_release, diff_releases, get_release, list_releases, release_files, render_files
-from db.schema import init_db
-from db.users import create_user
+from db.store.engine import get_engine, session_scope
+from db.store.models import Adjudication, Fragment, Judgment, Pair, Query, User
+from db.store.schema import init_db
 
 SCALE = [0, 1, 2, 3]
 

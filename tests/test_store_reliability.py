@@ -12,11 +12,11 @@ import traceback
 
 import sqlalchemy as sa
 
-from db.engine import get_engine
+from db.accounts.permissions import OPERATOR
+from db.accounts.users import create_user
 from db.judging import record_judgment
-from db.models import Assignment, Judgment, JudgmentHistory, User, utcnow
-from db.permissions import OPERATOR
-from db.users import create_user
+from db.store.engine import get_engine
+from db.store.models import Assignment, Judgment, JudgmentHistory, User, utcnow
 
 FORK = mp.get_context("fork")
 N_USERS, N_PROCS, ROUNDS = 8, 16, 1

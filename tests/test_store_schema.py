@@ -7,9 +7,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlmodel import SQLModel
 
-from db.engine import get_engine
 from db.judging import next_pair
-from db.schema import MIGRATIONS, current_revision, head_revision, init_db, upgrade
+from db.store.engine import get_engine
+from db.store.schema import MIGRATIONS, current_revision, head_revision, init_db, upgrade
 
 
 def test_packaged_chain_and_head():

@@ -7,19 +7,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from db.models import User
-from db.permissions import OPERATOR
-from db.projects import (
-    ProjectNotFound,
-    add_guideline,
-    create_project,
-    current_guideline,
-    get_project,
-    list_guidelines,
-    list_projects,
-    update_policy,
-)
-from db.users import (
+from db.accounts.permissions import OPERATOR
+from db.accounts.users import (
     activate,
     authenticate,
     create_user,
@@ -30,6 +19,17 @@ from db.users import (
     set_role,
     verify_password,
 )
+from db.projects import (
+    ProjectNotFound,
+    add_guideline,
+    create_project,
+    current_guideline,
+    get_project,
+    list_guidelines,
+    list_projects,
+    update_policy,
+)
+from db.store.models import User
 
 OP = {"actor": OPERATOR}
 

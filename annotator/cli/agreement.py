@@ -16,9 +16,9 @@ DEFAULT_SCALE = (0, 3)
 if TYPE_CHECKING:
     import pandas as pd
 
-    from eval_core.agreement_reference import ReferenceCheck
-    from eval_core.agreement_types import AgreementReport, Coefficient
-    from eval_core.calibration import CalibrationReport, Comparison
+    from eval_core.agreement.reference import ReferenceCheck
+    from eval_core.agreement.types import AgreementReport, Coefficient
+    from eval_core.judges.calibration import CalibrationReport, Comparison
 
 
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 def judgments_on_scale(args: argparse.Namespace):
     """The judgments file read at --scale; on the default 0-3, a grade outside it also says how to name the
     project's own scale (a judgments export does not carry it)."""
-    from eval_core.judgments import read_judgments
+    from eval_core.io.judgments import read_judgments
 
     try:
         return read_judgments(args.judgments, args.scale, keep=args.keep, progress=True)
@@ -78,10 +78,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_agreement(args: argparse.Namespace) -> int:
     """Print the report as a table a lead can read, or as JSON; with --cross-check, the reference libraries' verdict."""
-    from eval_core.agreement import agreement_report
+    from eval_core.agreement.report import agreement_report
 
     if args.cross_check:
-        from eval_core.agreement_reference import reference_libraries
+        from eval_core.agreement.reference import reference_libraries
 
         try:
             reference_libraries()
@@ -95,15 +95,15 @@ def cmd_agreement(args: argparse.Namespace) -> int:
                                   by=None if by_kind else args.by, bootstrap=args.bootstrap, seed=args.seed,
                                   progress=True, models=args.model)
         if by_kind:
-            from eval_core.calibration import calibration
+            from eval_core.judges.calibration import calibration
 
             calibrated = calibration(frame, scale=args.scale, models=args.model)
     except ValueError as exc:
         raise InputError(args.judgments, None, str(exc)) from None
     checks = None
     if args.cross_check:
-        from eval_core.agreement import human_judgments
-        from eval_core.agreement_reference import cross_check
+        from eval_core.agreement.reference import cross_check
+        from eval_core.agreement.report import human_judgments
 
         checks = cross_check(human_judgments(frame, args.model), args.scale, report)
     if args.format == "json":
@@ -246,7 +246,7 @@ def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str) -> None:
     """TREC / BEIR through the shared qrels writer; JSONL here, since it carries every grade and the rule."""
     import pandas as pd
 
-    from eval_core.formats import write_atomically, write_qrels
+    from eval_core.io.formats import write_atomically, write_qrels
 
     if fmt in ("trec", "beir"):
         frame = pd.DataFrame({"query_id": qrels["query_id"], "doc_id": qrels["fragment_id"], "grade": qrels["grade"]})
@@ -262,7 +262,7 @@ def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str) -> None:
 def cmd_consensus(args: argparse.Namespace) -> int:
     """Apply the rule and write the qrels; a summary goes to stderr."""
     from eval_core.consensus import consensus
-    from eval_core.judgments import read_adjudications
+    from eval_core.io.judgments import read_adjudications
 
     frame = judgments_on_scale(args)
     adjudications = read_adjudications(args.adjudications, args.scale) if args.adjudications else None

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from annotator.cli.common import db_option, store_engine
 
-APP = Path(__file__).resolve().parent.parent / "app.py"
+APP = Path(__file__).resolve().parent.parent / "app" / "main.py"
 DEMO_URL = "sqlite:///./qrelkit-demo.db"
 DEFAULT_ADDRESS = "127.0.0.1"
 STOP_SECONDS = 20  # how long the child may take to shut down after the signal before it is killed
@@ -71,8 +71,8 @@ def run_child(command: list[str], env: dict[str, str]) -> int:
 
 def serve(url: str, port: int, address: str = DEFAULT_ADDRESS, project: str | None = None) -> int:
     """Run the app against `url` until stopped; the URL reaches the app through QRELKIT_DB_URL."""
-    from db.engine import database_url
-    from db.schema import init_db
+    from db.store.engine import database_url
+    from db.store.schema import init_db
 
     env = dict(os.environ, QRELKIT_DB_URL=url)
     if project:
@@ -85,7 +85,7 @@ def serve(url: str, port: int, address: str = DEFAULT_ADDRESS, project: str | No
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """`qrelkit serve`: the app over the given (or configured) database, which must exist at the newest schema."""
-    from db.engine import database_url
+    from db.store.engine import database_url
 
     store_engine(args)
     return serve(database_url(args.db), args.port, args.address)
@@ -94,7 +94,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     """`qrelkit demo`: build the demo project once, print its demo logins, then serve it."""
     from annotator.demo import build_demo
-    from db.schema import init_db
+    from db.store.schema import init_db
 
     url = args.db or DEMO_URL
     info = build_demo(init_db(url), show_progress=True)

@@ -43,7 +43,7 @@ class LazyChoices(Sequence):
 
 def scale_type(text: str) -> tuple[int, int]:
     """argparse type for `--scale low-high`, so a bad scale is a usage error naming the option."""
-    from eval_core.judgments import parse_scale
+    from eval_core.io.judgments import parse_scale
 
     try:
         return parse_scale(text)
@@ -81,8 +81,8 @@ def store_engine(args: argparse.Namespace):
     """The store at --db / QRELKIT_DB_URL, refused unless it exists and is at the newest schema. Only `init`
     and `demo` create a database: any other command on a missing SQLite file says so instead of leaving an
     empty file behind."""
-    from db.engine import database_url, get_engine
-    from db.schema import current_revision, head_revision
+    from db.store.engine import database_url, get_engine
+    from db.store.schema import current_revision, head_revision
 
     url = database_url(args.db)
     path = sqlite_file(url)

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotator.cli.common import relevance_options
-from eval_core.paired_tests import TEST_NAMES, TESTS
+from eval_core.ranking.paired_tests import TEST_NAMES, TESTS
 from eval_core.thresholds import Thresholds
 
 if TYPE_CHECKING:
-    from eval_core.compare import Comparison
-    from eval_core.report import Diagnosis
+    from eval_core.ranking.report import Diagnosis
+    from eval_core.ranking.significance import Comparison
 
 MAX_ROWS = 20
 
@@ -92,7 +92,7 @@ def _warn(warnings: list[str]) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Run `qrelkit compare`."""
-    from eval_core.compare import compare
+    from eval_core.ranking.significance import compare
 
     if len(args.runs) < 2:
         raise ValueError("compare needs at least two runs")
@@ -108,8 +108,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     """Run `qrelkit diagnose`."""
-    from eval_core.report import diagnose
-    from eval_core.retriever import read_texts
+    from eval_core.ranking.report import diagnose
+    from eval_core.ranking.retriever import read_texts
 
     thresholds = Thresholds(min_candidate_recall=args.min_candidate_recall,
                             min_context_share=args.min_context_share, min_context_ndcg=args.min_context_ndcg,

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotator.cli.common import relevance_options
-from eval_core.metric_registry import DEFAULT_K, DEFAULT_METRICS, help_text
+from eval_core.ranking.registry import DEFAULT_K, DEFAULT_METRICS, help_text
 
 if TYPE_CHECKING:
-    from eval_core.evaluate import Evaluation
+    from eval_core.ranking.evaluation import Evaluation
 
 PROGRESS_BYTES = 32 * 1024 * 1024
 
@@ -71,9 +71,9 @@ def _gates(specs: list[str]) -> list[tuple[str, float]]:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Evaluate every run, print the chosen format, then apply the gates (exit 1 if any fails)."""
-    from eval_core.evaluate import evaluate, evaluate_judge_groups
-    from eval_core.formats import load_qrels, read_categories, read_qrels_jg
-    from eval_core.metrics import parse_metrics
+    from eval_core.io.formats import load_qrels, read_categories, read_qrels_jg
+    from eval_core.ranking.evaluation import evaluate, evaluate_judge_groups
+    from eval_core.ranking.metrics import parse_metrics
 
     try:
         k = tuple(int(x) for x in args.k.split(",") if x.strip())
@@ -159,7 +159,7 @@ def _print(results: list[Evaluation], fmt: str, per_query: bool) -> None:
 
 def _print_csv(results: list[Evaluation], per_query: bool) -> None:
     """One row per run and query (`all` for the mean, trec_eval's convention; `all@J` judge J's), one column per metric."""
-    from eval_core.spreadsheet import escape_cell
+    from eval_core.io.spreadsheet import escape_cell
 
     metrics = list(results[0].mean)
     out = csv.writer(sys.stdout, lineterminator="\n")

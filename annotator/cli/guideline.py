@@ -21,7 +21,7 @@ def _report(info) -> dict:
 
 def cmd_guideline_add(args: argparse.Namespace) -> int:
     """Publish FILE as the next version (the same text as the current one changes nothing)."""
-    from db.permissions import OPERATOR
+    from db.accounts.permissions import OPERATOR
     from db.projects import add_guideline
 
     try:

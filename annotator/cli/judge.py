@@ -24,12 +24,12 @@ def cmd_prejudge(args: argparse.Namespace) -> int:
     """Build the judge from the prompt file and the project's grade labels, run it, print the report."""
     from pathlib import Path
 
-    from annotator.prejudge import ChatJudge, api_key
-    from db.model_judges import prejudge
-    from db.permissions import OPERATOR
+    from annotator.judge_client import ChatJudge, api_key
+    from db.accounts.permissions import OPERATOR
+    from db.judges import prejudge
     from db.projects import get_project
     from eval_core.errors import InputError
-    from eval_core.judge_prompt import DEFAULT_PROMPT, check_template
+    from eval_core.judges.prompt import DEFAULT_PROMPT, check_template
 
     path = Path(args.prompt) if args.prompt else DEFAULT_PROMPT
     try:
@@ -69,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--annotator", help="the model judge's annotator name (default: the model name)")
     p.add_argument("--prompt", metavar="FILE",
                    help="prompt template with {{guideline}}, {{query}}, {{fragment}} (optional {{grades}}, {{min}}, "
-                        "{{max}}); default: the bundled eval_core/guidelines/judge-prompt.md; its content hash is "
+                        "{{max}}); default: the bundled guidelines/judge-prompt.md; its content hash is "
                         "the prompt version")
     p.add_argument("--concurrency", type=_positive(int), default=4, metavar="N", help="calls at a time (default 4)")
     p.add_argument("--limit", type=_positive(int), metavar="N", help="only the first N pairs in pool order")
@@ -77,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="seconds per request (default 60)")
     p.add_argument("--attempts", type=_positive(int), metavar="N",
                    help="tries per pair on 429, 5xx and timeouts, with exponential back-off and jitter "
-                        "(default: annotator.prejudge.ATTEMPTS, 5)")
+                        "(default: annotator.judge_client.ATTEMPTS, 5)")
     p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
     db_option(p)
     p.set_defaults(func=cmd_prejudge)

@@ -18,7 +18,7 @@ CHANGED_LISTED = 20
 
 def cmd_pool(args: argparse.Namespace) -> int:
     """Pool the stored runs (and BM25) into pairs to judge."""
-    from db.permissions import OPERATOR
+    from db.accounts.permissions import OPERATOR
     from db.pooling import POOL_STEPS, pool
 
     engine = store_engine(args)
@@ -32,8 +32,8 @@ def cmd_pool(args: argparse.Namespace) -> int:
 
 def cmd_assign(args: argparse.Namespace) -> int:
     """Give pairs to annotators."""
+    from db.accounts.permissions import OPERATOR
     from db.assignment import assign
-    from db.permissions import OPERATOR
 
     names = [n.strip() for n in args.annotators.split(",") if n.strip()] if args.annotators else None
     report = assign(store_engine(args), args.project, overlap=args.overlap, fraction=args.fraction,
@@ -44,7 +44,7 @@ def cmd_assign(args: argparse.Namespace) -> int:
 
 def cmd_release(args: argparse.Namespace) -> int:
     """Create the next release and print its card."""
-    from db.permissions import OPERATOR
+    from db.accounts.permissions import OPERATOR
     from db.releases import RELEASE_STEPS, create_release
     from eval_core.consensus import MODEL_THRESHOLD
 
@@ -60,9 +60,9 @@ def cmd_release(args: argparse.Namespace) -> int:
 
 def cmd_adjudicate(args: argparse.Namespace) -> int:
     """Record a lead's final grade for a pair, in the name of the lead given with --user (checked)."""
+    from db.accounts.permissions import OPERATOR
     from db.adjudication import adjudicate
-    from db.permissions import OPERATOR
-    from db.queries_frames import pair_id
+    from db.store.frames import pair_id
 
     engine = store_engine(args)
     info = adjudicate(engine, pair_id(engine, args.project, args.query, args.fragment), args.grade, args.reason,
@@ -77,7 +77,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     now points at changed text."""
     engine = store_engine(args)
     if args.judgments:
-        from db.judgment_export import export_judgments
+        from db.exports import export_judgments
 
         count = export_judgments(engine, args.project, args.format, args.output, args.guideline_version)
         print(f"wrote {count} judgment(s) to {args.output}", file=sys.stderr)
@@ -119,8 +119,8 @@ def cmd_evaluate_run(args: argparse.Namespace) -> int:
 
 def cmd_holes(args: argparse.Namespace) -> int:
     """Turn a run's unjudged top-k into new pairs."""
+    from db.accounts.permissions import OPERATOR
     from db.evaluations import judge_holes
-    from db.permissions import OPERATOR
 
     created = judge_holes(store_engine(args), args.project, args.run_name, k=args.k, actor=OPERATOR)
     print(f"{created} new pairs from the unjudged top-{args.k} of {args.run_name}")

@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _from_files(args: argparse.Namespace, progress: Callable[[int], object]) -> RobustnessReport:
     """File mode: judgments, optional adjudications and run files; names are the files' names."""
-    from eval_core.judgments import read_adjudications, read_judgments, relevant_from
+    from eval_core.io.judgments import read_adjudications, read_judgments, relevant_from
     from eval_core.robustness import robustness
 
     scale = args.scale or (0, 3)

@@ -19,9 +19,9 @@ def _project_report(info) -> dict:
 
 def _new_project(engine, name: str, args: argparse.Namespace, **policy) -> dict:
     """Create a project as the operator; a 0-3 project starts with the bundled guideline unless --no-guideline."""
-    from db.permissions import OPERATOR
+    from db.accounts.permissions import OPERATOR
     from db.projects import BUNDLED_GUIDELINE, add_guideline, create_project, parse_labels
-    from eval_core.judgments import parse_scale
+    from eval_core.io.judgments import parse_scale
 
     scale = parse_scale(args.scale)
     labels = parse_labels(args.labels, scale) if getattr(args, "labels", None) else None
@@ -36,9 +36,9 @@ def _new_project(engine, name: str, args: argparse.Namespace, **policy) -> dict:
 
 def cmd_init(args: argparse.Namespace) -> int:
     """Create or upgrade the database; optionally create a first project."""
-    from db.engine import database_url, get_engine
     from db.projects import list_projects
-    from db.schema import upgrade
+    from db.store.engine import database_url, get_engine
+    from db.store.schema import upgrade
 
     engine = get_engine(args.db)
     out: dict = {"database": database_url(args.db), "revision": upgrade(engine)}
@@ -54,8 +54,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
     """Apply the migrations up to head (the one other command that may create a database)."""
-    from db.engine import database_url, get_engine
-    from db.schema import current_revision, upgrade
+    from db.store.engine import database_url, get_engine
+    from db.store.schema import current_revision, upgrade
 
     engine = get_engine(args.db)
     before = current_revision(engine)
@@ -80,7 +80,7 @@ def cmd_project_list(args: argparse.Namespace) -> int:
 
 def cmd_project_labels(args: argparse.Namespace) -> int:
     """Rename a project's grades."""
-    from db.permissions import OPERATOR
+    from db.accounts.permissions import OPERATOR
     from db.projects import get_project, parse_labels, set_grade_labels
 
     engine = store_engine(args)
@@ -91,7 +91,7 @@ def cmd_project_labels(args: argparse.Namespace) -> int:
 
 def cmd_project_set(args: argparse.Namespace) -> int:
     """Change a project setting (the order annotators are served their pairs in)."""
-    from db.permissions import OPERATOR
+    from db.accounts.permissions import OPERATOR
     from db.projects import set_queue_order
 
     print_json(_project_report(set_queue_order(store_engine(args), args.name, args.queue_order, actor=OPERATOR)))
@@ -100,8 +100,8 @@ def cmd_project_set(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Validate the whole file, then write it all or nothing; the report goes to stdout."""
+    from db.accounts.permissions import OPERATOR
     from db.imports import IMPORT_KINDS, AnnotatorKind
-    from db.permissions import OPERATOR
 
     if args.kind != "judgments" and (args.annotator_kind, args.model, args.prompt_version) != (None, None, None):
         raise ValueError("--annotator-kind, --model and --prompt-version apply to `import judgments` only")
@@ -173,7 +173,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--project", required=True)
     p.add_argument("--name", help="run name (default: the file name without .trec/.txt/.gz)")
     p.add_argument("--annotator-kind", default=None, metavar="KIND",
-                   choices=LazyChoices("eval_core.judgments", "ANNOTATOR_KINDS"),
+                   choices=LazyChoices("eval_core.io.judgments", "ANNOTATOR_KINDS"),
                    help="judgments: the file's annotators are %(choices)s (default: as its annotator_kind column "
                         "says, else human; a line that says otherwise refuses the file); model judges never count "
                         "in human-human agreement (see docs/judges.md)")

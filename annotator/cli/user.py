@@ -12,7 +12,7 @@ import sys
 
 from annotator.cli.common import db_option, print_json, store_engine
 
-ROLE_CHOICES = ("annotator", "lead")  # db.users.ROLES, repeated here so `--help` does not import the store
+ROLE_CHOICES = ("annotator", "lead")  # db.accounts.users.ROLES, repeated here so `--help` does not import the store
 
 
 def _read_password(args: argparse.Namespace, name: str) -> str | None:
@@ -37,8 +37,8 @@ def _report(info) -> dict:
 
 
 def cmd_user_add(args: argparse.Namespace) -> int:
-    from db.permissions import OPERATOR
-    from db.users import create_user
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.users import create_user
 
     engine = store_engine(args)
     print_json(_report(create_user(engine, args.name, args.role, _read_password(args, args.name), actor=OPERATOR)))
@@ -46,31 +46,31 @@ def cmd_user_add(args: argparse.Namespace) -> int:
 
 
 def cmd_user_list(args: argparse.Namespace) -> int:
-    from db.users import list_users
+    from db.accounts.users import list_users
 
     print_json([_report(u) for u in list_users(store_engine(args), role=args.role)])
     return 0
 
 
 def cmd_user_deactivate(args: argparse.Namespace) -> int:
-    from db.permissions import OPERATOR
-    from db.users import deactivate
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.users import deactivate
 
     print_json(_report(deactivate(store_engine(args), args.name, actor=OPERATOR)))
     return 0
 
 
 def cmd_user_activate(args: argparse.Namespace) -> int:
-    from db.permissions import OPERATOR
-    from db.users import activate
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.users import activate
 
     print_json(_report(activate(store_engine(args), args.name, actor=OPERATOR)))
     return 0
 
 
 def cmd_user_set_password(args: argparse.Namespace) -> int:
-    from db.permissions import OPERATOR
-    from db.users import set_password
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.users import set_password
 
     engine = store_engine(args)
     print_json(_report(set_password(engine, args.name, _read_password(args, args.name), actor=OPERATOR)))
@@ -78,8 +78,8 @@ def cmd_user_set_password(args: argparse.Namespace) -> int:
 
 
 def cmd_user_set_role(args: argparse.Namespace) -> int:
-    from db.permissions import OPERATOR
-    from db.users import set_role
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.users import set_role
 
     print_json(_report(set_role(store_engine(args), args.name, args.role, actor=OPERATOR)))
     return 0

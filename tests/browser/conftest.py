@@ -107,7 +107,7 @@ def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """The app serving a freshly built demo project."""
     require(Path(CHROMIUM).exists(), f"Debian's Chromium not found at {CHROMIUM}")
     from annotator.demo import build_demo
-    from db.schema import init_db
+    from db.store.schema import init_db
 
     folder = tmp_path_factory.mktemp("browser-demo")
     db_url = f"sqlite:///{folder / 'demo.db'}"

@@ -64,9 +64,10 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 
 def build_store(folder: Path, annotators: list[str]) -> str:
     """A project `demo` whose judgments are imported through the store, plus a lead who can log in."""
-    from db import imports, projects, users
-    from db.permissions import OPERATOR
-    from db.schema import init_db
+    from db import imports, projects
+    from db.accounts import users
+    from db.accounts.permissions import OPERATOR
+    from db.store.schema import init_db
 
     db_url = f"sqlite:///{folder / 'agreement.db'}"
     engine = init_db(db_url)
@@ -86,8 +87,8 @@ def build_store(folder: Path, annotators: list[str]) -> str:
 
 def cli_report(db_url: str, folder: Path) -> tuple[dict, str]:
     """`qrelkit agreement` (JSON and table) on the judgments exported from the store the app reads."""
-    from db.engine import get_engine
-    from db.queries_frames import judgments_frame
+    from db.store.engine import get_engine
+    from db.store.frames import judgments_frame
 
     frame = judgments_frame(get_engine(db_url), "demo")
     exported = write_jsonl(folder / "exported.jsonl", [

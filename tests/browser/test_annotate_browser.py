@@ -77,8 +77,8 @@ def test_fragment_holding_script_and_markdown_renders_as_text(demo_server: Serve
 
 
 def test_grade_three_pairs_with_the_keyboard_and_reload_keeps_progress(demo_server: Server, page) -> None:
-    from db.queries_frames import judgments_frame
-    from db.schema import init_db
+    from db.store.frames import judgments_frame
+    from db.store.schema import init_db
 
     login(page, demo_server.url, "ben", "ben-demo")
     done, assigned = overall(page)

@@ -31,12 +31,13 @@ def model_grades(rows: list[dict]) -> list[dict]:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, dict]]:
     """A project with three people and a model judge imported as one; the CLI's --by kind JSON on its export."""
-    from db import imports, projects, users
-    from db.engine import get_engine
+    from db import imports, projects
+    from db.accounts import users
+    from db.accounts.permissions import OPERATOR
     from db.imports import AnnotatorKind
-    from db.permissions import OPERATOR
-    from db.queries_frames import judgments_frame
-    from db.schema import init_db
+    from db.store.engine import get_engine
+    from db.store.frames import judgments_frame
+    from db.store.schema import init_db
 
     folder = tmp_path_factory.mktemp("calibration")
     db_url = f"sqlite:///{folder / 'calibration.db'}"

@@ -32,13 +32,13 @@ def two_projects(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """Projects alpha and beta (scale 0–3), each one query and three fragments whose ids start with
     the project's initial, every pair assigned to every annotator; built with the store API and served."""
     require(Path(CHROMIUM).exists(), f"Debian's Chromium not found at {CHROMIUM}")
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.users import create_user
     from db.assignment import assign
     from db.imports import import_fragments, import_queries
-    from db.permissions import OPERATOR
     from db.pooling import pool
     from db.projects import create_project
-    from db.schema import init_db
-    from db.users import create_user
+    from db.store.schema import init_db
 
     folder = tmp_path_factory.mktemp("browser-focus")
     db_url = f"sqlite:///{folder / 'focus.db'}"
@@ -84,8 +84,8 @@ def pick_project(page, name: str, how: str) -> None:
 def grade_by_key_and_check(page, server: Server, user: str, project: str, key: str) -> None:
     """Press `key` with the page as it is; the next pair of `project` must open and the store must hold
     exactly that grade from `user` for the pair that was on screen."""
-    from db.queries_frames import judgments_frame
-    from db.schema import init_db
+    from db.store.frames import judgments_frame
+    from db.store.schema import init_db
 
     box = page.locator(FRAGMENT_BOX)
     expect(box).to_contain_text(f"fragment {project[0]}")

@@ -24,9 +24,9 @@ BUTTONS = re.compile(r"^[1-3] · ")
 @pytest.fixture(scope="module")
 def labelled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """A 1–3 project whose grades 2 and 3 are named with Markdown/HTML; ana grades its three pairs."""
-    from db.permissions import OPERATOR
+    from db.accounts.permissions import OPERATOR
     from db.projects import set_grade_labels
-    from db.schema import init_db
+    from db.store.schema import init_db
 
     require(Path(CHROMIUM).exists(), f"Debian's Chromium not found at {CHROMIUM}")
     folder = tmp_path_factory.mktemp("labels")
@@ -49,8 +49,8 @@ def labelled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 def test_grade_names_with_markup_show_literally_fetch_nothing_and_grade_by_number(labelled: Server, page) -> None:
-    from db.engine import get_engine
-    from db.queries_frames import judgments_frame
+    from db.store.engine import get_engine
+    from db.store.frames import judgments_frame
 
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url) if request.url.startswith(PLANT) else None)

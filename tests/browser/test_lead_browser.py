@@ -45,7 +45,7 @@ def screenshot(page, name: str) -> None:
 
 def engine_of(server: Server):
     """The demo database the server runs on, to check what the browser wrote."""
-    from db.engine import get_engine
+    from db.store.engine import get_engine
 
     return get_engine(server.db_url)
 
@@ -61,7 +61,7 @@ def test_lead_sees_the_agreement_flag_on_the_demo(demo_server: Server, page) -> 
 
 
 def test_lead_adjudicates_a_disputed_pair(demo_server: Server, page) -> None:
-    from db.queries_frames import adjudications_frame
+    from db.store.frames import adjudications_frame
 
     login(page, demo_server.url, *LEAD)
     open_lead_page(page, "Agreement")

@@ -32,7 +32,7 @@ SCRIPT = '''
 import json, sys
 import pandas as pd
 import streamlit as st
-from annotator.views import literal
+from annotator.app.views import literal
 
 for i, text in enumerate(json.loads(open(sys.argv[1], encoding="utf-8").read())):
     with st.container(key=f"s{i}_markdown"):

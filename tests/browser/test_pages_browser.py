@@ -221,8 +221,8 @@ def press_grade(page, key: str) -> None:
 
 def grades_in_store(db_url: str, project: str, annotator: str) -> dict[str, int]:
     """fragment id → grade of one annotator's judgments, read back from the store."""
-    from db.queries_frames import judgments_frame
-    from db.schema import init_db
+    from db.store.frames import judgments_frame
+    from db.store.schema import init_db
 
     frame = judgments_frame(init_db(db_url), project)
     mine = frame[frame.annotator == annotator]
@@ -379,8 +379,8 @@ def test_a_1_to_5_project_takes_grades_4_and_5_from_the_keyboard(five: Server, p
 
 
 def test_adjudicate_counters_and_the_grade_in_force_update_on_saving(three: Server, page) -> None:
-    from db.queries_frames import adjudications_frame
-    from db.schema import init_db
+    from db.store.frames import adjudications_frame
+    from db.store.schema import init_db
 
     login(page, three.url, "lea", "lea-password")
     open_page(page, "Adjudicate")

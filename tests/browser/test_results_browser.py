@@ -44,12 +44,12 @@ def build_project(db_url: str, folder: Path) -> None:
     """Six queries in two categories, eight fragments each (one id starting with `=`), graded by two
     annotators from a seeded generator; runs `good` (all queries, shuffled), `partial` (q1 only) and one
     whose name is Markdown; release 1 cut by a lead whose name is Markdown."""
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.users import create_user
     from db.imports import import_fragments, import_judgments, import_queries, import_run
-    from db.permissions import OPERATOR
     from db.projects import create_project
     from db.releases import create_release
-    from db.schema import init_db
-    from db.users import create_user
+    from db.store.schema import init_db
 
     rng = random.Random(20261130)
     engine = init_db(db_url)
@@ -125,8 +125,8 @@ def tables(page) -> list[list[list[str]]]:
 
 def cli_means(server: Server, run_name: str, folder: Path, rel_level: int) -> dict[str, float]:
     """`qrelkit eval` on the release exported by `qrelkit export` and the stored run written out as TREC."""
-    from db.engine import get_engine
     from db.evaluations import stored_run_frame
+    from db.store.engine import get_engine
 
     qrels = folder / "release.qrels"
     subprocess.run([sys.executable, "-m", "annotator", "export", "--project", "demo", "--release", "1",

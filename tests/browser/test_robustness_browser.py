@@ -29,12 +29,12 @@ RUNS = {"first": ["d1", "d2"], "second": ["d2", "d1"]}
 
 def build_project(db_url: str, folder: Path) -> None:
     """Queries q1, q2 with fragments d1, d2 graded alike, two runs in opposite orders, release 1."""
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.users import create_user
     from db.imports import import_fragments, import_judgments, import_queries, import_run
-    from db.permissions import OPERATOR
     from db.projects import create_project
     from db.releases import create_release
-    from db.schema import init_db
-    from db.users import create_user
+    from db.store.schema import init_db
 
     engine = init_db(db_url)
     create_user(engine, LEAD[0], "lead", password=LEAD[1], actor=OPERATOR)

@@ -35,12 +35,12 @@ QUERIES = [f"q{i}" for i in range(1, 5)]
 def build_project(db_url: str, folder: Path) -> None:
     """Four queries × six fragments on a 1–3 scale graded by two annotators (seeded), one run over them all,
     release 1 cut by the lead."""
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.users import create_user
     from db.imports import import_fragments, import_judgments, import_queries, import_run
-    from db.permissions import OPERATOR
     from db.projects import create_project
     from db.releases import create_release
-    from db.schema import init_db
-    from db.users import create_user
+    from db.store.schema import init_db
 
     rng = random.Random(1_3)
     engine = init_db(db_url)
@@ -84,8 +84,8 @@ def scale_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 def cli_means(server: Server, folder: Path, *scale: str) -> dict[str, float]:
     """`qrelkit eval [--scale …] --rel-level 2` on the release from `qrelkit export` and the stored run."""
-    from db.engine import get_engine
     from db.evaluations import stored_run_frame
+    from db.store.engine import get_engine
 
     qrels = folder / "release.qrels"
     subprocess.run([sys.executable, "-m", "annotator", "export", "--project", PROJECT, "--release", "1",

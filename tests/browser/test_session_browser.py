@@ -42,10 +42,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """The demo project plus accounts only these tests use, served by `qrelkit serve`."""
     require(os.path.exists(CHROMIUM), f"Debian's Chromium not found at {CHROMIUM}")
     from annotator.demo import build_demo
-    from db.permissions import OPERATOR
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.users import create_user
     from db.releases import create_release
-    from db.schema import init_db
-    from db.users import create_user
+    from db.store.schema import init_db
 
     folder = tmp_path_factory.mktemp("browser-sessions")
     db_url = f"sqlite:///{folder / 'sessions.db'}"
@@ -128,8 +128,8 @@ def test_logging_out_ends_the_session_in_the_other_tab_too(server: Server, page)
 def test_a_tab_logged_out_elsewhere_cannot_grade_by_key_press(server: Server, page) -> None:
     import sqlalchemy as sa
 
-    from db.engine import get_engine
-    from db.models import Judgment, User
+    from db.store.engine import get_engine
+    from db.store.models import Judgment, User
 
     def judged_by_ben() -> int:
         with get_engine(server.db_url).connect() as conn:
@@ -152,8 +152,8 @@ def test_a_tab_logged_out_elsewhere_cannot_grade_by_key_press(server: Server, pa
 
 
 def test_a_deactivated_leads_open_tab_cannot_create_a_release(server: Server, page) -> None:
-    from db.engine import get_engine
     from db.releases import list_releases
+    from db.store.engine import get_engine
 
     login(page, f"{server.url}/lead_releases", "leo", "leo-password")
     page.get_by_role("button", name="Create release").wait_for(timeout=SLOW)
@@ -168,8 +168,8 @@ def test_a_deactivated_leads_open_tab_cannot_create_a_release(server: Server, pa
 def test_a_deactivated_leads_open_tab_gets_no_release_download(server: Server, page) -> None:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    from db.engine import get_engine
     from db.releases import release_files
+    from db.store.engine import get_engine
 
     login(page, f"{server.url}/lead_releases", "lex", "lex-password")
     button = page.get_by_role("button", name="TREC qrels")
@@ -219,8 +219,8 @@ def failed_attempts(server: Server, username: str) -> int:
     """Failed password attempts the store has recorded for `username`."""
     import sqlalchemy as sa
 
-    from db.engine import get_engine
-    from db.models import LoginAttempt
+    from db.store.engine import get_engine
+    from db.store.models import LoginAttempt
 
     with get_engine(server.db_url).connect() as conn:
         return conn.execute(sa.select(sa.func.count()).select_from(LoginAttempt).where(

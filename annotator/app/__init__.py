@@ -1,0 +1,1 @@
+"""The Streamlit app: session, state, text helpers, components and the pages."""

@@ -1,0 +1,335 @@
+"""Agreement helpers for the lead pages: the cached report, its headline, tables, flags and disputed pairs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+from pandas.io.formats.style import Styler
+from sqlalchemy.engine import Engine
+
+from annotator.app.views import scale_of
+from db.store import frames as queries_frames
+from eval_core.agreement.report import agreement_report
+from eval_core.agreement.types import AgreementReport, Boundary, Coefficient, DisputedPair, GroupAlpha
+from eval_core.judges.calibration import (
+    CONSENSUS,
+    CalibrationReport,
+    Comparison,
+    GroupCalibration,
+    ModelCalibration,
+    calibration,
+)
+
+PAGES = Path(__file__).resolve().parent.parent / "screens"
+ADJUDICATE_KEY = "adjudicate_pair"
+# Bootstrap replicates for the CIs shown in the app: enough for two stable decimals, cheap at 1M judgments.
+APP_BOOTSTRAP = 200
+DISPUTED_SHOWN = 25
+MISSING = "—"
+
+
+@dataclass(frozen=True)
+class VersionAgreement:
+    """Ordinal α of one guideline version's judgments and the boundary its annotators blur most."""
+
+    alpha: Coefficient
+    weakest: Boundary | None
+    n_units: int
+
+
+@dataclass(frozen=True)
+class ProjectAgreement:
+    """The project's report (α broken down by query) with α per category and per guideline version."""
+
+    report: AgreementReport
+    by_category: list[GroupAlpha]
+    by_version: dict[str, VersionAgreement]
+
+
+@dataclass(frozen=True)
+class Tile:
+    """One headline number: a short label (never truncated), the value, and its CI as a caption."""
+
+    label: str
+    value: str
+    caption: str
+
+
+def pair_id_of(engine: Engine, project: str, pair: DisputedPair) -> int:
+    """The store's pair id of a disputed pair."""
+    return queries_frames.pair_id(engine, project, pair.query_id, pair.fragment_id)
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def cached_judgments(_engine: Engine, url: str, project: str, fingerprint: tuple) -> pd.DataFrame:
+    """The project's judgments, shared read-only across reruns and sessions until the fingerprint moves."""
+    return queries_frames.judgments_frame(_engine, project)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_agreement(_engine: Engine, url: str, project: str, fingerprint: tuple,
+                     scale: tuple[int, int], threshold: float) -> ProjectAgreement | None:
+    """The agreement report (α by query, by guideline version; by category when queries have one), computed
+    once per judgments fingerprint: 1M judgments take seconds, a cached rerun milliseconds."""
+    frame = cached_judgments(_engine, url, project, fingerprint)
+    if frame.empty:
+        return None
+    report = agreement_report(frame, scale=scale, threshold=threshold, by="query", bootstrap=APP_BOOTSTRAP,
+                              top=DISPUTED_SHOWN)
+    by_category: list[GroupAlpha] = []
+    if "category" in frame.columns and frame["category"].notna().any():
+        by_category = agreement_report(frame, scale=scale, threshold=threshold, by="category", bootstrap=0,
+                                       top=0).diagnostics.by or []
+    by_version = {}
+    if "guideline" in frame.columns:
+        for version, part in frame.dropna(subset=["guideline"]).groupby("guideline", sort=False):
+            sub = agreement_report(part.drop(columns=["guideline"]), scale=scale, threshold=threshold,
+                                   bootstrap=APP_BOOTSTRAP, top=0)
+            by_version[version_label(version)] = VersionAgreement(sub.alpha["ordinal"], sub.weakest, sub.n_units)
+    return ProjectAgreement(report, by_category, by_version)
+
+
+def project_agreement(engine: Engine, project: Any) -> tuple[pd.DataFrame, ProjectAgreement | None]:
+    """Judgments and agreement of a project (None without judgments), from cache when nothing changed."""
+    fingerprint = queries_frames.judgments_fingerprint(engine, project.name)
+    url = str(engine.url)
+    with st.spinner("Computing agreement…"):
+        frame = cached_judgments(engine, url, project.name, fingerprint)
+        agreement = cached_agreement(engine, url, project.name, fingerprint, scale_of(project),
+                                     float(project.threshold))
+    return frame, agreement
+
+
+def open_adjudication(pair: DisputedPair) -> None:
+    """Carry a disputed pair to the adjudication page, where it opens selected."""
+    st.session_state[ADJUDICATE_KEY] = pair
+    st.switch_page(PAGES / "lead_adjudicate.py")
+
+
+def value_text(c: Coefficient, digits: int = 2) -> str:
+    """The value alone, or "—" when undefined."""
+    return MISSING if c.value is None else f"{c.value:.{digits}f}"
+
+
+def ci_caption(c: Coefficient, digits: int = 2) -> str:
+    """`95% CI 0.41 – 0.62`, or why there is none."""
+    if c.value is None:
+        return c.status
+    return f"95% CI {c.ci_text(digits, ' – ')}" if c.ci else "no CI (needs ≥ 2 queries)"
+
+
+def headline(report: AgreementReport) -> list[Tile]:
+    """Cohen's κ (quadratic-weighted, unweighted) and ordinal Krippendorff's α, each with its CI: the numbers a
+    lead reads first. With three or more annotators κ is the mean over annotator pairs (Light's κ)."""
+    pairs = len(report.kappa)
+    kappa = report.light_kappa
+    suffix = "" if pairs <= 1 else f" · mean of {pairs} annotator pairs (Light's κ)"
+    return [Tile("Cohen's κ, weighted", value_text(kappa["quadratic"]),
+                 f"{ci_caption(kappa['quadratic'])} · quadratic weights{suffix}"),
+            Tile("Cohen's κ, unweighted", value_text(kappa["unweighted"]), ci_caption(kappa["unweighted"]) + suffix),
+            Tile("Krippendorff's α", value_text(report.alpha["ordinal"]),
+                 f"{ci_caption(report.alpha['ordinal'])} · ordinal, all annotators")]
+
+
+def styled(frame: pd.DataFrame) -> Styler:
+    """A table for people: numbers to three decimals, "—" wherever a value is missing."""
+    return frame.style.format(precision=3, na_rep=MISSING)
+
+
+def _row(name: str, c: Coefficient) -> dict[str, Any]:
+    """One coefficient as a table row: value, CI and status (the reason when undefined)."""
+    return {"coefficient": name, "value": c.value, "95% CI": c.ci_text(3, " – ") or MISSING,
+            "status": c.status}
+
+
+def coefficients_table(report: AgreementReport) -> pd.DataFrame:
+    """Every coefficient side by side, so the kappa paradox (high raw agreement, low κ/α) is visible."""
+    rows = [_row(f"Krippendorff α ({level})", c) for level, c in report.alpha.items()]
+    rows += [_row(f"Cohen's κ ({w}){' mean of pairs' if len(report.kappa) > 1 else ''}", c)
+             for w, c in report.light_kappa.items()]
+    rows += [_row("Fleiss κ", report.fleiss_kappa), _row("Gwet AC1", report.ac1)]
+    rows += [_row(f"Gwet AC2 ({w})", c) for w, c in report.ac2.items()]
+    rows.append(_row("Raw agreement", report.raw_agreement))
+    return pd.DataFrame(rows, columns=["coefficient", "value", "95% CI", "status"])
+
+
+def cuts_table(report: AgreementReport) -> pd.DataFrame:
+    """α of the scale binarised at each grade, labelled by the boundary it tests (e.g. 1|2)."""
+    return pd.DataFrame([_row(f"boundary {Boundary(cut, 0.0).label}", c) for cut, c in report.cuts.items()],
+                        columns=["coefficient", "value", "95% CI", "status"])
+
+
+def kappa_table(report: AgreementReport) -> pd.DataFrame:
+    """Cohen's κ of every annotator pair, each weighting as `value [CI]`, "—" when undefined."""
+    return pd.DataFrame([{"annotator A": k.a, "annotator B": k.b, "pairs both graded": k.n,
+                          **{f"κ {w}": (c.text(2) if c.defined else MISSING) for w, c in k.kappa.items()}}
+                         for k in report.kappa])
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A banner (numbers and fixed words only) and the reasons behind it, shown as literal text."""
+
+    banner: str
+    reasons: list[str]
+
+
+def agreement_flags(agreement: ProjectAgreement, threshold: float) -> list[Flag]:
+    """One flag per guideline version whose ordinal α is under the threshold, naming its ambiguous boundary,
+    then one for the whole project when it is under too, with the report's reasons."""
+    flags = []
+    for version, sub in sorted(agreement.by_version.items(), key=lambda item: _version_key(item[0])):
+        if sub.alpha.value is not None and sub.alpha.value < threshold:
+            boundary = sub.weakest
+            flags.append(Flag(f"Guideline version {version} flagged: ordinal α {sub.alpha.text(2)} < {threshold:g} "
+                              f"on its {sub.n_units} pairs."
+                              + (f" The ambiguous boundary is {boundary.label} (α {boundary.alpha:.2f})."
+                                 if boundary else ""), []))
+    report = agreement.report
+    alpha = report.alpha["ordinal"]
+    if alpha.value is not None and alpha.value < threshold:
+        boundary = report.weakest
+        flags.append(Flag(f"All judgments: ordinal α {alpha.text(2)} < {threshold:g}"
+                          + (f"; the ambiguous boundary is {boundary.label} (α {boundary.alpha:.2f})" if boundary
+                             else "") + f". Verdict: {report.assessment.verdict}.", report.assessment.reasons))
+    return flags
+
+
+def _version_key(version: str) -> tuple[bool, int, str]:
+    """Sort guideline versions numerically, labels like '(none)' last."""
+    return (not version.isdigit(), int(version) if version.isdigit() else 0, version)
+
+
+def version_label(value: Any) -> str:
+    """A guideline version as people write it: '2', not '2.0' (NA-holding columns come back as floats)."""
+    text = str(value)
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return str(int(number)) if number.is_integer() else text
+
+
+def guideline_trend(agreement: ProjectAgreement) -> pd.DataFrame:
+    """α with its CI per guideline version, oldest first, for the trend chart (undefined versions left out)."""
+    rows = []
+    for version, sub in sorted(agreement.by_version.items(), key=lambda item: _version_key(item[0])):
+        if sub.alpha.value is None:
+            continue
+        low, high = sub.alpha.ci or (None, None)
+        rows.append({"guideline": version, "value": sub.alpha.value, "low": low, "high": high, "n": sub.n_units})
+    return pd.DataFrame(rows, columns=["guideline", "value", "low", "high", "n"])
+
+
+def _group_table(rows: list[GroupAlpha], name: str) -> pd.DataFrame:
+    """α per group (query or category) as a table, lowest first."""
+    return pd.DataFrame([{name: r.group, "ordinal α": r.alpha.value, "status": r.alpha.status, "pairs": r.n_units,
+                          "pairs with ≥ 2 grades": r.n_pairable} for r in rows],
+                        columns=[name, "ordinal α", "status", "pairs", "pairs with ≥ 2 grades"])
+
+
+def breakdown_tables(agreement: ProjectAgreement) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """α per query and per category."""
+    return (_group_table(agreement.report.diagnostics.by or [], "query"),
+            _group_table(agreement.by_category, "category"))
+
+
+def disputed_pairs(agreement: ProjectAgreement | None) -> list[DisputedPair]:
+    """The report's most disputed pairs, widest spread first (none without judgments)."""
+    return [] if agreement is None else list(agreement.report.diagnostics.disputed_pairs)
+
+
+def pair_key(pair: DisputedPair) -> tuple[str, str]:
+    """(query id, fragment id) of a disputed pair."""
+    return pair.key
+
+
+def disputed_label(pair: DisputedPair) -> str:
+    """Short label of a disputed pair for the adjudication queue."""
+    return f"{pair.query_id} · {pair.fragment_id} · spread {pair.spread}"
+
+
+def disputed_line(pair: DisputedPair) -> str:
+    """A disputed pair with every grade, as one plain-text line."""
+    grades = ", ".join(f"{a}: {'can’t judge' if g is None else g}" for a, g in pair.grades.items())
+    return f"{pair.query_id} · {pair.fragment_id} — spread {pair.spread} — {grades}"
+
+
+# ---- model judges beside the humans ----
+
+COMPARISON_HEADERS = {"against": "Against", "n": "Pairs graded by both", "unweighted": "κ unweighted",
+                      "linear": "κ linear", "quadratic": "κ quadratic", "alpha": "α ordinal",
+                      "mean_difference": "Mean diff."}
+SIDE_HEADERS = {"who": "Who", "on": "On", "n": "Pairs", "quadratic": "κ quadratic", "alpha": "α ordinal"}
+GROUP_HEADERS = {"group": "Group", "n": "Pairs graded by both", "quadratic": "κ quadratic vs consensus",
+                 "alpha": "α ordinal vs consensus", "mean_difference": "Mean difference",
+                 "humans": "Humans' α on the same pairs"}
+COMPARISON_DIGITS = {"unweighted": 3, "linear": 3, "quadratic": 3, "alpha": 3, "mean_difference": 2}
+GROUP_DIGITS = {"quadratic": 3, "alpha": 3, "mean_difference": 2, "humans": 3}
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_calibration(_engine: Engine, url: str, project: str, fingerprint: tuple,
+                       scale: tuple[int, int]) -> CalibrationReport | None:
+    """Every model judge against the humans (None when no model judge graded), once per judgments fingerprint;
+    the consensus takes the lead's decisions like a release does."""
+    frame = cached_judgments(_engine, url, project, fingerprint)
+    if frame.empty or not frame["annotator_kind"].eq("model").any():
+        return None
+    adjudications = queries_frames.adjudications_frame(_engine, project)[["query_id", "fragment_id", "grade"]]
+    return calibration(frame, scale=scale, adjudications=adjudications)
+
+
+def project_calibration(engine: Engine, project: Any) -> CalibrationReport | None:
+    """The project's model-judge calibration, from cache when nothing changed."""
+    fingerprint = queries_frames.judgments_fingerprint(engine, project.name)
+    with st.spinner("Comparing model judges with the humans…"):
+        return cached_calibration(engine, str(engine.url), project.name, fingerprint, scale_of(project))
+
+
+def _comparison_row(against: str, c: Comparison) -> dict[str, Any]:
+    """One reference a model is compared with (κ, α and mean difference; None where undefined)."""
+    return {"against": against, "n": c.n, **{w: k.value for w, k in c.kappa.items()}, "alpha": c.alpha.value,
+            "mean_difference": c.bias.mean_difference}
+
+
+def comparison_table(m: ModelCalibration) -> pd.DataFrame:
+    """A model against the human consensus and each human, then the humans among themselves on its pairs."""
+    rows = [_comparison_row(CONSENSUS, m.vs_consensus), *(_comparison_row(c.reference, c) for c in m.vs_humans)]
+    rows.append({"against": "humans with each other (same pairs, mean pairwise κ)", "n": m.humans.n_pairable,
+                 **{w: k.value for w, k in m.humans.kappa.items()}, "alpha": m.humans.alpha.value,
+                 "mean_difference": None})
+    return pd.DataFrame(rows, columns=list(COMPARISON_HEADERS))
+
+
+def side_by_side(report: AgreementReport, calibrated: CalibrationReport) -> pd.DataFrame:
+    """Human–human agreement on all pairs, then per model judge: the model with the consensus and the humans
+    with each other on the model's pairs (quadratic κ, ordinal α)."""
+    rows = [{"who": "human–human", "on": "all pairs with two human grades", "n": report.n_pairable_units,
+             "quadratic": report.light_kappa["quadratic"].value, "alpha": report.alpha["ordinal"].value}]
+    for m in calibrated.models:
+        rows.append({"who": f"{m.model} vs human consensus", "on": f"pairs {m.model} graded",
+                     "n": m.vs_consensus.n, "quadratic": m.vs_consensus.kappa["quadratic"].value,
+                     "alpha": m.vs_consensus.alpha.value})
+        rows.append({"who": "human–human", "on": f"pairs {m.model} graded", "n": m.humans.n_pairable,
+                     "quadratic": m.humans.kappa["quadratic"].value, "alpha": m.humans.alpha.value})
+    return pd.DataFrame(rows, columns=list(SIDE_HEADERS))
+
+
+def group_table(groups: list[GroupCalibration]) -> pd.DataFrame:
+    """A model against the consensus within each category or guideline version, beside the humans there."""
+    return pd.DataFrame([{"group": g.group, "n": g.vs_consensus.n,
+                          "quadratic": g.vs_consensus.kappa["quadratic"].value, "alpha": g.vs_consensus.alpha.value,
+                          "mean_difference": g.vs_consensus.bias.mean_difference, "humans": g.humans.alpha.value}
+                         for g in groups], columns=list(GROUP_HEADERS))
+
+
+def confusion_table(c: Comparison, scale: tuple[int, int]) -> pd.DataFrame:
+    """The confusion matrix against the consensus: a row per consensus grade, a column per model grade."""
+    grades = [str(g) for g in range(scale[0], scale[1] + 1)]
+    frame = pd.DataFrame(c.confusion, columns=[f"model {g}" for g in grades])
+    return frame.assign(**{"consensus": grades})[["consensus", *frame.columns]]

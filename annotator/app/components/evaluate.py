@@ -1,0 +1,160 @@
+"""Evaluate-page helpers: stored runs, categories, snippets, and the metric tables people read (means at 4
+decimals as `qrelkit eval` prints them, 95% CIs, "—" where a value is missing, user strings escaped)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy.engine import Engine
+
+from annotator.app.components.agreement import project_agreement
+from annotator.app.views import MISSING, literal, table
+from db import evaluations
+from db.store import frames as queries_frames
+from eval_core.ranking.evaluation import Evaluation, evaluate
+from eval_core.ranking.registry import REGISTRY, base_of, cutoff_free
+from eval_core.ranking.significance import Comparison
+
+# The @k table's rows and the whole-ranking table's rows (every name checked against the metric registry).
+CUTOFF_FAMILIES = ("P", "recall", "ndcg", "success", "judged")
+WHOLE_RANKING = ("mrr", "map", "rprec", "bpref", "ndcg", "recall")
+DIGITS = 4  # as `qrelkit eval` prints means
+
+
+def table_metrics() -> list[str]:
+    """The metric names the page evaluates: each cutoff family at every chosen k, then the cutoff-free ones."""
+    names = [f"{family}@k" for family in CUTOFF_FAMILIES] + list(WHOLE_RANKING)
+    unknown = [n for n in names if base_of(n) is None]
+    if unknown or not all(cutoff_free(n) for n in WHOLE_RANKING):
+        raise ValueError(f"the Evaluate page names metrics the registry does not know as such: {unknown}")
+    return names
+
+
+def stored_run_names(engine: Engine, project: str) -> list[str]:
+    """Names of the project's stored runs."""
+    return [r.name for r in evaluations.list_runs(engine, project)]
+
+
+def query_categories(engine: Engine, project: Any) -> dict[str, str]:
+    """query id → category for the per-category breakdown (queries without one are left out)."""
+    frame, _ = project_agreement(engine, project)
+    if "category" not in frame.columns:
+        return {}
+    pairs = frame[["query_id", "category"]].dropna().drop_duplicates("query_id")
+    return dict(zip(pairs["query_id"].astype(str), pairs["category"].astype(str), strict=True))
+
+
+@st.cache_data(ttl=300, max_entries=4, show_spinner=False)
+def _fragment_texts(_engine: Engine, url: str, project: str) -> dict[str, str]:
+    """Fragment texts for snippets, reread at most every five minutes."""
+    return queries_frames.fragments_text(_engine, project)
+
+
+def fragment_texts(engine: Engine, project: str) -> dict[str, str]:
+    """fragment id → text, for the snippets of low-recall queries."""
+    return _fragment_texts(engine, str(engine.url), project)
+
+
+def evaluate_run(qrels: pd.DataFrame, run: pd.DataFrame, ks: Sequence[int], categories: Mapping[str, str] | None,
+                 name: str, rel_level: int, scale: tuple[int, int]) -> Evaluation:
+    """eval_core's evaluation of one run at the chosen cutoffs: the call `qrelkit eval --scale … --k …
+    --rel-level …` makes, so every cell can be checked against the CLI."""
+    return evaluate(qrels, run, metrics=table_metrics(), k=tuple(sorted(ks)), rel_level=rel_level,
+                    categories=dict(categories or {}) or None, name=name, scale=scale)
+
+
+def _number(value: float | None) -> str:
+    """A mean as the CLI prints it, or "—"."""
+    return MISSING if value is None or value != value else f"{value:.{DIGITS}f}"
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _cis(per_query: pd.DataFrame) -> dict[str, str]:
+    """Each metric's 95% bootstrap CI over queries (the one the drop alerts use) as `[low, high]`; cached by
+    the per-query values, since every widget on the page reruns it and 10k queries take seconds."""
+    out = {}
+    for column in per_query.columns:
+        values = per_query[column].to_numpy(dtype=float)
+        low, high = evaluations.mean_ci(values) if values.size else (None, None)
+        out[column] = MISSING if low is None else f"[{low:.{DIGITS}f}, {high:.{DIGITS}f}]"
+    return out
+
+
+def _by_cutoff(evaluation: Evaluation) -> dict[str, dict[int, str]]:
+    """family → k → metric column name, for the metrics that carry a cutoff."""
+    grid: dict[str, dict[int, str]] = {}
+    for column in evaluation.per_query.columns:
+        if cutoff_free(column):
+            continue
+        family, _, k = column.partition("@")
+        grid.setdefault(family, {})[int(k)] = column
+    return grid
+
+
+def _grid(evaluation: Evaluation, cell: Any) -> pd.DataFrame:
+    """Metric family × `@k` table of `cell(column)` strings, "—" where a family lacks that k."""
+    grid = _by_cutoff(evaluation)
+    ks = sorted({k for cuts in grid.values() for k in cuts})
+    rows = {family: {f"@{k}": cell(cuts[k]) if k in cuts else MISSING for k in ks}
+            for family in CUTOFF_FAMILIES if (cuts := grid.get(family))}
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=[f"@{k}" for k in ks])
+    table.index.name = "Metric"
+    return table
+
+
+def cutoff_table(evaluation: Evaluation) -> pd.DataFrame:
+    """Means of the metrics with a cutoff: one row per metric, one column per chosen k."""
+    return _grid(evaluation, lambda column: _number(evaluation.mean.get(column)))
+
+
+def cutoff_ci_table(evaluation: Evaluation) -> pd.DataFrame:
+    """The same grid with each mean's 95% CI (a bootstrap over queries)."""
+    cis = _cis(evaluation.per_query)
+    return _grid(evaluation, lambda column: cis[column])
+
+
+def whole_ranking_table(evaluation: Evaluation) -> pd.DataFrame:
+    """The cutoff-free metrics (the whole ranking counts): mean, 95% CI and what each measures."""
+    ci, cis = f"{evaluations.CONFIDENCE:.0%} CI", _cis(evaluation.per_query)
+    rows = [{"Metric": name, "Mean": _number(evaluation.mean.get(name)),
+             ci: cis.get(name, MISSING),
+             "What it measures": literal(REGISTRY[name].definition)}
+            for name in WHOLE_RANKING]
+    return pd.DataFrame(rows).set_index("Metric")
+
+
+def family_legend() -> str:
+    """One line defining each row of the @k table, from the metric registry (escaped for Markdown)."""
+    return " · ".join(f"{family}@k: {literal(REGISTRY[family].definition)}" for family in CUTOFF_FAMILIES)
+
+
+def show_categories(rows: list[dict[str, Any]]) -> None:
+    """The per-category breakdown with readable headers and rounded means (category names shown literally)."""
+    frame = pd.DataFrame(rows)
+    metrics = [c for c in frame.columns if c not in ("category", "queries")]
+    headers = {"category": "Category", "queries": "Queries", **{m: m for m in metrics}}
+    table(frame, headers, {m: DIGITS for m in metrics})
+
+
+COMPARISON_HEADERS = {"metric": "Metric", "run_a": "Run A", "run_b": "Run B", "mean_a": "Mean A",
+                      "mean_b": "Mean B", "diff": "B − A", "ci_low": "95% CI low", "ci_high": "95% CI high",
+                      "p_value": "p", "p_adjusted": "Holm-adjusted p", "better": "Queries better",
+                      "worse": "Queries worse", "unchanged": "Unchanged"}
+
+
+def show_comparison(comparison: Comparison) -> None:
+    """One row per pair of runs and metric, readable and rounded ("—" where no correction applied)."""
+    frame = comparison.to_frame()
+    digits = {c: DIGITS for c in ("mean_a", "mean_b", "diff", "ci_low", "ci_high", "p_value", "p_adjusted")}
+    table(frame, COMPARISON_HEADERS, digits)
+
+
+def alert_text(alert: evaluations.DropAlert) -> str:
+    """A drop alert as one Markdown-safe sentence (the run name escaped)."""
+    low, high = alert.previous_ci
+    return (f"{alert.metric} of {literal(alert.run)} fell to {alert.value:.{DIGITS}f} at release {alert.version}, "
+            f"below the {evaluations.CONFIDENCE:.0%} CI \\[{low:.{DIGITS}f}, {high:.{DIGITS}f}\\] of its "
+            f"{alert.previous:.{DIGITS}f} at release {alert.previous_version}.")

@@ -1,0 +1,216 @@
+"""Blind grading: one query–fragment pair at a time, saved the moment a grade is given.
+
+The annotator sees only their own grade. Buttons, their names and their keys come from the project's scale
+and grade labels. The grading panel is an st.fragment, so a key press reruns the panel alone; user text is
+shown escaped (Markdown-escaped in captions, HTML-escaped with highlighted query terms in the fragment box).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import streamlit as st
+
+from annotator.app import session as auth
+from annotator.app import state, views
+from db.judging import PairView, get_pair, next_pair, previous_pair, progress, record_judgment, undo_judgment
+from db.projects import ProjectInfo, current_guideline, get_project
+
+CANT_JUDGE_KEY = "X"
+
+
+def show(pair_id: int | None) -> None:
+    """Open `pair_id` (None = the first pair not judged yet) and restart the time-spent clock."""
+    st.session_state["pair_id"] = pair_id
+    for key in ("shown_at", "flash", "cant_judge_asked"):
+        st.session_state.pop(key, None)
+
+
+def save_grade(username: str, view: PairView, grade: int | None) -> None:
+    """Record the grade at once (a reload or a second tab loses nothing), then open the next open pair; a grade
+    the store refuses leaves the pair open with the store's reason."""
+    if auth.current_user() is None:  # logged out, expired or deactivated meanwhile: the panel's rerun shows the login
+        return
+    pair_id = view.pair_id
+    reason = None
+    if grade is None:
+        reason = (st.session_state.get(f"reason_{pair_id}") or "").strip()
+        if not reason:
+            st.session_state["flash"] = "Say why you can't judge this pair."
+            return
+    shown_at = st.session_state.get("shown_at")
+    seconds = round(time.monotonic() - shown_at, 3) if shown_at else None
+    note = (st.session_state.get(f"note_{pair_id}") or "").strip() or None
+    try:
+        saved = record_judgment(state.engine(), pair_id, username, grade, note=note, cant_judge_reason=reason,
+                                seconds_spent=seconds)
+    except (ValueError, PermissionError, LookupError) as exc:
+        st.session_state["flash"] = f"Not saved: {views.literal(exc)}."
+        return
+    if saved.changed and saved.revision == 1:
+        count_done(view.query_external_id, +1)
+    show(None)
+
+
+def go_back(project: str, username: str, view: PairView | None) -> None:
+    """Open the pair before the current one in this annotator's queue, to look at or change it."""
+    before = previous_pair(state.engine(), project, username, view.pair_id if view else None)
+    if before is not None:
+        show(before.pair_id)
+
+
+def clear_grade(username: str, view: PairView) -> None:
+    """Take back this annotator's own grade for the pair; it goes back into the open queue."""
+    if undo_judgment(state.engine(), view.pair_id, username) is not None:
+        count_done(view.query_external_id, -1)
+    show(view.pair_id)
+
+
+def open_cant_judge() -> None:
+    """Show the reason field (the can't-judge key or button)."""
+    st.session_state["cant_judge_asked"] = True
+
+
+def current_view(project: str, username: str) -> PairView | None:
+    """The pair being shown: the one picked with Back, else the first assigned pair not yet judged."""
+    engine = state.engine()
+    pair_id = st.session_state.get("pair_id")
+    if pair_id is not None:
+        try:
+            return get_pair(engine, project, username, pair_id)
+        except (LookupError, PermissionError):
+            show(None)
+    return next_pair(engine, project, username)
+
+
+def load_progress(project: str, username: str) -> None:
+    """Fetch done / assigned from the store (on every full page run, so a reload or another tab is reflected)."""
+    prog = progress(state.engine(), project, username)
+    st.session_state["progress"] = {"done": prog.done, "assigned": prog.assigned,
+                                    "per_query": [list(row) for row in prog.per_query]}
+
+
+def count_done(query: str, step: int) -> None:
+    """Adjust the session's progress after this session created (+1) or removed (-1) a judgment, so a key press
+    need not recount a queue of tens of thousands of pairs."""
+    prog = st.session_state.get("progress")
+    if prog is None:
+        return
+    prog["done"] += step
+    for row in prog["per_query"]:
+        if row[0] == query:
+            row[1] += step
+
+
+def progress_panel(project: str, username: str, view: PairView | None) -> list[list]:
+    """Done / assigned overall and for the current query; returns the per-query rows. Counted by the store on
+    the first panel run of each full page run, then kept up to date in the session."""
+    if st.session_state.pop("recount", False) or "progress" not in st.session_state:
+        load_progress(project, username)
+    prog = st.session_state["progress"]
+    overall, here = st.columns([3, 1], vertical_alignment="bottom")
+    overall.progress(prog["done"] / prog["assigned"] if prog["assigned"] else 0.0,
+                     text=f"Overall: {prog['done']} / {prog['assigned']} judged")
+    current = [row for row in prog["per_query"] if view is not None and row[0] == view.query_external_id]
+    if current:
+        here.caption(f"This query: {current[0][1]} / {current[0][2]} judged")
+    return prog["per_query"]
+
+
+def grade_buttons(project: ProjectInfo, username: str, view: PairView) -> None:
+    """One button per grade of the project's scale, named by the project's labels, each with its digit as the
+    keyboard shortcut; the annotator's own current grade is highlighted."""
+    for column, (grade, label) in zip(st.columns(len(project.labels)), project.labels.items(), strict=True):
+        column.button(f"{grade} · {views.literal(label)}", key=f"grade_{grade}", shortcut=str(grade), width="stretch",
+                      wrap=True, type="primary" if view.grade == grade else "secondary",
+                      on_click=save_grade, args=(username, view, grade))
+
+
+def fragment_box(view: PairView) -> None:
+    """The fragment under its title and source, query terms marked, in a box the browser tests can find."""
+    with st.container(border=True, key="fragment_box"):
+        st.caption(views.fragment_source(view.fragment_title, view.fragment_doc_id, view.fragment_external_id))
+        views.fragment_text(view.fragment_text, view.query_text)
+
+
+def cant_judge_row(project: str, username: str, view: PairView) -> None:
+    """Back, can't judge (with its reason) and, for a judged pair, next / clear."""
+    left, middle, right = st.columns(3)
+    left.button("← Back", key="back", shortcut="Left", on_click=go_back, args=(project, username, view))
+    middle.button("Can't judge…", key="cant_judge_open", shortcut=CANT_JUDGE_KEY, on_click=open_cant_judge)
+    if view.grade is not None or view.cant_judge_reason:
+        right.button("Next open pair →", key="next", shortcut="Right", on_click=show, args=(None,))
+        right.button("Clear my grade", key="undo", on_click=clear_grade, args=(username, view))
+    if st.session_state.get("cant_judge_asked") or view.cant_judge_reason:
+        st.text_input("Why can't you judge this pair?", value=view.cant_judge_reason or "",
+                      key=f"reason_{view.pair_id}")
+        st.button("Save as can't judge", key="cant_judge", on_click=save_grade, args=(username, view, None))
+
+
+def pair_panel(project: ProjectInfo, username: str, view: PairView) -> None:
+    """The query, the fragment, grade buttons, note, can't judge."""
+    st.markdown(f"#### {views.literal(view.query_text)}")
+    st.caption(f"Query {views.literal(view.query_external_id)} · pair {view.position} of {view.total}")
+    fragment_box(view)
+    if view.grade is not None:
+        st.info(f"Your grade: {view.grade} · {views.literal(project.labels.get(view.grade, ''))}. "
+                "Press another grade to change it.")
+    elif view.cant_judge_reason:
+        st.info(f"You marked this pair can't judge: {views.literal(view.cant_judge_reason)}")
+    grade_buttons(project, username, view)
+    st.text_input("Note (optional)", value=view.note or "", key=f"note_{view.pair_id}",
+                  placeholder="Why this grade? Leads read notes when adjudicating.")
+    cant_judge_row(project.name, username, view)
+
+
+@st.fragment
+def grading_panel(project: ProjectInfo, username: str) -> None:
+    """Everything that changes on a key press, so a grade reruns only this part of the page."""
+    if auth.current_user() is None:  # a fragment rerun skips the app's session check: do it here
+        st.rerun(scope="app")
+    view = current_view(project.name, username)
+    if view is not None and st.session_state.get("shown_pair") != view.pair_id:
+        st.session_state["shown_pair"] = view.pair_id
+        st.session_state["shown_at"] = time.monotonic()
+    elif "shown_at" not in st.session_state:
+        st.session_state["shown_at"] = time.monotonic()
+    if st.session_state.get("flash"):
+        st.warning(st.session_state["flash"])
+    top = st.container()
+    if view is None:
+        with top:
+            rows = progress_panel(project.name, username, view)
+        if rows:
+            st.success("All your assigned pairs are judged. Thank you!")
+            st.button("← Back to my last pair", key="back", on_click=go_back, args=(project.name, username, None))
+        else:
+            st.info("No pairs are assigned to you in this project.")
+    else:
+        pair_panel(project, username, view)
+        with top:  # filled after the pair so the fragment is on screen before the queue is counted
+            rows = progress_panel(project.name, username, view)
+    if st.toggle("Show progress by query", key="show_per_query"):
+        table = pd.DataFrame(rows, columns=["query", "done", "assigned"])
+        views.table(table, {"query": "Query", "done": "Judged", "assigned": "Assigned"}, width="stretch")
+
+
+def guideline_popover(project: str) -> None:
+    """The full guideline one click away, in the sidebar so it stays put while pairs change."""
+    with st.sidebar.popover("Grading guideline", icon=":material/menu_book:", width="stretch"):
+        guideline = current_guideline(state.engine(), project)
+        if guideline is None:
+            st.write("This project has no guideline yet.")
+        else:
+            st.caption(f"Version {guideline.version}")
+            views.guideline_markdown(guideline.text)
+
+
+user = auth.require_user()
+name = state.current_project()
+if name is None:
+    st.info("No project yet. A lead creates one (or run `qrelkit demo`).")
+    st.stop()
+guideline_popover(name)
+st.session_state["recount"] = True
+grading_panel(get_project(state.engine(), name), user.username)

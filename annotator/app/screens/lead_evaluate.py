@@ -1,0 +1,156 @@
+"""Lead page: score a run against a release — the metrics `qrelkit eval` gives, with CIs, the recall curve,
+the diagnosis, comparisons and each run's history with its drop alerts — and send unjudged top-k fragments
+back to annotation. The store decides what to keep and how to compare; this page only shows it."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from annotator.app import views
+from annotator.app.components import charts
+from annotator.app.components import evaluate as views_evaluate
+from annotator.app.components import robustness as views_robustness
+from annotator.app.views import literal
+from db import evaluations, releases
+from eval_core.errors import InputError
+from eval_core.io.formats import read_run
+from eval_core.io.judgments import relevant_from
+from eval_core.ranking import report
+from eval_core.ranking.registry import DEFAULT_K
+
+K_CHOICES = (1, 3, 5, 10, 20, 50, 100)
+
+engine, user = views.lead_page("Evaluate")
+project = views.pick_project(engine)
+if project is None:
+    st.stop()
+
+listed = releases.list_releases(engine, project.name)
+if not listed:
+    st.info("Evaluation needs a release: create one on the Releases page.")
+    st.stop()
+versions = sorted((r.version for r in listed), reverse=True)
+version = st.sidebar.selectbox("Release", versions, index=0)
+qrels = evaluations.release_qrels(engine, project.name, version)
+
+stored = views_evaluate.stored_run_names(engine, project.name)
+source = st.radio("Run", ("Stored run", "Upload a run"), horizontal=True, index=0 if stored else 1)
+run_name = None
+if source == "Stored run":
+    if not stored:
+        st.info("No stored run: import one on the Project page, or upload one here.")
+        st.stop()
+    run_name = st.selectbox("Stored run", stored)
+    run = evaluations.stored_run_frame(engine, project.name, run_name)
+    name = run_name
+else:
+    upload = st.file_uploader("Run file (TREC, JSONL or CSV)", key="evaluate-upload")
+    if upload is None:
+        st.stop()
+    with views.saved_upload(upload) as path:
+        try:
+            run = read_run(path)
+        except InputError as exc:
+            st.error(literal(views.upload_error(exc, path, upload.name)))
+            st.stop()
+    name = upload.name
+
+low, high = views.scale_of(project)
+grades = list(range(relevant_from((low, high)), high + 1))  # the lowest grade means not relevant
+left, right = st.columns([2, 1])
+ks = left.multiselect("Cutoffs k", K_CHOICES, default=list(DEFAULT_K)) or [10]
+rel_level = right.selectbox("Relevant from grade", grades, index=0,
+                            format_func=lambda g: f"{g} · {project.labels.get(g, g)}",
+                            help="Binary metrics count a fragment as relevant from this grade on "
+                                 "(`qrelkit eval --rel-level`); nDCG gains grade − lowest grade whatever "
+                                 "is chosen here (`--scale`).")
+categories = views_evaluate.query_categories(engine, project)
+texts = views_evaluate.fragment_texts(engine, project.name)
+with st.spinner(f"Evaluating {literal(name)}…"):
+    evaluation = views_evaluate.evaluate_run(qrels, run, ks, categories, name, rel_level, (low, high))
+    diagnosis = report.diagnose(qrels, run, fragments=texts, categories=categories or None, name=name,
+                                rel_level=rel_level, scale=(low, high))
+    if run_name is not None:
+        evaluations.ensure_evaluation(engine, project.name, run_name, version)
+
+if diagnosis.coverage.flagged:
+    st.warning(literal(diagnosis.coverage.message), icon=":material/search_off:")
+if diagnosis.judged.flagged:
+    st.warning(literal(diagnosis.judged.message), icon=":material/warning:")
+    holes = len(diagnosis.judged.unjudged)
+    if run_name is not None and holes and st.button(f"Send the {holes} unjudged pairs to annotation"):
+        created = evaluations.judge_holes(engine, project.name, run_name, k=diagnosis.judged.k,
+                                          actor=user.username)
+        st.success(f"{created} new pair(s) created; assign them on the Project page.")
+    elif run_name is None and holes:
+        st.caption("Import this run on the Project page to send its holes to annotation.")
+
+st.subheader(f"Metrics of {literal(name)} on release {version}")
+st.caption(f"Means over the release's {len(evaluation.per_query)} queries, as `qrelkit eval --scale {low}-{high} "
+           f"--k {','.join(map(str, sorted(ks)))} --rel-level {rel_level}` prints them; 95% CIs from a bootstrap "
+           "over queries.")
+st.markdown("**At cutoff k**")
+st.table(views_evaluate.cutoff_table(evaluation))
+st.caption(views_evaluate.family_legend())
+with st.expander("95% confidence intervals at each cutoff"):
+    st.table(views_evaluate.cutoff_ci_table(evaluation))
+st.markdown("**Over the whole ranking** (no cutoff)")
+st.table(views_evaluate.whole_ranking_table(evaluation))
+
+st.subheader("Diagnosis")
+st.info(literal(diagnosis.depth.verdict))
+st.info(literal(f"Recall curve: {diagnosis.curve.verdict}"))
+curve = pd.DataFrame({"k": diagnosis.curve.ks, "recall": diagnosis.curve.recall, "run": name})
+st.altair_chart(charts.recall_curve_chart(curve), width="stretch")
+for warning in [*evaluation.warnings, *(w for w in diagnosis.warnings if w not in evaluation.warnings)]:
+    st.caption(literal(warning))
+
+if diagnosis.categories is not None:
+    st.subheader("By category")
+    if diagnosis.categories.note:
+        st.caption(literal(diagnosis.categories.note))
+    views_evaluate.show_categories(diagnosis.categories.rows)
+
+st.subheader(f"Low-recall queries ({len(diagnosis.low_recall)})")
+for query in diagnosis.low_recall:
+    with st.expander(f"{literal(query.query_id)}: recall@{query.k} = {query.recall:.3f} "
+                     f"({query.n_relevant} relevant)"):
+        for issue in query.issues:
+            st.text(issue)
+
+others = [r for r in stored if r != run_name]
+if others:
+    st.subheader("Compare with other runs")
+    rivals = st.multiselect("Runs to compare", others)
+    metrics = st.multiselect("Metrics", evaluations.HEADLINE, default=[evaluations.HEADLINE[0]])
+    if rivals and metrics:
+        with st.spinner("Paired randomization tests…"):
+            comparison = evaluations.compare_runs(engine, project.name, version, (name, run), rivals, metrics,
+                                                  rel_level=rel_level)
+        for sentence in comparison.sentences():
+            st.markdown(f"- {literal(sentence)}")
+        views_evaluate.show_comparison(comparison)
+        for warning in comparison.warnings:
+            st.caption(literal(warning))
+
+st.subheader(f"Drops at release {version}")
+alerts = evaluations.drop_alerts(engine, project.name, version)
+st.caption("One alert per stored run and headline metric that fell below the 95% CI of the run's previous "
+           "evaluated release (stored evaluations count grades ≥ 1 as relevant).")
+for alert in alerts:
+    st.warning(views_evaluate.alert_text(alert), icon=":material/trending_down:")
+if not alerts:
+    st.caption(f"Release {version} is the first: there is no earlier evaluation to fall from."
+               if version == min(versions) else "No headline metric of any stored run fell beyond its CI.")
+
+if run_name is not None:
+    st.subheader("History across releases")
+    history = evaluations.run_history(engine, project.name, run_name)
+    if history.empty:
+        st.caption("No stored evaluation of this run yet.")
+    else:
+        metric = st.selectbox("Metric", evaluations.HEADLINE)
+        st.altair_chart(charts.run_history_chart(history, metric), width="stretch")
+
+views_robustness.robustness_section(engine, project.name)

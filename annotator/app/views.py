@@ -1,0 +1,167 @@
+"""Helpers shared by the pages: literal text, highlighted fragments, readable tables, the lead guard, the project
+picker, uploads and import reports."""
+
+from __future__ import annotations
+
+import html
+import re
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, is_dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy.engine import Engine
+
+from annotator.app import state
+from annotator.app.session import require_role
+from db import projects
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&=\"'^])")
+_TERM = re.compile(r"\w{3,}")
+# Streamlit rewrites the text after parsing, where escapes no longer count: bare URLs, `www.` and e-mail addresses
+# become links, `:material/x:` an icon, `:streamlit:` a logo, and ` -> ` `<-` `<->` `--` `>=` `<=` `~=` arrows and
+# signs. An empty `:small[]` (Streamlit's own directive, drawn as an empty <span>) cuts the text node there, so no
+# such pattern is ever whole, and the text still reads and copies exactly as typed (no invisible character).
+BREAK = ":small[]"
+_BREAK_AT = re.compile(r"(?<=:)|(?=@)|(?<=(?i:www))(?=\\\.)|(?<=[-<>~=])(?=\\[-<>~=])")  # on escaped text
+MISSING = "—"
+FRAGMENT_STYLE = ("font-family: inherit; font-size: 1.05rem; line-height: 1.6; white-space: pre-wrap; "
+                  "overflow-wrap: anywhere; max-height: 28rem; overflow-y: auto;")
+
+
+def literal(text: Any) -> str:
+    """Backslash-escape every Markdown/HTML character so a user's string shows as typed inside st.markdown,
+    captions, alerts, labels and st.table cells (no links, images, tags, colours or maths ever come from data),
+    then cut the text with BREAK after every colon, before every @, inside `www.` and between the signs of an
+    arrow, so none of Streamlit's after-parsing rewrites applies either."""
+    escaped = _MD_SPECIAL.sub(r"\\\1", "" if text is None else str(text))
+    return _BREAK_AT.sub(BREAK, escaped)
+
+
+def query_terms(query: str) -> list[str]:
+    """The query's words of three or more letters, longest first (so a longer word wins an overlap)."""
+    return sorted({t.lower() for t in _TERM.findall(query or "")}, key=lambda t: (-len(t), t))
+
+
+def highlighted(text: str, query: str) -> str:
+    """The fragment as safe HTML: escaped first, then every whole-word occurrence of a query term wrapped in
+    <mark>. Escaped text holds no tags, and a term never matches inside an entity (&amp;, &#x27;)."""
+    escaped = html.escape(text or "", quote=True)
+    terms = query_terms(query)
+    if not terms:
+        return escaped
+    pattern = re.compile(r"(?<![\w&#])(" + "|".join(map(re.escape, terms)) + r")(?!\w)", re.IGNORECASE)
+    return pattern.sub(r"<mark>\1</mark>", escaped)
+
+
+def fragment_text(text: str, query: str) -> None:
+    """A fragment in proportional type, as tall as its text (scrolling only past 28 rem), the query's terms
+    marked; the text is HTML-escaped before the marks go in, so nothing in it is ever markup."""
+    st.html(f'<div class="qrelkit-fragment" style="{FRAGMENT_STYLE}">{highlighted(text, query)}</div>')
+
+
+def fragment_source(title: str | None, doc_id: str | None, fragment_id: str) -> str:
+    """The caption above a fragment: its title and source document when present (and not just the fragment's
+    own id again), and its id (all literal)."""
+    parts = [f"**{literal(title)}**"] if title else []
+    if doc_id and doc_id != fragment_id:
+        parts.append(f"source {literal(doc_id)}")
+    return " · ".join([*parts, f"fragment {literal(fragment_id)}"])
+
+
+def guideline_markdown(text: str) -> None:
+    """Render a lead's guideline as Markdown (tables, emphasis, lists, links) but never load anything: image
+    syntax is shown as text and every `<` is escaped, so no remote image or HTML tag can come from it."""
+    st.markdown((text or "").replace("<", "\\<").replace("![", "!\\["))
+
+
+def readable(frame: pd.DataFrame, headers: dict[str, str], digits: dict[str, int] | None = None) -> Any:
+    """A table for people: only the columns in `headers`, renamed to them, numbers rounded to `digits`,
+    times as `YYYY-MM-DD HH:MM UTC`, and "—" wherever a value is missing (a Styler st.dataframe shows)."""
+    table = frame[list(headers)].rename(columns=headers)
+    formats: dict[str, Any] = {headers[c]: f"{{:.{d}f}}" for c, d in (digits or {}).items()}
+    for column in table.columns:
+        if column not in formats and table[column].map(lambda v: isinstance(v, datetime)).any():
+            formats[column] = lambda v: v.strftime("%Y-%m-%d %H:%M UTC") if isinstance(v, datetime) else MISSING
+    return table.style.format(formats, na_rep=MISSING)
+
+
+def table(frame: pd.DataFrame, headers: dict[str, str], digits: dict[str, int] | None = None, **options: Any) -> None:
+    """Show `frame` as a readable table (see readable); missing cells read "—" in the browser too, where the
+    grid draws nulls itself."""
+    st.dataframe(readable(frame, headers, digits), hide_index=True, placeholder=MISSING, **options)
+
+
+def lead_page(title: str) -> tuple[Engine, Any]:
+    """Stop anyone who is not a lead (also when the page is opened by URL), then title the page."""
+    user = require_role("lead")
+    st.title(title)
+    return state.engine(), user
+
+
+def pick_project(engine: Engine) -> Any | None:
+    """The project this session works on (part A's sidebar picker), with its scale and threshold."""
+    name = state.current_project()
+    if name is None:
+        st.info("No project yet: create one on the Project page.")
+        return None
+    return projects.get_project(engine, name)
+
+
+def as_dict(report: Any) -> dict[str, Any]:
+    """A store report (dataclass or dict) as a dict for display."""
+    return asdict(report) if is_dataclass(report) else dict(report)
+
+
+@contextmanager
+def saved_upload(upload: Any) -> Iterator[Path]:
+    """An uploaded file written to a temporary path that keeps its name (the readers go by extension)."""
+    with tempfile.TemporaryDirectory(prefix="qrelkit-upload-") as tmp:
+        path = Path(tmp) / Path(upload.name).name
+        path.write_bytes(upload.getvalue())
+        yield path
+
+
+def upload_error(exc: Exception, path: Path, upload_name: str) -> str:
+    """An import error as `name:line: problem`, naming the uploaded file rather than its temp copy."""
+    return str(exc).replace(str(path), upload_name)
+
+
+def scale_of(project: Any) -> tuple[int, int]:
+    """The project's grading scale as a plain (low, high) pair."""
+    return int(project.scale[0]), int(project.scale[1])
+
+
+def project_caption(project: Any) -> str:
+    """One line with the project's policy and its grade names."""
+    low, high = scale_of(project)
+    names = ", ".join(f"{g} {literal(name)}" for g, name in project.labels.items())
+    return (f"Scale {low}–{high} ({names}) · {project.overlap} annotators per pair on {project.overlap_fraction:.0%} of "
+            f"pairs · agreement threshold {project.threshold:g}")
+
+
+def show_import_report(report: Any, path: Path, upload_name: str) -> None:
+    """The validation report of an import: counts, then every rejected line as name:line: problem."""
+    counts = {"Created": report.created, "Updated": report.updated, "Unchanged": report.unchanged,
+              "Rejected lines": len(report.rejected)}
+    for col, (label, count) in zip(st.columns(len(counts)), counts.items(), strict=True):
+        col.metric(label, count)
+    if report.rejected:
+        lines = "\n".join(upload_error(Exception(r), path, upload_name) for r in report.rejected)
+        st.code(lines, language=None)
+    else:
+        st.success(f"{literal(upload_name)}: {report.records} record(s) imported.")
+
+
+def progress_table(stats: pd.DataFrame) -> pd.DataFrame:
+    """Annotator stats with a done/assigned share for a progress bar and speed in seconds per pair."""
+    table = stats.copy()
+    assigned = table["assigned"].where(table["assigned"] > 0)
+    table.insert(1, "progress", (table["done"] / assigned).fillna(0.0))
+    return table
+

@@ -1,0 +1,214 @@
+"""Accounts: annotators and leads, scrypt-hashed passwords under one policy, and who may change them.
+
+Every change names its actor (db.accounts.permissions): the CLI passes OPERATOR, the app the logged-in username.
+Deactivating an account ends all of its sessions in the same transaction, so an open tab can do nothing more.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import secrets
+from dataclasses import dataclass
+
+from sqlalchemy import update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from db.accounts.permissions import Actor, Operator, require_lead, require_role
+from db.store.engine import session_scope
+from db.store.models import User, UserSession, utcnow
+
+ROLES = ("annotator", "lead")
+MIN_PASSWORD_LENGTH = 8  # NIST SP 800-63B: memorized secrets of at least 8 characters
+MAX_PASSWORD_LENGTH = 1024  # long passphrases are welcome; megabytes of input are not
+_SCRYPT = {"n": 2**14, "r": 8, "p": 1}
+_DUMMY_HASH: str | None = None
+log = logging.getLogger("qrelkit.auth")
+
+
+@dataclass(frozen=True)
+class UserInfo:
+    """A user as the app sees it (never the password hash)."""
+
+    id: int
+    username: str
+    role: str
+    active: bool
+    can_login: bool
+    kind: str = "human"  # or "model": a model judge (see db.judges)
+
+
+def check_password(password: str) -> str:
+    """The password policy, the same wherever a password is set: 8+ characters, not only whitespace."""
+    if not isinstance(password, str) or len(password) < MIN_PASSWORD_LENGTH:
+        raise ValueError(f"password must be at least {MIN_PASSWORD_LENGTH} characters")
+    if not password.strip():
+        raise ValueError("password must not be only whitespace")
+    if len(password) > MAX_PASSWORD_LENGTH:
+        raise ValueError(f"password must be at most {MAX_PASSWORD_LENGTH} characters")
+    return password
+
+
+def hash_password(password: str) -> str:
+    """Salted scrypt hash in a self-describing `scrypt$n$r$p$salt$hash` form (policy checked first)."""
+    check_password(password)
+    salt = secrets.token_bytes(16)
+    digest = hashlib.scrypt(password.encode("utf-8"), salt=salt, dklen=32, **_SCRYPT)
+    return f"scrypt${_SCRYPT['n']}${_SCRYPT['r']}${_SCRYPT['p']}${salt.hex()}${digest.hex()}"
+
+
+def verify_password(password: str, stored: str) -> bool:
+    """Constant-time check of `password` against a hash from hash_password."""
+    try:
+        scheme, n, r, p, salt, digest = stored.split("$")
+    except ValueError:
+        return False
+    if scheme != "scrypt":
+        return False
+    candidate = hashlib.scrypt(password.encode("utf-8"), salt=bytes.fromhex(salt), n=int(n), r=int(r),
+                               p=int(p), dklen=len(digest) // 2)
+    return hmac.compare_digest(candidate.hex(), digest)
+
+
+def user_info(user: User) -> UserInfo:
+    """Detach a row into plain data."""
+    assert user.id is not None
+    return UserInfo(user.id, user.username, user.role, user.active, bool(user.password_hash) and user.active,
+                    user.kind)
+
+
+def user_row(session: Session, username: str) -> User:
+    """The row for `username`, or LookupError naming it."""
+    user = session.exec(select(User).where(User.username == username)).first()
+    if user is None:
+        raise LookupError(f"no user named {username!r}")
+    return user
+
+
+def check_username(username: str) -> str:
+    """Usernames are trimmed, non-empty and at most 200 characters."""
+    name = (username or "").strip()
+    if not name or len(name) > 200:
+        raise ValueError(f"username must be 1-200 characters, got {username!r}")
+    return name
+
+
+def check_role(role: str) -> str:
+    """One of ROLES, or ValueError listing them."""
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+    return role
+
+
+def create_user(engine: Engine, username: str, role: str, password: str | None = None, *,
+                actor: Actor) -> UserInfo:
+    """Add an account (a lead's or the operator's act); without a password it exists (e.g. for imported
+    judgments) but cannot log in."""
+    name = check_username(username)
+    check_role(role)
+    hashed = hash_password(password) if password is not None else None
+    with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
+        if session.exec(select(User.id).where(User.username == name)).first() is not None:
+            raise ValueError(f"user {name!r} already exists")
+        user = User(username=name, role=role, password_hash=hashed)
+        session.add(user)
+        session.flush()
+        log.info("user %r (%s) created by %r", name, role, actor)
+        return user_info(user)
+
+
+def set_password(engine: Engine, username: str, password: str, *, actor: Actor) -> UserInfo:
+    """Give an account a (new) password: a lead or the operator for anyone, an active user for themselves."""
+    hashed = hash_password(password)
+    with session_scope(engine, write=True) as session:
+        if isinstance(actor, Operator) or actor != username:
+            require_lead(session, actor)
+        else:
+            require_role(session, actor, "annotator")
+        user = user_row(session, username)
+        user.password_hash = hashed
+        session.add(user)
+        session.flush()
+        log.info("password of %r set by %r", username, actor)
+        return user_info(user)
+
+
+def authenticate(engine: Engine, username: str, password: str) -> UserInfo | None:
+    """The user if the password matches an active account; None otherwise (same work either way)."""
+    global _DUMMY_HASH
+    with session_scope(engine) as session:
+        user = session.exec(select(User).where(User.username == (username or "").strip())).first()
+        info = user_info(user) if user is not None else None
+        stored = user.password_hash if user is not None else None
+    if stored is None:
+        _DUMMY_HASH = _DUMMY_HASH or hash_password("not a password")
+        verify_password(password or "", _DUMMY_HASH)
+        return None
+    if not verify_password(password or "", stored) or info is None or not info.active:
+        return None
+    return info
+
+
+def list_users(engine: Engine, role: str | None = None) -> list[UserInfo]:
+    """Every account (optionally of one role), by username."""
+    with session_scope(engine) as session:
+        stmt = select(User).order_by(User.username)
+        if role is not None:
+            stmt = stmt.where(User.role == role)
+        return [user_info(u) for u in session.exec(stmt)]
+
+
+def get_user(engine: Engine, username: str) -> UserInfo:
+    """One account as it is now, or LookupError naming it."""
+    with session_scope(engine) as session:
+        return user_info(user_row(session, username))
+
+
+def end_sessions(session: Session, user_id: int) -> int:
+    """Revoke every open session of a user inside the caller's transaction; returns how many were open."""
+    result = session.execute(update(UserSession).where(UserSession.user_id == user_id,
+                                                       UserSession.revoked_at.is_(None))
+                             .values(revoked_at=utcnow()))
+    return int(result.rowcount or 0)
+
+
+def deactivate(engine: Engine, username: str, *, actor: Actor) -> UserInfo:
+    """Stop an account at once: it cannot log in, gets no new assignments, and every open session ends;
+    its judgments and history are kept."""
+    with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
+        user = user_row(session, username)
+        user.active = False
+        session.add(user)
+        session.flush()
+        ended = end_sessions(session, user.id)
+        log.warning("user %r deactivated by %r; %d session(s) ended", username, actor, ended)
+        return user_info(user)
+
+
+def activate(engine: Engine, username: str, *, actor: Actor) -> UserInfo:
+    """Let a deactivated account log in again (it starts with no session)."""
+    with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
+        user = user_row(session, username)
+        user.active = True
+        session.add(user)
+        session.flush()
+        log.info("user %r activated by %r", username, actor)
+        return user_info(user)
+
+
+def set_role(engine: Engine, username: str, role: str, *, actor: Actor) -> UserInfo:
+    """Make an account a lead or an annotator; open sessions see the new role on their next page run."""
+    check_role(role)
+    with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
+        user = user_row(session, username)
+        user.role = role
+        session.add(user)
+        session.flush()
+        log.warning("user %r is now %s (set by %r)", username, role, actor)
+        return user_info(user)

@@ -1,0 +1,1 @@
+"""Persistence: tables, engine, schema and migrations, and the frames read from them."""

@@ -1,0 +1,1 @@
+"""Readers and writers for every file format qrelkit reads or writes, with path:line errors."""

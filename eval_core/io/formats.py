@@ -1,0 +1,660 @@
+"""Readers and writers for qrels and runs: TREC, BEIR TSV, JSONL and CSV, plus DataFrames and dicts.
+
+Readers return the in-memory forms of docs/architecture.md and reject bad input with `path:line: problem`.
+Big TREC files take a columnar fast path (pyarrow's CSV reader, single-space delimited, query ids
+dictionary-encoded while parsing); whenever it fails or its result does not validate, a line-by-line
+scan names the first bad line — or, for valid input the fast path cannot take (tabs, repeated spaces,
+comments), simply reads it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from eval_core.errors import InputError
+from eval_core.io.records import format_by_name, iter_lines, iter_records, open_binary
+
+BEIR_COLS = ("query-id", "corpus-id", "score")
+FRAME, DICT = "<DataFrame>", "<dict>"
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+_MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [2**64 - 1], dtype=np.uint64)
+_TREC = {"qrels": (4, "qid iter docid grade"), "run": (6, "qid Q0 docid rank score tag")}
+
+
+@dataclass
+class Columns:
+    """Qrels or a run in columnar form: query codes into distinct ids, docids, values, docid keys."""
+
+    qcode: np.ndarray
+    qvalues: pa.Array
+    docid: pa.Array
+    value: np.ndarray
+    label: str
+    doc_keys: np.ndarray
+    extra_fields_line: tuple[int, int] | None = None  # (line, field count) of the first run line with > 6 fields
+
+    def frame(self, value_name: str) -> pd.DataFrame:
+        """The contract's DataFrame form: query_id, doc_id and the grade or score column."""
+        return pd.DataFrame({"query_id": self.qvalues.take(pa.array(self.qcode)).to_pandas(),
+                             "doc_id": self.docid.to_pandas(), value_name: self.value})
+
+
+# ---------------------------------------------------------------------------------------- string keys
+
+
+def _words(arr: pa.Array) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Yield each string's bytes as zero-padded little-endian uint64 words (word j of every row), with lengths."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if arr.type != pa.large_string():
+        arr = arr.cast(pa.large_string())
+    n = len(arr)
+    if n == 0:
+        return
+    bufs = arr.buffers()
+    off = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset:arr.offset + n + 1]
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    start, length = off[:-1], off[1:] - off[:-1]
+    padded = np.concatenate((data[: off[-1]], np.zeros(8, np.uint8)))
+    windows = np.lib.stride_tricks.sliding_window_view(padded, 8)
+    shortest = int(length.min())
+    for j in range(0, max(int(length.max()), 1), 8):
+        word = windows[start if j == 0 else np.minimum(start + j, len(padded) - 8)].view("<u8").ravel()
+        if shortest < j + 8:  # some strings end inside this word: zero the bytes past their end
+            remaining = length - j
+            np.clip(remaining, 0, 8, out=remaining)
+            word &= _MASKS[remaining]
+        yield word, length
+
+
+def string_keys(arr: pa.Array) -> np.ndarray:
+    """A 64-bit key per string (equal strings ⇒ equal keys; callers confirm key matches on the strings)."""
+    h = np.zeros(len(arr), dtype=np.uint64)
+    length = np.zeros(len(arr), dtype=np.int64)
+    for j, (word, nbytes) in enumerate(_words(arr)):
+        length = nbytes
+        if not j:
+            h = word  # a fresh array from the gather: safe to update in place
+            h ^= h >> np.uint64(29)
+            continue
+        # Only strings that still have bytes at this word are mixed further, so a string's key never
+        # depends on how long the other strings in the array are (qrels and run are keyed separately).
+        live = nbytes > 8 * j
+        if live.all():
+            h *= _MIX
+            h ^= word
+            h ^= h >> np.uint64(29)
+        else:
+            part = h[live] * _MIX ^ word[live]
+            h[live] = part ^ (part >> np.uint64(29))
+    h *= _MIX
+    h ^= length.view(np.uint64)
+    return h
+
+
+def _mix(codes: np.ndarray) -> np.ndarray:
+    """Spread small integer codes over 64 bits, to combine with docid keys into pair keys."""
+    m = (codes.astype(np.uint64) + np.uint64(1)) * np.uint64(0xD6E8FEB86659FD93)
+    return m ^ (m >> np.uint64(32))
+
+
+def pair_keys(doc_keys: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """64-bit key of a (query code, docid) pair."""
+    return doc_keys ^ _mix(codes)
+
+
+def _first_duplicate(cols: Columns) -> int | None:
+    """Row index of the first (query, doc) pair seen before, or None — 64-bit keys confirmed on the strings."""
+    n = len(cols.qcode)
+    if n < 2:
+        return None
+    key = pair_keys(cols.doc_keys, cols.qcode)
+    if not (np.diff(np.sort(key)) == 0).any():  # NumPy's SIMD sort: cheaper than any hash table here
+        return None
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    cand = np.flatnonzero(ks[1:] == ks[:-1])
+    a, b = order[cand], order[cand + 1]
+    same = (cols.qcode[a] == cols.qcode[b]) & pc.equal(
+        cols.docid.take(pa.array(a)), cols.docid.take(pa.array(b))).to_numpy(zero_copy_only=False)
+    return int(np.max(np.stack([a, b])[:, same], axis=0).min()) if same.any() else None
+
+
+def _columns(q: pa.Array, d: pa.Array, value: np.ndarray, label: str) -> Columns:
+    """Columns from plain string arrays (dictionary-encoding the query ids)."""
+    enc = pc.dictionary_encode(q)
+    return Columns(enc.indices.to_numpy(zero_copy_only=False).astype(np.int64),
+                   enc.dictionary.cast(pa.large_string()), d, value, label, string_keys(d))
+
+
+# ------------------------------------------------------------------------------------ format detection
+
+
+def detect_format(path: str | Path) -> str:
+    """'trec', 'beir' (BEIR qrels TSV), 'jsonl', 'csv' or 'tsv' from the extension, then the first line."""
+    by_name = format_by_name(path)
+    if by_name in ("jsonl", "csv"):  # a .tsv may be BEIR qrels or plain TSV: its first line tells
+        return by_name
+    for _, text in iter_lines(path):
+        line = text.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("{"):
+            return "jsonl"
+        cells = line.split("\t")
+        if "corpus-id" in cells:
+            return "beir"
+        if "query_id" in cells:
+            return "tsv"
+        return "trec"
+    raise InputError(str(path), 1, "empty file: no records")
+
+
+# ------------------------------------------------------------------------------------------- TREC files
+
+
+def _fast_trec(path: str, kind: str) -> Columns | None:
+    """Columnar read of a single-space-delimited TREC file; None when the file does not fit that shape."""
+    with open_binary(path) as probe:
+        gz = isinstance(probe, gzip.GzipFile)
+    return _arrow_trec(pa.CompressedInputStream(pa.OSFile(path), "gzip") if gz else path, kind, path)
+
+
+def _arrow_trec(source: Any, kind: str, label: str, threads: bool = True) -> Columns | None:
+    """pyarrow's CSV reader over a file or buffer of TREC lines; None when they do not fit its shape.
+
+    `threads=False` for blocks of a big run: the blocks are already parsed in parallel by `--workers`,
+    and pyarrow's own thread pool on top of them costs more CPU and, on a loaded machine, far more time.
+    """
+    names = ["q", "it", "d", "v"] if kind == "qrels" else ["q", "q0", "d", "rank", "v", "tag"]
+    types = {"q": pa.dictionary(pa.int32(), pa.string()), "d": pa.large_string(),
+             "v": pa.int64() if kind == "qrels" else pa.float64()}
+    try:
+        table = pacsv.read_csv(
+            source,
+            read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 22, use_threads=threads),
+            parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False,
+                                             escape_char=False, newlines_in_values=False,
+                                             ignore_empty_lines=True),
+            convert_options=pacsv.ConvertOptions(include_columns=["q", "d", "v"], column_types=types,
+                                                 null_values=[], strings_can_be_null=False),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError):
+        return None
+    if table.num_rows == 0:
+        return None
+    q = table["q"].unify_dictionaries()
+    qvalues = q.chunk(0).dictionary.cast(pa.large_string()) if q.num_chunks else pa.array([], pa.large_string())
+    if pc.any(pc.starts_with(qvalues, "#")).as_py() or pc.min(pc.binary_length(qvalues)).as_py() == 0:
+        return None  # comment lines, or leading/doubled spaces: the scan handles both
+    d = table["d"].combine_chunks()
+    if pc.min(pc.binary_length(d)).as_py() == 0:
+        return None
+    value = table["v"].combine_chunks().to_numpy()
+    if kind == "run" and not np.isfinite(value).all():
+        return None
+    qcode = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in q.chunks]).astype(np.int64)
+    return Columns(qcode, qvalues, d, value, label, string_keys(d))
+
+
+def _scan_trec(path: str, kind: str) -> Columns:
+    """Line-by-line read that names the first bad line; whitespace-separated, comments and blanks skipped."""
+    cols = _scan_lines(iter_lines(path), path, kind)
+    if cols is None:
+        raise InputError(path, 1, f"empty file: no {kind} lines")
+    return cols
+
+
+def _scan_lines(lines: Iterable[tuple[int, str]], path: str, kind: str) -> Columns | None:
+    """Parse numbered TREC lines or raise on the first bad one; None when there are no records.
+
+    A run line may carry fields after the sixth (trec_eval ignores them, e.g. its own `results.trunc`):
+    they are ignored too, and the first such line is kept in `extra_fields_line` for one warning.
+    """
+    nf, shape = _TREC[kind]
+    qs: list[str] = []
+    ds: list[str] = []
+    vs: list[float] = []
+    seen: dict[tuple[str, str], int] = {}
+    extra: tuple[int, int] | None = None
+    for lineno, text in lines:
+        line = text.strip()
+        if not line or line.startswith("#"):
+            continue
+        f = line.split()
+        if len(f) > nf and kind == "run":
+            extra = extra or (lineno, len(f))
+        elif len(f) != nf:
+            raise InputError(path, lineno, f"expected {nf} fields ({shape}), found {len(f)}")
+        if kind == "qrels":
+            try:
+                v: float = int(f[3])
+            except ValueError:
+                raise InputError(path, lineno, f"grade {f[3]!r} is not an integer") from None
+        else:
+            v = _number(path, lineno, "score", f[4])
+        _check_dup(path, lineno, seen, f[0], f[2])
+        qs.append(f[0])
+        ds.append(f[2])
+        vs.append(v)
+    if not qs:
+        return None
+    cols = _columns(pa.array(qs, pa.large_string()), pa.array(ds, pa.large_string()), _values(vs, kind), path)
+    cols.extra_fields_line = extra
+    return cols
+
+
+def extra_fields_warning(path: str, line: tuple[int, int] | None) -> list[str]:
+    """The one warning for a run whose lines carry fields after the sixth (empty when none do)."""
+    if line is None:
+        return []
+    return [f"{path}:{line[0]}: {line[1]} fields where a run line has 6 (qid Q0 docid rank score tag); fields "
+            "after the sixth are ignored on this and every such line, as trec_eval does"]
+
+
+def _chunk_lines(data: bytes | memoryview, path: str, first_line: int) -> Iterator[tuple[int, str]]:
+    """Numbered lines of a chunk of a file, decoded as `iter_lines` does (strict UTF-8, BOM on line 1)."""
+    for lineno, raw in enumerate(bytes(data).split(b"\n"), start=first_line):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(path, lineno, f"not valid UTF-8 (byte {exc.start + 1}: {exc.reason})") from None
+        yield lineno, (text.removeprefix("\ufeff") if lineno == 1 else text).rstrip("\r")
+
+
+def read_trec_chunk(data: bytes | memoryview, path: str, first_line: int, kind: str = "run") -> Columns | None:
+    """Whole lines of a TREC file starting at line `first_line`, as Columns (None if only blanks/comments).
+
+    Same two paths as a whole file — the columnar reader when it applies and validates, else the scan —
+    so errors name the file's own line numbers.
+    """
+    cols = _arrow_trec(pa.py_buffer(data), kind, path, threads=False)
+    if cols is None or _first_duplicate(cols) is not None:
+        return _scan_lines(_chunk_lines(data, path, first_line), path, kind)
+    return cols
+
+
+def _number(path: str, lineno: int, what: str, raw: Any) -> float:
+    """A finite float from a field, or an InputError naming the line."""
+    try:
+        num = float(raw)
+    except (TypeError, ValueError):
+        raise InputError(path, lineno, f"{what} {raw!r} is not a number") from None
+    if not math.isfinite(num):
+        raise InputError(path, lineno, f"{what} {raw!r} is not a finite number")
+    return num
+
+
+def _values(vs: list[float], kind: str) -> np.ndarray:
+    return np.asarray(vs, dtype=np.int64 if kind == "qrels" else np.float64)
+
+
+def _check_dup(path: str, lineno: int, seen: dict[tuple[str, str], int], qid: str, doc: str) -> None:
+    """Raise on a (query, doc) pair already seen in this file, naming both lines."""
+    first = seen.get((qid, doc))
+    if first is not None:
+        raise InputError(path, lineno, f"doc {doc!r} repeated for query {qid!r} (first on line {first})")
+    seen[qid, doc] = lineno
+
+
+def _read_trec(path: str, kind: str) -> Columns:
+    """Fast path when it applies and validates; otherwise the scan, which reads or explains."""
+    cols = _fast_trec(path, kind)
+    if cols is None or _first_duplicate(cols) is not None:
+        return _scan_trec(path, kind)
+    return cols
+
+
+# ------------------------------------------------------------------------ BEIR and named-column files
+
+
+def _beir(path: str) -> Columns:
+    """BEIR qrels TSV (header query-id, corpus-id, score) with integer grades and no repeated pairs."""
+    q: list[str] = []
+    d: list[str] = []
+    v: list[float] = []
+    seen: dict[tuple[str, str], int] = {}
+    header: list[str] | None = None
+    for lineno, text in iter_lines(path):
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        cells = [c.strip() for c in text.split("\t")]
+        if header is None:
+            header = cells
+            missing = [c for c in BEIR_COLS if c not in header]
+            if missing:
+                raise InputError(path, lineno, f"header lacks column(s): {', '.join(missing)}")
+            continue
+        if len(cells) != len(header):
+            raise InputError(path, lineno, f"expected {len(header)} tab-separated fields "
+                             f"({', '.join(header)}), found {len(cells)}")
+        rec = dict(zip(header, cells, strict=True))
+        try:
+            g = int(rec["score"])
+        except ValueError:
+            raise InputError(path, lineno, f"grade {rec['score']!r} is not an integer") from None
+        _check_dup(path, lineno, seen, rec["query-id"], rec["corpus-id"])
+        q.append(rec["query-id"])
+        d.append(rec["corpus-id"])
+        v.append(g)
+    if not q:
+        raise InputError(path, 1, "empty file: no qrels rows")
+    return _columns(pa.array(q, pa.large_string()), pa.array(d, pa.large_string()), _values(v, "qrels"), path)
+
+
+def _records(path: str, kind: str) -> Columns:
+    """JSONL/CSV/TSV with named columns; a run may give ranked lists (`doc_ids`) or rows without scores."""
+    q: list[str] = []
+    d: list[str] = []
+    v: list[float] = []
+    value = "grade" if kind == "qrels" else "score"
+    seen: dict[tuple[str, str], int] = {}
+    with_score = without_score = 0
+    for lineno, rec in iter_records(path, required=("query_id",)):
+        qid = str(rec["query_id"])
+        if kind == "run" and "doc_ids" in rec:
+            ids = rec["doc_ids"]
+            if isinstance(ids, str):
+                ids = ids.split()
+            if not isinstance(ids, list):
+                raise InputError(path, lineno, "doc_ids must be a list of ids")
+            for i, doc in enumerate(ids):
+                _check_dup(path, lineno, seen, qid, str(doc))
+                q.append(qid)
+                d.append(str(doc))
+                v.append(float(len(ids) - i))
+            with_score += 1
+            continue
+        doc = rec.get("doc_id", rec.get("corpus-id", rec.get("corpus_id")))
+        if doc is None:
+            raise InputError(path, lineno, "missing field: doc_id" + (" (or doc_ids)" if kind == "run" else ""))
+        raw = rec.get(value, rec.get("score") if kind == "qrels" else None)
+        if raw is None or raw == "":
+            if kind == "qrels":
+                raise InputError(path, lineno, "missing field: grade")
+            without_score += 1
+            num = math.nan
+        else:
+            num = _number(path, lineno, value, raw)
+            if kind == "qrels" and num != int(num):
+                raise InputError(path, lineno, f"grade {raw!r} is not an integer")
+            with_score += 1
+        if with_score and without_score:
+            raise InputError(path, lineno, "some rows have a score and others do not")
+        _check_dup(path, lineno, seen, qid, str(doc))
+        q.append(qid)
+        d.append(str(doc))
+        v.append(num)
+    if not q:
+        raise InputError(path, 1, f"empty file: no {kind} records")
+    cols = _columns(pa.array(q, pa.large_string()), pa.array(d, pa.large_string()), _values(v, kind)
+                    if not without_score else np.zeros(len(q)), path)
+    if without_score:
+        cols.value = _file_order_scores(cols.qcode)
+    return cols
+
+
+def _file_order_scores(qcode: np.ndarray) -> np.ndarray:
+    """Strictly decreasing scores that keep each query's rows in their given order."""
+    order = np.argsort(qcode, kind="stable")
+    sc = qcode[order]
+    starts = np.concatenate(([0], np.flatnonzero(sc[1:] != sc[:-1]) + 1))
+    pos = np.arange(len(sc)) - np.repeat(starts, np.diff(np.append(starts, len(sc))))
+    out = np.empty(len(qcode))
+    out[order] = -pos.astype(np.float64)
+    return out
+
+
+# ----------------------------------------------------------------------------- in-memory inputs
+
+_ALIASES = {"query_id": ("query_id", "qid", "query"), "doc_id": ("doc_id", "docid", "corpus_id", "fragment_id")}
+
+
+def _from_frame(df: pd.DataFrame, kind: str, label: str = FRAME) -> Columns:
+    """Validate a user DataFrame (column names, numbers, duplicates); rows are numbered from 1."""
+    value = "grade" if kind == "qrels" else "score"
+    cols = {str(c).lower().replace("-", "_"): c for c in df.columns}
+    aliases = {**_ALIASES, value: (value, "score", "relevance") if kind == "qrels" else (value,)}
+    pick = {}
+    for want, names in aliases.items():
+        found = next((cols[n] for n in names if n in cols), None)
+        if found is None:
+            raise InputError(label, None, f"{kind} lacks column {want!r} (has {list(df.columns)})")
+        pick[want] = found
+    if df.empty and kind == "qrels":
+        raise InputError(label, None, "empty qrels")
+    num = pd.to_numeric(df[pick[value]], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    bad = ~np.isfinite(num)
+    if kind == "qrels":
+        bad |= np.where(bad, False, num != np.round(num))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        what = "an integer" if kind == "qrels" else "a finite number"
+        raw = df[pick[value]].iloc[i]
+        raise InputError(label, i + 1, f"{value} {raw.item() if hasattr(raw, 'item') else raw!r} is not {what}")
+    out = _columns(_arrow_ids(df[pick["query_id"]], label), _arrow_ids(df[pick["doc_id"]], label),
+                   _values(num.tolist(), kind) if kind == "qrels" else num, label)
+    dup = _first_duplicate(out)
+    if dup is not None:
+        raise InputError(label, dup + 1, f"doc {out.docid[dup].as_py()!r} repeated for query "
+                         f"{out.qvalues[int(out.qcode[dup])].as_py()!r}")
+    return out
+
+
+def _arrow_ids(s: pd.Series, label: str) -> pa.Array:
+    """A column of ids as one large_string Arrow array (numbers become their text); missing ids rejected."""
+    try:
+        arr = pa.array(s, type=pa.large_string(), from_pandas=True) if s.dtype == object else pa.array(s)
+        if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+            raise pa.ArrowTypeError("not strings")
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        arr = pa.array([None if pd.isna(x) else str(x) for x in s], type=pa.large_string())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if arr.null_count:
+        raise InputError(label, int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0]) + 1,
+                         "missing id")
+    return arr.cast(pa.large_string()) if arr.type != pa.large_string() else arr
+
+
+def _from_dict(obj: Mapping, kind: str) -> Columns:
+    """`{qid: {docid: grade|score}}` or, for runs, `{qid: [docid, ...]}` in rank order."""
+    q: list[str] = []
+    d: list[str] = []
+    v: list[Any] = []
+    for qid, docs in obj.items():
+        if isinstance(docs, Mapping):
+            items = list(docs.items())
+        elif kind == "run" and isinstance(docs, list | tuple):
+            items = [(doc, float(len(docs) - i)) for i, doc in enumerate(docs)]
+        else:
+            raise InputError(DICT, None, f"query {qid!r}: expected a mapping doc → value"
+                             + (" or a ranked list" if kind == "run" else ""))
+        for doc, val in items:
+            q.append(str(qid))
+            d.append(str(doc))
+            v.append(val)
+    if not q and kind == "qrels":
+        raise InputError(DICT, None, "empty qrels")
+    value = "grade" if kind == "qrels" else "score"
+    return _from_frame(pd.DataFrame({"query_id": q, "doc_id": d, value: v}), kind, DICT)
+
+
+# ------------------------------------------------------------------------------------------ public API
+
+
+def _load(src: Any, kind: str) -> Columns:
+    """Any accepted source (path, DataFrame, dict, Columns) as validated Columns."""
+    if isinstance(src, Columns):
+        return src
+    if isinstance(src, pd.DataFrame):
+        return _from_frame(src, kind)
+    if isinstance(src, Mapping):
+        return _from_dict(src, kind)
+    if not isinstance(src, str | os.PathLike):
+        raise TypeError(f"{kind} must be a path, a DataFrame or a dict, not {type(src).__name__}")
+    path = str(src)
+    require_file(path)
+    fmt = detect_format(path)
+    if fmt == "trec":
+        return _read_trec(path, kind)
+    if fmt == "beir":
+        return _beir(path)
+    suffix = {"jsonl": (".jsonl", ".ndjson", ".json"), "csv": (".csv",), "tsv": (".tsv",)}[fmt]
+    if not Path(path).name.lower().removesuffix(".gz").endswith(suffix):
+        raise InputError(path, 1, f"looks like {fmt.upper()} with named columns; give it a {suffix[0]} name "
+                         "(TREC files are whitespace-separated without a header)")
+    return _records(path, kind)
+
+
+def require_file(path: str | Path) -> None:
+    """A clear error for a path that is a directory or does not exist, before any reader opens it."""
+    if Path(path).is_dir():
+        raise InputError(str(path), None, "is a directory, not a file")
+    if not Path(path).is_file():
+        raise InputError(str(path), None, "no such file")
+
+
+def load_run(src: Any) -> Columns:
+    """A run as validated Columns (what `evaluate()` uses, skipping pandas)."""
+    return _load(src, "run")
+
+
+def load_qrels(src: Any) -> Columns:
+    """Qrels as validated Columns (what `evaluate()` uses, skipping pandas)."""
+    return _load(src, "qrels")
+
+
+def read_run(src: Any) -> pd.DataFrame:
+    """Run as DataFrame[query_id: str, doc_id: str, score: float64] from a path, DataFrame or dict."""
+    return load_run(src).frame("score")
+
+
+def read_qrels(src: Any) -> pd.DataFrame:
+    """Qrels as DataFrame[query_id: str, doc_id: str, grade: int64] from a path, DataFrame or dict."""
+    return load_qrels(src).frame("grade")
+
+
+def read_qrels_jg(path: str | Path) -> pd.DataFrame:
+    """Multi-judge TREC qrels (trec_eval `-R qrels_jg`: `qid judge docid grade`, the second column names the
+    judge group) as DataFrame[query_id, judge, doc_id, grade]; a doc may appear once per judge of a query."""
+    rows: list[tuple[str, str, str, int]] = []
+    seen: dict[tuple[str, str, str], int] = {}
+    label = str(path)
+    require_file(label)
+    for lineno, text in iter_lines(label):
+        line = text.strip()
+        if not line or line.startswith("#"):
+            continue
+        f = line.split()
+        if len(f) != 4:
+            raise InputError(label, lineno, f"expected 4 fields (qid judge docid grade), found {len(f)}")
+        try:
+            grade = int(f[3])
+        except ValueError:
+            raise InputError(label, lineno, f"grade {f[3]!r} is not an integer") from None
+        first = seen.setdefault((f[0], f[1], f[2]), lineno)
+        if first != lineno:
+            raise InputError(label, lineno, f"doc {f[2]!r} repeated for query {f[0]!r} by judge {f[1]!r} "
+                             f"(first on line {first})")
+        rows.append((f[0], f[1], f[2], grade))
+    if not rows:
+        raise InputError(label, 1, "empty file: no qrels lines")
+    return pd.DataFrame(rows, columns=["query_id", "judge", "doc_id", "grade"]).astype({"grade": "int64"})
+
+
+def read_categories(src: Any) -> dict[str, str]:
+    """A query → category mapping from a dict or a TSV/CSV/JSONL file with query_id and category columns."""
+    if isinstance(src, Mapping):
+        return {str(k): str(v) for k, v in src.items()}
+    out: dict[str, str] = {}
+    for lineno, rec in iter_records(src, required=("query_id", "category")):
+        qid = str(rec["query_id"])
+        if qid in out and out[qid] != str(rec["category"]):
+            raise InputError(str(src), lineno, f"query {qid!r} given two categories")
+        out[qid] = str(rec["category"])
+    return out
+
+
+def write_atomically(path: str | Path, lines: Iterator[str]) -> None:
+    """Write all lines or nothing: a temporary file in the same directory, renamed into place."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            fh: Any = gzip.GzipFile(fileobj=raw, mode="wb") if path.suffix == ".gz" else raw
+            for chunk in lines:
+                fh.write(chunk.encode("utf-8"))
+            if fh is not raw:
+                fh.close()
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_qrels(src: Any, path: str | Path, fmt: str = "trec") -> None:
+    """Write qrels as TREC (`qid 0 docid grade`), BEIR TSV, JSONL or CSV, atomically (gzip if `.gz`)."""
+    q = read_qrels(src)
+    rows = list(zip(q["query_id"], q["doc_id"], q["grade"].tolist(), strict=True))
+    if fmt == "trec":
+        lines: Iterator[str] = (f"{a} 0 {b} {g}\n" for a, b, g in rows)
+    elif fmt == "beir":
+        lines = iter(["query-id\tcorpus-id\tscore\n", *(f"{a}\t{b}\t{g}\n" for a, b, g in rows)])
+    elif fmt == "jsonl":
+        lines = (json.dumps({"query_id": a, "doc_id": b, "grade": g}, ensure_ascii=False) + "\n"
+                 for a, b, g in rows)
+    elif fmt == "csv":
+        lines = iter([q.to_csv(index=False)])
+    else:
+        raise ValueError(f"unknown qrels format {fmt!r}: use trec, beir, jsonl or csv")
+    write_atomically(path, lines)
+
+
+def write_run(src: Any, path: str | Path, tag: str = "qrelkit") -> None:
+    """Write a run as TREC (`qid Q0 docid rank score tag`), ranked in trec_eval's order, atomically."""
+    r = ranked(read_run(src))
+    lines = (f"{a} Q0 {b} {k} {s!r} {tag}\n"
+             for a, b, k, s in zip(r["query_id"], r["doc_id"], r["rank"].tolist(), r["score"].tolist(), strict=True))
+    write_atomically(path, lines)
+
+
+def ranked(run: pd.DataFrame, queries: Sequence[str] | None = None, depth: int | None = None) -> pd.DataFrame:
+    """Run rows in trec_eval order (score desc, docid desc) with 1-based `rank`, optionally cut at `depth`.
+
+    A numeric sort on (query, score); doc ids are compared only inside tied score groups.
+    """
+    rows = run if queries is None else run[run["query_id"].isin(list(queries))]
+    qcode, _ = pd.factorize(rows["query_id"], sort=True)
+    score = rows["score"].to_numpy(np.float64)
+    order = np.lexsort((-score, qcode))
+    sq, ss = qcode[order], score[order]
+    tie = (sq[1:] == sq[:-1]) & (ss[1:] == ss[:-1])
+    if tie.any():
+        tied = np.zeros(len(order), dtype=bool)
+        tied[:-1] |= tie
+        tied[1:] |= tie
+        pos = np.flatnonzero(tied)
+        group = np.cumsum(np.concatenate(([True], ~tie[pos[:-1]])))  # neighbours in one tie ⇔ same group
+        sub = pd.DataFrame({"g": group, "d": rows["doc_id"].iloc[order[pos]].to_numpy(), "i": order[pos]})
+        order[pos] = sub.sort_values(["g", "d"], ascending=[True, False], kind="stable")["i"].to_numpy()
+    block = np.concatenate(([True], sq[1:] != sq[:-1])) if len(sq) else np.zeros(0, dtype=bool)
+    starts = np.flatnonzero(block)
+    rank = np.arange(len(sq)) - np.repeat(starts, np.diff(np.append(starts, len(sq)))) + 1
+    keep = slice(None) if depth is None else rank <= depth
+    out = rows[["query_id", "doc_id"]].iloc[order[keep]].reset_index(drop=True)
+    return out.assign(score=ss[keep], rank=rank[keep])

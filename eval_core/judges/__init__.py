@@ -1,0 +1,1 @@
+"""Model judges: the prompt, the strict answer parser, and calibration against people."""

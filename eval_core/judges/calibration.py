@@ -1,0 +1,256 @@
+"""How far a model judge can be trusted: the agreement statistics used for people, on the pairs it shares with them.
+
+For each model judge, on the pairs graded by both: Cohen's κ (every weighting), ordinal Krippendorff's α and
+the confusion matrix against each human and against the human consensus (median rule by default); its bias
+against the consensus (mean signed difference, the share of the consensus' lower half it calls upper half and
+the reverse); the same per category and per guideline version; and human–human agreement on the same pairs,
+so a model is compared with what people reach on exactly those pairs. Every coefficient comes from the
+agreement core (eval_core.agreement.coefficients, eval_core.agreement.report).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from eval_core.agreement.coefficients import (
+    UNDEFINED_ONE,
+    UNDEFINED_OVERLAP,
+    WEIGHTS,
+    coef,
+    cohen_kappa,
+    krippendorff_alpha,
+)
+from eval_core.agreement.report import agreement_report, annotator_kinds
+from eval_core.agreement.types import Coefficient
+from eval_core.consensus import consensus
+from eval_core.io.judgments import check_judgments
+
+PAIR = ["query_id", "fragment_id"]
+CONSENSUS = "human consensus"
+GROUP_FIELDS = ("category", "guideline")
+
+
+def upper_half(scale: tuple[int, int]) -> int:
+    """The first grade of the scale's upper half (2 on 0–3): the boundary the over-call share is read at."""
+    low, high = scale
+    return low + (high - low + 1) // 2
+
+
+def grade_range(low: int, high: int) -> str:
+    """`0–1`, or `3` for a single grade."""
+    return str(low) if low == high else f"{low}–{high}"
+
+
+@dataclass(frozen=True)
+class Bias:
+    """A model's grades against a reference on shared pairs: mean signed difference (model − reference), the
+    share of the reference's lower-half grades it puts in the upper half, and the reverse."""
+
+    n: int
+    mean_difference: float | None
+    n_lower: int
+    over_share: float | None
+    n_upper: int
+    under_share: float | None
+
+    def sentence(self, scale: tuple[int, int]) -> str:
+        """`grades 0.40 higher on average; calls 25% of the humans' 0–1 grades 2–3 (n 8), 0% of their 2–3 …`."""
+        if self.mean_difference is None:
+            return "no shared pairs"
+        diff = self.mean_difference
+        words = [f"grades {abs(diff):.2f} {'higher' if diff > 0 else 'lower'} on average" if diff else
+                 "grades the same on average"]
+        lower, upper = grade_range(scale[0], upper_half(scale) - 1), grade_range(upper_half(scale), scale[1])
+        if self.over_share is not None:
+            words.append(f"calls {self.over_share:.0%} of the humans' {lower} grades {upper} (n {self.n_lower})")
+        if self.under_share is not None:
+            words.append(f"calls {self.under_share:.0%} of their {upper} grades {lower} (n {self.n_upper})")
+        return "; ".join(words)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON object."""
+        return {"n": self.n, "mean_difference": self.mean_difference, "n_lower": self.n_lower,
+                "over_share": self.over_share, "n_upper": self.n_upper, "under_share": self.under_share}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A model judge against one reference (a human, or the human consensus) on the pairs both graded;
+    confusion rows are the reference's grades, columns the model's."""
+
+    model: str
+    reference: str
+    n: int
+    kappa: dict[str, Coefficient]
+    alpha: Coefficient
+    confusion: list[list[int]]
+    bias: Bias
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON object (κ per weighting, ordinal α, confusion, bias)."""
+        return {"model": self.model, "reference": self.reference, "n": self.n,
+                "kappa": {w: c.to_dict() for w, c in self.kappa.items()}, "alpha_ordinal": self.alpha.to_dict(),
+                "confusion": self.confusion, "bias": self.bias.to_dict()}
+
+
+@dataclass(frozen=True)
+class HumanBaseline:
+    """Human–human agreement on a set of pairs (only pairs with ≥ 2 human grades count)."""
+
+    n_pairable: int
+    alpha: Coefficient
+    kappa: dict[str, Coefficient]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON object (ordinal α and the mean pairwise Cohen's κ per weighting)."""
+        return {"n_pairable": self.n_pairable, "alpha_ordinal": self.alpha.to_dict(),
+                "kappa_mean": {w: c.to_dict() for w, c in self.kappa.items()}}
+
+
+@dataclass(frozen=True)
+class GroupCalibration:
+    """A model against the consensus within one category or guideline version, beside the humans there."""
+
+    field: str
+    group: str
+    vs_consensus: Comparison
+    humans: HumanBaseline
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON object."""
+        return {"field": self.field, "group": self.group, "vs_consensus": self.vs_consensus.to_dict(),
+                "humans": self.humans.to_dict()}
+
+
+@dataclass(frozen=True)
+class ModelCalibration:
+    """Everything known about one model judge's agreement with the humans."""
+
+    model: str
+    n_grades: int
+    vs_consensus: Comparison
+    vs_humans: list[Comparison]
+    humans: HumanBaseline
+    by_category: list[GroupCalibration]
+    by_guideline: list[GroupCalibration]
+
+    def guideline(self, version: str) -> GroupCalibration | None:
+        """The calibration on one guideline version's judgments, if the model graded under it."""
+        return next((g for g in self.by_guideline if g.group == version), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON object."""
+        return {"model": self.model, "n_grades": self.n_grades, "vs_consensus": self.vs_consensus.to_dict(),
+                "vs_humans": [c.to_dict() for c in self.vs_humans], "humans": self.humans.to_dict(),
+                "by_category": [g.to_dict() for g in self.by_category],
+                "by_guideline": [g.to_dict() for g in self.by_guideline]}
+
+
+@dataclass(frozen=True)
+class CalibrationReport:
+    """Every model judge calibrated against the humans of one judgments set."""
+
+    scale: tuple[int, int]
+    rule: str
+    boundary: int
+    humans: list[str]
+    models: list[ModelCalibration]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON of the calibration part of `qrelkit agreement --by kind --format json`."""
+        return {"scale": list(self.scale), "rule": self.rule, "boundary": self.boundary, "humans": self.humans,
+                "models": [m.to_dict() for m in self.models]}
+
+
+def bias(model: np.ndarray, reference: np.ndarray, boundary: int) -> Bias:
+    """Bias of aligned grade arrays (model − reference) and the over/under-call shares at `boundary`."""
+    n = len(model)
+    lower, upper = reference < boundary, reference >= boundary
+    n_lower, n_upper = int(lower.sum()), int(upper.sum())
+    return Bias(n, float(np.mean(model - reference)) if n else None,
+                n_lower, float(np.mean(model[lower] >= boundary)) if n_lower else None,
+                n_upper, float(np.mean(model[upper] < boundary)) if n_upper else None)
+
+
+def compare(model_name: str, reference_name: str, model: np.ndarray, reference: np.ndarray,
+            scale: tuple[int, int]) -> Comparison:
+    """κ (every weighting), ordinal α, confusion (reference × model) and bias of aligned real grades."""
+    model, reference = np.asarray(model, dtype=float), np.asarray(reference, dtype=float)
+    k, low = scale[1] - scale[0] + 1, scale[0]
+    conf = np.bincount((reference - low).astype(int) * k + (model - low).astype(int),
+                       minlength=k * k).reshape(k, k)
+    if len(model):
+        kappa = {w: cohen_kappa(reference, model, w, scale) for w in WEIGHTS}
+        alpha = krippendorff_alpha(np.vstack([reference, model]), "ordinal", scale)
+    else:
+        kappa = {w: coef(None, UNDEFINED_OVERLAP) for w in WEIGHTS}
+        alpha = coef(None, UNDEFINED_OVERLAP)
+    return Comparison(model_name, reference_name, len(model), kappa, alpha, conf.astype(int).tolist(),
+                      bias(model, reference, upper_half(scale)))
+
+
+def human_baseline(humans: pd.DataFrame, pairs: pd.DataFrame, scale: tuple[int, int]) -> HumanBaseline:
+    """Human–human ordinal α and mean pairwise κ on `pairs` (the agreement report, without a bootstrap)."""
+    on = humans.merge(pairs[PAIR].drop_duplicates(), on=PAIR)
+    if on.empty:
+        undefined = coef(None, UNDEFINED_ONE)
+        return HumanBaseline(0, undefined, dict.fromkeys(WEIGHTS, undefined))
+    report = agreement_report(on[["query_id", "fragment_id", "annotator", "grade"]], scale=scale, bootstrap=0,
+                              top=0)
+    return HumanBaseline(report.n_pairable_units, report.alpha["ordinal"], report.light_kappa)
+
+
+def _groups(model_rows: pd.DataFrame, humans: pd.DataFrame, name: str, field: str,
+            scale: tuple[int, int]) -> list[GroupCalibration]:
+    """The model against the consensus within each value of `field` (of the model's own judgments)."""
+    if field not in model_rows.columns or model_rows[field].isna().all():
+        return []
+    out = []
+    for group, part in model_rows.dropna(subset=[field]).groupby(field, sort=True):
+        out.append(GroupCalibration(field, _label(group), compare(name, CONSENSUS, part["grade"].to_numpy(),
+                                                                 part["consensus"].to_numpy(), scale),
+                                    human_baseline(humans, part, scale)))
+    return out
+
+
+def _label(value: Any) -> str:
+    """A group value as people write it ('2', not '2.0')."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def calibration(judgments: pd.DataFrame, scale: tuple[int, int] = (0, 3), models: Sequence[str] = (),
+                adjudications: pd.DataFrame | None = None, rule: str = "median") -> CalibrationReport:
+    """Calibrate every model judge (annotator_kind 'model', or named in `models`) against the humans.
+
+    `judgments`: query_id, fragment_id, annotator, grade (NA = can't judge), optionally annotator_kind,
+    category, guideline. The consensus is `rule` over the humans' real grades, lead decisions winning.
+    """
+    kinds = annotator_kinds(judgments, models)
+    frame = check_judgments(judgments.drop(columns=["annotator_kind"], errors="ignore"), scale)
+    frame = frame[frame["grade"].notna()]
+    is_model = frame["annotator"].map(kinds).eq("model").to_numpy()
+    humans, machines = frame[~is_model], frame[is_model]
+    agreed = consensus(humans, rule=rule, adjudications=adjudications, scale=scale)
+    reference = agreed[[*PAIR, "grade"]].rename(columns={"grade": "consensus"})
+    result = []
+    for name, rows in machines.groupby("annotator", sort=True):
+        with_consensus = rows.merge(reference, on=PAIR)
+        vs_consensus = compare(name, CONSENSUS, with_consensus["grade"].to_numpy(),
+                               with_consensus["consensus"].to_numpy(), scale)
+        shared = rows[[*PAIR, "grade"]].merge(humans[[*PAIR, "annotator", "grade"]], on=PAIR,
+                                              suffixes=("", "_human"))
+        vs_humans = [compare(name, str(human), part["grade"].to_numpy(), part["grade_human"].to_numpy(), scale)
+                     for human, part in shared.groupby("annotator", sort=True)]
+        result.append(ModelCalibration(
+            str(name), len(rows), vs_consensus, vs_humans, human_baseline(humans, rows, scale),
+            *(_groups(with_consensus, humans, str(name), f, scale) for f in GROUP_FIELDS)))
+    return CalibrationReport((scale[0], scale[1]), rule, upper_half(scale),
+                             sorted(a for a, kind in kinds.items() if kind == "human"), result)
+

@@ -1,0 +1,1 @@
+"""Ranking evaluation: metrics, their registry, evaluate(), diagnostics and paired tests."""

@@ -1,0 +1,333 @@
+"""`evaluate()`: one call from qrels and run(s) — files, DataFrames or dicts — to per-query values and means.
+
+Semantics are trec_eval's with `-c`: every qrels query is scored (missing from the run ⇒ 0), run-only
+queries are ignored, and every such case is reported in `Evaluation.warnings`. Queries whose R = 0
+appear in `per_query` and in the mean (as trec_eval counts them) with 0 for every binary metric; nDCG
+keeps its graded value, since `rel_level` never changes nDCG gains.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from eval_core.errors import InputError
+from eval_core.io.formats import (
+    Columns,
+    detect_format,
+    extra_fields_warning,
+    load_qrels,
+    load_run,
+    read_categories,
+    read_qrels_jg,
+)
+from eval_core.io.records import iter_lines
+from eval_core.ranking.metrics import (
+    DEFAULT_K,
+    QrelsIndex,
+    Ranked,
+    Spec,
+    compute,
+    index_qrels,
+    merge_ranked,
+    parse_metrics,
+    rank_run,
+)
+from eval_core.ranking.run_blocks import BLOCK_BYTES, Scattered, map_run_blocks
+
+MAX_LISTED = 10
+
+
+def _listed(ids: Sequence[str]) -> str:
+    """A short human list of ids: the first few, then how many more."""
+    head = ", ".join(map(str, ids[:MAX_LISTED]))
+    return head + (f" … (+{len(ids) - MAX_LISTED} more)" if len(ids) > MAX_LISTED else "")
+
+
+def _is_multi(run: Any) -> bool:
+    """True for several runs: a list of runs, or a dict name → run (not a `{qid: {docid: score}}` run)."""
+    if isinstance(run, list | tuple):
+        return True
+    if not isinstance(run, Mapping) or not run:
+        return False
+    first = next(iter(run.values()))
+    if isinstance(first, str | Path | pd.DataFrame):
+        return True
+    return isinstance(first, Mapping) and any(isinstance(v, Mapping | list) for v in first.values())
+
+
+def _rows(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """{query: {metric: value}} from a per-query frame."""
+    return {str(q): {m: float(v) for m, v in row.items()} for q, row in frame.to_dict(orient="index").items()}
+
+
+@dataclass
+class Evaluation:
+    """The result of evaluating one run: per-query values, means over qrels queries, and what was odd."""
+
+    name: str
+    per_query: pd.DataFrame
+    mean: dict[str, float]
+    warnings: list[str] = field(default_factory=list)
+    by_category: pd.DataFrame | None = None
+    per_judge: dict[str, pd.DataFrame] | None = None  # judge group → its own per-query values (multi-judge qrels)
+
+    @property
+    def judge_means(self) -> dict[str, dict[str, float]]:
+        """Each judge group's mean over the queries it judged (empty for single-judge qrels)."""
+        return {j: {m: float(v) for m, v in frame.mean().items()} for j, frame in (self.per_judge or {}).items()}
+
+    @property
+    def judge_spread(self) -> dict[str, tuple[float, float]]:
+        """Per metric, the lowest and highest judge-group mean: how much the verdict depends on who judged."""
+        means = self.judge_means
+        return {m: (min(v[m] for v in means.values()), max(v[m] for v in means.values()))
+                for m in self.mean} if means else {}
+
+    def to_dict(self, per_query: bool = False) -> dict:
+        """JSON-able form used by `qrelkit eval --format json`."""
+        out: dict[str, Any] = {"name": self.name, "mean": dict(self.mean)}
+        if self.per_judge is not None:
+            out["judges"] = self.judge_means
+            out["spread"] = {m: {"min": lo, "max": hi} for m, (lo, hi) in self.judge_spread.items()}
+        if per_query:
+            out["per_query"] = _rows(self.per_query)
+            if self.per_judge is not None:
+                out["per_judge"] = {j: _rows(frame) for j, frame in self.per_judge.items()}
+        if self.by_category is not None:
+            out["by_category"] = {str(c): {m: float(v) for m, v in row.items()}
+                                  for c, row in self.by_category.to_dict(orient="index").items()}
+        out["warnings"] = list(self.warnings)
+        return out
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """What to compute, shared by `evaluate` and `evaluate_judge_groups`: one list of parameters and defaults.
+
+    `metrics` are names such as `P@10`, `ndcg@k` (expanded over `k`), `map`, `rbp@0.8`, `ndcg@10_condensed`
+    (None: the default set); `rel_level` is the grade from which a fragment counts as relevant for binary
+    metrics (default 1, or the scale's second grade); `categories` maps queries to categories (file or dict)
+    for per-category means; `name` labels the result (default: the run's file name); `max_grade` is the
+    scale's top grade for ERR (default 3, or the scale's top); `scale` (low, high) says the qrels' grades are
+    on that scale, whose lowest grade means not relevant: graded metrics (nDCG, ERR) then gain from
+    grade − low, as if the scale started at 0 (None: grades are gains as written, trec_eval's way).
+    """
+
+    metrics: Sequence[str] | None = None
+    k: Sequence[int] = DEFAULT_K
+    rel_level: int | None = None
+    categories: Any = None
+    name: str | None = None
+    max_grade: int | None = None
+    scale: tuple[int, int] | None = None
+
+    def levels(self) -> tuple[int, int, int]:
+        """(offset, rel_level, max_grade) on the shifted grades the metrics see; ValueError for a rel_level or
+        max_grade that contradicts the scale."""
+        if self.scale is None:
+            return 0, 1 if self.rel_level is None else self.rel_level, 3 if self.max_grade is None else self.max_grade
+        low, high = self.scale
+        rel_level = low + 1 if self.rel_level is None else self.rel_level
+        if not low < rel_level <= high:
+            raise ValueError(f"rel_level {rel_level} is not above the lowest grade of the scale {low}-{high}")
+        if self.max_grade is not None and self.max_grade != high:
+            raise ValueError(f"max_grade {self.max_grade} contradicts the scale {low}-{high}")
+        return low, rel_level - low, high - low
+
+
+def on_scale(qrels: Columns, scale: tuple[int, int] | None) -> Columns:
+    """The qrels with grades shifted so the scale's lowest grade is 0 (gain 0); a grade outside the scale is
+    an InputError naming the file, line and pair, since a gain from it would be silently wrong."""
+    if scale is None:
+        return qrels
+    low, high = scale
+    grades = np.asarray(qrels.value, dtype=np.int64)
+    outside = np.flatnonzero((grades < low) | (grades > high))
+    if len(outside):
+        i = int(outside[0])
+        qid, doc = str(qrels.qvalues[int(qrels.qcode[i])]), str(qrels.docid[i])
+        raise InputError(qrels.label, _line_of(qrels.label, qid, doc),
+                         f"grade {int(grades[i])} of query {qid}, fragment {doc} is outside the scale {low}-{high} "
+                         f"({len(outside)} grade(s) outside it)")
+    return replace(qrels, value=grades - low)
+
+
+def _line_of(label: str, qid: str, doc: str) -> int | None:
+    """The first line of file `label` that names both ids (for an error message), or None."""
+    if not Path(label).is_file():
+        return None
+    for lineno, text in iter_lines(label):
+        tokens = set(re.split(r"[\s,;\"'{}\[\]:]+", text))
+        if qid in tokens and doc in tokens:
+            return lineno
+    return None
+
+
+def evaluate(qrels: Any, run: Any, metrics: Sequence[str] | None = None, k: Sequence[int] = DEFAULT_K,
+             rel_level: int | None = None, categories: Any = None, name: str | None = None,
+             max_grade: int | None = None, scale: tuple[int, int] | None = None, *,
+             block_bytes: int = BLOCK_BYTES, progress: Callable[[int], object] | None = None,
+             workers: int | None = None) -> Any:
+    """Evaluate a run (path, DataFrame or dict) against qrels; several runs give a list or dict of results.
+
+    The options are `EvalOptions`' (metrics, k, rel_level, categories, name, max_grade, scale). A dict
+    `{name: run}` returns `{name: Evaluation}`.
+    A TREC run file larger than `block_bytes` is read in blocks of whole queries (memory bounded by the
+    block, not the file); `progress(n)` is told of every n bytes of run files read. `workers` threads
+    (default: every core) rank blocks in parallel; the result is bit-identical for any number.
+    """
+    opts = EvalOptions(metrics, k, rel_level, categories, name, max_grade, scale)
+    workers = default_workers() if workers is None else max(1, int(workers))
+    specs = parse_metrics(opts.metrics, opts.k)
+    offset, level, top = opts.levels()
+    qi = index_qrels(on_scale(load_qrels(qrels), opts.scale), level)
+    cats = None if opts.categories is None else read_categories(opts.categories)
+
+    def one(r: Any, name: str | None) -> Evaluation:
+        return _evaluate_one(qi, r, specs, cats, name, top, block_bytes, progress, workers, offset)
+
+    if _is_multi(run):
+        items = run.items() if isinstance(run, Mapping) else ((None, r) for r in run)
+        results = [one(r, n) for n, r in items]
+        return {e.name: e for e in results} if isinstance(run, Mapping) else results
+    return one(run, opts.name)
+
+
+def default_workers() -> int:
+    """Every core this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _blockable(run: Any, block_bytes: int) -> bool:
+    """A TREC run file big enough to be worth reading in blocks (gzip counted at 4× its size)."""
+    if not isinstance(run, str | os.PathLike) or not Path(run).is_file():
+        return False
+    with Path(run).open("rb") as fh:
+        factor = 4 if fh.read(2) == b"\x1f\x8b" else 1
+    return Path(run).stat().st_size * factor > block_bytes and detect_format(run) == "trec"
+
+
+def rank_file_blocks(qi: QrelsIndex, path: str | Path, block_bytes: int = BLOCK_BYTES,
+                     progress: Callable[[int], object] | None = None,
+                     workers: int = 1) -> tuple[Ranked, tuple[int, int] | None]:
+    """Rank a TREC run block by block of whole queries — identical to `rank_run` on the whole file.
+
+    `workers` threads rank blocks at once; blocks are merged in file order, so the result is the same for
+    any number. Also returns the first line with fields after the sixth (None if there is none). Raises
+    `Scattered` when the file does not keep each query's lines together.
+    """
+    parts, extra = [], None
+    for ranked, line in map_run_blocks(path, lambda cols: (rank_run(qi, cols), cols.extra_fields_line),
+                                       block_bytes, progress, workers):
+        extra = extra or line
+        parts.append(ranked)
+    return merge_ranked(parts), extra
+
+
+def _rank(qi: QrelsIndex, run: Any, block_bytes: int, progress: Callable[[int], object] | None,
+          workers: int) -> tuple[Ranked, str, list[str]]:
+    """The run ranked (in blocks when it is a big TREC file), its label, and any note on how it was read."""
+    if _blockable(run, block_bytes):
+        try:
+            ranked, extra = rank_file_blocks(qi, run, block_bytes, progress, workers)
+            return ranked, str(run), extra_fields_warning(str(run), extra)
+        except Scattered:
+            note = ("the run file does not keep each query's lines together, so it was read whole "
+                    "(memory grows with the file); group its lines by query to evaluate it in blocks")
+            cols = load_run(run)
+            return rank_run(qi, cols), str(run), [note, *extra_fields_warning(str(run), cols.extra_fields_line)]
+    cols = load_run(run)
+    return rank_run(qi, cols), cols.label, extra_fields_warning(cols.label, cols.extra_fields_line)
+
+
+def _err_clip_warning(qi: QrelsIndex, specs: list[Spec], max_grade: int) -> list[str]:
+    """One warning when ERR is asked for and some grades exceed `max_grade` (ERR clips them; gdeval refuses)."""
+    if not any(s.base == "err" for s in specs):
+        return []
+    over = qi.grades > max_grade
+    if not over.any():
+        return []
+    return [f"{int(over.sum())} judgments have a grade above max_grade = {max_grade} (highest: "
+            f"{int(qi.grades.max())}); ERR counts them as grade {max_grade}. Set max_grade (--max-grade) to "
+            "the scale's top grade"]
+
+
+def _evaluate_one(qi: QrelsIndex, run: Any, specs: list[Spec], cats: dict[str, str] | None,
+                  name: str | None, max_grade: int, block_bytes: int = BLOCK_BYTES,
+                  progress: Callable[[int], object] | None = None, workers: int = 1,
+                  offset: int = 0) -> Evaluation:
+    """Score one run against prepared qrels and gather the warnings a person needs to trust the numbers."""
+    ranked, label, warnings = _rank(qi, run, block_bytes, progress, workers)
+    if name is None:
+        name = "run" if label.startswith("<") else Path(label).name
+    values = compute(qi, ranked, specs, max_grade=max_grade)
+    qids = qi.qids.to_pylist()
+    per_query = pd.DataFrame(values, index=pd.Index(qids, name="query_id"))
+    mean = {m: float(per_query[m].mean()) if len(per_query) else 0.0 for m in per_query.columns}
+    missing = [q for q, n in zip(qids, ranked.num_ret, strict=True) if n == 0]
+    if missing:
+        warnings.append(f"{len(missing)} of {len(qids)} qrels queries are missing from the run and score 0: "
+                        f"{_listed(missing)}")
+    if ranked.unknown_qids:
+        warnings.append(f"{len(ranked.unknown_qids)} run queries are not in the qrels and were ignored: "
+                        f"{_listed(ranked.unknown_qids)}")
+    warnings += _err_clip_warning(qi, specs, max_grade)
+    no_rel = [q for q, r in zip(qids, qi.n_rel, strict=True) if r == 0]
+    if no_rel:
+        warnings.append(f"{len(no_rel)} qrels queries have no relevant fragment (grade ≥ {qi.rel_level + offset}) "
+                        f"and score 0 on binary metrics: {_listed(no_rel)}")
+    return Evaluation(name, per_query, mean, warnings, _by_category(per_query, cats, warnings))
+
+
+def _by_category(per_query: pd.DataFrame, cats: dict[str, str] | None, warnings: list[str]) -> pd.DataFrame | None:
+    """Mean per category with a `queries` count; queries without one go to '(none)' with a warning."""
+    if cats is None:
+        return None
+    qids = [str(q) for q in per_query.index]
+    labels = pd.Series([cats.get(q) for q in qids], index=per_query.index, dtype=object)
+    unmapped = [q for q, c in zip(qids, labels, strict=True) if c is None]
+    if unmapped:
+        warnings.append(f"{len(unmapped)} queries have no category and are grouped as '(none)': "
+                        f"{_listed(unmapped)}")
+    grouped = per_query.groupby(labels.fillna("(none)"), sort=True)
+    by_category = grouped.mean()
+    by_category.insert(0, "queries", grouped.size())
+    by_category.index.name = "category"
+    return by_category
+
+
+def evaluate_judge_groups(qrels: Any, run: Any, *args: Any, **options: Any) -> Evaluation:
+    """Evaluate one run against each judge group's qrels (trec_eval `-R qrels_jg`) and average per query.
+
+    `qrels` is a multi-judge qrels file (`qid judge docid grade`) or a DataFrame with a `judge` column;
+    `args`/`options` are `EvalOptions`' fields, as for `evaluate`.
+    Each query's value is the mean over the judge groups that judged it (trec_eval's `map_avgjg`,
+    `P_avgjg_k`); the run mean is the mean of those over every qrels query (missing queries score 0).
+    `per_judge` holds each judge's own per-query values, `judge_means` each judge's mean.
+    """
+    opts = EvalOptions(*args, **options)
+    groups = qrels if isinstance(qrels, pd.DataFrame) else read_qrels_jg(qrels)
+    cols = load_run(run)
+    label = opts.name or ("run" if cols.label.startswith("<") else Path(cols.label).name)
+    each = replace(opts, categories=None, name=label)
+    per_judge = {str(j): evaluate(g[["query_id", "doc_id", "grade"]], cols, **asdict(each))
+                 for j, g in groups.groupby("judge", sort=True)}
+    order = pd.Index(pd.unique(groups["query_id"].astype(str)), name="query_id")
+    stacked = pd.concat({j: ev.per_query for j, ev in per_judge.items()}, names=["judge", "query_id"])
+    per_query = stacked.groupby(level="query_id", sort=False).mean().reindex(order)
+    mean = {m: float(per_query[m].mean()) for m in per_query.columns}
+    warnings = [f"judge {j}: {w}" for j, ev in per_judge.items() for w in ev.warnings]
+    cats = None if opts.categories is None else read_categories(opts.categories)
+    return Evaluation(label, per_query, mean, warnings, _by_category(per_query, cats, warnings),
+                      per_judge={j: ev.per_query for j, ev in per_judge.items()})
