@@ -171,7 +171,8 @@ BAD_INPUTS = {
                             "outside the scale 0-3"),
     "duplicate query ids": ("q.jsonl", '{"id":"q9","text":"a"}\n{"id":"q9","text":"b"}\n', 2, "duplicate query id"),
     "duplicate fragment ids": ("f.csv", "id,text\nd9,a\nd9,b\n", 3, "duplicate fragment id"),
-    "duplicate run lines": ("run.trec", "q1 Q0 d1 1 1.0 t\nq1 Q0 d1 2 0.5 t\n", 2, "duplicate document 'd1'"),
+    "duplicate run lines": ("run.trec", "q1 Q0 d1 1 1.0 t\nq1 Q0 d1 2 0.5 t\n", 2,
+                            "doc 'd1' repeated for query 'q1' (first on line 1)"),
     "duplicate judgments": ("j.csv", "query_id,fragment_id,annotator,grade\nq1,d1,a,1\nq1,d1,a,2\n", 3,
                             "duplicate judgment"),
     "query id with a space": ("q.jsonl", '{"id":"q9","text":"a"}\n{"id":"q 10","text":"b"}\n', 2,
@@ -193,7 +194,7 @@ BAD_INPUTS = {
     "time without offset": ("j.jsonl", '{"query_id":"q1","fragment_id":"d1","annotator":"a","grade":2,'
                                        '"time":"2026-01-02T03:04:05"}\n', 1, "has no UTC offset"),
     "empty file": ("q.csv", "", None, "empty file"),
-    "empty run": ("run.trec", "", None, "empty file"),
+    "empty run": ("run.trec", "", 1, "empty file"),
     "non-UTF-8": ("f.csv", b"id,text\nd9,ok\nd10,caf\xe9\n", 3, "not valid UTF-8"),
     "non-UTF-8 run": ("run.trec", b"q1 Q0 d1 1 1.0 t\nq1 Q0 d\xff 1 1.0 t\n", 2, "not valid UTF-8"),
     "10 MB line": ("f.jsonl", '{"id":"d9","text":"ok"}\n{"id":"d10","text":"' + "x" * 10_000_000 + '"}\n', 2,
@@ -254,7 +255,9 @@ def test_fast_and_line_readers_agree(engine, corpus, monkeypatch):
     text = "".join(f"q{1 + i % 2} Q0 d{j} {j} {float(j % 3)} t\n" for i in range(2) for j in range(1, 6))
     (corpus / "fast.trec").write_text(text)
     import_run(engine, "demo", corpus / "fast.trec", name="fast", actor=OPERATOR)
-    monkeypatch.setattr(imports, "_read_run_fast", lambda path, queries: None)
+    from eval_core.io import formats
+
+    monkeypatch.setattr(formats, "_fast_trec", lambda path, kind: None)
     import_run(engine, "demo", corpus / "fast.trec", name="slow", actor=OPERATOR)
     with engine.connect() as conn:
         rows = conn.execute(sa.select(Run.name, RunEntry.query_id, RunEntry.doc_external_id, RunEntry.fragment_id,
