@@ -36,8 +36,15 @@ from db.store.models import (
 )
 from eval_core.errors import InputError
 from eval_core.io.collection import read_fragments, read_queries
-from eval_core.io.formats import load_run, ranked
-from eval_core.io.judgments import ANNOTATOR_KINDS, read_judgments_file
+from eval_core.io.formats import detect_format, load_run, ranked
+from eval_core.io.judgments import (
+    ANNOTATOR_KINDS,
+    QRELS_FORMATS,
+    JudgmentsFile,
+    judgments_file_hint,
+    read_judgments_file,
+    read_qrels_judgments,
+)
 from eval_core.io.records import iter_lines
 
 MAX_ID_CHARS = 500
@@ -62,11 +69,16 @@ class ImportReport:
     path: str = ""
     records: int = 0
     unknown_fragments: dict = field(default_factory=dict)
+    format: str = ""
+    guideline: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """JSON-able form for the CLI."""
-        out = {"kind": self.kind, "path": self.path, "records": self.records, "created": self.created,
-               "updated": self.updated, "unchanged": self.unchanged, "rejected": self.rejected}
+        out = {"kind": self.kind, "path": self.path, "format": self.format, "records": self.records,
+               "created": self.created, "updated": self.updated, "unchanged": self.unchanged,
+               "rejected": self.rejected}
+        if self.guideline:
+            out["guideline"] = self.guideline
         return {**out, "unknown_fragments": self.unknown_fragments} if self.unknown_fragments else out
 
 
@@ -139,7 +151,7 @@ def _limited(problems: _Problems, line: int, values: dict[str, str | None], limi
     return True
 
 
-def _parse_queries(path: str | Path, show: bool, fmt: str | None, topic_field: str) -> dict[str, dict]:
+def _parse_queries(path: str | Path, show: bool, fmt: str | None, topic_field: str) -> tuple[dict[str, dict], str]:
     """The queries of a file, read by eval_core's one queries reader, within the store's sizes."""
     read = read_queries(path, fmt, topic_field)
     problems = _Problems(path, "queries")
@@ -153,10 +165,10 @@ def _parse_queries(path: str | Path, show: bool, fmt: str | None, topic_field: s
         if _limited(problems, rec.line, values, limits):
             out[rec.id] = {k: v for k, v in values.items() if k != "query_id"}
     problems.check()
-    return out
+    return out, read.format
 
 
-def _parse_fragments(path: str | Path, show: bool, fmt: str | None) -> dict[str, dict]:
+def _parse_fragments(path: str | Path, show: bool, fmt: str | None) -> tuple[dict[str, dict], str]:
     """The fragments of a file, read by eval_core's one fragments reader, within the store's sizes."""
     read = read_fragments(path, fmt)
     problems = _Problems(path, "fragments")
@@ -169,7 +181,7 @@ def _parse_fragments(path: str | Path, show: bool, fmt: str | None) -> dict[str,
             out[rec.id] = {"text": rec.text, "title": rec.title, "doc_id": rec.doc_id, "position": rec.position,
                            "meta": rec.meta, "content_hash": content_hash(rec.text)}
     problems.check()
-    return out
+    return out, read.format
 
 
 def _upsert_by_external_id(session: Session, table, project_id: int, parsed: dict[str, dict],
@@ -202,8 +214,8 @@ def import_queries(engine: Engine, project: str, path: str | Path, progress: boo
     """Queries in any layout eval_core.io.collection reads (JSONL/CSV/TSV records, BEIR, headerless qid<TAB>text,
     TREC topics with `topic_field` as the text and the description and narrative kept as context)."""
     proj = _project(engine, project, path, actor)
-    parsed = _parse_queries(path, progress, fmt, topic_field)
-    report = ImportReport(kind="queries", path=str(path), records=len(parsed))
+    parsed, found = _parse_queries(path, progress, fmt, topic_field)
+    report = ImportReport(kind="queries", path=str(path), records=len(parsed), format=found)
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         _upsert_by_external_id(session, Q, proj.id, parsed, report, progress)  # type: ignore[arg-type]
@@ -215,8 +227,8 @@ def import_fragments(engine: Engine, project: str, path: str | Path, progress: b
     """Fragments in any layout eval_core.io.collection reads (qrelkit/BEIR/Pyserini/ir_datasets records,
     headerless pid<TAB>text, gzipped or not); `doc_id` and a chunk position are stored, other fields → meta."""
     proj = _project(engine, project, path, actor)
-    parsed = _parse_fragments(path, progress, fmt)
-    report = ImportReport(kind="fragments", path=str(path), records=len(parsed))
+    parsed, found = _parse_fragments(path, progress, fmt)
+    report = ImportReport(kind="fragments", path=str(path), records=len(parsed), format=found)
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         _upsert_by_external_id(session, F, proj.id, parsed, report, progress)  # type: ignore[arg-type]
@@ -285,7 +297,7 @@ def import_run(engine: Engine, project: str, path: str | Path, name: str | None 
         queries = dict(session.execute(select(Query.external_id, Query.id).where(Query.project_id == proj.id)).all())
     frame = _parse_run(path, queries, progress)
     digest = _run_hash(frame, {v: k for k, v in queries.items()})
-    report = ImportReport(kind="run", path=str(path), records=len(frame))
+    report = ImportReport(kind="run", path=str(path), records=len(frame), format=detect_format(path))
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         old = session.execute(select(Run.id, Run.content_hash)
@@ -351,15 +363,52 @@ def _insert_run_entries(session: Session, run_id: int, frame: pd.DataFrame, frag
 
 # --- judgments -------------------------------------------------------------------------------------------------
 
+def _read_judgments(path: str | Path, proj: Project, show: bool, source: JudgmentsSource) -> JudgmentsFile:
+    """The file through eval_core's readers: qrels as `source.annotator`'s grades, else a judgments file (a
+    qrels file or a run given without --annotator is refused with what it is)."""
+    if source.annotator is not None:
+        return read_qrels_judgments(path, source.annotator, project_scale(proj), source.qrels_format)
+    if source.qrels_format is not None:
+        raise InputError(str(path), None, "--qrels-format reads qrels as an annotator's grades: name the annotator "
+                                          "with --annotator NAME")
+    hint = judgments_file_hint(path)
+    if hint is not None:
+        raise InputError(str(path), None, hint)
+    return read_judgments_file(path, project_scale(proj), progress=show)
+
+
+def _stamp_guideline(path: str | Path, frame: pd.DataFrame, versions: dict[int, int], proj: Project,
+                     wanted: int | None) -> dict:
+    """Give the judgments whose line names no guideline version `wanted` (--guideline) or the version in force,
+    marking which were stamped (`guideline_given`); returns what the import report says about it."""
+    given = frame["guideline"].notna().to_numpy() if "guideline" in frame.columns else np.zeros(len(frame), bool)
+    if wanted is not None and wanted not in versions:
+        have = ", ".join(map(str, sorted(versions))) or "none yet"
+        raise InputError(str(path), None, f"--guideline {wanted}: project {proj.name!r} has no such version "
+                                          f"(versions: {have})")
+    version = wanted if wanted is not None else max(versions, default=None)
+    if "guideline_id" not in frame.columns:
+        frame["guideline_id"] = pd.Series(None, index=frame.index, dtype=object)
+    frame["guideline_id"] = frame["guideline_id"].astype(object)
+    frame.loc[~given, "guideline_id"] = versions.get(version) if version is not None else None
+    frame["guideline_given"] = given
+    stamped = int((~given).sum())
+    if not stamped:
+        return {}
+    said = ("--guideline" if wanted is not None else "the version in force" if version is not None else
+            "none: the project has no guideline yet")
+    return {"version": version, "from": said, "judgments": stamped}
+
+
 def _parse_judgments(engine: Engine, path: str | Path, proj: Project, queries: dict[str, int],
-                     fragments: dict[str, int], show: bool,
-                     judges: AnnotatorKind) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict]]:
+                     fragments: dict[str, int], show: bool, judges: AnnotatorKind,
+                     source: JudgmentsSource) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], dict]:
     """The judgments and adjudications of a file (eval_core's one judgments reader) with store ids: query,
     fragment, guideline (by version), a timestamp and each grade's prompt version, plus the users-row fields
     of every annotator (see _annotators); every line naming something the project does not have is a
     problem, an annotator must keep its kind (and a model judge its model), and an adjudication must name an
-    active lead."""
-    read = read_judgments_file(path, project_scale(proj), progress=show)
+    active lead. The last item says which guideline version the judgments without one were given."""
+    read = _read_judgments(path, proj, show, source)
     problems = _Problems(path, "judgments")
     problems.items, problems.total = list(read.problems), read.total_problems
     frame, decided = read.judgments, read.adjudications
@@ -388,6 +437,7 @@ def _parse_judgments(engine: Engine, path: str | Path, proj: Project, queries: d
                                      ["line", "guideline"]].itertuples(index=False):
             problems.add(line, f"guideline version {given!r} does not exist in project {proj.name!r} "
                                f"(versions: {known}); add it with `qrelkit guideline add`")
+    stamp = _stamp_guideline(path, frame, versions, proj, source.guideline)
     for line, annotator in frame.loc[frame["annotator"].str.len() > MAX_NAME_CHARS, ["line", "annotator"]].itertuples(
             index=False):
         problems.add(line, f"annotator name is {len(annotator)} characters; at most {MAX_NAME_CHARS}")
@@ -397,13 +447,30 @@ def _parse_judgments(engine: Engine, path: str | Path, proj: Project, queries: d
             why = "no such user" if role is None else ("deactivated" if not role[1] else f"role {role[0]}")
             problems.add(line, f"adjudication by {lead!r} ({why}): an adjudication must name an active lead")
     problems.check()
-    return frame, decided, people
+    return frame, decided, people, stamp
 
 
 def _version(text: str) -> int | None:
     """A guideline version as written in a judgments file ("2"), None when it is not a number."""
     text = str(text).strip()
     return int(text) if text.isdigit() else None
+
+
+@dataclass(frozen=True)
+class JudgmentsSource:
+    """What an import is told about a judgments file beyond who judged: `annotator` makes it qrels (TREC or BEIR;
+    `qrels_format` 'jg': multi-judge, one annotator per judge group) graded by that annotator; `guideline` is
+    the version stamped on judgments whose line names none (default: the version in force)."""
+
+    annotator: str | None = None
+    qrels_format: str | None = None
+    guideline: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.annotator is not None and not 0 < len(self.annotator.strip()) <= MAX_NAME_CHARS - 10:
+            raise ValueError(f"annotator name must be 1-{MAX_NAME_CHARS - 10} characters, got {self.annotator!r}")
+        if self.qrels_format is not None and self.qrels_format not in QRELS_FORMATS:
+            raise ValueError(f"qrels format must be one of {', '.join(QRELS_FORMATS)}, got {self.qrels_format!r}")
 
 
 @dataclass(frozen=True)
@@ -580,7 +647,8 @@ def _ensure_pairs(session: Session, project_id: int, wanted: set[tuple[int, int]
 
 
 def import_judgments(engine: Engine, project: str, path: str | Path, progress: bool = False, *,
-                     actor: Actor, judges: AnnotatorKind = AnnotatorKind()) -> ImportReport:
+                     actor: Actor, judges: AnnotatorKind = AnnotatorKind(),
+                     source: JudgmentsSource = JudgmentsSource()) -> ImportReport:
     """Existing judgments (flat records, a judgments export, or a release's JSONL/CSV) as each annotator's
     current judgment, with history; a release line's adjudication is kept when it names an active lead.
     `judges` says whether the file's annotators are people or model judges (e.g. an LLM assessor's output)."""
@@ -589,8 +657,10 @@ def import_judgments(engine: Engine, project: str, path: str | Path, progress: b
         queries = dict(session.execute(select(Query.external_id, Query.id).where(Query.project_id == proj.id)).all())
         fragments = dict(session.execute(select(Fragment.external_id, Fragment.id)
                                          .where(Fragment.project_id == proj.id)).all())
-    judged, adjudications, people = _parse_judgments(engine, path, proj, queries, fragments, progress, judges)
-    report = ImportReport(kind="judgments", path=str(path), records=len(judged))
+    judged, adjudications, people, stamp = _parse_judgments(engine, path, proj, queries, fragments, progress, judges,
+                                                            source)
+    report = ImportReport(kind="judgments", path=str(path), records=len(judged), guideline=stamp,
+                          format="qrels" if source.annotator is not None else "judgments")
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         names = dict.fromkeys(judged["annotator"].tolist(), "annotator")
@@ -626,12 +696,16 @@ def write_judgments(session: Session, project_id: int, judged: pd.DataFrame, use
     columns = {name: (judged[name].tolist() if name in judged.columns else [None] * len(judged))
                for name in ("query", "fragment", "annotator", "grade", "note", "cant_judge_reason", "guideline_id",
                             "time", "prompt_version")}
-    for q, f, annotator, grade, note, reason, guideline, when, prompt in zip(*columns.values(), strict=True):
+    given = judged["guideline_given"].tolist() if "guideline_given" in judged.columns else [True] * len(judged)
+    for (q, f, annotator, grade, note, reason, guideline, when, prompt), named in zip(
+            zip(*columns.values(), strict=True), given, strict=True):
         grade = None if grade is pd.NA else int(grade)
         guideline = None if guideline is None or pd.isna(guideline) else int(guideline)
         note, reason = note or None, reason or None
         pair_id, user_id = pairs[(int(q), int(f))], users[annotator]
         old = existing.get((pair_id, user_id))
+        if old is not None and not named:  # the version was stamped, not read: an equal judgment keeps its own
+            guideline = old[4] if old[1:4] + old[5:] == (grade, note, reason, prompt) else guideline
         if old is not None and old[1:] == (grade, note, reason, guideline, prompt):
             report.unchanged += 1
             continue

@@ -300,16 +300,18 @@ def test_adjudication_must_name_an_active_lead(engine, corpus):
 
 
 def test_imported_judgments_in_a_project_with_a_guideline(engine, corpus):
-    """Imports without a guideline version beside app judgments under one: one frame, one guideline type."""
+    """Imports without a guideline version carry the version in force (said in the report), beside app judgments
+    under it: one frame, one guideline type."""
     from db.judging import record_judgment
     from db.projects import add_guideline
     from db.releases import create_release
 
     add_guideline(engine, "demo", "grade what is there", actor=OPERATOR)
-    import_judgments(engine, "demo", _write(corpus / "j.csv", "query_id,fragment_id,annotator,grade\n"
-                                                               "q1,d1,ann,2\nq1,d2,ann,0\n"), actor=OPERATOR)
+    report = import_judgments(engine, "demo", _write(corpus / "j.csv", "query_id,fragment_id,annotator,grade\n"
+                                                                        "q1,d1,ann,2\nq1,d2,ann,0\n"), actor=OPERATOR)
+    assert report.to_dict()["guideline"] == {"version": 1, "from": "the version in force", "judgments": 2}
     frame = judgments_frame(engine, "demo")
-    assert frame["guideline"].tolist() == [None, None]
+    assert frame["guideline"].tolist() == ["1", "1"]
     from db.store.models import Assignment
 
     create_user(engine, "bea", "annotator", actor=OPERATOR)
@@ -321,7 +323,7 @@ def test_imported_judgments_in_a_project_with_a_guideline(engine, corpus):
         conn.execute(sa.insert(Assignment).values(project_id=1, pair_id=pair, user_id=bea, position=1))
     record_judgment(engine, pair, "bea", 3)
     frame = judgments_frame(engine, "demo")
-    assert frame[["annotator", "guideline"]].values.tolist() == [["ann", None], ["bea", "1"], ["ann", None]]
+    assert frame[["annotator", "guideline"]].values.tolist() == [["ann", "1"], ["bea", "1"], ["ann", "1"]]
     card = create_release(engine, "demo", actor=OPERATOR).card
     assert card["guideline_versions"] == [1] and card["counts"]["judgments"] == 3
 
