@@ -256,10 +256,12 @@ def _text(rec: dict, names: tuple[str, ...], what: str, required: bool = True) -
 
 def _position(rec: dict) -> int | None:
     """A fragment's order within its document: a non-negative integer in the first POSITION_FIELDS present."""
-    name = next((n for n in POSITION_FIELDS if rec.get(n) not in (None, "")), None)
-    if name is None:
+    for name in POSITION_FIELDS:
+        value = rec.get(name)
+        if value is not None and value != "":
+            break
+    else:
         return None
-    value = rec[name]
     text = str(value).strip()
     if isinstance(value, bool) or not text.isdigit():
         raise ValueError(f"{name} must be a non-negative integer (the fragment's order within its doc_id), "
