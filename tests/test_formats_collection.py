@@ -213,3 +213,17 @@ def test_qrels_as_an_annotators_grades(tmp_path: Path) -> None:
     records = put(tmp_path, "j.jsonl", '{"query_id": "q1", "fragment_id": "d1", "annotator": "a", "grade": 1}\n')
     with pytest.raises(InputError, match="is a judgments file, not qrels"):
         read_qrels_judgments(records, "nist")
+
+
+def test_semicolon_csv_is_named_by_every_reader(tmp_path: Path) -> None:
+    """A European spreadsheet's export: queries, qrels for eval and judgments for import all name the ';'."""
+    from eval_core.io.judgments import judgments_file_hint
+
+    for name, text in (("q.csv", "id;text\nq1;hola\n"), ("qrels.csv", "query_id;doc_id;grade\nq1;d1;2\n")):
+        path = put(tmp_path, name, text)
+        reader = read_queries if name == "q.csv" else load_qrels
+        with pytest.raises(InputError, match=r":1: .*CSV separated by ';'.* save it with ',' as the delimiter"):
+            reader(path)
+    judgments = put(tmp_path, "j.csv", "query_id;fragment_id;annotator;grade\nq1;d1;ann;2\n")
+    assert "CSV separated by ';'" in (judgments_file_hint(judgments) or "")
+    assert judgments_file_hint(put(tmp_path, "ok.csv", "query_id,fragment_id,annotator,grade\nq1,d1,a;b,2\n")) is None

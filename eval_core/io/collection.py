@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eval_core.errors import InputError
-from eval_core.io.records import check_id, iter_lines, iter_records_as
+from eval_core.io.records import SEMICOLON_HINT, check_id, iter_lines, iter_records_as
 
 QUERY_FORMATS = ("jsonl", "csv", "tsv", "id-text-tsv", "trec-topics")
 FRAGMENT_FORMATS = ("jsonl", "csv", "tsv", "id-text-tsv")
@@ -137,12 +137,7 @@ def detect(path: str | Path, kind: str) -> str:
            f"headerless id<TAB>text TSV: {len(tabs)} tab-separated field(s), not 2"]
     if kind == "queries":
         why.insert(1, "TREC topics: no <top> or <num> tag")
-    hint = ""
-    if len(semis) > 1 and known & set(semis):
-        hint = ("; it looks like a CSV separated by ';' (a spreadsheet's export in a locale that writes decimal "
-                "commas): save it with ',' as the delimiter")
-    else:
-        hint = _trec_hint(line, kind)
+    hint = f"; {SEMICOLON_HINT}" if len(semis) > 1 and known & set(semis) else _trec_hint(line, kind)
     raise InputError(label, lineno, f"not a {kind} file qrelkit reads; tried {'; '.join(why)}{hint}")
 
 

@@ -26,7 +26,14 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from eval_core.errors import InputError
-from eval_core.io.records import format_by_name, iter_lines, iter_records, open_binary
+from eval_core.io.records import (
+    SEMICOLON_HINT,
+    format_by_name,
+    iter_lines,
+    iter_records,
+    open_binary,
+    semicolon_separated,
+)
 from eval_core.io.spreadsheet import escape_frame, unescape_cell
 
 BEIR_COLS = ("query-id", "corpus-id", "score")
@@ -542,6 +549,8 @@ def _load(src: Any, kind: str) -> Columns:
         return _read_trec(path, kind)
     if fmt == "beir":
         return _beir(path)
+    if fmt == "csv" and semicolon_separated(path):
+        raise InputError(path, 1, SEMICOLON_HINT)
     suffix = {"jsonl": (".jsonl", ".ndjson", ".json"), "csv": (".csv",), "tsv": (".tsv",)}[fmt]
     if not Path(path).name.lower().removesuffix(".gz").endswith(suffix):
         raise InputError(path, 1, f"looks like {fmt.upper()} with named columns; give it a {suffix[0]} name "

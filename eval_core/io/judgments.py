@@ -31,12 +31,14 @@ from tqdm import tqdm
 from eval_core.errors import InputError
 from eval_core.io.formats import detect_format, read_qrels, read_qrels_jg
 from eval_core.io.records import (
+    SEMICOLON_HINT,
     check_id,
     format_by_name,
     iter_lines,
     iter_records,
     open_binary,
     record_format,
+    semicolon_separated,
 )
 from eval_core.io.spreadsheet import escape_cell, unescape_cell
 
@@ -598,6 +600,8 @@ def judgments_file_hint(path: str | Path) -> str | None:
     """Why a file given as judgments without --annotator is not one, when its content says (TREC or BEIR qrels,
     a TREC run); None when it may be a judgments file."""
     name = format_by_name(path)
+    if name == "csv" and semicolon_separated(path):
+        return SEMICOLON_HINT
     if name in ("jsonl", "csv"):
         return None
     fmt = detect_format(path)
