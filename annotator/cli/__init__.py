@@ -17,6 +17,7 @@ COMMANDS = {
     "compare": "annotator.cli.compare",
     "diagnose": "annotator.cli.compare",
     "robustness": "annotator.cli.robustness",
+    "reliability": "annotator.cli.reliability",
     "agreement": "annotator.cli.agreement",
     "consensus": "annotator.cli.agreement",
     "prejudge": "annotator.cli.judge",

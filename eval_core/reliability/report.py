@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -139,6 +140,7 @@ class ReliabilityReport:
     metrics: list[MetricReliability]
     pooled: list[str]  # runs whose contributions the pool bias could be measured for
     notes: list[str] = field(default_factory=list)
+    source: str = "qrels"  # what was measured: a qrels file's name, or a release
 
     def sentence(self, which: int = 0) -> str:
         """One metric's verdict in words (the first metric's by default): what the queries detect, what δ needs,
@@ -147,15 +149,14 @@ class ReliabilityReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form for `qrelkit reliability --format json`."""
-        return {"runs": self.runs, "settings": self.settings.to_dict(), "pooled": self.pooled,
+        return {"source": self.source, "runs": self.runs, "settings": self.settings.to_dict(), "pooled": self.pooled,
                 "metrics": [m.to_dict() | {"sentence": sentence(m, self.settings)} for m in self.metrics],
                 "notes": list(self.notes)}
 
 
 def _number(x: float) -> str:
-    """A difference as the sentence prints it: three decimals, or two when that loses nothing."""
-    text = f"{x:.3f}"
-    return text[:-1] if text.endswith("0") else text
+    """A difference as the sentence prints it: three decimals without trailing zeros (0.05, 0.013)."""
+    return f"{x:.3f}".rstrip("0").rstrip(".")
 
 
 def sentence(m: MetricReliability, s: Settings) -> str:
@@ -221,12 +222,13 @@ def metric_reliability(metric: str, scores: np.ndarray, runs: Sequence[str], set
 
 def reliability(qrels: Any, runs: Mapping[str, Any], metrics: Sequence[str] = (DEFAULT_METRIC,), *,
                 settings: Settings | None = None, pooled: Mapping[str, Pairs] | None = None, pool_depth: int = 10,
-                rel_level: int | None = None, scale: tuple[int, int] | None = None) -> ReliabilityReport:
+                rel_level: int | None = None, scale: tuple[int, int] | None = None,
+                source: str | None = None) -> ReliabilityReport:
     """The reliability of `qrels` (path or frame) against `runs` (name → path or frame) on each metric.
 
     `pooled` names, per run that built the pool, the (query, fragment) pairs it contributed (the store knows
     them); without it every run is taken to have contributed its top `pool_depth` (TREC depth-k pooling).
-    `rel_level` and `scale` are evaluate()'s.
+    `rel_level` and `scale` are evaluate()'s; `source` names the golden set (default: the qrels file's name).
     """
     settings = settings or Settings()
     if not runs:
@@ -249,4 +251,5 @@ def reliability(qrels: Any, runs: Mapping[str, Any], metrics: Sequence[str] = (D
     for metric, column in zip(metrics, matrices, strict=False):
         bias = leave_one_run_out(frame, run_frames, pooled, metric, **options)
         out.append(metric_reliability(column, matrices[column], names, settings, bias, judged))
-    return ReliabilityReport(names, settings, out, sorted(n for n in pooled if n in run_frames), notes)
+    label = source or (Path(qrels).name if isinstance(qrels, str | Path) else "qrels")
+    return ReliabilityReport(names, settings, out, sorted(n for n in pooled if n in run_frames), notes, label)
