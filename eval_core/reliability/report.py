@@ -163,7 +163,8 @@ def sentence(m: MetricReliability, s: Settings) -> str:
     """E.g. "40 queries detect 0.05 ndcg@10 with power 0.8; 0.02 needs about 210. Runs lose up to 0.013 when
     their own pairs are left out: an unpooled run may be underrated by that much." """
     if m.n_queries < 2 or math.isnan(m.variance):
-        first = f"{m.n_queries} queries and {len(m.means)} run(s) are too few to size a t-test for {m.metric}."
+        queries = "1 query" if m.n_queries == 1 else f"{m.n_queries} queries"
+        first = f"{queries} and {len(m.means)} run(s) are too few to size a paired t-test for {m.metric}."
     else:
         needed = "more queries than can be counted" if m.needed is None else f"about {m.needed}"
         verdict = (f"{_number(s.delta)} needs {needed}" if m.needed is None or m.needed > m.n_queries
