@@ -1,7 +1,9 @@
 """Time `reliability()` on 10 runs × 1,000 queries with 1,000 resamples (the Evaluate page's budget: seconds).
 
 A generated golden set: 40 fragments per query with grades 0–3, ten runs of rising quality ranking them, the
-qrels holding only the depth-10 pool of the runs (as a pooled release does). Prints the time per step.
+qrels holding only the depth-10 pool of the runs (as a pooled release does). Prints the time of each
+correction and the sentence; `--html` writes the ASL curve as the Evaluate page draws it (Altair HTML), `--png`
+too when vl-convert is installed. Run: `python3 benchmarks/bench_reliability.py [--queries 1000] [--runs 10]`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from eval_core.reliability import Settings, reliability
+from eval_core.reliability import ReliabilityReport, Settings, reliability
 
 
 def generate(n_queries: int, n_runs: int, seed: int = 7, docs: int = 40,
@@ -40,14 +42,40 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--delta", type=float, default=0.02)
+    parser.add_argument("--html", help="write the ASL curve here (Altair HTML)")
+    parser.add_argument("--png", help="write the ASL curve here as PNG (needs vl-convert-python)")
     args = parser.parse_args()
     qrels, runs = generate(args.queries, args.runs)
     print(f"{args.runs} runs × {args.queries} queries, {len(qrels)} judged pairs, {args.resamples} resamples")
     for correction in ("tukey-hsd", "holm"):
         start = time.perf_counter()
-        report = reliability(qrels, runs, ["ndcg@10"], settings=Settings(correction=correction,
-                                                                         resamples=args.resamples))
+        settings = Settings(delta=args.delta, correction=correction, resamples=args.resamples)
+        report = reliability(qrels, runs, ["ndcg@10"], settings=settings)
+        m = report.metrics[0]
         print(f"{correction:>10}: {time.perf_counter() - start:.2f} s — {report.sentence()}")
+        tau = m.tau_summary
+        print(f"{'':>12}{m.significant} of {len(m.pairs)} pairs significant; split-half τ mean {tau['mean']:.3f} "
+              f"(5–95% {tau['p5']:.3f}–{tau['p95']:.3f}); variance {m.variance:.5f} ({m.variance_source})")
+        if correction == "tukey-hsd":
+            tukey = report
+    _chart(tukey, args.html, args.png)
+
+
+def _chart(report: ReliabilityReport, html: str | None, png: str | None) -> None:
+    """Save the Tukey HSD ASL curve as HTML and/or PNG (PNG only when vl-convert is installed)."""
+    if not html and not png:
+        return
+    from annotator.app.components.reliability import asl_chart
+
+    chart = asl_chart(report.metrics[0], report.settings.alpha).properties(width=560)
+    if html:
+        chart.save(html)
+    if png:
+        try:
+            chart.save(png)
+        except (ImportError, ValueError) as exc:
+            print(f"no PNG: {exc}")
 
 
 if __name__ == "__main__":
