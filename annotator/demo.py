@@ -68,7 +68,9 @@ class DemoInfo:
 def generated(seed: int = 7) -> tuple[list[dict], list[dict], dict[str, dict[str, int]], dict[str, list[list[str]]]]:
     """Queries, fragments, true grades and two runs' rankings for product × aspect questions (300 pairs)."""
     rng = random.Random(seed)
-    queries, fragments, truth = [], [], {}
+    queries: list[dict] = []
+    fragments: list[dict] = []
+    truth: dict[str, dict[str, int]] = {}
     for p_i, product in enumerate(PRODUCTS):
         for a_i, (aspect, (question, full, partial, passing)) in enumerate(ASPECTS.items()):
             qid = f"g{p_i * len(ASPECTS) + a_i + 1:02d}"

@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from annotator.app.main import LEAD_PAGES
 from annotator.app.session import NOT_ALLOWED, TOKEN_KEY
-from annotator.app.views import BREAK, literal
+from annotator.app.text import BREAK, literal
 from db.accounts.permissions import OPERATOR
 from db.accounts.sessions import create_session
 from db.accounts.users import authenticate, create_user

@@ -8,7 +8,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from annotator.app.components import charts
-from annotator.app.views import BREAK
+from annotator.app.text import BREAK
 
 SCALE = (0, 3)
 
@@ -414,7 +414,7 @@ def test_release_diff_lists_the_adjudicated_change(store):
 
 
 def shown(markdown: str) -> str:
-    """What Markdown made by views.literal displays: the text without its escapes and without the empty
+    """What Markdown made by text.literal displays: the text without its escapes and without the empty
     `:small[]` (BREAK) the app puts after `:` and before `@` so nothing becomes a link."""
     return re.sub(r"\\(.)", r"\1", markdown.replace(BREAK, ""))
 
@@ -583,7 +583,7 @@ def test_one_adjudication_gives_one_alert_per_run_and_headline_metric(store):
 
 def test_evaluate_page_escapes_a_run_name(store, tmp_path):
     """A run named with Markdown image and emphasis syntax reaches st.markdown only escaped."""
-    from annotator.app.views import literal
+    from annotator.app.text import literal
     from db import imports
     from db.accounts.permissions import OPERATOR
 

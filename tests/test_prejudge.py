@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from annotator.app.views import BREAK
+from annotator.app.text import BREAK
 from annotator.cli import main
 from annotator.judge_client import ChatJudge, EndpointError, retry_after
 from db.accounts.permissions import OPERATOR

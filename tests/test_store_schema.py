@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlmodel import SQLModel
 
 from db.judging import next_pair
+from db.projects import default_labels, stored_labels
 from db.store.engine import get_engine
 from db.store.schema import MIGRATIONS, current_revision, head_revision, init_db, upgrade
 
@@ -61,10 +64,16 @@ def test_database_at_0001_with_data_upgrades_intact(empty_store_url):
         grades = conn.execute(sa.text("SELECT pair_id, grade FROM judgments ORDER BY pair_id")).all()
         counts = [conn.execute(sa.text(f"SELECT count(*) FROM {t}")).scalar_one()
                   for t in ("projects", "users", "queries", "fragments", "pairs", "assignments", "judgments")]
+        labels, order = conn.execute(sa.text("SELECT grade_labels, queue_order FROM projects")).one()
+        kinds = conn.execute(sa.text("SELECT DISTINCT kind FROM users")).scalars().all()
     assert {k: bool(v) for k, v in done.items()} == {1: True, 2: True, 3: False}
     assert not other
     assert [tuple(g) for g in grades] == [(1, 2), (2, 3)]
     assert counts == [1, 2, 1, 3, 3, 4, 1 + 1]
+    # the frozen defaults of 0004-0006: a 0-3 project gets the bundled guideline's grade names
+    labels = json.loads(labels) if isinstance(labels, str) else labels
+    assert labels == stored_labels(default_labels((0, 3))) and labels["0"] == "Not relevant"
+    assert (order, kinds) == ("pool", ["human"])
     view = next_pair(engine, "old", "ann")
     assert (view.fragment_external_id, view.position, view.total) == ("f3", 3, 3)
     engine.dispose()

@@ -194,7 +194,8 @@ class _Problems:
     """Collects a file's problems (the first MAX_PROBLEMS kept) so one pass reports every bad line."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path, self.items, self.total = str(path), [], 0
+        self.path, self.total = str(path), 0
+        self.items: list[InputError] = []
 
     def add(self, line: int | None, problem: str) -> None:
         self.total += 1
@@ -283,9 +284,9 @@ def _flat_rows(rec: dict, path: str | Path, scale: tuple[int, int]) -> list[dict
     for name in OPTIONAL:
         value = _optional(rec, name, path)
         if value is not None:
+            if name == "time":
+                _check_time(value.strip())
             row[name] = value
-    if "time" in row:
-        _check_time(row["time"].strip())
     if row.get("cant_judge_reason") is not None and row["grade"] is not None:
         raise ValueError(f"grade {row['grade']} with a can't-judge reason: a can't-judge has no grade")
     return [row]
@@ -515,7 +516,7 @@ def render_judgments(frame: pd.DataFrame, fmt: str) -> Iterator[str]:
     texts = {name: [None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else str(v)
                     for v in frame[name].tolist()]
              for name in EXPORT_FIELDS if name not in ("grade", "time")}
-    columns = [grades if name == "grade" else times.tolist() if name == "time" else texts[name]
+    columns: list[list] = [grades if name == "grade" else times.tolist() if name == "time" else texts[name]
                for name in EXPORT_FIELDS]
     if fmt == "csv":
         buf = io.StringIO()
