@@ -5,22 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import select
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
 from db.evaluations import load_release, load_run, qrels_of, run_frame
 from db.projects import project_row, project_scale
 from db.store.engine import session_scope
-from db.store.models import Fragment, Pair, Query, Run
+from db.store.models import Fragment, Pair, Project, Query, Run
 from eval_core.reliability import ReliabilityReport, Settings, reliability
 from eval_core.reliability.pool_bias import Pairs
 
 
 def pool_contributions(session: Session, project_id: int, runs: Sequence[str]) -> dict[str, Pairs]:
     """Per stored run among `runs`, the (query, fragment) external ids of the pairs whose pool sources name it."""
-    rows = session.execute(select(Query.external_id, Fragment.external_id, Pair.sources)
-                           .join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)
+    rows = session.execute(select(Query.external_id, Fragment.external_id, col(Pair.sources))
+                           .join(Query, col(Query.id) == Pair.query_id).join(Fragment, col(Fragment.id) == Pair.fragment_id)
                            .where(Pair.project_id == project_id)).all()
     wanted = set(runs)
     pooled: dict[str, Pairs] = {}
@@ -40,10 +39,11 @@ def project_reliability(engine: Engine, project: str, version: int | str = "late
         proj = project_row(session, project)
         release = load_release(session, proj, version)
         names = list(runs) if runs else list(session.execute(select(Run.name).where(Run.project_id == proj.id)
-                                                             .order_by(Run.name)).scalars())
+                                                             .order_by(col(Run.name))).scalars())
         if not names:
             raise ValueError(f"project {project!r} has no stored runs (import runs with `qrelkit import run`)")
-        frames = {name: run_frame(session, load_run(session, proj, name).id) for name in names}
+        assert proj.id is not None
+        frames = {name: run_frame(session, _run_id(session, proj, name)) for name in names}
         qrels = qrels_of(release)
         pooled = pool_contributions(session, proj.id, names)
         scale = project_scale(proj)
@@ -54,12 +54,19 @@ def project_reliability(engine: Engine, project: str, version: int | str = "late
                        source=f"release {number} of {project}")
 
 
+def _run_id(session: Session, project: Project, name: str) -> int:
+    """A stored run's row id by name (LookupError names the runs that exist)."""
+    run_id = load_run(session, project, name).id
+    assert run_id is not None
+    return run_id
+
+
 def release_sentence(engine: Engine, project: str, version: int) -> str | None:
     """The release card's reliability sentence for release `version` on ndcg@10 against every stored run, or None
     when the project has no stored run to measure it with (db/releases.py calls this once the release is
     written and keeps the sentence on the card)."""
     with session_scope(engine) as session:
         proj = project_row(session, project)
-        if session.execute(select(Run.id).where(Run.project_id == proj.id).limit(1)).first() is None:
+        if session.execute(select(col(Run.id)).where(Run.project_id == proj.id).limit(1)).first() is None:
             return None
     return project_reliability(engine, project, version).sentence()
