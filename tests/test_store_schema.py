@@ -18,14 +18,15 @@ from db.store.schema import MIGRATIONS, current_revision, head_revision, init_db
 def test_packaged_chain_and_head():
     names = sorted(p.name for p in (MIGRATIONS / "versions").glob("*.py"))
     assert names == ["0001_initial_schema.py", "0002_assignment_done.py", "0003_sessions.py",
-                     "0004_labels_notes_text_hashes.py", "0005_queue_order.py", "0006_model_judges.py"]
-    assert head_revision() == "0006"
+                     "0004_labels_notes_text_hashes.py", "0005_queue_order.py", "0006_model_judges.py",
+                     "0007_query_context.py", "0008_control_pairs.py"]
+    assert head_revision() == "0008"
 
 
 def test_upgrade_is_idempotent_and_matches_models(empty_store_url):
     engine = init_db(empty_store_url)
-    assert upgrade(engine) == "0006"
-    assert upgrade(engine) == "0006"
+    assert upgrade(engine) == "0008"
+    assert upgrade(engine) == "0008"
     with engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), SQLModel.metadata)
     assert diff == []

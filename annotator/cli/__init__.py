@@ -20,6 +20,7 @@ COMMANDS = {
     "reliability": "annotator.cli.reliability",
     "agreement": "annotator.cli.agreement",
     "consensus": "annotator.cli.agreement",
+    "control": "annotator.cli.control",
     "prejudge": "annotator.cli.judge",
     "init": "annotator.cli.store",
     "db": "annotator.cli.store",
