@@ -105,7 +105,8 @@ class Guideline(SQLModel, table=True):
 
 
 class Query(SQLModel, table=True):
-    """A golden query, known by its external id within the project."""
+    """A golden query, known by its external id within the project; a TREC topic's description and narrative
+    are kept as its context for annotators."""
 
     __tablename__ = "queries"
     __table_args__ = (UniqueConstraint("project_id", "external_id", name="uq_queries_external"),)
@@ -114,10 +115,12 @@ class Query(SQLModel, table=True):
     external_id: str = Field(max_length=500)
     text: str = Field(sa_type=Text)
     category: str | None = Field(default=None, max_length=200)
+    description: str | None = Field(default=None, sa_type=Text)
+    narrative: str | None = Field(default=None, sa_type=Text)
 
 
 class Fragment(SQLModel, table=True):
-    """A corpus fragment (chunk) that can be judged against queries."""
+    """A corpus fragment (chunk) that can be judged against queries; `position` orders it within its doc_id."""
 
     __tablename__ = "fragments"
     __table_args__ = (
@@ -132,6 +135,7 @@ class Fragment(SQLModel, table=True):
     text: str = Field(sa_type=Text)
     content_hash: str = Field(max_length=64)
     meta: dict | None = Field(default=None, sa_type=JSON)
+    position: int | None = None
 
 
 class Pair(SQLModel, table=True):

@@ -142,3 +142,11 @@ def _iter_delimited(path: str | Path, required: tuple[str, ...], fmt: str) -> It
         if len(row) != len(header):
             raise InputError(label, lineno, f"expected {len(header)} fields ({', '.join(header)}), found {len(row)}")
         yield lineno, dict(zip(header, row, strict=True))
+
+
+def iter_records_as(path: str | Path, fmt: str) -> Iterator[tuple[int, dict]]:
+    """Yield (line number, record) of a file read as `fmt` ('jsonl', 'csv' or 'tsv' with a header) whatever its
+    name says: for readers that tell the format by content."""
+    if fmt not in ("jsonl", "csv", "tsv"):
+        raise ValueError(f"record format must be jsonl, csv or tsv, got {fmt!r}")
+    return _iter_jsonl(path, ()) if fmt == "jsonl" else _iter_delimited(path, (), fmt)
