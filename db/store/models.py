@@ -83,6 +83,7 @@ class Project(SQLModel, table=True):
     grade_labels: dict | None = Field(default=None, sa_type=JSON)
     queue_order: str = Field(default=DEFAULT_ORDER, max_length=40, sa_column_kwargs={"server_default": DEFAULT_ORDER})
     created_at: datetime = _ts()
+    control_every: int | None = None  # serve one control pair in every N of an annotator's pairs (NULL: none)
 
 
 class Guideline(SQLModel, table=True):
@@ -242,6 +243,25 @@ class Adjudication(SQLModel, table=True):
     grade: int
     reason: str = Field(sa_type=Text)
     user_id: int = Field(foreign_key="users.id")
+    created_at: datetime = _ts()
+
+
+class ControlPair(SQLModel, table=True):
+    """A pair with a settled grade (from an adjudicated release, or set by a lead with a reason), served blind
+    among an annotator's pairs to measure them against it."""
+
+    __tablename__ = "control_pairs"
+    __table_args__ = (
+        UniqueConstraint("pair_id", name="uq_control_pairs_pair"),
+        CheckConstraint("grade >= 0 AND grade <= 100", name="ck_control_pairs_grade"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="projects.id", index=True)
+    pair_id: int = Field(foreign_key="pairs.id")
+    grade: int
+    reason: str = Field(sa_type=Text)
+    release_id: int | None = Field(default=None, foreign_key="releases.id")
+    created_by_id: int | None = Field(default=None, foreign_key="users.id")
     created_at: datetime = _ts()
 
 

@@ -14,6 +14,7 @@ import streamlit as st
 
 from annotator.app import session as auth
 from annotator.app import state, views
+from annotator.app.components import context as views_context
 from db.judging import PairView, get_pair, next_pair, previous_pair, progress, record_judgment, undo_judgment
 from db.projects import ProjectInfo, current_guideline, get_project
 
@@ -152,7 +153,8 @@ def pair_panel(project: ProjectInfo, username: str, view: PairView) -> None:
     """The query, the fragment, grade buttons, note, can't judge."""
     st.markdown(f"#### {views.literal(view.query_text)}")
     st.caption(f"Query {views.literal(view.query_external_id)} · pair {view.position} of {view.total}")
-    fragment_box(view)
+    views_context.query_lines(state.engine(), project.name, view)
+    views_context.beside(state.engine(), project.name, view, fragment_box)
     if view.grade is not None:
         st.info(f"Your grade: {view.grade} · {views.literal(project.labels.get(view.grade, ''))}. "
                 "Press another grade to change it.")

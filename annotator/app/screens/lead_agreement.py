@@ -7,6 +7,7 @@ import streamlit as st
 from annotator.app import views
 from annotator.app.components import agreement as views_agreement
 from annotator.app.components import charts
+from annotator.app.components import control as views_control
 from eval_core.agreement.coefficients import WEIGHTS
 
 engine, user = views.lead_page("Agreement")
@@ -78,6 +79,8 @@ else:
         weight = st.radio("Weights", WEIGHTS, index=WEIGHTS.index("quadratic"), horizontal=True)
         st.altair_chart(charts.kappa_heatmap(report.kappa, weight, threshold), width="content")
     st.dataframe(views_agreement.kappa_table(report), hide_index=True, width="stretch")
+
+views_control.control_section(engine, project.name)
 
 st.subheader("Confusion matrix")
 annotators = sorted(judgments["annotator"].unique())

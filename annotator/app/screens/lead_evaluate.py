@@ -10,6 +10,7 @@ import streamlit as st
 from annotator.app import views
 from annotator.app.components import charts
 from annotator.app.components import evaluate as views_evaluate
+from annotator.app.components import reliability as views_reliability
 from annotator.app.components import robustness as views_robustness
 from annotator.app.views import literal
 from db import evaluations, releases
@@ -154,3 +155,4 @@ if run_name is not None:
         st.altair_chart(charts.run_history_chart(history, metric), width="stretch")
 
 views_robustness.robustness_section(engine, project.name)
+views_reliability.reliability_section(engine, project.name, version)
