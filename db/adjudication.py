@@ -13,6 +13,7 @@ from db.accounts.permissions import require_lead
 from db.judging import check_grade
 from db.projects import project_row
 from db.store.engine import session_scope
+from db.store.frames import project_adjudications, project_judgments
 from db.store.models import (
     Adjudication,
     Fragment,
@@ -25,6 +26,8 @@ from db.store.models import (
     User,
     utcnow,
 )
+
+DISPUTE_COLUMNS = ["pair_id", "query_id", "fragment_id", "spread", "low", "high", "grades", "adjudicated"]
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,60 @@ def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: 
         session.flush()
         assert row.id is not None
         return AdjudicationInfo(row.id, pair_id, checked, reason, actor, row.created_at)
+
+
+def disputes_of(judgments: pd.DataFrame, adjudicated: set[tuple[str, str]]) -> pd.DataFrame:
+    """Every pair whose people gave different grades (model judges and can't-judge left out), widest spread
+    first, then most varied, then by query and fragment: pair_id, query_id, fragment_id, spread, low and high
+    (the lowest and highest human grade), grades ("ana: 1, ben: 3") and whether a lead has decided it."""
+    people = judgments[(judgments["annotator_kind"] == "human") & judgments["grade"].notna()]
+    people = people.assign(grade=people["grade"].astype("int64"))
+    by_pair = people.groupby("pair_id", sort=False)
+    stats = by_pair["grade"].agg(["min", "max", "var", "count"])
+    disputed = stats[stats["max"] > stats["min"]]
+    chosen = people[people["pair_id"].isin(disputed.index)]
+    labelled = chosen.assign(grades=chosen["annotator"].astype(str) + ": " + chosen["grade"].astype(str))
+    names = labelled.groupby("pair_id", sort=False).agg(query_id=("query_id", "first"),
+                                                        fragment_id=("fragment_id", "first"),
+                                                        grades=("grades", ", ".join))
+    frame = disputed.join(names).reset_index().rename(columns={"min": "low", "max": "high"})
+    frame["spread"] = frame["high"] - frame["low"]
+    frame["adjudicated"] = [key in adjudicated for key in zip(frame["query_id"], frame["fragment_id"], strict=True)]
+    frame = frame.sort_values(["spread", "var", "query_id", "fragment_id"], ascending=[False, False, True, True],
+                              kind="stable")
+    return frame[DISPUTE_COLUMNS].reset_index(drop=True)
+
+
+def filter_disputes(disputes: pd.DataFrame, query: str | None = None, boundary: int | None = None) -> pd.DataFrame:
+    """The disputes of one query and/or across one grade boundary: `boundary` b keeps the pairs graded b or
+    lower by someone and above b by someone else (the b|b+1 boundary)."""
+    keep = pd.Series(True, index=disputes.index)
+    if query is not None:
+        keep &= disputes["query_id"] == query
+    if boundary is not None:
+        keep &= (disputes["low"] <= boundary) & (disputes["high"] > boundary)
+    return disputes[keep].reset_index(drop=True)
+
+
+def disputes(engine: Engine, project: str) -> pd.DataFrame:
+    """Every disputed pair of the project among people (see disputes_of), marking those a lead decided."""
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        judged = project_judgments(session, project_id)
+        decided = project_adjudications(session, project_id)
+    return disputes_of(judged, set(zip(decided["query_id"], decided["fragment_id"], strict=True)))
+
+
+def next_open(disputes: pd.DataFrame, after: int) -> int | None:
+    """The pair_id of the first dispute not yet decided after pair `after` in the queue's order (wrapping to
+    the start), or None when every dispute is decided."""
+    ids = disputes["pair_id"].tolist()
+    start = ids.index(after) + 1 if after in ids else 0
+    for pair_id, decided in zip(ids[start:] + ids[:start], [*disputes["adjudicated"][start:],
+                                                             *disputes["adjudicated"][:start]], strict=True):
+        if not decided and pair_id != after:
+            return int(pair_id)
+    return None
 
 
 def rejudge_queue(engine: Engine, project: str) -> pd.DataFrame:

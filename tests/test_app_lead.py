@@ -121,6 +121,7 @@ def test_recall_curve_chart_has_one_line_per_run():
 
 import re  # noqa: E402
 from pathlib import Path  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
 
 import krippendorff  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
@@ -324,13 +325,16 @@ def test_disputed_pair_opens_adjudication_and_the_grade_is_stored(store):
     at = app_test(store)
     at.switch_page(str(PAGES / "lead_agreement.py")).run()
     assert not at.exception
+    line = next(t.value for t in at.text if " — spread " in t.value)  # beside the first "Adjudicate" button
+    first = tuple(line.split(" — ")[0].split(" · "))
+    pair = SimpleNamespace(query_id=first[0], fragment_id=first[1])
     at.button(key="adjudicate-0").click().run()
     assert not at.exception
     assert at.title[0].value == "Adjudication"
     # AppTest keeps the page it was told to show; follow the switch the page made so reruns stay here.
     at.switch_page(str(PAGES / "lead_adjudicate.py"))
-    pair = at.session_state["adjudicate_pair"]
-    assert at.selectbox[0].value.startswith(f"{pair.query_id} · {pair.fragment_id}")
+    assert at.session_state["adjudicate_pair"] == queries_frames.pair_id(store, PROJECT, *first)
+    assert pair_picker(at).value.startswith(f"{pair.query_id} · {pair.fragment_id}")
     at.radio[0].set_value(2)
     at.text_area[0].input("Partial answer: the deadline without the refund rule")
     next(b for b in at.button if b.label == "Save final grade").click().run()
@@ -341,12 +345,17 @@ def test_disputed_pair_opens_adjudication_and_the_grade_is_stored(store):
         [pair.query_id, pair.fragment_id, 2, "lea"]]
 
 
+def pair_picker(at: AppTest):
+    """The Adjudication page's pair picker (beside its query and boundary filters)."""
+    return next(s for s in at.selectbox if s.label == "Pair")
+
+
 def test_adjudication_shows_every_grade_and_fragment_html_as_text(store):
     """d11 holds <script>: it is shown verbatim as text, next to both annotators' grades."""
     at = page_test(store, "lead_adjudicate.py")
-    labels = at.selectbox[0].options
+    labels = pair_picker(at).options
     d11 = next(label for label in labels if label.startswith("q000 · d11 "))
-    at.selectbox[0].set_value(d11).run()
+    pair_picker(at).set_value(d11).run()
     assert not at.exception
     import html
 

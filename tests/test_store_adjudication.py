@@ -57,3 +57,36 @@ def test_the_cli_operator_must_name_the_lead(engine, queue):
                                               r"\(actor=USERNAME; from the CLI, --user LEAD\)"):
         adjudicate(engine, queue[("q1", "f1")], 2, "clear answer", actor=OPERATOR)
     assert adjudications_frame(engine, "demo").empty
+
+
+def test_every_disputed_pair_among_people_is_listed_widest_first(engine, project, queue):
+    """Disputes are pairs whose people differ (a model judge's grade never makes one), widest spread first; the
+    boundary filter b keeps pairs graded ≤ b by someone and > b by someone else; decided ones are marked."""
+    from db.adjudication import disputes, filter_disputes, next_open
+    from db.judges import model_annotator
+    from db.store.engine import session_scope
+    from db.store.models import Assignment
+
+    judge_id = model_annotator(engine, "judge-m", "m-1", actor="boss")
+    grades = {("q1", "f1"): (0, 3, None), ("q1", "f2"): (1, 2, None), ("q2", "f1"): (2, 2, 0),
+              ("q2", "f3"): (1, None, None), ("q3", "f4"): (3, 1, 3), ("q3", "f2"): (0, 0, 3)}
+    with session_scope(engine, write=True) as session:
+        for position, key in enumerate(grades, 100):
+            session.add(Assignment(project_id=project.id, pair_id=queue[key], user_id=judge_id, position=position))
+    for key, (one, two, model) in grades.items():
+        for who, grade in (("ann1", one), ("ann2", two), ("judge-m", model)):
+            if grade is not None:
+                record_judgment(engine, queue[key], who, grade)
+    found = disputes(engine, "demo")
+    # spread 3 (q1 f1), then 2 (q3 f4), then 1 (q1 f2); q2 f1 and q3 f2 differ only by the model, q2 f3 has one grade
+    assert found[["query_id", "fragment_id", "spread", "grades"]].values.tolist() == [
+        ["q1", "f1", 3, "ann1: 0, ann2: 3"], ["q3", "f4", 2, "ann1: 3, ann2: 1"], ["q1", "f2", 1, "ann1: 1, ann2: 2"]]
+    assert filter_disputes(found, boundary=0)["fragment_id"].tolist() == ["f1"]  # only q1 f1 has a 0 and a ≥ 1
+    assert filter_disputes(found, boundary=1)[["query_id", "fragment_id"]].values.tolist() == [
+        ["q1", "f1"], ["q3", "f4"], ["q1", "f2"]]
+    assert filter_disputes(found, query="q3", boundary=2)["fragment_id"].tolist() == ["f4"]
+    adjudicate(engine, queue[("q3", "f4")], 3, "answers fully", actor="boss")
+    found = disputes(engine, "demo")
+    assert found["adjudicated"].tolist() == [False, True, False]
+    assert next_open(found, queue[("q1", "f1")]) == queue[("q1", "f2")]  # skips the decided q3 f4
+    assert next_open(found, queue[("q1", "f2")]) == queue[("q1", "f1")]  # wraps to the start

@@ -25,7 +25,7 @@ from eval_core.judges.calibration import (
 )
 
 PAGES = Path(__file__).resolve().parent.parent / "screens"
-ADJUDICATE_KEY = "adjudicate_pair"
+ADJUDICATE_KEY = "adjudicate_pair"  # the store's pair id the Adjudication page shows
 # Bootstrap replicates for the CIs shown in the app: enough for two stable decimals, cheap at 1M judgments.
 APP_BOOTSTRAP = 200
 DISPUTED_SHOWN = 25
@@ -104,9 +104,9 @@ def project_agreement(engine: Engine, project: Any) -> tuple[pd.DataFrame, Proje
     return frame, agreement
 
 
-def open_adjudication(pair: DisputedPair) -> None:
-    """Carry a disputed pair to the adjudication page, where it opens selected."""
-    st.session_state[ADJUDICATE_KEY] = pair
+def open_adjudication(engine: Engine, project: str, pair: DisputedPair) -> None:
+    """Carry a disputed pair (its store id) to the adjudication page, where it opens selected."""
+    st.session_state[ADJUDICATE_KEY] = pair_id_of(engine, project, pair)
     st.switch_page(PAGES / "lead_adjudicate.py")
 
 
@@ -246,11 +246,6 @@ def disputed_pairs(agreement: ProjectAgreement | None) -> list[DisputedPair]:
 def pair_key(pair: DisputedPair) -> tuple[str, str]:
     """(query id, fragment id) of a disputed pair."""
     return pair.key
-
-
-def disputed_label(pair: DisputedPair) -> str:
-    """Short label of a disputed pair for the adjudication queue."""
-    return f"{pair.query_id} · {pair.fragment_id} · spread {pair.spread}"
 
 
 def disputed_line(pair: DisputedPair) -> str:

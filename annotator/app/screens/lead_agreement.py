@@ -106,4 +106,4 @@ for i, pair in enumerate(views_agreement.disputed_pairs(agreement)):
     text, button = st.columns([5, 1])
     text.text(views_agreement.disputed_line(pair))
     if button.button("Adjudicate", key=f"adjudicate-{i}"):
-        views_agreement.open_adjudication(pair)
+        views_agreement.open_adjudication(engine, project.name, pair)
