@@ -655,8 +655,9 @@ def test_new_judgment_invalidates_the_cached_agreement(store):
     from db.store import frames as queries_frames
 
     pair_id = queries_frames.pair_id(store, PROJECT, "q000", "d3")
-    judging.record_judgment(store, pair_id, "ben", 0)
+    judging.record_judgment(store, pair_id, "ben", 0)  # stamped v2, the version in force: read the pooled scope
     at.run()
+    next(r for r in at.radio if r.label == "Scope").set_value("all guideline versions pooled").run()
     after = at.dataframe[0].value.set_index("coefficient").loc["Krippendorff α (ordinal)", "value"]
     ana = [SEED_GRADES[d] for d in SEED_GRADES]
     ben = [0 if d == "d3" else ben_grade(SEED_GRADES[d]) for d in SEED_GRADES]
