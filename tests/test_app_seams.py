@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.test_app_lead import PAGES, log_in, scan_components_once  # noqa: F401  (the autouse fixture)
+from tests.test_app_lead import PAGES, ROOT, log_in, scan_components_once, store, template  # noqa: F401
+
+# (scan_components_once is the autouse fixture; store and template the seed-000 "shop" store of test_app_lead)
 
 DEMO = "demo"
 
@@ -208,3 +210,26 @@ def test_agreement_leads_with_the_version_in_force_and_says_below_threshold(demo
     at = next(r for r in at.radio if r.label == "Scope").set_value("all guideline versions pooled").run()
     assert {m.label: m.value for m in at.metric}["Krippendorff's α"] == f"{pooled:.2f}"
     assert "all guideline versions pooled" in at.caption[2].value
+
+
+def test_lead_sends_the_rejudge_queue_and_the_annotator_sees_it(store):  # noqa: F811 (the imported fixture)
+    """The shop store: ana and ben graded q000's 20 pairs under v1, then v2 came, so ana's queue is done. The lead
+    sends the listed pairs back from the Guidelines page; ana's Annotate page then serves them, marked as
+    re-judging under v2, instead of "All your assigned pairs are judged"."""
+    ana = log_in(AppTest.from_file(str(ROOT / "annotator" / "app" / "main.py"), default_timeout=60), store, "ana")
+    ana.run()
+    assert any("All your assigned pairs are judged" in s.value for s in ana.success)
+    at = log_in(AppTest.from_file(str(PAGES / "lead_guidelines.py"), default_timeout=60), store, "lea")
+    at.session_state["project"] = "shop"
+    at.run()
+    assert not at.exception
+    assert any("40 judgment(s) made under an older guideline version; 0 of them sent back" in c.value
+               for c in at.caption)
+    next(b for b in at.button if b.label == "Send back for re-judging").click().run()
+    assert not at.exception
+    assert any("40 assignment(s) reopened for re-judging under version 2." in s.value for s in at.success)
+    assert at.dataframe[0].value["Sent back for re-judging"].all()
+    ana.run()
+    assert not ana.exception
+    assert not any("All your assigned pairs are judged" in s.value for s in ana.success)
+    assert any(w.value.startswith("Re-judging under guideline v2: ") for w in ana.warning)

@@ -170,6 +170,10 @@ def pair_panel(project: ProjectInfo, username: str, view: PairView) -> None:
     """The query, the fragment, grade buttons, note, can't judge."""
     st.markdown(f"#### {views.literal(view.query_text)}")
     st.caption(f"Query {views.literal(view.query_external_id)} · pair {view.position} of {view.total}")
+    if view.rejudge_version is not None:
+        st.warning(f"Re-judging under guideline v{view.rejudge_version}: a lead sent this pair back because it was "
+                   "graded under an older version. Read the guideline again and grade it as it says now; your new "
+                   "grade replaces the old one, which stays in the history.", icon=":material/replay:")
     fragment_box(view)
     if view.grade is not None:
         st.info(f"Your grade: {view.grade} · {views.literal(project.labels.get(view.grade, ''))}. "
