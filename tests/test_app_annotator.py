@@ -398,7 +398,8 @@ def test_adjudication_starts_unset_cannot_be_saved_unset_and_updates_the_counter
     at = app_as("lea", project_db)
     at.switch_page("screens/lead_adjudicate.py").run()
     assert not at.exception
-    assert at.selectbox[0].value.startswith(label)
+    pair = next(s for s in at.selectbox if s.label == "Pair")  # beside the query and boundary filters
+    assert pair.value.startswith(label)
     assert at.radio[0].value is None
     assert any("0 pair(s) adjudicated so far" in c.value for c in at.caption)
     at.text_area[0].input("la regla 2 decide")
@@ -410,7 +411,9 @@ def test_adjudication_starts_unset_cannot_be_saved_unset_and_updates_the_counter
     assert not at.exception
     assert any("1 pair(s) adjudicated so far" in c.value for c in at.caption)
     assert [i.value for i in at.info] == ["In force: final grade 2 by lea — la regla 2 decide"]
-    assert at.selectbox[0].value == f"{label} · spread 3 · adjudicated"
+    # the only dispute: no next open one, so the decided pair stays, with ana's 0 and ben's 3
+    assert next(s for s in at.selectbox if s.label == "Pair").value == f"{label} · spread 3 · ana: 0, ben: 3 · adjudicated"
+    assert any("Every dispute shown is decided" in s.value for s in at.success)
     assert adjudications_frame(init_db(project_db), "t")[["grade", "reason", "by"]].values.tolist() == \
         [[2, "la regla 2 decide", "lea"]]
     assert at.radio[0].value is None
