@@ -120,3 +120,49 @@ def test_a_long_grade_name_shows_whole(fresh_demo: Server, page) -> None:
     expect(field).to_have_value(long_name)
     widths = field.evaluate("e => [e.scrollWidth, e.clientWidth]")
     assert widths[0] <= widths[1], widths
+
+
+def test_pairs_sent_back_reach_the_annotator_marked_as_rejudging(fresh_demo: Server, page, chromium) -> None:
+    """The lead sends one query's v1 judgments back from the Guidelines page; ben, in his own browser, is then
+    served one of them under "Re-judging under guideline v2" (his queue had moved on to the open queries)."""
+    from db.adjudication import rejudge_queue
+    from tests.browser.test_results_browser import choose
+
+    queue = rejudge_queue(engine_of(fresh_demo), "demo")
+    query = queue.loc[queue["annotator"] == "ben", "query_id"].iloc[0]
+    login(page, fresh_demo.url, *LEAD)
+    open_lead_page(page, "Guidelines")
+    choose(page, "Pairs", f"the pairs of query {query}")
+    page.get_by_role("button", name="Send back for re-judging").click()
+    sent = len(queue[queue["query_id"] == query])
+    expect(page.get_by_text(f"{sent} assignment(s) reopened for re-judging under version 2.")).to_be_visible(
+        timeout=SLOW)
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        ben = context.new_page()
+        login(ben, fresh_demo.url, "ben", "ben-demo")
+        expect(ben.get_by_text(re.compile(r"^Re-judging under guideline v2: "))).to_be_visible()
+        expect(ben.get_by_text(re.compile(rf"^Query {re.escape(query)} · pair "))).to_be_visible()
+    finally:
+        context.close()
+
+
+def test_evaluate_says_the_golden_set_changed_not_the_run(fresh_demo: Server, page) -> None:
+    """Release 2 relabels 15 queries (their relevant fragments graded 0 by the lead); the runs are unchanged, so
+    the Evaluate page's alerts name the golden set, never the run."""
+    from annotator.demo import generated
+    from db import adjudication, releases
+    from db.store.frames import pair_id
+
+    engine = engine_of(fresh_demo)
+    for qid in [q["id"] for q in generated()[0]][:15]:
+        for grade in (1, 2, 3):
+            adjudication.adjudicate(engine, pair_id(engine, "demo", qid, f"{qid}-f{grade}"), 0, "off topic",
+                                    actor="lea")
+    releases.create_release(engine, "demo", actor="lea")
+    login(page, fresh_demo.url, *LEAD)
+    open_lead_page(page, "Evaluate")
+    alerts = page.get_by_text(re.compile(r"^The golden set changed, not the run: "))
+    expect(alerts.first).to_be_visible(timeout=SLOW)
+    assert "0 queries added, 0 removed, 15 relabelled" in alerts.first.inner_text()
+    expect(page.get_by_text(re.compile(r"^The run fell"))).to_have_count(0)
