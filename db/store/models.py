@@ -160,6 +160,8 @@ class Assignment(SQLModel, table=True):
 
     `done` mirrors "this annotator has a judgment for this pair" (kept in the judging transaction), so the
     next pair is one index probe on ix_assignments_todo instead of a scan past every judged pair.
+    `rejudge_version` is set when a lead sends the judged pair back to be graded again under that guideline
+    version (done is then false although a judgment exists); the new grade clears it.
     """
 
     __tablename__ = "assignments"
@@ -174,6 +176,7 @@ class Assignment(SQLModel, table=True):
     user_id: int = Field(foreign_key="users.id")
     position: int
     done: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
+    rejudge_version: int | None = None
     created_at: datetime = _ts()
 
 

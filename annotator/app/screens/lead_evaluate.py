@@ -138,7 +138,9 @@ if others:
 st.subheader(f"Drops at release {version}")
 alerts = evaluations.drop_alerts(engine, project.name, version)
 st.caption("One alert per stored run and headline metric that fell below the 95% CI of the run's previous "
-           "evaluated release (stored evaluations count grades ≥ 1 as relevant).")
+           "evaluated release, saying whether the run fell on the queries both releases label alike or the golden "
+           "set changed (queries added, removed, relabelled); an interval of zero width raises none. Stored "
+           f"evaluations count grades ≥ {relevant_from((low, high))} as relevant.")
 for alert in alerts:
     st.warning(views_evaluate.alert_text(alert), icon=":material/trending_down:")
 if not alerts:

@@ -61,9 +61,10 @@ st.caption(views.project_caption(project))
 with st.expander("Grade names"), st.form("grade-names"):
     st.caption("What annotators read on the grade buttons (each grade keeps its number and key). Renaming "
                "changes no judgment.")
-    fields = st.columns(len(project.labels))
-    names = {g: field.text_input(f"Grade {g}", value=label, key=f"grade-name-{project.name}-{g}")
-             for field, (g, label) in zip(fields, project.labels.items(), strict=True)}
+    # One full-width field per grade: side by side, a name of MAX_LABEL_CHARS was cut off in its box.
+    names = {g: st.text_input(f"Grade {g}", value=label, key=f"grade-name-{project.name}-{g}",
+                              max_chars=projects.MAX_LABEL_CHARS)
+             for g, label in project.labels.items()}
     if st.form_submit_button("Save grade names"):
         with user_errors("Not saved"):
             project = projects.set_grade_labels(engine, project.name, names, actor=user.username)
