@@ -1,7 +1,7 @@
 """assignments.rejudge_version: a judged pair sent back to its annotator under a newer guideline
 
 Revision ID: 0009
-Revises: 0008 on this branch (the lead re-chains it after 0008 at merge)
+Revises: 0008
 Create Date: 2026-12-01
 
 A lead sends pairs judged under an older guideline version back for re-judging: the assignment is open again
