@@ -27,6 +27,7 @@ from db.store.models import (
     utcnow,
 )
 from eval_core.judging_order import DEFAULT_ORDER
+from eval_core.vocab import Role
 
 A, F, G, H, J, P, PR, Q, U = (m.__table__ for m in (Assignment, Fragment, Guideline, JudgmentHistory, Judgment, Pair,
                                                     Project, Query, User))
@@ -178,7 +179,7 @@ def record_judgment(engine: Engine, pair_id: int, username: str, grade: int | No
          old_id, old_grade, old_note, old_reason, old_guideline, old_revision, old_updated) = row
         if not active:
             raise PermissionError(f"user {username!r} is deactivated")
-        if assignment_id is None and role != "lead":
+        if assignment_id is None and role != Role.LEAD:
             raise PermissionError(f"pair {pair_id} is not assigned to {username!r}")
         grade = check_grade(grade, (low, high), reason)
         if old_id is not None and (old_grade, old_note, old_reason) == (grade, note, reason):
@@ -271,7 +272,7 @@ def get_pair(engine: Engine, project: str, username: str, pair_id: int) -> PairV
     with session_scope(engine) as session:
         project_id, user_id = _ids(session, project, username)
         position = session.execute(select(A.c.position).where(A.c.pair_id == pair_id, A.c.user_id == user_id)).first()
-        if position is None and _user(session, username)[1] != "lead":
+        if position is None and _user(session, username)[1] != Role.LEAD:
             raise PermissionError(f"pair {pair_id} is not assigned to {username!r}")
         return _view(session, project_id, user_id, pair_id, position[0] if position else None)
 

@@ -14,7 +14,9 @@ from sqlmodel import Session, select
 from db.accounts.permissions import Actor, require_lead
 from db.store.engine import session_scope
 from db.store.models import Guideline, Project, User
-from eval_core.judging_order import DEFAULT_ORDER, ORDER_NAMES
+from eval_core.judging_order import DEFAULT_ORDER
+from eval_core.thresholds import AGREEMENT_THRESHOLD
+from eval_core.vocab import ORDER_NAMES
 from guidelines import GRADING as BUNDLED_GUIDELINE
 
 MAX_LABEL_CHARS = 60
@@ -147,7 +149,7 @@ def _check_policy(scale: tuple[int, int], overlap: int, overlap_fraction: float,
 
 
 def create_project(engine: Engine, name: str, scale: tuple[int, int] = (0, 3), overlap: int = 2,
-                   overlap_fraction: float = 1.0, threshold: float = 0.6,
+                   overlap_fraction: float = 1.0, threshold: float = AGREEMENT_THRESHOLD,
                    labels: dict[int, str] | None = None, *, actor: Actor) -> ProjectInfo:
     """A new project (leads and the operator only); its name is unique; `labels` name every grade (default:
     default_labels)."""

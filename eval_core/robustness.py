@@ -19,9 +19,10 @@ import pyarrow as pa
 
 from eval_core.consensus import RULES, combine_grades, consensus
 from eval_core.io.formats import Columns, load_qrels, load_run
-from eval_core.io.judgments import ANNOTATOR_KINDS, annotator_kinds
+from eval_core.io.judgments import annotator_kinds
 from eval_core.ranking.evaluation import EvalOptions, evaluate
 from eval_core.ranking.metrics import Ranked, compute, index_qrels, parse_metrics, rank_run
+from eval_core.vocab import ANNOTATOR_KINDS, AnnotatorKind
 
 DEFAULT_METRIC = "ndcg@10"
 DEFAULT_BOOTSTRAP = 200
@@ -207,7 +208,7 @@ def _conditions(base: pd.DataFrame, everyone: pd.DataFrame, kinds: dict[str, str
         if len(own) == 0:
             notes.append(f"{annotator} has no grades (only can't-judge), so has no condition of their own")
             continue
-        group = "annotator" if kinds[annotator] == "human" else "model"
+        group = "annotator" if kinds[annotator] == AnnotatorKind.HUMAN else "model"
         out.append(score(f"{group} {annotator}", group, annotator, _qrels(own)))
     if set(kinds.values()) == set(ANNOTATOR_KINDS):
         labels = consensus(everyone, rule, adjudications, scale=scale)
@@ -410,7 +411,7 @@ def robustness(judgments: pd.DataFrame, runs: Mapping[str, Any], metric: str = D
     kinds = annotator_kinds(judgments, models)
     columns = [c for c in (*PAIR, "annotator", "grade") if c in judgments.columns]
     everyone = judgments[columns].assign(annotator=judgments["annotator"].astype(str))
-    humans = [a for a, k in kinds.items() if k == "human"]
+    humans = [a for a, k in kinds.items() if k == AnnotatorKind.HUMAN]
     base = everyone[everyone["annotator"].isin(humans)] if humans else everyone
     notes = []
     if not humans:

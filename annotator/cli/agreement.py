@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from annotator.cli.common import LazyChoices, scale_type
 from eval_core.errors import InputError
+from eval_core.thresholds import AGREEMENT_THRESHOLD
 
 DEFAULT_SCALE = (0, 3)
 
@@ -45,7 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scale", type=scale_type, default=DEFAULT_SCALE, help="grading scale low-high (default 0-3)")
     p.add_argument("--level", choices=["ordinal", "nominal", "interval"], default="ordinal",
                    help="level of Krippendorff's α used for the verdict (default ordinal)")
-    p.add_argument("--threshold", type=float, default=0.6, help="α below this marks the guideline ambiguous")
+    p.add_argument("--threshold", type=float, default=AGREEMENT_THRESHOLD,
+                   help="α below this marks the guideline ambiguous (default %(default)s)")
     p.add_argument("--by", choices=["query", "category", "guideline", "kind"],
                    help="α per query, category or guideline; kind: human–human beside each model judge against "
                         "each human and the human consensus (κ, α, bias)")

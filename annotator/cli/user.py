@@ -11,8 +11,7 @@ import getpass
 import sys
 
 from annotator.cli.common import db_option, print_json, store_engine
-
-ROLE_CHOICES = ("annotator", "lead")  # db.accounts.users.ROLES, repeated here so `--help` does not import the store
+from eval_core.vocab import ROLES as ROLE_CHOICES  # standard library only: `--help` loads no store
 
 
 def _read_password(args: argparse.Namespace, name: str) -> str | None:

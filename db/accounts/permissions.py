@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from db.store.models import User
+from eval_core.vocab import Role
 
 
 class Operator:
@@ -26,7 +27,7 @@ OPERATOR: Final = Operator()
 Actor = str | Operator
 
 
-def require_role(session: Session, actor: Actor, role: str = "lead") -> int | None:
+def require_role(session: Session, actor: Actor, role: str = Role.LEAD) -> int | None:
     """The actor's user id after checking it is an active account of `role` (leads may do what annotators
     may); None for the CLI operator. Raises PermissionError naming who and why."""
     if isinstance(actor, Operator):
@@ -36,11 +37,11 @@ def require_role(session: Session, actor: Actor, role: str = "lead") -> int | No
         raise PermissionError(f"no user named {actor!r}")
     if not row.active:
         raise PermissionError(f"{actor!r} is deactivated")
-    if role == "lead" and row.role != "lead":
+    if role == Role.LEAD and row.role != Role.LEAD:
         raise PermissionError(f"only a lead may do this; {actor!r} is {row.role}")
     return int(row.id)
 
 
 def require_lead(session: Session, actor: Actor) -> int | None:
     """An active lead (or the CLI operator) may change a project's setup, adjudicate and release."""
-    return require_role(session, actor, "lead")
+    return require_role(session, actor, Role.LEAD)

@@ -19,8 +19,8 @@ from sqlmodel import Session, select
 from db.accounts.permissions import Actor, Operator, require_lead, require_role
 from db.store.engine import session_scope
 from db.store.models import User, UserSession, utcnow
+from eval_core.vocab import ROLES, AnnotatorKind
 
-ROLES = ("annotator", "lead")
 MIN_PASSWORD_LENGTH = 8  # NIST SP 800-63B: memorized secrets of at least 8 characters
 MAX_PASSWORD_LENGTH = 1024  # long passphrases are welcome; megabytes of input are not
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1}
@@ -37,7 +37,7 @@ class UserInfo:
     role: str
     active: bool
     can_login: bool
-    kind: str = "human"  # or "model": a model judge (see db.judges)
+    kind: str = AnnotatorKind.HUMAN.value  # or a model judge (see db.judges)
 
 
 def check_password(password: str) -> str:

@@ -31,6 +31,7 @@ from tqdm import tqdm
 from eval_core.errors import InputError
 from eval_core.io.records import check_id, iter_records, open_binary, record_format
 from eval_core.io.spreadsheet import escape_cell, unescape_cell
+from eval_core.vocab import ANNOTATOR_KINDS
 
 KEY = ("query_id", "fragment_id", "annotator")
 REQUIRED = (*KEY, "grade")
@@ -42,7 +43,6 @@ CANT_JUDGE = ("", "null", "none", "na", "n/a")
 ADJUDICATION_COLUMNS = ["query_id", "fragment_id", "grade", "reason", "by"]
 # Who an annotator is (the judgments frame's `annotator_kind`): a person, or a model judge (model name and
 # prompt version recorded), which never counts in human-human agreement.
-ANNOTATOR_KINDS = ("human", "model")
 MAX_PROBLEMS = 100
 _INT = re.compile(r"[+-]?\d+")
 

@@ -23,6 +23,7 @@ from eval_core.judges.calibration import (
     ModelCalibration,
     calibration,
 )
+from eval_core.vocab import AnnotatorKind
 
 PAGES = Path(__file__).resolve().parent.parent / "screens"
 ADJUDICATE_KEY = "adjudicate_pair"
@@ -278,7 +279,7 @@ def cached_calibration(_engine: Engine, url: str, project: str, fingerprint: tup
     """Every model judge against the humans (None when no model judge graded), once per judgments fingerprint;
     the consensus takes the lead's decisions like a release does."""
     frame = cached_judgments(_engine, url, project, fingerprint)
-    if frame.empty or not frame["annotator_kind"].eq("model").any():
+    if frame.empty or not frame["annotator_kind"].eq(AnnotatorKind.MODEL).any():
         return None
     adjudications = queries_frames.adjudications_frame(_engine, project)[["query_id", "fragment_id", "grade"]]
     return calibration(frame, scale=scale, adjudications=adjudications)

@@ -10,7 +10,9 @@ from annotator.app import views
 from annotator.app.components import releases as views_release
 from annotator.app.views import literal
 from db import releases
-from eval_core.consensus import MODEL_THRESHOLD, RELEASE_POLICIES, RULES
+from eval_core.consensus import RULES
+from eval_core.thresholds import MODEL_THRESHOLD
+from eval_core.vocab import RELEASE_POLICIES
 
 POLICY_HELP = ("humans-only: labels come from people alone (default) · model-fills-gaps: a pair no person graded "
                "gets the model judge's grade, allowed only when its quadratic-weighted κ with the human consensus on "
