@@ -14,6 +14,7 @@ from db.accounts.permissions import Actor, require_lead
 from db.projects import project_row
 from db.store.engine import session_scope
 from db.store.models import Assignment, Judgment, Pair, User, utcnow
+from eval_core.errors import NotFound
 from eval_core.vocab import AnnotatorKind
 
 
@@ -61,7 +62,7 @@ def _annotators(session: Session, names: list[str] | None) -> list[tuple[int, st
                                                    .where(User.username.in_(names))).all()}
     unknown = [n for n in names if n not in rows]
     if unknown:
-        raise LookupError(f"no user named {', '.join(map(repr, unknown))}")
+        raise NotFound(f"no user named {', '.join(map(repr, unknown))}")
     models = [n for n in names if rows[n].kind != AnnotatorKind.HUMAN]
     if models:
         raise ValueError(f"model judge(s) get no queue: {', '.join(models)}")

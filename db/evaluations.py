@@ -21,6 +21,7 @@ from db.store.engine import session_scope
 from db.store.frames import adjudications_frame, frame_of, judgments_frame
 from db.store.models import Evaluation as EvaluationRow
 from db.store.models import Fragment, Pair, Project, Query, Release, Run, RunEntry, utcnow
+from eval_core.errors import NotFound
 from eval_core.io.judgments import relevant_from
 from eval_core.ranking.evaluation import Evaluation, evaluate
 from eval_core.ranking.significance import Comparison, bootstrap_ci, compare
@@ -77,7 +78,7 @@ def load_release(session: Session, project: Project, version: int | str = "lates
     release = session.execute(stmt.limit(1)).scalar_one_or_none()
     if release is None:
         what = f"release {number}" if number is not None else "releases yet"
-        raise LookupError(f"project {project.name!r} has no {what}")
+        raise NotFound(f"project {project.name!r} has no {what}")
     return release
 
 
@@ -94,7 +95,7 @@ def load_run(session: Session, project: Project, name: str) -> Run:
     run = session.execute(select(Run).where(Run.project_id == project.id, Run.name == name)).scalar_one_or_none()
     if run is None:
         known = session.execute(select(Run.name).where(Run.project_id == project.id).order_by(Run.name)).scalars()
-        raise LookupError(f"project {project.name!r} has no run named {name!r} (known: "
+        raise NotFound(f"project {project.name!r} has no run named {name!r} (known: "
                           f"{', '.join(known) or 'none'})")
     return run
 

@@ -14,6 +14,7 @@ from sqlmodel import Session, select
 from db.accounts.permissions import Actor, require_lead
 from db.store.engine import session_scope
 from db.store.models import Guideline, Project, User
+from eval_core.errors import Conflict, NotFound
 from eval_core.judging_order import DEFAULT_ORDER
 from eval_core.thresholds import AGREEMENT_THRESHOLD
 from eval_core.vocab import ORDER_NAMES
@@ -23,7 +24,7 @@ MAX_LABEL_CHARS = 60
 _GRADE_ROW = re.compile(r"^\|\s*\*\*(\d+)\*\*\s*\|\s*([^|]+?)\s*\|", re.MULTILINE)
 
 
-class ProjectNotFound(LookupError):
+class ProjectNotFound(NotFound):
     """Raised with the project name and the names that do exist."""
 
 
@@ -162,7 +163,7 @@ def create_project(engine: Engine, name: str, scale: tuple[int, int] = (0, 3), o
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         if session.exec(select(Project.id).where(Project.name == clean)).first() is not None:
-            raise ValueError(f"project {clean!r} already exists")
+            raise Conflict(f"project {clean!r} already exists")
         row = Project(name=clean, scale_min=scale[0], scale_max=scale[1], overlap=overlap,
                       overlap_fraction=overlap_fraction, agreement_threshold=threshold,
                       grade_labels=stored_labels(names))

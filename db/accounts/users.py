@@ -19,6 +19,7 @@ from sqlmodel import Session, select
 from db.accounts.permissions import Actor, Operator, require_lead, require_role
 from db.store.engine import session_scope
 from db.store.models import User, UserSession, utcnow
+from eval_core.errors import Conflict, NotFound
 from eval_core.vocab import ROLES, AnnotatorKind
 
 MIN_PASSWORD_LENGTH = 8  # NIST SP 800-63B: memorized secrets of at least 8 characters
@@ -83,7 +84,7 @@ def user_row(session: Session, username: str) -> User:
     """The row for `username`, or LookupError naming it."""
     user = session.exec(select(User).where(User.username == username)).first()
     if user is None:
-        raise LookupError(f"no user named {username!r}")
+        raise NotFound(f"no user named {username!r}")
     return user
 
 
@@ -112,7 +113,7 @@ def create_user(engine: Engine, username: str, role: str, password: str | None =
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         if session.exec(select(User.id).where(User.username == name)).first() is not None:
-            raise ValueError(f"user {name!r} already exists")
+            raise Conflict(f"user {name!r} already exists")
         user = User(username=name, role=role, password_hash=hashed)
         session.add(user)
         session.flush()
