@@ -127,6 +127,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from annotator.app import main as app  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
+from tests.helpers import write_jsonl  # noqa: E402
 
 PAGES = ROOT / "annotator" / "app" / "screens"
 NOT_ALLOWED = "Not allowed for your role: this page is for the lead role; you are logged in as annotator."
@@ -148,14 +149,6 @@ GUIDELINE_V2 = GUIDELINE_V1.replace("2 answers partially.", "2 answers partially
 def ben_grade(grade: int) -> int:
     """The lenient annotator: one grade above ana, capped at the top (so the lower median is ana's grade)."""
     return min(grade + 1, 3)
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    """A JSONL file for the store's importers."""
-    import json
-
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def write_run(path: Path, ranking: list[str], tag: str) -> Path:

@@ -18,6 +18,7 @@ from playwright.sync_api import expect
 from tests.browser.conftest import Server, login, serving
 from tests.browser.conftest import wait_idle as wait_idle_within
 from tests.conftest import ROOT
+from tests.helpers import write_jsonl
 
 pytestmark = pytest.mark.browser
 
@@ -54,12 +55,6 @@ def judgments(annotators: list[str], seed: int) -> list[dict]:
                     grade = 3 if annotator == MARKDOWN_NAME else 0
                 rows.append({"query_id": query, "fragment_id": f"f{q}_{f}", "annotator": annotator, "grade": grade})
     return rows
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    """Records as JSON lines."""
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def build_store(folder: Path, annotators: list[str]) -> str:

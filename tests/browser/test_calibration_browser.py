@@ -12,8 +12,9 @@ from collections.abc import Iterator
 import pytest
 
 from tests.browser.conftest import Server, login, screenshot, serving
-from tests.browser.test_agreement_browser import LEAD, SLOW, judgments, tiles, wait_idle, write_jsonl
+from tests.browser.test_agreement_browser import LEAD, SLOW, judgments, tiles, wait_idle
 from tests.conftest import ROOT
+from tests.helpers import write_jsonl
 
 pytestmark = pytest.mark.browser
 

@@ -30,6 +30,7 @@ from tests.browser.conftest import (
     wait_idle,
 )
 from tests.conftest import require
+from tests.helpers import write_jsonl
 
 pytestmark = pytest.mark.browser
 
@@ -55,22 +56,16 @@ MADE_FROM_DATA = """els => els.filter(e => e.tagName === 'IMG' || (e.tagName ===
 MARKUP_TAGS = "img, script, iframe, a, b, i, strong, em, del, code, li, h1, h2, h3, h4, h5, h6"
 
 
-def qrelkit(*args: str, stdin: str = "") -> None:
+def qrelkit(*args: str | Path, stdin: str = "") -> None:
     """Run one `qrelkit` command in this process (stdin holds e.g. a password) and require success."""
     from annotator.cli import main
 
     saved = sys.stdin
     sys.stdin = io.StringIO(stdin)
     try:
-        assert main(list(args)) == 0, args
+        assert main([str(a) for a in args]) == 0, args
     finally:
         sys.stdin = saved
-
-
-def jsonl(path: Path, records: list[dict]) -> str:
-    """Write records as JSONL; returns the path as a string for the CLI."""
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-    return str(path)
 
 
 def serve(db_url: str, project: str, folder: Path) -> Iterator[Server]:
@@ -104,9 +99,9 @@ def three(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     qrelkit("init", "--db", db)
     qrelkit("project", "create", PROJECT, "--scale", "1-3", "--labels", "1=Partly,2=Mostly,3=Fully", "--db", db)
     accounts(db, ("ana", "annotator"), ("bo", "annotator"), ("lea", "lead"))
-    qrelkit("import", "queries", jsonl(folder / "q.jsonl", [{"id": QUERY_ID, "text": QUERY_TEXT}]),
+    qrelkit("import", "queries", write_jsonl(folder / "q.jsonl", [{"id": QUERY_ID, "text": QUERY_TEXT}]),
             "--project", PROJECT, "--db", db)
-    qrelkit("import", "fragments", jsonl(folder / "f.jsonl", [FRAGMENT, *OTHERS]), "--project", PROJECT, "--db", db)
+    qrelkit("import", "fragments", write_jsonl(folder / "f.jsonl", [FRAGMENT, *OTHERS]), "--project", PROJECT, "--db", db)
     (folder / "r.run").write_text("".join(f"{QUERY_ID} Q0 {f['id']} {i} {9 - i} x\n"
                                           for i, f in enumerate([FRAGMENT, *OTHERS], 1)), encoding="utf-8")
     qrelkit("import", "run", str(folder / "r.run"), "--name", RUN, "--project", PROJECT, "--db", db)
@@ -115,10 +110,10 @@ def three(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     judged = [{"query_id": QUERY_ID, "fragment_id": f, "annotator": a, "grade": g, "note": n}
               for f, a, g, n in ((FRAGMENT["id"], ANNOTATOR, 1, NOTE), (FRAGMENT["id"], "ben", 3, None),
                                  ("f2", ANNOTATOR, 3, None), ("f2", "ben", 1, None))]
-    qrelkit("import", "judgments", jsonl(folder / "j.jsonl", judged), "--project", PROJECT, "--db", db)
+    qrelkit("import", "judgments", write_jsonl(folder / "j.jsonl", judged), "--project", PROJECT, "--db", db)
     decided = [{"query_id": QUERY_ID, "fragment_id": "f2", "grades": {ANNOTATOR: 3, "ben": 1},
                 "adjudication": {"grade": 2, "reason": REASON, "by": "lea"}}]
-    qrelkit("import", "judgments", jsonl(folder / "a.jsonl", decided), "--project", PROJECT, "--db", db)
+    qrelkit("import", "judgments", write_jsonl(folder / "a.jsonl", decided), "--project", PROJECT, "--db", db)
     yield from serve(db, PROJECT, folder)
 
 
@@ -131,9 +126,9 @@ def five(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     qrelkit("init", "--db", db)
     qrelkit("project", "create", "five", "--scale", "1-5", "--overlap", "1", "--db", db)
     accounts(db, ("cai", "annotator"))
-    qrelkit("import", "queries", jsonl(folder / "q.jsonl", [{"id": "q", "text": "plazo de envío"}]),
+    qrelkit("import", "queries", write_jsonl(folder / "q.jsonl", [{"id": "q", "text": "plazo de envío"}]),
             "--project", "five", "--db", db)
-    qrelkit("import", "fragments", jsonl(folder / "f.jsonl", [FRAGMENT | {"id": "f1"}, *OTHERS]),
+    qrelkit("import", "fragments", write_jsonl(folder / "f.jsonl", [FRAGMENT | {"id": "f1"}, *OTHERS]),
             "--project", "five", "--db", db)
     (folder / "r.run").write_text("q Q0 f1 1 3 x\nq Q0 f2 2 2 x\nq Q0 f3 3 1 x\n", encoding="utf-8")
     qrelkit("import", "run", str(folder / "r.run"), "--project", "five", "--db", db)
@@ -158,7 +153,7 @@ def returns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             "todo", "--db", db)
     accounts(db, ("ana", "annotator"), ("lea", "lead"))
     queries = [json.loads(line) for line in (data / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
-    qrelkit("import", "queries", jsonl(folder / "q.jsonl", [q for q in queries if q["id"] in wanted]),
+    qrelkit("import", "queries", write_jsonl(folder / "q.jsonl", [q for q in queries if q["id"] in wanted]),
             "--project", name, "--db", db)
     qrelkit("import", "fragments", str(data / "fragments.jsonl"), "--project", name, "--db", db)
     ranked = [line.split() for line in (data / "baseline.run").read_text(encoding="utf-8").splitlines()]
@@ -174,7 +169,7 @@ def returns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         grade = max(1, truth.get((qid, fid), 0))
         judged += [{"query_id": qid, "fragment_id": fid, "annotator": "ben", "grade": grade},
                    {"query_id": qid, "fragment_id": fid, "annotator": "carla", "grade": min(3, grade + i % 2)}]
-    qrelkit("import", "judgments", jsonl(folder / "j.jsonl", judged), "--project", name, "--db", db)
+    qrelkit("import", "judgments", write_jsonl(folder / "j.jsonl", judged), "--project", name, "--db", db)
     qrelkit("release", "--project", name, "--user", "lea", "--db", db)  # so Releases and Evaluate have content
     yield from serve(db, name, folder)
 

@@ -20,6 +20,7 @@ import pytest
 from tests.browser.conftest import CHROMIUM, Server, login, serving
 from tests.browser.conftest import wait_idle as wait_idle_within
 from tests.conftest import ROOT, require
+from tests.helpers import write_jsonl
 
 pytestmark = pytest.mark.browser
 
@@ -32,12 +33,6 @@ QUERIES = [f"q{i}" for i in range(1, 7)]
 SLOW = 90_000  # ms: the first evaluation of a session computes the diagnosis and the CIs
 PAGE_METRICS = "P@k,recall@k,ndcg@k,success@k,judged@k,mrr,map,rprec,bpref,ndcg,recall"
 KS = "1,3,5,10,20,100"
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    """A JSONL file for the store's importers."""
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def build_project(db_url: str, folder: Path) -> None:
