@@ -114,12 +114,6 @@ class RobustnessReport:
         return pd.DataFrame([[c.values[r] for r in self.runs] for c in self.conditions], index=index,
                             columns=pd.Index(self.runs, name="run"))
 
-    def tau_frame(self) -> pd.DataFrame:
-        """The τ matrix with condition names on both axes (NaN where undefined)."""
-        names = [c.name for c in self.conditions]
-        values = np.array([[np.nan if v is None else v for v in row] for row in self.tau], dtype=np.float64)
-        return pd.DataFrame(values.reshape(len(names), len(names)), index=names, columns=names)
-
     def flips(self) -> list[PairVerdict]:
         """The pairs of runs whose order does not hold under every condition."""
         return [p for p in self.pairs if not p.holds]
