@@ -105,11 +105,11 @@ def test_kappa_and_alpha_come_first_on_any_scale(tmp_path, monkeypatch, annotato
                            ("Krippendorff's α", f"{alpha:.2f}")]
     assert all(c.value.startswith("95% CI ") for c in at.caption[:3])
     cuts = at.dataframe[1].value.set_index("coefficient")
-    assert list(cuts.index) == [f"boundary {g - 1}|{g}" for g in range(scale[0] + 1, scale[1] + 1)]
+    assert list(cuts.index) == [f"α at boundary {g - 1}|{g}" for g in range(scale[0] + 1, scale[1] + 1)]
     for g in range(scale[0] + 1, scale[1] + 1):
         binary = np.where(np.isnan(mat), np.nan, (mat >= g).astype(float))
         expected = krippendorff.alpha(binary, level_of_measurement="nominal", value_domain=[0, 1])
-        assert cuts.loc[f"boundary {g - 1}|{g}", "value"] == pytest.approx(expected, abs=1e-9)
+        assert cuts.loc[f"α at boundary {g - 1}|{g}", "value"] == pytest.approx(expected, abs=1e-9)
     assert "Grades: " + " · ".join(f"{g} = {name}" for g, name in labels.items()) in [t.value for t in at.text]
     assert [r.label for r in at.radio] == (["Weights"] if len(annotators) >= 3 else [])
 

@@ -307,7 +307,7 @@ def test_agreement_cuts_match_binarised_krippendorff(store):
         if len(np.unique(data)) < 2:
             continue
         expected = krippendorff.alpha(reliability_data=data, level_of_measurement="nominal", value_domain=[0, 1])
-        assert cuts.loc[f"boundary {cut - 1}|{cut}", "value"] == pytest.approx(expected, abs=1e-9)
+        assert cuts.loc[f"α at boundary {cut - 1}|{cut}", "value"] == pytest.approx(expected, abs=1e-9)
 
 
 def test_disputed_pair_opens_adjudication_and_the_grade_is_stored(store):

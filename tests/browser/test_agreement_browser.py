@@ -144,8 +144,8 @@ def ci_text(ci: list[float]) -> str:
 
 
 def light_kappa_ci(table: str, weight: str) -> list[float]:
-    """The mean pairwise κ CI from the CLI's table (`mean Cohen κ quadratic    0.612  [0.501, 0.702]`)."""
-    match = re.search(rf"mean Cohen κ {weight}\s+(-?[\d.]+)\s+\[(-?[\d.]+), (-?[\d.]+)\]", table)
+    """The mean pairwise κ CI from the CLI's table (`Cohen's κ (quadratic) mean of pairs  0.612  [0.501, 0.702]`)."""
+    match = re.search(rf"Cohen's κ \({weight}\)(?: mean of pairs)?\s+(-?[\d.]+)\s+\[(-?[\d.]+), (-?[\d.]+)\]", table)
     assert match, table
     return [float(match.group(2)), float(match.group(3))]
 

@@ -14,6 +14,7 @@ from sqlalchemy.engine import Engine
 from annotator.app.views import scale_of
 from db.store import frames as queries_frames
 from eval_core.agreement.report import agreement_report
+from eval_core.agreement.table import DIGITS, coefficient_rows, cut_rows
 from eval_core.agreement.types import AgreementReport, Boundary, Coefficient, DisputedPair, GroupAlpha
 from eval_core.judges.calibration import (
     CONSENSUS,
@@ -141,27 +142,20 @@ def styled(frame: pd.DataFrame) -> Styler:
     return frame.style.format(precision=3, na_rep=MISSING)
 
 
-def _row(name: str, c: Coefficient) -> dict[str, Any]:
-    """One coefficient as a table row: value, CI and status (the reason when undefined)."""
-    return {"coefficient": name, "value": c.value, "95% CI": c.ci_text(3, " – ") or MISSING,
-            "status": c.status}
+def _frame(rows: list[tuple[str, Coefficient]]) -> pd.DataFrame:
+    """Rows of eval_core.agreement.table as a page table: value, CI and status (the reason when undefined)."""
+    return pd.DataFrame([{"coefficient": name, "value": c.value, "95% CI": c.ci_text(DIGITS, " – ") or MISSING,
+                          "status": c.status} for name, c in rows], columns=["coefficient", "value", "95% CI", "status"])
 
 
 def coefficients_table(report: AgreementReport) -> pd.DataFrame:
-    """Every coefficient side by side, so the kappa paradox (high raw agreement, low κ/α) is visible."""
-    rows = [_row(f"Krippendorff α ({level})", c) for level, c in report.alpha.items()]
-    rows += [_row(f"Cohen's κ ({w}){' mean of pairs' if len(report.kappa) > 1 else ''}", c)
-             for w, c in report.light_kappa.items()]
-    rows += [_row("Fleiss κ", report.fleiss_kappa), _row("Gwet AC1", report.ac1)]
-    rows += [_row(f"Gwet AC2 ({w})", c) for w, c in report.ac2.items()]
-    rows.append(_row("Raw agreement", report.raw_agreement))
-    return pd.DataFrame(rows, columns=["coefficient", "value", "95% CI", "status"])
+    """Every coefficient side by side (the CLI's table, eval_core.agreement.table.coefficient_rows)."""
+    return _frame(coefficient_rows(report))
 
 
 def cuts_table(report: AgreementReport) -> pd.DataFrame:
     """α of the scale binarised at each grade, labelled by the boundary it tests (e.g. 1|2)."""
-    return pd.DataFrame([_row(f"boundary {Boundary(cut, 0.0).label}", c) for cut, c in report.cuts.items()],
-                        columns=["coefficient", "value", "95% CI", "status"])
+    return _frame(cut_rows(report))
 
 
 def kappa_table(report: AgreementReport) -> pd.DataFrame:
