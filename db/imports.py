@@ -36,7 +36,7 @@ from db.store.models import (
     User,
     utcnow,
 )
-from eval_core.errors import InputError
+from eval_core.errors import InputError, Problems
 from eval_core.io.formats import ranked
 from eval_core.io.judgments import ANNOTATOR_KINDS, read_judgments_file
 from eval_core.io.records import check_id, iter_lines, iter_records, open_binary
@@ -46,7 +46,6 @@ MAX_NAME_CHARS = 200
 MAX_PROMPT_CHARS = 64  # users.prompt_version, judgments.prompt_version
 UNKNOWN_LISTED = 10
 MAX_TEXT_CHARS = 1_000_000
-MAX_PROBLEMS = 100
 CHUNK = 20_000
 Q, F, P, J, H, A = (m.__table__ for m in (Query, Fragment, Pair, Judgment, JudgmentHistory, Assignment))
 
@@ -82,18 +81,12 @@ class ImportRejected(InputError):
         self.more = report.rejected[1:]  # every further bad line, for the CLI to print
 
 
-class _Problems:
-    """Collects every problem of a file (the first MAX_PROBLEMS kept) so one run reports them all."""
+class _Problems(Problems):
+    """eval_core's problem collector for one import kind, which rejects the import when anything was wrong."""
 
     def __init__(self, path: str | Path, kind: str) -> None:
-        self.path, self.kind = str(path), kind
-        self.items: list[InputError] = []
-        self.total = 0
-
-    def add(self, line: int | None, problem: str) -> None:
-        self.total += 1
-        if len(self.items) < MAX_PROBLEMS:
-            self.items.append(InputError(self.path, line, problem))
+        super().__init__(path)
+        self.kind = kind
 
     def check(self) -> None:
         """Raise ImportRejected when anything was wrong."""

@@ -3,6 +3,8 @@ conflict). Each subclasses the built-in it replaces, so an `except ValueError` w
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class InputError(ValueError):
     """Bad input located at a file and line, so the user can go straight to it."""
@@ -13,6 +15,24 @@ class InputError(ValueError):
         self.problem = problem
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {problem}")
+
+
+MAX_PROBLEMS = 100  # problems kept per file (all are counted): enough to fix a file in one pass
+
+
+class Problems:
+    """Collects a file's problems (the first MAX_PROBLEMS kept, all counted), so one pass reports every bad line
+    instead of stopping at the first: the one collector every reader and import uses."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path, self.total = str(path), 0
+        self.items: list[InputError] = []
+
+    def add(self, line: int | None, problem: str) -> None:
+        """Count one problem; keep it while fewer than MAX_PROBLEMS are kept."""
+        self.total += 1
+        if len(self.items) < MAX_PROBLEMS:
+            self.items.append(InputError(self.path, line, problem))
 
 
 class Refused(PermissionError):

@@ -28,7 +28,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 from tqdm import tqdm
 
-from eval_core.errors import InputError
+from eval_core.errors import InputError, Problems
 from eval_core.io.records import check_id, iter_records, open_binary, record_format
 from eval_core.io.spreadsheet import escape_cell, unescape_cell
 from eval_core.vocab import ANNOTATOR_KINDS
@@ -43,7 +43,6 @@ CANT_JUDGE = ("", "null", "none", "na", "n/a")
 ADJUDICATION_COLUMNS = ["query_id", "fragment_id", "grade", "reason", "by"]
 # Who an annotator is (the judgments frame's `annotator_kind`): a person, or a model judge (model name and
 # prompt version recorded), which never counts in human-human agreement.
-MAX_PROBLEMS = 100
 _INT = re.compile(r"[+-]?\d+")
 
 
@@ -167,7 +166,7 @@ def read_judgments(path: str | Path, scale: tuple[int, int] = (0, 3), keep: str 
 def read_adjudications(path: str | Path, scale: tuple[int, int] = (0, 3)) -> pd.DataFrame:
     """Lead decisions: flat records (query_id, fragment_id, grade, optional reason and by) or the
     `adjudication` of a release's lines; one integer grade on the scale per pair, else path:line."""
-    adjudications, problems = [], _Problems(path)
+    adjudications, problems = [], Problems(path)
     seen: dict[tuple[str, str], int] = {}
     for lineno, rec in iter_records(path):
         if ("grades" in rec or "annotator" in rec) and _field(rec, "adjudication", path) in (None, ""):
@@ -186,24 +185,8 @@ def read_adjudications(path: str | Path, scale: tuple[int, int] = (0, 3)) -> pd.
             continue
         seen[pair] = lineno
         adjudications.append((*pair, grade, _optional(rec, "reason", path), _optional(rec, "by", path)))
-    problems.result(pd.DataFrame(), pd.DataFrame()).raise_problems()
+    JudgmentsFile(pd.DataFrame(), pd.DataFrame(), problems.items, problems.total).raise_problems()
     return pd.DataFrame(adjudications, columns=ADJUDICATION_COLUMNS).astype({"grade": "int64"})
-
-
-class _Problems:
-    """Collects a file's problems (the first MAX_PROBLEMS kept) so one pass reports every bad line."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path, self.total = str(path), 0
-        self.items: list[InputError] = []
-
-    def add(self, line: int | None, problem: str) -> None:
-        self.total += 1
-        if len(self.items) < MAX_PROBLEMS:
-            self.items.append(InputError(self.path, line, problem))
-
-    def result(self, judgments: pd.DataFrame, adjudications: pd.DataFrame) -> JudgmentsFile:
-        return JudgmentsFile(judgments, adjudications, self.items, self.total)
 
 
 def _field(rec: dict, name: str, path: str | Path) -> object:
@@ -295,7 +278,7 @@ def _flat_rows(rec: dict, path: str | Path, scale: tuple[int, int]) -> list[dict
 def read_judgments_file(path: str | Path, scale: tuple[int, int] = (0, 3), keep: str = "error",
                         progress: bool = False) -> JudgmentsFile:
     """The exact reader: every record in order, each problem named with its line (none raised here)."""
-    problems = _Problems(path)
+    problems = Problems(path)
     rows: dict[tuple[str, str, str], dict] = {}
     first_line: dict[tuple[str, str, str], int] = {}
     adjudications: dict[tuple[str, str], tuple] = {}
@@ -332,7 +315,7 @@ def read_judgments_file(path: str | Path, scale: tuple[int, int] = (0, 3), keep:
     columns = [*REQUIRED, *(name for name in OPTIONAL if name in optional_seen)]
     frame = pd.DataFrame(list(rows.values()), columns=[*columns, "line"])
     decided = pd.DataFrame(list(adjudications.values()), columns=[*ADJUDICATION_COLUMNS, "line"])
-    return problems.result(_typed(frame), decided)
+    return JudgmentsFile(_typed(frame), decided, problems.items, problems.total)
 
 
 def _columnar_table(path: str | Path) -> pa.Table | None:
