@@ -22,7 +22,6 @@ from db.store.frames import adjudications_frame, frame_of, judgments_frame
 from db.store.models import Evaluation as EvaluationRow
 from db.store.models import Fragment, Pair, Project, Query, Release, Run, RunEntry, utcnow
 from eval_core.errors import NotFound
-from eval_core.io.judgments import relevant_from
 from eval_core.ranking.evaluation import Evaluation, evaluate
 from eval_core.ranking.significance import Comparison, bootstrap_ci, compare
 from eval_core.robustness import RobustnessReport, robustness
@@ -159,8 +158,7 @@ def project_robustness(engine: Engine, project: str, runs: Sequence[str] | None 
     if inputs.judgments.empty:
         raise ValueError(f"project {project!r} has no judgments yet")
     return robustness(inputs.judgments, inputs.runs, metric=metric, adjudications=inputs.adjudications,
-                      scale=inputs.scale, rule=rule, bootstrap=bootstrap, seed=seed,
-                      rel_level=relevant_from(inputs.scale) if rel_level is None else rel_level,
+                      scale=inputs.scale, rule=rule, bootstrap=bootstrap, seed=seed, rel_level=rel_level,
                       progress=progress)
 
 

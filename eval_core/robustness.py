@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from eval_core.consensus import RULES, combine_grades, consensus
 from eval_core.io.formats import Columns, load_qrels, load_run
-from eval_core.io.judgments import annotator_kinds
+from eval_core.io.judgments import annotator_kinds, relevant_from
 from eval_core.ranking.evaluation import EvalOptions, evaluate
 from eval_core.ranking.metrics import Ranked, compute, index_qrels, parse_metrics, rank_run
 from eval_core.vocab import ANNOTATOR_KINDS, AnnotatorKind
@@ -384,7 +384,8 @@ def _verdict(i: int, j: int, runs: list[str], metric: str, conditions: list[Cond
 
 def robustness(judgments: pd.DataFrame, runs: Mapping[str, Any], metric: str = DEFAULT_METRIC,
                adjudications: pd.DataFrame | None = None, scale: tuple[int, int] = (0, 3), rule: str = "median",
-               bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, rel_level: int = 1, models: Sequence[str] = (),
+               bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, rel_level: int | None = None,
+               models: Sequence[str] = (),
                progress: Callable[[int], object] | None = None) -> RobustnessReport:
     """How each pair of runs compares under every labelling the judgments allow.
 
@@ -393,8 +394,10 @@ def robustness(judgments: pd.DataFrame, runs: Mapping[str, Any], metric: str = D
     and the bootstrap use the human grades when there are any (a release's default), with `adjudications`
     winning; each annotator's condition is that annotator's grades alone, on the pairs they graded. `rule` is
     the reference condition that names each pair's winner, and the rule the bootstrap combines draws with.
-    `progress(n)` hears of every n bootstrap replicates done.
+    `progress(n)` hears of every n bootstrap replicates done. `rel_level` defaults as in `evaluate`: the
+    scale's second grade.
     """
+    rel_level = relevant_from(scale) if rel_level is None else rel_level
     if rule not in RULES:
         raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
     if len(runs) < 2:
