@@ -533,6 +533,24 @@ def test_evaluate_page_shows_every_chosen_cutoff(store):
     assert by_k.loc["recall", "@50"] == "0.7500"  # d12 is not in the 10-deep ranking
 
 
+def test_evaluate_page_scores_the_run_once_across_reruns(store, monkeypatch):
+    """A rerun that changes nothing the scores depend on (here: a widget below them) evaluates nothing again;
+    a new cutoff does, once."""
+    from annotator.app.components import evaluate as views_evaluate
+
+    calls: list[tuple] = []
+    real = views_evaluate.evaluate
+    monkeypatch.setattr(views_evaluate, "evaluate", lambda *a, **kw: calls.append(kw["k"]) or real(*a, **kw))
+    views_evaluate.scored_run.clear()
+    release(store)
+    at = page_test(store, "lead_evaluate.py")
+    assert not at.exception and len(calls) == 1
+    at.run()
+    assert len(calls) == 1
+    at.multiselect[0].set_value([3, 5]).run()
+    assert not at.exception and calls[1:] == [(3, 5)]
+
+
 def test_evaluate_page_relevance_level_matches_trec_eval_cut(store):
     """Relevant from grade 2: R = {d3, d7, d12}; hits at ranks 2 and 4 ⇒ recall@5 = 2/3, MRR 0.5, P@5 0.4."""
     release(store)
