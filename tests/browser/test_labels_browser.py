@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import CHROMIUM, Server, login, wait_idle
-from tests.browser.test_pages_browser import MARKUP_TAGS, PLANT, accounts, qrelkit, serve
+from tests.browser.pages import MARKUP_TAGS, PLANT, accounts, qrelkit, serve, settled
 from tests.conftest import require
 from tests.helpers import write_jsonl
 
@@ -71,5 +71,5 @@ def test_grade_names_with_markup_show_literally_fetch_nothing_and_grade_by_numbe
         page.wait_for_timeout(100)
         frame = judgments_frame(get_engine(labelled.db_url), PROJECT)
     assert frame[["fragment_id", "annotator", "grade"]].values.tolist() == [["f1", "ana", 2]]
-    page.wait_for_timeout(300)
+    settled(page)
     assert requests == []

@@ -14,16 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.browser.conftest import CHROMIUM, Server, serving
-from tests.browser.test_results_browser import (
-    KS,
-    LEAD,
-    PAGE_METRICS,
-    SLOW,
-    choose,
-    open_lead_page,
-    tables,
-    wait_idle,
-)
+from tests.browser.pages import KS, PAGE_METRICS, SLOW, choose, open_lead_page, tables
+from tests.browser.pages import RESULTS_LEAD as LEAD
+from tests.browser.pages import wait_drawn as wait_idle
 from tests.conftest import ROOT, require
 from tests.helpers import write_jsonl
 
