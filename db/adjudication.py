@@ -9,7 +9,7 @@ import pandas as pd
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
-from db.accounts.permissions import require_lead
+from db.accounts.permissions import Actor, require_lead
 from db.judging import check_grade
 from db.projects import project_row
 from db.store.engine import session_scope
@@ -84,7 +84,7 @@ def pair_detail(engine: Engine, project: str, pair_id: int, username: str | None
     }
 
 
-def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: str) -> AdjudicationInfo:
+def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: Actor) -> AdjudicationInfo:
     """Record a lead's final grade for a pair (append-only: the latest decision is in force). Only an active
     lead, by name — never the anonymous CLI operator, on purpose: the decision records who made it
     (adjudications.user_id, the `by` of a release's line, which an import requires to be an active lead).

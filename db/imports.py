@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -749,5 +749,5 @@ def _write_adjudications(session: Session, project_id: int, adjudications: pd.Da
 
 
 # The import kinds, in the order the CLI and the Project page offer them: kind → importer.
-IMPORT_KINDS = {"queries": import_queries, "fragments": import_fragments, "run": import_run,
-                "judgments": import_judgments}
+IMPORT_KINDS: dict[str, Callable[..., ImportReport]] = {
+    "queries": import_queries, "fragments": import_fragments, "run": import_run, "judgments": import_judgments}

@@ -71,8 +71,11 @@ def cmd_user_set_password(args: argparse.Namespace) -> int:
     from db.accounts.permissions import OPERATOR
     from db.accounts.users import set_password
 
+    password = _read_password(args, args.name)
+    if password is None:  # set-password has no --no-password: _read_password always returns one
+        raise ValueError("set-password needs a password")
     engine = store_engine(args)
-    print_json(_report(set_password(engine, args.name, _read_password(args, args.name), actor=OPERATOR)))
+    print_json(_report(set_password(engine, args.name, password, actor=OPERATOR)))
     return 0
 
 
