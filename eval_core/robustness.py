@@ -143,12 +143,6 @@ def tau_b(signs_a: np.ndarray, signs_b: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
 
 
-def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """τ-b between two score vectors over the same runs (None when either ranks every run equal)."""
-    value = tau_b(_signs(np.asarray([x], dtype=np.float64)), _signs(np.asarray([y], dtype=np.float64)))[0, 0]
-    return None if np.isnan(value) else float(value)
-
-
 # ------------------------------------------------------------------------------------------- inputs
 
 
