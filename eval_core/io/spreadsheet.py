@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
+
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 ESCAPE = "'"
 
@@ -29,3 +31,14 @@ def unescape_cell(value: Any) -> Any:
         return value[1:]
     return value
 
+
+def escape_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of `frame` whose text cells (and column names) are safe to open in a spreadsheet."""
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column]):
+            out[column] = out[column].map(escape_cell)
+    out.columns = [escape_cell(str(c)) for c in out.columns]
+    if out.index.name is not None:
+        out.index = out.index.map(escape_cell)
+    return out
