@@ -1,5 +1,5 @@
 """Store benchmark: next_pair / record_judgment latency with 1M judgments stored (SQLite and PostgreSQL), and the
-import anchor (100k fragments + 1k queries + a 1M-line run, then pooling at depth 20) on SQLite.
+import benchmark (100k fragments + 1k queries + a 1M-line run, then pooling at depth 20) on SQLite.
 
     python3 benchmarks/bench_store_judging.py [--judgments 1000000] [--engines sqlite,postgresql] [--samples 400]
                                               [--skip-imports] [--skip-judging]
@@ -215,7 +215,7 @@ def _sqlite_floor(path: Path, n: int) -> float:
 
 
 def import_bench(n_fragments: int = 100_000, n_queries: int = 1000, run_lines: int = 1_000_000) -> None:
-    """The SQLite anchor: import fragments, queries and a run, then pool at depth 20 (part B's pool)."""
+    """The SQLite import benchmark: import fragments, queries and a run, then pool at depth 20 (db.pooling.pool)."""
     from db.imports import import_fragments, import_queries, import_run
     from db.projects import create_project
 

@@ -29,6 +29,7 @@ from db.store.models import (
     User,
     utcnow,
 )
+from eval_core.errors import NotFound, Refused
 
 DISPUTE_COLUMNS = ["pair_id", "query_id", "fragment_id", "spread", "low", "high", "grades", "adjudicated"]
 
@@ -58,7 +59,7 @@ def pair_detail(engine: Engine, project: str, pair_id: int, username: str | None
             .select_from(Pair).join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)
             .where(Pair.id == pair_id, Pair.project_id == project_id)).first()
         if head is None:
-            raise LookupError(f"no pair with id {pair_id} in project {project!r}")
+            raise NotFound(f"no pair with id {pair_id} in project {project!r}")
         judgments = session.execute(
             select(User.username, Judgment.grade, Judgment.note, Judgment.cant_judge_reason, Guideline.version,
                    Judgment.seconds_spent, Judgment.revision, Judgment.updated_at)
@@ -89,7 +90,7 @@ def pair_detail(engine: Engine, project: str, pair_id: int, username: str | None
     }
 
 
-def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: str) -> AdjudicationInfo:
+def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: Actor) -> AdjudicationInfo:
     """Record a lead's final grade for a pair (append-only: the latest decision is in force). Only an active
     lead, by name — never the anonymous CLI operator, on purpose: the decision records who made it
     (adjudications.user_id, the `by` of a release's line, which an import requires to be an active lead).
@@ -98,14 +99,14 @@ def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: 
     if not reason:
         raise ValueError("an adjudication needs a reason")
     if not isinstance(actor, str):
-        raise PermissionError("an adjudication records which lead decided, so the CLI operator cannot adjudicate "
+        raise Refused("an adjudication records which lead decided, so the CLI operator cannot adjudicate "
                               "anonymously: name an active lead (actor=USERNAME; from the CLI, --user LEAD)")
     with session_scope(engine, write=True) as session:
         lead_id = require_lead(session, actor)
         scale = session.execute(select(Pair.project_id, Project.scale_min, Project.scale_max)
                                 .join(Project, Project.id == Pair.project_id).where(Pair.id == pair_id)).first()
         if scale is None:
-            raise LookupError(f"no pair with id {pair_id}")
+            raise NotFound(f"no pair with id {pair_id}")
         checked = check_grade(grade, (scale[1], scale[2]), reason)
         assert checked is not None
         row = Adjudication(project_id=scale[0], pair_id=pair_id, grade=checked, reason=reason, user_id=lead_id,

@@ -14,6 +14,8 @@ from db.accounts.permissions import Actor, require_lead
 from db.projects import project_row
 from db.store.engine import session_scope
 from db.store.models import Assignment, Judgment, Pair, User, utcnow
+from eval_core.errors import NotFound
+from eval_core.vocab import AnnotatorKind
 
 
 @dataclass
@@ -54,14 +56,14 @@ def _annotators(session: Session, names: list[str] | None) -> list[tuple[int, st
     judge grades by `qrelkit prejudge`, never from a queue)."""
     if names is None:
         rows = session.execute(select(User.id, User.username).where(User.role == "annotator", User.active,
-                                                                    User.kind == "human").order_by(User.id)).all()
+                                                                    User.kind == AnnotatorKind.HUMAN).order_by(User.id)).all()
         return [(r.id, r.username) for r in rows]
     rows = {r.username: r for r in session.execute(select(User.id, User.username, User.active, User.kind)
                                                    .where(User.username.in_(names))).all()}
     unknown = [n for n in names if n not in rows]
     if unknown:
-        raise LookupError(f"no user named {', '.join(map(repr, unknown))}")
-    models = [n for n in names if rows[n].kind != "human"]
+        raise NotFound(f"no user named {', '.join(map(repr, unknown))}")
+    models = [n for n in names if rows[n].kind != AnnotatorKind.HUMAN]
     if models:
         raise ValueError(f"model judge(s) get no queue: {', '.join(models)}")
     inactive = [n for n in names if not rows[n].active]

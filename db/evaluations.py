@@ -22,7 +22,7 @@ from db.store.engine import session_scope
 from db.store.frames import adjudications_frame, frame_of, judgments_frame
 from db.store.models import Evaluation as EvaluationRow
 from db.store.models import Fragment, Pair, Project, Query, Release, Run, RunEntry, utcnow
-from eval_core.io.judgments import relevant_from
+from eval_core.errors import NotFound
 from eval_core.ranking.evaluation import Evaluation, evaluate
 from eval_core.ranking.significance import Comparison, bootstrap_ci, compare
 from eval_core.robustness import RobustnessReport, robustness
@@ -97,7 +97,7 @@ def load_release(session: Session, project: Project, version: int | str = "lates
     release = session.execute(stmt.limit(1)).scalar_one_or_none()
     if release is None:
         what = f"release {number}" if number is not None else "releases yet"
-        raise LookupError(f"project {project.name!r} has no {what}")
+        raise NotFound(f"project {project.name!r} has no {what}")
     return release
 
 
@@ -114,7 +114,7 @@ def load_run(session: Session, project: Project, name: str) -> Run:
     run = session.execute(select(Run).where(Run.project_id == project.id, Run.name == name)).scalar_one_or_none()
     if run is None:
         known = session.execute(select(Run.name).where(Run.project_id == project.id).order_by(Run.name)).scalars()
-        raise LookupError(f"project {project.name!r} has no run named {name!r} (known: "
+        raise NotFound(f"project {project.name!r} has no run named {name!r} (known: "
                           f"{', '.join(known) or 'none'})")
     return run
 
@@ -178,8 +178,7 @@ def project_robustness(engine: Engine, project: str, runs: Sequence[str] | None 
     if inputs.judgments.empty:
         raise ValueError(f"project {project!r} has no judgments yet")
     return robustness(inputs.judgments, inputs.runs, metric=metric, adjudications=inputs.adjudications,
-                      scale=inputs.scale, rule=rule, bootstrap=bootstrap, seed=seed,
-                      rel_level=relevant_from(inputs.scale) if rel_level is None else rel_level,
+                      scale=inputs.scale, rule=rule, bootstrap=bootstrap, seed=seed, rel_level=rel_level,
                       progress=progress)
 
 

@@ -22,6 +22,7 @@ from db.store.models import Judgment, Query, Run, RunEntry, User
 from eval_core.io.formats import write_atomically, write_run
 from eval_core.io.judgments import ADJUDICATION_COLUMNS, render_judgments
 from eval_core.io.spreadsheet import escape_cell
+from eval_core.vocab import AnnotatorKind
 
 ADJUDICATION_FORMATS = ("jsonl", "csv")
 
@@ -45,12 +46,12 @@ def export_judgments(engine: Engine, project: str, fmt: str, out: str | Path,
 def _with_model_fields(session: Session, project_id: int, frame: pd.DataFrame) -> pd.DataFrame:
     """The judgments frame plus `model` (the judge's model name) and `prompt_version` (the one stamped on the
     grade), None on people's lines; read in the frame's transaction, column-wise (a model may grade them all)."""
-    models = dict(session.execute(select(User.username, User.model_name).where(User.kind == "model")).all())
+    models = dict(session.execute(select(User.username, User.model_name).where(User.kind == AnnotatorKind.MODEL)).all())
     stamped = frame_of(session, select(Judgment.pair_id, User.username, Judgment.prompt_version)
                        .join(User, User.id == Judgment.user_id)
-                       .where(Judgment.project_id == project_id, User.kind == "model",
+                       .where(Judgment.project_id == project_id, User.kind == AnnotatorKind.MODEL,
                               Judgment.prompt_version.is_not(None)), ["pair_id", "annotator", "prompt_version"])
-    is_model = (frame["annotator_kind"] == "model").to_numpy()
+    is_model = (frame["annotator_kind"] == AnnotatorKind.MODEL).to_numpy()
     model = frame["annotator"].map(models).astype(object)
     where = pd.MultiIndex.from_frame(stamped[["pair_id", "annotator"]]).get_indexer(
         pd.MultiIndex.from_arrays([frame["pair_id"], frame["annotator"]])) if len(stamped) else None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,7 +34,7 @@ from db.store.models import (
     User,
     utcnow,
 )
-from eval_core.errors import InputError
+from eval_core.errors import MAX_PROBLEMS, InputError, Problems
 from eval_core.io.collection import read_fragments, read_queries
 from eval_core.io.formats import detect_format, load_run, ranked
 from eval_core.io.judgments import (
@@ -52,7 +52,6 @@ MAX_NAME_CHARS = 200
 MAX_PROMPT_CHARS = 64  # users.prompt_version, judgments.prompt_version
 UNKNOWN_LISTED = 10
 MAX_TEXT_CHARS = 1_000_000
-MAX_PROBLEMS = 100
 CHUNK = 20_000
 Q, F, P, J, H, A = (m.__table__ for m in (Query, Fragment, Pair, Judgment, JudgmentHistory, Assignment))
 
@@ -93,18 +92,12 @@ class ImportRejected(InputError):
         self.more = report.rejected[1:]  # every further bad line, for the CLI to print
 
 
-class _Problems:
-    """Collects every problem of a file (the first MAX_PROBLEMS kept) so one run reports them all."""
+class _Problems(Problems):
+    """eval_core's problem collector for one import kind, which rejects the import when anything was wrong."""
 
     def __init__(self, path: str | Path, kind: str) -> None:
-        self.path, self.kind = str(path), kind
-        self.items: list[InputError] = []
-        self.total = 0
-
-    def add(self, line: int | None, problem: str) -> None:
-        self.total += 1
-        if len(self.items) < MAX_PROBLEMS:
-            self.items.append(InputError(self.path, line, problem))
+        super().__init__(path)
+        self.kind = kind
 
     def check(self) -> None:
         """Raise ImportRejected when anything was wrong."""
@@ -760,5 +753,5 @@ def _write_adjudications(session: Session, project_id: int, adjudications: pd.Da
 
 
 # The import kinds, in the order the CLI and the Project page offer them: kind → importer.
-IMPORT_KINDS = {"queries": import_queries, "fragments": import_fragments, "run": import_run,
-                "judgments": import_judgments}
+IMPORT_KINDS: dict[str, Callable[..., ImportReport]] = {
+    "queries": import_queries, "fragments": import_fragments, "run": import_run, "judgments": import_judgments}

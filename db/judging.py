@@ -26,7 +26,9 @@ from db.store.models import (
     User,
     utcnow,
 )
+from eval_core.errors import NotFound, Refused
 from eval_core.judging_order import DEFAULT_ORDER
+from eval_core.vocab import Role
 
 A, F, G, H, J, P, PR, Q, U = (m.__table__ for m in (Assignment, Fragment, Guideline, JudgmentHistory, Judgment, Pair,
                                                     Project, Query, User))
@@ -79,7 +81,7 @@ class Progress:
 def _user(session: Session, username: str) -> tuple[int, str, bool]:
     row = session.connection().execute(_USER, {"username": username}).first()
     if row is None:
-        raise LookupError(f"no user named {username!r}")
+        raise NotFound(f"no user named {username!r}")
     return row[0], row[1], row[2]
 
 
@@ -181,13 +183,13 @@ def record_judgment(engine: Engine, pair_id: int, username: str, grade: int | No
         row = conn.execute(_BEFORE_WRITE, {"pair_id": pair_id, "username": username}).first()
         if row is None:
             _user(session, username)
-            raise LookupError(f"no pair with id {pair_id}")
+            raise NotFound(f"no pair with id {pair_id}")
         (user_id, role, active, project_id, low, high, assignment_id, guideline_id,
          old_id, old_grade, old_note, old_reason, old_guideline, old_revision, old_updated, rejudge) = row
         if not active:
-            raise PermissionError(f"user {username!r} is deactivated")
-        if assignment_id is None and role != "lead":
-            raise PermissionError(f"pair {pair_id} is not assigned to {username!r}")
+            raise Refused(f"user {username!r} is deactivated")
+        if assignment_id is None and role != Role.LEAD:
+            raise Refused(f"pair {pair_id} is not assigned to {username!r}")
         grade = check_grade(grade, (low, high), reason)
         # Re-judging writes even the same grade: the judgment is now made under the version in force.
         if old_id is not None and (old_grade, old_note, old_reason) == (grade, note, reason) and rejudge is None:
@@ -239,7 +241,7 @@ def _view(session: Session, project_id: int, user_id: int, pair_id: int, positio
     row = session.connection().execute(_VIEW, {"pair_id": pair_id, "project_id": project_id,
                                                "user_id": user_id}).first()
     if row is None:
-        raise LookupError(f"no pair with id {pair_id} in this project")
+        raise NotFound(f"no pair with id {pair_id} in this project")
     first, last = row[8], row[9]
     total = 0 if first is None else last - first + 1
     rank = None if position is None else position - first + 1
@@ -281,8 +283,8 @@ def get_pair(engine: Engine, project: str, username: str, pair_id: int) -> PairV
     with session_scope(engine) as session:
         project_id, user_id = _ids(session, project, username)
         position = session.execute(select(A.c.position).where(A.c.pair_id == pair_id, A.c.user_id == user_id)).first()
-        if position is None and _user(session, username)[1] != "lead":
-            raise PermissionError(f"pair {pair_id} is not assigned to {username!r}")
+        if position is None and _user(session, username)[1] != Role.LEAD:
+            raise Refused(f"pair {pair_id} is not assigned to {username!r}")
         return _view(session, project_id, user_id, pair_id, position[0] if position else None)
 
 
@@ -296,7 +298,7 @@ def previous_pair(engine: Engine, project: str, username: str, before_pair_id: i
         if before_pair_id is not None:
             ref = session.execute(select(A.c.position).where(queue, A.c.pair_id == before_pair_id)).first()
             if ref is None:
-                raise PermissionError(f"pair {before_pair_id} is not assigned to {username!r}")
+                raise Refused(f"pair {before_pair_id} is not assigned to {username!r}")
             bound = ref[0]
         if session.execute(select(PR.c.queue_order).where(PR.c.id == project_id)).scalar_one() != DEFAULT_ORDER:
             return _graded_before(session, project_id, user_id, before_pair_id)

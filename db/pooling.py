@@ -15,6 +15,7 @@ from db.accounts.permissions import Actor, require_lead
 from db.projects import project_row
 from db.store.engine import session_scope
 from db.store.models import Fragment, Pair, Query, Run, RunEntry, utcnow
+from eval_core.errors import NotFound
 
 BM25 = "bm25"
 POOL_STEPS = 3
@@ -143,7 +144,7 @@ def _run_candidates(session: Session, project_id: int, depth: int, names: list[s
     if names is not None:
         unknown = [n for n in names if n not in by_name]
         if unknown:
-            raise LookupError(f"no stored run named {', '.join(map(repr, unknown))} "
+            raise NotFound(f"no stored run named {', '.join(map(repr, unknown))} "
                               f"(known: {', '.join(by_name) or 'none'})")
         by_name = {n: by_name[n] for n in names}
     candidates: list[tuple[int, int, int, str]] = []

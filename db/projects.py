@@ -14,14 +14,17 @@ from sqlmodel import Session, select
 from db.accounts.permissions import Actor, require_lead
 from db.store.engine import session_scope
 from db.store.models import Guideline, Project, User
-from eval_core.judging_order import DEFAULT_ORDER, ORDER_NAMES
+from eval_core.errors import Conflict, NotFound
+from eval_core.judging_order import DEFAULT_ORDER
+from eval_core.thresholds import AGREEMENT_THRESHOLD
+from eval_core.vocab import ORDER_NAMES
 from guidelines import GRADING as BUNDLED_GUIDELINE
 
 MAX_LABEL_CHARS = 60
 _GRADE_ROW = re.compile(r"^\|\s*\*\*(\d+)\*\*\s*\|\s*([^|]+?)\s*\|", re.MULTILINE)
 
 
-class ProjectNotFound(LookupError):
+class ProjectNotFound(NotFound):
     """Raised with the project name and the names that do exist."""
 
 
@@ -147,7 +150,7 @@ def _check_policy(scale: tuple[int, int], overlap: int, overlap_fraction: float,
 
 
 def create_project(engine: Engine, name: str, scale: tuple[int, int] = (0, 3), overlap: int = 2,
-                   overlap_fraction: float = 1.0, threshold: float = 0.6,
+                   overlap_fraction: float = 1.0, threshold: float = AGREEMENT_THRESHOLD,
                    labels: dict[int, str] | None = None, *, actor: Actor) -> ProjectInfo:
     """A new project (leads and the operator only); its name is unique; `labels` name every grade (default:
     default_labels)."""
@@ -160,7 +163,7 @@ def create_project(engine: Engine, name: str, scale: tuple[int, int] = (0, 3), o
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         if session.exec(select(Project.id).where(Project.name == clean)).first() is not None:
-            raise ValueError(f"project {clean!r} already exists")
+            raise Conflict(f"project {clean!r} already exists")
         row = Project(name=clean, scale_min=scale[0], scale_max=scale[1], overlap=overlap,
                       overlap_fraction=overlap_fraction, agreement_threshold=threshold,
                       grade_labels=stored_labels(names))

@@ -41,10 +41,12 @@ from db.store.models import (
     utcnow,
 )
 from eval_core.agreement.report import agreement_report
-from eval_core.consensus import MODEL_THRESHOLD, PROVENANCES, RELEASE_POLICIES, consensus, fill_gaps
+from eval_core.consensus import PROVENANCES, consensus, fill_gaps
 from eval_core.io.formats import write_atomically
 from eval_core.io.spreadsheet import escape_cell
 from eval_core.judges.calibration import calibration
+from eval_core.thresholds import MODEL_THRESHOLD
+from eval_core.vocab import RELEASE_POLICIES
 
 # The release export formats: format → file of the release.
 EXPORT_FORMATS = {"trec": "qrels.trec", "beir": "qrels.tsv", "jsonl": "judgments.jsonl", "csv": "qrels.csv"}

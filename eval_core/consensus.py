@@ -10,10 +10,8 @@ import pandas as pd
 from eval_core.io.judgments import check_judgments
 
 RULES = ("median", "majority", "mean", "min")
-# What a release's labels may come from: people only (default), or a model judge's grade where no person graded,
-# allowed only when the model agrees well enough with the human consensus.
-RELEASE_POLICIES = ("humans-only", "model-fills-gaps")
-MODEL_THRESHOLD = 0.6  # default least quadratic-weighted κ with the human consensus that lets a model fill gaps
+# A release's labels come from people only (default) or, by eval_core.vocab.ReleasePolicy.MODEL_FILLS_GAPS, from a
+# model judge's grade where no person graded, allowed only when the model agrees well enough with the humans.
 # Where each released label came from (recorded on every label and counted on the card).
 PROVENANCES = ("human consensus", "adjudication", "model")
 PAIR = ["query_id", "fragment_id"]

@@ -40,15 +40,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from eval_core.vocab import ORDER_NAMES, QueueOrder
+
 ORDERS: dict[str, str] = {
-    "pool": "Pool order (best rank over the runs)",
-    "move-to-front": "MoveToFront over the runs (Cormack et al. 1998)",
-    "bandit": "Bayesian bandit over the runs (Thompson sampling, non-stationary; Losada et al. 2017)",
-    "bandit-max-mean": "Bayesian bandit over the runs (largest posterior mean, MM-NS; Losada et al. 2017)",
-    "model-uncertain": "Model-uncertain first (model grade nearest the relevance boundary)",
+    QueueOrder.POOL: "Pool order (best rank over the runs)",
+    QueueOrder.MOVE_TO_FRONT: "MoveToFront over the runs (Cormack et al. 1998)",
+    QueueOrder.BANDIT: "Bayesian bandit over the runs (Thompson sampling, non-stationary; Losada et al. 2017)",
+    QueueOrder.BANDIT_MAX_MEAN: "Bayesian bandit over the runs (largest posterior mean, MM-NS; Losada et al. 2017)",
+    QueueOrder.MODEL_UNCERTAIN: "Model-uncertain first (model grade nearest the relevance boundary)",
 }
-ORDER_NAMES = tuple(ORDERS)
-DEFAULT_ORDER = "pool"
+DEFAULT_ORDER: str = QueueOrder.POOL.value
 PRIOR = (1.0, 1.0)
 DISCOUNT = 0.9
 
@@ -232,13 +233,13 @@ class Bandit(_RunPolicy):
 def make_order(name: str, pool: QueryPool, *, seed: int = 0, model_grades: Mapping[Hashable, float] | None = None,
                rel_level: int = 1, discount: float = DISCOUNT) -> _Base:
     """A fresh policy of the named order (one of ORDER_NAMES) over one query's pool."""
-    if name == "pool":
+    if name == QueueOrder.POOL:
         return PoolOrder(pool)
-    if name == "move-to-front":
+    if name == QueueOrder.MOVE_TO_FRONT:
         return MoveToFront(pool)
-    if name in ("bandit", "bandit-max-mean"):
-        return Bandit(pool, seed=seed, discount=discount, draw=name == "bandit")
-    if name == "model-uncertain":
+    if name in (QueueOrder.BANDIT, QueueOrder.BANDIT_MAX_MEAN):
+        return Bandit(pool, seed=seed, discount=discount, draw=name == QueueOrder.BANDIT)
+    if name == QueueOrder.MODEL_UNCERTAIN:
         return ModelUncertain(pool, model_grades=dict(model_grades or {}), boundary=rel_level - 0.5)
     raise ValueError(f"unknown judging order {name!r} (known: {', '.join(ORDER_NAMES)})")
 

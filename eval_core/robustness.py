@@ -19,9 +19,10 @@ import pyarrow as pa
 
 from eval_core.consensus import RULES, combine_grades, consensus
 from eval_core.io.formats import Columns, load_qrels, load_run
-from eval_core.io.judgments import ANNOTATOR_KINDS, annotator_kinds
+from eval_core.io.judgments import annotator_kinds, relevant_from
 from eval_core.ranking.evaluation import EvalOptions, evaluate
 from eval_core.ranking.metrics import Ranked, compute, index_qrels, parse_metrics, rank_run
+from eval_core.vocab import ANNOTATOR_KINDS, AnnotatorKind
 
 DEFAULT_METRIC = "ndcg@10"
 DEFAULT_BOOTSTRAP = 200
@@ -113,12 +114,6 @@ class RobustnessReport:
         return pd.DataFrame([[c.values[r] for r in self.runs] for c in self.conditions], index=index,
                             columns=pd.Index(self.runs, name="run"))
 
-    def tau_frame(self) -> pd.DataFrame:
-        """The τ matrix with condition names on both axes (NaN where undefined)."""
-        names = [c.name for c in self.conditions]
-        values = np.array([[np.nan if v is None else v for v in row] for row in self.tau], dtype=np.float64)
-        return pd.DataFrame(values.reshape(len(names), len(names)), index=names, columns=names)
-
     def flips(self) -> list[PairVerdict]:
         """The pairs of runs whose order does not hold under every condition."""
         return [p for p in self.pairs if not p.holds]
@@ -146,12 +141,6 @@ def tau_b(signs_a: np.ndarray, signs_b: np.ndarray) -> np.ndarray:
     num = signs_a @ signs_b.T
     den = np.sqrt(np.outer((signs_a != 0).sum(1), (signs_b != 0).sum(1)).astype(np.float64))
     return np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
-
-
-def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """τ-b between two score vectors over the same runs (None when either ranks every run equal)."""
-    value = tau_b(_signs(np.asarray([x], dtype=np.float64)), _signs(np.asarray([y], dtype=np.float64)))[0, 0]
-    return None if np.isnan(value) else float(value)
 
 
 # ------------------------------------------------------------------------------------------- inputs
@@ -207,7 +196,7 @@ def _conditions(base: pd.DataFrame, everyone: pd.DataFrame, kinds: dict[str, str
         if len(own) == 0:
             notes.append(f"{annotator} has no grades (only can't-judge), so has no condition of their own")
             continue
-        group = "annotator" if kinds[annotator] == "human" else "model"
+        group = "annotator" if kinds[annotator] == AnnotatorKind.HUMAN else "model"
         out.append(score(f"{group} {annotator}", group, annotator, _qrels(own)))
     if set(kinds.values()) == set(ANNOTATOR_KINDS):
         labels = consensus(everyone, rule, adjudications, scale=scale)
@@ -389,7 +378,8 @@ def _verdict(i: int, j: int, runs: list[str], metric: str, conditions: list[Cond
 
 def robustness(judgments: pd.DataFrame, runs: Mapping[str, Any], metric: str = DEFAULT_METRIC,
                adjudications: pd.DataFrame | None = None, scale: tuple[int, int] = (0, 3), rule: str = "median",
-               bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, rel_level: int = 1, models: Sequence[str] = (),
+               bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, rel_level: int | None = None,
+               models: Sequence[str] = (),
                progress: Callable[[int], object] | None = None) -> RobustnessReport:
     """How each pair of runs compares under every labelling the judgments allow.
 
@@ -398,8 +388,10 @@ def robustness(judgments: pd.DataFrame, runs: Mapping[str, Any], metric: str = D
     and the bootstrap use the human grades when there are any (a release's default), with `adjudications`
     winning; each annotator's condition is that annotator's grades alone, on the pairs they graded. `rule` is
     the reference condition that names each pair's winner, and the rule the bootstrap combines draws with.
-    `progress(n)` hears of every n bootstrap replicates done.
+    `progress(n)` hears of every n bootstrap replicates done. `rel_level` defaults as in `evaluate`: the
+    scale's second grade.
     """
+    rel_level = relevant_from(scale) if rel_level is None else rel_level
     if rule not in RULES:
         raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
     if len(runs) < 2:
@@ -410,7 +402,7 @@ def robustness(judgments: pd.DataFrame, runs: Mapping[str, Any], metric: str = D
     kinds = annotator_kinds(judgments, models)
     columns = [c for c in (*PAIR, "annotator", "grade") if c in judgments.columns]
     everyone = judgments[columns].assign(annotator=judgments["annotator"].astype(str))
-    humans = [a for a, k in kinds.items() if k == "human"]
+    humans = [a for a, k in kinds.items() if k == AnnotatorKind.HUMAN]
     base = everyone[everyone["annotator"].isin(humans)] if humans else everyone
     notes = []
     if not humans:

@@ -1,8 +1,14 @@
-"""The diagnostics' thresholds, apart from the diagnostics, so the CLI can show the defaults without pandas."""
+"""Every threshold qrelkit decides by, in one place and standard library only, so the CLI can show the defaults
+without pandas: the agreement flag, the model judge's gate, and the run diagnostics' thresholds."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+# Agreement (α, κ) below this marks a guideline version ambiguous: a project's default threshold.
+AGREEMENT_THRESHOLD = 0.6
+# The least quadratic-weighted κ with the human consensus that lets a model judge fill a release's gaps.
+MODEL_THRESHOLD = 0.6
 
 
 @dataclass(frozen=True)

@@ -60,8 +60,8 @@ def test_table_output_shows_paradox_columns(judgments: Path) -> None:
     code, out, _ = run(["agreement", str(judgments), "--bootstrap", "50", "--level", "interval",
                         "--threshold", "0.9"])
     assert code == 0
-    for needle in ("grade prevalence", "raw agreement", "Krippendorff α interval *", "Gwet AC1", "Gwet AC2 quadratic",
-                   "Fleiss κ", "α at cut ≥ 2", "Cohen's κ per annotator pair", "most disputed pairs", "verdict"):
+    for needle in ("grade prevalence", "Raw agreement", "Krippendorff α (interval) *", "Gwet AC1", "Gwet AC2 (quadratic)",
+                   "Fleiss κ", "α at boundary 1|2", "Cohen's κ per annotator pair", "most disputed pairs", "verdict"):
         assert needle in out
 
 

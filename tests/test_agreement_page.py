@@ -4,7 +4,6 @@ user-supplied string (annotator names, query ids, the verdict's reasons) outside
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import krippendorff
@@ -14,6 +13,7 @@ from sklearn.metrics import cohen_kappa_score
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ROOT
+from tests.helpers import write_jsonl
 
 PAGE = ROOT / "annotator" / "app" / "screens" / "lead_agreement.py"
 MARKDOWN_NAME = "![t](http://127.0.0.1:9/x.png)"
@@ -34,12 +34,6 @@ def grades(annotators: list[str], scale: tuple[int, int], seed: int) -> list[dic
                          int(np.clip(truth + rng.choice([-1, 0, 1], p=[0.1, 0.8, 0.1]), low, high)))
                 rows.append({"query_id": query, "fragment_id": f"f{q}_{f}", "annotator": annotator, "grade": grade})
     return rows
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    """Records as JSON lines."""
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def matrix(rows: list[dict], annotators: list[str]) -> np.ndarray:
@@ -111,11 +105,11 @@ def test_kappa_and_alpha_come_first_on_any_scale(tmp_path, monkeypatch, annotato
                            ("Krippendorff's α", f"{alpha:.2f}")]
     assert all(c.value.startswith("95% CI ") for c in at.caption[:3])
     cuts = at.dataframe[1].value.set_index("coefficient")
-    assert list(cuts.index) == [f"boundary {g - 1}|{g}" for g in range(scale[0] + 1, scale[1] + 1)]
+    assert list(cuts.index) == [f"α at boundary {g - 1}|{g}" for g in range(scale[0] + 1, scale[1] + 1)]
     for g in range(scale[0] + 1, scale[1] + 1):
         binary = np.where(np.isnan(mat), np.nan, (mat >= g).astype(float))
         expected = krippendorff.alpha(binary, level_of_measurement="nominal", value_domain=[0, 1])
-        assert cuts.loc[f"boundary {g - 1}|{g}", "value"] == pytest.approx(expected, abs=1e-9)
+        assert cuts.loc[f"α at boundary {g - 1}|{g}", "value"] == pytest.approx(expected, abs=1e-9)
     assert "Grades: " + " · ".join(f"{g} = {name}" for g, name in labels.items()) in [t.value for t in at.text]
     assert [r.label for r in at.radio] == (["Weights"] if len(annotators) >= 3 else [])
 

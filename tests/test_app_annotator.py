@@ -4,7 +4,6 @@ box, literal rendering of data, readable tables, adjudication, the guideline, an
 from __future__ import annotations
 
 import html
-import json
 import re
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from db.projects import add_guideline, create_project
 from db.store.frames import adjudications_frame
 from db.store.schema import init_db
 from tests.conftest import ROOT
+from tests.helpers import write_jsonl
 
 APP = str(ROOT / "annotator" / "app" / "main.py")
 PAGES = ROOT / "annotator" / "app" / "screens"
@@ -46,12 +46,6 @@ FRAGMENTS = [
     {"id": "f3", "title": "Pagos", "text": "Pago con tarjeta."},
     {"id": "f4", "title": "Garantía", "text": "Dos años de garantía."},
 ]
-
-
-def write_jsonl(path: Path, records: list[dict]) -> Path:
-    """Records as JSONL for the store's importers."""
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-    return path
 
 
 def password(username: str) -> str:

@@ -128,6 +128,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from annotator.app import main as app  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
+from tests.helpers import write_jsonl  # noqa: E402
 
 PAGES = ROOT / "annotator" / "app" / "screens"
 NOT_ALLOWED = "Not allowed for your role: this page is for the lead role; you are logged in as annotator."
@@ -149,14 +150,6 @@ GUIDELINE_V2 = GUIDELINE_V1.replace("2 answers partially.", "2 answers partially
 def ben_grade(grade: int) -> int:
     """The lenient annotator: one grade above ana, capped at the top (so the lower median is ana's grade)."""
     return min(grade + 1, 3)
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    """A JSONL file for the store's importers."""
-    import json
-
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def write_run(path: Path, ranking: list[str], tag: str) -> Path:
@@ -315,7 +308,7 @@ def test_agreement_cuts_match_binarised_krippendorff(store):
         if len(np.unique(data)) < 2:
             continue
         expected = krippendorff.alpha(reliability_data=data, level_of_measurement="nominal", value_domain=[0, 1])
-        assert cuts.loc[f"boundary {cut - 1}|{cut}", "value"] == pytest.approx(expected, abs=1e-9)
+        assert cuts.loc[f"α at boundary {cut - 1}|{cut}", "value"] == pytest.approx(expected, abs=1e-9)
 
 
 def test_disputed_pair_opens_adjudication_and_the_grade_is_stored(store):
@@ -547,6 +540,24 @@ def test_evaluate_page_shows_every_chosen_cutoff(store):
     by_k, _ = metric_tables(at)
     assert list(by_k.columns) == ["@3", "@5", "@10", "@20", "@50", "@100"]
     assert by_k.loc["recall", "@50"] == "0.7500"  # d12 is not in the 10-deep ranking
+
+
+def test_evaluate_page_scores_the_run_once_across_reruns(store, monkeypatch):
+    """A rerun that changes nothing the scores depend on (here: a widget below them) evaluates nothing again;
+    a new cutoff does, once."""
+    from annotator.app.components import evaluate as views_evaluate
+
+    calls: list[tuple] = []
+    real = views_evaluate.evaluate
+    monkeypatch.setattr(views_evaluate, "evaluate", lambda *a, **kw: calls.append(kw["k"]) or real(*a, **kw))
+    views_evaluate.scored_run.clear()
+    release(store)
+    at = page_test(store, "lead_evaluate.py")
+    assert not at.exception and len(calls) == 1
+    at.run()
+    assert len(calls) == 1
+    at.multiselect[0].set_value([3, 5]).run()
+    assert not at.exception and calls[1:] == [(3, 5)]
 
 
 def test_evaluate_page_relevance_level_matches_trec_eval_cut(store):

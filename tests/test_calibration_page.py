@@ -3,7 +3,6 @@ section whose numbers equal scikit-learn and krippendorff on the same pairs, the
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import krippendorff
@@ -13,6 +12,7 @@ from sklearn.metrics import cohen_kappa_score
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ROOT
+from tests.helpers import write_jsonl
 
 PAGE = ROOT / "annotator" / "app" / "screens" / "lead_agreement.py"
 MODEL = "![m](http://127.0.0.1:9/m.png)"
@@ -35,11 +35,6 @@ def grades(seed: int = 3) -> tuple[list[dict], list[dict]]:
     return humans, model
 
 
-def _jsonl(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
 def page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_model: bool) -> tuple[AppTest, list[dict], list[dict]]:
     """A 0–3 project whose human (and model) judgments come in through the store's import; its Agreement page."""
     from annotator.app.session import TOKEN_KEY
@@ -55,13 +50,13 @@ def page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_model: bool) -> t
     lead = users.create_user(engine, "lead", "lead", password="lead-password-1", actor=OPERATOR)
     projects.create_project(engine, "judged", actor=OPERATOR)
     humans, model = grades()
-    imports.import_queries(engine, "judged", _jsonl(tmp_path / "q.jsonl", [
+    imports.import_queries(engine, "judged", write_jsonl(tmp_path / "q.jsonl", [
         {"id": q, "text": f"query {q}"} for q in sorted({r["query_id"] for r in humans})]), actor=OPERATOR)
-    imports.import_fragments(engine, "judged", _jsonl(tmp_path / "f.jsonl", [
+    imports.import_fragments(engine, "judged", write_jsonl(tmp_path / "f.jsonl", [
         {"id": f, "text": f"fragment {f}"} for f in sorted({r["fragment_id"] for r in humans})]), actor=OPERATOR)
-    imports.import_judgments(engine, "judged", _jsonl(tmp_path / "h.jsonl", humans), actor=OPERATOR)
+    imports.import_judgments(engine, "judged", write_jsonl(tmp_path / "h.jsonl", humans), actor=OPERATOR)
     if with_model:
-        imports.import_judgments(engine, "judged", _jsonl(tmp_path / "m.jsonl", model), actor=OPERATOR,
+        imports.import_judgments(engine, "judged", write_jsonl(tmp_path / "m.jsonl", model), actor=OPERATOR,
                                  judges=AnnotatorKind("model", "test-model"))
     monkeypatch.setenv("QRELKIT_DB_URL", url)
     at = AppTest.from_file(str(PAGE), default_timeout=120)

@@ -1,7 +1,10 @@
-"""The docs and the metric registry cannot drift apart: every registered metric is documented, no other is."""
+"""The docs and the registries cannot drift apart: every registered metric is documented and no other is, the
+CLI reference (docs/cli.md) is what the parsers print, and every entry of every registry the CLI offers
+appears in it."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 
 import pytest
@@ -55,3 +58,49 @@ def test_eval_help_lists_every_metric(capsys: pytest.CaptureFixture[str]) -> Non
     out = capsys.readouterr().out
     for name in REGISTRY.values():
         assert f"  {spelled(name)} " in out
+
+
+def _cli_reference():
+    """scripts/cli_reference.py as a module (scripts/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("cli_reference", ROOT / "scripts" / "cli_reference.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cli_reference_is_generated_from_the_parsers() -> None:
+    """docs/cli.md is exactly what `python scripts/cli_reference.py` writes: a changed option fails here."""
+    expected = _cli_reference().reference()
+    assert (DOCS / "cli.md").read_text(encoding="utf-8") == expected, "run `python scripts/cli_reference.py`"
+
+
+def test_the_cli_reference_covers_every_command() -> None:
+    from annotator.cli import COMMANDS
+
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    assert [c for c in COMMANDS if f"## `qrelkit {c}`" not in text] == []
+
+
+# Every registry a CLI option offers: module, name. Each entry must appear in docs/cli.md as a choice.
+REGISTRIES = [("eval_core.consensus", "RULES"), ("db.releases", "EXPORT_FORMATS"), ("db.imports", "IMPORT_KINDS"),
+              ("eval_core.vocab", "ROLES"), ("eval_core.vocab", "ANNOTATOR_KINDS"),
+              ("eval_core.vocab", "RELEASE_POLICIES"), ("eval_core.vocab", "ORDER_NAMES"),
+              ("eval_core.ranking.paired_tests", "TEST_NAMES")]
+
+
+@pytest.mark.parametrize(("module", "name"), REGISTRIES, ids=[f"{m}.{n}" for m, n in REGISTRIES])
+def test_every_registry_entry_is_in_the_cli_reference(module: str, name: str) -> None:
+    entries = tuple(getattr(importlib.import_module(module), name))
+    text = (DOCS / "cli.md").read_text(encoding="utf-8")
+    missing = [e for e in entries if not re.search(rf"(?<![\w-]){re.escape(str(e))}(?![\w-])", text)]
+    assert entries and missing == [], f"{module}.{name}: {missing} not offered by any command"
+
+
+def test_the_architecture_doc_names_real_registries() -> None:
+    """Every `module.NAME` the architecture doc's one-source table names exists."""
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    table = text[text.index("## One source for every list"):text.index("## Contracts")]
+    named = set(re.findall(r"`((?:eval_core|db)(?:\.[a-z_]+)+)\.([A-Z][A-Z_]+)`", table))
+    assert named
+    assert sorted(f"{m}.{n}" for m, n in named if not hasattr(importlib.import_module(m), n)) == []

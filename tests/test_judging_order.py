@@ -247,6 +247,9 @@ def test_migration_gives_existing_projects_pool_order_and_a_check(empty_store_ur
                              "agreement_threshold, created_at) VALUES (1, 'old', 0, 3, 2, 1.0, 0.6, "
                              "'2026-01-02 03:04:05')")
     assert upgrade(engine, "0005") == "0005"
+    with engine.connect() as conn:  # read at 0005 in SQL: today's models hold columns of later revisions
+        assert conn.exec_driver_sql("SELECT queue_order FROM projects").scalar_one() == "pool"
+    upgrade(engine)
     assert get_project(engine, "old").queue_order == "pool"
     assert set_queue_order(engine, "old", "model-uncertain", actor=OPERATOR).queue_order == "model-uncertain"
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:

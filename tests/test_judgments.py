@@ -11,11 +11,7 @@ import pytest
 
 from eval_core.errors import InputError
 from eval_core.io.judgments import check_judgments, parse_scale, read_judgments
-
-
-def write_jsonl(path: Path, records: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return path
+from tests.helpers import write_jsonl
 
 
 def rec(q: str = "q1", f: str = "d1", a: str = "ann", grade: object = 2, **extra: object) -> dict:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from eval_core.ranking.metrics import KERNELS, parse_metrics
-from eval_core.ranking.registry import CUTOFF_KINDS, METRICS, REGISTRY, cutoff_free
+from eval_core.ranking.registry import METRICS, REGISTRY, cutoff_free
+from eval_core.vocab import CUTOFF_KINDS
 
 
 def test_every_registered_metric_has_one_kernel_with_its_formula() -> None:

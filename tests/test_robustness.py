@@ -19,7 +19,7 @@ from test_store_release import judge
 from annotator.cli import main
 from eval_core.consensus import RULES, consensus
 from eval_core.ranking.evaluation import evaluate
-from eval_core.robustness import kendall_tau, resample_labels, robustness
+from eval_core.robustness import _signs, resample_labels, robustness, tau_b
 
 L3 = 1 / math.log2(3)  # the discount at rank 2
 COLS = ["query_id", "fragment_id", "annotator", "grade"]
@@ -165,6 +165,12 @@ def test_tau_matrix_equals_scipy_kendalltau():
             expected = kendalltau(x, y).statistic  # τ-b, as scipy computes it by default
             got = report.tau[i][j]
             assert (got is None) if np.isnan(expected) else got == pytest.approx(expected, abs=1e-12)
+
+
+def kendall_tau(x: list[float], y: list[float]) -> float | None:
+    """τ-b of two score vectors through robustness's own matrix form (None when either ranks every run equal)."""
+    value = tau_b(_signs(np.asarray([x], dtype=np.float64)), _signs(np.asarray([y], dtype=np.float64)))[0, 0]
+    return None if np.isnan(value) else float(value)
 
 
 def test_kendall_tau_with_ties_and_undefined():

@@ -1,7 +1,8 @@
 """Rules where the data lives: every store operation that changes a project checks its actor itself.
 
-An annotator, a deactivated lead and an unknown name each get PermissionError from every operation, and the
-database is byte-for-byte what it was; the CLI operator and an active lead may."""
+An annotator, a deactivated lead and an unknown name each get Refused (a PermissionError) from every operation,
+and the database is byte-for-byte what it was; the CLI operator and an active lead may. A missing name is
+NotFound and a taken one Conflict, each still the built-in an older `except` names."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from db.judging import record_judgment
 from db.pooling import pool
 from db.projects import add_guideline, create_project, set_grade_labels, update_policy
 from db.releases import create_release
+from eval_core.errors import USER_ERRORS, Conflict, NotFound, Refused
 
 
 def _snapshot(engine) -> dict[str, list]:
@@ -72,7 +74,7 @@ def test_annotators_deactivated_leads_and_strangers_change_nothing(engine, setup
     before = _snapshot(engine)
     for actor, why in (("ann1", "only a lead may do this; 'ann1' is annotator"), ("gone", "'gone' is deactivated"),
                        ("nobody", "no user named 'nobody'")):
-        with pytest.raises(PermissionError, match=why):
+        with pytest.raises(Refused, match=why):
             OPERATIONS[name](engine, queue, files, actor)
         assert _snapshot(engine) == before, f"{name} by {actor} wrote something"
     OPERATIONS[name](engine, queue, files, "lea")  # an active lead may
@@ -91,3 +93,14 @@ def test_an_adjudication_names_its_lead(engine, setup):
     queue, files = setup
     with pytest.raises(PermissionError, match="name an active lead"):
         OPERATIONS["adjudicate"](engine, queue, files, OPERATOR)
+
+
+def test_missing_and_taken_names_are_domain_errors_the_old_excepts_still_catch(engine, setup):
+    with pytest.raises(NotFound, match="no project named 'absent'") as missing:
+        pool(engine, "absent", 5, actor=OPERATOR)
+    with pytest.raises(Conflict, match="project 'demo' already exists") as taken:
+        create_project(engine, "demo", actor=OPERATOR)
+    with pytest.raises(NotFound, match="no user named 'nobody'"):
+        assign(engine, "demo", overlap=1, annotators=["nobody"], actor=OPERATOR)
+    assert isinstance(missing.value, LookupError) and isinstance(taken.value, ValueError)
+    assert issubclass(Refused, PermissionError) and all(issubclass(e, USER_ERRORS) for e in (Refused, NotFound, Conflict))

@@ -7,9 +7,9 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# The baseline's length when it was written (26 modules of db/ and annotator/; 24 after the app split). Lower this number
+# The baseline's length when it was written (26 modules of db/ and annotator/; 21 now). Lower this number
 # when you fix a module; a test that fails because the list grew is the point.
-MAX_BASELINE = 24
+MAX_BASELINE = 21
 
 
 def _config() -> dict:

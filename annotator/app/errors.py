@@ -1,5 +1,6 @@
-"""Refusals as one sentence: a store that says no (PermissionError, ValueError, LookupError) is shown in the
-page as what was not done and why; the traceback goes to the server log, never to the browser."""
+"""Refusals as one sentence: a store that says no (eval_core.errors.USER_ERRORS: Refused, NotFound, Conflict,
+bad values, a failing model endpoint) is shown in the page as what was not done and why; the traceback goes
+to the server log, never to the browser."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from contextlib import contextmanager
 import streamlit as st
 
 from annotator.app.text import literal
+from eval_core.errors import USER_ERRORS
 
-REFUSALS = (PermissionError, ValueError, LookupError)
 log = logging.getLogger("qrelkit.app")
 
 
@@ -28,6 +29,6 @@ def user_errors(action: str = "Not done") -> Iterator[None]:
     "No release: <why>." (the reason shown literally) instead of a traceback, and logs the details."""
     try:
         yield
-    except REFUSALS as exc:
+    except USER_ERRORS as exc:
         log.warning("%s: %s", action, exc, exc_info=True)
         st.error(literal(f"{action}: {sentence(exc)}"))

@@ -10,6 +10,7 @@ from annotator.app import session as auth
 from annotator.app import state
 from annotator.app.sidebar import project_picker
 from annotator.app.text import literal
+from eval_core.vocab import Role
 
 PAGES = Path(__file__).resolve().parent / "screens"
 
@@ -54,7 +55,7 @@ def main() -> None:
     st.set_page_config(page_title="qrelkit", layout="wide")  # no material page_icon: its favicon is fetched from Google
     state.engine()
     user = auth.current_user()
-    is_lead = user is not None and user.role == "lead"
+    is_lead = user is not None and user.role == Role.LEAD
     judge, lead = judge_pages(), lead_pages(visible=is_lead)
     page = st.navigation({"Judge": judge, "Lead": lead} if is_lead else judge + lead,
                          position="sidebar" if user is not None else "hidden")
@@ -63,7 +64,7 @@ def main() -> None:
         return
     sidebar(user)
     if not is_lead and page.url_path in {p.url_path for p in lead}:
-        auth.not_allowed(user, "lead")
+        auth.not_allowed(user, Role.LEAD)
         return
     page.run()
 

@@ -19,6 +19,7 @@ from annotator.app import state
 from annotator.app.session import require_role
 from annotator.app.text import highlighted, literal
 from db import projects
+from eval_core.vocab import Role
 
 MISSING = "—"
 FRAGMENT_STYLE = ("font-family: inherit; font-size: 1.05rem; line-height: 1.6; white-space: pre-wrap; "
@@ -65,7 +66,7 @@ def table(frame: pd.DataFrame, headers: dict[str, str], digits: dict[str, int] |
 
 def lead_page(title: str) -> tuple[Engine, Any]:
     """Stop anyone who is not a lead (also when the page is opened by URL), then title the page."""
-    user = require_role("lead")
+    user = require_role(Role.LEAD)
     st.title(title)
     return state.engine(), user
 

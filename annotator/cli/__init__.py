@@ -7,7 +7,7 @@ import importlib
 import os
 import sys
 
-from eval_core.errors import InputError
+from eval_core.errors import USER_ERRORS
 
 # Every command and the module whose `register(subparsers)` adds it, in the order `qrelkit --help` lists them.
 # `qrelkit CMD …` imports and registers only CMD's module (tests/test_metrics_startup.py checks this table
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except (InputError, LookupError, ValueError, PermissionError, RuntimeError) as exc:
+    except USER_ERRORS as exc:
         print(f"qrelkit: error: {exc}", file=sys.stderr)
         for line in getattr(exc, "more", ()):
             print(f"qrelkit: rejected: {line}", file=sys.stderr)

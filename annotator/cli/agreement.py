@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from annotator.cli.common import LazyChoices, scale_type
 from eval_core.errors import InputError
+from eval_core.thresholds import AGREEMENT_THRESHOLD
 
 DEFAULT_SCALE = (0, 3)
 
@@ -45,7 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scale", type=scale_type, default=DEFAULT_SCALE, help="grading scale low-high (default 0-3)")
     p.add_argument("--level", choices=["ordinal", "nominal", "interval"], default="ordinal",
                    help="level of Krippendorff's α used for the verdict (default ordinal)")
-    p.add_argument("--threshold", type=float, default=0.6, help="α below this marks the guideline ambiguous")
+    p.add_argument("--threshold", type=float, default=AGREEMENT_THRESHOLD,
+                   help="α below this marks the guideline ambiguous (default %(default)s)")
     p.add_argument("--by", choices=["query", "category", "guideline", "kind"],
                    help="α per query, category or guideline; kind: human–human beside each model judge against "
                         "each human and the human consensus (κ, α, bias)")
@@ -150,7 +152,11 @@ def format_cross_check(checks: list[ReferenceCheck]) -> str:
 
 
 def format_table(report: AgreementReport) -> str:
-    """Plain-text report: chance-corrected coefficients beside raw agreement and prevalence (kappa paradox)."""
+    """Plain-text report: chance-corrected coefficients beside raw agreement and prevalence (kappa paradox); the
+    coefficients are eval_core.agreement.table's rows, as the Agreement page shows them ("*": the level the
+    verdict reads)."""
+    from eval_core.agreement.table import coefficient_rows, cut_rows
+
     boot = report.bootstrap
     lines = [
         f"{report.n_units} pairs, {report.n_queries} queries, {report.n_annotators} annotators, "
@@ -161,15 +167,11 @@ def format_table(report: AgreementReport) -> str:
         "",
         "grade prevalence  " + "  ".join(f"{g}: {s:.1%}" if s is not None else f"{g}: -"
                                          for g, s in report.prevalence.items()),
-        "raw agreement     " + (f"{report.raw_agreement.value:.3f}" if report.raw_agreement.defined
-                                else "undefined"),
     ]
-    rows = [(f"Krippendorff α {lv}" + (" *" if lv == report.level else ""), c) for lv, c in report.alpha.items()]
-    rows += [("Fleiss κ", report.fleiss_kappa), ("Gwet AC1", report.ac1),
-             ("Gwet AC2 linear", report.ac2["linear"]), ("Gwet AC2 quadratic", report.ac2["quadratic"])]
-    rows += [(f"α at cut ≥ {label}", c) for label, c in report.cuts.items()]
-    rows += [(f"mean Cohen κ {w}", c) for w, c in report.light_kappa.items()]
-    lines += [f"{name:<26}{_c(c)}" for name, c in rows]
+    primary = f"Krippendorff α ({report.level})"
+    rows = [(name + (" *" if name == primary else ""), c) for name, c in coefficient_rows(report) + cut_rows(report)]
+    width = max(len(name) for name, _ in rows) + 2
+    lines += [f"{name:<{width}}{_c(c)}" for name, c in rows]
     lines += ["", "Cohen's κ per annotator pair (on pairs both graded):",
               f"  {'a':<12}{'b':<12}{'n':>6}  {'unweighted':<28}{'linear':<28}quadratic"]
     for k in report.kappa:
@@ -249,7 +251,9 @@ def format_calibration(report: CalibrationReport) -> str:
 
 def _c(c: Coefficient) -> str:
     """A coefficient for the table: value and CI with two spaces between, or why it is undefined."""
-    return c.text(3).replace(" [", "  [")
+    from eval_core.agreement.table import DIGITS
+
+    return c.text(DIGITS).replace(" [", "  [")
 
 
 def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str) -> None:

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 
 from annotator.cli.common import LazyChoices, db_option, print_json, stage_bar, store_engine
+from eval_core.thresholds import MODEL_THRESHOLD
 
 CHANGED_LISTED = 20
 
@@ -46,7 +47,6 @@ def cmd_release(args: argparse.Namespace) -> int:
     """Create the next release and print its card."""
     from db.accounts.permissions import OPERATOR
     from db.releases import RELEASE_STEPS, create_release
-    from eval_core.consensus import MODEL_THRESHOLD
 
     engine = store_engine(args)
     bar, step = stage_bar(RELEASE_STEPS, "release")
@@ -174,12 +174,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--min-grades", type=int, default=1, help="real grades a pair needs unless adjudicated")
     p.add_argument("--user", default=None, help="act as this lead, recorded as the release's author (checked)")
     p.add_argument("--policy", default="humans-only", metavar="POLICY",
-                   choices=LazyChoices("eval_core.consensus", "RELEASE_POLICIES"),
+                   choices=LazyChoices("eval_core.vocab", "RELEASE_POLICIES"),
                    help="%(choices)s (default humans-only): model-fills-gaps gives pairs no person graded a model "
                         "judge's grade, only if its quadratic κ with the human consensus clears --model-threshold")
     p.add_argument("--model-threshold", type=float, default=None,
                    help="least quadratic-weighted κ of the model with the human consensus on the guideline "
-                        "version in force (default 0.6)")
+                        f"version in force (default {MODEL_THRESHOLD:g})")
 
     p = command("adjudicate", cmd_adjudicate, "Record a lead's final grade for a pair (the latest decision is in "
                                               "force; it wins over the consensus rule).")

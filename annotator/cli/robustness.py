@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _from_files(args: argparse.Namespace, progress: Callable[[int], object]) -> RobustnessReport:
     """File mode: judgments, optional adjudications and run files; names are the files' names."""
-    from eval_core.io.judgments import read_adjudications, read_judgments, relevant_from
+    from eval_core.io.judgments import read_adjudications, read_judgments
     from eval_core.robustness import robustness
 
     scale = args.scale or (0, 3)
@@ -61,7 +61,7 @@ def _from_files(args: argparse.Namespace, progress: Callable[[int], object]) -> 
     adjudications = read_adjudications(args.adjudications, scale) if args.adjudications else None
     return robustness(frame, dict(zip(names, args.runs, strict=True)), metric=args.metric,
                       adjudications=adjudications, scale=scale, rule=args.rule, bootstrap=args.bootstrap,
-                      seed=args.seed, rel_level=relevant_from(scale) if args.rel_level is None else args.rel_level,
+                      seed=args.seed, rel_level=args.rel_level,
                       models=args.model, progress=progress)
 
 

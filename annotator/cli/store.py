@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from annotator.cli.common import LazyChoices, db_option, print_json, store_engine
+from eval_core.thresholds import AGREEMENT_THRESHOLD
 
 
 def _project_report(info) -> dict:
@@ -160,7 +161,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _scale_options(p, "the project")
     p.add_argument("--overlap", type=int, default=2, help="annotators per pair (default 2)")
     p.add_argument("--fraction", type=float, default=1.0, help="fraction of pairs that get the overlap (default 1)")
-    p.add_argument("--threshold", type=float, default=0.6, help="agreement below this flags the guideline")
+    p.add_argument("--threshold", type=float, default=AGREEMENT_THRESHOLD,
+                   help="agreement below this flags the guideline (default %(default)s)")
     db_option(p)
     p.set_defaults(func=cmd_project_create)
     p = project.add_parser("list", help="list projects")
@@ -174,7 +176,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = project.add_parser("set", help="change a project setting")
     p.add_argument("name")
     p.add_argument("--queue-order", required=True, metavar="ORDER",
-                   choices=LazyChoices("eval_core.judging_order", "ORDER_NAMES"),
+                   choices=LazyChoices("eval_core.vocab", "ORDER_NAMES"),
                    help="the order annotators get their pairs in, within the query in progress: %(choices)s "
                         "(see docs/judging_order.md)")
     db_option(p)
@@ -202,7 +204,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="judgments: the guideline version of judgments whose line names none (default: the version "
                         "in force; the report says which)")
     p.add_argument("--annotator-kind", default=None, metavar="KIND",
-                   choices=LazyChoices("eval_core.io.judgments", "ANNOTATOR_KINDS"),
+                   choices=LazyChoices("eval_core.vocab", "ANNOTATOR_KINDS"),
                    help="judgments: the file's annotators are %(choices)s (default: as its annotator_kind column "
                         "says, else human; a line that says otherwise refuses the file); model judges never count "
                         "in human-human agreement (see docs/judges.md)")

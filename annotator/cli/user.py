@@ -11,8 +11,7 @@ import getpass
 import sys
 
 from annotator.cli.common import db_option, print_json, store_engine
-
-ROLE_CHOICES = ("annotator", "lead")  # db.accounts.users.ROLES, repeated here so `--help` does not import the store
+from eval_core.vocab import ROLES as ROLE_CHOICES  # standard library only: `--help` loads no store
 
 
 def _read_password(args: argparse.Namespace, name: str) -> str | None:
@@ -72,8 +71,11 @@ def cmd_user_set_password(args: argparse.Namespace) -> int:
     from db.accounts.permissions import OPERATOR
     from db.accounts.users import set_password
 
+    password = _read_password(args, args.name)
+    if password is None:  # set-password has no --no-password: _read_password always returns one
+        raise ValueError("set-password needs a password")
     engine = store_engine(args)
-    print_json(_report(set_password(engine, args.name, _read_password(args, args.name), actor=OPERATOR)))
+    print_json(_report(set_password(engine, args.name, password, actor=OPERATOR)))
     return 0
 
 

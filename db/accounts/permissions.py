@@ -13,6 +13,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from db.store.models import User
+from eval_core.errors import Refused
+from eval_core.vocab import Role
 
 
 class Operator:
@@ -26,21 +28,21 @@ OPERATOR: Final = Operator()
 Actor = str | Operator
 
 
-def require_role(session: Session, actor: Actor, role: str = "lead") -> int | None:
+def require_role(session: Session, actor: Actor, role: str = Role.LEAD) -> int | None:
     """The actor's user id after checking it is an active account of `role` (leads may do what annotators
-    may); None for the CLI operator. Raises PermissionError naming who and why."""
+    may); None for the CLI operator. Raises Refused (a PermissionError) naming who and why."""
     if isinstance(actor, Operator):
         return None
     row = session.execute(select(User.id, User.role, User.active).where(User.username == actor)).first()
     if row is None:
-        raise PermissionError(f"no user named {actor!r}")
+        raise Refused(f"no user named {actor!r}")
     if not row.active:
-        raise PermissionError(f"{actor!r} is deactivated")
-    if role == "lead" and row.role != "lead":
-        raise PermissionError(f"only a lead may do this; {actor!r} is {row.role}")
+        raise Refused(f"{actor!r} is deactivated")
+    if role == Role.LEAD and row.role != Role.LEAD:
+        raise Refused(f"only a lead may do this; {actor!r} is {row.role}")
     return int(row.id)
 
 
 def require_lead(session: Session, actor: Actor) -> int | None:
     """An active lead (or the CLI operator) may change a project's setup, adjudicate and release."""
-    return require_role(session, actor, "lead")
+    return require_role(session, actor, Role.LEAD)

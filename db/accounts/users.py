@@ -19,8 +19,9 @@ from sqlmodel import Session, select
 from db.accounts.permissions import Actor, Operator, require_lead, require_role
 from db.store.engine import session_scope
 from db.store.models import User, UserSession, utcnow
+from eval_core.errors import Conflict, NotFound
+from eval_core.vocab import ROLES, AnnotatorKind
 
-ROLES = ("annotator", "lead")
 MIN_PASSWORD_LENGTH = 8  # NIST SP 800-63B: memorized secrets of at least 8 characters
 MAX_PASSWORD_LENGTH = 1024  # long passphrases are welcome; megabytes of input are not
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1}
@@ -37,7 +38,7 @@ class UserInfo:
     role: str
     active: bool
     can_login: bool
-    kind: str = "human"  # or "model": a model judge (see db.judges)
+    kind: str = AnnotatorKind.HUMAN.value  # or a model judge (see db.judges)
 
 
 def check_password(password: str) -> str:
@@ -83,7 +84,7 @@ def user_row(session: Session, username: str) -> User:
     """The row for `username`, or LookupError naming it."""
     user = session.exec(select(User).where(User.username == username)).first()
     if user is None:
-        raise LookupError(f"no user named {username!r}")
+        raise NotFound(f"no user named {username!r}")
     return user
 
 
@@ -112,7 +113,7 @@ def create_user(engine: Engine, username: str, role: str, password: str | None =
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         if session.exec(select(User.id).where(User.username == name)).first() is not None:
-            raise ValueError(f"user {name!r} already exists")
+            raise Conflict(f"user {name!r} already exists")
         user = User(username=name, role=role, password_hash=hashed)
         session.add(user)
         session.flush()

@@ -11,6 +11,7 @@ from db.projects import project_row, project_scale
 from db.store.engine import session_scope
 from db.store.models import Adjudication, Fragment, Guideline, Judgment, JudgmentHistory, Pair, Query, User
 from eval_core.consensus import consensus
+from eval_core.errors import NotFound
 
 JUDGMENT_COLUMNS = ["query_id", "fragment_id", "annotator", "grade", "note", "guideline", "category",
                     "cant_judge_reason", "pair_id", "annotator_kind"]
@@ -107,7 +108,7 @@ def pair_id(engine: Engine, project: str, query_id: str, fragment_id: str) -> in
                                 .where(Pair.project_id == project_id, Query.external_id == query_id,
                                        Fragment.external_id == fragment_id)).scalar_one_or_none()
     if found is None:
-        raise LookupError(f"no pair ({query_id}, {fragment_id}) in project {project!r}")
+        raise NotFound(f"no pair ({query_id}, {fragment_id}) in project {project!r}")
     return int(found)
 
 

@@ -9,8 +9,9 @@ from sqlalchemy import JSON, CheckConstraint, DateTime, Index, Text, TypeDecorat
 from sqlmodel import Field, SQLModel
 
 from eval_core.consensus import RULES
-from eval_core.io.judgments import ANNOTATOR_KINDS
-from eval_core.judging_order import DEFAULT_ORDER, ORDER_NAMES
+from eval_core.judging_order import DEFAULT_ORDER
+from eval_core.thresholds import AGREEMENT_THRESHOLD
+from eval_core.vocab import ANNOTATOR_KINDS, ORDER_NAMES, ROLES, AnnotatorKind
 
 
 def utcnow() -> datetime:
@@ -44,9 +45,9 @@ class User(SQLModel, table=True):
 
     __tablename__ = "users"
     __table_args__ = (
-        CheckConstraint("role IN ('annotator', 'lead')", name="ck_users_role"),
+        CheckConstraint(f"role IN ({', '.join(repr(r) for r in ROLES)})", name="ck_users_role"),
         CheckConstraint(f"kind IN ({', '.join(repr(k) for k in ANNOTATOR_KINDS)})", name="ck_users_kind"),
-        CheckConstraint("kind = 'model' OR (model_name IS NULL AND prompt_version IS NULL)",
+        CheckConstraint(f"kind = '{AnnotatorKind.MODEL}' OR (model_name IS NULL AND prompt_version IS NULL)",
                         name="ck_users_model_fields"),
     )
     id: int | None = Field(default=None, primary_key=True)
@@ -55,7 +56,8 @@ class User(SQLModel, table=True):
     password_hash: str | None = Field(default=None, max_length=400)
     active: bool = True
     created_at: datetime = _ts()
-    kind: str = Field(default="human", max_length=10, sa_column_kwargs={"server_default": "human"})
+    kind: str = Field(default=AnnotatorKind.HUMAN.value, max_length=10,
+                      sa_column_kwargs={"server_default": AnnotatorKind.HUMAN.value})
     model_name: str | None = Field(default=None, max_length=200)
     prompt_version: str | None = Field(default=None, max_length=64)
     model_params: dict | None = Field(default=None, sa_type=JSON)
@@ -79,7 +81,7 @@ class Project(SQLModel, table=True):
     scale_max: int = 3
     overlap: int = 2
     overlap_fraction: float = 1.0
-    agreement_threshold: float = 0.6
+    agreement_threshold: float = AGREEMENT_THRESHOLD
     grade_labels: dict | None = Field(default=None, sa_type=JSON)
     queue_order: str = Field(default=DEFAULT_ORDER, max_length=40, sa_column_kwargs={"server_default": DEFAULT_ORDER})
     created_at: datetime = _ts()

@@ -19,10 +19,11 @@ from eval_core.agreement.coefficients import (
     kappa_from_confusion,
 )
 from eval_core.agreement.types import Coefficient
+from eval_core.thresholds import AGREEMENT_THRESHOLD
 
 DEFAULT_WEIGHTS = "linear"
 DEFAULT_RECENT = 20  # the drift check reads each annotator's last this many control judgments
-DEFAULT_THRESHOLD = 0.6
+DEFAULT_THRESHOLD = AGREEMENT_THRESHOLD  # an annotator's κ with the settled grades is flagged below it
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,8 @@ from eval_core.agreement.types import (
     KappaPair,
 )
 from eval_core.io.judgments import annotator_kinds, check_judgments, read_judgments
+from eval_core.thresholds import AGREEMENT_THRESHOLD
+from eval_core.vocab import AnnotatorKind
 
 BY_FIELDS = {"query": "query_id", "category": "category", "guideline": "guideline"}
 RELIABLE, TENTATIVE = 0.800, 0.667
@@ -93,7 +95,7 @@ def human_judgments(judgments: pd.DataFrame, models: Sequence[str] = ()) -> pd.D
     if "annotator_kind" not in judgments.columns and not models:
         return judgments
     kinds = annotator_kinds(judgments, models)
-    return judgments[judgments["annotator"].astype(str).map(kinds).eq("human").to_numpy()]
+    return judgments[judgments["annotator"].astype(str).map(kinds).eq(AnnotatorKind.HUMAN).to_numpy()]
 
 
 def _load(judgments: pd.DataFrame | str | Path, scale: tuple[int, int], models: Sequence[str]) -> pd.DataFrame:
@@ -104,7 +106,7 @@ def _load(judgments: pd.DataFrame | str | Path, scale: tuple[int, int], models: 
 
 
 def agreement_report(judgments: pd.DataFrame | str | Path, scale: tuple[int, int] = (0, 3),
-                     level: str = "ordinal", threshold: float = 0.6, by: str | None = None,
+                     level: str = "ordinal", threshold: float = AGREEMENT_THRESHOLD, by: str | None = None,
                      bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95, top: int = 10,
                      progress: bool = False, models: Sequence[str] = ()) -> AgreementReport:
     """Agreement of a judgments set: every coefficient with a query-clustered bootstrap CI, diagnostics, verdict.
@@ -256,7 +258,7 @@ def weakest_boundary(cuts: dict[str, Coefficient]) -> Boundary | None:
     return Boundary(label, value)
 
 
-def assess(alpha: Coefficient, level: str, threshold: float = 0.6, *, weakest: Boundary | None,
+def assess(alpha: Coefficient, level: str, threshold: float = AGREEMENT_THRESHOLD, *, weakest: Boundary | None,
            diagnostics: Diagnostics, raw: float | None, prevalence: dict[str, float | None],
            ac2: float | None) -> Assessment:
     """Verdict on α with reasons a lead can act on; guideline versions are judged the same way."""

@@ -28,7 +28,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 from tqdm import tqdm
 
-from eval_core.errors import InputError
+from eval_core.errors import InputError, Problems
 from eval_core.io.formats import detect_format, read_qrels, read_qrels_jg
 from eval_core.io.records import (
     SEMICOLON_HINT,
@@ -41,6 +41,7 @@ from eval_core.io.records import (
     semicolon_separated,
 )
 from eval_core.io.spreadsheet import escape_cell, unescape_cell
+from eval_core.vocab import ANNOTATOR_KINDS
 
 KEY = ("query_id", "fragment_id", "annotator")
 REQUIRED = (*KEY, "grade")
@@ -52,8 +53,6 @@ CANT_JUDGE = ("", "null", "none", "na", "n/a")
 ADJUDICATION_COLUMNS = ["query_id", "fragment_id", "grade", "reason", "by"]
 # Who an annotator is (the judgments frame's `annotator_kind`): a person, or a model judge (model name and
 # prompt version recorded), which never counts in human-human agreement.
-ANNOTATOR_KINDS = ("human", "model")
-MAX_PROBLEMS = 100
 _INT = re.compile(r"[+-]?\d+")
 
 
@@ -177,7 +176,7 @@ def read_judgments(path: str | Path, scale: tuple[int, int] = (0, 3), keep: str 
 def read_adjudications(path: str | Path, scale: tuple[int, int] = (0, 3)) -> pd.DataFrame:
     """Lead decisions: flat records (query_id, fragment_id, grade, optional reason and by) or the
     `adjudication` of a release's lines; one integer grade on the scale per pair, else path:line."""
-    adjudications, problems = [], _Problems(path)
+    adjudications, problems = [], Problems(path)
     seen: dict[tuple[str, str], int] = {}
     for lineno, rec in iter_records(path):
         if ("grades" in rec or "annotator" in rec) and _field(rec, "adjudication", path) in (None, ""):
@@ -196,24 +195,8 @@ def read_adjudications(path: str | Path, scale: tuple[int, int] = (0, 3)) -> pd.
             continue
         seen[pair] = lineno
         adjudications.append((*pair, grade, _optional(rec, "reason", path), _optional(rec, "by", path)))
-    problems.result(pd.DataFrame(), pd.DataFrame()).raise_problems()
+    JudgmentsFile(pd.DataFrame(), pd.DataFrame(), problems.items, problems.total).raise_problems()
     return pd.DataFrame(adjudications, columns=ADJUDICATION_COLUMNS).astype({"grade": "int64"})
-
-
-class _Problems:
-    """Collects a file's problems (the first MAX_PROBLEMS kept) so one pass reports every bad line."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path, self.total = str(path), 0
-        self.items: list[InputError] = []
-
-    def add(self, line: int | None, problem: str) -> None:
-        self.total += 1
-        if len(self.items) < MAX_PROBLEMS:
-            self.items.append(InputError(self.path, line, problem))
-
-    def result(self, judgments: pd.DataFrame, adjudications: pd.DataFrame) -> JudgmentsFile:
-        return JudgmentsFile(judgments, adjudications, self.items, self.total)
 
 
 def _field(rec: dict, name: str, path: str | Path) -> object:
@@ -305,7 +288,7 @@ def _flat_rows(rec: dict, path: str | Path, scale: tuple[int, int]) -> list[dict
 def read_judgments_file(path: str | Path, scale: tuple[int, int] = (0, 3), keep: str = "error",
                         progress: bool = False) -> JudgmentsFile:
     """The exact reader: every record in order, each problem named with its line (none raised here)."""
-    problems = _Problems(path)
+    problems = Problems(path)
     rows: dict[tuple[str, str, str], dict] = {}
     first_line: dict[tuple[str, str, str], int] = {}
     adjudications: dict[tuple[str, str], tuple] = {}
@@ -342,7 +325,7 @@ def read_judgments_file(path: str | Path, scale: tuple[int, int] = (0, 3), keep:
     columns = [*REQUIRED, *(name for name in OPTIONAL if name in optional_seen)]
     frame = pd.DataFrame(list(rows.values()), columns=[*columns, "line"])
     decided = pd.DataFrame(list(adjudications.values()), columns=[*ADJUDICATION_COLUMNS, "line"])
-    return problems.result(_typed(frame), decided)
+    return JudgmentsFile(_typed(frame), decided, problems.items, problems.total)
 
 
 def _columnar_table(path: str | Path) -> pa.Table | None:
@@ -582,7 +565,7 @@ def read_qrels_judgments(path: str | Path, annotator: str, scale: tuple[int, int
     frame = pd.DataFrame({"query_id": read["query_id"].astype(str), "fragment_id": read["doc_id"].astype(str),
                           "annotator": names.astype(str), "grade": read["grade"].to_numpy(),
                           "line": _data_lines(label, header=fmt == "beir")})
-    problems = _Problems(label)
+    problems = Problems(label)
     low, high = scale
     for line, grade in frame.loc[(frame["grade"] < low) | (frame["grade"] > high), ["line", "grade"]].itertuples(
             index=False):
@@ -592,8 +575,8 @@ def read_qrels_judgments(path: str | Path, annotator: str, scale: tuple[int, int
             problems.add(int(line), f"{name} {value!r} contains whitespace; TREC qrels and run files separate "
                                     f"fields by whitespace, so ids cannot hold any")
     frame = frame[(frame["grade"] >= low) & (frame["grade"] <= high)]
-    return problems.result(_typed(frame[[*REQUIRED, "line"]]).assign(line=frame["line"].to_numpy()),
-                           pd.DataFrame(columns=[*ADJUDICATION_COLUMNS, "line"]))
+    return JudgmentsFile(_typed(frame[[*REQUIRED, "line"]]).assign(line=frame["line"].to_numpy()),
+                         pd.DataFrame(columns=[*ADJUDICATION_COLUMNS, "line"]), problems.items, problems.total)
 
 
 def judgments_file_hint(path: str | Path) -> str | None:

@@ -29,6 +29,7 @@ from eval_core.agreement.report import agreement_report, annotator_kinds
 from eval_core.agreement.types import Coefficient
 from eval_core.consensus import consensus
 from eval_core.io.judgments import check_judgments
+from eval_core.vocab import AnnotatorKind
 
 PAIR = ["query_id", "fragment_id"]
 CONSENSUS = "human consensus"
@@ -235,7 +236,7 @@ def calibration(judgments: pd.DataFrame, scale: tuple[int, int] = (0, 3), models
     kinds = annotator_kinds(judgments, models)
     frame = check_judgments(judgments.drop(columns=["annotator_kind"], errors="ignore"), scale)
     frame = frame[frame["grade"].notna()]
-    is_model = frame["annotator"].map(kinds).eq("model").to_numpy()
+    is_model = frame["annotator"].map(kinds).eq(AnnotatorKind.MODEL).to_numpy()
     humans, machines = frame[~is_model], frame[is_model]
     agreed = consensus(humans, rule=rule, adjudications=adjudications, scale=scale)
     reference = agreed[[*PAIR, "grade"]].rename(columns={"grade": "consensus"})
@@ -252,5 +253,5 @@ def calibration(judgments: pd.DataFrame, scale: tuple[int, int] = (0, 3), models
             str(name), len(rows), vs_consensus, vs_humans, human_baseline(humans, rows, scale),
             *(_groups(with_consensus, humans, str(name), f, scale) for f in GROUP_FIELDS)))
     return CalibrationReport((scale[0], scale[1]), rule, upper_half(scale),
-                             sorted(a for a, kind in kinds.items() if kind == "human"), result)
+                             sorted(a for a, kind in kinds.items() if kind == AnnotatorKind.HUMAN), result)
 

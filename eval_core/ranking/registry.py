@@ -8,9 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# How a metric takes its argument: "k" a required cutoff (expanded over --k when not given), "optional"
-# a cutoff that may be left off (then the whole ranking counts), "none" no argument, "p" a persistence.
-CUTOFF_KINDS = ("k", "optional", "none", "p")
+from eval_core.vocab import CutoffKind
+
 DEFAULT_K = (1, 3, 5, 10, 20, 100)
 DEFAULT_P = 0.8
 
@@ -20,7 +19,7 @@ class Metric:
     """One metric: its name, how it takes a cutoff, its definition, where it comes from, its name elsewhere."""
 
     name: str
-    cutoff: str
+    cutoff: CutoffKind | str  # how it takes its argument (eval_core.vocab.CutoffKind)
     definition: str
     citation: str
     trec_eval: str = "—"

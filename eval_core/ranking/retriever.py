@@ -142,8 +142,8 @@ def run_frame(results: Mapping[str, list[tuple[str, float | None]]], order: Sequ
 
 async def aevaluate_retriever(qrels: Any, queries: Mapping[str, str] | str | Path,
                               retriever: Callable[..., Any], *, k: Sequence[int] = DEFAULT_K,
-                              metrics: Sequence[str] | None = None, rel_level: int = 1, categories: Any = None,
-                              concurrency: int = 8, run_path: str | Path | None = None,
+                              metrics: Sequence[str] | None = None, rel_level: int | None = None,
+                              categories: Any = None, concurrency: int = 8, run_path: str | Path | None = None,
                               name: str | None = None, progress: bool = True) -> RetrieverEvaluation:
     """`evaluate_retriever` for code already inside an event loop (await it there)."""
     started = time.perf_counter()
@@ -174,7 +174,7 @@ async def aevaluate_retriever(qrels: Any, queries: Mapping[str, str] | str | Pat
 
 
 def evaluate_retriever(qrels: Any, queries: Mapping[str, str] | str | Path, retriever: Callable[..., Any], *,
-                       k: Sequence[int] = DEFAULT_K, metrics: Sequence[str] | None = None, rel_level: int = 1,
+                       k: Sequence[int] = DEFAULT_K, metrics: Sequence[str] | None = None, rel_level: int | None = None,
                        categories: Any = None, concurrency: int = 8, run_path: str | Path | None = None,
                        name: str | None = None, progress: bool = True) -> RetrieverEvaluation:
     """Call `retriever(query_text)` for every golden query, keep the run (TREC file if run_path) and evaluate it.

@@ -16,16 +16,15 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import Server, login, serving
-from tests.browser.conftest import wait_idle as wait_idle_within
+from tests.browser.pages import AGREEMENT_LEAD as LEAD
+from tests.browser.pages import HTML_QUERY, MARKDOWN_NAME, SLOW, judgments, settled, tiles
+from tests.browser.pages import wait_drawn as wait_idle
 from tests.conftest import ROOT
+from tests.helpers import write_jsonl
 
 pytestmark = pytest.mark.browser
 
-LEAD = ("lead", "lead-password-1")
-MARKDOWN_NAME = "![t](http://127.0.0.1:9/x.png)"
-HTML_QUERY = "<b>x</b>"
 PLANTED_HOST = "127.0.0.1:9"
-SLOW = 90_000  # ms: the first agreement report of a session is computed, then cached
 BOOTSTRAP = 200  # the app's replicates (views_agreement.APP_BOOTSTRAP); the CLI gets the same and the same seed
 
 
@@ -37,29 +36,6 @@ class Agreement:
     annotators: list[str]
     json: dict
     table: str
-
-
-def judgments(annotators: list[str], seed: int) -> list[dict]:
-    """Seeded grades on 0–3 for 6 queries × 8 fragments, each annotator off by one now and then; on the
-    query with HTML in its id the planted annotator disagrees by three grades (the most disputed pair)."""
-    rng = np.random.default_rng(seed)
-    queries = ["q1", "q2", "q3", "q4", "q5", HTML_QUERY]
-    rows = []
-    for q, query in enumerate(queries):
-        for f in range(8):
-            truth = int(rng.choice(4, p=[0.4, 0.3, 0.2, 0.1]))
-            for annotator in annotators:
-                grade = int(np.clip(truth + rng.choice([-1, 0, 1], p=[0.15, 0.7, 0.15]), 0, 3))
-                if query == HTML_QUERY and f == 0:
-                    grade = 3 if annotator == MARKDOWN_NAME else 0
-                rows.append({"query_id": query, "fragment_id": f"f{q}_{f}", "annotator": annotator, "grade": grade})
-    return rows
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    """Records as JSON lines."""
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def build_store(folder: Path, annotators: list[str]) -> str:
@@ -113,11 +89,6 @@ def agreement(request, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agr
         yield Agreement(server, annotators, data, table)
 
 
-def wait_idle(page, timeout: float = SLOW) -> None:
-    """Wait until the script run is over and drawn (the first report of a session takes a while)."""
-    wait_idle_within(page, timeout)
-
-
 def open_agreement(page, server: Server, requests: list[str]) -> None:
     """Log in as the lead, recording every request the page makes, and follow the sidebar link to Agreement."""
     page.on("request", lambda request: requests.append(request.url))
@@ -128,29 +99,14 @@ def open_agreement(page, server: Server, requests: list[str]) -> None:
     wait_idle(page)
 
 
-def tiles(page) -> dict[str, tuple[str, str]]:
-    """Each headline metric as label → (value, caption under it), as the browser shows them (read once the
-    tiles, drawn by lazily loaded code, are on screen)."""
-    expect(page.get_by_test_id("stMetric").first).to_be_visible()
-    wait_idle(page)
-    out = {}
-    columns = page.locator("[data-testid='stColumn']").filter(has=page.get_by_test_id("stMetric"))
-    for i in range(columns.count()):
-        column = columns.nth(i)
-        label = column.get_by_test_id("stMetricLabel").inner_text().strip()
-        value = column.get_by_test_id("stMetricValue").inner_text().strip()
-        out[label] = (value, column.get_by_test_id("stCaptionContainer").first.inner_text().strip())
-    return out
-
-
 def ci_text(ci: list[float]) -> str:
     """A CI as the page prints it."""
     return f"95% CI {ci[0]:.2f} – {ci[1]:.2f}"
 
 
 def light_kappa_ci(table: str, weight: str) -> list[float]:
-    """The mean pairwise κ CI from the CLI's table (`mean Cohen κ quadratic    0.612  [0.501, 0.702]`)."""
-    match = re.search(rf"mean Cohen κ {weight}\s+(-?[\d.]+)\s+\[(-?[\d.]+), (-?[\d.]+)\]", table)
+    """The mean pairwise κ CI from the CLI's table (`Cohen's κ (quadratic) mean of pairs  0.612  [0.501, 0.702]`)."""
+    match = re.search(rf"Cohen's κ \({weight}\)(?: mean of pairs)?\s+(-?[\d.]+)\s+\[(-?[\d.]+), (-?[\d.]+)\]", table)
     assert match, table
     return [float(match.group(2)), float(match.group(3))]
 
@@ -191,5 +147,5 @@ def test_planted_markdown_and_html_render_literally(agreement: Agreement, page) 
     assert page.locator("[data-testid='stMain'] b", has_text=re.compile("^x$")).count() == 0
     assert page.locator("[data-testid='stMain'] img").count() == 0
     assert page.get_by_role("combobox", name="Annotator A").input_value() == MARKDOWN_NAME
-    page.wait_for_timeout(1000)
+    settled(page)
     assert not [url for url in requests if PLANTED_HOST in url]

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import Server, login, screenshot, wait_idle
-from tests.browser.test_pages_browser import open_page, show_tab
+from tests.browser.pages import open_page, show_tab
 
 pytestmark = pytest.mark.browser
 

@@ -12,8 +12,11 @@ from collections.abc import Iterator
 import pytest
 
 from tests.browser.conftest import Server, login, screenshot, serving
-from tests.browser.test_agreement_browser import LEAD, SLOW, judgments, tiles, wait_idle, write_jsonl
+from tests.browser.pages import AGREEMENT_LEAD as LEAD
+from tests.browser.pages import SLOW, judgments, settled, tiles
+from tests.browser.pages import wait_drawn as wait_idle
 from tests.conftest import ROOT
+from tests.helpers import write_jsonl
 
 pytestmark = pytest.mark.browser
 
@@ -85,5 +88,5 @@ def test_model_section_shows_the_clis_numbers_and_the_name_literally(served, pag
     assert page.locator("[data-testid='stMain'] img").count() == 0
     page.get_by_role("heading", name="Model judges vs humans").scroll_into_view_if_needed()
     screenshot(page, "agreement_model_judges")
-    page.wait_for_timeout(1000)
+    settled(page)
     assert not [url for url in requests if PLANTED_HOST in url]

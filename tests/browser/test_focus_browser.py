@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,18 +12,13 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import CHROMIUM, Server, login, serving, wait_idle
 from tests.conftest import require
+from tests.helpers import write_jsonl
 
 pytestmark = pytest.mark.browser
 
 FRAGMENT_BOX = ".st-key-fragment_box"
 PROJECTS = ("alpha", "beta")  # store order: the app opens on alpha (QRELKIT_PROJECT names no project here)
 USERS = {"mouse": "ana", "keyboard": "bo", "twice": "cy"}  # one account per test: none sees another's grades
-
-
-def write_jsonl(path: Path, records: list[dict]) -> Path:
-    """Records as JSONL for the store's importers."""
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,9 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import CHROMIUM, Server, login, wait_idle
-from tests.browser.test_pages_browser import MARKUP_TAGS, PLANT, accounts, jsonl, qrelkit, serve
+from tests.browser.pages import MARKUP_TAGS, PLANT, accounts, qrelkit, serve, settled
 from tests.conftest import require
+from tests.helpers import write_jsonl
 
 pytestmark = pytest.mark.browser
 
@@ -37,10 +38,10 @@ def labelled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     set_grade_labels(engine, PROJECT, LABELS, actor=OPERATOR)
     engine.dispose()
     accounts(db, ("ana", "annotator"))
-    qrelkit("import", "queries", jsonl(folder / "q.jsonl", [{"id": "q", "text": "plazo de envío"}]),
+    qrelkit("import", "queries", write_jsonl(folder / "q.jsonl", [{"id": "q", "text": "plazo de envío"}]),
             "--project", PROJECT, "--db", db)
     fragments = [{"id": f"f{i}", "text": f"Fragmento {i} sobre envíos."} for i in (1, 2, 3)]
-    qrelkit("import", "fragments", jsonl(folder / "f.jsonl", fragments), "--project", PROJECT, "--db", db)
+    qrelkit("import", "fragments", write_jsonl(folder / "f.jsonl", fragments), "--project", PROJECT, "--db", db)
     (folder / "r.run").write_text("q Q0 f1 1 3 x\nq Q0 f2 2 2 x\nq Q0 f3 3 1 x\n", encoding="utf-8")
     qrelkit("import", "run", str(folder / "r.run"), "--project", PROJECT, "--db", db)
     qrelkit("pool", "--project", PROJECT, "--depth", "10", "--bm25", "0", "--db", db)
@@ -70,5 +71,5 @@ def test_grade_names_with_markup_show_literally_fetch_nothing_and_grade_by_numbe
         page.wait_for_timeout(100)
         frame = judgments_frame(get_engine(labelled.db_url), PROJECT)
     assert frame[["fragment_id", "annotator", "grade"]].values.tolist() == [["f1", "ana", 2]]
-    page.wait_for_timeout(300)
+    settled(page)
     assert requests == []

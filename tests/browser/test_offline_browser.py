@@ -9,6 +9,7 @@ import re
 import pytest
 
 from tests.browser.conftest import Server, login, wait_idle
+from tests.browser.pages import settled
 
 pytestmark = pytest.mark.browser
 
@@ -29,5 +30,5 @@ def test_no_page_sends_a_request_outside_the_app(demo_server: Server, page) -> N
         wait_idle(page)
     page.reload()
     wait_idle(page)
-    page.wait_for_timeout(500)
+    settled(page)
     assert elsewhere == []

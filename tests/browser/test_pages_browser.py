@@ -4,36 +4,41 @@ and the Adjudicate page's counters after saving."""
 
 from __future__ import annotations
 
-import io
 import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from tests.browser.conftest import (
     CHROMIUM,
     ROOT,
     Server,
-    free_port,
     login,
     screenshot,
-    stop_server,
     until,
-    wait_healthy,
     wait_idle,
 )
+from tests.browser.pages import (
+    FRAGMENT_BOX,
+    MARKUP_TAGS,
+    PLANT,
+    accounts,
+    main_text,
+    open_page,
+    qrelkit,
+    serve,
+    settled,
+    show_tab,
+    wait_for_texts,
+)
 from tests.conftest import require
+from tests.helpers import write_jsonl
 
 pytestmark = pytest.mark.browser
 
-PLANT = "http://127.0.0.1:9"  # the discard port: nothing answers, and no request may even be tried
 # Every piece of planted markup wraps text starting "zz", so an element made from data is easy to spot.
 PROJECT = "**zzproj** <b>zzp</b>"
 QUERY_ID = "**zzq1**<b>zzx</b>"
@@ -48,49 +53,9 @@ ANNOTATOR = f"![zza]({PLANT}/annotator.png) <b>zzmal</b>"
 NOTE = f'**zznota** <img src="{PLANT}/note.png">'
 REASON = f"[zzrazón]({PLANT}/reason) <b>zzr</b>"
 LABELS = {1: "Partly", 2: "Mostly", 3: "Fully"}
-FRAGMENT_BOX = ".st-key-fragment_box"
 MADE_FROM_DATA = """els => els.filter(e => e.tagName === 'IMG' || (e.tagName === 'SCRIPT' && e.textContent.includes('alert('))
     || (e.getAttribute('href') || e.getAttribute('src') || '').startsWith('http://127.0.0.1:9')
     || e.innerText.startsWith('zz')).map(e => e.tagName + ':' + e.innerText)"""
-MARKUP_TAGS = "img, script, iframe, a, b, i, strong, em, del, code, li, h1, h2, h3, h4, h5, h6"
-
-
-def qrelkit(*args: str, stdin: str = "") -> None:
-    """Run one `qrelkit` command in this process (stdin holds e.g. a password) and require success."""
-    from annotator.cli import main
-
-    saved = sys.stdin
-    sys.stdin = io.StringIO(stdin)
-    try:
-        assert main(list(args)) == 0, args
-    finally:
-        sys.stdin = saved
-
-
-def jsonl(path: Path, records: list[dict]) -> str:
-    """Write records as JSONL; returns the path as a string for the CLI."""
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-    return str(path)
-
-
-def serve(db_url: str, project: str, folder: Path) -> Iterator[Server]:
-    """`qrelkit serve` on a free port with `project` preselected, until the caller's fixture ends."""
-    port = free_port()
-    env = dict(os.environ, QRELKIT_PROJECT=project, PYTHONPATH=str(ROOT))
-    with (folder / "serve.log").open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "annotator", "serve", "--db", db_url, "--port", str(port)],
-                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        wait_healthy(f"http://127.0.0.1:{port}", proc)
-        yield Server(f"http://127.0.0.1:{port}", db_url)
-    finally:
-        stop_server(proc)
-
-
-def accounts(db: str, *names: tuple[str, str]) -> None:
-    """`qrelkit user add NAME --role ROLE --password-stdin` for each (name, role); password NAME-password."""
-    for name, role in names:
-        qrelkit("user", "add", name, "--role", role, "--password-stdin", "--db", db, stdin=f"{name}-password\n")
 
 
 @pytest.fixture(scope="module")
@@ -104,9 +69,9 @@ def three(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     qrelkit("init", "--db", db)
     qrelkit("project", "create", PROJECT, "--scale", "1-3", "--labels", "1=Partly,2=Mostly,3=Fully", "--db", db)
     accounts(db, ("ana", "annotator"), ("bo", "annotator"), ("lea", "lead"))
-    qrelkit("import", "queries", jsonl(folder / "q.jsonl", [{"id": QUERY_ID, "text": QUERY_TEXT}]),
+    qrelkit("import", "queries", write_jsonl(folder / "q.jsonl", [{"id": QUERY_ID, "text": QUERY_TEXT}]),
             "--project", PROJECT, "--db", db)
-    qrelkit("import", "fragments", jsonl(folder / "f.jsonl", [FRAGMENT, *OTHERS]), "--project", PROJECT, "--db", db)
+    qrelkit("import", "fragments", write_jsonl(folder / "f.jsonl", [FRAGMENT, *OTHERS]), "--project", PROJECT, "--db", db)
     (folder / "r.run").write_text("".join(f"{QUERY_ID} Q0 {f['id']} {i} {9 - i} x\n"
                                           for i, f in enumerate([FRAGMENT, *OTHERS], 1)), encoding="utf-8")
     qrelkit("import", "run", str(folder / "r.run"), "--name", RUN, "--project", PROJECT, "--db", db)
@@ -115,10 +80,10 @@ def three(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     judged = [{"query_id": QUERY_ID, "fragment_id": f, "annotator": a, "grade": g, "note": n}
               for f, a, g, n in ((FRAGMENT["id"], ANNOTATOR, 1, NOTE), (FRAGMENT["id"], "ben", 3, None),
                                  ("f2", ANNOTATOR, 3, None), ("f2", "ben", 1, None))]
-    qrelkit("import", "judgments", jsonl(folder / "j.jsonl", judged), "--project", PROJECT, "--db", db)
+    qrelkit("import", "judgments", write_jsonl(folder / "j.jsonl", judged), "--project", PROJECT, "--db", db)
     decided = [{"query_id": QUERY_ID, "fragment_id": "f2", "grades": {ANNOTATOR: 3, "ben": 1},
                 "adjudication": {"grade": 2, "reason": REASON, "by": "lea"}}]
-    qrelkit("import", "judgments", jsonl(folder / "a.jsonl", decided), "--project", PROJECT, "--db", db)
+    qrelkit("import", "judgments", write_jsonl(folder / "a.jsonl", decided), "--project", PROJECT, "--db", db)
     yield from serve(db, PROJECT, folder)
 
 
@@ -131,9 +96,9 @@ def five(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     qrelkit("init", "--db", db)
     qrelkit("project", "create", "five", "--scale", "1-5", "--overlap", "1", "--db", db)
     accounts(db, ("cai", "annotator"))
-    qrelkit("import", "queries", jsonl(folder / "q.jsonl", [{"id": "q", "text": "plazo de envío"}]),
+    qrelkit("import", "queries", write_jsonl(folder / "q.jsonl", [{"id": "q", "text": "plazo de envío"}]),
             "--project", "five", "--db", db)
-    qrelkit("import", "fragments", jsonl(folder / "f.jsonl", [FRAGMENT | {"id": "f1"}, *OTHERS]),
+    qrelkit("import", "fragments", write_jsonl(folder / "f.jsonl", [FRAGMENT | {"id": "f1"}, *OTHERS]),
             "--project", "five", "--db", db)
     (folder / "r.run").write_text("q Q0 f1 1 3 x\nq Q0 f2 2 2 x\nq Q0 f3 3 1 x\n", encoding="utf-8")
     qrelkit("import", "run", str(folder / "r.run"), "--project", "five", "--db", db)
@@ -158,7 +123,7 @@ def returns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             "todo", "--db", db)
     accounts(db, ("ana", "annotator"), ("lea", "lead"))
     queries = [json.loads(line) for line in (data / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
-    qrelkit("import", "queries", jsonl(folder / "q.jsonl", [q for q in queries if q["id"] in wanted]),
+    qrelkit("import", "queries", write_jsonl(folder / "q.jsonl", [q for q in queries if q["id"] in wanted]),
             "--project", name, "--db", db)
     qrelkit("import", "fragments", str(data / "fragments.jsonl"), "--project", name, "--db", db)
     ranked = [line.split() for line in (data / "baseline.run").read_text(encoding="utf-8").splitlines()]
@@ -174,7 +139,7 @@ def returns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         grade = max(1, truth.get((qid, fid), 0))
         judged += [{"query_id": qid, "fragment_id": fid, "annotator": "ben", "grade": grade},
                    {"query_id": qid, "fragment_id": fid, "annotator": "carla", "grade": min(3, grade + i % 2)}]
-    qrelkit("import", "judgments", jsonl(folder / "j.jsonl", judged), "--project", name, "--db", db)
+    qrelkit("import", "judgments", write_jsonl(folder / "j.jsonl", judged), "--project", name, "--db", db)
     qrelkit("release", "--project", name, "--user", "lea", "--db", db)  # so Releases and Evaluate have content
     yield from serve(db, name, folder)
 
@@ -236,44 +201,6 @@ def planted_requests(page) -> list[str]:
     return seen
 
 
-def open_page(page, title: str) -> None:
-    """Open another page from the sidebar menu and wait until its address shows and its run is done."""
-    before = page.url
-    link = page.get_by_test_id("stSidebarNav").get_by_role("link", name=re.compile(f"{title}$"))
-    for attempt in range(3):  # a click landing while the login's follow-up run redraws the menu can be lost
-        wait_idle(page)
-        link.click()
-        try:
-            page.wait_for_function("old => location.href !== old", arg=before, timeout=10_000)
-            break
-        except PlaywrightTimeout:
-            if attempt == 2:
-                raise
-    wait_idle(page)
-    if page.locator(FRAGMENT_BOX).count():  # st.html draws the fragment a moment after the run ends
-        expect(page.locator(".qrelkit-fragment")).to_be_visible()
-    assert page.get_by_test_id("stException").all_inner_texts() == [], title
-
-
-def show_tab(page, name: str) -> None:
-    """Open a tab and wait until it is the selected one and every element in it is drawn."""
-    tab = page.get_by_role("tab", name=name)
-    tab.click()
-    expect(tab).to_have_attribute("aria-selected", "true")
-    wait_idle(page)
-
-
-def main_text(page) -> str:
-    """Everything the main area and the sidebar show, as text."""
-    return page.get_by_test_id("stMain").inner_text() + "\n" + page.get_by_test_id("stSidebar").inner_text()
-
-
-def wait_for_texts(page, *texts: str) -> None:
-    """Wait until the main area and the sidebar show every one of `texts` (elements, tab panels and st.html
-    content are drawn after the run that sends them); the caller asserts them."""
-    until(page, lambda: all(text in main_text(page) for text in texts))
-
-
 def no_markup_rendered(page) -> None:
     """No element came out of data: no image, no planted script (the app's own cookie script is allowed), no link
     to the planted address, and no bold, italic, heading, list or code element around planted text (all
@@ -294,7 +221,7 @@ def test_annotate_shows_every_planted_field_literally_and_loads_nothing(three: S
     for planted in planted_fields:
         assert planted in text, planted
     no_markup_rendered(page)
-    page.wait_for_timeout(500)
+    settled(page)
     assert requests == []
 
 
@@ -325,7 +252,7 @@ def test_project_page_shows_planted_names_literally_and_loads_nothing(three: Ser
     assert ANNOTATOR in main_text(page)
     assert PROJECT in main_text(page)
     no_markup_rendered(page)
-    page.wait_for_timeout(500)
+    settled(page)
     assert requests == []
 
 
@@ -344,7 +271,7 @@ def test_adjudicate_page_shows_planted_fields_literally_and_loads_nothing(three:
     for planted in (PROJECT, QUERY_ID, QUERY_TEXT, "f2"):
         assert planted in text, planted
     no_markup_rendered(page)
-    page.wait_for_timeout(500)
+    settled(page)
     assert requests == []
 
 

@@ -17,27 +17,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import CHROMIUM, Server, login, serving
-from tests.browser.conftest import wait_idle as wait_idle_within
+from tests.browser.conftest import CHROMIUM, Server, serving
+from tests.browser.pages import KS, PAGE_METRICS, SLOW, choose, open_lead_page, settled, tables
+from tests.browser.pages import RESULTS_LEAD as LEAD
+from tests.browser.pages import wait_drawn as wait_idle
 from tests.conftest import ROOT, require
+from tests.helpers import write_jsonl
 
 pytestmark = pytest.mark.browser
 
-LEAD = ("lea", "lea-results-pass")
 TRAP = "http://127.0.0.1:9"  # nothing listens there: a request to it means Markdown was rendered
 PLANTED_RUN = f"![run]({TRAP}/run.png) *run* [link]({TRAP}/run)"
 PLANTED_LEAD = f"**boss** ![lead]({TRAP}/lead.png)"
 FORMULA_FRAGMENT = '=HYPERLINK("http://127.0.0.1:9/csv","x")'
 QUERIES = [f"q{i}" for i in range(1, 7)]
-SLOW = 90_000  # ms: the first evaluation of a session computes the diagnosis and the CIs
-PAGE_METRICS = "P@k,recall@k,ndcg@k,success@k,judged@k,mrr,map,rprec,bpref,ndcg,recall"
-KS = "1,3,5,10,20,100"
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    """A JSONL file for the store's importers."""
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def build_project(db_url: str, folder: Path) -> None:
@@ -93,34 +86,6 @@ def results_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]
     build_project(db_url, folder)
     with serving(db_url, folder) as server:
         yield server
-
-
-def wait_idle(page, timeout: float = SLOW) -> None:
-    """Wait until the script run is over and drawn (the Evaluate page computes a diagnosis: allow time)."""
-    wait_idle_within(page, timeout)
-
-
-def open_lead_page(page, server: Server, title: str) -> None:
-    """Log in as the lead and follow the sidebar link to a lead page."""
-    login(page, server.url, *LEAD)
-    page.locator("[data-testid='stSidebarNavLink']", has_text=title).first.click(timeout=SLOW)
-    page.get_by_role("heading", name=title).first.wait_for(timeout=SLOW)
-    wait_idle(page)  # the title comes first: let the run that draws it finish (an idle moment before it proves nothing)
-
-
-def choose(page, label: str, option: str | re.Pattern) -> None:
-    """Pick `option` in the selectbox labelled `label` (a string is matched as the whole literal text). The
-    caller then waits for what the pick's rerun shows: an idle moment right after the click proves nothing."""
-    box = page.locator("[data-testid='stSelectbox']").filter(
-        has=page.locator("[data-testid='stWidgetLabel']", has_text=re.compile(f"^{re.escape(label)}$")))
-    box.first.locator("input").click(timeout=SLOW)
-    page.get_by_role("option", name=option, exact=isinstance(option, str)).click(timeout=SLOW)
-
-
-def tables(page) -> list[list[list[str]]]:
-    """Every st.table on the page as rows of cell texts (header row first)."""
-    return page.evaluate("""() => [...document.querySelectorAll("[data-testid='stTable'] table")].map(
-        t => [...t.querySelectorAll('tr')].map(r => [...r.querySelectorAll('th,td')].map(c => c.innerText.trim())))""")
 
 
 def cli_means(server: Server, run_name: str, folder: Path, rel_level: int) -> dict[str, float]:
@@ -195,7 +160,7 @@ def test_a_markdown_run_name_shows_literally_on_evaluate(results_server: Server,
     choose(page, "Stored run", PLANTED_RUN)
     page.get_by_role("heading", name=re.compile(r"^Metrics of .*run.* on release 1")).first.wait_for(timeout=SLOW)
     wait_idle(page)
-    page.wait_for_timeout(1000)
+    settled(page)
     main = page.locator("[data-testid='stMain']")
     assert f"Metrics of {PLANTED_RUN} on release 1" in main.inner_text()
     assert main.locator(f"img[src^='{TRAP}'], a[href^='{TRAP}']").count() == 0
@@ -208,7 +173,7 @@ def test_a_markdown_lead_name_shows_literally_on_releases(results_server: Server
     open_lead_page(page, results_server, "Releases")
     page.get_by_text(re.compile(r"created by .*boss")).first.wait_for(timeout=SLOW)
     wait_idle(page)
-    page.wait_for_timeout(1000)
+    settled(page)
     main = page.locator("[data-testid='stMain']")
     assert f"created by {PLANTED_LEAD} on " in main.inner_text()
     assert main.locator(f"img[src^='{TRAP}']").count() == 0

@@ -14,17 +14,11 @@ from pathlib import Path
 import pytest
 
 from tests.browser.conftest import CHROMIUM, Server, serving
-from tests.browser.test_results_browser import (
-    KS,
-    LEAD,
-    PAGE_METRICS,
-    SLOW,
-    choose,
-    open_lead_page,
-    tables,
-    wait_idle,
-)
+from tests.browser.pages import KS, PAGE_METRICS, SLOW, choose, open_lead_page, tables
+from tests.browser.pages import RESULTS_LEAD as LEAD
+from tests.browser.pages import wait_drawn as wait_idle
 from tests.conftest import ROOT, require
+from tests.helpers import write_jsonl
 
 pytestmark = pytest.mark.browser
 
@@ -48,18 +42,14 @@ def build_project(db_url: str, folder: Path) -> None:
     create_project(engine, PROJECT, scale=(1, 3), actor=OPERATOR)
     docs = {q: [f"{q}-d{j}" for j in range(6)] for q in QUERIES}
 
-    def jsonl(name: str, rows: list[dict]) -> Path:
-        path = folder / name
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-        return path
-
-    import_queries(engine, PROJECT, jsonl("q.jsonl", [{"id": q, "text": f"pregunta {q}"} for q in QUERIES]),
-                   actor=OPERATOR)
-    import_fragments(engine, PROJECT, jsonl("f.jsonl", [{"id": d, "text": f"texto {d}"} for ds in docs.values()
-                                                         for d in ds]), actor=OPERATOR)
+    import_queries(engine, PROJECT, write_jsonl(folder / "q.jsonl", [{"id": q, "text": f"pregunta {q}"}
+                                                                     for q in QUERIES]), actor=OPERATOR)
+    import_fragments(engine, PROJECT, write_jsonl(folder / "f.jsonl", [{"id": d, "text": f"texto {d}"}
+                                                                       for ds in docs.values() for d in ds]),
+                     actor=OPERATOR)
     judged = [{"query_id": q, "fragment_id": d, "annotator": who, "grade": grade}
               for q, ds in docs.items() for d in ds for grade in [rng.choice((1, 1, 2, 3))] for who in ("ann", "bob")]
-    import_judgments(engine, PROJECT, jsonl("j.jsonl", judged), actor=OPERATOR)
+    import_judgments(engine, PROJECT, write_jsonl(folder / "j.jsonl", judged), actor=OPERATOR)
     lines = []
     for q, ds in docs.items():
         ranking = ds[:]

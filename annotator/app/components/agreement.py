@@ -15,6 +15,7 @@ from annotator.app.views import scale_of
 from db.projects import current_guideline
 from db.store import frames as queries_frames
 from eval_core.agreement.report import agreement_report
+from eval_core.agreement.table import DIGITS, coefficient_rows, cut_rows
 from eval_core.agreement.types import AgreementReport, Boundary, Coefficient, DisputedPair, GroupAlpha
 from eval_core.judges.calibration import (
     CONSENSUS,
@@ -24,6 +25,7 @@ from eval_core.judges.calibration import (
     ModelCalibration,
     calibration,
 )
+from eval_core.vocab import AnnotatorKind
 
 PAGES = Path(__file__).resolve().parent.parent / "screens"
 ADJUDICATE_KEY = "adjudicate_pair"  # the store's pair id the Adjudication page shows
@@ -181,28 +183,22 @@ def styled(frame: pd.DataFrame) -> Styler:
 TABLE_COLUMNS = ["coefficient", "value", "95% CI", "status", "scope"]
 
 
-def _row(name: str, c: Coefficient, threshold: float, scope: str) -> dict[str, Any]:
-    """One coefficient as a table row: value, CI, status (the reason when undefined, "below threshold" under
-    the project's threshold) and which judgments it covers."""
-    return {"coefficient": name, "value": c.value, "95% CI": c.ci_text(3, " – ") or MISSING,
-            "status": status_text(c, threshold), "scope": scope}
+def _frame(rows: list[tuple[str, Coefficient]], threshold: float, scope: str) -> pd.DataFrame:
+    """Rows of eval_core.agreement.table as a page table: value, CI, status (the reason when undefined, "below
+    threshold" under the project's threshold) and which judgments it covers."""
+    return pd.DataFrame([{"coefficient": name, "value": c.value, "95% CI": c.ci_text(DIGITS, " – ") or MISSING,
+                          "status": status_text(c, threshold), "scope": scope} for name, c in rows],
+                        columns=TABLE_COLUMNS)
 
 
 def coefficients_table(report: AgreementReport, threshold: float, scope: str) -> pd.DataFrame:
-    """Every coefficient side by side, so the kappa paradox (high raw agreement, low κ/α) is visible."""
-    rows = [_row(f"Krippendorff α ({level})", c, threshold, scope) for level, c in report.alpha.items()]
-    rows += [_row(f"Cohen's κ ({w}){' mean of pairs' if len(report.kappa) > 1 else ''}", c, threshold, scope)
-             for w, c in report.light_kappa.items()]
-    rows += [_row("Fleiss κ", report.fleiss_kappa, threshold, scope), _row("Gwet AC1", report.ac1, threshold, scope)]
-    rows += [_row(f"Gwet AC2 ({w})", c, threshold, scope) for w, c in report.ac2.items()]
-    rows.append(_row("Raw agreement", report.raw_agreement, threshold, scope))
-    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    """Every coefficient side by side (the CLI's table, eval_core.agreement.table.coefficient_rows)."""
+    return _frame(coefficient_rows(report), threshold, scope)
 
 
 def cuts_table(report: AgreementReport, threshold: float, scope: str) -> pd.DataFrame:
     """α of the scale binarised at each grade, labelled by the boundary it tests (e.g. 1|2)."""
-    return pd.DataFrame([_row(f"boundary {Boundary(cut, 0.0).label}", c, threshold, scope)
-                         for cut, c in report.cuts.items()], columns=TABLE_COLUMNS)
+    return _frame(cut_rows(report), threshold, scope)
 
 
 def kappa_table(report: AgreementReport) -> pd.DataFrame:
@@ -325,7 +321,7 @@ def cached_calibration(_engine: Engine, url: str, project: str, fingerprint: tup
     """Every model judge against the humans (None when no model judge graded), once per judgments fingerprint;
     the consensus takes the lead's decisions like a release does."""
     frame = cached_judgments(_engine, url, project, fingerprint)
-    if frame.empty or not frame["annotator_kind"].eq("model").any():
+    if frame.empty or not frame["annotator_kind"].eq(AnnotatorKind.MODEL).any():
         return None
     adjudications = queries_frames.adjudications_frame(_engine, project)[["query_id", "fragment_id", "grade"]]
     return calibration(frame, scale=scale, adjudications=adjudications)

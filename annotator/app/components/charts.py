@@ -11,6 +11,7 @@ import pandas as pd
 
 from eval_core.agreement.coefficients import WEIGHTS
 from eval_core.agreement.types import KappaPair
+from eval_core.thresholds import AGREEMENT_THRESHOLD
 
 
 def kappa_matrix(kappa: Sequence[KappaPair], weight: str = "quadratic") -> pd.DataFrame:
@@ -28,7 +29,7 @@ def kappa_matrix(kappa: Sequence[KappaPair], weight: str = "quadratic") -> pd.Da
     return pd.DataFrame(rows, columns=["a", "b", "value", "low", "high", "n", "status"])
 
 
-def kappa_heatmap(kappa: Sequence[KappaPair], weight: str = "quadratic", threshold: float = 0.6) -> alt.LayerChart:
+def kappa_heatmap(kappa: Sequence[KappaPair], weight: str = "quadratic", threshold: float = AGREEMENT_THRESHOLD) -> alt.LayerChart:
     """Pairwise Cohen's κ as a heatmap with each value printed in its cell: red below the threshold, green
     above, grey when undefined; cells are sized so names and values stay readable for any annotator count."""
     frame = kappa_matrix(kappa, weight)
@@ -104,7 +105,7 @@ def run_history_chart(history: pd.DataFrame, metric: str) -> alt.LayerChart | al
     return alt.layer(line, drops).properties(title=f"{metric} across releases")
 
 
-def agreement_trend_chart(trend: pd.DataFrame, threshold: float = 0.6) -> alt.LayerChart | alt.FacetChart:
+def agreement_trend_chart(trend: pd.DataFrame, threshold: float = AGREEMENT_THRESHOLD) -> alt.LayerChart | alt.FacetChart:
     """α per guideline version with its CI and the threshold rule: did the last edit help?"""
     frame = trend.copy()
     frame["guideline"] = frame["guideline"].astype(str)

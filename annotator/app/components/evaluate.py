@@ -16,6 +16,7 @@ from db import evaluations
 from db.store import frames as queries_frames
 from eval_core.ranking.evaluation import Evaluation, evaluate
 from eval_core.ranking.registry import REGISTRY, base_of, cutoff_free
+from eval_core.ranking.report import Diagnosis, diagnose
 from eval_core.ranking.significance import Comparison
 
 # The @k table's rows and the whole-ranking table's rows (every name checked against the metric registry).
@@ -64,6 +65,27 @@ def evaluate_run(qrels: pd.DataFrame, run: pd.DataFrame, ks: Sequence[int], cate
     --rel-level …` makes, so every cell can be checked against the CLI."""
     return evaluate(qrels, run, metrics=table_metrics(), k=tuple(sorted(ks)), rel_level=rel_level,
                     categories=dict(categories or {}) or None, name=name, scale=scale)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def scored_run(qrels: pd.DataFrame, run: pd.DataFrame, ks: tuple[int, ...], categories: dict[str, str] | None,
+               name: str, rel_level: int, scale: tuple[int, int], texts_of: tuple[str, str],
+               _texts: Mapping[str, str]) -> tuple[Evaluation, Diagnosis]:
+    """The run's evaluation and diagnosis, each computed once per release qrels, run and options: every widget
+    on the page reruns it, and none of these changed. `texts_of` (database URL, project) keys the fragment
+    texts the diagnosis quotes, which are not hashed."""
+    evaluation = evaluate_run(qrels, run, ks, categories, name, rel_level, scale)
+    diagnosis = diagnose(qrels, run, fragments=_texts, categories=categories or None, name=name,
+                         rel_level=rel_level, scale=scale)
+    return evaluation, diagnosis
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def compared_runs(database: str, project: str, version: int, name: str, run: pd.DataFrame,
+                  rivals: tuple[str, ...], metrics: tuple[str, ...], rel_level: int, _engine: Engine) -> Comparison:
+    """db.evaluations.compare_runs once per database, release, run, rivals, metrics and relevance level."""
+    return evaluations.compare_runs(_engine, project, version, (name, run), list(rivals), list(metrics),
+                                    rel_level=rel_level)
 
 
 def _number(value: float | None) -> str:

@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 from annotator import judge_client as prejudge
 from annotator.app import views
 from db import judges as model_judges
+from eval_core.errors import USER_ERRORS
 from eval_core.judges.prompt import DEFAULT_PROMPT
 
 JUDGE_HEADERS = {"username": "Model judge", "model": "Model", "prompt": "Prompt version", "params": "Parameters",
@@ -75,7 +76,7 @@ def _run(engine: Engine, project: Any, user: Any, base_url: str, model: str, ann
         report = model_judges.prejudge(engine, project.name, judge, model=model, annotator=annotator,
                                        concurrency=concurrency, limit=limit, on_progress=advance,
                                        actor=user.username)
-    except (ValueError, LookupError, PermissionError, RuntimeError) as exc:
+    except USER_ERRORS as exc:
         bar.empty()
         st.error(f"Stopped: {views.literal(exc)}")
         return

@@ -17,6 +17,7 @@ from annotator.app import state, views
 from annotator.app.components import context as views_context
 from db.judging import PairView, get_pair, next_pair, previous_pair, progress, record_judgment, undo_judgment
 from db.projects import ProjectInfo, current_guideline, get_project
+from eval_core.errors import USER_ERRORS, NotFound, Refused
 
 CANT_JUDGE_KEY = "X"
 FOCUS_KEY = "cant_judge_opened"  # how many times the reason field was opened in this session
@@ -48,7 +49,7 @@ def save_grade(username: str, view: PairView, grade: int | None) -> None:
     try:
         saved = record_judgment(state.engine(), pair_id, username, grade, note=note, cant_judge_reason=reason,
                                 seconds_spent=seconds)
-    except (ValueError, PermissionError, LookupError) as exc:
+    except USER_ERRORS as exc:
         st.session_state["flash"] = f"Not saved: {views.literal(exc)}."
         return
     if saved.changed and saved.revision == 1:
@@ -97,7 +98,7 @@ def current_view(project: str, username: str) -> PairView | None:
     if pair_id is not None:
         try:
             return get_pair(engine, project, username, pair_id)
-        except (LookupError, PermissionError):
+        except (NotFound, Refused):
             show(None)
     return next_pair(engine, project, username)
 

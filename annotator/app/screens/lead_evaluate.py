@@ -17,7 +17,6 @@ from db import evaluations, releases
 from eval_core.errors import InputError
 from eval_core.io.formats import read_run
 from eval_core.io.judgments import relevant_from
-from eval_core.ranking import report
 from eval_core.ranking.registry import DEFAULT_K
 
 K_CHOICES = (1, 3, 5, 10, 20, 50, 100)
@@ -69,9 +68,9 @@ rel_level = right.selectbox("Relevant from grade", grades, index=0,
 categories = views_evaluate.query_categories(engine, project)
 texts = views_evaluate.fragment_texts(engine, project.name)
 with st.spinner(f"Evaluating {literal(name)}…"):
-    evaluation = views_evaluate.evaluate_run(qrels, run, ks, categories, name, rel_level, (low, high))
-    diagnosis = report.diagnose(qrels, run, fragments=texts, categories=categories or None, name=name,
-                                rel_level=rel_level, scale=(low, high))
+    evaluation, diagnosis = views_evaluate.scored_run(qrels, run, tuple(sorted(ks)), dict(categories or {}) or None,
+                                                      name, rel_level, (low, high),
+                                                      (str(engine.url), project.name), texts)
     if run_name is not None:
         evaluations.ensure_evaluation(engine, project.name, run_name, version)
 
@@ -127,8 +126,8 @@ if others:
     metrics = st.multiselect("Metrics", evaluations.HEADLINE, default=[evaluations.HEADLINE[0]])
     if rivals and metrics:
         with st.spinner("Paired randomization tests…"):
-            comparison = evaluations.compare_runs(engine, project.name, version, (name, run), rivals, metrics,
-                                                  rel_level=rel_level)
+            comparison = views_evaluate.compared_runs(str(engine.url), project.name, version, name, run,
+                                                      tuple(rivals), tuple(metrics), rel_level, engine)
         for sentence in comparison.sentences():
             st.markdown(f"- {literal(sentence)}")
         views_evaluate.show_comparison(comparison)

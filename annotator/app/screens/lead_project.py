@@ -12,8 +12,9 @@ from annotator.app.errors import user_errors
 from db import assignment, evaluations, imports, judging, pooling, projects
 from db.accounts import users
 from eval_core.errors import InputError
-from eval_core.io.judgments import ANNOTATOR_KINDS
-from eval_core.judging_order import ORDER_NAMES, ORDERS
+from eval_core.judging_order import ORDERS
+from eval_core.thresholds import AGREEMENT_THRESHOLD
+from eval_core.vocab import ANNOTATOR_KINDS, ORDER_NAMES
 
 IMPORTERS = imports.IMPORT_KINDS
 BM25_MODES = ("top-k for queries no run covers", "top-N for every query", "off")
@@ -42,7 +43,7 @@ with st.expander("Create a project", expanded=not projects.list_projects(engine)
     high = c2.number_input("Highest grade", min_value=1, max_value=100, value=3)
     overlap = c3.number_input("Annotators per pair", min_value=1, max_value=20, value=2)
     fraction = c4.number_input("Fraction with overlap", min_value=0.01, max_value=1.0, value=1.0, step=0.05)
-    threshold = c5.number_input("Agreement threshold", min_value=-1.0, max_value=1.0, value=0.6, step=0.05)
+    threshold = c5.number_input("Agreement threshold", min_value=-1.0, max_value=1.0, value=AGREEMENT_THRESHOLD, step=0.05)
     names = st.text_input("Grade names (optional)", placeholder="1=Partly,2=Mostly,3=Fully — unnamed grades keep "
                           "the default (the bundled guideline's names on 0–3, else 'Grade g')")
     if st.form_submit_button("Create project"):

@@ -10,7 +10,10 @@ from annotator.app import views
 from annotator.app.components import releases as views_release
 from annotator.app.views import literal
 from db import releases
-from eval_core.consensus import MODEL_THRESHOLD, RELEASE_POLICIES, RULES
+from eval_core.consensus import RULES
+from eval_core.errors import USER_ERRORS
+from eval_core.thresholds import MODEL_THRESHOLD
+from eval_core.vocab import RELEASE_POLICIES
 
 POLICY_HELP = ("humans-only: labels come from people alone (default) · model-fills-gaps: a pair no person graded "
                "gets the model judge's grade, allowed only when its quadratic-weighted κ with the human consensus on "
@@ -38,7 +41,7 @@ with st.form("create-release"):
                 made = releases.create_release(engine, project.name, rule=rule, min_grades=int(min_grades),
                                                actor=user.username, policy=policy,
                                                model_threshold=float(model_threshold))
-        except (ValueError, RuntimeError, LookupError, PermissionError) as exc:
+        except USER_ERRORS as exc:
             st.error(f"No release: {literal(exc)}")
         else:
             st.success(f"Release {made.version} created ({rule}, at least {int(min_grades)} grade(s) per pair, "
