@@ -1,0 +1,136 @@
+"""Qrels and runs read as trec_eval reads them, and each query's ranking in trec_eval's order.
+
+trec_eval skips lines starting with `#` (a run's also after leading blanks) and blank run lines,
+keeps the run id of the last run line, and ranks by score descending (float64 in 10.0, float32 in
+version 9), ties by docid descending in byte order; the rank column is ignored. Queries are kept in
+byte order of their ids, the order trec_eval prints them in.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from eval_core.errors import InputError
+
+
+@dataclass
+class Qrels:
+    """Judgments per query id (byte order of ids): docid → relevance (may be negative: pooled, unjudged)."""
+
+    by_query: dict[str, dict[str, int]]
+
+
+@dataclass
+class Results:
+    """A run: per query id (byte order) its docids and their scores as read, and the last line's run id."""
+
+    by_query: dict[str, tuple[list[str], np.ndarray]]
+    run_id: str
+
+
+def _read_bytes(path: str | Path) -> bytes:
+    """A file's bytes, stdin for `-` (trec_eval reads a run from stdin that way)."""
+    if str(path) == "-":
+        return sys.stdin.buffer.read()
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(str(path), None, f"cannot read the file ({exc.strerror})") from exc
+    if not data:
+        raise InputError(str(path), None, "empty file")
+    return data
+
+
+def _decode(field: bytes) -> str:
+    """A field as text; bytes that are not UTF-8 kept one-to-one (surrogateescape) so byte order survives."""
+    return field.decode("utf-8", "surrogateescape")
+
+
+def byte_key(text: str) -> bytes:
+    """The bytes of a field, for trec_eval's strcmp order."""
+    return text.encode("utf-8", "surrogateescape")
+
+
+def read_qrels(path: str | Path) -> Qrels:
+    """A `qid iter docid rel` file (`-R qrels`); a docid judged twice for one query is refused, as trec_eval does."""
+    label = str(path)
+    out: dict[str, dict[str, int]] = {}
+    lines = _read_bytes(path).split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()  # the end of the last line, not a line
+    for number, line in enumerate(lines, 1):
+        if line.startswith(b"#"):
+            continue
+        fields = line.split()
+        if len(fields) != 4:  # a blank line too: trec_eval calls it malformed
+            raise InputError(label, number, f"expected 4 fields 'qid iter docid rel', found {len(fields)}")
+        qid, _, doc, rel = (_decode(f) for f in fields)
+        try:
+            grade = int(rel)
+        except ValueError:
+            raise InputError(label, number, f"relevance {rel!r} is not an integer") from None
+        judged = out.setdefault(qid, {})
+        if doc in judged:
+            raise InputError(label, number, f"docid {doc!r} is judged twice for query {qid!r}")
+        judged[doc] = grade
+    if not out:
+        raise InputError(label, None, "no qrels lines")
+    return Qrels({q: out[q] for q in sorted(out, key=byte_key)})
+
+
+def read_results(path: str | Path, float32: bool = False) -> Results:
+    """A `qid iter docid rank score runid` file (`-T trec_results`); fields after the run id are ignored.
+
+    Scores become float64 as trec_eval 10.0 reads them, or float32 (`float32=True`) as version 9 does.
+    A docid retrieved twice for one query is refused (trec_eval stops on it too).
+    """
+    label = str(path)
+    docs: dict[str, list[str]] = {}
+    scores: dict[str, list[float]] = {}
+    run_id = ""
+    for number, line in enumerate(_read_bytes(path).split(b"\n"), 1):
+        stripped = line.lstrip()
+        if not stripped or stripped.startswith(b"#"):
+            continue
+        fields = line.split()
+        if len(fields) < 6:
+            raise InputError(label, number, f"expected 6 fields 'qid iter docid rank score runid', found {len(fields)}")
+        qid, doc = _decode(fields[0]), _decode(fields[2])
+        try:
+            score = float(fields[4])
+        except ValueError:
+            raise InputError(label, number, f"score {_decode(fields[4])!r} is not a number") from None
+        docs.setdefault(qid, []).append(doc)
+        scores.setdefault(qid, []).append(score)
+        run_id = _decode(fields[5])
+    if not docs:
+        raise InputError(label, None, "no run lines")
+    dtype = np.float32 if float32 else np.float64
+    by_query = {}
+    for qid in sorted(docs, key=byte_key):
+        ids = docs[qid]
+        if len(set(ids)) != len(ids):
+            seen: set[str] = set()
+            dup = next(d for d in ids if d in seen or seen.add(d))  # type: ignore[func-returns-value]
+            raise InputError(label, None, f"docid {dup!r} is retrieved twice for query {qid!r}")
+        by_query[qid] = (ids, np.asarray(scores[qid], dtype=np.float64).astype(dtype))
+    return Results(by_query, run_id)
+
+
+def rank_query(docids: list[str], scores: np.ndarray, max_docs: int | None = None) -> list[str]:
+    """One query's docids in trec_eval's order: score descending, ties by docid descending (bytes); at most
+    `max_docs` of them (`-M`)."""
+    by_doc = sorted(range(len(docids)), key=lambda i: byte_key(docids[i]), reverse=True)
+    order = np.asarray(by_doc, dtype=np.int64)
+    order = order[np.argsort(-scores[order], kind="stable")] if len(order) else order
+    ranked = [docids[i] for i in order]
+    return ranked if max_docs is None else ranked[:max_docs]
+
+
+def ranked_docids(results: Results, max_docs: int | None = None) -> dict[str, list[str]]:
+    """Every query's ranked docids the trec_eval way (see `rank_query`), queries in byte order of their ids."""
+    return {qid: rank_query(ids, sc, max_docs) for qid, (ids, sc) in results.by_query.items()}
