@@ -155,3 +155,12 @@ def test_qrels_as_prefs_use_the_iter_column_as_judgment_group(tmp_path: Path) ->
     assert got["prefs_simp"] == 0.5 and got["prefs_avgjg"] == 0.5
     one = prefs_measures(prefs_from_qrels({"q": {"A": 1, "B": 0}}), {"q": ["A", "B"]})["q"]
     assert one["prefs_simp"] == 1.0 and one["prefs_num_prefs_poss"] == 1
+
+
+def test_prefs_built_in_python_are_checked_too() -> None:
+    """A doc twice in one sub-group, or sub-groups whose closure prefers A>B and B>A, cannot be evaluated."""
+    twice = _prefs([("u", "s", "A", 1), ("u", "s", "A", 0)])
+    cycle = _prefs([("u", "s1", "A", 2), ("u", "s1", "B", 1), ("u", "s2", "B", 2), ("u", "s2", "A", 1)])
+    for prefs in (twice, cycle):
+        with pytest.raises(ValueError):
+            prefs_measures(prefs, {"q": ["A", "B"]})

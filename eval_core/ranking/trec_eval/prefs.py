@@ -243,6 +243,8 @@ def _groups(judgments: Sequence[PrefJudgment], ranked: Sequence[str]) -> tuple[l
     by_jg: dict[str, list[PrefJudgment]] = {}
     for pj in judgments:
         by_jg.setdefault(pj.jg, []).append(pj)
+    if len({(pj.jg, pj.jsg, pj.docid) for pj in judgments}) != len(judgments):
+        raise ValueError("a docid is judged twice in one sub-group (trec_eval refuses it)")
     groups = []
     for jg in sorted(by_jg, key=byte_key):
         members = by_jg[jg]
@@ -270,6 +272,8 @@ def _array_group(members: list[PrefJudgment], rank: dict[str, int]) -> _Group:
     one from its last sub-group (byte order), as trec_eval's rel_array keeps it."""
     docs = sorted({pj.docid for pj in members}, key=byte_key)
     closed = _closure(docs, members)
+    if (closed & closed.T).any():
+        raise ValueError("the sub-groups of a judgment group contradict each other (trec_eval aborts on it)")
     last: dict[str, tuple[bytes, float]] = {}
     for pj in members:
         key = byte_key(pj.jsg)
@@ -413,6 +417,8 @@ def prefs_measures(prefs: Prefs, ranked: Mapping[str, Sequence[str]]) -> dict[st
 
     `ranked` holds each query's docids in trec_eval's preference order (`prefs_ranking`). Averaging over queries
     (`all`): `prefs_num_prefs_poss`, `_ful`, `_ful_ret` are summed; every other measure is the mean over queries.
+    trec_eval's `-l` and `-J` do not apply to preferences; `-M` does, through `prefs_ranking`. A `Prefs` built in
+    Python with a doc twice in one sub-group or contradicting sub-groups raises ValueError (the readers say where).
     """
     return {qid: _query_measures(judgments, ranked[qid])
             for qid, judgments in prefs.by_query.items() if qid in ranked}
