@@ -134,12 +134,12 @@ def test_read_prefs_skips_comments_and_keeps_hash_inside_a_docid(tmp_path: Path)
     ("q u s A 1\nq u s B\n", 2, "expected 5 fields"),
     ("q u s A 1\n\nq u s B 0\n", 2, "found 0"),
     ("q u s A high\n", 1, "not a number"),
-    ("q u s A 1\nq u s A 0\n", 2, "twice"),
+    ("q u s A 1\nq u s A 0\n", 2, "two rel_levels"),
     ("q u s1 A 1\nq u s1 B 0\nq u s2 B 2\nq u s2 C 1\nq u s2 A 0\n", 5, "rel_level 0"),
     ("q u s1 A 2\nq u s1 B 1\nq u s2 B 2\nq u s2 A 1\n", 1, "prefers"),
 ])
 def test_read_prefs_refuses_with_path_and_line(tmp_path: Path, text: str, line: int, words: str) -> None:
-    """Malformed lines, a doc twice in one sub-group, 0 and >0 for one doc in one group, and sub-groups that
+    """Malformed lines, a doc at two levels in one sub-group, 0 and >0 for one doc in one group, and sub-groups that
     contradict each other (A>B in s1, B>A in s2) are refused at the line that shows it."""
     path = _write(tmp_path, text)
     with pytest.raises(InputError) as err:
@@ -158,9 +158,18 @@ def test_qrels_as_prefs_use_the_iter_column_as_judgment_group(tmp_path: Path) ->
 
 
 def test_prefs_built_in_python_are_checked_too() -> None:
-    """A doc twice in one sub-group, or sub-groups whose closure prefers A>B and B>A, cannot be evaluated."""
+    """A doc at two levels in one sub-group, or sub-groups whose closure prefers A>B and B>A, cannot be evaluated."""
     twice = _prefs([("u", "s", "A", 1), ("u", "s", "A", 0)])
     cycle = _prefs([("u", "s1", "A", 2), ("u", "s1", "B", 1), ("u", "s2", "B", 2), ("u", "s2", "A", 1)])
     for prefs in (twice, cycle):
         with pytest.raises(ValueError):
             prefs_measures(prefs, {"q": ["A", "B"]})
+
+
+def test_a_repeated_line_counts_twice_in_a_one_sub_group_group() -> None:
+    """trec_eval keeps both copies of `A 1` in the class of level 1 (form_jg_ec): with B=0 that is 2 preferences,
+    both fulfilled by ranking A B; in a group of two sub-groups the copy adds nothing (one preference array cell)."""
+    once = _prefs([("u", "s", "A", 1), ("u", "s", "A", 1), ("u", "s", "B", 0)])
+    assert prefs_measures(once, {"q": ["A", "B"]})["q"]["prefs_num_prefs_poss"] == 2
+    array = _prefs([("u", "s", "A", 1), ("u", "s", "A", 1), ("u", "s", "B", 0), ("u", "t", "C", 1)])
+    assert prefs_measures(array, {"q": ["A", "B"]})["q"]["prefs_num_prefs_poss"] == 1

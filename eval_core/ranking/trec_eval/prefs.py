@@ -123,16 +123,17 @@ def _read(path: str | Path, width: int, layout: str) -> Prefs:
 
 
 def _check_query(label: str, qid: str, judgments: list[PrefJudgment], numbers: list[int]) -> None:
-    """Refuse what trec_eval refuses when it evaluates the query: a doc twice in one sub-group, a doc at 0 in one
-    sub-group and above 0 in another of the same group, and preferences of one group that contradict each other."""
+    """Refuse what trec_eval refuses when it evaluates the query: a doc at two rel_levels in one sub-group, a doc
+    at 0 in one sub-group and above 0 in another of the same group, and preferences of one group that contradict
+    each other. (A line repeated at the same level is kept: trec_eval counts it twice in a one-sub-group group.)"""
     groups: dict[str, list[int]] = {}
     seen: dict[tuple[str, str, str], int] = {}
     for i, pj in enumerate(judgments):
         key = (pj.jg, pj.jsg, pj.docid)
-        if key in seen:
-            raise InputError(label, numbers[i], f"docid {pj.docid!r} is judged twice in sub-group {pj.jsg!r} of "
-                             f"judgment group {pj.jg!r} for query {qid!r} (first on line {seen[key]})")
-        seen[key] = numbers[i]
+        if key in seen and judgments[seen[key]].rel_level != pj.rel_level:
+            raise InputError(label, numbers[i], f"docid {pj.docid!r} has two rel_levels in sub-group {pj.jsg!r} "
+                             f"of judgment group {pj.jg!r} for query {qid!r} (first on line {numbers[seen[key]]})")
+        seen.setdefault(key, i)
         groups.setdefault(pj.jg, []).append(i)
     for jg, members in groups.items():
         if len({judgments[i].jsg for i in members}) < 2:
@@ -243,8 +244,9 @@ def _groups(judgments: Sequence[PrefJudgment], ranked: Sequence[str]) -> tuple[l
     by_jg: dict[str, list[PrefJudgment]] = {}
     for pj in judgments:
         by_jg.setdefault(pj.jg, []).append(pj)
-    if len({(pj.jg, pj.jsg, pj.docid) for pj in judgments}) != len(judgments):
-        raise ValueError("a docid is judged twice in one sub-group (trec_eval refuses it)")
+    if len({(pj.jg, pj.jsg, pj.docid) for pj in judgments}) != len({(pj.jg, pj.jsg, pj.docid, pj.rel_level)
+                                                                      for pj in judgments}):
+        raise ValueError("a docid has two rel_levels in one sub-group (trec_eval refuses it)")
     groups = []
     for jg in sorted(by_jg, key=byte_key):
         members = by_jg[jg]
@@ -418,7 +420,7 @@ def prefs_measures(prefs: Prefs, ranked: Mapping[str, Sequence[str]]) -> dict[st
     `ranked` holds each query's docids in trec_eval's preference order (`prefs_ranking`). Averaging over queries
     (`all`): `prefs_num_prefs_poss`, `_ful`, `_ful_ret` are summed; every other measure is the mean over queries.
     trec_eval's `-l` and `-J` do not apply to preferences; `-M` does, through `prefs_ranking`. A `Prefs` built in
-    Python with a doc twice in one sub-group or contradicting sub-groups raises ValueError (the readers say where).
+    Python with a doc at two levels in one sub-group or contradicting sub-groups raises ValueError (the readers say where).
     """
     return {qid: _query_measures(judgments, ranked[qid])
             for qid, judgments in prefs.by_query.items() if qid in ranked}
