@@ -8,8 +8,9 @@ API (names kept for the `qrelkit trec_eval` command line):
 - `jg_measures(qrels_jg, ranked, params=None, *, rel_level=1, judged_only=False) -> dict[qid, dict[name, float]]`:
   per query in both (byte order of ids), values named as trec_eval prints them (`map_avgjg`, `P_avgjg_5`,
   `Rprec_mult_avgjg_0.20`, ...). `ranked` holds each query's docids in trec_eval's usual order (score descending,
-  ties by docid descending, cut at `-M`: `reading.ranked_docids`); an empty list scores a query with nothing
-  retrieved (`-c`). `params` maps "P_avgjg" to cutoffs and "Rprec_mult_avgjg" to multiples of R (sorted here, as
+  ties by docid descending, cut at `-M`: `reading.ranked_docids`); under `-c` trec_eval 10 scores a query
+  missing from the run against one bogus unjudged doc: pass that list (`["ceci_nest_pas_un_docno"]`) or an empty one,
+  the values are the same. `params` maps "P_avgjg" to cutoffs and "Rprec_mult_avgjg" to multiples of R (sorted here, as
   trec_eval sorts them); `rel_level` is `-l`, `judged_only` is `-J`. Every value is computed per judgment group,
   then averaged over the query's groups; the `all` value of each is the mean over queries.
 """

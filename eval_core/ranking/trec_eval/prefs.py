@@ -11,7 +11,8 @@ API (names kept for the `qrelkit trec_eval` command line):
   `max_docs` is `-M`.
 - `PREFS_MEASURES`: the 14 names in trec_eval's print order.
 - `prefs_measures(prefs, ranked) -> dict[qid, dict[measure, float]]`: per query (those in both `prefs` and `ranked`,
-  byte order of ids; an empty list scores a query with nothing retrieved, for `-c`). The `all` value: the three
+  byte order of ids; under `-c` trec_eval 10 scores a query missing from the run against one
+  bogus unjudged doc, which an empty list here gives the same values as). The `all` value: the three
   `prefs_num_prefs_*` counts are summed over queries (they print as integers); the other 11 are means over the
   queries evaluated (over every query of the prefs file with `-c`).
 
