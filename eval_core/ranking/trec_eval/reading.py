@@ -134,3 +134,15 @@ def rank_query(docids: list[str], scores: np.ndarray, max_docs: int | None = Non
 def ranked_docids(results: Results, max_docs: int | None = None) -> dict[str, list[str]]:
     """Every query's ranked docids the trec_eval way (see `rank_query`), queries in byte order of their ids."""
     return {qid: rank_query(ids, sc, max_docs) for qid, (ids, sc) in results.by_query.items()}
+
+
+def qrels_from_dict(judged: dict[str, dict[str, int]]) -> Qrels:
+    """Qrels from Python (pytrec_eval's layout: qid → docid → grade), queries put in byte order."""
+    return Qrels({q: dict(judged[q]) for q in sorted(judged, key=byte_key)})
+
+
+def results_from_dict(run: dict[str, dict[str, float]], run_id: str = "run", float32: bool = False) -> Results:
+    """A run from Python (qid → docid → score), scores as trec_eval 10.0 (float64) or 9 (float32) holds them."""
+    dtype = np.float32 if float32 else np.float64
+    return Results({q: (list(run[q]), np.asarray(list(run[q].values()), dtype=np.float64).astype(dtype))
+                    for q in sorted(run, key=byte_key) if run[q]}, run_id)

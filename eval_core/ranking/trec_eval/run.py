@@ -163,3 +163,22 @@ def diff_versions(inv: Invocation) -> Iterator[str]:
                 elif abs(va - float(block_b.values[j, k])) > 1e-12:
                     out.append(f"{name:<22}\t{qid}\t{va:.4f}\t{float(block_b.values[j, k]):.4f}")
     yield "".join(line + "\n" for line in out)
+
+
+def per_query(qrels: Qrels, results: Results, measures: tuple[str, ...] = ("all_trec",), *, version: int = 10,
+              rel_level: int = 1, complete: bool = False, judged_only: bool = False,
+              max_docs: int | None = None, num_docs_in_coll: int = 0) -> dict[str, dict[str, float]]:
+    """The Python API: every selected measure's value per query, named as trec_eval prints them (relstring and
+    the summary-only gm_map/gm_bpref give their per-query value: the string's length is not kept, gm_* the log).
+
+    Same rules as the command line (`version` 9 or 10); raises TrecEvalError as it refuses."""
+    inv = Invocation("<qrels>", "<run>", list(measures), complete=complete, rel_level=rel_level,
+                     judged_only=judged_only, max_docs=max_docs, num_docs_in_coll=num_docs_in_coll, version=version)
+    scored = score(inv, qrels, results)
+    out: dict[str, dict[str, float]] = {q: {} for q in scored.qids}
+    for block in scored.blocks:
+        if block.strings is not None or block.family.name in ("runid", "num_q"):
+            continue
+        for i, qid in enumerate(scored.qids):
+            out[qid].update({name: float(block.values[i, j]) for j, name in enumerate(block.names)})
+    return out
