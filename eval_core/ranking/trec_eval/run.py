@@ -10,13 +10,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from eval_core.errors import InputError
 from eval_core.ranking.trec_eval import measures as ms
+from eval_core.ranking.trec_eval.columnar import RunColumns, build_columnar, read_run_columns
 from eval_core.ranking.trec_eval.evaluate import Block, IllegalMeasure, compute, select, to_zscores
 from eval_core.ranking.trec_eval.output import query_lines, summary_lines
 from eval_core.ranking.trec_eval.params import ParamError, atol
 from eval_core.ranking.trec_eval.reading import Qrels, Results, read_qrels, read_results
-from eval_core.ranking.trec_eval.rels import build, missing_queries
+from eval_core.ranking.trec_eval.rels import build
 from eval_core.ranking.trec_eval.zscores import read_zscores
 
 REL_FORMATS = ("qrels", "qrels_jg", "prefs", "qrels_prefs")
@@ -73,18 +76,24 @@ class Scored:
     denominator: int
 
 
-def score(inv: Invocation, qrels: Qrels, results: Results) -> Scored:
+def score(inv: Invocation, qrels: Qrels, results: Results | RunColumns) -> Scored:
     """Compute the selected qrels measures under `inv`'s rules."""
     try:
         selection = select(inv.measures)
     except IllegalMeasure as exc:
         raise TrecEvalError(str(exc), 1) from None
-    missing = missing_queries(qrels, results)
+    run_qids = set(results.qids) if isinstance(results, RunColumns) else set(results.by_query)
+    missing = [q for q in qrels.by_query if q not in run_qids]
     if missing and not inv.complete and inv.version >= 10:
         raise TrecEvalError(f"query '{missing[0]}' is in the qrels but has no results in {inv.results_file} "
                             f"({len(missing)} such); pass -c to score such queries 0", 4)
-    m = build(qrels, results, rel_level=inv.rel_level, max_docs=inv.max_docs, judged_only=inv.judged_only,
-              complete=inv.complete, bogus_missing=inv.version >= 10)
+    if isinstance(results, RunColumns):
+        m = build_columnar(qrels, results, rel_level=inv.rel_level, max_docs=inv.max_docs,
+                           judged_only=inv.judged_only, complete=inv.complete, bogus_missing=inv.version >= 10,
+                           float32=inv.version < 10)
+    else:
+        m = build(qrels, results, rel_level=inv.rel_level, max_docs=inv.max_docs, judged_only=inv.judged_only,
+                  complete=inv.complete, bogus_missing=inv.version >= 10)
     if not m.qids:
         raise TrecEvalError("No queries with both results and relevance info", 7)
     opts = ms.Options(inv.rel_level, inv.num_docs_in_coll, inv.version)
@@ -98,16 +107,29 @@ def score(inv: Invocation, qrels: Qrels, results: Results) -> Scored:
     return Scored(m.qids, blocks, results.run_id, len(m.qids), denominator)
 
 
-def load(inv: Invocation) -> tuple[Qrels, Results]:
+def load(inv: Invocation) -> tuple[Qrels, Results | RunColumns]:
     """The qrels and the run, or the refusal trec_eval gives (unknown formats, unreadable files: exit 2)."""
     if inv.rel_format not in REL_FORMATS:
         raise TrecEvalError(f"Illegal rel_format '{inv.rel_format}'", 2)
     if inv.results_format not in RESULTS_FORMATS:
         raise TrecEvalError(f"Illegal retrieval results format '{inv.results_format}'", 2)
     try:
-        return read_qrels(inv.rel_info_file), read_results(inv.results_file, float32=inv.version < 10)
+        qrels = read_qrels(inv.rel_info_file)
+        columns = None if inv.results_file == "-" else read_run_columns(inv.results_file)
+        if columns is not None and not _duplicate_docs(columns):
+            return qrels, columns
+        return qrels, read_results(inv.results_file, float32=inv.version < 10)
     except InputError as exc:
         raise TrecEvalError(str(exc), 2) from None
+
+
+def _duplicate_docs(columns: RunColumns) -> bool:
+    """Whether a docid may repeat within a query (64-bit keys; on a match the line reader decides exactly and
+    names the docid, as trec_eval refuses a repeated one)."""
+    from eval_core.io.formats import pair_keys, string_keys
+
+    keys = np.sort(pair_keys(string_keys(columns.docid), columns.qcode))
+    return bool((keys[1:] == keys[:-1]).any())
 
 
 def run(args: object) -> Iterator[str]:
@@ -116,6 +138,10 @@ def run(args: object) -> Iterator[str]:
     if not isinstance(args, Invocation) and args.__getattribute__("diff_versions"):
         yield from diff_versions(inv)
         return
+    if inv.rel_format not in REL_FORMATS:
+        raise TrecEvalError(f"Illegal rel_format '{inv.rel_format}'", 2)
+    if inv.results_format not in RESULTS_FORMATS:
+        raise TrecEvalError(f"Illegal retrieval results format '{inv.results_format}'", 2)
     if inv.rel_format != "qrels":
         from eval_core.ranking.trec_eval.other_formats import run_other
 
