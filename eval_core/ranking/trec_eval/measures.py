@@ -72,12 +72,17 @@ class Family:
 # ---- shared pieces ---------------------------------------------------------------------------------------
 
 def _isrel(m: RelMatrix) -> np.ndarray:
-    return m.valid & (m.rels >= m.rel_level)
+    return m.isrel
 
 
 def _cum(m: RelMatrix) -> np.ndarray:
     """Relevant documents at or above each rank."""
-    return np.cumsum(_isrel(m), axis=1)
+    return m.cum
+
+
+def _nrr(m: RelMatrix) -> np.ndarray:
+    """Relevant documents retrieved, per query."""
+    return m.cum[:, -1] if m.cum.shape[1] else np.zeros(len(m.qids), dtype=np.int64)
 
 
 def _at(cum: np.ndarray, k: int | np.ndarray) -> np.ndarray:
@@ -104,14 +109,21 @@ def _col(v: np.ndarray) -> np.ndarray:
     return np.asarray(v, dtype=np.float64)[:, None]
 
 
+def _rel_hits(m: RelMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every relevant retrieved document as (query row, 0-based rank, precision at its rank), in rank order."""
+    rows, cols = np.nonzero(m.isrel)
+    return rows, cols, m.cum[rows, cols] / (cols + 1.0)
+
+
 def _ap_sum(m: RelMatrix) -> np.ndarray:
-    """Σ over relevant retrieved docs of (relevant so far / rank): average precision's numerator."""
-    isrel = _isrel(m)
-    return np.where(isrel, np.cumsum(isrel, axis=1) / _ranks(m), 0.0).sum(axis=1)
+    """Σ over relevant retrieved docs of (relevant so far / rank): average precision's numerator, summed in
+    rank order as trec_eval does."""
+    rows, _, prec = _rel_hits(m)
+    return np.bincount(rows, weights=prec, minlength=len(m.qids))
 
 
 def _ap(m: RelMatrix) -> np.ndarray:
-    nrr = _isrel(m).sum(axis=1)
+    nrr = _nrr(m)
     return np.where(nrr > 0, _div(_ap_sum(m), m.num_rel), 0.0)
 
 
@@ -133,7 +145,7 @@ def _interpolated(m: RelMatrix, fractions: tuple, opts: Options) -> np.ndarray:
     or after the rank where the cutoff's relevant document is reached. trec_eval 10.0 rounds the
     cutoff fraction·R to the nearest count; version 9 adds 0.9 and truncates."""
     isrel = _isrel(m)
-    cum = np.cumsum(isrel, axis=1)
+    cum = m.cum
     nrr = cum[:, -1] if cum.shape[1] else np.zeros(len(m.qids), dtype=np.int64)
     prec = np.where(m.valid, cum / _ranks(m), 0.0)
     best_after = np.maximum.accumulate(prec[:, ::-1], axis=1)[:, ::-1]
@@ -229,7 +241,7 @@ def _num_rel(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
 
 
 def _num_rel_ret(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    return _col(_isrel(m).sum(axis=1))
+    return _col(_nrr(m))
 
 
 def _map(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
@@ -303,7 +315,7 @@ def _utility(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     if len(p.values) != 4:
         raise MeasureError("utility", "improper number of coefficients")
     a, b, c, d = p.values
-    nrr = _isrel(m).sum(axis=1)
+    nrr = _nrr(m)
     ret, R = m.num_ret, m.num_rel
     return _col(a * nrr + b * (ret - nrr) + c * (R - nrr) + d * (o.num_docs_in_coll + nrr - ret - R))
 
@@ -316,7 +328,7 @@ def _11pt(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
 
 def _bin_g(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     isrel = _isrel(m)
-    cum = np.cumsum(isrel, axis=1)
+    cum = m.cum
     i = np.arange(m.rels.shape[1])
     with np.errstate(divide="ignore"):
         term = np.where(isrel, 1.0 / np.log2(3.0 + i - cum), 0.0)
@@ -418,10 +430,9 @@ def _ndcg_cut(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
 
 
 def _map_cut(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    isrel = _isrel(m)
-    part = np.cumsum(np.where(isrel, np.cumsum(isrel, axis=1) / _ranks(m), 0.0), axis=1)
-    return np.stack([_div(_at(part, k) if part.shape[1] else np.zeros(len(m.qids)), m.num_rel)
-                     for k in p.values], axis=1)
+    rows, cols, prec = _rel_hits(m)
+    return np.stack([_div(np.bincount(rows, weights=np.where(cols < k, prec, 0.0), minlength=len(m.qids)),
+                          m.num_rel) for k in p.values], axis=1)
 
 
 def _relative_p(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
@@ -435,25 +446,25 @@ def _success(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
 
 
 def _set_p(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    return _col(_div(_isrel(m).sum(axis=1), m.num_ret))
+    return _col(_div(_nrr(m), m.num_ret))
 
 
 def _set_relative_p(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    nrr = _isrel(m).sum(axis=1)
+    nrr = _nrr(m)
     return _col(np.where((m.num_ret > 0) & (m.num_rel > 0), _div(nrr, np.minimum(m.num_ret, m.num_rel)), 0.0))
 
 
 def _set_recall(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    return _col(_div(_isrel(m).sum(axis=1), m.num_rel))
+    return _col(_div(_nrr(m), m.num_rel))
 
 
 def _set_map(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    nrr = _isrel(m).sum(axis=1).astype(np.float64)
+    nrr = _nrr(m).astype(np.float64)
     return _col(_div(nrr * nrr, m.num_ret.astype(np.float64) * m.num_rel))
 
 
 def _set_f(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    nrr = _isrel(m).sum(axis=1)
+    nrr = _nrr(m)
     x = p.values[0]
     P, R = _div(nrr, m.num_ret), _div(nrr, m.num_rel)
     return _col(np.where(nrr > 0, _div((x + 1.0) * P * R, x * P + R), 0.0))
@@ -462,7 +473,7 @@ def _set_f(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
 def _num_nonrel_judged_ret(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     nonpool = (m.valid & (m.rels == NONPOOL)).sum(axis=1)
     unjudged = (m.valid & (m.rels == UNJUDGED)).sum(axis=1)
-    return _col(m.num_ret - nonpool - unjudged - _isrel(m).sum(axis=1))
+    return _col(m.num_ret - nonpool - unjudged - _nrr(m))
 
 
 def _yaap(m: RelMatrix, p: Params, o: Options) -> np.ndarray:

@@ -9,6 +9,7 @@ hold PAD. `levels[q, g]` counts the query's judged documents of grade g ≥ 0, r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -20,7 +21,7 @@ PAD = -3
 BOGUS_DOCID = "ceci_nest_pas_un_docno"  # trec_eval 10.0 -c: a missing query ranks this one unjudged doc
 
 
-@dataclass
+@dataclass(eq=False)
 class RelMatrix:
     """What the measures read: ranked values, judged counts per grade, and which rows stand for a missing query."""
 
@@ -31,11 +32,21 @@ class RelMatrix:
     bogus: np.ndarray      # bool [queries]: trec_eval 10.0's stand-in ranking of a query missing from the run
     rel_level: int
 
-    @property
+    @cached_property
     def valid(self) -> np.ndarray:
         return np.arange(self.rels.shape[1]) < self.num_ret[:, None]
 
-    @property
+    @cached_property
+    def isrel(self) -> np.ndarray:
+        """Retrieved with grade ≥ -l."""
+        return self.valid & (self.rels >= self.rel_level)
+
+    @cached_property
+    def cum(self) -> np.ndarray:
+        """Relevant documents at or above each rank."""
+        return np.cumsum(self.isrel, axis=1, dtype=np.int32)
+
+    @cached_property
     def num_rel(self) -> np.ndarray:
         return self.levels[:, max(self.rel_level, 0):].sum(axis=1)
 
