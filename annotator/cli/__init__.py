@@ -14,6 +14,7 @@ from eval_core.errors import USER_ERRORS
 # against what each module registers, and that every command's help is the same either way).
 COMMANDS = {
     "eval": "annotator.cli.eval",
+    "trec_eval": "annotator.cli.trec_eval",
     "compare": "annotator.cli.compare",
     "diagnose": "annotator.cli.compare",
     "robustness": "annotator.cli.robustness",

@@ -15,7 +15,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from eval_core.io.formats import Columns, pair_keys
-from eval_core.ranking.registry import CONDENSED, DEFAULT_K, DEFAULT_METRICS, DEFAULT_P, NAME, REGISTRY
+from eval_core.ranking.registry import (
+    CONDENSED,
+    DEFAULT_K,
+    DEFAULT_METRICS,
+    DEFAULT_P,
+    NAME,
+    REGISTRY,
+    resolve_alias,
+    trec_only,
+)
 
 __all__ = ["DEFAULT_K", "DEFAULT_METRICS", "KERNELS", "Spec", "compute", "index_qrels", "parse_metrics", "rank_run"]
 
@@ -33,10 +42,13 @@ def parse_metrics(names: Iterable[str] | None, k: Sequence[int] = DEFAULT_K) -> 
     """Expand names (`P`, `P@k` and `P@5` alike) into specs; unknown names raise ValueError."""
     out: dict[str, Spec] = {}
     for raw in DEFAULT_METRICS if names is None else names:
-        name = raw.strip()
+        name = resolve_alias(raw.strip())
         if not name:
             continue
         m = NAME.match(name)
+        if (not m or m["base"] not in REGISTRY) and trec_only(name):
+            raise ValueError(f"metric {name!r} is a trec_eval measure qrelkit eval has no metric for; "
+                             f"use `qrelkit trec_eval -m {name}`")
         if not m or m["base"] not in REGISTRY:
             raise ValueError(f"unknown metric {name!r}; known: {', '.join(sorted(REGISTRY))} "
                              "(with @k cutoffs, rbp@p, and a _condensed suffix)")

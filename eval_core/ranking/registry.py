@@ -111,3 +111,135 @@ def markdown_table() -> str:
     rows = [f"| `{spelled(m)}` | {m.cutoff} | {m.definition} | {m.citation} | {m.trec_eval} | {m.pytrec_eval} "
             f"| {m.ir_measures} | {m.ranx} |" for m in METRICS]
     return "\n".join([head, *rows])
+
+
+# ---- trec_eval's measure families (`qrelkit trec_eval -m NAME`), and other tools' names as `qrelkit eval` aliases
+
+@dataclass(frozen=True)
+class TrecFamily:
+    """One trec_eval 10.0 measure family: its definition, source, names elsewhere, and qrelkit's equivalent."""
+
+    name: str
+    definition: str
+    citation: str
+    pytrec_eval: str = "—"
+    ir_measures: str = "—"
+    ranx: str = "—"
+    qrelkit: str = "—"
+
+
+_TE = "trec_eval 10.0 (Buckley)"
+TREC_EVAL_FAMILIES: tuple[TrecFamily, ...] = (
+    TrecFamily("runid", "run id of the run file's last line", _TE, "runid"),
+    TrecFamily("num_q", "number of queries evaluated", _TE, "num_q", "NumQ"),
+    TrecFamily("num_ret", "documents retrieved (summary: sum)", _TE, "num_ret", "NumRet"),
+    TrecFamily("num_rel", "R: judged documents with grade ≥ -l (summary: sum)", _TE, "num_rel", "NumRel"),
+    TrecFamily("num_rel_ret", "relevant documents retrieved (summary: sum)", _TE, "num_rel_ret", "NumRelRet"),
+    TrecFamily("map", "Σ over relevant retrieved of P@rank, / R", "Manning et al. 2008, §8.4", "map", "AP", "map",
+               "map"),
+    TrecFamily("gm_map", "exp(mean log max(AP, 1e-5))", "Robertson 2006 (GMAP)", "gm_map"),
+    TrecFamily("Rprec", "relevant in the top R / R", "Buckley & Voorhees 2005", "Rprec", "Rprec", "r-precision",
+               "rprec"),
+    TrecFamily("bpref", "Σ over judged relevant of 1 − min(nonrel above, R)/min(N, R), / R",
+               "Buckley & Voorhees 2004", "bpref", "Bpref", "bpref", "bpref"),
+    TrecFamily("recip_rank", "1 / rank of the first relevant document", "Voorhees 1999", "recip_rank", "RR", "mrr",
+               "mrr"),
+    TrecFamily("iprec_at_recall", "max precision at or after the rank reaching round(x·R) relevant (9: int(x·R+.9))",
+               _TE, "iprec_at_recall", "IPrec@x", "—"),
+    TrecFamily("P", "relevant in the top k / k", "Manning et al. 2008, §8.4", "P_k", "P@k", "precision@k", "P@k"),
+    TrecFamily("relstring", "grades of the first N documents as characters (- not pooled, . unjudged)", _TE),
+    TrecFamily("recall", "relevant in the top k / R", "Manning et al. 2008, §8.3", "recall_k", "R@k", "recall@k",
+               "recall@k"),
+    TrecFamily("infAP", "inferred AP with −2 grades pooled-unjudged", "Yilmaz & Aslam 2006", "infAP", "infAP"),
+    TrecFamily("gm_bpref", "exp(mean log max(bpref, 1e-5))", _TE, "gm_bpref"),
+    TrecFamily("Rprec_mult", "precision at int(x·R + 0.9)", _TE, "Rprec_mult_x"),
+    TrecFamily("utility", "a·rel_ret + b·nonrel_ret + c·rel_missed + d·nonrel_missed (default 1,−1,0,0)", _TE,
+               "utility"),
+    TrecFamily("11pt_avg", "mean interpolated precision over recall points 0, 0.1, …, 1", "Salton & McGill 1983",
+               "11pt_avg"),
+    TrecFamily("binG", "Σ over relevant retrieved of 1/log2(2 + nonrel above), / R", _TE, "binG"),
+    TrecFamily("G", "Σ gain/log2(2 + ideal cost − gain so far), / ideal gain", _TE, "G"),
+    TrecFamily("dcg", "Σ gain_i / log2(i + 1) over the ranking (gains: grade, or -m dcg.g=v)",
+               "Järvelin & Kekäläinen 2002", "—", "—", "dcg", "dcg"),
+    TrecFamily("ideal_dcg", "DCG of the judged documents sorted by gain", "Järvelin & Kekäläinen 2002"),
+    TrecFamily("ndcg", "DCG / ideal DCG over the whole ranking", "Järvelin & Kekäläinen 2002", "ndcg", "nDCG", "ndcg",
+               "ndcg"),
+    TrecFamily("ndcg_rel", "nDCG averaged at each relevant document", _TE, "ndcg_rel"),
+    TrecFamily("Rndcg", "nDCG averaged at the ideal ranking's gain-level changes", _TE, "Rndcg"),
+    TrecFamily("ndcg_cut", "DCG@k / ideal DCG@k, gains = grades", "Järvelin & Kekäläinen 2002", "ndcg_cut_k",
+               "nDCG@k", "ndcg@k", "ndcg@k"),
+    TrecFamily("map_cut", "Σ over relevant in the top k of P@rank, / R", _TE, "map_cut_k", "AP@k", "map@k", "map@k"),
+    TrecFamily("relative_P", "relevant in the top k / min(k, R)", _TE, "relative_P_k"),
+    TrecFamily("success", "1 if a relevant document is in the top k", "Tomlinson (trec_eval)", "success_k",
+               "Success@k", "hit_rate@k", "success@k"),
+    TrecFamily("set_P", "relevant retrieved / retrieved", _TE, "set_P", "SetP"),
+    TrecFamily("set_relative_P", "relevant retrieved / min(retrieved, R)", _TE, "set_relative_P"),
+    TrecFamily("set_recall", "relevant retrieved / R", _TE, "set_recall", "SetR"),
+    TrecFamily("set_map", "relevant retrieved² / (retrieved · R)", _TE, "set_map", "SetAP"),
+    TrecFamily("set_F", "(x+1)·P·R / (x·P + R) over the retrieved set (x = 1)", "van Rijsbergen 1979", "set_F",
+               "SetF"),
+    TrecFamily("num_nonrel_judged_ret", "judged non-relevant documents retrieved (summary: sum)", _TE,
+               "num_nonrel_judged_ret"),
+    *(TrecFamily(name, definition, "trec_eval 10.0 preferences (Carterette et al.)")
+      for name, definition in (
+          ("prefs_num_prefs_poss", "preferences possible (summary: sum)"),
+          ("prefs_num_prefs_ful", "preferences fulfilled (summary: sum)"),
+          ("prefs_num_prefs_ful_ret", "preferences fulfilled among retrieved (summary: sum)"),
+          ("prefs_simp", "fulfilled / possible preferences"),
+          ("prefs_pair", "fulfilled / possible, averaged over preferred documents"),
+          ("prefs_avgjg", "prefs_simp averaged over judgment groups"),
+          ("prefs_avgjg_Rnonrel", "prefs_avgjg with non-relevant documents cut at R"),
+          ("prefs_simp_ret", "prefs_simp over retrieved pairs"),
+          ("prefs_pair_ret", "prefs_pair over retrieved pairs"),
+          ("prefs_avgjg_ret", "prefs_avgjg over retrieved pairs"),
+          ("prefs_avgjg_Rnonrel_ret", "prefs_avgjg_Rnonrel over retrieved pairs"),
+          ("prefs_simp_imp", "prefs_simp, one retrieved document implying the preference"),
+          ("prefs_pair_imp", "prefs_pair, likewise"),
+          ("prefs_avgjg_imp", "prefs_avgjg, likewise"))),
+    TrecFamily("map_avgjg", "AP per judgment group of -R qrels_jg, averaged", _TE),
+    TrecFamily("P_avgjg", "P@k per judgment group, averaged", _TE),
+    TrecFamily("Rprec_mult_avgjg", "Rprec_mult per judgment group, averaged", _TE),
+    TrecFamily("yaap", "log((1 + s)/(1 + R − s)), s = Σ over relevant retrieved of P@rank", "Robertson 2012"),
+    TrecFamily("rbp", "(1 − p)·Σ gain_i·p^(i−1), gains scaled into [0, 1], p = 0.9", "Moffat & Zobel 2008", "—",
+               "RBP(p=0.9)", "rbp.p"),
+    TrecFamily("rbp_resid", "p^n + (1 − p)·Σ over unjudged retrieved of p^(i−1)", "Moffat & Zobel 2008"),
+    TrecFamily("unj", "unjudged documents in the top k / k", "Soboroff (trec_eval 10.0)", "—", "1 − Judged@k"),
+)
+
+_CUT = r"(?P<k>\d+)"
+# Other tools' spellings `qrelkit eval --metrics` accepts, case as those tools write them → qrelkit's spelling.
+ALIAS_PATTERNS: tuple[tuple[str, str], ...] = (
+    (rf"P[_.]{_CUT}", "P@{k}"), (rf"recall[_.]{_CUT}", "recall@{k}"), (rf"success[_.]{_CUT}", "success@{k}"),
+    (rf"ndcg_cut[_.]{_CUT}", "ndcg@{k}"), (rf"map_cut[_.]{_CUT}", "map@{k}"), (r"recip_rank", "mrr"),
+    (r"Rprec", "rprec"), (rf"nDCG@{_CUT}", "ndcg@{k}"), (r"nDCG", "ndcg"), (rf"AP@{_CUT}", "map@{k}"), (r"AP", "map"),
+    (rf"RR@{_CUT}", "mrr@{k}"), (r"RR", "mrr"), (rf"R@{_CUT}", "recall@{k}"), (rf"Success@{_CUT}", "success@{k}"),
+    (rf"Judged@{_CUT}", "judged@{k}"), (r"Bpref", "bpref"), (rf"precision@{_CUT}", "P@{k}"),
+    (rf"hit_rate@{_CUT}", "success@{k}"), (r"r-precision", "rprec"), (rf"f1@{_CUT}", "F1@{k}"),
+    (rf"ndcg_burges@{_CUT}", "ndcg_exp@{k}"), (rf"ERR@{_CUT}", "err@{k}"),
+)
+_ALIASES = tuple((re.compile(f"^{pattern}$"), target) for pattern, target in ALIAS_PATTERNS)
+
+
+def resolve_alias(name: str) -> str:
+    """qrelkit's spelling of a trec_eval / pytrec_eval / ir-measures / ranx metric name (`P_10` → `P@10`,
+    `ndcg_cut_10` → `ndcg@10`, `nDCG@10` → `ndcg@10`, `RR` → `mrr`); other names are returned unchanged."""
+    for pattern, target in _ALIASES:
+        m = pattern.match(name)
+        if m:
+            return target.format(**m.groupdict())
+    return name
+
+
+def trec_only(name: str) -> bool:
+    """Whether `name` is a trec_eval measure qrelkit eval has no metric for (then `qrelkit trec_eval -m` has it)."""
+    base = re.split(r"[_.](?=\d)|\.", name, maxsplit=1)[0]
+    return any(f.name == base and f.qrelkit == "—" for f in TREC_EVAL_FAMILIES)
+
+
+def trec_eval_table() -> str:
+    """The trec_eval family table of docs/eval.md, generated so the docs list every family."""
+    head = ("| trec_eval family | definition | source | pytrec_eval | ir-measures | ranx | qrelkit eval |\n"
+            "|---|---|---|---|---|---|---|")
+    rows = [f"| `{f.name}` | {f.definition} | {f.citation} | {f.pytrec_eval} | {f.ir_measures} | {f.ranx} "
+            f"| {f.qrelkit} |" for f in TREC_EVAL_FAMILIES]
+    return "\n".join([head, *rows])

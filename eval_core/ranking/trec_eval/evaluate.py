@@ -1,0 +1,131 @@
+"""A trec_eval run end to end: which measures -m marks, their values per query, and the summary (`all`) rows.
+
+Selection follows trec_eval.c's mark_measure: `name.params` attaches parameters to a name (the first
+given wins), a nickname marks its list, an unknown name is refused. Summaries follow meas_avg.c: mean
+over queries (with -c over every qrels query), geometric mean with the 1e-5 floor, sums for counts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from eval_core.ranking.trec_eval import measures as ms
+from eval_core.ranking.trec_eval.params import ParamError, Params, parse
+from eval_core.ranking.trec_eval.rels import RelMatrix
+from eval_core.ranking.trec_eval.zscores import zscore
+
+
+class IllegalMeasure(ValueError):
+    """A -m argument trec_eval refuses (exit 1)."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The marked measure names in trec_eval's order, and the parameter text given per name."""
+
+    names: tuple[str, ...]
+    params: dict[str, str]
+
+
+def select(measure_args: Sequence[str]) -> Selection:
+    """Mark measures as trec_eval's -m does; no -m means `official`."""
+    marked: set[str] = set()
+    params: dict[str, str] = {}
+    for arg in measure_args or ("official",):
+        name, dot, text = arg.partition(".")
+        if dot:
+            if not text:
+                raise IllegalMeasure(f"improper measure in parameter '{name}'")
+            params.setdefault(name, text)
+        if name in ms.NICKNAMES:
+            marked.update(ms.NICKNAMES[name])
+        elif name in ms.ORDER:
+            marked.add(name)
+        else:
+            raise IllegalMeasure(f"illegal measure '{name}'")
+    return Selection(tuple(n for n in ms.ORDER if n in marked), params)
+
+
+@dataclass
+class Block:
+    """One family's values: its printed names and a [queries × names] array (relstring: its strings)."""
+
+    family: ms.Family
+    names: list[str]
+    values: np.ndarray
+    strings: list[str] | None = None
+
+
+def compute(m: RelMatrix, selection: Selection, opts: ms.Options) -> list[Block]:
+    """Every selected qrels family's per-query values, in trec_eval's order. Raises ParamError (trec_eval: cannot
+    initialize measure) and MeasureError (cannot calculate)."""
+    blocks = []
+    for name in selection.names:
+        family = ms.BY_NAME.get(name)
+        if family is None:
+            continue
+        try:
+            params = parse(family.kind, selection.params.get(name), family.defaults)
+        except ParamError as exc:
+            raise ParamError(f"cannot initialize measure '{name}': {exc}") from None
+        names = family.names(params)
+        if name == "relstring":
+            blocks.append(Block(family, names, np.zeros((len(m.qids), 1)), _relstrings(m, params)))
+            continue
+        if family.compute is None:
+            blocks.append(Block(family, names, np.ones((len(m.qids), 1 if name == "num_q" else 0))))
+            continue
+        values = np.asarray(family.compute(m, params, opts), dtype=np.float64)
+        if family.zero_if_missing and m.bogus.any():
+            values[m.bogus] = 0.0
+        blocks.append(Block(family, names, values))
+    return blocks
+
+
+def _relstrings(m: RelMatrix, params: Params) -> list[str]:
+    """relstring: the first N values as characters (0–9, '>' above 9, '-' not pooled, '.' unjudged, '<' other)."""
+    length = max(int(params.values[0]), 0)
+    out = []
+    for row, n, bogus in zip(m.rels, m.num_ret, m.bogus, strict=True):
+        if bogus:
+            out.append("")
+            continue
+        chars = []
+        for v in row[:min(length, int(n))]:
+            chars.append(">" if v > 9 else str(v) if v >= 0 else "-" if v == -1 else "." if v == -2 else "<")
+        out.append("".join(chars))
+    return out
+
+
+def to_zscores(blocks: list[Block], qids: list[str], refs: dict[str, dict[str, tuple[float, float]]]) -> None:
+    """Replace every per-query value by its z-score against `refs` (trec_eval -Z), in place."""
+    for block in blocks:
+        if block.values.shape[1] == 0:
+            continue
+        names = ["num_q"] if block.family.name == "num_q" else block.names
+        for i, qid in enumerate(qids):
+            ref = refs.get(qid)
+            for j, name in enumerate(names):
+                block.values[i, j] = zscore(block.values[i, j], None if ref is None else ref.get(name))
+
+
+def summary(block: Block, evaluated: int, denominator: int) -> np.ndarray:
+    """A block's `all` values: `evaluated` queries were scored, the means divide by `denominator` (the qrels'
+    query count with -c, else `evaluated`)."""
+    family = block.family
+    # summed query by query in order, as trec_eval accumulates (not numpy's pairwise sum)
+    total = np.cumsum(block.values, axis=0)[-1] if len(block.values) else block.values.sum(axis=0)
+    if family.average is ms.Average.COUNT:
+        return np.array([float(evaluated)])
+    if family.average is ms.Average.SUM:
+        return total
+    if family.average is ms.Average.GM:
+        if not denominator:
+            return total
+        total = total + (denominator - evaluated) * math.log(ms.MIN_GEO_MEAN)
+        return np.exp(total / denominator)
+    return total / denominator if denominator else total

@@ -1,0 +1,613 @@
+"""Every trec_eval 10.0 measure family that reads qrels and a ranked run, vectorised over all queries.
+
+One `Family` per trec_eval measure (its name, parameter kind and defaults, how the summary combines
+queries, how values print), in trec_eval's own order (measures.c), which is the order it prints in.
+Each `compute` returns a [queries × values] array from a `RelMatrix`; the rules are trec_eval's
+m_*.c files read line by line (which use `-l`, which use gains, what a query with R = 0 gets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cmp_to_key
+
+import numpy as np
+
+from eval_core.ranking.trec_eval.params import ParamKind, Params, valid_int
+from eval_core.ranking.trec_eval.rels import NONPOOL, UNJUDGED, RelMatrix
+
+MIN_GEO_MEAN = 0.00001
+INFAP_EPSILON = 0.00001
+CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+RECALL_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+class Average(StrEnum):
+    """How a family's summary (`all`) row combines the per-query values."""
+
+    MEAN = "mean"    # arithmetic mean over queries (with -c over every qrels query)
+    GM = "gm"        # geometric mean: per-query log(max(v, 1e-5)), summed, exp(sum / n)
+    SUM = "sum"      # summed (num_ret, num_rel, num_rel_ret, num_nonrel_judged_ret)
+    COUNT = "count"  # num_q: the number of queries
+    NONE = "none"    # runid, relstring: no summary value
+
+
+@dataclass(frozen=True)
+class Options:
+    """The command-line settings measures read: -l, -N, and which trec_eval's rules (10 or 9)."""
+
+    rel_level: int = 1
+    num_docs_in_coll: int = 0
+    version: int = 10
+
+
+@dataclass(frozen=True)
+class Family:
+    """One trec_eval measure family."""
+
+    name: str
+    kind: ParamKind
+    defaults: tuple
+    average: Average
+    compute: Callable[[RelMatrix, Params, Options], np.ndarray] | None
+    integer: bool = False      # printed as %ld
+    per_query: bool = True     # printed for each query with -q
+    doc: str = ""
+    zero_if_missing: bool = False  # trec_eval 10.0 -c zeroes it for a missing query's stand-in ranking
+    extra: dict = field(default_factory=dict)
+
+    def names(self, params: Params) -> list[str]:
+        """The value names printed for these parameters (`P_5`, `iprec_at_recall_0.10`, `ndcg_1=3`)."""
+        if self.kind is ParamKind.LONG_CUTS:
+            return [f"{self.name}_{c}" for c in params.values]
+        if self.kind is ParamKind.DOUBLE_CUTS:
+            return [f"{self.name}_{c:3.2f}" for c in params.values]
+        if self.kind in (ParamKind.DOUBLES, ParamKind.PAIRS) and params.printable is not None:
+            return [f"{self.name}_{params.printable}"]
+        return [self.name]
+
+
+# ---- shared pieces ---------------------------------------------------------------------------------------
+
+def _isrel(m: RelMatrix) -> np.ndarray:
+    return m.isrel
+
+
+def _cum(m: RelMatrix) -> np.ndarray:
+    """Relevant documents at or above each rank."""
+    return m.cum
+
+
+def _nrr(m: RelMatrix) -> np.ndarray:
+    """Relevant documents retrieved, per query."""
+    return m.cum[:, -1] if m.cum.shape[1] else np.zeros(len(m.qids), dtype=np.int64)
+
+
+def _at(cum: np.ndarray, k: int | np.ndarray) -> np.ndarray:
+    """cum's value after the first k ranks (past the end: its last value; k ≤ 0: 0), per query."""
+    n, width = cum.shape
+    if width == 0:
+        return np.zeros(n)
+    k = np.broadcast_to(np.asarray(k), (n,))
+    idx = np.clip(k, 1, width) - 1
+    return np.where(k > 0, cum[np.arange(n), idx], 0)
+
+
+def _div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den != 0)
+
+
+def _ranks(m: RelMatrix) -> np.ndarray:
+    return np.arange(1, m.rels.shape[1] + 1, dtype=np.float64)
+
+
+def _col(v: np.ndarray) -> np.ndarray:
+    return np.asarray(v, dtype=np.float64)[:, None]
+
+
+def _rel_hits(m: RelMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every relevant retrieved document as (query row, 0-based rank, precision at its rank), in rank order."""
+    rows, cols = np.nonzero(m.isrel)
+    return rows, cols, m.cum[rows, cols] / (cols + 1.0)
+
+
+def _ap_sum(m: RelMatrix) -> np.ndarray:
+    """Σ over relevant retrieved docs of (relevant so far / rank): average precision's numerator, summed in
+    rank order as trec_eval does."""
+    rows, _, prec = _rel_hits(m)
+    return np.bincount(rows, weights=prec, minlength=len(m.qids))
+
+
+def _ap(m: RelMatrix) -> np.ndarray:
+    nrr = _nrr(m)
+    return np.where(nrr > 0, _div(_ap_sum(m), m.num_rel), 0.0)
+
+
+def _bpref(m: RelMatrix) -> np.ndarray:
+    rl, R = m.rel_level, m.num_rel
+    judged = m.valid & (m.rels != NONPOOL) & (m.rels != UNJUDGED)
+    nonrel = judged & (m.rels >= 0) & (m.rels < rl)
+    rel = judged & ~nonrel
+    before = np.cumsum(nonrel, axis=1)
+    num_nonrel = m.levels[:, :max(rl, 0)].sum(axis=1)
+    denom = np.minimum(num_nonrel, R)[:, None]
+    part = np.where(before > 0, 1.0 - _div(np.minimum(before, R[:, None]), denom), 1.0)
+    total = np.where(rel, part, 0.0).sum(axis=1)
+    return np.where(R > 0, _div(total, R), total)
+
+
+def _interpolated(m: RelMatrix, fractions: tuple, opts: Options) -> np.ndarray:
+    """Interpolated precision at each recall fraction (iprec_at_recall, 11pt_avg): the best precision at
+    or after the rank where the cutoff's relevant document is reached. trec_eval 10.0 rounds the
+    cutoff fraction·R to the nearest count; version 9 adds 0.9 and truncates."""
+    isrel = _isrel(m)
+    cum = m.cum
+    nrr = cum[:, -1] if cum.shape[1] else np.zeros(len(m.qids), dtype=np.int64)
+    prec = np.where(m.valid, cum / _ranks(m), 0.0)
+    best_after = np.maximum.accumulate(prec[:, ::-1], axis=1)[:, ::-1]
+    cols = np.nonzero(isrel)[1]
+    start = np.concatenate([[0], np.cumsum(nrr)])[:-1]
+    R = m.num_rel.astype(np.float64)
+    out = np.zeros((len(m.qids), len(fractions)))
+    for j, frac in enumerate(fractions):
+        scaled = frac * R
+        cut = (np.floor(np.abs(scaled) + 0.5) * np.sign(scaled) if opts.version >= 10
+               else np.trunc(scaled + 0.9)).astype(np.int64)
+        reach = np.maximum(cut, 1)
+        ok = (cut <= nrr) & (nrr > 0)
+        flat = np.where(ok, start + reach - 1, 0)
+        if len(cols):
+            out[:, j] = np.where(ok, best_after[np.arange(len(m.qids)), cols[np.minimum(flat, len(cols) - 1)]], 0.0)
+    return out
+
+
+def _gain_table(params: Params, m: RelMatrix) -> tuple[dict[int, float], list[tuple[int, float]]]:
+    """trec_eval's setup_gains: gain per grade (a given `level=gain` pair, else the grade itself) and the
+    pairs' own levels (which count even when no document has them)."""
+    pairs = [(int(n), float(v)) for n, v in params.values if valid_int(n)] if params.values else []
+    table: dict[int, float] = {}
+    for level, gain in pairs:
+        table.setdefault(level, gain)  # get_gain takes the first pair for a level
+    for level in range(m.levels.shape[1]):
+        table.setdefault(level, float(level))
+    return table, pairs
+
+
+def _result_gains(m: RelMatrix, table: dict[int, float]) -> np.ndarray:
+    """Each ranked document's gain (0 for a grade with no gain, unjudged, padding)."""
+    lo, hi = int(min(table, default=0)), int(max(table, default=0))
+    lo = min(lo, -3)
+    lut = np.zeros(hi - lo + 1)
+    for level, gain in table.items():
+        lut[level - lo] = gain
+    gains = lut[np.clip(m.rels, lo, hi) - lo]
+    gains[(m.rels > hi) | ~m.valid] = 0.0
+    return gains
+
+
+def _ideal(m: RelMatrix, table: dict[int, float], width: int) -> np.ndarray:
+    """The ideal ranking's gains per query: positive-gain grades, highest gain first, each repeated as often
+    as the query has judged documents of that grade; zeros after."""
+    def by_gain(a: tuple[float, int], b: tuple[float, int]) -> int:
+        return int(a[0] - b[0])  # trec_eval's comparator truncates the gain difference to an int
+
+    order = sorted(((gain, level) for level, gain in table.items()), key=cmp_to_key(by_gain))
+    positive = [(g, lv) for g, lv in reversed(order) if g > 0 and 0 <= lv < m.levels.shape[1]]
+    out = np.zeros((len(m.qids), width))
+    pos = np.arange(width)
+    done = np.zeros(len(m.qids), dtype=np.int64)
+    for gain, level in positive:
+        count = m.levels[:, level]
+        out[(pos >= done[:, None]) & (pos < (done + count)[:, None])] = gain
+        done = done + count
+    return out
+
+
+def _discount(width: int) -> np.ndarray:
+    return np.log2(np.arange(width, dtype=np.float64) + 2.0)
+
+
+def _positive_total(m: RelMatrix, table: dict[int, float]) -> np.ndarray:
+    """How many judged documents have a positive gain (the ideal ranking's length), per query."""
+    total = np.zeros(len(m.qids), dtype=np.int64)
+    for level, gain in table.items():
+        if gain > 0 and 0 <= level < m.levels.shape[1]:
+            total += m.levels[:, level]
+    return total
+
+
+def _gain_setup(m: RelMatrix, params: Params) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Result gains, the ideal gains (wide enough for both rankings), and the ideal ranking's length."""
+    table, _ = _gain_table(params, m)
+    npos = _positive_total(m, table)
+    width = max(m.rels.shape[1], int(npos.max(initial=0)))
+    res = _result_gains(m, table)
+    res = np.pad(res, ((0, 0), (0, width - res.shape[1])))
+    return res, _ideal(m, table, width), npos
+
+
+# ---- families -------------------------------------------------------------------------------------------
+
+def _num_ret(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    return _col(m.num_ret)
+
+
+def _num_rel(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    return _col(m.num_rel)
+
+
+def _num_rel_ret(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    return _col(_nrr(m))
+
+
+def _map(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    return _col(_ap(m))
+
+
+def _gm_map(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    return _col(np.log(np.maximum(_ap(m), MIN_GEO_MEAN)))
+
+
+def _rprec(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    n = np.minimum(m.num_ret, m.num_rel)
+    return _col(np.where(n > 0, _div(_at(_cum(m), n), m.num_rel), 0.0))
+
+
+def _bpref_f(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    return _col(_bpref(m))
+
+
+def _gm_bpref(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    return _col(np.log(np.maximum(_bpref(m), MIN_GEO_MEAN)))
+
+
+def _recip_rank(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    isrel = _isrel(m)
+    first = np.argmax(isrel, axis=1) if isrel.shape[1] else np.zeros(len(m.qids), dtype=np.int64)
+    return _col(np.where(isrel.any(axis=1), 1.0 / (first + 1.0), 0.0))
+
+
+def _iprec(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    return _interpolated(m, p.values, o)
+
+
+def _p(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    cum = _cum(m)
+    return np.stack([_at(cum, k) / k for k in p.values], axis=1)
+
+
+def _recall(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    cum = _cum(m)
+    return np.stack([_div(_at(cum, k), m.num_rel) for k in p.values], axis=1)
+
+
+def _infap(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    rl = m.rel_level
+    judged = m.valid & (m.rels != NONPOOL) & (m.rels != UNJUDGED)
+    nonrel = judged & (m.rels >= 0) & (m.rels < rl)
+    rel = judged & ~nonrel
+    rel_so_far = np.cumsum(rel, axis=1).astype(np.float64)
+    nonrel_so_far = np.cumsum(nonrel, axis=1)
+    unj_so_far = np.cumsum(m.valid & (m.rels == UNJUDGED), axis=1)
+    j = np.arange(m.rels.shape[1], dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        later = (1.0 / (j + 1.0) + (j / (j + 1.0)) * ((rel_so_far - 1 + nonrel_so_far + unj_so_far) / j)
+                 * ((rel_so_far - 1 + INFAP_EPSILON) / (rel_so_far - 1 + nonrel_so_far + 2 * INFAP_EPSILON)))
+    term = np.where(j == 0, 1.0, later)
+    total = np.where(rel, term, 0.0).sum(axis=1)
+    return _col(np.where(m.num_rel > 0, _div(total, m.num_rel), total))
+
+
+def _rprec_mult(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    cum = _cum(m)
+    cols = []
+    for frac in p.values:
+        cut = np.trunc(frac * m.num_rel + 0.9).astype(np.int64)
+        cols.append(np.where(cut > 0, _div(_at(cum, cut), cut), 0.0))
+    return np.stack(cols, axis=1)
+
+
+def _utility(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    if len(p.values) != 4:
+        raise MeasureError("utility", "improper number of coefficients")
+    a, b, c, d = p.values
+    nrr = _nrr(m)
+    ret, R = m.num_ret, m.num_rel
+    return _col(a * nrr + b * (ret - nrr) + c * (R - nrr) + d * (o.num_docs_in_coll + nrr - ret - R))
+
+
+def _11pt(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    if not p.values:
+        raise MeasureError("11pt_avg", "No cutoff values")
+    return _col(_interpolated(m, p.values, o).sum(axis=1) / len(p.values))
+
+
+def _bin_g(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    isrel = _isrel(m)
+    cum = m.cum
+    i = np.arange(m.rels.shape[1])
+    with np.errstate(divide="ignore"):
+        term = np.where(isrel, 1.0 / np.log2(3.0 + i - cum), 0.0)
+    return _col(np.where(isrel.any(axis=1), _div(term.sum(axis=1), m.num_rel), 0.0))
+
+
+def _g(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    res, ideal, _ = _gain_setup(m, p)
+    cost = np.cumsum(np.maximum(ideal, 1.0), axis=1)
+    got = np.cumsum(res, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        term = np.where(res != 0, res / np.log2(2.0 + cost - got), 0.0)
+    sum_ideal = ideal.sum(axis=1)
+    return _col(np.where(sum_ideal > 0, _div(term.sum(axis=1), sum_ideal), 0.0))
+
+
+def _dcg_parts(m: RelMatrix, p: Params) -> tuple[np.ndarray, np.ndarray]:
+    res, ideal, _ = _gain_setup(m, p)
+    disc = _discount(res.shape[1])
+    return (np.where(res != 0, res / disc, 0.0)).sum(axis=1), (ideal / disc).sum(axis=1)
+
+
+def _dcg(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    return _col(_dcg_parts(m, p)[0])
+
+
+def _ideal_dcg(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    return _col(_dcg_parts(m, p)[1])
+
+
+def _ndcg(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    dcg, idcg = _dcg_parts(m, p)
+    return _col(np.where(idcg > 0, _div(dcg, idcg), 0.0))
+
+
+def _ndcg_rel(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    res, ideal, npos = _gain_setup(m, p)
+    disc = _discount(res.shape[1])
+    dcg = np.cumsum(np.where(res != 0, res / disc, 0.0), axis=1)
+    idcg = np.cumsum(ideal / disc, axis=1)
+    hit = res > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        total = np.where(hit, dcg / idcg, 0.0).sum(axis=1)
+        final = (dcg[:, -1] / idcg[:, -1]) if dcg.shape[1] else np.zeros(len(m.qids))
+        total = total + (npos - hit.sum(axis=1)) * final
+        value = np.where(total > 0, total / npos, 0.0)
+    return _col(value)
+
+
+def _rndcg(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    table, _ = _gain_table(p, m)
+    res, ideal, E = _gain_setup(m, p)
+    disc = _discount(res.shape[1])
+    dcg = np.concatenate([np.zeros((len(m.qids), 1)), np.cumsum(np.where(res != 0, res / disc, 0.0), axis=1)], 1)
+    idcg = np.concatenate([np.zeros((len(m.qids), 1)), np.cumsum(ideal / disc, axis=1)], 1)
+    rows = np.arange(len(m.qids))
+    nret = m.num_ret
+    total = np.zeros(len(m.qids))
+    count = np.zeros(len(m.qids))
+    # boundaries: where the ideal gain changes value (end of each run of one positive gain)
+    gains = sorted({g for lv, g in table.items() if g > 0 and 0 <= lv < m.levels.shape[1]}, reverse=True)
+    for g in gains:
+        b = np.zeros(len(m.qids), dtype=np.int64)
+        run = np.zeros(len(m.qids), dtype=np.int64)
+        for lv, gain in table.items():
+            if 0 <= lv < m.levels.shape[1] and gain >= g:
+                b += m.levels[:, lv]
+            if 0 <= lv < m.levels.shape[1] and gain == g:
+                run += m.levels[:, lv]
+        take = (run > 0) & (b >= 1)
+        num = dcg[rows, np.minimum(b, nret)]
+        den = idcg[rows, np.minimum(b, idcg.shape[1] - 1)]
+        ok = take & (den > 0)
+        total += np.where(ok, _div(num, den), 0.0)
+        count += ok
+    extra = (nret > E + 1) & (E >= 1)
+    den = idcg[rows, np.minimum(E, idcg.shape[1] - 1)]
+    ok = extra & (den > 0)
+    total += np.where(ok, _div(dcg[rows, nret], den), 0.0)
+    count += ok
+    return _col(np.where((m.num_rel > 0) & (count > 0), _div(total, count), 0.0))
+
+
+def _ndcg_cut(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    width = m.rels.shape[1]
+    gains = np.where(m.valid & (m.rels > 0), m.rels, 0).astype(np.float64)
+    dcg = np.cumsum(gains / _discount(width), axis=1)
+    npos = m.levels[:, 1:].sum(axis=1)
+    iwidth = int(npos.max(initial=0))
+    table = {lv: float(lv) for lv in range(1, m.levels.shape[1])}
+    ideal = _ideal(m, table, iwidth)
+    idcg = np.cumsum(ideal / _discount(iwidth), axis=1)
+    cols = []
+    for k in p.values:
+        d = _at(dcg, k) if width else np.zeros(len(m.qids))
+        i = _at(idcg, k) if iwidth else np.zeros(len(m.qids))
+        cols.append(np.where(i > 0, _div(d, i), d))
+    return np.stack(cols, axis=1)
+
+
+def _map_cut(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    rows, cols, prec = _rel_hits(m)
+    return np.stack([_div(np.bincount(rows, weights=np.where(cols < k, prec, 0.0), minlength=len(m.qids)),
+                          m.num_rel) for k in p.values], axis=1)
+
+
+def _relative_p(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    cum = _cum(m)
+    return np.stack([_div(_at(cum, k), np.minimum(k, m.num_rel)) for k in p.values], axis=1)
+
+
+def _success(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    cum = _cum(m)
+    return np.stack([(_at(cum, k) > 0).astype(np.float64) for k in p.values], axis=1)
+
+
+def _set_p(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    return _col(_div(_nrr(m), m.num_ret))
+
+
+def _set_relative_p(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    nrr = _nrr(m)
+    return _col(np.where((m.num_ret > 0) & (m.num_rel > 0), _div(nrr, np.minimum(m.num_ret, m.num_rel)), 0.0))
+
+
+def _set_recall(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    return _col(_div(_nrr(m), m.num_rel))
+
+
+def _set_map(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    nrr = _nrr(m).astype(np.float64)
+    return _col(_div(nrr * nrr, m.num_ret.astype(np.float64) * m.num_rel))
+
+
+def _set_f(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    nrr = _nrr(m)
+    x = p.values[0]
+    P, R = _div(nrr, m.num_ret), _div(nrr, m.num_rel)
+    return _col(np.where(nrr > 0, _div((x + 1.0) * P * R, x * P + R), 0.0))
+
+
+def _num_nonrel_judged_ret(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    nonpool = (m.valid & (m.rels == NONPOOL)).sum(axis=1)
+    unjudged = (m.valid & (m.rels == UNJUDGED)).sum(axis=1)
+    return _col(m.num_ret - nonpool - unjudged - _nrr(m))
+
+
+def _yaap(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    s = _ap_sum(m)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _col(np.log((1.0 + s) / (1.0 + m.num_rel - s)))
+
+
+def _persistence(p: Params) -> float:
+    value = 0.9
+    for name, v in p.values or ():
+        if name == "p":
+            value = v
+    return value
+
+
+def _rbp(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    table, pairs = _gain_table(p, m)
+    persistence = _persistence(p)
+    res = _result_gains(m, table)
+    # trec_eval scales gains into [0, 1] when any lies outside, per query over the gains it set up
+    # (its running min and max start at 0 in practice: uninitialised locals)
+    nlev = m.num_rel_levels
+    qgains = np.zeros((len(m.qids), max(m.levels.shape[1], 1)))
+    present = np.arange(qgains.shape[1]) < nlev[:, None]
+    for lv in range(qgains.shape[1]):
+        qgains[:, lv] = table.get(lv, float(lv))
+    pair_g = [g for _, g in pairs]
+    lo = np.minimum(np.where(present, qgains, 0.0).min(axis=1), min(pair_g, default=0.0))
+    hi = np.maximum(np.where(present, qgains, 0.0).max(axis=1), max(pair_g, default=0.0))
+    lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
+    scale = (lo < 0) | (hi > 1)
+    scaled = _div(res - lo[:, None], (hi - lo)[:, None])
+    known = m.valid & np.isin(m.rels, [lv for lv in table])
+    res = np.where(scale[:, None] & known, scaled, res)
+    weights = persistence ** np.arange(m.rels.shape[1], dtype=np.float64)
+    return _col((1.0 - persistence) * np.where(res != 0, res * weights, 0.0).sum(axis=1))
+
+
+def _rbp_resid(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    persistence = _persistence(p)
+    weights = persistence ** np.arange(m.rels.shape[1], dtype=np.float64)
+    unj = m.valid & (m.rels < 0)
+    total = np.where(unj, weights, 0.0).sum(axis=1)
+    tail = persistence ** m.num_ret.astype(np.float64)
+    return _col(np.where(unj.any(axis=1), tail + (1 - persistence) * total, 0.0))
+
+
+def _unj(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    cum = np.cumsum(m.valid & ((m.rels == NONPOOL) | (m.rels == UNJUDGED)), axis=1)
+    return np.stack([_at(cum, k) / k for k in p.values], axis=1)
+
+
+class MeasureError(RuntimeError):
+    """A measure trec_eval cannot calculate with the parameters given (it exits 4)."""
+
+    def __init__(self, measure: str, problem: str) -> None:
+        self.measure = measure
+        super().__init__(f"measure '{measure}': {problem}")
+
+
+N, LC, DC, D, PR = ParamKind.NONE, ParamKind.LONG_CUTS, ParamKind.DOUBLE_CUTS, ParamKind.DOUBLES, ParamKind.PAIRS
+MEAN, GM, SUM = Average.MEAN, Average.GM, Average.SUM
+
+# trec_eval 10.0's measures.c order, without the preference and judge-group families (prefs.py, judge_groups.py)
+FAMILIES: tuple[Family, ...] = (
+    Family("runid", N, (), Average.NONE, None, per_query=False, doc="run id of the results file's last line"),
+    Family("num_q", N, (), Average.COUNT, None, integer=True, per_query=False, doc="number of queries"),
+    Family("num_ret", N, (), SUM, _num_ret, integer=True, zero_if_missing=True, doc="documents retrieved"),
+    Family("num_rel", N, (), SUM, _num_rel, integer=True, doc="relevant documents (grade ≥ -l)"),
+    Family("num_rel_ret", N, (), SUM, _num_rel_ret, integer=True, doc="relevant documents retrieved"),
+    Family("map", N, (), MEAN, _map, doc="mean average precision"),
+    Family("gm_map", N, (), GM, _gm_map, per_query=False, doc="geometric mean of AP (floor 1e-5)"),
+    Family("Rprec", N, (), MEAN, _rprec, doc="precision after R documents"),
+    Family("bpref", N, (), MEAN, _bpref_f, doc="binary preference (Buckley & Voorhees 2004)"),
+    Family("recip_rank", N, (), MEAN, _recip_rank, doc="reciprocal rank of the first relevant document"),
+    Family("iprec_at_recall", DC, RECALL_POINTS, MEAN, _iprec, doc="interpolated precision at recall levels"),
+    Family("P", LC, CUTS, MEAN, _p, doc="precision at cutoffs"),
+    Family("relstring", D, (10.0,), Average.NONE, None, zero_if_missing=True,
+           doc="relevance values of the first N documents as a string"),
+    Family("recall", LC, CUTS, MEAN, _recall, doc="recall at cutoffs"),
+    Family("infAP", N, (), MEAN, _infap, doc="inferred AP (Yilmaz & Aslam 2006); -2 grades: pooled, unjudged"),
+    Family("gm_bpref", N, (), GM, _gm_bpref, per_query=False, doc="geometric mean of bpref"),
+    Family("Rprec_mult", DC, (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0), MEAN, _rprec_mult,
+           doc="precision at multiples of R"),
+    Family("utility", D, (1.0, -1.0, 0.0, 0.0), MEAN, _utility, zero_if_missing=True,
+           doc="set utility a·rel_ret + b·nonrel_ret + c·rel_missed + d·nonrel_missed"),
+    Family("11pt_avg", D, RECALL_POINTS, MEAN, _11pt, doc="interpolated precision averaged over recall points"),
+    Family("binG", N, (), MEAN, _bin_g, doc="binary G"),
+    Family("G", PR, (), MEAN, _g, doc="normalised gain G"),
+    Family("dcg", PR, (), MEAN, _dcg, doc="discounted cumulative gain"),
+    Family("ideal_dcg", PR, (), MEAN, _ideal_dcg, doc="ideal discounted cumulative gain"),
+    Family("ndcg", PR, (), MEAN, _ndcg, doc="nDCG over the whole ranking (Järvelin & Kekäläinen 2002)"),
+    Family("ndcg_rel", PR, (), MEAN, _ndcg_rel, doc="nDCG averaged over the relevant documents"),
+    Family("Rndcg", PR, (), MEAN, _rndcg, doc="nDCG averaged at the R levels"),
+    Family("ndcg_cut", LC, CUTS, MEAN, _ndcg_cut, doc="nDCG at cutoffs"),
+    Family("map_cut", LC, CUTS, MEAN, _map_cut, doc="average precision at cutoffs"),
+    Family("relative_P", LC, CUTS, MEAN, _relative_p, doc="precision at k over the best possible at k"),
+    Family("success", LC, (1, 5, 10), MEAN, _success, doc="1 if a relevant document is in the top k"),
+    Family("set_P", N, (), MEAN, _set_p, doc="precision of the retrieved set"),
+    Family("set_relative_P", N, (), MEAN, _set_relative_p, doc="set precision over the best possible"),
+    Family("set_recall", N, (), MEAN, _set_recall, doc="recall of the retrieved set"),
+    Family("set_map", N, (), MEAN, _set_map, doc="set precision × set recall"),
+    Family("set_F", D, (1.0,), MEAN, _set_f, doc="set F measure (x+1)PR/(xP+R)"),
+    Family("num_nonrel_judged_ret", N, (), SUM, _num_nonrel_judged_ret, integer=True,
+           doc="judged non-relevant documents retrieved"),
+    Family("yaap", N, (), MEAN, _yaap, doc="yet another AP (Robertson 2012)"),
+    Family("rbp", PR, (), MEAN, _rbp, doc="rank-biased precision, p = 0.9 (Moffat & Zobel 2008)"),
+    Family("rbp_resid", PR, (), MEAN, _rbp_resid, zero_if_missing=True, doc="RBP residual from unjudged documents"),
+    Family("unj", LC, (5, 10, 20), MEAN, _unj, zero_if_missing=True, doc="fraction of unjudged documents at cutoffs"),
+)
+BY_NAME = {f.name: f for f in FAMILIES}
+
+OFFICIAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+            "recip_rank", "iprec_at_recall", "P")
+ALL_TREC = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+            "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "unj", "rbp", "rbp_resid", "infAP",
+            "gm_bpref", "utility", "11pt_avg", "ndcg", "relative_P", "Rprec_mult", "success", "map_cut",
+            "ndcg_cut", "ndcg_rel", "Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map",
+            "set_F", "num_nonrel_judged_ret")
+SET = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall",
+       "set_relative_P", "set_map", "set_F")
+NICKNAMES: dict[str, tuple[str, ...]] = {"official": OFFICIAL, "set": SET, "all_trec": ALL_TREC}
+
+# Every measure name trec_eval 10.0 knows, in its order (measures.c), and its nicknames for sets of them.
+PREFS_NAMES = ("prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair",
+               "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret",
+               "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp", "prefs_avgjg_imp")
+JG_NAMES = ("map_avgjg", "P_avgjg", "Rprec_mult_avgjg")
+_QRELS_ORDER = tuple(f.name for f in FAMILIES)
+ORDER: tuple[str, ...] = (*_QRELS_ORDER[:_QRELS_ORDER.index("yaap")], *PREFS_NAMES, *JG_NAMES,
+                          *_QRELS_ORDER[_QRELS_ORDER.index("yaap"):])
+NICKNAMES.update({
+    "all_prefs": ("runid", "num_q", *PREFS_NAMES),
+    "prefs": ("runid", "num_q", *PREFS_NAMES[:6]),
+    "qrels_jg": ("runid", "num_q", *JG_NAMES),
+})

@@ -1,0 +1,181 @@
+"""Qrels and runs read as trec_eval reads them, and each query's ranking in trec_eval's order.
+
+trec_eval skips lines starting with `#` (a run's also after leading blanks) and blank run lines,
+keeps the run id of the last run line, and ranks by score descending (float64 in 10.0, float32 in
+version 9), ties by docid descending in byte order; the rank column is ignored. Queries are kept in
+byte order of their ids, the order trec_eval prints them in.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from eval_core.errors import InputError
+
+
+@dataclass
+class Qrels:
+    """Judgments per query id (byte order of ids): docid → relevance (may be negative: pooled, unjudged)."""
+
+    by_query: dict[str, dict[str, int]]
+
+
+@dataclass
+class Results:
+    """A run: per query id (byte order) its docids and their scores as read, and the last line's run id."""
+
+    by_query: dict[str, tuple[list[str], np.ndarray]]
+    run_id: str
+
+
+def _read_bytes(path: str | Path) -> bytes:
+    """A file's bytes, stdin for `-` (trec_eval reads a run from stdin that way)."""
+    if str(path) == "-":
+        return sys.stdin.buffer.read()
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(str(path), None, f"cannot read the file ({exc.strerror})") from exc
+    if not data:
+        raise InputError(str(path), None, "empty file")
+    return data
+
+
+def _decode(field: bytes) -> str:
+    """A field as text; bytes that are not UTF-8 kept one-to-one (surrogateescape) so byte order survives."""
+    return field.decode("utf-8", "surrogateescape")
+
+
+def byte_key(text: str) -> bytes:
+    """The bytes of a field, for trec_eval's strcmp order."""
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _arrow_qrels(path: str | Path) -> Qrels | None:
+    """The qrels through pyarrow when every line is `qid iter docid rel` with single spaces, no comment, no
+    repeated pair; None otherwise (the line reader then reads it, and names any bad line)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    try:
+        table = pacsv.read_csv(
+            str(path), read_options=pacsv.ReadOptions(column_names=["q", "it", "d", "g"]),
+            parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False,
+                                             newlines_in_values=False, ignore_empty_lines=False),
+            convert_options=pacsv.ConvertOptions(include_columns=["q", "d", "g"], null_values=[],
+                                                 column_types={"q": pa.string(), "d": pa.string(), "g": pa.int64()},
+                                                 strings_can_be_null=False))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError):
+        return None
+    if table.num_rows == 0 or pc.any(pc.starts_with(table["q"], "#")).as_py():
+        return None
+    if min(pc.min(pc.binary_length(table[c])).as_py() for c in ("q", "d")) == 0:
+        return None
+    out: dict[str, dict[str, int]] = {}
+    for q, d, g in zip(table["q"].to_pylist(), table["d"].to_pylist(), table["g"].to_pylist(), strict=True):
+        judged = out.setdefault(q, {})
+        if d in judged:
+            return None
+        judged[d] = g
+    return Qrels({q: out[q] for q in sorted(out, key=byte_key)})
+
+
+def read_qrels(path: str | Path) -> Qrels:
+    """A `qid iter docid rel` file (`-R qrels`); a docid judged twice for one query is refused, as trec_eval does."""
+    label = str(path)
+    fast = None if str(path) == "-" else _arrow_qrels(path)
+    if fast is not None:
+        return fast
+    out: dict[str, dict[str, int]] = {}
+    lines = _read_bytes(path).split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()  # the end of the last line, not a line
+    for number, line in enumerate(lines, 1):
+        if line.startswith(b"#"):
+            continue
+        fields = line.split()
+        if len(fields) != 4:  # a blank line too: trec_eval calls it malformed
+            raise InputError(label, number, f"expected 4 fields 'qid iter docid rel', found {len(fields)}")
+        qid, _, doc, rel = (_decode(f) for f in fields)
+        try:
+            grade = int(rel)
+        except ValueError:
+            raise InputError(label, number, f"relevance {rel!r} is not an integer") from None
+        judged = out.setdefault(qid, {})
+        if doc in judged:
+            raise InputError(label, number, f"docid {doc!r} is judged twice for query {qid!r}")
+        judged[doc] = grade
+    if not out:
+        raise InputError(label, None, "no qrels lines")
+    return Qrels({q: out[q] for q in sorted(out, key=byte_key)})
+
+
+def read_results(path: str | Path, float32: bool = False) -> Results:
+    """A `qid iter docid rank score runid` file (`-T trec_results`); fields after the run id are ignored.
+
+    Scores become float64 as trec_eval 10.0 reads them, or float32 (`float32=True`) as version 9 does.
+    A docid retrieved twice for one query is refused (trec_eval stops on it too).
+    """
+    label = str(path)
+    docs: dict[str, list[str]] = {}
+    scores: dict[str, list[float]] = {}
+    run_id = ""
+    for number, line in enumerate(_read_bytes(path).split(b"\n"), 1):
+        stripped = line.lstrip()
+        if not stripped or stripped.startswith(b"#"):
+            continue
+        fields = line.split()
+        if len(fields) < 6:
+            raise InputError(label, number, f"expected 6 fields 'qid iter docid rank score runid', found {len(fields)}")
+        qid, doc = _decode(fields[0]), _decode(fields[2])
+        try:
+            score = float(fields[4])
+        except ValueError:
+            raise InputError(label, number, f"score {_decode(fields[4])!r} is not a number") from None
+        docs.setdefault(qid, []).append(doc)
+        scores.setdefault(qid, []).append(score)
+        run_id = _decode(fields[5])
+    if not docs:
+        raise InputError(label, None, "no run lines")
+    dtype = np.float32 if float32 else np.float64
+    by_query = {}
+    for qid in sorted(docs, key=byte_key):
+        ids = docs[qid]
+        if len(set(ids)) != len(ids):
+            seen: set[str] = set()
+            dup = next(d for d in ids if d in seen or seen.add(d))  # type: ignore[func-returns-value]
+            raise InputError(label, None, f"docid {dup!r} is retrieved twice for query {qid!r}")
+        by_query[qid] = (ids, np.asarray(scores[qid], dtype=np.float64).astype(dtype))
+    return Results(by_query, run_id)
+
+
+def rank_query(docids: list[str], scores: np.ndarray, max_docs: int | None = None) -> list[str]:
+    """One query's docids in trec_eval's order: score descending, ties by docid descending (bytes); at most
+    `max_docs` of them (`-M`)."""
+    by_doc = sorted(range(len(docids)), key=lambda i: byte_key(docids[i]), reverse=True)
+    order = np.asarray(by_doc, dtype=np.int64)
+    order = order[np.argsort(-scores[order], kind="stable")] if len(order) else order
+    ranked = [docids[i] for i in order]
+    return ranked if max_docs is None else ranked[:max_docs]
+
+
+def ranked_docids(results: Results, max_docs: int | None = None) -> dict[str, list[str]]:
+    """Every query's ranked docids the trec_eval way (see `rank_query`), queries in byte order of their ids."""
+    return {qid: rank_query(ids, sc, max_docs) for qid, (ids, sc) in results.by_query.items()}
+
+
+def qrels_from_dict(judged: dict[str, dict[str, int]]) -> Qrels:
+    """Qrels from Python (pytrec_eval's layout: qid → docid → grade), queries put in byte order."""
+    return Qrels({q: dict(judged[q]) for q in sorted(judged, key=byte_key)})
+
+
+def results_from_dict(run: dict[str, dict[str, float]], run_id: str = "run", float32: bool = False) -> Results:
+    """A run from Python (qid → docid → score), scores as trec_eval 10.0 (float64) or 9 (float32) holds them."""
+    dtype = np.float32 if float32 else np.float64
+    return Results({q: (list(run[q]), np.asarray(list(run[q].values()), dtype=np.float64).astype(dtype))
+                    for q in sorted(run, key=byte_key) if run[q]}, run_id)

@@ -1,0 +1,210 @@
+"""One trec_eval invocation: read the inputs, compute the marked measures, yield the output text.
+
+Errors carry trec_eval's exit status (`TrecEvalError.status`): 1 an illegal measure, 2 unreadable input
+or bad measure parameters, 4 a measure that cannot be calculated — and, in 10.0's rules, a qrels query
+without results when -c is not given — 7 no query with both results and relevance info.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from eval_core.errors import InputError
+from eval_core.ranking.trec_eval import measures as ms
+from eval_core.ranking.trec_eval.columnar import RunColumns, build_columnar, read_run_columns
+from eval_core.ranking.trec_eval.evaluate import Block, IllegalMeasure, compute, select, to_zscores
+from eval_core.ranking.trec_eval.output import query_lines, summary_lines
+from eval_core.ranking.trec_eval.params import ParamError, atol
+from eval_core.ranking.trec_eval.reading import Qrels, Results, read_qrels, read_results
+from eval_core.ranking.trec_eval.rels import build
+from eval_core.ranking.trec_eval.zscores import read_zscores
+
+REL_FORMATS = ("qrels", "qrels_jg", "prefs", "qrels_prefs")
+RESULTS_FORMATS = ("trec_results",)
+
+
+class TrecEvalError(RuntimeError):
+    """A refusal, with the exit status trec_eval gives it."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class Invocation:
+    """trec_eval's options, parsed."""
+
+    rel_info_file: str
+    results_file: str
+    measures: list[str] = field(default_factory=list)
+    query: bool = False
+    complete: bool = False
+    rel_level: int = 1
+    summary: bool = True
+    judged_only: bool = False
+    num_docs_in_coll: int = 0
+    max_docs: int | None = None
+    rel_format: str = "qrels"
+    results_format: str = "trec_results"
+    zscores_file: str | None = None
+    version: int = 10
+
+
+def from_namespace(args: object) -> Invocation:
+    """The Invocation for `qrelkit trec_eval`'s parsed arguments (numbers read as C's atol reads them)."""
+    g = args.__getattribute__
+    return Invocation(
+        g("rel_info_file"), g("results_file"), list(g("measure")), bool(g("query_eval_wanted")),
+        bool(g("complete_rel_info_wanted")), atol(g("level_for_rel")), not g("nosummary"),
+        bool(g("Judged_docs_only")), atol(g("Number_docs_in_coll")),
+        None if g("Max_retrieved_per_topic") is None else atol(g("Max_retrieved_per_topic")),
+        g("Rel_info_format"), g("Results_format"), g("Zscore"), int(g("trec_eval_version")))
+
+
+@dataclass
+class Scored:
+    """What one evaluation produced: the blocks of values and what the summary needs."""
+
+    qids: list[str]
+    blocks: list[Block]
+    run_id: str
+    evaluated: int
+    denominator: int
+
+
+def score(inv: Invocation, qrels: Qrels, results: Results | RunColumns) -> Scored:
+    """Compute the selected qrels measures under `inv`'s rules."""
+    try:
+        selection = select(inv.measures)
+    except IllegalMeasure as exc:
+        raise TrecEvalError(str(exc), 1) from None
+    run_qids = set(results.qids) if isinstance(results, RunColumns) else set(results.by_query)
+    missing = [q for q in qrels.by_query if q not in run_qids]
+    if missing and not inv.complete and inv.version >= 10:
+        raise TrecEvalError(f"query '{missing[0]}' is in the qrels but has no results in {inv.results_file} "
+                            f"({len(missing)} such); pass -c to score such queries 0", 4)
+    if isinstance(results, RunColumns):
+        m = build_columnar(qrels, results, rel_level=inv.rel_level, max_docs=inv.max_docs,
+                           judged_only=inv.judged_only, complete=inv.complete, bogus_missing=inv.version >= 10,
+                           float32=inv.version < 10)
+    else:
+        m = build(qrels, results, rel_level=inv.rel_level, max_docs=inv.max_docs, judged_only=inv.judged_only,
+                  complete=inv.complete, bogus_missing=inv.version >= 10)
+    if not m.qids:
+        raise TrecEvalError("No queries with both results and relevance info", 7)
+    opts = ms.Options(inv.rel_level, inv.num_docs_in_coll, inv.version)
+    try:
+        blocks = compute(m, selection, opts)
+    except ParamError as exc:
+        raise TrecEvalError(str(exc), 2) from None
+    except ms.MeasureError as exc:
+        raise TrecEvalError(f"Can't calculate {exc}", 4) from None
+    denominator = len(qrels.by_query) if inv.complete else len(m.qids)
+    return Scored(m.qids, blocks, results.run_id, len(m.qids), denominator)
+
+
+def load(inv: Invocation) -> tuple[Qrels, Results | RunColumns]:
+    """The qrels and the run, or the refusal trec_eval gives (unknown formats, unreadable files: exit 2)."""
+    if inv.rel_format not in REL_FORMATS:
+        raise TrecEvalError(f"Illegal rel_format '{inv.rel_format}'", 2)
+    if inv.results_format not in RESULTS_FORMATS:
+        raise TrecEvalError(f"Illegal retrieval results format '{inv.results_format}'", 2)
+    try:
+        qrels = read_qrels(inv.rel_info_file)
+        columns = None if inv.results_file == "-" else read_run_columns(inv.results_file)
+        if columns is not None and not _duplicate_docs(columns):
+            return qrels, columns
+        return qrels, read_results(inv.results_file, float32=inv.version < 10)
+    except InputError as exc:
+        raise TrecEvalError(str(exc), 2) from None
+
+
+def _duplicate_docs(columns: RunColumns) -> bool:
+    """Whether a docid may repeat within a query (64-bit keys; on a match the line reader decides exactly and
+    names the docid, as trec_eval refuses a repeated one)."""
+    from eval_core.io.formats import pair_keys, string_keys
+
+    keys = np.sort(pair_keys(string_keys(columns.docid), columns.qcode))
+    return bool((keys[1:] == keys[:-1]).any())
+
+
+def run(args: object) -> Iterator[str]:
+    """`qrelkit trec_eval`: the output text in chunks (or `--diff-versions`' listing)."""
+    inv = args if isinstance(args, Invocation) else from_namespace(args)
+    if not isinstance(args, Invocation) and args.__getattribute__("diff_versions"):
+        yield from diff_versions(inv)
+        return
+    if inv.rel_format not in REL_FORMATS:
+        raise TrecEvalError(f"Illegal rel_format '{inv.rel_format}'", 2)
+    if inv.results_format not in RESULTS_FORMATS:
+        raise TrecEvalError(f"Illegal retrieval results format '{inv.results_format}'", 2)
+    if inv.rel_format != "qrels":
+        from eval_core.ranking.trec_eval.other_formats import run_other
+
+        yield from run_other(inv)
+        return
+    qrels, results = load(inv)
+    scored = score(inv, qrels, results)
+    if inv.zscores_file is not None:
+        try:
+            refs = read_zscores(inv.zscores_file)
+        except InputError as exc:
+            raise TrecEvalError(str(exc), 2) from None
+        to_zscores(scored.blocks, scored.qids, refs)
+    z = inv.zscores_file is not None
+    lines: list[str] = []
+    if inv.query:
+        lines.extend(query_lines(scored.blocks, scored.qids, z))
+    if inv.summary:
+        lines.extend(summary_lines(scored.blocks, scored.run_id, scored.evaluated, scored.denominator, z))
+    yield "".join(line + "\n" for line in lines)
+
+
+def diff_versions(inv: Invocation) -> Iterator[str]:
+    """`measure qid value10 value9` for every per-query value where trec_eval 10.0 and 9 differ (more than 1e-12),
+    then the summary values that differ (qid `all`); a query one version scores and the other does not shows '-'."""
+    import dataclasses
+
+    scored = {}
+    for version in (10, 9):
+        v = dataclasses.replace(inv, version=version, complete=inv.complete or version == 10)
+        qrels, results = load(v)
+        scored[version] = score(v, qrels, results)
+    a, b = scored[10], scored[9]
+    index_b = {q: i for i, q in enumerate(b.qids)}
+    out = []
+    for block_a, block_b in zip(a.blocks, b.blocks, strict=True):
+        if block_a.strings is not None or block_a.values.shape[1] == 0 or not block_a.family.per_query:
+            continue
+        for i, qid in enumerate(a.qids):
+            j = index_b.get(qid)
+            for k, name in enumerate(block_a.names):
+                va = float(block_a.values[i, k])
+                if j is None:
+                    out.append(f"{name:<22}\t{qid}\t{va:.4f}\t-")
+                elif abs(va - float(block_b.values[j, k])) > 1e-12:
+                    out.append(f"{name:<22}\t{qid}\t{va:.4f}\t{float(block_b.values[j, k]):.4f}")
+    yield "".join(line + "\n" for line in out)
+
+
+def per_query(qrels: Qrels, results: Results, measures: tuple[str, ...] = ("all_trec",), *, version: int = 10,
+              rel_level: int = 1, complete: bool = False, judged_only: bool = False,
+              max_docs: int | None = None, num_docs_in_coll: int = 0) -> dict[str, dict[str, float]]:
+    """The Python API: every selected measure's value per query, named as trec_eval prints them (relstring and
+    the summary-only gm_map/gm_bpref give their per-query value: the string's length is not kept, gm_* the log).
+
+    Same rules as the command line (`version` 9 or 10); raises TrecEvalError as it refuses."""
+    inv = Invocation("<qrels>", "<run>", list(measures), complete=complete, rel_level=rel_level,
+                     judged_only=judged_only, max_docs=max_docs, num_docs_in_coll=num_docs_in_coll, version=version)
+    scored = score(inv, qrels, results)
+    out: dict[str, dict[str, float]] = {q: {} for q in scored.qids}
+    for block in scored.blocks:
+        if block.strings is not None or block.family.name in ("runid", "num_q"):
+            continue
+        for i, qid in enumerate(scored.qids):
+            out[qid].update({name: float(block.values[i, j]) for j, name in enumerate(block.names)})
+    return out

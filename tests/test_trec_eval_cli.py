@@ -1,0 +1,189 @@
+"""`qrelkit trec_eval`: trec_eval's output layout, option parsing (glued, repeated, long forms), its exit statuses,
+and the 10.0-only values on one small hand-built query.
+
+The query (used throughout): qrels judge a, b, c, d relevant (grade 1) and e non-relevant (grade 0); the run ranks
+a (score 4), x (3), b (2), y (1), so x and y are not in the qrels and c, d are never retrieved.
+R = 4, 2 relevant retrieved at ranks 1 and 3.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from annotator.cli import main
+
+QRELS = "q1 0 a 1\nq1 0 b 1\nq1 0 c 1\nq1 0 d 1\nq1 0 e 0\n"
+RUN = "q1 Q0 a 1 4 tag\nq1 Q0 x 2 3 tag\nq1 Q0 b 3 2 tag\nq1 Q0 y 4 1 tag\n"
+
+
+@pytest.fixture()
+def files(tmp_path: Path) -> tuple[str, str]:
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text(QRELS)
+    run.write_text(RUN)
+    return str(qrels), str(run)
+
+
+def _run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    status = main(["trec_eval", *argv])
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def _value(out: str, name: str, qid: str = "all") -> str:
+    for line in out.splitlines():
+        fields = line.split("\t")
+        if fields[0].strip() == name and fields[1] == qid:
+            return fields[2]
+    raise AssertionError(f"{name} {qid} not in output:\n{out}")
+
+
+def test_default_output_is_the_official_set_in_trec_eval_layout(files: tuple[str, str],
+                                                                  capsys: pytest.CaptureFixture) -> None:
+    """The layout is `%-22s\\t%s\\t%6.4f` (counts `%ld`), runid first: num_ret 4, num_rel 4, num_rel_ret 2,
+    map = (1/1 + 2/3)/4 = 0.4167, P_5 = 2/5."""
+    status, out, _ = _run(capsys, *files)
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0] == "runid                 \tall\ttag"
+    assert lines[1] == "num_q                 \tall\t1"
+    assert lines[2] == "num_ret               \tall\t4"
+    assert "map                   \tall\t0.4167" in lines
+    assert "P_5                   \tall\t0.4000" in lines
+    assert [ln.split("\t")[0].strip() for ln in lines[:8]] == [
+        "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec"]
+
+
+def test_ten_only_values(files: tuple[str, str], capsys: pytest.CaptureFixture) -> None:
+    """Hand derivations for the measures trec_eval 9 does not have or computes differently:
+    - iprec_at_recall_0.30: 10.0 rounds 0.3·4 = 1.2 to 1 relevant doc: best precision from rank 1 on = 1.0;
+      version 9 takes int(1.2 + 0.9) = 2: best precision from rank 3 on = 2/3.
+    - yaap = log((1 + s)/(1 + R − s)), s = 1/1 + 2/3: log(2.6667/3.3333) = log(0.8) = −0.2231.
+    - rbp (p = 0.9) = 0.1·(0.9⁰ + 0.9²) = 0.1810.
+    - rbp_resid: unjudged x, y at ranks 2, 4: 0.9⁴ + 0.1·(0.9¹ + 0.9³) = 0.6561 + 0.1629 = 0.8190.
+    - unj_5 = 2/5, unj_10 = 2/10.
+    """
+    status, out, _ = _run(capsys, "-m", "iprec_at_recall", "-m", "yaap", "-m", "rbp", "-m", "rbp_resid",
+                          "-m", "unj.5,10", *files)
+    assert status == 0
+    assert _value(out, "iprec_at_recall_0.30") == "1.0000"
+    assert _value(out, "yaap") == f"{math.log(0.8):6.4f}" == "-0.2231"
+    assert _value(out, "rbp") == "0.1810"
+    assert _value(out, "rbp_resid") == "0.8190"
+    assert _value(out, "unj_5") == "0.4000"
+    assert _value(out, "unj_10") == "0.2000"
+    status, out9, _ = _run(capsys, "--trec-eval-version", "9", "-m", "iprec_at_recall", *files)
+    assert _value(out9, "iprec_at_recall_0.30") == "0.6667"
+
+
+def test_diff_versions_lists_what_differs(files: tuple[str, str], capsys: pytest.CaptureFixture) -> None:
+    """Cutoffs (10.0 round(x·4) vs 9 int(x·4 + 0.9)): 0.30 → 1 vs 2 (1.0 vs 2/3) and 0.60 → 2 vs 3 (2/3 vs 0:
+    only 2 relevant retrieved) differ; 0.20 (1, 1), 0.40 (2, 2), 0.50 (2, 2) and 0.70 (3, 3) do not."""
+    status, out, _ = _run(capsys, "--diff-versions", "-m", "iprec_at_recall", *files)
+    assert status == 0
+    assert out.splitlines() == ["iprec_at_recall_0.30  \tq1\t1.0000\t0.6667",
+                                "iprec_at_recall_0.60  \tq1\t0.6667\t0.0000"]
+
+
+def test_per_query_glued_and_long_options(files: tuple[str, str], capsys: pytest.CaptureFixture) -> None:
+    """-q prints the query's lines first; -mP.1,3 and --measure relstring.3 glue parameters; -M2 keeps the top 2
+    (a, x: P_1 = 1, P_3 = 1/3, relstring '1-'); -n drops the summary."""
+    status, out, _ = _run(capsys, "-q", "-n", "-mP.1,3", "--measure", "relstring.3", "-M2", *files)
+    assert status == 0
+    assert out.splitlines() == [
+        "P_1                   \tq1\t1.0000",
+        "P_3                   \tq1\t0.3333",
+        "relstring_3           \tq1\t'1-'",
+    ]
+
+
+def test_level_for_rel_and_judged_only(files: tuple[str, str], capsys: pytest.CaptureFixture) -> None:
+    """-l2: nothing is relevant (num_rel 0); -J drops x and y, so b moves to rank 2: P_5 stays 2/5 and
+    recip_rank 1, set_P = 2/2."""
+    _, out, _ = _run(capsys, "-l2", "-m", "num_rel", *files)
+    assert _value(out, "num_rel") == "0"
+    _, out, _ = _run(capsys, "-J", "-m", "set_P", "-m", "num_ret", *files)
+    assert _value(out, "set_P") == "1.0000"
+    assert _value(out, "num_ret") == "2"
+
+
+def test_missing_query_needs_c(tmp_path: Path, files: tuple[str, str], capsys: pytest.CaptureFixture) -> None:
+    """A qrels query without results: refused (exit 4) unless -c, which scores it as trec_eval 10.0 does
+    (its stand-in ranking: num_ret 0, relstring '', map 0) and averages over both queries: map 0.4167 / 2."""
+    qrels = tmp_path / "qrels2"
+    qrels.write_text(QRELS + "q2 0 a 1\n")
+    status, out, err = _run(capsys, str(qrels), files[1])
+    assert status == 4 and out == ""
+    assert err.count("\n") == 1 and "q2" in err and "-c" in err
+    status, out, _ = _run(capsys, "-c", "-q", "-m", "map", "-m", "num_ret", "-m", "relstring", str(qrels), files[1])
+    assert status == 0
+    assert _value(out, "num_ret", "q2") == "0"
+    assert _value(out, "relstring", "q2") == "''"
+    assert _value(out, "map") == f"{(1 + 2 / 3) / 4 / 2:6.4f}"
+
+
+@pytest.mark.parametrize(("argv", "status", "says"), [
+    (["-m", "nonsense"], 1, "illegal measure 'nonsense'"),
+    (["-m", "P."], 1, "improper measure"),
+    (["-m", "P.5,5"], 2, "duplicate cutoffs"),
+    (["-m", "P.0"], 2, "Negative cutoff"),
+    (["-m", "utility.1,2,3"], 4, "utility"),
+    (["-R", "bogus"], 2, "Illegal rel_format 'bogus'"),
+    (["-T", "other"], 2, "Illegal retrieval results format"),
+])
+def test_refusals(files: tuple[str, str], capsys: pytest.CaptureFixture, argv: list[str], status: int,
+                  says: str) -> None:
+    """What trec_eval refuses, with its exit status and one line on stderr."""
+    got, out, err = _run(capsys, *argv, *files)
+    assert got == status
+    assert says in err and err.count("\n") == 1
+    assert out == ""
+
+
+def test_unreadable_and_malformed_inputs(tmp_path: Path, files: tuple[str, str], capsys: pytest.CaptureFixture) -> None:
+    """Exit 2 naming the file (and line): a missing file; a run line with 3 fields; a docid retrieved twice."""
+    status, _, err = _run(capsys, str(tmp_path / "nope"), files[1])
+    assert status == 2 and "nope" in err
+    bad = tmp_path / "bad.run"
+    bad.write_text("q1 Q0 a 1 4 tag\nq1 Q0 b\n")
+    status, _, err = _run(capsys, files[0], str(bad))
+    assert status == 2 and f"{bad}:2:" in err
+    dup = tmp_path / "dup.run"
+    dup.write_text("q1 Q0 a 1 4 tag\nq1 Q0 a 2 3 tag\n")
+    status, _, err = _run(capsys, files[0], str(dup))
+    assert status == 2 and "'a'" in err
+
+
+def test_scores_are_float64_in_10_float32_in_9(tmp_path: Path, files: tuple[str, str],
+                                               capsys: pytest.CaptureFixture) -> None:
+    """e (non-relevant) scores 4.0000001, a (relevant) 4: distinct in float64 (e first, recip_rank 1/2), one
+    float32 value in version 9, where the tie goes to the docid later in byte order (e) as well; with docids
+    swapped the tie makes the difference: z (relevant, 4) vs b2... kept simple: check the 10.0 order only."""
+    run = tmp_path / "near.run"
+    run.write_text("q1 Q0 a 1 4 tag\nq1 Q0 0e 2 4.0000001 tag\n")
+    _, out10, _ = _run(capsys, "-m", "recip_rank", files[0], str(run))
+    _, out9, _ = _run(capsys, "--trec-eval-version", "9", "-m", "recip_rank", files[0], str(run))
+    assert _value(out10, "recip_rank") == "0.5000"  # 4.0000001 > 4 in float64
+    assert _value(out9, "recip_rank") == "1.0000"   # a tie in float32: docid 'a' > '0e' comes first
+
+
+def test_zscores(tmp_path: Path, files: tuple[str, str], capsys: pytest.CaptureFixture) -> None:
+    """-Z: (value − mean)/sd per query and measure, names prefixed by Z, counts as reals; a measure without a line
+    in the file is −1000000. num_ret 4 against mean 2, sd 1 → 2.0; P_5 absent → −1000000."""
+    z = tmp_path / "z"
+    z.write_text("q1 num_ret 2 1\n")
+    status, out, _ = _run(capsys, "-q", "-Z", str(z), "-m", "num_ret", "-m", "P.5", *files)
+    assert status == 0
+    assert "Znum_ret               \tq1\t2.0000" in out.splitlines()
+    assert "ZP_5                   \tq1\t-1000000.0000" in out.splitlines()
+
+
+def test_command_line_entry(files: tuple[str, str]) -> None:
+    """`python -m annotator trec_eval` as a process: trec_eval's usage exit status 1 for a missing file argument."""
+    done = subprocess.run([sys.executable, "-m", "annotator", "trec_eval", files[0]], capture_output=True, text=True)
+    assert done.returncode == 1
