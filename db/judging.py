@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from db.projects import project_row
 from db.queue_order import ordered_next
-from db.store.engine import session_scope
+from db.store.engine import retry_once, session_scope
 from db.store.models import (
     Assignment,
     Fragment,
@@ -159,9 +159,11 @@ def _lock(conn, pair_id: int, username: str) -> None:
         conn.execute(select(func.pg_advisory_xact_lock(pair_id, func.hashtext(username))))
 
 
+@retry_once
 def record_judgment(engine: Engine, pair_id: int, username: str, grade: int | None, note: str | None = None,
                     cant_judge_reason: str | None = None, seconds_spent: float | None = None) -> JudgmentInfo:
-    """Store the user's grade for a pair: one upsert + one history row in one transaction; repeats are no-ops."""
+    """Store the user's grade for a pair: one upsert + one history row in one transaction; repeats are no-ops,
+    so a transaction that lost its connection is run again once (retry_once) without doubling anything."""
     note, reason = _clean(note), _clean(cant_judge_reason)
     if grade is not None:
         reason = None
@@ -252,6 +254,7 @@ def _first_todo(session: Session, project_id: int, user_id: int) -> tuple[int, i
     return (row[0], row[1]) if row else None
 
 
+@retry_once
 def next_pair(engine: Engine, project: str, username: str) -> PairView | None:
     """The user's next assigned, ungraded pair, None when the queue is done: the first in queue order, or under
     another project queue order the one that order picks within the query in progress (db.queue_order)."""
@@ -266,6 +269,7 @@ def next_pair(engine: Engine, project: str, username: str) -> PairView | None:
         return _view(session, project_id, user_id, pair_id, position)
 
 
+@retry_once
 def get_pair(engine: Engine, project: str, username: str, pair_id: int) -> PairView:
     """One pair with the user's own judgment (never anyone else's); annotators only see pairs assigned to them."""
     with session_scope(engine) as session:
@@ -276,6 +280,7 @@ def get_pair(engine: Engine, project: str, username: str, pair_id: int) -> PairV
         return _view(session, project_id, user_id, pair_id, position[0] if position else None)
 
 
+@retry_once
 def previous_pair(engine: Engine, project: str, username: str, before_pair_id: int | None = None) -> PairView | None:
     """The pair before `before_pair_id` in the user's queue (default: before the next unjudged one, or the last).
     Under a queue order other than the pool's, pairs are served out of position order, so "before" is the
@@ -311,6 +316,7 @@ def _graded_before(session: Session, project_id: int, user_id: int, pair_id: int
     return _view(session, project_id, user_id, row[0], row[1]) if row else None
 
 
+@retry_once
 def progress(engine: Engine, project: str, username: str) -> Progress:
     """Judged / assigned for the user, overall and per query in queue order."""
     with session_scope(engine) as session:

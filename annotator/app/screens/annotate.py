@@ -16,6 +16,7 @@ from annotator.app import session as auth
 from annotator.app import state, views
 from db.judging import PairView, get_pair, next_pair, previous_pair, progress, record_judgment, undo_judgment
 from db.projects import ProjectInfo, current_guideline, get_project
+from db.store.engine import StoreUnavailable
 
 CANT_JUDGE_KEY = "X"
 
@@ -45,7 +46,7 @@ def save_grade(username: str, view: PairView, grade: int | None) -> None:
     try:
         saved = record_judgment(state.engine(), pair_id, username, grade, note=note, cant_judge_reason=reason,
                                 seconds_spent=seconds)
-    except (ValueError, PermissionError, LookupError) as exc:
+    except (ValueError, PermissionError, LookupError, StoreUnavailable) as exc:
         st.session_state["flash"] = f"Not saved: {views.literal(exc)}."
         return
     if saved.changed and saved.revision == 1:
