@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from db.judges import JudgeFailed
+from annotator.judge_run import JudgeFailed
 from eval_core.judges.prompt import Answer, check_template, prompt_version, render
 
 KEY_NAMES = ("QRELKIT_JUDGE_API_KEY", "OPENAI_API_KEY")
@@ -102,7 +102,7 @@ def backoff(attempt: int, rng: random.Random) -> float:
 
 @dataclass(frozen=True)
 class ChatJudge:
-    """judge(query, fragment, guideline) -> Answer for db.judges.prejudge, over chat completions."""
+    """judge(query, fragment, guideline) -> Answer for annotator.judge_run.prejudge, over chat completions."""
 
     base_url: str
     model: str

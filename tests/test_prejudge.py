@@ -21,9 +21,10 @@ import sqlalchemy as sa
 from annotator.app.views import BREAK
 from annotator.cli import main
 from annotator.judge_client import ChatJudge, EndpointError, retry_after
+from annotator.judge_run import prejudge
 from db.accounts.permissions import OPERATOR
 from db.assignment import assign
-from db.judges import model_annotator, prejudge
+from db.judges import model_annotator
 from db.projects import add_guideline
 from db.store.frames import judgments_frame
 from db.store.models import JudgeCall, JudgmentHistory, User

@@ -25,8 +25,8 @@ def cmd_prejudge(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from annotator.judge_client import ChatJudge, api_key
+    from annotator.judge_run import prejudge
     from db.accounts.permissions import OPERATOR
-    from db.judges import prejudge
     from db.projects import get_project
     from eval_core.errors import InputError
     from eval_core.judges.prompt import DEFAULT_PROMPT, check_template
