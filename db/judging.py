@@ -26,6 +26,7 @@ from db.store.models import (
     User,
     utcnow,
 )
+from eval_core.io.records import check_note
 from eval_core.judging_order import DEFAULT_ORDER
 
 A, F, G, H, J, P, PR, Q, U = (m.__table__ for m in (Assignment, Fragment, Guideline, JudgmentHistory, Judgment, Pair,
@@ -82,12 +83,15 @@ def _user(session: Session, username: str) -> tuple[int, str, bool]:
     return row[0], row[1], row[2]
 
 
-def _clean(text: str | None) -> str | None:
-    """Empty notes and reasons are stored as NULL so '' and None never count as a change."""
+def _clean(text: str | None, what: str) -> str | None:
+    """Empty notes and reasons are stored as NULL so '' and None never count as a change; longer than
+    MAX_NOTE_CHARS, or holding a NUL, they are refused."""
     if text is None:
         return None
     text = str(text).strip()
-    return text or None
+    if "\x00" in text:
+        raise ValueError(f"the {what} holds a NUL character")
+    return check_note(text, f"the {what}") or None
 
 
 def check_grade(grade: object, scale: tuple[int, int], reason: str | None) -> int | None:
@@ -164,7 +168,7 @@ def record_judgment(engine: Engine, pair_id: int, username: str, grade: int | No
                     cant_judge_reason: str | None = None, seconds_spent: float | None = None) -> JudgmentInfo:
     """Store the user's grade for a pair: one upsert + one history row in one transaction; repeats are no-ops,
     so a transaction that lost its connection is run again once (retry_once) without doubling anything."""
-    note, reason = _clean(note), _clean(cant_judge_reason)
+    note, reason = _clean(note, "note"), _clean(cant_judge_reason, "can't-judge reason")
     if grade is not None:
         reason = None
     if seconds_spent is not None and not seconds_spent >= 0:

@@ -29,7 +29,15 @@ import pyarrow.json as pa_json
 from tqdm import tqdm
 
 from eval_core.errors import InputError
-from eval_core.io.records import check_id, iter_records, open_binary, record_format
+from eval_core.io.records import (
+    BAD_ID_CHARS,
+    MAX_NOTE_CHARS,
+    check_id,
+    check_note,
+    iter_records,
+    open_binary,
+    record_format,
+)
 from eval_core.io.spreadsheet import escape_cell, unescape_cell
 
 KEY = ("query_id", "fragment_id", "annotator")
@@ -39,6 +47,7 @@ OPTIONAL = ("note", "guideline", "category", "cant_judge_reason", "time", "annot
 # The only ways to write "can't judge" (besides JSON null), matched case-insensitively after trimming:
 # an empty value, "null", "none", "na", "n/a". Anything else that is not an integer (NaN, ?, inf…) is refused.
 CANT_JUDGE = ("", "null", "none", "na", "n/a")
+LONG_TEXTS = ("note", "cant_judge_reason", "reason")  # free text, bounded by MAX_NOTE_CHARS
 ADJUDICATION_COLUMNS = ["query_id", "fragment_id", "grade", "reason", "by"]
 # Who an annotator is (the judgments frame's `annotator_kind`): a person, or a model judge (model name and
 # prompt version recorded), which never counts in human-human agreement.
@@ -217,11 +226,12 @@ def _id_field(rec: dict, name: str, path: str | Path) -> str:
 
 
 def _optional(rec: dict, name: str, path: str | Path) -> str | None:
-    """An optional text field, None when absent or blank."""
+    """An optional text field, None when absent or blank; a note or reason longer than MAX_NOTE_CHARS is
+    refused."""
     value = _field(rec, name, path)
     if value is None or isinstance(value, dict | list) or str(value).strip() == "":
         return None
-    return str(value)
+    return check_note(str(value), name) if name in LONG_TEXTS else str(value)
 
 
 def _decision_grade(value: object, scale: tuple[int, int]) -> int:
@@ -416,6 +426,12 @@ def _columnar_clean(data: dict[str, pd.Series], table: pa.Table, delimited: bool
     if "grades" in table.column_names or "adjudication" in table.column_names:
         return False
     texts = [v for k, v in data.items() if k != "grade"]
+    for name in ("query_id", "fragment_id"):
+        ids = pa.array(data[name].dropna().astype(str), pa.large_string()) if name in data else None
+        if ids is not None and len(ids) and pc.any(pc.match_substring_regex(ids, BAD_ID_CHARS)).as_py():
+            return False
+    if any(data[k].dropna().astype(str).str.len().gt(MAX_NOTE_CHARS).any() for k in LONG_TEXTS if k in data):
+        return False
     if delimited and any(v.dropna().astype(str).str.startswith("'").any() for v in texts):
         return False
     if "cant_judge_reason" in data and (data["cant_judge_reason"].notna() & data["grade"].notna()).any():
