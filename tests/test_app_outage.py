@@ -49,3 +49,49 @@ def test_a_wrong_statement_is_not_taken_for_an_outage() -> None:
 
     with pytest.raises(IntegrityError), store_outage():
         raise IntegrityError("INSERT …", {}, Exception("duplicate key"))
+
+
+def test_a_login_while_the_database_restarts_is_one_sentence_and_the_next_try_logs_in(tmp_path, monkeypatch):
+    from db.accounts import logins
+    from tests.test_app_annotator import password
+
+    url = build(tmp_path, monkeypatch)
+    real, calls = logins.login, []
+
+    def down_once(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            raise OperationalError("INSERT INTO login_attempts …", {}, Exception("connection refused"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(logins, "login", down_once)
+    at = app_as(None, url)
+    at.text_input(key="login_username").input("ana")
+    at.text_input(key="login_password").input(password("ana"))
+    at.button[0].click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["Not logged in: the database did not answer (it may be restarting), so "
+                                           "this was not done; what was saved is kept, try again in a moment."]
+    at.text_input(key="login_password").input(password("ana"))
+    at.button[0].click().run()
+    assert not at.exception and at.session_state["user"].username == "ana"
+
+
+def test_a_full_disk_or_a_refusing_database_during_an_export_is_one_sentence(store_url, queue, tmp_path, capsys,
+                                                                              monkeypatch):
+    import errno
+
+    from annotator.cli import main
+
+    out = str(tmp_path / "j.jsonl")
+    for failure, said in ((OSError(errno.ENOSPC, "No space left on device", out), "the disk is full"),
+                          (OperationalError("INSERT …", {"secret": "x"}, Exception("database or disk is full")),
+                           "the database refused: database or disk is full")):
+        def fail(*args, failure=failure, **kwargs):
+            raise failure
+
+        monkeypatch.setattr("db.exports.write_atomically", fail)
+        code = main(["export", "--project", "demo", "--judgments", "--format", "jsonl", "-o", out, "--db",
+                     store_url])
+        err = capsys.readouterr().err
+        assert code == 2 and said in err and err.count("\n") == 1 and "secret" not in err and "INSERT" not in err
