@@ -123,3 +123,13 @@ def test_a_killed_writers_temporary_file_is_removed_by_the_next_run(tmp_path):
     mine.write_text("x")
     write_atomically(target, iter(["b\n"]))
     assert target.read_text() == "b\n" and list(tmp_path.glob(".out.jsonl.*.tmp")) == [mine]
+
+
+@pytest.mark.parametrize("name", ["zero-width space", "right-to-left override", "no-break space", "control"])
+def test_an_annotator_name_with_invisible_characters_is_refused_by_the_judgments_import(engine, project, tmp_path,
+                                                                                        name):
+    rows = [{"query_id": "q1", "fragment_id": f"f{i}", "annotator": "lea", "grade": 1} for i in range(50)]
+    rows[7]["annotator"] = f"le{ODD[name]}a"
+    path = write(tmp_path / "j.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(InputError, match=rf"j\.jsonl:8: annotator .* U\+{ord(ODD[name]):04X}"):
+        import_judgments(engine, "demo", path, actor=OPERATOR)

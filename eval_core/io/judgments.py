@@ -31,8 +31,10 @@ from tqdm import tqdm
 from eval_core.errors import InputError
 from eval_core.io.records import (
     BAD_ID_CHARS,
+    BAD_NAME_CHARS,
     MAX_NOTE_CHARS,
     check_id,
+    check_name,
     check_note,
     iter_records,
     open_binary,
@@ -282,13 +284,15 @@ def _flat_rows(rec: dict, path: str | Path, scale: tuple[int, int]) -> list[dict
     if "grades" in rec:
         rows = []
         for annotator, grade in _grade_map(rec, path).items():
-            rows.append({**pair, "annotator": _text_field({"annotator": annotator}, "annotator"),
+            rows.append({**pair, "annotator": check_name(_text_field({"annotator": annotator}, "annotator"),
+                                                         "annotator"),
                          "grade": parse_grade(grade, scale)})
         return rows
     missing = [name for name in ("annotator", "grade") if name not in rec]
     if missing:
         raise ValueError(f"missing field(s): {', '.join(missing)} (or a release line's grades)")
-    row = {**pair, "annotator": _text_field({"annotator": _field(rec, "annotator", path)}, "annotator"),
+    row = {**pair, "annotator": check_name(_text_field({"annotator": _field(rec, "annotator", path)}, "annotator"),
+                                           "annotator"),
            "grade": parse_grade(_field(rec, "grade", path), scale)}
     for name in OPTIONAL:
         value = _optional(rec, name, path)
@@ -429,6 +433,10 @@ def _columnar_clean(data: dict[str, pd.Series], table: pa.Table, delimited: bool
     for name in ("query_id", "fragment_id"):
         ids = pa.array(data[name].dropna().astype(str), pa.large_string()) if name in data else None
         if ids is not None and len(ids) and pc.any(pc.match_substring_regex(ids, BAD_ID_CHARS)).as_py():
+            return False
+    if "annotator" in data:
+        names = pa.array(data["annotator"].dropna().astype(str), pa.large_string())
+        if len(names) and pc.any(pc.match_substring_regex(names, BAD_NAME_CHARS)).as_py():
             return False
     if any(data[k].dropna().astype(str).str.len().gt(MAX_NOTE_CHARS).any() for k in LONG_TEXTS if k in data):
         return False

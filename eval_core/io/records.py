@@ -88,6 +88,20 @@ def check_id(text: str, what: str) -> str:
     return text
 
 
+# What an account name may not hold (a plain space it may): RE2 for the columnar reader, check_name in Python.
+BAD_NAME_CHARS = r"[\t\n\x{0B}\x{0C}\r\p{Cc}\p{Cf}\p{Zl}\p{Zp}\x{A0}\x{1680}\x{2000}-\x{200A}\x{202F}\x{205F}\x{3000}]"
+
+
+def check_name(text: str, what: str) -> str:
+    """An annotator name from a file, refused when it holds a control, invisible (zero-width, bidi) or
+    whitespace character other than a plain space: such names pass for other accounts."""
+    ch = bad_id_char(text.replace(" ", ""))
+    if ch is not None:
+        raise ValueError(f"{what} {text!r} holds the invisible, control or whitespace character {char_name(ch)}; "
+                         f"a name must be visible text (plain spaces are fine)")
+    return text
+
+
 def char_name(ch: str) -> str:
     """`U+00A0 NO-BREAK SPACE`: a character named so it can be found."""
     return f"U+{ord(ch):04X} {unicodedata.name(ch, '')}".rstrip()
