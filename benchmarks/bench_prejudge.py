@@ -76,8 +76,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from annotator.judge_client import ChatJudge
+    from annotator.judge_run import prejudge
     from db.accounts.permissions import OPERATOR
-    from db.judges import prejudge
     from db.projects import get_project
     from db.store.engine import get_engine
     from eval_core.judges.prompt import DEFAULT_PROMPT

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from db.projects import project_row
 from db.queue_order import ordered_next
-from db.store.engine import session_scope
+from db.store.engine import retry_once, session_scope
 from db.store.models import (
     Assignment,
     Fragment,
@@ -27,6 +27,7 @@ from db.store.models import (
     utcnow,
 )
 from eval_core.errors import NotFound, Refused
+from eval_core.io.records import check_note
 from eval_core.judging_order import DEFAULT_ORDER
 from eval_core.vocab import Role
 
@@ -85,12 +86,15 @@ def _user(session: Session, username: str) -> tuple[int, str, bool]:
     return row[0], row[1], row[2]
 
 
-def _clean(text: str | None) -> str | None:
-    """Empty notes and reasons are stored as NULL so '' and None never count as a change."""
+def _clean(text: str | None, what: str) -> str | None:
+    """Empty notes and reasons are stored as NULL so '' and None never count as a change; longer than
+    MAX_NOTE_CHARS, or holding a NUL, they are refused."""
     if text is None:
         return None
     text = str(text).strip()
-    return text or None
+    if "\x00" in text:
+        raise ValueError(f"the {what} holds a NUL character")
+    return check_note(text, f"the {what}") or None
 
 
 def check_grade(grade: object, scale: tuple[int, int], reason: str | None) -> int | None:
@@ -169,10 +173,12 @@ def _lock(conn, pair_id: int, username: str) -> None:
         conn.execute(select(func.pg_advisory_xact_lock(pair_id, func.hashtext(username))))
 
 
+@retry_once
 def record_judgment(engine: Engine, pair_id: int, username: str, grade: int | None, note: str | None = None,
                     cant_judge_reason: str | None = None, seconds_spent: float | None = None) -> JudgmentInfo:
-    """Store the user's grade for a pair: one upsert + one history row in one transaction; repeats are no-ops."""
-    note, reason = _clean(note), _clean(cant_judge_reason)
+    """Store the user's grade for a pair: one upsert + one history row in one transaction; repeats are no-ops,
+    so a transaction that lost its connection is run again once (retry_once) without doubling anything."""
+    note, reason = _clean(note, "note"), _clean(cant_judge_reason, "can't-judge reason")
     if grade is not None:
         reason = None
     if seconds_spent is not None and not seconds_spent >= 0:
@@ -264,6 +270,7 @@ def _first_todo(session: Session, project_id: int, user_id: int) -> tuple[int, i
     return (row[0], row[1]) if row else None
 
 
+@retry_once
 def next_pair(engine: Engine, project: str, username: str) -> PairView | None:
     """The user's next assigned, ungraded pair, None when the queue is done: the first in queue order, or under
     another project queue order the one that order picks within the query in progress (db.queue_order)."""
@@ -278,6 +285,7 @@ def next_pair(engine: Engine, project: str, username: str) -> PairView | None:
         return _view(session, project_id, user_id, pair_id, position)
 
 
+@retry_once
 def get_pair(engine: Engine, project: str, username: str, pair_id: int) -> PairView:
     """One pair with the user's own judgment (never anyone else's); annotators only see pairs assigned to them."""
     with session_scope(engine) as session:
@@ -288,6 +296,7 @@ def get_pair(engine: Engine, project: str, username: str, pair_id: int) -> PairV
         return _view(session, project_id, user_id, pair_id, position[0] if position else None)
 
 
+@retry_once
 def previous_pair(engine: Engine, project: str, username: str, before_pair_id: int | None = None) -> PairView | None:
     """The pair before `before_pair_id` in the user's queue (default: before the next unjudged one, or the last).
     Under a queue order other than the pool's, pairs are served out of position order, so "before" is the
@@ -323,6 +332,7 @@ def _graded_before(session: Session, project_id: int, user_id: int, pair_id: int
     return _view(session, project_id, user_id, row[0], row[1]) if row else None
 
 
+@retry_once
 def progress(engine: Engine, project: str, username: str) -> Progress:
     """Judged / assigned for the user, overall and per query in queue order."""
     with session_scope(engine) as session:

@@ -96,8 +96,11 @@ def test_a_demoted_lead_is_refused_a_lead_page_at_once(url):
     at.switch_page(AGREEMENT).run()
     assert not at.exception and not any("Not allowed" in e.value for e in at.error)
     set_role(engine, "lea", "annotator", actor=OPERATOR)
-    at.run()
-    assert [e.value for e in at.error] == [
+    at.run()  # the role change ended the session: the lead page is gone, the login form says why
+    assert [i.value for i in at.info] == [SESSION_ENDED] and [b.label for b in at.button] == ["Log in"]
+    again = with_token(create_session(engine, 1).token)
+    again.switch_page(AGREEMENT).run()
+    assert [e.value for e in again.error] == [
         "Not allowed for your role: this page is for the lead role; you are logged in as annotator."]
 
 

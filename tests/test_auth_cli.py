@@ -78,13 +78,28 @@ def test_set_password_prompts_twice_without_stdin(cli, engine, monkeypatch):
     assert code == 2 and "passwords do not match" in err and not get_user(engine, "ana").can_login
 
 
-def test_set_role_changes_what_an_open_session_is(cli, engine):
+def test_set_role_ends_the_open_sessions_of_that_account(cli, engine):
     ana = create_user(engine, "ana", "annotator", "ana-password", actor=OPERATOR)
     tab = create_session(engine, ana.id)
     code, out, _ = cli("user", "set-role", "ana", "lead")
-    assert code == 0 and out["role"] == "lead" and resolve(engine, tab.token).role == "lead"
-    assert cli("user", "set-role", "ana", "annotator")[1]["role"] == "annotator"
-    assert resolve(engine, tab.token).role == "annotator"
+    assert code == 0 and out["role"] == "lead" and resolve(engine, tab.token) is None
+    assert resolve(engine, create_session(engine, ana.id).token).role == "lead"
+
+
+def test_user_unlock_lifts_the_back_off_and_user_delete_says_why_it_refuses(cli, engine):
+    from db.accounts.logins import login
+
+    create_user(engine, "ana", "annotator", "ana-password", actor=OPERATOR)
+    for i in range(5):
+        login(engine, "ana", "wrong-password", client=f"10.4.0.{i}")
+    assert login(engine, "ana", "ana-password", client="10.0.0.1").user is None
+    code, out, _ = cli("user", "unlock", "ana")
+    assert code == 0 and out == {"username": "ana", "unlocked": True}
+    assert login(engine, "ana", "ana-password", client="10.0.0.1").user is not None
+    create_user(engine, "gpt-judge", "annotator", actor=OPERATOR)
+    assert cli("user", "delete", "gpt-judge")[0] == 0
+    code, _, err = cli("user", "delete", "gpt-judge")
+    assert code == 2 and "no user named 'gpt-judge'" in err
 
 
 def test_unknown_users_and_roles_are_refused(cli, capsys):

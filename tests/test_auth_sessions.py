@@ -20,7 +20,7 @@ from db.accounts.sessions import (
     revoke,
     revoke_all_for_user,
 )
-from db.accounts.users import create_user, deactivate, set_role
+from db.accounts.users import create_user, deactivate, set_password, set_role
 from db.store.models import UserSession, utcnow
 
 OP = {"actor": OPERATOR}
@@ -165,12 +165,26 @@ def test_revoke_all_and_deactivation_end_every_session_of_the_user_only(engine, 
         create_session(engine, lea.id)
 
 
-def test_resolve_rereads_the_role_on_every_call(engine, lea):
-    new = create_session(engine, lea.id)
+def test_a_role_change_ends_every_session_of_that_account_and_only_a_change_does(engine, lea):
+    tabs = [create_session(engine, lea.id) for _ in range(2)]
+    set_role(engine, "lea", "lead", **OP)  # the same role: nothing changes, the tabs stay
+    assert all(resolve(engine, t.token) == lea for t in tabs)
     set_role(engine, "lea", "annotator", **OP)
-    assert resolve(engine, new.token).role == "annotator"
-    set_role(engine, "lea", "lead", **OP)
-    assert resolve(engine, new.token).role == "lead"
+    assert all(resolve(engine, t.token) is None for t in tabs)  # a tab opened as a lead is not one any more
+    after = create_session(engine, lea.id)
+    assert resolve(engine, after.token).role == "annotator"
+
+
+def test_a_password_change_ends_every_session_of_that_account_even_a_copied_cookie(engine, lea):
+    ana = create_user(engine, "ana", "annotator", "ana-password", **OP)
+    victim, copied, other = create_session(engine, ana.id), create_session(engine, ana.id), create_session(engine,
+                                                                                                         lea.id)
+    set_password(engine, "ana", "a-new-password", actor="ana")  # the user's own change ends her tabs too
+    assert resolve(engine, victim.token) is None and resolve(engine, copied.token) is None
+    assert resolve(engine, other.token) == lea
+    mine = create_session(engine, ana.id)
+    set_password(engine, "ana", "lead-chose-this", actor="lea")  # a lead's reset, likewise
+    assert resolve(engine, mine.token) is None
 
 
 def test_the_database_refuses_a_raw_token_or_a_session_ending_before_it_starts(engine, lea):

@@ -122,3 +122,57 @@ def test_a_login_prunes_attempts_and_ended_sessions_older_than_thirty_days(engin
         kept = set(conn.execute(sa.select(UserSession.token_hash)).scalars())
     assert attempts == [True]  # the two old failures are gone, this login is kept
     assert kept == {token_hash(t.token) for t in (recent, open_, ok.session)}
+
+
+def _parallel_logins(engine, monkeypatch, attempts: list[tuple[str, str]]) -> tuple[int, list[int]]:
+    """Run every (username, client) attempt at once in its own thread; (passwords checked, waits returned).
+    A checked password is one scrypt call (the dummy hash for unknown names is made before counting)."""
+    import hashlib
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import db.accounts.users as users
+
+    users._DUMMY_HASH = users._DUMMY_HASH or users.hash_password("not a password")
+    real, calls, lock = hashlib.scrypt, [0], threading.Lock()
+
+    def counting(*args, **kwargs):
+        with lock:
+            calls[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hashlib, "scrypt", counting)
+    start = threading.Barrier(len(attempts))
+
+    def attempt(pair: tuple[str, str]) -> int:
+        start.wait()
+        return login(engine, pair[0], "wrong-password", client=pair[1]).retry_after
+
+    with ThreadPoolExecutor(len(attempts)) as pool:
+        waits = list(pool.map(attempt, attempts))
+    return calls[0], waits
+
+
+def test_forty_simultaneous_guesses_at_one_account_check_at_most_five(engine, ana, monkeypatch):
+    checked, waits = _parallel_logins(engine, monkeypatch, [("ana", f"10.1.0.{i}") for i in range(40)])
+    assert checked == 5  # the limit, not the 29 the check-then-act login let through
+    assert sum(w > 0 for w in waits) >= 35
+    with engine.connect() as conn:  # one row per checked attempt, none for a refused wait
+        assert conn.execute(sa.select(sa.func.count()).select_from(LoginAttempt)).scalar_one() == 5
+
+
+def test_forty_simultaneous_guesses_from_one_client_check_at_most_five(engine, ana, monkeypatch):
+    checked, _ = _parallel_logins(engine, monkeypatch, [(f"user{i}", "10.2.0.1") for i in range(40)])
+    assert checked == 5
+
+
+def test_a_lead_unlocks_an_account_that_someone_else_locked(engine, ana):
+    from db.accounts.logins import unlock
+
+    for i in range(5):
+        fail(engine, 1, client=f"10.3.0.{i}")
+    assert login(engine, "ana", "right-password", client="10.0.0.9").retry_after > 0
+    unlock(engine, "ana", actor=OPERATOR)
+    assert login(engine, "ana", "right-password", client="10.0.0.9").user == ana
+    with pytest.raises(PermissionError):
+        unlock(engine, "ana", actor="ana")

@@ -21,9 +21,10 @@ import sqlalchemy as sa
 from annotator.app.text import BREAK
 from annotator.cli import main
 from annotator.judge_client import ChatJudge, EndpointError, retry_after
+from annotator.judge_run import prejudge
 from db.accounts.permissions import OPERATOR
 from db.assignment import assign
-from db.judges import model_annotator, prejudge
+from db.judges import model_annotator
 from db.projects import add_guideline
 from db.store.frames import judgments_frame
 from db.store.models import JudgeCall, JudgmentHistory, User
@@ -52,9 +53,9 @@ class ChatServer:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 prompt = body["messages"][-1]["content"]
-                pair = (re.search(r"=== QUERY ===\n(.*?)\n=== END OF QUERY ===", prompt, re.S).group(1)
+                pair = (re.search(r"=== QUERY(?: \w+)? ===\n(.*?)\n=== END OF QUERY(?: \w+)? ===", prompt, re.S).group(1)
                         .replace("query ", "q"),
-                        re.search(r"(fragment \d+)\n=== END OF FRAGMENT ===", prompt).group(1)
+                        re.search(r"(fragment \d+)\n=== END OF FRAGMENT(?: \w+)? ===", prompt).group(1)
                         .replace("fragment ", "f"))
                 with server.lock:
                     server.requests.append({"path": self.path, "pair": pair, "body": body,
@@ -200,12 +201,13 @@ def test_prejudge_grades_refuses_malformed_and_retries(engine, judged_project, s
                                    server.script[("q1", "f2")][0]]
     server.script[("q1", "f3")] = [("slow", 1.0, "Grade: 3"), server.script[("q1", "f3")][0]]
     waits: list[float] = []
-    report = prejudge(engine, "demo", _judge(server, waits, timeout=0.4), model="test-model",
-                      prompt_version="v-test", concurrency=3, actor=OPERATOR)
+    report = prejudge(engine, "demo", _judge(server, waits, timeout=0.6), model="test-model",
+                      prompt_version="v-test", concurrency=3, actor=OPERATOR)  # a pair's budget: 5 × 0.6 = 3 s
 
-    assert (report.pairs, report.called, report.cached, report.malformed, report.failed) == (12, 12, 0, 3, 0)
+    assert (report.pairs, report.cached, report.malformed, report.failed) == (12, 0, 3, 0)
     assert (report.created, report.updated, report.unchanged) == (9, 0, 0)
     assert server.calls() == 12 + 1 + 2 + 1  # one 429, two 5xx and one timeout retried
+    assert report.called == server.calls()  # calls are what the endpoint received, retries included
     assert (server.calls(("q1", "f1")), server.calls(("q1", "f2")), server.calls(("q1", "f3"))) == (2, 3, 2)
     assert 2.0 in waits  # Retry-After honoured as given
     backoffs = sorted(w for w in waits if w != 2.0)  # step 0.5·2^k s, waited as half of it plus jitter up to all
@@ -233,8 +235,9 @@ def test_prejudge_grades_refuses_malformed_and_retries(engine, judged_project, s
     for request in server.requests:
         q, f = request["pair"]
         assert request["path"] == "/v1/chat/completions" and request["body"]["model"] == "test-model"
+        boundary = re.search(r"=== QUERY (\w+) ===", request["body"]["messages"][0]["content"]).group(1)
         assert request["body"]["messages"] == [{"role": "user", "content": render(
-            template, f"query {q[1]}", f"T{f[1]}\n\nfragment {f[1]}", GUIDELINE, LABELS)}]
+            template, f"query {q[1]}", f"T{f[1]}\n\nfragment {f[1]}", GUIDELINE, LABELS, boundary)}]
         assert "HUMAN-NOTE" not in json.dumps(request["body"]) and "ann1" not in json.dumps(request["body"])
 
 
@@ -337,7 +340,7 @@ def test_api_key_reaches_the_endpoint_only(engine, store_url, judged_project, se
     server.script[("q2", "f2")] = [("answer", "no grade here")]
     caplog.set_level(logging.DEBUG)
     assert main(["prejudge", "--project", "demo", "--base-url", server.base_url, "--model", "test-model",
-                 "--db", store_url, "--concurrency", "2"]) == 0
+                 "--db", store_url, "--concurrency", "2"]) == 1  # q2/f2 got no grade
     out = capsys.readouterr()
     report = json.loads(out.out)
     assert (report["called"], report["created"], report["malformed"]) == (12, 11, 1)

@@ -97,7 +97,7 @@ def _grade_by_length(query: str, fragment: str, guideline: str) -> int:
 def with_judge(engine, judged):
     """`judged` plus model judge `llm` (model gpt-4o-mini) grading every pair with prompt v1, then the first two
     pairs again with prompt v2: one annotator, two prompt versions, the later one the judge's current."""
-    from db.judges import prejudge
+    from annotator.judge_run import prejudge
 
     prejudge(engine, "src", _grade_by_length, model="gpt-4o-mini", annotator="llm", prompt_version="umbrela-v1",
              actor=OPERATOR)

@@ -159,3 +159,40 @@ def test_set_role_promotes_and_demotes_and_refuses_unknown_roles(engine):
         set_role(engine, "ben", "admin", **OP)
     with pytest.raises(LookupError, match="no user named 'zed'"):
         set_role(engine, "zed", "lead", **OP)
+
+
+@pytest.mark.parametrize("disguise", ["LEA", "Lea", "\uff4c\uff45\uff41", "l\u0435a", "\u04cf\u0435\u0430"])
+def test_a_name_that_looks_like_an_existing_account_is_refused_with_the_reason(engine, disguise):
+    create_user(engine, "lea", "lead", "password", **OP)
+    with pytest.raises(ValueError, match=r"looks like the existing account 'lea'|mixes letters") as refused:
+        create_user(engine, disguise, "annotator", "password", **OP)
+    assert "\n" not in str(refused.value)
+    assert [u.username for u in list_users(engine)] == ["lea"]
+
+
+@pytest.mark.parametrize("hidden", ["\u200b", "\u200d", "\u202e", "\u2066", "\x07", "\x00", "\u00a0", "\u2028",
+                                    "\ufeff", "\x85"])
+def test_names_with_invisible_control_or_bidi_characters_are_refused(engine, hidden):
+    with pytest.raises(ValueError, match=f"U\\+{ord(hidden):04X}"):
+        create_user(engine, f"lea{hidden}x", "annotator", "password", **OP)
+
+
+def test_distinct_names_in_any_one_script_are_accepted(engine):
+    for name in ("lea", "léa", "Nguyễn Văn An", "田中さん", "Алексей", "ana.b-2"):
+        create_user(engine, name, "annotator", **OP)
+    assert len(list_users(engine)) == 6
+
+
+def test_delete_removes_an_account_without_grades_and_refuses_one_with_them(engine, queue):
+    from db.accounts.users import delete_user
+    from db.judging import record_judgment
+
+    assert delete_user(engine, "ann2", **OP) == {"assignments": 12, "sessions": 0}  # open work goes with it
+    assert "ann2" not in [u.username for u in list_users(engine)]
+    record_judgment(engine, queue[("q1", "f1")], "ann1", 2)
+    with pytest.raises(ValueError, match=r"'ann1' holds 1 judgments, 1 judgment history rows; .*deactivate"):
+        delete_user(engine, "ann1", **OP)
+    with pytest.raises(LookupError):
+        delete_user(engine, "ann2", **OP)
+    with pytest.raises(PermissionError):
+        delete_user(engine, "boss", actor="ann1")

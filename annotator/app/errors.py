@@ -9,8 +9,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import streamlit as st
+from sqlalchemy.exc import DBAPIError
 
 from annotator.app.text import literal
+from db.store.engine import STORE_DOWN, StoreUnavailable, is_outage
 from eval_core.errors import USER_ERRORS
 
 log = logging.getLogger("qrelkit.app")
@@ -29,6 +31,22 @@ def user_errors(action: str = "Not done") -> Iterator[None]:
     "No release: <why>." (the reason shown literally) instead of a traceback, and logs the details."""
     try:
         yield
-    except USER_ERRORS as exc:
+    except (*USER_ERRORS, StoreUnavailable) as exc:
         log.warning("%s: %s", action, exc, exc_info=True)
         st.error(literal(f"{action}: {sentence(exc)}"))
+
+
+@contextmanager
+def store_outage() -> Iterator[None]:
+    """Around a whole page run: a database that is down or lost its connection even after the store's one
+    retry (db.store.engine.retry_once) is one sentence, not "This app has encountered an error"; the pool was
+    invalidated, so the next key press opens a fresh connection."""
+    try:
+        yield
+    except StoreUnavailable:
+        st.error(sentence(ValueError(STORE_DOWN)))
+    except DBAPIError as exc:
+        if not is_outage(exc):
+            raise
+        log.warning("database unavailable during a page run: %s", exc.orig)
+        st.error(sentence(ValueError(STORE_DOWN)))

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from annotator.app import errors, state
 from annotator.app import session as auth
-from annotator.app import state
 from annotator.app.sidebar import project_picker
 from annotator.app.text import literal
 from eval_core.vocab import Role
@@ -53,6 +53,12 @@ def main() -> None:
     """Every page is registered for everyone, so a link (e.g. /lead_agreement) survives the login and opens its
     page afterwards; the menu lists what the role opens, and a lead page tells an annotator it is not allowed."""
     st.set_page_config(page_title="qrelkit", layout="wide")  # no material page_icon: its favicon is fetched from Google
+    with errors.store_outage():
+        _run_page()
+
+
+def _run_page() -> None:
+    """Resolve the session, build the menu for the role, and run the open page (or the login form)."""
     state.engine()
     user = auth.current_user()
     is_lead = user is not None and user.role == Role.LEAD

@@ -13,10 +13,12 @@ from collections.abc import Callable
 from datetime import datetime
 
 import streamlit as st
+from sqlalchemy.exc import DBAPIError
 
 from annotator.app import state
 from db.accounts import logins, sessions
 from db.accounts.users import UserInfo, list_users
+from db.store.engine import STORE_DOWN, is_outage
 
 COOKIE = "qrelkit_session"
 USER_KEY = "user"  # the resolved UserInfo of this run, for pages
@@ -140,9 +142,16 @@ def _oidc_user() -> UserInfo | None:
 
 def submit_login() -> None:
     """Form callback: check the password (unless this account or client must wait) before the script runs, so
-    a successful login costs one run, not two."""
-    result = logins.login(state.engine(), st.session_state.get("login_username") or "",
-                          st.session_state.get("login_password") or "", client=client_label())
+    a successful login costs one run, not two. A database that does not answer is one sentence on the form."""
+    try:
+        result = logins.login(state.engine(), st.session_state.get("login_username") or "",
+                              st.session_state.get("login_password") or "", client=client_label())
+    except DBAPIError as exc:
+        if not is_outage(exc):
+            raise
+        st.session_state.pop("login_password", None)
+        st.session_state["login_store_down"] = True
+        return
     st.session_state.pop("login_password", None)
     if result.user is None:
         st.session_state["login_failed"] = result.retry_after
@@ -171,6 +180,8 @@ def login_page() -> None:
         st.text_input("Username", key="login_username")
         st.text_input("Password", type="password", key="login_password")
         st.form_submit_button("Log in", type="primary", on_click=submit_login)
+    if st.session_state.pop("login_store_down", False):
+        st.error(f"Not logged in: {STORE_DOWN}.")
     failed = st.session_state.pop("login_failed", None)
     if failed is not None:
         st.error("Unknown username or wrong password." if not failed else wait_message(failed))

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import logging
 import os
 import sys
 
@@ -58,7 +60,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one command. The one error path: bad input (`path:line: problem`) and refusals (an unknown name, a
     duplicate, a missing or stale database, an actor without the right) print `qrelkit: error: …` — an
-    import's further bad lines as `qrelkit: rejected: …` — and exit 2; a failed gate exits 1."""
+    import's further bad lines as `qrelkit: rejected: …` — and exit 2; so do a bad output path, a full disk,
+    a database that refuses and anything unexpected: one sentence, never a traceback. A failed gate exits 1."""
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
@@ -72,11 +75,38 @@ def main(argv: list[str] | None = None) -> int:
         for line in getattr(exc, "more", ()):
             print(f"qrelkit: rejected: {line}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a bad output path, a full disk, an unreadable file: one sentence, no traceback
+        print(f"qrelkit: error: {os_sentence(exc)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `qrelkit eval … | head`: the reader left; silence the flush at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as exc:  # the database refused, or a bug: still one sentence (the details go to the log)
+        store = sys.modules.get("sqlalchemy.exc")
+        if store is not None and isinstance(exc, store.DBAPIError):
+            reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
+            print(f"qrelkit: error: the database refused: {reason[:300]}", file=sys.stderr)
+        else:
+            print(f"qrelkit: error: unexpected {type(exc).__name__}: {str(exc)[:300]} (please report it)",
+                  file=sys.stderr)
+        logging.getLogger("qrelkit").debug("command failed", exc_info=True)
+        return 2
+
+
+def os_sentence(exc: OSError) -> str:
+    """What an OSError means to the user, in one sentence naming the file."""
+    where = f"{exc.filename}" if exc.filename else "the file"
+    if exc.errno == errno.ENOSPC:
+        return f"cannot write {where}: the disk is full (nothing was written)"
+    if exc.errno == errno.ENAMETOOLONG:
+        return f"cannot write {str(where)[:80]}…: the file name is too long for this file system"
+    if isinstance(exc, IsADirectoryError):
+        return f"{where} is a directory; give a file name"
+    if isinstance(exc, FileNotFoundError):
+        return f"{where}: no such file or folder"
+    return f"{where}: {exc.strerror or exc}"
 
 
 if __name__ == "__main__":

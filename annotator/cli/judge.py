@@ -25,8 +25,8 @@ def cmd_prejudge(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from annotator.judge_client import ChatJudge, api_key
+    from annotator.judge_run import prejudge
     from db.accounts.permissions import OPERATOR
-    from db.judges import prejudge
     from db.projects import get_project
     from eval_core.errors import InputError
     from eval_core.judges.prompt import DEFAULT_PROMPT, check_template
@@ -41,7 +41,8 @@ def cmd_prejudge(args: argparse.Namespace) -> int:
     engine = store_engine(args)
     judge = ChatJudge(args.base_url, args.model, template, get_project(engine, args.project).labels,
                       params={"temperature": args.temperature}, timeout=args.timeout, api_key=api_key(),
-                      **({"attempts": args.attempts} if args.attempts else {}))
+                      **{k: v for k, v in (("attempts", args.attempts), ("max_reply_bytes", args.max_reply_bytes))
+                         if v})
     report = prejudge(engine, args.project, judge, model=args.model, annotator=args.annotator,
                       concurrency=args.concurrency, limit=args.limit, progress=True, actor=OPERATOR)
     print_json({**report.to_dict(), "prompt": str(path)})
@@ -49,7 +50,9 @@ def cmd_prejudge(args: argparse.Namespace) -> int:
           f"the cache, {report.malformed} malformed, {report.failed} failed; "
           f"{report.prompt_tokens + report.completion_tokens} tokens ({report.prompt_tokens} prompt, "
           f"{report.completion_tokens} completion)", file=sys.stderr)
-    return 0
+    if not report.ok:
+        print(f"qrelkit: {report.failed + report.malformed} pair(s) got no grade; see `problems`", file=sys.stderr)
+    return 0 if report.ok else 1
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -60,7 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "POST {base-url}/chat/completions (vLLM, llama.cpp server, Ollama, hosted APIs). The prompt is "
                     "built from the guideline in force; answers must hold exactly one 'Grade: N'. The API key comes "
                     "only from QRELKIT_JUDGE_API_KEY (else OPENAI_API_KEY) and is never stored or printed. Answers "
-                    "are cached by (pair, model, prompt version, inputs): a second run makes no call.")
+                    "are cached by (pair, model, prompt version, inputs): a second run makes no call. Exits 1 when "
+                    "a pair got no grade (failed or malformed).")
     p.add_argument("--project", required=True)
     p.add_argument("--base-url", required=True, metavar="URL",
                    help="the API root, e.g. http://localhost:8000/v1 (vLLM), http://localhost:8080/v1 (llama.cpp), "
@@ -74,7 +78,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--concurrency", type=_positive(int), default=4, metavar="N", help="calls at a time (default 4)")
     p.add_argument("--limit", type=_positive(int), metavar="N", help="only the first N pairs in pool order")
     p.add_argument("--timeout", type=_positive(float), default=60.0, metavar="S",
-                   help="seconds per request (default 60)")
+                   help="wall-clock deadline of one request, connect to last byte (default 60); a pair's tries "
+                        "and waits together stay within attempts × S")
+    p.add_argument("--max-reply-bytes", type=_positive(int), metavar="N",
+                   help="refuse a reply larger than N bytes without reading the rest "
+                        "(default: annotator.judge_client.MAX_REPLY_BYTES, 1 MiB)")
     p.add_argument("--attempts", type=_positive(int), metavar="N",
                    help="tries per pair on 429, 5xx and timeouts, with exponential back-off and jitter "
                         "(default: annotator.judge_client.ATTEMPTS, 5)")

@@ -1,4 +1,4 @@
-"""`qrelkit user add | list | deactivate | activate | set-password | set-role`: accounts from the shell.
+"""`qrelkit user add | list | deactivate | activate | set-password | set-role | unlock | delete`: accounts.
 
 The CLI acts as OPERATOR (whoever holds the database URL). Passwords never appear on the command line: they
 are prompted for twice, or read from one line of stdin.
@@ -87,6 +87,24 @@ def cmd_user_set_role(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_user_unlock(args: argparse.Namespace) -> int:
+    from db.accounts.logins import unlock
+    from db.accounts.permissions import OPERATOR
+
+    unlock(store_engine(args), args.name, actor=OPERATOR)
+    print_json({"username": args.name, "unlocked": True})
+    return 0
+
+
+def cmd_user_delete(args: argparse.Namespace) -> int:
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.users import delete_user
+
+    print_json({"username": args.name, "deleted": True, **delete_user(store_engine(args), args.name,
+                                                                       actor=OPERATOR)})
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `user` and its actions to the `qrelkit` parser."""
     user = subparsers.add_parser("user", help="accounts: add, list, (de)activate, passwords, roles").add_subparsers(
@@ -127,3 +145,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("role", choices=ROLE_CHOICES)
     db_option(p)
     p.set_defaults(func=cmd_user_set_role)
+
+    p = user.add_parser("unlock", help="lift an account's login back-off (after someone else's wrong guesses)")
+    p.add_argument("name")
+    db_option(p)
+    p.set_defaults(func=cmd_user_unlock)
+
+    p = user.add_parser("delete", help="remove an account that holds no grades (e.g. a model judge whose run "
+                                       "graded nothing); refused, with the reason, otherwise")
+    p.add_argument("name")
+    db_option(p)
+    p.set_defaults(func=cmd_user_delete)

@@ -3,6 +3,8 @@
 Attempts are rows in the store, so the back-off holds across browser sessions, tabs, processes and restarts.
 An account's failures count since its last successful login; a client's failures count whatever account they
 named (a client cannot reset its counter by logging in to an account it holds). Both look back WINDOW only.
+An attempt is recorded as a failure in the same locked transaction that decides it may go ahead, before its
+password is checked, and turned into a success afterwards: N simultaneous attempts check at most FREE_FAILURES.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.engine import Engine
 
+from db.accounts.permissions import Actor, require_lead
 from db.accounts.sessions import NewSession, create_session
-from db.accounts.users import UserInfo, authenticate
-from db.store.engine import session_scope
+from db.accounts.users import UserInfo, authenticate, user_row
+from db.store.engine import is_sqlite, session_scope
 from db.store.models import LoginAttempt, UserSession, utcnow
 
 FREE_FAILURES = 5  # failures allowed before any wait
@@ -25,6 +28,8 @@ FIRST_WAIT_SECONDS = 10.0  # the wait after the fifth failure; it doubles with e
 MAX_WAIT_SECONDS = 900.0
 WINDOW = timedelta(minutes=30)
 KEEP = timedelta(days=30)  # attempts and ended sessions stay this long for audits, then a login prunes them
+LOGIN_LOCK_KEY = 0x71726C6B  # PostgreSQL advisory lock ('qrlk') that serialises the short go/wait decisions
+UNLOCK_CLIENT = "unlocked by "  # an unlock is a success row whose client says who lifted the back-off
 log = logging.getLogger("qrelkit.auth")
 
 
@@ -56,26 +61,38 @@ def _failures(conn, key_column, key: str, since: datetime, reset_on_success: boo
     return int(count), latest
 
 
-def retry_after(engine: Engine, username: str, client: str, now: datetime | None = None) -> int:
-    """Whole seconds this account name or this client must still wait before the next attempt (0 = go)."""
-    now = now or utcnow()
+def _wait(conn, username: str, client: str, now: datetime) -> int:
+    """Whole seconds this account name or this client must still wait, read inside the caller's transaction."""
     since = now - WINDOW
     wait = 0.0
-    with session_scope(engine) as session:
-        conn = session.connection()
-        for column, key, resets in ((LoginAttempt.username, username, True), (LoginAttempt.client, client, False)):
-            count, latest = _failures(conn, column, key, since, resets)
-            if latest is not None:
-                latest = latest if latest.tzinfo else latest.replace(tzinfo=now.tzinfo)
-                wait = max(wait, wait_after(count) - (now - latest).total_seconds())
+    for column, key, resets in ((LoginAttempt.username, username, True), (LoginAttempt.client, client, False)):
+        count, latest = _failures(conn, column, key, since, resets)
+        if latest is not None:
+            latest = latest if latest.tzinfo else latest.replace(tzinfo=now.tzinfo)
+            wait = max(wait, wait_after(count) - (now - latest).total_seconds())
     return max(0, math.ceil(wait))
 
 
-def record_attempt(engine: Engine, username: str, client: str, succeeded: bool) -> None:
-    """Keep one attempt (account name as typed, trimmed; client label) for the back-off and the audit trail."""
+def retry_after(engine: Engine, username: str, client: str, now: datetime | None = None) -> int:
+    """Whole seconds this account name or this client must still wait before the next attempt (0 = go)."""
     with session_scope(engine) as session:
-        session.execute(insert(LoginAttempt).values(username=username[:200], client=client[:200],
-                                                    succeeded=succeeded, attempted_at=utcnow()))
+        return _wait(session.connection(), username, client, now or utcnow())
+
+
+def _claim_attempt(engine: Engine, username: str, client: str) -> tuple[int, int | None]:
+    """Decide and record in one serialised transaction: (wait > 0, None) with nothing recorded, or (0, the id
+    of a new attempt row written as a failure before any password is checked)."""
+    with session_scope(engine, write=True) as session:  # SQLite: BEGIN IMMEDIATE serialises
+        if not is_sqlite(engine):
+            session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": LOGIN_LOCK_KEY})
+        now = utcnow()
+        wait = _wait(session.connection(), username, client, now)
+        if wait:
+            return wait, None
+        attempt_id = session.execute(insert(LoginAttempt).values(
+            username=username, client=client, succeeded=False, attempted_at=now)
+            .returning(LoginAttempt.id)).scalar_one()
+        return 0, int(attempt_id)
 
 
 def prune(engine: Engine, now: datetime | None = None) -> tuple[int, int]:
@@ -94,16 +111,28 @@ def login(engine: Engine, username: str, password: str, *, client: str) -> Login
     and every refused wait is logged with the account name and client."""
     name = (username or "").strip()[:200]
     client = (client or "unknown")[:200]
-    wait = retry_after(engine, name, client)
-    if wait:
+    wait, attempt_id = _claim_attempt(engine, name, client)
+    if attempt_id is None:
         log.warning("login throttled: user %r from %s must wait %d s", name, client, wait)
         return LoginResult(None, None, wait)
     user = authenticate(engine, name, password)
-    record_attempt(engine, name, client, user is not None)
     if user is None:
         wait = retry_after(engine, name, client)
         log.warning("login failed: user %r from %s%s", name, client, f" (next attempt in {wait} s)" if wait else "")
         return LoginResult(None, None, wait)
+    with session_scope(engine, write=True) as session:
+        session.execute(update(LoginAttempt).where(LoginAttempt.id == attempt_id).values(succeeded=True))
     log.info("login: user %r from %s", name, client)
     prune(engine)
     return LoginResult(user, create_session(engine, user.id, client=client), 0)
+
+
+def unlock(engine: Engine, username: str, *, actor: Actor) -> None:
+    """Lift an account's back-off (a lead's or the operator's act): a success row, its client naming the
+    actor, restarts the account's failure count; the clients that guessed stay throttled."""
+    with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
+        name = user_row(session, username).username
+        session.execute(insert(LoginAttempt).values(username=name, client=f"{UNLOCK_CLIENT}{actor}"[:200],
+                                                    succeeded=True, attempted_at=utcnow()))
+    log.warning("login back-off of %r lifted by %r", username, actor)

@@ -15,7 +15,7 @@ from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
 
 from db.accounts.users import UserInfo, end_sessions, user_row
-from db.store.engine import session_scope
+from db.store.engine import retry_once, session_scope
 from db.store.models import User, UserSession, utcnow
 
 SESSION_LIFETIME = timedelta(hours=12)  # one working day; then log in again
@@ -53,6 +53,7 @@ def create_session(engine: Engine, user_id: int, *, client: str | None = None,
     return NewSession(token, now + lifetime)
 
 
+@retry_once
 def resolve(engine: Engine, token: str | None) -> UserInfo | None:
     """The account behind a token as the store has it now (current role), or None when the token is unknown,
     expired, idle for IDLE_TIMEOUT or longer (last_seen_at, refreshed here every TOUCH_EVERY) or revoked, or the
@@ -76,6 +77,7 @@ def resolve(engine: Engine, token: str | None) -> UserInfo | None:
     return UserInfo(row.user_id, row.username, row.role, True, bool(row.has_password), row.kind)
 
 
+@retry_once
 def revoke(engine: Engine, token: str | None) -> bool:
     """End one session (logout); True if it was open."""
     if not token:

@@ -1,7 +1,9 @@
 """Accounts: annotators and leads, scrypt-hashed passwords under one policy, and who may change them.
 
 Every change names its actor (db.accounts.permissions): the CLI passes OPERATOR, the app the logged-in username.
-Deactivating an account ends all of its sessions in the same transaction, so an open tab can do nothing more.
+Deactivating an account, changing its password or its role ends all of its sessions in the same transaction,
+so an open tab (or a copied cookie) can do nothing more. Names are compared by their look (NFKC, case-folded,
+common Cyrillic and Greek look-alikes mapped to Latin): a name that looks like an existing one is refused.
 """
 
 from __future__ import annotations
@@ -10,15 +12,26 @@ import hashlib
 import hmac
 import logging
 import secrets
+import unicodedata
 from dataclasses import dataclass
 
-from sqlalchemy import update
+from sqlalchemy import delete, func, or_, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from db.accounts.permissions import Actor, Operator, require_lead, require_role
 from db.store.engine import session_scope
-from db.store.models import User, UserSession, utcnow
+from db.store.models import (
+    Adjudication,
+    Assignment,
+    Guideline,
+    Judgment,
+    JudgmentHistory,
+    Release,
+    User,
+    UserSession,
+    utcnow,
+)
 from eval_core.errors import Conflict, NotFound
 from eval_core.vocab import ROLES, AnnotatorKind
 
@@ -88,11 +101,55 @@ def user_row(session: Session, username: str) -> User:
     return user
 
 
+# Cyrillic and Greek letters drawn like Latin ones once case-folded (from Unicode's confusables list).
+_LOOK_ALIKES = str.maketrans({
+    "а": "a", "в": "b", "е": "e", "ё": "e", "һ": "h", "н": "h", "і": "i", "ї": "i", "ј": "j", "к": "k", "ӏ": "l",
+    "м": "m", "о": "o", "р": "p", "ԛ": "q", "ѕ": "s", "т": "t", "у": "y", "х": "x", "ԁ": "d", "ԝ": "w", "с": "c",
+    "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i", "κ": "k", "μ": "m", "ν": "v", "ο": "o", "ρ": "p", "τ": "t",
+    "υ": "u", "χ": "x"})
+_LATIN_LIKE = {"LATIN", "CYRILLIC", "GREEK"}  # scripts whose letters pass for each other
+
+
+def name_key(username: str) -> str:
+    """What two account names are compared by: NFKC, case-folded, look-alike letters mapped to Latin, so
+    `LEA`, fullwidth `ｌｅａ` and `lеa` with a Cyrillic е are all the name `lea`."""
+    return unicodedata.normalize("NFKC", username).casefold().translate(_LOOK_ALIKES)
+
+
+def _scripts(name: str) -> set[str]:
+    """Which of Latin, Cyrillic and Greek the letters of `name` (NFKC) are written in."""
+    found = {unicodedata.name(ch, "?").split()[0] for ch in unicodedata.normalize("NFKC", name) if ch.isalpha()}
+    return found & _LATIN_LIKE
+
+
 def check_username(username: str) -> str:
-    """Usernames are trimmed, non-empty and at most 200 characters."""
+    """Usernames are trimmed, 1-200 characters, with no control, format (zero-width, bidi), separator other
+    than a plain space, and letters of one script (a Latin name with one Cyrillic letter is a disguise)."""
     name = (username or "").strip()
     if not name or len(name) > 200:
         raise ValueError(f"username must be 1-200 characters, got {username!r}")
+    for ch in name:
+        if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp") or (ch.isspace() and ch != " "):
+            raise ValueError(f"username {name!r} holds the invisible or control character U+{ord(ch):04X} "
+                             f"({unicodedata.name(ch, 'unnamed')}); use visible characters only")
+    scripts = _scripts(name)
+    if len(scripts) > 1:
+        raise ValueError(f"username {name!r} mixes letters of the {' and '.join(sorted(scripts))} scripts; "
+                         f"such a name can pass for another one")
+    return name
+
+
+def check_new_username(session: Session, username: str) -> str:
+    """A valid name (check_username) that neither is nor looks like an existing account's, or ValueError
+    naming the account it would be confused with (Conflict, a ValueError)."""
+    name = check_username(username)
+    key = name_key(name)
+    for existing in session.exec(select(User.username)):
+        if name_key(existing) == key:
+            same = existing == name
+            raise Conflict(f"user {name!r} already exists" if same else
+                             f"username {name!r} looks like the existing account {existing!r} (same letters once "
+                             f"case, width and look-alike characters are set aside); choose a distinct name")
     return name
 
 
@@ -112,8 +169,7 @@ def create_user(engine: Engine, username: str, role: str, password: str | None =
     hashed = hash_password(password) if password is not None else None
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
-        if session.exec(select(User.id).where(User.username == name)).first() is not None:
-            raise Conflict(f"user {name!r} already exists")
+        check_new_username(session, name)
         user = User(username=name, role=role, password_hash=hashed)
         session.add(user)
         session.flush()
@@ -122,7 +178,9 @@ def create_user(engine: Engine, username: str, role: str, password: str | None =
 
 
 def set_password(engine: Engine, username: str, password: str, *, actor: Actor) -> UserInfo:
-    """Give an account a (new) password: a lead or the operator for anyone, an active user for themselves."""
+    """Give an account a (new) password: a lead or the operator for anyone, an active user for themselves.
+    Every open session of the account ends, the changer's own included: whoever held a copied cookie is out,
+    and the one who changed it logs in again with the new password (docs/security.md says why)."""
     hashed = hash_password(password)
     with session_scope(engine, write=True) as session:
         if isinstance(actor, Operator) or actor != username:
@@ -133,7 +191,8 @@ def set_password(engine: Engine, username: str, password: str, *, actor: Actor) 
         user.password_hash = hashed
         session.add(user)
         session.flush()
-        log.info("password of %r set by %r", username, actor)
+        ended = end_sessions(session, user.id)
+        log.warning("password of %r set by %r; %d session(s) ended", username, actor, ended)
         return user_info(user)
 
 
@@ -203,13 +262,42 @@ def activate(engine: Engine, username: str, *, actor: Actor) -> UserInfo:
 
 
 def set_role(engine: Engine, username: str, role: str, *, actor: Actor) -> UserInfo:
-    """Make an account a lead or an annotator; open sessions see the new role on their next page run."""
+    """Make an account a lead or an annotator; a changed role ends every open session of the account (a tab
+    opened as a lead must not stay one)."""
     check_role(role)
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         user = user_row(session, username)
+        changed = user.role != role
         user.role = role
         session.add(user)
         session.flush()
-        log.warning("user %r is now %s (set by %r)", username, role, actor)
+        ended = end_sessions(session, user.id) if changed else 0
+        log.warning("user %r is now %s (set by %r); %d session(s) ended", username, role, actor, ended)
         return user_info(user)
+
+
+def delete_user(engine: Engine, username: str, *, actor: Actor) -> dict[str, int]:
+    """Remove an account that holds no grades, adjudications, guidelines or releases (e.g. a model judge whose
+    run graded nothing), with its open assignments and sessions; otherwise ValueError saying what it holds."""
+    with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
+        user = user_row(session, username)
+        held = {what: int(session.execute(select(func.count()).select_from(table).where(cond)).scalar_one())
+                for what, table, cond in (
+                    ("judgments", Judgment, Judgment.user_id == user.id),
+                    ("judgment history rows", JudgmentHistory,
+                     or_(JudgmentHistory.user_id == user.id, JudgmentHistory.changed_by_id == user.id)),
+                    ("adjudications", Adjudication, Adjudication.user_id == user.id),
+                    ("guidelines", Guideline, Guideline.created_by_id == user.id),
+                    ("releases", Release, Release.created_by_id == user.id))}
+        held = {what: n for what, n in held.items() if n}
+        if held:
+            raise ValueError(f"user {username!r} holds {', '.join(f'{n} {what}' for what, n in held.items())}; "
+                             f"an account with work in the store is kept (deactivate it instead)")
+        assignments = session.execute(delete(Assignment).where(Assignment.user_id == user.id)).rowcount
+        ended = session.execute(delete(UserSession).where(UserSession.user_id == user.id)).rowcount
+        session.delete(user)
+        log.warning("user %r deleted by %r (%d assignment(s), %d session(s) removed)", username, actor,
+                    assignments, ended)
+        return {"assignments": int(assignments or 0), "sessions": int(ended or 0)}

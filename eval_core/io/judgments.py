@@ -31,8 +31,13 @@ from tqdm import tqdm
 from eval_core.errors import InputError, Problems
 from eval_core.io.formats import detect_format, read_qrels, read_qrels_jg
 from eval_core.io.records import (
+    BAD_ID_CHARS,
+    BAD_NAME_CHARS,
+    MAX_NOTE_CHARS,
     SEMICOLON_HINT,
     check_id,
+    check_name,
+    check_note,
     format_by_name,
     iter_lines,
     iter_records,
@@ -50,6 +55,7 @@ OPTIONAL = ("note", "guideline", "category", "cant_judge_reason", "time", "annot
 # The only ways to write "can't judge" (besides JSON null), matched case-insensitively after trimming:
 # an empty value, "null", "none", "na", "n/a". Anything else that is not an integer (NaN, ?, inf…) is refused.
 CANT_JUDGE = ("", "null", "none", "na", "n/a")
+LONG_TEXTS = ("note", "cant_judge_reason", "reason")  # free text, bounded by MAX_NOTE_CHARS
 ADJUDICATION_COLUMNS = ["query_id", "fragment_id", "grade", "reason", "by"]
 # Who an annotator is (the judgments frame's `annotator_kind`): a person, or a model judge (model name and
 # prompt version recorded), which never counts in human-human agreement.
@@ -211,11 +217,12 @@ def _id_field(rec: dict, name: str, path: str | Path) -> str:
 
 
 def _optional(rec: dict, name: str, path: str | Path) -> str | None:
-    """An optional text field, None when absent or blank."""
+    """An optional text field, None when absent or blank; a note or reason longer than MAX_NOTE_CHARS is
+    refused."""
     value = _field(rec, name, path)
     if value is None or isinstance(value, dict | list) or str(value).strip() == "":
         return None
-    return str(value)
+    return check_note(str(value), name) if name in LONG_TEXTS else str(value)
 
 
 def _decision_grade(value: object, scale: tuple[int, int]) -> int:
@@ -266,13 +273,15 @@ def _flat_rows(rec: dict, path: str | Path, scale: tuple[int, int]) -> list[dict
     if "grades" in rec:
         rows = []
         for annotator, grade in _grade_map(rec, path).items():
-            rows.append({**pair, "annotator": _text_field({"annotator": annotator}, "annotator"),
+            rows.append({**pair, "annotator": check_name(_text_field({"annotator": annotator}, "annotator"),
+                                                         "annotator"),
                          "grade": parse_grade(grade, scale)})
         return rows
     missing = [name for name in ("annotator", "grade") if name not in rec]
     if missing:
         raise ValueError(f"missing field(s): {', '.join(missing)} (or a release line's grades)")
-    row = {**pair, "annotator": _text_field({"annotator": _field(rec, "annotator", path)}, "annotator"),
+    row = {**pair, "annotator": check_name(_text_field({"annotator": _field(rec, "annotator", path)}, "annotator"),
+                                           "annotator"),
            "grade": parse_grade(_field(rec, "grade", path), scale)}
     for name in OPTIONAL:
         value = _optional(rec, name, path)
@@ -410,6 +419,16 @@ def _columnar_clean(data: dict[str, pd.Series], table: pa.Table, delimited: bool
     if "grades" in table.column_names or "adjudication" in table.column_names:
         return False
     texts = [v for k, v in data.items() if k != "grade"]
+    for name in ("query_id", "fragment_id"):
+        ids = pa.array(data[name].dropna().astype(str), pa.large_string()) if name in data else None
+        if ids is not None and len(ids) and pc.any(pc.match_substring_regex(ids, BAD_ID_CHARS)).as_py():
+            return False
+    if "annotator" in data:
+        names = pa.array(data["annotator"].dropna().astype(str), pa.large_string())
+        if len(names) and pc.any(pc.match_substring_regex(names, BAD_NAME_CHARS)).as_py():
+            return False
+    if any(data[k].dropna().astype(str).str.len().gt(MAX_NOTE_CHARS).any() for k in LONG_TEXTS if k in data):
+        return False
     if delimited and any(v.dropna().astype(str).str.startswith("'").any() for v in texts):
         return False
     if "cant_judge_reason" in data and (data["cant_judge_reason"].notna() & data["grade"].notna()).any():

@@ -1,11 +1,18 @@
-"""Line-numbered JSONL/CSV record readers shared by every importer (qrels, judgments, queries…)."""
+"""Line-numbered JSONL/CSV record readers shared by every importer (qrels, judgments, queries…).
+
+Every reader refuses with `path:line` and one sentence: a NUL byte anywhere, bytes that are not UTF-8, a JSON
+lone surrogate or nesting deeper than MAX_JSON_DEPTH, a CSV quote that is never closed (named by the line it
+opened on), and ids holding whitespace, control or invisible characters (BAD_ID_CHARS).
+"""
 
 from __future__ import annotations
 
 import csv
 import gzip
 import json
+import re
 import sys
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -13,6 +20,11 @@ from typing import BinaryIO
 from eval_core.errors import InputError
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
+MAX_JSON_DEPTH = 32  # records are flat objects with a few nested lists or objects; deeper is not a record
+MAX_NOTE_CHARS = 10_000  # a note or a reason is a sentence or a paragraph, not a document
+# An id may hold none of these: whitespace of any kind, control characters, format characters (zero-width,
+# bidi), separators: an RE2 class for the columnar (pyarrow) readers; bad_id_char is the same test in Python.
+BAD_ID_CHARS = r"[\s\p{Z}\p{Cc}\p{Cf}]"
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 
 
@@ -48,16 +60,83 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                 raise InputError(label, lineno, f"not valid UTF-8 (byte {exc.start + 1}: {exc.reason})") from None
             if lineno == 1:
                 text = text.removeprefix("\ufeff")
+            nul = text.find("\x00")
+            if nul >= 0:
+                raise InputError(label, lineno, f"holds a NUL byte (column {nul + 1}); text files hold none")
             yield lineno, text.rstrip("\r\n")
 
 
+def bad_id_char(text: str) -> str | None:
+    """The first character of `text` an id may not hold (BAD_ID_CHARS), or None."""
+    for ch in text:
+        if ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zs", "Zl", "Zp"):
+            return ch
+    return None
+
+
 def check_id(text: str, what: str) -> str:
-    """A query or fragment id as given, refused when it holds whitespace: TREC qrels and runs separate their
-    fields by whitespace, so such an id could never be released, exported or evaluated."""
-    if any(ch.isspace() for ch in text):
+    """A query or fragment id as given, refused when it holds whitespace (any Unicode space, \\v, \\f, NEL),
+    a control or an invisible character: TREC qrels and runs separate their fields by whitespace, so such an
+    id could never be released, exported or evaluated, and an invisible one passes for another id."""
+    ch = bad_id_char(text)
+    if ch is not None and ch.isspace():
         raise ValueError(f"{what} {text!r} contains whitespace; TREC qrels and run files separate fields by "
-                         f"whitespace, so ids cannot hold any")
+                         f"whitespace, so ids cannot hold any ({char_name(ch)})")
+    if ch is not None:
+        raise ValueError(f"{what} {text!r} contains the invisible or control character {char_name(ch)}; an id "
+                         f"must be visible text, or it passes for another id")
     return text
+
+
+# What an account name may not hold (a plain space it may): RE2 for the columnar reader, check_name in Python.
+BAD_NAME_CHARS = r"[\t\n\x{0B}\x{0C}\r\p{Cc}\p{Cf}\p{Zl}\p{Zp}\x{A0}\x{1680}\x{2000}-\x{200A}\x{202F}\x{205F}\x{3000}]"
+
+
+def check_name(text: str, what: str) -> str:
+    """An annotator name from a file, refused when it holds a control, invisible (zero-width, bidi) or
+    whitespace character other than a plain space: such names pass for other accounts."""
+    ch = bad_id_char(text.replace(" ", ""))
+    if ch is not None:
+        raise ValueError(f"{what} {text!r} holds the invisible, control or whitespace character {char_name(ch)}; "
+                         f"a name must be visible text (plain spaces are fine)")
+    return text
+
+
+def char_name(ch: str) -> str:
+    """`U+00A0 NO-BREAK SPACE`: a character named so it can be found."""
+    return f"U+{ord(ch):04X} {unicodedata.name(ch, '')}".rstrip()
+
+
+def check_note(text: str, what: str) -> str:
+    """A note or a can't-judge reason of at most MAX_NOTE_CHARS characters, or ValueError saying so."""
+    if len(text) > MAX_NOTE_CHARS:
+        raise ValueError(f"{what} has {len(text)} characters; at most {MAX_NOTE_CHARS} are kept")
+    return text
+
+
+def check_json_value(value: object) -> None:
+    """ValueError when a parsed JSON value nests deeper than MAX_JSON_DEPTH or holds a lone surrogate or NUL
+    in any string (json.loads accepts `"\\ud800"` and `"\\u0000"`; the store and UTF-8 files cannot hold them)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                raise ValueError("a string holds a NUL character (\\u0000)")
+            if _SURROGATE.search(item):
+                raise ValueError("a string holds a lone surrogate (\\ud800-\\udfff), which is not a character")
+            continue
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > MAX_JSON_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
+        if isinstance(item, dict):
+            stack.extend((k, depth) for k in item)
+        stack.extend((child, depth + 1) for child in children)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def format_by_name(path: str | Path) -> str | None:
@@ -98,8 +177,13 @@ def _iter_jsonl(path: str | Path, required: tuple[str, ...]) -> Iterator[tuple[i
             continue
         try:
             rec = json.loads(line)
+            check_json_value(rec)
         except json.JSONDecodeError as exc:
             raise InputError(label, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+        except RecursionError:
+            raise InputError(label, lineno, f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels") from None
+        except ValueError as exc:
+            raise InputError(label, lineno, f"invalid JSON: {exc}") from None
         if not isinstance(rec, dict):
             raise InputError(label, lineno, "expected a JSON object")
         missing = [c for c in required if c not in rec]
@@ -109,7 +193,9 @@ def _iter_jsonl(path: str | Path, required: tuple[str, ...]) -> Iterator[tuple[i
 
 
 def _iter_delimited(path: str | Path, required: tuple[str, ...], fmt: str) -> Iterator[tuple[int, dict]]:
-    """CSV/TSV rows keyed by the header; quoted fields may span lines, errors name the row's first line."""
+    """CSV/TSV rows keyed by the header; quoted fields may span lines, errors name the row's first line. The
+    parser is strict: a quote that is never closed (which would swallow the rest of the file into one field)
+    or text after a closing quote is refused, naming the line the quoted field opened on."""
     label = str(path)
     starts: list[int] = []
 
@@ -118,7 +204,7 @@ def _iter_delimited(path: str | Path, required: tuple[str, ...], fmt: str) -> It
             starts.append(lineno)
             yield text + "\n"
 
-    reader = csv.reader(feed(), delimiter="\t" if fmt == "tsv" else ",")
+    reader = csv.reader(feed(), delimiter="\t" if fmt == "tsv" else ",", strict=True)
     header: list[str] | None = None
     consumed = 0
     while True:
@@ -127,8 +213,12 @@ def _iter_delimited(path: str | Path, required: tuple[str, ...], fmt: str) -> It
         except StopIteration:
             return
         except csv.Error as exc:
-            raise InputError(label, starts[consumed] if consumed < len(starts) else None,
-                             f"malformed CSV: {exc}") from None
+            opened = starts[consumed] if consumed < len(starts) else None
+            if "unexpected end of data" in str(exc):
+                raise InputError(label, opened, "malformed CSV: the quote opened on this line is never closed, "
+                                 "so the rest of the file would be one field (double a quote inside a quoted "
+                                 "field: \"\")") from None
+            raise InputError(label, opened, f"malformed CSV: {exc} (a quote opened on this line)") from None
         lineno = starts[consumed]
         consumed = len(starts)
         if not row or not any(cell.strip() for cell in row):

@@ -3,7 +3,9 @@ read exactly one final grade back — anything else is refused, never guessed.
 
 The template is plain text with `{{placeholder}}` slots (PLACEHOLDERS); it is versioned by the SHA-256 of its
 bytes, and that version is stamped on every grade it produced. The prompt holds only the guideline, the query
-and the fragment: a model judge never sees another annotator's grade.
+and the fragment: a model judge never sees another annotator's grade. Their fences carry `{{boundary}}`, a
+random mark drawn per call, so a fragment cannot close its fence and speak outside it; a template without the
+slot gets every run of `===` in those texts broken up instead.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -25,6 +28,7 @@ PLACEHOLDERS = {
     "grades": "one line per grade of the scale: `g = label`",
     "min": "the lowest grade",
     "max": "the highest grade",
+    "boundary": "a random mark drawn per call, for the fences around guideline, query and fragment",
 }
 REQUIRED_PLACEHOLDERS = ("guideline", "query", "fragment")
 _SLOT = re.compile(r"\{\{\s*([A-Za-z_]+)\s*\}\}")
@@ -32,6 +36,7 @@ _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _MARKUP = re.compile(r"[*_`#>]")
 _GRADE_LINE = re.compile(r"^(?:final\s+)?(?:grade|score)\s*[:=]\s*(.*)$", re.IGNORECASE)
 _INTEGER = re.compile(r"[+-]?\d+")
+_FENCE_RUN = re.compile(r"={3,}")
 
 
 @dataclass(frozen=True)
@@ -66,13 +71,32 @@ def fragment_text(title: str | None, text: str) -> str:
     return f"{title.strip()}\n\n{text}" if title and title.strip() else text
 
 
-def render(template: str, query: str, fragment: str, guideline: str, labels: Mapping[int, str]) -> str:
+def new_boundary(*texts: str) -> str:
+    """A random mark (64 bits, hex) found in none of `texts`."""
+    while True:
+        mark = secrets.token_hex(8)
+        if not any(mark in t for t in texts):
+            return mark
+
+
+def _defuse(text: str) -> str:
+    """`===` runs broken into `= = =`, for templates whose fences carry no boundary."""
+    return _FENCE_RUN.sub(lambda m: " ".join(m.group(0)), text)
+
+
+def render(template: str, query: str, fragment: str, guideline: str, labels: Mapping[int, str],
+           boundary: str | None = None) -> str:
     """The prompt for one pair, in one pass over the template, so text that looks like `{{query}}` inside a
-    query, fragment or guideline is left as written."""
+    query, fragment or guideline is left as written. `boundary` (default: a fresh random mark) fills
+    `{{boundary}}`; without that slot, fence-like `===` runs in the texts are broken up."""
     grades = sorted(labels)
-    values = {"guideline": guideline.strip(), "query": query, "fragment": fragment,
+    guideline = guideline.strip()
+    if "boundary" not in {m.group(1) for m in _SLOT.finditer(template)}:
+        query, fragment, guideline = _defuse(query), _defuse(fragment), _defuse(guideline)
+    values = {"guideline": guideline, "query": query, "fragment": fragment,
               "grades": "\n".join(f"{g} = {labels[g]}" for g in reversed(grades)),
-              "min": str(grades[0]), "max": str(grades[-1])}
+              "min": str(grades[0]), "max": str(grades[-1]),
+              "boundary": boundary or new_boundary(query, fragment, guideline)}
     return _SLOT.sub(lambda m: values[m.group(1)], check_template(template))
 
 

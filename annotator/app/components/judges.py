@@ -10,6 +10,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from annotator import judge_client as prejudge
+from annotator import judge_run
 from annotator.app import views
 from db import judges as model_judges
 from eval_core.errors import USER_ERRORS
@@ -73,9 +74,9 @@ def _run(engine: Engine, project: Any, user: Any, base_url: str, model: str, ann
     try:
         judge = prejudge.ChatJudge(base_url, model, DEFAULT_PROMPT.read_text(encoding="utf-8"), project.labels,
                                    timeout=timeout, api_key=prejudge.api_key())
-        report = model_judges.prejudge(engine, project.name, judge, model=model, annotator=annotator,
-                                       concurrency=concurrency, limit=limit, on_progress=advance,
-                                       actor=user.username)
+        report = judge_run.prejudge(engine, project.name, judge, model=model, annotator=annotator,
+                                    concurrency=concurrency, limit=limit, on_progress=advance,
+                                    actor=user.username)
     except USER_ERRORS as exc:
         bar.empty()
         st.error(f"Stopped: {views.literal(exc)}")
