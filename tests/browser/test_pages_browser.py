@@ -260,7 +260,7 @@ def test_adjudicate_page_shows_planted_fields_literally_and_loads_nothing(three:
     requests = planted_requests(page)
     login(page, three.url, "lea", "lea-password")
     open_page(page, "Adjudicate")
-    page.get_by_test_id("stSelectbox").click()
+    page.get_by_role("combobox", name="Pair").click()  # the pair picker, beside the query and boundary filters
     page.get_by_role("option").filter(has_text="adjudicated").click()
     in_force = page.get_by_test_id("stAlertContentInfo")
     until(page, lambda: in_force.inner_text() == f"In force: final grade 2 by lea — {REASON}")  # the pick's rerun
@@ -312,8 +312,8 @@ def test_adjudicate_counters_and_the_grade_in_force_update_on_saving(three: Serv
     login(page, three.url, "lea", "lea-password")
     open_page(page, "Adjudicate")
     caption = page.get_by_text(re.compile(r"pair\(s\) adjudicated so far"))
-    expect(caption).to_contain_text("; 1 pair(s) adjudicated so far.")
-    page.get_by_test_id("stSelectbox").click()
+    expect(caption).to_contain_text(" 1 pair(s) adjudicated so far.")
+    page.get_by_role("combobox", name="Pair").click()
     page.get_by_role("option").filter(has_text=FRAGMENT["id"]).first.click()
     until(page, lambda: shown_fragment_id(page) == FRAGMENT["id"])  # the pick's rerun shows its fragment
     wait_idle(page)
@@ -325,9 +325,9 @@ def test_adjudicate_counters_and_the_grade_in_force_update_on_saving(three: Serv
     page.get_by_role("textbox", name="Reason").fill("la nota de ben pesa más")
     page.get_by_role("button", name="Save final grade").click()
     wait_idle(page)
-    expect(caption).to_contain_text("; 2 pair(s) adjudicated so far.")
-    expect(page.get_by_test_id("stAlertContentInfo")).to_have_text(
-        "In force: final grade 3 by lea — la nota de ben pesa más")
+    expect(caption).to_contain_text(" 2 pair(s) adjudicated so far.")
+    # saving opens the next open dispute (the in-force line of a decided pair: test_app_annotator's AppTest)
+    expect(page.get_by_text(re.compile(r"^Final grade 3 saved for "))).to_be_visible()
     assert len(adjudications_frame(init_db(three.db_url), PROJECT)) == 2
 
 
