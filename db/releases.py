@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from json.encoder import encode_basestring
 from pathlib import Path
 
@@ -47,7 +48,21 @@ from eval_core.io.spreadsheet import escape_cell
 from eval_core.judges.calibration import calibration
 
 # The release export formats: format → file of the release.
-EXPORT_FORMATS = {"trec": "qrels.trec", "beir": "qrels.tsv", "jsonl": "judgments.jsonl", "csv": "qrels.csv"}
+EXPORT_FORMATS = {"trec": "qrels.trec", "beir": "qrels.tsv", "jsonl": "judgments.jsonl", "csv": "qrels.csv",
+                  "card": "card.json"}
+
+
+class QrelsGrades(StrEnum):
+    """How a release's TREC and BEIR qrels write its grades: as gains from the scale's lowest grade (grade − low,
+    so the lowest grade is 0, not relevant, and the field's tools read them right with default options), or as
+    judged on the project's scale. JSONL and CSV always keep the grades as judged and name the scale."""
+
+    GAINS = "gains"
+    AS_JUDGED = "as-judged"
+
+
+# The TREC and BEIR files written with the grades as judged (release_files keeps both variants).
+AS_JUDGED_FILES = {"qrels.trec": "qrels.as-judged.trec", "qrels.tsv": "qrels.as-judged.tsv"}
 BOOTSTRAP = 200
 DIFF_LISTED = 1000
 RELEASE_STEPS = 5
@@ -138,7 +153,22 @@ def _card(project: Project, labels: pd.DataFrame, judged: pd.DataFrame, rule: st
         "judgment_grade_distribution": {str(g): int(individual.get(g, 0)) for g in range(scale[0], scale[1] + 1)},
         "agreement": _agreement(judged, scale),
         "guideline_versions": sorted(int(v) for v in judged["guideline"].dropna().unique()),
+        "qrels_grades": grade_mapping(scale),
     }
+
+
+def grade_mapping(scale: tuple[int, int]) -> dict:
+    """The card's statement of how the exported files write grades: TREC and BEIR as gains (grade − low, every
+    grade's gain listed), JSONL and CSV as judged on the named scale."""
+    low, high = scale
+    return {"scale": f"{low}-{high}", "trec_beir": "gain = grade - " + str(low),
+            "gains": {str(g): g - low for g in range(low, high + 1)}, "relevant_from_gain": 1,
+            "jsonl_csv": f"grades as judged on the scale {low}-{high}",
+            "as_judged_files": sorted(AS_JUDGED_FILES.values()),
+            "note": f"TREC and BEIR qrels hold gains, so trec_eval, pytrec_eval, ranx and ir-measures with default "
+                    f"options read grade {low} as not relevant and compute what qrelkit stored; "
+                    f"{' and '.join(sorted(AS_JUDGED_FILES.values()))} (`qrelkit export --grades as-judged`) keep "
+                    f"the grades {low}-{high}: evaluate those with `qrelkit eval --scale {low}-{high}`"}
 
 
 def label_diff(old: pd.DataFrame, new: pd.DataFrame, listed: int = DIFF_LISTED) -> dict:
@@ -325,27 +355,47 @@ def get_release(engine: Engine, project: str, version: int | str = "latest") -> 
         return _info(session, proj, load_release(session, proj, version))
 
 
-def _beir(judgments_jsonl: str) -> str:
-    """BEIR qrels TSV (with its header) from the stored JSONL, which holds any id exactly."""
-    out = ["query-id\tcorpus-id\tscore\n"]
-    for line in judgments_jsonl.splitlines():
-        r = json.loads(line)
-        out.append(f"{r['query_id']}\t{r['fragment_id']}\t{r['grade']}\n")
+def _trec(qrels_trec: str, shift: int) -> str:
+    """The stored TREC qrels (grades as judged) with every grade lowered by `shift`."""
+    if not shift:
+        return qrels_trec
+    out = []
+    for line in qrels_trec.splitlines():
+        head, _, grade = line.rpartition(" ")
+        out.append(f"{head} {int(grade) - shift}\n")
     return "".join(out)
 
 
-def _csv(judgments_jsonl: str) -> str:
-    """CSV qrels with the number of grades, whether a lead adjudicated and every annotator's grade (a JSON
-    object, so `qrelkit agreement` can read it), from the stored JSONL; text cells go through the spreadsheet
-    escaper (a cell a spreadsheet would run as a formula starts with `'`)."""
+def _beir(judgments_jsonl: str, shift: int) -> str:
+    """BEIR qrels TSV (with its header) from the stored JSONL, which holds any id exactly; grades lowered by
+    `shift`."""
+    out = ["query-id\tcorpus-id\tscore\n"]
+    for line in judgments_jsonl.splitlines():
+        r = json.loads(line)
+        out.append(f"{r['query_id']}\t{r['fragment_id']}\t{r['grade'] - shift}\n")
+    return "".join(out)
+
+
+def _jsonl(judgments_jsonl: str, scale: tuple[int, int]) -> str:
+    """The stored JSONL with the scale named on every line (`"scale": "low-high"`, last), grades as judged."""
+    tail = f', "scale": "{scale[0]}-{scale[1]}"}}\n'
+    return "".join(line[:-1] + tail for line in judgments_jsonl.splitlines() if line)
+
+
+def _csv(judgments_jsonl: str, scale: tuple[int, int]) -> str:
+    """CSV qrels with the number of grades, whether a lead adjudicated, every annotator's grade (a JSON object,
+    so `qrelkit agreement` can read it) and the scale the grades are on, from the stored JSONL; text cells go
+    through the spreadsheet escaper (a cell a spreadsheet would run as a formula starts with `'`)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["query_id", "fragment_id", "grade", "n_grades", "adjudicated", "grades"])
+    writer.writerow(["query_id", "fragment_id", "grade", "n_grades", "adjudicated", "grades", "scale"])
+    named = f"{scale[0]}-{scale[1]}"
     for line in judgments_jsonl.splitlines():
         r = json.loads(line)
         n = sum(v is not None for v in r["grades"].values())
         writer.writerow([escape_cell(r["query_id"]), escape_cell(r["fragment_id"]), r["grade"], n,
-                         int("adjudication" in r), json.dumps(r["grades"], ensure_ascii=False, sort_keys=True)])
+                         int("adjudication" in r), json.dumps(r["grades"], ensure_ascii=False, sort_keys=True),
+                         named])
     return buf.getvalue()
 
 
@@ -393,24 +443,35 @@ def changed_texts(engine: Engine, project: str, version: int | str = "latest") -
 
 
 def release_files(engine: Engine, project: str, version: int | str = "latest") -> dict[str, bytes]:
-    """The release's files by name, derived from the stored immutable text, so they never change; only
-    card.json adds `changed_since_release` once a labelled pair's query or fragment text has changed."""
+    """The release's files by name, derived from the stored immutable text, so they never change: TREC and BEIR
+    qrels as gains (grade − low) and, under AS_JUDGED_FILES, as judged; JSONL and CSV as judged, naming the
+    scale. Only card.json adds `changed_since_release` once a labelled pair's query or fragment text has
+    changed (and, for a release made before cards said it, how the files write grades)."""
     with session_scope(engine) as session:
-        release = load_release(session, project_row(session, project), version)
-        trec, jsonl, card = release.qrels_trec, release.judgments_jsonl, release.card
+        proj = project_row(session, project)
+        release = load_release(session, proj, version)
+        trec, jsonl, card, scale = release.qrels_trec, release.judgments_jsonl, release.card, project_scale(proj)
     changed = changed_texts(engine, project, version)
+    card = {"qrels_grades": grade_mapping(scale), **card}
     if changed and changed["pairs"]:
         card = {**card, "changed_since_release": changed}
-    return {"qrels.trec": trec.encode(), "qrels.tsv": _beir(jsonl).encode(), "judgments.jsonl": jsonl.encode(),
-            "qrels.csv": _csv(jsonl).encode(),
-            "card.json": (json.dumps(card, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode()}
+    low = scale[0]
+    return {"qrels.trec": _trec(trec, low).encode(), "qrels.tsv": _beir(jsonl, low).encode(),
+            "judgments.jsonl": _jsonl(jsonl, scale).encode(), "qrels.csv": _csv(jsonl, scale).encode(),
+            "card.json": (json.dumps(card, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode(),
+            AS_JUDGED_FILES["qrels.trec"]: trec.encode(), AS_JUDGED_FILES["qrels.tsv"]: _beir(jsonl, 0).encode()}
 
 
-def export(engine: Engine, project: str, version: int | str, fmt: str, out: str | Path) -> Path:
-    """Write one release file (trec, beir, jsonl or csv) to `out`; returns the path written."""
+def export(engine: Engine, project: str, version: int | str, fmt: str, out: str | Path,
+           grades: QrelsGrades = QrelsGrades.GAINS) -> Path:
+    """Write one release file (trec, beir, jsonl, csv or card) to `out`, the TREC and BEIR qrels with `grades`
+    as gains (default) or as judged; returns the path written."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r}")
-    data = release_files(engine, project, version)[EXPORT_FORMATS[fmt]]
+    name = EXPORT_FORMATS[fmt]
+    if grades == QrelsGrades.AS_JUDGED:
+        name = AS_JUDGED_FILES.get(name, name)
+    data = release_files(engine, project, version)[name]
     path = Path(out)
     write_atomically(path, [data.decode("utf-8")])  # all or nothing, like every other writer
     return path

@@ -77,7 +77,7 @@ def test_model_fills_gaps_above_the_threshold(engine, project):
     lines = {r["fragment_id"]: r for r in _lines(engine)}
     assert sorted(lines) == ["f1", "f2", "f3", "f4", "f5", "f6", "f7"]
     f6 = {"query_id": "q2", "fragment_id": "f6", "grade": 3, "grades": {}, "rule": "median", "provenance": "model",
-          "model_judge": "gpt"}
+          "model_judge": "gpt", "scale": "0-3"}
     assert json.dumps(f6, ensure_ascii=False) in release_files(engine, "demo")["judgments.jsonl"].decode()
     # the grades map holds people's grades only: the release read back has the humans' α whatever the policy
     assert all("gpt" not in r["grades"] for r in lines.values())

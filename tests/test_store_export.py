@@ -278,7 +278,8 @@ def test_release_csv_escapes_formula_cells_and_trec_stays_exact(engine, project)
     create_release(engine, "demo", actor=OPERATOR)
     files = release_files(engine, "demo")
     lines = files["qrels.csv"].decode().splitlines()
-    assert lines[1:] == ['\'+q,\'=cmd|\' /C calc\'!A0,2,1,0,"{""ann"": 2}"', '\'+q,\'@SUM(A1),2,1,0,"{""ann"": 2}"']
+    assert lines[1:] == ['\'+q,\'=cmd|\' /C calc\'!A0,2,1,0,"{""ann"": 2}",0-3',
+                         '\'+q,\'@SUM(A1),2,1,0,"{""ann"": 2}",0-3']
     assert files["qrels.tsv"].decode().splitlines()[1] == "+q\t=cmd|' /C calc'!A0\t2"  # exported, not a crash
     assert files["qrels.trec"].decode().splitlines()[1] == "+q 0 @SUM(A1) 2"  # TREC is exact: no escaping
     assert json.loads(files["judgments.jsonl"].decode().splitlines()[0])["fragment_id"] == nasty[0]

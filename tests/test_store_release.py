@@ -101,11 +101,11 @@ def test_release_files_follow_the_rule_and_formats(engine, project):
     files = release_files(engine, "demo", 1)
     assert info.version == 1 and info.created_by == "lea"
     assert files["qrels.trec"].decode() == EXPECTED_TREC
-    assert files["judgments.jsonl"].decode() == EXPECTED_JSONL
+    assert files["judgments.jsonl"].decode() == EXPECTED_JSONL.replace("}\n", ', "scale": "0-3"}\n')  # named
     assert files["qrels.tsv"].decode() == "query-id\tcorpus-id\tscore\nq1\tf1\t2\nq1\tf2\t1\nq1\tf3\t1\nq2\tf5\t3\n"
     assert files["qrels.csv"].decode().splitlines()[:4] == [
-        "query_id,fragment_id,grade,n_grades,adjudicated,grades", 'q1,f1,2,2,0,"{""ann"": 3, ""bob"": 2}"',
-        'q1,f2,1,2,1,"{""ann"": 0, ""bob"": 1}"', 'q1,f3,1,1,0,"{""ann"": 1, ""bob"": null}"']
+        "query_id,fragment_id,grade,n_grades,adjudicated,grades,scale", 'q1,f1,2,2,0,"{""ann"": 3, ""bob"": 2}",0-3',
+        'q1,f2,1,2,1,"{""ann"": 0, ""bob"": 1}",0-3', 'q1,f3,1,1,0,"{""ann"": 1, ""bob"": null}",0-3']
     assert info.content_hash == hashlib.sha256((EXPECTED_TREC + EXPECTED_JSONL).encode()).hexdigest()
     assert json.loads(files["card.json"])["content_hash"] == info.content_hash
 
@@ -292,7 +292,8 @@ def test_a_lead_decision_alone_makes_a_label(engine, project):
     card = create_release(engine, "demo", actor=OPERATOR).card
     assert release_files(engine, "demo")["judgments.jsonl"].decode() == (
         '{"query_id": "q2", "fragment_id": "f7", "grade": 2, "grades": {}, "rule": "median", '
-        '"adjudication": {"grade": 2, "reason": "obvious", "by": "lea"}, "provenance": "adjudication"}\n')
+        '"adjudication": {"grade": 2, "reason": "obvious", "by": "lea"}, "provenance": "adjudication", '
+        '"scale": "0-3"}\n')
     assert card["counts"]["judgments"] == 0 and card["agreement"]["alpha_ordinal"]["value"] is None
 
 

@@ -82,9 +82,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         count = export_judgments(engine, args.project, args.format, args.output, args.guideline_version)
         print(f"wrote {count} judgment(s) to {args.output}", file=sys.stderr)
         return 0
-    from db.releases import changed_texts, export
+    from db.releases import QrelsGrades, changed_texts, export
 
-    path = export(engine, args.project, args.release, args.format, args.output)
+    path = export(engine, args.project, args.release, args.format, args.output, grades=QrelsGrades(args.grades))
     print(f"wrote {path}", file=sys.stderr)
     changed = changed_texts(engine, args.project, args.release)
     if changed is None:
@@ -183,6 +183,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--guideline-version", type=int, metavar="V", help="with --judgments: only those made under V")
     p.add_argument("--format", required=True, metavar="FORMAT", choices=LazyChoices("db.releases", "EXPORT_FORMATS"),
                    help="%(choices)s (jsonl or csv with --judgments)")
+    p.add_argument("--grades", default="gains", metavar="GRADES", choices=LazyChoices("db.releases", "QrelsGrades"),
+                   help="%(choices)s (default gains): TREC and BEIR qrels hold gains, grade minus the scale's "
+                        "lowest grade, so the lowest grade is 0 (not relevant) for trec_eval, pytrec_eval, ranx "
+                        "and ir-measures with default options; as-judged writes the project's grades (evaluate "
+                        "them with --scale); JSONL and CSV always hold the grades as judged and name the scale")
     p.add_argument("-o", "--output", required=True, help="file to write")
 
     p = command("evaluate-run", cmd_evaluate_run, "Evaluate a stored run against a release and keep the result.")

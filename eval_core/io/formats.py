@@ -590,11 +590,24 @@ def read_categories(src: Any) -> dict[str, str]:
     return out
 
 
+def _umask() -> int:
+    """The process's umask (os.umask can only be read by setting it, so it is set straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# Files are created as open() would: 0666 less the user's umask (mkstemp alone makes them 0600).
+FILE_MODE = 0o666 & ~_umask()
+
+
 def write_atomically(path: str | Path, lines: Iterator[str]) -> None:
-    """Write all lines or nothing: a temporary file in the same directory, renamed into place."""
+    """Write all lines or nothing: a temporary file in the same directory, renamed into place, with the mode
+    open() would give a new file (the user's umask)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as raw:
             fh: Any = gzip.GzipFile(fileobj=raw, mode="wb") if path.suffix == ".gz" else raw
             for chunk in lines:
