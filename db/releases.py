@@ -138,9 +138,14 @@ def _agreement(judged: pd.DataFrame, scale: tuple[int, int]) -> dict:
             "n_units": report.n_units, "n_annotators": report.n_annotators, "bootstrap": BOOTSTRAP}
 
 
-def _card(project: Project, labels: pd.DataFrame, judged: pd.DataFrame, rule: str, min_grades: int) -> dict:
-    """Counts, grade distributions, agreement and guideline versions of the judgments behind the labels."""
+def _card(project: Project, labels: pd.DataFrame, judged: pd.DataFrame, rule: str, min_grades: int,
+          humans: pd.DataFrame) -> dict:
+    """Counts, grade distributions, agreement and guideline versions of the judgments behind the labels; the
+    can't-judge count and the pairs left out are over every person's judgment, since a pair whose only
+    judgment is a can't-judge gets no label and would vanish from counts over the released pairs."""
     scale = project_scale(project)
+    keys = ["query_id", "fragment_id"]
+    left_out = humans[keys].drop_duplicates().merge(labels[keys], on=keys, how="left", indicator=True)
     dist = labels["grade"].value_counts()
     individual = judged["grade"].value_counts()
     return {
@@ -148,7 +153,8 @@ def _card(project: Project, labels: pd.DataFrame, judged: pd.DataFrame, rule: st
         "counts": {"queries": int(labels["query_id"].nunique()), "pairs": len(labels),
                    "judgments": len(judged), "annotators": int(judged["annotator"].nunique()),
                    "adjudicated": int(labels["adjudicated"].sum()),
-                   "cant_judge": int(judged["grade"].isna().sum())},
+                   "cant_judge": int(humans["grade"].isna().sum()),
+                   "pairs_left_out": int((left_out["_merge"] == "left_only").sum())},
         "grade_distribution": {str(g): int(dist.get(g, 0)) for g in range(scale[0], scale[1] + 1)},
         "judgment_grade_distribution": {str(g): int(individual.get(g, 0)) for g in range(scale[0], scale[1] + 1)},
         "agreement": _agreement(judged, scale),
@@ -283,7 +289,7 @@ def create_release(engine: Engine, project: str, rule: str = "median", min_grade
     qrels_trec, judgments_jsonl = render_files(labels, adjudications)
     step("consensus")
     provenance = labels["provenance"].value_counts()
-    card = {**_card(proj, labels, judged_released, rule, min_grades), "policy": policy_entry,
+    card = {**_card(proj, labels, judged_released, rule, min_grades, humans), "policy": policy_entry,
             "provenance": {p: {"pairs": int(provenance.get(p, 0)), "share": float(provenance.get(p, 0) / len(labels))}
                            for p in PROVENANCES},
             "text_hashes": {"queries": len(text_hashes["queries"]), "fragments": len(text_hashes["fragments"]),

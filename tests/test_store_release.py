@@ -113,8 +113,9 @@ def test_release_files_follow_the_rule_and_formats(engine, project):
 def test_card_counts_distribution_and_agreement(engine, project):
     judged_project(engine, project)
     card = create_release(engine, "demo", actor=OPERATOR).card
+    # can't-judges: bob on q1/f3 and both on q2/f4, which has no real grade, so no label (left out).
     assert card["counts"] == {"queries": 2, "pairs": 4, "judgments": 9, "annotators": 3, "adjudicated": 1,
-                              "cant_judge": 1}
+                              "cant_judge": 3, "pairs_left_out": 1}
     assert card["grade_distribution"] == {"0": 0, "1": 2, "2": 1, "3": 1}
     assert card["judgment_grade_distribution"] == {"0": 1, "1": 2, "2": 2, "3": 3}
     assert card["rule"] == "median" and card["min_grades"] == 1 and card["version"] == 1
@@ -306,3 +307,12 @@ def test_card_lists_the_guideline_versions_behind_the_labels(engine, project):
         s.execute(update(Judgment).where(Judgment.id.in_(ids[:2])).values(guideline_id=first.id))
         s.execute(update(Judgment).where(Judgment.id == ids[2]).values(guideline_id=second.id))
     assert create_release(engine, "demo", actor=OPERATOR).card["guideline_versions"] == [1, 2]
+
+
+def test_card_counts_a_cant_judge_whose_pair_got_no_label(engine, project):
+    # q1/f1 graded twice; q1/f2's only judgment is ann's can't-judge, so the pair has no label: the card still
+    # counts that can't-judge (1 of 3 judgments) and says one judged pair was left out of the release.
+    seed(engine, project.id, QUERIES, FRAGS)
+    judge(engine, project.id, {("q1", "f1"): {"ann": 2, "bob": 2}, ("q1", "f2"): {"ann": None}})
+    counts = create_release(engine, "demo", actor=OPERATOR).card["counts"]
+    assert (counts["pairs"], counts["cant_judge"], counts["pairs_left_out"]) == (1, 1, 1)
