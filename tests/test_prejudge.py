@@ -426,7 +426,11 @@ def test_model_names_never_mix_with_people(engine, judged_project):
 
 
 def test_assign_gives_model_judges_no_queue(engine, judged_project):
+    from db.accounts.users import set_password
+
     model_annotator(engine, "judge-x", "model-a", actor=OPERATOR)
+    for name in ("ann1", "ann2"):  # the default assigns only people who can log in
+        set_password(engine, name, "a long password 1", actor=OPERATOR)
     report = assign(engine, "demo", actor=OPERATOR)
     with engine.connect() as conn:
         queued = set(conn.execute(sa.text("SELECT DISTINCT u.username FROM assignments a JOIN users u "
