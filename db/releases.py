@@ -9,7 +9,6 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from json.encoder import encode_basestring
 from pathlib import Path
 
@@ -43,22 +42,13 @@ from db.store.models import (
 )
 from eval_core.agreement.report import agreement_report
 from eval_core.consensus import MODEL_THRESHOLD, PROVENANCES, RELEASE_POLICIES, consensus, fill_gaps
-from eval_core.io.formats import write_atomically
+from eval_core.io.formats import QrelsGrades, write_atomically
 from eval_core.io.spreadsheet import escape_cell
 from eval_core.judges.calibration import calibration
 
 # The release export formats: format → file of the release.
 EXPORT_FORMATS = {"trec": "qrels.trec", "beir": "qrels.tsv", "jsonl": "judgments.jsonl", "csv": "qrels.csv",
                   "card": "card.json"}
-
-
-class QrelsGrades(StrEnum):
-    """How a release's TREC and BEIR qrels write its grades: as gains from the scale's lowest grade (grade − low,
-    so the lowest grade is 0, not relevant, and the field's tools read them right with default options), or as
-    judged on the project's scale. JSONL and CSV always keep the grades as judged and name the scale."""
-
-    GAINS = "gains"
-    AS_JUDGED = "as-judged"
 
 
 # The TREC and BEIR files written with the grades as judged (release_files keeps both variants).

@@ -22,7 +22,7 @@ from db.judging import record_judgment
 from db.pooling import pool
 from db.projects import create_project
 from db.releases import create_release
-from db.store.models import Evaluation, Fragment, Pair, Query, Run
+from db.store.models import Evaluation, Fragment, Judgment, Pair, Query, Run
 
 QUERIES = [{"id": f"q{i}", "text": f"query number {i}"} for i in range(1, 4)]
 FRAGMENTS = [{"id": f"f{i}", "text": f"fragment {i} text"} for i in range(1, 7)]
@@ -170,3 +170,52 @@ def test_exported_files_follow_the_umask(store_url, released):
     mask = os.umask(0o022)
     os.umask(mask)
     assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~mask
+
+
+def _disputed(engine) -> None:
+    """On top of `released`: ann2 now grades q1/f2 3 (humans 1, 3: lower median 1), a model judge grades every
+    pair 5 (with it q1/f2 would be 3), ann1 cannot judge q3/f6 (ann2's 1 stands), and lead boss adjudicates
+    q2/f1 as 4."""
+    from db.adjudication import adjudicate
+    from db.judges import model_annotator
+
+    with engine.connect() as conn:
+        pid = {(q, f): i for q, f, i in conn.execute(
+            sa.select(Query.external_id, Fragment.external_id, Pair.id).select_from(Pair)
+            .join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)).all()}
+    record_judgment(engine, pid[("q1", "f2")], "ann2", 3)
+    record_judgment(engine, pid[("q3", "f6")], "ann1", None, cant_judge_reason="unreadable")
+    model = model_annotator(engine, "llm", "some-model", actor=OPERATOR)
+    with engine.begin() as conn:
+        project_id = conn.execute(sa.select(Pair.project_id).limit(1)).scalar_one()
+        conn.execute(sa.insert(Judgment.__table__), [{"project_id": project_id, "pair_id": i, "user_id": model,
+                                                      "grade": 5} for i in pid.values()])
+    create_user(engine, "boss", "lead", actor=OPERATOR)
+    adjudicate(engine, pid[("q2", "f1")], 4, "the lead read it", actor="boss")
+
+
+def test_consensus_on_the_exports_gives_the_release_byte_for_byte(engine, store_url, released, capsys):
+    _disputed(engine)
+    create_release(engine, "p", actor=OPERATOR)
+    judgments = released / "judgments.jsonl"
+    assert _cli(store_url, "export", "--project", "p", "--judgments", "--format", "jsonl", "-o", str(judgments)) == 0
+    # The adjudications export's shape (written by `qrelkit export --adjudications`).
+    adjudications = _write(released / "adjudications.jsonl", json.dumps(
+        {"query_id": "q2", "fragment_id": "f1", "grade": 4, "reason": "the lead read it", "lead": "boss",
+         "decided_at": "2026-12-01T00:00:00+00:00"}) + "\n")
+    for fmt in ("trec", "beir"):
+        release = _export(store_url, released, fmt).read_bytes()
+        out = released / f"consensus.{fmt}"
+        assert main(["consensus", str(judgments), "--scale", "1-5", "--adjudications", str(adjudications),
+                     "--format", fmt, "-o", str(out)]) == 0
+        assert out.read_bytes() == release
+    q1f2 = {line.split()[2]: line.split()[3] for line in release_text(released) if line.startswith("q1 ")}["f2"]
+    assert q1f2 == "0"  # gain of grade 1: the humans' lower median, the model left out
+    voted = released / "with-models.trec"
+    assert main(["consensus", str(judgments), "--scale", "1-5", "--adjudications", str(adjudications),
+                 "--with-models", "-o", str(voted)]) == 0
+    assert "q1 0 f2 2\n" in voted.read_text()  # median of 1, 3, 5 = 3, gain 2
+
+
+def release_text(tmp_path) -> list[str]:
+    return (tmp_path / "release.trec").read_text().splitlines()

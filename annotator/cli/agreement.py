@@ -67,7 +67,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("judgments", metavar="JUDGMENTS")
     c.add_argument("--rule", choices=LazyChoices("eval_core.consensus", "RULES"), metavar="RULE", default="median",
                    help="median (lower on ties), majority (ties → lower), mean (half up) or min")
-    c.add_argument("--adjudications", metavar="FILE", help="lead decisions (query_id, fragment_id, grade); they win")
+    c.add_argument("--adjudications", metavar="FILE",
+                   help="lead decisions (query_id, fragment_id, grade; e.g. `qrelkit export --adjudications`); "
+                        "they win")
+    c.add_argument("--with-models", action="store_true",
+                   help="let model judges vote (default: left out, as in `agreement` and a humans-only release)")
+    c.add_argument("--model", action="append", default=[], metavar="NAME",
+                   help="annotator NAME is a model judge (files without annotator_kind; repeatable)")
+    c.add_argument("--grades", default="gains", metavar="GRADES", choices=LazyChoices("eval_core.io.formats",
+                                                                                      "QrelsGrades"),
+                   help="%(choices)s (default gains): TREC and BEIR qrels hold grade minus the scale's lowest "
+                        "grade, as a release's export does; JSONL keeps the grades as judged")
     c.add_argument("--min-grades", type=int, default=1, help="leave out pairs with fewer real grades (default 1)")
     c.add_argument("-o", "--output", required=True, metavar="OUT")
     c.add_argument("--format", choices=["trec", "beir", "jsonl"], default="trec")
@@ -242,14 +252,16 @@ def _c(c: Coefficient) -> str:
     return c.text(3).replace(" [", "  [")
 
 
-def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str) -> None:
-    """TREC / BEIR through the shared qrels writer; JSONL here, since it carries every grade and the rule."""
+def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str, shift: int = 0) -> None:
+    """TREC / BEIR through the shared qrels writer, grades lowered by `shift` (the scale's lowest grade for
+    gains); JSONL here, as judged, since it carries every grade and the rule."""
     import pandas as pd
 
     from eval_core.io.formats import write_atomically, write_qrels
 
     if fmt in ("trec", "beir"):
-        frame = pd.DataFrame({"query_id": qrels["query_id"], "doc_id": qrels["fragment_id"], "grade": qrels["grade"]})
+        frame = pd.DataFrame({"query_id": qrels["query_id"], "doc_id": qrels["fragment_id"],
+                              "grade": qrels["grade"] - shift})
         write_qrels(frame, path, fmt=fmt)
         return
     write_atomically(path, (json.dumps({"query_id": row.query_id, "fragment_id": row.fragment_id,
@@ -264,14 +276,20 @@ def cmd_consensus(args: argparse.Namespace) -> int:
     from eval_core.consensus import consensus
     from eval_core.io.judgments import read_adjudications
 
+    from eval_core.agreement.report import human_judgments
+    from eval_core.io.formats import QrelsGrades
+
     frame = judgments_on_scale(args)
+    if not args.with_models:
+        frame = human_judgments(frame, args.model)
     adjudications = read_adjudications(args.adjudications, args.scale) if args.adjudications else None
     try:
         qrels = consensus(frame, rule=args.rule, adjudications=adjudications, min_grades=args.min_grades,
                           scale=args.scale)
     except ValueError as exc:
         raise InputError(args.adjudications or args.judgments, None, str(exc)) from None
-    write_consensus(qrels, args.output, args.format)
+    write_consensus(qrels, args.output, args.format,
+                    args.scale[0] if QrelsGrades(args.grades) == QrelsGrades.GAINS else 0)
     print(f"qrelkit: {len(qrels)} labelled pairs ({int(qrels['adjudicated'].sum())} adjudicated) by rule "
           f"{args.rule} → {args.output}", file=sys.stderr)
     return 0

@@ -183,7 +183,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--guideline-version", type=int, metavar="V", help="with --judgments: only those made under V")
     p.add_argument("--format", required=True, metavar="FORMAT", choices=LazyChoices("db.releases", "EXPORT_FORMATS"),
                    help="%(choices)s (jsonl or csv with --judgments)")
-    p.add_argument("--grades", default="gains", metavar="GRADES", choices=LazyChoices("db.releases", "QrelsGrades"),
+    p.add_argument("--grades", default="gains", metavar="GRADES", choices=LazyChoices("eval_core.io.formats", "QrelsGrades"),
                    help="%(choices)s (default gains): TREC and BEIR qrels hold gains, grade minus the scale's "
                         "lowest grade, so the lowest grade is 0 (not relevant) for trec_eval, pytrec_eval, ranx "
                         "and ir-measures with default options; as-judged writes the project's grades (evaluate "

@@ -16,6 +16,7 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -588,6 +589,15 @@ def read_categories(src: Any) -> dict[str, str]:
             raise InputError(str(src), lineno, f"query {qid!r} given two categories")
         out[qid] = str(rec["category"])
     return out
+
+
+class QrelsGrades(StrEnum):
+    """How TREC and BEIR qrels written from graded judgments hold the grades: as gains from the scale's lowest
+    grade (grade − low, so the lowest grade is 0, not relevant, and the field's tools read them right with
+    default options), or as judged on the scale. JSONL and CSV always keep the grades as judged."""
+
+    GAINS = "gains"
+    AS_JUDGED = "as-judged"
 
 
 def _umask() -> int:
