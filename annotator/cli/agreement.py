@@ -273,11 +273,10 @@ def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str, shift: int 
 
 def cmd_consensus(args: argparse.Namespace) -> int:
     """Apply the rule and write the qrels; a summary goes to stderr."""
-    from eval_core.consensus import consensus
-    from eval_core.io.judgments import read_adjudications
-
     from eval_core.agreement.report import human_judgments
+    from eval_core.consensus import consensus
     from eval_core.io.formats import QrelsGrades
+    from eval_core.io.judgments import read_adjudications
 
     frame = judgments_on_scale(args)
     if not args.with_models:
