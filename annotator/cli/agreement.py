@@ -157,7 +157,8 @@ def format_table(report: AgreementReport) -> str:
         f"{report.n_grades} grades ({report.n_cant_judge} can't judge), "
         f"{report.n_pairable_units} pairs with ≥ 2 grades; scale {report.scale[0]}-{report.scale[1]}",
         f"CIs: {boot.confidence:.0%} percentile, {boot.replicates} replicates resampling queries, "
-        f"seed {boot.seed}" if boot.replicates else "CIs: none (no bootstrap)",
+        f"seed {boot.seed}" if boot.replicates else
+        f"CIs: none ({'no bootstrap' if boot.status == 'ok' else boot.status})",
         "",
         "grade prevalence  " + "  ".join(f"{g}: {s:.1%}" if s is not None else f"{g}: -"
                                          for g, s in report.prevalence.items()),
