@@ -44,7 +44,7 @@ from eval_core.agreement.report import agreement_report
 from eval_core.consensus import MODEL_THRESHOLD, PROVENANCES, RELEASE_POLICIES, consensus, fill_gaps
 from eval_core.io.formats import QrelsGrades, write_atomically
 from eval_core.io.spreadsheet import escape_cell
-from eval_core.judges.calibration import calibration
+from eval_core.judges.calibration import HumanBaseline, calibration
 
 # The release export formats: format → file of the release.
 EXPORT_FORMATS = {"trec": "qrels.trec", "beir": "qrels.tsv", "jsonl": "judgments.jsonl", "csv": "qrels.csv",
@@ -200,10 +200,14 @@ def _model_policy(policy: str, judged: pd.DataFrame, humans: pd.DataFrame, adjud
                   scale: tuple[int, int], rule: str, in_force: int | None,
                   threshold: float) -> tuple[pd.DataFrame | None, dict]:
     """The policy's card entry (with the best model judge's quadratic κ against the human consensus on the
-    guideline version in force, whenever model judges graded) and, under model-fills-gaps, that model's grades
-    (under the version in force) for the pairs no person graded; refuses model-fills-gaps below the threshold."""
-    entry: dict = {"name": policy, "model": None, "model_kappa_quadratic": None, "calibration_pairs": 0,
-                   "guideline_version": in_force, "threshold": threshold if policy == "model-fills-gaps" else None}
+    guideline version in force, its query-clustered CI, and the humans' own agreement on the same pairs,
+    whenever model judges graded) and, under model-fills-gaps, that model's grades (under the version in force)
+    for the pairs no person graded. model-fills-gaps needs the CI's lower bound to clear the threshold: it is
+    refused below it, and on too few shared queries for an interval, with the reason."""
+    entry: dict = {"name": policy, "model": None, "model_kappa_quadratic": None, "model_kappa_ci": None,
+                   "calibration_pairs": 0, "calibration_queries": 0, "humans_kappa_quadratic": None,
+                   "humans_alpha_ordinal": None, "guideline_version": in_force,
+                   "threshold": threshold if policy == "model-fills-gaps" else None}
     models = judged[judged["annotator_kind"].eq("model").to_numpy()]
     if models.empty:
         if policy == "model-fills-gaps":
@@ -212,22 +216,43 @@ def _model_policy(policy: str, judged: pd.DataFrame, humans: pd.DataFrame, adjud
         return None, entry
     version = None if in_force is None else str(in_force)
     report = calibration(judged, scale=scale, adjudications=adjudications[["query_id", "fragment_id", "grade"]],
-                         rule=rule)
+                         rule=rule, bootstrap=BOOTSTRAP, seed=0)
     scored = []
     for m in report.models:
         group = m.guideline(version) if version is not None else None
-        comp = m.vs_consensus if version is None else (group.vs_consensus if group else None)
-        scored.append((m.model, comp.kappa["quadratic"].value if comp else None, comp.n if comp else 0))
-    name, kappa, n = max(scored, key=lambda row: (row[1] is not None, row[1] or 0.0))
-    entry.update(model=name, model_kappa_quadratic=kappa, calibration_pairs=n)
+        comp, baseline = (m.vs_consensus, m.humans) if version is None else (
+            (group.vs_consensus, group.humans) if group else (None, None))
+        kappa = comp.kappa["quadratic"] if comp else None
+        lower = kappa.ci[0] if kappa is not None and kappa.ci else None
+        scored.append((m.model, kappa, lower, comp, baseline))
+    name, kappa, lower, comp, baseline = max(scored, key=lambda r: (r[2] is not None, r[2] or 0.0,
+                                                                    r[1] is not None and r[1].value is not None,
+                                                                    (r[1].value if r[1] else None) or 0.0))
+    entry.update(model=name, model_kappa_quadratic=kappa.value if kappa else None,
+                 model_kappa_ci=list(kappa.ci) if kappa is not None and kappa.ci else None,
+                 calibration_pairs=comp.n if comp else 0, calibration_queries=comp.n_queries if comp else 0,
+                 humans_kappa_quadratic=baseline.kappa["quadratic"].to_dict() if baseline else None,
+                 humans_alpha_ordinal=baseline.alpha.to_dict() if baseline else None)
     if policy != "model-fills-gaps":
         return None, entry
-    if kappa is None or kappa < threshold:
-        where = "on all its grades" if version is None else f"on guideline version {version} (in force)"
-        got = "undefined" if kappa is None else f"{kappa:.2f}"
+    where = "on all its grades" if version is None else f"on guideline version {version} (in force)"
+    n, queries = entry["calibration_pairs"], entry["calibration_queries"]
+    humans_there = _humans_text(baseline)
+    if kappa is None or kappa.value is None:
         raise ValueError(f"model-fills-gaps refused: model judge {name}'s quadratic-weighted κ with the human "
-                         f"consensus {where} is {got} on {n} shared pairs, below the threshold {threshold:g}; "
-                         "release with humans-only or improve the model")
+                         f"consensus {where} is undefined on {n} shared pairs; release with humans-only or "
+                         "improve the model")
+    if lower is None:
+        raise ValueError(f"model-fills-gaps refused: model judge {name}'s quadratic-weighted κ with the human "
+                         f"consensus {where} is {kappa.value:.2f} on {n} shared pairs, but over {queries} "
+                         f"quer{'y' if queries == 1 else 'ies'} it has no confidence interval ({comp.ci_status}); "
+                         f"the gate reads the interval's lower bound, so judge more queries by people and the "
+                         f"model{humans_there}")
+    if lower < threshold:
+        raise ValueError(f"model-fills-gaps refused: model judge {name}'s quadratic-weighted κ with the human "
+                         f"consensus {where} is {kappa.value:.2f} on {n} shared pairs ({queries} queries), 95% CI "
+                         f"[{kappa.ci[0]:.2f}, {kappa.ci[1]:.2f}]: its lower bound {lower:.2f} is below the "
+                         f"threshold {threshold:g}{humans_there}; release with humans-only or improve the model")
     mine = models[(models["annotator"] == name).to_numpy() & models["grade"].notna().to_numpy()]
     if version is not None:
         mine = mine[mine["guideline"].eq(version).to_numpy()]
@@ -235,6 +260,14 @@ def _model_policy(policy: str, judged: pd.DataFrame, humans: pd.DataFrame, adjud
     gaps = mine.merge(graded, on=["query_id", "fragment_id"], how="left", indicator=True)
     gaps = gaps[(gaps["_merge"] == "left_only").to_numpy()]
     return gaps[["query_id", "fragment_id", "annotator", "grade"]], entry
+
+
+def _humans_text(baseline: HumanBaseline | None) -> str:
+    """`; people on the same pairs: mean pairwise quadratic κ 0.71 [0.52, 0.85], ordinal α 0.69 …` or ""."""
+    if baseline is None:
+        return ""
+    return (f"; people on the same pairs: mean pairwise quadratic κ {baseline.kappa['quadratic'].text(2)}, "
+            f"ordinal α {baseline.alpha.text(2)} ({baseline.n_pairable} pairs with two human grades)")
 
 
 def create_release(engine: Engine, project: str, rule: str = "median", min_grades: int = 1,

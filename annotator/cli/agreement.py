@@ -107,7 +107,8 @@ def cmd_agreement(args: argparse.Namespace) -> int:
         if by_kind:
             from eval_core.judges.calibration import calibration
 
-            calibrated = calibration(frame, scale=args.scale, models=args.model)
+            calibrated = calibration(frame, scale=args.scale, models=args.model, bootstrap=args.bootstrap,
+                                     seed=args.seed)
     except ValueError as exc:
         raise InputError(args.judgments, None, str(exc)) from None
     checks = None
