@@ -126,7 +126,7 @@ def test_a_model_that_graded_only_under_an_older_version_is_refused(engine, proj
 def test_cli_release_policy(engine, project, store_url, capsys):
     judged(engine, project)
     assert main(["release", "--db", store_url, "--project", "demo", "--policy", "model-fills-gaps",
-                 "--model-threshold", "0.5"]) == 0
+                 "--model-threshold", "0.5", "--format", "json"]) == 0
     card = json.loads(capsys.readouterr().out)
     assert card["policy"]["threshold"] == 0.5 and card["provenance"]["model"]["pairs"] == 2 * COPIES
     assert main(["release", "--db", store_url, "--project", "demo", "--policy", "model-fills-gaps",

@@ -165,7 +165,7 @@ def test_plan_invariants(sizes, people, n, frac, preassigned):
 def test_cli_assign(engine, project, store_url, capsys):
     setup_pairs(engine, project)
     assert main(["assign", "--project", "demo", "--overlap", "2", "--annotators", "ann,bob",
-                 "--db", store_url]) == 0
+                 "--db", store_url, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["per_annotator"] == {"ann": 12, "bob": 12}
     assert main(["assign", "--project", "demo", "--overlap", "4", "--db", store_url]) == 2
     assert "needs at least 4 annotators" in capsys.readouterr().err

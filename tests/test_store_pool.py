@@ -157,7 +157,7 @@ def test_depth_must_be_positive(engine, project):
 
 def test_cli_pool(engine, project, store_url, capsys):
     seed(engine, project.id, {"q1": "topic one", "q2": "topic two"}, TEXTS, RUNS)
-    assert main(["pool", "--project", "demo", "--depth", "2", "--bm25", "0", "--db", store_url]) == 0
+    assert main(["pool", "--project", "demo", "--depth", "2", "--bm25", "0", "--db", store_url, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["created"] == 7
     assert main(["pool", "--project", "demo", "--depth", "2", "--run", "Z", "--db", store_url]) == 2
     assert "no stored run named 'Z'" in capsys.readouterr().err

@@ -230,7 +230,7 @@ def test_round_trip_export_import_export_is_identical(engine, project, fresh_url
 
 def test_cli_release_and_export(engine, project, store_url, tmp_path, capsys):
     judged_project(engine, project)
-    assert main(["release", "--project", "demo", "--rule", "median", "--min-grades", "1", "--db", store_url]) == 0
+    assert main(["release", "--project", "demo", "--rule", "median", "--min-grades", "1", "--db", store_url, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["counts"]["pairs"] == 4
     for fmt, name in (("trec", "qrels.trec"), ("beir", "qrels.tsv"), ("jsonl", "judgments.jsonl"),
                       ("csv", "qrels.csv")):

@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from annotator.cli.common import LazyChoices, db_option, print_json, stage_bar, store_engine
+from annotator.cli.common import LazyChoices, db_option, emit, report_option, stage_bar, store_engine
 
 CHANGED_LISTED = 20
 
@@ -26,7 +26,7 @@ def cmd_pool(args: argparse.Namespace) -> int:
     with bar:
         report = pool(engine, args.project, args.depth, runs=args.run or None, bm25=args.bm25, progress=step,
                       actor=OPERATOR)
-    print_json(report.to_dict())
+    emit(args, report.to_dict())
     return 0
 
 
@@ -38,7 +38,7 @@ def cmd_assign(args: argparse.Namespace) -> int:
     names = [n.strip() for n in args.annotators.split(",") if n.strip()] if args.annotators else None
     report = assign(store_engine(args), args.project, overlap=args.overlap, fraction=args.fraction,
                     annotators=names, seed=args.seed, actor=OPERATOR)
-    print_json(report.to_dict())
+    emit(args, report.to_dict())
     return 0
 
 
@@ -54,7 +54,7 @@ def cmd_release(args: argparse.Namespace) -> int:
         info = create_release(engine, args.project, rule=args.rule, min_grades=args.min_grades, progress=step,
                               actor=args.user or OPERATOR, policy=args.policy,
                               model_threshold=MODEL_THRESHOLD if args.model_threshold is None else args.model_threshold)
-    print_json(info.card)
+    emit(args, info.card)
     return 0
 
 
@@ -67,7 +67,7 @@ def cmd_adjudicate(args: argparse.Namespace) -> int:
     engine = store_engine(args)
     info = adjudicate(engine, pair_id(engine, args.project, args.query, args.fragment), args.grade, args.reason,
                       actor=args.user or OPERATOR)
-    print_json({"project": args.project, "query_id": args.query, "fragment_id": args.fragment, "grade": info.grade,
+    emit(args, {"project": args.project, "query_id": args.query, "fragment_id": args.fragment, "grade": info.grade,
                 "reason": info.reason, "by": info.lead, "at": info.created_at.isoformat()})
     return 0
 
@@ -107,7 +107,7 @@ def cmd_evaluate_run(args: argparse.Namespace) -> int:
 
     result, _ = evaluate_stored_run(store_engine(args), args.project, args.run_name, args.release)
     if args.format == "json":
-        print_json(result.to_dict())
+        emit(args, result.to_dict())
     else:
         width = max(map(len, result.mean), default=0)
         for metric, value in result.mean.items():
@@ -142,6 +142,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--run", action="append", metavar="NAME", help="stored run to pool (repeatable; default all)")
     p.add_argument("--bm25", type=int, default=None, metavar="K",
                    help="BM25 top-K for every query (default: top-DEPTH for queries no run covers; 0 = off)")
+    report_option(p)
 
     p = command("assign", cmd_assign, "Assign pairs to annotators with overlap; re-running tops up.")
     p.add_argument("--overlap", type=int, default=None, help="annotators per pair (default: project policy)")
@@ -149,6 +150,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="share of pairs that get the full overlap, the rest one annotator (default: project)")
     p.add_argument("--annotators", default=None, metavar="A,B", help="usernames (default: every active annotator)")
     p.add_argument("--seed", type=int, default=0, help="seed for choosing the overlap sample")
+    report_option(p)
 
     p = command("release", cmd_release, "Create the next immutable release from the judgments.")
     p.add_argument("--rule", default="median", metavar="RULE", choices=LazyChoices("eval_core.consensus", "RULES"),
@@ -162,6 +164,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--model-threshold", type=float, default=None,
                    help="least quadratic-weighted κ of the model with the human consensus on the guideline "
                         "version in force (default 0.6)")
+    report_option(p)
 
     p = command("adjudicate", cmd_adjudicate, "Record a lead's final grade for a pair (the latest decision is in "
                                               "force; it wins over the consensus rule).")
@@ -172,6 +175,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--user", default=None, metavar="LEAD",
                    help="the active lead recorded as the adjudicator (checked): a decision names who made it, so "
                         "the anonymous CLI operator is refused without --user")
+    report_option(p)
 
     p = command("export", cmd_export, "Write a release's qrels or judgments file, or (--judgments) every current "
                                       "judgment before any release.")
