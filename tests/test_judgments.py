@@ -220,12 +220,3 @@ def test_render_judgments_jsonl_is_json_dumps_and_reads_back(tmp_path: Path) -> 
         assert back["time"].tolist() == ["2026-01-02T03:04:05.000007+00:00", "2026-01-02T03:04:05.000000+00:00"]
         again = back.assign(time=pd.to_datetime(back["time"], utc=True, format="ISO8601"))
         assert "".join(render_judgments(again, fmt)) == path.read_text(encoding="utf-8")
-
-
-def test_progress_on_a_small_file_prints_no_zero_count(tmp_path: Path, capsys) -> None:
-    # 8 records read in a blink: a bar drawn at the start said "0 rec" in a log; none is drawn now.
-    path = tmp_path / "j.jsonl"
-    path.write_text("".join(json.dumps({"query_id": "q", "fragment_id": f"f{i}", "annotator": "a", "grade": 1})
-                            + "\n" for i in range(8)), encoding="utf-8")
-    assert len(read_judgments(path, progress=True)) == 8
-    assert " 0 rec" not in capsys.readouterr().err

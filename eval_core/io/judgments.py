@@ -299,10 +299,8 @@ def read_judgments_file(path: str | Path, scale: tuple[int, int] = (0, 3), keep:
     first_line: dict[tuple[str, str, str], int] = {}
     adjudications: dict[tuple[str, str], tuple] = {}
     optional_seen: set[str] = set()
-    # Shown only after half a second (a bar drawn at start reads "0 rec" in a log however many records follow),
-    # counting records as they are read.
-    records = tqdm(iter_records(path), desc="reading judgments", unit=" records", disable=not progress,
-                   leave=False, mininterval=0.5, delay=0.5)
+    records = tqdm(iter_records(path), desc="reading judgments", unit=" rec", disable=not progress, leave=False,
+                   mininterval=0.5)
     for lineno, rec in records:
         try:
             parsed = _flat_rows(rec, path, scale)
