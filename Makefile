@@ -36,7 +36,7 @@ test-fast: ## the inner loop: no browser, PostgreSQL or slow tests (needs `make 
 lint:  ## ruff only
 	$(BIN)/python -m ruff check .
 
-typecheck:  ## mypy on the packages (eval_core strict enough to hold no errors)
+typecheck:  ## mypy on every package (eval_core: no errors; db, annotator: a shrinking baseline)
 	$(BIN)/python -m mypy
 
 screenshots: install-test  ## refresh README's docs/screenshots/*.png (tests alone write to a temporary folder)

@@ -24,6 +24,7 @@ from db.imports import import_fragments, import_queries, import_run
 from db.judging import next_pair, progress, record_judgment
 from db.pooling import pool
 from db.projects import add_guideline, create_project, list_projects
+from db.releases import create_release
 from guidelines import DEMO_AMBIGUOUS, GRADING
 
 DATA = Path(__file__).resolve().parent / "demo_data"
@@ -32,19 +33,20 @@ PROJECT = "demo"
 USERS = (("ana", "annotator", "ana-demo"), ("ben", "annotator", "ben-demo"), ("lea", "lead", "lea-demo"))
 RUNS = ("baseline", "dense")
 MARKUP_QUERY = "zz-markup"
-OPEN_QUERIES = 5  # generated queries queued after the markup query, left open for people trying the demo
+OPEN_QUERIES = 5  # generated queries left open for people trying the demo; the markup query is queued after them
 PRODUCTS = ("auriculares", "portátiles", "zapatillas", "cafeteras", "bicicletas", "colchones", "relojes",
             "mochilas", "lámparas", "móviles")
+# Category names as the worked examples spell theirs (devoluciones, envíos), so each topic is one category.
 ASPECTS = {
-    "garantía": ("¿cuánto dura la garantía de {p}?",
+    "garantías": ("¿cuánto dura la garantía de {p}?",
                  "Garantía de {p}: {n} años que cubren defectos de fabricación; se tramita con la factura.",
                  "La garantía de {p} cubre defectos de fabricación, pero no golpes ni desgaste.",
                  "Catálogo de {p}: modelos, colores y opiniones. Más información en la sección de garantía."),
-    "devolución": ("¿se pueden devolver {p} tras su uso?",
+    "devoluciones": ("¿se pueden devolver {p} tras su uso?",
                    "Devolución de {p}: se aceptan tras su uso durante {n}0 días si conservan accesorios y embalaje.",
                    "Para devolver {p} hay que conservar el embalaje original; el plazo depende del estado.",
                    "Guía de compra de {p}: cómo elegir el modelo adecuado. Ver también devoluciones."),
-    "envío": ("¿cuánto tarda el envío de {p}?",
+    "envíos": ("¿cuánto tarda el envío de {p}?",
               "Envío de {p}: {n} días laborables desde cualquier almacén, con seguimiento incluido.",
               "Si un paquete de {p} es voluminoso, viaja con transportista especial y el plazo se confirma por correo.",
               "Novedades en {p} esta temporada. Envío y recogida disponibles en toda España."),
@@ -68,7 +70,9 @@ class DemoInfo:
 def generated(seed: int = 7) -> tuple[list[dict], list[dict], dict[str, dict[str, int]], dict[str, list[list[str]]]]:
     """Queries, fragments, true grades and two runs' rankings for product × aspect questions (300 pairs)."""
     rng = random.Random(seed)
-    queries, fragments, truth = [], [], {}
+    queries: list[dict] = []
+    fragments: list[dict] = []
+    truth: dict[str, dict[str, int]] = {}
     for p_i, product in enumerate(PRODUCTS):
         for a_i, (aspect, (question, full, partial, passing)) in enumerate(ASPECTS.items()):
             qid = f"g{p_i * len(ASPECTS) + a_i + 1:02d}"
@@ -139,12 +143,12 @@ def noisy(grade: int, annotator: str, ambiguous: bool, rng: random.Random) -> in
 
 
 def judge(engine: Engine, username: str, count: int, truth: dict[str, dict[str, int]], ambiguous: bool,
-          rng: random.Random, bar: tqdm) -> int:
-    """Grade up to `count` pairs from the head of the user's queue, stopping at the markup query."""
+          rng: random.Random, bar: tqdm, stop: str) -> int:
+    """Grade up to `count` pairs from the head of the user's queue, stopping at query `stop`."""
     done = 0
     while done < count:
         view = next_pair(engine, PROJECT, username)
-        if view is None or view.query_external_id == MARKUP_QUERY:
+        if view is None or view.query_external_id == stop:
             break
         grade = noisy(truth.get(view.query_external_id, {}).get(view.fragment_external_id, 0), username,
                       ambiguous, rng)
@@ -157,22 +161,27 @@ def judge(engine: Engine, username: str, count: int, truth: dict[str, dict[str, 
     return done
 
 
-def pairs_before_markup(engine: Engine, username: str) -> int:
-    """How many pairs precede the markup query in the user's queue (these get the simulated grades)."""
+def first_open_query() -> str:
+    """The generated query the demo leaves open first: what an annotator trying the demo sees."""
+    queries = generated()[0]
+    return queries[len(queries) - OPEN_QUERIES]["id"]
+
+
+def pairs_before(engine: Engine, username: str, stop: str) -> int:
+    """How many pairs precede query `stop` in the user's queue (these get the simulated grades)."""
     total = 0
     for query, _done, assigned in progress(engine, PROJECT, username).per_query:
-        if query == MARKUP_QUERY:
+        if query == stop:
             break
         total += assigned
     return total
 
 
 def demo_files(folder: Path) -> Iterator[tuple[str, Path]]:
-    """Write the import files (worked examples + generated data + the markup fragment) into `folder`."""
+    """Write the import files (worked examples + generated data + the markup fragment, queued last) into `folder`."""
     queries, fragments, _, runs = generated()
     markup = {"id": MARKUP_QUERY, "text": MARKUP_QUERY_TEXT, "category": "devoluciones"}
-    cut = len(queries) - OPEN_QUERIES
-    queries = [*_jsonl(DATA / "queries.jsonl"), *queries[:cut], markup, *queries[cut:]]
+    queries = [*_jsonl(DATA / "queries.jsonl"), *queries, markup]
     fragments = [*_jsonl(DATA / "fragments.jsonl"), *fragments]
     yield "queries", _write_jsonl(folder / "queries.jsonl", queries)
     yield "fragments", _write_jsonl(folder / "fragments.jsonl", fragments)
@@ -183,8 +192,9 @@ def demo_files(folder: Path) -> Iterator[tuple[str, Path]]:
 
 def build_demo(engine: Engine, show_progress: bool = False) -> DemoInfo:
     """Create the demo project once; later calls only report it. Both annotators' queues are graded up to
-    the query whose fragment holds <script> and Markdown, so that pair is the first one they see; the
-    first half is graded under the ambiguous v1 guideline, the rest under the current one."""
+    the first open generated query (the pair a newcomer sees first; the query whose fragment holds <script>
+    and Markdown comes last in the queue); the first half is graded under the ambiguous v1 guideline, the
+    rest under the current one. Release 1 is made from those grades, so Evaluate has content at once."""
     if any(p.name == PROJECT for p in list_projects(engine)):
         return DemoInfo(PROJECT, created=False)
     for username, role, password in USERS:
@@ -202,13 +212,14 @@ def build_demo(engine: Engine, show_progress: bool = False) -> DemoInfo:
                 import_run(engine, PROJECT, path, name=kind, actor="lea")
     pool(engine, PROJECT, depth=20, actor="lea")
     assign(engine, PROJECT, overlap=2, annotators=["ana", "ben"], actor="lea")
-    truth, rng = true_grades(), random.Random(11)
-    todo = {username: pairs_before_markup(engine, username) for username in ("ana", "ben")}
+    truth, rng, stop = true_grades(), random.Random(11), first_open_query()
+    todo = {username: pairs_before(engine, username, stop) for username in ("ana", "ben")}
     with tqdm(total=sum(todo.values()), desc="demo judgments", unit="grade", file=sys.stderr,
               disable=not show_progress) as bar:
         for username, count in todo.items():
-            judge(engine, username, count // 2, truth, ambiguous=True, rng=rng, bar=bar)
+            judge(engine, username, count // 2, truth, ambiguous=True, rng=rng, bar=bar, stop=stop)
         add_guideline(engine, PROJECT, GRADING.read_text(encoding="utf-8"), actor="lea")
         for username, count in todo.items():
-            judge(engine, username, count - count // 2, truth, ambiguous=False, rng=rng, bar=bar)
+            judge(engine, username, count - count // 2, truth, ambiguous=False, rng=rng, bar=bar, stop=stop)
+    create_release(engine, PROJECT, rule="median", actor="lea")
     return DemoInfo(PROJECT, created=True)

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 import pandas as pd
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, select
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
-from db.accounts.permissions import require_lead
+from db.accounts.permissions import Actor, require_lead
 from db.judging import check_grade
 from db.projects import project_row
 from db.store.engine import session_scope
+from db.store.frames import project_adjudications, project_judgments
 from db.store.models import (
     Adjudication,
+    Assignment,
     Fragment,
     Guideline,
     Judgment,
@@ -25,6 +29,8 @@ from db.store.models import (
     User,
     utcnow,
 )
+
+DISPUTE_COLUMNS = ["pair_id", "query_id", "fragment_id", "spread", "low", "high", "grades", "adjudicated"]
 
 
 @dataclass(frozen=True)
@@ -110,21 +116,130 @@ def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: 
         return AdjudicationInfo(row.id, pair_id, checked, reason, actor, row.created_at)
 
 
+def disputes_of(judgments: pd.DataFrame, adjudicated: set[tuple[str, str]]) -> pd.DataFrame:
+    """Every pair whose people gave different grades (model judges and can't-judge left out), widest spread
+    first, then most varied, then by query and fragment: pair_id, query_id, fragment_id, spread, low and high
+    (the lowest and highest human grade), grades ("ana: 1, ben: 3") and whether a lead has decided it."""
+    people = judgments[(judgments["annotator_kind"] == "human") & judgments["grade"].notna()]
+    people = people.assign(grade=people["grade"].astype("int64"))
+    by_pair = people.groupby("pair_id", sort=False)
+    stats = by_pair["grade"].agg(["min", "max", "var", "count"])
+    disputed = stats[stats["max"] > stats["min"]]
+    chosen = people[people["pair_id"].isin(disputed.index)]
+    labelled = chosen.assign(grades=chosen["annotator"].astype(str) + ": " + chosen["grade"].astype(str))
+    names = labelled.groupby("pair_id", sort=False).agg(query_id=("query_id", "first"),
+                                                        fragment_id=("fragment_id", "first"),
+                                                        grades=("grades", ", ".join))
+    frame = disputed.join(names).reset_index().rename(columns={"min": "low", "max": "high"})
+    frame["spread"] = frame["high"] - frame["low"]
+    frame["adjudicated"] = [key in adjudicated for key in zip(frame["query_id"], frame["fragment_id"], strict=True)]
+    frame = frame.sort_values(["spread", "var", "query_id", "fragment_id"], ascending=[False, False, True, True],
+                              kind="stable")
+    return frame[DISPUTE_COLUMNS].reset_index(drop=True)
+
+
+def filter_disputes(disputes: pd.DataFrame, query: str | None = None, boundary: int | None = None) -> pd.DataFrame:
+    """The disputes of one query and/or across one grade boundary: `boundary` b keeps the pairs graded b or
+    lower by someone and above b by someone else (the b|b+1 boundary)."""
+    keep = pd.Series(True, index=disputes.index)
+    if query is not None:
+        keep &= disputes["query_id"] == query
+    if boundary is not None:
+        keep &= (disputes["low"] <= boundary) & (disputes["high"] > boundary)
+    return disputes[keep].reset_index(drop=True)
+
+
+def disputes(engine: Engine, project: str) -> pd.DataFrame:
+    """Every disputed pair of the project among people (see disputes_of), marking those a lead decided."""
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        judged = project_judgments(session, project_id)
+        decided = project_adjudications(session, project_id)
+    return disputes_of(judged, set(zip(decided["query_id"], decided["fragment_id"], strict=True)))
+
+
+def next_open(disputes: pd.DataFrame, after: int) -> int | None:
+    """The pair_id of the first dispute not yet decided after pair `after` in the queue's order (wrapping to
+    the start), or None when every dispute is decided."""
+    ids = disputes["pair_id"].tolist()
+    start = ids.index(after) + 1 if after in ids else 0
+    for pair_id, decided in zip(ids[start:] + ids[:start], [*disputes["adjudicated"][start:],
+                                                             *disputes["adjudicated"][:start]], strict=True):
+        if not decided and pair_id != after:
+            return int(pair_id)
+    return None
+
+
 def rejudge_queue(engine: Engine, project: str) -> pd.DataFrame:
     """Judgments made under an older guideline version than the current one (imports carry no version and
-    are not listed): pair_id, query_id, fragment_id, annotator, grade, guideline, current."""
+    are not listed): pair_id, query_id, fragment_id, annotator, grade, guideline, current, and `sent` (the
+    pair is back in that annotator's queue for re-judging)."""
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
         current = session.execute(select(func.max(Guideline.version))
                                   .where(Guideline.project_id == project_id)).scalar_one()
         rows = [] if current is None else session.execute(
-            select(Pair.id, Query.external_id, Fragment.external_id, User.username, Judgment.grade, Guideline.version)
+            select(Pair.id, Query.external_id, Fragment.external_id, User.username, Judgment.grade, Guideline.version,
+                   Assignment.rejudge_version.is_not(None))
             .select_from(Judgment).join(Pair, Pair.id == Judgment.pair_id).join(Query, Query.id == Pair.query_id)
             .join(Fragment, Fragment.id == Pair.fragment_id).join(User, User.id == Judgment.user_id)
             .join(Guideline, Guideline.id == Judgment.guideline_id)
+            .outerjoin(Assignment, and_(Assignment.pair_id == Judgment.pair_id,
+                                        Assignment.user_id == Judgment.user_id))
             .where(Judgment.project_id == project_id, Guideline.version < current)
             .order_by(Query.external_id, Fragment.external_id, User.username)).all()
-    frame = pd.DataFrame(rows, columns=["pair_id", "query_id", "fragment_id", "annotator", "grade", "guideline"])
+    frame = pd.DataFrame(rows, columns=["pair_id", "query_id", "fragment_id", "annotator", "grade", "guideline",
+                                        "sent"])
     frame["grade"] = frame["grade"].astype("Float64").astype("Int64")
+    frame["sent"] = frame["sent"].fillna(False).astype(bool)
     frame["current"] = current
-    return frame
+    return frame[["pair_id", "query_id", "fragment_id", "annotator", "grade", "guideline", "current", "sent"]]
+
+
+def send_for_rejudging(engine: Engine, project: str, pair_ids: Sequence[int] | None = None,
+                       to: Sequence[str] | None = None, *, actor: Actor) -> int:
+    """Send pairs of the re-judge queue (all of it, or `pair_ids`) back to be graded under the guideline in
+    force: to the annotators who judged them under the older version, or to the people named in `to`. Each
+    assignment is reopened (created at the end of the person's queue when they had none) and marked with the
+    version; the current judgment stays until the new grade replaces it, and history keeps both. Returns how
+    many assignments were opened. Leads and the operator only."""
+    with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
+        project_id = project_row(session, project).id
+        current = session.execute(select(func.max(Guideline.version))
+                                  .where(Guideline.project_id == project_id)).scalar_one()
+        if current is None:
+            raise ValueError(f"project {project!r} has no guideline: nothing to re-judge under")
+        older = (select(Judgment.pair_id, Judgment.user_id).join(Guideline, Guideline.id == Judgment.guideline_id)
+                 .where(Judgment.project_id == project_id, Guideline.version < current))
+        if pair_ids is not None:
+            older = older.where(Judgment.pair_id.in_(list(pair_ids)))
+        listed = session.execute(older).all()
+        if to is None:
+            targets = sorted({(int(p), int(u)) for p, u in listed})
+        else:
+            people = _judging_people(session, to)
+            targets = sorted({(int(p), u) for p, _ in listed for u in people})
+        ends = dict(session.execute(select(Assignment.user_id, func.max(Assignment.position))
+                                    .where(Assignment.project_id == project_id).group_by(Assignment.user_id)).all())
+        for pair_id, user_id in targets:
+            row = session.execute(select(Assignment).where(Assignment.pair_id == pair_id,
+                                                           Assignment.user_id == user_id)).scalar_one_or_none()
+            if row is None:
+                ends[user_id] = (ends.get(user_id) or 0) + 1
+                row = Assignment(project_id=project_id, pair_id=pair_id, user_id=user_id, position=ends[user_id])
+            row.done, row.rejudge_version = False, int(current)
+            session.add(row)
+        return len(targets)
+
+
+def _judging_people(session: Session, names: Sequence[str]) -> list[int]:
+    """Ids of the named people who can grade: active, able to log in, not model judges."""
+    rows = dict(session.execute(select(User.username, User.id).where(
+        User.username.in_(list(names)), User.active.is_(True), User.kind == "human",
+        User.password_hash.is_not(None))).all())
+    missing = [n for n in names if n not in rows]
+    if missing:
+        raise ValueError(f"cannot send pairs to {', '.join(map(repr, missing))}: re-judging needs active people "
+                         f"who can log in")
+    return [rows[n] for n in names]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 
 import numpy as np
 import pandas as pd
@@ -32,9 +33,20 @@ CONFIDENCE = 0.95
 N_BOOTSTRAP = 1000
 
 
+class AlertCause(StrEnum):
+    """What moved a metric beyond its interval: the run on the queries both releases label alike, or the
+    golden set itself (queries added, removed or relabelled)."""
+
+    RUN = "run"
+    GOLDEN_SET = "golden set"
+
+
 @dataclass(frozen=True)
 class DropAlert:
-    """One run's metric that fell below the CI of its previous evaluated release."""
+    """One run's metric that fell below the CI of its previous evaluated release, split into the part the
+    run's own change explains (`same_*`: its metric on the queries both releases label alike, with the CI of
+    the earlier value there) and the part the golden set's change explains (queries added, removed and
+    relabelled between the two releases)."""
 
     run: str
     metric: str
@@ -43,6 +55,14 @@ class DropAlert:
     value: float
     previous: float
     previous_ci: tuple[float, float]
+    cause: AlertCause
+    n_same: int
+    same_value: float | None
+    same_previous: float | None
+    same_ci: tuple[float, float] | None
+    added: int
+    removed: int
+    relabelled: int
 
 
 @dataclass(frozen=True)
@@ -236,7 +256,8 @@ def _history_rows(stored: list[tuple[int, datetime, dict, dict | None]],
 def run_history(engine: Engine, project: str, run_name: str,
                 metrics: Sequence[str] = HEADLINE) -> pd.DataFrame:
     """One row per evaluated release × metric (version, released_at, metric, value, low, high, change, drop)
-    for trend charts; `drop` flags a value below the CI [low, high] of the previous evaluated release."""
+    for trend charts; `drop` flags a value below the CI [low, high] of the previous evaluated release when
+    that CI has width."""
     columns = ["version", "released_at", "metric", "value", "low", "high", "change", "drop"]
     with session_scope(engine) as session:
         run = load_run(session, project_row(session, project), run_name)
@@ -249,14 +270,31 @@ def run_history(engine: Engine, project: str, run_name: str,
     frame = frame.sort_values(["metric", "version"], kind="stable").reset_index(drop=True)
     by_metric = frame.groupby("metric")
     frame["change"] = by_metric["value"].diff()
-    frame["drop"] = (frame["value"] < by_metric["low"].shift()).astype(bool)
+    # A point CI (one query, or all alike) cannot tell a fall from noise: it never flags a drop.
+    frame["drop"] = ((frame["value"] < by_metric["low"].shift())
+                     & (by_metric["high"].shift() > by_metric["low"].shift())).astype(bool)
     return frame[columns]
+
+
+def _labels(release: Release) -> dict[str, frozenset[tuple[str, int]]]:
+    """Each query's labels in a release as a set of (fragment, grade), to tell relabelled queries apart."""
+    qrels = qrels_of(release)
+    return {str(q): frozenset(zip(part["doc_id"], part["grade"], strict=True))
+            for q, part in qrels.groupby("query_id", sort=False)}
+
+
+def _widens(ci: tuple[float, float] | None) -> bool:
+    """Whether an interval has width: a point (one query, or every query alike) tells no fall from noise."""
+    return ci is not None and ci[1] > ci[0]
 
 
 def drop_alerts(engine: Engine, project: str, version: int | str = "latest",
                 metrics: Sequence[str] = HEADLINE) -> list[DropAlert]:
-    """At most one alert per (run, metric): each stored run's metric at `version` that fell below the CI of
-    the run's previous evaluated release, by run name then metric order."""
+    """At most one alert per (run, metric) at `version` against the run's previous evaluated release, by run
+    name then metric order. The run is blamed (cause RUN) only when its metric on the queries both releases
+    label alike fell below the CI of its earlier value there; otherwise a fall of the whole mean below the
+    previous CI is the golden set's (cause GOLDEN_SET: queries added, removed, relabelled). A zero-width CI
+    never raises an alert."""
     alerts = []
     with session_scope(engine) as session:
         proj = project_row(session, project)
@@ -272,12 +310,33 @@ def drop_alerts(engine: Engine, project: str, version: int | str = "latest",
         # Only the two evaluations compared are read (their per-query values are the bulk of a row).
         pairs = {name: _stored(session, run_id, (seen[-2], number)) for (run_id, name), seen in versions.items()
                  if len(seen) > 1 and seen[-1] == number}
+        labels = {v: _labels(load_release(session, proj, v))
+                  for v in {older[0] for older, _ in pairs.values()} | ({number} if pairs else set())}
     for name, (older, current) in pairs.items():
+        before_labels, now_labels = labels[older[0]], labels[number]
+        shared = before_labels.keys() & now_labels.keys()
+        alike = {q for q in shared if before_labels[q] == now_labels[q]}
+        changes = (len(now_labels.keys() - before_labels.keys()), len(before_labels.keys() - now_labels.keys()),
+                   len(shared) - len(alike))
         before = {r[2]: r for r in _history_rows([older], metrics)}
         for _, _, metric, value, _, _ in _history_rows([current], metrics):
-            if metric in before and value < before[metric][4]:
-                _, _, _, previous, low, high = before[metric]
-                alerts.append(DropAlert(name, metric, number, older[0], value, previous, (low, high)))
+            if metric not in before:
+                continue
+            _, _, _, previous, low, high = before[metric]
+            same = sorted(q for q in alike if metric in (older[3] or {}).get(q, {})
+                          and metric in (current[3] or {}).get(q, {}))
+            was = [float(older[3][q][metric]) for q in same]
+            now = [float(current[3][q][metric]) for q in same]
+            same_ci = mean_ci(was) if same else None
+            if same and _widens(same_ci) and float(np.mean(now)) < same_ci[0]:
+                cause = AlertCause.RUN
+            elif any(changes) and _widens((low, high)) and value < low:
+                cause = AlertCause.GOLDEN_SET
+            else:
+                continue
+            alerts.append(DropAlert(name, metric, number, older[0], value, previous, (low, high), cause, len(same),
+                                    float(np.mean(now)) if same else None, float(np.mean(was)) if same else None,
+                                    same_ci, *changes))
     return alerts
 
 

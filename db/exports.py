@@ -1,7 +1,13 @@
-"""Every current judgment of a project as a file, before any release: what agreement, consensus and import read."""
+"""A project's files before any release: every current judgment (what agreement, consensus and import read), a
+stored run as a TREC run (what eval and import run read), the lead's decisions (what consensus applies)."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -11,10 +17,13 @@ from sqlalchemy.orm import Session
 
 from db.projects import project_row
 from db.store.engine import session_scope
-from db.store.frames import frame_of, project_judgments
-from db.store.models import Judgment, User
-from eval_core.io.formats import write_atomically
-from eval_core.io.judgments import render_judgments
+from db.store.frames import frame_of, project_adjudications, project_judgments
+from db.store.models import Judgment, Query, Run, RunEntry, User
+from eval_core.io.formats import write_atomically, write_run
+from eval_core.io.judgments import ADJUDICATION_COLUMNS, render_judgments
+from eval_core.io.spreadsheet import escape_cell
+
+ADJUDICATION_FORMATS = ("jsonl", "csv")
 
 
 def export_judgments(engine: Engine, project: str, fmt: str, out: str | Path,
@@ -49,3 +58,50 @@ def _with_model_fields(session: Session, project_id: int, frame: pd.DataFrame) -
               pd.Series(stamped["prompt_version"].to_numpy(dtype=object)[where], index=frame.index, dtype=object)
               .where(where >= 0, None))
     return frame.assign(model=model.where(is_model & model.notna(), None), prompt_version=prompt.where(is_model, None))
+
+
+class RunNotFound(LookupError):
+    """No stored run of that name in the project; says which runs there are."""
+
+
+def export_run(engine: Engine, project: str, name: str, out: str | Path) -> int:
+    """Write a stored run as a TREC run (`qid Q0 docid rank score tag`, ranked in trec_eval order, the tag its
+    name with whitespace made `_`), all or nothing; returns the lines written."""
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        run_id = session.execute(select(Run.id).where(Run.project_id == project_id, Run.name == name)).scalar()
+        if run_id is None:
+            names = sorted(session.execute(select(Run.name).where(Run.project_id == project_id)).scalars())
+            raise RunNotFound(f"no run named {name!r} in project {project!r} (runs: {', '.join(names) or 'none'})")
+        frame = frame_of(session, select(Query.external_id, RunEntry.doc_external_id, RunEntry.score)
+                         .join(Query, Query.id == RunEntry.query_id).where(RunEntry.run_id == run_id),
+                         ["query_id", "doc_id", "score"])
+    write_run(frame, out, tag=re.sub(r"\s+", "_", name))
+    return len(frame)
+
+
+def render_adjudications(frame: pd.DataFrame, fmt: str) -> Iterator[str]:
+    """The decisions in force (query_id, fragment_id, grade, reason, by) as JSONL or CSV (cells escaped for
+    spreadsheets): what read_adjudications, and so `qrelkit consensus --adjudications`, reads back."""
+    if fmt not in ADJUDICATION_FORMATS:
+        raise ValueError(f"adjudications format must be one of {', '.join(ADJUDICATION_FORMATS)}, got {fmt!r}")
+    rows = frame[ADJUDICATION_COLUMNS].astype(object).itertuples(index=False)
+    if fmt == "jsonl":
+        for q, f, g, reason, by in rows:
+            yield json.dumps({"query_id": q, "fragment_id": f, "grade": int(g), "reason": reason, "by": by},
+                             ensure_ascii=False) + "\n"
+        return
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(ADJUDICATION_COLUMNS)
+    writer.writerows([escape_cell(q), escape_cell(f), int(g), escape_cell(reason), escape_cell(by)]
+                     for q, f, g, reason, by in rows)
+    yield buf.getvalue()
+
+
+def export_adjudications(engine: Engine, project: str, fmt: str, out: str | Path) -> int:
+    """Write the lead's decisions in force with their reasons, all or nothing; returns how many."""
+    with session_scope(engine) as session:
+        frame = project_adjudications(session, project_row(session, project).id)
+    write_atomically(Path(out), render_adjudications(frame, fmt))
+    return len(frame)

@@ -10,8 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.csv as pacsv
 from sqlalchemy import bindparam, select, tuple_
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
@@ -37,9 +35,17 @@ from db.store.models import (
     utcnow,
 )
 from eval_core.errors import InputError
-from eval_core.io.formats import ranked
-from eval_core.io.judgments import ANNOTATOR_KINDS, read_judgments_file
-from eval_core.io.records import check_id, iter_lines, iter_records, open_binary
+from eval_core.io.collection import read_fragments, read_queries
+from eval_core.io.formats import detect_format, load_run, ranked
+from eval_core.io.judgments import (
+    ANNOTATOR_KINDS,
+    QRELS_FORMATS,
+    JudgmentsFile,
+    judgments_file_hint,
+    read_judgments_file,
+    read_qrels_judgments,
+)
+from eval_core.io.records import iter_lines
 
 MAX_ID_CHARS = 500
 MAX_NAME_CHARS = 200
@@ -63,11 +69,16 @@ class ImportReport:
     path: str = ""
     records: int = 0
     unknown_fragments: dict = field(default_factory=dict)
+    format: str = ""
+    guideline: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """JSON-able form for the CLI."""
-        out = {"kind": self.kind, "path": self.path, "records": self.records, "created": self.created,
-               "updated": self.updated, "unchanged": self.unchanged, "rejected": self.rejected}
+        out = {"kind": self.kind, "path": self.path, "format": self.format, "records": self.records,
+               "created": self.created, "updated": self.updated, "unchanged": self.unchanged,
+               "rejected": self.rejected}
+        if self.guideline:
+            out["guideline"] = self.guideline
         return {**out, "unknown_fragments": self.unknown_fragments} if self.unknown_fragments else out
 
 
@@ -113,24 +124,6 @@ def _project(engine: Engine, project: str, path: str | Path, actor: Actor) -> Pr
         raise InputError(str(path), None, str(exc)) from None
 
 
-def _text(rec: dict, names: tuple[str, ...], what: str, limit: int, required: bool = True) -> str | None:
-    """The first present field of `names` as a stripped string, checked for emptiness and size."""
-    for name in names:
-        if name in rec and rec[name] is not None:
-            value = rec[name]
-            if isinstance(value, dict | list | bool):
-                raise ValueError(f"{what} must be a string, got {type(value).__name__}")
-            text = str(value).strip()
-            if len(text) > limit:
-                raise ValueError(f"{what} is {len(text)} characters; the store accepts at most {limit}")
-            if text:
-                return text
-            break
-    if required:
-        raise ValueError(f"{what} is missing or empty (field {' or '.join(names)})")
-    return None
-
-
 def content_hash(text: str) -> str:
     """sha256 of the whitespace-normalised text: pooling treats equal hashes as the same fragment."""
     return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()
@@ -147,55 +140,48 @@ def _chunks(rows: list, size: int = CHUNK) -> Iterator[list]:
 
 # --- queries and fragments -------------------------------------------------------------------------------------
 
-def _parse_queries(path: str | Path, show: bool) -> dict[str, dict]:
+def _limited(problems: _Problems, line: int, values: dict[str, str | None], limits: dict[str, int]) -> bool:
+    """False (and a problem for the line) when a field is longer than the store keeps."""
+    for name, limit in limits.items():
+        value = values.get(name)
+        if value is not None and len(value) > limit:
+            problems.add(line, f"{name.replace('_', ' ')} is {len(value)} characters; the store accepts at most "
+                               f"{limit}")
+            return False
+    return True
+
+
+def _parse_queries(path: str | Path, show: bool, fmt: str | None, topic_field: str) -> tuple[dict[str, dict], str]:
+    """The queries of a file, read by eval_core's one queries reader, within the store's sizes."""
+    read = read_queries(path, fmt, topic_field)
     problems = _Problems(path, "queries")
+    problems.items, problems.total = list(read.problems), read.total_problems
     out: dict[str, dict] = {}
-    first: dict[str, int] = {}
-    for lineno, rec in _progress(iter_records(path), show, "reading queries"):
-        try:
-            ext = check_id(_text(rec, ("id", "_id", "query_id"), "query id", MAX_ID_CHARS), "query id")
-            text = _text(rec, ("text", "query"), "query text", MAX_TEXT_CHARS)
-            category = _text(rec, ("category",), "category", 200, required=False)
-            if category is None and isinstance(rec.get("metadata"), dict):
-                category = _text(rec["metadata"], ("category",), "category", 200, required=False)
-        except ValueError as exc:
-            problems.add(lineno, str(exc))
-            continue
-        if ext in first:
-            problems.add(lineno, f"duplicate query id {ext!r} (first at line {first[ext]})")
-            continue
-        first[ext] = lineno
-        out[ext] = {"text": text, "category": category}
+    limits = {"query_id": MAX_ID_CHARS, "text": MAX_TEXT_CHARS, "category": MAX_NAME_CHARS,
+              "description": MAX_TEXT_CHARS, "narrative": MAX_TEXT_CHARS}
+    for rec in _progress(read.records, show, "checking queries"):
+        values = {"query_id": rec.id, "text": rec.text, "category": rec.category, "description": rec.description,
+                  "narrative": rec.narrative}
+        if _limited(problems, rec.line, values, limits):
+            out[rec.id] = {k: v for k, v in values.items() if k != "query_id"}
     problems.check()
-    return out
+    return out, read.format
 
 
-_FRAGMENT_FIELDS = {"id", "_id", "fragment_id", "text", "title", "doc_id", "metadata"}
-
-
-def _parse_fragments(path: str | Path, show: bool) -> dict[str, dict]:
+def _parse_fragments(path: str | Path, show: bool, fmt: str | None) -> tuple[dict[str, dict], str]:
+    """The fragments of a file, read by eval_core's one fragments reader, within the store's sizes."""
+    read = read_fragments(path, fmt)
     problems = _Problems(path, "fragments")
+    problems.items, problems.total = list(read.problems), read.total_problems
     out: dict[str, dict] = {}
-    first: dict[str, int] = {}
-    for lineno, rec in _progress(iter_records(path), show, "reading fragments"):
-        try:
-            ext = check_id(_text(rec, ("id", "_id", "fragment_id"), "fragment id", MAX_ID_CHARS), "fragment id")
-            text = _text(rec, ("text",), "fragment text", MAX_TEXT_CHARS)
-            title = _text(rec, ("title",), "title", MAX_TEXT_CHARS, required=False)
-            doc_id = _text(rec, ("doc_id",), "doc_id", MAX_ID_CHARS, required=False)
-        except ValueError as exc:
-            problems.add(lineno, str(exc))
-            continue
-        if ext in first:
-            problems.add(lineno, f"duplicate fragment id {ext!r} (first at line {first[ext]})")
-            continue
-        first[ext] = lineno
-        meta = dict(rec["metadata"]) if isinstance(rec.get("metadata"), dict) else {}
-        meta.update({k: v for k, v in rec.items() if k not in _FRAGMENT_FIELDS and v not in (None, "")})
-        out[ext] = {"text": text, "title": title, "doc_id": doc_id, "meta": meta or None,
-                    "content_hash": content_hash(text)}
+    limits = {"fragment_id": MAX_ID_CHARS, "doc_id": MAX_ID_CHARS, "text": MAX_TEXT_CHARS, "title": MAX_TEXT_CHARS}
+    for rec in _progress(read.records, show, "checking fragments"):
+        if _limited(problems, rec.line, {"fragment_id": rec.id, "doc_id": rec.doc_id, "text": rec.text,
+                                         "title": rec.title}, limits):
+            out[rec.id] = {"text": rec.text, "title": rec.title, "doc_id": rec.doc_id, "position": rec.position,
+                           "meta": rec.meta, "content_hash": content_hash(rec.text)}
     problems.check()
-    return out
+    return out, read.format
 
 
 def _upsert_by_external_id(session: Session, table, project_id: int, parsed: dict[str, dict],
@@ -223,25 +209,26 @@ def _upsert_by_external_id(session: Session, table, project_id: int, parsed: dic
     report.created, report.updated = len(new), len(changed)
 
 
-def import_queries(engine: Engine, project: str, path: str | Path, progress: bool = False, *,
-                   actor: Actor) -> ImportReport:
-    """Queries from JSONL/CSV (`id`, `text`, optional `category`) or BEIR queries.jsonl (`_id`, `text`)."""
+def import_queries(engine: Engine, project: str, path: str | Path, progress: bool = False, *, actor: Actor,
+                   fmt: str | None = None, topic_field: str = "title") -> ImportReport:
+    """Queries in any layout eval_core.io.collection reads (JSONL/CSV/TSV records, BEIR, headerless qid<TAB>text,
+    TREC topics with `topic_field` as the text and the description and narrative kept as context)."""
     proj = _project(engine, project, path, actor)
-    parsed = _parse_queries(path, progress)
-    report = ImportReport(kind="queries", path=str(path), records=len(parsed))
+    parsed, found = _parse_queries(path, progress, fmt, topic_field)
+    report = ImportReport(kind="queries", path=str(path), records=len(parsed), format=found)
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         _upsert_by_external_id(session, Q, proj.id, parsed, report, progress)  # type: ignore[arg-type]
     return report
 
 
-def import_fragments(engine: Engine, project: str, path: str | Path, progress: bool = False, *,
-                     actor: Actor) -> ImportReport:
-    """Fragments from JSONL/CSV (`id`, `text`, optional `doc_id`, `title`, extra fields → metadata) or BEIR
-    corpus.jsonl (`_id`, `title`, `text`, `metadata`)."""
+def import_fragments(engine: Engine, project: str, path: str | Path, progress: bool = False, *, actor: Actor,
+                     fmt: str | None = None) -> ImportReport:
+    """Fragments in any layout eval_core.io.collection reads (qrelkit/BEIR/Pyserini/ir_datasets records,
+    headerless pid<TAB>text, gzipped or not); `doc_id` and a chunk position are stored, other fields → meta."""
     proj = _project(engine, project, path, actor)
-    parsed = _parse_fragments(path, progress)
-    report = ImportReport(kind="fragments", path=str(path), records=len(parsed))
+    parsed, found = _parse_fragments(path, progress, fmt)
+    report = ImportReport(kind="fragments", path=str(path), records=len(parsed), format=found)
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         _upsert_by_external_id(session, F, proj.id, parsed, report, progress)  # type: ignore[arg-type]
@@ -259,83 +246,38 @@ def run_name_from_path(path: str | Path) -> str:
 
 
 def _parse_run(path: str | Path, queries: dict[str, int], show: bool) -> pd.DataFrame:
-    """The run as (query_id, doc, score, rank) in trec_eval order: score descending, ties by docid descending.
-
-    A well-formed file goes through pyarrow's columnar CSV reader and vectorised checks; anything it does not
-    accept (tabs, comments, a bad line of any kind) is re-read line by line, which names every bad line."""
-    frame = _read_run_fast(path, queries)
-    if frame is None:
-        frame = _read_run_lines(path, queries, show)
+    """The run as (query_id, doc, score, rank) in trec_eval order (score descending, ties by docid descending),
+    read by eval_core's one run reader (TREC, or JSONL/CSV runs; its path:line errors), then checked against
+    the project: every line naming a query the project lacks, or a document id longer than the store keeps,
+    is a problem (found by one more pass over the file, only when there are any)."""
+    cols = load_run(path)
+    frame = cols.frame("score").rename(columns={"query_id": "qext", "doc_id": "doc"})
+    frame["query_id"] = frame["qext"].map(queries)
+    unknown = set(frame.loc[frame["query_id"].isna(), "qext"].unique())
+    long_docs = set(frame.loc[frame["doc"].str.len() > MAX_ID_CHARS, "doc"].unique())
+    if unknown or long_docs:
+        _run_problems(path, unknown, long_docs, show)
+    frame = frame.astype({"query_id": np.int64})[["query_id", "doc", "score"]]
     return ranked(frame.rename(columns={"doc": "doc_id"})).rename(columns={"doc_id": "doc"})
 
 
-def _read_run_fast(path: str | Path, queries: dict[str, int]) -> pd.DataFrame | None:
-    """Single-space-separated 6-field lines via pyarrow; None when anything would need a line-numbered error."""
-    options = (pacsv.ReadOptions(column_names=["q", "q0", "doc", "rank", "score", "tag"], block_size=1 << 24),
-               pacsv.ParseOptions(delimiter=" ", quote_char=False, ignore_empty_lines=True),
-               pacsv.ConvertOptions(column_types={"q": pa.string(), "q0": pa.string(), "doc": pa.string(),
-                                                  "rank": pa.string(), "score": pa.float64(), "tag": pa.string()}))
-    try:
-        with open_binary(path) as fh:
-            table = pacsv.read_csv(fh, read_options=options[0], parse_options=options[1], convert_options=options[2])
-    except (pa.ArrowInvalid, OSError, EOFError, UnicodeDecodeError):
-        return None
-    if table.num_rows == 0:
-        return None
-    frame = table.select(["q", "doc", "score"]).to_pandas()
-    qids = frame["q"].map(queries)
-    if (qids.isna().any() or not np.isfinite(frame["score"].to_numpy()).all()
-            or (frame["doc"].str.len() > MAX_ID_CHARS).any() or frame.duplicated(["q", "doc"]).any()):
-        return None
-    return pd.DataFrame({"query_id": qids.to_numpy(dtype=np.int64), "doc": frame["doc"].to_numpy(dtype=object),
-                         "score": frame["score"].to_numpy(dtype=np.float64)})
-
-
-def _read_run_lines(path: str | Path, queries: dict[str, int], show: bool) -> pd.DataFrame:
-    """TREC run lines `qid Q0 docid rank score tag` one by one; every bad line is reported."""
+def _run_problems(path: str | Path, unknown: set[str], long_docs: set[str], show: bool) -> None:
+    """Raise ImportRejected naming every line of a run with an unknown query id or an over-long document id."""
     problems = _Problems(path, "run")
-    qids: list[int] = []
-    docs: list[str] = []
-    scores: list[float] = []
-    lines: list[int] = []
-    seen: dict[tuple[int, str], int] = {}
-    for lineno, line in _progress(iter_lines(path), show, "reading run"):
+    for lineno, line in _progress(iter_lines(path), show, "locating problems"):
         fields = line.split()
-        if not fields or fields[0].startswith("#"):
+        if len(fields) < 3 or fields[0].startswith("#"):
             continue
-        if len(fields) != 6:
-            problems.add(lineno, f"expected 6 fields (qid Q0 docid rank score tag), found {len(fields)}")
-            continue
-        qext, _q0, doc, _rank, score_text, _tag = fields
-        qid = queries.get(qext)
-        if qid is None:
-            problems.add(lineno, f"unknown query id {qext!r} (not imported into this project)")
-            continue
-        if len(doc) > MAX_ID_CHARS:
-            problems.add(lineno, f"document id is {len(doc)} characters; at most {MAX_ID_CHARS}")
-            continue
-        try:
-            score = float(score_text)
-        except ValueError:
-            problems.add(lineno, f"score {score_text!r} is not a number")
-            continue
-        if not np.isfinite(score):
-            problems.add(lineno, f"score {score_text!r} is not finite")
-            continue
-        key = (qid, doc)
-        if key in seen:
-            problems.add(lineno, f"duplicate document {doc!r} for query {qext!r} (first at line {seen[key]})")
-            continue
-        seen[key] = lineno
-        qids.append(qid)
-        docs.append(doc)
-        scores.append(score)
-        lines.append(lineno)
-    if not lines and not problems.total:
-        problems.add(None, "empty file: no run lines")
+        if fields[0] in unknown:
+            problems.add(lineno, f"unknown query id {fields[0]!r} (not imported into this project)")
+        elif fields[2] in long_docs:
+            problems.add(lineno, f"document id is {len(fields[2])} characters; at most {MAX_ID_CHARS}")
+    if not problems.total:  # a JSONL/CSV run: its lines are records, not fields
+        for qext in sorted(unknown)[:MAX_PROBLEMS]:
+            problems.add(None, f"unknown query id {qext!r} (not imported into this project)")
+        for doc in sorted(long_docs)[:MAX_PROBLEMS]:
+            problems.add(None, f"document id is {len(doc)} characters; at most {MAX_ID_CHARS}")
     problems.check()
-    return pd.DataFrame({"query_id": np.asarray(qids, dtype=np.int64), "doc": np.asarray(docs, dtype=object),
-                         "score": np.asarray(scores, dtype=np.float64)})
 
 
 def _run_hash(frame: pd.DataFrame, qext: dict[int, str]) -> str:
@@ -355,7 +297,7 @@ def import_run(engine: Engine, project: str, path: str | Path, name: str | None 
         queries = dict(session.execute(select(Query.external_id, Query.id).where(Query.project_id == proj.id)).all())
     frame = _parse_run(path, queries, progress)
     digest = _run_hash(frame, {v: k for k, v in queries.items()})
-    report = ImportReport(kind="run", path=str(path), records=len(frame))
+    report = ImportReport(kind="run", path=str(path), records=len(frame), format=detect_format(path))
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         old = session.execute(select(Run.id, Run.content_hash)
@@ -421,15 +363,52 @@ def _insert_run_entries(session: Session, run_id: int, frame: pd.DataFrame, frag
 
 # --- judgments -------------------------------------------------------------------------------------------------
 
+def _read_judgments(path: str | Path, proj: Project, show: bool, source: JudgmentsSource) -> JudgmentsFile:
+    """The file through eval_core's readers: qrels as `source.annotator`'s grades, else a judgments file (a
+    qrels file or a run given without --annotator is refused with what it is)."""
+    if source.annotator is not None:
+        return read_qrels_judgments(path, source.annotator, project_scale(proj), source.qrels_format)
+    if source.qrels_format is not None:
+        raise InputError(str(path), None, "--qrels-format reads qrels as an annotator's grades: name the annotator "
+                                          "with --annotator NAME")
+    hint = judgments_file_hint(path)
+    if hint is not None:
+        raise InputError(str(path), None, hint)
+    return read_judgments_file(path, project_scale(proj), progress=show)
+
+
+def _stamp_guideline(path: str | Path, frame: pd.DataFrame, versions: dict[int, int], proj: Project,
+                     wanted: int | None) -> dict:
+    """Give the judgments whose line names no guideline version `wanted` (--guideline) or the version in force,
+    marking which were stamped (`guideline_given`); returns what the import report says about it."""
+    given = frame["guideline"].notna().to_numpy() if "guideline" in frame.columns else np.zeros(len(frame), bool)
+    if wanted is not None and wanted not in versions:
+        have = ", ".join(map(str, sorted(versions))) or "none yet"
+        raise InputError(str(path), None, f"--guideline {wanted}: project {proj.name!r} has no such version "
+                                          f"(versions: {have})")
+    version = wanted if wanted is not None else max(versions, default=None)
+    if "guideline_id" not in frame.columns:
+        frame["guideline_id"] = pd.Series(None, index=frame.index, dtype=object)
+    frame["guideline_id"] = frame["guideline_id"].astype(object)
+    frame.loc[~given, "guideline_id"] = versions.get(version) if version is not None else None
+    frame["guideline_given"] = given
+    stamped = int((~given).sum())
+    if not stamped:
+        return {}
+    said = ("--guideline" if wanted is not None else "the version in force" if version is not None else
+            "none: the project has no guideline yet")
+    return {"version": version, "from": said, "judgments": stamped}
+
+
 def _parse_judgments(engine: Engine, path: str | Path, proj: Project, queries: dict[str, int],
-                     fragments: dict[str, int], show: bool,
-                     judges: AnnotatorKind) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict]]:
+                     fragments: dict[str, int], show: bool, judges: AnnotatorKind,
+                     source: JudgmentsSource) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], dict]:
     """The judgments and adjudications of a file (eval_core's one judgments reader) with store ids: query,
     fragment, guideline (by version), a timestamp and each grade's prompt version, plus the users-row fields
     of every annotator (see _annotators); every line naming something the project does not have is a
     problem, an annotator must keep its kind (and a model judge its model), and an adjudication must name an
-    active lead."""
-    read = read_judgments_file(path, project_scale(proj), progress=show)
+    active lead. The last item says which guideline version the judgments without one were given."""
+    read = _read_judgments(path, proj, show, source)
     problems = _Problems(path, "judgments")
     problems.items, problems.total = list(read.problems), read.total_problems
     frame, decided = read.judgments, read.adjudications
@@ -458,6 +437,7 @@ def _parse_judgments(engine: Engine, path: str | Path, proj: Project, queries: d
                                      ["line", "guideline"]].itertuples(index=False):
             problems.add(line, f"guideline version {given!r} does not exist in project {proj.name!r} "
                                f"(versions: {known}); add it with `qrelkit guideline add`")
+    stamp = _stamp_guideline(path, frame, versions, proj, source.guideline)
     for line, annotator in frame.loc[frame["annotator"].str.len() > MAX_NAME_CHARS, ["line", "annotator"]].itertuples(
             index=False):
         problems.add(line, f"annotator name is {len(annotator)} characters; at most {MAX_NAME_CHARS}")
@@ -467,13 +447,30 @@ def _parse_judgments(engine: Engine, path: str | Path, proj: Project, queries: d
             why = "no such user" if role is None else ("deactivated" if not role[1] else f"role {role[0]}")
             problems.add(line, f"adjudication by {lead!r} ({why}): an adjudication must name an active lead")
     problems.check()
-    return frame, decided, people
+    return frame, decided, people, stamp
 
 
 def _version(text: str) -> int | None:
     """A guideline version as written in a judgments file ("2"), None when it is not a number."""
     text = str(text).strip()
     return int(text) if text.isdigit() else None
+
+
+@dataclass(frozen=True)
+class JudgmentsSource:
+    """What an import is told about a judgments file beyond who judged: `annotator` makes it qrels (TREC or BEIR;
+    `qrels_format` 'jg': multi-judge, one annotator per judge group) graded by that annotator; `guideline` is
+    the version stamped on judgments whose line names none (default: the version in force)."""
+
+    annotator: str | None = None
+    qrels_format: str | None = None
+    guideline: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.annotator is not None and not 0 < len(self.annotator.strip()) <= MAX_NAME_CHARS - 10:
+            raise ValueError(f"annotator name must be 1-{MAX_NAME_CHARS - 10} characters, got {self.annotator!r}")
+        if self.qrels_format is not None and self.qrels_format not in QRELS_FORMATS:
+            raise ValueError(f"qrels format must be one of {', '.join(QRELS_FORMATS)}, got {self.qrels_format!r}")
 
 
 @dataclass(frozen=True)
@@ -650,7 +647,8 @@ def _ensure_pairs(session: Session, project_id: int, wanted: set[tuple[int, int]
 
 
 def import_judgments(engine: Engine, project: str, path: str | Path, progress: bool = False, *,
-                     actor: Actor, judges: AnnotatorKind = AnnotatorKind()) -> ImportReport:
+                     actor: Actor, judges: AnnotatorKind = AnnotatorKind(),
+                     source: JudgmentsSource = JudgmentsSource()) -> ImportReport:
     """Existing judgments (flat records, a judgments export, or a release's JSONL/CSV) as each annotator's
     current judgment, with history; a release line's adjudication is kept when it names an active lead.
     `judges` says whether the file's annotators are people or model judges (e.g. an LLM assessor's output)."""
@@ -659,8 +657,10 @@ def import_judgments(engine: Engine, project: str, path: str | Path, progress: b
         queries = dict(session.execute(select(Query.external_id, Query.id).where(Query.project_id == proj.id)).all())
         fragments = dict(session.execute(select(Fragment.external_id, Fragment.id)
                                          .where(Fragment.project_id == proj.id)).all())
-    judged, adjudications, people = _parse_judgments(engine, path, proj, queries, fragments, progress, judges)
-    report = ImportReport(kind="judgments", path=str(path), records=len(judged))
+    judged, adjudications, people, stamp = _parse_judgments(engine, path, proj, queries, fragments, progress, judges,
+                                                            source)
+    report = ImportReport(kind="judgments", path=str(path), records=len(judged), guideline=stamp,
+                          format="qrels" if source.annotator is not None else "judgments")
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         names = dict.fromkeys(judged["annotator"].tolist(), "annotator")
@@ -696,12 +696,16 @@ def write_judgments(session: Session, project_id: int, judged: pd.DataFrame, use
     columns = {name: (judged[name].tolist() if name in judged.columns else [None] * len(judged))
                for name in ("query", "fragment", "annotator", "grade", "note", "cant_judge_reason", "guideline_id",
                             "time", "prompt_version")}
-    for q, f, annotator, grade, note, reason, guideline, when, prompt in zip(*columns.values(), strict=True):
+    given = judged["guideline_given"].tolist() if "guideline_given" in judged.columns else [True] * len(judged)
+    for (q, f, annotator, grade, note, reason, guideline, when, prompt), named in zip(
+            zip(*columns.values(), strict=True), given, strict=True):
         grade = None if grade is pd.NA else int(grade)
         guideline = None if guideline is None or pd.isna(guideline) else int(guideline)
         note, reason = note or None, reason or None
         pair_id, user_id = pairs[(int(q), int(f))], users[annotator]
         old = existing.get((pair_id, user_id))
+        if old is not None and not named:  # the version was stamped, not read: an equal judgment keeps its own
+            guideline = old[4] if old[1:4] + old[5:] == (grade, note, reason, prompt) else guideline
         if old is not None and old[1:] == (grade, note, reason, guideline, prompt):
             report.unchanged += 1
             continue

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import pandas as pd
-from sqlalchemy import and_, bindparam, exists, false, func, select
+from sqlalchemy import and_, bindparam, exists, false, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
@@ -48,6 +48,7 @@ class PairView:
     note: str | None
     cant_judge_reason: str | None
     fragment_doc_id: str | None = None
+    rejudge_version: int | None = None  # a lead sent this judged pair back to be graded under this version
 
 
 @dataclass(frozen=True)
@@ -110,12 +111,17 @@ _BEFORE_WRITE = (
     select(U.c.id, U.c.role, U.c.active, P.c.project_id, PR.c.scale_min, PR.c.scale_max,
            select(A.c.id).where(A.c.pair_id == P.c.id, A.c.user_id == U.c.id).scalar_subquery(),
            select(func.max(G.c.id)).where(G.c.project_id == P.c.project_id).scalar_subquery(),
-           J.c.id, J.c.grade, J.c.note, J.c.cant_judge_reason, J.c.guideline_id, J.c.revision, J.c.updated_at)
+           J.c.id, J.c.grade, J.c.note, J.c.cant_judge_reason, J.c.guideline_id, J.c.revision, J.c.updated_at,
+           select(A.c.rejudge_version).where(A.c.pair_id == P.c.id, A.c.user_id == U.c.id).scalar_subquery())
     .select_from(U.join(P, P.c.id == bindparam("pair_id")).join(PR, PR.c.id == P.c.project_id)
                  .outerjoin(J, and_(J.c.pair_id == P.c.id, J.c.user_id == U.c.id)))
     .where(U.c.username == bindparam("username")))
 _HISTORY = H.insert()
-_MARK = A.update().where(A.c.id == bindparam("assignment_id")).values(done=bindparam("done"))
+# A write closes the assignment, re-judging included.
+_MARK = A.update().where(A.c.id == bindparam("assignment_id")).values(done=bindparam("done"), rejudge_version=None)
+# Open: not done, and either not judged yet or sent back by a lead for re-judging.
+_OPEN = and_(A.c.done == false(), or_(A.c.rejudge_version.is_not(None),
+                                      ~exists().where(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id)))
 _QUEUE = (A.c.project_id == bindparam("project_id")) & (A.c.user_id == bindparam("user_id"))
 # Project and user ids as uncorrelated scalar subqueries: both engines then treat them as constants and walk
 # ix_assignments_todo in queue order, stopping at the first hit (a join made PostgreSQL sort the whole backlog).
@@ -123,12 +129,14 @@ _TODO = (select(A.c.project_id, A.c.user_id, A.c.pair_id, A.c.position,
                 select(PR.c.queue_order).where(PR.c.name == bindparam("project")).scalar_subquery())
          .where(A.c.project_id == select(PR.c.id).where(PR.c.name == bindparam("project")).scalar_subquery(),
                 A.c.user_id == select(U.c.id).where(U.c.username == bindparam("username")).scalar_subquery(),
-                A.c.done == false(), ~exists().where(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id))
+                _OPEN)
          .order_by(A.c.position, A.c.pair_id).limit(1))
 _VIEW = (select(Q.c.external_id, Q.c.text, F.c.external_id, F.c.title, F.c.text, J.c.grade, J.c.note,
                 J.c.cant_judge_reason,
                 select(func.min(A.c.position)).where(_QUEUE).scalar_subquery(),
-                select(func.max(A.c.position)).where(_QUEUE).scalar_subquery(), F.c.doc_id)
+                select(func.max(A.c.position)).where(_QUEUE).scalar_subquery(), F.c.doc_id,
+                select(A.c.rejudge_version).where(A.c.pair_id == P.c.id, A.c.user_id == bindparam("user_id"))
+                .scalar_subquery())
          .select_from(P.join(Q, Q.c.id == P.c.query_id).join(F, F.c.id == P.c.fragment_id)
                       .outerjoin(J, and_(J.c.pair_id == P.c.id, J.c.user_id == bindparam("user_id"))))
          .where(P.c.id == bindparam("pair_id"), P.c.project_id == bindparam("project_id")))
@@ -175,13 +183,14 @@ def record_judgment(engine: Engine, pair_id: int, username: str, grade: int | No
             _user(session, username)
             raise LookupError(f"no pair with id {pair_id}")
         (user_id, role, active, project_id, low, high, assignment_id, guideline_id,
-         old_id, old_grade, old_note, old_reason, old_guideline, old_revision, old_updated) = row
+         old_id, old_grade, old_note, old_reason, old_guideline, old_revision, old_updated, rejudge) = row
         if not active:
             raise PermissionError(f"user {username!r} is deactivated")
         if assignment_id is None and role != "lead":
             raise PermissionError(f"pair {pair_id} is not assigned to {username!r}")
         grade = check_grade(grade, (low, high), reason)
-        if old_id is not None and (old_grade, old_note, old_reason) == (grade, note, reason):
+        # Re-judging writes even the same grade: the judgment is now made under the version in force.
+        if old_id is not None and (old_grade, old_note, old_reason) == (grade, note, reason) and rejudge is None:
             return JudgmentInfo(old_id, pair_id, username, grade, note, reason, old_guideline, old_revision, False,
                                 old_updated)
         now = utcnow()
@@ -234,7 +243,8 @@ def _view(session: Session, project_id: int, user_id: int, pair_id: int, positio
     first, last = row[8], row[9]
     total = 0 if first is None else last - first + 1
     rank = None if position is None else position - first + 1
-    return PairView(pair_id, row[0], row[1], row[2], row[3], row[4], rank, total, row[5], row[6], row[7], row[10])
+    return PairView(pair_id, row[0], row[1], row[2], row[3], row[4], rank, total, row[5], row[6], row[7], row[10],
+                    row[11])
 
 
 def _ids(session: Session, project: str, username: str) -> tuple[int, int]:
@@ -244,10 +254,10 @@ def _ids(session: Session, project: str, username: str) -> tuple[int, int]:
 
 
 def _first_todo(session: Session, project_id: int, user_id: int) -> tuple[int, int] | None:
-    """(pair id, position) of the first assigned pair without this user's judgment, in queue order."""
-    judged = exists().where(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id)
+    """(pair id, position) of the first open assigned pair (not judged yet, or sent back for re-judging), in
+    queue order."""
     row = session.execute(select(A.c.pair_id, A.c.position)
-                          .where(A.c.project_id == project_id, A.c.user_id == user_id, A.c.done == false(), ~judged)
+                          .where(A.c.project_id == project_id, A.c.user_id == user_id, _OPEN)
                           .order_by(A.c.position, A.c.pair_id).limit(1)).first()
     return (row[0], row[1]) if row else None
 

@@ -85,6 +85,10 @@ class _Base:
             self._tail += 1
         return frags[self._tail] if self._tail < len(frags) else None
 
+    def next(self) -> Hashable | None:
+        """The fragment to judge next; None once the pool is used up."""
+        raise NotImplementedError
+
     def drop(self, fragment: Hashable) -> None:
         """Remove a fragment without feedback."""
         self.gone.add(fragment)

@@ -192,13 +192,15 @@ def _conditions(base: pd.DataFrame, everyone: pd.DataFrame, kinds: dict[str, str
                 runs: dict[str, Columns], metric: str, rule: str, rel_level: int,
                 scale: tuple[int, int], notes: list[str]) -> list[Condition]:
     """Rules over the base labels, each annotator alone, and (with model judges) humans + models."""
-    score = {"runs": runs, "metric": metric, "rel_level": rel_level, "scale": scale}
+    def score(name: str, group: str, label: str, qrels: pd.DataFrame) -> Condition:
+        return _condition(name, group, label, qrels, runs, metric, rel_level, scale)
+
     out = []
     for r in RULES:
         labels = consensus(base, r, adjudications, scale=scale)
         if len(labels) == 0:
             raise ValueError("no pair has a grade: nothing to evaluate against")
-        out.append(_condition(f"rule {r}", "rule", r, _qrels(labels), **score))
+        out.append(score(f"rule {r}", "rule", r, _qrels(labels)))
     real = _real(everyone)
     for annotator in sorted(kinds):
         own = real[real["annotator"].astype(str) == annotator].sort_values(PAIR)  # sums in one order, any input
@@ -206,10 +208,10 @@ def _conditions(base: pd.DataFrame, everyone: pd.DataFrame, kinds: dict[str, str
             notes.append(f"{annotator} has no grades (only can't-judge), so has no condition of their own")
             continue
         group = "annotator" if kinds[annotator] == "human" else "model"
-        out.append(_condition(f"{group} {annotator}", group, annotator, _qrels(own), **score))
+        out.append(score(f"{group} {annotator}", group, annotator, _qrels(own)))
     if set(kinds.values()) == set(ANNOTATOR_KINDS):
         labels = consensus(everyone, rule, adjudications, scale=scale)
-        out.append(_condition("humans + models", "labels", f"{rule} of humans + models", _qrels(labels), **score))
+        out.append(score("humans + models", "labels", f"{rule} of humans + models", _qrels(labels)))
     return out
 
 
@@ -359,11 +361,11 @@ def _verdict(i: int, j: int, runs: list[str], metric: str, conditions: list[Cond
     tie_share = None if boot_sign is None else float((boot_sign == 0).mean())
     if lead == 0:
         share = None if boot_sign is None else float((boot_sign > 0).mean())
-        ahead = {runs[i]: int((sign > 0).sum()), runs[j]: int((sign < 0).sum())}
+        a_ahead, b_ahead = int((sign > 0).sum()), int((sign < 0).sum())
         text = (f"{a} and {b} tie on {metric} under {_where(conditions[reference], False)}; {a} is ahead under "
-                f"{ahead[a]} and {b} under {ahead[b]} of the {len(conditions)} conditions")
-        if share is not None:
-            text += f"; {a} is ahead in {share:.0%} of {len(boot_sign)} bootstrap replicates"
+                f"{a_ahead} and {b} under {b_ahead} of the {len(conditions)} conditions")
+        if share is not None and boot is not None:
+            text += f"; {a} is ahead in {share:.0%} of {len(boot)} bootstrap replicates"
         ties = [c.name for c, s in zip(conditions, sign, strict=True) if s == 0]
         flips = [c.name for c, s in zip(conditions, sign, strict=True) if s != 0]
         return PairVerdict(a, b, None, None, False, {}, flips, ties, share, tie_share, text)

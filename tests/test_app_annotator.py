@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from annotator.app.main import LEAD_PAGES
 from annotator.app.session import NOT_ALLOWED, TOKEN_KEY
-from annotator.app.views import BREAK, literal
+from annotator.app.text import BREAK, literal
 from db.accounts.permissions import OPERATOR
 from db.accounts.sessions import create_session
 from db.accounts.users import authenticate, create_user
@@ -398,7 +398,8 @@ def test_adjudication_starts_unset_cannot_be_saved_unset_and_updates_the_counter
     at = app_as("lea", project_db)
     at.switch_page("screens/lead_adjudicate.py").run()
     assert not at.exception
-    assert at.selectbox[0].value.startswith(label)
+    pair = next(s for s in at.selectbox if s.label == "Pair")  # beside the query and boundary filters
+    assert pair.value.startswith(label)
     assert at.radio[0].value is None
     assert any("0 pair(s) adjudicated so far" in c.value for c in at.caption)
     at.text_area[0].input("la regla 2 decide")
@@ -410,7 +411,9 @@ def test_adjudication_starts_unset_cannot_be_saved_unset_and_updates_the_counter
     assert not at.exception
     assert any("1 pair(s) adjudicated so far" in c.value for c in at.caption)
     assert [i.value for i in at.info] == ["In force: final grade 2 by lea — la regla 2 decide"]
-    assert at.selectbox[0].value == f"{label} · spread 3 · adjudicated"
+    # the only dispute: no next open one, so the decided pair stays, with ana's 0 and ben's 3
+    assert next(s for s in at.selectbox if s.label == "Pair").value == f"{label} · spread 3 · ana: 0, ben: 3 · adjudicated"
+    assert any("Every dispute shown is decided" in s.value for s in at.success)
     assert adjudications_frame(init_db(project_db), "t")[["grade", "reason", "by"]].values.tolist() == \
         [[2, "la regla 2 decide", "lea"]]
     assert at.radio[0].value is None
@@ -521,15 +524,40 @@ def test_demo_agreement_is_below_the_flag_under_v1_and_above_under_the_current_g
 
 
 @pytest.mark.slow
-def test_demo_first_open_pair_is_the_markup_fragment_shown_as_text(demo_db: str, monkeypatch) -> None:
+def test_demo_first_open_pair_is_plain_and_the_markup_fragment_shows_as_text(demo_db: str, monkeypatch) -> None:
+    """A newcomer's first pair is the first open generated query (the demo leaves its last OPEN_QUERIES open),
+    not the markup fixture; that fixture, queued last, still shows as text when opened."""
+    from annotator.demo import MARKUP_QUERY, OPEN_QUERIES, generated
+    from db.store.frames import pair_id
+
     monkeypatch.setenv("QRELKIT_DB_URL", demo_db)
     monkeypatch.setenv("QRELKIT_PROJECT", "demo")
     engine = init_db(demo_db)
+    queries = generated()[0]
+    first_open = queries[len(queries) - OPEN_QUERIES]
     at = AppTest.from_file(APP, default_timeout=30)
     at.session_state[TOKEN_KEY] = create_session(engine, authenticate(engine, "ana", "ana-demo").id).token
     at.run()
     assert not at.exception
+    assert f"#### {first_open['text']}" in [m.value for m in at.markdown]
+    assert SCRIPT not in shown_fragment(at) and "Esto no es un título" not in shown_fragment(at)
+    at.session_state["pair_id"] = pair_id(engine, "demo", MARKUP_QUERY, "md-script")
+    at.run()
+    assert not at.exception
     assert SCRIPT in shown_fragment(at)
+
+
+def test_demo_has_a_release_and_one_category_per_topic(demo_db: str) -> None:
+    """Release 1 exists (Evaluate has content at once) and each topic is one category: the worked examples'
+    spelling (devoluciones, envíos) is the generated queries' too, with no singular twin."""
+    from db.releases import list_releases
+    from db.store.frames import queries_frame
+
+    engine = init_db(demo_db)
+    assert [r.version for r in list_releases(engine, "demo")] == [1]
+    categories = set(queries_frame(engine, "demo")["category"])
+    assert {"devoluciones", "envíos", "garantías"} <= categories
+    assert not categories & {"devolución", "envío", "garantía"}
 
 
 @pytest.mark.slow

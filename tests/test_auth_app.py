@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
 from annotator.app.session import SESSION_ENDED, TOKEN_KEY
-from annotator.app.views import BREAK
+from annotator.app.text import BREAK
 from db.accounts.permissions import OPERATOR
 from db.accounts.sessions import IDLE_TIMEOUT, create_session, resolve
 from db.accounts.users import create_user, deactivate, set_role

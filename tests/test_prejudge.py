@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from annotator.app.views import BREAK
+from annotator.app.text import BREAK
 from annotator.cli import main
 from annotator.judge_client import ChatJudge, EndpointError, retry_after
 from db.accounts.permissions import OPERATOR
@@ -572,6 +572,10 @@ def test_app_grades_with_a_model_judge(engine, store_url, judged_project, server
     assert {r["headers"].get("Authorization") for r in server.requests} == {f"Bearer {key}"}
     page_text = json.dumps([str(e.value) for e in at.main if hasattr(e, "value")], default=str)
     assert key not in page_text
+    # The same page run, no reload: the judge the run created is listed with its 3 grades.
+    listed = next(d.value for d in at.dataframe if "Model judge" in d.value.columns)
+    assert listed[["Model judge", "Grades in this project"]].values.tolist() == [["test-model", 3]]
+    assert "No model judge yet" not in " ".join(i.value for i in at.info)
 
     at = _project_page(engine, store_url, monkeypatch)  # the judge is listed, and gets no queue
     judges = next(d.value for d in at.dataframe if "Model judge" in d.value.columns)

@@ -13,7 +13,7 @@ from sqlalchemy import select, update
 from test_store_pool import seed
 from test_store_release import judge
 
-from annotator.app.views import BREAK
+from annotator.app.text import BREAK
 from annotator.cli import main
 from db.accounts.permissions import OPERATOR
 from db.projects import add_guideline

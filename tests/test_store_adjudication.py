@@ -57,3 +57,79 @@ def test_the_cli_operator_must_name_the_lead(engine, queue):
                                               r"\(actor=USERNAME; from the CLI, --user LEAD\)"):
         adjudicate(engine, queue[("q1", "f1")], 2, "clear answer", actor=OPERATOR)
     assert adjudications_frame(engine, "demo").empty
+
+
+def test_every_disputed_pair_among_people_is_listed_widest_first(engine, project, queue):
+    """Disputes are pairs whose people differ (a model judge's grade never makes one), widest spread first; the
+    boundary filter b keeps pairs graded ≤ b by someone and > b by someone else; decided ones are marked."""
+    from db.adjudication import disputes, filter_disputes, next_open
+    from db.judges import model_annotator
+    from db.store.engine import session_scope
+    from db.store.models import Assignment
+
+    judge_id = model_annotator(engine, "judge-m", "m-1", actor="boss")
+    grades = {("q1", "f1"): (0, 3, None), ("q1", "f2"): (1, 2, None), ("q2", "f1"): (2, 2, 0),
+              ("q2", "f3"): (1, None, None), ("q3", "f4"): (3, 1, 3), ("q3", "f2"): (0, 0, 3)}
+    with session_scope(engine, write=True) as session:
+        for position, key in enumerate(grades, 100):
+            session.add(Assignment(project_id=project.id, pair_id=queue[key], user_id=judge_id, position=position))
+    for key, (one, two, model) in grades.items():
+        for who, grade in (("ann1", one), ("ann2", two), ("judge-m", model)):
+            if grade is not None:
+                record_judgment(engine, queue[key], who, grade)
+    found = disputes(engine, "demo")
+    # spread 3 (q1 f1), then 2 (q3 f4), then 1 (q1 f2); q2 f1 and q3 f2 differ only by the model, q2 f3 has one grade
+    assert found[["query_id", "fragment_id", "spread", "grades"]].values.tolist() == [
+        ["q1", "f1", 3, "ann1: 0, ann2: 3"], ["q3", "f4", 2, "ann1: 3, ann2: 1"], ["q1", "f2", 1, "ann1: 1, ann2: 2"]]
+    assert filter_disputes(found, boundary=0)["fragment_id"].tolist() == ["f1"]  # only q1 f1 has a 0 and a ≥ 1
+    assert filter_disputes(found, boundary=1)[["query_id", "fragment_id"]].values.tolist() == [
+        ["q1", "f1"], ["q3", "f4"], ["q1", "f2"]]
+    assert filter_disputes(found, query="q3", boundary=2)["fragment_id"].tolist() == ["f4"]
+    adjudicate(engine, queue[("q3", "f4")], 3, "answers fully", actor="boss")
+    found = disputes(engine, "demo")
+    assert found["adjudicated"].tolist() == [False, True, False]
+    assert next_open(found, queue[("q1", "f1")]) == queue[("q1", "f2")]  # skips the decided q3 f4
+    assert next_open(found, queue[("q1", "f2")]) == queue[("q1", "f1")]  # wraps to the start
+
+
+def test_pairs_sent_back_are_rejudged_under_the_guideline_in_force(engine, queue):
+    """ann1 and ann2 grade two pairs under v1; v2 comes; the lead sends the queue back. Each annotator's next
+    pair is then their v1 pair marked 're-judge under 2'; the new grade (even the same grade) is stamped v2 and
+    replaces the current one, history keeps both, and the pair leaves the queue. Sending to someone else opens
+    the pair in that person's queue; accounts that cannot log in are refused."""
+    from db.accounts.users import create_user
+    from db.adjudication import rejudge_queue, send_for_rejudging
+    from db.judging import next_pair
+    from db.projects import add_guideline
+    from db.store.frames import judgments_frame
+
+    add_guideline(engine, "demo", "# v1\n", actor="boss")
+    first, second = queue[("q1", "f1")], queue[("q1", "f2")]
+    for who, grades in (("ann1", (1, 2)), ("ann2", (3, 0))):
+        for pid, grade in zip((first, second), grades, strict=True):
+            record_judgment(engine, pid, who, grade)
+    add_guideline(engine, "demo", "# v2\n", actor="boss")
+    assert next_pair(engine, "demo", "ann1").pair_id == queue[("q1", "f3")]  # the v1 pairs count as done
+    listed = rejudge_queue(engine, "demo")
+    assert len(listed) == 4 and not listed["sent"].any() and set(listed["guideline"]) == {1}
+    with pytest.raises(PermissionError):
+        send_for_rejudging(engine, "demo", actor="ann1")
+    assert send_for_rejudging(engine, "demo", [first], actor="boss") == 2  # ann1's and ann2's judgment of it
+    assert rejudge_queue(engine, "demo").set_index(["pair_id", "annotator"])["sent"].to_dict() == {
+        (first, "ann1"): True, (first, "ann2"): True, (second, "ann1"): False, (second, "ann2"): False}
+    view = next_pair(engine, "demo", "ann1")
+    assert (view.pair_id, view.rejudge_version, view.grade) == (first, 2, 1)  # the old grade until a new one
+    record_judgment(engine, first, "ann1", 1)  # the same grade, now under v2
+    frame = judgments_frame(engine, "demo").set_index(["fragment_id", "annotator"])
+    assert frame.loc[("f1", "ann1"), "guideline"] == "2" and frame.loc[("f1", "ann2"), "guideline"] == "1"
+    assert [(h["annotator"], h["old_grade"], h["new_grade"]) for h in pair_detail(engine, "demo", first)["history"]
+            if h["annotator"] == "ann1"] == [("ann1", None, 1), ("ann1", 1, 1)]
+    assert next_pair(engine, "demo", "ann1").pair_id == queue[("q1", "f3")]  # back to the open pairs
+    assert next_pair(engine, "demo", "ann2").rejudge_version == 2
+    assert (first, "ann1") not in set(zip(*(rejudge_queue(engine, "demo")[c] for c in ("pair_id", "annotator")), strict=True))
+    with pytest.raises(ValueError, match=r"cannot send pairs to 'ann2': re-judging needs active people"):
+        send_for_rejudging(engine, "demo", [second], to=["ann2"], actor="boss")
+    create_user(engine, "cy", "annotator", password="cy-password-1", actor="boss")
+    assert send_for_rejudging(engine, "demo", [second], to=["cy"], actor="boss") == 1
+    view = next_pair(engine, "demo", "cy")
+    assert (view.pair_id, view.rejudge_version, view.grade) == (second, 2, None)

@@ -17,6 +17,7 @@ from db.accounts.users import create_user
 from db.assignment import assign
 from db.evaluations import (
     HEADLINE,
+    AlertCause,
     compare_runs,
     drop_alerts,
     ensure_evaluation,
@@ -103,13 +104,15 @@ def test_history_flags_drops_below_the_previous_ci(engine, project):
     assert values[0] == pytest.approx(_ndcg10(GRADED), abs=1e-9)
     assert values[1] == pytest.approx(0.554, abs=1e-3)  # seed 000
     assert values[2] == pytest.approx(_ndcg10(third), abs=1e-9)
-    # One query: every bootstrap resample is that query, so the CI is the point itself and any fall is a drop.
+    # One query: every bootstrap resample is that query, so the CI is the point itself: it cannot tell a fall
+    # from noise, and no fall against it is a drop.
     assert ndcg["low"].tolist() == pytest.approx(values) and ndcg["high"].tolist() == pytest.approx(values)
-    assert ndcg["drop"].tolist() == [False, False, True]
+    assert ndcg["drop"].tolist() == [False, False, False]
     recall = history[history["metric"] == "recall@10"]
     # recall@10: 3/4 while d7 is relevant; then hits d3, d20 of R = {d3, d12, d20} ⇒ 2/3.
     assert recall["value"].tolist() == pytest.approx([0.75, 0.75, 2 / 3])
-    assert recall["drop"].tolist() == [False, False, True]
+    assert recall["drop"].tolist() == [False, False, False]
+    assert drop_alerts(engine, "demo") == []
     assert set(run_history(engine, "demo", "R")["metric"]) == set(HEADLINE)
     with pytest.raises(ValueError, match="not in the stored evaluations: nope@3"):
         run_history(engine, "demo", "R", metrics=["nope@3"])
@@ -143,6 +146,11 @@ def test_one_label_change_alerts_once_per_run_and_metric_beyond_the_ci(engine, p
     assert [(a.run, a.metric, a.version, a.previous_version) for a in alerts] == [
         ("R", "recall@10", 2, 1), ("S", "recall@10", 2, 1)]
     first = alerts[0]
+    # The runs did not change: on q1, the one query both releases label alike, recall@10 stays 3/4 (a point
+    # CI), so the fall is the golden set's — q2 relabelled — and the alert says so instead of blaming the run.
+    assert (first.cause, first.n_same, first.same_previous, first.same_value) == (
+        AlertCause.GOLDEN_SET, 1, pytest.approx(0.75), pytest.approx(0.75))
+    assert (first.added, first.removed, first.relabelled) == (0, 0, 1)
     assert first.value == pytest.approx((0.75 + 2 / 3) / 2) and first.previous == pytest.approx(0.875)
     assert first.previous_ci == pytest.approx((0.75, 1.0))
     history = run_history(engine, "demo", "R")
@@ -151,6 +159,45 @@ def test_one_label_change_alerts_once_per_run_and_metric_beyond_the_ci(engine, p
     map_rows = history[history["metric"] == "map"]
     assert map_rows["value"].tolist() == pytest.approx([(0.375 + 1) / 2, (0.375 + 2 / 3) / 2])
     assert drop_alerts(engine, "demo", version=1) == []
+
+
+def test_alerts_tell_the_run_falling_from_queries_added(engine, project):
+    """Release 2 adds q3 (relevant e9, answered by neither run) and run R loses e2 from q2's ranking.
+    By hand, recall@10 at release 1: q1 3/4, q2 1 ⇒ mean 0.875, 95% CI [0.75, 1.0] (two queries).
+    R at release 2: q1 3/4, q2 1/2, q3 0 ⇒ 0.4167; on q1 and q2 (labelled alike) 0.625 < 0.75: the run fell.
+    S at release 2: q1 3/4, q2 1, q3 0 ⇒ 0.5833 < 0.75, but on q1 and q2 still 0.875: the golden set's change."""
+    from sqlalchemy import delete
+
+    from db.store.models import Run, RunEntry
+
+    two_query_project(engine, project)
+    seed(engine, project.id, {"q3": "added later"}, {})
+    judge(engine, project.id, {("q3", "e9"): {"ann": 2}})
+    with session_scope(engine, write=True) as s:
+        run_id = s.execute(select(Run.id).where(Run.project_id == project.id, Run.name == "R")).scalar_one()
+        s.execute(delete(RunEntry).where(RunEntry.run_id == run_id, RunEntry.doc_external_id == "e2"))
+    create_release(engine, "demo", actor=OPERATOR)
+    recall = {a.run: a for a in drop_alerts(engine, "demo") if a.metric == "recall@10"}
+    r, s_ = recall["R"], recall["S"]
+    assert (r.cause, r.n_same, r.added, r.removed, r.relabelled) == (AlertCause.RUN, 2, 1, 0, 0)
+    assert (r.value, r.same_value, r.same_previous) == pytest.approx(((0.75 + 0.5) / 3, 0.625, 0.875))
+    assert r.same_ci == pytest.approx((0.75, 1.0))
+    assert (s_.cause, s_.same_value, s_.value) == (AlertCause.GOLDEN_SET, pytest.approx(0.875),
+                                                   pytest.approx(1.75 / 3))
+
+
+def test_a_point_interval_never_alerts(engine, project):
+    """The trial's case: two queries both fully recalled at release 1 (recall@10 CI [1.0, 1.0], a point),
+    release 2 adds a query the run does not answer. The mean falls 1.0 → 2/3, yet a point CI raises nothing."""
+    seed(engine, project.id, {"q1": "one", "q2": "two", "q3": "three"}, {"a": "a", "b": "b", "c": "c"},
+         {"R": {"q1": ["a"], "q2": ["b"]}})
+    judge(engine, project.id, {("q1", "a"): {"ann": 2}, ("q2", "b"): {"ann": 2}})
+    create_release(engine, "demo", actor=OPERATOR)
+    judge(engine, project.id, {("q3", "c"): {"ann": 2}})
+    create_release(engine, "demo", actor=OPERATOR)
+    history = run_history(engine, "demo", "R", metrics=["recall@10"])
+    assert history["value"].tolist() == pytest.approx([1.0, 2 / 3])
+    assert drop_alerts(engine, "demo") == []
 
 
 def test_a_run_imported_after_the_release_is_stored_once(engine, project):

@@ -171,7 +171,8 @@ BAD_INPUTS = {
                             "outside the scale 0-3"),
     "duplicate query ids": ("q.jsonl", '{"id":"q9","text":"a"}\n{"id":"q9","text":"b"}\n', 2, "duplicate query id"),
     "duplicate fragment ids": ("f.csv", "id,text\nd9,a\nd9,b\n", 3, "duplicate fragment id"),
-    "duplicate run lines": ("run.trec", "q1 Q0 d1 1 1.0 t\nq1 Q0 d1 2 0.5 t\n", 2, "duplicate document 'd1'"),
+    "duplicate run lines": ("run.trec", "q1 Q0 d1 1 1.0 t\nq1 Q0 d1 2 0.5 t\n", 2,
+                            "doc 'd1' repeated for query 'q1' (first on line 1)"),
     "duplicate judgments": ("j.csv", "query_id,fragment_id,annotator,grade\nq1,d1,a,1\nq1,d1,a,2\n", 3,
                             "duplicate judgment"),
     "query id with a space": ("q.jsonl", '{"id":"q9","text":"a"}\n{"id":"q 10","text":"b"}\n', 2,
@@ -193,7 +194,7 @@ BAD_INPUTS = {
     "time without offset": ("j.jsonl", '{"query_id":"q1","fragment_id":"d1","annotator":"a","grade":2,'
                                        '"time":"2026-01-02T03:04:05"}\n', 1, "has no UTC offset"),
     "empty file": ("q.csv", "", None, "empty file"),
-    "empty run": ("run.trec", "", None, "empty file"),
+    "empty run": ("run.trec", "", 1, "empty file"),
     "non-UTF-8": ("f.csv", b"id,text\nd9,ok\nd10,caf\xe9\n", 3, "not valid UTF-8"),
     "non-UTF-8 run": ("run.trec", b"q1 Q0 d1 1 1.0 t\nq1 Q0 d\xff 1 1.0 t\n", 2, "not valid UTF-8"),
     "10 MB line": ("f.jsonl", '{"id":"d9","text":"ok"}\n{"id":"d10","text":"' + "x" * 10_000_000 + '"}\n', 2,
@@ -254,7 +255,9 @@ def test_fast_and_line_readers_agree(engine, corpus, monkeypatch):
     text = "".join(f"q{1 + i % 2} Q0 d{j} {j} {float(j % 3)} t\n" for i in range(2) for j in range(1, 6))
     (corpus / "fast.trec").write_text(text)
     import_run(engine, "demo", corpus / "fast.trec", name="fast", actor=OPERATOR)
-    monkeypatch.setattr(imports, "_read_run_fast", lambda path, queries: None)
+    from eval_core.io import formats
+
+    monkeypatch.setattr(formats, "_fast_trec", lambda path, kind: None)
     import_run(engine, "demo", corpus / "fast.trec", name="slow", actor=OPERATOR)
     with engine.connect() as conn:
         rows = conn.execute(sa.select(Run.name, RunEntry.query_id, RunEntry.doc_external_id, RunEntry.fragment_id,
@@ -297,16 +300,18 @@ def test_adjudication_must_name_an_active_lead(engine, corpus):
 
 
 def test_imported_judgments_in_a_project_with_a_guideline(engine, corpus):
-    """Imports without a guideline version beside app judgments under one: one frame, one guideline type."""
+    """Imports without a guideline version carry the version in force (said in the report), beside app judgments
+    under it: one frame, one guideline type."""
     from db.judging import record_judgment
     from db.projects import add_guideline
     from db.releases import create_release
 
     add_guideline(engine, "demo", "grade what is there", actor=OPERATOR)
-    import_judgments(engine, "demo", _write(corpus / "j.csv", "query_id,fragment_id,annotator,grade\n"
-                                                               "q1,d1,ann,2\nq1,d2,ann,0\n"), actor=OPERATOR)
+    report = import_judgments(engine, "demo", _write(corpus / "j.csv", "query_id,fragment_id,annotator,grade\n"
+                                                                        "q1,d1,ann,2\nq1,d2,ann,0\n"), actor=OPERATOR)
+    assert report.to_dict()["guideline"] == {"version": 1, "from": "the version in force", "judgments": 2}
     frame = judgments_frame(engine, "demo")
-    assert frame["guideline"].tolist() == [None, None]
+    assert frame["guideline"].tolist() == ["1", "1"]
     from db.store.models import Assignment
 
     create_user(engine, "bea", "annotator", actor=OPERATOR)
@@ -318,7 +323,7 @@ def test_imported_judgments_in_a_project_with_a_guideline(engine, corpus):
         conn.execute(sa.insert(Assignment).values(project_id=1, pair_id=pair, user_id=bea, position=1))
     record_judgment(engine, pair, "bea", 3)
     frame = judgments_frame(engine, "demo")
-    assert frame[["annotator", "guideline"]].values.tolist() == [["ann", None], ["bea", "1"], ["ann", None]]
+    assert frame[["annotator", "guideline"]].values.tolist() == [["ann", "1"], ["bea", "1"], ["ann", "1"]]
     card = create_release(engine, "demo", actor=OPERATOR).card
     assert card["guideline_versions"] == [1] and card["counts"]["judgments"] == 3
 

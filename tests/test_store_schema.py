@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlmodel import SQLModel
 
 from db.judging import next_pair
+from db.projects import default_labels, stored_labels
 from db.store.engine import get_engine
 from db.store.schema import MIGRATIONS, current_revision, head_revision, init_db, upgrade
 
@@ -15,14 +18,15 @@ from db.store.schema import MIGRATIONS, current_revision, head_revision, init_db
 def test_packaged_chain_and_head():
     names = sorted(p.name for p in (MIGRATIONS / "versions").glob("*.py"))
     assert names == ["0001_initial_schema.py", "0002_assignment_done.py", "0003_sessions.py",
-                     "0004_labels_notes_text_hashes.py", "0005_queue_order.py", "0006_model_judges.py"]
-    assert head_revision() == "0006"
+                     "0004_labels_notes_text_hashes.py", "0005_queue_order.py", "0006_model_judges.py",
+                     "0007_query_context.py", "0008_control_pairs.py", "0009_rejudge.py"]
+    assert head_revision() == "0009"
 
 
 def test_upgrade_is_idempotent_and_matches_models(empty_store_url):
     engine = init_db(empty_store_url)
-    assert upgrade(engine) == "0006"
-    assert upgrade(engine) == "0006"
+    assert upgrade(engine) == "0009"
+    assert upgrade(engine) == "0009"
     with engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), SQLModel.metadata)
     assert diff == []
@@ -54,17 +58,25 @@ def test_database_at_0001_with_data_upgrades_intact(empty_store_url):
         for pid in (1, 2):  # ann judged pairs 1 and 2 under revision 0001
             run(f"INSERT INTO judgments (project_id, pair_id, user_id, grade, revision, created_at, updated_at) "
                 f"VALUES (1, {pid}, 1, {pid + 1}, 1, '{now}', '{now}')")
-    assert upgrade(engine) == "0006"
+    assert upgrade(engine) == "0009"
     with engine.connect() as conn:
         done = dict(conn.execute(sa.text("SELECT pair_id, done FROM assignments WHERE user_id = 1")).all())
         other = conn.execute(sa.text("SELECT done FROM assignments WHERE user_id = 2")).scalar_one()
         grades = conn.execute(sa.text("SELECT pair_id, grade FROM judgments ORDER BY pair_id")).all()
         counts = [conn.execute(sa.text(f"SELECT count(*) FROM {t}")).scalar_one()
                   for t in ("projects", "users", "queries", "fragments", "pairs", "assignments", "judgments")]
+        labels, order = conn.execute(sa.text("SELECT grade_labels, queue_order FROM projects")).one()
+        kinds = conn.execute(sa.text("SELECT DISTINCT kind FROM users")).scalars().all()
+        every = conn.execute(sa.text("SELECT control_every FROM projects")).scalar_one()
+    assert every is None  # 0008: an old project serves no control pairs until a lead sets a rate
     assert {k: bool(v) for k, v in done.items()} == {1: True, 2: True, 3: False}
     assert not other
     assert [tuple(g) for g in grades] == [(1, 2), (2, 3)]
     assert counts == [1, 2, 1, 3, 3, 4, 1 + 1]
+    # the frozen defaults of 0004-0006: a 0-3 project gets the bundled guideline's grade names
+    labels = json.loads(labels) if isinstance(labels, str) else labels
+    assert labels == stored_labels(default_labels((0, 3))) and labels["0"] == "Not relevant"
+    assert (order, kinds) == ("pool", ["human"])
     view = next_pair(engine, "old", "ann")
     assert (view.fragment_external_id, view.position, view.total) == ("f3", 3, 3)
     engine.dispose()

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from annotator.app.views import literal
+from annotator.app.text import literal
 
 REFUSALS = (PermissionError, ValueError, LookupError)
 log = logging.getLogger("qrelkit.app")

@@ -8,7 +8,8 @@ import streamlit as st
 
 from annotator.app import session as auth
 from annotator.app import state
-from annotator.app.views import literal
+from annotator.app.sidebar import project_picker
+from annotator.app.text import literal
 
 PAGES = Path(__file__).resolve().parent / "screens"
 
@@ -42,7 +43,7 @@ def sidebar(user) -> None:
     """Who is logged in, which project, and the way out."""
     with st.sidebar:
         st.markdown(f"**{literal(user.username)}** · {user.role}")
-        state.project_picker()
+        project_picker()
         st.button("Log out", on_click=auth.logout, icon=":material/logout:")
         auth.sync_cookie()
 

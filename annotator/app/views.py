@@ -1,10 +1,8 @@
-"""Helpers shared by the pages: literal text, highlighted fragments, readable tables, the lead guard, the project
-picker, uploads and import reports."""
+"""Widgets shared by the pages: fragments, readable tables, the lead guard, the current project, uploads and
+import reports (the text they escape comes from annotator.app.text)."""
 
 from __future__ import annotations
 
-import html
-import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,44 +17,12 @@ from sqlalchemy.engine import Engine
 
 from annotator.app import state
 from annotator.app.session import require_role
+from annotator.app.text import highlighted, literal
 from db import projects
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&=\"'^])")
-_TERM = re.compile(r"\w{3,}")
-# Streamlit rewrites the text after parsing, where escapes no longer count: bare URLs, `www.` and e-mail addresses
-# become links, `:material/x:` an icon, `:streamlit:` a logo, and ` -> ` `<-` `<->` `--` `>=` `<=` `~=` arrows and
-# signs. An empty `:small[]` (Streamlit's own directive, drawn as an empty <span>) cuts the text node there, so no
-# such pattern is ever whole, and the text still reads and copies exactly as typed (no invisible character).
-BREAK = ":small[]"
-_BREAK_AT = re.compile(r"(?<=:)|(?=@)|(?<=(?i:www))(?=\\\.)|(?<=[-<>~=])(?=\\[-<>~=])")  # on escaped text
 MISSING = "—"
 FRAGMENT_STYLE = ("font-family: inherit; font-size: 1.05rem; line-height: 1.6; white-space: pre-wrap; "
                   "overflow-wrap: anywhere; max-height: 28rem; overflow-y: auto;")
-
-
-def literal(text: Any) -> str:
-    """Backslash-escape every Markdown/HTML character so a user's string shows as typed inside st.markdown,
-    captions, alerts, labels and st.table cells (no links, images, tags, colours or maths ever come from data),
-    then cut the text with BREAK after every colon, before every @, inside `www.` and between the signs of an
-    arrow, so none of Streamlit's after-parsing rewrites applies either."""
-    escaped = _MD_SPECIAL.sub(r"\\\1", "" if text is None else str(text))
-    return _BREAK_AT.sub(BREAK, escaped)
-
-
-def query_terms(query: str) -> list[str]:
-    """The query's words of three or more letters, longest first (so a longer word wins an overlap)."""
-    return sorted({t.lower() for t in _TERM.findall(query or "")}, key=lambda t: (-len(t), t))
-
-
-def highlighted(text: str, query: str) -> str:
-    """The fragment as safe HTML: escaped first, then every whole-word occurrence of a query term wrapped in
-    <mark>. Escaped text holds no tags, and a term never matches inside an entity (&amp;, &#x27;)."""
-    escaped = html.escape(text or "", quote=True)
-    terms = query_terms(query)
-    if not terms:
-        return escaped
-    pattern = re.compile(r"(?<![\w&#])(" + "|".join(map(re.escape, terms)) + r")(?!\w)", re.IGNORECASE)
-    return pattern.sub(r"<mark>\1</mark>", escaped)
 
 
 def fragment_text(text: str, query: str) -> None:
@@ -105,7 +71,7 @@ def lead_page(title: str) -> tuple[Engine, Any]:
 
 
 def pick_project(engine: Engine) -> Any | None:
-    """The project this session works on (part A's sidebar picker), with its scale and threshold."""
+    """The project this session works on (the sidebar's picker), with its scale and threshold."""
     name = state.current_project()
     if name is None:
         st.info("No project yet: create one on the Project page.")
@@ -115,7 +81,7 @@ def pick_project(engine: Engine) -> Any | None:
 
 def as_dict(report: Any) -> dict[str, Any]:
     """A store report (dataclass or dict) as a dict for display."""
-    return asdict(report) if is_dataclass(report) else dict(report)
+    return asdict(report) if is_dataclass(report) and not isinstance(report, type) else dict(report)
 
 
 @contextmanager

@@ -60,6 +60,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--cross-check", action="store_true",
                    help="recompute α with krippendorff.alpha and κ with scikit-learn and report the largest "
                         "difference (exit 1 above 1e-9; needs `pip install qrelkit[reference]`)")
+    p.add_argument("--control", metavar="CONTROL.qrels",
+                   help="settled grades of control pairs (TREC qrels, grade − LOW as gain): each annotator's "
+                        "accuracy and linear-weighted κ against them, by guideline and over time, with drift alerts")
     p.set_defaults(func=cmd_agreement)
 
     c = subparsers.add_parser("consensus", help="one graded label per pair: qrels with provenance",
@@ -117,10 +120,15 @@ def cmd_agreement(args: argparse.Namespace) -> int:
         from eval_core.agreement.report import human_judgments
 
         checks = cross_check(human_judgments(frame, args.model), args.scale, report)
+    from annotator.cli.control import format_control, read_control
+
+    control = read_control(args.control, frame, args) if args.control else None
     if args.format == "json":
         data = report.to_dict()
         if calibrated is not None:
             data = {"human_human": data, "calibration": calibrated.to_dict()}
+        if control is not None:
+            data["control"] = control.to_dict()
         if checks is not None:
             data["cross_check"] = [c.to_dict() for c in checks]
         json.dump(data, sys.stdout, ensure_ascii=False, indent=2)
@@ -133,6 +141,8 @@ def cmd_agreement(args: argparse.Namespace) -> int:
             sys.stdout.write(format_calibration(calibrated))
         if checks is not None:
             sys.stdout.write(format_cross_check(checks))
+        if control is not None:
+            sys.stdout.write(format_control(control))
     return 1 if checks is not None and not all(c.agrees for c in checks) else 0
 
 

@@ -110,13 +110,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     """Run `qrelkit diagnose`."""
+    from eval_core.io.collection import fragment_texts
     from eval_core.ranking.report import diagnose
-    from eval_core.ranking.retriever import read_texts
 
     thresholds = Thresholds(min_candidate_recall=args.min_candidate_recall,
                             min_context_share=args.min_context_share, min_context_ndcg=args.min_context_ndcg,
                             low_recall=args.low_recall_threshold, min_judged=args.min_judged)
-    fragments = read_texts(args.fragments) if args.fragments else None
+    fragments = fragment_texts(args.fragments) if args.fragments else None
     result = diagnose(args.qrels, args.run, fragments=fragments, candidate_depth=args.candidate_depth,
                       context_depth=args.context_depth, low_recall_k=args.low_recall_k,
                       rel_level=args.rel_level, scale=args.scale, categories=args.categories,
@@ -156,7 +156,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                           "numbers be trusted?")
     q.add_argument("qrels", type=Path)
     q.add_argument("run", type=Path)
-    q.add_argument("--fragments", type=Path, help="JSONL/CSV of fragment id and text, for snippets")
+    q.add_argument("--fragments", type=Path, help="the fragments file (any layout `import fragments` reads), for snippets")
     q.add_argument("--categories", type=Path, help="query → category file, for the per-category breakdown")
     q.add_argument("--candidate-depth", type=int, default=100)
     q.add_argument("--context-depth", type=int, default=10)

@@ -75,13 +75,31 @@ def cmd_adjudicate(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     """Write one file of a release, or every current judgment with --judgments; warn when a released label
     now points at changed text."""
+    picked = [flag for flag, on in (("--judgments", args.judgments), ("--run", args.run is not None),
+                                    ("--adjudications", args.adjudications)) if on]
+    if len(picked) > 1:
+        raise ValueError(f"{' and '.join(picked)}: export one thing at a time")
+    if args.guideline_version is not None and picked != ["--judgments"]:
+        raise ValueError("--guideline-version applies to --judgments only")
     engine = store_engine(args)
-    if args.judgments:
-        from db.exports import export_judgments
+    if picked:
+        from db.exports import ADJUDICATION_FORMATS, export_adjudications, export_judgments, export_run
 
-        count = export_judgments(engine, args.project, args.format, args.output, args.guideline_version)
-        print(f"wrote {count} judgment(s) to {args.output}", file=sys.stderr)
+        fmt = args.format or ("trec" if args.run is not None else "jsonl")
+        allowed = ("trec",) if args.run is not None else ADJUDICATION_FORMATS
+        if fmt not in allowed:
+            raise ValueError(f"{picked[0]} writes {' or '.join(allowed)}, not {fmt}")
+        if args.run is not None:
+            count, what = export_run(engine, args.project, args.run, args.output), "run line(s)"
+        elif args.adjudications:
+            count, what = export_adjudications(engine, args.project, fmt, args.output), "adjudication(s)"
+        else:
+            count = export_judgments(engine, args.project, fmt, args.output, args.guideline_version)
+            what = "judgment(s)"
+        print(f"wrote {count} {what} to {args.output}", file=sys.stderr)
         return 0
+    if args.format is None:
+        raise ValueError("a release export needs --format (trec, beir, jsonl, csv or card)")
     from db.releases import QrelsGrades, changed_texts, export
 
     path = export(engine, args.project, args.release, args.format, args.output, grades=QrelsGrades(args.grades))
@@ -185,12 +203,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "version, time, and who judged: annotator kind, a model judge's model and prompt version) "
                         "as jsonl or csv: what agreement, consensus and `import judgments` read")
     p.add_argument("--guideline-version", type=int, metavar="V", help="with --judgments: only those made under V")
-    p.add_argument("--format", required=True, metavar="FORMAT", choices=LazyChoices("db.releases", "EXPORT_FORMATS"),
-                   help="%(choices)s (jsonl or csv with --judgments)")
+    p.add_argument("--run", metavar="NAME", help="a stored run as a TREC run (what `qrelkit eval` and `import run` "
+                                                 "read)")
+    p.add_argument("--adjudications", action="store_true",
+                   help="the lead's decisions in force with their reasons, jsonl (default) or csv: what "
+                        "`qrelkit consensus --adjudications` applies")
+    p.add_argument("--format", default=None, metavar="FORMAT", choices=LazyChoices("db.releases", "EXPORT_FORMATS"),
+                   help="%(choices)s (a release; jsonl or csv with --judgments or --adjudications; --run writes trec)")
     p.add_argument("--grades", default="gains", metavar="GRADES", choices=LazyChoices("eval_core.io.formats", "QrelsGrades"),
-                   help="%(choices)s (default gains): TREC and BEIR qrels hold gains, grade minus the scale's "
-                        "lowest grade, so the lowest grade is 0 (not relevant) for trec_eval, pytrec_eval, ranx "
-                        "and ir-measures with default options; as-judged writes the project's grades (evaluate "
+                   help="%(choices)s (default gains): a release's TREC and BEIR qrels hold gains, grade minus the "
+                        "scale's lowest grade, so the lowest grade is 0 (not relevant) for trec_eval, pytrec_eval, "
+                        "ranx and ir-measures with default options; as-judged writes the project's grades (evaluate "
                         "them with --scale); JSONL and CSV always hold the grades as judged and name the scale")
     p.add_argument("-o", "--output", required=True, help="file to write")
 

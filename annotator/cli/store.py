@@ -101,17 +101,31 @@ def cmd_project_set(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     """Validate the whole file, then write it all or nothing; the report goes to stdout."""
     from db.accounts.permissions import OPERATOR
-    from db.imports import IMPORT_KINDS, AnnotatorKind
+    from db.imports import IMPORT_KINDS, AnnotatorKind, JudgmentsSource
 
-    if args.kind != "judgments" and (args.annotator_kind, args.model, args.prompt_version) != (None, None, None):
-        raise ValueError("--annotator-kind, --model and --prompt-version apply to `import judgments` only")
+    for kind, options in IMPORT_OPTIONS.items():
+        given = [option for option in options if getattr(args, option.lstrip("-").replace("-", "_")) is not None]
+        if given and args.kind not in kind.split("|"):
+            raise ValueError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to `import "
+                             f"{kind.replace('|', '` and `import ')}` only")
     engine = store_engine(args)
-    extra = {"name": args.name} if args.kind == "run" else {}
+    extra: dict = {"name": args.name} if args.kind == "run" else {}
+    if args.kind in ("queries", "fragments"):
+        extra = {"fmt": args.format}
+    if args.kind == "queries" and args.topic_field is not None:
+        extra["topic_field"] = args.topic_field
     if args.kind == "judgments":
-        extra = {"judges": AnnotatorKind(args.annotator_kind, args.model, args.prompt_version)}
+        extra = {"judges": AnnotatorKind(args.annotator_kind, args.model, args.prompt_version),
+                 "source": JudgmentsSource(args.annotator, args.qrels_format, args.guideline)}
     report = IMPORT_KINDS[args.kind](engine, args.project, args.file, progress=True, actor=OPERATOR, **extra)
     emit(args, report.to_dict())
     return 0
+
+
+# The import options that belong to some kinds only: kinds → options (checked before anything is read).
+IMPORT_OPTIONS = {"queries|fragments": ("--format",), "queries": ("--topic-field",), "run": ("--name",),
+                  "judgments": ("--annotator-kind", "--model", "--prompt-version", "--annotator", "--qrels-format",
+                                "--guideline")}
 
 
 def _scale_options(parser: argparse.ArgumentParser, what: str) -> None:
@@ -178,6 +192,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("file")
     p.add_argument("--project", required=True)
     p.add_argument("--name", help="run name (default: the file name without .trec/.txt/.gz)")
+    p.add_argument("--format", default=None, metavar="FORMAT",
+                   help="queries and fragments: the file's layout, when its content should not decide: jsonl, csv, "
+                        "tsv (with a header), id-text-tsv (MS MARCO: no header), trec-topics (queries)")
+    p.add_argument("--topic-field", default=None, choices=("title", "desc"),
+                   help="queries from TREC topics: the field that is the query text (default title); the "
+                        "description and narrative are kept as the query's context")
+    p.add_argument("--annotator", metavar="NAME",
+                   help="judgments: the file is qrels (TREC qid iter docid grade, or BEIR qrels TSV) graded by NAME "
+                        "(e.g. nist)")
+    p.add_argument("--qrels-format", default=None, choices=("trec", "beir", "jg"),
+                   help="with --annotator: jg = multi-judge qrels (trec_eval -R qrels_jg), each judge group an "
+                        "annotator NAME-jg<group> (default: told by content)")
+    p.add_argument("--guideline", type=int, metavar="N",
+                   help="judgments: the guideline version of judgments whose line names none (default: the version "
+                        "in force; the report says which)")
     p.add_argument("--annotator-kind", default=None, metavar="KIND",
                    choices=LazyChoices("eval_core.io.judgments", "ANNOTATOR_KINDS"),
                    help="judgments: the file's annotators are %(choices)s (default: as its annotator_kind column "

@@ -83,6 +83,7 @@ class Project(SQLModel, table=True):
     grade_labels: dict | None = Field(default=None, sa_type=JSON)
     queue_order: str = Field(default=DEFAULT_ORDER, max_length=40, sa_column_kwargs={"server_default": DEFAULT_ORDER})
     created_at: datetime = _ts()
+    control_every: int | None = None  # serve one control pair in every N of an annotator's pairs (NULL: none)
 
 
 class Guideline(SQLModel, table=True):
@@ -104,7 +105,8 @@ class Guideline(SQLModel, table=True):
 
 
 class Query(SQLModel, table=True):
-    """A golden query, known by its external id within the project."""
+    """A golden query, known by its external id within the project; a TREC topic's description and narrative
+    are kept as its context for annotators."""
 
     __tablename__ = "queries"
     __table_args__ = (UniqueConstraint("project_id", "external_id", name="uq_queries_external"),)
@@ -113,10 +115,12 @@ class Query(SQLModel, table=True):
     external_id: str = Field(max_length=500)
     text: str = Field(sa_type=Text)
     category: str | None = Field(default=None, max_length=200)
+    description: str | None = Field(default=None, sa_type=Text)
+    narrative: str | None = Field(default=None, sa_type=Text)
 
 
 class Fragment(SQLModel, table=True):
-    """A corpus fragment (chunk) that can be judged against queries."""
+    """A corpus fragment (chunk) that can be judged against queries; `position` orders it within its doc_id."""
 
     __tablename__ = "fragments"
     __table_args__ = (
@@ -131,6 +135,7 @@ class Fragment(SQLModel, table=True):
     text: str = Field(sa_type=Text)
     content_hash: str = Field(max_length=64)
     meta: dict | None = Field(default=None, sa_type=JSON)
+    position: int | None = None
 
 
 class Pair(SQLModel, table=True):
@@ -155,6 +160,8 @@ class Assignment(SQLModel, table=True):
 
     `done` mirrors "this annotator has a judgment for this pair" (kept in the judging transaction), so the
     next pair is one index probe on ix_assignments_todo instead of a scan past every judged pair.
+    `rejudge_version` is set when a lead sends the judged pair back to be graded again under that guideline
+    version (done is then false although a judgment exists); the new grade clears it.
     """
 
     __tablename__ = "assignments"
@@ -169,6 +176,7 @@ class Assignment(SQLModel, table=True):
     user_id: int = Field(foreign_key="users.id")
     position: int
     done: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
+    rejudge_version: int | None = None
     created_at: datetime = _ts()
 
 
@@ -238,6 +246,25 @@ class Adjudication(SQLModel, table=True):
     grade: int
     reason: str = Field(sa_type=Text)
     user_id: int = Field(foreign_key="users.id")
+    created_at: datetime = _ts()
+
+
+class ControlPair(SQLModel, table=True):
+    """A pair with a settled grade (from an adjudicated release, or set by a lead with a reason), served blind
+    among an annotator's pairs to measure them against it."""
+
+    __tablename__ = "control_pairs"
+    __table_args__ = (
+        UniqueConstraint("pair_id", name="uq_control_pairs_pair"),
+        CheckConstraint("grade >= 0 AND grade <= 100", name="ck_control_pairs_grade"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="projects.id", index=True)
+    pair_id: int = Field(foreign_key="pairs.id")
+    grade: int
+    reason: str = Field(sa_type=Text)
+    release_id: int | None = Field(default=None, foreign_key="releases.id")
+    created_by_id: int | None = Field(default=None, foreign_key="users.id")
     created_at: datetime = _ts()
 
 

@@ -177,7 +177,7 @@ def krippendorff_alpha(reliability_data: np.ndarray, level: str = "ordinal",
     status = _multi_status(reliability_data, counts)
     if status != "ok":
         return coef(None, status)
-    return coef(alpha_from_coincidence(unit_coincidences(counts).sum(axis=0), level)[()])
+    return coef(float(alpha_from_coincidence(unit_coincidences(counts).sum(axis=0), level)))
 
 
 def cohen_kappa(a: np.ndarray, b: np.ndarray, weights: str = "unweighted",
@@ -191,7 +191,7 @@ def cohen_kappa(a: np.ndarray, b: np.ndarray, weights: str = "unweighted",
     conf = np.bincount((data[0, both] - low).astype(int) * k + (data[1, both] - low).astype(int),
                        minlength=k * k).reshape(k, k)
     status = kappa_status(conf, weights)
-    return coef(kappa_from_confusion(conf, weights)[()] if status == "ok" else None, status)
+    return coef(float(kappa_from_confusion(conf, weights)) if status == "ok" else None, status)
 
 
 def _gwet(reliability_data: np.ndarray, kind: str, scale: tuple[int, int]) -> tuple[str, dict]:

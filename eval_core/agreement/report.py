@@ -214,7 +214,9 @@ def _kappas(enc: Encoded, confusions: PairConfusions, kappa_reps: np.ndarray | N
     valid = enc.grade >= 0
     graders = np.unique(enc.annotator[valid])
     index = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(confusions.a, confusions.b, strict=True))}
-    pairs, points, replicates = [], {w: [] for w in WEIGHTS}, {w: [] for w in WEIGHTS}
+    pairs: list[KappaPair] = []
+    points: dict[str, list[float]] = {w: [] for w in WEIGHTS}
+    replicates: dict[str, list[np.ndarray | None]] = {w: [] for w in WEIGHTS}
     for x_pos, a in enumerate(graders):
         for b in graders[x_pos + 1:]:
             i = index.get((int(a), int(b)))
@@ -225,8 +227,9 @@ def _kappas(enc: Encoded, confusions: PairConfusions, kappa_reps: np.ndarray | N
                 status = "ok" if n else UNDEFINED_OVERLAP
                 reps = None if kappa_reps is None or i is None else kappa_from_confusion(kappa_reps[:, i], kind)
                 kappa[kind] = _c(kappa_from_confusion(conf, kind), status, reps, confidence)
-                if kappa[kind].defined:
-                    points[kind].append(kappa[kind].value)
+                value = kappa[kind].value
+                if value is not None:
+                    points[kind].append(value)
                     replicates[kind].append(reps)
             pairs.append(KappaPair(enc.annotators[a], enc.annotators[b], n, kappa, conf.astype(int).tolist()))
     light = {}
@@ -234,7 +237,8 @@ def _kappas(enc: Encoded, confusions: PairConfusions, kappa_reps: np.ndarray | N
         if not points[kind]:
             light[kind] = coef(None, UNDEFINED_OVERLAP if len(graders) >= 2 else UNDEFINED_ONE)
             continue
-        reps = None if any(r is None for r in replicates[kind]) else np.mean(replicates[kind], axis=0)
+        known = [r for r in replicates[kind] if r is not None]
+        reps = np.mean(known, axis=0) if len(known) == len(replicates[kind]) else None
         light[kind] = coef(float(np.mean(points[kind])), "ok",
                            percentile_ci(reps, confidence) if reps is not None else None)
     return pairs, light
@@ -313,7 +317,7 @@ def _why(diag: Diagnostics, alpha: float | None, threshold: float, raw: float | 
     for row in diag.leave_one_out:
         if row.delta is not None and row.delta >= 0.05:
             out.append(f"without {row.annotator} α would be {row.alpha.value:.2f} ({row.delta:+.2f})")
-    for row in diag.bias:
-        if abs(row.bias) >= 0.5:
-            out.append(f"{row.annotator} grades {row.bias:+.2f} vs the others on shared pairs")
+    for bias in diag.bias:
+        if abs(bias.bias) >= 0.5:
+            out.append(f"{bias.annotator} grades {bias.bias:+.2f} vs the others on shared pairs")
     return out

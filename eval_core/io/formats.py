@@ -27,9 +27,18 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from eval_core.errors import InputError
-from eval_core.io.records import format_by_name, iter_lines, iter_records, open_binary
+from eval_core.io.records import (
+    SEMICOLON_HINT,
+    format_by_name,
+    iter_lines,
+    iter_records,
+    open_binary,
+    semicolon_separated,
+)
+from eval_core.io.spreadsheet import escape_frame, unescape_cell
 
 BEIR_COLS = ("query-id", "corpus-id", "score")
+DOC_FIELDS = ("doc_id", "corpus-id", "corpus_id", "fragment_id")  # fragment_id: a release's JSONL and CSV
 FRAME, DICT = "<DataFrame>", "<dict>"
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [2**64 - 1], dtype=np.uint64)
@@ -232,6 +241,7 @@ def _scan_lines(lines: Iterable[tuple[int, str]], path: str, kind: str) -> Colum
     vs: list[float] = []
     seen: dict[tuple[str, str], int] = {}
     extra: tuple[int, int] | None = None
+    groups: dict[tuple[str, str], str] = {}
     for lineno, text in lines:
         line = text.strip()
         if not line or line.startswith("#"):
@@ -240,7 +250,11 @@ def _scan_lines(lines: Iterable[tuple[int, str]], path: str, kind: str) -> Colum
         if len(f) > nf and kind == "run":
             extra = extra or (lineno, len(f))
         elif len(f) != nf:
-            raise InputError(path, lineno, f"expected {nf} fields ({shape}), found {len(f)}")
+            raise InputError(path, lineno, f"expected {nf} fields ({shape}), found {len(f)}{_swapped(kind, f)}")
+        if kind == "qrels" and groups.setdefault((f[0], f[2]), f[1]) != f[1]:
+            raise InputError(path, lineno, f"doc {f[2]!r} judged again for query {f[0]!r}, by judge group {f[1]!r} "
+                             f"after {groups[f[0], f[2]]!r}: multi-judge qrels (trec_eval -R qrels_jg) are read "
+                             f"with --qrels-format jg")
         if kind == "qrels":
             try:
                 v: float = int(f[3])
@@ -257,6 +271,17 @@ def _scan_lines(lines: Iterable[tuple[int, str]], path: str, kind: str) -> Colum
     cols = _columns(pa.array(qs, pa.large_string()), pa.array(ds, pa.large_string()), _values(vs, kind), path)
     cols.extra_fields_line = extra
     return cols
+
+
+def _swapped(kind: str, fields: list[str]) -> str:
+    """A hint when a qrels line is given as a run or a run line as qrels (arguments swapped)."""
+    if kind == "qrels" and len(fields) == 6:
+        return ("; this looks like a TREC run (qid Q0 docid rank score tag), not qrels: were the qrels and the "
+                "run swapped? (qrels first)")
+    if kind == "run" and len(fields) == 4:
+        return ("; this looks like TREC qrels (qid iter docid grade), not a run: were the qrels and the run "
+                "swapped? (qrels first)")
+    return ""
 
 
 def extra_fields_warning(path: str, line: tuple[int, int] | None) -> list[str]:
@@ -365,7 +390,16 @@ def _records(path: str, kind: str) -> Columns:
     value = "grade" if kind == "qrels" else "score"
     seen: dict[tuple[str, str], int] = {}
     with_score = without_score = 0
+    escaped = format_by_name(path) == "csv"  # qrelkit's CSVs escape cells a spreadsheet would run
     for lineno, rec in iter_records(path, required=("query_id",)):
+        if "annotator" in rec:
+            raise InputError(path, lineno, f"this is a judgments file (one line per annotator's grade), not "
+                             f"{kind}: make qrels of it with `qrelkit consensus`, or evaluate against a release")
+        if kind == "run" and "score" not in rec and ("grade" in rec or "grades" in rec):
+            raise InputError(path, lineno, "this holds grades (qrels or a release), not a run: were the qrels and "
+                             "the run swapped? (qrels first)")
+        if escaped:
+            rec = {k: unescape_cell(v) for k, v in rec.items()}
         qid = str(rec["query_id"])
         if kind == "run" and "doc_ids" in rec:
             ids = rec["doc_ids"]
@@ -380,9 +414,10 @@ def _records(path: str, kind: str) -> Columns:
                 v.append(float(len(ids) - i))
             with_score += 1
             continue
-        doc = rec.get("doc_id", rec.get("corpus-id", rec.get("corpus_id")))
+        doc = next((rec[k] for k in DOC_FIELDS if k in rec), None)
         if doc is None:
-            raise InputError(path, lineno, "missing field: doc_id" + (" (or doc_ids)" if kind == "run" else ""))
+            raise InputError(path, lineno, f"missing field: {' or '.join(DOC_FIELDS)}"
+                             + (" (or doc_ids)" if kind == "run" else ""))
         raw = rec.get(value, rec.get("score") if kind == "qrels" else None)
         if raw is None or raw == "":
             if kind == "qrels":
@@ -515,6 +550,8 @@ def _load(src: Any, kind: str) -> Columns:
         return _read_trec(path, kind)
     if fmt == "beir":
         return _beir(path)
+    if fmt == "csv" and semicolon_separated(path):
+        raise InputError(path, 1, SEMICOLON_HINT)
     suffix = {"jsonl": (".jsonl", ".ndjson", ".json"), "csv": (".csv",), "tsv": (".tsv",)}[fmt]
     if not Path(path).name.lower().removesuffix(".gz").endswith(suffix):
         raise InputError(path, 1, f"looks like {fmt.upper()} with named columns; give it a {suffix[0]} name "
@@ -642,7 +679,7 @@ def write_qrels(src: Any, path: str | Path, fmt: str = "trec") -> None:
         lines = (json.dumps({"query_id": a, "doc_id": b, "grade": g}, ensure_ascii=False) + "\n"
                  for a, b, g in rows)
     elif fmt == "csv":
-        lines = iter([q.to_csv(index=False)])
+        lines = iter([escape_frame(q).to_csv(index=False)])
     else:
         raise ValueError(f"unknown qrels format {fmt!r}: use trec, beir, jsonl or csv")
     write_atomically(path, lines)

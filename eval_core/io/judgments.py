@@ -29,7 +29,17 @@ import pyarrow.json as pa_json
 from tqdm import tqdm
 
 from eval_core.errors import InputError
-from eval_core.io.records import check_id, iter_records, open_binary, record_format
+from eval_core.io.formats import detect_format, read_qrels, read_qrels_jg
+from eval_core.io.records import (
+    SEMICOLON_HINT,
+    check_id,
+    format_by_name,
+    iter_lines,
+    iter_records,
+    open_binary,
+    record_format,
+    semicolon_separated,
+)
 from eval_core.io.spreadsheet import escape_cell, unescape_cell
 
 KEY = ("query_id", "fragment_id", "annotator")
@@ -194,7 +204,8 @@ class _Problems:
     """Collects a file's problems (the first MAX_PROBLEMS kept) so one pass reports every bad line."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path, self.items, self.total = str(path), [], 0
+        self.path, self.total = str(path), 0
+        self.items: list[InputError] = []
 
     def add(self, line: int | None, problem: str) -> None:
         self.total += 1
@@ -283,9 +294,9 @@ def _flat_rows(rec: dict, path: str | Path, scale: tuple[int, int]) -> list[dict
     for name in OPTIONAL:
         value = _optional(rec, name, path)
         if value is not None:
+            if name == "time":
+                _check_time(value.strip())
             row[name] = value
-    if "time" in row:
-        _check_time(row["time"].strip())
     if row.get("cant_judge_reason") is not None and row["grade"] is not None:
         raise ValueError(f"grade {row['grade']} with a can't-judge reason: a can't-judge has no grade")
     return [row]
@@ -515,7 +526,7 @@ def render_judgments(frame: pd.DataFrame, fmt: str) -> Iterator[str]:
     texts = {name: [None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else str(v)
                     for v in frame[name].tolist()]
              for name in EXPORT_FIELDS if name not in ("grade", "time")}
-    columns = [grades if name == "grade" else times.tolist() if name == "time" else texts[name]
+    columns: list[list] = [grades if name == "grade" else times.tolist() if name == "time" else texts[name]
                for name in EXPORT_FIELDS]
     if fmt == "csv":
         buf = io.StringIO()
@@ -529,3 +540,80 @@ def render_judgments(frame: pd.DataFrame, fmt: str) -> Iterator[str]:
     keys = [f'"{name}": ' for name in EXPORT_FIELDS]
     for row in zip(*cells, strict=True):
         yield "{" + ", ".join(k + v for k, v in zip(keys, row, strict=True)) + "}\n"
+
+
+# Existing qrels read as one annotator's grades: TREC 4-column or BEIR qrels TSV, or multi-judge qrels (trec_eval
+# `-R qrels_jg`), whose judge groups become one annotator each, named NAME-jg<group>.
+QRELS_FORMATS = ("trec", "beir", "jg")
+
+
+def _data_lines(path: str, header: bool) -> list[int]:
+    """The line numbers of a qrels file's records in file order (blank and # lines skipped, as its readers do;
+    a BEIR header line too), to name the line of a problem found after reading."""
+    lines = [n for n, text in iter_lines(path) if text.strip() and not text.lstrip().startswith("#")]
+    return lines[1:] if header else lines
+
+
+def qrels_group_name(annotator: str, group: str) -> str:
+    """The annotator a judge group of multi-judge qrels becomes: NAME-jg<group>."""
+    return f"{annotator}-jg{group}"
+
+
+def read_qrels_judgments(path: str | Path, annotator: str, scale: tuple[int, int] = (0, 3),
+                         qrels_format: str | None = None) -> JudgmentsFile:
+    """Qrels a team already has as the grades of `annotator` (a TREC or BEIR file, told by content) or, with
+    qrels_format 'jg', of one annotator per judge group; grades off the scale are problems naming their line."""
+    label = str(path)
+    if qrels_format not in (None, *QRELS_FORMATS):
+        raise ValueError(f"qrels format must be one of {', '.join(QRELS_FORMATS)}, got {qrels_format!r}")
+    if not annotator.strip():
+        raise ValueError("the annotator whose grades the qrels are needs a name")
+    fmt = qrels_format or detect_format(label)
+    if fmt not in QRELS_FORMATS:
+        raise InputError(label, None, f"a file with named columns ({fmt.upper()}) is a judgments file, not qrels: "
+                                      f"give it an annotator column and leave out --annotator (qrels are TREC "
+                                      f"`qid iter docid grade` lines or BEIR `query-id corpus-id score` TSV)")
+    if fmt == "jg":
+        read = read_qrels_jg(label)
+        names = read["judge"].map(lambda group: qrels_group_name(annotator.strip(), group))
+    else:
+        read = read_qrels(label)
+        names = pd.Series(annotator.strip(), index=read.index)
+    frame = pd.DataFrame({"query_id": read["query_id"].astype(str), "fragment_id": read["doc_id"].astype(str),
+                          "annotator": names.astype(str), "grade": read["grade"].to_numpy(),
+                          "line": _data_lines(label, header=fmt == "beir")})
+    problems = _Problems(label)
+    low, high = scale
+    for line, grade in frame.loc[(frame["grade"] < low) | (frame["grade"] > high), ["line", "grade"]].itertuples(
+            index=False):
+        problems.add(int(line), f"grade {grade} is outside the scale {low}-{high}")
+    for name in ("query_id", "fragment_id"):
+        for line, value in frame.loc[frame[name].str.contains(r"\s"), ["line", name]].itertuples(index=False):
+            problems.add(int(line), f"{name} {value!r} contains whitespace; TREC qrels and run files separate "
+                                    f"fields by whitespace, so ids cannot hold any")
+    frame = frame[(frame["grade"] >= low) & (frame["grade"] <= high)]
+    return problems.result(_typed(frame[[*REQUIRED, "line"]]).assign(line=frame["line"].to_numpy()),
+                           pd.DataFrame(columns=[*ADJUDICATION_COLUMNS, "line"]))
+
+
+def judgments_file_hint(path: str | Path) -> str | None:
+    """Why a file given as judgments without --annotator is not one, when its content says (TREC or BEIR qrels,
+    a TREC run); None when it may be a judgments file."""
+    name = format_by_name(path)
+    if name == "csv" and semicolon_separated(path):
+        return SEMICOLON_HINT
+    if name in ("jsonl", "csv"):
+        return None
+    fmt = detect_format(path)
+    if fmt == "beir":
+        return ("this is BEIR qrels (query-id, corpus-id, score): name whose grades they are with --annotator NAME "
+                "(and --annotator-kind model --model M for a model's)")
+    if fmt != "trec":
+        return None
+    first = next(text.split() for _, text in iter_lines(path) if text.strip() and not text.lstrip().startswith("#"))
+    if len(first) == 6:
+        return "this looks like a TREC run (qid Q0 docid rank score tag), not judgments: `qrelkit import run`"
+    if len(first) == 4:
+        return ("this looks like TREC qrels (qid iter docid grade): name whose grades they are with --annotator "
+                "NAME (multi-judge qrels: also --qrels-format jg, one annotator per judge group)")
+    return None

@@ -142,3 +142,24 @@ def _iter_delimited(path: str | Path, required: tuple[str, ...], fmt: str) -> It
         if len(row) != len(header):
             raise InputError(label, lineno, f"expected {len(header)} fields ({', '.join(header)}), found {len(row)}")
         yield lineno, dict(zip(header, row, strict=True))
+
+
+def iter_records_as(path: str | Path, fmt: str) -> Iterator[tuple[int, dict]]:
+    """Yield (line number, record) of a file read as `fmt` ('jsonl', 'csv' or 'tsv' with a header) whatever its
+    name says: for readers that tell the format by content."""
+    if fmt not in ("jsonl", "csv", "tsv"):
+        raise ValueError(f"record format must be jsonl, csv or tsv, got {fmt!r}")
+    return _iter_jsonl(path, ()) if fmt == "jsonl" else _iter_delimited(path, (), fmt)
+
+
+SEMICOLON_HINT = ("it looks like a CSV separated by ';' (a spreadsheet's export in a locale that writes decimal "
+                  "commas): save it with ',' as the delimiter")
+
+
+def semicolon_separated(path: str | Path) -> bool:
+    """Whether a file's first line splits by ';' into several cells and by ',' into one: a CSV whose delimiter
+    is ';', which a header-keyed reader would read as one column."""
+    for _, text in iter_lines(path):
+        if text.strip():
+            return text.count(";") > 0 and len(next(csv.reader([text]))) == 1
+    return False

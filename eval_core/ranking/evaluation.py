@@ -215,7 +215,7 @@ def _blockable(run: Any, block_bytes: int) -> bool:
         return False
     with Path(run).open("rb") as fh:
         factor = 4 if fh.read(2) == b"\x1f\x8b" else 1
-    return Path(run).stat().st_size * factor > block_bytes and detect_format(run) == "trec"
+    return Path(run).stat().st_size * factor > block_bytes and detect_format(Path(run)) == "trec"
 
 
 def rank_file_blocks(qi: QrelsIndex, path: str | Path, block_bytes: int = BLOCK_BYTES,

@@ -59,8 +59,7 @@ def parse_metrics(names: Iterable[str] | None, k: Sequence[int] = DEFAULT_K) -> 
             continue
         if arg is not None and ("." in arg or int(arg) < 1):
             raise ValueError(f"metric {name!r}: cutoff must be a positive integer")
-        cut = None if arg is None else int(arg)
-        spec = Spec(name, base, cut, cond)
+        spec = Spec(name, base, None if arg is None else int(arg), cond)
         out[spec.name] = spec
     return list(out.values())
 

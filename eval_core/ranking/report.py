@@ -307,6 +307,7 @@ def diagnose(qrels: Any, run: Any, *, fragments: Mapping[str, str] | None = None
         warnings=warnings)
 
 
+@dataclass
 class _Record:
     """Base of the report's dataclasses: one `to_dict()` (every field, nested records as dicts) serves the CLI's
     JSON, the app and the stored diagnosis."""

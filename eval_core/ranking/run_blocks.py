@@ -12,8 +12,9 @@ import gzip
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from io import BufferedIOBase
 from pathlib import Path
-from typing import BinaryIO, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
@@ -24,13 +25,13 @@ BLOCK_BYTES = 64 * 1024 * 1024
 T = TypeVar("T")
 
 
-def _first_field(line: bytes) -> bytes:
+def _first_field(line: bytes | bytearray) -> bytes:
     """The query id of a TREC line (its first whitespace-separated field), b"" for a blank line."""
     parts = line.split(maxsplit=1)
-    return parts[0] if parts else b""
+    return bytes(parts[0]) if parts else b""
 
 
-def _query_cut(buf: bytes, known: int = 0, known_qid: bytes | None = None) -> tuple[int, bytes | None]:
+def _query_cut(buf: bytes | bytearray, known: int = 0, known_qid: bytes | None = None) -> tuple[int, bytes | None]:
     """Where the last complete line's query begins (0: nowhere yet), and that query's id.
 
     Blank and comment lines go with the query after them. `buf[:known]` holds whole lines already
@@ -52,7 +53,7 @@ def _query_cut(buf: bytes, known: int = 0, known_qid: bytes | None = None) -> tu
     return 0, qid
 
 
-def _byte_blocks(raw: BinaryIO, block_bytes: int) -> Iterator[tuple[memoryview, int]]:
+def _byte_blocks(raw: BufferedIOBase, block_bytes: int) -> Iterator[tuple[memoryview, int]]:
     """Yield (whole-query chunk, number of its first line) from a binary stream, without copying chunks.
 
     Each block is read straight into a buffer that already holds the carried-over tail (no second copy
@@ -77,7 +78,7 @@ def _byte_blocks(raw: BinaryIO, block_bytes: int) -> Iterator[tuple[memoryview, 
             return
 
 
-def _fill(raw: BinaryIO, view: memoryview) -> int:
+def _fill(raw: BufferedIOBase, view: memoryview) -> int:
     """Read into `view` until it is full or the stream ends; the number of bytes read."""
     total = 0
     while total < len(view):
@@ -122,7 +123,7 @@ def map_run_blocks(path: str | Path, fn: Callable[[Columns], T], block_bytes: in
     with ThreadPoolExecutor(max_workers=workers) as pool, Path(path).open("rb") as fh:
         try:
             gz = fh.peek(2)[:2] == b"\x1f\x8b"
-            stream: BinaryIO = gzip.GzipFile(fileobj=fh) if gz else fh  # type: ignore[assignment]
+            stream: BufferedIOBase = gzip.GzipFile(fileobj=fh) if gz else fh
             done = 0
             for chunk, first_line in _byte_blocks(stream, block_bytes):
                 if progress is not None:

@@ -59,10 +59,35 @@ def close_page_not_found(page) -> None:
         dialog.first.wait_for(state="hidden")
 
 
+def markup_annotator(db_url: str) -> tuple[str, str]:
+    """An annotator whose whole queue is the demo's markup query (queued last, out of a newcomer's first
+    minute): its first pair is the fragment holding <script> and Markdown. Returns the login."""
+    import sqlalchemy as sa
+
+    from annotator.demo import MARKUP_QUERY
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.users import create_user
+    from db.store.engine import get_engine
+    from db.store.models import Assignment, Fragment, Pair, Query
+
+    engine = get_engine(db_url)
+    user = create_user(engine, "mia", "annotator", password="mia-markup", actor=OPERATOR)
+    with engine.begin() as conn:
+        pairs = conn.execute(sa.select(Pair.id, Pair.project_id).join(Query, Query.id == Pair.query_id)
+                             .join(Fragment, Fragment.id == Pair.fragment_id)
+                             .where(Query.external_id == MARKUP_QUERY)
+                             .order_by((Fragment.external_id != "md-script"), Pair.id)).all()
+        for position, (pair_id, project_id) in enumerate(pairs, start=1):
+            conn.execute(sa.insert(Assignment.__table__).values(project_id=project_id, pair_id=pair_id,
+                                                                user_id=user.id, position=position))
+    assert pairs, f"the demo has no {MARKUP_QUERY} pairs"
+    return "mia", "mia-markup"
+
+
 def test_fragment_holding_script_and_markdown_renders_as_text(demo_server: Server, page) -> None:
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-    login(page, demo_server.url, "ana", "ana-demo")
+    login(page, demo_server.url, *markup_annotator(demo_server.db_url))
     box = page.locator(FRAGMENT_BOX)
     text_only = box.locator(".qrelkit-fragment")  # the fragment's own text, under the app's caption
     expect(text_only).to_contain_text("<script>alert(1)</script>")  # st.html fills in after the run: wait

@@ -1,4 +1,4 @@
-"""views.literal in a real browser: a string from data, put in every kind of Markdown the pages use, shows as
+"""text.literal in a real browser: a string from data, put in every kind of Markdown the pages use, shows as
 typed, copies as typed (no invisible characters) and makes no link, image, icon or arrow. A tiny Streamlit
 script of its own serves the strings, so the check does not depend on which page shows what."""
 
@@ -32,7 +32,7 @@ SCRIPT = '''
 import json, sys
 import pandas as pd
 import streamlit as st
-from annotator.app.views import literal
+from annotator.app.text import literal
 
 for i, text in enumerate(json.loads(open(sys.argv[1], encoding="utf-8").read())):
     with st.container(key=f"s{i}_markdown"):

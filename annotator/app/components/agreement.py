@@ -12,6 +12,7 @@ from pandas.io.formats.style import Styler
 from sqlalchemy.engine import Engine
 
 from annotator.app.views import scale_of
+from db.projects import current_guideline
 from db.store import frames as queries_frames
 from eval_core.agreement.report import agreement_report
 from eval_core.agreement.types import AgreementReport, Boundary, Coefficient, DisputedPair, GroupAlpha
@@ -25,11 +26,15 @@ from eval_core.judges.calibration import (
 )
 
 PAGES = Path(__file__).resolve().parent.parent / "screens"
-ADJUDICATE_KEY = "adjudicate_pair"
+ADJUDICATE_KEY = "adjudicate_pair"  # the store's pair id the Adjudication page shows
 # Bootstrap replicates for the CIs shown in the app: enough for two stable decimals, cheap at 1M judgments.
 APP_BOOTSTRAP = 200
 DISPUTED_SHOWN = 25
 MISSING = "—"
+BELOW = "below threshold"
+# Fewer pairs with two grades than this in a group (a query, a category): α is shown with its n, no verdict.
+MIN_VERDICT_PAIRS = 10
+POOLED = "all guideline versions pooled"
 
 
 @dataclass(frozen=True)
@@ -43,11 +48,22 @@ class VersionAgreement:
 
 @dataclass(frozen=True)
 class ProjectAgreement:
-    """The project's report (α broken down by query) with α per category and per guideline version."""
+    """The project's report over every judgment (α broken down by query) with α per category and per guideline
+    version, and the full report of the guideline version in force (None when nothing was graded under it)."""
 
     report: AgreementReport
     by_category: list[GroupAlpha]
     by_version: dict[str, VersionAgreement]
+    in_force: str | None = None
+    in_force_report: AgreementReport | None = None
+
+    def scopes(self) -> dict[str, AgreementReport]:
+        """The reports a lead can read, by scope, the one the page leads with first: the version in force
+        (when anything was graded under it), then every judgment pooled."""
+        pooled = {POOLED if self.by_version else "all judgments": self.report}
+        if self.in_force_report is None:
+            return pooled
+        return {f"guideline version {self.in_force} (in force)": self.in_force_report, **pooled}
 
 
 @dataclass(frozen=True)
@@ -72,7 +88,7 @@ def cached_judgments(_engine: Engine, url: str, project: str, fingerprint: tuple
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def cached_agreement(_engine: Engine, url: str, project: str, fingerprint: tuple,
-                     scale: tuple[int, int], threshold: float) -> ProjectAgreement | None:
+                     scale: tuple[int, int], threshold: float, in_force: str | None = None) -> ProjectAgreement | None:
     """The agreement report (α by query, by guideline version; by category when queries have one), computed
     once per judgments fingerprint: 1M judgments take seconds, a cached rerun milliseconds."""
     frame = cached_judgments(_engine, url, project, fingerprint)
@@ -85,28 +101,32 @@ def cached_agreement(_engine: Engine, url: str, project: str, fingerprint: tuple
         by_category = agreement_report(frame, scale=scale, threshold=threshold, by="category", bootstrap=0,
                                        top=0).diagnostics.by or []
     by_version = {}
+    current = None
     if "guideline" in frame.columns:
         for version, part in frame.dropna(subset=["guideline"]).groupby("guideline", sort=False):
             sub = agreement_report(part.drop(columns=["guideline"]), scale=scale, threshold=threshold,
                                    bootstrap=APP_BOOTSTRAP, top=0)
             by_version[version_label(version)] = VersionAgreement(sub.alpha["ordinal"], sub.weakest, sub.n_units)
-    return ProjectAgreement(report, by_category, by_version)
+            if version_label(version) == in_force:
+                current = sub
+    return ProjectAgreement(report, by_category, by_version, in_force, current)
 
 
 def project_agreement(engine: Engine, project: Any) -> tuple[pd.DataFrame, ProjectAgreement | None]:
     """Judgments and agreement of a project (None without judgments), from cache when nothing changed."""
     fingerprint = queries_frames.judgments_fingerprint(engine, project.name)
     url = str(engine.url)
+    guideline = current_guideline(engine, project.name)
     with st.spinner("Computing agreement…"):
         frame = cached_judgments(engine, url, project.name, fingerprint)
         agreement = cached_agreement(engine, url, project.name, fingerprint, scale_of(project),
-                                     float(project.threshold))
+                                     float(project.threshold), None if guideline is None else str(guideline.version))
     return frame, agreement
 
 
-def open_adjudication(pair: DisputedPair) -> None:
-    """Carry a disputed pair to the adjudication page, where it opens selected."""
-    st.session_state[ADJUDICATE_KEY] = pair
+def open_adjudication(engine: Engine, project: str, pair: DisputedPair) -> None:
+    """Carry a disputed pair (its store id) to the adjudication page, where it opens selected."""
+    st.session_state[ADJUDICATE_KEY] = pair_id_of(engine, project, pair)
     st.switch_page(PAGES / "lead_adjudicate.py")
 
 
@@ -122,17 +142,35 @@ def ci_caption(c: Coefficient, digits: int = 2) -> str:
     return f"95% CI {c.ci_text(digits, ' – ')}" if c.ci else "no CI (needs ≥ 2 queries)"
 
 
-def headline(report: AgreementReport) -> list[Tile]:
-    """Cohen's κ (quadratic-weighted, unweighted) and ordinal Krippendorff's α, each with its CI: the numbers a
-    lead reads first. With three or more annotators κ is the mean over annotator pairs (Light's κ)."""
+def headline(report: AgreementReport, scope: str = "all judgments") -> list[Tile]:
+    """Cohen's κ (quadratic-weighted, unweighted) and ordinal Krippendorff's α, each with its CI and its scope
+    (which judgments): the numbers a lead reads first. With three or more annotators κ is the mean over
+    annotator pairs (Light's κ)."""
     pairs = len(report.kappa)
     kappa = report.light_kappa
-    suffix = "" if pairs <= 1 else f" · mean of {pairs} annotator pairs (Light's κ)"
+    suffix = ("" if pairs <= 1 else f" · mean of {pairs} annotator pairs (Light's κ)") + f" · {scope}"
     return [Tile("Cohen's κ, weighted", value_text(kappa["quadratic"]),
                  f"{ci_caption(kappa['quadratic'])} · quadratic weights{suffix}"),
             Tile("Cohen's κ, unweighted", value_text(kappa["unweighted"]), ci_caption(kappa["unweighted"]) + suffix),
             Tile("Krippendorff's α", value_text(report.alpha["ordinal"]),
-                 f"{ci_caption(report.alpha['ordinal'])} · ordinal, all annotators")]
+                 f"{ci_caption(report.alpha['ordinal'])} · ordinal, all annotators · {scope}")]
+
+
+def pooled_line(agreement: ProjectAgreement) -> str | None:
+    """The pooled α, labelled as such, when the page leads with the version in force; else None."""
+    current = agreement.in_force_report
+    if current is None or current.n_units == agreement.report.n_units:  # every judgment is under it
+        return None
+    alpha = agreement.report.alpha["ordinal"]
+    return (f"All guideline versions pooled: ordinal α {alpha.text(2)} on {agreement.report.n_units} pairs — not "
+            f"the agreement under the guideline in force (version {agreement.in_force}, above).")
+
+
+def status_text(c: Coefficient, threshold: float) -> str:
+    """A coefficient's status for people: why it is undefined, "below threshold" under it, else "ok"."""
+    if c.value is None:
+        return c.status
+    return BELOW if c.value < threshold else c.status
 
 
 def styled(frame: pd.DataFrame) -> Styler:
@@ -140,27 +178,31 @@ def styled(frame: pd.DataFrame) -> Styler:
     return frame.style.format(precision=3, na_rep=MISSING)
 
 
-def _row(name: str, c: Coefficient) -> dict[str, Any]:
-    """One coefficient as a table row: value, CI and status (the reason when undefined)."""
+TABLE_COLUMNS = ["coefficient", "value", "95% CI", "status", "scope"]
+
+
+def _row(name: str, c: Coefficient, threshold: float, scope: str) -> dict[str, Any]:
+    """One coefficient as a table row: value, CI, status (the reason when undefined, "below threshold" under
+    the project's threshold) and which judgments it covers."""
     return {"coefficient": name, "value": c.value, "95% CI": c.ci_text(3, " – ") or MISSING,
-            "status": c.status}
+            "status": status_text(c, threshold), "scope": scope}
 
 
-def coefficients_table(report: AgreementReport) -> pd.DataFrame:
+def coefficients_table(report: AgreementReport, threshold: float, scope: str) -> pd.DataFrame:
     """Every coefficient side by side, so the kappa paradox (high raw agreement, low κ/α) is visible."""
-    rows = [_row(f"Krippendorff α ({level})", c) for level, c in report.alpha.items()]
-    rows += [_row(f"Cohen's κ ({w}){' mean of pairs' if len(report.kappa) > 1 else ''}", c)
+    rows = [_row(f"Krippendorff α ({level})", c, threshold, scope) for level, c in report.alpha.items()]
+    rows += [_row(f"Cohen's κ ({w}){' mean of pairs' if len(report.kappa) > 1 else ''}", c, threshold, scope)
              for w, c in report.light_kappa.items()]
-    rows += [_row("Fleiss κ", report.fleiss_kappa), _row("Gwet AC1", report.ac1)]
-    rows += [_row(f"Gwet AC2 ({w})", c) for w, c in report.ac2.items()]
-    rows.append(_row("Raw agreement", report.raw_agreement))
-    return pd.DataFrame(rows, columns=["coefficient", "value", "95% CI", "status"])
+    rows += [_row("Fleiss κ", report.fleiss_kappa, threshold, scope), _row("Gwet AC1", report.ac1, threshold, scope)]
+    rows += [_row(f"Gwet AC2 ({w})", c, threshold, scope) for w, c in report.ac2.items()]
+    rows.append(_row("Raw agreement", report.raw_agreement, threshold, scope))
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
 
-def cuts_table(report: AgreementReport) -> pd.DataFrame:
+def cuts_table(report: AgreementReport, threshold: float, scope: str) -> pd.DataFrame:
     """α of the scale binarised at each grade, labelled by the boundary it tests (e.g. 1|2)."""
-    return pd.DataFrame([_row(f"boundary {Boundary(cut, 0.0).label}", c) for cut, c in report.cuts.items()],
-                        columns=["coefficient", "value", "95% CI", "status"])
+    return pd.DataFrame([_row(f"boundary {Boundary(cut, 0.0).label}", c, threshold, scope)
+                         for cut, c in report.cuts.items()], columns=TABLE_COLUMNS)
 
 
 def kappa_table(report: AgreementReport) -> pd.DataFrame:
@@ -195,7 +237,9 @@ def agreement_flags(agreement: ProjectAgreement, threshold: float) -> list[Flag]
         boundary = report.weakest
         flags.append(Flag(f"All judgments: ordinal α {alpha.text(2)} < {threshold:g}"
                           + (f"; the ambiguous boundary is {boundary.label} (α {boundary.alpha:.2f})" if boundary
-                             else "") + f". Verdict: {report.assessment.verdict}.", report.assessment.reasons))
+                             else "") + f". Verdict: {report.assessment.verdict}. Scope: "
+                          + (f"{POOLED}." if agreement.by_version else "no guideline version."),
+                          report.assessment.reasons))
     return flags
 
 
@@ -225,17 +269,25 @@ def guideline_trend(agreement: ProjectAgreement) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["guideline", "value", "low", "high", "n"])
 
 
-def _group_table(rows: list[GroupAlpha], name: str) -> pd.DataFrame:
+def group_status(r: GroupAlpha, threshold: float) -> str:
+    """A group's verdict, or none over a handful of pairs: α on fewer than MIN_VERDICT_PAIRS pairs with two
+    grades swings by a pair, so it is shown with its n and judged by nobody."""
+    if r.alpha.value is not None and r.n_pairable < MIN_VERDICT_PAIRS:
+        return f"no verdict: n = {r.n_pairable} < {MIN_VERDICT_PAIRS} pairs"
+    return status_text(r.alpha, threshold)
+
+
+def _group_table(rows: list[GroupAlpha], name: str, threshold: float) -> pd.DataFrame:
     """α per group (query or category) as a table, lowest first."""
-    return pd.DataFrame([{name: r.group, "ordinal α": r.alpha.value, "status": r.alpha.status, "pairs": r.n_units,
-                          "pairs with ≥ 2 grades": r.n_pairable} for r in rows],
+    return pd.DataFrame([{name: r.group, "ordinal α": r.alpha.value, "status": group_status(r, threshold),
+                          "pairs": r.n_units, "pairs with ≥ 2 grades": r.n_pairable} for r in rows],
                         columns=[name, "ordinal α", "status", "pairs", "pairs with ≥ 2 grades"])
 
 
-def breakdown_tables(agreement: ProjectAgreement) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """α per query and per category."""
-    return (_group_table(agreement.report.diagnostics.by or [], "query"),
-            _group_table(agreement.by_category, "category"))
+def breakdown_tables(agreement: ProjectAgreement, threshold: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """α per query and per category (over every judgment)."""
+    return (_group_table(agreement.report.diagnostics.by or [], "query", threshold),
+            _group_table(agreement.by_category, "category", threshold))
 
 
 def disputed_pairs(agreement: ProjectAgreement | None) -> list[DisputedPair]:
@@ -246,11 +298,6 @@ def disputed_pairs(agreement: ProjectAgreement | None) -> list[DisputedPair]:
 def pair_key(pair: DisputedPair) -> tuple[str, str]:
     """(query id, fragment id) of a disputed pair."""
     return pair.key
-
-
-def disputed_label(pair: DisputedPair) -> str:
-    """Short label of a disputed pair for the adjudication queue."""
-    return f"{pair.query_id} · {pair.fragment_id} · spread {pair.spread}"
 
 
 def disputed_line(pair: DisputedPair) -> str:

@@ -91,7 +91,7 @@ def recall_curve_chart(curve: pd.DataFrame, value: str = "recall") -> alt.Chart:
     return alt.Chart(curve).mark_line(point=True).encode(**encode).properties(title=f"{value}@k curve")
 
 
-def run_history_chart(history: pd.DataFrame, metric: str) -> alt.LayerChart:
+def run_history_chart(history: pd.DataFrame, metric: str) -> alt.LayerChart | alt.FacetChart:
     """One metric of a run across releases (db.evaluations.run_history rows), each drop marked in red."""
     frame = history[history["metric"] == metric]
     x = alt.X("version:O", title="release")
@@ -104,7 +104,7 @@ def run_history_chart(history: pd.DataFrame, metric: str) -> alt.LayerChart:
     return alt.layer(line, drops).properties(title=f"{metric} across releases")
 
 
-def agreement_trend_chart(trend: pd.DataFrame, threshold: float = 0.6) -> alt.LayerChart:
+def agreement_trend_chart(trend: pd.DataFrame, threshold: float = 0.6) -> alt.LayerChart | alt.FacetChart:
     """α per guideline version with its CI and the threshold rule: did the last edit help?"""
     frame = trend.copy()
     frame["guideline"] = frame["guideline"].astype(str)

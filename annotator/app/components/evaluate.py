@@ -153,8 +153,25 @@ def show_comparison(comparison: Comparison) -> None:
 
 
 def alert_text(alert: evaluations.DropAlert) -> str:
-    """A drop alert as one Markdown-safe sentence (the run name escaped)."""
+    """A drop alert as Markdown-safe sentences (the run name escaped) that keep apart what the run did on the
+    queries both releases label alike and what the golden set's change (queries added, removed, relabelled) did."""
+    d = DIGITS
+    changes = (f"{alert.added} quer{'y' if alert.added == 1 else 'ies'} added, {alert.removed} removed, "
+               f"{alert.relabelled} relabelled")
+    releases = f"releases {alert.previous_version} and {alert.version}"
+    if alert.same_value is None or alert.same_previous is None:
+        same = f"no query is labelled alike in {releases}"
+    else:
+        same = (f"on the {alert.n_same} quer{'y' if alert.n_same == 1 else 'ies'} {releases} label alike it went "
+                f"{alert.same_previous:.{d}f} → {alert.same_value:.{d}f}")
+    whole = (f"over all queries {alert.previous:.{d}f} at release {alert.previous_version} → {alert.value:.{d}f} "
+             f"at release {alert.version}")
+    if alert.cause is evaluations.AlertCause.RUN:
+        assert alert.same_ci is not None
+        low, high = alert.same_ci
+        return (f"The run fell: {alert.metric} of {literal(alert.run)} {same}, below the "
+                f"{evaluations.CONFIDENCE:.0%} CI \\[{low:.{d}f}, {high:.{d}f}\\] of its earlier value there "
+                f"({whole}; the golden set: {changes}).")
     low, high = alert.previous_ci
-    return (f"{alert.metric} of {literal(alert.run)} fell to {alert.value:.{DIGITS}f} at release {alert.version}, "
-            f"below the {evaluations.CONFIDENCE:.0%} CI \\[{low:.{DIGITS}f}, {high:.{DIGITS}f}\\] of its "
-            f"{alert.previous:.{DIGITS}f} at release {alert.previous_version}.")
+    return (f"The golden set changed, not the run: {alert.metric} of {literal(alert.run)} went {whole}, below the "
+            f"{evaluations.CONFIDENCE:.0%} CI \\[{low:.{d}f}, {high:.{d}f}\\], because of {changes}; {same}.")

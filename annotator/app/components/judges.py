@@ -30,12 +30,9 @@ def judges_frame(engine: Engine, project: str) -> pd.DataFrame:
 
 
 def model_judges_tab(engine: Engine, project: Any, user: Any) -> None:
-    """List the model judges, then offer a prejudge run with a progress bar and its report."""
-    judges = judges_frame(engine, project.name)
-    if len(judges):
-        views.table(judges, JUDGE_HEADERS)
-    else:
-        st.info("No model judge yet. Grade with one below, or import a model's grades as judgments of kind model.")
+    """List the model judges, then offer a prejudge run with a progress bar and its report. The list is read
+    after the run, into its place above the form, so a run's judge and grades show without a reload."""
+    listing = st.container()
     source = prejudge.key_source()
     with st.form("prejudge"):
         st.markdown("**Grade pairs with a model** (any OpenAI-compatible chat-completions endpoint: vLLM, llama.cpp "
@@ -55,6 +52,13 @@ def model_judges_tab(engine: Engine, project: Any, user: Any) -> None:
     if submitted:
         _run(engine, project, user, base_url.strip(), model.strip(), annotator.strip() or None,
              int(limit) or None, int(concurrency), float(timeout))
+    judges = judges_frame(engine, project.name)
+    with listing:
+        if len(judges):
+            views.table(judges, JUDGE_HEADERS)
+        else:
+            st.info("No model judge yet. Grade with one below, or import a model's grades as judgments of kind "
+                    "model.")
 
 
 def _run(engine: Engine, project: Any, user: Any, base_url: str, model: str, annotator: str | None,

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 from annotator.app.views import literal
 from db import evaluations
 from db.store import frames as queries_frames
-from eval_core.robustness import CONFIDENCE, DEFAULT_BOOTSTRAP, RobustnessReport
+from eval_core.robustness import CONFIDENCE, DEFAULT_BOOTSTRAP, Bootstrap, RobustnessReport
 
 TITLE = "Robustness under disagreement"
 TOGGLE = "Check whether the run order holds under disagreement"
@@ -57,9 +57,8 @@ def condition_table(report: RobustnessReport) -> pd.io.formats.style.Styler:
     return report.table().style.format(f"{{:.{DIGITS}f}}")
 
 
-def bootstrap_table(report: RobustnessReport) -> pd.DataFrame:
-    """Each run's mean and percentile interval over the bootstrap replicates."""
-    boot = report.bootstrap
+def bootstrap_table(report: RobustnessReport, boot: Bootstrap) -> pd.DataFrame:
+    """Each run's mean and percentile interval over the report's bootstrap replicates."""
     return pd.DataFrame({"Mean": [f"{boot.mean[r]:.{DIGITS}f}" for r in report.runs],
                          f"{CONFIDENCE:.0%} interval": [f"[{boot.interval[r][0]:.{DIGITS}f}, "
                                                         f"{boot.interval[r][1]:.{DIGITS}f}]" for r in report.runs]},
@@ -107,7 +106,7 @@ def robustness_section(engine: Engine, project: str) -> None:
         boot = report.bootstrap
         st.markdown(f"**Bootstrap over annotators per pair** ({boot.replicates} replicates, seed {boot.seed}, "
                     f"{boot.rule} rule)")
-        st.dataframe(bootstrap_table(report))
+        st.dataframe(bootstrap_table(report, boot))
         tau = "undefined" if boot.tau_mean is None else f"mean {boot.tau_mean:.3f}, lowest {boot.tau_min:.3f}"
         st.caption(f"τ with the {boot.rule} rule's ranking: {tau}; the same ranking in {boot.same_ranking:.0%} "
                    "of replicates.")

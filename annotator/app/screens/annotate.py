@@ -14,10 +14,13 @@ import streamlit as st
 
 from annotator.app import session as auth
 from annotator.app import state, views
+from annotator.app.components import context as views_context
 from db.judging import PairView, get_pair, next_pair, previous_pair, progress, record_judgment, undo_judgment
 from db.projects import ProjectInfo, current_guideline, get_project
 
 CANT_JUDGE_KEY = "X"
+FOCUS_KEY = "cant_judge_opened"  # how many times the reason field was opened in this session
+FOCUSED_KEY = "cant_judge_focused"  # the opening whose focus script was drawn
 
 
 def show(pair_id: int | None) -> None:
@@ -68,8 +71,23 @@ def clear_grade(username: str, view: PairView) -> None:
 
 
 def open_cant_judge() -> None:
-    """Show the reason field (the can't-judge key or button)."""
+    """Show the reason field (the can't-judge key or button), to be focused once it is drawn."""
     st.session_state["cant_judge_asked"] = True
+    st.session_state[FOCUS_KEY] = st.session_state.get(FOCUS_KEY, 0) + 1
+
+
+def focus_reason(pair_id: int) -> None:
+    """Put the keyboard in the reason field just opened, so keyboard-only grading goes on (type, Tab, Enter).
+    The field may be drawn after the script runs, so it is looked for a few times; the opening count in the
+    text makes each opening's script new (a script runs once per text)."""
+    opened = st.session_state.get(FOCUS_KEY)
+    if not opened or st.session_state.get(FOCUSED_KEY) == opened:
+        return
+    st.session_state[FOCUSED_KEY] = opened
+    selector = f".st-key-reason_{pair_id} input"
+    auth.page_script(f"(function f(n){{const e=document.querySelector('{selector}');"
+                     f"if(e){{e.focus();}}else if(n>0){{setTimeout(function(){{f(n-1);}},50);}}}})(100);"
+                     f" // open {opened}")
 
 
 def current_view(project: str, username: str) -> PairView | None:
@@ -146,13 +164,19 @@ def cant_judge_row(project: str, username: str, view: PairView) -> None:
         st.text_input("Why can't you judge this pair?", value=view.cant_judge_reason or "",
                       key=f"reason_{view.pair_id}")
         st.button("Save as can't judge", key="cant_judge", on_click=save_grade, args=(username, view, None))
+        focus_reason(view.pair_id)
 
 
 def pair_panel(project: ProjectInfo, username: str, view: PairView) -> None:
     """The query, the fragment, grade buttons, note, can't judge."""
     st.markdown(f"#### {views.literal(view.query_text)}")
     st.caption(f"Query {views.literal(view.query_external_id)} · pair {view.position} of {view.total}")
-    fragment_box(view)
+    if view.rejudge_version is not None:
+        st.warning(f"Re-judging under guideline v{view.rejudge_version}: a lead sent this pair back because it was "
+                   "graded under an older version. Read the guideline again and grade it as it says now; your new "
+                   "grade replaces the old one, which stays in the history.", icon=":material/replay:")
+    views_context.query_lines(state.engine(), project.name, view)
+    views_context.beside(state.engine(), project.name, view, fragment_box)
     if view.grade is not None:
         st.info(f"Your grade: {view.grade} · {views.literal(project.labels.get(view.grade, ''))}. "
                 "Press another grade to change it.")

@@ -5,6 +5,8 @@ Every string from the data (ids, texts, names, notes, reasons) is shown literall
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
@@ -15,39 +17,61 @@ from db import adjudication
 from db.store import frames as queries_frames
 
 SAVED_KEY = "adjudicate_saved"
+PAIR_LABEL = "Pair"
+ALL_QUERIES = "All queries"
+ALL_BOUNDARIES = "All boundaries"
 JUDGMENT_HEADERS = {"annotator": "Annotator", "grade": "Grade", "note": "Note", "cant_judge_reason": "Can't judge because",
                     "guideline": "Guideline version", "seconds_spent": "Seconds", "revision": "Revision",
                     "updated_at": "Updated"}
 HISTORY_HEADERS = {"action": "Action", "annotator": "Annotator", "old_grade": "Old grade", "new_grade": "New grade",
                    "old_note": "Old note", "new_note": "New note", "at": "When"}
 
+
+def queue_label(row: Any) -> str:
+    """One dispute in the picker: query · fragment · spread and every person's grade."""
+    return (f"{row.query_id} · {row.fragment_id} · spread {row.spread} · {row.grades}"
+            + (" · adjudicated" if row.adjudicated else ""))
+
+
 engine, user = views.lead_page("Adjudication")
 project = views.pick_project(engine)
 if project is None:
     st.stop()
 
-judgments, report = views_agreement.project_agreement(engine, project)
-queue = views_agreement.disputed_pairs(report)
-chosen = st.session_state.get(views_agreement.ADJUDICATE_KEY)
-if chosen and all(views_agreement.pair_key(chosen) != views_agreement.pair_key(p) for p in queue):
-    queue = [chosen, *queue]
-if not queue:
+judgments, _ = views_agreement.project_agreement(engine, project)
+decided = queries_frames.adjudications_frame(engine, project.name)
+done = set(zip(decided["query_id"].astype(str), decided["fragment_id"].astype(str), strict=True))
+every = adjudication.disputes_of(judgments, done) if not judgments.empty else pd.DataFrame(
+    columns=adjudication.DISPUTE_COLUMNS)
+if every.empty:
     st.success("No disputed pairs: nothing to adjudicate.")
     st.stop()
 
-decided = queries_frames.adjudications_frame(engine, project.name)
-done = set(zip(decided["query_id"].astype(str), decided["fragment_id"].astype(str), strict=True))
-labels = [views_agreement.disputed_label(p) + (" · adjudicated" if views_agreement.pair_key(p) in done else "") for p in queue]
-index = next((i for i, p in enumerate(queue) if chosen and views_agreement.pair_key(p) == views_agreement.pair_key(chosen)), 0)
-st.caption(f"{len(queue)} disputed pair(s), largest spread first; {len(done)} pair(s) adjudicated so far.")
+low, high = views.scale_of(project)
+left, right = st.columns(2)
+query_filter = left.selectbox("Query", [ALL_QUERIES, *sorted(every["query_id"].unique())])
+boundaries = {f"{b}|{b + 1}": b for b in range(low, high)}
+boundary_filter = right.selectbox("Grade boundary", [ALL_BOUNDARIES, *boundaries],
+                                  help="b|b+1 keeps the pairs someone graded b or lower and someone else above b.")
+queue = adjudication.filter_disputes(every, None if query_filter == ALL_QUERIES else query_filter,
+                                     boundaries.get(boundary_filter))
+current = st.session_state.get(views_agreement.ADJUDICATE_KEY)
+n_open = int((~every["adjudicated"].astype(bool)).sum())
+st.caption(f"{len(every)} disputed pair(s) among people (human grades differ; model judges never count), "
+           f"{n_open} open; showing {len(queue)}, largest spread first. {len(done)} pair(s) adjudicated so far.")
 if SAVED_KEY in st.session_state:
     st.success(views.literal(st.session_state.pop(SAVED_KEY)))
-label = st.selectbox("Pair", labels, index=index)
-pair = queue[labels.index(label)]
-st.session_state[views_agreement.ADJUDICATE_KEY] = pair
+if queue.empty:
+    st.info("No disputed pair matches these filters.")
+    st.stop()
+ids = [int(i) for i in queue["pair_id"]]
+labels = [queue_label(row) for row in queue.itertuples()]
+index = ids.index(current) if current in ids else 0
+label = st.selectbox(PAIR_LABEL, labels, index=index)
+pair_id = ids[labels.index(label)]
+st.session_state[views_agreement.ADJUDICATE_KEY] = pair_id
 
-detail = adjudication.pair_detail(engine, project.name, views_agreement.pair_id_of(engine, project.name, pair),
-                                  username=user.username)
+detail = adjudication.pair_detail(engine, project.name, pair_id, username=user.username)
 query, fragment = detail["query"], detail["fragment"]
 st.markdown("**Query**")
 st.text(f"{query['id']} ({query['category'] or 'no category'}): {query['text']}")
@@ -80,7 +104,12 @@ with st.form("adjudicate"):
             st.error("Give a reason: it is recorded with the grade and shown in the release.")
         else:
             with user_errors("Not saved"):
-                adjudication.adjudicate(engine, detail["pair_id"], int(grade), reason.strip(), actor=user.username)
-                st.session_state[SAVED_KEY] = (f"Final grade {grade} saved for "
-                                               f"{views_agreement.disputed_label(pair)}.")
+                adjudication.adjudicate(engine, pair_id, int(grade), reason.strip(), actor=user.username)
+                after = queue.assign(adjudicated=queue["adjudicated"].astype(bool) | (queue["pair_id"] == pair_id))
+                following = adjudication.next_open(after, pair_id)
+                st.session_state[SAVED_KEY] = (
+                    f"Final grade {grade} saved for {query['id']} · {fragment['id']}. "
+                    + ("Every dispute shown is decided." if following is None else "Next open dispute:"))
+                if following is not None:
+                    st.session_state[views_agreement.ADJUDICATE_KEY] = following
                 st.rerun()

@@ -10,6 +10,7 @@ import streamlit as st
 from annotator.app import views
 from annotator.app.components import charts
 from annotator.app.components import evaluate as views_evaluate
+from annotator.app.components import reliability as views_reliability
 from annotator.app.components import robustness as views_robustness
 from annotator.app.views import literal
 from db import evaluations, releases
@@ -137,7 +138,9 @@ if others:
 st.subheader(f"Drops at release {version}")
 alerts = evaluations.drop_alerts(engine, project.name, version)
 st.caption("One alert per stored run and headline metric that fell below the 95% CI of the run's previous "
-           "evaluated release (stored evaluations count grades ≥ 1 as relevant).")
+           "evaluated release, saying whether the run fell on the queries both releases label alike or the golden "
+           "set changed (queries added, removed, relabelled); an interval of zero width raises none. Stored "
+           f"evaluations count grades ≥ {relevant_from((low, high))} as relevant.")
 for alert in alerts:
     st.warning(views_evaluate.alert_text(alert), icon=":material/trending_down:")
 if not alerts:
@@ -154,3 +157,4 @@ if run_name is not None:
         st.altair_chart(charts.run_history_chart(history, metric), width="stretch")
 
 views_robustness.robustness_section(engine, project.name)
+views_reliability.reliability_section(engine, project.name, version)

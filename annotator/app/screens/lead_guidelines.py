@@ -10,10 +10,16 @@ import difflib
 import streamlit as st
 
 from annotator.app import views
+from annotator.app.errors import user_errors
 from db import adjudication, projects
+from db.accounts import users
 
 REJUDGE_HEADERS = {"query_id": "Query", "fragment_id": "Fragment", "annotator": "Annotator", "grade": "Grade",
-                   "guideline": "Judged under version", "current": "Current version"}
+                   "guideline": "Judged under version", "current": "Current version",
+                   "sent": "Sent back for re-judging"}
+ALL_QUERIES = "every listed query"
+OWN_ANNOTATORS = "the annotators who judged them"
+SENT_KEY = "rejudge_sent"
 
 engine, user = views.lead_page("Guidelines")
 project = views.pick_project(engine)
@@ -58,8 +64,30 @@ with st.form("edit-guideline"):
 
 st.subheader("Re-judge queue")
 queue = adjudication.rejudge_queue(engine, project.name)
+if SENT_KEY in st.session_state:
+    st.success(st.session_state.pop(SENT_KEY))
 if len(queue):
-    st.caption(f"{len(queue)} judgment(s) made under an older guideline version.")
+    st.caption(f"{len(queue)} judgment(s) made under an older guideline version; "
+               f"{int(queue['sent'].sum())} of them sent back and not re-judged yet.")
     views.table(queue, REJUDGE_HEADERS, width="stretch")
+    people = [u.username for u in users.list_users(engine) if u.active and u.kind == "human" and u.can_login]
+    with st.form("rejudge"):
+        st.markdown(f"**Send back for re-judging under version {numbers[-1]}**")
+        left, right = st.columns(2)
+        which = left.selectbox("Pairs", [ALL_QUERIES, *sorted(queue["query_id"].unique())],
+                               format_func=lambda q: q if q == ALL_QUERIES else f"the pairs of query {q}")
+        to = right.multiselect("Send to", people, placeholder=OWN_ANNOTATORS,
+                               help="Empty: each pair goes back to the annotators who judged it under the older "
+                                    "version. Named people get every chosen pair.")
+        st.caption("Each person then finds the pairs in their queue, marked as re-judging under the new version; "
+                   "the new grade replaces the current one and the old stays in the history.")
+        if st.form_submit_button("Send back for re-judging"):
+            chosen = queue if which == ALL_QUERIES else queue[queue["query_id"] == which]
+            with user_errors("Not sent"):
+                opened = adjudication.send_for_rejudging(engine, project.name, sorted(set(chosen["pair_id"])),
+                                                         to=to or None, actor=user.username)
+                st.session_state[SENT_KEY] = (f"{opened} assignment(s) reopened for re-judging under version "
+                                              f"{numbers[-1]}.")
+                st.rerun()
 else:
     st.success("Every judgment was made under the current guideline.")

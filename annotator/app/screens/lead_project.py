@@ -18,10 +18,12 @@ from eval_core.judging_order import ORDER_NAMES, ORDERS
 IMPORTERS = imports.IMPORT_KINDS
 BM25_MODES = ("top-k for queries no run covers", "top-N for every query", "off")
 IMPORT_HELP = {
-    "queries": "JSONL/CSV with id, text (+ category), or BEIR queries.jsonl",
-    "fragments": "JSONL/CSV with id, text (+ doc_id, title), or BEIR corpus.jsonl",
+    "queries": "JSONL/CSV with id, text (+ category), BEIR queries.jsonl, MS MARCO qid<TAB>text, or TREC topics",
+    "fragments": "JSONL/CSV with id, text (+ doc_id, chunk, title), BEIR corpus.jsonl, Pyserini (id, contents), "
+                 "ir_datasets (doc_id, text), or MS MARCO pid<TAB>text; gzipped or not",
     "run": "TREC run (qid Q0 docid rank score tag), JSONL or CSV",
-    "judgments": "CSV/JSONL with query_id, fragment_id, annotator, grade[, note], or a release JSONL",
+    "judgments": "CSV/JSONL with query_id, fragment_id, annotator, grade[, note], a release JSONL, or TREC / BEIR "
+                 "qrels with the annotator whose grades they are",
 }
 PROGRESS_HEADERS = {"username": "Annotator", "progress": "Progress", "assigned": "Assigned", "done": "Done",
                     "judged": "Judged (all)", "median_seconds": "Median s/pair", "last_active": "Last active"}
@@ -59,9 +61,10 @@ st.caption(views.project_caption(project))
 with st.expander("Grade names"), st.form("grade-names"):
     st.caption("What annotators read on the grade buttons (each grade keeps its number and key). Renaming "
                "changes no judgment.")
-    fields = st.columns(len(project.labels))
-    names = {g: field.text_input(f"Grade {g}", value=label, key=f"grade-name-{project.name}-{g}")
-             for field, (g, label) in zip(fields, project.labels.items(), strict=True)}
+    # One full-width field per grade: side by side, a name of MAX_LABEL_CHARS was cut off in its box.
+    names = {g: st.text_input(f"Grade {g}", value=label, key=f"grade-name-{project.name}-{g}",
+                              max_chars=projects.MAX_LABEL_CHARS)
+             for g, label in project.labels.items()}
     if st.form_submit_button("Save grade names"):
         with user_errors("Not saved"):
             project = projects.set_grade_labels(engine, project.name, names, actor=user.username)
@@ -75,8 +78,16 @@ with import_tab:
     st.caption(IMPORT_HELP[kind])
     upload = st.file_uploader("File", key=f"upload-{kind}")
     run_name = st.text_input("Run name", placeholder="defaults to the file name") if kind == "run" else ""
-    judges, bad_kind = imports.AnnotatorKind(), None
+    judges, bad_kind, source = imports.AnnotatorKind(), None, imports.JudgmentsSource()
     if kind == "judgments":
+        c1, c2 = st.columns(2)
+        qrels_by = c1.text_input("Qrels graded by", placeholder="for TREC or BEIR qrels: their annotator, e.g. nist")
+        judge_groups = c2.checkbox("Multi-judge qrels (qrels_jg): one annotator per judge group")
+        try:
+            source = imports.JudgmentsSource(qrels_by.strip() or None, "jg" if judge_groups else None)
+        except ValueError as exc:
+            bad_kind = exc
+            st.error(views.literal(exc))
         annotator_kind = st.radio("The file's annotators are", [None, *ANNOTATOR_KINDS], format_func=KIND_NAMES.get,
                                   horizontal=True)
         if annotator_kind == "human":
@@ -97,7 +108,8 @@ with import_tab:
                     report = imports.import_run(engine, project.name, path, name=run_name.strip() or None,
                                                 actor=user.username)
                 elif kind == "judgments":
-                    report = imports.import_judgments(engine, project.name, path, actor=user.username, judges=judges)
+                    report = imports.import_judgments(engine, project.name, path, actor=user.username, judges=judges,
+                                                      source=source)
                 else:
                     report = IMPORTERS[kind](engine, project.name, path, actor=user.username)
             except imports.ImportRejected as exc:

@@ -29,7 +29,10 @@ def run_migrations_online() -> None:
         with context.begin_transaction():
             context.run_migrations()
         return
-    engine = create_engine(context.config.get_main_option("sqlalchemy.url"))
+    url = context.config.get_main_option("sqlalchemy.url")
+    if url is None:
+        raise RuntimeError("no connection passed in and no sqlalchemy.url configured")
+    engine = create_engine(url)
     with engine.connect() as conn:
         _configure(conn)
         with context.begin_transaction():

@@ -12,7 +12,7 @@ attempts are recorded per account name and per client so repeated failures back 
 from __future__ import annotations
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 revision = '0003'

@@ -20,10 +20,20 @@ down_revision = '0003'
 branch_labels = None
 depends_on = None
 
+# The default grade names as of this revision, frozen here (never read from today's db.projects): the bundled
+# 0-3 guideline's names, "Grade g" on any other scale.
+NAMES_0_3 = {"0": "Not relevant", "1": "Related / mentioned in passing", "2": "Answers partially / essential context",
+             "3": "Answers fully"}
+
+
+def _default_labels(low: int, high: int) -> dict[str, str]:
+    """The JSON stored in projects.grade_labels for a project on the scale low-high."""
+    if (low, high) == (0, 3):
+        return dict(NAMES_0_3)
+    return {str(g): f"Grade {g}" for g in range(low, high + 1)}
+
 
 def upgrade() -> None:
-    from db.projects import default_labels, stored_labels
-
     with op.batch_alter_table('projects', schema=None) as batch_op:
         batch_op.add_column(sa.Column('grade_labels', sa.JSON(), nullable=True))
     with op.batch_alter_table('guidelines', schema=None) as batch_op:
@@ -35,7 +45,7 @@ def upgrade() -> None:
     conn = op.get_bind()
     for pid, low, high in conn.execute(sa.select(projects.c.id, projects.c.scale_min, projects.c.scale_max)).all():
         conn.execute(projects.update().where(projects.c.id == pid)
-                     .values(grade_labels=stored_labels(default_labels((low, high)))))
+                     .values(grade_labels=_default_labels(low, high)))
 
 
 def downgrade() -> None:

@@ -6,13 +6,13 @@ Create Date: 2026-11-30
 
 The order an annotator's assigned pairs are served in is a project setting: the pool order (as before, the
 default for existing projects), MoveToFront or a Bayesian bandit over the pooled runs, or model-uncertain
-first. A CHECK constraint keeps it to the names eval_core.judging_order.ORDER_NAMES knows.
+first. A CHECK constraint keeps it to the order names of this revision (frozen below).
 """
 
 from __future__ import annotations
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 revision = '0005'
@@ -20,10 +20,12 @@ down_revision = '0004'
 branch_labels = None
 depends_on = None
 
+# The judging orders known at this revision, frozen here (never read from today's eval_core.judging_order).
+ORDER_NAMES = ("pool", "move-to-front", "bandit", "bandit-max-mean", "model-uncertain")
+DEFAULT_ORDER = "pool"
+
 
 def upgrade() -> None:
-    from eval_core.judging_order import DEFAULT_ORDER, ORDER_NAMES
-
     check = f"queue_order IN ({', '.join(repr(name) for name in ORDER_NAMES)})"
     if op.get_bind().dialect.name == "sqlite":
         # ADD COLUMN with an inline CHECK: a batch rebuild would drop `projects`, which foreign keys refuse

@@ -5,7 +5,7 @@ Revises: 0005
 Create Date: 2026-11-30
 
 An annotator is a person ('human', every existing account) or a model judge ('model': model name, prompt
-version, parameters); CHECK constraints keep the kind to eval_core.io.judgments.ANNOTATOR_KINDS and the model
+version, parameters); CHECK constraints keep the kind to the two kinds (frozen below) and the model
 name and prompt version to model judges. Every judgment and history row can carry the prompt version that produced it (NULL
 for people). judge_calls keeps a model's graded answer per (pair, model, prompt version, inputs), so a second
 run asks nothing twice.
@@ -14,7 +14,7 @@ run asks nothing twice.
 from __future__ import annotations
 
 import sqlalchemy as sa
-import sqlmodel
+import sqlmodel.sql.sqltypes
 from alembic import op
 
 revision = '0006'
@@ -22,12 +22,11 @@ down_revision = '0005'
 branch_labels = None
 depends_on = None
 
+ANNOTATOR_KINDS = ("human", "model")  # frozen at this revision (never read from today's eval_core)
 MODEL_FIELDS = "kind = 'model' OR (model_name IS NULL AND prompt_version IS NULL)"
 
 
 def upgrade() -> None:
-    from eval_core.io.judgments import ANNOTATOR_KINDS
-
     kinds = f"kind IN ({', '.join(repr(k) for k in ANNOTATOR_KINDS)})"
     if op.get_bind().dialect.name == "sqlite":
         # ADD COLUMN with inline CHECKs: a batch rebuild would drop `users`, which foreign keys refuse

@@ -1,0 +1,59 @@
+"""Agreement-page section "Against the control pairs": each annotator's accuracy and weighted κ against the
+settled grades (with CIs over queries), by guideline version, and the drift alerts — beside the human–human
+agreement above it (user strings literal)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy.engine import Engine
+
+from annotator.app.views import literal
+from db.control import list_controls, project_control_report
+from db.store import frames as queries_frames
+from eval_core.agreement.control import ControlReport, ControlScore
+
+TITLE = "Against the control pairs"
+APP_BOOTSTRAP = 200
+
+
+@st.cache_data(ttl=600, max_entries=8, show_spinner=False)
+def _report(_engine: Engine, url: str, project: str, judged: tuple[int, int], controls: int) -> ControlReport:
+    """The store's control report, recomputed when a judgment or the control pairs change."""
+    return project_control_report(_engine, project, replicates=APP_BOOTSTRAP)
+
+
+def score_table(scores: list[ControlScore], group: str | None = None) -> pd.DataFrame:
+    """One row per annotator (and group): pairs, queries, accuracy and κ with their CIs."""
+    rows = {"Annotator": [literal(s.annotator) for s in scores]}
+    if group:
+        rows[group] = [literal(s.group) for s in scores]
+    rows |= {"Pairs": [str(s.pairs) for s in scores], "Queries": [str(s.queries) for s in scores],
+             "Accuracy": [s.accuracy.text() for s in scores], "κ": [s.kappa.text() for s in scores]}
+    return pd.DataFrame(rows)
+
+
+def control_section(engine: Engine, project: str) -> None:
+    """The section: the drift alerts, then each annotator against the control grades and by guideline."""
+    st.subheader(TITLE)
+    every, controls = list_controls(engine, project)
+    if not controls:
+        st.caption("No control pairs: turn an adjudicated release's pairs into control pairs with "
+                   "`qrelkit control set --project P --release N --rate 1/20`.")
+        return
+    report = _report(engine, str(engine.url), project, queries_frames.judgments_fingerprint(engine, project),
+                     len(controls))
+    rate = f"one in every {every} of each annotator's pairs" if every else "not served (no rate set)"
+    st.caption(f"{len(controls)} control pairs, {rate}, served like any pair. {report.weights.capitalize()}-"
+               f"weighted κ on the full scale; 95% CIs from a bootstrap over queries; only grades given after "
+               "a pair became a control count.")
+    for alert in report.alerts:
+        st.warning(literal(f"Drift: {alert.sentence}"))
+    if not report.per_annotator:
+        for note in report.notes:
+            st.caption(literal(note))
+        return
+    st.dataframe(score_table(report.per_annotator), hide_index=True)
+    if report.by_guideline:
+        st.markdown("**By guideline version**")
+        st.dataframe(score_table(report.by_guideline, "Guideline"), hide_index=True)

@@ -1,0 +1,147 @@
+"""`qrelkit control`: control pairs — settled grades served blind among each annotator's pairs — set from an
+adjudicated release or by hand, listed, and each annotator measured against them; and the `--control` file
+option of `qrelkit agreement`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from annotator.cli.common import db_option, print_json, store_engine
+
+if TYPE_CHECKING:
+    from eval_core.agreement.control import ControlReport, ControlScore
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `control` (set, add, list, report) to the `qrelkit` parser."""
+    p = subparsers.add_parser("control", help="control pairs: settled grades served blind to check annotators",
+                              description="Control pairs are pairs with a settled grade, served to annotators "
+                                          "like any pair at a rate (e.g. 1/20 of each annotator's pairs).")
+    sub = p.add_subparsers(dest="control_command", metavar="ACTION", required=True)
+    s = sub.add_parser("set", help="make every adjudicated pair of a release a control pair and serve them")
+    db_option(s)
+    s.add_argument("--project", required=True)
+    s.add_argument("--release", required=True, help="the release whose adjudicated pairs become control pairs")
+    s.add_argument("--rate", required=True, help="one control pair in every N of an annotator's pairs: 1/20, "
+                                                 "0.05 or 20")
+    s.set_defaults(func=cmd_set)
+    a = sub.add_parser("add", help="make one pair a control pair with a grade and a reason")
+    db_option(a)
+    a.add_argument("--project", required=True)
+    a.add_argument("query", metavar="QUERY_ID")
+    a.add_argument("fragment", metavar="FRAGMENT_ID")
+    a.add_argument("grade", type=int, metavar="GRADE")
+    a.add_argument("--reason", required=True, help="why this grade is settled (shown to leads)")
+    a.add_argument("--rate", help="also set the rate (1/20, 0.05 or 20)")
+    a.set_defaults(func=cmd_add)
+    ls = sub.add_parser("list", help="the project's control pairs and rate")
+    db_option(ls)
+    ls.add_argument("--project", required=True)
+    ls.add_argument("--format", choices=["table", "json"], default="table")
+    ls.set_defaults(func=cmd_list)
+    r = sub.add_parser("report", help="each annotator's accuracy and κ against the control grades")
+    db_option(r)
+    r.add_argument("--project", required=True)
+    r.add_argument("--bootstrap", type=int, default=1000, help="query-clustered bootstrap replicates (0: no CIs)")
+    r.add_argument("--format", choices=["table", "json"], default="table")
+    r.set_defaults(func=cmd_report)
+
+
+def _served(served: dict[str, int]) -> str:
+    """`ann1 3, ann2 3` or `no annotator` for a report's served counts."""
+    return ", ".join(f"{who} {n}" for who, n in sorted(served.items())) or "no annotator"
+
+
+def cmd_set(args: argparse.Namespace) -> int:
+    """Make a release's adjudicated pairs control pairs and serve them."""
+    from db.accounts.permissions import OPERATOR
+    from db.control import controls_from_release
+
+    report = controls_from_release(store_engine(args), args.project, args.release, args.rate, actor=OPERATOR)
+    print(f"{report.added} new control pair(s); one in every {report.every} pairs; served to: "
+          f"{_served(report.served)}")
+    return 0
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    """Make one pair a control pair."""
+    from db.accounts.permissions import OPERATOR
+    from db.control import add_control
+
+    report = add_control(store_engine(args), args.project, args.query, args.fragment, args.grade, args.reason,
+                         args.rate, actor=OPERATOR)
+    rate = f"one in every {report.every} pairs" if report.every else "no rate set yet (--rate): not served"
+    print(f"{report.added} new control pair(s); {rate}; served to: {_served(report.served)}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """Print the control pairs."""
+    from db.control import list_controls
+
+    every, controls = list_controls(store_engine(args), args.project)
+    if args.format == "json":
+        print_json({"every": every, "controls": [c.__dict__ for c in controls]})
+        return 0
+    print(f"{len(controls)} control pair(s); " + (f"one in every {every} pairs" if every else "not served"))
+    for c in controls:
+        source = f"release {c.release}" if c.release else "set by hand"
+        print(f"{c.query_id}\t{c.fragment_id}\t{c.grade}\t{source}\t{c.reason}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Print each annotator against the control grades."""
+    from db.control import project_control_report
+
+    report = project_control_report(store_engine(args), args.project, replicates=args.bootstrap)
+    if args.format == "json":
+        print_json(report.to_dict())
+    else:
+        sys.stdout.write(format_control(report))
+    return 0
+
+
+def read_control(path: str, judgments: object, args: argparse.Namespace) -> ControlReport:
+    """`qrelkit agreement … --control FILE`: the judgments against a control qrels file (grades written as gains,
+    grade − LOW, as qrelkit's TREC exports write them)."""
+    import pandas as pd
+
+    from eval_core.agreement.control import control_report
+    from eval_core.io.formats import read_qrels
+
+    qrels = read_qrels(path)
+    low = args.scale[0]
+    control = pd.DataFrame({"query_id": qrels["query_id"], "fragment_id": qrels["doc_id"],
+                            "grade": qrels["grade"] + low})
+    high = args.scale[1]
+    outside = control[(control["grade"] < low) | (control["grade"] > high)]
+    if len(outside):
+        row = outside.iloc[0]
+        raise ValueError(f"{path}: control grade {int(row['grade']) - low} of ({row['query_id']}, "
+                         f"{row['fragment_id']}) is outside the scale {low}-{high} (written as grade − {low})")
+    assert isinstance(judgments, pd.DataFrame)
+    return control_report(judgments, control, args.scale, replicates=args.bootstrap, seed=args.seed,
+                          threshold=args.threshold)
+
+
+def _row(s: ControlScore) -> str:
+    """One annotator (or group) line."""
+    group = f" {s.group}" if s.group else ""
+    return (f"  {s.annotator}{group}: {s.pairs} pairs over {s.queries} queries; accuracy {s.accuracy.text()}; "
+            f"κ {s.kappa.text()}")
+
+
+def format_control(report: ControlReport) -> str:
+    """Each annotator against the control grades, by guideline and over time, and the drift alerts."""
+    lines = [f"against the control grades ({report.weights}-weighted κ, 95% CIs over queries):"]
+    lines += [_row(s) for s in report.per_annotator]
+    if report.by_guideline:
+        lines += ["by guideline version:", *(_row(s) for s in report.by_guideline)]
+    if report.over_time:
+        lines += ["over time:", *(_row(s) for s in report.over_time)]
+    lines += [f"DRIFT: {a.sentence}" for a in report.alerts]
+    lines += [f"note: {n}" for n in report.notes]
+    return "\n".join(lines) + "\n"
