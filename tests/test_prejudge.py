@@ -457,7 +457,7 @@ def test_import_model_judgments(engine, store_url, judged_project, tmp_path, cap
     path = _write_lines(tmp_path / "umbrela.jsonl", [{"query_id": q, "fragment_id": f, "grade": g,
                                                       "annotator": "umbrela"} for (q, f), g in grades.items()])
     assert main(["import", "judgments", path, "--project", "demo", "--annotator-kind", "model", "--model",
-                 "gpt-4o", "--prompt-version", "umbrela-v1", "--db", store_url, "--format", "json"]) == 0
+                 "gpt-4o", "--prompt-version", "umbrela-v1", "--db", store_url, "--report-format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["created"] == 3
     assert _model_grades(engine, "umbrela") == grades
     frame = judgments_frame(engine, "demo")

@@ -16,7 +16,7 @@ from db.store.schema import current_revision, head_revision
 
 def main(argv: list[str]) -> int:
     """`qrelkit ARGV --format json`: these tests read the reports' JSON (the default output is a summary)."""
-    return cli_main([*argv, "--format", "json"])
+    return cli_main([*argv, "--report-format" if argv[0] == "import" else "--format", "json"])
 
 
 def _json(capsys) -> object:

@@ -36,7 +36,7 @@ def _cli(url, *args) -> int:
 
 def _json_cli(url, *args) -> int:
     """`_cli` with `--format json`, for commands whose report a test reads."""
-    return main([*args, "--db", url, "--format", "json"])
+    return main([*args, "--db", url, "--report-format" if args[0] == "import" else "--format", "json"])
 
 
 def _corpus(url, project, tmp_path) -> None:

@@ -17,15 +17,16 @@ def print_json(data: object) -> None:
     print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
-def report_option(parser: argparse.ArgumentParser) -> None:
-    """--format text|json: a readable summary by default, the report's JSON (its shape kept) for machines."""
-    parser.add_argument("--format", choices=("text", "json"), default="text",
+def report_option(parser: argparse.ArgumentParser, flag: str = "--format") -> None:
+    """--format text|json (`import`, whose --format is the file's layout: --report-format): a readable summary
+    by default, the report's JSON (its shape kept) for machines."""
+    parser.add_argument(flag, dest="report", choices=("text", "json"), default="text",
                         help="text (default): a readable summary; json: the full report for scripts")
 
 
 def emit(args: argparse.Namespace, data: object) -> None:
     """Print a command's report: JSON with --format json, else the same data as readable indented lines."""
-    if getattr(args, "format", "text") == "json":
+    if getattr(args, "report", "text") == "json":
         print_json(data)
     else:
         print("\n".join(readable(data)))

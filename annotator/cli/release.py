@@ -11,7 +11,15 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from annotator.cli.common import LazyChoices, db_option, emit, report_option, stage_bar, store_engine
+from annotator.cli.common import (
+    LazyChoices,
+    db_option,
+    emit,
+    print_json,
+    report_option,
+    stage_bar,
+    store_engine,
+)
 
 CHANGED_LISTED = 20
 
@@ -125,7 +133,7 @@ def cmd_evaluate_run(args: argparse.Namespace) -> int:
 
     result, _ = evaluate_stored_run(store_engine(args), args.project, args.run_name, args.release)
     if args.format == "json":
-        emit(args, result.to_dict())
+        print_json(result.to_dict())
     else:
         width = max(map(len, result.mean), default=0)
         for metric, value in result.mean.items():

@@ -217,5 +217,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--prompt-version", help="judgments of model judges: the prompt version stamped on their grades "
                                             "(default: the file's prompt_version column)")
     db_option(p)
-    report_option(p)
+    report_option(p, "--report-format")
     p.set_defaults(func=cmd_import)
