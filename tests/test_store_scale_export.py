@@ -199,10 +199,9 @@ def test_consensus_on_the_exports_gives_the_release_byte_for_byte(engine, store_
     create_release(engine, "p", actor=OPERATOR)
     judgments = released / "judgments.jsonl"
     assert _cli(store_url, "export", "--project", "p", "--judgments", "--format", "jsonl", "-o", str(judgments)) == 0
-    # The adjudications export's shape (written by `qrelkit export --adjudications`).
-    adjudications = _write(released / "adjudications.jsonl", json.dumps(
-        {"query_id": "q2", "fragment_id": "f1", "grade": 4, "reason": "the lead read it", "lead": "boss",
-         "decided_at": "2026-12-01T00:00:00+00:00"}) + "\n")
+    adjudications = released / "adjudications.jsonl"
+    assert _cli(store_url, "export", "--project", "p", "--adjudications", "-o", str(adjudications)) == 0
+    assert json.loads(adjudications.read_text())["grade"] == 4
     for fmt in ("trec", "beir"):
         release = _export(store_url, released, fmt).read_bytes()
         out = released / f"consensus.{fmt}"
