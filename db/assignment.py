@@ -20,15 +20,21 @@ from eval_core.vocab import AnnotatorKind
 
 @dataclass
 class AssignReport:
-    """What one assignment pass did: new assignments per annotator and pairs still short of annotators."""
+    """What one assignment pass did: new assignments per annotator; of the pairs asked to have the full overlap
+    (`pairs_asked_overlap`), how many will have it in people's grades and assignments (`pairs_with_overlap`);
+    the pairs that will still have fewer than they were asked (`pairs_short`); named annotators who cannot log
+    in (no password yet), whose new assignments wait for one."""
 
     created: int = 0
     pairs_topped_up: int = 0
     per_annotator: dict[str, int] = field(default_factory=dict)
     overlap: int = 2
     fraction: float = 1.0
+    pairs_asked_overlap: int = 0
     pairs_with_overlap: int = 0
     pairs_total: int = 0
+    pairs_short: int = 0
+    cannot_log_in: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """JSON-able form for the CLI and the app."""
@@ -51,14 +57,18 @@ def overlap_sample(pair_ids: np.ndarray, fraction: float, seed: int) -> np.ndarr
     return mask
 
 
-def _annotators(session: Session, names: list[str] | None) -> list[tuple[int, str]]:
-    """(id, username) of the chosen annotators: the named active users, or every active human annotator (a model
-    judge grades by `qrelkit prejudge`, never from a queue)."""
+def _annotators(session: Session, names: list[str] | None) -> list[tuple[int, str, bool]]:
+    """(id, username, can log in) of the chosen annotators: the named active users, or every active human
+    annotator who can log in (an account a judgments import created has no password and could never open its
+    queue; a model judge grades by `qrelkit prejudge`, never from a queue)."""
     if names is None:
         rows = session.execute(select(User.id, User.username).where(User.role == "annotator", User.active,
-                                                                    User.kind == AnnotatorKind.HUMAN).order_by(User.id)).all()
-        return [(r.id, r.username) for r in rows]
-    rows = {r.username: r for r in session.execute(select(User.id, User.username, User.active, User.kind)
+                                                                    User.kind == AnnotatorKind.HUMAN,
+                                                                    User.password_hash.is_not(None))
+                               .order_by(User.id)).all()
+        return [(r.id, r.username, True) for r in rows]
+    rows = {r.username: r for r in session.execute(select(User.id, User.username, User.active, User.kind,
+                                                          User.password_hash.is_not(None).label("can_login"))
                                                    .where(User.username.in_(names))).all()}
     unknown = [n for n in names if n not in rows]
     if unknown:
@@ -69,7 +79,23 @@ def _annotators(session: Session, names: list[str] | None) -> list[tuple[int, st
     inactive = [n for n in names if not rows[n].active]
     if inactive:
         raise ValueError(f"inactive user(s) cannot be assigned: {', '.join(inactive)}")
-    return [(rows[n].id, n) for n in dict.fromkeys(names)]
+    return [(rows[n].id, n, bool(rows[n].can_login)) for n in dict.fromkeys(names)]
+
+
+def _counted(session: Session, project_id: int) -> dict[int, set[int]]:
+    """Per pair, the people who count towards its overlap: every person (not a model judge) who graded it, and
+    every active person able to log in who holds its assignment (an assignment to an account that cannot log
+    in, or a deactivated one, will never be judged)."""
+    have: dict[int, set[int]] = defaultdict(set)
+    for pid, uid in session.execute(select(Judgment.pair_id, Judgment.user_id).join(User, User.id == Judgment.user_id)
+                                    .where(Judgment.project_id == project_id, User.kind == "human")).all():
+        have[pid].add(uid)
+    for pid, uid in session.execute(select(Assignment.pair_id, Assignment.user_id)
+                                    .join(User, User.id == Assignment.user_id)
+                                    .where(Assignment.project_id == project_id, User.kind == "human", User.active,
+                                           User.password_hash.is_not(None))).all():
+        have[pid].add(uid)
+    return have
 
 
 def assign(engine: Engine, project: str, overlap: int | None = None, fraction: float | None = None,
@@ -86,33 +112,35 @@ def assign(engine: Engine, project: str, overlap: int | None = None, fraction: f
             raise ValueError(f"overlap must be at least 1, got {n}")
         if not 0 < frac <= 1:
             raise ValueError(f"fraction must be in (0, 1], got {frac}")
-        people = _annotators(session, annotators)
+        chosen = _annotators(session, annotators)
+        people = [(uid, name) for uid, name, _ in chosen]
         if len(people) < n:
-            raise ValueError(f"overlap {n} needs at least {n} annotators, found {len(people)}"
+            raise ValueError(f"overlap {n} needs at least {n} annotators who can log in, found {len(people)}"
                              + (f" ({', '.join(u for _, u in people)})" if people else ""))
-        report = AssignReport(overlap=n, fraction=frac)
+        report = AssignReport(overlap=n, fraction=frac, cannot_log_in=[u for _, u, ok in chosen if not ok])
         rows = session.execute(select(Pair.id, Pair.query_id).where(Pair.project_id == proj.id)
                                .order_by(Pair.query_id, Pair.best_rank.is_(None), Pair.best_rank, Pair.id)).all()
         pair_ids = np.array([r.id for r in rows], dtype=np.int64)
         full = overlap_sample(pair_ids, frac, seed)
-        report.pairs_total, report.pairs_with_overlap = len(rows), int(full.sum())
-        have: dict[int, set[int]] = defaultdict(set)
+        report.pairs_total, report.pairs_asked_overlap = len(rows), int(full.sum())
+        have = _counted(session, proj.id)
+        held: dict[int, set[int]] = defaultdict(set, {pid: set(users) for pid, users in have.items()})
         next_pos: dict[int, int] = defaultdict(int)
         load: dict[int, int] = defaultdict(int)
         for pid, uid, pos in session.execute(select(Assignment.pair_id, Assignment.user_id, Assignment.position)
                                              .where(Assignment.project_id == proj.id)).all():
-            have[pid].add(uid)
+            held[pid].add(uid)  # never a second assignment of a pair to one queue, even one that does not count
             next_pos[uid] = max(next_pos[uid], pos + 1)
             load[uid] += 1
-        for pid, uid in session.execute(select(Judgment.pair_id, Judgment.user_id)
-                                        .where(Judgment.project_id == proj.id)).all():
-            have[pid].add(uid)
-        new = plan_assignments(rows, full, n, people, have, load, next_pos)
+        new = plan_assignments(rows, full, n, people, have, load, next_pos, held)
         if new:
             now = utcnow()
             session.execute(insert(Assignment.__table__),
                             [{"project_id": proj.id, "pair_id": p, "user_id": u, "position": pos, "created_at": now}
                              for p, u, pos in new])
+        after = _counted(session, proj.id)  # what will exist, new assignments included
+        report.pairs_with_overlap = sum(1 for r, f in zip(rows, full, strict=True) if f and len(after[r.id]) >= n)
+        report.pairs_short = sum(1 for r, f in zip(rows, full, strict=True) if len(after[r.id]) < (n if f else 1))
         names = dict(people)
         for _, uid, _ in new:
             report.per_annotator[names[uid]] = report.per_annotator.get(names[uid], 0) + 1
@@ -123,10 +151,14 @@ def assign(engine: Engine, project: str, overlap: int | None = None, fraction: f
 
 def plan_assignments(rows: list, full: np.ndarray, n: int, people: list[tuple[int, str]],
                      have: dict[int, set[int]], load: dict[int, int],
-                     next_pos: dict[int, int]) -> list[tuple[int, int, int]]:
+                     next_pos: dict[int, int],
+                     held: dict[int, set[int]] | None = None) -> list[tuple[int, int, int]]:
     """(pair, user, position) to add, rows sorted by query then reading order: per query, annotators already
     reading it come first, then the least loaded, so each annotator gets a query's pairs consecutively.
-    Someone who already judged a pair (e.g. imported judgments) counts as one of its annotators."""
+    `have` holds the people who count towards a pair's overlap (someone who already judged it, e.g. imported
+    judgments, counts as one of its annotators); `held` (default `have`) everyone already holding the pair,
+    who never gets it twice. Both are updated with what is planned."""
+    held = have if held is None else held
     order = {uid: i for i, (uid, _) in enumerate(people)}
     out: list[tuple[int, int, int]] = []
     start = 0
@@ -135,7 +167,7 @@ def plan_assignments(rows: list, full: np.ndarray, n: int, people: list[tuple[in
         end = start
         while end < len(rows) and rows[end].query_id == qid:
             end += 1
-        readers = {u for r in rows[start:end] for u in have[r.id]}
+        readers = {u for r in rows[start:end] for u in held[r.id]}
         ranking = sorted(order, key=lambda u: (u not in readers, load[u], order[u]))
         for i in range(start, end):
             pid = rows[i].id
@@ -143,9 +175,10 @@ def plan_assignments(rows: list, full: np.ndarray, n: int, people: list[tuple[in
             for uid in ranking:
                 if need <= 0:
                     break
-                if uid in have[pid]:
+                if uid in held[pid]:
                     continue
                 have[pid].add(uid)
+                held[pid].add(uid)
                 out.append((pid, uid, next_pos[uid]))
                 next_pos[uid] += 1
                 load[uid] += 1

@@ -72,6 +72,12 @@ def bm25_candidates(docs: dict[int, str], queries: dict[int, str], k: int) -> li
     return out
 
 
+def _source_stats() -> dict[str, int]:
+    """One source's counts: its candidates, the new pairs credited to it (each new pair once, to the source
+    that ranked it best, so they sum to `created`) and the new pairs it found, alone or with others."""
+    return {"candidates": 0, "created": 0, "found_new": 0}
+
+
 def add_candidates(session: Session, project_id: int, candidates: list[tuple[int, int, int, str]],
                    report: PoolReport | None = None) -> PoolReport:
     """Merge (query id, fragment id, rank, source) candidates into `pairs`: create new ones in bulk, union the
@@ -91,13 +97,13 @@ def add_candidates(session: Session, project_id: int, candidates: list[tuple[int
     touched: set[int] = set()
     dups: set[tuple[int, int]] = set()
     for qid, fid, rank, source in sorted(candidates, key=lambda c: (c[0], c[2], c[3], c[1])):
-        stats = report.per_source.setdefault(source, {"candidates": 0, "created": 0})
+        stats = report.per_source.setdefault(source, _source_stats())
         stats["candidates"] += 1
         key = (qid, digest[fid])
         pair = pairs.get(key)
         if pair is None:
             pair = pairs[key] = {"id": None, "fragment_id": fid, "sources": set(), "old_sources": set(),
-                                 "best_rank": None, "old_rank": None}
+                                 "best_rank": None, "old_rank": None, "creator": source}
             new_keys.append(key)
         elif pair["id"] is not None:
             touched.add(pair["id"])
@@ -112,8 +118,9 @@ def add_candidates(session: Session, project_id: int, candidates: list[tuple[int
         pair = pairs[key]
         rows.append({"project_id": project_id, "query_id": key[0], "fragment_id": pair["fragment_id"],
                      "sources": sorted(pair["sources"]), "best_rank": pair["best_rank"], "created_at": now})
+        report.per_source[pair["creator"]]["created"] += 1
         for source in pair["sources"]:
-            report.per_source[source]["created"] += 1
+            report.per_source[source]["found_new"] += 1
     if rows:
         session.execute(insert(Pair.__table__), rows)
     changed = [{"pid": p["id"], "s": sorted(p["sources"]), "r": p["best_rank"]} for p in pairs.values()
@@ -161,7 +168,7 @@ def _run_candidates(session: Session, project_id: int, depth: int, names: list[s
                 missing.setdefault(doc)
             else:
                 candidates.append((qid, fid, rank, name))
-        report.per_source.setdefault(name, {"candidates": 0, "created": 0})
+        report.per_source.setdefault(name, _source_stats())
         if missing:
             report.unknown_docs[name] = {"count": len(missing), "examples": list(missing)[:UNKNOWN_LISTED]}
     return candidates, covered
@@ -193,7 +200,7 @@ def pool(engine: Engine, project: str, depth: int, runs: list[str] | None = None
             docs = _unique_texts(session, proj.id)
             found = bm25_candidates(docs, want, k)
             candidates.extend((q, f, r, BM25) for q, f, r in found)
-            report.per_source.setdefault(BM25, {"candidates": 0, "created": 0})
+            report.per_source.setdefault(BM25, _source_stats())
         step("bm25")
         add_candidates(session, proj.id, candidates, report)
         step("pairs")

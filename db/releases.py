@@ -42,14 +42,19 @@ from db.store.models import (
 )
 from eval_core.agreement.report import agreement_report
 from eval_core.consensus import PROVENANCES, consensus, fill_gaps
-from eval_core.io.formats import write_atomically
+from eval_core.io.formats import QrelsGrades, write_atomically
 from eval_core.io.spreadsheet import escape_cell
-from eval_core.judges.calibration import calibration
+from eval_core.judges.calibration import HumanBaseline, calibration
 from eval_core.thresholds import MODEL_THRESHOLD
 from eval_core.vocab import RELEASE_POLICIES
 
 # The release export formats: format → file of the release.
-EXPORT_FORMATS = {"trec": "qrels.trec", "beir": "qrels.tsv", "jsonl": "judgments.jsonl", "csv": "qrels.csv"}
+EXPORT_FORMATS = {"trec": "qrels.trec", "beir": "qrels.tsv", "jsonl": "judgments.jsonl", "csv": "qrels.csv",
+                  "card": "card.json"}
+
+
+# The TREC and BEIR files written with the grades as judged (release_files keeps both variants).
+AS_JUDGED_FILES = {"qrels.trec": "qrels.as-judged.trec", "qrels.tsv": "qrels.as-judged.tsv"}
 BOOTSTRAP = 200
 DIFF_LISTED = 1000
 RELEASE_STEPS = 5
@@ -125,9 +130,14 @@ def _agreement(judged: pd.DataFrame, scale: tuple[int, int]) -> dict:
             "n_units": report.n_units, "n_annotators": report.n_annotators, "bootstrap": BOOTSTRAP}
 
 
-def _card(project: Project, labels: pd.DataFrame, judged: pd.DataFrame, rule: str, min_grades: int) -> dict:
-    """Counts, grade distributions, agreement and guideline versions of the judgments behind the labels."""
+def _card(project: Project, labels: pd.DataFrame, judged: pd.DataFrame, rule: str, min_grades: int,
+          humans: pd.DataFrame) -> dict:
+    """Counts, grade distributions, agreement and guideline versions of the judgments behind the labels; the
+    can't-judge count and the pairs left out are over every person's judgment, since a pair whose only
+    judgment is a can't-judge gets no label and would vanish from counts over the released pairs."""
     scale = project_scale(project)
+    keys = ["query_id", "fragment_id"]
+    left_out = humans[keys].drop_duplicates().merge(labels[keys], on=keys, how="left", indicator=True)
     dist = labels["grade"].value_counts()
     individual = judged["grade"].value_counts()
     return {
@@ -135,12 +145,28 @@ def _card(project: Project, labels: pd.DataFrame, judged: pd.DataFrame, rule: st
         "counts": {"queries": int(labels["query_id"].nunique()), "pairs": len(labels),
                    "judgments": len(judged), "annotators": int(judged["annotator"].nunique()),
                    "adjudicated": int(labels["adjudicated"].sum()),
-                   "cant_judge": int(judged["grade"].isna().sum())},
+                   "cant_judge": int(humans["grade"].isna().sum()),
+                   "pairs_left_out": int((left_out["_merge"] == "left_only").sum())},
         "grade_distribution": {str(g): int(dist.get(g, 0)) for g in range(scale[0], scale[1] + 1)},
         "judgment_grade_distribution": {str(g): int(individual.get(g, 0)) for g in range(scale[0], scale[1] + 1)},
         "agreement": _agreement(judged, scale),
         "guideline_versions": sorted(int(v) for v in judged["guideline"].dropna().unique()),
+        "qrels_grades": grade_mapping(scale),
     }
+
+
+def grade_mapping(scale: tuple[int, int]) -> dict:
+    """The card's statement of how the exported files write grades: TREC and BEIR as gains (grade − low, every
+    grade's gain listed), JSONL and CSV as judged on the named scale."""
+    low, high = scale
+    return {"scale": f"{low}-{high}", "trec_beir": "gain = grade - " + str(low),
+            "gains": {str(g): g - low for g in range(low, high + 1)}, "relevant_from_gain": 1,
+            "jsonl_csv": f"grades as judged on the scale {low}-{high}",
+            "as_judged_files": sorted(AS_JUDGED_FILES.values()),
+            "note": f"TREC and BEIR qrels hold gains, so trec_eval, pytrec_eval, ranx and ir-measures with default "
+                    f"options read grade {low} as not relevant and compute what qrelkit stored; "
+                    f"{' and '.join(sorted(AS_JUDGED_FILES.values()))} (`qrelkit export --grades as-judged`) keep "
+                    f"the grades {low}-{high}: evaluate those with `qrelkit eval --scale {low}-{high}`"}
 
 
 def label_diff(old: pd.DataFrame, new: pd.DataFrame, listed: int = DIFF_LISTED) -> dict:
@@ -176,10 +202,14 @@ def _model_policy(policy: str, judged: pd.DataFrame, humans: pd.DataFrame, adjud
                   scale: tuple[int, int], rule: str, in_force: int | None,
                   threshold: float) -> tuple[pd.DataFrame | None, dict]:
     """The policy's card entry (with the best model judge's quadratic κ against the human consensus on the
-    guideline version in force, whenever model judges graded) and, under model-fills-gaps, that model's grades
-    (under the version in force) for the pairs no person graded; refuses model-fills-gaps below the threshold."""
-    entry: dict = {"name": policy, "model": None, "model_kappa_quadratic": None, "calibration_pairs": 0,
-                   "guideline_version": in_force, "threshold": threshold if policy == "model-fills-gaps" else None}
+    guideline version in force, its query-clustered CI, and the humans' own agreement on the same pairs,
+    whenever model judges graded) and, under model-fills-gaps, that model's grades (under the version in force)
+    for the pairs no person graded. model-fills-gaps needs the CI's lower bound to clear the threshold: it is
+    refused below it, and on too few shared queries for an interval, with the reason."""
+    entry: dict = {"name": policy, "model": None, "model_kappa_quadratic": None, "model_kappa_ci": None,
+                   "calibration_pairs": 0, "calibration_queries": 0, "humans_kappa_quadratic": None,
+                   "humans_alpha_ordinal": None, "guideline_version": in_force,
+                   "threshold": threshold if policy == "model-fills-gaps" else None}
     models = judged[judged["annotator_kind"].eq("model").to_numpy()]
     if models.empty:
         if policy == "model-fills-gaps":
@@ -188,22 +218,43 @@ def _model_policy(policy: str, judged: pd.DataFrame, humans: pd.DataFrame, adjud
         return None, entry
     version = None if in_force is None else str(in_force)
     report = calibration(judged, scale=scale, adjudications=adjudications[["query_id", "fragment_id", "grade"]],
-                         rule=rule)
+                         rule=rule, bootstrap=BOOTSTRAP, seed=0)
     scored = []
     for m in report.models:
         group = m.guideline(version) if version is not None else None
-        comp = m.vs_consensus if version is None else (group.vs_consensus if group else None)
-        scored.append((m.model, comp.kappa["quadratic"].value if comp else None, comp.n if comp else 0))
-    name, kappa, n = max(scored, key=lambda row: (row[1] is not None, row[1] or 0.0))
-    entry.update(model=name, model_kappa_quadratic=kappa, calibration_pairs=n)
+        comp, baseline = (m.vs_consensus, m.humans) if version is None else (
+            (group.vs_consensus, group.humans) if group else (None, None))
+        kappa = comp.kappa["quadratic"] if comp else None
+        lower = kappa.ci[0] if kappa is not None and kappa.ci else None
+        scored.append((m.model, kappa, lower, comp, baseline))
+    name, kappa, lower, comp, baseline = max(scored, key=lambda r: (r[2] is not None, r[2] or 0.0,
+                                                                    r[1] is not None and r[1].value is not None,
+                                                                    (r[1].value if r[1] else None) or 0.0))
+    entry.update(model=name, model_kappa_quadratic=kappa.value if kappa else None,
+                 model_kappa_ci=list(kappa.ci) if kappa is not None and kappa.ci else None,
+                 calibration_pairs=comp.n if comp else 0, calibration_queries=comp.n_queries if comp else 0,
+                 humans_kappa_quadratic=baseline.kappa["quadratic"].to_dict() if baseline else None,
+                 humans_alpha_ordinal=baseline.alpha.to_dict() if baseline else None)
     if policy != "model-fills-gaps":
         return None, entry
-    if kappa is None or kappa < threshold:
-        where = "on all its grades" if version is None else f"on guideline version {version} (in force)"
-        got = "undefined" if kappa is None else f"{kappa:.2f}"
+    where = "on all its grades" if version is None else f"on guideline version {version} (in force)"
+    n, queries = entry["calibration_pairs"], entry["calibration_queries"]
+    humans_there = _humans_text(baseline)
+    if kappa is None or kappa.value is None:
         raise ValueError(f"model-fills-gaps refused: model judge {name}'s quadratic-weighted κ with the human "
-                         f"consensus {where} is {got} on {n} shared pairs, below the threshold {threshold:g}; "
-                         "release with humans-only or improve the model")
+                         f"consensus {where} is undefined on {n} shared pairs; release with humans-only or "
+                         "improve the model")
+    if lower is None:
+        raise ValueError(f"model-fills-gaps refused: model judge {name}'s quadratic-weighted κ with the human "
+                         f"consensus {where} is {kappa.value:.2f} on {n} shared pairs, but over {queries} "
+                         f"quer{'y' if queries == 1 else 'ies'} it has no confidence interval ({comp.ci_status}); "
+                         f"the gate reads the interval's lower bound, so judge more queries by people and the "
+                         f"model{humans_there}")
+    if lower < threshold:
+        raise ValueError(f"model-fills-gaps refused: model judge {name}'s quadratic-weighted κ with the human "
+                         f"consensus {where} is {kappa.value:.2f} on {n} shared pairs ({queries} queries), 95% CI "
+                         f"[{kappa.ci[0]:.2f}, {kappa.ci[1]:.2f}]: its lower bound {lower:.2f} is below the "
+                         f"threshold {threshold:g}{humans_there}; release with humans-only or improve the model")
     mine = models[(models["annotator"] == name).to_numpy() & models["grade"].notna().to_numpy()]
     if version is not None:
         mine = mine[mine["guideline"].eq(version).to_numpy()]
@@ -211,6 +262,14 @@ def _model_policy(policy: str, judged: pd.DataFrame, humans: pd.DataFrame, adjud
     gaps = mine.merge(graded, on=["query_id", "fragment_id"], how="left", indicator=True)
     gaps = gaps[(gaps["_merge"] == "left_only").to_numpy()]
     return gaps[["query_id", "fragment_id", "annotator", "grade"]], entry
+
+
+def _humans_text(baseline: HumanBaseline | None) -> str:
+    """`; people on the same pairs: mean pairwise quadratic κ 0.71 [0.52, 0.85], ordinal α 0.69 …` or ""."""
+    if baseline is None:
+        return ""
+    return (f"; people on the same pairs: mean pairwise quadratic κ {baseline.kappa['quadratic'].text(2)}, "
+            f"ordinal α {baseline.alpha.text(2)} ({baseline.n_pairable} pairs with two human grades)")
 
 
 def create_release(engine: Engine, project: str, rule: str = "median", min_grades: int = 1,
@@ -255,7 +314,7 @@ def create_release(engine: Engine, project: str, rule: str = "median", min_grade
     qrels_trec, judgments_jsonl = render_files(labels, adjudications)
     step("consensus")
     provenance = labels["provenance"].value_counts()
-    card = {**_card(proj, labels, judged_released, rule, min_grades), "policy": policy_entry,
+    card = {**_card(proj, labels, judged_released, rule, min_grades, humans), "policy": policy_entry,
             "provenance": {p: {"pairs": int(provenance.get(p, 0)), "share": float(provenance.get(p, 0) / len(labels))}
                            for p in PROVENANCES},
             "text_hashes": {"queries": len(text_hashes["queries"]), "fragments": len(text_hashes["fragments"]),
@@ -327,27 +386,47 @@ def get_release(engine: Engine, project: str, version: int | str = "latest") -> 
         return _info(session, proj, load_release(session, proj, version))
 
 
-def _beir(judgments_jsonl: str) -> str:
-    """BEIR qrels TSV (with its header) from the stored JSONL, which holds any id exactly."""
-    out = ["query-id\tcorpus-id\tscore\n"]
-    for line in judgments_jsonl.splitlines():
-        r = json.loads(line)
-        out.append(f"{r['query_id']}\t{r['fragment_id']}\t{r['grade']}\n")
+def _trec(qrels_trec: str, shift: int) -> str:
+    """The stored TREC qrels (grades as judged) with every grade lowered by `shift`."""
+    if not shift:
+        return qrels_trec
+    out = []
+    for line in qrels_trec.splitlines():
+        head, _, grade = line.rpartition(" ")
+        out.append(f"{head} {int(grade) - shift}\n")
     return "".join(out)
 
 
-def _csv(judgments_jsonl: str) -> str:
-    """CSV qrels with the number of grades, whether a lead adjudicated and every annotator's grade (a JSON
-    object, so `qrelkit agreement` can read it), from the stored JSONL; text cells go through the spreadsheet
-    escaper (a cell a spreadsheet would run as a formula starts with `'`)."""
+def _beir(judgments_jsonl: str, shift: int) -> str:
+    """BEIR qrels TSV (with its header) from the stored JSONL, which holds any id exactly; grades lowered by
+    `shift`."""
+    out = ["query-id\tcorpus-id\tscore\n"]
+    for line in judgments_jsonl.splitlines():
+        r = json.loads(line)
+        out.append(f"{r['query_id']}\t{r['fragment_id']}\t{r['grade'] - shift}\n")
+    return "".join(out)
+
+
+def _jsonl(judgments_jsonl: str, scale: tuple[int, int]) -> str:
+    """The stored JSONL with the scale named on every line (`"scale": "low-high"`, last), grades as judged."""
+    tail = f', "scale": "{scale[0]}-{scale[1]}"}}\n'
+    return "".join(line[:-1] + tail for line in judgments_jsonl.splitlines() if line)
+
+
+def _csv(judgments_jsonl: str, scale: tuple[int, int]) -> str:
+    """CSV qrels with the number of grades, whether a lead adjudicated, every annotator's grade (a JSON object,
+    so `qrelkit agreement` can read it) and the scale the grades are on, from the stored JSONL; text cells go
+    through the spreadsheet escaper (a cell a spreadsheet would run as a formula starts with `'`)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["query_id", "fragment_id", "grade", "n_grades", "adjudicated", "grades"])
+    writer.writerow(["query_id", "fragment_id", "grade", "n_grades", "adjudicated", "grades", "scale"])
+    named = f"{scale[0]}-{scale[1]}"
     for line in judgments_jsonl.splitlines():
         r = json.loads(line)
         n = sum(v is not None for v in r["grades"].values())
         writer.writerow([escape_cell(r["query_id"]), escape_cell(r["fragment_id"]), r["grade"], n,
-                         int("adjudication" in r), json.dumps(r["grades"], ensure_ascii=False, sort_keys=True)])
+                         int("adjudication" in r), json.dumps(r["grades"], ensure_ascii=False, sort_keys=True),
+                         named])
     return buf.getvalue()
 
 
@@ -395,24 +474,35 @@ def changed_texts(engine: Engine, project: str, version: int | str = "latest") -
 
 
 def release_files(engine: Engine, project: str, version: int | str = "latest") -> dict[str, bytes]:
-    """The release's files by name, derived from the stored immutable text, so they never change; only
-    card.json adds `changed_since_release` once a labelled pair's query or fragment text has changed."""
+    """The release's files by name, derived from the stored immutable text, so they never change: TREC and BEIR
+    qrels as gains (grade − low) and, under AS_JUDGED_FILES, as judged; JSONL and CSV as judged, naming the
+    scale. Only card.json adds `changed_since_release` once a labelled pair's query or fragment text has
+    changed (and, for a release made before cards said it, how the files write grades)."""
     with session_scope(engine) as session:
-        release = load_release(session, project_row(session, project), version)
-        trec, jsonl, card = release.qrels_trec, release.judgments_jsonl, release.card
+        proj = project_row(session, project)
+        release = load_release(session, proj, version)
+        trec, jsonl, card, scale = release.qrels_trec, release.judgments_jsonl, release.card, project_scale(proj)
     changed = changed_texts(engine, project, version)
+    card = {"qrels_grades": grade_mapping(scale), **card}
     if changed and changed["pairs"]:
         card = {**card, "changed_since_release": changed}
-    return {"qrels.trec": trec.encode(), "qrels.tsv": _beir(jsonl).encode(), "judgments.jsonl": jsonl.encode(),
-            "qrels.csv": _csv(jsonl).encode(),
-            "card.json": (json.dumps(card, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode()}
+    low = scale[0]
+    return {"qrels.trec": _trec(trec, low).encode(), "qrels.tsv": _beir(jsonl, low).encode(),
+            "judgments.jsonl": _jsonl(jsonl, scale).encode(), "qrels.csv": _csv(jsonl, scale).encode(),
+            "card.json": (json.dumps(card, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode(),
+            AS_JUDGED_FILES["qrels.trec"]: trec.encode(), AS_JUDGED_FILES["qrels.tsv"]: _beir(jsonl, 0).encode()}
 
 
-def export(engine: Engine, project: str, version: int | str, fmt: str, out: str | Path) -> Path:
-    """Write one release file (trec, beir, jsonl or csv) to `out`; returns the path written."""
+def export(engine: Engine, project: str, version: int | str, fmt: str, out: str | Path,
+           grades: QrelsGrades = QrelsGrades.GAINS) -> Path:
+    """Write one release file (trec, beir, jsonl, csv or card) to `out`, the TREC and BEIR qrels with `grades`
+    as gains (default) or as judged; returns the path written."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r}")
-    data = release_files(engine, project, version)[EXPORT_FORMATS[fmt]]
+    name = EXPORT_FORMATS[fmt]
+    if grades == QrelsGrades.AS_JUDGED:
+        name = AS_JUDGED_FILES.get(name, name)
+    data = release_files(engine, project, version)[name]
     path = Path(out)
     write_atomically(path, [data.decode("utf-8")])  # all or nothing, like every other writer
     return path

@@ -376,6 +376,25 @@ def _verdict(i: int, j: int, runs: list[str], metric: str, conditions: list[Cond
 # ------------------------------------------------------------------------------------------- entry point
 
 
+def _bootstrap_replicates(base: pd.DataFrame, bootstrap: int, notes: list[str]) -> int:
+    """The replicates to run: none when no pair has two grades (one annotator, or no overlap), since every
+    replicate would then be the same labelling and "ahead in 100% of the replicates" would claim a certainty
+    the judgments do not hold; otherwise `bootstrap`, with a note of how many pairs it can vary."""
+    if not bootstrap:
+        return 0
+    per_pair = base[base["grade"].notna().to_numpy()].groupby(list(PAIR)).size()
+    varied = int((per_pair >= 2).sum())
+    if varied == 0:
+        notes.append(f"no bootstrap over annotators: no pair has two grades ({base['annotator'].nunique()} "
+                     "annotator(s) without overlap), so every replicate would be the same labelling and say "
+                     "nothing about how sure the order is")
+        return 0
+    if varied < len(per_pair):
+        notes.append(f"the bootstrap redraws grades on the {varied} of {len(per_pair)} pairs with two or more "
+                     "grades; the others keep their one grade in every replicate")
+    return bootstrap
+
+
 def robustness(judgments: pd.DataFrame, runs: Mapping[str, Any], metric: str = DEFAULT_METRIC,
                adjudications: pd.DataFrame | None = None, scale: tuple[int, int] = (0, 3), rule: str = "median",
                bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, rel_level: int | None = None,
@@ -410,6 +429,7 @@ def robustness(judgments: pd.DataFrame, runs: Mapping[str, Any], metric: str = D
     elif len(humans) < len(kinds):
         notes.append(f"the rules and the bootstrap use the {len(humans)} human annotators' grades; "
                      "'humans + models' adds the model judges'")
+    bootstrap = _bootstrap_replicates(base, bootstrap, notes)
     loaded = {str(name): load_run(src) for name, src in runs.items()}
     names = list(loaded)
     conditions = _conditions(base, everyone, kinds, adjudications, loaded, spec.name, rule, rel_level, scale, notes)

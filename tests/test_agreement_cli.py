@@ -28,12 +28,12 @@ HAYES = "1 1 2 . 2|1 1 0 1 .|2 3 3 3 .|. 0 0 . 0|0 0 0 . 0|0 0 0 . 0|1 0 2 . 1|1
 
 @pytest.fixture()
 def judgments(tmp_path: Path) -> Path:
-    """First 10 units of Hayes & Krippendorff (2007) Table 1, two queries, one note."""
+    """First 10 units of Hayes & Krippendorff (2007) Table 1, five queries (the fewest given a CI), one note."""
     path = tmp_path / "j.jsonl"
     lines = []
     for u, unit in enumerate(HAYES.split("|")):
         for o, v in enumerate(unit.split()):
-            lines.append({"query_id": f"q{u % 2}", "fragment_id": f"u{u}", "annotator": f"obs{o + 1}",
+            lines.append({"query_id": f"q{u % 5}", "fragment_id": f"u{u}", "annotator": f"obs{o + 1}",
                           "grade": None if v == "." else int(v), "category": "news", "note": "sure" if u == 6 else ""})
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     return path
@@ -54,6 +54,20 @@ def test_json_output(judgments: Path) -> None:
     again = json.loads(run(["agreement", str(judgments), "--format", "json", "--bootstrap", "100", "--seed", "3",
                             "--by", "category"])[1])
     assert again == data
+
+
+def test_a_handful_of_queries_gets_no_interval_but_says_why(tmp_path: Path) -> None:
+    # The same 10 units over 2 queries: a query-clustered bootstrap has only 3 distinct resamples of 2 clusters,
+    # so no CI is printed; the value stays, and the report says why there is no interval.
+    path = tmp_path / "two.jsonl"
+    path.write_text("".join(json.dumps({"query_id": f"q{u % 2}", "fragment_id": f"u{u}", "annotator": f"obs{o}",
+                                        "grade": None if v == "." else int(v)}) + "\n"
+                            for u, unit in enumerate(HAYES.split("|")) for o, v in enumerate(unit.split())))
+    data = json.loads(run(["agreement", str(path), "--format", "json", "--bootstrap", "100"])[1])
+    assert data["alpha"]["ordinal"]["value"] is not None and data["alpha"]["ordinal"]["ci"] is None
+    assert data["bootstrap"]["status"].startswith("no CIs: 2 queries, too few to resample")
+    table = run(["agreement", str(path), "--bootstrap", "100"])[1]
+    assert "CIs: none (no CIs: 2 queries, too few to resample" in table
 
 
 def test_table_output_shows_paradox_columns(judgments: Path) -> None:

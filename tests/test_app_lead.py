@@ -390,7 +390,7 @@ def test_release_page_creates_a_median_release_with_seed_grades(store):
     got = {line.split()[2]: int(line.split()[3]) for line in qrels if line}
     assert got == SEED_GRADES
     labels = [b.label for b in at.get("download_button")]
-    assert labels[:3] == ["TREC qrels", "BEIR qrels (TSV)", "JSONL (every grade)"]
+    assert labels[:3] == ["TREC qrels (gains)", "BEIR qrels (TSV, gains)", "JSONL (every grade)"]
 
 
 def release(engine):

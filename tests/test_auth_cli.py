@@ -21,7 +21,7 @@ def cli(store_url, capsys, monkeypatch):
 
     def run(*args: str, stdin: str = ""):
         monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-        code = main([*args, "--db", store_url])
+        code = main([*args, "--db", store_url, "--format", "json"])
         out, err = capsys.readouterr()
         return code, (json.loads(out) if out.strip() else None), err
 

@@ -191,3 +191,32 @@ def test_cli_by_kind_prints_humans_beside_each_model(tmp_path):
     assert row.split()[2:] == [str(gpt.vs_consensus.n), *(f"{c.value:.3f}" for c in gpt.vs_consensus.kappa.values()),
                                f"{gpt.vs_consensus.alpha.value:.3f}", f"{gpt.vs_consensus.bias.mean_difference:+.2f}"]
     assert "model llama:" in text and "humans together" in text and "by guideline version" in text
+
+
+def test_calibration_cis_are_the_query_clustered_bootstrap_of_the_reference_values() -> None:
+    # One person (ann) and one model over 6 queries × 5 pairs: the consensus is ann's grade. Reference: each
+    # replicate draws queries with the agreement bootstrap's weights; its κ is scikit-learn's and its α the
+    # krippendorff package's on the explicitly duplicated pairs; the CI is their 2.5 / 97.5 percentiles.
+    from eval_core.agreement.bootstrap import cluster_weights
+
+    rng = np.random.default_rng(11)
+    ann = rng.integers(0, 4, 30)
+    model = np.clip(ann + rng.integers(-1, 2, 30), 0, 3)
+    queries = np.repeat([f"q{i}" for i in range(6)], 5)
+    rows = [(q, f"f{i}", who, int(g), kind) for i, (q, a, m) in enumerate(zip(queries, ann, model, strict=True))
+            for who, g, kind in (("ann", a, "human"), ("llm", m, "model"))]
+    frame = pd.DataFrame(rows, columns=["query_id", "fragment_id", "annotator", "grade", "annotator_kind"])
+    comp = calibration(frame.astype({"grade": "Int64"}), bootstrap=40, seed=5).models[0].vs_consensus
+    kappas, alphas = [], []
+    for weights in cluster_weights(6, 40, 5):
+        for w in weights:
+            take = np.concatenate([np.flatnonzero(queries == f"q{q}").repeat(int(n)) for q, n in enumerate(w)])
+            kappas.append(cohen_kappa_score(ann[take], model[take], labels=DOMAIN, weights="quadratic"))
+            alphas.append(krippendorff.alpha(reliability_data=np.vstack([ann[take], model[take]]).astype(float),
+                                             level_of_measurement="ordinal", value_domain=DOMAIN))
+    assert comp.n_queries == 6 and comp.ci_status == "ok"
+    assert comp.kappa["quadratic"].ci == pytest.approx(tuple(np.quantile(kappas, [0.025, 0.975])), abs=1e-9)
+    assert comp.alpha.ci == pytest.approx(tuple(np.quantile(alphas, [0.025, 0.975])), abs=1e-9)
+    few = calibration(frame[frame["query_id"].isin(["q0", "q1"])].astype({"grade": "Int64"}), bootstrap=40)
+    assert few.models[0].vs_consensus.kappa["quadratic"].ci is None
+    assert few.models[0].vs_consensus.ci_status.startswith("no CIs: 2 queries shared")

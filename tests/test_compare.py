@@ -133,7 +133,7 @@ def test_compare_scores_two_runs_sentence_and_json() -> None:
     assert pair.diff == pytest.approx(np.mean(b - a))
     assert pair.significant
     better, worse = int(np.sum(b > a)), int(np.sum(b < a))
-    assert pair.sentence().startswith(f"B beats A on ndcg@10 by +{np.mean(b - a):.3f} (95% CI [")
+    assert pair.sentence().startswith(f"B beats A on ndcg@10 by +{np.mean(b - a):.3f} (B − A: 95% CI (t) [")
     assert f"{better} queries better, {worse} worse" in pair.sentence()
     json.dumps(result.to_dict())
 
@@ -250,3 +250,61 @@ def test_tests_are_symmetric_in_the_runs_and_blind_to_query_order(pairs, rnd) ->
         assert p_ab == pytest.approx(p_ba, rel=1e-9, abs=1e-12)
         if p_perm is not None:
             assert p_ab == pytest.approx(p_perm, rel=1e-9, abs=1e-12)
+
+
+def _walsh_hl(d: np.ndarray, confidence: float) -> tuple[float, float, float]:
+    """Reference Hodges–Lehmann by hand: every Walsh average (d_i + d_j)/2, i <= j, sorted; the signed-rank
+    null distribution by enumerating all 2^n sign patterns; k = how many T+ values have P(T+ <= t) <= tail;
+    interval [W_(k), W_(M+1-k)] (1-indexed)."""
+    d = d[d != 0]
+    n = d.size
+    walsh = sorted((d[i] + d[j]) / 2 for i in range(n) for j in range(i, n))
+    sums = sorted(sum(r for r, keep in zip(range(1, n + 1), signs, strict=True) if keep)
+                  for signs in itertools.product((0, 1), repeat=n))
+    tail = (1 - confidence) / 2
+    k = 0
+    while sum(1 for t in sums if t <= k) / 2 ** n <= tail:
+        k += 1
+    return float(np.median(walsh)), walsh[k - 1], walsh[len(walsh) - k]
+
+
+def test_each_test_prints_its_own_interval() -> None:
+    a, b = paired_scores(10, 0.1, 7)
+    d = b - a
+    t = compare_scores(frame({"A": list(a), "B": list(b)}), ["ndcg@10"], test="t").pairs[0]
+    # Reference: scipy.stats.t.interval around the mean with the standard error (ttest_rel's own interval).
+    low, high = stats.t.interval(0.95, d.size - 1, loc=d.mean(), scale=stats.sem(d))
+    assert (t.ci_low, t.ci_high, t.ci_method) == (pytest.approx(low, abs=1e-12), pytest.approx(high, abs=1e-12), "t")
+    assert "95% CI (t)" in t.sentence()
+    w = compare_scores(frame({"A": list(a), "B": list(b)}), ["ndcg@10"], test="wilcoxon").pairs[0]
+    estimate, low, high = _walsh_hl(d, 0.95)
+    assert w.ci_method == "hodges-lehmann exact"
+    assert (w.ci_estimate, w.ci_low, w.ci_high) == (pytest.approx(estimate), pytest.approx(low), pytest.approx(high))
+    assert f"Hodges–Lehmann shift {estimate:+.3f}" in w.sentence()
+    r = compare_scores(frame({"A": list(a), "B": list(b)}), ["ndcg@10"]).pairs[0]
+    assert r.ci_method == "bootstrap percentile" and "(bootstrap)" in r.sentence()
+
+
+def test_five_queries_cannot_reach_alpha_and_say_so() -> None:
+    # 5 queries, all worse: the sign-flip test's smallest p is 2/2^5 = 0.0625 (the observed signs and their
+    # mirror), so p >= 0.05 however large the drop, while the bootstrap interval of the mean excludes 0.
+    a = np.array([0.6, 0.5, 0.7, 0.4, 0.55])
+    b = a - np.array([0.05, 0.1, 0.04, 0.08, 0.06])
+    result = compare_scores(frame({"A": list(a), "B": list(b)}), ["ndcg@10"])
+    pair = result.pairs[0]
+    assert pair.min_p == pytest.approx(2 / 32)
+    assert pair.p_value >= 0.05 and not pair.significant and pair.ci_high < 0
+    text = pair.sentence()
+    assert text.startswith("No significant difference")
+    assert "excludes 0 although the test does not reject" in text and "bootstrap" in text
+    assert "cannot go below p = 0.0625" in text
+    assert any("too few queries to reach alpha = 0.05" in w for w in result.warnings)
+    # Wilcoxon on the same 5: exact min p is 2/32 too, and no 95% Hodges–Lehmann interval exists
+    # (P(T+ = 0) = 1/32 > 0.025): the widest interval, every Walsh average, covers 1 - 2/32 = 93.75%.
+    w = compare_scores(frame({"A": list(a), "B": list(b)}), ["ndcg@10"], test="wilcoxon").pairs[0]
+    d = b - a
+    assert (w.ci_low, w.ci_high) == (pytest.approx(d.min()), pytest.approx(d.max()))
+    assert "covers 93.8%" in w.sentence() and w.min_p == pytest.approx(2 / 32)
+    # The t-test has no floor: with 5 queries it can reject, and its interval agrees with it.
+    t = compare_scores(frame({"A": list(a), "B": list(b)}), ["ndcg@10"], test="t").pairs[0]
+    assert t.min_p is None and t.significant and t.ci_high < 0 and "Note:" not in t.sentence()

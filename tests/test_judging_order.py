@@ -228,7 +228,7 @@ def test_queue_order_setting_is_checked(pooled):
 
 def test_cli_project_set(pooled, store_url, capsys):
 
-    assert main(["project", "set", "demo", "--queue-order", "move-to-front", "--db", store_url]) == 0
+    assert main(["project", "set", "demo", "--queue-order", "move-to-front", "--db", store_url, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["queue_order"] == "move-to-front"
     assert served(pooled)[:2] == ["a1", "a2"]
     with pytest.raises(SystemExit):

@@ -429,7 +429,11 @@ def test_model_names_never_mix_with_people(engine, judged_project):
 
 
 def test_assign_gives_model_judges_no_queue(engine, judged_project):
+    from db.accounts.users import set_password
+
     model_annotator(engine, "judge-x", "model-a", actor=OPERATOR)
+    for name in ("ann1", "ann2"):  # the default assigns only people who can log in
+        set_password(engine, name, "a long password 1", actor=OPERATOR)
     report = assign(engine, "demo", actor=OPERATOR)
     with engine.connect() as conn:
         queued = set(conn.execute(sa.text("SELECT DISTINCT u.username FROM assignments a JOIN users u "
@@ -456,7 +460,7 @@ def test_import_model_judgments(engine, store_url, judged_project, tmp_path, cap
     path = _write_lines(tmp_path / "umbrela.jsonl", [{"query_id": q, "fragment_id": f, "grade": g,
                                                       "annotator": "umbrela"} for (q, f), g in grades.items()])
     assert main(["import", "judgments", path, "--project", "demo", "--annotator-kind", "model", "--model",
-                 "gpt-4o", "--prompt-version", "umbrela-v1", "--db", store_url]) == 0
+                 "gpt-4o", "--prompt-version", "umbrela-v1", "--db", store_url, "--report-format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["created"] == 3
     assert _model_grades(engine, "umbrela") == grades
     frame = judgments_frame(engine, "demo")

@@ -360,3 +360,19 @@ def test_store_mode_reads_model_judges_from_the_store(engine, project, store_url
     files = write_case(tmp_path)
     assert main(["robustness", *files, "--model", "llm", *args]) == 0
     assert json.loads(capsys.readouterr().out) == stored
+
+
+def test_one_annotator_gets_no_bootstrap_claim():
+    # alice alone: every pair has one grade, so each of 200 replicates redraws that grade and is the same
+    # labelling; "A is ahead in 100% of 200 bootstrap replicates" would be a certainty nobody measured.
+    alone = DISAGREE[DISAGREE["annotator"] == "alice"]
+    report = robustness(alone, {"A": RUN_A, "B": RUN_B}, bootstrap=200)
+    (pair,) = report.pairs
+    assert report.bootstrap is None and pair.bootstrap_share is None
+    assert "replicates" not in pair.sentence
+    assert any("no bootstrap over annotators" in n for n in report.notes)
+    # carol grades only d1 as well: d1 has three grades, d2 alice's alone; the note says what the bootstrap varies.
+    partial = pd.concat([DISAGREE[DISAGREE["fragment_id"] == "d1"], alone[alone["fragment_id"] == "d2"]])
+    report = robustness(partial, {"A": RUN_A, "B": RUN_B}, bootstrap=20)
+    assert report.bootstrap is not None
+    assert any("on the 1 of 2 pairs with two or more grades" in n for n in report.notes)

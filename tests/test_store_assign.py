@@ -20,6 +20,8 @@ from db.pooling import pool
 from db.store.engine import session_scope
 from db.store.models import Assignment, Judgment, Pair, Query, User
 
+PASSWORD = "a long password 1"
+
 
 def setup_pairs(engine, project, queries: int = 3, per_query: int = 4, annotators=("ann", "bob", "cat")):
     """`queries` × `per_query` pooled pairs (one run ranks them) and the given annotators."""
@@ -28,7 +30,7 @@ def setup_pairs(engine, project, queries: int = 3, per_query: int = 4, annotator
     seed(engine, project.id, {f"q{q}": f"query {q}" for q in range(queries)}, texts, {"R": run})
     pool(engine, "demo", depth=per_query, bm25=0, actor=OPERATOR)
     for name in annotators:
-        create_user(engine, name, "annotator", actor=OPERATOR)
+        create_user(engine, name, "annotator", password=PASSWORD, actor=OPERATOR)
 
 
 def assignments(engine) -> list[tuple[str, str, int, int, int | None]]:
@@ -65,7 +67,7 @@ def test_rerun_is_idempotent_and_tops_up_new_pairs_and_annotators(engine, projec
     setup_pairs(engine, project, annotators=("ann", "bob"))
     assign(engine, "demo", overlap=2, actor=OPERATOR)
     assert assign(engine, "demo", overlap=2, actor=OPERATOR).created == 0
-    create_user(engine, "cat", "annotator", actor=OPERATOR)
+    create_user(engine, "cat", "annotator", password=PASSWORD, actor=OPERATOR)
     assert assign(engine, "demo", overlap=2, actor=OPERATOR).created == 0  # everyone already has 2
     report = assign(engine, "demo", overlap=3, actor=OPERATOR)
     assert report.created == 12 and report.per_annotator == {"cat": 12}
@@ -163,7 +165,35 @@ def test_plan_invariants(sizes, people, n, frac, preassigned):
 def test_cli_assign(engine, project, store_url, capsys):
     setup_pairs(engine, project)
     assert main(["assign", "--project", "demo", "--overlap", "2", "--annotators", "ann,bob",
-                 "--db", store_url]) == 0
+                 "--db", store_url, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["per_annotator"] == {"ann": 12, "bob": 12}
     assert main(["assign", "--project", "demo", "--overlap", "4", "--db", store_url]) == 2
     assert "needs at least 4 annotators" in capsys.readouterr().err
+
+
+def test_overlap_counts_people_who_can_log_in_and_human_grades_only(engine, project):
+    # 1 query × 4 pairs; ann and bob can log in, "imp" (an account a judgments import would create: active, no
+    # password) cannot; a model judge graded every pair. Overlap 2 must come from ann and bob on every pair:
+    # the model's grade is not one of the two, and imp gets nothing.
+    setup_pairs(engine, project, queries=1, per_query=4, annotators=("ann", "bob"))
+    create_user(engine, "imp", "annotator", actor=OPERATOR)
+    with session_scope(engine, write=True) as s:
+        model = User(username="llm", role="annotator", kind="model", model_name="m")
+        s.add(model)
+        s.flush()
+        for pid in s.execute(select(Pair.id)).scalars().all():
+            s.add(Judgment(project_id=project.id, pair_id=pid, user_id=model.id, grade=2))
+    report = assign(engine, "demo", overlap=2, actor=OPERATOR)
+    per_pair = defaultdict(set)
+    for user, _, pid, _, _ in assignments(engine):
+        per_pair[pid].add(user)
+    assert len(per_pair) == 4 and all(users == {"ann", "bob"} for users in per_pair.values())
+    assert (report.created, report.pairs_asked_overlap, report.pairs_with_overlap, report.pairs_short) == (8, 4, 4, 0)
+    # imp named explicitly is assigned (the lead chose it), but the report says the account cannot log in, and
+    # its assignment does not count: the pair q0/f0_0 still needs two people who can open their queue.
+    with session_scope(engine, write=True) as s:
+        s.execute(Assignment.__table__.delete().where(Assignment.user_id == s.execute(
+            select(User.id).where(User.username == "bob")).scalar_one()))
+    named = assign(engine, "demo", overlap=2, annotators=["ann", "imp"], actor=OPERATOR)
+    assert named.cannot_log_in == ["imp"] and named.created == 4
+    assert (named.pairs_with_overlap, named.pairs_short) == (0, 4)

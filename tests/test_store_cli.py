@@ -7,11 +7,16 @@ import json
 
 import pytest
 
-from annotator.cli import main
+from annotator.cli import main as cli_main
 from db.accounts.users import authenticate
 from db.projects import get_project
 from db.store.engine import get_engine
 from db.store.schema import current_revision, head_revision
+
+
+def main(argv: list[str]) -> int:
+    """`qrelkit ARGV --format json`: these tests read the reports' JSON (the default output is a summary)."""
+    return cli_main([*argv, "--report-format" if argv[0] == "import" else "--format", "json"])
 
 
 def _json(capsys) -> object:
@@ -62,7 +67,7 @@ def test_only_init_creates_a_database(tmp_path, monkeypatch, capsys, command):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("QRELKIT_DB_URL", raising=False)
     (tmp_path / "g.md").write_text("grade what is there\n")
-    assert main(command) == 2
+    assert cli_main(command) == 2
     err = capsys.readouterr().err
     assert err.startswith("qrelkit: error: no database at qrelkit.db: create one with `qrelkit init --db "
                           "sqlite:///./qrelkit.db`"), err
@@ -134,3 +139,17 @@ def test_adjudicate_names_its_lead(engine, queue, store_url, capsys):
         "q1", "f2", 2, "answers it", "boss")
     assert adjudications_frame(engine, "demo").values.tolist() == [["q1", "f2", 2, "answers it", "boss"]]
     assert qrels_frame(engine, "demo").values.tolist() == [["q1", "f2", 2]]  # no grades yet: the decision alone
+
+
+def test_reports_are_readable_by_default_and_json_on_request(empty_store_url, capsys):
+    # Default: indented `key: value` lines, not JSON; --format json: the report's JSON, shape unchanged.
+    assert cli_main(["init", "--db", empty_store_url, "--project", "demo", "--scale", "1-5"]) == 0
+    text = capsys.readouterr().out
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(text)
+    assert f"revision: {head_revision()}" in text and "  scale: 1, 5" in text
+    assert cli_main(["project", "list", "--db", empty_store_url]) == 0
+    listed = capsys.readouterr().out
+    assert "name: demo" in listed and "overlap fraction: 1" in listed and "{" not in listed
+    assert cli_main(["project", "list", "--db", empty_store_url, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["name"] == "demo"

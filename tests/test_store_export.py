@@ -34,6 +34,11 @@ def _cli(url, *args) -> int:
     return main([*args, "--db", url])
 
 
+def _json_cli(url, *args) -> int:
+    """`_cli` with `--format json`, for commands whose report a test reads."""
+    return main([*args, "--db", url, "--report-format" if args[0] == "import" else "--format", "json"])
+
+
 def _corpus(url, project, tmp_path) -> None:
     """Queries and fragments imported into `project` through the CLI."""
     assert _cli(url, "import", "queries", str(_write(tmp_path / "q.jsonl", QUERIES)), "--project", project) == 0
@@ -77,8 +82,9 @@ def test_export_import_export_is_byte_identical(engine, store_url, judged, tmp_p
     assert "wrote 8 judgment(s)" in capsys.readouterr().err
     assert _cli(store_url, "project", "create", "dst") == 0
     _corpus(store_url, "dst", tmp_path)
-    assert _cli(store_url, "import", "judgments", str(first), "--project", "dst") == 0
-    assert json.loads(capsys.readouterr().out.split("\n}\n")[-2] + "\n}")["created"] == 8
+    capsys.readouterr()
+    assert _json_cli(store_url, "import", "judgments", str(first), "--project", "dst") == 0
+    assert json.loads(capsys.readouterr().out)["created"] == 8
     second = tmp_path / f"second.{fmt}"
     assert _cli(store_url, "export", "--project", "dst", "--judgments", "--format", fmt, "-o", str(second)) == 0
     assert second.read_bytes() == first.read_bytes()
@@ -142,7 +148,8 @@ def test_model_judges_stay_model_judges_in_another_store(engine, store_url, with
     assert _cli(other_store_url, "project", "create", "dst") == 0
     _corpus(other_store_url, "dst", tmp_path)
     capsys.readouterr()
-    assert _cli(other_store_url, "import", "judgments", str(first), "--project", "dst") == 0
+    capsys.readouterr()
+    assert _json_cli(other_store_url, "import", "judgments", str(first), "--project", "dst") == 0
     assert json.loads(capsys.readouterr().out)["created"] == 16
     second = tmp_path / f"second.{fmt}"
     assert _cli(other_store_url, "export", "--project", "dst", "--judgments", "--format", fmt, "-o", str(second)) == 0
@@ -214,10 +221,11 @@ def test_guideline_commands_and_version_filter(engine, store_url, judged, tmp_pa
     assert current_guideline(engine, "src").text == BUNDLED_GUIDELINE.read_text(encoding="utf-8")
     v2 = tmp_path / "v2.md"
     v2.write_text("# Grading v2\n\nGrade 3 only when the fragment alone answers.\n", encoding="utf-8")
-    assert _cli(store_url, "guideline", "add", str(v2), "--project", "src", "--note", "3 needs the whole answer") == 0
+    assert _json_cli(store_url, "guideline", "add", str(v2), "--project", "src", "--note",
+                     "3 needs the whole answer") == 0
     added = json.loads(capsys.readouterr().out)
     assert (added["version"], added["note"]) == (2, "3 needs the whole answer")
-    assert _cli(store_url, "guideline", "list", "--project", "src") == 0
+    assert _json_cli(store_url, "guideline", "list", "--project", "src") == 0
     assert [(g["version"], g["note"]) for g in json.loads(capsys.readouterr().out)] == [
         (1, "bundled guideline grading-0-3.md"), (2, "3 needs the whole answer")]
     assert _cli(store_url, "guideline", "show", "2", "--project", "src") == 0
@@ -240,8 +248,9 @@ def test_project_create_guideline_choice(engine, store_url, capsys):
     assert current_guideline(engine, "bare") is None
     assert _cli(store_url, "project", "create", "five", "--scale", "1-5") == 0
     assert current_guideline(engine, "five") is None  # the bundled guideline is written for 0-3
-    assert _cli(store_url, "project", "create", "std") == 0
-    assert json.loads(capsys.readouterr().out.split("\n}\n")[-2] + "\n}")["guideline"] == 1
+    capsys.readouterr()
+    assert _json_cli(store_url, "project", "create", "std") == 0
+    assert json.loads(capsys.readouterr().out)["guideline"] == 1
 
 
 def test_import_refuses_an_export_whose_guideline_version_is_missing(engine, store_url, judged, tmp_path, capsys):
@@ -278,7 +287,8 @@ def test_release_csv_escapes_formula_cells_and_trec_stays_exact(engine, project)
     create_release(engine, "demo", actor=OPERATOR)
     files = release_files(engine, "demo")
     lines = files["qrels.csv"].decode().splitlines()
-    assert lines[1:] == ['\'+q,\'=cmd|\' /C calc\'!A0,2,1,0,"{""ann"": 2}"', '\'+q,\'@SUM(A1),2,1,0,"{""ann"": 2}"']
+    assert lines[1:] == ['\'+q,\'=cmd|\' /C calc\'!A0,2,1,0,"{""ann"": 2}",0-3',
+                         '\'+q,\'@SUM(A1),2,1,0,"{""ann"": 2}",0-3']
     assert files["qrels.tsv"].decode().splitlines()[1] == "+q\t=cmd|' /C calc'!A0\t2"  # exported, not a crash
     assert files["qrels.trec"].decode().splitlines()[1] == "+q 0 @SUM(A1) 2"  # TREC is exact: no escaping
     assert json.loads(files["judgments.jsonl"].decode().splitlines()[0])["fragment_id"] == nasty[0]

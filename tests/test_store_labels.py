@@ -60,7 +60,7 @@ def test_only_active_leads_set_labels(engine, project):
 
 
 def test_cli_project_create_labels(engine, store_url, capsys):
-    assert main(["project", "create", "p", "--labels", "1=Partly,2=Mostly,3=Fully", "--db", store_url]) == 0
+    assert main(["project", "create", "p", "--labels", "1=Partly,2=Mostly,3=Fully", "--db", store_url, "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["labels"] == {"0": "Not relevant", "1": "Partly", "2": "Mostly", "3": "Fully"}
     assert get_project(engine, "p").labels == {0: "Not relevant", 1: "Partly", 2: "Mostly", 3: "Fully"}

@@ -72,7 +72,10 @@ def test_depth_k_union_with_provenance(engine, project):
         ("q1", "d1"): (["A"], 1), ("q1", "d2"): (["A"], 2), ("q1", "d3"): (["B"], 1), ("q1", "d5"): (["B"], 2),
         ("q2", "d5"): (["A"], 1), ("q2", "d6"): (["A", "B"], 1), ("q2", "d7"): (["B"], 2)}
     assert (report.created, report.existing, report.duplicates) == (7, 0, 0)
-    assert report.per_source == {"A": {"candidates": 4, "created": 4}, "B": {"candidates": 4, "created": 4}}
+    # Each new pair is credited once, to the source ranking it best: q2/d6 is B's rank 1 and A's rank 2, so B.
+    assert report.per_source == {"A": {"candidates": 4, "created": 3, "found_new": 4},
+                                 "B": {"candidates": 4, "created": 4, "found_new": 4}}
+    assert sum(s["created"] for s in report.per_source.values()) == report.created
 
 
 def test_repooling_is_idempotent_and_only_adds(engine, project):
@@ -128,7 +131,7 @@ def test_bm25_for_queries_without_runs(engine, project):
     assert ("q1", "f3") not in pairs and ("q1", "f4") not in pairs
     # q2 is covered by run A, so BM25 is not asked for it by default.
     assert pairs[("q2", "f3")] == (["A"], 1) and len(pairs) == 3
-    assert report.per_source["bm25"] == {"candidates": 2, "created": 2}
+    assert report.per_source["bm25"] == {"candidates": 2, "created": 2, "found_new": 2}
     everyone = pool(engine, "demo", depth=1, bm25=2, actor=OPERATOR)
     assert pairs_of(engine, project.id)[("q2", "f3")] == (["A", "bm25"], 1)
     assert everyone.created == 0 and everyone.provenance_updated == 1
@@ -154,7 +157,7 @@ def test_depth_must_be_positive(engine, project):
 
 def test_cli_pool(engine, project, store_url, capsys):
     seed(engine, project.id, {"q1": "topic one", "q2": "topic two"}, TEXTS, RUNS)
-    assert main(["pool", "--project", "demo", "--depth", "2", "--bm25", "0", "--db", store_url]) == 0
+    assert main(["pool", "--project", "demo", "--depth", "2", "--bm25", "0", "--db", store_url, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["created"] == 7
     assert main(["pool", "--project", "demo", "--depth", "2", "--run", "Z", "--db", store_url]) == 2
     assert "no stored run named 'Z'" in capsys.readouterr().err

@@ -101,11 +101,11 @@ def test_release_files_follow_the_rule_and_formats(engine, project):
     files = release_files(engine, "demo", 1)
     assert info.version == 1 and info.created_by == "lea"
     assert files["qrels.trec"].decode() == EXPECTED_TREC
-    assert files["judgments.jsonl"].decode() == EXPECTED_JSONL
+    assert files["judgments.jsonl"].decode() == EXPECTED_JSONL.replace("}\n", ', "scale": "0-3"}\n')  # named
     assert files["qrels.tsv"].decode() == "query-id\tcorpus-id\tscore\nq1\tf1\t2\nq1\tf2\t1\nq1\tf3\t1\nq2\tf5\t3\n"
     assert files["qrels.csv"].decode().splitlines()[:4] == [
-        "query_id,fragment_id,grade,n_grades,adjudicated,grades", 'q1,f1,2,2,0,"{""ann"": 3, ""bob"": 2}"',
-        'q1,f2,1,2,1,"{""ann"": 0, ""bob"": 1}"', 'q1,f3,1,1,0,"{""ann"": 1, ""bob"": null}"']
+        "query_id,fragment_id,grade,n_grades,adjudicated,grades,scale", 'q1,f1,2,2,0,"{""ann"": 3, ""bob"": 2}",0-3',
+        'q1,f2,1,2,1,"{""ann"": 0, ""bob"": 1}",0-3', 'q1,f3,1,1,0,"{""ann"": 1, ""bob"": null}",0-3']
     assert info.content_hash == hashlib.sha256((EXPECTED_TREC + EXPECTED_JSONL).encode()).hexdigest()
     assert json.loads(files["card.json"])["content_hash"] == info.content_hash
 
@@ -113,8 +113,9 @@ def test_release_files_follow_the_rule_and_formats(engine, project):
 def test_card_counts_distribution_and_agreement(engine, project):
     judged_project(engine, project)
     card = create_release(engine, "demo", actor=OPERATOR).card
+    # can't-judges: bob on q1/f3 and both on q2/f4, which has no real grade, so no label (left out).
     assert card["counts"] == {"queries": 2, "pairs": 4, "judgments": 9, "annotators": 3, "adjudicated": 1,
-                              "cant_judge": 1}
+                              "cant_judge": 3, "pairs_left_out": 1}
     assert card["grade_distribution"] == {"0": 0, "1": 2, "2": 1, "3": 1}
     assert card["judgment_grade_distribution"] == {"0": 1, "1": 2, "2": 2, "3": 3}
     assert card["rule"] == "median" and card["min_grades"] == 1 and card["version"] == 1
@@ -229,7 +230,7 @@ def test_round_trip_export_import_export_is_identical(engine, project, fresh_url
 
 def test_cli_release_and_export(engine, project, store_url, tmp_path, capsys):
     judged_project(engine, project)
-    assert main(["release", "--project", "demo", "--rule", "median", "--min-grades", "1", "--db", store_url]) == 0
+    assert main(["release", "--project", "demo", "--rule", "median", "--min-grades", "1", "--db", store_url, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["counts"]["pairs"] == 4
     for fmt, name in (("trec", "qrels.trec"), ("beir", "qrels.tsv"), ("jsonl", "judgments.jsonl"),
                       ("csv", "qrels.csv")):
@@ -292,7 +293,8 @@ def test_a_lead_decision_alone_makes_a_label(engine, project):
     card = create_release(engine, "demo", actor=OPERATOR).card
     assert release_files(engine, "demo")["judgments.jsonl"].decode() == (
         '{"query_id": "q2", "fragment_id": "f7", "grade": 2, "grades": {}, "rule": "median", '
-        '"adjudication": {"grade": 2, "reason": "obvious", "by": "lea"}, "provenance": "adjudication"}\n')
+        '"adjudication": {"grade": 2, "reason": "obvious", "by": "lea"}, "provenance": "adjudication", '
+        '"scale": "0-3"}\n')
     assert card["counts"]["judgments"] == 0 and card["agreement"]["alpha_ordinal"]["value"] is None
 
 
@@ -305,3 +307,12 @@ def test_card_lists_the_guideline_versions_behind_the_labels(engine, project):
         s.execute(update(Judgment).where(Judgment.id.in_(ids[:2])).values(guideline_id=first.id))
         s.execute(update(Judgment).where(Judgment.id == ids[2]).values(guideline_id=second.id))
     assert create_release(engine, "demo", actor=OPERATOR).card["guideline_versions"] == [1, 2]
+
+
+def test_card_counts_a_cant_judge_whose_pair_got_no_label(engine, project):
+    # q1/f1 graded twice; q1/f2's only judgment is ann's can't-judge, so the pair has no label: the card still
+    # counts that can't-judge (1 of 3 judgments) and says one judged pair was left out of the release.
+    seed(engine, project.id, QUERIES, FRAGS)
+    judge(engine, project.id, {("q1", "f1"): {"ann": 2, "bob": 2}, ("q1", "f2"): {"ann": None}})
+    counts = create_release(engine, "demo", actor=OPERATOR).card["counts"]
+    assert (counts["pairs"], counts["cant_judge"], counts["pairs_left_out"]) == (1, 1, 1)

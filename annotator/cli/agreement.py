@@ -72,7 +72,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("judgments", metavar="JUDGMENTS")
     c.add_argument("--rule", choices=LazyChoices("eval_core.consensus", "RULES"), metavar="RULE", default="median",
                    help="median (lower on ties), majority (ties → lower), mean (half up) or min")
-    c.add_argument("--adjudications", metavar="FILE", help="lead decisions (query_id, fragment_id, grade); they win")
+    c.add_argument("--adjudications", metavar="FILE",
+                   help="lead decisions (query_id, fragment_id, grade; e.g. `qrelkit export --adjudications`); "
+                        "they win")
+    c.add_argument("--with-models", action="store_true",
+                   help="let model judges vote (default: left out, as in `agreement` and a humans-only release)")
+    c.add_argument("--model", action="append", default=[], metavar="NAME",
+                   help="annotator NAME is a model judge (files without annotator_kind; repeatable)")
+    c.add_argument("--grades", default="gains", metavar="GRADES", choices=LazyChoices("eval_core.io.formats",
+                                                                                      "QrelsGrades"),
+                   help="%(choices)s (default gains): TREC and BEIR qrels hold grade minus the scale's lowest "
+                        "grade, as a release's export does; JSONL keeps the grades as judged")
     c.add_argument("--min-grades", type=int, default=1, help="leave out pairs with fewer real grades (default 1)")
     c.add_argument("-o", "--output", required=True, metavar="OUT")
     c.add_argument("--format", choices=["trec", "beir", "jsonl"], default="trec")
@@ -102,7 +112,8 @@ def cmd_agreement(args: argparse.Namespace) -> int:
         if by_kind:
             from eval_core.judges.calibration import calibration
 
-            calibrated = calibration(frame, scale=args.scale, models=args.model)
+            calibrated = calibration(frame, scale=args.scale, models=args.model, bootstrap=args.bootstrap,
+                                     seed=args.seed)
     except ValueError as exc:
         raise InputError(args.judgments, None, str(exc)) from None
     checks = None
@@ -163,7 +174,8 @@ def format_table(report: AgreementReport) -> str:
         f"{report.n_grades} grades ({report.n_cant_judge} can't judge), "
         f"{report.n_pairable_units} pairs with ≥ 2 grades; scale {report.scale[0]}-{report.scale[1]}",
         f"CIs: {boot.confidence:.0%} percentile, {boot.replicates} replicates resampling queries, "
-        f"seed {boot.seed}" if boot.replicates else "CIs: none (no bootstrap)",
+        f"seed {boot.seed}" if boot.replicates else
+        f"CIs: none ({'no bootstrap' if boot.status == 'ok' else boot.status})",
         "",
         "grade prevalence  " + "  ".join(f"{g}: {s:.1%}" if s is not None else f"{g}: -"
                                          for g, s in report.prevalence.items()),
@@ -256,14 +268,16 @@ def _c(c: Coefficient) -> str:
     return c.text(DIGITS).replace(" [", "  [")
 
 
-def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str) -> None:
-    """TREC / BEIR through the shared qrels writer; JSONL here, since it carries every grade and the rule."""
+def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str, shift: int = 0) -> None:
+    """TREC / BEIR through the shared qrels writer, grades lowered by `shift` (the scale's lowest grade for
+    gains); JSONL here, as judged, since it carries every grade and the rule."""
     import pandas as pd
 
     from eval_core.io.formats import write_atomically, write_qrels
 
     if fmt in ("trec", "beir"):
-        frame = pd.DataFrame({"query_id": qrels["query_id"], "doc_id": qrels["fragment_id"], "grade": qrels["grade"]})
+        frame = pd.DataFrame({"query_id": qrels["query_id"], "doc_id": qrels["fragment_id"],
+                              "grade": qrels["grade"] - shift})
         write_qrels(frame, path, fmt=fmt)
         return
     write_atomically(path, (json.dumps({"query_id": row.query_id, "fragment_id": row.fragment_id,
@@ -275,17 +289,22 @@ def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str) -> None:
 
 def cmd_consensus(args: argparse.Namespace) -> int:
     """Apply the rule and write the qrels; a summary goes to stderr."""
+    from eval_core.agreement.report import human_judgments
     from eval_core.consensus import consensus
+    from eval_core.io.formats import QrelsGrades
     from eval_core.io.judgments import read_adjudications
 
     frame = judgments_on_scale(args)
+    if not args.with_models:
+        frame = human_judgments(frame, args.model)
     adjudications = read_adjudications(args.adjudications, args.scale) if args.adjudications else None
     try:
         qrels = consensus(frame, rule=args.rule, adjudications=adjudications, min_grades=args.min_grades,
                           scale=args.scale)
     except ValueError as exc:
         raise InputError(args.adjudications or args.judgments, None, str(exc)) from None
-    write_consensus(qrels, args.output, args.format)
+    write_consensus(qrels, args.output, args.format,
+                    args.scale[0] if QrelsGrades(args.grades) == QrelsGrades.GAINS else 0)
     print(f"qrelkit: {len(qrels)} labelled pairs ({int(qrels['adjudicated'].sum())} adjudicated) by rule "
           f"{args.rule} → {args.output}", file=sys.stderr)
     return 0

@@ -13,8 +13,70 @@ from typing import Any
 
 
 def print_json(data: object) -> None:
-    """Reports go to stdout as indented JSON, so people can read them and scripts can parse them."""
+    """A report as indented JSON on stdout, for scripts (`--format json`)."""
     print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def report_option(parser: argparse.ArgumentParser, flag: str = "--format") -> None:
+    """--format text|json (`import`, whose --format is the file's layout: --report-format): a readable summary
+    by default, the report's JSON (its shape kept) for machines."""
+    parser.add_argument(flag, dest="report", choices=("text", "json"), default="text",
+                        help="text (default): a readable summary; json: the full report for scripts")
+
+
+def emit(args: argparse.Namespace, data: object) -> None:
+    """Print a command's report: JSON with --format json, else the same data as readable indented lines."""
+    if getattr(args, "report", "text") == "json":
+        print_json(data)
+    else:
+        print("\n".join(readable(data)))
+
+
+def _scalar(value: object) -> str:
+    """One value as people read it: "—" for none, yes/no, floats to 4 significant digits, text literally."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, dict | list) and not value:
+        return "none"
+    return str(value)
+
+
+def _flat(item: object) -> bool:
+    return isinstance(item, dict) and all(not isinstance(v, dict | list) or not v for v in item.values())
+
+
+def readable(data: object, indent: int = 0) -> list[str]:
+    """Nested report data as indented `key: value` lines; a list of flat records as an aligned table."""
+    pad = "  " * indent
+    if isinstance(data, dict):
+        lines = []
+        for key, value in data.items():
+            if isinstance(value, list) and value and not any(isinstance(v, dict | list) for v in value):
+                lines.append(f"{pad}{str(key).replace('_', ' ')}: {', '.join(map(_scalar, value))}")
+            elif isinstance(value, dict | list) and value:
+                lines += [f"{pad}{str(key).replace('_', ' ')}:", *readable(value, indent + 1)]
+            else:
+                lines.append(f"{pad}{str(key).replace('_', ' ')}: {_scalar(value)}")
+        return lines
+    if isinstance(data, list):
+        if data and all(_flat(item) for item in data) and len({tuple(item) for item in data}) == 1:  # type: ignore[arg-type]
+            header = list(data[0])  # type: ignore[index]
+            rows = [[_scalar(item[k]) for k in header] for item in data]  # type: ignore[index]
+            widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+            return [pad + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                    for r in [[h.replace("_", " ") for h in header], *rows]]
+        lines = []
+        for item in data:
+            if isinstance(item, dict | list) and item:
+                lines += [f"{pad}-", *readable(item, indent + 1)]
+            else:
+                lines.append(f"{pad}- {_scalar(item)}")
+        return lines
+    return [pad + _scalar(data)]
 
 
 class LazyChoices(Sequence):

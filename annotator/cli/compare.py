@@ -45,6 +45,8 @@ def format_comparison(result: Comparison) -> str:
              "-" if p.p_adjusted is None else f"{p.p_adjusted:.4f}", p.better, p.worse, p.unchanged,
              "yes" if p.significant else "no"] for p in result.pairs]
     ci = f"{round(result.pairs[0].confidence * 100)}% CI" if result.pairs else "CI"
+    if result.pairs:
+        ci += f" ({result.pairs[0].ci_method})"
     out += ["", _table(["metric", "A", "B", "B-A", ci, "p", "p_holm", "better", "worse", "same", "significant"],
                        rows), ""]
     out += result.sentences()
@@ -130,8 +132,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     d = Thresholds()
     p = subparsers.add_parser("compare", help="paired significance tests between runs on the same qrels",
                               description="Test whether runs differ per metric: randomization (default), "
-                                          "paired t or Wilcoxon signed-rank, with a bootstrap CI of the mean "
-                                          "difference; Holm-corrected per metric when there are several pairs.")
+                                          "paired t (with its t interval) or Wilcoxon signed-rank (with the "
+                                          "Hodges–Lehmann interval); the randomization test's interval is a "
+                                          "bootstrap interval of the mean difference, named so; Holm-corrected "
+                                          "per metric when there are several pairs; a query set too small to "
+                                          "reach alpha is said.")
     p.add_argument("qrels", type=Path)
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="two or more runs (RUN_A RUN_B …)")
     p.add_argument("--metric", action="append", metavar="M", help="metric name, repeatable (default ndcg@10)")
@@ -140,7 +145,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                     "instead of all pairs")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--permutations", type=int, default=10_000)
-    p.add_argument("--bootstrap", type=int, default=10_000, help="bootstrap resamples for the CI")
+    p.add_argument("--bootstrap", type=int, default=10_000, help="bootstrap resamples for the randomization test's CI")
     p.add_argument("--seed", type=int, default=0)
     relevance_options(p)
     p.add_argument("--format", choices=("table", "json"), default="table")

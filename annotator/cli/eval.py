@@ -90,6 +90,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     parse_metrics(names, k)
     jg = args.qrels_format == "jg"
     qrels = read_qrels_jg(args.qrels) if jg else load_qrels(args.qrels)
+    if args.scale is not None and not jg:
+        _check_scale(qrels.value, args.scale, args.qrels)
     categories = None if args.categories is None else read_categories(args.categories)
     sizes = [Path(r).stat().st_size if Path(r).is_file() else 0 for r in args.runs]
     results: list[Evaluation] = []
@@ -114,6 +116,24 @@ def cmd_eval(args: argparse.Namespace) -> int:
     for name, g, value, t in failed:
         print(f"qrelkit eval: gate failed: {name}: {g} = {value:.4f} < {t:g}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _check_scale(grades: Any, scale: tuple[int, int], path: str) -> None:
+    """Refuse qrels whose grades read as gains (the lowest at 0, none above HIGH − LOW) under a declared --scale
+    whose lowest grade is above 0: a qrelkit release's TREC and BEIR qrels hold gains, and shifting them again
+    would count the scale's second grade as not relevant. Other grades outside the scale are on_scale's error."""
+    import numpy as np
+
+    from eval_core.errors import InputError
+
+    low, high = scale
+    values = np.asarray(grades, dtype=np.int64)
+    if low > 0 and values.size and values.min() < low and values.min() >= 0 and values.max() <= high - low:
+        raise InputError(path, None, f"the grades run {values.min()}-{values.max()}, which contradicts --scale "
+                                     f"{low}-{high} (grade {values.min()} is below its lowest grade {low}) and reads "
+                                     f"as gains (grade - {low}), as qrelkit's TREC and BEIR release exports write "
+                                     "them: evaluate this file without --scale, or export the release with "
+                                     "--grades as-judged")
 
 
 class _NoBar:

@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from annotator.cli.common import db_option, print_json, store_engine
+from annotator.cli.common import db_option, emit, report_option, store_engine
 from eval_core.errors import InputError
 
 
@@ -28,7 +28,7 @@ def cmd_guideline_add(args: argparse.Namespace) -> int:
         text = Path(args.file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(args.file, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    print_json(_report(add_guideline(store_engine(args), args.project, text, actor=OPERATOR, note=args.note)))
+    emit(args, _report(add_guideline(store_engine(args), args.project, text, actor=OPERATOR, note=args.note)))
     return 0
 
 
@@ -36,7 +36,7 @@ def cmd_guideline_list(args: argparse.Namespace) -> int:
     """Every version, oldest first."""
     from db.projects import list_guidelines
 
-    print_json([_report(g) for g in list_guidelines(store_engine(args), args.project)])
+    emit(args, [_report(g) for g in list_guidelines(store_engine(args), args.project)])
     return 0
 
 
@@ -63,8 +63,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = guideline.add_parser("add", help="publish a Markdown file as the next version")
     p.add_argument("file", metavar="FILE.md")
     p.add_argument("--note", help="what changed, shown with the version")
+    report_option(p)
     p.set_defaults(func=cmd_guideline_add)
     q = guideline.add_parser("list", help="every version, oldest first")
+    report_option(q)
     q.set_defaults(func=cmd_guideline_list)
     r = guideline.add_parser("show", help="print one version's text")
     r.add_argument("version", nargs="?", default="current", metavar="V", help="version number (default: current)")

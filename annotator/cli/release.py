@@ -11,7 +11,15 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from annotator.cli.common import LazyChoices, db_option, print_json, stage_bar, store_engine
+from annotator.cli.common import (
+    LazyChoices,
+    db_option,
+    emit,
+    print_json,
+    report_option,
+    stage_bar,
+    store_engine,
+)
 from eval_core.thresholds import MODEL_THRESHOLD
 
 CHANGED_LISTED = 20
@@ -27,7 +35,7 @@ def cmd_pool(args: argparse.Namespace) -> int:
     with bar:
         report = pool(engine, args.project, args.depth, runs=args.run or None, bm25=args.bm25, progress=step,
                       actor=OPERATOR)
-    print_json(report.to_dict())
+    emit(args, report.to_dict())
     return 0
 
 
@@ -39,7 +47,7 @@ def cmd_assign(args: argparse.Namespace) -> int:
     names = [n.strip() for n in args.annotators.split(",") if n.strip()] if args.annotators else None
     report = assign(store_engine(args), args.project, overlap=args.overlap, fraction=args.fraction,
                     annotators=names, seed=args.seed, actor=OPERATOR)
-    print_json(report.to_dict())
+    emit(args, report.to_dict())
     return 0
 
 
@@ -54,7 +62,7 @@ def cmd_release(args: argparse.Namespace) -> int:
         info = create_release(engine, args.project, rule=args.rule, min_grades=args.min_grades, progress=step,
                               actor=args.user or OPERATOR, policy=args.policy,
                               model_threshold=MODEL_THRESHOLD if args.model_threshold is None else args.model_threshold)
-    print_json(info.card)
+    emit(args, info.card)
     return 0
 
 
@@ -67,7 +75,7 @@ def cmd_adjudicate(args: argparse.Namespace) -> int:
     engine = store_engine(args)
     info = adjudicate(engine, pair_id(engine, args.project, args.query, args.fragment), args.grade, args.reason,
                       actor=args.user or OPERATOR)
-    print_json({"project": args.project, "query_id": args.query, "fragment_id": args.fragment, "grade": info.grade,
+    emit(args, {"project": args.project, "query_id": args.query, "fragment_id": args.fragment, "grade": info.grade,
                 "reason": info.reason, "by": info.lead, "at": info.created_at.isoformat()})
     return 0
 
@@ -99,10 +107,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"wrote {count} {what} to {args.output}", file=sys.stderr)
         return 0
     if args.format is None:
-        raise ValueError("a release export needs --format (trec, beir, jsonl or csv)")
-    from db.releases import changed_texts, export
+        raise ValueError("a release export needs --format (trec, beir, jsonl, csv or card)")
+    from db.releases import QrelsGrades, changed_texts, export
 
-    path = export(engine, args.project, args.release, args.format, args.output)
+    path = export(engine, args.project, args.release, args.format, args.output, grades=QrelsGrades(args.grades))
     print(f"wrote {path}", file=sys.stderr)
     changed = changed_texts(engine, args.project, args.release)
     if changed is None:
@@ -160,6 +168,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--run", action="append", metavar="NAME", help="stored run to pool (repeatable; default all)")
     p.add_argument("--bm25", type=int, default=None, metavar="K",
                    help="BM25 top-K for every query (default: top-DEPTH for queries no run covers; 0 = off)")
+    report_option(p)
 
     p = command("assign", cmd_assign, "Assign pairs to annotators with overlap; re-running tops up.")
     p.add_argument("--overlap", type=int, default=None, help="annotators per pair (default: project policy)")
@@ -167,6 +176,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="share of pairs that get the full overlap, the rest one annotator (default: project)")
     p.add_argument("--annotators", default=None, metavar="A,B", help="usernames (default: every active annotator)")
     p.add_argument("--seed", type=int, default=0, help="seed for choosing the overlap sample")
+    report_option(p)
 
     p = command("release", cmd_release, "Create the next immutable release from the judgments.")
     p.add_argument("--rule", default="median", metavar="RULE", choices=LazyChoices("eval_core.consensus", "RULES"),
@@ -180,6 +190,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--model-threshold", type=float, default=None,
                    help="least quadratic-weighted κ of the model with the human consensus on the guideline "
                         f"version in force (default {MODEL_THRESHOLD:g})")
+    report_option(p)
 
     p = command("adjudicate", cmd_adjudicate, "Record a lead's final grade for a pair (the latest decision is in "
                                               "force; it wins over the consensus rule).")
@@ -190,6 +201,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--user", default=None, metavar="LEAD",
                    help="the active lead recorded as the adjudicator (checked): a decision names who made it, so "
                         "the anonymous CLI operator is refused without --user")
+    report_option(p)
 
     p = command("export", cmd_export, "Write a release's qrels or judgments file, or (--judgments) every current "
                                       "judgment before any release.")
@@ -206,6 +218,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "`qrelkit consensus --adjudications` applies")
     p.add_argument("--format", default=None, metavar="FORMAT", choices=LazyChoices("db.releases", "EXPORT_FORMATS"),
                    help="%(choices)s (a release; jsonl or csv with --judgments or --adjudications; --run writes trec)")
+    p.add_argument("--grades", default="gains", metavar="GRADES", choices=LazyChoices("eval_core.io.formats", "QrelsGrades"),
+                   help="%(choices)s (default gains): a release's TREC and BEIR qrels hold gains, grade minus the "
+                        "scale's lowest grade, so the lowest grade is 0 (not relevant) for trec_eval, pytrec_eval, "
+                        "ranx and ir-measures with default options; as-judged writes the project's grades (evaluate "
+                        "them with --scale); JSONL and CSV always hold the grades as judged and name the scale")
     p.add_argument("-o", "--output", required=True, help="file to write")
 
     p = command("evaluate-run", cmd_evaluate_run, "Evaluate a stored run against a release and keep the result.")

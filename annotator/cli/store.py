@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from annotator.cli.common import LazyChoices, db_option, print_json, store_engine
+from annotator.cli.common import LazyChoices, db_option, emit, report_option, store_engine
 from eval_core.thresholds import AGREEMENT_THRESHOLD
 
 
@@ -49,7 +49,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         else:
             made = _new_project(engine, args.project, args)
             out["project"] = {"name": made["name"], "scale": made["scale"], "created": True}
-    print_json(out)
+    emit(args, out)
     return 0
 
 
@@ -60,13 +60,13 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 
     engine = get_engine(args.db)
     before = current_revision(engine)
-    print_json({"database": database_url(args.db), "from": before, "to": upgrade(engine, args.revision)})
+    emit(args, {"database": database_url(args.db), "from": before, "to": upgrade(engine, args.revision)})
     return 0
 
 
 def cmd_project_create(args: argparse.Namespace) -> int:
     """Create a project (with the bundled guideline on 0-3 unless --no-guideline) and print it."""
-    print_json(_new_project(store_engine(args), args.name, args, overlap=args.overlap,
+    emit(args, _new_project(store_engine(args), args.name, args, overlap=args.overlap,
                             overlap_fraction=args.fraction, threshold=args.threshold))
     return 0
 
@@ -75,7 +75,7 @@ def cmd_project_list(args: argparse.Namespace) -> int:
     """Every project and its settings."""
     from db.projects import list_projects
 
-    print_json([_project_report(p) for p in list_projects(store_engine(args))])
+    emit(args, [_project_report(p) for p in list_projects(store_engine(args))])
     return 0
 
 
@@ -86,7 +86,7 @@ def cmd_project_labels(args: argparse.Namespace) -> int:
 
     engine = store_engine(args)
     labels = parse_labels(args.labels, get_project(engine, args.name).scale)
-    print_json(_project_report(set_grade_labels(engine, args.name, labels, actor=OPERATOR)))
+    emit(args, _project_report(set_grade_labels(engine, args.name, labels, actor=OPERATOR)))
     return 0
 
 
@@ -95,7 +95,7 @@ def cmd_project_set(args: argparse.Namespace) -> int:
     from db.accounts.permissions import OPERATOR
     from db.projects import set_queue_order
 
-    print_json(_project_report(set_queue_order(store_engine(args), args.name, args.queue_order, actor=OPERATOR)))
+    emit(args, _project_report(set_queue_order(store_engine(args), args.name, args.queue_order, actor=OPERATOR)))
     return 0
 
 
@@ -119,7 +119,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         extra = {"judges": AnnotatorKind(args.annotator_kind, args.model, args.prompt_version),
                  "source": JudgmentsSource(args.annotator, args.qrels_format, args.guideline)}
     report = IMPORT_KINDS[args.kind](engine, args.project, args.file, progress=True, actor=OPERATOR, **extra)
-    print_json(report.to_dict())
+    emit(args, report.to_dict())
     return 0
 
 
@@ -145,6 +145,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     db_option(p)
     p.add_argument("--project", help="also create this project if it does not exist")
     _scale_options(p, "that project")
+    report_option(p)
     p.set_defaults(func=cmd_init)
 
     db = subparsers.add_parser("db", help="database maintenance").add_subparsers(dest="db_command", metavar="ACTION",
@@ -152,6 +153,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = db.add_parser("upgrade", help="apply the Alembic migrations up to head (idempotent)")
     db_option(p)
     p.add_argument("--revision", default="head", help=argparse.SUPPRESS)
+    report_option(p)
     p.set_defaults(func=cmd_db_upgrade)
 
     project = subparsers.add_parser("project", help="golden-set projects").add_subparsers(
@@ -164,14 +166,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=float, default=AGREEMENT_THRESHOLD,
                    help="agreement below this flags the guideline (default %(default)s)")
     db_option(p)
+    report_option(p)
     p.set_defaults(func=cmd_project_create)
     p = project.add_parser("list", help="list projects")
     db_option(p)
+    report_option(p)
     p.set_defaults(func=cmd_project_list)
     p = project.add_parser("labels", help="rename a project's grades")
     p.add_argument("name")
     p.add_argument("--labels", required=True, metavar="G=NAME,…", help="e.g. \"0=No,1=Partly,2=Mostly,3=Fully\"")
     db_option(p)
+    report_option(p)
     p.set_defaults(func=cmd_project_labels)
     p = project.add_parser("set", help="change a project setting")
     p.add_argument("name")
@@ -180,6 +185,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="the order annotators get their pairs in, within the query in progress: %(choices)s "
                         "(see docs/judging_order.md)")
     db_option(p)
+    report_option(p)
     p.set_defaults(func=cmd_project_set)
 
     p = subparsers.add_parser("import", help="import queries, fragments, a TREC run or judgments (all or nothing)")
@@ -213,4 +219,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--prompt-version", help="judgments of model judges: the prompt version stamped on their grades "
                                             "(default: the file's prompt_version column)")
     db_option(p)
+    report_option(p, "--report-format")
     p.set_defaults(func=cmd_import)

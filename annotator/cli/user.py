@@ -10,7 +10,7 @@ import argparse
 import getpass
 import sys
 
-from annotator.cli.common import db_option, print_json, store_engine
+from annotator.cli.common import db_option, emit, print_json, report_option, store_engine
 from eval_core.vocab import ROLES as ROLE_CHOICES  # standard library only: `--help` loads no store
 
 
@@ -40,14 +40,14 @@ def cmd_user_add(args: argparse.Namespace) -> int:
     from db.accounts.users import create_user
 
     engine = store_engine(args)
-    print_json(_report(create_user(engine, args.name, args.role, _read_password(args, args.name), actor=OPERATOR)))
+    emit(args, _report(create_user(engine, args.name, args.role, _read_password(args, args.name), actor=OPERATOR)))
     return 0
 
 
 def cmd_user_list(args: argparse.Namespace) -> int:
     from db.accounts.users import list_users
 
-    print_json([_report(u) for u in list_users(store_engine(args), role=args.role)])
+    emit(args, [_report(u) for u in list_users(store_engine(args), role=args.role)])
     return 0
 
 
@@ -55,7 +55,7 @@ def cmd_user_deactivate(args: argparse.Namespace) -> int:
     from db.accounts.permissions import OPERATOR
     from db.accounts.users import deactivate
 
-    print_json(_report(deactivate(store_engine(args), args.name, actor=OPERATOR)))
+    emit(args, _report(deactivate(store_engine(args), args.name, actor=OPERATOR)))
     return 0
 
 
@@ -63,7 +63,7 @@ def cmd_user_activate(args: argparse.Namespace) -> int:
     from db.accounts.permissions import OPERATOR
     from db.accounts.users import activate
 
-    print_json(_report(activate(store_engine(args), args.name, actor=OPERATOR)))
+    emit(args, _report(activate(store_engine(args), args.name, actor=OPERATOR)))
     return 0
 
 
@@ -75,7 +75,7 @@ def cmd_user_set_password(args: argparse.Namespace) -> int:
     if password is None:  # set-password has no --no-password: _read_password always returns one
         raise ValueError("set-password needs a password")
     engine = store_engine(args)
-    print_json(_report(set_password(engine, args.name, password, actor=OPERATOR)))
+    emit(args, _report(set_password(engine, args.name, password, actor=OPERATOR)))
     return 0
 
 
@@ -83,7 +83,7 @@ def cmd_user_set_role(args: argparse.Namespace) -> int:
     from db.accounts.permissions import OPERATOR
     from db.accounts.users import set_role
 
-    print_json(_report(set_role(store_engine(args), args.name, args.role, actor=OPERATOR)))
+    emit(args, _report(set_role(store_engine(args), args.name, args.role, actor=OPERATOR)))
     return 0
 
 
@@ -116,21 +116,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     how.add_argument("--password-stdin", action="store_true", help="read the password from one line of stdin")
     how.add_argument("--no-password", action="store_true", help="an account that cannot log in")
     db_option(p)
+    report_option(p)
     p.set_defaults(func=cmd_user_add)
 
     p = user.add_parser("list", help="list accounts")
     p.add_argument("--role", choices=ROLE_CHOICES)
     db_option(p)
+    report_option(p)
     p.set_defaults(func=cmd_user_list)
 
     p = user.add_parser("deactivate", help="stop an account: no login, no new assignments, every session ends now")
     p.add_argument("name")
     db_option(p)
+    report_option(p)
     p.set_defaults(func=cmd_user_deactivate)
 
     p = user.add_parser("activate", help="let a deactivated account log in again")
     p.add_argument("name")
     db_option(p)
+    report_option(p)
     p.set_defaults(func=cmd_user_activate)
 
     p = user.add_parser("set-password", help="set an account's password (prompted twice, or one line of stdin; "
@@ -138,12 +142,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("name")
     p.add_argument("--password-stdin", action="store_true", help="read the password from one line of stdin")
     db_option(p)
+    report_option(p)
     p.set_defaults(func=cmd_user_set_password)
 
     p = user.add_parser("set-role", help="make an account a lead or an annotator (open sessions see it at once)")
     p.add_argument("name")
     p.add_argument("role", choices=ROLE_CHOICES)
     db_option(p)
+    report_option(p)
     p.set_defaults(func=cmd_user_set_role)
 
     p = user.add_parser("unlock", help="lift an account's login back-off (after someone else's wrong guesses)")

@@ -55,6 +55,8 @@ from eval_core.thresholds import AGREEMENT_THRESHOLD
 from eval_core.vocab import AnnotatorKind
 
 BY_FIELDS = {"query": "query_id", "category": "category", "guideline": "guideline"}
+# Fewest queries a query-clustered bootstrap CI is printed for (below: the value, and the status saying why not).
+MIN_CI_QUERIES = 5
 RELIABLE, TENTATIVE = 0.800, 0.667
 
 
@@ -144,7 +146,7 @@ def agreement_report(judgments: pd.DataFrame | str | Path, scale: tuple[int, int
     reps: dict[str, np.ndarray] = {}
     kappa_reps = None
     group_reps: dict[str, np.ndarray] = {}
-    n_reps = bootstrap if len(enc.queries) >= 2 and status == "ok" else 0
+    n_reps, boot_status = _replicates(bootstrap, len(enc.queries), status)
     if n_reps:
         blocks = [per_query, confusions.per_query, *(group_query_block(groups[f], enc) for f in resampled)]
         base, kappa_block, *group_blocks = bootstrap_sums(blocks, n_reps, seed, progress)
@@ -174,12 +176,24 @@ def agreement_report(judgments: pd.DataFrame | str | Path, scale: tuple[int, int
         n_units=len(enc.units), n_annotators=len(enc.annotators), n_judgments=len(frame),
         n_grades=int(valid.sum()), n_cant_judge=int((~valid).sum()), n_queries=len(enc.queries),
         n_pairable_units=n_pairable, scale=(scale[0], scale[1]), level=level,
-        bootstrap=Bootstrap(n_reps, seed, confidence), raw_agreement=raw, prevalence=prevalence, alpha=alpha,
+        bootstrap=Bootstrap(n_reps, seed, confidence, status=boot_status), raw_agreement=raw, prevalence=prevalence, alpha=alpha,
         fleiss_kappa=c("fleiss"), ac1=c("ac_unweighted"),
         ac2={"linear": c("ac_linear"), "quadratic": c("ac_quadratic")}, kappa=kappa, light_kappa=light,
         cuts=cuts, weakest=weakest, diagnostics=diagnostics,
         assessment=assess(alpha[level], level, threshold, weakest=weakest, diagnostics=diagnostics,
                           raw=raw.value, prevalence=prevalence, ac2=c("ac_quadratic").value))
+
+
+def _replicates(bootstrap: int, n_queries: int, status: str) -> tuple[int, str]:
+    """The bootstrap replicates to draw and the CIs' status: none below MIN_CI_QUERIES queries, since resampling
+    a handful of query clusters gives an interval far narrower than the uncertainty (with 3 queries there are
+    only 10 distinct resamples), and a printed interval would claim a precision that is not there."""
+    if not bootstrap or status != "ok":
+        return 0, "ok" if not bootstrap else f"no CIs: {status}"
+    if n_queries < MIN_CI_QUERIES:
+        return 0, (f"no CIs: {n_queries} quer{'y' if n_queries == 1 else 'ies'}, too few to resample (a "
+                   f"query-clustered interval needs at least {MIN_CI_QUERIES})")
+    return bootstrap, "ok"
 
 
 def _group_stats(frame: pd.DataFrame, enc: Encoded, column: str) -> GroupStats:

@@ -219,11 +219,12 @@ class Bootstrap:
     seed: int
     confidence: float
     cluster: str = "query_id"
+    status: str = OK  # or why there are no CIs (e.g. too few queries to resample)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON object."""
         return {"replicates": self.replicates, "seed": self.seed, "confidence": self.confidence,
-                "cluster": self.cluster}
+                "cluster": self.cluster, "status": self.status}
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
@@ -652,6 +653,26 @@ def read_categories(src: Any) -> dict[str, str]:
     return out
 
 
+class QrelsGrades(StrEnum):
+    """How TREC and BEIR qrels written from graded judgments hold the grades: as gains from the scale's lowest
+    grade (grade − low, so the lowest grade is 0, not relevant, and the field's tools read them right with
+    default options), or as judged on the scale. JSONL and CSV always keep the grades as judged."""
+
+    GAINS = "gains"
+    AS_JUDGED = "as-judged"
+
+
+def _umask() -> int:
+    """The process's umask (os.umask can only be read by setting it, so it is set straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# Files are created as open() would: 0666 less the user's umask (mkstemp alone makes them 0600).
+FILE_MODE = 0o666 & ~_umask()
+
+
 STALE_TMP_SECONDS = 3600  # a temporary file of no live process, or this old, was left by a killed writer
 
 
@@ -688,11 +709,13 @@ def _process_alive(pid: int) -> bool:
 
 def write_atomically(path: str | Path, lines: Iterator[str]) -> None:
     """Write all lines or nothing: a temporary file in the same directory (named with this process's id, so
-    the next run can tell a killed writer's leftover from a live one and removes it), renamed into place."""
+    the next run can tell a killed writer's leftover from a live one and removes it), renamed into place, with
+    the mode open() would give a new file (the user's umask)."""
     path = Path(path)
     remove_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp")
     try:
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as raw:
             fh: Any = gzip.GzipFile(fileobj=raw, mode="wb") if path.suffix == ".gz" else raw
             for chunk in lines:

@@ -17,15 +17,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from eval_core.agreement.bootstrap import bootstrap_sums, percentile_ci
 from eval_core.agreement.coefficients import (
     UNDEFINED_ONE,
     UNDEFINED_OVERLAP,
     WEIGHTS,
+    alpha_from_coincidence,
     coef,
     cohen_kappa,
+    kappa_from_confusion,
     krippendorff_alpha,
 )
-from eval_core.agreement.report import agreement_report, annotator_kinds
+from eval_core.agreement.report import MIN_CI_QUERIES, agreement_report, annotator_kinds
 from eval_core.agreement.types import Coefficient
 from eval_core.consensus import consensus
 from eval_core.io.judgments import check_judgments
@@ -91,12 +94,14 @@ class Comparison:
     alpha: Coefficient
     confusion: list[list[int]]
     bias: Bias
+    n_queries: int = 0
+    ci_status: str = "ok"  # or why κ and α have no CI (no bootstrap, too few queries)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON object (κ per weighting, ordinal α, confusion, bias)."""
-        return {"model": self.model, "reference": self.reference, "n": self.n,
+        """JSON object (κ per weighting, ordinal α, each with its query-clustered CI; confusion, bias)."""
+        return {"model": self.model, "reference": self.reference, "n": self.n, "n_queries": self.n_queries,
                 "kappa": {w: c.to_dict() for w, c in self.kappa.items()}, "alpha_ordinal": self.alpha.to_dict(),
-                "confusion": self.confusion, "bias": self.bias.to_dict()}
+                "ci_status": self.ci_status, "confusion": self.confusion, "bias": self.bias.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -178,44 +183,84 @@ def bias(model: np.ndarray, reference: np.ndarray, boundary: int) -> Bias:
                 n_upper, float(np.mean(model[upper] < boundary)) if n_upper else None)
 
 
+@dataclass(frozen=True)
+class Resampling:
+    """How calibration CIs are made: a query-clustered bootstrap (eval_core.agreement.bootstrap)."""
+
+    replicates: int = 0
+    seed: int = 0
+    confidence: float = 0.95
+
+
 def compare(model_name: str, reference_name: str, model: np.ndarray, reference: np.ndarray,
-            scale: tuple[int, int]) -> Comparison:
-    """κ (every weighting), ordinal α, confusion (reference × model) and bias of aligned real grades."""
+            scale: tuple[int, int], queries: np.ndarray | None = None,
+            resampling: Resampling = Resampling()) -> Comparison:
+    """κ (every weighting), ordinal α, confusion (reference × model) and bias of aligned real grades; with
+    `queries` (each pair's query) and replicates, κ and α get query-clustered bootstrap CIs: per-query
+    confusion matrices resampled by multinomial weights, κ from each replicate's confusion and α from its
+    coincidences (C + Cᵀ: two coders, one grade each)."""
     model, reference = np.asarray(model, dtype=float), np.asarray(reference, dtype=float)
     k, low = scale[1] - scale[0] + 1, scale[0]
-    conf = np.bincount((reference - low).astype(int) * k + (model - low).astype(int),
-                       minlength=k * k).reshape(k, k)
+    cells = (reference - low).astype(int) * k + (model - low).astype(int)
+    conf = np.bincount(cells, minlength=k * k).reshape(k, k)
+    codes, uniques = pd.factorize(pd.Series(queries, dtype=object)) if queries is not None else (None, [])
+    n_queries = len(uniques)
     if len(model):
         kappa = {w: cohen_kappa(reference, model, w, scale) for w in WEIGHTS}
         alpha = krippendorff_alpha(np.vstack([reference, model]), "ordinal", scale)
     else:
         kappa = {w: coef(None, UNDEFINED_OVERLAP) for w in WEIGHTS}
         alpha = coef(None, UNDEFINED_OVERLAP)
+    status = "ok"
+    if not resampling.replicates or codes is None:
+        status = "no bootstrap"
+    elif n_queries < MIN_CI_QUERIES:
+        status = (f"no CIs: {n_queries} quer{'y' if n_queries == 1 else 'ies'} shared, too few to resample (a "
+                  f"query-clustered interval needs at least {MIN_CI_QUERIES})")
+    elif len(model):
+        block = np.zeros((n_queries, k * k))
+        np.add.at(block, (codes, cells), 1.0)
+        (sums,) = bootstrap_sums([block], resampling.replicates, resampling.seed)
+        confs = sums.reshape(-1, k, k)
+        kappa = {w: _with_ci(c, kappa_from_confusion(confs, w), resampling.confidence) for w, c in kappa.items()}
+        alpha = _with_ci(alpha, alpha_from_coincidence(confs + confs.transpose(0, 2, 1), "ordinal"),
+                         resampling.confidence)
     return Comparison(model_name, reference_name, len(model), kappa, alpha, conf.astype(int).tolist(),
-                      bias(model, reference, upper_half(scale)))
+                      bias(model, reference, upper_half(scale)), n_queries, status)
 
 
-def human_baseline(humans: pd.DataFrame, pairs: pd.DataFrame, scale: tuple[int, int]) -> HumanBaseline:
-    """Human–human ordinal α and mean pairwise κ on `pairs` (the agreement report, without a bootstrap)."""
+def _with_ci(c: Coefficient, replicates: np.ndarray, confidence: float) -> Coefficient:
+    """The coefficient with the percentile interval of its replicates (none when it is undefined)."""
+    if c.value is None:
+        return c
+    return coef(c.value, c.status, percentile_ci(replicates, confidence))
+
+
+def human_baseline(humans: pd.DataFrame, pairs: pd.DataFrame, scale: tuple[int, int],
+                   resampling: Resampling = Resampling()) -> HumanBaseline:
+    """Human–human ordinal α and mean pairwise κ on `pairs` (the agreement report, with its query-clustered
+    CIs when `resampling` asks for replicates)."""
     on = humans.merge(pairs[PAIR].drop_duplicates(), on=PAIR)
     if on.empty:
         undefined = coef(None, UNDEFINED_ONE)
         return HumanBaseline(0, undefined, dict.fromkeys(WEIGHTS, undefined))
-    report = agreement_report(on[["query_id", "fragment_id", "annotator", "grade"]], scale=scale, bootstrap=0,
-                              top=0)
+    report = agreement_report(on[["query_id", "fragment_id", "annotator", "grade"]], scale=scale,
+                              bootstrap=resampling.replicates, seed=resampling.seed,
+                              confidence=resampling.confidence, top=0)
     return HumanBaseline(report.n_pairable_units, report.alpha["ordinal"], report.light_kappa)
 
 
 def _groups(model_rows: pd.DataFrame, humans: pd.DataFrame, name: str, field: str,
-            scale: tuple[int, int]) -> list[GroupCalibration]:
+            scale: tuple[int, int], resampling: Resampling) -> list[GroupCalibration]:
     """The model against the consensus within each value of `field` (of the model's own judgments)."""
     if field not in model_rows.columns or model_rows[field].isna().all():
         return []
     out = []
     for group, part in model_rows.dropna(subset=[field]).groupby(field, sort=True):
-        out.append(GroupCalibration(field, _label(group), compare(name, CONSENSUS, part["grade"].to_numpy(),
-                                                                 part["consensus"].to_numpy(), scale),
-                                    human_baseline(humans, part, scale)))
+        out.append(GroupCalibration(field, _label(group),
+                                    compare(name, CONSENSUS, part["grade"].to_numpy(), part["consensus"].to_numpy(),
+                                            scale, part["query_id"].to_numpy(), resampling),
+                                    human_baseline(humans, part, scale, resampling)))
     return out
 
 
@@ -227,12 +272,16 @@ def _label(value: Any) -> str:
 
 
 def calibration(judgments: pd.DataFrame, scale: tuple[int, int] = (0, 3), models: Sequence[str] = (),
-                adjudications: pd.DataFrame | None = None, rule: str = "median") -> CalibrationReport:
+                adjudications: pd.DataFrame | None = None, rule: str = "median", bootstrap: int = 0,
+                seed: int = 0, confidence: float = 0.95) -> CalibrationReport:
     """Calibrate every model judge (annotator_kind 'model', or named in `models`) against the humans.
 
     `judgments`: query_id, fragment_id, annotator, grade (NA = can't judge), optionally annotator_kind,
     category, guideline. The consensus is `rule` over the humans' real grades, lead decisions winning.
+    With `bootstrap` replicates every κ and α gets a query-clustered percentile CI (none over fewer than
+    MIN_CI_QUERIES shared queries, with the reason in `ci_status`).
     """
+    resampling = Resampling(bootstrap, seed, confidence)
     kinds = annotator_kinds(judgments, models)
     frame = check_judgments(judgments.drop(columns=["annotator_kind"], errors="ignore"), scale)
     frame = frame[frame["grade"].notna()]
@@ -244,14 +293,16 @@ def calibration(judgments: pd.DataFrame, scale: tuple[int, int] = (0, 3), models
     for name, rows in machines.groupby("annotator", sort=True):
         with_consensus = rows.merge(reference, on=PAIR)
         vs_consensus = compare(name, CONSENSUS, with_consensus["grade"].to_numpy(),
-                               with_consensus["consensus"].to_numpy(), scale)
+                               with_consensus["consensus"].to_numpy(), scale,
+                               with_consensus["query_id"].to_numpy(), resampling)
         shared = rows[[*PAIR, "grade"]].merge(humans[[*PAIR, "annotator", "grade"]], on=PAIR,
                                               suffixes=("", "_human"))
-        vs_humans = [compare(name, str(human), part["grade"].to_numpy(), part["grade_human"].to_numpy(), scale)
+        vs_humans = [compare(name, str(human), part["grade"].to_numpy(), part["grade_human"].to_numpy(), scale,
+                             part["query_id"].to_numpy(), resampling)
                      for human, part in shared.groupby("annotator", sort=True)]
         result.append(ModelCalibration(
-            str(name), len(rows), vs_consensus, vs_humans, human_baseline(humans, rows, scale),
-            *(_groups(with_consensus, humans, str(name), f, scale) for f in GROUP_FIELDS)))
+            str(name), len(rows), vs_consensus, vs_humans, human_baseline(humans, rows, scale, resampling),
+            *(_groups(with_consensus, humans, str(name), f, scale, resampling) for f in GROUP_FIELDS)))
     return CalibrationReport((scale[0], scale[1]), rule, upper_half(scale),
                              sorted(a for a, kind in kinds.items() if kind == AnnotatorKind.HUMAN), result)
 

@@ -84,6 +84,111 @@ def bootstrap_ci(diff: np.ndarray, n_bootstrap: int = 10_000, confidence: float 
     return (float(low), float(high))
 
 
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval of the difference, said with what it estimates and how it was made."""
+
+    low: float
+    high: float
+    method: str  # "t", "hodges-lehmann exact", "hodges-lehmann normal", "bootstrap percentile"
+    estimate: float  # the point it is centred on: the mean difference, or the Hodges–Lehmann shift
+    note: str = ""  # why it may disagree with the test, or the confidence it actually reaches
+
+
+BOOTSTRAP_NOTE = ("a percentile bootstrap interval of the mean difference over queries, not derived from the "
+                  "randomization test: the two can disagree, most on few queries, where the bootstrap is too "
+                  "narrow (it never sees a difference the queries do not show)")
+# Exact signed-rank distribution up to this many non-zero differences without ties (as scipy's wilcoxon).
+EXACT_SIGNED_RANK = 50
+
+
+def t_interval(diff: np.ndarray, confidence: float = 0.95) -> Interval:
+    """The paired t-test's interval: mean ± t(n−1) · sd / √n (scipy.stats.t.interval)."""
+    d = np.asarray(diff, dtype=np.float64)
+    mean = float(d.mean()) if d.size else 0.0
+    if d.size < 2:
+        return Interval(mean, mean, "t", mean, f"undefined on {d.size} quer{'y' if d.size == 1 else 'ies'}: "
+                                                "the t interval needs two")
+    from scipy import stats
+
+    sd = float(d.std(ddof=1))
+    if sd == 0.0:
+        return Interval(mean, mean, "t", mean, "every query moved by the same amount: zero-width")
+    half = float(stats.t.ppf(0.5 + confidence / 2.0, d.size - 1)) * sd / np.sqrt(d.size)
+    return Interval(mean - half, mean + half, "t", mean)
+
+
+def signed_rank_counts(n: int) -> np.ndarray:
+    """How many of the 2^n sign patterns give each signed-rank sum T+ = 0 … n(n+1)/2 (no ties)."""
+    counts = np.zeros(n * (n + 1) // 2 + 1, dtype=np.float64)
+    counts[0] = 1.0
+    for r in range(1, n + 1):
+        counts[r:] = counts[r:] + counts[:-r].copy()
+    return counts
+
+
+def hodges_lehmann(diff: np.ndarray, confidence: float = 0.95) -> Interval:
+    """The Wilcoxon signed-rank test's interval: Walsh averages (d_i + d_j)/2, i ≤ j, of the non-zero
+    differences sorted; estimate their median; interval [W_(k), W_(M+1−k)] with k the test's critical count
+    (exact signed-rank distribution up to EXACT_SIGNED_RANK differences without ties, else the normal
+    approximation). When no k reaches `confidence` (too few queries), the widest interval and the confidence
+    it does reach."""
+    d = np.asarray(diff, dtype=np.float64)
+    d = d[np.abs(d) > UNCHANGED_TOL]
+    n = d.size
+    if n == 0:
+        return Interval(0.0, 0.0, "hodges-lehmann exact", 0.0, "no query changed")
+    i, j = np.triu_indices(n)
+    walsh = np.sort((d[i] + d[j]) / 2.0)
+    m = walsh.size
+    tail = (1.0 - confidence) / 2.0
+    ties = np.unique(np.abs(d)).size < n
+    if n <= EXACT_SIGNED_RANK and not ties:
+        cdf = np.cumsum(signed_rank_counts(n)) / 2.0 ** n
+        k = int(np.searchsorted(cdf, tail + 1e-12, side="right"))  # P(T+ ≤ k−1) ≤ tail
+        method = "hodges-lehmann exact"
+    else:
+        from scipy import stats
+
+        sd = np.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
+        k = int(np.floor(m / 2.0 - float(stats.norm.ppf(1.0 - tail)) * sd))
+        method = "hodges-lehmann normal"
+    estimate = float(np.median(walsh))
+    if k < 1:
+        reached = 1.0 - 2.0 / 2.0 ** n
+        return Interval(float(walsh[0]), float(walsh[-1]), method, estimate,
+                        f"{n} changed queries cannot give a {confidence:.0%} interval: the widest one, all "
+                        f"Walsh averages, covers {reached:.1%}")
+    return Interval(float(walsh[k - 1]), float(walsh[m - k]), method, estimate)
+
+
+def min_p_value(test: str, diff: np.ndarray, n_permutations: int = 10_000) -> float | None:
+    """The smallest p the test can give on these differences, or None when it has no floor: a sign-flip
+    randomization test (and the exact Wilcoxon test) on n changed queries cannot go below 2/2^n, since only
+    the observed signs and their mirror are as extreme; a Monte Carlo estimate not below 1/(permutations+1).
+    The t-test has no floor (with two or more queries)."""
+    d = np.asarray(diff, dtype=np.float64)
+    n = int(np.count_nonzero(np.abs(d) > UNCHANGED_TOL))
+    if test == "randomization":
+        return max(2.0 / 2.0 ** n, 1.0 / (n_permutations + 1)) if n < 1024 else 1.0 / (n_permutations + 1)
+    if test == "wilcoxon":
+        ties = np.unique(np.abs(d[np.abs(d) > UNCHANGED_TOL])).size < n
+        return 2.0 / 2.0 ** n if n <= EXACT_SIGNED_RANK and not ties else None
+    return None if d.size >= 2 else 1.0
+
+
+def _interval(test: str, diff: np.ndarray, n_bootstrap: int, confidence: float, seed: int) -> Interval:
+    """The interval that belongs to the test: t for the t-test, Hodges–Lehmann for Wilcoxon, and for the
+    randomization test a bootstrap interval named as one (see BOOTSTRAP_NOTE)."""
+    if test == "t":
+        return t_interval(diff, confidence)
+    if test == "wilcoxon":
+        return hodges_lehmann(diff, confidence)
+    low, high = bootstrap_ci(diff, n_bootstrap, confidence, seed)
+    return Interval(low, high, "bootstrap percentile", float(np.mean(diff)) if len(diff) else 0.0,
+                    BOOTSTRAP_NOTE)
+
+
 def holm(pvalues: Sequence[float]) -> np.ndarray:
     """Holm step-down adjusted p-values (same as statsmodels multipletests(method="holm"))."""
     p = np.asarray(pvalues, dtype=np.float64)
@@ -165,19 +270,28 @@ def compare_scores(scores: Mapping[str, pd.DataFrame], metrics: Sequence[str], t
                 p = paired_t_test(a, b)
             else:
                 p = wilcoxon_test(a, b)
-            low, high = bootstrap_ci(d, n_bootstrap, confidence, seed)
+            interval = _interval(test, d, n_bootstrap, confidence, seed)
             better, worse, same = change_counts(d)
             found.append(PairComparison(
                 metric=metric, run_a=a_name, run_b=b_name, mean_a=float(a.mean()) if a.size else 0.0,
                 mean_b=float(b.mean()) if b.size else 0.0, diff=float(d.mean()) if d.size else 0.0,
-                ci_low=low, ci_high=high, confidence=confidence, test=test, p_value=p, p_adjusted=None,
-                alpha=alpha, n_queries=int(d.size), better=better, worse=worse, unchanged=same))
+                ci_low=interval.low, ci_high=interval.high, confidence=confidence, test=test, p_value=p,
+                p_adjusted=None, alpha=alpha, n_queries=int(d.size), better=better, worse=worse, unchanged=same,
+                ci_method=interval.method, ci_estimate=interval.estimate, ci_note=interval.note,
+                min_p=min_p_value(test, d, n_permutations)))
         if correction == "holm":
             for result, adjusted in zip(found, holm([r.p_value for r in found]), strict=True):
                 result.p_adjusted = float(adjusted)
         results.extend(found)
     if len(queries) < 2:
         warnings.append(f"only {len(queries)} quer{'y' if len(queries) == 1 else 'ies'}: no test can detect a difference")
+    unreachable = [r for r in results if r.min_p is not None and r.min_p >= alpha]
+    if unreachable:
+        worst = max(unreachable, key=lambda r: r.min_p or 0.0)
+        warnings.append(f"too few queries to reach alpha = {alpha:g}: with {worst.changed} changed quer"
+                        f"{'y' if worst.changed == 1 else 'ies'} the {TEST_NAMES[test]} cannot go below "
+                        f"p = {worst.min_p:.4f} ({len(unreachable)} of {len(results)} comparison(s)); "
+                        "no difference can be significant here")
     means = {n: {m: float(table[n][m].mean()) if len(queries) else 0.0 for m in metrics} for n in names}
     return Comparison(runs=names, metrics=list(metrics), test=test, alpha=alpha, baseline=baseline,
                       correction=correction, n_queries=len(queries), means=means, pairs=results,
@@ -233,6 +347,49 @@ class PairComparison:
     better: int
     worse: int
     unchanged: int
+    ci_method: str = "bootstrap percentile"
+    ci_estimate: float | None = None
+    ci_note: str = ""
+    min_p: float | None = None
+
+    @property
+    def changed(self) -> int:
+        """Queries whose value moved."""
+        return self.better + self.worse
+
+    @property
+    def ci_text(self) -> str:
+        """The interval as printed: confidence, what kind, bounds (and the Hodges–Lehmann shift it is
+        centred on, which is not the mean difference)."""
+        conf = f"{round(self.confidence * 100):d}% CI"
+        kind = {"t": "t", "bootstrap percentile": "bootstrap"}.get(self.ci_method, "Hodges–Lehmann")
+        text = f"{conf} ({kind}) [{self.ci_low:.3f}, {self.ci_high:.3f}]"
+        if self.ci_method.startswith("hodges-lehmann") and self.ci_estimate is not None:
+            text = f"Hodges–Lehmann shift {self.ci_estimate:+.3f}, {text}"
+        return text
+
+    def caveats(self) -> list[str]:
+        """What the reader must know beside the verdict: the interval disagreeing with the test (and why), an
+        interval that cannot reach its confidence, a query set too small to reach alpha."""
+        out = []
+        excludes_zero = self.ci_low > 0 or self.ci_high < 0
+        if excludes_zero != self.significant and self.changed:
+            why = {"bootstrap percentile": BOOTSTRAP_NOTE}.get(self.ci_method, "")
+            if not why and self.p_adjusted is not None:
+                why = "the interval is not adjusted for the Holm correction, the p-value is"
+            elif not why and self.ci_method.startswith("hodges-lehmann"):
+                why = ("the interval is for the Hodges–Lehmann shift; the p-value comes from scipy's test, "
+                       "which may use another approximation")
+            elif not why:
+                why = "the interval and the test use different approximations"
+            out.append(f"the interval {'excludes' if excludes_zero else 'includes'} 0 although the test "
+                       f"{'does not reject' if excludes_zero else 'rejects'}: {why}")
+        if self.ci_note and self.ci_method != "bootstrap percentile":
+            out.append(self.ci_note)
+        if self.min_p is not None and self.min_p >= self.alpha:
+            out.append(f"with {self.changed} changed quer{'y' if self.changed == 1 else 'ies'} this test cannot "
+                       f"go below p = {self.min_p:.4f}, so alpha = {self.alpha:g} is out of reach")
+        return out
 
     @property
     def p_decisive(self) -> float:
@@ -245,27 +402,24 @@ class PairComparison:
         return self.p_decisive < self.alpha
 
     def sentence(self) -> str:
-        """The result as a person would say it, honest when the difference is not significant."""
-        conf = f"{round(self.confidence * 100):d}% CI"
+        """The result as a person would say it, honest when the difference is not significant, with the
+        interval of the test's own kind and every caveat."""
         p_text = format_p(self.p_value)
         if self.p_adjusted is not None:
             p_text += f", Holm-adjusted {format_p(self.p_adjusted).removeprefix('p ')}"
+        caveats = "".join(f" Note: {c}." for c in self.caveats())
         if not self.significant:
-            changed = self.better + self.worse
             return (f"No significant difference between {self.run_b} and {self.run_a} on {self.metric}: "
-                    f"{self.run_b} − {self.run_a} = {self.diff:+.3f} ({conf} [{self.ci_low:.3f}, "
-                    f"{self.ci_high:.3f}], {p_text}; {self.better} queries better, {self.worse} worse, "
-                    f"{self.unchanged} unchanged). {changed} of {self.n_queries} queries changed; "
-                    f"at alpha = {self.alpha:g} this difference cannot be told apart from noise.")
-        if self.diff >= 0:
-            win, lose, diff, low, high, better, worse = (self.run_b, self.run_a, self.diff, self.ci_low,
-                                                         self.ci_high, self.better, self.worse)
-        else:
-            win, lose, diff, low, high, better, worse = (self.run_a, self.run_b, -self.diff, -self.ci_high,
-                                                         -self.ci_low, self.worse, self.better)
+                    f"{self.run_b} − {self.run_a} = {self.diff:+.3f} ({self.ci_text}, {p_text}; {self.better} "
+                    f"queries better, {self.worse} worse, {self.unchanged} unchanged). {self.changed} of "
+                    f"{self.n_queries} queries changed; at alpha = {self.alpha:g} this difference cannot be "
+                    f"told apart from noise.{caveats}")
+        win, lose, diff, better, worse = ((self.run_b, self.run_a, self.diff, self.better, self.worse)
+                                          if self.diff >= 0 else
+                                          (self.run_a, self.run_b, -self.diff, self.worse, self.better))
         tail = f", {self.unchanged} unchanged" if self.unchanged else ""
-        return (f"{win} beats {lose} on {self.metric} by {diff:+.3f} ({conf} [{low:.3f}, {high:.3f}], "
-                f"{p_text}; {better} queries better, {worse} worse{tail})")
+        return (f"{win} beats {lose} on {self.metric} by {diff:+.3f} ({self.run_b} − {self.run_a}: "
+                f"{self.ci_text}, {p_text}; {better} queries better, {worse} worse{tail}).{caveats}")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form, with the decision and the sentence."""

@@ -89,7 +89,7 @@ def test_lead_creates_a_release_and_downloads_its_qrels(demo_server: Server, pag
     page.get_by_text(re.compile(rf"Release {before + 1} created")).wait_for(timeout=SLOW)
     wait_idle(page)
     with page.expect_download() as download:
-        page.get_by_role("button", name="TREC qrels").click()
+        page.get_by_role("button", name="TREC qrels (gains)").click()
     path = download.value.path()
     body = path.read_bytes()
     assert body == release_files(engine_of(demo_server), "demo", before + 1)["qrels.trec"]

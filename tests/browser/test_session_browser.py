@@ -172,7 +172,7 @@ def test_a_deactivated_leads_open_tab_gets_no_release_download(server: Server, p
     from db.store.engine import get_engine
 
     login(page, f"{server.url}/lead_releases", "lex", "lex-password")
-    button = page.get_by_role("button", name="TREC qrels")
+    button = page.get_by_role("button", name="TREC qrels (gains)")
     button.wait_for(timeout=SLOW)
     wait_idle(page)
     with page.expect_download() as allowed:

@@ -13,21 +13,29 @@ from annotator.app.views import MISSING, literal, table
 from db import releases
 
 # How each export format is offered; a format the store adds without an entry here is offered by file name.
-FORMAT_LABELS = {"trec": ("TREC qrels", "text/plain"), "beir": ("BEIR qrels (TSV)", "text/tab-separated-values"),
-                 "jsonl": ("JSONL (every grade)", "application/x-ndjson"), "csv": ("CSV", "text/csv")}
-CARD = ("card.json", "Card (JSON)", "application/json")
+FORMAT_LABELS = {"trec": ("TREC qrels (gains)", "text/plain"),
+                 "beir": ("BEIR qrels (TSV, gains)", "text/tab-separated-values"),
+                 "jsonl": ("JSONL (every grade)", "application/x-ndjson"), "csv": ("CSV", "text/csv"),
+                 "card": ("Card (JSON)", "application/json")}
+# The TREC and BEIR qrels with the grades as judged, offered after the formats.
+AS_JUDGED_LABELS = {"qrels.as-judged.trec": ("TREC qrels (grades as judged)", "text/plain"),
+                    "qrels.as-judged.tsv": ("BEIR qrels (TSV, grades as judged)", "text/tab-separated-values")}
 RELEASE_HEADERS = {"version": "Version", "rule": "Consensus rule", "min_grades": "Min. grades per pair",
                    "queries": "Queries", "pairs": "Pairs", "adjudicated": "Adjudicated", "hash": "Content hash",
                    "created_by": "Created by", "created_at": "Created at"}
 
 
 def downloads() -> list[tuple[str, str, str]]:
-    """(file name, button label, MIME type) of every release file, in the store's export-format order."""
+    """(file name, button label, MIME type) of every release file, in the store's export-format order, then
+    the TREC and BEIR qrels with the grades as judged (the default files hold gains: grade − lowest grade)."""
     offered = []
     for fmt, name in releases.EXPORT_FORMATS.items():
         label, mime = FORMAT_LABELS.get(fmt, (name, "application/octet-stream"))
         offered.append((name, label, mime))
-    return [*offered, CARD]
+    for name in releases.AS_JUDGED_FILES.values():
+        label, mime = AS_JUDGED_LABELS.get(name, (name, "application/octet-stream"))
+        offered.append((name, label, mime))
+    return offered
 
 
 def _hash(value: Any) -> str:
