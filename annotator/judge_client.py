@@ -107,7 +107,8 @@ class _HTTPS(urllib.request.HTTPSHandler):
         self.watchdog = watchdog
 
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_watched(http.client.HTTPSConnection, self.watchdog), req, context=self._context)
+        return self.do_open(_watched(http.client.HTTPSConnection, self.watchdog), req,
+                            context=self._context)  # type: ignore[attr-defined]  # set by HTTPSHandler, untyped
 
 
 class _Counter:

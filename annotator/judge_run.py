@@ -110,6 +110,7 @@ def prejudge(engine: Engine, project: str, judge: JudgeFn, *, model: str, annota
 
     def flush() -> None:
         if grades:
+            assert in_force.id is not None  # a guideline read from the store has its id
             written = write_grades(engine, info.id, name, user_id, in_force.id, model, prompt_version, grades,
                                    actor)
             report.created += written.created
@@ -134,8 +135,9 @@ def prejudge(engine: Engine, project: str, judge: JudgeFn, *, model: str, annota
     finally:
         bar.close()
         flush()
-        if sent_before is not None:
-            report.called = _sent(judge) - sent_before
+        sent_after = _sent(judge)
+        if sent_before is not None and sent_after is not None:
+            report.called = sent_after - sent_before
         report.seconds = time.perf_counter() - started
         if created and not (report.created or report.updated or report.unchanged):
             delete_user(engine, name, actor=actor)  # a run that graded nothing leaves no account behind
@@ -192,7 +194,7 @@ class _Bar:
         if counts:
             self.bar.set_postfix(counts, refresh=False)
         if self.callback is not None:
-            self.callback(self.done, int(self.bar.total))
+            self.callback(self.done, int(self.bar.total or 0))
 
     def close(self) -> None:
         self.bar.close()

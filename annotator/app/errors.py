@@ -15,6 +15,8 @@ from annotator.app.text import literal
 from db.store.engine import STORE_DOWN, StoreUnavailable, is_outage
 from eval_core.errors import USER_ERRORS
 
+# What a page shows as one sentence: a refusal, a bad value, a failing endpoint, or the store out of reach.
+PAGE_ERRORS: tuple[type[Exception], ...] = (*USER_ERRORS, StoreUnavailable)
 log = logging.getLogger("qrelkit.app")
 
 
@@ -31,7 +33,7 @@ def user_errors(action: str = "Not done") -> Iterator[None]:
     "No release: <why>." (the reason shown literally) instead of a traceback, and logs the details."""
     try:
         yield
-    except (*USER_ERRORS, StoreUnavailable) as exc:
+    except PAGE_ERRORS as exc:
         log.warning("%s: %s", action, exc, exc_info=True)
         st.error(literal(f"{action}: {sentence(exc)}"))
 

@@ -63,9 +63,9 @@ def readable(data: object, indent: int = 0) -> list[str]:
                 lines.append(f"{pad}{str(key).replace('_', ' ')}: {_scalar(value)}")
         return lines
     if isinstance(data, list):
-        if data and all(_flat(item) for item in data) and len({tuple(item) for item in data}) == 1:  # type: ignore[arg-type]
-            header = list(data[0])  # type: ignore[index]
-            rows = [[_scalar(item[k]) for k in header] for item in data]  # type: ignore[index]
+        if data and all(_flat(item) for item in data) and len({tuple(item) for item in data}) == 1:
+            header = list(data[0])
+            rows = [[_scalar(item[k]) for k in header] for item in data]
             widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
             return [pad + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
                     for r in [[h.replace("_", " ") for h in header], *rows]]

@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="instead of the output, list `measure qid value10 value9` where versions 10 and 9 differ")
     p.add_argument("rel_info_file", nargs="?")
     p.add_argument("results_file", nargs="?", help="the run ('-' reads stdin)")
-    p.error = _usage_error.__get__(p)  # type: ignore[method-assign]
+    p.error = _usage_error.__get__(p)
     p.set_defaults(func=cmd_trec_eval)
 
 

@@ -15,10 +15,10 @@ import streamlit as st
 from annotator.app import session as auth
 from annotator.app import state, views
 from annotator.app.components import context as views_context
+from annotator.app.errors import PAGE_ERRORS
 from db.judging import PairView, get_pair, next_pair, previous_pair, progress, record_judgment, undo_judgment
 from db.projects import ProjectInfo, current_guideline, get_project
-from db.store.engine import StoreUnavailable
-from eval_core.errors import USER_ERRORS, NotFound, Refused
+from eval_core.errors import NotFound, Refused
 
 CANT_JUDGE_KEY = "X"
 FOCUS_KEY = "cant_judge_opened"  # how many times the reason field was opened in this session
@@ -50,7 +50,7 @@ def save_grade(username: str, view: PairView, grade: int | None) -> None:
     try:
         saved = record_judgment(state.engine(), pair_id, username, grade, note=note, cant_judge_reason=reason,
                                 seconds_spent=seconds)
-    except (*USER_ERRORS, StoreUnavailable) as exc:
+    except PAGE_ERRORS as exc:
         st.session_state["flash"] = f"Not saved: {views.literal(exc)}."
         return
     if saved.changed and saved.revision == 1:
