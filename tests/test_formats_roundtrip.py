@@ -122,7 +122,8 @@ def test_trec_topics_keep_description_and_narrative(engine, store_url, tmp_path,
     files = _topics_pyserini_beir(tmp_path)
     assert _cli(store_url, "init", "--project", "t") == 0
     capsys.readouterr()
-    assert _cli(store_url, "import", "queries", *files["queries"], "--project", "t", "--topic-field", "desc") == 0
+    assert _cli(store_url, "import", "queries", *files["queries"], "--project", "t", "--topic-field", "desc",
+                "--report-format", "json") == 0
     assert json.loads(capsys.readouterr().out)["format"] == "trec-topics"
     with engine.connect() as conn:
         rows = conn.execute(sa.select(Query.external_id, Query.text, Query.description, Query.narrative)
@@ -188,7 +189,7 @@ def test_qrels_import_refuses_off_scale_grades_with_the_line_and_stamps_the_guid
                 "--guideline", "7") == 2
     assert "--guideline 7: project 'g' has no such version (versions: 1)" in capsys.readouterr().err
     assert _cli(store_url, "import", "judgments", files["judgments"][0], "--project", "g", "--annotator", "nist",
-                "--annotator-kind", "model", "--model", "vendor-llm") == 0
+                "--annotator-kind", "model", "--model", "vendor-llm", "--report-format", "json") == 0
     report = json.loads(capsys.readouterr().out)
     assert report["guideline"] == {"version": 1, "from": "the version in force", "judgments": len(QRELS)}
     frame = judgments_frame(engine, "g")
@@ -224,7 +225,8 @@ def test_every_file_qrelkit_writes_is_read_back(engine, store_url, tmp_path, cap
     # the stored run: the field's run reader sees the scores that came in; importing it again changes nothing
     with out["run.trec"].open() as fh:
         assert pytrec_eval.parse_run(fh) == {q: {d: s for qq, d, s in RUN if qq == q} for q in QUERIES}
-    assert _cli(store_url, "import", "run", str(out["run.trec"]), "--project", "w", "--name", "bm25") == 0
+    assert _cli(store_url, "import", "run", str(out["run.trec"]), "--project", "w", "--name", "bm25",
+                "--report-format", "json") == 0
     assert json.loads(capsys.readouterr().out)["unchanged"] == 1
     with engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(Run)).scalar_one() == 1

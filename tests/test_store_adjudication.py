@@ -67,7 +67,7 @@ def test_every_disputed_pair_among_people_is_listed_widest_first(engine, project
     from db.store.engine import session_scope
     from db.store.models import Assignment
 
-    judge_id = model_annotator(engine, "judge-m", "m-1", actor="boss")
+    judge_id, _ = model_annotator(engine, "judge-m", "m-1", actor="boss")
     grades = {("q1", "f1"): (0, 3, None), ("q1", "f2"): (1, 2, None), ("q2", "f1"): (2, 2, 0),
               ("q2", "f3"): (1, None, None), ("q3", "f4"): (3, 1, 3), ("q3", "f2"): (0, 0, 3)}
     with session_scope(engine, write=True) as session:

@@ -185,7 +185,7 @@ def _disputed(engine) -> None:
             .join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)).all()}
     record_judgment(engine, pid[("q1", "f2")], "ann2", 3)
     record_judgment(engine, pid[("q3", "f6")], "ann1", None, cant_judge_reason="unreadable")
-    model = model_annotator(engine, "llm", "some-model", actor=OPERATOR)
+    model, _ = model_annotator(engine, "llm", "some-model", actor=OPERATOR)
     with engine.begin() as conn:
         project_id = conn.execute(sa.select(Pair.project_id).limit(1)).scalar_one()
         conn.execute(sa.insert(Judgment.__table__), [{"project_id": project_id, "pair_id": i, "user_id": model,

@@ -67,7 +67,8 @@ def _usage_error(self: argparse.ArgumentParser, message: str) -> NoReturn:
 
 def cmd_trec_eval(args: argparse.Namespace) -> int:
     """Run trec_eval; every refusal is one line on stderr and trec_eval's exit status."""
-    from eval_core.ranking.trec_eval.run import TrecEvalError, run
+    from eval_core.ranking.trec_eval.invocation import TrecEvalError
+    from eval_core.ranking.trec_eval.run import run
 
     if args.version:
         print("trec_eval version 10.0 (qrelkit trec_eval; --trec-eval-version 9 for version 9's rules)",

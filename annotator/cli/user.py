@@ -10,7 +10,7 @@ import argparse
 import getpass
 import sys
 
-from annotator.cli.common import db_option, emit, print_json, report_option, store_engine
+from annotator.cli.common import db_option, emit, report_option, store_engine
 from eval_core.vocab import ROLES as ROLE_CHOICES  # standard library only: `--help` loads no store
 
 
@@ -92,7 +92,7 @@ def cmd_user_unlock(args: argparse.Namespace) -> int:
     from db.accounts.permissions import OPERATOR
 
     unlock(store_engine(args), args.name, actor=OPERATOR)
-    print_json({"username": args.name, "unlocked": True})
+    emit(args, {"username": args.name, "unlocked": True})
     return 0
 
 
@@ -100,7 +100,7 @@ def cmd_user_delete(args: argparse.Namespace) -> int:
     from db.accounts.permissions import OPERATOR
     from db.accounts.users import delete_user
 
-    print_json({"username": args.name, "deleted": True, **delete_user(store_engine(args), args.name,
+    emit(args, {"username": args.name, "deleted": True, **delete_user(store_engine(args), args.name,
                                                                        actor=OPERATOR)})
     return 0
 
@@ -155,10 +155,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = user.add_parser("unlock", help="lift an account's login back-off (after someone else's wrong guesses)")
     p.add_argument("name")
     db_option(p)
+    report_option(p)
     p.set_defaults(func=cmd_user_unlock)
 
     p = user.add_parser("delete", help="remove an account that holds no grades (e.g. a model judge whose run "
                                        "graded nothing); refused, with the reason, otherwise")
     p.add_argument("name")
     db_option(p)
+    report_option(p)
     p.set_defaults(func=cmd_user_delete)

@@ -11,10 +11,10 @@ import numpy as np
 from eval_core.errors import InputError
 from eval_core.ranking.trec_eval import measures as ms
 from eval_core.ranking.trec_eval.evaluate import Block, IllegalMeasure, select, to_zscores
+from eval_core.ranking.trec_eval.invocation import Invocation, TrecEvalError
 from eval_core.ranking.trec_eval.output import query_lines, summary_lines
 from eval_core.ranking.trec_eval.params import ParamError, ParamKind, parse
 from eval_core.ranking.trec_eval.reading import ranked_docids, read_results
-from eval_core.ranking.trec_eval.run import Invocation, TrecEvalError
 from eval_core.ranking.trec_eval.zscores import read_zscores
 
 _JG_KINDS = {"P_avgjg": (ParamKind.LONG_CUTS, ms.CUTS),

@@ -8,7 +8,7 @@ without results when -c is not given — 7 no query with both results and releva
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,42 +16,12 @@ from eval_core.errors import InputError
 from eval_core.ranking.trec_eval import measures as ms
 from eval_core.ranking.trec_eval.columnar import RunColumns, build_columnar, read_run_columns
 from eval_core.ranking.trec_eval.evaluate import Block, IllegalMeasure, compute, select, to_zscores
+from eval_core.ranking.trec_eval.invocation import REL_FORMATS, RESULTS_FORMATS, Invocation, TrecEvalError
 from eval_core.ranking.trec_eval.output import query_lines, summary_lines
 from eval_core.ranking.trec_eval.params import ParamError, atol
 from eval_core.ranking.trec_eval.reading import Qrels, Results, read_qrels, read_results
 from eval_core.ranking.trec_eval.rels import build
 from eval_core.ranking.trec_eval.zscores import read_zscores
-
-REL_FORMATS = ("qrels", "qrels_jg", "prefs", "qrels_prefs")
-RESULTS_FORMATS = ("trec_results",)
-
-
-class TrecEvalError(RuntimeError):
-    """A refusal, with the exit status trec_eval gives it."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-@dataclass
-class Invocation:
-    """trec_eval's options, parsed."""
-
-    rel_info_file: str
-    results_file: str
-    measures: list[str] = field(default_factory=list)
-    query: bool = False
-    complete: bool = False
-    rel_level: int = 1
-    summary: bool = True
-    judged_only: bool = False
-    num_docs_in_coll: int = 0
-    max_docs: int | None = None
-    rel_format: str = "qrels"
-    results_format: str = "trec_results"
-    zscores_file: str | None = None
-    version: int = 10
 
 
 def from_namespace(args: object) -> Invocation:
