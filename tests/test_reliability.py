@@ -182,3 +182,16 @@ def test_a_metric_needs_its_cutoff() -> None:
     qrels, runs = _hand_built()
     with pytest.raises(ValueError, match="cutoff"):
         reliability(qrels, runs, ["ndcg@k"])
+
+
+def test_a_run_that_contributed_every_judged_pair_drops_to_zero() -> None:
+    """One pooled run holding every judged pair: left out, the release has no judged pair, so every query scores 0
+    and the drop is the run's whole mean (here P@1 = 1 on both queries: drop 1.0); no error on an empty qrels."""
+    import pandas as pd
+
+    from eval_core.reliability.pool_bias import leave_one_run_out
+
+    qrels = pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["a", "b"], "grade": [1, 1]})
+    run = pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["a", "b"], "score": [1.0, 1.0]})
+    (only,) = leave_one_run_out(qrels, {"r": run}, {"r": {("q1", "a"), ("q2", "b")}}, "P@1")
+    assert (only.full, only.left_out, only.drop, only.own_pairs) == (1.0, 0.0, 1.0, 2)

@@ -63,8 +63,9 @@ def leave_one_run_out(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], poo
             continue
         drop = keys.isin(own)
         full = evaluate(qrels, runs[name], [metric], name=name, **options).per_query.iloc[:, 0]
-        left = evaluate(qrels[~drop], runs[name], [metric], name=name, **options).per_query.iloc[:, 0]
-        # a query left with no judged pair scores 0 there, and still counts in the mean
-        left = left.reindex(full.index, fill_value=0.0)
+        # a query left with no judged pair scores 0 there, and still counts in the mean (every query, when the
+        # run contributed every judged pair: the single-run pool)
+        left = (evaluate(qrels[~drop], runs[name], [metric], name=name, **options).per_query.iloc[:, 0]
+                .reindex(full.index, fill_value=0.0) if (~drop).any() else full * 0.0)
         out.append(PoolBias(name, float(full.mean()), float(left.mean()), int(drop.sum())))
     return out

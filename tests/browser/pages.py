@@ -85,7 +85,7 @@ def open_page(page, title: str) -> None:
     wait_idle_within(page)
     if page.locator(FRAGMENT_BOX).count():  # st.html draws the fragment a moment after the run ends
         expect(page.locator(".qrelkit-fragment")).to_be_visible()
-    assert page.get_by_test_id("stException").all_inner_texts() == [], title
+    assert page.get_by_test_id("stException").all_inner_texts() == [], (title, page.get_by_test_id("stException").all_inner_texts())
 
 
 def show_tab(page, name: str) -> None:

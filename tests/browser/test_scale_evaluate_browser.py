@@ -72,32 +72,38 @@ def scale_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield server
 
 
-def cli_means(server: Server, folder: Path, *scale: str) -> dict[str, float]:
-    """`qrelkit eval [--scale …] --rel-level 2` on the release from `qrelkit export` and the stored run."""
+def cli_means(server: Server, folder: Path, grades: str, *options: str) -> dict[str, float]:
+    """`qrelkit eval OPTIONS` on the release from `qrelkit export --grades GRADES` and the stored run."""
     from db.evaluations import stored_run_frame
     from db.store.engine import get_engine
 
-    qrels = folder / "release.qrels"
+    qrels = folder / f"release.{grades}.qrels"
     subprocess.run([sys.executable, "-m", "annotator", "export", "--project", PROJECT, "--release", "1",
-                    "--format", "trec", "-o", str(qrels), "--db", server.db_url], cwd=ROOT, check=True,
-                   capture_output=True)
+                    "--format", "trec", "--grades", grades, "-o", str(qrels), "--db", server.db_url], cwd=ROOT,
+                   check=True, capture_output=True)
     run = stored_run_frame(get_engine(server.db_url), PROJECT, "bm25")
     path = folder / "stored.run"
     path.write_text("".join(f"{q} Q0 {d} 0 {float(s)!r} stored\n" for q, d, s in run.itertuples(index=False)))
-    out = subprocess.run([sys.executable, "-m", "annotator", "eval", str(qrels), str(path), *scale, "--k", KS,
-                          "--rel-level", "2", "--metrics", PAGE_METRICS, "--format", "json"], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "annotator", "eval", str(qrels), str(path), *options, "--k", KS,
+                          "--metrics", PAGE_METRICS, "--format", "json"], cwd=ROOT,
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out)["runs"][0]["mean"]
 
 
 def test_every_evaluate_cell_of_a_1_to_3_project_equals_qrelkit_eval_on_its_scale(scale_server: Server, page,
                                                                                    tmp_path) -> None:
-    expected = cli_means(scale_server, tmp_path, "--scale", "1-3")
-    as_written = cli_means(scale_server, tmp_path)  # trec_eval's way: an "off topic" 1 would gain 1
+    # The TREC export holds gains (grade − 1): plain `qrelkit eval`, relevant from gain 1 (grade 2), is what the
+    # page shows, and so is `--scale 1-3 --rel-level 2` on the grades as judged.
+    expected = cli_means(scale_server, tmp_path, "gains", "--rel-level", "1")
+    assert cli_means(scale_server, tmp_path, "as-judged", "--scale", "1-3", "--rel-level", "2") == expected
+    as_written = cli_means(scale_server, tmp_path, "as-judged", "--rel-level", "2")  # an "off topic" 1 gains 1
     assert expected["ndcg@10"] < as_written["ndcg@10"]  # the data can tell the two apart
     open_lead_page(page, scale_server, "Evaluate")
     choose(page, "Stored run", "bm25")
-    page.get_by_text("--scale 1-3").first.wait_for(timeout=SLOW)  # the page prints the command it matches
+    caption = page.get_by_text("prints them on the release's TREC export").first  # the commands the page matches
+    caption.wait_for(timeout=SLOW)
+    assert "--rel-level 1 prints them" in caption.inner_text()
+    assert "--scale 1-3 --k 1,3,5,10,20,100 --rel-level 2 on its as-judged export" in caption.inner_text()
     page.get_by_text("Over the whole ranking").wait_for(timeout=SLOW)
     wait_idle(page)
     shown = tables(page)

@@ -126,13 +126,15 @@ def test_pairs_sent_back_reach_the_annotator_marked_as_rejudging(fresh_demo: Ser
     """The lead sends one query's v1 judgments back from the Guidelines page; ben, in his own browser, is then
     served one of them under "Re-judging under guideline v2" (his queue had moved on to the open queries)."""
     from db.adjudication import rejudge_queue
-    from tests.browser.test_results_browser import choose
 
     queue = rejudge_queue(engine_of(fresh_demo), "demo")
     query = queue.loc[queue["annotator"] == "ben", "query_id"].iloc[0]
     login(page, fresh_demo.url, *LEAD)
     open_lead_page(page, "Guidelines")
-    choose(page, "Pairs", f"the pairs of query {query}")
+    box = page.locator("[data-testid='stSelectbox']").filter(has_text="Pairs").first
+    box.locator("input").click(timeout=SLOW)
+    page.keyboard.type(f"query {query}")  # the list is long: filter it as a user would, then pick
+    page.get_by_role("option", name=f"the pairs of query {query}", exact=True).click(timeout=SLOW)
     page.get_by_role("button", name="Send back for re-judging").click()
     sent = len(queue[queue["query_id"] == query])
     expect(page.get_by_text(f"{sent} assignment(s) reopened for re-judging under version 2.")).to_be_visible(

@@ -87,9 +87,11 @@ if diagnosis.judged.flagged:
         st.caption("Import this run on the Project page to send its holes to annotation.")
 
 st.subheader(f"Metrics of {literal(name)} on release {version}")
-st.caption(f"Means over the release's {len(evaluation.per_query)} queries, as `qrelkit eval --scale {low}-{high} "
-           f"--k {','.join(map(str, sorted(ks)))} --rel-level {rel_level}` prints them; 95% CIs from a bootstrap "
-           "over queries.")
+k_list = ",".join(map(str, sorted(ks)))
+st.caption(f"Means over the release's {len(evaluation.per_query)} queries, as `qrelkit eval --k {k_list} --rel-level "
+           f"{rel_level - low}` prints them on the release's TREC export (grades written as gains, grade − {low}), "
+           f"and `qrelkit eval --scale {low}-{high} --k {k_list} --rel-level {rel_level}` on its as-judged export; "
+           "95% CIs from a bootstrap over queries.")
 st.markdown("**At cutoff k**")
 st.table(views_evaluate.cutoff_table(evaluation))
 st.caption(views_evaluate.family_legend())
