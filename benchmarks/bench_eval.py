@@ -147,15 +147,17 @@ TOOLS = ("qrelkit", "qrelkit-1", "pytrec_eval", "ranx")
 FLOORS = ("read-bytes", "pyarrow-parse")
 
 
-def measure(tool: str, qrels: Path, run: Path) -> dict:
-    """Run one tool in a fresh child; its seconds, and its own peak RSS: ru_maxrss from wait4 on that child.
+def measure(tool: str, qrels: Path, run: Path, child: str | None = None) -> dict:
+    """Run one tool in a fresh child (the `child` script, CHILD by default); its seconds, and its own peak RSS:
+    ru_maxrss from wait4 on that child.
 
     The parent stays small (data is generated in a subprocess too), so the child's ru_maxrss — which on
     Linux starts from the parent's RSS at fork — is the child's own; VmHWM from /proc is a cross-check.
     """
     with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([sys.executable, "-c", CHILD, tool, str(qrels), str(run)], stdout=subprocess.PIPE,
-                                stderr=err, cwd=Path(__file__).resolve().parent.parent)
+        root = Path(__file__).resolve().parent.parent
+        proc = subprocess.Popen([sys.executable, "-c", child or CHILD, tool, str(qrels), str(run)],
+                                stdout=subprocess.PIPE, stderr=err, cwd=root, env=dict(os.environ, PYTHONPATH=str(root)))
         out = proc.stdout.read().decode()  # type: ignore[union-attr]
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)

@@ -12,15 +12,13 @@ and each child's own peak RSS (ru_maxrss from wait4). Prints medians and the rat
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_eval
 from bench_eval import SIZES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,18 +55,8 @@ print(json.dumps({"seconds": secs, "check": check}))
 
 
 def measure(tool: str, qrels: Path, run: Path) -> dict:
-    """One child: its seconds and own peak RSS (MiB)."""
-    with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([sys.executable, "-c", CHILD, tool, str(qrels), str(run)], stdout=subprocess.PIPE,
-                                stderr=err, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-        out = proc.stdout.read().decode()  # type: ignore[union-attr]
-        _, status, usage = os.wait4(proc.pid, 0)
-        if os.waitstatus_to_exitcode(status):
-            err.seek(0)
-            raise RuntimeError(f"{tool} failed: {err.read().decode()[-2000:]}")
-    res = json.loads(out.strip().splitlines()[-1])
-    res["peak_mib"] = usage.ru_maxrss / 1024
-    return res
+    """One child running this benchmark's CHILD script: its seconds and own peak RSS (MiB), as bench_eval measures."""
+    return bench_eval.measure(tool, qrels, run, CHILD)
 
 
 def main() -> None:
