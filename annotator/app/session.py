@@ -178,7 +178,7 @@ def login_page() -> None:
         st.info(SESSION_ENDED)
     with st.form("login", clear_on_submit=False):
         st.text_input("Username", key="login_username")
-        st.text_input("Password", type="password", key="login_password")
+        st.text_input("Password", type="password", key="login_password", autocomplete="current-password")
         st.form_submit_button("Log in", type="primary", on_click=submit_login)
     if st.session_state.pop("login_store_down", False):
         st.error(f"Not logged in: {STORE_DOWN}.")

@@ -92,6 +92,15 @@ def wait_for_cookie(page, present: bool = True) -> None:
                            arg=present, polling=100)
 
 
+def test_the_login_password_is_a_current_password_for_password_managers(server: Server, page) -> None:
+    """Streamlit marks a password field `new-password` by default, so managers offered to generate one at login;
+    the login form asks for the saved one instead."""
+    page.goto(server.url)
+    field = page.locator("input[type='password']")
+    expect(field).to_have_count(1, timeout=SLOW)
+    expect(field).to_have_attribute("autocomplete", "current-password")
+
+
 def test_a_reload_keeps_the_session(server: Server, page) -> None:
     login(page, server.url, *ANNOTATOR)
     wait_for_cookie(page)  # the page's script writes the cookie once the first page is drawn
