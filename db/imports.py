@@ -123,7 +123,8 @@ def content_hash(text: str) -> str:
 
 
 def _progress(items: Iterable, show: bool, desc: str, total: int | None = None) -> Iterable:
-    return tqdm(items, desc=desc, total=total, unit=" rec", disable=not show, leave=False)
+    # delay: an import done in under half a second shows no bar at all, rather than a "0 rec" that never moves
+    return tqdm(items, desc=desc, total=total, unit=" rec", disable=not show, leave=False, delay=0.5)
 
 
 def _chunks(rows: list, size: int = CHUNK) -> Iterator[list]:

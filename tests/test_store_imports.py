@@ -419,3 +419,11 @@ def test_a_file_without_who_columns_imports_as_the_option_says(engine, corpus):
         users = {name: (kind, model, prompt) for name, kind, model, prompt in conn.execute(
             sa.select(User.username, User.kind, User.model_name, User.prompt_version))}
     assert users == {"umbrela": ("model", "gpt-4o", "u1"), "someone": ("human", None, None)}
+
+
+def test_a_quick_import_shows_no_progress_bar_stuck_at_zero(capsys) -> None:
+    """Eight records read at once drew "0 rec" and vanished; a bar appears only after half a second."""
+    from db.imports import _progress
+
+    assert list(_progress(range(8), True, "reading")) == list(range(8))
+    assert "rec" not in capsys.readouterr().err
