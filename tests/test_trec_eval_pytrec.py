@@ -8,7 +8,7 @@ import math
 
 import pytest
 import pytrec_eval
-from hypothesis import given, settings
+from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
 from eval_core.ranking.trec_eval.reading import qrels_from_dict, results_from_dict
@@ -42,12 +42,28 @@ def _pytrec(qrels: dict, run: dict, rel_level: int) -> dict:
     return evaluator.evaluate(run)
 
 
-@settings(max_examples=25, deadline=None)
+def _pytrec_or_reject(qrels: dict, run: dict, rel_level: int) -> dict:
+    """pytrec_eval in a forked child: on some generated inputs its C code never returns (seen in CI, inside
+    RelevanceEvaluator.evaluate), which would hang the suite; such an example is rejected — the hang is the
+    reference's, and the other examples still compare every value."""
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        pending = pool.apply_async(_pytrec, (qrels, run, rel_level))
+        try:
+            return pending.get(timeout=20)
+        except multiprocessing.TimeoutError:
+            pool.terminate()
+            reject()
+            raise
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)  # fixed examples: reproducible in CI
 @given(collections(), st.sampled_from([1, 2]))
 def test_version_9_equals_pytrec_eval(data: tuple[dict, dict], rel_level: int) -> None:
     """Each per-query value pytrec_eval reports, for the queries it evaluates (in both qrels and run)."""
     qrels, run = data
-    expected = _pytrec(qrels, run, rel_level)
+    expected = _pytrec_or_reject(qrels, run, rel_level)
     got = per_query(qrels_from_dict(qrels), results_from_dict(run, float32=True),
                     tuple(FAMILIES), version=9, rel_level=rel_level)
     assert set(got) == set(expected)
