@@ -110,3 +110,16 @@ def test_unknown_users_and_roles_are_refused(cli, capsys):
         main(["user", "set-role", "zed", "admin"])
     assert "invalid choice: 'admin'" in capsys.readouterr().err
 
+
+
+def test_a_password_piped_without_password_stdin_says_which_option_reads_it(cli, engine, monkeypatch):
+    """`echo pw | qrelkit user add ana` (no terminal): getpass reads the piped line as the first prompt and hits the
+    end of input at "again:"; the refusal names --password-stdin instead of an unexplained EOFError."""
+    def no_terminal(prompt: str = "") -> str:
+        raise EOFError
+
+    monkeypatch.setattr("getpass.getpass", no_terminal)
+    code, out, err = cli("user", "add", "ana", "--role", "annotator", stdin="ana-password\n")
+    assert (code, out) == (2, None)
+    assert "--password-stdin" in err and "EOFError" not in err and err.count("\n") == 1
+    assert cli("user", "list")[1] == []

@@ -21,8 +21,13 @@ def _read_password(args: argparse.Namespace, name: str) -> str | None:
     if args.password_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
     else:
-        password = getpass.getpass(f"password for {name}: ")
-        if getpass.getpass("again: ") != password:
+        try:
+            password = getpass.getpass(f"password for {name}: ")
+            again = getpass.getpass("again: ")
+        except EOFError:
+            raise ValueError("no password was typed twice at the prompt: for one line of stdin, pass "
+                             "--password-stdin (or --no-password for an account that cannot log in)") from None
+        if again != password:
             raise ValueError("passwords do not match")
     if not password:
         raise ValueError("empty password (use --no-password for an account that cannot log in)")
