@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from db.projects import project_row
+from db.projects import project_row, project_scale
 from db.store.engine import session_scope
 from db.store.frames import frame_of, project_adjudications, project_judgments
 from db.store.models import Judgment, Query, Run, RunEntry, User
@@ -32,14 +32,16 @@ def export_judgments(engine: Engine, project: str, fmt: str, out: str | Path,
     """Write the project's current judgments (optionally only those made under one guideline version) to `out`
     as JSONL or CSV, all or nothing; returns how many were written. Each line says who judged: the annotator's
     kind and, for a model judge, its model and the prompt version behind the grade, so an import elsewhere
-    keeps model judges apart from people."""
+    keeps model judges apart from people; and the project's scale, so agreement and consensus read the grades
+    on it and an import into a project on another scale is refused."""
     with session_scope(engine) as session:
-        project_id = project_row(session, project).id
+        row = project_row(session, project)
+        project_id, scale = row.id, project_scale(row)
         frame = project_judgments(session, project_id, times=True).rename(columns={"updated_at": "time"})
         frame = _with_model_fields(session, project_id, frame)
     if guideline_version is not None:
         frame = frame[frame["guideline"] == str(guideline_version)]
-    write_atomically(Path(out), render_judgments(frame, fmt))
+    write_atomically(Path(out), render_judgments(frame, fmt, scale))
     return len(frame)
 
 

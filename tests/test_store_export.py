@@ -188,7 +188,8 @@ def test_export_fields_and_escaping(engine, store_url, judged, tmp_path):
     assert _cli(store_url, "export", "--project", "src", "--judgments", "--format", "jsonl", "-o", str(path)) == 0
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert list(rows[0]) == ["query_id", "fragment_id", "annotator", "grade", "cant_judge_reason", "note",
-                             "guideline", "time", "annotator_kind", "model", "prompt_version"]
+                             "guideline", "time", "annotator_kind", "model", "prompt_version", "scale"]
+    assert {r["scale"] for r in rows} == {"0-3"}
     assert {(r["annotator_kind"], r["model"], r["prompt_version"]) for r in rows} == {("human", None, None)}
     cant = next(r for r in rows if r["grade"] is None)
     assert (cant["annotator"], cant["cant_judge_reason"], cant["guideline"]) == ("ann1", "fragment is in German", "1")
@@ -197,7 +198,7 @@ def test_export_fields_and_escaping(engine, store_url, judged, tmp_path):
     assert _cli(store_url, "export", "--project", "src", "--judgments", "--format", "csv", "-o", str(csv_path)) == 0
     text = csv_path.read_text(encoding="utf-8")
     assert text.splitlines()[0] == ("query_id,fragment_id,annotator,grade,cant_judge_reason,note,guideline,time,"
-                                    "annotator_kind,model,prompt_version")
+                                    "annotator_kind,model,prompt_version,scale")
     for raw in ("=SUM(A1:A9)", "@mentions it", "-off topic", "+partly"):
         assert f",'{raw}," in text and f",{raw}," not in text
 

@@ -22,7 +22,7 @@ from db.judging import record_judgment
 from db.pooling import pool
 from db.projects import create_project
 from db.releases import create_release
-from db.store.models import Evaluation, Fragment, Judgment, Pair, Query, Run
+from db.store.models import Evaluation, Fragment, Judgment, Pair, Project, Query, Run
 
 QUERIES = [{"id": f"q{i}", "text": f"query number {i}"} for i in range(1, 4)]
 FRAGMENTS = [{"id": f"f{i}", "text": f"fragment {i} text"} for i in range(1, 7)]
@@ -205,7 +205,8 @@ def test_consensus_on_the_exports_gives_the_release_byte_for_byte(engine, store_
     for fmt in ("trec", "beir"):
         release = _export(store_url, released, fmt).read_bytes()
         out = released / f"consensus.{fmt}"
-        assert main(["consensus", str(judgments), "--scale", "1-5", "--adjudications", str(adjudications),
+        # No --scale: the judgments export names the project's scale 1-5 on every line.
+        assert main(["consensus", str(judgments), "--adjudications", str(adjudications),
                      "--format", fmt, "-o", str(out)]) == 0
         assert out.read_bytes() == release
     q1f2 = {line.split()[2]: line.split()[3] for line in release_text(released) if line.startswith("q1 ")}["f2"]
@@ -218,3 +219,32 @@ def test_consensus_on_the_exports_gives_the_release_byte_for_byte(engine, store_
 
 def release_text(tmp_path) -> list[str]:
     return (tmp_path / "release.trec").read_text().splitlines()
+
+
+def test_a_judgments_export_names_its_scale_for_agreement_and_imports(engine, store_url, released, capsys):
+    """The judgments export of a 1-5 project says `"scale": "1-5"` on every line: `qrelkit agreement` reads it on
+    1-5 with no --scale (both annotators gave the same grades, so every pair agrees: κ = 1 between them, and the
+    report names the scale); a --scale that contradicts the file, and an import into a 0-3 project, are refused
+    on line 1 naming both scales; nothing is written."""
+    judgments = released / "judgments.jsonl"
+    assert _cli(store_url, "export", "--project", "p", "--judgments", "--format", "jsonl", "-o", str(judgments)) == 0
+    assert {json.loads(line)["scale"] for line in judgments.read_text().splitlines()} == {"1-5"}
+    capsys.readouterr()
+    assert main(["agreement", str(judgments), "--format", "json", "--bootstrap", "0"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["scale"] == [1, 5]
+    assert main(["agreement", str(judgments), "--scale", "0-3", "--bootstrap", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"{judgments}:1: the line's grades are on the scale 1-5 (its scale field), not on the scale 0-3" in err
+    assert _cli(store_url, "project", "create", "other") == 0
+    lines = "".join(json.dumps(r) + "\n" for r in QUERIES)
+    assert _cli(store_url, "import", "queries", str(_write(released / "q2.jsonl", lines)), "--project", "other") == 0
+    lines = "".join(json.dumps(r) + "\n" for r in FRAGMENTS)
+    assert _cli(store_url, "import", "fragments", str(_write(released / "f2.jsonl", lines)), "--project", "other") == 0
+    capsys.readouterr()
+    assert _cli(store_url, "import", "judgments", str(judgments), "--project", "other") == 2
+    assert "scale 1-5 (its scale field), not on the scale 0-3" in capsys.readouterr().err
+    with engine.connect() as conn:
+        other = conn.execute(sa.select(Project.id).where(Project.name == "other")).scalar_one()
+        assert conn.execute(sa.select(sa.func.count()).select_from(Judgment)
+                            .where(Judgment.project_id == other)).scalar_one() == 0

@@ -25,17 +25,21 @@ if TYPE_CHECKING:
 
 
 def judgments_on_scale(args: argparse.Namespace):
-    """The judgments file read at --scale; on the default 0-3, a grade outside it also says how to name the
-    project's own scale (a judgments export does not carry it)."""
-    from eval_core.io.judgments import read_judgments
+    """The judgments file read at --scale, else on the scale the file names (qrelkit's exports do), else 0-3;
+    args.scale is set to the scale read. On the default 0-3, a grade outside it also says how to name the scale."""
+    from eval_core.io.judgments import declared_scale, read_judgments
 
+    named = args.scale is not None
+    if not named:
+        args.scale = declared_scale(args.judgments) or DEFAULT_SCALE
     try:
         return read_judgments(args.judgments, args.scale, keep=args.keep, progress=True)
     except InputError as exc:
-        if args.scale != DEFAULT_SCALE or "outside the scale" not in exc.problem:
+        if named or args.scale != DEFAULT_SCALE or "outside the scale" not in exc.problem:
             raise
         raise InputError(exc.path, exc.line, f"{exc.problem}; grades on another scale need --scale LOW-HIGH, "
-                                             "e.g. --scale 1-4") from None
+                                             "e.g. --scale 1-5") from None
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `agreement` and `consensus` to the `qrelkit` parser."""
@@ -43,7 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Agreement of a judgments file (JSONL/CSV with query_id, fragment_id, "
                                           "annotator, grade; empty grade = can't judge).")
     p.add_argument("judgments", metavar="JUDGMENTS")
-    p.add_argument("--scale", type=scale_type, default=DEFAULT_SCALE, help="grading scale low-high (default 0-3)")
+    p.add_argument("--scale", type=scale_type, default=None,
+                   help="grading scale low-high (default: the scale the file names, as qrelkit's exports do, "
+                        "else 0-3)")
     p.add_argument("--level", choices=["ordinal", "nominal", "interval"], default="ordinal",
                    help="level of Krippendorff's α used for the verdict (default ordinal)")
     p.add_argument("--threshold", type=float, default=AGREEMENT_THRESHOLD,
@@ -86,7 +92,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--min-grades", type=int, default=1, help="leave out pairs with fewer real grades (default 1)")
     c.add_argument("-o", "--output", required=True, metavar="OUT")
     c.add_argument("--format", choices=["trec", "beir", "jsonl"], default="trec")
-    c.add_argument("--scale", type=scale_type, default=DEFAULT_SCALE, help="grading scale low-high (default 0-3)")
+    c.add_argument("--scale", type=scale_type, default=None,
+                   help="grading scale low-high (default: the scale the file names, as qrelkit's exports do, "
+                        "else 0-3)")
     c.add_argument("--keep", choices=["error", "latest"], default="error")
     c.set_defaults(func=cmd_consensus)
 

@@ -30,7 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--judgments", metavar="FILE", help="a judgments file (JSONL/CSV: query_id, fragment_id, "
                                                        "annotator, grade); mark model judges with --model")
     p.add_argument("--adjudications", metavar="FILE", help="with --judgments: lead decisions (they win)")
-    p.add_argument("--scale", type=scale_type, default=None, help="with --judgments: grading scale (default 0-3)")
+    p.add_argument("--scale", type=scale_type, default=None, help="with --judgments: grading scale (default: the one the file "
+                                                                 "names, else 0-3)")
     p.add_argument("--model", action="append", default=[], metavar="ANNOTATOR",
                    help="with --judgments: count this annotator as a model judge (repeatable)")
     p.add_argument("--runs", dest="run_names", metavar="A,B,…", help="with --project: stored runs (default all)")
@@ -48,10 +49,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _from_files(args: argparse.Namespace, progress: Callable[[int], object]) -> RobustnessReport:
     """File mode: judgments, optional adjudications and run files; names are the files' names."""
-    from eval_core.io.judgments import read_adjudications, read_judgments
+    from eval_core.io.judgments import declared_scale, read_adjudications, read_judgments
     from eval_core.robustness import robustness
 
-    scale = args.scale or (0, 3)
+    scale = args.scale or declared_scale(args.judgments) or (0, 3)
     names = [Path(r).name for r in args.runs]
     if len(set(names)) != len(names):
         names = list(args.runs)

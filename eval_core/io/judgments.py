@@ -164,15 +164,33 @@ class JudgmentsFile:
             raise InputError(first.path, first.line, first.problem + more)
 
 
-def read_judgments(path: str | Path, scale: tuple[int, int] = (0, 3), keep: str = "error",
+def declared_scale(path: str | Path) -> tuple[int, int] | None:
+    """The scale a file names on its first record (`"scale": "1-5"`, the field qrelkit's judgments and release
+    exports write on every line), None when it names none. A scale that does not parse is path:line."""
+    for lineno, rec in iter_records(path):
+        value = rec.get("scale")
+        if value is None or str(value).strip() == "":
+            return None
+        try:
+            return parse_scale(str(value).strip())
+        except ValueError as exc:
+            raise InputError(str(path), lineno, str(exc)) from None
+    return None
+
+
+def read_judgments(path: str | Path, scale: tuple[int, int] | None = None, keep: str = "error",
                    progress: bool = False) -> pd.DataFrame:
     """Read JSONL/CSV/TSV judgments or a release's JSONL/CSV; bad grades and duplicate (pair, annotator)
     records fail with path:line.
 
-    keep="latest" lets a later record for the same (pair, annotator) replace an earlier one (re-grading).
+    scale None reads the grades on the scale the file names (`declared_scale`), else on 0-3; a given scale
+    that a line's `scale` field contradicts fails on that line. keep="latest" lets a later record for the same
+    (pair, annotator) replace an earlier one (re-grading).
     """
     if keep not in ("error", "latest"):
         raise ValueError(f"keep must be 'error' or 'latest', got {keep!r}")
+    if scale is None:
+        scale = declared_scale(path) or (0, 3)
     fast = _read_columnar(path, scale, keep)
     if fast is not None:
         return fast
@@ -268,7 +286,12 @@ def _check_time(text: str) -> str:
 
 
 def _flat_rows(rec: dict, path: str | Path, scale: tuple[int, int]) -> list[dict]:
-    """The judgments of one record: one for a flat record, one per annotator for a release line."""
+    """The judgments of one record: one for a flat record, one per annotator for a release line. A record that
+    names its scale (`scale`) must be on the scale it is read on."""
+    named = rec.get("scale")
+    if named is not None and str(named).strip() not in ("", f"{scale[0]}-{scale[1]}"):
+        raise ValueError(f"the line's grades are on the scale {str(named).strip()} (its scale field), not on the "
+                         f"scale {scale[0]}-{scale[1]} it is read on")
     pair = {"query_id": _id_field(rec, "query_id", path), "fragment_id": _id_field(rec, "fragment_id", path)}
     if "grades" in rec:
         rows = []
@@ -389,6 +412,11 @@ def _read_columnar(path: str | Path, scale: tuple[int, int], keep: str) -> pd.Da
         if (ids == "").any() or (name != "annotator" and ids.str.contains(r"\s").any()):
             return None
         data[name] = ids
+    if "scale" in table.column_names:
+        named = table.column("scale")
+        if not pa.types.is_string(named.type) or named.null_count or \
+                pc.any(pc.not_equal(pc.utf8_trim_whitespace(named), f"{scale[0]}-{scale[1]}")).as_py():
+            return None
     grades = _columnar_grades(table.column("grade"), scale)
     if grades is None:
         return None
@@ -516,11 +544,13 @@ EXPORT_FIELDS = ("query_id", "fragment_id", "annotator", "grade", "cant_judge_re
 JUDGMENT_FORMATS = ("jsonl", "csv")
 
 
-def render_judgments(frame: pd.DataFrame, fmt: str) -> Iterator[str]:
+def render_judgments(frame: pd.DataFrame, fmt: str, scale: tuple[int, int] | None = None) -> Iterator[str]:
     """Lines of a judgments file (EXPORT_FIELDS; `time` an aware datetime column, written as ISO 8601 UTC with
     microseconds): JSONL with every field (null when absent; byte-identical to json.dumps(ensure_ascii=False))
     or CSV through the spreadsheet escaper. read_judgments reads both back to the same frame, so export →
-    import → export is byte-identical. Built column by column: a million judgments in seconds."""
+    import → export is byte-identical. With `scale`, every line also names it (`scale`, last: "1-5"), so
+    agreement and consensus read the grades on it without --scale. Built column by column: a million judgments
+    in seconds."""
     if fmt not in JUDGMENT_FORMATS:
         raise ValueError(f"judgments format must be one of {', '.join(JUDGMENT_FORMATS)}, got {fmt!r}")
     times = pd.to_datetime(frame["time"], utc=True).dt.strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
@@ -528,18 +558,21 @@ def render_judgments(frame: pd.DataFrame, fmt: str) -> Iterator[str]:
     texts = {name: [None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else str(v)
                     for v in frame[name].tolist()]
              for name in EXPORT_FIELDS if name not in ("grade", "time")}
+    fields = (*EXPORT_FIELDS, "scale") if scale is not None else EXPORT_FIELDS
     columns: list[list] = [grades if name == "grade" else times.tolist() if name == "time" else texts[name]
-               for name in EXPORT_FIELDS]
+                           for name in EXPORT_FIELDS]
+    if scale is not None:
+        columns.append([f"{scale[0]}-{scale[1]}"] * len(frame))
     if fmt == "csv":
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(EXPORT_FIELDS)
+        writer.writerow(fields)
         writer.writerows([["" if v is None else escape_cell(v) for v in row] for row in zip(*columns, strict=True)])
         yield buf.getvalue()
         return
     cells = [[("null" if v is None else str(v)) if name == "grade" else ("null" if v is None else encode_basestring(v))
-              for v in values] for name, values in zip(EXPORT_FIELDS, columns, strict=True)]
-    keys = [f'"{name}": ' for name in EXPORT_FIELDS]
+              for v in values] for name, values in zip(fields, columns, strict=True)]
+    keys = [f'"{name}": ' for name in fields]
     for row in zip(*cells, strict=True):
         yield "{" + ", ".join(k + v for k, v in zip(keys, row, strict=True)) + "}\n"
 
