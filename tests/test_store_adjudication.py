@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from db.adjudication import adjudicate, pair_detail
@@ -134,3 +136,29 @@ def test_pairs_sent_back_are_rejudged_under_the_guideline_in_force(engine, queue
     assert send_for_rejudging(engine, "demo", [second], to=["cy"], actor="boss") == 1
     view = next_pair(engine, "demo", "cy")
     assert (view.pair_id, view.rejudge_version, view.grade) == (second, 2, None)
+
+
+def test_qrelkit_disputes_lists_the_queue_a_shell_loop_adjudicates(engine, store_url, queue, capsys):
+    """`qrelkit disputes` prints the Adjudicate page's queue as tab-separated lines, widest spread first: q1 f1
+    (0 vs 3, spread 3) before q1 f2 (1 vs 2); --open drops what a lead decided; each line's ids feed
+    `qrelkit adjudicate`, after which the pair reads decided."""
+    from annotator.cli import main
+
+    record_judgment(engine, queue[("q1", "f1")], "ann1", 0)
+    record_judgment(engine, queue[("q1", "f1")], "ann2", 3)
+    record_judgment(engine, queue[("q1", "f2")], "ann1", 1)
+    record_judgment(engine, queue[("q1", "f2")], "ann2", 2)
+    record_judgment(engine, queue[("q2", "f1")], "ann1", 2)
+    record_judgment(engine, queue[("q2", "f1")], "ann2", 2)
+    assert main(["disputes", "--project", "demo", "--db", store_url]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["query_id\tfragment_id\tspread\tgrades\tdecided",
+                                "q1\tf1\t3\tann1: 0, ann2: 3\tno", "q1\tf2\t1\tann1: 1, ann2: 2\tno"]
+    assert "2 disputed pair(s) among people, 0 decided, 2 open" in err
+    query, fragment = out.splitlines()[1].split("\t")[:2]
+    assert main(["adjudicate", "--project", "demo", "--db", store_url, "--query", query, "--fragment", fragment,
+                 "--grade", "2", "--reason", "answers half", "--user", "boss"]) == 0
+    capsys.readouterr()
+    assert main(["disputes", "--project", "demo", "--db", store_url, "--open", "--format", "json"]) == 0
+    assert [(r["query_id"], r["fragment_id"], r["adjudicated"]) for r in json.loads(capsys.readouterr().out)] == [
+        ("q1", "f2", False)]

@@ -34,6 +34,7 @@ COMMANDS = {
     "pool": "annotator.cli.release",
     "assign": "annotator.cli.release",
     "release": "annotator.cli.release",
+    "disputes": "annotator.cli.release",
     "adjudicate": "annotator.cli.release",
     "export": "annotator.cli.release",
     "evaluate-run": "annotator.cli.release",

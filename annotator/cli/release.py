@@ -1,4 +1,4 @@
-"""`qrelkit pool|assign|release|adjudicate|export|evaluate-run|holes`: the store's golden-set workflow from the
+"""`qrelkit pool|assign|release|disputes|adjudicate|export|evaluate-run|holes`: the store's golden-set workflow from the
 shell.
 
 Handlers are named cmd_<command>, import the store inside, and act as the CLI operator (release and adjudicate:
@@ -80,6 +80,30 @@ def cmd_adjudicate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_disputes(args: argparse.Namespace) -> int:
+    """Every pair whose people disagree, widest spread first (the Adjudicate page's queue): tab-separated lines
+    `query_id fragment_id spread grades decided` a shell loop can feed to `qrelkit adjudicate`, or JSON."""
+    from db.adjudication import disputes, filter_disputes
+
+    frame = filter_disputes(disputes(store_engine(args), args.project), args.query, args.boundary)
+    if args.open:
+        frame = frame[~frame["adjudicated"]]
+    rows = [{"query_id": r.query_id, "fragment_id": r.fragment_id, "spread": int(r.spread), "low": int(r.low),
+             "high": int(r.high), "grades": r.grades, "adjudicated": bool(r.adjudicated)}
+            for r in frame.itertuples(index=False)]
+    if args.report == "json":
+        print_json(rows)
+        return 0
+    print("query_id\tfragment_id\tspread\tgrades\tdecided")
+    for row in rows:
+        print(f"{row['query_id']}\t{row['fragment_id']}\t{row['spread']}\t{row['grades']}\t"
+              f"{'yes' if row['adjudicated'] else 'no'}")
+    decided = sum(row["adjudicated"] for row in rows)
+    print(f"{len(rows)} disputed pair(s) among people, {decided} decided, {len(rows) - decided} open",
+          file=sys.stderr)
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     """Write one file of a release, or every current judgment with --judgments; warn when a released label
     now points at changed text."""
@@ -154,7 +178,7 @@ def cmd_holes(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add pool, assign, release, adjudicate, export, evaluate-run and holes to the `qrelkit` parser."""
+    """Add pool, assign, release, disputes, adjudicate, export, evaluate-run and holes to the `qrelkit` parser."""
 
     def command(name: str, func: Callable[[argparse.Namespace], int], text: str) -> argparse.ArgumentParser:
         parser = subparsers.add_parser(name, help=text, description=text)
@@ -190,6 +214,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--model-threshold", type=float, default=None,
                    help="least quadratic-weighted κ of the model with the human consensus on the guideline "
                         f"version in force (default {MODEL_THRESHOLD:g})")
+    report_option(p)
+
+    p = command("disputes", cmd_disputes, "List every pair whose people gave different grades, widest spread "
+                                          "first (model judges left out), with each person's grade and whether a "
+                                          "lead decided it.")
+    p.add_argument("--query", default=None, metavar="QUERY_ID", help="only this query's disputes")
+    p.add_argument("--boundary", type=int, default=None, metavar="B",
+                   help="only pairs graded B or lower by someone and above B by someone else")
+    p.add_argument("--open", action="store_true", help="only the disputes no lead has decided")
     report_option(p)
 
     p = command("adjudicate", cmd_adjudicate, "Record a lead's final grade for a pair (the latest decision is in "
