@@ -159,6 +159,8 @@ def test_qrelkit_disputes_lists_the_queue_a_shell_loop_adjudicates(engine, store
     assert main(["adjudicate", "--project", "demo", "--db", store_url, "--query", query, "--fragment", fragment,
                  "--grade", "2", "--reason", "answers half", "--user", "boss"]) == 0
     capsys.readouterr()
+    assert main(["disputes", "--project", "demo", "--db", store_url, "--open"]) == 0
+    assert "2 disputed pair(s) among people, 1 decided, 1 open" in capsys.readouterr().err
     assert main(["disputes", "--project", "demo", "--db", store_url, "--open", "--format", "json"]) == 0
     assert [(r["query_id"], r["fragment_id"], r["adjudicated"]) for r in json.loads(capsys.readouterr().out)] == [
         ("q1", "f2", False)]

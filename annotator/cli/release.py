@@ -86,6 +86,7 @@ def cmd_disputes(args: argparse.Namespace) -> int:
     from db.adjudication import disputes, filter_disputes
 
     frame = filter_disputes(disputes(store_engine(args), args.project), args.query, args.boundary)
+    total, decided = len(frame), int(frame["adjudicated"].sum())
     if args.open:
         frame = frame[~frame["adjudicated"]]
     rows = [{"query_id": r.query_id, "fragment_id": r.fragment_id, "spread": int(r.spread), "low": int(r.low),
@@ -98,9 +99,7 @@ def cmd_disputes(args: argparse.Namespace) -> int:
     for row in rows:
         print(f"{row['query_id']}\t{row['fragment_id']}\t{row['spread']}\t{row['grades']}\t"
               f"{'yes' if row['adjudicated'] else 'no'}")
-    decided = sum(row["adjudicated"] for row in rows)
-    print(f"{len(rows)} disputed pair(s) among people, {decided} decided, {len(rows) - decided} open",
-          file=sys.stderr)
+    print(f"{total} disputed pair(s) among people, {decided} decided, {total - decided} open", file=sys.stderr)
     return 0
 
 
