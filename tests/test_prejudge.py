@@ -340,7 +340,7 @@ def test_api_key_reaches_the_endpoint_only(engine, store_url, judged_project, se
     server.script[("q2", "f2")] = [("answer", "no grade here")]
     caplog.set_level(logging.DEBUG)
     assert main(["prejudge", "--project", "demo", "--base-url", server.base_url, "--model", "test-model",
-                 "--db", store_url, "--concurrency", "2"]) == 1  # q2/f2 got no grade
+                 "--db", store_url, "--concurrency", "2", "--format", "json"]) == 1  # q2/f2 got no grade
     out = capsys.readouterr()
     report = json.loads(out.out)
     assert (report["called"], report["created"], report["malformed"]) == (12, 11, 1)
@@ -371,6 +371,32 @@ def test_api_key_reaches_the_endpoint_only(engine, store_url, judged_project, se
     assert key not in export.read_text(encoding="utf-8") and "test-model" in export.read_text(encoding="utf-8")
 
 
+def test_cli_prints_a_readable_summary_and_the_json_report_on_request(store_url, judged_project, server,
+                                                                        capsys):
+    # 12 pairs, q3/f4 answers no grade: 11 graded; one call each (nothing cached on a first run)
+    server.script[("q3", "f4")] = [("answer", "I cannot tell")]
+    assert main(["prejudge", "--project", "demo", "--base-url", server.base_url, "--model", "test-model",
+                 "--db", store_url]) == 1
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert "model: test-model" in lines and "account: test-model" in lines
+    assert "pairs graded: 11 of 12 (11 new, 0 changed, 0 unchanged)" in lines
+    assert "calls: 12 (0 answer(s) from the cache)" in lines
+    assert "malformed: 1" in lines and "failed: 0" in lines
+    assert any(re.fullmatch(r"time: \d+\.\d s", line) for line in lines)
+    assert any(line.strip().startswith("- pair q3/f4: answer refused") for line in lines)
+    assert not out.lstrip().startswith("{")
+
+    # a second run: every graded pair comes from the cache; JSON keeps the report's keys
+    assert main(["prejudge", "--project", "demo", "--base-url", server.base_url, "--model", "test-model",
+                 "--db", store_url, "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert set(report) == {"project", "annotator", "model", "prompt_version", "guideline", "pairs", "called",
+                           "cached", "created", "updated", "unchanged", "malformed", "failed", "prompt_tokens",
+                           "completion_tokens", "seconds", "problems", "total_tokens", "prompt"}
+    assert (report["pairs"], report["cached"], report["called"], report["unchanged"]) == (12, 11, 1, 11)
+
+
 def test_cli_refuses_a_bad_prompt_file(store_url, judged_project, server, tmp_path, capsys):
     bad = tmp_path / "prompt.md"
     bad.write_text("Judge {{query}} against {{fragment}}.", encoding="utf-8")
@@ -387,7 +413,8 @@ def test_cli_custom_prompt_is_the_stamped_version(engine, store_url, judged_proj
     prompt.write_text(text, encoding="utf-8")
     server.script[("q1", "f1")] = [("answer", "Grade: 3")]
     assert main(["prejudge", "--project", "demo", "--base-url", server.base_url + "/", "--model", "m",
-                 "--annotator", "judge-a", "--prompt", str(prompt), "--limit", "1", "--db", store_url]) == 0
+                 "--annotator", "judge-a", "--prompt", str(prompt), "--limit", "1", "--db", store_url,
+                 "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["prompt_version"] == prompt_version(text)
     assert server.requests[0]["body"]["messages"][0]["content"].startswith(f"Rules:\n{GUIDELINE}\n")
     assert _model_grades(engine, "judge-a") == {("q1", "f1"): 3}
