@@ -12,7 +12,7 @@ import threading
 import time
 import uuid
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -28,7 +28,9 @@ from db.judges import model_annotator
 from db.projects import add_guideline
 from db.store.frames import judgments_frame
 from db.store.models import JudgeCall, JudgmentHistory, User
-from eval_core.judges.prompt import DEFAULT_PROMPT, check_template, parse_grade, prompt_version, render
+from eval_core.judges.prompt import check_template, parse_grade, prompt_version, render
+from guidelines import JUDGE_PROMPT
+from tests.fake_judge import start
 
 GUIDELINE = "Grade 3 when the fragment answers the query fully, 0 when it is about something else."
 LABELS = {0: "Not relevant", 1: "Related", 2: "Partly", 3: "Fully"}
@@ -97,16 +99,7 @@ class ChatServer:
             def log_message(self, *args) -> None:
                 pass
 
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-
-            def handle_error(self, request, client_address) -> None:
-                pass  # a client that timed out closed its socket: nothing to report
-
-        self.httpd = Server(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
+        self.httpd, self.base_url = start(Handler)
 
     def calls(self, pair: tuple[str, str] | None = None) -> int:
         with self.lock:
@@ -137,7 +130,7 @@ def judged_project(engine, queue):
 
 
 def _judge(server: ChatServer, waits: list[float] | None = None, **kw) -> ChatJudge:
-    template = DEFAULT_PROMPT.read_text(encoding="utf-8")
+    template = JUDGE_PROMPT.read_text(encoding="utf-8")
     return ChatJudge(server.base_url, "test-model", template, LABELS, sleep=(waits.append if waits is not None
                                                                              else time.sleep), **kw)
 
@@ -178,7 +171,7 @@ def test_prompt_holds_guideline_query_fragment_and_scale_only():
         check_template("{{guideline}} {{query}} {{fragment}} {{grade}}")
     with pytest.raises(ValueError, match=r"must contain \{\{fragment\}\}"):
         check_template("{{guideline}} {{query}}")
-    check_template(DEFAULT_PROMPT.read_text(encoding="utf-8"))
+    check_template(JUDGE_PROMPT.read_text(encoding="utf-8"))
 
 
 def test_retry_after_reads_seconds_and_http_dates():
@@ -231,7 +224,7 @@ def test_prejudge_grades_refuses_malformed_and_retries(engine, judged_project, s
     assert sorted(g for _, g in history) == sorted(good.values()) and {v for v, _ in history} == {"v-test"}
 
     # the prompt is the template with only the guideline, query and fragment in it: no other annotator's work
-    template = DEFAULT_PROMPT.read_text(encoding="utf-8")
+    template = JUDGE_PROMPT.read_text(encoding="utf-8")
     for request in server.requests:
         q, f = request["pair"]
         assert request["path"] == "/v1/chat/completions" and request["body"]["model"] == "test-model"
@@ -344,7 +337,7 @@ def test_api_key_reaches_the_endpoint_only(engine, store_url, judged_project, se
     out = capsys.readouterr()
     report = json.loads(out.out)
     assert (report["called"], report["created"], report["malformed"]) == (12, 11, 1)
-    assert report["prompt_version"] == prompt_version(DEFAULT_PROMPT.read_text(encoding="utf-8"))
+    assert report["prompt_version"] == prompt_version(JUDGE_PROMPT.read_text(encoding="utf-8"))
     assert "11 from" not in out.err and "12 call(s)" in out.err and "tokens" in out.err
     assert {r["headers"].get("Authorization") for r in server.requests} == {f"Bearer {key}"}
 
@@ -610,7 +603,7 @@ def test_app_grades_with_a_model_judge(engine, store_url, judged_project, server
     at = _project_page(engine, store_url, monkeypatch)  # the judge is listed, and gets no queue
     judges = next(d.value for d in at.dataframe if "Model judge" in d.value.columns)
     assert judges.to_dict("records") == [{"Model judge": "test-model", "Model": "test-model",
-                                          "Prompt version": prompt_version(DEFAULT_PROMPT.read_text("utf-8"))[:12],
+                                          "Prompt version": prompt_version(JUDGE_PROMPT.read_text("utf-8"))[:12],
                                           "Parameters": "temperature=0.0", "Grades in this project": 3}]
     assert _by_label(at.multiselect, "Annotators").options == ["ann1", "ann2"]
 

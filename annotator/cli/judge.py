@@ -29,9 +29,10 @@ def cmd_prejudge(args: argparse.Namespace) -> int:
     from db.accounts.permissions import OPERATOR
     from db.projects import get_project
     from eval_core.errors import InputError
-    from eval_core.judges.prompt import DEFAULT_PROMPT, check_template
+    from eval_core.judges.prompt import check_template
+    from guidelines import JUDGE_PROMPT
 
-    path = Path(args.prompt) if args.prompt else DEFAULT_PROMPT
+    path = Path(args.prompt) if args.prompt else JUDGE_PROMPT
     try:
         template = check_template(path.read_text(encoding="utf-8"))
     except OSError as exc:
