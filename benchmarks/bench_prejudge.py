@@ -80,10 +80,10 @@ def main() -> None:
     from db.accounts.permissions import OPERATOR
     from db.projects import get_project
     from db.store.engine import get_engine
-    from eval_core.judges.prompt import DEFAULT_PROMPT
+    from guidelines import JUDGE_PROMPT
 
     server, base = serve(args.latency)
-    template = DEFAULT_PROMPT.read_text(encoding="utf-8")
+    template = JUDGE_PROMPT.read_text(encoding="utf-8")
     with tempfile.TemporaryDirectory() as folder:
         for n in args.concurrency:
             url = f"sqlite:///{Path(folder) / f'bench-{n}.db'}"

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from tqdm import tqdm
 
 from db.accounts.permissions import Actor, require_lead
+from db.accounts.users import LOOKS_LIKE, account_keys, check_username, name_key
 from db.projects import ProjectNotFound, project_row, project_scale
 from db.store.engine import session_scope
 from db.store.frames import project_adjudications
@@ -414,6 +415,7 @@ def _parse_judgments(engine: Engine, path: str | Path, proj: Project, queries: d
         known = {name: (kind, model) for name, kind, model in session.execute(
             select(User.username, User.kind, User.model_name).where(User.username.in_(frame["annotator"].unique()
                                                                                        .tolist())))}
+        taken = account_keys(session)
     people = _annotators(frame, judges, known, problems)
     for table in (frame, decided):
         table["query"] = table["query_id"].map(queries)
@@ -435,6 +437,7 @@ def _parse_judgments(engine: Engine, path: str | Path, proj: Project, queries: d
     for line, annotator in frame.loc[frame["annotator"].str.len() > MAX_NAME_CHARS, ["line", "annotator"]].itertuples(
             index=False):
         problems.add(line, f"annotator name is {len(annotator)} characters; at most {MAX_NAME_CHARS}")
+    _new_account_names(frame, taken, problems)
     for line, lead in decided[["line", "by"]].itertuples(index=False):
         role = leads.get(lead)
         if role is None or role[0] != "lead" or not role[1]:
@@ -442,6 +445,35 @@ def _parse_judgments(engine: Engine, path: str | Path, proj: Project, queries: d
             problems.add(line, f"adjudication by {lead!r} ({why}): an adjudication must name an active lead")
     problems.check()
     return frame, decided, people, stamp
+
+
+def _new_account_names(frame: pd.DataFrame, taken: dict[str, str], problems: Problems) -> None:
+    """The annotators an import would create as accounts are held to the rules of any new account
+    (db.accounts.users): a valid name that looks like no existing account and no other new annotator of the
+    file, so `lеa` (Cyrillic е) or `LEA` never becomes a second account beside `lea`. Each problem is told at
+    the annotator's first line."""
+    existing = set(taken.values())
+    new: dict[str, tuple[str, int]] = {}
+    first = frame.drop_duplicates("annotator")
+    for line, name in first.loc[first["annotator"].str.len() <= MAX_NAME_CHARS, ["line", "annotator"]].itertuples(
+            index=False):
+        if name in existing:
+            continue
+        try:
+            check_username(name)
+        except ValueError as exc:
+            problems.add(line, f"annotator {name!r} cannot become an account: {exc}")
+            continue
+        key = name_key(name)
+        if key in taken:
+            problems.add(line, f"annotator {name!r} looks like the existing account {taken[key]!r} ({LOOKS_LIKE}); "
+                               f"write that account's exact name, or a distinct one")
+        elif key in new:
+            other, where = new[key]
+            problems.add(line, f"annotator {name!r} looks like annotator {other!r} of line {where} ({LOOKS_LIKE}); "
+                               f"two accounts would pass for each other: write one name")
+        else:
+            new[key] = (name, line)
 
 
 def _version(text: str) -> int | None:

@@ -19,6 +19,7 @@ from eval_core.judging_order import DEFAULT_ORDER
 from eval_core.thresholds import AGREEMENT_THRESHOLD
 from eval_core.vocab import ORDER_NAMES
 from guidelines import GRADING as BUNDLED_GUIDELINE
+from guidelines.scale import scale_guideline
 
 MAX_LABEL_CHARS = 60
 _GRADE_ROW = re.compile(r"^\|\s*\*\*(\d+)\*\*\s*\|\s*([^|]+?)\s*\|", re.MULTILINE)
@@ -123,6 +124,15 @@ def parse_labels(text: str, scale: tuple[int, int]) -> dict[int, str]:
 def stored_labels(labels: dict[int, str]) -> dict[str, str]:
     """The JSON form kept in projects.grade_labels (JSON object keys are strings)."""
     return {str(g): t for g, t in sorted(labels.items())}
+
+
+def starting_guideline(info: ProjectInfo) -> tuple[str, str]:
+    """A new project's guideline version 1 and its note: the bundled guideline on 0–3, else one generated for
+    the project's scale from its grade names (guidelines.scale), so annotators never start without one."""
+    if info.scale == (0, 3):
+        return BUNDLED_GUIDELINE.read_text(encoding="utf-8"), f"bundled guideline {BUNDLED_GUIDELINE.name}"
+    low, high = info.scale
+    return scale_guideline(info.labels), f"generated for the {low}-{high} scale from its grade names"
 
 
 def project_row(session: Session, name: str, *, lock: bool = False) -> Project:

@@ -80,6 +80,7 @@ def _create_at_head(url: str) -> None:
     from alembic import command
     from sqlmodel import SQLModel
 
+    import db.store.models  # noqa: F401  (registers the tables: a test module may import nothing of db)
     from db.store.engine import get_engine
     from db.store.schema import alembic_config
 

@@ -142,7 +142,7 @@ def test_what_was_tried_is_listed(tmp_path: Path) -> None:
         read_queries(path)
     assert str(err.value) == (
         f"{path}:1: not a queries file qrelkit reads; tried JSONL: the line does not start with '{{'; TREC topics: "
-        "no <top> or <num> tag; CSV/TSV with a header: no column named id or _id or query_id or qid (text, query "
+        "no <top>, <num> or XML <topic> tag; CSV/TSV with a header: no column named id or _id or query_id or qid (text, query "
         "for the text); headerless id<TAB>text TSV: 1 tab-separated field(s), not 2")
 
 

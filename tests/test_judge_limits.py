@@ -6,12 +6,9 @@ account left by a run that graded nothing) — on SQLite and PostgreSQL where th
 from __future__ import annotations
 
 import base64
-import contextlib
 import re
-import threading
 import time
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -21,53 +18,20 @@ from annotator.judge_run import JudgeFailed, prejudge
 from db.accounts.permissions import OPERATOR
 from db.accounts.users import list_users
 from db.projects import add_guideline
-from eval_core.judges.prompt import DEFAULT_PROMPT, render
+from eval_core.judges.prompt import render
+from guidelines import JUDGE_PROMPT
+from tests.fake_judge import FakeJudge, answer, flood, reply, trickle
 
 KEY = "sk-test-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
 LABELS = {0: "Not relevant", 1: "Related", 2: "Partly", 3: "Fully"}
-OK = b'{"choices": [{"message": {"content": "Grade: 1"}}]}'
-
-
-class Hostile:
-    """A local endpoint whose every reply is `behave(handler)`; it records each request's prompt."""
-
-    def __init__(self, behave: Callable[[BaseHTTPRequestHandler], None]) -> None:
-        self.prompts: list[str] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                import json
-
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.prompts.append(body["messages"][-1]["content"])
-                with contextlib.suppress(OSError):  # the client gave up (its deadline or cap): expected here
-                    behave(self)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-
-            def handle_error(self, request, client_address) -> None:
-                pass
-
-        self.httpd = Server(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture
 def hostile():
-    made: list[Hostile] = []
+    made: list[FakeJudge] = []
 
     def make(behave):
-        made.append(Hostile(behave))
+        made.append(FakeJudge(behave))
         return made[-1]
 
     yield make
@@ -75,36 +39,8 @@ def hostile():
         server.close()
 
 
-def trickle(h: BaseHTTPRequestHandler) -> None:
-    """Headers at once, then the body one byte a second (a per-read timeout never fires)."""
-    h.send_response(200)
-    h.send_header("Content-Length", "1000")
-    h.end_headers()
-    for _ in range(1000):
-        h.wfile.write(b" ")
-        h.wfile.flush()
-        time.sleep(1.0)
-
-
-def flood(h: BaseHTTPRequestHandler) -> None:
-    """A reply with no length that never ends: 64 KiB after 64 KiB."""
-    h.send_response(200)
-    h.end_headers()
-    block = b"x" * 65536
-    for _ in range(16 * 1024):  # up to 1 GiB
-        h.wfile.write(block)
-
-
-def answer(h: BaseHTTPRequestHandler) -> None:
-    """A well-formed chat completion: grade 1."""
-    h.send_response(200)
-    h.send_header("Content-Length", str(len(OK)))
-    h.end_headers()
-    h.wfile.write(OK)
-
-
 def judge(url: str, **kw) -> ChatJudge:
-    return ChatJudge(url, "m", DEFAULT_PROMPT.read_text(encoding="utf-8"), LABELS, sleep=lambda s: None, **kw)
+    return ChatJudge(url, "m", JUDGE_PROMPT.read_text(encoding="utf-8"), LABELS, sleep=lambda s: None, **kw)
 
 
 def test_a_reply_trickling_a_byte_a_second_ends_at_the_deadline(hostile):
@@ -137,11 +73,7 @@ def test_an_error_body_echoing_the_key_in_any_disguise_is_not_shown(hostile):
     disguises = [KEY, KEY[::-1], base64.b64encode(KEY.encode()).decode(), KEY.encode().hex(), KEY.upper()]
 
     def echo(h: BaseHTTPRequestHandler) -> None:
-        body = ("{\"error\": \"bad request for key " + " and ".join(disguises) + "\"}" + "A" * 5000).encode()
-        h.send_response(400)
-        h.send_header("Content-Length", str(len(body)))
-        h.end_headers()
-        h.wfile.write(body)
+        reply(h, 400, ("{\"error\": \"bad request for key " + " and ".join(disguises) + "\"}" + "A" * 5000).encode())
 
     with pytest.raises(JudgeFailed) as failed:
         judge(hostile(echo).url, api_key=KEY)("q", "f", "g")

@@ -41,11 +41,11 @@ def _runtime_files() -> list[str]:
     from annotator.demo import DATA
     from db.projects import BUNDLED_GUIDELINE
     from db.store.schema import MIGRATIONS
-    from eval_core.judges.prompt import DEFAULT_PROMPT
     from guidelines import DIR as GUIDELINES
+    from guidelines import JUDGE_PROMPT
 
     folders = [p.relative_to(ROOT).as_posix() + "/" for p in (GUIDELINES, MIGRATIONS, PAGES, DATA)]
-    named = [p.relative_to(ROOT).as_posix() for p in (APP, BUNDLED_GUIDELINE, DEFAULT_PROMPT)]
+    named = [p.relative_to(ROOT).as_posix() for p in (APP, BUNDLED_GUIDELINE, JUDGE_PROMPT)]
     tracked = _tracked()
     assert set(named) <= set(tracked)
     return sorted({*(name for name in tracked if name.startswith(tuple(folders))), *named})
@@ -106,16 +106,16 @@ def test_a_non_editable_install_creates_projects_and_the_demo(wheel, tmp_path):
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout
 
-    where = call(str(python), "-c", "import annotator.demo, db.projects, eval_core.judges.prompt as p; "
-                                    "print(annotator.demo.__file__, db.projects.BUNDLED_GUIDELINE, p.DEFAULT_PROMPT)")
+    where = call(str(python), "-c", "import annotator.demo, db.projects, guidelines; "
+                                    "print(annotator.demo.__file__, db.projects.BUNDLED_GUIDELINE, guidelines.JUDGE_PROMPT)")
     assert all(Path(path).is_relative_to(venv) for path in where.split()), where  # not the editable checkout
     db = f"sqlite:///{run / 'store.db'}"
     call(str(venv / "bin" / "qrelkit"), "init", "--project", "faq", "--db", db)
     shown = call(str(venv / "bin" / "qrelkit"), "guideline", "show", "--project", "faq", "--db", db)
     assert shown == (ROOT / "guidelines" / "grading-0-3.md").read_text(encoding="utf-8")
     demo = call(str(python), "-c", "from annotator.demo import build_demo; from db.projects import list_guidelines; "
-                                   "from db.store.schema import init_db; from eval_core.judges.prompt import DEFAULT_PROMPT, "
-                                   f"check_template; e = init_db('sqlite:///{run / 'demo.db'}'); "
+                                   "from db.store.schema import init_db; from guidelines import JUDGE_PROMPT; "
+                                   f"from eval_core.judges.prompt import check_template; e = init_db('sqlite:///{run / 'demo.db'}'); "
                                    "print(build_demo(e).created, [g.version for g in list_guidelines(e, 'demo')]); "
-                                   "check_template(DEFAULT_PROMPT.read_text(encoding='utf-8'))")
+                                   "check_template(JUDGE_PROMPT.read_text(encoding='utf-8'))")
     assert demo.strip() == "True [1, 2]"

@@ -12,7 +12,7 @@ import threading
 import time
 import uuid
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -28,7 +28,9 @@ from db.judges import model_annotator
 from db.projects import add_guideline
 from db.store.frames import judgments_frame
 from db.store.models import JudgeCall, JudgmentHistory, User
-from eval_core.judges.prompt import DEFAULT_PROMPT, check_template, parse_grade, prompt_version, render
+from eval_core.judges.prompt import check_template, parse_grade, prompt_version, render
+from guidelines import JUDGE_PROMPT
+from tests.fake_judge import start
 
 GUIDELINE = "Grade 3 when the fragment answers the query fully, 0 when it is about something else."
 LABELS = {0: "Not relevant", 1: "Related", 2: "Partly", 3: "Fully"}
@@ -97,16 +99,7 @@ class ChatServer:
             def log_message(self, *args) -> None:
                 pass
 
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-
-            def handle_error(self, request, client_address) -> None:
-                pass  # a client that timed out closed its socket: nothing to report
-
-        self.httpd = Server(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
+        self.httpd, self.base_url = start(Handler)
 
     def calls(self, pair: tuple[str, str] | None = None) -> int:
         with self.lock:
@@ -137,7 +130,7 @@ def judged_project(engine, queue):
 
 
 def _judge(server: ChatServer, waits: list[float] | None = None, **kw) -> ChatJudge:
-    template = DEFAULT_PROMPT.read_text(encoding="utf-8")
+    template = JUDGE_PROMPT.read_text(encoding="utf-8")
     return ChatJudge(server.base_url, "test-model", template, LABELS, sleep=(waits.append if waits is not None
                                                                              else time.sleep), **kw)
 
@@ -178,7 +171,7 @@ def test_prompt_holds_guideline_query_fragment_and_scale_only():
         check_template("{{guideline}} {{query}} {{fragment}} {{grade}}")
     with pytest.raises(ValueError, match=r"must contain \{\{fragment\}\}"):
         check_template("{{guideline}} {{query}}")
-    check_template(DEFAULT_PROMPT.read_text(encoding="utf-8"))
+    check_template(JUDGE_PROMPT.read_text(encoding="utf-8"))
 
 
 def test_retry_after_reads_seconds_and_http_dates():
@@ -231,7 +224,7 @@ def test_prejudge_grades_refuses_malformed_and_retries(engine, judged_project, s
     assert sorted(g for _, g in history) == sorted(good.values()) and {v for v, _ in history} == {"v-test"}
 
     # the prompt is the template with only the guideline, query and fragment in it: no other annotator's work
-    template = DEFAULT_PROMPT.read_text(encoding="utf-8")
+    template = JUDGE_PROMPT.read_text(encoding="utf-8")
     for request in server.requests:
         q, f = request["pair"]
         assert request["path"] == "/v1/chat/completions" and request["body"]["model"] == "test-model"
@@ -340,11 +333,11 @@ def test_api_key_reaches_the_endpoint_only(engine, store_url, judged_project, se
     server.script[("q2", "f2")] = [("answer", "no grade here")]
     caplog.set_level(logging.DEBUG)
     assert main(["prejudge", "--project", "demo", "--base-url", server.base_url, "--model", "test-model",
-                 "--db", store_url, "--concurrency", "2"]) == 1  # q2/f2 got no grade
+                 "--db", store_url, "--concurrency", "2", "--format", "json"]) == 1  # q2/f2 got no grade
     out = capsys.readouterr()
     report = json.loads(out.out)
     assert (report["called"], report["created"], report["malformed"]) == (12, 11, 1)
-    assert report["prompt_version"] == prompt_version(DEFAULT_PROMPT.read_text(encoding="utf-8"))
+    assert report["prompt_version"] == prompt_version(JUDGE_PROMPT.read_text(encoding="utf-8"))
     assert "11 from" not in out.err and "12 call(s)" in out.err and "tokens" in out.err
     assert {r["headers"].get("Authorization") for r in server.requests} == {f"Bearer {key}"}
 
@@ -371,6 +364,32 @@ def test_api_key_reaches_the_endpoint_only(engine, store_url, judged_project, se
     assert key not in export.read_text(encoding="utf-8") and "test-model" in export.read_text(encoding="utf-8")
 
 
+def test_cli_prints_a_readable_summary_and_the_json_report_on_request(store_url, judged_project, server,
+                                                                        capsys):
+    # 12 pairs, q3/f4 answers no grade: 11 graded; one call each (nothing cached on a first run)
+    server.script[("q3", "f4")] = [("answer", "I cannot tell")]
+    assert main(["prejudge", "--project", "demo", "--base-url", server.base_url, "--model", "test-model",
+                 "--db", store_url]) == 1
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert "model: test-model" in lines and "account: test-model" in lines
+    assert "pairs graded: 11 of 12 (11 new, 0 changed, 0 unchanged)" in lines
+    assert "calls: 12 (0 answer(s) from the cache)" in lines
+    assert "malformed: 1" in lines and "failed: 0" in lines
+    assert any(re.fullmatch(r"time: \d+\.\d s", line) for line in lines)
+    assert any(line.strip().startswith("- pair q3/f4: answer refused") for line in lines)
+    assert not out.lstrip().startswith("{")
+
+    # a second run: every graded pair comes from the cache; JSON keeps the report's keys
+    assert main(["prejudge", "--project", "demo", "--base-url", server.base_url, "--model", "test-model",
+                 "--db", store_url, "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert set(report) == {"project", "annotator", "model", "prompt_version", "guideline", "pairs", "called",
+                           "cached", "created", "updated", "unchanged", "malformed", "failed", "prompt_tokens",
+                           "completion_tokens", "seconds", "problems", "total_tokens", "prompt"}
+    assert (report["pairs"], report["cached"], report["called"], report["unchanged"]) == (12, 11, 1, 11)
+
+
 def test_cli_refuses_a_bad_prompt_file(store_url, judged_project, server, tmp_path, capsys):
     bad = tmp_path / "prompt.md"
     bad.write_text("Judge {{query}} against {{fragment}}.", encoding="utf-8")
@@ -387,7 +406,8 @@ def test_cli_custom_prompt_is_the_stamped_version(engine, store_url, judged_proj
     prompt.write_text(text, encoding="utf-8")
     server.script[("q1", "f1")] = [("answer", "Grade: 3")]
     assert main(["prejudge", "--project", "demo", "--base-url", server.base_url + "/", "--model", "m",
-                 "--annotator", "judge-a", "--prompt", str(prompt), "--limit", "1", "--db", store_url]) == 0
+                 "--annotator", "judge-a", "--prompt", str(prompt), "--limit", "1", "--db", store_url,
+                 "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["prompt_version"] == prompt_version(text)
     assert server.requests[0]["body"]["messages"][0]["content"].startswith(f"Rules:\n{GUIDELINE}\n")
     assert _model_grades(engine, "judge-a") == {("q1", "f1"): 3}
@@ -583,7 +603,7 @@ def test_app_grades_with_a_model_judge(engine, store_url, judged_project, server
     at = _project_page(engine, store_url, monkeypatch)  # the judge is listed, and gets no queue
     judges = next(d.value for d in at.dataframe if "Model judge" in d.value.columns)
     assert judges.to_dict("records") == [{"Model judge": "test-model", "Model": "test-model",
-                                          "Prompt version": prompt_version(DEFAULT_PROMPT.read_text("utf-8"))[:12],
+                                          "Prompt version": prompt_version(JUDGE_PROMPT.read_text("utf-8"))[:12],
                                           "Parameters": "temperature=0.0", "Grades in this project": 3}]
     assert _by_label(at.multiselect, "Annotators").options == ["ann1", "ann2"]
 

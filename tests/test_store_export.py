@@ -248,7 +248,8 @@ def test_project_create_guideline_choice(engine, store_url, capsys):
     assert _cli(store_url, "project", "create", "bare", "--no-guideline") == 0
     assert current_guideline(engine, "bare") is None
     assert _cli(store_url, "project", "create", "five", "--scale", "1-5") == 0
-    assert current_guideline(engine, "five") is None  # the bundled guideline is written for 0-3
+    # the bundled guideline is written for 0-3: a 1-5 project gets one generated for its scale
+    assert current_guideline(engine, "five").text.startswith("# Relevance grading guideline (1–5)\n")
     capsys.readouterr()
     assert _json_cli(store_url, "project", "create", "std") == 0
     assert json.loads(capsys.readouterr().out)["guideline"] == 1

@@ -39,6 +39,7 @@ COMMANDS = {
     "export": "annotator.cli.release",
     "evaluate-run": "annotator.cli.release",
     "holes": "annotator.cli.release",
+    "rejudge": "annotator.cli.rejudge",
     "serve": "annotator.cli.app",
     "demo": "annotator.cli.app",
 }

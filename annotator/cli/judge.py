@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from annotator.cli.common import db_option, print_json, store_engine
+from annotator.cli.common import db_option, print_json, readable, report_option, store_engine
 
 
 def _positive(kind: type):
@@ -29,9 +29,10 @@ def cmd_prejudge(args: argparse.Namespace) -> int:
     from db.accounts.permissions import OPERATOR
     from db.projects import get_project
     from eval_core.errors import InputError
-    from eval_core.judges.prompt import DEFAULT_PROMPT, check_template
+    from eval_core.judges.prompt import check_template
+    from guidelines import JUDGE_PROMPT
 
-    path = Path(args.prompt) if args.prompt else DEFAULT_PROMPT
+    path = Path(args.prompt) if args.prompt else JUDGE_PROMPT
     try:
         template = check_template(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -45,14 +46,40 @@ def cmd_prejudge(args: argparse.Namespace) -> int:
                          if v})
     report = prejudge(engine, args.project, judge, model=args.model, annotator=args.annotator,
                       concurrency=args.concurrency, limit=args.limit, progress=True, actor=OPERATOR)
-    print_json({**report.to_dict(), "prompt": str(path)})
-    print(f"qrelkit: {report.pairs} pair(s) in {report.seconds:.1f} s: {report.called} call(s), {report.cached} from "
-          f"the cache, {report.malformed} malformed, {report.failed} failed; "
-          f"{report.prompt_tokens + report.completion_tokens} tokens ({report.prompt_tokens} prompt, "
-          f"{report.completion_tokens} completion)", file=sys.stderr)
+    if args.report == "json":
+        print_json({**report.to_dict(), "prompt": str(path)})
+    else:
+        lines = readable(_summary(report, path))
+        if report.problems:  # one a line: readable() would join a list of strings with commas
+            lines += ["problems:", *readable(report.problems, 1)]
+        print("\n".join(lines))
+    if args.report == "json":  # the counts for whoever reads the terminal while stdout goes to a script
+        print(f"qrelkit: {report.pairs} pair(s) in {report.seconds:.1f} s: {report.called} call(s), {report.cached} from "
+              f"the cache, {report.malformed} malformed, {report.failed} failed; "
+              f"{report.prompt_tokens + report.completion_tokens} tokens ({report.prompt_tokens} prompt, "
+              f"{report.completion_tokens} completion)", file=sys.stderr)
     if not report.ok:
         print(f"qrelkit: {report.failed + report.malformed} pair(s) got no grade; see `problems`", file=sys.stderr)
     return 0 if report.ok else 1
+
+
+def _summary(report, prompt) -> dict:
+    """What a person reads of a prejudge run: who graded how many pairs, at what cost, and what went wrong."""
+    graded = report.created + report.updated + report.unchanged
+    return {
+        "model": report.model,
+        "account": report.annotator if graded else f"{report.annotator} (graded nothing this run: a new account is not kept)",
+        "pairs graded": f"{graded} of {report.pairs} ({report.created} new, {report.updated} changed, "
+                        f"{report.unchanged} unchanged)",
+        "calls": f"{report.called} ({report.cached} answer(s) from the cache)",
+        "malformed": report.malformed,
+        "failed": report.failed,
+        "tokens": f"{report.prompt_tokens + report.completion_tokens} ({report.prompt_tokens} prompt, "
+                  f"{report.completion_tokens} completion)",
+        "time": f"{report.seconds:.1f} s",
+        "prompt": f"{prompt} (version {report.prompt_version})",
+        "guideline": report.guideline,
+    }
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -88,4 +115,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default: annotator.judge_client.ATTEMPTS, 5)")
     p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
     db_option(p)
+    report_option(p)
     p.set_defaults(func=cmd_prejudge)

@@ -19,19 +19,19 @@ def _project_report(info) -> dict:
 
 
 def _new_project(engine, name: str, args: argparse.Namespace, **policy) -> dict:
-    """Create a project as the operator; a 0-3 project starts with the bundled guideline unless --no-guideline."""
+    """Create a project as the operator; it starts with a guideline (the bundled one on 0-3, else one generated
+    from its grade names) unless --no-guideline."""
     from db.accounts.permissions import OPERATOR
-    from db.projects import BUNDLED_GUIDELINE, add_guideline, create_project, parse_labels
+    from db.projects import add_guideline, create_project, parse_labels, starting_guideline
     from eval_core.io.judgments import parse_scale
 
     scale = parse_scale(args.scale)
     labels = parse_labels(args.labels, scale) if getattr(args, "labels", None) else None
     info = create_project(engine, name, scale=scale, labels=labels, actor=OPERATOR, **policy)
     out = _project_report(info)
-    if scale == (0, 3) and not args.no_guideline:
-        guideline = add_guideline(engine, info.name, BUNDLED_GUIDELINE.read_text(encoding="utf-8"), actor=OPERATOR,
-                                  note=f"bundled guideline {BUNDLED_GUIDELINE.name}")
-        out["guideline"] = guideline.version
+    if not args.no_guideline:
+        text, note = starting_guideline(info)
+        out["guideline"] = add_guideline(engine, info.name, text, actor=OPERATOR, note=note).version
     return out
 
 
@@ -65,7 +65,7 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_project_create(args: argparse.Namespace) -> int:
-    """Create a project (with the bundled guideline on 0-3 unless --no-guideline) and print it."""
+    """Create a project (with a first guideline unless --no-guideline) and print it."""
     emit(args, _new_project(store_engine(args), args.name, args, overlap=args.overlap,
                             overlap_fraction=args.fraction, threshold=args.threshold))
     return 0
@@ -136,7 +136,8 @@ def _scale_options(parser: argparse.ArgumentParser, what: str) -> None:
                         help="grade names, e.g. \"1=Partly,2=Mostly,3=Fully\" (grades not named keep the default: "
                              "the bundled guideline's names on 0-3, else 'Grade g'; at most 60 characters each)")
     parser.add_argument("--no-guideline", action="store_true",
-                        help="start without the bundled 0-3 guideline (add one later with `qrelkit guideline add`)")
+                        help="start without a guideline (default: version 1 is the bundled guideline on 0-3, else "
+                             "one generated from the scale's grade names; add one later with `qrelkit guideline add`)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -139,17 +139,25 @@ def check_username(username: str) -> str:
     return name
 
 
+LOOKS_LIKE = "same letters once case, width and look-alike characters are set aside"
+
+
+def account_keys(session: Session) -> dict[str, str]:
+    """name_key → username of every account: what a new name must not look like (also for the accounts a
+    judgments import creates, db.imports)."""
+    return {name_key(existing): existing for existing in session.execute(select(User.username)).scalars()}
+
+
 def check_new_username(session: Session, username: str) -> str:
     """A valid name (check_username) that neither is nor looks like an existing account's, or ValueError
     naming the account it would be confused with (Conflict, a ValueError)."""
     name = check_username(username)
-    key = name_key(name)
-    for existing in session.exec(select(User.username)):
-        if name_key(existing) == key:
-            same = existing == name
-            raise Conflict(f"user {name!r} already exists" if same else
-                             f"username {name!r} looks like the existing account {existing!r} (same letters once "
-                             f"case, width and look-alike characters are set aside); choose a distinct name")
+    if session.execute(select(User.id).where(User.username == name)).first() is not None:
+        raise Conflict(f"user {name!r} already exists")
+    existing = account_keys(session).get(name_key(name))
+    if existing is not None:
+        raise Conflict(f"username {name!r} looks like the existing account {existing!r} ({LOOKS_LIKE}); choose a "
+                       f"distinct name")
     return name
 
 

@@ -2,8 +2,9 @@
 
 Queries: JSONL / CSV / TSV with named columns (`id`/`_id`/`query_id`/`qid`, `text`/`query`, optional
 `category`; ir_datasets TREC topics as records: `title`, `description`, `narrative`), headerless `qid<TAB>text`
-TSV (MS MARCO, TREC DL, ir_datasets), and TREC topic files (`<top> <num> <title> <desc> <narr>`; the topic
-field chosen is the query text, the description and narrative are kept as its context).
+TSV (MS MARCO, TREC DL, ir_datasets), and TREC topic files (`<top> <num> <title> <desc> <narr>`, or the XML
+layout of the Web, COVID and later tracks: `<topic number="…"><query> <question>|<description> <narrative>`;
+the topic field chosen is the query text, the description and narrative are kept as its context).
 Fragments: JSONL / CSV / TSV with named columns (qrelkit's `id`, `text`, `title`, `doc_id`; BEIR's `_id`,
 `title`, `text`, `metadata`; Pyserini JsonCollection's `id`, `contents`; ir_datasets' `doc_id`, `text`, `title`),
 and headerless `pid<TAB>text` TSV (MS MARCO collection); any of them gzipped.
@@ -24,6 +25,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from xml.parsers import expat
 
 from eval_core.errors import InputError
 from eval_core.io.records import SEMICOLON_HINT, check_id, iter_lines, iter_records_as
@@ -40,6 +42,9 @@ _QUERY_FIELDS = {*QUERY_ID_FIELDS, *QUERY_TEXT_FIELDS, "category", "title", "des
 _FRAGMENT_FIELDS = {*FRAGMENT_ID_FIELDS, *FRAGMENT_TEXT_FIELDS, *POSITION_FIELDS, "doc_id", "title", "metadata"}
 MAX_PROBLEMS = 100
 _TAG = re.compile(r"<(/?)(top|num|title|desc|narr)>", re.IGNORECASE)
+# The XML layout's elements: the root, a topic (its id in `number`), and a topic's fields as the SGML layout's.
+_XML_FIELDS = {"query": "title", "question": "desc", "description": "desc", "narrative": "narr"}
+_XML_START = ("<?xml", "<topics", "<topic ", "<topic>")
 _LABEL = {"num": re.compile(r"^\s*number:\s*", re.I), "title": re.compile(r"^\s*topic:\s*", re.I),
           "desc": re.compile(r"^\s*description:\s*", re.I), "narr": re.compile(r"^\s*narrative:\s*", re.I)}
 
@@ -118,7 +123,7 @@ def detect(path: str | Path, kind: str) -> str:
     known = {*ids, *texts, "doc_id", "title", "description"}
     if line.startswith("{"):
         return "jsonl"
-    if _TAG.match(line) and line.lower().startswith(("<top>", "<num>")):
+    if (_TAG.match(line) and line.lower().startswith(("<top>", "<num>"))) or line.lower().startswith(_XML_START):
         if kind == "queries":
             return "trec-topics"
         raise InputError(label, lineno, "this is a TREC topics file: it holds queries (qrelkit import queries), "
@@ -136,7 +141,7 @@ def detect(path: str | Path, kind: str) -> str:
            f"CSV/TSV with a header: no column named {' or '.join(ids)} ({', '.join(texts)} for the text)",
            f"headerless id<TAB>text TSV: {len(tabs)} tab-separated field(s), not 2"]
     if kind == "queries":
-        why.insert(1, "TREC topics: no <top> or <num> tag")
+        why.insert(1, "TREC topics: no <top>, <num> or XML <topic> tag")
     hint = f"; {SEMICOLON_HINT}" if len(semis) > 1 and known & set(semis) else _trec_hint(line, kind)
     raise InputError(label, lineno, f"not a {kind} file qrelkit reads; tried {'; '.join(why)}{hint}")
 
@@ -214,6 +219,75 @@ def _topics(path: str) -> Iterator[tuple[int, dict]]:
         raise InputError(path, start, "topic opened here is never closed with </top>")
 
 
+def _xml_topics(path: str) -> Iterator[tuple[int, dict]]:
+    """TREC topics in XML (`<topics>` of `<topic number="…">` with `<query>`, `<question>` or `<description>`,
+    `<narrative>`; a Web track `<subtopic>` is skipped), as records numbered by their `<topic>` line. Entity
+    declarations are refused, so a file cannot expand or fetch anything."""
+    parser = expat.ParserCreate(encoding="UTF-8")
+    done: list[tuple[int, dict]] = []
+    topic: dict[str, list[str]] | None = None
+    opened, current, skip = 0, None, 0  # the topic's line, the field being read, subtopic depth
+
+    def fail(problem: str) -> None:
+        raise InputError(path, parser.CurrentLineNumber, problem)
+
+    def start(tag: str, attrs: dict[str, str]) -> None:
+        nonlocal topic, opened, current, skip
+        if skip or tag == "subtopic":
+            skip += 1
+        elif tag == "topic":
+            if topic is not None:
+                fail(f"<topic> inside the topic opened at line {opened}")
+            topic, opened = {"num": [attrs.get("number", "")]}, parser.CurrentLineNumber
+        elif topic is None:
+            if tag != "topics":
+                fail(f"<{tag}> outside a <topic> … </topic>")
+        elif current is not None:
+            fail(f"<{tag}> inside <{current}> (close <{current}> first)")
+        elif tag not in _XML_FIELDS:
+            fail(f"unexpected <{tag}> in the topic opened at line {opened} (a topic holds "
+                 f"{', '.join(f'<{t}>' for t in _XML_FIELDS)})")
+        elif _XML_FIELDS[tag] in topic:
+            fail(f"a second <{tag}> in the topic opened at line {opened}")
+        else:
+            current = tag
+            topic[_XML_FIELDS[tag]] = []
+
+    def end(tag: str) -> None:
+        nonlocal topic, current, skip
+        if skip:
+            skip -= 1
+        elif tag == "topic" and topic is not None:
+            done.append((opened, _topic_record(topic)))
+            topic = None
+        elif tag in _XML_FIELDS:
+            current = None
+
+    def text(data: str) -> None:
+        if skip:
+            return
+        if topic is not None and current is not None:
+            topic[_XML_FIELDS[current]].append(data)
+        elif data.strip():
+            fail("text outside a <topic> … </topic>" if topic is None else
+                 f"text between the fields of the topic opened at line {opened}")
+
+    def entity(*_args: object) -> None:
+        fail("an XML entity declaration; a topics file declares none (nothing is expanded or fetched)")
+
+    parser.StartElementHandler, parser.EndElementHandler, parser.CharacterDataHandler = start, end, text
+    parser.EntityDeclHandler = entity
+    try:
+        for _, line in iter_lines(path):
+            parser.Parse(line + "\n", False)
+            yield from done
+            done.clear()
+        parser.Parse("", True)
+    except expat.ExpatError as exc:
+        raise InputError(path, exc.lineno, f"not well-formed XML: {expat.ErrorString(exc.code)} (column "
+                                           f"{exc.offset + 1})") from None
+
+
 def _topic_record(topic: dict[str, list[str]]) -> dict:
     out = {}
     for tag, parts in topic.items():
@@ -226,7 +300,8 @@ def _raw(path: str, fmt: str) -> Iterator[tuple[int, dict]]:
     if fmt == "id-text-tsv":
         return _headerless(path)
     if fmt == "trec-topics":
-        return _topics(path)
+        first = _first_line(path)
+        return _xml_topics(path) if first and first[1].strip().lower().startswith(_XML_START) else _topics(path)
     return iter_records_as(path, fmt)
 
 

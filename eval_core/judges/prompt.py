@@ -17,9 +17,6 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from guidelines import JUDGE_PROMPT
-
-DEFAULT_PROMPT = JUDGE_PROMPT  # the bundled template (package data), used when a run names none
 # What a template may refer to; query, fragment and guideline are required.
 PLACEHOLDERS = {
     "guideline": "the project's guideline text in force",

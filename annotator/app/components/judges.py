@@ -14,7 +14,7 @@ from annotator import judge_run
 from annotator.app import views
 from db import judges as model_judges
 from eval_core.errors import USER_ERRORS
-from eval_core.judges.prompt import DEFAULT_PROMPT
+from guidelines import JUDGE_PROMPT
 
 JUDGE_HEADERS = {"username": "Model judge", "model": "Model", "prompt": "Prompt version", "params": "Parameters",
                  "judged": "Grades in this project"}
@@ -47,7 +47,7 @@ def model_judges_tab(engine: Engine, project: Any, user: Any) -> None:
         limit = c1.number_input("First N pairs (0 = every pair)", min_value=0, value=0)
         concurrency = c2.number_input("Calls at a time", min_value=1, max_value=64, value=4)
         timeout = c3.number_input("Seconds per request", min_value=1, max_value=600, value=60)
-        st.caption(f"Prompt: {DEFAULT_PROMPT.name} with the guideline in force (another prompt: `qrelkit prejudge "
+        st.caption(f"Prompt: {JUDGE_PROMPT.name} with the guideline in force (another prompt: `qrelkit prejudge "
                    f"--prompt`). API key: " + (f"from {source}." if source else "none found (QRELKIT_JUDGE_API_KEY, "
                    "OPENAI_API_KEY or Streamlit secrets); local servers need none.") + " The key is never stored.")
         submitted = st.form_submit_button("Grade with the model")
@@ -72,7 +72,7 @@ def _run(engine: Engine, project: Any, user: Any, base_url: str, model: str, ann
         bar.progress(done / total if total else 1.0, text=f"{done} of {total} pairs")
 
     try:
-        judge = prejudge.ChatJudge(base_url, model, DEFAULT_PROMPT.read_text(encoding="utf-8"), project.labels,
+        judge = prejudge.ChatJudge(base_url, model, JUDGE_PROMPT.read_text(encoding="utf-8"), project.labels,
                                    timeout=timeout, api_key=prejudge.api_key())
         report = judge_run.prejudge(engine, project.name, judge, model=model, annotator=annotator,
                                     concurrency=concurrency, limit=limit, on_progress=advance,
