@@ -123,3 +123,13 @@ def test_a_password_piped_without_password_stdin_says_which_option_reads_it(cli,
     assert (code, out) == (2, None)
     assert "--password-stdin" in err and "EOFError" not in err and err.count("\n") == 1
     assert cli("user", "list")[1] == []
+
+
+def test_adding_an_account_an_import_made_says_to_set_its_password(cli, engine):
+    """A judgments import makes accounts without passwords; `user add` on such a name says how to let the person
+    log in instead of a bare "already exists"."""
+    assert cli("user", "add", "ana", "--role", "annotator", "--no-password")[0] == 0
+    code, out, err = cli("user", "add", "ana", "--role", "annotator", "--password-stdin", stdin="ana-password\n")
+    assert (code, out) == (2, None)
+    assert "already exists, without a password" in err and "qrelkit user set-password ana" in err
+    assert err.count("\n") == 1

@@ -152,7 +152,11 @@ def check_new_username(session: Session, username: str) -> str:
     """A valid name (check_username) that neither is nor looks like an existing account's, or ValueError
     naming the account it would be confused with (Conflict, a ValueError)."""
     name = check_username(username)
-    if session.execute(select(User.id).where(User.username == name)).first() is not None:
+    existing = session.execute(select(User.password_hash, User.kind).where(User.username == name)).first()
+    if existing is not None:
+        if existing.password_hash is None and existing.kind == AnnotatorKind.HUMAN:
+            raise Conflict(f"user {name!r} already exists, without a password (an import of their judgments made "
+                           f"the account): give it one with `qrelkit user set-password {name}` so they can log in")
         raise Conflict(f"user {name!r} already exists")
     existing = account_keys(session).get(name_key(name))
     if existing is not None:
