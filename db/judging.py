@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from db.projects import project_row
+from db.qualification import queue_open
 from db.queue_order import ordered_next
 from db.store.engine import retry_once, session_scope
 from db.store.models import (
@@ -118,7 +119,8 @@ _BEFORE_WRITE = (
            select(A.c.id).where(A.c.pair_id == P.c.id, A.c.user_id == U.c.id).scalar_subquery(),
            select(func.max(G.c.id)).where(G.c.project_id == P.c.project_id).scalar_subquery(),
            J.c.id, J.c.grade, J.c.note, J.c.cant_judge_reason, J.c.guideline_id, J.c.revision, J.c.updated_at,
-           select(A.c.rejudge_version).where(A.c.pair_id == P.c.id, A.c.user_id == U.c.id).scalar_subquery())
+           select(A.c.rejudge_version).where(A.c.pair_id == P.c.id, A.c.user_id == U.c.id).scalar_subquery(),
+           PR.c.qualify_pairs)
     .select_from(U.join(P, P.c.id == bindparam("pair_id")).join(PR, PR.c.id == P.c.project_id)
                  .outerjoin(J, and_(J.c.pair_id == P.c.id, J.c.user_id == U.c.id)))
     .where(U.c.username == bindparam("username")))
@@ -191,9 +193,12 @@ def record_judgment(engine: Engine, pair_id: int, username: str, grade: int | No
             _user(session, username)
             raise NotFound(f"no pair with id {pair_id}")
         (user_id, role, active, project_id, low, high, assignment_id, guideline_id,
-         old_id, old_grade, old_note, old_reason, old_guideline, old_revision, old_updated, rejudge) = row
+         old_id, old_grade, old_note, old_reason, old_guideline, old_revision, old_updated, rejudge, round_size) = row
         if not active:
             raise Refused(f"user {username!r} is deactivated")
+        if round_size is not None and role == Role.ANNOTATOR and not queue_open(conn, project_id, user_id):
+            raise Refused(f"{username!r} has a qualification round to pass in this project before grading its "
+                          "pairs (or a lead opens their queue)")
         if assignment_id is None and role != Role.LEAD:
             raise Refused(f"pair {pair_id} is not assigned to {username!r}")
         grade = check_grade(grade, (low, high), reason)
