@@ -169,3 +169,22 @@ def test_who_takes_a_round(engine, queue):
     set_qualification(engine, "demo", None, actor="boss")
     assert round_for(engine, "demo", "ann2") is None
     assert record_judgment(engine, queue[("q3", "f2")], "ann2", 1).changed
+
+
+def test_cli_qualify_open_rounds(engine, round_project, store_url, capsys):
+    from annotator.cli import main
+
+    assert main(["control", "qualify", "--project", "demo", "--pairs", "3", "--threshold", "0.7",
+                 "--db", store_url]) == 0
+    assert capsys.readouterr().out == ("New annotators first grade 3 control pairs, seeing each settled grade and "
+                                       "reason; their queue opens at κ ≥ 0.7, or when a lead opens it.\n")
+    assert round_for(engine, "demo", "cat").pairs == 3
+    assert main(["control", "open", "--project", "demo", "--user", "cat", "--lead", "boss", "--db", store_url]) == 0
+    assert capsys.readouterr().out.startswith("cat: Regular queue opened by lead boss on ")
+    assert main(["control", "rounds", "--project", "demo", "--db", store_url]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("cat\topened\t0/3\tRegular queue opened by lead boss on ")
+    assert main(["control", "open", "--project", "demo", "--user", "cat", "--lead", "ann1", "--db", store_url]) == 2
+    assert "only a lead may do this" in capsys.readouterr().err
+    assert main(["control", "qualify", "--project", "demo", "--pairs", "9", "--db", store_url]) == 2
+    assert "fewer than the 9 a round needs" in capsys.readouterr().err
