@@ -201,19 +201,24 @@ def round_pair_ids(session: Session, project_id: int) -> dict[int, set[int]]:
 
 def round_for(engine: Engine, project: str, username: str) -> RoundState | None:
     """The user's round in the project, started (its control pairs chosen) when they are new and the project
-    has a round; None when no round applies to them (their regular queue is open without one)."""
-    with session_scope(engine, write=True) as session:
+    has a round; None when no round applies to them (their regular queue is open without one). Read first, so
+    the page's every run takes no write lock once the round is settled."""
+    with session_scope(engine) as session:
         proj = project_row(session, project)
         assert proj.id is not None
         user_id = _user_id(session, username)
         if proj.qualify_pairs is None:  # switched off: no round gates anyone, under way or failed
             return None
         state = _state(session, proj.id, user_id)
-        if state is not None:
+        if state is not None or queue_open(session.connection(), proj.id, user_id):
             return state
-        if queue_open(session.connection(), proj.id, user_id):
+    with session_scope(engine, write=True) as session:
+        proj = project_row(session, project, lock=True)
+        assert proj.id is not None
+        if proj.qualify_pairs is None:
             return None
-        _start(session, proj, user_id)
+        if _state(session, proj.id, user_id) is None and not queue_open(session.connection(), proj.id, user_id):
+            _start(session, proj, user_id)
         return _state(session, proj.id, user_id)
 
 
