@@ -43,6 +43,7 @@ from eval_core.agreement.control import (
     ControlReport,
     control_report,
 )
+from eval_core.errors import NotFound
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ def add_control(engine: Engine, project: str, query: str, fragment: str, grade: 
             raise ValueError(f"grade {grade} is outside the project's scale {low}-{high}")
         pair = _pair_ids(session, pid).get((query, fragment))
         if pair is None:
-            raise LookupError(f"project {project!r} has no pair ({query!r}, {fragment!r}): pool or import it first")
+            raise NotFound(f"project {project!r} has no pair ({query!r}, {fragment!r}): pool or import it first")
         added = _insert(session, pid, [(pair, grade, reason.strip())], None, user_id)
         if rate is not None:
             proj.control_every = parse_rate(rate)

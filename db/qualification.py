@@ -12,6 +12,7 @@ not by assign()), since they know its settled grade.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -249,7 +250,7 @@ def _start(session: Session, proj: Project, user_id: int) -> None:
                                          [{"aid": a, "pos": i + 1} for i, a in enumerate(left)])
 
 
-def choose_round(controls: list, queued: set[int], n: int, seed: int) -> list[tuple[int, int, str]]:
+def choose_round(controls: Sequence, queued: set[int], n: int, seed: int) -> list[tuple[int, int, str]]:
     """n of the (pair, settled grade, reason) control pairs: taken a grade at a time in turn (so the round has
     the variation κ needs), within a grade those not in the user's queue first, seeded; returned shuffled."""
     rng = np.random.default_rng(seed)
@@ -397,7 +398,9 @@ def _state(session: Session, project_id: int, user_id: int) -> RoundState | None
 
 
 def _pairs(session: Session, project_id: int, user_id: int) -> list[RoundPair]:
-    Q, F, P = (m.__table__ for m in (Query, Fragment, Pair))  # type: ignore[attr-defined]
+    Q = Query.__table__  # type: ignore[attr-defined]
+    F = Fragment.__table__  # type: ignore[attr-defined]
+    P = Pair.__table__  # type: ignore[attr-defined]
     rows = session.execute(
         select(G.c.pair_id, G.c.position, Q.c.external_id, Q.c.text, F.c.external_id, F.c.title, F.c.text,
                F.c.doc_id, G.c.grade, G.c.settled, G.c.reason)
