@@ -130,6 +130,8 @@ _MARK = A.update().where(A.c.id == bindparam("assignment_id")).values(done=bindp
 # Open: not done, and either not judged yet or sent back by a lead for re-judging.
 _OPEN = and_(A.c.done == false(), or_(A.c.rejudge_version.is_not(None),
                                       ~exists().where(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id)))
+# An assignment is done when its pair has the user's judgment and was not sent back for re-judging.
+_DONE = and_(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id, A.c.rejudge_version.is_(None))
 _QUEUE = (A.c.project_id == bindparam("project_id")) & (A.c.user_id == bindparam("user_id"))
 # Project and user ids as uncorrelated scalar subqueries: both engines then treat them as constants and walk
 # ix_assignments_todo in queue order, stopping at the first hit (a join made PostgreSQL sort the whole backlog).
@@ -244,7 +246,8 @@ def undo_judgment(engine: Engine, pair_id: int, username: str) -> JudgmentInfo |
 
 
 def _view(session: Session, project_id: int, user_id: int, pair_id: int, position: int | None) -> PairView:
-    """Assemble a PairView; position is 1-based in the user's queue (None for an unassigned pair).
+    """Assemble a PairView; position is 1-based in the user's queue (None for an unassigned pair). A pair sent
+    back for re-judging shows none of the user's earlier grade, note or reason: it is graded afresh.
 
     assign() gives each annotator contiguous positions, so rank and queue length come from the queue's first
     and last position — two index probes — instead of counting a queue of thousands on every page view.
@@ -256,6 +259,9 @@ def _view(session: Session, project_id: int, user_id: int, pair_id: int, positio
     first, last = row[8], row[9]
     total = 0 if first is None else last - first + 1
     rank = None if position is None else position - first + 1
+    if row[11] is not None:  # sent back for re-judging: blind, like a first grading (history keeps the old one)
+        return PairView(pair_id, row[0], row[1], row[2], row[3], row[4], rank, total, None, None, None, row[10],
+                        row[11])
     return PairView(pair_id, row[0], row[1], row[2], row[3], row[4], rank, total, row[5], row[6], row[7], row[10],
                     row[11])
 
@@ -339,10 +345,11 @@ def _graded_before(session: Session, project_id: int, user_id: int, pair_id: int
 
 @retry_once
 def progress(engine: Engine, project: str, username: str) -> Progress:
-    """Judged / assigned for the user, overall and per query in queue order."""
+    """Judged / assigned for the user, overall and per query in queue order; a pair sent back for re-judging
+    is not judged until it is graded again."""
     with session_scope(engine) as session:
         project_id, user_id = _ids(session, project, username)
-        judged = and_(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id)
+        judged = _DONE
         rows = session.execute(
             select(Query.external_id, func.count(J.c.id), func.count(A.c.id))
             .select_from(A).join(P, P.c.id == A.c.pair_id).join(Query, Query.id == P.c.query_id)
@@ -353,10 +360,11 @@ def progress(engine: Engine, project: str, username: str) -> Progress:
 
 
 def annotator_stats(engine: Engine, project: str) -> pd.DataFrame:
-    """Per user with assignments or judgments: assigned, done (assigned and judged), judged, median seconds, last active."""
+    """Per user with assignments or judgments: assigned, done (assigned and judged, not waiting to be re-judged),
+    judged, median seconds, last active."""
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
-        judged = and_(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id)
+        judged = _DONE
         assigned = dict((u, (int(n), int(d))) for u, n, d in session.execute(
             select(A.c.user_id, func.count(A.c.id), func.count(J.c.id)).select_from(A).outerjoin(J, judged)
             .where(A.c.project_id == project_id).group_by(A.c.user_id)))

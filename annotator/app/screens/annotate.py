@@ -56,7 +56,7 @@ def save_grade(username: str, view: PairView, grade: int | None) -> None:
     except PAGE_ERRORS as exc:
         st.session_state["flash"] = f"Not saved: {views.literal(exc)}."
         return
-    if saved.changed and saved.revision == 1:
+    if saved.changed and (saved.revision == 1 or view.rejudge_version is not None):  # re-judged: done again
         count_done(view.query_external_id, +1)
     show(None)
 
