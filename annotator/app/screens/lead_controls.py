@@ -11,7 +11,6 @@ from annotator.app import views
 from annotator.app.errors import user_errors
 from annotator.app.views import literal
 from db import control, qualification, releases
-from eval_core.thresholds import AGREEMENT_THRESHOLD
 
 CONTROL_HEADERS = {"query_id": "Query", "fragment_id": "Fragment", "grade": "Settled grade", "source": "From",
                    "reason": "Reason", "created_at": "Since"}
@@ -90,7 +89,7 @@ with st.form("qualify"):
     own = c2.checkbox("Own κ threshold", value=not settings.threshold_is_default,
                       help=f"Unticked: the project's agreement threshold ({project.threshold:g}).")
     threshold = c3.number_input("κ threshold", min_value=-1.0, max_value=1.0, step=0.05,
-                                value=settings.threshold if settings.pairs else AGREEMENT_THRESHOLD)
+                                value=settings.threshold)
     if st.form_submit_button("Save qualification round"):
         with user_errors("Not saved"):
             saved = qualification.set_qualification(engine, project.name, int(pairs),
