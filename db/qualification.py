@@ -207,9 +207,9 @@ def round_for(engine: Engine, project: str, username: str) -> RoundState | None:
     with session_scope(engine) as session:
         proj = project_row(session, project)
         assert proj.id is not None
-        user_id = _user_id(session, username)
         if proj.qualify_pairs is None:  # switched off: no round gates anyone, under way or failed
             return None
+        user_id = _user_id(session, username)
         state = _state(session, proj.id, user_id)
         if state is not None or queue_open(session.connection(), proj.id, user_id):
             return state
