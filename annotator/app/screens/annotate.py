@@ -2,8 +2,9 @@
 
 The annotator sees only their own grade. Buttons, their names and their keys come from the project's scale
 and grade labels. A new annotator of a project with a qualification round grades its control pairs first and,
-after each, sees the settled grade and the lead's reason (shown as plain text); their queue opens after it. The grading panel is an st.fragment, so a key press reruns the panel alone; user text is
-shown escaped (Markdown-escaped in captions, HTML-escaped with highlighted query terms in the fragment box).
+after each, sees the settled grade and the lead's reason (shown as plain text); their queue opens after it.
+The grading panel is an st.fragment, so a key press reruns the panel alone; user text is shown escaped
+(Markdown-escaped in captions, HTML-escaped with highlighted query terms in the fragment box).
 """
 
 from __future__ import annotations
