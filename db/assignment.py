@@ -12,6 +12,7 @@ from sqlmodel import Session
 
 from db.accounts.permissions import Actor, require_lead
 from db.projects import project_row
+from db.qualification import round_pair_ids
 from db.store.engine import session_scope
 from db.store.models import Assignment, Judgment, Pair, User, utcnow
 from eval_core.errors import NotFound
@@ -132,6 +133,9 @@ def assign(engine: Engine, project: str, overlap: int | None = None, fraction: f
             held[pid].add(uid)  # never a second assignment of a pair to one queue, even one that does not count
             next_pos[uid] = max(next_pos[uid], pos + 1)
             load[uid] += 1
+        for uid, pairs in round_pair_ids(session, proj.id).items():  # seen with its settled grade: never again
+            for pid in pairs:
+                held[pid].add(uid)
         new = plan_assignments(rows, full, n, people, have, load, next_pos, held)
         if new:
             now = utcnow()

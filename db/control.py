@@ -22,6 +22,7 @@ from sqlmodel import Session, col
 from db.accounts.permissions import Actor, require_lead
 from db.evaluations import load_release
 from db.projects import project_row, project_scale
+from db.qualification import round_pair_ids
 from db.store.engine import session_scope
 from db.store.models import (
     Assignment,
@@ -42,6 +43,7 @@ from eval_core.agreement.control import (
     ControlReport,
     control_report,
 )
+from eval_core.errors import NotFound
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,7 @@ def add_control(engine: Engine, project: str, query: str, fragment: str, grade: 
             raise ValueError(f"grade {grade} is outside the project's scale {low}-{high}")
         pair = _pair_ids(session, pid).get((query, fragment))
         if pair is None:
-            raise LookupError(f"project {project!r} has no pair ({query!r}, {fragment!r}): pool or import it first")
+            raise NotFound(f"project {project!r} has no pair ({query!r}, {fragment!r}): pool or import it first")
         added = _insert(session, pid, [(pair, grade, reason.strip())], None, user_id)
         if rate is not None:
             proj.control_every = parse_rate(rate)
@@ -189,6 +191,8 @@ def serve(session: Session, project_id: int, every: int | None, seed: int = 0) -
     for uid, pair in session.execute(select(col(Judgment.user_id), col(Judgment.pair_id))
                                      .where(col(Judgment.project_id) == project_id)).all():
         judged[uid].add(pair)
+    for uid, pairs in round_pair_ids(session, project_id).items():  # a round showed them the settled grade
+        judged[uid] |= pairs
     rng = np.random.default_rng(seed)
     names = dict(session.execute(select(col(User.id), col(User.username))).all())
     served: dict[str, int] = {}

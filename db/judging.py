@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from db.projects import project_row
+from db.qualification import queue_open
 from db.queue_order import ordered_next
 from db.store.engine import retry_once, session_scope
 from db.store.models import (
@@ -118,7 +119,8 @@ _BEFORE_WRITE = (
            select(A.c.id).where(A.c.pair_id == P.c.id, A.c.user_id == U.c.id).scalar_subquery(),
            select(func.max(G.c.id)).where(G.c.project_id == P.c.project_id).scalar_subquery(),
            J.c.id, J.c.grade, J.c.note, J.c.cant_judge_reason, J.c.guideline_id, J.c.revision, J.c.updated_at,
-           select(A.c.rejudge_version).where(A.c.pair_id == P.c.id, A.c.user_id == U.c.id).scalar_subquery())
+           select(A.c.rejudge_version).where(A.c.pair_id == P.c.id, A.c.user_id == U.c.id).scalar_subquery(),
+           PR.c.qualify_pairs)
     .select_from(U.join(P, P.c.id == bindparam("pair_id")).join(PR, PR.c.id == P.c.project_id)
                  .outerjoin(J, and_(J.c.pair_id == P.c.id, J.c.user_id == U.c.id)))
     .where(U.c.username == bindparam("username")))
@@ -128,6 +130,8 @@ _MARK = A.update().where(A.c.id == bindparam("assignment_id")).values(done=bindp
 # Open: not done, and either not judged yet or sent back by a lead for re-judging.
 _OPEN = and_(A.c.done == false(), or_(A.c.rejudge_version.is_not(None),
                                       ~exists().where(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id)))
+# An assignment is done when its pair has the user's judgment and was not sent back for re-judging.
+_DONE = and_(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id, A.c.rejudge_version.is_(None))
 _QUEUE = (A.c.project_id == bindparam("project_id")) & (A.c.user_id == bindparam("user_id"))
 # Project and user ids as uncorrelated scalar subqueries: both engines then treat them as constants and walk
 # ix_assignments_todo in queue order, stopping at the first hit (a join made PostgreSQL sort the whole backlog).
@@ -191,9 +195,12 @@ def record_judgment(engine: Engine, pair_id: int, username: str, grade: int | No
             _user(session, username)
             raise NotFound(f"no pair with id {pair_id}")
         (user_id, role, active, project_id, low, high, assignment_id, guideline_id,
-         old_id, old_grade, old_note, old_reason, old_guideline, old_revision, old_updated, rejudge) = row
+         old_id, old_grade, old_note, old_reason, old_guideline, old_revision, old_updated, rejudge, round_size) = row
         if not active:
             raise Refused(f"user {username!r} is deactivated")
+        if round_size is not None and role == Role.ANNOTATOR and not queue_open(conn, project_id, user_id):
+            raise Refused(f"{username!r} has a qualification round to pass in this project before grading its "
+                          "pairs (or a lead opens their queue)")
         if assignment_id is None and role != Role.LEAD:
             raise Refused(f"pair {pair_id} is not assigned to {username!r}")
         grade = check_grade(grade, (low, high), reason)
@@ -239,7 +246,8 @@ def undo_judgment(engine: Engine, pair_id: int, username: str) -> JudgmentInfo |
 
 
 def _view(session: Session, project_id: int, user_id: int, pair_id: int, position: int | None) -> PairView:
-    """Assemble a PairView; position is 1-based in the user's queue (None for an unassigned pair).
+    """Assemble a PairView; position is 1-based in the user's queue (None for an unassigned pair). A pair sent
+    back for re-judging shows none of the user's earlier grade, note or reason: it is graded afresh.
 
     assign() gives each annotator contiguous positions, so rank and queue length come from the queue's first
     and last position — two index probes — instead of counting a queue of thousands on every page view.
@@ -251,6 +259,9 @@ def _view(session: Session, project_id: int, user_id: int, pair_id: int, positio
     first, last = row[8], row[9]
     total = 0 if first is None else last - first + 1
     rank = None if position is None else position - first + 1
+    if row[11] is not None:  # sent back for re-judging: blind, like a first grading (history keeps the old one)
+        return PairView(pair_id, row[0], row[1], row[2], row[3], row[4], rank, total, None, None, None, row[10],
+                        row[11])
     return PairView(pair_id, row[0], row[1], row[2], row[3], row[4], rank, total, row[5], row[6], row[7], row[10],
                     row[11])
 
@@ -334,10 +345,11 @@ def _graded_before(session: Session, project_id: int, user_id: int, pair_id: int
 
 @retry_once
 def progress(engine: Engine, project: str, username: str) -> Progress:
-    """Judged / assigned for the user, overall and per query in queue order."""
+    """Judged / assigned for the user, overall and per query in queue order; a pair sent back for re-judging
+    is not judged until it is graded again."""
     with session_scope(engine) as session:
         project_id, user_id = _ids(session, project, username)
-        judged = and_(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id)
+        judged = _DONE
         rows = session.execute(
             select(Query.external_id, func.count(J.c.id), func.count(A.c.id))
             .select_from(A).join(P, P.c.id == A.c.pair_id).join(Query, Query.id == P.c.query_id)
@@ -348,10 +360,11 @@ def progress(engine: Engine, project: str, username: str) -> Progress:
 
 
 def annotator_stats(engine: Engine, project: str) -> pd.DataFrame:
-    """Per user with assignments or judgments: assigned, done (assigned and judged), judged, median seconds, last active."""
+    """Per user with assignments or judgments: assigned, done (assigned and judged, not waiting to be re-judged),
+    judged, median seconds, last active."""
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
-        judged = and_(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id)
+        judged = _DONE
         assigned = dict((u, (int(n), int(d))) for u, n, d in session.execute(
             select(A.c.user_id, func.count(A.c.id), func.count(J.c.id)).select_from(A).outerjoin(J, judged)
             .where(A.c.project_id == project_id).group_by(A.c.user_id)))

@@ -101,7 +101,7 @@ def test_pairs_sent_back_are_rejudged_under_the_guideline_in_force(engine, queue
     the pair in that person's queue; accounts that cannot log in are refused."""
     from db.accounts.users import create_user
     from db.adjudication import rejudge_queue, send_for_rejudging
-    from db.judging import next_pair
+    from db.judging import annotator_stats, get_pair, next_pair, progress
     from db.projects import add_guideline
     from db.store.frames import judgments_frame
 
@@ -120,8 +120,15 @@ def test_pairs_sent_back_are_rejudged_under_the_guideline_in_force(engine, queue
     assert rejudge_queue(engine, "demo").set_index(["pair_id", "annotator"])["sent"].to_dict() == {
         (first, "ann1"): True, (first, "ann2"): True, (second, "ann1"): False, (second, "ann2"): False}
     view = next_pair(engine, "demo", "ann1")
-    assert (view.pair_id, view.rejudge_version, view.grade) == (first, 2, 1)  # the old grade until a new one
+    # blind: the old grade is neither shown nor preselected, and the pair counts as pending until re-graded
+    assert (view.pair_id, view.rejudge_version, view.grade, view.note, view.cant_judge_reason) == (
+        first, 2, None, None, None)
+    assert get_pair(engine, "demo", "ann1", first).grade is None  # also when opened with Back
+    assert (progress(engine, "demo", "ann1").done, progress(engine, "demo", "ann2").done) == (1, 1)
+    assert annotator_stats(engine, "demo").set_index("username")["done"].to_dict() == {"ann1": 1, "ann2": 1}
     record_judgment(engine, first, "ann1", 1)  # the same grade, now under v2
+    assert progress(engine, "demo", "ann1").done == 2
+    assert get_pair(engine, "demo", "ann1", first).grade == 1  # graded again: the pair shows its grade
     frame = judgments_frame(engine, "demo").set_index(["fragment_id", "annotator"])
     assert frame.loc[("f1", "ann1"), "guideline"] == "2" and frame.loc[("f1", "ann2"), "guideline"] == "1"
     assert [(h["annotator"], h["old_grade"], h["new_grade"]) for h in pair_detail(engine, "demo", first)["history"]

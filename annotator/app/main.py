@@ -23,6 +23,7 @@ LEAD_PAGES = (
     ("lead_guidelines.py", "Guidelines"),
     ("lead_releases.py", "Releases"),
     ("lead_evaluate.py", "Evaluate"),
+    ("lead_controls.py", "Controls"),
 )
 
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `control` (set, add, list, report) to the `qrelkit` parser."""
+    """Add `control` (set, add, list, qualify, open, rounds, report) to the `qrelkit` parser."""
     p = subparsers.add_parser("control", help="control pairs: settled grades served blind to check annotators",
                               description="Control pairs are pairs with a settled grade, served to annotators "
                                           "like any pair at a rate (e.g. 1/20 of each annotator's pairs).")
@@ -41,6 +41,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ls.add_argument("--project", required=True)
     ls.add_argument("--format", choices=["table", "json"], default="table")
     ls.set_defaults(func=cmd_list)
+    q = sub.add_parser("qualify", help="new annotators first grade N control pairs, seeing each settled grade",
+                       description="A new annotator (no judgment in the project yet) first grades N control pairs "
+                                   "and sees the settled grade and the lead's reason after each; their regular "
+                                   "queue opens when their weighted κ on the round reaches the threshold, or when a "
+                                   "lead opens it (qrelkit control open).")
+    db_option(q)
+    q.add_argument("--project", required=True)
+    q.add_argument("--pairs", type=int, required=True, metavar="N", help="control pairs in the round (0: no round)")
+    q.add_argument("--threshold", type=float, metavar="KAPPA",
+                   help="κ the round must reach (default: the project's agreement threshold)")
+    q.set_defaults(func=cmd_qualify)
+    o = sub.add_parser("open", help="open an annotator's regular queue whatever their qualification round says")
+    db_option(o)
+    o.add_argument("--project", required=True)
+    o.add_argument("--user", required=True, help="the annotator whose queue opens")
+    o.add_argument("--lead", required=True, help="the lead who decides (recorded with the time)")
+    o.set_defaults(func=cmd_open)
+    rr = sub.add_parser("rounds", help="each annotator's qualification round: status, κ, who opened the queue")
+    db_option(rr)
+    rr.add_argument("--project", required=True)
+    rr.add_argument("--format", choices=["table", "json"], default="table")
+    rr.set_defaults(func=cmd_rounds)
     r = sub.add_parser("report", help="each annotator's accuracy and κ against the control grades")
     db_option(r)
     r.add_argument("--project", required=True)
@@ -89,6 +111,41 @@ def cmd_list(args: argparse.Namespace) -> int:
     for c in controls:
         source = f"release {c.release}" if c.release else "set by hand"
         print(f"{c.query_id}\t{c.fragment_id}\t{c.grade}\t{source}\t{c.reason}")
+    return 0
+
+
+def cmd_qualify(args: argparse.Namespace) -> int:
+    """Switch the qualification round on (or off with --pairs 0)."""
+    from db.accounts.permissions import OPERATOR
+    from db.qualification import set_qualification
+
+    settings = set_qualification(store_engine(args), args.project, args.pairs, args.threshold, actor=OPERATOR)
+    print(settings.sentence())
+    return 0
+
+
+def cmd_open(args: argparse.Namespace) -> int:
+    """A lead opens an annotator's regular queue."""
+    from db.qualification import open_queue
+
+    state = open_queue(store_engine(args), args.project, args.user, actor=args.lead)
+    print(f"{state.username}: {state.sentence()}")
+    return 0
+
+
+def cmd_rounds(args: argparse.Namespace) -> int:
+    """Print each annotator's qualification round."""
+    from db.qualification import list_rounds, qualification_settings
+
+    engine = store_engine(args)
+    settings, rounds = qualification_settings(engine, args.project), list_rounds(engine, args.project)
+    if args.format == "json":
+        print_json({"pairs": settings.pairs, "threshold": settings.threshold,
+                    "rounds": [r.to_dict() for r in rounds]})
+        return 0
+    print(settings.sentence())
+    for r in rounds:
+        print(f"{r.username}\t{r.status.value}\t{r.graded}/{r.pairs}\t{r.sentence()}")
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import JSON, CheckConstraint, DateTime, Index, Text, TypeDecorator, UniqueConstraint, false
@@ -74,6 +75,9 @@ class Project(SQLModel, table=True):
         CheckConstraint("agreement_threshold >= -1 AND agreement_threshold <= 1", name="ck_projects_threshold"),
         CheckConstraint(f"queue_order IN ({', '.join(repr(name) for name in ORDER_NAMES)})",
                         name="ck_projects_queue_order"),
+        CheckConstraint("qualify_pairs IS NULL OR qualify_pairs >= 2", name="ck_projects_qualify_pairs"),
+        CheckConstraint("qualify_threshold IS NULL OR (qualify_threshold >= -1 AND qualify_threshold <= 1)",
+                        name="ck_projects_qualify_threshold"),
     )
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(max_length=200, unique=True, index=True)
@@ -86,6 +90,8 @@ class Project(SQLModel, table=True):
     queue_order: str = Field(default=DEFAULT_ORDER, max_length=40, sa_column_kwargs={"server_default": DEFAULT_ORDER})
     created_at: datetime = _ts()
     control_every: int | None = None  # serve one control pair in every N of an annotator's pairs (NULL: none)
+    qualify_pairs: int | None = None  # a new annotator first grades this many control pairs (NULL: no round)
+    qualify_threshold: float | None = None  # κ the round must reach (NULL: the agreement threshold)
 
 
 class Guideline(SQLModel, table=True):
@@ -268,6 +274,67 @@ class ControlPair(SQLModel, table=True):
     release_id: int | None = Field(default=None, foreign_key="releases.id")
     created_by_id: int | None = Field(default=None, foreign_key="users.id")
     created_at: datetime = _ts()
+
+
+class RoundStatus(StrEnum):
+    """Where a new annotator's qualification round stands: grading it, passed (κ ≥ threshold), failed (waits
+    for a lead), or opened by a lead (whatever the round's outcome)."""
+
+    IN_ROUND = "in_round"
+    PASSED = "passed"
+    FAILED = "failed"
+    OPENED = "opened"
+
+
+OPEN_STATUSES = (RoundStatus.PASSED, RoundStatus.OPENED)  # the annotator's regular queue is open
+
+
+class QualificationRound(SQLModel, table=True):
+    """One annotator's qualification round in a project: its size and threshold when it started, the κ it
+    reached and when, and the lead who opened the regular queue (who, when) if a lead did."""
+
+    __tablename__ = "qualification_rounds"
+    __table_args__ = (
+        UniqueConstraint("project_id", "user_id", name="uq_qualification_rounds_user"),
+        CheckConstraint(f"status IN ({', '.join(repr(s.value) for s in RoundStatus)})",
+                        name="ck_qualification_rounds_status"),
+        CheckConstraint("pairs >= 0", name="ck_qualification_rounds_pairs"),
+        CheckConstraint(f"status != '{RoundStatus.OPENED.value}' OR (opened_by_id IS NOT NULL AND opened_at IS NOT NULL)",
+                        name="ck_qualification_rounds_opened"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="projects.id", index=True)
+    user_id: int = Field(foreign_key="users.id")
+    status: str = Field(max_length=10)
+    pairs: int
+    threshold: float
+    weights: str = Field(max_length=20)
+    kappa: float | None = None
+    started_at: datetime = _ts()
+    finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    opened_by_id: int | None = Field(default=None, foreign_key="users.id")
+    opened_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class QualificationGrade(SQLModel, table=True):
+    """A control pair of a qualification round, in round order, and the grade given (once: the settled grade
+    and reason are shown right after). Not a judgment: never released, never in agreement."""
+
+    __tablename__ = "qualification_grades"
+    __table_args__ = (
+        UniqueConstraint("round_id", "pair_id", name="uq_qualification_grades_pair"),
+        UniqueConstraint("round_id", "position", name="uq_qualification_grades_position"),
+        CheckConstraint("grade IS NULL OR (grade >= 0 AND grade <= 100)", name="ck_qualification_grades_grade"),
+        CheckConstraint("settled >= 0 AND settled <= 100", name="ck_qualification_grades_settled"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    round_id: int = Field(foreign_key="qualification_rounds.id", index=True)
+    pair_id: int = Field(foreign_key="pairs.id")
+    position: int
+    settled: int  # the control pair's settled grade, as shown after grading
+    reason: str = Field(sa_type=Text)  # the lead's reason, as shown after grading
+    grade: int | None = None
+    graded_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
 
 class Release(SQLModel, table=True):

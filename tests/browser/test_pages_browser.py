@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from annotator.app.main import LEAD_PAGES
 from tests.browser.conftest import (
     CHROMIUM,
     ROOT,
@@ -337,10 +338,10 @@ def test_screenshots_of_every_page_of_a_1_to_3_project(returns: Server, page) ->
     screenshot(page, "annotate_1-3")
     page = page.context.browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
     login(page, returns.url, "lea", "lea-password")
-    expect(page.get_by_test_id("stSidebarNav").get_by_role("link")).to_have_count(8)
+    expect(page.get_by_test_id("stSidebarNav").get_by_role("link")).to_have_count(2 + len(LEAD_PAGES))
     links = page.get_by_test_id("stSidebarNav").get_by_role("link").all_inner_texts()
     titles = [text.strip().splitlines()[-1].strip() for text in links]
-    assert titles[:2] == ["Annotate", "Guideline"] and len(titles) == 8
+    assert titles[:2] == ["Annotate", "Guideline"] and len(titles) == 2 + len(LEAD_PAGES)
     for title in titles[1:]:
         open_page(page, title)
         if title == "Project":

@@ -1,8 +1,10 @@
 """Blind grading: one query–fragment pair at a time, saved the moment a grade is given.
 
 The annotator sees only their own grade. Buttons, their names and their keys come from the project's scale
-and grade labels. The grading panel is an st.fragment, so a key press reruns the panel alone; user text is
-shown escaped (Markdown-escaped in captions, HTML-escaped with highlighted query terms in the fragment box).
+and grade labels. A new annotator of a project with a qualification round grades its control pairs first and,
+after each, sees the settled grade and the lead's reason (shown as plain text); their queue opens after it.
+The grading panel is an st.fragment, so a key press reruns the panel alone; user text is shown escaped
+(Markdown-escaped in captions, HTML-escaped with highlighted query terms in the fragment box).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from annotator.app.components import context as views_context
 from annotator.app.errors import PAGE_ERRORS
 from db.judging import PairView, get_pair, next_pair, previous_pair, progress, record_judgment, undo_judgment
 from db.projects import ProjectInfo, current_guideline, get_project
+from db.qualification import RoundPair, RoundState, grade_round_pair, round_for, round_pairs
+from db.store.models import RoundStatus
 from eval_core.errors import NotFound, Refused
 
 CANT_JUDGE_KEY = "X"
@@ -53,7 +57,7 @@ def save_grade(username: str, view: PairView, grade: int | None) -> None:
     except PAGE_ERRORS as exc:
         st.session_state["flash"] = f"Not saved: {views.literal(exc)}."
         return
-    if saved.changed and saved.revision == 1:
+    if saved.changed and (saved.revision == 1 or view.rejudge_version is not None):  # re-judged: done again
         count_done(view.query_external_id, +1)
     show(None)
 
@@ -221,6 +225,102 @@ def grading_panel(project: ProjectInfo, username: str) -> None:
         views.table(table, {"query": "Query", "done": "Judged", "assigned": "Assigned"}, width="stretch")
 
 
+ROUND_FEEDBACK = "round_feedback"  # the round pair just graded, whose settled grade and reason are on screen
+ROUND_HEADERS = {"query": "Query", "fragment": "Fragment", "grade": "Your grade", "settled": "Settled grade",
+                 "reason": "Lead's reason"}
+
+
+def grade_round(project: str, username: str, pair: RoundPair, grade: int) -> None:
+    """Record a round grade (once), then show that pair's settled grade and reason until "Next"."""
+    if auth.current_user() is None:
+        return
+    try:
+        grade_round_pair(state.engine(), project, username, pair.pair_id, grade)
+    except PAGE_ERRORS as exc:
+        st.session_state["flash"] = f"Not saved: {views.literal(exc)}."
+        return
+    st.session_state[ROUND_FEEDBACK] = pair.pair_id
+
+
+def round_view(pair: RoundPair) -> PairView:
+    """A round pair in the shape the fragment box and the context read."""
+    return PairView(pair.pair_id, pair.query_external_id, pair.query_text, pair.fragment_external_id,
+                    pair.fragment_title, pair.fragment_text, pair.position, pair.total, None, None, None,
+                    pair.fragment_doc_id)
+
+
+def round_pair_panel(project: ProjectInfo, username: str, pair: RoundPair) -> None:
+    """The query and fragment of a round pair, and the grade buttons (no can't-judge: κ needs a grade)."""
+    view = round_view(pair)
+    st.markdown(f"#### {views.literal(pair.query_text)}")
+    st.caption(f"Query {views.literal(pair.query_external_id)} · qualification pair {pair.position} of {pair.total}")
+    views_context.query_lines(state.engine(), project.name, view)
+    views_context.beside(state.engine(), project.name, view, fragment_box)
+    for column, (grade, label) in zip(st.columns(len(project.labels)), project.labels.items(), strict=True):
+        column.button(f"{grade} · {views.literal(label)}", key=f"round_grade_{grade}", shortcut=str(grade),
+                      width="stretch", wrap=True, on_click=grade_round, args=(project.name, username, pair, grade))
+
+
+def round_feedback(project: ProjectInfo, pair: RoundPair, finished: bool) -> None:
+    """After a grade: the pair again, the annotator's grade, the settled grade and the lead's reason, as text."""
+    st.markdown(f"#### {views.literal(pair.query_text)}")
+    fragment_box(round_view(pair))
+    same = pair.grade == pair.settled
+    with st.container(border=True, key="round_feedback"):
+        st.text(f"Your grade: {pair.grade} · {project.labels.get(int(pair.grade or 0), '')}")
+        st.text(f"Settled grade: {pair.settled} · {project.labels.get(int(pair.settled or 0), '')}"
+                + (" (the same as yours)" if same else ""))
+        st.text("The lead's reason:")
+        st.text(pair.reason or "")
+    if not finished:
+        st.button("Next pair →", key="round_next", shortcut="Right", type="primary",
+                  on_click=lambda: st.session_state.pop(ROUND_FEEDBACK, None))
+
+
+def round_outcome(round_state: RoundState, pairs: list[RoundPair]) -> None:
+    """The round's result in plain words, and every pair of it with the settled grade and reason."""
+    if round_state.status == RoundStatus.PASSED:
+        st.success(views.literal(round_state.sentence()))
+        if st.button("Start my regular queue →", key="round_done", type="primary"):
+            st.session_state.pop(ROUND_FEEDBACK, None)
+            st.rerun(scope="app")
+    else:
+        st.warning(views.literal(round_state.sentence()) + " Read the guideline meanwhile; a lead can see your "
+                   "round and open your queue.")
+    table = pd.DataFrame([(p.query_external_id, p.fragment_external_id, p.grade, p.settled, p.reason)
+                          for p in pairs], columns=list(ROUND_HEADERS))
+    views.table(table, ROUND_HEADERS, width="stretch")
+
+
+@st.fragment
+def qualification_panel(project: ProjectInfo, username: str) -> None:
+    """The round: one control pair at a time, the settled grade and reason after each, then the outcome."""
+    if auth.current_user() is None:
+        st.rerun(scope="app")
+    round_state = round_for(state.engine(), project.name, username)
+    if round_state is None or round_state.status == RoundStatus.OPENED:
+        st.session_state.pop(ROUND_FEEDBACK, None)
+        st.rerun(scope="app")  # switched off, or a lead opened the queue meanwhile
+    assert round_state is not None
+    st.subheader("Qualification round")
+    st.caption(f"Before your regular queue opens, grade these {round_state.pairs} pairs. After each grade you see "
+               "the settled grade and the lead's reason. Your queue opens when your weighted κ against the settled "
+               f"grades reaches {round_state.threshold:g}; otherwise a lead decides.")
+    st.progress(round_state.graded / round_state.pairs if round_state.pairs else 1.0,
+                text=f"Qualification: {round_state.graded} / {round_state.pairs} graded")
+    if st.session_state.get("flash"):
+        st.warning(st.session_state.pop("flash"))
+    pairs = round_pairs(state.engine(), project.name, username)
+    finished = round_state.status != RoundStatus.IN_ROUND
+    shown = next((p for p in pairs if p.pair_id == st.session_state.get(ROUND_FEEDBACK)), None)
+    if shown is not None and shown.grade is not None:
+        round_feedback(project, shown, finished)
+    elif not finished and (pair := next((p for p in pairs if p.grade is None), None)) is not None:
+        round_pair_panel(project, username, pair)
+    if finished:
+        round_outcome(round_state, pairs)
+
+
 def guideline_popover(project: str) -> None:
     """The full guideline one click away, in the sidebar so it stays put while pairs change."""
     with st.sidebar.popover("Grading guideline", icon=":material/menu_book:", width="stretch"):
@@ -238,5 +338,9 @@ if name is None:
     st.info("No project yet. A lead creates one (or run `qrelkit demo`).")
     st.stop()
 guideline_popover(name)
-st.session_state["recount"] = True
-grading_panel(get_project(state.engine(), name), user.username)
+qualification = round_for(state.engine(), name, user.username)
+if (qualification is not None and not qualification.open) or st.session_state.get(ROUND_FEEDBACK) is not None:
+    qualification_panel(get_project(state.engine(), name), user.username)
+else:
+    st.session_state["recount"] = True
+    grading_panel(get_project(state.engine(), name), user.username)

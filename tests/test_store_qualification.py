@@ -1,0 +1,190 @@
+"""The qualification round in the store (SQLite and PostgreSQL): a new annotator grades N control pairs first,
+sees each settled grade and reason after grading it, and their regular queue opens at κ ≥ the threshold or
+when a lead opens it; round grades are not judgments (never released, never in agreement)."""
+
+from __future__ import annotations
+
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from db.accounts.permissions import OPERATOR
+from db.accounts.users import create_user
+from db.assignment import assign
+from db.control import add_control, project_control_report
+from db.judging import next_pair, progress, record_judgment
+from db.qualification import (
+    choose_round,
+    grade_round_pair,
+    list_rounds,
+    next_round_pair,
+    open_queue,
+    qualification_settings,
+    round_for,
+    round_pairs,
+    set_qualification,
+)
+from db.store.frames import judgments_frame
+from db.store.models import RoundStatus
+from eval_core.errors import Conflict, Refused
+
+# Four control pairs set by hand, one per grade of the 0-3 scale.
+CONTROLS = {("q1", "f1"): 3, ("q1", "f2"): 0, ("q2", "f1"): 2, ("q2", "f2"): 1}
+
+
+@pytest.fixture
+def round_project(engine, queue):
+    """The queue fixture plus the four controls, a round of 4 at the default threshold (the project's 0.6),
+    and cat, a new annotator given every pair (overlap 3) before their round starts."""
+    for (q, f), grade in CONTROLS.items():
+        add_control(engine, "demo", q, f, grade, f"lead says {grade}: <b>{q}/{f}</b>", actor="boss")
+    create_user(engine, "cat", "annotator", actor=OPERATOR)
+    assign(engine, "demo", overlap=3, annotators=["ann1", "ann2", "cat"], actor=OPERATOR)
+    settings = set_qualification(engine, "demo", 4, actor="boss")
+    assert (settings.pairs, settings.threshold, settings.threshold_is_default) == (4, 0.6, True)
+    return queue
+
+
+def _grade_round(engine, user: str, given: dict[tuple[str, str], int]) -> list:
+    """Grade the user's whole round with `given`; returns what each grade showed (pair with settled grade)."""
+    shown = []
+    while (pair := next_round_pair(engine, "demo", user)) is not None:
+        assert pair.settled is None and pair.reason is None  # nothing of the settled grade before grading
+        graded, state = grade_round_pair(engine, "demo", user, pair.pair_id,
+                                         given[(pair.query_external_id, pair.fragment_external_id)])
+        shown.append((graded, state))
+    return shown
+
+
+def test_settings_refuse_a_round_larger_than_the_controls_and_bad_thresholds(engine, queue):
+    add_control(engine, "demo", "q1", "f1", 3, "clear", actor="boss")
+    with pytest.raises(ValueError, match="has 1 control pair"):
+        set_qualification(engine, "demo", 2, actor="boss")
+    with pytest.raises(ValueError, match="at least 2"):
+        set_qualification(engine, "demo", 1, actor="boss")
+    with pytest.raises(PermissionError):
+        set_qualification(engine, "demo", 0, actor="ann1")
+    add_control(engine, "demo", "q1", "f2", 0, "off topic", actor="boss")
+    with pytest.raises(ValueError, match="between -1 and 1"):
+        set_qualification(engine, "demo", 2, 1.5, actor="boss")
+    assert set_qualification(engine, "demo", 2, 0.8, actor="boss").threshold == 0.8
+    assert qualification_settings(engine, "demo").pairs == 2
+    assert set_qualification(engine, "demo", 0, actor="boss").pairs is None
+
+
+def test_round_is_spread_over_grades_and_prefers_pairs_outside_the_queue():
+    """Grades 3, 3, 0, 0, 1: three picks take one of each grade first; within grade 3 pair 2 (not queued)
+    before pair 1 (queued)."""
+    controls = [(1, 3, "a"), (2, 3, "b"), (3, 0, "c"), (4, 0, "d"), (5, 1, "e")]
+    chosen = choose_round(controls, queued={1}, n=3, seed=0)
+    assert sorted(g for _, g, _ in chosen) == [0, 1, 3]
+    assert 2 in {p for p, _, _ in chosen} and 1 not in {p for p, _, _ in chosen}
+
+
+def test_new_annotator_passes_and_the_queue_opens(engine, round_project):
+    """cat grades 3, 0, 2, 2 against settled 3, 0, 2, 1: linear-weighted κ (scikit-learn's, full scale) is
+    above 0.6, so the round passes. Each grade shows the settled grade and the reason, literally."""
+    state = round_for(engine, "demo", "cat")
+    assert state is not None and state.status == RoundStatus.IN_ROUND and (state.pairs, state.graded) == (4, 0)
+    pair_ids = {(p.query_external_id, p.fragment_external_id) for p in round_pairs(engine, "demo", "cat")}
+    assert pair_ids == set(CONTROLS)
+    # the round's pairs left cat's queue (they will know the settled grade); the rest is renumbered 1..8
+    first = next_pair(engine, "demo", "cat")
+    assert first is not None and (first.position, first.total) == (1, 8)
+    with pytest.raises(Refused, match="qualification round"):
+        record_judgment(engine, first.pair_id, "cat", 1)
+    given = {("q1", "f1"): 3, ("q1", "f2"): 0, ("q2", "f1"): 2, ("q2", "f2"): 2}
+    shown = _grade_round(engine, "cat", given)
+    for graded, _ in shown:
+        key = (graded.query_external_id, graded.fragment_external_id)
+        assert graded.settled == CONTROLS[key] and graded.reason == f"lead says {CONTROLS[key]}: <b>{key[0]}/{key[1]}</b>"
+    *_, (_, final) = shown
+    assert [s.status for _, s in shown[:-1]] == [RoundStatus.IN_ROUND] * 3
+    order = list(CONTROLS)
+    expected = cohen_kappa_score([CONTROLS[k] for k in order], [given[k] for k in order], labels=[0, 1, 2, 3],
+                                 weights="linear")
+    assert expected > 0.6
+    assert final.status == RoundStatus.PASSED and final.open and final.kappa == pytest.approx(expected)
+    assert final.finished_at is not None and final.opened_by is None
+    with pytest.raises(Conflict, match="already graded"):
+        grade_round_pair(engine, "demo", "cat", shown[0][0].pair_id, 1)
+    record_judgment(engine, first.pair_id, "cat", 1)  # the regular queue is open
+    # round grades are not judgments: not in the judgments frame (so neither in releases nor agreement),
+    # and not in the control report; the pairs are never given to cat again
+    frame = judgments_frame(engine, "demo")
+    assert frame[frame["annotator"] == "cat"][["query_id", "fragment_id"]].values.tolist() == [
+        [first.query_external_id, first.fragment_external_id]]
+    assert "cat" not in {s.annotator for s in project_control_report(engine, "demo", replicates=0).per_annotator}
+    assert assign(engine, "demo", overlap=3, annotators=["ann1", "ann2", "cat"], actor=OPERATOR).created == 0
+    assert progress(engine, "demo", "cat").assigned == 8
+
+
+def test_failed_round_waits_for_a_lead_who_opens_the_queue(engine, round_project):
+    """cat grades 0, 3, 1, 2 against 3, 0, 2, 1: κ below 0 (scikit-learn's), the round fails and cat cannot
+    grade until boss opens the queue; the decision records boss and when."""
+    round_for(engine, "demo", "cat")
+    given = {("q1", "f1"): 0, ("q1", "f2"): 3, ("q2", "f1"): 1, ("q2", "f2"): 2}
+    *_, (_, final) = _grade_round(engine, "cat", given)
+    order = list(CONTROLS)
+    expected = cohen_kappa_score([CONTROLS[k] for k in order], [given[k] for k in order], labels=[0, 1, 2, 3],
+                                 weights="linear")
+    assert expected < 0.6
+    assert final.status == RoundStatus.FAILED and not final.open and final.kappa == pytest.approx(expected)
+    assert "stays closed until a lead opens it" in final.sentence()
+    pair = next_pair(engine, "demo", "cat")
+    assert pair is not None
+    with pytest.raises(Refused):
+        record_judgment(engine, pair.pair_id, "cat", 2)
+    with pytest.raises(Refused, match="name an active lead"):
+        open_queue(engine, "demo", "cat", actor=OPERATOR)
+    with pytest.raises(PermissionError):
+        open_queue(engine, "demo", "cat", actor="ann1")
+    opened = open_queue(engine, "demo", "cat", actor="boss")
+    assert opened.status == RoundStatus.OPENED and opened.opened_by == "boss" and opened.opened_at is not None
+    assert opened.kappa == pytest.approx(expected)  # the round's outcome is kept beside the lead's decision
+    assert record_judgment(engine, pair.pair_id, "cat", 2).changed
+    assert [(s.username, s.status) for s in list_rounds(engine, "demo")] == [("cat", RoundStatus.OPENED)]
+
+
+def test_a_lead_can_open_a_queue_before_any_round(engine, round_project):
+    opened = open_queue(engine, "demo", "ann2", actor="boss")
+    assert (opened.status, opened.pairs, opened.opened_by) == (RoundStatus.OPENED, 0, "boss")
+    assert round_for(engine, "demo", "ann2") is not None and round_pairs(engine, "demo", "ann2") == []
+    pair = next_pair(engine, "demo", "ann2")
+    assert pair is not None and record_judgment(engine, pair.pair_id, "ann2", 1).changed
+
+
+def test_who_takes_a_round(engine, queue):
+    """Only new human annotators: ann1, who graded before the round was switched on, and boss (a lead) get
+    none; ann2 (no judgment yet) does. Switching the round off opens every queue."""
+    for (q, f), grade in CONTROLS.items():
+        add_control(engine, "demo", q, f, grade, "settled", actor="boss")
+    record_judgment(engine, queue[("q3", "f1")], "ann1", 1)
+    set_qualification(engine, "demo", 2, actor="boss")
+    assert round_for(engine, "demo", "ann1") is None
+    assert round_for(engine, "demo", "boss") is None
+    assert round_for(engine, "demo", "ann2") is not None
+    record_judgment(engine, queue[("q3", "f2")], "ann1", 1)
+    with pytest.raises(Refused):
+        record_judgment(engine, queue[("q3", "f2")], "ann2", 1)
+    set_qualification(engine, "demo", None, actor="boss")
+    assert round_for(engine, "demo", "ann2") is None
+    assert record_judgment(engine, queue[("q3", "f2")], "ann2", 1).changed
+
+
+def test_cli_qualify_open_rounds(engine, round_project, store_url, capsys):
+    from annotator.cli import main
+
+    assert main(["control", "qualify", "--project", "demo", "--pairs", "3", "--threshold", "0.7",
+                 "--db", store_url]) == 0
+    assert capsys.readouterr().out == ("New annotators first grade 3 control pairs, seeing each settled grade and "
+                                       "reason; their queue opens at κ ≥ 0.7, or when a lead opens it.\n")
+    assert round_for(engine, "demo", "cat").pairs == 3
+    assert main(["control", "open", "--project", "demo", "--user", "cat", "--lead", "boss", "--db", store_url]) == 0
+    assert capsys.readouterr().out.startswith("cat: Regular queue opened by lead boss on ")
+    assert main(["control", "rounds", "--project", "demo", "--db", store_url]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("cat\topened\t0/3\tRegular queue opened by lead boss on ")
+    assert main(["control", "open", "--project", "demo", "--user", "cat", "--lead", "ann1", "--db", store_url]) == 2
+    assert "only a lead may do this" in capsys.readouterr().err
+    assert main(["control", "qualify", "--project", "demo", "--pairs", "9", "--db", store_url]) == 2
+    assert "fewer than the 9 a round needs" in capsys.readouterr().err
