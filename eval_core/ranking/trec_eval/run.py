@@ -10,11 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import numpy as np
-
 from eval_core.errors import InputError
 from eval_core.ranking.trec_eval import measures as ms
-from eval_core.ranking.trec_eval.columnar import RunColumns, build_columnar, read_run_columns
+from eval_core.ranking.trec_eval.columnar import RunColumns, build_columnar, prepare, read_run_columns
 from eval_core.ranking.trec_eval.evaluate import Block, IllegalMeasure, compute, select, to_zscores
 from eval_core.ranking.trec_eval.invocation import REL_FORMATS, RESULTS_FORMATS, Invocation, TrecEvalError
 from eval_core.ranking.trec_eval.output import query_lines, summary_lines
@@ -86,20 +84,18 @@ def load(inv: Invocation) -> tuple[Qrels, Results | RunColumns]:
     try:
         qrels = read_qrels(inv.rel_info_file)
         columns = None if inv.results_file == "-" else read_run_columns(inv.results_file)
-        if columns is not None and not _duplicate_docs(columns):
+        if columns is not None and prepare(columns, qrels):
             return qrels, columns
-        return qrels, read_results(inv.results_file, float32=inv.version < 10)
+        return qrels, _read_results(inv)
     except InputError as exc:
         raise TrecEvalError(str(exc), 2) from None
 
 
-def _duplicate_docs(columns: RunColumns) -> bool:
-    """Whether a docid may repeat within a query (64-bit keys; on a match the line reader decides exactly and
-    names the docid, as trec_eval refuses a repeated one)."""
-    from eval_core.io.formats import pair_keys, string_keys
-
-    keys = np.sort(pair_keys(string_keys(columns.docid), columns.qcode))
-    return bool((keys[1:] == keys[:-1]).any())
+def _read_results(inv: Invocation) -> Results:
+    try:
+        return read_results(inv.results_file, float32=inv.version < 10)
+    except InputError as exc:
+        raise TrecEvalError(str(exc), 2) from None
 
 
 def run(args: object) -> Iterator[str]:
