@@ -48,7 +48,6 @@ def docid_keys(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     bufs = arr.buffers()
     wide = arr.type in (pa.large_string(), pa.large_binary())
     off: np.ndarray = np.frombuffer(bufs[1], dtype=np.int64 if wide else np.int32)[arr.offset:arr.offset + n + 1]
-    off = off.astype(np.int64)
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
     start = off[:-1]
     length = off[1:] - off[:-1]
@@ -77,7 +76,7 @@ def docid_keys(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
         w = word(start[live] + j)
         w &= _MASKS[np.minimum(length[live] - j, 8)]
         h[live] = (h[live] * _MIX) ^ w
-    h ^= length.astype(np.uint64) << np.uint64(56)
+    h ^= (length.astype(np.int64, copy=False) << 56).view(np.uint64)
     h *= _MIX
     h ^= h >> np.uint64(29)
     return h
@@ -110,7 +109,7 @@ def read_run_columns(path: str | Path) -> RunColumns | None:
     score = table["v"].combine_chunks().to_numpy()
     if np.isnan(score).any():  # the line reader ranks NaN scores as trec_eval's comparison does
         return None
-    qcode = np.concatenate([np.asarray(c.indices) for c in q.chunks]).astype(np.int64)
+    qcode = np.concatenate([np.asarray(c.indices) for c in q.chunks])
     return RunColumns(values.to_pylist(), qcode, d, score, run_id)
 
 
