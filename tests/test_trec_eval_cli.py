@@ -127,6 +127,26 @@ def test_missing_query_needs_c(tmp_path: Path, files: tuple[str, str], capsys: p
     assert _value(out, "map") == f"{(1 + 2 / 3) / 4 / 2:6.4f}"
 
 
+def test_missing_query_in_version_9(tmp_path: Path, files: tuple[str, str], capsys: pytest.CaptureFixture) -> None:
+    """trec_eval 9 evaluates only the queries the run has (its loop runs over the results' queries): q2, judged but
+    not retrieved, is skipped without -c (no refusal; num_q 1, map = (1/1 + 2/3)/4 = 0.4167) and has no -q lines
+    with -c either, where the means divide by both qrels queries (map 0.4167/2 = 0.2083) and num_q counts them
+    (m_num_q.c: with -c, the number of topics in the rel_info file), as 10.0 does."""
+    qrels = tmp_path / "qrels2"
+    qrels.write_text(QRELS + "q2 0 a 1\n")
+    v9 = ("--trec-eval-version", "9", "-q", "-m", "num_q", "-m", "map", "-m", "num_ret")
+    status, out, err = _run(capsys, *v9, str(qrels), files[1])
+    assert status == 0 and err == ""
+    assert (_value(out, "num_q"), _value(out, "map"), _value(out, "num_ret")) == ("1", "0.4167", "4")
+    assert "\tq2\t" not in out
+    status, out, _ = _run(capsys, *v9, "-c", str(qrels), files[1])
+    assert status == 0
+    assert (_value(out, "num_q"), _value(out, "map"), _value(out, "num_ret")) == ("2", "0.2083", "4")
+    assert "\tq2\t" not in out
+    _, out10, _ = _run(capsys, "-c", "-m", "num_q", str(qrels), files[1])
+    assert _value(out10, "num_q") == "2"
+
+
 @pytest.mark.parametrize(("argv", "status", "says"), [
     (["-m", "nonsense"], 1, "illegal measure 'nonsense'"),
     (["-m", "P."], 1, "improper measure"),

@@ -119,8 +119,8 @@ def summary(block: Block, evaluated: int, denominator: int) -> np.ndarray:
     family = block.family
     # summed query by query in order, as trec_eval accumulates (not numpy's pairwise sum)
     total = np.cumsum(block.values, axis=0)[-1] if len(block.values) else block.values.sum(axis=0)
-    if family.average is ms.Average.COUNT:
-        return np.array([float(evaluated)])
+    if family.average is ms.Average.COUNT:  # num_q: the queries averaged over (with -c every qrels query, in 9 too)
+        return np.array([float(denominator)])
     if family.average is ms.Average.SUM:
         return total
     if family.average is ms.Average.GM:
