@@ -147,6 +147,41 @@ def test_missing_query_in_version_9(tmp_path: Path, files: tuple[str, str], caps
     assert _value(out10, "num_q") == "2"
 
 
+def test_debug_level_option(tmp_path: Path, files: tuple[str, str], capsys: pytest.CaptureFixture) -> None:
+    """trec_eval 10.0's -D level[.qid] (get_debug_level_query): `0.q2` evaluates only q2, whose one line ranks its
+    one relevant document first (AP 1); the summary is q2's alone (map 1.0000, num_q 1), and with -c it divides by
+    both qrels queries (map 1/2, num_q 2), as calc_avg uses every rel_info query. A qid with no qrels leaves no
+    query (exit 7); -D 0 changes nothing; a level above 0 asks for trec_eval's debug printout, which qrelkit does
+    not reproduce, so it is refused (exit 1, one line)."""
+    qrels, run = tmp_path / "qrels2", tmp_path / "run2"
+    qrels.write_text(QRELS + "q2 0 a 1\n")
+    run.write_text(RUN + "q2 Q0 a 1 1 tag\n")
+    m = ("-m", "num_q", "-m", "map")
+    status, out, _ = _run(capsys, "-D", "0.q2", "-q", *m, str(qrels), str(run))
+    assert status == 0
+    assert [ln for ln in out.splitlines() if "\tq" in ln] == ["map                   \tq2\t1.0000"]
+    assert (_value(out, "num_q"), _value(out, "map")) == ("1", "1.0000")
+    status, out, _ = _run(capsys, "--Debug_level", "0.q2", "-c", *m, str(qrels), str(run))
+    assert (_value(out, "num_q"), _value(out, "map")) == ("2", "0.5000")
+    status, out, err = _run(capsys, "-D", "0.q9", *m, str(qrels), str(run))
+    assert status == 7 and "No queries" in err
+    assert _run(capsys, "-D", "0", *m, *files)[1] == _run(capsys, *m, *files)[1]
+    status, out, err = _run(capsys, "-D", "2", *m, *files)
+    assert status == 1 and out == "" and err.count("\n") == 1 and "-D 2" in err
+
+
+def test_old_format_option(files: tuple[str, str], capsys: pytest.CaptureFixture) -> None:
+    """-o (old, non-relational output): trec_eval 10.0 sets a flag nothing reads, so the output is unchanged;
+    trec_eval 9 prints the -q lines, then 'old format not yet supported' and exits 10 without a summary."""
+    plain = _run(capsys, "-q", "-m", "map", *files)[1]
+    assert _run(capsys, "-o", "-q", "-m", "map", *files)[1] == plain
+    assert _run(capsys, "--Output_old_results_format", "x", "-q", "-m", "map", *files)[1] == plain
+    status, out, err = _run(capsys, "--trec-eval-version", "9", "-o", "-q", "-m", "map", *files)
+    assert status == 10
+    assert out == "map                   \tq1\t0.4167\n"
+    assert "old format not yet supported" in err
+
+
 @pytest.mark.parametrize(("argv", "status", "says"), [
     (["-m", "nonsense"], 1, "illegal measure 'nonsense'"),
     (["-m", "P."], 1, "improper measure"),

@@ -30,7 +30,15 @@ def from_namespace(args: object) -> Invocation:
         bool(g("complete_rel_info_wanted")), atol(g("level_for_rel")), not g("nosummary"),
         bool(g("Judged_docs_only")), atol(g("Number_docs_in_coll")),
         None if g("Max_retrieved_per_topic") is None else atol(g("Max_retrieved_per_topic")),
-        g("Rel_info_format"), g("Results_format"), g("Zscore"), int(g("trec_eval_version")))
+        g("Rel_info_format"), g("Results_format"), g("Zscore"), int(g("trec_eval_version")),
+        _debug_query(g("Debug_level")), bool(g("old_format")) or g("Output_old_results_format") is not None)
+
+
+def _debug_query(debug: str | None) -> str | None:
+    """The query of `-D level.qid` (trec_eval's get_debug_level_query: everything after the first '.')."""
+    if debug is None or "." not in debug:
+        return None
+    return debug.split(".", 1)[1]
 
 
 @dataclass
@@ -71,7 +79,8 @@ def score(inv: Invocation, qrels: Qrels, results: Results | RunColumns) -> Score
         raise TrecEvalError(str(exc), 2) from None
     except ms.MeasureError as exc:
         raise TrecEvalError(f"Can't calculate {exc}", 4) from None
-    denominator = len(qrels.by_query) if inv.complete else len(m.qids)
+    all_queries = qrels.averaged_over if qrels.averaged_over is not None else len(qrels.by_query)
+    denominator = all_queries if inv.complete else len(m.qids)
     return Scored(m.qids, blocks, results.run_id, len(m.qids), denominator)
 
 
@@ -83,6 +92,9 @@ def load(inv: Invocation) -> tuple[Qrels, Results | RunColumns]:
         raise TrecEvalError(f"Illegal retrieval results format '{inv.results_format}'", 2)
     try:
         qrels = read_qrels(inv.rel_info_file)
+        if inv.debug_query is not None:  # -D 0.qid: only that query is evaluated
+            qrels = Qrels({q: j for q, j in qrels.by_query.items() if q == inv.debug_query},
+                          averaged_over=len(qrels.by_query))
         columns = None if inv.results_file == "-" else read_run_columns(inv.results_file)
         if columns is not None and prepare(columns, qrels):
             return qrels, columns
@@ -109,6 +121,8 @@ def run(args: object) -> Iterator[str]:
     if inv.results_format not in RESULTS_FORMATS:
         raise TrecEvalError(f"Illegal retrieval results format '{inv.results_format}'", 2)
     if inv.rel_format != "qrels":
+        if inv.debug_query is not None:
+            raise TrecEvalError(f"-D 0.{inv.debug_query}: one query's evaluation is offered with -R qrels only", 1)
         from eval_core.ranking.trec_eval.other_formats import run_other
 
         yield from run_other(inv)
@@ -125,6 +139,9 @@ def run(args: object) -> Iterator[str]:
     lines: list[str] = []
     if inv.query:
         lines.extend(query_lines(scored.blocks, scored.qids, z))
+    if inv.old_format and inv.version < 10:  # trec_eval 9: -q lines printed, then no old-format summary
+        yield "".join(line + "\n" for line in lines)
+        raise TrecEvalError("old format not yet supported", 10)
     if inv.summary:
         lines.extend(summary_lines(scored.blocks, scored.run_id, scored.evaluated, scored.denominator, z))
     yield "".join(line + "\n" for line in lines)
