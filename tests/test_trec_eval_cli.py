@@ -182,6 +182,30 @@ def test_old_format_option(files: tuple[str, str], capsys: pytest.CaptureFixture
     assert "old format not yet supported" in err
 
 
+@pytest.mark.parametrize("version", ["9", "10"])
+def test_rndcg_without_relevant_documents(tmp_path: Path, capsys: pytest.CaptureFixture, version: str) -> None:
+    """m_Rndcg.c (the same in 9 and 10.0): a query with no relevant document scores 0 (an early return); one whose
+    relevant documents all have gain ≤ 0 reaches no R level with a positive ideal DCG and divides 0.0 by 0.
+
+    q1 judges a and b with grade 0 and retrieves a, x; q2 judges a with grade 1 and retrieves it.
+    - -l1: q1 has R = 0 → 0.0000; q2: ideal gains [1], one boundary (after rank 1) with DCG 1/log2(2) = ideal DCG
+      → 1.0000; mean 0.5000.
+    - -l0: q1 has R = 2 but gain 0 for grade 0, so no boundary counts: 0.0/0, printed by glibc as '-nan' (x86's
+      0/0 has the sign bit); q2 still 1.0000; the mean carries the NaN."""
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("q1 0 a 0\nq1 0 b 0\nq2 0 a 1\n")
+    run.write_text("q1 Q0 a 1 2 t\nq1 Q0 x 2 1 t\nq2 Q0 a 1 1 t\n")
+    v = ("--trec-eval-version", version, "-q", "-m", "Rndcg")
+    status, out, _ = _run(capsys, *v, str(qrels), str(run))
+    assert status == 0
+    assert (_value(out, "Rndcg", "q1"), _value(out, "Rndcg", "q2"), _value(out, "Rndcg")) == (
+        "0.0000", "1.0000", "0.5000")
+    status, out, _ = _run(capsys, *v, "-l0", str(qrels), str(run))
+    assert status == 0
+    assert (_value(out, "Rndcg", "q1"), _value(out, "Rndcg", "q2"), _value(out, "Rndcg")) == (
+        "  -nan", "1.0000", "  -nan")
+
+
 @pytest.mark.parametrize(("argv", "status", "says"), [
     (["-m", "nonsense"], 1, "illegal measure 'nonsense'"),
     (["-m", "P."], 1, "improper measure"),

@@ -437,7 +437,10 @@ def _rndcg(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     ok = extra & (den > 0)
     total += np.where(ok, _div(dcg[:, -1], den), 0.0)
     count += ok
-    return _col(np.where((m.num_rel > 0) & (count > 0), _div(total, count), 0.0))
+    # no relevant document: 0 (m_Rndcg.c returns early, in 9 and 10); no R level with a positive ideal DCG
+    # (every gain ≤ 0): trec_eval divides 0.0 by 0 boundaries, a NaN
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _col(np.where(m.num_rel > 0, total / count, 0.0))
 
 
 def _ndcg_cut(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
