@@ -66,3 +66,16 @@ def test_docid_keys_depend_on_the_string_alone() -> None:
     assert (chunked == whole).all()
     assert (docid_keys(pa.array(strings, type=pa.large_string())) == whole).all()
     assert all(docid_keys(pa.array([s]))[0] == whole[i] for i, s in enumerate(strings[:300]))
+
+
+def test_docids_that_are_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A docid whose bytes are not UTF-8 (b'd\\xff1') is matched byte for byte whichever reader takes the files:
+    judged relevant with 'a', both retrieved at ranks 1 and 2 → map (1/1 + 2/2)/2 = 1; retrieved only 'a' with an
+    unjudged 'b' → map (1/1)/2 = 0.5."""
+    qrels, bad_run, ok_run = tmp_path / "qrels", tmp_path / "bad.run", tmp_path / "ok.run"
+    qrels.write_bytes(b"q1 0 d\xff1 1\nq1 0 a 1\n")
+    bad_run.write_bytes(b"q1 Q0 a 1 2 r\nq1 Q0 d\xff1 2 1 r\n")
+    ok_run.write_bytes(b"q1 Q0 a 1 2 r\nq1 Q0 b 2 1 r\n")
+    for run, want in ((bad_run, "1.0000"), (ok_run, "0.5000")):
+        assert main(["trec_eval", "-m", "map", str(qrels), str(run)]) == 0
+        assert capsys.readouterr().out == f"map                   \tall\t{want}\n"

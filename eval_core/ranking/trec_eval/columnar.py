@@ -188,13 +188,17 @@ class QrelsColumns:
 
 
 def qrels_columns(qrels: Qrels) -> QrelsColumns | None:
-    """The qrels' columns, or None when two qrels pairs share a 64-bit key (never in practice)."""
+    """The qrels' columns, or None when two qrels pairs share a 64-bit key (never in practice) or a docid is not
+    UTF-8."""
     qids = list(qrels.by_query)
     if qrels.lines is not None:
         docs, query, grade = qrels.lines
     else:
         sizes = [len(qrels.by_query[q]) for q in qids]
-        docs = pa.array([d for q in qids for d in qrels.by_query[q]], type=pa.string())
+        try:
+            docs = pa.array([d for q in qids for d in qrels.by_query[q]], type=pa.string())
+        except (UnicodeEncodeError, pa.ArrowException):  # bytes that are not UTF-8: the line reader's business
+            return None
         grade = np.fromiter((g for q in qids for g in qrels.by_query[q].values()), dtype=np.int64, count=len(docs))
         query = np.repeat(np.arange(len(qids), dtype=np.int64), sizes)
     key = pair_keys(docid_keys(docs), query)
