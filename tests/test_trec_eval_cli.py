@@ -127,6 +127,85 @@ def test_missing_query_needs_c(tmp_path: Path, files: tuple[str, str], capsys: p
     assert _value(out, "map") == f"{(1 + 2 / 3) / 4 / 2:6.4f}"
 
 
+def test_missing_query_in_version_9(tmp_path: Path, files: tuple[str, str], capsys: pytest.CaptureFixture) -> None:
+    """trec_eval 9 evaluates only the queries the run has (its loop runs over the results' queries): q2, judged but
+    not retrieved, is skipped without -c (no refusal; num_q 1, map = (1/1 + 2/3)/4 = 0.4167) and has no -q lines
+    with -c either, where the means divide by both qrels queries (map 0.4167/2 = 0.2083) and num_q counts them
+    (m_num_q.c: with -c, the number of topics in the rel_info file), as 10.0 does."""
+    qrels = tmp_path / "qrels2"
+    qrels.write_text(QRELS + "q2 0 a 1\n")
+    v9 = ("--trec-eval-version", "9", "-q", "-m", "num_q", "-m", "map", "-m", "num_ret")
+    status, out, err = _run(capsys, *v9, str(qrels), files[1])
+    assert status == 0 and err == ""
+    assert (_value(out, "num_q"), _value(out, "map"), _value(out, "num_ret")) == ("1", "0.4167", "4")
+    assert "\tq2\t" not in out
+    status, out, _ = _run(capsys, *v9, "-c", str(qrels), files[1])
+    assert status == 0
+    assert (_value(out, "num_q"), _value(out, "map"), _value(out, "num_ret")) == ("2", "0.2083", "4")
+    assert "\tq2\t" not in out
+    _, out10, _ = _run(capsys, "-c", "-m", "num_q", str(qrels), files[1])
+    assert _value(out10, "num_q") == "2"
+
+
+def test_debug_level_option(tmp_path: Path, files: tuple[str, str], capsys: pytest.CaptureFixture) -> None:
+    """trec_eval 10.0's -D level[.qid] (get_debug_level_query): `0.q2` evaluates only q2, whose one line ranks its
+    one relevant document first (AP 1); the summary is q2's alone (map 1.0000, num_q 1), and with -c it divides by
+    both qrels queries (map 1/2, num_q 2), as calc_avg uses every rel_info query. A qid with no qrels leaves no
+    query (exit 7); -D 0 changes nothing; a level above 0 asks for trec_eval's debug printout, which qrelkit does
+    not reproduce, so it is refused (exit 1, one line)."""
+    qrels, run = tmp_path / "qrels2", tmp_path / "run2"
+    qrels.write_text(QRELS + "q2 0 a 1\n")
+    run.write_text(RUN + "q2 Q0 a 1 1 tag\n")
+    m = ("-m", "num_q", "-m", "map")
+    status, out, _ = _run(capsys, "-D", "0.q2", "-q", *m, str(qrels), str(run))
+    assert status == 0
+    assert [ln for ln in out.splitlines() if "\tq" in ln] == ["map                   \tq2\t1.0000"]
+    assert (_value(out, "num_q"), _value(out, "map")) == ("1", "1.0000")
+    status, out, _ = _run(capsys, "--Debug_level", "0.q2", "-c", *m, str(qrels), str(run))
+    assert (_value(out, "num_q"), _value(out, "map")) == ("2", "0.5000")
+    status, out, err = _run(capsys, "-D", "0.q9", *m, str(qrels), str(run))
+    assert status == 7 and "No queries" in err
+    assert _run(capsys, "-D", "0", *m, *files)[1] == _run(capsys, *m, *files)[1]
+    status, out, err = _run(capsys, "-D", "2", *m, *files)
+    assert status == 1 and out == "" and err.count("\n") == 1 and "-D 2" in err
+
+
+def test_old_format_option(files: tuple[str, str], capsys: pytest.CaptureFixture) -> None:
+    """-o (old, non-relational output): trec_eval 10.0 sets a flag nothing reads, so the output is unchanged;
+    trec_eval 9 prints the -q lines, then 'old format not yet supported' and exits 10 without a summary."""
+    plain = _run(capsys, "-q", "-m", "map", *files)[1]
+    assert _run(capsys, "-o", "-q", "-m", "map", *files)[1] == plain
+    assert _run(capsys, "--Output_old_results_format", "x", "-q", "-m", "map", *files)[1] == plain
+    status, out, err = _run(capsys, "--trec-eval-version", "9", "-o", "-q", "-m", "map", *files)
+    assert status == 10
+    assert out == "map                   \tq1\t0.4167\n"
+    assert "old format not yet supported" in err
+
+
+@pytest.mark.parametrize("version", ["9", "10"])
+def test_rndcg_without_relevant_documents(tmp_path: Path, capsys: pytest.CaptureFixture, version: str) -> None:
+    """m_Rndcg.c (the same in 9 and 10.0): a query with no relevant document scores 0 (an early return); one whose
+    relevant documents all have gain ≤ 0 reaches no R level with a positive ideal DCG and divides 0.0 by 0.
+
+    q1 judges a and b with grade 0 and retrieves a, x; q2 judges a with grade 1 and retrieves it.
+    - -l1: q1 has R = 0 → 0.0000; q2: ideal gains [1], one boundary (after rank 1) with DCG 1/log2(2) = ideal DCG
+      → 1.0000; mean 0.5000.
+    - -l0: q1 has R = 2 but gain 0 for grade 0, so no boundary counts: 0.0/0, printed by glibc as '-nan' (x86's
+      0/0 has the sign bit); q2 still 1.0000; the mean carries the NaN."""
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("q1 0 a 0\nq1 0 b 0\nq2 0 a 1\n")
+    run.write_text("q1 Q0 a 1 2 t\nq1 Q0 x 2 1 t\nq2 Q0 a 1 1 t\n")
+    v = ("--trec-eval-version", version, "-q", "-m", "Rndcg")
+    status, out, _ = _run(capsys, *v, str(qrels), str(run))
+    assert status == 0
+    assert (_value(out, "Rndcg", "q1"), _value(out, "Rndcg", "q2"), _value(out, "Rndcg")) == (
+        "0.0000", "1.0000", "0.5000")
+    status, out, _ = _run(capsys, *v, "-l0", str(qrels), str(run))
+    assert status == 0
+    assert (_value(out, "Rndcg", "q1"), _value(out, "Rndcg", "q2"), _value(out, "Rndcg")) == (
+        "  -nan", "1.0000", "  -nan")
+
+
 @pytest.mark.parametrize(("argv", "status", "says"), [
     (["-m", "nonsense"], 1, "illegal measure 'nonsense'"),
     (["-m", "P."], 1, "improper measure"),

@@ -17,7 +17,7 @@ from the run skipped (with -c: averaged as 0). --diff-versions lists the values 
 
 Exit status as trec_eval's: 1 usage or illegal measure, 2 unreadable input or a measure's bad
 parameters, 4 a measure that cannot be calculated (also: a qrels query without results and no -c),
-7 no query with both results and relevance info."""
+7 no query with both results and relevance info, 10 (version 9) -o's old output format."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -47,6 +47,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="trec_results (the only one)")
     p.add_argument("-Z", "--Zscore", default=None, metavar="ZMEAN_FILE",
                    help="print z-scores against `qid measure mean stddev` lines instead of raw values")
+    p.add_argument("-D", "--Debug_level", default=None, metavar="NUM[.QID]",
+                   help="trec_eval's debug level: only 0 (its debug printout is not reproduced); 0.QID evaluates "
+                        "only query QID (with -c the means still divide by every qrels query)")
+    p.add_argument("-o", dest="old_format", action="store_true",
+                   help="old output format: ignored as trec_eval 10.0 does (version 9: refused after the -q lines, "
+                        "exit 10)")
+    p.add_argument("--Output_old_results_format", default=None, metavar="ARG", help="the long form of -o")
     p.add_argument("-v", "--version", action="store_true", help="print the trec_eval version followed and exit")
     p.add_argument("--trec-eval-version", choices=("9", "10"), default="10",
                    help="whose rules: 10 (default, trec_eval 10.0) or 9 (trec_eval 9 = pytrec_eval)")
@@ -68,12 +75,17 @@ def _usage_error(self: argparse.ArgumentParser, message: str) -> NoReturn:
 def cmd_trec_eval(args: argparse.Namespace) -> int:
     """Run trec_eval; every refusal is one line on stderr and trec_eval's exit status."""
     from eval_core.ranking.trec_eval.invocation import TrecEvalError
+    from eval_core.ranking.trec_eval.params import atol
     from eval_core.ranking.trec_eval.run import run
 
     if args.version:
         print("trec_eval version 10.0 (qrelkit trec_eval; --trec-eval-version 9 for version 9's rules)",
               file=sys.stderr)
         return 0
+    if args.Debug_level is not None and atol(args.Debug_level.split(".", 1)[0]) != 0:
+        print(f"qrelkit trec_eval: -D {args.Debug_level}: trec_eval's debug printout (levels above 0) is not "
+              "reproduced; -D 0.QID evaluates one query", file=sys.stderr)
+        return USAGE_EXIT
     if not args.rel_info_file or not args.results_file:
         print("qrelkit trec_eval: expected rel_info_file and results_file", file=sys.stderr)
         return USAGE_EXIT

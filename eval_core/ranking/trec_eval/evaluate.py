@@ -15,7 +15,7 @@ import numpy as np
 
 from eval_core.ranking.trec_eval import measures as ms
 from eval_core.ranking.trec_eval.params import ParamError, Params, parse
-from eval_core.ranking.trec_eval.rels import RelMatrix
+from eval_core.ranking.trec_eval.rels import NONPOOL, UNJUDGED, RelMatrix
 from eval_core.ranking.trec_eval.zscores import zscore
 
 
@@ -64,6 +64,8 @@ def compute(m: RelMatrix, selection: Selection, opts: ms.Options) -> list[Block]
     """Every selected qrels family's per-query values, in trec_eval's order. Raises ParamError (trec_eval: cannot
     initialize measure) and MeasureError (cannot calculate)."""
     blocks = []
+    if m.rel_level <= NONPOOL:  # -l ≤ −1: documents outside the qrels count as relevant
+        m = m.materialized()
     for name in selection.names:
         family = ms.BY_NAME.get(name)
         if family is None:
@@ -89,16 +91,14 @@ def compute(m: RelMatrix, selection: Selection, opts: ms.Options) -> list[Block]
 def _relstrings(m: RelMatrix, params: Params) -> list[str]:
     """relstring: the first N values as characters (0–9, '>' above 9, '-' not pooled, '.' unjudged, '<' other)."""
     length = max(int(params.values[0]), 0)
-    out = []
-    for row, n, bogus in zip(m.rels, m.num_ret, m.bogus, strict=True):
-        if bogus:
-            out.append("")
-            continue
-        chars = []
-        for v in row[:min(length, int(n))]:
-            chars.append(">" if v > 9 else str(v) if v >= 0 else "-" if v == -1 else "." if v == -2 else "<")
-        out.append("".join(chars))
-    return out
+    chars = np.full((len(m.qids), length), ord("-"), dtype=np.uint8)
+    shown = m.hit & (m.rank < length)
+    v = m.value[shown].astype(np.int64)
+    chars[np.nonzero(shown)[0], m.rank[shown]] = np.where(
+        v > 9, ord(">"), np.where(v >= 0, ord("0") + v, np.where(v == NONPOOL, ord("-"),
+                                                                   np.where(v == UNJUDGED, ord("."), ord("<")))))
+    lengths = np.where(m.bogus, 0, np.minimum(length, m.num_ret))
+    return [row[:n].tobytes().decode("ascii") for row, n in zip(chars, lengths.tolist(), strict=True)]
 
 
 def to_zscores(blocks: list[Block], qids: list[str], refs: dict[str, dict[str, tuple[float, float]]]) -> None:
@@ -119,8 +119,8 @@ def summary(block: Block, evaluated: int, denominator: int) -> np.ndarray:
     family = block.family
     # summed query by query in order, as trec_eval accumulates (not numpy's pairwise sum)
     total = np.cumsum(block.values, axis=0)[-1] if len(block.values) else block.values.sum(axis=0)
-    if family.average is ms.Average.COUNT:
-        return np.array([float(evaluated)])
+    if family.average is ms.Average.COUNT:  # num_q: the queries averaged over (with -c every qrels query, in 9 too)
+        return np.array([float(denominator)])
     if family.average is ms.Average.SUM:
         return total
     if family.average is ms.Average.GM:

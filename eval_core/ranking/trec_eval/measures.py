@@ -2,8 +2,8 @@
 
 One `Family` per trec_eval measure (its name, parameter kind and defaults, how the summary combines
 queries, how values print), in trec_eval's own order (measures.c), which is the order it prints in.
-Each `compute` returns a [queries × values] array from a `RelMatrix`; the rules are trec_eval's
-m_*.c files read line by line (which use `-l`, which use gains, what a query with R = 0 gets).
+Each `compute` returns a [queries × values] array from a `RelMatrix` (its hits: see rels.py); the rules are
+trec_eval's m_*.c files read line by line (which use `-l`, which use gains, what a query with R = 0 gets).
 """
 
 from __future__ import annotations
@@ -70,23 +70,22 @@ class Family:
 
 
 # ---- shared pieces ---------------------------------------------------------------------------------------
-
-def _isrel(m: RelMatrix) -> np.ndarray:
-    return m.isrel
-
-
-def _cum(m: RelMatrix) -> np.ndarray:
-    """Relevant documents at or above each rank."""
-    return m.cum
-
+# A RelMatrix holds each query's hits (retrieved documents the qrels name) in rank order; every other
+# retrieved rank is NONPOOL. Counts over ranks come from the hits and num_ret; cumulative sums run over the
+# hits of a row in rank order, which is the same sum as over every rank (the others add nothing).
 
 def _nrr(m: RelMatrix) -> np.ndarray:
     """Relevant documents retrieved, per query."""
-    return m.cum[:, -1] if m.cum.shape[1] else np.zeros(len(m.qids), dtype=np.int64)
+    return m.isrel.sum(axis=1)
+
+
+def _rel_at(m: RelMatrix, k: int | np.ndarray) -> np.ndarray:
+    """Relevant documents in the first k ranks (k ≤ 0: none), per query."""
+    return m.count_before(m.isrel, k)
 
 
 def _at(cum: np.ndarray, k: int | np.ndarray) -> np.ndarray:
-    """cum's value after the first k ranks (past the end: its last value; k ≤ 0: 0), per query."""
+    """A dense cumulative row's value after the first k cells (past the end: its last value; k ≤ 0: 0)."""
     n, width = cum.shape
     if width == 0:
         return np.zeros(n)
@@ -95,24 +94,38 @@ def _at(cum: np.ndarray, k: int | np.ndarray) -> np.ndarray:
     return np.where(k > 0, cum[np.arange(n), idx], 0)
 
 
+def _prefix(m: RelMatrix, cum: np.ndarray, k: int | np.ndarray) -> np.ndarray:
+    """A cumulative sum over each row's hits, taken over the hits ranked below k, per query."""
+    c = m.count_before(m.hit, k)
+    padded = np.concatenate([np.zeros((len(m.qids), 1)), cum], axis=1)
+    return padded[np.arange(len(m.qids)), c]
+
+
+def _seqsum(x: np.ndarray) -> np.ndarray:
+    """Each row summed left to right (trec_eval's loops over ranks), not numpy's pairwise sum."""
+    return np.cumsum(x, axis=1)[:, -1] if x.shape[1] else np.zeros(len(x))
+
+
 def _div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     num = np.asarray(num, dtype=np.float64)
     den = np.asarray(den, dtype=np.float64)
     return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den != 0)
 
 
-def _ranks(m: RelMatrix) -> np.ndarray:
-    return np.arange(1, m.rels.shape[1] + 1, dtype=np.float64)
-
-
 def _col(v: np.ndarray) -> np.ndarray:
     return np.asarray(v, dtype=np.float64)[:, None]
+
+
+def _disc(rank: np.ndarray) -> np.ndarray:
+    """log2(rank + 2): the DCG discount of a 0-based rank."""
+    return np.log2(np.asarray(rank, dtype=np.float64) + 2.0)
 
 
 def _rel_hits(m: RelMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every relevant retrieved document as (query row, 0-based rank, precision at its rank), in rank order."""
     rows, cols = np.nonzero(m.isrel)
-    return rows, cols, m.cum[rows, cols] / (cols + 1.0)
+    ranks = m.rank[rows, cols]
+    return rows, ranks, m.cum[rows, cols] / (ranks + 1.0)
 
 
 def _ap_sum(m: RelMatrix) -> np.ndarray:
@@ -127,27 +140,33 @@ def _ap(m: RelMatrix) -> np.ndarray:
     return np.where(nrr > 0, _div(_ap_sum(m), m.num_rel), 0.0)
 
 
+def _judged_split(m: RelMatrix) -> tuple[np.ndarray, np.ndarray]:
+    """bpref's and infAP's (relevant, non-relevant) judged hits: a grade ≥ 0, relevant from -l up."""
+    v = m.value
+    judged = m.hit & (v != NONPOOL) & (v != UNJUDGED)
+    nonrel = judged & (v >= 0) & (v < m.rel_level)
+    return judged & ~nonrel, nonrel
+
+
 def _bpref(m: RelMatrix) -> np.ndarray:
     rl, R = m.rel_level, m.num_rel
-    judged = m.valid & (m.rels != NONPOOL) & (m.rels != UNJUDGED)
-    nonrel = judged & (m.rels >= 0) & (m.rels < rl)
-    rel = judged & ~nonrel
+    rel, nonrel = _judged_split(m)
     before = np.cumsum(nonrel, axis=1)
     num_nonrel = m.levels[:, :max(rl, 0)].sum(axis=1)
     denom = np.minimum(num_nonrel, R)[:, None]
     part = np.where(before > 0, 1.0 - _div(np.minimum(before, R[:, None]), denom), 1.0)
-    total = np.where(rel, part, 0.0).sum(axis=1)
+    total = _seqsum(np.where(rel, part, 0.0))
     return np.where(R > 0, _div(total, R), total)
 
 
 def _interpolated(m: RelMatrix, fractions: tuple, opts: Options) -> np.ndarray:
     """Interpolated precision at each recall fraction (iprec_at_recall, 11pt_avg): the best precision at
-    or after the rank where the cutoff's relevant document is reached. trec_eval 10.0 rounds the
-    cutoff fraction·R to the nearest count; version 9 adds 0.9 and truncates."""
-    isrel = _isrel(m)
-    cum = m.cum
-    nrr = cum[:, -1] if cum.shape[1] else np.zeros(len(m.qids), dtype=np.int64)
-    prec = np.where(m.valid, cum / _ranks(m), 0.0)
+    or after the rank where the cutoff's relevant document is reached (precision only rises at a relevant
+    document, so the hits suffice). trec_eval 10.0 rounds the cutoff fraction·R to the nearest count;
+    version 9 adds 0.9 and truncates."""
+    isrel = m.isrel
+    nrr = _nrr(m)
+    prec = np.where(m.hit, m.cum / (m.rank + 1.0), 0.0)
     best_after = np.maximum.accumulate(prec[:, ::-1], axis=1)[:, ::-1]
     cols = np.nonzero(isrel)[1]
     start = np.concatenate([[0], np.cumsum(nrr)])[:-1]
@@ -177,15 +196,20 @@ def _gain_table(params: Params, m: RelMatrix) -> tuple[dict[int, float], list[tu
     return table, pairs
 
 
+def _for_gains(m: RelMatrix, table: dict[int, float]) -> RelMatrix:
+    """The matrix a gain measure reads: with every retrieved rank when the gains name NONPOOL's level."""
+    return m.materialized() if NONPOOL in table else m
+
+
 def _result_gains(m: RelMatrix, table: dict[int, float]) -> np.ndarray:
-    """Each ranked document's gain (0 for a grade with no gain, unjudged, padding)."""
+    """Each hit's gain (0 for a grade with no gain, unjudged, padding)."""
     lo, hi = int(min(table, default=0)), int(max(table, default=0))
     lo = min(lo, -3)
     lut = np.zeros(hi - lo + 1)
     for level, gain in table.items():
         lut[level - lo] = gain
-    gains = lut[np.clip(m.rels, lo, hi) - lo]
-    gains[(m.rels > hi) | ~m.valid] = 0.0
+    gains = lut[np.clip(m.value, lo, hi) - lo]
+    gains[(m.value > hi) | ~m.hit] = 0.0
     return gains
 
 
@@ -207,10 +231,6 @@ def _ideal(m: RelMatrix, table: dict[int, float], width: int) -> np.ndarray:
     return out
 
 
-def _discount(width: int) -> np.ndarray:
-    return np.log2(np.arange(width, dtype=np.float64) + 2.0)
-
-
 def _positive_total(m: RelMatrix, table: dict[int, float]) -> np.ndarray:
     """How many judged documents have a positive gain (the ideal ranking's length), per query."""
     total = np.zeros(len(m.qids), dtype=np.int64)
@@ -220,14 +240,24 @@ def _positive_total(m: RelMatrix, table: dict[int, float]) -> np.ndarray:
     return total
 
 
-def _gain_setup(m: RelMatrix, params: Params) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Result gains, the ideal gains (wide enough for both rankings), and the ideal ranking's length."""
+def _gain_setup(m: RelMatrix, params: Params) -> tuple[RelMatrix, np.ndarray, np.ndarray, np.ndarray]:
+    """The matrix read, its hits' gains, the ideal gains (at least one column: zeros past the ideal ranking's
+    end), and the ideal ranking's length."""
     table, _ = _gain_table(params, m)
+    m = _for_gains(m, table)
     npos = _positive_total(m, table)
-    width = max(m.rels.shape[1], int(npos.max(initial=0)))
-    res = _result_gains(m, table)
-    res = np.pad(res, ((0, 0), (0, width - res.shape[1])))
-    return res, _ideal(m, table, width), npos
+    return m, _result_gains(m, table), _ideal(m, table, max(int(npos.max(initial=0)), 1)), npos
+
+
+def _ideal_cum(ideal: np.ndarray) -> np.ndarray:
+    """The ideal DCG after each ideal rank."""
+    return np.cumsum(ideal / _disc(np.arange(ideal.shape[1])), axis=1)
+
+
+def _hit_dcg(m: RelMatrix, res: np.ndarray) -> np.ndarray:
+    """Each hit's discounted gain (0 where the gain is 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(res != 0, res / _disc(m.rank), 0.0)
 
 
 # ---- families -------------------------------------------------------------------------------------------
@@ -254,7 +284,7 @@ def _gm_map(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
 
 def _rprec(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     n = np.minimum(m.num_ret, m.num_rel)
-    return _col(np.where(n > 0, _div(_at(_cum(m), n), m.num_rel), 0.0))
+    return _col(np.where(n > 0, _div(_rel_at(m, n), m.num_rel), 0.0))
 
 
 def _bpref_f(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
@@ -266,8 +296,10 @@ def _gm_bpref(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
 
 
 def _recip_rank(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    isrel = _isrel(m)
-    first = np.argmax(isrel, axis=1) if isrel.shape[1] else np.zeros(len(m.qids), dtype=np.int64)
+    isrel = m.isrel
+    if not isrel.shape[1]:
+        return _col(np.zeros(len(m.qids)))
+    first = m.rank[np.arange(len(m.qids)), np.argmax(isrel, axis=1)]
     return _col(np.where(isrel.any(axis=1), 1.0 / (first + 1.0), 0.0))
 
 
@@ -276,38 +308,33 @@ def _iprec(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
 
 
 def _p(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    cum = _cum(m)
-    return np.stack([_at(cum, k) / k for k in p.values], axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.stack([_rel_at(m, k) / k for k in p.values], axis=1)
 
 
 def _recall(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    cum = _cum(m)
-    return np.stack([_div(_at(cum, k), m.num_rel) for k in p.values], axis=1)
+    return np.stack([_div(_rel_at(m, k), m.num_rel) for k in p.values], axis=1)
 
 
 def _infap(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    rl = m.rel_level
-    judged = m.valid & (m.rels != NONPOOL) & (m.rels != UNJUDGED)
-    nonrel = judged & (m.rels >= 0) & (m.rels < rl)
-    rel = judged & ~nonrel
+    rel, nonrel = _judged_split(m)
     rel_so_far = np.cumsum(rel, axis=1).astype(np.float64)
     nonrel_so_far = np.cumsum(nonrel, axis=1)
-    unj_so_far = np.cumsum(m.valid & (m.rels == UNJUDGED), axis=1)
-    j = np.arange(m.rels.shape[1], dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    unj_so_far = np.cumsum(m.hit & (m.value == UNJUDGED), axis=1)
+    j = m.rank.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         later = (1.0 / (j + 1.0) + (j / (j + 1.0)) * ((rel_so_far - 1 + nonrel_so_far + unj_so_far) / j)
                  * ((rel_so_far - 1 + INFAP_EPSILON) / (rel_so_far - 1 + nonrel_so_far + 2 * INFAP_EPSILON)))
     term = np.where(j == 0, 1.0, later)
-    total = np.where(rel, term, 0.0).sum(axis=1)
+    total = _seqsum(np.where(rel, term, 0.0))
     return _col(np.where(m.num_rel > 0, _div(total, m.num_rel), total))
 
 
 def _rprec_mult(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    cum = _cum(m)
     cols = []
     for frac in p.values:
         cut = np.trunc(frac * m.num_rel + 0.9).astype(np.int64)
-        cols.append(np.where(cut > 0, _div(_at(cum, cut), cut), 0.0))
+        cols.append(np.where(cut > 0, _div(_rel_at(m, cut), cut), 0.0))
     return np.stack(cols, axis=1)
 
 
@@ -323,32 +350,33 @@ def _utility(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
 def _11pt(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     if not p.values:
         raise MeasureError("11pt_avg", "No cutoff values")
-    return _col(_interpolated(m, p.values, o).sum(axis=1) / len(p.values))
+    return _col(_seqsum(_interpolated(m, p.values, o)) / len(p.values))
 
 
 def _bin_g(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    isrel = _isrel(m)
-    cum = m.cum
-    i = np.arange(m.rels.shape[1])
-    with np.errstate(divide="ignore"):
-        term = np.where(isrel, 1.0 / np.log2(3.0 + i - cum), 0.0)
-    return _col(np.where(isrel.any(axis=1), _div(term.sum(axis=1), m.num_rel), 0.0))
+    isrel = m.isrel
+    with np.errstate(divide="ignore", invalid="ignore"):
+        term = np.where(isrel, 1.0 / np.log2(3.0 + m.rank - m.cum), 0.0)
+    return _col(np.where(isrel.any(axis=1), _div(_seqsum(term), m.num_rel), 0.0))
 
 
 def _g(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    res, ideal, _ = _gain_setup(m, p)
-    cost = np.cumsum(np.maximum(ideal, 1.0), axis=1)
+    m, res, ideal, _ = _gain_setup(m, p)
+    width = ideal.shape[1]
+    cost_ideal = np.cumsum(np.maximum(ideal, 1.0), axis=1)  # past the ideal ranking each rank costs 1
+    r = m.rank
+    cost = np.where(r < width, np.take_along_axis(cost_ideal, np.minimum(r, width - 1), axis=1),
+                    cost_ideal[:, -1:] + (r - width + 1))
     got = np.cumsum(res, axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         term = np.where(res != 0, res / np.log2(2.0 + cost - got), 0.0)
-    sum_ideal = ideal.sum(axis=1)
-    return _col(np.where(sum_ideal > 0, _div(term.sum(axis=1), sum_ideal), 0.0))
+    sum_ideal = _seqsum(ideal)
+    return _col(np.where(sum_ideal > 0, _div(_seqsum(term), sum_ideal), 0.0))
 
 
 def _dcg_parts(m: RelMatrix, p: Params) -> tuple[np.ndarray, np.ndarray]:
-    res, ideal, _ = _gain_setup(m, p)
-    disc = _discount(res.shape[1])
-    return (np.where(res != 0, res / disc, 0.0)).sum(axis=1), (ideal / disc).sum(axis=1)
+    m, res, ideal, _ = _gain_setup(m, p)
+    return _seqsum(_hit_dcg(m, res)), _ideal_cum(ideal)[:, -1]
 
 
 def _dcg(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
@@ -365,13 +393,13 @@ def _ndcg(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
 
 
 def _ndcg_rel(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    res, ideal, npos = _gain_setup(m, p)
-    disc = _discount(res.shape[1])
-    dcg = np.cumsum(np.where(res != 0, res / disc, 0.0), axis=1)
-    idcg = np.cumsum(ideal / disc, axis=1)
+    m, res, ideal, npos = _gain_setup(m, p)
+    dcg = np.cumsum(_hit_dcg(m, res), axis=1)
+    idcg = _ideal_cum(ideal)
+    at = np.take_along_axis(idcg, np.minimum(m.rank, idcg.shape[1] - 1), axis=1)  # past the ideal end: its total
     hit = res > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        total = np.where(hit, dcg / idcg, 0.0).sum(axis=1)
+        total = _seqsum(np.where(hit, dcg / at, 0.0))
         final = (dcg[:, -1] / idcg[:, -1]) if dcg.shape[1] else np.zeros(len(m.qids))
         total = total + (npos - hit.sum(axis=1)) * final
         value = np.where(total > 0, total / npos, 0.0)
@@ -380,26 +408,26 @@ def _ndcg_rel(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
 
 def _rndcg(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     table, _ = _gain_table(p, m)
-    res, ideal, E = _gain_setup(m, p)
-    disc = _discount(res.shape[1])
-    dcg = np.concatenate([np.zeros((len(m.qids), 1)), np.cumsum(np.where(res != 0, res / disc, 0.0), axis=1)], 1)
-    idcg = np.concatenate([np.zeros((len(m.qids), 1)), np.cumsum(ideal / disc, axis=1)], 1)
-    rows = np.arange(len(m.qids))
+    m, res, ideal, E = _gain_setup(m, p)
+    n = len(m.qids)
+    dcg = np.concatenate([np.zeros((n, 1)), np.cumsum(_hit_dcg(m, res), axis=1)], 1)
+    idcg = np.concatenate([np.zeros((n, 1)), _ideal_cum(ideal)], 1)
+    rows = np.arange(n)
     nret = m.num_ret
-    total = np.zeros(len(m.qids))
-    count = np.zeros(len(m.qids))
+    total = np.zeros(n)
+    count = np.zeros(n)
     # boundaries: where the ideal gain changes value (end of each run of one positive gain)
     gains = sorted({g for lv, g in table.items() if g > 0 and 0 <= lv < m.levels.shape[1]}, reverse=True)
     for g in gains:
-        b = np.zeros(len(m.qids), dtype=np.int64)
-        run = np.zeros(len(m.qids), dtype=np.int64)
+        b = np.zeros(n, dtype=np.int64)
+        run = np.zeros(n, dtype=np.int64)
         for lv, gain in table.items():
             if 0 <= lv < m.levels.shape[1] and gain >= g:
                 b += m.levels[:, lv]
             if 0 <= lv < m.levels.shape[1] and gain == g:
                 run += m.levels[:, lv]
         take = (run > 0) & (b >= 1)
-        num = dcg[rows, np.minimum(b, nret)]
+        num = dcg[rows, m.count_before(m.hit, np.minimum(b, nret))]
         den = idcg[rows, np.minimum(b, idcg.shape[1] - 1)]
         ok = take & (den > 0)
         total += np.where(ok, _div(num, den), 0.0)
@@ -407,42 +435,42 @@ def _rndcg(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     extra = (nret > E + 1) & (E >= 1)
     den = idcg[rows, np.minimum(E, idcg.shape[1] - 1)]
     ok = extra & (den > 0)
-    total += np.where(ok, _div(dcg[rows, nret], den), 0.0)
+    total += np.where(ok, _div(dcg[:, -1], den), 0.0)
     count += ok
-    return _col(np.where((m.num_rel > 0) & (count > 0), _div(total, count), 0.0))
+    # no relevant document: 0 (m_Rndcg.c returns early, in 9 and 10); no R level with a positive ideal DCG
+    # (every gain ≤ 0): trec_eval divides 0.0 by 0 boundaries, a NaN
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _col(np.where(m.num_rel > 0, total / count, 0.0))
 
 
 def _ndcg_cut(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    width = m.rels.shape[1]
-    gains = np.where(m.valid & (m.rels > 0), m.rels, 0).astype(np.float64)
-    dcg = np.cumsum(gains / _discount(width), axis=1)
+    gains = np.where(m.hit & (m.value > 0), m.value, 0).astype(np.float64)
+    dcg = np.cumsum(gains / _disc(m.rank), axis=1)
     npos = m.levels[:, 1:].sum(axis=1)
     iwidth = int(npos.max(initial=0))
     table = {lv: float(lv) for lv in range(1, m.levels.shape[1])}
     ideal = _ideal(m, table, iwidth)
-    idcg = np.cumsum(ideal / _discount(iwidth), axis=1)
+    idcg = np.cumsum(ideal / _disc(np.arange(iwidth)), axis=1)
     cols = []
     for k in p.values:
-        d = _at(dcg, k) if width else np.zeros(len(m.qids))
+        d = _prefix(m, dcg, k)
         i = _at(idcg, k) if iwidth else np.zeros(len(m.qids))
         cols.append(np.where(i > 0, _div(d, i), d))
     return np.stack(cols, axis=1)
 
 
 def _map_cut(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    rows, cols, prec = _rel_hits(m)
-    return np.stack([_div(np.bincount(rows, weights=np.where(cols < k, prec, 0.0), minlength=len(m.qids)),
+    rows, ranks, prec = _rel_hits(m)
+    return np.stack([_div(np.bincount(rows, weights=np.where(ranks < k, prec, 0.0), minlength=len(m.qids)),
                           m.num_rel) for k in p.values], axis=1)
 
 
 def _relative_p(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    cum = _cum(m)
-    return np.stack([_div(_at(cum, k), np.minimum(k, m.num_rel)) for k in p.values], axis=1)
+    return np.stack([_div(_rel_at(m, k), np.minimum(k, m.num_rel)) for k in p.values], axis=1)
 
 
 def _success(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    cum = _cum(m)
-    return np.stack([(_at(cum, k) > 0).astype(np.float64) for k in p.values], axis=1)
+    return np.stack([(_rel_at(m, k) > 0).astype(np.float64) for k in p.values], axis=1)
 
 
 def _set_p(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
@@ -470,10 +498,13 @@ def _set_f(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     return _col(np.where(nrr > 0, _div((x + 1.0) * P * R, x * P + R), 0.0))
 
 
+def _judged_hits(m: RelMatrix) -> np.ndarray:
+    """Hits with a grade ≥ 0 (every other retrieved rank is NONPOOL or UNJUDGED)."""
+    return m.hit & (m.value >= 0)
+
+
 def _num_nonrel_judged_ret(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    nonpool = (m.valid & (m.rels == NONPOOL)).sum(axis=1)
-    unjudged = (m.valid & (m.rels == UNJUDGED)).sum(axis=1)
-    return _col(m.num_ret - nonpool - unjudged - _nrr(m))
+    return _col(_judged_hits(m).sum(axis=1) - _nrr(m))
 
 
 def _yaap(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
@@ -492,6 +523,7 @@ def _persistence(p: Params) -> float:
 
 def _rbp(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     table, pairs = _gain_table(p, m)
+    m = _for_gains(m, table)
     persistence = _persistence(p)
     res = _result_gains(m, table)
     # trec_eval scales gains into [0, 1] when any lies outside, per query over the gains it set up
@@ -507,24 +539,30 @@ def _rbp(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
     scale = (lo < 0) | (hi > 1)
     scaled = _div(res - lo[:, None], (hi - lo)[:, None])
-    known = m.valid & np.isin(m.rels, [lv for lv in table])
+    known = m.hit & np.isin(m.value, list(table))
     res = np.where(scale[:, None] & known, scaled, res)
-    weights = persistence ** np.arange(m.rels.shape[1], dtype=np.float64)
-    return _col((1.0 - persistence) * np.where(res != 0, res * weights, 0.0).sum(axis=1))
+    with np.errstate(over="ignore", invalid="ignore"):
+        weights = persistence ** m.rank.astype(np.float64)
+        return _col((1.0 - persistence) * _seqsum(np.where(res != 0, res * weights, 0.0)))
 
 
 def _rbp_resid(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     persistence = _persistence(p)
-    weights = persistence ** np.arange(m.rels.shape[1], dtype=np.float64)
-    unj = m.valid & (m.rels < 0)
-    total = np.where(unj, weights, 0.0).sum(axis=1)
+    judged = _judged_hits(m)
+    every = np.concatenate([[0.0], np.cumsum(persistence ** np.arange(int(m.num_ret.max(initial=0)),
+                                                                       dtype=np.float64))])
+    with np.errstate(over="ignore", invalid="ignore"):
+        judged_w = _seqsum(np.where(judged, persistence ** m.rank.astype(np.float64), 0.0))
+    total = every[m.num_ret] - judged_w  # the weights of the ranks holding a NONPOOL or UNJUDGED document
     tail = persistence ** m.num_ret.astype(np.float64)
-    return _col(np.where(unj.any(axis=1), tail + (1 - persistence) * total, 0.0))
+    return _col(np.where(m.num_ret > judged.sum(axis=1), tail + (1 - persistence) * total, 0.0))
 
 
 def _unj(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    cum = np.cumsum(m.valid & ((m.rels == NONPOOL) | (m.rels == UNJUDGED)), axis=1)
-    return np.stack([_at(cum, k) / k for k in p.values], axis=1)
+    judged = _judged_hits(m)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.stack([(np.maximum(np.minimum(k, m.num_ret), 0) - m.count_before(judged, k)) / k
+                         for k in p.values], axis=1)
 
 
 class MeasureError(RuntimeError):

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 from eval_core.ranking.trec_eval.evaluate import Block, summary
 
 
+def _c_float(value: float) -> str:
+    """printf's `%6.4f` as glibc prints it: a NaN with its sign bit set (x86's 0.0/0.0) is '-nan'."""
+    if math.isnan(value):
+        return f"{'-nan' if math.copysign(1.0, value) < 0 else 'nan':>6}"
+    return f"{value:6.4f}"
+
+
 def _line(name: str, qid: str, value: float, integer: bool, z: bool) -> str:
     if z:
-        return f"Z{name:<22}\t{qid}\t{value:6.4f}"
+        return f"Z{name:<22}\t{qid}\t{_c_float(value)}"
     if integer:
         return f"{name:<22}\t{qid}\t{int(value)}"
-    return f"{name:<22}\t{qid}\t{value:6.4f}"
+    return f"{name:<22}\t{qid}\t{_c_float(value)}"
 
 
 def query_lines(blocks: list[Block], qids: list[str], z: bool = False) -> Iterator[str]:

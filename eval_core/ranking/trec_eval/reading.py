@@ -9,8 +9,9 @@ byte order of their ids, the order trec_eval prints them in.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -19,9 +20,15 @@ from eval_core.errors import InputError
 
 @dataclass
 class Qrels:
-    """Judgments per query id (byte order of ids): docid → relevance (may be negative: pooled, unjudged)."""
+    """Judgments per query id (byte order of ids): docid → relevance (may be negative: pooled, unjudged).
+
+    `lines`, when the fast reader read the file: the same judgments as columns in by_query's order (docids, each
+    line's query index, grades), for the columnar run path. `averaged_over`: the file's query count when by_query
+    keeps only some of them (trec_eval -D 0.qid), which -c's averages still divide by."""
 
     by_query: dict[str, dict[str, int]]
+    lines: tuple[Any, np.ndarray, np.ndarray] | None = field(default=None, compare=False, repr=False)
+    averaged_over: int | None = None
 
 
 @dataclass
@@ -76,13 +83,26 @@ def _arrow_qrels(path: str | Path) -> Qrels | None:
         return None
     if min(pc.min(pc.binary_length(table[c])).as_py() for c in ("q", "d")) == 0:
         return None
+    q = pc.dictionary_encode(table["q"].combine_chunks())
+    names = q.dictionary.to_pylist()
+    by_bytes = sorted(range(len(names)), key=lambda i: byte_key(names[i]))
+    index = np.empty(len(names), dtype=np.int64)
+    index[by_bytes] = np.arange(len(names))
+    query = index[q.indices.to_numpy(zero_copy_only=False)]
+    lines = np.argsort(query, kind="stable")  # grouped by query, file order within each
+    query = query[lines]
+    docs = table["d"].take(pa.array(lines)).combine_chunks()
+    grades = table["g"].to_numpy()[lines]
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(query, minlength=len(names))))).tolist()
+    doc_list, grade_list = docs.to_pylist(), grades.tolist()
     out: dict[str, dict[str, int]] = {}
-    for q, d, g in zip(table["q"].to_pylist(), table["d"].to_pylist(), table["g"].to_pylist(), strict=True):
-        judged = out.setdefault(q, {})
-        if d in judged:
-            return None
-        judged[d] = g
-    return Qrels({q: out[q] for q in sorted(out, key=byte_key)})
+    for i, k in enumerate(by_bytes):
+        a, b = bounds[i], bounds[i + 1]
+        judged = dict(zip(doc_list[a:b], grade_list[a:b], strict=True))
+        if len(judged) != b - a:
+            return None  # a docid judged twice: the line reader names it
+        out[names[k]] = judged
+    return Qrels(out, (docs, query, grades))
 
 
 def read_qrels(path: str | Path) -> Qrels:

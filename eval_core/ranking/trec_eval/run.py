@@ -10,11 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import numpy as np
-
 from eval_core.errors import InputError
 from eval_core.ranking.trec_eval import measures as ms
-from eval_core.ranking.trec_eval.columnar import RunColumns, build_columnar, read_run_columns
+from eval_core.ranking.trec_eval.columnar import RunColumns, build_columnar, prepare, read_run_columns
 from eval_core.ranking.trec_eval.evaluate import Block, IllegalMeasure, compute, select, to_zscores
 from eval_core.ranking.trec_eval.invocation import REL_FORMATS, RESULTS_FORMATS, Invocation, TrecEvalError
 from eval_core.ranking.trec_eval.output import query_lines, summary_lines
@@ -32,7 +30,15 @@ def from_namespace(args: object) -> Invocation:
         bool(g("complete_rel_info_wanted")), atol(g("level_for_rel")), not g("nosummary"),
         bool(g("Judged_docs_only")), atol(g("Number_docs_in_coll")),
         None if g("Max_retrieved_per_topic") is None else atol(g("Max_retrieved_per_topic")),
-        g("Rel_info_format"), g("Results_format"), g("Zscore"), int(g("trec_eval_version")))
+        g("Rel_info_format"), g("Results_format"), g("Zscore"), int(g("trec_eval_version")),
+        _debug_query(g("Debug_level")), bool(g("old_format")) or g("Output_old_results_format") is not None)
+
+
+def _debug_query(debug: str | None) -> str | None:
+    """The query of `-D level.qid` (trec_eval's get_debug_level_query: everything after the first '.')."""
+    if debug is None or "." not in debug:
+        return None
+    return debug.split(".", 1)[1]
 
 
 @dataclass
@@ -73,7 +79,8 @@ def score(inv: Invocation, qrels: Qrels, results: Results | RunColumns) -> Score
         raise TrecEvalError(str(exc), 2) from None
     except ms.MeasureError as exc:
         raise TrecEvalError(f"Can't calculate {exc}", 4) from None
-    denominator = len(qrels.by_query) if inv.complete else len(m.qids)
+    all_queries = qrels.averaged_over if qrels.averaged_over is not None else len(qrels.by_query)
+    denominator = all_queries if inv.complete else len(m.qids)
     return Scored(m.qids, blocks, results.run_id, len(m.qids), denominator)
 
 
@@ -85,21 +92,22 @@ def load(inv: Invocation) -> tuple[Qrels, Results | RunColumns]:
         raise TrecEvalError(f"Illegal retrieval results format '{inv.results_format}'", 2)
     try:
         qrels = read_qrels(inv.rel_info_file)
+        if inv.debug_query is not None:  # -D 0.qid: only that query is evaluated
+            qrels = Qrels({q: j for q, j in qrels.by_query.items() if q == inv.debug_query},
+                          averaged_over=len(qrels.by_query))
         columns = None if inv.results_file == "-" else read_run_columns(inv.results_file)
-        if columns is not None and not _duplicate_docs(columns):
+        if columns is not None and prepare(columns, qrels):
             return qrels, columns
-        return qrels, read_results(inv.results_file, float32=inv.version < 10)
+        return qrels, _read_results(inv)
     except InputError as exc:
         raise TrecEvalError(str(exc), 2) from None
 
 
-def _duplicate_docs(columns: RunColumns) -> bool:
-    """Whether a docid may repeat within a query (64-bit keys; on a match the line reader decides exactly and
-    names the docid, as trec_eval refuses a repeated one)."""
-    from eval_core.io.formats import pair_keys, string_keys
-
-    keys = np.sort(pair_keys(string_keys(columns.docid), columns.qcode))
-    return bool((keys[1:] == keys[:-1]).any())
+def _read_results(inv: Invocation) -> Results:
+    try:
+        return read_results(inv.results_file, float32=inv.version < 10)
+    except InputError as exc:
+        raise TrecEvalError(str(exc), 2) from None
 
 
 def run(args: object) -> Iterator[str]:
@@ -113,6 +121,8 @@ def run(args: object) -> Iterator[str]:
     if inv.results_format not in RESULTS_FORMATS:
         raise TrecEvalError(f"Illegal retrieval results format '{inv.results_format}'", 2)
     if inv.rel_format != "qrels":
+        if inv.debug_query is not None:
+            raise TrecEvalError(f"-D 0.{inv.debug_query}: one query's evaluation is offered with -R qrels only", 1)
         from eval_core.ranking.trec_eval.other_formats import run_other
 
         yield from run_other(inv)
@@ -129,6 +139,9 @@ def run(args: object) -> Iterator[str]:
     lines: list[str] = []
     if inv.query:
         lines.extend(query_lines(scored.blocks, scored.qids, z))
+    if inv.old_format and inv.version < 10:  # trec_eval 9: -q lines printed, then no old-format summary
+        yield "".join(line + "\n" for line in lines)
+        raise TrecEvalError("old format not yet supported", 10)
     if inv.summary:
         lines.extend(summary_lines(scored.blocks, scored.run_id, scored.evaluated, scored.denominator, z))
     yield "".join(line + "\n" for line in lines)
