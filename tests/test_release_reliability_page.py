@@ -115,3 +115,5 @@ def test_no_runs_and_old_releases_say_so(demo):
                      .values(card={k: v for k, v in card.items() if k != "reliability"}))
     at = _demo_page(demo, "lead_releases.py")
     assert not at.exception and NOT_ON_CARD.format(version=2) in _texts(at)
+    evaluate = _demo_page(demo, "lead_evaluate.py")
+    assert not evaluate.exception and NOT_ON_CARD.format(version=2) in _texts(evaluate)

@@ -109,7 +109,7 @@ def card_details(card: Mapping[str, Any]) -> str | None:
     if m.get("pairs"):
         correction = Correction(s.get("correction", Correction.TUKEY_HSD)).label
         words.append(f"{m['significant_pairs']} of {len(m['pairs'])} run pairs differ ({correction}, "
-                     f"{s.get('resamples')} resamples)")
+                     f"{s.get('resamples', 0):,} resamples)")
     tau = m.get("split_half_tau") or {}
     if tau.get("mean") is not None:
         words.append(f"split-half Kendall τ mean {tau['mean']:.3f} (5–95% {tau['p5']:.3f}–{tau['p95']:.3f})")
@@ -117,9 +117,11 @@ def card_details(card: Mapping[str, Any]) -> str | None:
 
 
 def show_card_reliability(card: Mapping[str, Any], version: int, lead: str = "") -> None:
-    """The card's sentence as plain text (after `lead`, e.g. "Release 3 when cut: "), and the numbers behind it
-    as a caption, every string escaped (run names come from users)."""
-    st.text(lead + card_sentence(card, version))
+    """The card's sentence as plain text (after `lead`, e.g. "Release 3, as cut: "; a card without a sentence
+    says so, without `lead`), and the numbers behind it as a caption, every string escaped (run names come
+    from users)."""
+    kept = bool((card.get("reliability") or {}).get("sentence"))
+    st.text((lead if kept else "") + card_sentence(card, version))
     details = card_details(card)
     if details:
         st.caption(literal(details))
