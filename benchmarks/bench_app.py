@@ -1,7 +1,9 @@
-"""App latency with 1M judgments stored: key press → next fragment visible, and first page after login; and
+"""App latency with 1M judgments stored: key press → next fragment visible, and first page after login; with
+`--context`, the same with grading in context (every fragment a chunk of a 4-chunk document, the neighbours panel
+open beside the fragment: key press → next fragment and its neighbours visible), and D → neighbours visible; and
 8 annotators grading at once in 8 headless browsers against one `qrelkit serve`.
 
-    python3 benchmarks/bench_app.py [--judgments 1000000] [--presses 60] [--logins 5]
+    python3 benchmarks/bench_app.py [--judgments 1000000] [--presses 60] [--logins 5] [--context]
     python3 benchmarks/bench_app.py --annotators 8 [--judgments 100000] [--presses 40] [--backend sqlite|postgresql]
 
 Drives Debian's Chromium through Playwright against `qrelkit serve` on a temporary database filled by the store
@@ -29,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from bench_store_judging import PG_URL, build  # noqa: E402  (the store benchmark's 1M-judgment loader)
+from bench_store_judging import PG_URL, UNJUDGED_PER_USER, build  # noqa: E402  (the store benchmark's 1M-judgment loader)
 
 from db.accounts.permissions import OPERATOR  # noqa: E402
 from db.accounts.users import set_password  # noqa: E402
@@ -39,7 +41,10 @@ from db.store.schema import init_db  # noqa: E402
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server, wait_idle  # noqa: E402
 
 USER, PASSWORD = "ann1", "bench-password"
+CONTEXT_USER = "ann2"  # grades in context with a queue of its own (each queue keeps only 100 pairs open)
 BOX = ".st-key-fragment_box"
+CONTEXT_BOX = ".st-key-context_box"  # annotator/app/components/context.py's panel
+CHUNKS = 4  # --context: fragments f1-f4 are document doc0's chunks 0-3, f5-f8 doc1's, …
 # Waits run in the page as promises woken by DOM mutations, not as Playwright's polls on every animation frame:
 # eight pages polling innerText 60 times a second spent the two cores the app and browsers are measured on.
 CHANGED = """([sel, old]) => new Promise(resolve => {
@@ -58,9 +63,47 @@ SETTLED = """() => new Promise(resolve => {
 })"""
 
 
-def next_fragment(page, before: str) -> None:
-    """Return once the fragment box shows something other than `before`."""
+def next_fragment(page, before: str, context_before: str | None = None) -> None:
+    """Return once the fragment box shows something other than `before` (and, with the context open, once the
+    context panel shows something other than `context_before`: the new fragment's neighbours)."""
     page.evaluate(CHANGED, [BOX, before])
+    if context_before is not None:
+        page.evaluate(CHANGED, [CONTEXT_BOX, context_before])
+
+
+def chunk_documents(engine) -> None:
+    """Make every fragment a chunk of a document: f1-f4 doc0 at positions 0-3, f5-f8 doc1, … (what an import
+    with doc_id and position stores), so the neighbours panel has something to show for every pair."""
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"UPDATE fragments SET doc_id = 'doc' || ((id - 1) / {CHUNKS}), "
+                             f"position = (id - 1) % {CHUNKS}")
+
+
+def index_documents(engine) -> None:
+    """--doc-index: the index on fragments (project_id, doc_id, position) that the neighbours lookup
+    (db/context.py) would use; the schema has none (a migration would add it), so this measures what it buys."""
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE INDEX ix_bench_fragments_doc ON fragments (project_id, doc_id, position)")
+
+
+def open_context(page) -> float:
+    """Press D (the fragment's neighbours) and return ms until the context panel is visible; the app is idle
+    after."""
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    t = time.perf_counter()
+    page.keyboard.press("d")
+    page.locator(CONTEXT_BOX).wait_for()
+    took = (time.perf_counter() - t) * 1000
+    settle(page)
+    return took
+
+
+def close_context(page) -> None:
+    """Press Escape and wait until the context panel is gone and the app idle."""
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("Escape")
+    page.locator(CONTEXT_BOX).wait_for(state="detached")
+    settle(page)
 
 
 def settle(page) -> None:
@@ -123,17 +166,19 @@ def log_in(page, base_url: str, user: str) -> None:
     wait_idle(page)
 
 
-def press_keys(page, presses: int) -> tuple[list[float], dict[str, int]]:
-    """Press grade keys back to back: each press → the next fragment's text on screen (ms), and which grade
-    each fragment was given (each press saves a judgment)."""
+def press_keys(page, presses: int, context: bool = False) -> tuple[list[float], dict[str, int]]:
+    """Press grade keys back to back: each press → the next fragment's text on screen (ms; with `context`, the
+    open context panel showing its neighbours too), and which grade each fragment was given (each press saves a
+    judgment)."""
     timings, pressed = [], {}
     for i in range(presses):
         before = page.locator(BOX).inner_text()
+        context_before = page.locator(CONTEXT_BOX).inner_text() if context else None
         fragment = before.split("fragment ", 1)[1].split()[0]
         page.evaluate("document.activeElement && document.activeElement.blur()")
         t = time.perf_counter()
         page.keyboard.press(str(i % 4))
-        next_fragment(page, before)
+        next_fragment(page, before, context_before)
         timings.append((time.perf_counter() - t) * 1000)
         pressed[fragment] = i % 4
         settle(page)
@@ -149,6 +194,23 @@ def keypress_timings(browser, base_url: str, presses: int) -> list[float]:
     timings, _ = press_keys(page, presses)
     context.close()
     return timings
+
+
+def context_timings(browser, base_url: str, presses: int, opens: int = 10) -> tuple[list[float], list[float]]:
+    """Grading in context as CONTEXT_USER, in a fresh browser session: D → neighbours visible (`opens` times,
+    Escape between), then with the neighbours open, key press → next fragment and its neighbours visible (ms)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    log_in(page, base_url, CONTEXT_USER)
+    opened = []
+    for _ in range(opens):
+        opened.append(open_context(page))
+        close_context(page)
+    open_context(page)
+    timings, _ = press_keys(page, presses, context=True)
+    context.close()
+    return opened, timings
 
 
 def grader(base_url: str, user: str, presses: int, start, results) -> None:
@@ -250,6 +312,12 @@ def main() -> int:
     parser.add_argument("--presses", type=int, default=None, help="per annotator (default 60; 40 with --annotators)")
     parser.add_argument("--logins", type=int, default=5)
     parser.add_argument("--annotators", type=int, default=0, help="grade with this many browsers at once")
+    parser.add_argument("--context", action="store_true",
+                        help="one annotator: also grade with the neighbours panel open (fragments chunked into "
+                             f"{CHUNKS}-chunk documents)")
+    parser.add_argument("--doc-index", action="store_true",
+                        help="with --context: first index fragments (project_id, doc_id, position), which the "
+                             "schema lacks, to measure what such an index buys")
     parser.add_argument("--backend", choices=("sqlite", "postgresql"), action="append",
                         help="with --annotators (repeatable; default both, SQLite first)")
     args = parser.parse_args()
@@ -259,6 +327,8 @@ def main() -> int:
               for backend in args.backend or ("sqlite", "postgresql")]
         return 0 if all(ok) else 1
     args.judgments, args.presses = args.judgments or 1_000_000, args.presses or 60
+    if args.presses > UNJUDGED_PER_USER:
+        parser.error(f"--presses {args.presses}: every queue keeps only {UNJUDGED_PER_USER} pairs open")
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="qrelkit-bench-app-") as tmp:
@@ -269,6 +339,11 @@ def main() -> int:
         set_password(engine, USER, PASSWORD, actor=OPERATOR)
         add_guideline(engine, "bench", BUNDLED_GUIDELINE.read_text(encoding="utf-8"),
                       actor=OPERATOR)
+        if args.context:
+            chunk_documents(engine)
+            set_password(engine, CONTEXT_USER, PASSWORD, actor=OPERATOR)
+            if args.doc_index:
+                index_documents(engine)
         print(f"built {args.judgments:,} judgments in {time.perf_counter() - t:.1f} s", flush=True)
         prog = progress(engine, "bench", USER)
         print(f"{USER}: {prog.done:,} judged of {prog.assigned:,} assigned", flush=True)
@@ -280,14 +355,36 @@ def main() -> int:
                 login_timings(browser, base_url, 1)  # warm-up: first script compile, engine, caches
                 logins = login_timings(browser, base_url, args.logins)
                 presses = keypress_timings(browser, base_url, args.presses)
+                if args.context:
+                    opened, in_context = context_timings(browser, base_url, args.presses)
                 browser.close()
         finally:
             stop_server(proc)
+        if args.context:
+            results["store pair_context"] = context_store_timings(engine)
     for name, ms in results.items():
         print(summary(name, ms))
     print(summary("first page after login", logins, 2000))
     print(summary("key press -> next fragment visible", presses, 400))
+    if args.context:
+        print(summary("D -> neighbours visible", opened))
+        print(summary("in context: press -> next + nbrs", in_context, 400))
     return 0
+
+
+def context_store_timings(engine, samples: int = 20) -> list[float]:
+    """db.context.pair_context for the user's next pair, timed alone (ms): what the open panel asks the store
+    for on each press."""
+    from db.context import pair_context
+
+    pair = next_pair(engine, "bench", CONTEXT_USER)
+    assert pair is not None
+    out = []
+    for _ in range(samples):
+        t = time.perf_counter()
+        pair_context(engine, "bench", pair.pair_id)
+        out.append((time.perf_counter() - t) * 1000)
+    return out
 
 
 if __name__ == "__main__":

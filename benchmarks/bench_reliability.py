@@ -4,15 +4,27 @@ A generated golden set: 40 fragments per query with grades 0–3, ten runs of ri
 qrels holding only the depth-10 pool of the runs (as a pooled release does). Prints the time of each
 correction and the sentence; `--html` writes the ASL curve as the Evaluate page draws it (Altair HTML), `--png`
 too when vl-convert is installed. Run: `python3 benchmarks/bench_reliability.py [--queries 1000] [--runs 10]`.
+
+`--release` times what the reliability entry of a release card costs: `create_release` on the demo project
+(`qrelkit demo`, in a temporary SQLite store; median of `--repeats`), the card's reliability alone on the same
+release, and the card's reliability on the generated set (with its depth-10 pool as the runs' contributions).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
+import sys
+import tempfile
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from sqlalchemy import select
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from eval_core.reliability import ReliabilityReport, Settings, reliability
 
@@ -45,7 +57,12 @@ def main() -> None:
     parser.add_argument("--delta", type=float, default=0.02)
     parser.add_argument("--html", help="write the ASL curve here (Altair HTML)")
     parser.add_argument("--png", help="write the ASL curve here as PNG (needs vl-convert-python)")
+    parser.add_argument("--release", action="store_true", help="time the release card's reliability instead")
+    parser.add_argument("--repeats", type=int, default=15, help="with --release (default %(default)s)")
     args = parser.parse_args()
+    if args.release:
+        release_cost(args.queries, args.runs, args.repeats)
+        return
     qrels, runs = generate(args.queries, args.runs)
     print(f"{args.runs} runs × {args.queries} queries, {len(qrels)} judged pairs, {args.resamples} resamples")
     for correction in ("tukey-hsd", "holm"):
@@ -60,6 +77,51 @@ def main() -> None:
         if correction == "tukey-hsd":
             tukey = report
     _chart(tukey, args.html, args.png)
+
+
+def _median_seconds(func: Callable[[], object], repeats: int) -> float:
+    """The median wall time of `repeats` calls."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        func()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def release_cost(n_queries: int, n_runs: int, repeats: int) -> None:
+    """Print create_release's median time on the demo, the card's reliability alone there, and the card's
+    reliability on the generated set."""
+    from annotator.demo import build_demo
+    from db.evaluations import load_release, qrels_of, run_frame
+    from db.projects import project_row, project_scale
+    from db.releases import create_release
+    from db.reliability import card_settings, pool_contributions, reliability_card
+    from db.store.engine import session_scope
+    from db.store.models import Run
+    from db.store.schema import init_db
+    from eval_core.reliability.pool_bias import top_pairs
+
+    with tempfile.TemporaryDirectory(prefix="qrelkit-bench-reliability-") as tmp:
+        engine = init_db(f"sqlite:///{Path(tmp) / 'demo.db'}")
+        build_demo(engine)
+        release = _median_seconds(lambda: create_release(engine, "demo", actor="lea"), repeats)
+        with session_scope(engine) as session:
+            proj = project_row(session, "demo")
+            rows = session.execute(select(Run.id, Run.name).where(Run.project_id == proj.id)).all()
+            frames = {name: run_frame(session, rid) for rid, name in rows}
+            assert proj.id is not None
+            pooled = pool_contributions(session, proj.id, list(frames))
+            qrels, scale = qrels_of(load_release(session, proj, "latest")), project_scale(proj)
+        engine.dispose()
+    card = _median_seconds(lambda: reliability_card(qrels, frames, pooled, scale, "demo"), repeats)
+    print(f"demo ({qrels['query_id'].nunique()} queries, {len(frames)} runs): create_release median {release:.3f} s, "
+          f"of which the card's reliability {card:.3f} s ({repeats} repeats)")
+    big_qrels, runs = generate(n_queries, n_runs)
+    big_pool = {name: top_pairs(frame, 10) for name, frame in runs.items()}
+    big = _median_seconds(lambda: reliability_card(big_qrels, runs, big_pool, (0, 3), "generated"), 3)
+    print(f"{n_runs} runs × {n_queries} queries: the card's reliability {big:.2f} s (median of 3; "
+          f"{card_settings(n_runs, n_queries).resamples} resamples, pool bias for every run)")
 
 
 def _chart(report: ReliabilityReport, html: str | None, png: str | None) -> None:

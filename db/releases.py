@@ -27,6 +27,7 @@ from db.evaluations import (
     store_evaluation,
 )
 from db.projects import project_row, project_scale
+from db.reliability import pool_contributions, reliability_card
 from db.store.engine import session_scope
 from db.store.frames import project_adjudications, project_judgments
 from db.store.models import Evaluation as EvaluationRow
@@ -57,7 +58,7 @@ EXPORT_FORMATS = {"trec": "qrels.trec", "beir": "qrels.tsv", "jsonl": "judgments
 AS_JUDGED_FILES = {"qrels.trec": "qrels.as-judged.trec", "qrels.tsv": "qrels.as-judged.tsv"}
 BOOTSTRAP = 200
 DIFF_LISTED = 1000
-RELEASE_STEPS = 5
+RELEASE_STEPS = 6
 
 
 @dataclass(frozen=True)
@@ -276,7 +277,8 @@ def create_release(engine: Engine, project: str, rule: str = "median", min_grade
                    progress: Callable[[str], None] | None = None, *, actor: Actor, policy: str = "humans-only",
                    model_threshold: float = MODEL_THRESHOLD) -> ReleaseInfo:
     """Snapshot the consensus labels as the next version, with card, files, the diff against the previous
-    release, and every stored run evaluated against it. Leads and the operator only (a lead is recorded as
+    release, and every stored run evaluated against it; the card's `reliability` holds the release's sentence
+    and the numbers behind it against the stored runs (db.reliability.reliability_card, resamples bounded). Leads and the operator only (a lead is recorded as
     the author). Reads and computes first; writes in one short transaction, refusing if another release
     appeared meanwhile or the actor lost the right. `progress` is called after each of the RELEASE_STEPS
     stages. The consensus is over people's grades only; `policy` model-fills-gaps adds a model judge's grade
@@ -306,6 +308,7 @@ def create_release(engine: Engine, project: str, rule: str = "median", min_grade
                                    .order_by(Release.version.desc()).limit(1)).scalar_one_or_none()
         runs = session.execute(select(Run.id, Run.name).where(Run.project_id == proj.id).order_by(Run.name)).all()
         run_frames = {r.id: (r.name, run_frame(session, r.id)) for r in runs}
+        pooled = pool_contributions(session, proj.id, [r.name for r in runs])
         text_hashes = _text_hashes(session, proj.id, labels)
     step("read")
     judged_released = humans
@@ -333,6 +336,10 @@ def create_release(engine: Engine, project: str, rule: str = "median", min_grade
                 "runs": {run_frames[rid][0]: _moves(old_results[rid].mean, results[rid].mean) for rid in results}}
     content_hash = _content_hash(qrels_trec, judgments_jsonl)
     step("evaluate runs")
+    number = (previous.version if previous is not None else 0) + 1  # checked again when written
+    card["reliability"] = reliability_card(qrels, {name: frame for name, frame in run_frames.values()}, pooled,
+                                           scale, f"release {number} of {project}")
+    step("reliability")
     with session_scope(engine, write=True) as session:
         author = require_lead(session, actor)
         project_row(session, project, lock=True)

@@ -13,7 +13,7 @@ from annotator.cli import main
 from db.accounts.permissions import OPERATOR
 from db.pooling import pool
 from db.releases import create_release
-from db.reliability import project_reliability, release_sentence
+from db.reliability import NO_RUNS, project_reliability, release_sentence
 from eval_core.reliability import Settings
 
 TEXTS = {d: f"text {d}" for d in "abcdefgx"}
@@ -42,11 +42,13 @@ def test_pool_bias_from_the_pool_sources(engine, project):
     assert "Runs lose up to" in release_sentence(engine, "demo", 1)
 
 
-def test_no_runs_no_sentence(engine, project):
+def test_no_runs_no_report(engine, project):
+    """No stored run: the report refuses, naming the way out; the card's sentence says so
+    (tests/test_release_reliability.py)."""
     seed(engine, project.id, {"q1": "one"}, TEXTS)
     judge(engine, project.id, {("q1", "a"): {"ann": 2}})
     create_release(engine, "demo", actor=OPERATOR)
-    assert release_sentence(engine, "demo", 1) is None
+    assert release_sentence(engine, "demo", 1) == NO_RUNS
     with pytest.raises(ValueError, match="no stored runs"):
         project_reliability(engine, "demo")
 

@@ -1,8 +1,11 @@
 """Evaluate-page section "Is this release reliable?": the release's reliability sentence against the stored
-runs, the ASL curve of every run pair, split-half τ and each pooled run's leave-one-out drop (user strings
-literal)."""
+runs, the ASL curve of every run pair, split-half τ and each pooled run's leave-one-out drop; and the sentence
+the release card keeps, as the Releases and Evaluate pages show it (user strings literal)."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 import altair as alt
 import pandas as pd
@@ -12,9 +15,11 @@ from sqlalchemy.engine import Engine
 from annotator.app.views import literal
 from db import evaluations
 from db.reliability import project_reliability
-from eval_core.reliability import MetricReliability, ReliabilityReport, Settings
+from eval_core.reliability import Correction, MetricReliability, ReliabilityReport, Settings
 
 TITLE = "Is this release reliable?"
+NOT_ON_CARD = ("Release {version} was cut before release cards kept a reliability sentence: "
+               "\"Is this release reliable?\" on the Evaluate page sizes it against the stored runs.")
 
 
 @st.cache_data(ttl=600, max_entries=8, show_spinner=False)
@@ -80,3 +85,43 @@ def reliability_section(engine: Engine, project: str, version: int) -> None:
     st.dataframe(drop_table(m, report.runs))
     for note in report.notes:
         st.caption(literal(note))
+
+
+def card_sentence(card: Mapping[str, Any], version: int) -> str:
+    """The reliability sentence the release card keeps (measured when the release was cut), or why there is none."""
+    entry = card.get("reliability") or {}
+    return str(entry["sentence"]) if entry.get("sentence") else NOT_ON_CARD.format(version=version)
+
+
+def card_details(card: Mapping[str, Any]) -> str | None:
+    """The numbers behind the card's sentence in one plain line: the runs it was measured against, the variance
+    and its source, discriminative power with the correction and resamples, split-half τ (None without them)."""
+    entry = card.get("reliability") or {}
+    if not entry.get("metrics"):
+        return None
+    m, s = entry["metrics"][0], entry.get("settings", {})
+    runs = entry.get("runs", [])
+    words = [f"Measured when the release was cut, on {m['metric']} over {m['queries']:,} queries against the "
+             f"{len(runs)} run(s) stored then ({', '.join(runs)}; pooled: {', '.join(entry.get('pooled') or []) or 'none'})"]
+    if m.get("variance") is not None:
+        words.append(f"variance of a per-query difference {m['variance']:.5f} ({m['variance_source']}), "
+                     f"α = {s.get('alpha', 0.05):g}, power {s.get('power', 0.8):g}")
+    if m.get("pairs"):
+        correction = Correction(s.get("correction", Correction.TUKEY_HSD)).label
+        words.append(f"{m['significant_pairs']} of {len(m['pairs'])} run pairs differ ({correction}, "
+                     f"{s.get('resamples', 0):,} resamples)")
+    tau = m.get("split_half_tau") or {}
+    if tau.get("mean") is not None:
+        words.append(f"split-half Kendall τ mean {tau['mean']:.3f} (5–95% {tau['p5']:.3f}–{tau['p95']:.3f})")
+    return "; ".join(words) + "."
+
+
+def show_card_reliability(card: Mapping[str, Any], version: int, lead: str = "") -> None:
+    """The card's sentence as plain text (after `lead`, e.g. "Release 3, as cut: "; a card without a sentence
+    says so, without `lead`), and the numbers behind it as a caption, every string escaped (run names come
+    from users)."""
+    kept = bool((card.get("reliability") or {}).get("sentence"))
+    st.text((lead if kept else "") + card_sentence(card, version))
+    details = card_details(card)
+    if details:
+        st.caption(literal(details))

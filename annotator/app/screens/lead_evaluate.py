@@ -33,6 +33,8 @@ if not listed:
 versions = sorted((r.version for r in listed), reverse=True)
 version = st.sidebar.selectbox("Release", versions, index=0)
 qrels = evaluations.release_qrels(engine, project.name, version)
+in_force = next(r for r in listed if r.version == version)
+views_reliability.show_card_reliability(in_force.card, version, lead=f"Release {version}, as cut: ")
 
 stored = views_evaluate.stored_run_names(engine, project.name)
 source = st.radio("Run", ("Stored run", "Upload a run"), horizontal=True, index=0 if stored else 1)

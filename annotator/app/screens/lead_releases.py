@@ -8,6 +8,7 @@ import streamlit as st
 from annotator.app import session as auth
 from annotator.app import views
 from annotator.app.components import releases as views_release
+from annotator.app.components import reliability as views_reliability
 from annotator.app.views import literal
 from db import releases
 from eval_core.consensus import RULES
@@ -64,6 +65,8 @@ for col, (label, value) in zip(st.columns(4), views_release.card_headline(card),
     col.metric(label, value)
 st.dataframe(views_release.grade_distribution(card, project.labels), hide_index=True, placeholder=views.MISSING)
 st.caption(views_release.card_caption(card, release))
+st.markdown("**Reliability**")
+views_reliability.show_card_reliability(card, version)
 views_release.show_policy(card)
 views_release.show_changed_texts(releases.changed_texts(engine, project.name, version))
 with st.expander("Full card"):
