@@ -20,14 +20,14 @@ def test_packaged_chain_and_head():
     assert names == ["0001_initial_schema.py", "0002_assignment_done.py", "0003_sessions.py",
                      "0004_labels_notes_text_hashes.py", "0005_queue_order.py", "0006_model_judges.py",
                      "0007_query_context.py", "0008_control_pairs.py", "0009_rejudge.py",
-                     "0010_qualification.py"]
-    assert head_revision() == "0010"
+                     "0010_qualification.py", "0011_fragment_documents.py"]
+    assert head_revision() == "0011"
 
 
 def test_upgrade_is_idempotent_and_matches_models(empty_store_url):
     engine = init_db(empty_store_url)
-    assert upgrade(engine) == "0010"
-    assert upgrade(engine) == "0010"
+    assert upgrade(engine) == "0011"
+    assert upgrade(engine) == "0011"
     with engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), SQLModel.metadata)
     assert diff == []
@@ -59,7 +59,7 @@ def test_database_at_0001_with_data_upgrades_intact(empty_store_url):
         for pid in (1, 2):  # ann judged pairs 1 and 2 under revision 0001
             run(f"INSERT INTO judgments (project_id, pair_id, user_id, grade, revision, created_at, updated_at) "
                 f"VALUES (1, {pid}, 1, {pid + 1}, 1, '{now}', '{now}')")
-    assert upgrade(engine) == "0010"
+    assert upgrade(engine) == "0011"
     with engine.connect() as conn:
         done = dict(conn.execute(sa.text("SELECT pair_id, done FROM assignments WHERE user_id = 1")).all())
         other = conn.execute(sa.text("SELECT done FROM assignments WHERE user_id = 2")).scalar_one()

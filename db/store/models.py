@@ -134,6 +134,7 @@ class Fragment(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("project_id", "external_id", name="uq_fragments_external"),
         Index("ix_fragments_hash", "project_id", "content_hash"),
+        Index("ix_fragments_document", "project_id", "doc_id", "position"),  # the neighbours panel (0011)
     )
     id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="projects.id", index=True)
