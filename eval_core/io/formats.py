@@ -173,9 +173,11 @@ def _first_duplicate(cols: Columns) -> int | None:
     n = len(cols.qcode)
     if n < 2:
         return None
-    key = pair_keys(cols.doc_keys, cols.qcode)
-    if not (np.diff(np.sort(key)) == 0).any():  # NumPy's SIMD sort: cheaper than any hash table here
+    ks = pair_keys(cols.doc_keys, cols.qcode)
+    ks.sort()  # NumPy's SIMD sort, in place on a fresh array: cheaper than any hash table here
+    if not (ks[1:] == ks[:-1]).any():
         return None
+    key = pair_keys(cols.doc_keys, cols.qcode)
     order = np.argsort(key, kind="stable")
     ks = key[order]
     cand = np.flatnonzero(ks[1:] == ks[:-1])
@@ -256,8 +258,9 @@ def _arrow_trec(source: Any, kind: str, label: str, threads: bool = True) -> Col
         return None  # not UTF-8: the scan names the line
     if pc.any(pc.starts_with(qvalues, "#")).as_py() or pc.min(pc.binary_length(qvalues)).as_py() == 0:
         return None  # comment lines, or leading/doubled spaces: the scan handles both
-    if pc.min(pc.binary_length(d)).as_py() == 0:
-        return None
+    offsets = np.frombuffer(d.buffers()[1], np.int64)[d.offset:d.offset + len(d) + 1]
+    if (offsets[1:] == offsets[:-1]).any():
+        return None  # an empty docid
     if _odd_ids(qvalues) or _odd_ids(d):
         return None  # an id holding a no-break space, \v, NEL, a control or invisible character: the scan names it
     value = numpy_values(table["v"])
