@@ -11,7 +11,7 @@ own: ru_maxrss from wait4 on that child (the parent never holds the data), with 
 The floor rows time reading the run's bytes and pyarrow's CSV parse of it alone. `median s` excludes the
 interpreter's start-up and the imports; `process s` is the whole child process, timed by the parent (what a
 shell user waits for). `qrelkit-cli` is the `qrelkit eval` command itself (`annotator.cli.main`, JSON out),
-its imports inside the timer.
+its imports inside the timer. `process CPU s` is the child's user + system time (from wait4).
 """
 
 from __future__ import annotations
@@ -183,6 +183,7 @@ def measure(tool: str, qrels: Path, run: Path, child: str | None = None) -> dict
     res = json.loads(out.strip().splitlines()[-1])
     res["peak_mib"] = usage.ru_maxrss / 1024
     res["process_seconds"] = process_seconds
+    res["cpu_seconds"] = usage.ru_utime + usage.ru_stime  # the whole child: start-up and imports included
     return res
 
 
@@ -219,9 +220,9 @@ def main() -> None:
         base = {t: statistics.median(r["seconds"] for r in rounds[t]) for t in rounds}
         print(f"\n{args.size} {name} (scores with {decimals} decimals; {lines:,} run lines, "
               f"{run.stat().st_size / 2**20:.0f} MiB), median of {args.repeat}:")
-        print("| tool | median s | runs s | process s | peak MiB (ru_maxrss / VmHWM) | × qrelkit all cores "
-              "| × qrelkit 1 worker | × pyarrow parse | ndcg@10 mean |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("| tool | median s | runs s | process s | process CPU s | peak MiB (ru_maxrss / VmHWM) "
+              "| × qrelkit all cores | × qrelkit 1 worker | × pyarrow parse | ndcg@10 mean |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for tool, res in rounds.items():
             med = base[tool]
             ratio = (f"{med / base['qrelkit']:.2f}×" if "qrelkit" in base else "")
@@ -230,8 +231,9 @@ def main() -> None:
             hwm = max(r["vmhwm_mib"] for r in res)
             times = " ".join(f"{r['seconds']:.2f}" for r in res)
             process = statistics.median(r["process_seconds"] for r in res)
+            cpu = statistics.median(r["cpu_seconds"] for r in res)
             floor = f"{med / base['pyarrow-parse']:.2f}×"
-            print(f"| {tool} | {med:.2f} | {times} | {process:.2f} | {peak:.0f} / {hwm:.0f} "
+            print(f"| {tool} | {med:.2f} | {times} | {process:.2f} | {cpu:.2f} | {peak:.0f} / {hwm:.0f} "
                   f"| {ratio} | {ratio1} | {floor} | {res[0]['check']:.6f} |", flush=True)
         parse_process = statistics.median(r["process_seconds"] for r in rounds["pyarrow-parse"])
         for tool in ("qrelkit", "qrelkit-cli"):
