@@ -1,14 +1,17 @@
 """Benchmark `qrelkit eval` against pytrec_eval and ranx on the same seeded TREC files, side by side.
 
 Usage: python3 benchmarks/bench_eval.py [--size 10kx1000] [--data tie-heavy,tie-free,3-decimals]
-         [--repeat 3] [--tools qrelkit,qrelkit-1,pytrec_eval,ranx] [--dir bench_data]
+         [--repeat 3] [--tools qrelkit,qrelkit-1,qrelkit-cli,pytrec_eval,ranx] [--dir bench_data]
 
 End-to-end = parse both files + the full default metric set at k = 1,3,5,10,20,100. Every measurement
 runs in its own fresh subprocess; the tools take turns within each round (so a load spike on this shared
 machine hits all of them), and the table gives each tool's median and its ratio to qrelkit with all cores
 and with one worker (pytrec_eval and ranx's trec path are single-threaded). Peak memory is each child's
 own: ru_maxrss from wait4 on that child (the parent never holds the data), with VmHWM as a cross-check.
-The floor rows time reading the run's bytes and pyarrow's CSV parse of it alone.
+The floor rows time reading the run's bytes and pyarrow's CSV parse of it alone. `median s` excludes the
+interpreter's start-up and the imports; `process s` is the whole child process, timed by the parent (what a
+shell user waits for). `qrelkit-cli` is the `qrelkit eval` command itself (`annotator.cli.main`, JSON out),
+its imports inside the timer. `process CPU s` is the child's user + system time (from wait4).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -92,8 +96,13 @@ CHILD = r"""
 import json, sys, time
 tool, qrels_path, run_path = sys.argv[1:4]
 KS = (1, 3, 5, 10, 20, 100)
-# Imports happen before the timer starts: the figures are parse + metrics, not interpreter start-up.
-if tool.startswith("qrelkit"):
+# Imports happen before the timer starts: the figures are parse + metrics, not interpreter start-up
+# (but for qrelkit-cli, whose command imports what it needs as it runs: its time includes them).
+t_cli = time.perf_counter()
+if tool == "qrelkit-cli":
+    import io, contextlib
+    from annotator.cli import main
+elif tool.startswith("qrelkit"):
     from eval_core import evaluate
     workers = 1 if tool == "qrelkit-1" else None
 elif tool == "pytrec_eval":
@@ -105,7 +114,12 @@ elif tool == "pyarrow-parse":
     import pyarrow.csv as pacsv
 t0 = time.perf_counter()
 out = 0.0
-if tool.startswith("qrelkit"):
+if tool == "qrelkit-cli":
+    t0 = t_cli
+    with contextlib.redirect_stdout(io.StringIO()) as buf, contextlib.redirect_stderr(io.StringIO()):
+        assert main(["eval", qrels_path, run_path, "--format", "json"]) == 0
+    out = json.loads(buf.getvalue())["runs"][0]["mean"]["ndcg@10"]
+elif tool.startswith("qrelkit"):
     out = evaluate(qrels_path, run_path, k=KS, workers=workers).mean["ndcg@10"]
 elif tool == "pytrec_eval":
     def load(path, run):
@@ -143,7 +157,7 @@ hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.st
 print(json.dumps({"seconds": secs, "check": float(out), "vmhwm_mib": hwm}))
 """
 DATASETS = {"tie-heavy": 2, "tie-free": 6, "3-decimals": 3}  # scores rounded to this many decimals
-TOOLS = ("qrelkit", "qrelkit-1", "pytrec_eval", "ranx")
+TOOLS = ("qrelkit", "qrelkit-1", "qrelkit-cli", "pytrec_eval", "ranx")
 FLOORS = ("read-bytes", "pyarrow-parse")
 
 
@@ -156,16 +170,20 @@ def measure(tool: str, qrels: Path, run: Path, child: str | None = None) -> dict
     """
     with tempfile.TemporaryFile() as err:
         root = Path(__file__).resolve().parent.parent
+        start = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-c", child or CHILD, tool, str(qrels), str(run)],
                                 stdout=subprocess.PIPE, stderr=err, cwd=root, env=dict(os.environ, PYTHONPATH=str(root)))
         out = proc.stdout.read().decode()  # type: ignore[union-attr]
         _, status, usage = os.wait4(proc.pid, 0)
+        process_seconds = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode:
             err.seek(0)
             raise RuntimeError(f"{tool} failed: {err.read().decode()[-2000:]}")
     res = json.loads(out.strip().splitlines()[-1])
     res["peak_mib"] = usage.ru_maxrss / 1024
+    res["process_seconds"] = process_seconds
+    res["cpu_seconds"] = usage.ru_utime + usage.ru_stime  # the whole child: start-up and imports included
     return res
 
 
@@ -202,9 +220,9 @@ def main() -> None:
         base = {t: statistics.median(r["seconds"] for r in rounds[t]) for t in rounds}
         print(f"\n{args.size} {name} (scores with {decimals} decimals; {lines:,} run lines, "
               f"{run.stat().st_size / 2**20:.0f} MiB), median of {args.repeat}:")
-        print("| tool | median s | runs s | peak MiB (ru_maxrss / VmHWM) | × qrelkit all cores | × qrelkit 1 worker "
-              "| ndcg@10 mean |")
-        print("|---|---|---|---|---|---|---|")
+        print("| tool | median s | runs s | process s | process CPU s | peak MiB (ru_maxrss / VmHWM) "
+              "| × qrelkit all cores | × qrelkit 1 worker | × pyarrow parse | ndcg@10 mean |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for tool, res in rounds.items():
             med = base[tool]
             ratio = (f"{med / base['qrelkit']:.2f}×" if "qrelkit" in base else "")
@@ -212,8 +230,17 @@ def main() -> None:
             peak = max(r["peak_mib"] for r in res)
             hwm = max(r["vmhwm_mib"] for r in res)
             times = " ".join(f"{r['seconds']:.2f}" for r in res)
-            print(f"| {tool} | {med:.2f} | {times} | {peak:.0f} / {hwm:.0f} "
-                  f"| {ratio} | {ratio1} | {res[0]['check']:.6f} |", flush=True)
+            process = statistics.median(r["process_seconds"] for r in res)
+            cpu = statistics.median(r["cpu_seconds"] for r in res)
+            floor = f"{med / base['pyarrow-parse']:.2f}×"
+            print(f"| {tool} | {med:.2f} | {times} | {process:.2f} | {cpu:.2f} | {peak:.0f} / {hwm:.0f} "
+                  f"| {ratio} | {ratio1} | {floor} | {res[0]['check']:.6f} |", flush=True)
+        parse_process = statistics.median(r["process_seconds"] for r in rounds["pyarrow-parse"])
+        for tool in ("qrelkit", "qrelkit-cli"):
+            if tool in rounds:
+                process = statistics.median(r["process_seconds"] for r in rounds[tool])
+                print(f"whole process, {tool} / pyarrow-parse: {process:.2f} s / {parse_process:.2f} s = "
+                      f"{process / parse_process:.2f}×")
     print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

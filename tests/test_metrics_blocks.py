@@ -248,3 +248,26 @@ def test_workers_report_the_first_bad_line_in_file_order(tmp_path: Path) -> None
             evaluate(qp, rp, block_bytes=50, workers=workers)
         messages.add(str(exc.value))
     assert len(messages) == 1 and f"{rp}:4:" in messages.pop()
+
+
+def test_a_bad_qrels_file_is_reported_before_the_run_read_alongside_it(tmp_path: Path) -> None:
+    """A big run's first blocks are parsed while a side thread reads the qrels: the errors keep the sequential
+    order (qrels, then categories, then the run), whichever thread gets there first."""
+    qp, _, run = make_files(tmp_path, seed=9)
+    bad_run = tmp_path / "bad.run"
+    bad_run.write_text("".join(run[:5]) + "q0 Q0 broken\n" + "".join(run[5:]))
+    bad_qrels = tmp_path / "bad.qrels"
+    bad_qrels.write_text(qp.read_text() + "q1 0 d1 high\n")
+    line = len(qp.read_text().splitlines()) + 1
+    for workers in (1, 2):
+        with pytest.raises(InputError) as exc:
+            evaluate(bad_qrels, bad_run, block_bytes=50, workers=workers)
+        assert str(exc.value) == f"{bad_qrels}:{line}: grade 'high' is not an integer"
+        cats = tmp_path / "cats.tsv"
+        cats.write_text("query_id\tcategory\nq1\ta\nq1\tb\n")
+        with pytest.raises(InputError) as exc:
+            evaluate(qp, bad_run, categories=cats, block_bytes=50, workers=workers)
+        assert str(exc.value) == f"{cats}:3: query 'q1' given two categories"
+        with pytest.raises(InputError) as exc:
+            evaluate(qp, bad_run, block_bytes=50, workers=workers)
+        assert str(exc.value).startswith(f"{bad_run}:6: expected 6 fields")

@@ -78,6 +78,18 @@ def test_qrelkit_eval_loads_only_its_own_command_group() -> None:
     assert loaded_after(run_main(argv), NOT_FOR_EVAL) == []
 
 
+def test_qrelkit_eval_loads_no_pandas_unless_a_table_of_queries_is_asked_for() -> None:
+    """Means are what `qrelkit eval` prints: pandas (≈ 0.3 s of start-up) comes only with --per-query; the
+    block reader of big runs stays without it too (pyarrow's pa.array and to_numpy would import it)."""
+    assert loaded_after(run_main(["eval", *SEED]), ("pandas",)) == []
+    assert loaded_after(run_main(["eval", *SEED, "--format", "json"]), ("pandas",)) == []
+    assert loaded_after(run_main(["eval", *SEED, "--per-query"]), ("pandas",)) == ["pandas"]
+    blocks = (f"from eval_core import evaluate\nev = evaluate({SEED[0]!r}, {SEED[1]!r}, block_bytes=4096)\n"
+              "assert ev.mean['ndcg@10'] > 0")
+    assert loaded_after(blocks, ("pandas",)) == []
+    assert loaded_after(blocks + "\nassert len(ev.per_query) > 0", ("pandas",)) == ["pandas"]
+
+
 def test_compare_with_the_default_test_loads_no_scipy() -> None:
     """SciPy is imported by the t-test and Wilcoxon only; the randomization test is NumPy."""
     argv = ["compare", *SEED, str(ROOT / "examples" / "seed002.run")]  # the second run scores 0: a difference

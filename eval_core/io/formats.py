@@ -13,6 +13,7 @@ import gzip
 import json
 import math
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -20,10 +21,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from glob import escape as glob_escape
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -40,7 +40,9 @@ from eval_core.io.records import (
     open_binary,
     semicolon_separated,
 )
-from eval_core.io.spreadsheet import escape_frame, unescape_cell
+
+if TYPE_CHECKING:  # pandas is imported where a DataFrame is made or read: evaluating files never needs it
+    import pandas as pd
 
 BEIR_COLS = ("query-id", "corpus-id", "score")
 DOC_FIELDS = ("doc_id", "corpus-id", "corpus_id", "fragment_id")  # fragment_id: a release's JSONL and CSV
@@ -64,8 +66,42 @@ class Columns:
 
     def frame(self, value_name: str) -> pd.DataFrame:
         """The contract's DataFrame form: query_id, doc_id and the grade or score column."""
+        import pandas as pd
+
         return pd.DataFrame({"query_id": self.qvalues.take(pa.array(self.qcode)).to_pandas(),
                              "doc_id": self.docid.to_pandas(), value_name: self.value})
+
+
+# ------------------------------------------------------------------------- NumPy ⇄ Arrow, without pandas
+# pyarrow's pa.array(ndarray), Array.to_numpy and fill_null import pandas (~0.3 s) to probe for its types; the
+# evaluation path goes through buffers instead, so `qrelkit eval` never loads pandas.
+
+_NUMPY = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
+          pa.uint64(): np.uint64, pa.float64(): np.float64}
+
+
+def arrow_ints(values: np.ndarray) -> pa.Array:
+    """An int64 Arrow array of NumPy integers (no copy when they already are contiguous int64)."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def numpy_values(arr: pa.Array | pa.ChunkedArray, null: Any = None) -> np.ndarray:
+    """The values of a numeric or boolean Arrow array as NumPy (numbers: no copy), nulls as `null`."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    n = len(arr)
+    validity, data = arr.buffers()[:2]
+    if not n or data is None:
+        return np.zeros(n, dtype=bool if pa.types.is_boolean(arr.type) else _NUMPY[arr.type])
+    if pa.types.is_boolean(arr.type):
+        out = np.unpackbits(np.frombuffer(data, np.uint8), bitorder="little")[arr.offset:arr.offset + n].view(bool)
+    else:
+        out = np.frombuffer(data, _NUMPY[arr.type])[arr.offset:arr.offset + n]
+    if arr.null_count:
+        valid = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")[arr.offset:arr.offset + n]
+        out = np.where(valid.view(bool), out, null)
+    return out
 
 
 # ---------------------------------------------------------------------------------------- string keys
@@ -137,22 +173,24 @@ def _first_duplicate(cols: Columns) -> int | None:
     n = len(cols.qcode)
     if n < 2:
         return None
-    key = pair_keys(cols.doc_keys, cols.qcode)
-    if not (np.diff(np.sort(key)) == 0).any():  # NumPy's SIMD sort: cheaper than any hash table here
+    ks = pair_keys(cols.doc_keys, cols.qcode)
+    ks.sort()  # NumPy's SIMD sort, in place on a fresh array: cheaper than any hash table here
+    if not (ks[1:] == ks[:-1]).any():
         return None
+    key = pair_keys(cols.doc_keys, cols.qcode)
     order = np.argsort(key, kind="stable")
     ks = key[order]
     cand = np.flatnonzero(ks[1:] == ks[:-1])
     a, b = order[cand], order[cand + 1]
-    same = (cols.qcode[a] == cols.qcode[b]) & pc.equal(
-        cols.docid.take(pa.array(a)), cols.docid.take(pa.array(b))).to_numpy(zero_copy_only=False)
+    same = (cols.qcode[a] == cols.qcode[b]) & numpy_values(pc.equal(
+        cols.docid.take(arrow_ints(a)), cols.docid.take(arrow_ints(b))))
     return int(np.max(np.stack([a, b])[:, same], axis=0).min()) if same.any() else None
 
 
 def _columns(q: pa.Array, d: pa.Array, value: np.ndarray, label: str) -> Columns:
     """Columns from plain string arrays (dictionary-encoding the query ids)."""
     enc = pc.dictionary_encode(q)
-    return Columns(enc.indices.to_numpy(zero_copy_only=False).astype(np.int64),
+    return Columns(numpy_values(enc.indices).astype(np.int64),
                    enc.dictionary.cast(pa.large_string()), d, value, label, string_keys(d))
 
 
@@ -194,9 +232,11 @@ def _arrow_trec(source: Any, kind: str, label: str, threads: bool = True) -> Col
 
     `threads=False` for blocks of a big run: the blocks are already parsed in parallel by `--workers`,
     and pyarrow's own thread pool on top of them costs more CPU and, on a loaded machine, far more time.
+    Ids are parsed as bytes (a third cheaper than as text) and seen as text without a copy; their UTF-8 is
+    checked only when some byte is not printable ASCII.
     """
     names = ["q", "it", "d", "v"] if kind == "qrels" else ["q", "q0", "d", "rank", "v", "tag"]
-    types = {"q": pa.dictionary(pa.int32(), pa.string()), "d": pa.large_string(),
+    types = {"q": pa.dictionary(pa.int32(), pa.binary()), "d": pa.large_binary(),
              "v": pa.int64() if kind == "qrels" else pa.float64()}
     try:
         table = pacsv.read_csv(
@@ -213,27 +253,53 @@ def _arrow_trec(source: Any, kind: str, label: str, threads: bool = True) -> Col
     if table.num_rows == 0:
         return None
     q = table["q"].unify_dictionaries()
-    qvalues = q.chunk(0).dictionary.cast(pa.large_string()) if q.num_chunks else pa.array([], pa.large_string())
+    qvalues, d = _as_text(q.chunk(0).dictionary), _as_text(table["d"].combine_chunks())
+    if qvalues is None or d is None:
+        return None  # not UTF-8: the scan names the line
     if pc.any(pc.starts_with(qvalues, "#")).as_py() or pc.min(pc.binary_length(qvalues)).as_py() == 0:
         return None  # comment lines, or leading/doubled spaces: the scan handles both
-    d = table["d"].combine_chunks()
-    if pc.min(pc.binary_length(d)).as_py() == 0:
-        return None
+    offsets = np.frombuffer(d.buffers()[1], np.int64)[d.offset:d.offset + len(d) + 1]
+    if (offsets[1:] == offsets[:-1]).any():
+        return None  # an empty docid
     if _odd_ids(qvalues) or _odd_ids(d):
         return None  # an id holding a no-break space, \v, NEL, a control or invisible character: the scan names it
-    value = table["v"].combine_chunks().to_numpy()
+    value = numpy_values(table["v"])
     if kind == "run" and not np.isfinite(value).all():
         return None
-    qcode = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in q.chunks]).astype(np.int64)
+    qcode = np.concatenate([numpy_values(c.indices) for c in q.chunks]).astype(np.int64)
     return Columns(qcode, qvalues, d, value, label, string_keys(d))
+
+
+def _id_bytes(ids: pa.Array) -> np.ndarray:
+    """The bytes of a (large) binary or string array's values, as a NumPy view."""
+    width = np.int64 if pa.types.is_large_binary(ids.type) or pa.types.is_large_string(ids.type) else np.int32
+    offsets = np.frombuffer(ids.buffers()[1], width)[ids.offset:ids.offset + len(ids) + 1]
+    return np.frombuffer(ids.buffers()[2], np.uint8)[offsets[0]:offsets[-1]] if len(ids) else np.empty(0, np.uint8)
+
+
+def _printable_ascii(ids: pa.Array) -> bool:
+    """True when every byte of the ids is printable ASCII (two SIMD reductions, no temporary array)."""
+    data = _id_bytes(ids)
+    return not len(data) or (int(data.min()) >= 0x21 and int(data.max()) <= 0x7E)
+
+
+def _as_text(ids: pa.Array) -> pa.Array | None:
+    """Ids parsed as bytes, as large_string (a view when they are large_binary); None when not valid UTF-8."""
+    try:
+        if pa.types.is_large_binary(ids.type):
+            text = ids.view(pa.large_string())
+            if not _printable_ascii(ids):
+                text.validate(full=True)
+            return text
+        return ids.cast(pa.large_string())
+    except pa.ArrowInvalid:
+        return None
 
 
 def _odd_ids(ids: pa.Array) -> bool:
     """True when some id may hold a character no id may (BAD_ID_CHARS): a look at the raw bytes first (printable
-    ASCII only: none can, ~20 ms for 4M ids), the Unicode test only for files with other bytes."""
-    offsets = np.frombuffer(ids.buffers()[1], np.int64)[ids.offset:ids.offset + len(ids) + 1]
-    data = np.frombuffer(ids.buffers()[2], np.uint8)[offsets[0]:offsets[-1]] if len(ids) else np.empty(0, np.uint8)
-    if not ((data < 0x21) | (data > 0x7E)).any():
+    ASCII only: none can), the Unicode test only for files with other bytes."""
+    if _printable_ascii(ids):
         return False
     return bool(pc.any(pc.match_substring_regex(ids, BAD_ID_CHARS)).as_py())
 
@@ -329,10 +395,21 @@ def read_trec_chunk(data: bytes | memoryview, path: str, first_line: int, kind: 
     Same two paths as a whole file — the columnar reader when it applies and validates, else the scan —
     so errors name the file's own line numbers.
     """
+    cols = fast_trec_chunk(data, path, kind)
+    return cols if cols is not None else scan_trec_chunk(data, path, first_line, kind)
+
+
+def fast_trec_chunk(data: bytes | memoryview, path: str, kind: str = "run") -> Columns | None:
+    """The columnar read of whole TREC lines when it applies and validates (no pair repeated); None when the
+    line-by-line scan has to read them (`scan_trec_chunk`), which needs their line numbers."""
     cols = _arrow_trec(pa.py_buffer(data), kind, path, threads=False)
-    if cols is None or _first_duplicate(cols) is not None:
-        return _scan_lines(_chunk_lines(data, path, first_line), path, kind)
-    return cols
+    return None if cols is None or _first_duplicate(cols) is not None else cols
+
+
+def scan_trec_chunk(data: bytes | memoryview, path: str, first_line: int, kind: str = "run") -> Columns | None:
+    """The line-by-line read of whole TREC lines starting at line `first_line`: reads them, or raises an
+    InputError naming the first bad line; None if they are only blanks and comments."""
+    return _scan_lines(_chunk_lines(data, path, first_line), path, kind)
 
 
 def _number(path: str, lineno: int, what: str, raw: Any) -> float:
@@ -412,6 +489,8 @@ def _records(path: str, kind: str) -> Columns:
     seen: dict[tuple[str, str], int] = {}
     with_score = without_score = 0
     escaped = format_by_name(path) == "csv"  # qrelkit's CSVs escape cells a spreadsheet would run
+    if escaped:
+        from eval_core.io.spreadsheet import unescape_cell
     for lineno, rec in iter_records(path, required=("query_id",)):
         if "annotator" in rec:
             raise InputError(path, lineno, f"this is a judgments file (one line per annotator's grade), not "
@@ -483,6 +562,8 @@ _ALIASES = {"query_id": ("query_id", "qid", "query"), "doc_id": ("doc_id", "doci
 
 def _from_frame(df: pd.DataFrame, kind: str, label: str = FRAME) -> Columns:
     """Validate a user DataFrame (column names, numbers, duplicates); rows are numbered from 1."""
+    import pandas as pd
+
     value = "grade" if kind == "qrels" else "score"
     cols = {str(c).lower().replace("-", "_"): c for c in df.columns}
     aliases = {**_ALIASES, value: (value, "score", "relevance") if kind == "qrels" else (value,)}
@@ -514,6 +595,8 @@ def _from_frame(df: pd.DataFrame, kind: str, label: str = FRAME) -> Columns:
 
 def _arrow_ids(s: pd.Series, label: str) -> pa.Array:
     """A column of ids as one large_string Arrow array (numbers become their text); missing ids rejected."""
+    import pandas as pd
+
     try:
         arr = pa.array(s, type=pa.large_string(), from_pandas=True) if s.dtype == object else pa.array(s)
         if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
@@ -547,6 +630,8 @@ def _from_dict(obj: Mapping, kind: str) -> Columns:
             v.append(val)
     if not q and kind == "qrels":
         raise InputError(DICT, None, "empty qrels")
+    import pandas as pd
+
     value = "grade" if kind == "qrels" else "score"
     return _from_frame(pd.DataFrame({"query_id": q, "doc_id": d, value: v}), kind, DICT)
 
@@ -558,7 +643,7 @@ def _load(src: Any, kind: str) -> Columns:
     """Any accepted source (path, DataFrame, dict, Columns) as validated Columns."""
     if isinstance(src, Columns):
         return src
-    if isinstance(src, pd.DataFrame):
+    if is_frame(src):
         return _from_frame(src, kind)
     if isinstance(src, Mapping):
         return _from_dict(src, kind)
@@ -578,6 +663,12 @@ def _load(src: Any, kind: str) -> Columns:
         raise InputError(path, 1, f"looks like {fmt.upper()} with named columns; give it a {suffix[0]} name "
                          "(TREC files are whitespace-separated without a header)")
     return _records(path, kind)
+
+
+def is_frame(obj: Any) -> bool:
+    """True for a pandas DataFrame, without importing pandas (none can exist before it is imported)."""
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and isinstance(obj, pandas.DataFrame)
 
 
 def require_file(path: str | Path) -> None:
@@ -637,6 +728,8 @@ def read_qrels_jg(path: str | Path) -> pd.DataFrame:
         rows.append((f[0], f[1], f[2], grade))
     if not rows:
         raise InputError(label, 1, "empty file: no qrels lines")
+    import pandas as pd
+
     return pd.DataFrame(rows, columns=["query_id", "judge", "doc_id", "grade"]).astype({"grade": "int64"})
 
 
@@ -730,6 +823,8 @@ def write_atomically(path: str | Path, lines: Iterator[str]) -> None:
 
 def write_qrels(src: Any, path: str | Path, fmt: str = "trec") -> None:
     """Write qrels as TREC (`qid 0 docid grade`), BEIR TSV, JSONL or CSV, atomically (gzip if `.gz`)."""
+    from eval_core.io.spreadsheet import escape_frame
+
     q = read_qrels(src)
     rows = list(zip(q["query_id"], q["doc_id"], q["grade"].tolist(), strict=True))
     if fmt == "trec":
@@ -759,6 +854,8 @@ def ranked(run: pd.DataFrame, queries: Sequence[str] | None = None, depth: int |
 
     A numeric sort on (query, score); doc ids are compared only inside tied score groups.
     """
+    import pandas as pd
+
     rows = run if queries is None else run[run["query_id"].isin(list(queries))]
     qcode, _ = pd.factorize(rows["query_id"], sort=True)
     score = rows["score"].to_numpy(np.float64)

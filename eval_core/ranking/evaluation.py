@@ -8,21 +8,23 @@ keeps its graded value, since `rel_level` never changes nDCG gains.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-import pandas as pd
 
 from eval_core.errors import InputError
 from eval_core.io.formats import (
     Columns,
     detect_format,
     extra_fields_warning,
+    is_frame,
     load_qrels,
     load_run,
     read_categories,
@@ -42,6 +44,9 @@ from eval_core.ranking.metrics import (
 )
 from eval_core.ranking.run_blocks import BLOCK_BYTES, Scattered, map_run_blocks
 
+if TYPE_CHECKING:  # pandas is imported when a DataFrame is first asked for: `qrelkit eval` prints means only
+    import pandas as pd
+
 MAX_LISTED = 10
 
 
@@ -58,7 +63,7 @@ def _is_multi(run: Any) -> bool:
     if not isinstance(run, Mapping) or not run:
         return False
     first = next(iter(run.values()))
-    if isinstance(first, str | Path | pd.DataFrame):
+    if isinstance(first, str | Path) or is_frame(first):
         return True
     return isinstance(first, Mapping) and any(isinstance(v, Mapping | list) for v in first.values())
 
@@ -106,6 +111,44 @@ class Evaluation:
                                   for c, row in self.by_category.to_dict(orient="index").items()}
         out["warnings"] = list(self.warnings)
         return out
+
+
+class _LazyFrame:
+    """Per-query values (metric → array over the qrels queries) made into a DataFrame only when first read."""
+
+    def __init__(self, values: dict[str, np.ndarray], qids: list[str]) -> None:
+        self.values, self.qids = values, qids
+
+    def frame(self) -> pd.DataFrame:
+        """The per-query DataFrame: one column per metric, indexed by query_id."""
+        import pandas as pd
+
+        return pd.DataFrame(self.values, index=pd.Index(self.qids, name="query_id"))
+
+
+def _get_per_query(self: Evaluation) -> pd.DataFrame:
+    value = self.__dict__["_per_query"]
+    if isinstance(value, _LazyFrame):
+        value = self.__dict__["_per_query"] = value.frame()
+    return value
+
+
+def _set_per_query(self: Evaluation, value: pd.DataFrame) -> None:
+    self.__dict__["_per_query"] = value
+
+
+# `per_query` stays a dataclass field (its place in the constructor, repr and equality) read through a property.
+setattr(Evaluation, "per_query", property(_get_per_query, _set_per_query,  # noqa: B010
+                                          doc="Per-query values: one column per metric, indexed by query_id."))
+
+
+def _mean(values: np.ndarray) -> float:
+    """pandas' Series.mean, without pandas: the sum over the non-NaN values divided by their number."""
+    values = np.asarray(values)
+    nan = np.isnan(values) if values.dtype.kind == "f" else None
+    if nan is not None and nan.any():
+        values = values[~nan]
+    return float(values.sum() / len(values)) if len(values) else math.nan
 
 
 @dataclass(frozen=True)
@@ -188,6 +231,9 @@ def evaluate(qrels: Any, run: Any, metrics: Sequence[str] | None = None, k: Sequ
     workers = default_workers() if workers is None else max(1, int(workers))
     specs = parse_metrics(opts.metrics, opts.k)
     offset, level, top = opts.levels()
+    if not _is_multi(run) and _blockable(run, block_bytes):
+        return _evaluate_overlapped(lambda: index_qrels(on_scale(load_qrels(qrels), opts.scale), level), run,
+                                    specs, opts.categories, opts.name, top, block_bytes, progress, workers, offset)
     qi = index_qrels(on_scale(load_qrels(qrels), opts.scale), level)
     cats = None if opts.categories is None else read_categories(opts.categories)
 
@@ -199,6 +245,27 @@ def evaluate(qrels: Any, run: Any, metrics: Sequence[str] | None = None, k: Sequ
         results = [one(r, n) for n, r in items]
         return {e.name: e for e in results} if isinstance(run, Mapping) else results
     return one(run, opts.name)
+
+
+def _evaluate_overlapped(prepare: Callable[[], QrelsIndex], run: Any, specs: list[Spec], categories: Any,
+                         name: str | None, max_grade: int, block_bytes: int,
+                         progress: Callable[[int], object] | None, workers: int, offset: int) -> Evaluation:
+    """One big TREC run: its first blocks are parsed while a side thread reads and indexes the qrels.
+
+    The errors are those of the sequential order: a bad qrels file first, then bad categories, then the run.
+    """
+    ready: dict[str, Any] = {}
+
+    def before() -> None:  # the block reader calls it before it looks at any block's outcome
+        if not ready:
+            ready["qi"] = prepared.result()
+            ready["cats"] = None if categories is None else read_categories(categories)
+
+    with ThreadPoolExecutor(max_workers=1) as side:
+        prepared = side.submit(prepare)
+        ranked, label, warnings = _rank(prepared.result, run, block_bytes, progress, workers, before)
+        before()
+    return _finish(ready["qi"], ranked, label, warnings, specs, ready["cats"], name, max_grade, offset)
 
 
 def default_workers() -> int:
@@ -218,37 +285,40 @@ def _blockable(run: Any, block_bytes: int) -> bool:
     return Path(run).stat().st_size * factor > block_bytes and detect_format(Path(run)) == "trec"
 
 
-def rank_file_blocks(qi: QrelsIndex, path: str | Path, block_bytes: int = BLOCK_BYTES,
-                     progress: Callable[[int], object] | None = None,
-                     workers: int = 1) -> tuple[Ranked, tuple[int, int] | None]:
+def rank_file_blocks(qi: QrelsIndex | Callable[[], QrelsIndex], path: str | Path, block_bytes: int = BLOCK_BYTES,
+                     progress: Callable[[int], object] | None = None, workers: int = 1,
+                     before: Callable[[], object] | None = None) -> tuple[Ranked, tuple[int, int] | None]:
     """Rank a TREC run block by block of whole queries — identical to `rank_run` on the whole file.
 
-    `workers` threads rank blocks at once; blocks are merged in file order, so the result is the same for
-    any number. Also returns the first line with fields after the sixth (None if there is none). Raises
-    `Scattered` when the file does not keep each query's lines together.
+    `qi` is the qrels index, or a function the workers call for it (it may still be being built); `before`
+    runs before any block's outcome is looked at (see `map_run_blocks`). `workers` threads rank blocks at
+    once; blocks are merged in file order, so the result is the same for any number. Also returns the
+    first line with fields after the sixth (None if there is none). Raises `Scattered` when the file does
+    not keep each query's lines together.
     """
+    get = qi if callable(qi) else lambda: qi
     parts, extra = [], None
-    for ranked, line in map_run_blocks(path, lambda cols: (rank_run(qi, cols), cols.extra_fields_line),
-                                       block_bytes, progress, workers):
+    for ranked, line in map_run_blocks(path, lambda cols: (rank_run(get(), cols), cols.extra_fields_line),
+                                       block_bytes, progress, workers, before):
         extra = extra or line
         parts.append(ranked)
     return merge_ranked(parts), extra
 
 
-def _rank(qi: QrelsIndex, run: Any, block_bytes: int, progress: Callable[[int], object] | None,
-          workers: int) -> tuple[Ranked, str, list[str]]:
+def _rank(qi: Callable[[], QrelsIndex], run: Any, block_bytes: int, progress: Callable[[int], object] | None,
+          workers: int, before: Callable[[], object] | None = None) -> tuple[Ranked, str, list[str]]:
     """The run ranked (in blocks when it is a big TREC file), its label, and any note on how it was read."""
     if _blockable(run, block_bytes):
         try:
-            ranked, extra = rank_file_blocks(qi, run, block_bytes, progress, workers)
+            ranked, extra = rank_file_blocks(qi, run, block_bytes, progress, workers, before)
             return ranked, str(run), extra_fields_warning(str(run), extra)
         except Scattered:
             note = ("the run file does not keep each query's lines together, so it was read whole "
                     "(memory grows with the file); group its lines by query to evaluate it in blocks")
             cols = load_run(run)
-            return rank_run(qi, cols), str(run), [note, *extra_fields_warning(str(run), cols.extra_fields_line)]
+            return rank_run(qi(), cols), str(run), [note, *extra_fields_warning(str(run), cols.extra_fields_line)]
     cols = load_run(run)
-    return rank_run(qi, cols), cols.label, extra_fields_warning(cols.label, cols.extra_fields_line)
+    return rank_run(qi(), cols), cols.label, extra_fields_warning(cols.label, cols.extra_fields_line)
 
 
 def _err_clip_warning(qi: QrelsIndex, specs: list[Spec], max_grade: int) -> list[str]:
@@ -268,13 +338,19 @@ def _evaluate_one(qi: QrelsIndex, run: Any, specs: list[Spec], cats: dict[str, s
                   progress: Callable[[int], object] | None = None, workers: int = 1,
                   offset: int = 0) -> Evaluation:
     """Score one run against prepared qrels and gather the warnings a person needs to trust the numbers."""
-    ranked, label, warnings = _rank(qi, run, block_bytes, progress, workers)
+    ranked, label, warnings = _rank(lambda: qi, run, block_bytes, progress, workers)
+    return _finish(qi, ranked, label, warnings, specs, cats, name, max_grade, offset)
+
+
+def _finish(qi: QrelsIndex, ranked: Ranked, label: str, warnings: list[str], specs: list[Spec],
+            cats: dict[str, str] | None, name: str | None, max_grade: int, offset: int) -> Evaluation:
+    """The metrics of a ranked run, its means, and the warnings a person needs to trust the numbers."""
     if name is None:
         name = "run" if label.startswith("<") else Path(label).name
     values = compute(qi, ranked, specs, max_grade=max_grade)
     qids = qi.qids.to_pylist()
-    per_query = pd.DataFrame(values, index=pd.Index(qids, name="query_id"))
-    mean = {m: float(per_query[m].mean()) if len(per_query) else 0.0 for m in per_query.columns}
+    per_query = cast("pd.DataFrame", _LazyFrame(values, qids))  # most callers read only the means
+    mean = {m: _mean(v) if len(qids) else 0.0 for m, v in values.items()}
     missing = [q for q, n in zip(qids, ranked.num_ret, strict=True) if n == 0]
     if missing:
         warnings.append(f"{len(missing)} of {len(qids)} qrels queries are missing from the run and score 0: "
@@ -287,13 +363,18 @@ def _evaluate_one(qi: QrelsIndex, run: Any, specs: list[Spec], cats: dict[str, s
     if no_rel:
         warnings.append(f"{len(no_rel)} qrels queries have no relevant fragment (grade ≥ {qi.rel_level + offset}) "
                         f"and score 0 on binary metrics: {_listed(no_rel)}")
-    return Evaluation(name, per_query, mean, warnings, _by_category(per_query, cats, warnings))
+    evaluation = Evaluation(name, per_query, mean, warnings)
+    if cats is not None:
+        evaluation.by_category = _by_category(evaluation.per_query, cats, warnings)
+    return evaluation
 
 
 def _by_category(per_query: pd.DataFrame, cats: dict[str, str] | None, warnings: list[str]) -> pd.DataFrame | None:
     """Mean per category with a `queries` count; queries without one go to '(none)' with a warning."""
     if cats is None:
         return None
+    import pandas as pd
+
     qids = [str(q) for q in per_query.index]
     labels = pd.Series([cats.get(q) for q in qids], index=per_query.index, dtype=object)
     unmapped = [q for q, c in zip(qids, labels, strict=True) if c is None]
@@ -316,8 +397,10 @@ def evaluate_judge_groups(qrels: Any, run: Any, *args: Any, **options: Any) -> E
     `P_avgjg_k`); the run mean is the mean of those over every qrels query (missing queries score 0).
     `per_judge` holds each judge's own per-query values, `judge_means` each judge's mean.
     """
+    import pandas as pd
+
     opts = EvalOptions(*args, **options)
-    groups = qrels if isinstance(qrels, pd.DataFrame) else read_qrels_jg(qrels)
+    groups = qrels if is_frame(qrels) else read_qrels_jg(qrels)
     cols = load_run(run)
     label = opts.name or ("run" if cols.label.startswith("<") else Path(cols.label).name)
     each = replace(opts, categories=None, name=label)

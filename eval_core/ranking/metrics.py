@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eval_core.io.formats import Columns, pair_keys
+from eval_core.io.formats import Columns, arrow_ints, numpy_values, pair_keys
 from eval_core.ranking.registry import (
     CONDENSED,
     DEFAULT_K,
@@ -83,13 +83,16 @@ class QrelsIndex:
     qids: pa.Array
     keys: np.ndarray
     key_q: np.ndarray
-    key_doc: pa.Array
+    key_row: np.ndarray  # the qrels row of each sorted key, whose docid is docids[key_row]
+    docids: pa.Array
     grades: np.ndarray
     n_rel: np.ndarray
     n_nonrel: np.ndarray
     rel_level: int
     bitmap: np.ndarray
     ideal: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    bucket_start: np.ndarray  # keys[bucket_start[b]:bucket_start[b + 1]] are the keys whose top bits are b
+    bucket_shift: int
 
 
 BITMAP_BITS = 22  # 4 MiB of flags: small enough to stay mostly in cache while 9M rows probe it
@@ -100,11 +103,37 @@ def _bucket(keys: np.ndarray) -> np.ndarray:
     return (keys >> np.uint64(64 - BITMAP_BITS)).view(np.int64)
 
 
+def _buckets(keys: np.ndarray) -> tuple[np.ndarray, int]:
+    """Where each bucket of the sorted `keys` starts, a bucket being the keys sharing their top bits, with
+    about two buckets per key: a lookup then reads one key or a few instead of a binary search's twenty."""
+    bits = min(max((2 * len(keys)).bit_length(), 4), 26)
+    start = np.zeros((1 << bits) + 1, dtype=np.int64)
+    np.cumsum(np.bincount((keys >> np.uint64(64 - bits)).view(np.int64), minlength=1 << bits), out=start[1:])
+    return start, 64 - bits
+
+
+def _find(qi: QrelsIndex, keys: np.ndarray) -> np.ndarray:
+    """Position of each of `keys` in `qi.keys`, -1 where it is not there (exact on the 64-bit keys)."""
+    at = np.full(len(keys), -1, dtype=np.int64)
+    bucket = (keys >> np.uint64(qi.bucket_shift)).view(np.int64)
+    lo = qi.bucket_start[bucket]
+    count = qi.bucket_start[bucket + 1] - lo
+    todo = np.flatnonzero(count)
+    j = 0
+    while len(todo):
+        idx = lo[todo] + j
+        hit = qi.keys[idx] == keys[todo]
+        at[todo[hit]] = idx[hit]
+        j += 1
+        todo = todo[~hit & (count[todo] > j)]
+    return at
+
+
 def index_qrels(qrels: Columns, rel_level: int) -> QrelsIndex:
     """Encode qrels as sorted pair keys plus a docid bitmap, so run rows join by a prefilter and a binary search."""
     qc, grade = qrels.qcode, np.asarray(qrels.value, dtype=np.int64)
     keys = pair_keys(qrels.doc_keys, qc)
-    order = np.argsort(keys, kind="stable")
+    order = np.argsort(keys)  # any order among equal keys: they are refused just below
     keys, key_q = keys[order], qc[order]
     if len(keys) > 1 and (keys[1:] == keys[:-1]).any():
         raise RuntimeError("64-bit key collision between two qrels pairs; please report this input")
@@ -114,14 +143,16 @@ def index_qrels(qrels: Columns, rel_level: int) -> QrelsIndex:
     rel = grade >= rel_level
     # The ideal ranking for nDCG: every judged grade of the query, best first (negative grades gain 0).
     g = np.clip(grade, 0, None)
-    ideal_order = np.lexsort((-g, qc))
+    top = int(g.max()) if len(g) else 0
+    # One sort on (query, grade descending) packed in an int64; rows tied on both carry the same values.
+    ideal_order = np.argsort((qc << 32) | (top - g)) if top < 2**31 else np.lexsort((-g, qc))
     iq = qc[ideal_order]
     ig = g[ideal_order].astype(np.float64)
     disc = 1.0 / np.log2(_within(iq) + 2.0)
     ideal = (iq, _within(iq) + 1, ig * disc, (2.0**ig - 1.0) * disc)
-    return QrelsIndex(qrels.qvalues, keys, key_q, qrels.docid.take(pa.array(order)), grade[order],
+    return QrelsIndex(qrels.qvalues, keys, key_q, order, qrels.docid, grade[order],
                       np.bincount(qc[rel], minlength=nq), np.bincount(qc[~rel & (grade >= 0)], minlength=nq),
-                      rel_level, bitmap, ideal)
+                      rel_level, bitmap, ideal, *_buckets(keys))
 
 
 @dataclass
@@ -189,8 +220,8 @@ def _positions(q: np.ndarray, score: np.ndarray, docid: pa.Array,
         return starts, pos
     tpos, group = tpos[sel], group[sel]
     trows = tpos if order is None else order[tpos]
-    sub = pa.table({"g": group, "d": docid.take(pa.array(trows))})
-    perm = pc.sort_indices(sub, sort_keys=[("g", "ascending"), ("d", "descending")]).to_numpy()
+    sub = pa.table({"g": arrow_ints(group), "d": docid.take(arrow_ints(trows))})
+    perm = numpy_values(pc.sort_indices(sub, sort_keys=[("g", "ascending"), ("d", "descending")]))
     src = trows[perm]  # the row that lands on ordered position tpos[i]
     by_row = np.argsort(src)
     src, dest = src[by_row], tpos[by_row]
@@ -205,19 +236,18 @@ def rank_run(qi: QrelsIndex, run: Columns) -> Ranked:
     nq = len(qi.qids)
     to_qrels = pc.index_in(run.qvalues, value_set=qi.qids)
     unknown = sorted(run.qvalues.filter(to_qrels.is_null()).to_pylist()) if to_qrels.null_count else []
-    qmap = to_qrels.fill_null(-1).to_numpy().astype(np.int64)
+    qmap = numpy_values(to_qrels, null=-1).astype(np.int64)
     per_run_query = np.bincount(run.qcode, minlength=len(qmap))
     num_ret = np.zeros(nq, dtype=np.int64)
     num_ret[qmap[qmap >= 0]] = per_run_query[qmap >= 0]
-    # Judged rows only: docid bitmap prefilter, binary search on pair keys, then confirm on the strings.
+    # Judged rows only: docid bitmap prefilter, bucketed lookup of pair keys, then confirm on the strings.
     cand = np.flatnonzero(qi.bitmap[_bucket(run.doc_keys)])
     cq = qmap[run.qcode[cand]]
     cand, cq = cand[cq >= 0], cq[cq >= 0]
-    keys = pair_keys(run.doc_keys[cand], cq)
-    at = np.minimum(np.searchsorted(qi.keys, keys), max(len(qi.keys) - 1, 0))
-    found = qi.keys[at] == keys if len(qi.keys) else np.zeros(len(keys), dtype=bool)
+    at = _find(qi, pair_keys(run.doc_keys[cand], cq))
+    found = at >= 0
     rows, at, rq = cand[found], at[found], cq[found]
-    same = pc.equal(run.docid.take(pa.array(rows)), qi.key_doc.take(pa.array(at))).to_numpy(zero_copy_only=False)
+    same = numpy_values(pc.equal(run.docid.take(arrow_ints(rows)), qi.docids.take(arrow_ints(qi.key_row[at]))))
     ok = same & (qi.key_q[at] == rq)
     rows, grade, rq = rows[ok], qi.grades[at[ok]], rq[ok]
     seg, pos = _positions(run.qcode, run.value, run.docid, rows)

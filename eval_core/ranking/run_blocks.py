@@ -4,22 +4,27 @@ The file is read in byte blocks; each block is cut at the start of its last quer
 query's lines are carried over to the next block, so no query is split between two blocks as long as
 the file keeps each query's lines together (TREC runs do). A query id seen again in a later block
 means the file is not grouped by query: `Scattered` is raised and the caller reads the file whole.
+An uncompressed file's blocks are views of read-only memory maps (no copy); a gzip file's are read.
+Line numbers are counted only when a block needs the line-by-line scan (an error to name, or lines
+the columnar reader cannot take), in file order.
 """
 
 from __future__ import annotations
 
 import gzip
+import mmap
+import os
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from io import BufferedIOBase
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
 from eval_core.errors import InputError
-from eval_core.io.formats import Columns, read_trec_chunk, string_keys
+from eval_core.io.formats import Columns, fast_trec_chunk, scan_trec_chunk, string_keys
 
 BLOCK_BYTES = 64 * 1024 * 1024
 T = TypeVar("T")
@@ -31,26 +36,56 @@ def _first_field(line: bytes | bytearray) -> bytes:
     return bytes(parts[0]) if parts else b""
 
 
-def _query_cut(buf: bytes | bytearray, known: int = 0, known_qid: bytes | None = None) -> tuple[int, bytes | None]:
+def _query_cut(buf: bytes | bytearray | mmap.mmap, known: int = 0, known_qid: bytes | None = None,
+               lo: int = 0) -> tuple[int, bytes | None]:
     """Where the last complete line's query begins (0: nowhere yet), and that query's id.
 
-    Blank and comment lines go with the query after them. `buf[:known]` holds whole lines already
-    found to belong to `known_qid` (the carried-over tail), so they are not walked again.
+    The block is `buf[lo:]` and positions count from `lo`. Blank and comment lines go with the query
+    after them. Its first `known` bytes hold whole lines already found to belong to `known_qid` (the
+    carried-over tail), so they are not walked again.
     """
-    tail = buf.rfind(b"\n") + 1  # the partial line after the last newline always goes with the tail
+    tail = max(buf.rfind(b"\n", lo) + 1, lo)  # the partial line after the last newline always goes with the tail
     qid = None
-    while tail > 0:
-        if tail <= known and (qid is None or known_qid is None or qid == known_qid):
+    while tail > lo:
+        if tail <= lo + known and (qid is None or known_qid is None or qid == known_qid):
             return 0, qid or known_qid
         end = tail - 1  # the newline ending the line just before the tail
-        start = buf.rfind(b"\n", 0, end) + 1
+        start = max(buf.rfind(b"\n", lo, end) + 1, lo)
         field = _first_field(buf[start:end])
         if field and not field.startswith(b"#"):
             if qid is not None and field != qid:
-                return tail, qid
+                return tail - lo, qid
             qid = field
         tail = start
     return 0, qid
+
+
+_MAP_FLAGS = getattr(mmap, "MAP_SHARED", 0) | getattr(mmap, "MAP_POPULATE", 0)
+
+
+def _mapped_blocks(fileno: int, size: int, block_bytes: int) -> Iterator[tuple[memoryview, int]]:
+    """Yield (whole-query chunk, its file offset) of an uncompressed file, cut as `_byte_blocks` cuts.
+
+    Each chunk is a view of its own read-only memory map of the file: nothing is copied or zero-filled,
+    and the pages leave the process once the chunk is dropped. A query filling a whole block maps
+    twice the size, so a huge query costs linear time.
+    """
+    start, span, known, qid = 0, block_bytes, 0, None
+    while start < size:
+        end = min(start + span, size)
+        base = start - start % mmap.ALLOCATIONGRANULARITY
+        mm = mmap.mmap(fileno, end - base, flags=_MAP_FLAGS, prot=mmap.PROT_READ, offset=base)
+        lead = start - base
+        if end == size:
+            yield memoryview(mm)[lead:], start
+            return
+        cut, qid = _query_cut(mm, known, qid, lead)
+        if not cut:  # one query fills the block: map twice as much from the same start
+            known, span = max(mm.rfind(b"\n", lead) + 1 - lead, 0), 2 * span
+            continue
+        known = max(mm.rfind(b"\n", lead + cut) + 1 - lead - cut, 0)  # whole lines of the carried-over tail
+        yield memoryview(mm)[lead:lead + cut], start
+        start, span = start + cut, block_bytes
 
 
 def _byte_blocks(raw: BufferedIOBase, block_bytes: int) -> Iterator[tuple[memoryview, int]]:
@@ -90,9 +125,12 @@ def _fill(raw: BufferedIOBase, view: memoryview) -> int:
 
 
 def map_run_blocks(path: str | Path, fn: Callable[[Columns], T], block_bytes: int = BLOCK_BYTES,
-                   progress: Callable[[int], object] | None = None, workers: int = 1) -> Iterator[T]:
+                   progress: Callable[[int], object] | None = None, workers: int = 1,
+                   before: Callable[[], object] | None = None) -> Iterator[T]:
     """`fn(block)` for each block of whole queries of a TREC run, in file order; `workers` threads parse and
     run `fn` on several blocks at once (pyarrow and NumPy release the GIL), so results do not depend on it.
+    `before()` runs in the calling thread before any block's outcome (or the file's emptiness) is looked at:
+    whatever it raises comes first.
 
     `progress(n)` gets file bytes read. Raises `Scattered` when a query's lines are not contiguous (the
     blocks would split it), and InputError naming path:line for bad lines, a docid repeated within a
@@ -101,17 +139,24 @@ def map_run_blocks(path: str | Path, fn: Callable[[Columns], T], block_bytes: in
     label = str(path)
     workers = max(1, workers)
 
-    def job(chunk: memoryview, first_line: int) -> tuple[np.ndarray, int, T] | None:
-        cols = read_trec_chunk(chunk, label, first_line)
+    def job(chunk: memoryview) -> tuple[np.ndarray, int, T] | None:
+        cols = fast_trec_chunk(chunk, label)
         return None if cols is None else (string_keys(cols.qvalues), len(cols.qcode), fn(cols))
 
     seen: list[np.ndarray] = []
     rows = 0
+    lines = _LineCounter(label)
 
-    def in_order(done: tuple[np.ndarray, int, T] | None) -> Iterator[T]:
+    def in_order(done: tuple[np.ndarray, int, T] | None, chunk: memoryview, offset: int,
+                 first_line: int | None) -> Iterator[T]:
         nonlocal rows
-        if done is None:
-            return
+        if before is not None:
+            before()
+        if done is None:  # the columnar reader could not take the block: the scan reads it or names the bad line
+            cols = scan_trec_chunk(chunk, label, lines.before(offset) if first_line is None else first_line)
+            if cols is None:
+                return
+            done = string_keys(cols.qvalues), len(cols.qcode), fn(cols)
         keys, n, result = done
         if seen and np.isin(keys, np.concatenate(seen)).any():
             raise Scattered(label)  # a 64-bit key match may be a collision: the whole-file path is exact
@@ -119,27 +164,62 @@ def map_run_blocks(path: str | Path, fn: Callable[[Columns], T], block_bytes: in
         rows += n
         yield result
 
-    pending: deque[Future] = deque()
+    pending: deque[tuple[Future, memoryview, int, int | None]] = deque()
     with ThreadPoolExecutor(max_workers=workers) as pool, Path(path).open("rb") as fh:
         try:
             gz = fh.peek(2)[:2] == b"\x1f\x8b"
-            stream: BufferedIOBase = gzip.GzipFile(fileobj=fh) if gz else fh
+            size = os.fstat(fh.fileno()).st_size
+            mapped = not gz and bool(_MAP_FLAGS) and size > 0
+            blocks: Iterator[tuple[memoryview, int, int | None]]
+            if mapped:  # (chunk, offset, None): line numbers counted only if the scan needs them
+                blocks = ((chunk, offset, None) for chunk, offset in _mapped_blocks(fh.fileno(), size, block_bytes))
+            else:  # (chunk, 0, first line): read, and the lines counted as the blocks are cut
+                blocks = ((chunk, 0, first) for chunk, first in
+                          _byte_blocks(gzip.GzipFile(fileobj=fh) if gz else fh, block_bytes))
             done = 0
-            for chunk, first_line in _byte_blocks(stream, block_bytes):
+            for chunk, offset, first_line in blocks:
                 if progress is not None:
-                    progress(fh.tell() - done)
-                    done = fh.tell()
-                pending.append(pool.submit(job, chunk, first_line))
+                    now = offset + len(chunk) if mapped else fh.tell()
+                    progress(now - done)
+                    done = now
+                pending.append((pool.submit(job, chunk), chunk, offset, first_line))
                 del chunk
                 while len(pending) > workers:  # bounded: at most workers + 1 blocks in memory
-                    yield from in_order(pending.popleft().result())
+                    yield from in_order(*_outcome(pending.popleft()))
             while pending:
-                yield from in_order(pending.popleft().result())
+                yield from in_order(*_outcome(pending.popleft()))
         finally:
-            for future in pending:
+            for future, *_ in pending:
                 future.cancel()
+    if before is not None:
+        before()
     if not rows:
         raise InputError(label, 1, "empty file: no run lines")
+
+
+def _outcome(block: tuple[Future, memoryview, int, int | None]) -> tuple[Any, memoryview, int, int | None]:
+    """A submitted block's job result (raising what the job raised), with the block's chunk and place."""
+    future, chunk, offset, first_line = block
+    return future.result(), chunk, offset, first_line
+
+
+class _LineCounter:
+    """Line numbers of file offsets, counted on demand and in increasing order (each byte read once)."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.offset, self.lines = path, 0, 1
+
+    def before(self, offset: int) -> int:
+        """The number of the line starting at byte `offset` (1 for the first; offsets never decrease)."""
+        with Path(self.path).open("rb") as fh:
+            fh.seek(self.offset)
+            while self.offset < offset:
+                piece = fh.read(min(offset - self.offset, 1 << 24))
+                if not piece:
+                    break
+                self.lines += piece.count(b"\n")
+                self.offset += len(piece)
+        return self.lines
 
 
 def iter_run_blocks(path: str | Path, block_bytes: int = BLOCK_BYTES,
