@@ -79,13 +79,6 @@ def chunk_documents(engine) -> None:
                              f"position = (id - 1) % {CHUNKS}")
 
 
-def index_documents(engine) -> None:
-    """--doc-index: the index on fragments (project_id, doc_id, position) that the neighbours lookup
-    (db/context.py) would use; the schema has none (a migration would add it), so this measures what it buys."""
-    with engine.begin() as conn:
-        conn.exec_driver_sql("CREATE INDEX ix_bench_fragments_doc ON fragments (project_id, doc_id, position)")
-
-
 def open_context(page) -> float:
     """Press D (the fragment's neighbours) and return ms until the context panel is visible; the app is idle
     after."""
@@ -315,9 +308,6 @@ def main() -> int:
     parser.add_argument("--context", action="store_true",
                         help="one annotator: also grade with the neighbours panel open (fragments chunked into "
                              f"{CHUNKS}-chunk documents)")
-    parser.add_argument("--doc-index", action="store_true",
-                        help="with --context: first index fragments (project_id, doc_id, position), which the "
-                             "schema lacks, to measure what such an index buys")
     parser.add_argument("--backend", choices=("sqlite", "postgresql"), action="append",
                         help="with --annotators (repeatable; default both, SQLite first)")
     args = parser.parse_args()
@@ -342,8 +332,6 @@ def main() -> int:
         if args.context:
             chunk_documents(engine)
             set_password(engine, CONTEXT_USER, PASSWORD, actor=OPERATOR)
-            if args.doc_index:
-                index_documents(engine)
         print(f"built {args.judgments:,} judgments in {time.perf_counter() - t:.1f} s", flush=True)
         prog = progress(engine, "bench", USER)
         print(f"{USER}: {prog.done:,} judged of {prog.assigned:,} assigned", flush=True)
