@@ -79,3 +79,28 @@ def test_docids_that_are_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixture)
     for run, want in ((bad_run, "1.0000"), (ok_run, "0.5000")):
         assert main(["trec_eval", "-m", "map", str(qrels), str(run)]) == 0
         assert capsys.readouterr().out == f"map                   \tall\t{want}\n"
+
+
+def test_fast_qrels_reader_gives_the_line_readers_judgments(tmp_path: Path) -> None:
+    from eval_core.ranking.trec_eval.reading import _arrow_qrels
+
+    path = tmp_path / "qrels"
+    path.write_text("q2 0 b 1\nq10 0 a 2\nq2 0 a -1\nq1 0 c 0\n")
+    fast = _arrow_qrels(path)
+    assert fast is not None
+    assert list(fast.by_query) == ["q1", "q10", "q2"]  # byte order of the ids: "q1" < "q10" < "q2"
+    assert list(fast.by_query["q2"].items()) == [("b", 1), ("a", -1)]  # file order within the query
+    assert fast.by_query == {"q1": {"c": 0}, "q10": {"a": 2}, "q2": {"b": 1, "a": -1}}
+    assert "q3" not in fast.by_query and len(fast.by_query) == 3
+
+
+def test_fast_qrels_reader_leaves_a_repeated_judgment_to_the_line_reader(tmp_path: Path) -> None:
+    from eval_core.errors import InputError
+    from eval_core.ranking.trec_eval.reading import _arrow_qrels, read_qrels
+
+    path = tmp_path / "qrels"
+    path.write_text("q1 0 a 1\nq2 0 a 0\nq1 0 a 0\n")  # "a" twice for q1 (once for q2: no repeat there)
+    assert _arrow_qrels(path) is None
+    with pytest.raises(InputError, match="judged twice") as err:
+        read_qrels(path)
+    assert str(err.value).startswith(f"{path}:3: ")
