@@ -104,3 +104,19 @@ def test_fast_qrels_reader_leaves_a_repeated_judgment_to_the_line_reader(tmp_pat
     with pytest.raises(InputError, match="judged twice") as err:
         read_qrels(path)
     assert str(err.value).startswith(f"{path}:3: ")
+
+
+def test_fast_run_reader_takes_docids_as_bytes_and_leaves_odd_query_ids(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture) -> None:
+    """b'd\\xff1' (not UTF-8) and 'd1' tie at score 1; trec_eval breaks ties by docid descending in byte order and
+    0xff > '1', so b'd\\xff1' is ranked first and the only relevant one, 'd1', second: recip_rank = 1/2. A query id
+    that is not UTF-8 sends the run to the line reader."""
+    qrels, run, odd = tmp_path / "qrels", tmp_path / "run", tmp_path / "odd.run"
+    qrels.write_bytes(b"q1 0 d1 1\n")
+    run.write_bytes(b"q1 Q0 d1 1 1 r\nq1 Q0 d\xff1 2 1 r\n")
+    odd.write_bytes(b"q\xff1 Q0 d1 1 1 r\nq1 Q0 d1 1 1 r\n")
+    cols = read_run_columns(run)
+    assert cols is not None and cols.docid.to_pylist() == [b"d1", b"d\xff1"]
+    assert read_run_columns(odd) is None
+    assert main(["trec_eval", "-m", "recip_rank", str(qrels), str(run)]) == 0
+    assert capsys.readouterr().out.split() == ["recip_rank", "all", "0.5000"]
