@@ -90,7 +90,7 @@ def read_run_columns(path: str | Path) -> RunColumns | None:
     types = {"q": pa.dictionary(pa.int32(), pa.string()), "d": pa.binary(), "v": pa.float64()}
     try:
         table = pacsv.read_csv(
-            str(path), read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 22),
+            str(path), read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 20),
             parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False,
                                              newlines_in_values=False, ignore_empty_lines=True),
             convert_options=pacsv.ConvertOptions(include_columns=["q", "d", "v"], column_types=types,
