@@ -79,3 +79,44 @@ def test_docids_that_are_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixture)
     for run, want in ((bad_run, "1.0000"), (ok_run, "0.5000")):
         assert main(["trec_eval", "-m", "map", str(qrels), str(run)]) == 0
         assert capsys.readouterr().out == f"map                   \tall\t{want}\n"
+
+
+def test_fast_qrels_reader_gives_the_line_readers_judgments(tmp_path: Path) -> None:
+    from eval_core.ranking.trec_eval.reading import _arrow_qrels
+
+    path = tmp_path / "qrels"
+    path.write_text("q2 0 b 1\nq10 0 a 2\nq2 0 a -1\nq1 0 c 0\n")
+    fast = _arrow_qrels(path)
+    assert fast is not None
+    assert list(fast.by_query) == ["q1", "q10", "q2"]  # byte order of the ids: "q1" < "q10" < "q2"
+    assert list(fast.by_query["q2"].items()) == [("b", 1), ("a", -1)]  # file order within the query
+    assert fast.by_query == {"q1": {"c": 0}, "q10": {"a": 2}, "q2": {"b": 1, "a": -1}}
+    assert "q3" not in fast.by_query and len(fast.by_query) == 3
+
+
+def test_fast_qrels_reader_leaves_a_repeated_judgment_to_the_line_reader(tmp_path: Path) -> None:
+    from eval_core.errors import InputError
+    from eval_core.ranking.trec_eval.reading import _arrow_qrels, read_qrels
+
+    path = tmp_path / "qrels"
+    path.write_text("q1 0 a 1\nq2 0 a 0\nq1 0 a 0\n")  # "a" twice for q1 (once for q2: no repeat there)
+    assert _arrow_qrels(path) is None
+    with pytest.raises(InputError, match="judged twice") as err:
+        read_qrels(path)
+    assert str(err.value).startswith(f"{path}:3: ")
+
+
+def test_fast_run_reader_takes_docids_as_bytes_and_leaves_odd_query_ids(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture) -> None:
+    """b'd\\xff1' (not UTF-8) and 'd1' tie at score 1; trec_eval breaks ties by docid descending in byte order and
+    0xff > '1', so b'd\\xff1' is ranked first and the only relevant one, 'd1', second: recip_rank = 1/2. A query id
+    that is not UTF-8 sends the run to the line reader."""
+    qrels, run, odd = tmp_path / "qrels", tmp_path / "run", tmp_path / "odd.run"
+    qrels.write_bytes(b"q1 0 d1 1\n")
+    run.write_bytes(b"q1 Q0 d1 1 1 r\nq1 Q0 d\xff1 2 1 r\n")
+    odd.write_bytes(b"q\xff1 Q0 d1 1 1 r\nq1 Q0 d1 1 1 r\n")
+    cols = read_run_columns(run)
+    assert cols is not None and cols.docid.to_pylist() == [b"d1", b"d\xff1"]
+    assert read_run_columns(odd) is None
+    assert main(["trec_eval", "-m", "recip_rank", str(qrels), str(run)]) == 0
+    assert capsys.readouterr().out.split() == ["recip_rank", "all", "0.5000"]

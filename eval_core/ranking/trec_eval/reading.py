@@ -9,6 +9,7 @@ byte order of their ids, the order trec_eval prints them in.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from eval_core.errors import InputError
+from eval_core.io.formats import pair_keys, string_keys
 
 
 @dataclass
@@ -26,7 +28,7 @@ class Qrels:
     line's query index, grades), for the columnar run path. `averaged_over`: the file's query count when by_query
     keeps only some of them (trec_eval -D 0.qid), which -c's averages still divide by."""
 
-    by_query: dict[str, dict[str, int]]
+    by_query: Mapping[str, dict[str, int]]
     lines: tuple[Any, np.ndarray, np.ndarray] | None = field(default=None, compare=False, repr=False)
     averaged_over: int | None = None
 
@@ -62,6 +64,35 @@ def byte_key(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
+class _Judgments(Mapping[str, dict[str, int]]):
+    """qid → docid → grade over the fast reader's columns (queries in byte order); a query's dict is built when
+    first asked for, so the columnar path, which needs only the query ids, never builds them."""
+
+    def __init__(self, names: list[str], docs: Any, grades: np.ndarray, bounds: list[int]) -> None:
+        self._names = names
+        self._index = {q: i for i, q in enumerate(names)}
+        self._docs, self._grades, self._bounds = docs, grades, bounds
+        self._built: dict[str, dict[str, int]] = {}
+
+    def __getitem__(self, qid: str) -> dict[str, int]:
+        judged = self._built.get(qid)
+        if judged is None:
+            i = self._index[qid]
+            a, b = self._bounds[i], self._bounds[i + 1]
+            judged = dict(zip(self._docs.slice(a, b - a).to_pylist(), self._grades[a:b].tolist(), strict=True))
+            self._built[qid] = judged
+        return judged
+
+    def __contains__(self, qid: object) -> bool:
+        return qid in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
 def _arrow_qrels(path: str | Path) -> Qrels | None:
     """The qrels through pyarrow when every line is `qid iter docid rel` with single spaces, no comment, no
     repeated pair; None otherwise (the line reader then reads it, and names any bad line)."""
@@ -94,15 +125,15 @@ def _arrow_qrels(path: str | Path) -> Qrels | None:
     docs = table["d"].take(pa.array(lines)).combine_chunks()
     grades = table["g"].to_numpy()[lines]
     bounds = np.concatenate(([0], np.cumsum(np.bincount(query, minlength=len(names))))).tolist()
-    doc_list, grade_list = docs.to_pylist(), grades.tolist()
-    out: dict[str, dict[str, int]] = {}
-    for i, k in enumerate(by_bytes):
-        a, b = bounds[i], bounds[i + 1]
-        judged = dict(zip(doc_list[a:b], grade_list[a:b], strict=True))
-        if len(judged) != b - a:
-            return None  # a docid judged twice: the line reader names it
-        out[names[k]] = judged
-    return Qrels(out, (docs, query, grades))
+    ordered = [names[k] for k in by_bytes]
+    keys = np.sort(pair_keys(string_keys(docs), query))
+    if len(keys) > 1 and bool((keys[1:] == keys[:-1]).any()):  # maybe a docid judged twice: look at the strings
+        doc_list = docs.to_pylist()
+        for i in range(len(ordered)):
+            a, b = bounds[i], bounds[i + 1]
+            if len(set(doc_list[a:b])) != b - a:
+                return None  # a docid judged twice: the line reader names it
+    return Qrels(_Judgments(ordered, docs, grades, bounds), (docs, query, grades))
 
 
 def read_qrels(path: str | Path) -> Qrels:
