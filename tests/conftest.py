@@ -204,3 +204,17 @@ def queue(engine, project):
                         project_id=project.id, pair_id=pid, user_id=users[user], position=position,
                         created_at=sa.func.now()))
     return pairs
+
+
+@pytest.fixture(scope="session")
+def demo_template(tmp_path_factory) -> Path:
+    """The demo project (`qrelkit demo`: release 1 cut from 30 judged queries, runs baseline and dense) in a
+    SQLite file, built once per test session; tests copy it (never write to it)."""
+    from annotator.demo import build_demo
+    from db.store.schema import init_db
+
+    folder = tmp_path_factory.mktemp("demo-template")
+    engine = init_db(f"sqlite:///{folder / 'demo.db'}")
+    build_demo(engine)
+    engine.dispose()
+    return folder

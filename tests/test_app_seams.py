@@ -4,7 +4,6 @@ every dispute offered, alerts that tell the golden set from the run, agreement n
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -14,19 +13,6 @@ from tests.test_app_lead import PAGES, ROOT, log_in, scan_components_once, store
 # (scan_components_once is the autouse fixture; store and template the seed-000 "shop" store of test_app_lead)
 
 DEMO = "demo"
-
-
-@pytest.fixture(scope="module")
-def demo_template(tmp_path_factory) -> Path:
-    """The demo project in a SQLite file, built once per module."""
-    from annotator.demo import build_demo
-    from db.store.schema import init_db
-
-    folder = tmp_path_factory.mktemp("demo-template")
-    engine = init_db(f"sqlite:///{folder / 'demo.db'}")
-    build_demo(engine)
-    engine.dispose()
-    return folder
 
 
 @pytest.fixture

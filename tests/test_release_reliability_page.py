@@ -48,20 +48,6 @@ def test_releases_page_shows_the_new_cards_sentence(store):  # noqa: F811
                             "stored then (baseline, dense, fresh; pooled: baseline, dense)") for c in _captions(at))
 
 
-@pytest.fixture(scope="module")
-def demo_template(tmp_path_factory):
-    """The demo project (`qrelkit demo`), built once: release 1 cut from 30 judged queries, runs baseline and
-    dense."""
-    from annotator.demo import build_demo
-    from db.store.schema import init_db
-
-    folder = tmp_path_factory.mktemp("demo-template")
-    engine = init_db(f"sqlite:///{folder / 'demo.db'}")
-    build_demo(engine)
-    engine.dispose()
-    return folder
-
-
 @pytest.fixture
 def demo(demo_template, tmp_path, monkeypatch):
     """A private copy of the demo store, the app pointed at it."""
