@@ -133,3 +133,20 @@ def test_an_annotator_name_with_invisible_characters_is_refused_by_the_judgments
     path = write(tmp_path / "j.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(InputError, match=rf"j\.jsonl:8: annotator .* U\+{ord(ODD[name]):04X}"):
         import_judgments(engine, "demo", path, actor=OPERATOR)
+
+
+def test_a_reader_that_leaves_early_gets_no_error_line(tmp_path):
+    """`qrelkit eval --per-query --format csv … | head -1`: the reader closes the pipe after one line; qrelkit
+    stops quietly (exit 0, nothing on stderr) instead of "qrelkit: error: the file: Broken pipe", exit 2
+    (BrokenPipeError is an OSError, so it must be told apart before the OSError sentence)."""
+    qrels = write(tmp_path / "q.qrels", "".join(f"q{i} 0 d{j} {j % 2}\n" for i in range(2000) for j in range(5)))
+    run = write(tmp_path / "r.run", "".join(f"q{i} Q0 d{j} {j + 1} {9 - j} r\n" for i in range(2000) for j in range(5)))
+    proc = subprocess.Popen([sys.executable, "-m", "annotator", "eval", str(qrels), str(run), "--per-query",
+                             "--format", "csv"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent)))
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith(b"run,query_id,")
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0
+    assert err == ""

@@ -77,14 +77,15 @@ def main(argv: list[str] | None = None) -> int:
         for line in getattr(exc, "more", ()):
             print(f"qrelkit: rejected: {line}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `qrelkit eval … | head`: the reader left (before OSError, its base class);
+        # silence the flush at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:  # a bad output path, a full disk, an unreadable file: one sentence, no traceback
         print(f"qrelkit: error: {os_sentence(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `qrelkit eval … | head`: the reader left; silence the flush at exit
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
     except Exception as exc:  # the database refused, or a bug: still one sentence (the details go to the log)
         store = sys.modules.get("sqlalchemy.exc")
         if store is not None and isinstance(exc, store.DBAPIError):
