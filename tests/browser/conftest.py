@@ -102,17 +102,24 @@ def serving(db_url: str, folder: Path) -> Iterator[Server]:
         stop_server(proc)
 
 
-@pytest.fixture(scope="package")
-def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """The app serving a freshly built demo project."""
+@contextmanager
+def serving_demo(tmp_path_factory: pytest.TempPathFactory, label: str) -> Iterator[Server]:
+    """The app serving a demo project built afresh in a new temporary folder named after `label`."""
     require(Path(CHROMIUM).exists(), f"Debian's Chromium not found at {CHROMIUM}")
     from annotator.demo import build_demo
     from db.store.schema import init_db
 
-    folder = tmp_path_factory.mktemp("browser-demo")
+    folder = tmp_path_factory.mktemp(label)
     db_url = f"sqlite:///{folder / 'demo.db'}"
     build_demo(init_db(db_url))
     with serving(db_url, folder) as server:
+        yield server
+
+
+@pytest.fixture(scope="package")
+def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The app serving a freshly built demo project, shared by the package's tests that only read it."""
+    with serving_demo(tmp_path_factory, "browser-demo") as server:
         yield server
 
 

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import CHROMIUM, Server, login, serving
+from tests.browser.conftest import Server, login, serving_demo
 from tests.browser.test_agreement_browser import tiles
 from tests.browser.test_lead_browser import LEAD, SLOW, open_lead_page, wait_idle
-from tests.conftest import require
 
 pytestmark = pytest.mark.browser
 
@@ -24,15 +22,8 @@ REASON = "Why can't you judge this pair?"
 
 @pytest.fixture(scope="module")
 def fresh_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """The app serving a demo built for this module alone."""
-    require(Path(CHROMIUM).exists(), f"Debian's Chromium not found at {CHROMIUM}")
-    from annotator.demo import build_demo
-    from db.store.schema import init_db
-
-    folder = tmp_path_factory.mktemp("browser-seams")
-    db_url = f"sqlite:///{folder / 'demo.db'}"
-    build_demo(init_db(db_url))
-    with serving(db_url, folder) as server:
+    """The app serving a demo built for this module alone (its tests write grades and decisions)."""
+    with serving_demo(tmp_path_factory, "browser-seams") as server:
         yield server
 
 
