@@ -48,6 +48,7 @@ BEIR_COLS = ("query-id", "corpus-id", "score")
 DOC_FIELDS = ("doc_id", "corpus-id", "corpus_id", "fragment_id")  # fragment_id: a release's JSONL and CSV
 FRAME, DICT = "<DataFrame>", "<dict>"
 _MIX = np.uint64(0x9E3779B97F4A7C15)
+_LENGTH_MIX = np.uint64(0xC2B2AE3D27D4EB4F)
 _MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [2**64 - 1], dtype=np.uint64)
 _TREC = {"qrels": (4, "qid iter docid grade"), "run": (6, "qid Q0 docid rank score tag")}
 
@@ -107,53 +108,51 @@ def numpy_values(arr: pa.Array | pa.ChunkedArray, null: Any = None) -> np.ndarra
 # ---------------------------------------------------------------------------------------- string keys
 
 
-def _words(arr: pa.Array) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Yield each string's bytes as zero-padded little-endian uint64 words (word j of every row), with lengths."""
+def string_keys(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A 64-bit key per string or binary value (equal bytes, equal keys; callers confirm a key match on the
+    values): its bytes as little-endian words, mixed, with its length, read in place from the Arrow buffers.
+    A key depends on its value alone, never on its neighbours, chunking or offset width (qrels and runs are
+    keyed apart)."""
     if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    if arr.type != pa.large_string():
-        arr = arr.cast(pa.large_string())
+        parts = [string_keys(c) for c in arr.chunks]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
     n = len(arr)
     if n == 0:
-        return
+        return np.zeros(0, dtype=np.uint64)
     bufs = arr.buffers()
-    off = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset:arr.offset + n + 1]
+    wide = arr.type in (pa.large_string(), pa.large_binary())
+    off: np.ndarray = np.frombuffer(bufs[1], dtype=np.int64 if wide else np.int32)[arr.offset:arr.offset + n + 1]
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    start, length = off[:-1], off[1:] - off[:-1]
-    padded = np.concatenate((data[: off[-1]], np.zeros(8, np.uint8)))
-    windows = np.lib.stride_tricks.sliding_window_view(padded, 8)
-    shortest = int(length.min())
-    for j in range(0, max(int(length.max()), 1), 8):
-        word = windows[start if j == 0 else np.minimum(start + j, len(padded) - 8)].view("<u8").ravel()
-        if shortest < j + 8:  # some strings end inside this word: zero the bytes past their end
-            remaining = length - j
-            np.clip(remaining, 0, 8, out=remaining)
-            word &= _MASKS[remaining]
-        yield word, length
+    start = off[:-1]
+    length = off[1:] - off[:-1]
+    end = int(off[-1])
+    # every byte offset's 8 bytes as one word (an unaligned view); the last strings' words from a padded copy
+    safe = max(len(data) - 7, 0)
+    words = np.ndarray((safe,), dtype=np.uint64, buffer=data, strides=(1,)) if safe else np.zeros(0, np.uint64)
+    tail_from = max(min(safe, end) - 8, 0)
+    tail = np.zeros(end - tail_from + 16, dtype=np.uint8)
+    tail[:end - tail_from] = data[tail_from:end]
+    tail_words = np.ndarray((len(tail) - 7,), dtype=np.uint64, buffer=tail, strides=(1,))
 
+    def word(at: np.ndarray) -> np.ndarray:
+        out = words[np.minimum(at, max(safe - 1, 0))] if safe else np.zeros(len(at), dtype=np.uint64)
+        late = np.flatnonzero(at >= tail_from)
+        if len(late):
+            out[late] = tail_words[np.minimum(at[late], end) - tail_from]
+        return out
 
-def string_keys(arr: pa.Array) -> np.ndarray:
-    """A 64-bit key per string (equal strings ⇒ equal keys; callers confirm key matches on the strings)."""
-    h = np.zeros(len(arr), dtype=np.uint64)
-    length = np.zeros(len(arr), dtype=np.int64)
-    for j, (word, nbytes) in enumerate(_words(arr)):
-        length = nbytes
-        if not j:
-            h = word  # a fresh array from the gather: safe to update in place
-            h ^= h >> np.uint64(29)
-            continue
-        # Only strings that still have bytes at this word are mixed further, so a string's key never
-        # depends on how long the other strings in the array are (qrels and run are keyed separately).
-        live = nbytes > 8 * j
-        if live.all():
-            h *= _MIX
-            h ^= word
-            h ^= h >> np.uint64(29)
-        else:
-            part = h[live] * _MIX ^ word[live]
-            h[live] = part ^ (part >> np.uint64(29))
+    h = word(start)
+    top = int(length.max())
+    if int(length.min()) < 8:
+        h &= _MASKS[np.minimum(length, 8)]
+    for j in range(8, top, 8):  # only strings with bytes past j mix further: a key depends on its string alone
+        live = np.flatnonzero(length > j)
+        w = word(start[live] + j)
+        w &= _MASKS[np.minimum(length[live] - j, 8)]
+        h[live] = (h[live] * _MIX) ^ w
+    h ^= length.astype(np.uint64) * _LENGTH_MIX  # spread over every byte: no two short texts differ by it
     h *= _MIX
-    h ^= length.view(np.uint64)
+    h ^= h >> np.uint64(29)
     return h
 
 
@@ -168,7 +167,7 @@ def pair_keys(doc_keys: np.ndarray, codes: np.ndarray) -> np.ndarray:
     return doc_keys ^ _mix(codes)
 
 
-def _first_duplicate(cols: Columns) -> int | None:
+def first_duplicate(cols: Columns) -> int | None:
     """Row index of the first (query, doc) pair seen before, or None — 64-bit keys confirmed on the strings."""
     n = len(cols.qcode)
     if n < 2:
@@ -227,13 +226,24 @@ def _fast_trec(path: str, kind: str) -> Columns | None:
     return _arrow_trec(pa.CompressedInputStream(pa.OSFile(path), "gzip") if gz else path, kind, path)
 
 
-def _arrow_trec(source: Any, kind: str, label: str, threads: bool = True) -> Columns | None:
-    """pyarrow's CSV reader over a file or buffer of TREC lines; None when they do not fit its shape.
+@dataclass
+class TrecTable:
+    """Single-space TREC lines as pyarrow parsed them: the distinct query ids (bytes, first-seen order), each
+    line's query code, the docids (bytes) and the grades or scores. Nothing is validated beyond the shape."""
+
+    qids: pa.Array
+    qcode: np.ndarray
+    docid: pa.Array
+    value: np.ndarray
+
+
+def arrow_trec_table(source: Any, kind: str, threads: bool = True) -> TrecTable | None:
+    """pyarrow's CSV reader over a file or buffer of TREC lines; None when they do not fit its shape: not
+    single-space separated fields of the kind's count, a comment line, an empty id, or no line at all.
 
     `threads=False` for blocks of a big run: the blocks are already parsed in parallel by `--workers`,
     and pyarrow's own thread pool on top of them costs more CPU and, on a loaded machine, far more time.
-    Ids are parsed as bytes (a third cheaper than as text) and seen as text without a copy; their UTF-8 is
-    checked only when some byte is not printable ASCII.
+    Ids are parsed as bytes (a third cheaper than as text).
     """
     names = ["q", "it", "d", "v"] if kind == "qrels" else ["q", "q0", "d", "rank", "v", "tag"]
     types = {"q": pa.dictionary(pa.int32(), pa.binary()), "d": pa.large_binary(),
@@ -253,21 +263,31 @@ def _arrow_trec(source: Any, kind: str, label: str, threads: bool = True) -> Col
     if table.num_rows == 0:
         return None
     q = table["q"].unify_dictionaries()
-    qvalues, d = _as_text(q.chunk(0).dictionary), _as_text(table["d"].combine_chunks())
-    if qvalues is None or d is None:
-        return None  # not UTF-8: the scan names the line
-    if pc.any(pc.starts_with(qvalues, "#")).as_py() or pc.min(pc.binary_length(qvalues)).as_py() == 0:
-        return None  # comment lines, or leading/doubled spaces: the scan handles both
+    qids, d = q.chunk(0).dictionary, table["d"].combine_chunks()
+    if pc.any(pc.starts_with(qids, b"#")).as_py() or pc.min(pc.binary_length(qids)).as_py() == 0:
+        return None  # comment lines, or leading/doubled spaces
     offsets = np.frombuffer(d.buffers()[1], np.int64)[d.offset:d.offset + len(d) + 1]
     if (offsets[1:] == offsets[:-1]).any():
         return None  # an empty docid
+    qcode = np.concatenate([numpy_values(c.indices) for c in q.chunks]).astype(np.int64)
+    return TrecTable(qids, qcode, d, numpy_values(table["v"]))
+
+
+def _arrow_trec(source: Any, kind: str, label: str, threads: bool = True) -> Columns | None:
+    """The columnar read of TREC lines (`arrow_trec_table`), as text that validates as ids; None when the scan
+    has to read them. Ids are seen as text without a copy, their UTF-8 checked only when some byte is not
+    printable ASCII."""
+    table = arrow_trec_table(source, kind, threads)
+    if table is None:
+        return None
+    qvalues, d = ids_as_text(table.qids), ids_as_text(table.docid)
+    if qvalues is None or d is None:
+        return None  # not UTF-8: the scan names the line
     if _odd_ids(qvalues) or _odd_ids(d):
         return None  # an id holding a no-break space, \v, NEL, a control or invisible character: the scan names it
-    value = numpy_values(table["v"])
-    if kind == "run" and not np.isfinite(value).all():
+    if kind == "run" and not np.isfinite(table.value).all():
         return None
-    qcode = np.concatenate([numpy_values(c.indices) for c in q.chunks]).astype(np.int64)
-    return Columns(qcode, qvalues, d, value, label, string_keys(d))
+    return Columns(table.qcode, qvalues, d, table.value, label, string_keys(d))
 
 
 def _id_bytes(ids: pa.Array) -> np.ndarray:
@@ -283,7 +303,7 @@ def _printable_ascii(ids: pa.Array) -> bool:
     return not len(data) or (int(data.min()) >= 0x21 and int(data.max()) <= 0x7E)
 
 
-def _as_text(ids: pa.Array) -> pa.Array | None:
+def ids_as_text(ids: pa.Array) -> pa.Array | None:
     """Ids parsed as bytes, as large_string (a view when they are large_binary); None when not valid UTF-8."""
     try:
         if pa.types.is_large_binary(ids.type):
@@ -294,6 +314,15 @@ def _as_text(ids: pa.Array) -> pa.Array | None:
         return ids.cast(pa.large_string())
     except pa.ArrowInvalid:
         return None
+
+
+_SPLIT_BYTES = np.array([ord(c) for c in "\t\n\v\f\r"], dtype=np.uint8)
+
+
+def holds_split_byte(ids: pa.Array) -> bool:
+    """True when some id holds a byte that `bytes.split()` cuts a line at (\\t \\n \\v \\f \\r): read with
+    single-space fields, such a line has other fields than a whitespace split gives it."""
+    return not _printable_ascii(ids) and bool(np.isin(_id_bytes(ids), _SPLIT_BYTES).any())
 
 
 def _odd_ids(ids: pa.Array) -> bool:
@@ -403,7 +432,7 @@ def fast_trec_chunk(data: bytes | memoryview, path: str, kind: str = "run") -> C
     """The columnar read of whole TREC lines when it applies and validates (no pair repeated); None when the
     line-by-line scan has to read them (`scan_trec_chunk`), which needs their line numbers."""
     cols = _arrow_trec(pa.py_buffer(data), kind, path, threads=False)
-    return None if cols is None or _first_duplicate(cols) is not None else cols
+    return None if cols is None or first_duplicate(cols) is not None else cols
 
 
 def scan_trec_chunk(data: bytes | memoryview, path: str, first_line: int, kind: str = "run") -> Columns | None:
@@ -438,7 +467,7 @@ def _check_dup(path: str, lineno: int, seen: dict[tuple[str, str], int], qid: st
 def _read_trec(path: str, kind: str) -> Columns:
     """Fast path when it applies and validates; otherwise the scan, which reads or explains."""
     cols = _fast_trec(path, kind)
-    if cols is None or _first_duplicate(cols) is not None:
+    if cols is None or first_duplicate(cols) is not None:
         return _scan_trec(path, kind)
     return cols
 
@@ -586,7 +615,7 @@ def _from_frame(df: pd.DataFrame, kind: str, label: str = FRAME) -> Columns:
         raise InputError(label, i + 1, f"{value} {raw.item() if hasattr(raw, 'item') else raw!r} is not {what}")
     out = _columns(_arrow_ids(df[pick["query_id"]], label), _arrow_ids(df[pick["doc_id"]], label),
                    _values(num.tolist(), kind) if kind == "qrels" else num, label)
-    dup = _first_duplicate(out)
+    dup = first_duplicate(out)
     if dup is not None:
         raise InputError(label, dup + 1, f"doc {out.docid[dup].as_py()!r} repeated for query "
                          f"{out.qvalues[int(out.qcode[dup])].as_py()!r}")
