@@ -90,6 +90,13 @@ def test_qrelkit_eval_loads_no_pandas_unless_a_table_of_queries_is_asked_for() -
     assert loaded_after(blocks + "\nassert len(ev.per_query) > 0", ("pandas",)) == ["pandas"]
 
 
+def test_qrelkit_trec_eval_loads_no_pandas() -> None:
+    """pyarrow imports pandas (≈ 0.2 s) on its first pa.array of a list or ndarray; `qrelkit trec_eval` reads both
+    files, ranks in blocks and prints every measure without one (buffers go through arrow_ints instead)."""
+    argv = ["trec_eval", "-q", "-m", "all_trec", *SEED]
+    assert loaded_after(run_main(argv), ("pandas",)) == []
+
+
 def test_compare_with_the_default_test_loads_no_scipy() -> None:
     """SciPy is imported by the t-test and Wilcoxon only; the randomization test is NumPy."""
     argv = ["compare", *SEED, str(ROOT / "examples" / "seed002.run")]  # the second run scores 0: a difference

@@ -12,7 +12,10 @@ import pyarrow as pa
 import pytest
 
 from annotator.cli import main
-from eval_core.ranking.trec_eval.columnar import docid_keys, read_run_columns
+from eval_core.io.formats import string_keys
+from eval_core.ranking.trec_eval.columnar import NotColumnar, build_columnar, read_lines, read_ranked
+from eval_core.ranking.trec_eval.reading import read_qrels, read_results
+from eval_core.ranking.trec_eval.rels import build
 
 
 def _write(tmp_path: Path, seed: int, ranked: bool = False) -> tuple[Path, Path, Path]:
@@ -44,7 +47,7 @@ def _write(tmp_path: Path, seed: int, ranked: bool = False) -> tuple[Path, Path,
 def test_fast_path_equals_line_reader(tmp_path: Path, capsys: pytest.CaptureFixture, seed: int, ranked: bool,
                                       extra: list[str]) -> None:
     qrels, spaced, tabbed = _write(tmp_path, seed, ranked)
-    assert read_run_columns(spaced) is not None and read_run_columns(tabbed) is None
+    assert read_ranked(spaced, read_qrels(qrels)) is not None and read_ranked(tabbed, read_qrels(qrels)) is None
     outs = []
     for run in (spaced, tabbed):
         assert main(["trec_eval", "-q", "-c", "-m", "all_trec", *extra, str(qrels), str(run)]) == 0
@@ -53,19 +56,19 @@ def test_fast_path_equals_line_reader(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "num_q                 \tall\t" in outs[0]
 
 
-def test_docid_keys_depend_on_the_string_alone() -> None:
+def test_string_keys_depend_on_the_string_alone() -> None:
     """A docid's key is the same whatever its neighbours, chunks or offset type (run and qrels are keyed apart),
     and 2,000 distinct strings of 0–30 bytes (NUL and non-ASCII included) get 2,000 distinct keys."""
     rng = np.random.default_rng(0)
     alphabet = ["a", "b", "\x00", "é", "9"]
     strings = list(dict.fromkeys("".join(rng.choice(alphabet, size=int(rng.integers(0, 31))).tolist())
                                  for _ in range(2500)))[:2000]
-    whole = docid_keys(pa.array(strings))
+    whole = string_keys(pa.array(strings))
     assert len(set(whole.tolist())) == len(strings)
-    chunked = docid_keys(pa.chunked_array([pa.array(strings).slice(0, 7), pa.array(strings).slice(7)]))
+    chunked = string_keys(pa.chunked_array([pa.array(strings).slice(0, 7), pa.array(strings).slice(7)]))
     assert (chunked == whole).all()
-    assert (docid_keys(pa.array(strings, type=pa.large_string())) == whole).all()
-    assert all(docid_keys(pa.array([s]))[0] == whole[i] for i, s in enumerate(strings[:300]))
+    assert (string_keys(pa.array(strings, type=pa.large_string())) == whole).all()
+    assert all(string_keys(pa.array([s]))[0] == whole[i] for i, s in enumerate(strings[:300]))
 
 
 def test_docids_that_are_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -115,8 +118,65 @@ def test_fast_run_reader_takes_docids_as_bytes_and_leaves_odd_query_ids(tmp_path
     qrels.write_bytes(b"q1 0 d1 1\n")
     run.write_bytes(b"q1 Q0 d1 1 1 r\nq1 Q0 d\xff1 2 1 r\n")
     odd.write_bytes(b"q\xff1 Q0 d1 1 1 r\nq1 Q0 d1 1 1 r\n")
-    cols = read_run_columns(run)
-    assert cols is not None and cols.docid.to_pylist() == [b"d1", b"d\xff1"]
-    assert read_run_columns(odd) is None
+    assert read_lines(str(run), str(run)).docid.to_pylist() == [b"d1", b"d\xff1"]
+    with pytest.raises(NotColumnar):
+        read_lines(str(odd), str(odd))
+    for path, want in ((run, "0.5000"), (odd, "1.0000")):  # odd: q1 retrieves its relevant d1 first
+        assert main(["trec_eval", "-m", "recip_rank", str(qrels), str(path)]) == 0
+        assert capsys.readouterr().out == f"recip_rank            \tall\t{want}\n"
     assert main(["trec_eval", "-m", "recip_rank", str(qrels), str(run)]) == 0
     assert capsys.readouterr().out.split() == ["recip_rank", "all", "0.5000"]
+
+
+def _same_matrix(a, b) -> None:
+    assert a.qids == b.qids
+    for name in ("num_ret", "levels", "bogus"):
+        assert (getattr(a, name) == getattr(b, name)).all(), name
+    assert (a.hit == b.hit).all()
+    assert (a.rank[a.hit] == b.rank[b.hit]).all() and (a.value[a.hit] == b.value[b.hit]).all()
+
+
+@pytest.mark.parametrize("block_bytes", [1, 64, 700, 1 << 24])
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("float32", [False, True])
+def test_blocks_of_whole_queries_rank_as_the_line_reader(tmp_path: Path, block_bytes: int, workers: int,
+                                                          float32: bool) -> None:
+    """Whatever the block size (1 byte: one query a block; 16 MiB: the whole file) and the number of threads, the
+    blocks' hits make the line reader's matrix — with -c, -M and -J applied after the merge."""
+    qrels_path, spaced, _ = _write(tmp_path, 3, ranked=False)
+    qrels = read_qrels(qrels_path)
+    fast = read_ranked(spaced, qrels, float32=float32, workers=workers, block_bytes=block_bytes)
+    assert fast is not None
+    slow = read_results(spaced, float32=float32)
+    for opts in ({}, {"complete": True}, {"max_docs": 5, "complete": True}, {"judged_only": True}):
+        _same_matrix(build_columnar(qrels, fast, **opts), build(qrels, slow, **opts))
+
+
+def test_a_run_whose_queries_are_not_grouped_is_read_whole(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """q1's lines before and after q2's: the blocks would split q1 (Scattered), so the file is ranked whole —
+    d2 (score 3) first, then d1 (2), d3 (1): with d1 and d3 relevant, AP = (1/2 + 2/3) / 2 = 0.5833."""
+    qrels_path, run = tmp_path / "qrels", tmp_path / "run"
+    qrels_path.write_text("q1 0 d1 1\nq1 0 d3 1\nq2 0 d9 1\n")
+    run.write_text("q1 Q0 d1 1 2 r\nq2 Q0 d9 1 1 r\nq1 Q0 d2 2 3 r\nq1 Q0 d3 3 1 r\n")
+    ranked = read_ranked(run, read_qrels(qrels_path), block_bytes=1)
+    assert ranked is not None
+    assert ranked.ranked.num_ret.tolist() == [3, 1]
+    assert sorted(zip(ranked.ranked.q.tolist(), ranked.ranked.rank.tolist(), strict=True)) == [(0, 2), (0, 3),
+                                                                                                 (1, 1)]
+    assert main(["trec_eval", "-q", "-m", "map", str(qrels_path), str(run)]) == 0
+    assert capsys.readouterr().out.splitlines() == [  # q2: d9 first, AP 1; the mean (0.5833 + 1) / 2
+        "map                   \tq1\t0.5833", "map                   \tq2\t1.0000", "map                   \tall\t0.7917"]
+
+
+@pytest.mark.parametrize("content", [b"q1 Q0 d1 1 1 r\nq1 Q0 d1 2 0.5 r\n",  # d1 twice: the line reader names it
+                                     b"q1 Q0 d1 1 nan r\n",  # NaN: ranked by the line reader's comparison
+                                     b"q1 Q0 d1\t 1 1 r\n",  # a tab: the line reader splits there
+                                     b"# a comment line\nq1 Q0 d1 1 1 r\n",
+                                     b"q1 Q0 d1 1 1 r extra\n",
+                                     b"\x1f\x8b\x08\x00",  # gzip, which trec_eval does not read
+                                     b""])
+def test_what_only_the_line_reader_decides(tmp_path: Path, content: bytes) -> None:
+    qrels_path, run = tmp_path / "qrels", tmp_path / "run"
+    qrels_path.write_text("q1 0 d1 1\n")
+    run.write_bytes(content)
+    assert read_ranked(run, read_qrels(qrels_path), block_bytes=1) is None

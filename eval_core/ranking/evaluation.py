@@ -42,7 +42,7 @@ from eval_core.ranking.metrics import (
     parse_metrics,
     rank_run,
 )
-from eval_core.ranking.run_blocks import BLOCK_BYTES, Scattered, map_run_blocks
+from eval_core.ranking.run_blocks import BLOCK_BYTES, Scattered, default_workers, map_run_blocks
 
 if TYPE_CHECKING:  # pandas is imported when a DataFrame is first asked for: `qrelkit eval` prints means only
     import pandas as pd
@@ -266,14 +266,6 @@ def _evaluate_overlapped(prepare: Callable[[], QrelsIndex], run: Any, specs: lis
         ranked, label, warnings = _rank(prepared.result, run, block_bytes, progress, workers, before)
         before()
     return _finish(ready["qi"], ranked, label, warnings, specs, ready["cats"], name, max_grade, offset)
-
-
-def default_workers() -> int:
-    """Every core this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def _blockable(run: Any, block_bytes: int) -> bool:

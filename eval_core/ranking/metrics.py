@@ -76,6 +76,10 @@ def parse_metrics(names: Iterable[str] | None, k: Sequence[int] = DEFAULT_K) -> 
     return list(out.values())
 
 
+class KeyCollision(RuntimeError):
+    """Two different qrels pairs got one 64-bit key (never seen in practice; the keys are not a perfect hash)."""
+
+
 @dataclass
 class QrelsIndex:
     """Qrels prepared once: sorted (query, doc) pair keys with grades and docids, R and N per query."""
@@ -136,7 +140,7 @@ def index_qrels(qrels: Columns, rel_level: int) -> QrelsIndex:
     order = np.argsort(keys)  # any order among equal keys: they are refused just below
     keys, key_q = keys[order], qc[order]
     if len(keys) > 1 and (keys[1:] == keys[:-1]).any():
-        raise RuntimeError("64-bit key collision between two qrels pairs; please report this input")
+        raise KeyCollision("64-bit key collision between two qrels pairs; please report this input")
     bitmap = np.zeros(1 << BITMAP_BITS, dtype=bool)
     bitmap[_bucket(qrels.doc_keys)] = True
     nq = len(qrels.qvalues)
@@ -173,62 +177,74 @@ def _segment_starts(codes: np.ndarray) -> np.ndarray:
     return np.concatenate(([0], np.flatnonzero(codes[1:] != codes[:-1]) + 1))
 
 
-def _positions(q: np.ndarray, score: np.ndarray, docid: pa.Array,
-               rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where `rows` go in trec_eval order (query blocks, score desc, docid desc), touching little.
+def _ranked_already(q: np.ndarray, score: np.ndarray) -> bool:
+    """Whether the rows come query by query (codes ascending, as first-seen codes are when each query's lines
+    are together) and each query's scores descending: how runs are written, so no sort is needed."""
+    if len(q) < 2:
+        return True
+    same = q[1:] == q[:-1]
+    return bool((q[1:] >= q[:-1]).all() and not ((score[1:] > score[:-1]) & same).any())
 
-    Returns the start of each query block in ordered positions and the ordered position of each of
-    `rows` (the judged rows). The full sort happens only when the file is not already grouped and in
-    score order; docid strings are compared only inside tied score groups that hold one of `rows`
-    (a tie among unjudged fragments moves no judged rank).
-    """
+
+def _bisect(score: np.ndarray, lo: np.ndarray, hi: np.ndarray, s: np.ndarray, strict: bool) -> np.ndarray:
+    """For each i, the first index in [lo[i], hi[i]) whose score is not above s[i] (strict: is below s[i]); hi[i]
+    if none. The scores are descending within each [lo, hi)."""
+    lo, hi = lo.copy(), hi.copy()
+    active = np.flatnonzero(lo < hi)
+    while len(active):
+        mid = (lo[active] + hi[active]) >> 1
+        above = score[mid] >= s[active] if strict else score[mid] > s[active]
+        lo[active] = np.where(above, mid + 1, lo[active])
+        hi[active] = np.where(above, hi[active], mid)
+        active = active[lo[active] < hi[active]]
+    return lo
+
+
+def _ranks(q: np.ndarray, score: np.ndarray, docid: pa.Array, rows: np.ndarray, per_code: np.ndarray) -> np.ndarray:
+    """The 1-based trec_eval rank of each of `rows` within its query (score descending, ties by docid descending
+    in byte order), touching little: the rows of its query with a higher score, found by binary search, plus
+    those in its tied group with a greater docid. Only the tied groups holding one of `rows` are sorted by docid
+    (a tie among unjudged documents moves no judged rank), and the whole run only when it is not already in
+    query and score order. `per_code` counts each query code's rows."""
     order: np.ndarray | None = None
-    change = q[1:] != q[:-1]
-    starts = np.concatenate(([0], np.flatnonzero(change) + 1)) if len(q) else np.zeros(0, np.int64)
-    if len(starts) and np.bincount(q[starts]).max() > 1:  # a query's rows are not contiguous
-        order = np.argsort(q, kind="stable")
-    sq = q if order is None else q[order]
-    ss = score if order is None else score[order]
-    same = ~change if order is None else sq[1:] == sq[:-1]
-    if np.any((ss[1:] > ss[:-1]) & same):
-        resort = np.lexsort((-ss, sq))
-        order = resort if order is None else order[resort]
-        ss = score[order]
-    if order is not None:
-        sq = q[order]
-        same = sq[1:] == sq[:-1]
-        starts = _segment_starts(sq)
+    if _ranked_already(q, score):
+        pos = rows
+    else:
+        order = np.lexsort((-score, q))
+        score = score[order]
         inverse = np.empty(len(order), dtype=np.int64)
         inverse[order] = np.arange(len(order))
         pos = inverse[rows]
-    else:
-        pos = rows.copy()
-    tie = same & (ss[1:] == ss[:-1])
-    if not tie.any() or not len(rows):
-        return starts, pos
-    tied = np.zeros(len(q), dtype=bool)  # a mask, not np.union1d: NumPy 2's hash-based unique is slow here
-    tied[:-1] = tie
-    tied[1:] |= tie
-    tpos = np.flatnonzero(tied)  # ordered positions inside tied groups, ascending
-    group = np.cumsum(np.concatenate(([True], ~tie[tpos[:-1]])))  # tpos[i], tpos[i+1] tied ⇔ same group
-    at = np.minimum(np.searchsorted(tpos, pos), len(tpos) - 1)
-    in_tie = tpos[at] == pos
-    keep = np.zeros(int(group[-1]) + 1, dtype=bool)
-    keep[group[at[in_tie]]] = True  # tie groups holding a judged row
-    sel = keep[group]
-    if not sel.any():
-        return starts, pos
-    tpos, group = tpos[sel], group[sel]
-    trows = tpos if order is None else order[tpos]
-    sub = pa.table({"g": arrow_ints(group), "d": docid.take(arrow_ints(trows))})
-    perm = numpy_values(pc.sort_indices(sub, sort_keys=[("g", "ascending"), ("d", "descending")]))
-    src = trows[perm]  # the row that lands on ordered position tpos[i]
-    by_row = np.argsort(src)
-    src, dest = src[by_row], tpos[by_row]
-    i = np.minimum(np.searchsorted(src, rows), len(src) - 1)
-    hit = src[i] == rows
-    pos[hit] = dest[i[hit]]
-    return starts, pos
+    # in ranked order the queries are blocks in code order: the block of code c starts at first[c]
+    first = np.concatenate(([0], np.cumsum(per_code)[:-1]))
+    code = q[rows]
+    q_first = first[code]
+    s = score[pos]
+    g_first = _bisect(score, q_first, pos, s, strict=False)
+    g_end = _bisect(score, pos + 1, q_first + per_code[code], s, strict=True)
+    rank = g_first - q_first + 1
+    tied = np.flatnonzero(g_end - g_first > 1)
+    if len(tied):
+        rank[tied] += _greater_in_group(docid, order, g_first[tied], g_end[tied], pos[tied])
+    return rank
+
+
+def _greater_in_group(docid: pa.Array, order: np.ndarray | None, g_first: np.ndarray, g_end: np.ndarray,
+                      pos: np.ndarray) -> np.ndarray:
+    """For each ranked position `pos` in the tied group [g_first, g_end), how many of the group's docids are
+    greater (bytes). Each distinct group is sorted once, however many of `pos` it holds."""
+    start, at, inv = np.unique(g_first, return_index=True, return_inverse=True)
+    size = g_end[at] - start
+    offset = np.cumsum(size) - size  # where each group's members begin in the list of all members
+    member = np.arange(int(size.sum())) + np.repeat(start - offset, size)
+    group = np.repeat(np.arange(len(start)), size)
+    rows = member if order is None else order[member]
+    table = pa.table({"g": arrow_ints(group), "d": docid.take(arrow_ints(rows))})
+    perm = numpy_values(pc.sort_indices(table, sort_keys=[("g", "ascending"), ("d", "descending")]))
+    slot = np.empty(len(perm), dtype=np.int64)
+    slot[perm] = np.arange(len(perm))  # each member's place once its group is sorted by docid descending
+    mine = offset[inv] + (pos - start[inv])
+    return slot[mine] - offset[inv]
 
 
 def rank_run(qi: QrelsIndex, run: Columns) -> Ranked:
@@ -250,11 +266,9 @@ def rank_run(qi: QrelsIndex, run: Columns) -> Ranked:
     same = numpy_values(pc.equal(run.docid.take(arrow_ints(rows)), qi.docids.take(arrow_ints(qi.key_row[at]))))
     ok = same & (qi.key_q[at] == rq)
     rows, grade, rq = rows[ok], qi.grades[at[ok]], rq[ok]
-    seg, pos = _positions(run.qcode, run.value, run.docid, rows)
-    srt = np.argsort(pos, kind="stable")
-    pos, grade, rq = pos[srt], grade[srt], rq[srt]
-    rank = pos - seg[np.searchsorted(seg, pos, side="right") - 1] + 1
-    return Ranked(rq, rank, grade, num_ret, unknown)
+    rank = _ranks(run.qcode, run.value, run.docid, rows, per_run_query)
+    srt = np.lexsort((rank, run.qcode[rows]))  # query by query in ranked order, best first
+    return Ranked(rq[srt], rank[srt], grade[srt], num_ret, unknown)
 
 
 def merge_ranked(parts: Sequence[Ranked]) -> Ranked:

@@ -26,8 +26,16 @@ import numpy as np
 from eval_core.errors import InputError
 from eval_core.io.formats import Columns, fast_trec_chunk, scan_trec_chunk, string_keys
 
-BLOCK_BYTES = 64 * 1024 * 1024
+BLOCK_BYTES = 16 * 1024 * 1024
 T = TypeVar("T")
+
+
+def default_workers() -> int:
+    """Every core this process may run on: the default number of threads reading blocks."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def _first_field(line: bytes | bytearray) -> bytes:
@@ -126,21 +134,24 @@ def _fill(raw: BufferedIOBase, view: memoryview) -> int:
 
 def map_run_blocks(path: str | Path, fn: Callable[[Columns], T], block_bytes: int = BLOCK_BYTES,
                    progress: Callable[[int], object] | None = None, workers: int = 1,
-                   before: Callable[[], object] | None = None) -> Iterator[T]:
+                   before: Callable[[], object] | None = None,
+                   read: Callable[[memoryview, str], Columns | None] = fast_trec_chunk) -> Iterator[T]:
     """`fn(block)` for each block of whole queries of a TREC run, in file order; `workers` threads parse and
     run `fn` on several blocks at once (pyarrow and NumPy release the GIL), so results do not depend on it.
     `before()` runs in the calling thread before any block's outcome (or the file's emptiness) is looked at:
     whatever it raises comes first.
 
-    `progress(n)` gets file bytes read. Raises `Scattered` when a query's lines are not contiguous (the
-    blocks would split it), and InputError naming path:line for bad lines, a docid repeated within a
-    query, or an empty file — the first such problem in file order, whatever the number of workers.
+    `read(chunk, path)` parses a block (the columnar reader by default); where it gives None, the line scan
+    reads the block. `progress(n)` gets file bytes read. Raises `Scattered` when a query's lines are not
+    contiguous (the blocks would split it), and InputError naming path:line for bad lines, a docid repeated
+    within a query, or an empty file — the first such problem in file order, whatever the number of workers
+    (or what `read` raises, in file order too).
     """
     label = str(path)
     workers = max(1, workers)
 
     def job(chunk: memoryview) -> tuple[np.ndarray, int, T] | None:
-        cols = fast_trec_chunk(chunk, label)
+        cols = read(chunk, label)
         return None if cols is None else (string_keys(cols.qvalues), len(cols.qcode), fn(cols))
 
     seen: list[np.ndarray] = []

@@ -1,121 +1,86 @@
-"""The fast path for big runs: a single-space TREC run read by pyarrow and turned into the RelMatrix without a
-Python loop over lines or queries (the line-by-line reader handles every other layout, with the same result).
-
-Ranking as trec_eval: one numeric sort by (query, score descending); docid strings are compared only inside
-groups of tied scores. Grades are looked up only for docids that some qrels line names.
+"""The fast path for big runs: a single-space TREC run read by pyarrow in blocks of whole queries (the whole file
+at once when its queries are not grouped), each block joined to the qrels and reduced to its hits — the lines
+some qrels line judges, ranked as trec_eval ranks — by the code `qrelkit eval` ranks with (`metrics.rank_run`:
+score descending, ties by docid descending in byte order, docids compared only inside tied groups). The
+line-by-line reader handles every other layout, with the same result.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 
-from eval_core.io.formats import pair_keys
+from eval_core.io.formats import (
+    Columns,
+    arrow_trec_table,
+    first_duplicate,
+    holds_split_byte,
+    ids_as_text,
+    string_keys,
+)
+from eval_core.ranking.metrics import KeyCollision, QrelsIndex, Ranked, index_qrels, merge_ranked, rank_run
+from eval_core.ranking.run_blocks import BLOCK_BYTES, Scattered, map_run_blocks
 from eval_core.ranking.trec_eval.reading import Qrels
 from eval_core.ranking.trec_eval.rels import BOGUS_DOCID, NONPOOL, UNJUDGED, RelMatrix
 
 
+class NotColumnar(Exception):
+    """The run needs trec_eval's line reader: a layout pyarrow does not take (tabs, repeated spaces, comments,
+    extra fields) or what only the line reader decides (a repeated docid, a NaN score, a query id that is not
+    UTF-8)."""
+
+
 @dataclass
-class RunColumns:
-    """A run as columns: query ids (dictionary), docids (bytes), scores, and the last line's run id."""
+class RankedRun:
+    """A run reduced to its hits against the qrels (`ranked`: each hit's qrels query, 1-based rank and grade, and
+    each qrels query's retrieved count), the index it was joined with, and the last line's run id."""
 
-    qids: list[str]
-    qcode: np.ndarray
-    docid: pa.Array | pa.ChunkedArray
-    score: np.ndarray
+    ranked: Ranked
+    index: QrelsIndex
     run_id: str
-    judged: Judged | None = None  # the lines keyed against the qrels (prepare)
 
 
-_MIX = np.uint64(0x9E3779B97F4A7C15)
-_MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [2**64 - 1], dtype=np.uint64)
-
-
-def docid_keys(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """A 64-bit key per string (equal strings, equal keys; callers confirm a key match on the strings): its bytes
-    as little-endian words, mixed, with its length. Read in place from the Arrow buffers."""
-    if isinstance(arr, pa.ChunkedArray):
-        parts = [docid_keys(c) for c in arr.chunks]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
-    n = len(arr)
-    if n == 0:
-        return np.zeros(0, dtype=np.uint64)
-    bufs = arr.buffers()
-    wide = arr.type in (pa.large_string(), pa.large_binary())
-    off: np.ndarray = np.frombuffer(bufs[1], dtype=np.int64 if wide else np.int32)[arr.offset:arr.offset + n + 1]
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    start = off[:-1]
-    length = off[1:] - off[:-1]
-    end = int(off[-1])
-    # every byte offset's 8 bytes as one word (unaligned view); the last strings' words from a padded copy
-    safe = max(len(data) - 7, 0)
-    words = np.ndarray((safe,), dtype=np.uint64, buffer=data, strides=(1,)) if safe else np.zeros(0, np.uint64)
-    tail_from = max(min(safe, end) - 8, 0)
-    tail = np.zeros(end - tail_from + 16, dtype=np.uint8)
-    tail[:end - tail_from] = data[tail_from:end]
-    tail_words = np.ndarray((len(tail) - 7,), dtype=np.uint64, buffer=tail, strides=(1,))
-
-    def word(at: np.ndarray) -> np.ndarray:
-        out = words[np.minimum(at, max(safe - 1, 0))] if safe else np.zeros(len(at), dtype=np.uint64)
-        late = np.flatnonzero(at >= tail_from)
-        if len(late):
-            out[late] = tail_words[np.minimum(at[late], end) - tail_from]
-        return out
-
-    h = word(start)
-    top = int(length.max())
-    if int(length.min()) < 8:
-        h &= _MASKS[np.minimum(length, 8)]
-    for j in range(8, top, 8):  # only strings with bytes past j mix further: a key depends on its string alone
-        live = np.flatnonzero(length > j)
-        w = word(start[live] + j)
-        w &= _MASKS[np.minimum(length[live] - j, 8)]
-        h[live] = (h[live] * _MIX) ^ w
-    h ^= (length.astype(np.int64, copy=False) << 56).view(np.uint64)
-    h *= _MIX
-    h ^= h >> np.uint64(29)
-    return h
-
-
-def read_run_columns(path: str | Path) -> RunColumns | None:
-    """The run through pyarrow when every line is `qid iter docid rank score runid` with single spaces and no
-    comments; None otherwise (the caller then reads it line by line)."""
-    names = ["q", "q0", "d", "rank", "v", "tag"]
-    # docids as bytes (trec_eval compares them so): no UTF-8 check on 10M of them; the query ids are checked below
-    types = {"q": pa.dictionary(pa.int32(), pa.string()), "d": pa.binary(), "v": pa.float64()}
+def qrels_index(qrels: Qrels) -> QrelsIndex | None:
+    """The qrels joined against (queries in byte order, docids as bytes), or None when a docid is not UTF-8
+    text or two qrels pairs share a 64-bit key: the line reader then reads the run."""
+    if qrels.lines is not None:
+        docs, query, grade, qvalues = qrels.lines
+    else:
+        qids = list(qrels.by_query)
+        try:
+            docs = pa.array([d for q in qids for d in qrels.by_query[q]], type=pa.large_string())
+            qvalues = pa.array(qids, type=pa.large_string())
+        except (UnicodeEncodeError, pa.ArrowException):  # bytes that are not UTF-8: the line reader's business
+            return None
+        grade = np.fromiter((g for q in qids for g in qrels.by_query[q].values()), dtype=np.int64, count=len(docs))
+        query = np.repeat(np.arange(len(qids), dtype=np.int64), [len(qrels.by_query[q]) for q in qids])
+    docs = docs.cast(pa.large_binary())
     try:
-        table = pacsv.read_csv(
-            str(path), read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 20),
-            parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False,
-                                             newlines_in_values=False, ignore_empty_lines=True),
-            convert_options=pacsv.ConvertOptions(include_columns=["q", "d", "v"], column_types=types,
-                                                 null_values=[], strings_can_be_null=False, check_utf8=False))
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError):
+        return index_qrels(Columns(query, qvalues, docs, grade, "<qrels>", string_keys(docs)), rel_level=1)
+    except KeyCollision:
         return None
-    if table.num_rows == 0:
-        return None
-    q = table["q"].unify_dictionaries()
-    values = q.chunk(0).dictionary
-    try:
-        values.validate(full=True)  # UTF-8 query ids (they become str); others are the line reader's business
-    except pa.ArrowInvalid:
-        return None
-    if pc.any(pc.starts_with(values, "#")).as_py() or pc.min(pc.binary_length(values)).as_py() == 0:
-        return None
-    d = table["d"]
-    run_id = _last_run_id(path)
-    if pc.min(pc.binary_length(d)).as_py() == 0 or run_id is None:
-        return None
-    score = table["v"].combine_chunks().to_numpy()
-    if np.isnan(score).any():  # the line reader ranks NaN scores as trec_eval's comparison does
-        return None
-    qcode = np.concatenate([np.asarray(c.indices) for c in q.chunks])
-    return RunColumns(values.to_pylist(), qcode, d, score, run_id)
+
+
+def read_lines(source: Any, label: str, threads: bool = False) -> Columns:
+    """Single-space run lines as trec_eval reads them: query ids as UTF-8 text, docids as bytes (any bytes but
+    the whitespace trec_eval splits on). Raises NotColumnar for anything the line reader must decide."""
+    table = arrow_trec_table(source, "run", threads)
+    if table is None:
+        raise NotColumnar(label)
+    qvalues = ids_as_text(table.qids)
+    if qvalues is None or holds_split_byte(table.qids) or holds_split_byte(table.docid):
+        raise NotColumnar(label)
+    if np.isnan(table.value).any():  # the line reader ranks NaN scores as trec_eval's comparison does
+        raise NotColumnar(label)
+    cols = Columns(table.qcode, qvalues, table.docid, table.value, label, string_keys(table.docid))
+    if first_duplicate(cols) is not None:  # trec_eval refuses a repeated docid: the line reader names it
+        raise NotColumnar(label)
+    return cols
 
 
 def _last_run_id(path: str | Path) -> str | None:
@@ -131,162 +96,50 @@ def _last_run_id(path: str | Path) -> str | None:
     return fields[5].decode("utf-8", "surrogateescape")
 
 
-def _sorted_by_query_and_score(qcode: np.ndarray, score: np.ndarray) -> bool:
-    """Whether the rows already come query by query, each query's scores descending (most runs do)."""
-    return len(qcode) < 2 or bool(np.all(qcode[1:] >= qcode[:-1])
-                                  and np.all((score[1:] <= score[:-1]) | (qcode[1:] != qcode[:-1])))
-
-
-def _bisect(score: np.ndarray, lo: np.ndarray, hi: np.ndarray, s: np.ndarray, strict: bool) -> np.ndarray:
-    """For each i, the first index in [lo, hi) whose score is not above s[i] (strict: below s[i]); hi if none.
-    The scores are descending within each [lo, hi)."""
-    lo, hi = lo.copy(), hi.copy()
-    while True:
-        active = np.flatnonzero(lo < hi)
-        if not len(active):
-            return lo
-        mid = (lo[active] + hi[active]) >> 1
-        above = score[mid] >= s[active] if strict else score[mid] > s[active]
-        lo[active] = np.where(above, mid + 1, lo[active])
-        hi[active] = np.where(above, hi[active], mid)
-
-
-def _hit_ranks(qcode: np.ndarray, score: np.ndarray, docid: pa.Array, order: np.ndarray | None,
-               hits: np.ndarray, per_code: np.ndarray) -> np.ndarray:
-    """The 0-based trec_eval rank of each row in `hits` (positions in the ranked order, ascending): the rows of its
-    query with a higher score, plus those with the same score and a greater docid (bytes). `qcode` and `score` are
-    in ranked order (query codes ascending, scores descending within each); `per_code` counts each code's rows."""
-    if not len(hits):
-        return np.zeros(0, dtype=np.int64)
-    first_of_code = np.concatenate(([0], np.cumsum(per_code)[:-1]))
-    code = qcode[hits]
-    q_first = first_of_code[code]
-    s = score[hits]
-    g_first = _bisect(score, q_first, hits, s, strict=False)
-    g_end = _bisect(score, hits + 1, q_first + per_code[code], s, strict=True)
-    rank = g_first - q_first
-    tied = np.flatnonzero(g_end - g_first > 1)
-    if len(tied):
-        size = (g_end - g_first)[tied]
-        owner = np.repeat(np.arange(len(tied)), size)
-        member = np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size) + np.repeat(g_first[tied], size)
-        mine = hits[tied][owner]
-        if order is not None:
-            member, mine = order[member], order[mine]
-        greater = pc.greater(docid.take(pa.array(member)), docid.take(pa.array(mine)))
-        rank[tied] += np.bincount(owner, weights=greater.to_numpy(zero_copy_only=False),
-                                  minlength=len(tied)).astype(np.int64)
-    return rank
-
-
-@dataclass
-class QrelsColumns:
-    """The qrels as columns: each line's query (index in byte order), docid key and grade, sorted by pair key."""
-
-    qids: list[str]
-    key: np.ndarray     # uint64 pair keys, ascending (unique: a collision sends the run to the line reader)
-    query: np.ndarray   # int64
-    grade: np.ndarray   # int64
-    docid: pa.Array
-    filter_bits: int
-    table: np.ndarray   # bool [2**filter_bits]: some qrels pair key has these low bits
-
-
-def qrels_columns(qrels: Qrels) -> QrelsColumns | None:
-    """The qrels' columns, or None when two qrels pairs share a 64-bit key (never in practice) or a docid is not
-    UTF-8."""
-    qids = list(qrels.by_query)
-    if qrels.lines is not None:
-        docs, query, grade = qrels.lines
-    else:
-        sizes = [len(qrels.by_query[q]) for q in qids]
-        try:
-            docs = pa.array([d for q in qids for d in qrels.by_query[q]], type=pa.string())
-        except (UnicodeEncodeError, pa.ArrowException):  # bytes that are not UTF-8: the line reader's business
-            return None
-        grade = np.fromiter((g for q in qids for g in qrels.by_query[q].values()), dtype=np.int64, count=len(docs))
-        query = np.repeat(np.arange(len(qids), dtype=np.int64), sizes)
-    key = pair_keys(docid_keys(docs), query)
-    by_key = np.argsort(key, kind="stable")
-    key = key[by_key]
-    if len(key) > 1 and bool((key[1:] == key[:-1]).any()):
+def read_ranked(path: str | Path, qrels: Qrels, *, float32: bool = False, workers: int = 1,
+                block_bytes: int = BLOCK_BYTES) -> RankedRun | None:
+    """The run's hits against the qrels, read by pyarrow in blocks of whole queries by `workers` threads (whole,
+    when its queries are not grouped), scores compared as float64 (trec_eval 10.0) or float32 (`float32`,
+    version 9). None when the line reader has to read the run (see NotColumnar); its errors are the line
+    reader's to name."""
+    if str(path) == "-":
         return None
-    bits = 24
-    table = np.zeros(1 << bits, dtype=bool)
-    table[(key & np.uint64((1 << bits) - 1)).astype(np.int64)] = True
-    return QrelsColumns(qids, key, query[by_key], grade[by_key], docs.take(pa.array(by_key)), bits, table)
+    with open(path, "rb") as fh:
+        if fh.read(2) in (b"", b"\x1f\x8b"):  # empty, or gzip (which trec_eval does not read): the line reader
+            return None
+    index = qrels_index(qrels)
+    run_id = _last_run_id(path)
+    if index is None or run_id is None:
+        return None
+
+    def rank(cols: Columns) -> Ranked:
+        if float32:
+            cols = dataclasses.replace(cols, value=cols.value.astype(np.float32).astype(np.float64))
+        return rank_run(index, cols)
+
+    def read(chunk: memoryview, label: str) -> Columns:
+        return read_lines(pa.py_buffer(chunk), label)
+
+    try:
+        try:
+            ranked = merge_ranked(list(map_run_blocks(path, rank, block_bytes, workers=workers, read=read)))
+        except Scattered:
+            ranked = rank(read_lines(str(path), str(path), threads=True))
+    except NotColumnar:
+        return None
+    return RankedRun(ranked, index, run_id)
 
 
-def prepare(run: RunColumns, qrels: Qrels) -> bool:
-    """Key the run's lines against the qrels (kept on `run` for build_columnar): the docid with the query's qrels
-    index, run-only queries numbered past those; find the hits, the lines whose (query, docid) some qrels line
-    judges. False when the fast path cannot decide: two lines of a query may name one docid (the line reader
-    then names it, as trec_eval refuses a repeated one) or two qrels pairs share a key."""
-    qc = qrels_columns(qrels)
-    if qc is None:
-        return False
-    qindex = {q: i for i, q in enumerate(qc.qids)}
-    run_to_qrels = np.array([qindex.get(q, -1) for q in run.qids], dtype=np.int64)
-    pk = docid_keys(run.docid)
-    codes = np.where(run_to_qrels >= 0, run_to_qrels, len(qc.qids) + np.arange(len(run.qids)))
-    pk ^= pair_keys(np.zeros(len(codes), dtype=np.uint64), codes)[run.qcode]
-    buf = np.sort(pk)
-    if len(buf) > 1 and bool((buf[1:] == buf[:-1]).any()):
-        return False
-    # a bit table first, then a binary search in the qrels keys, then the docids compared
-    low = np.bitwise_and(pk.view(np.int64), (1 << qc.filter_bits) - 1, out=buf.view(np.int64))
-    cand = np.flatnonzero(qc.table[low])
-    del buf, low
-    pos = np.minimum(np.searchsorted(qc.key, pk[cand]), max(len(qc.key) - 1, 0))
-    found = qc.key[pos] == pk[cand]
-    hits, pos = cand[found], pos[found]
-    same = pc.equal(run.docid.take(pa.array(hits)), qc.docid.take(pa.array(pos))).to_numpy(zero_copy_only=False)
-    run.judged = Judged(qc, run_to_qrels, hits[same], pos[same])
-    return True
-
-
-@dataclass
-class Judged:
-    """A run keyed against qrels (prepare): the qrels' columns, each run query's qrels index (−1: none), and
-    the hits: line numbers (ascending) and their qrels rows."""
-
-    qrels: QrelsColumns
-    run_to_qrels: np.ndarray
-    hits: np.ndarray
-    pos: np.ndarray
-
-
-def build_columnar(qrels: Qrels, run: RunColumns, *, rel_level: int = 1, max_docs: int | None = None,
-                   judged_only: bool = False, complete: bool = False, bogus_missing: bool = True,
-                   float32: bool = False) -> RelMatrix:
-    """The same RelMatrix as rels.build for the same inputs, computed on columns: only the retrieved documents
-    that the qrels name (the hits) are ranked and looked up; the others are counted. Raises ValueError when
-    prepare() cannot decide."""
-    if run.judged is None and not prepare(run, qrels):
-        raise ValueError("the run needs the line reader")
-    assert run.judged is not None
-    qc, run_to_qrels, hits, pos = run.judged.qrels, run.judged.run_to_qrels, run.judged.hits, run.judged.pos
-    qids = qc.qids
+def build_columnar(qrels: Qrels, run: RankedRun, *, rel_level: int = 1, max_docs: int | None = None,
+                   judged_only: bool = False, complete: bool = False, bogus_missing: bool = True) -> RelMatrix:
+    """The same RelMatrix as rels.build for the same inputs, from the run's hits; the other retrieved documents
+    are only counted."""
+    qi, ranked = run.index, run.ranked
+    qids = list(qrels.by_query)
     nq = len(qids)
-    score = run.score.astype(np.float32).astype(np.float64) if float32 else run.score
-    per_code = np.bincount(run.qcode, minlength=len(run.qids))
-    counts = np.zeros(nq, dtype=np.int64)
-    in_qrels = run_to_qrels >= 0
-    counts[run_to_qrels[in_qrels]] = per_code[in_qrels]
-    if _sorted_by_query_and_score(run.qcode, score):
-        rank = _hit_ranks(run.qcode, score, run.docid, None, hits, per_code)
-    else:
-        order = np.lexsort((-score, run.qcode))
-        at = np.empty(len(order), dtype=np.int64)
-        at[order] = np.arange(len(order))
-        ranked = at[hits]
-        by_pos = np.argsort(ranked)
-        hits, pos, ranked = hits[by_pos], pos[by_pos], ranked[by_pos]
-        del at
-        rank = _hit_ranks(run.qcode[order], score[order], run.docid, order, ranked, per_code)
-    hq = qc.query[pos]
-    grade = qc.grade[pos]
-    value = np.where(grade < 0, UNJUDGED, grade)
+    counts = ranked.num_ret
+    hq, rank = ranked.q, ranked.rank - 1
+    value = np.where(ranked.grade < 0, UNJUDGED, ranked.grade)
     if max_docs is not None:
         within = rank < max_docs
         hq, rank, value = hq[within], rank[within], value[within]
@@ -317,10 +170,10 @@ def build_columnar(qrels: Qrels, run: RunColumns, *, rel_level: int = 1, max_doc
         value = np.concatenate([value, extra_v])
         by_rank = np.lexsort((rank, hq))
         hq, rank, value = hq[by_rank], rank[by_rank], value[by_rank]
-    top = int(max(qc.grade[evaluated[qc.query]].max(initial=0), 0))
+    top = int(max(qi.grades[evaluated[qi.key_q]].max(initial=0), 0))
     levels_all = np.zeros((nq, top + 1), dtype=np.int64)
-    ok = (qc.grade >= 0) & (qc.grade <= top)
-    np.add.at(levels_all, (qc.query[ok], qc.grade[ok]), 1)
+    ok = (qi.grades >= 0) & (qi.grades <= top)
+    np.add.at(levels_all, (qi.key_q[ok], qi.grades[ok]), 1)
     return RelMatrix.from_hits([q for q, e in zip(qids, evaluated, strict=True) if e], row_of[hq], rank, value,
                                num_ret[evaluated], levels_all[evaluated], bogus[evaluated], rel_level)
 
@@ -333,3 +186,6 @@ def _ranks_in_groups(group: np.ndarray) -> np.ndarray:
     start[1:] = group[1:] != group[:-1]
     first = np.flatnonzero(start)
     return np.arange(len(group)) - np.repeat(first, np.diff(np.append(first, len(group))))
+
+
+__all__ = ["NotColumnar", "RankedRun", "build_columnar", "qrels_index", "read_lines", "read_ranked"]

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from eval_core.errors import InputError
-from eval_core.io.formats import pair_keys, string_keys
+from eval_core.io.formats import arrow_ints, numpy_values, pair_keys, string_keys
 
 
 @dataclass
@@ -25,11 +25,11 @@ class Qrels:
     """Judgments per query id (byte order of ids): docid → relevance (may be negative: pooled, unjudged).
 
     `lines`, when the fast reader read the file: the same judgments as columns in by_query's order (docids, each
-    line's query index, grades), for the columnar run path. `averaged_over`: the file's query count when by_query
+    line's query index, grades, and the query ids as an Arrow array), for the columnar run path. `averaged_over`: the file's query count when by_query
     keeps only some of them (trec_eval -D 0.qid), which -c's averages still divide by."""
 
     by_query: Mapping[str, dict[str, int]]
-    lines: tuple[Any, np.ndarray, np.ndarray] | None = field(default=None, compare=False, repr=False)
+    lines: tuple[Any, np.ndarray, np.ndarray, Any] | None = field(default=None, compare=False, repr=False)
     averaged_over: int | None = None
 
 
@@ -119,11 +119,11 @@ def _arrow_qrels(path: str | Path) -> Qrels | None:
     by_bytes = sorted(range(len(names)), key=lambda i: byte_key(names[i]))
     index = np.empty(len(names), dtype=np.int64)
     index[by_bytes] = np.arange(len(names))
-    query = index[q.indices.to_numpy(zero_copy_only=False)]
+    query = index[numpy_values(q.indices)]
     lines = np.argsort(query, kind="stable")  # grouped by query, file order within each
     query = query[lines]
-    docs = table["d"].take(pa.array(lines)).combine_chunks()
-    grades = table["g"].to_numpy()[lines]
+    docs = table["d"].combine_chunks().take(arrow_ints(lines))
+    grades = numpy_values(table["g"])[lines]
     bounds = np.concatenate(([0], np.cumsum(np.bincount(query, minlength=len(names))))).tolist()
     ordered = [names[k] for k in by_bytes]
     keys = np.sort(pair_keys(string_keys(docs), query))
@@ -133,7 +133,8 @@ def _arrow_qrels(path: str | Path) -> Qrels | None:
             a, b = bounds[i], bounds[i + 1]
             if len(set(doc_list[a:b])) != b - a:
                 return None  # a docid judged twice: the line reader names it
-    return Qrels(_Judgments(ordered, docs, grades, bounds), (docs, query, grades))
+    qvalues = q.dictionary.take(arrow_ints(np.asarray(by_bytes, dtype=np.int64))).cast(pa.large_string())
+    return Qrels(_Judgments(ordered, docs, grades, bounds), (docs, query, grades, qvalues))
 
 
 def read_qrels(path: str | Path) -> Qrels:

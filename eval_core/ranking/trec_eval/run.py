@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from eval_core.errors import InputError
+from eval_core.ranking.run_blocks import default_workers
 from eval_core.ranking.trec_eval import measures as ms
-from eval_core.ranking.trec_eval.columnar import RunColumns, build_columnar, prepare, read_run_columns
+from eval_core.ranking.trec_eval.columnar import RankedRun, build_columnar, read_ranked
 from eval_core.ranking.trec_eval.evaluate import Block, IllegalMeasure, compute, select, to_zscores
 from eval_core.ranking.trec_eval.invocation import REL_FORMATS, RESULTS_FORMATS, Invocation, TrecEvalError
 from eval_core.ranking.trec_eval.output import query_lines, summary_lines
@@ -52,21 +53,22 @@ class Scored:
     denominator: int
 
 
-def score(inv: Invocation, qrels: Qrels, results: Results | RunColumns) -> Scored:
+def score(inv: Invocation, qrels: Qrels, results: Results | RankedRun) -> Scored:
     """Compute the selected qrels measures under `inv`'s rules."""
     try:
         selection = select(inv.measures)
     except IllegalMeasure as exc:
         raise TrecEvalError(str(exc), 1) from None
-    run_qids = set(results.qids) if isinstance(results, RunColumns) else set(results.by_query)
-    missing = [q for q in qrels.by_query if q not in run_qids]
+    if isinstance(results, RankedRun):
+        missing = [q for q, n in zip(qrels.by_query, results.ranked.num_ret.tolist(), strict=True) if not n]
+    else:
+        missing = [q for q in qrels.by_query if q not in results.by_query]
     if missing and not inv.complete and inv.version >= 10:
         raise TrecEvalError(f"query '{missing[0]}' is in the qrels but has no results in {inv.results_file} "
                             f"({len(missing)} such); pass -c to score such queries 0", 4)
-    if isinstance(results, RunColumns):
+    if isinstance(results, RankedRun):
         m = build_columnar(qrels, results, rel_level=inv.rel_level, max_docs=inv.max_docs,
-                           judged_only=inv.judged_only, complete=inv.complete, bogus_missing=inv.version >= 10,
-                           float32=inv.version < 10)
+                           judged_only=inv.judged_only, complete=inv.complete, bogus_missing=inv.version >= 10)
     else:
         m = build(qrels, results, rel_level=inv.rel_level, max_docs=inv.max_docs, judged_only=inv.judged_only,
                   complete=inv.complete, bogus_missing=inv.version >= 10)
@@ -84,7 +86,7 @@ def score(inv: Invocation, qrels: Qrels, results: Results | RunColumns) -> Score
     return Scored(m.qids, blocks, results.run_id, len(m.qids), denominator)
 
 
-def load(inv: Invocation) -> tuple[Qrels, Results | RunColumns]:
+def load(inv: Invocation) -> tuple[Qrels, Results | RankedRun]:
     """The qrels and the run, or the refusal trec_eval gives (unknown formats, unreadable files: exit 2)."""
     if inv.rel_format not in REL_FORMATS:
         raise TrecEvalError(f"Illegal rel_format '{inv.rel_format}'", 2)
@@ -95,10 +97,8 @@ def load(inv: Invocation) -> tuple[Qrels, Results | RunColumns]:
         if inv.debug_query is not None:  # -D 0.qid: only that query is evaluated
             qrels = Qrels({q: j for q, j in qrels.by_query.items() if q == inv.debug_query},
                           averaged_over=len(qrels.by_query))
-        columns = None if inv.results_file == "-" else read_run_columns(inv.results_file)
-        if columns is not None and prepare(columns, qrels):
-            return qrels, columns
-        return qrels, _read_results(inv)
+        ranked = read_ranked(inv.results_file, qrels, float32=inv.version < 10, workers=default_workers())
+        return qrels, ranked if ranked is not None else _read_results(inv)
     except InputError as exc:
         raise TrecEvalError(str(exc), 2) from None
 
