@@ -300,3 +300,35 @@ def test_numpys_hugepage_advice_is_off_during_a_run_and_restored_after(files: tu
         assert setter(True) is True  # restored
     finally:
         setter(True)
+
+
+@pytest.mark.parametrize("persistence", [0.9, 0.95, 0.5])
+def test_rbp_and_rbp_resid_round_as_trec_eval_loops_do(persistence: float) -> None:
+    """m_rbp.c and m_rbp_resid.c walk the ranks once: `cur_p` is the previous one times p (not pow), and each
+    rank's term is added to the running sum in rank order. Written out here for 40 queries of 300 documents with
+    judged ones scattered among unjudged and unpooled ones, the values must be equal to the last bit (a total of
+    all weights minus the judged ones, or pow, differs in the last bits)."""
+    from eval_core.ranking.trec_eval.reading import qrels_from_dict, results_from_dict
+    from eval_core.ranking.trec_eval.run import per_query
+
+    rng = __import__("numpy").random.default_rng(7)
+    qrels, run, expected = {}, {}, {}
+    for q in range(40):
+        docs = [f"d{i}" for i in range(300)]
+        grades = {d: int(g) for d, g in zip(docs, rng.integers(-1, 3, 300), strict=True) if rng.random() < 0.3}
+        qrels[f"q{q}"], run[f"q{q}"] = grades, {d: float(300 - i) for i, d in enumerate(docs)}
+        rbp = resid = 0.0
+        cur_p = 1.0
+        for d in docs:  # rank order: scores descending
+            g = grades.get(d)
+            if g is None or g < 0:
+                resid += cur_p
+            elif g >= 1:  # gain = grade; rbp's gains lie in [0, 2] here, so they are scaled to [0, 1] by max 2
+                rbp += g / 2 * cur_p
+            cur_p = cur_p * persistence
+        expected[f"q{q}"] = ((1.0 - persistence) * rbp, cur_p + (1 - persistence) * resid)
+    got = per_query(qrels_from_dict(qrels), results_from_dict(run), (f"rbp.p={persistence}", "rbp_resid"))
+    for q, (rbp, resid) in expected.items():
+        assert got[q][f"rbp_p={persistence}"] == rbp
+        if persistence == 0.9:  # rbp_resid's p is the default
+            assert got[q]["rbp_resid"] == resid

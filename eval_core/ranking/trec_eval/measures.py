@@ -541,21 +541,41 @@ def _rbp(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     scaled = _div(res - lo[:, None], (hi - lo)[:, None])
     known = m.hit & np.isin(m.value, list(table))
     res = np.where(scale[:, None] & known, scaled, res)
+    powers = _powers(persistence, int(m.num_ret.max(initial=0)) + 1)
     with np.errstate(over="ignore", invalid="ignore"):
-        weights = persistence ** m.rank.astype(np.float64)
+        weights = powers[np.minimum(m.rank, len(powers) - 1)]
         return _col((1.0 - persistence) * _seqsum(np.where(res != 0, res * weights, 0.0)))
 
 
+def _powers(p: float, n: int) -> np.ndarray:
+    """p^0 … p^(n−1) as trec_eval's loops make them, each the one before times p (`cur_p = cur_p * p`): pow's
+    result can differ in the last bit."""
+    steps = np.full(n, p, dtype=np.float64)
+    steps[:1] = 1.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.multiply.accumulate(steps)
+
+
 def _rbp_resid(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
+    """rbp_resid: p^num_ret + (1 − p) × the weights of the ranks holding a NONPOOL or UNJUDGED document, added
+    rank by rank as m_rbp_resid.c does (so the rounding is its own); 0 when every retrieved document is judged."""
     persistence = _persistence(p)
     judged = _judged_hits(m)
-    every = np.concatenate([[0.0], np.cumsum(persistence ** np.arange(int(m.num_ret.max(initial=0)),
-                                                                       dtype=np.float64))])
-    with np.errstate(over="ignore", invalid="ignore"):
-        judged_w = _seqsum(np.where(judged, persistence ** m.rank.astype(np.float64), 0.0))
-    total = every[m.num_ret] - judged_w  # the weights of the ranks holding a NONPOOL or UNJUDGED document
-    tail = persistence ** m.num_ret.astype(np.float64)
-    return _col(np.where(m.num_ret > judged.sum(axis=1), tail + (1 - persistence) * total, 0.0))
+    width = int(m.num_ret.max(initial=0))
+    powers = _powers(persistence, width + 1)
+    out = np.zeros(len(m.qids))
+    rows = np.flatnonzero(m.num_ret > judged.sum(axis=1))
+    step = max(1, (1 << 22) // max(width, 1))  # a dense [queries × ranks] slice of at most 4M weights at a time
+    for lo in range(0, len(rows), step):
+        part = rows[lo:lo + step]
+        dense = np.tile(powers[:width], (len(part), 1))
+        at, col = np.nonzero(judged[part])
+        dense[at, m.rank[part][at, col]] = 0.0  # adding 0.0 leaves the running sum as it is
+        np.cumsum(dense, axis=1, out=dense)
+        total = dense[np.arange(len(part)), m.num_ret[part] - 1]
+        with np.errstate(over="ignore", invalid="ignore"):
+            out[part] = powers[m.num_ret[part]] + (1 - persistence) * total
+    return _col(out)
 
 
 def _unj(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
