@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import io
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -181,13 +182,13 @@ def test_any_block_size_is_bit_identical(tmp_path_factory: pytest.TempPathFactor
 
 
 class CountingReader(io.BytesIO):
-    """A stream that counts its reads."""
+    """A stream that counts its reads (the block reader reads into its buffers)."""
 
     reads = 0
 
-    def read(self, size: int | None = -1) -> bytes:
+    def readinto(self, buffer: Any) -> int:
         self.reads += 1
-        return super().read(size)
+        return super().readinto(buffer)
 
 
 def test_chunks_cover_the_file_at_query_boundaries_and_a_huge_query_reads_in_doubling_sizes() -> None:
@@ -195,7 +196,7 @@ def test_chunks_cover_the_file_at_query_boundaries_and_a_huge_query_reads_in_dou
     lines += [f"q{j} Q0 d{i} {i} 1.0 t\n" for j in range(30) for i in range(7)]
     data = "".join(lines).encode()
     raw = CountingReader(data)
-    chunks = [(bytes(c), first) for c, first in _byte_blocks(raw, 16)]
+    chunks = [(bytes(c), first) for c, first in _byte_blocks(raw, 16, ring=2)]
     assert b"".join(c for c, _ in chunks) == data
     assert [first for _, first in chunks] == [1 + b"".join(c for c, _ in chunks[:i]).count(b"\n")
                                               for i in range(len(chunks))]
@@ -205,7 +206,7 @@ def test_chunks_cover_the_file_at_query_boundaries_and_a_huge_query_reads_in_dou
     flat = [q for qs in qids for q in dict.fromkeys(qs)]
     assert len(flat) == len(set(flat)) == 31  # every query in exactly one chunk
     # 5000 lines of ~25 bytes in reads doubling from 16 bytes: about log2(125 kB / 16) ≈ 13 reads, not 7800
-    assert raw.reads < 80
+    assert 10 <= raw.reads < 80
 
 
 def test_cli_progress_bar_counts_run_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

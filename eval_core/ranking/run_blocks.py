@@ -4,15 +4,14 @@ The file is read in byte blocks; each block is cut at the start of its last quer
 query's lines are carried over to the next block, so no query is split between two blocks as long as
 the file keeps each query's lines together (TREC runs do). A query id seen again in a later block
 means the file is not grouped by query: `Scattered` is raised and the caller reads the file whole.
-An uncompressed file's blocks are views of read-only memory maps (no copy); a gzip file's are read.
-Line numbers are counted only when a block needs the line-by-line scan (an error to name, or lines
-the columnar reader cannot take), in file order.
+Blocks are read into a few buffers used in turn (no fresh memory per block; not a memory map, which
+would kill the process if the file were cut short while it is read), and the lines counted as they are
+cut, so a block the columnar reader cannot take is scanned with the file's own line numbers.
 """
 
 from __future__ import annotations
 
 import gzip
-import mmap
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -44,79 +43,60 @@ def _first_field(line: bytes | bytearray) -> bytes:
     return bytes(parts[0]) if parts else b""
 
 
-def _query_cut(buf: bytes | bytearray | mmap.mmap, known: int = 0, known_qid: bytes | None = None,
-               lo: int = 0) -> tuple[int, bytes | None]:
+def _query_cut(buf: bytes | bytearray, known: int = 0, known_qid: bytes | None = None,
+               hi: int | None = None) -> tuple[int, bytes | None]:
     """Where the last complete line's query begins (0: nowhere yet), and that query's id.
 
-    The block is `buf[lo:]` and positions count from `lo`. Blank and comment lines go with the query
-    after them. Its first `known` bytes hold whole lines already found to belong to `known_qid` (the
+    The block is `buf[:hi]` (all of `buf` by default). Blank and comment lines go with the query after
+    them. Its first `known` bytes hold whole lines already found to belong to `known_qid` (the
     carried-over tail), so they are not walked again.
     """
-    tail = max(buf.rfind(b"\n", lo) + 1, lo)  # the partial line after the last newline always goes with the tail
+    hi = len(buf) if hi is None else hi
+    tail = buf.rfind(b"\n", 0, hi) + 1  # the partial line after the last newline always goes with the tail
     qid = None
-    while tail > lo:
-        if tail <= lo + known and (qid is None or known_qid is None or qid == known_qid):
+    while tail > 0:
+        if tail <= known and (qid is None or known_qid is None or qid == known_qid):
             return 0, qid or known_qid
         end = tail - 1  # the newline ending the line just before the tail
-        start = max(buf.rfind(b"\n", lo, end) + 1, lo)
+        start = buf.rfind(b"\n", 0, end) + 1
         field = _first_field(buf[start:end])
         if field and not field.startswith(b"#"):
             if qid is not None and field != qid:
-                return tail - lo, qid
+                return tail, qid
             qid = field
         tail = start
     return 0, qid
 
 
-_MAP_FLAGS = getattr(mmap, "MAP_SHARED", 0) | getattr(mmap, "MAP_POPULATE", 0)
+def _byte_blocks(raw: BufferedIOBase, block_bytes: int, ring: int) -> Iterator[tuple[memoryview, int]]:
+    """Yield (whole-query chunk, number of its first line) from a binary stream.
 
-
-def _mapped_blocks(fileno: int, size: int, block_bytes: int) -> Iterator[tuple[memoryview, int]]:
-    """Yield (whole-query chunk, its file offset) of an uncompressed file, cut as `_byte_blocks` cuts.
-
-    Each chunk is a view of its own read-only memory map of the file: nothing is copied or zero-filled,
-    and the pages leave the process once the chunk is dropped. A query filling a whole block maps
-    twice the size, so a huge query costs linear time.
+    The blocks are read into `ring` buffers taken in turn, so a caller holding fewer than `ring` chunks at
+    once never sees one overwritten, and a big run costs no fresh (zero-filled) memory per block. Each
+    block is read straight after the carried-over tail. While one query fills the buffer, reads double in
+    size, so a huge query costs linear time. Reading, unlike a memory map, cannot fault if the file is cut
+    short meanwhile: the blocks are then the file as it was read.
     """
-    start, span, known, qid = 0, block_bytes, 0, None
-    while start < size:
-        end = min(start + span, size)
-        base = start - start % mmap.ALLOCATIONGRANULARITY
-        mm = mmap.mmap(fileno, end - base, flags=_MAP_FLAGS, prot=mmap.PROT_READ, offset=base)
-        lead = start - base
-        if end == size:
-            yield memoryview(mm)[lead:], start
-            return
-        cut, qid = _query_cut(mm, known, qid, lead)
-        if not cut:  # one query fills the block: map twice as much from the same start
-            known, span = max(mm.rfind(b"\n", lead) + 1 - lead, 0), 2 * span
-            continue
-        known = max(mm.rfind(b"\n", lead + cut) + 1 - lead - cut, 0)  # whole lines of the carried-over tail
-        yield memoryview(mm)[lead:lead + cut], start
-        start, span = start + cut, block_bytes
-
-
-def _byte_blocks(raw: BufferedIOBase, block_bytes: int) -> Iterator[tuple[memoryview, int]]:
-    """Yield (whole-query chunk, number of its first line) from a binary stream, without copying chunks.
-
-    Each block is read straight into a buffer that already holds the carried-over tail (no second copy
-    of the block). While one query fills the buffer, reads double in size, so a huge query costs
-    linear time.
-    """
+    buffers = [bytearray() for _ in range(ring)]
     carry, qid = b"", None
-    first_line, size = 1, block_bytes
+    first_line, size, turn = 1, block_bytes, 0
     while True:
-        buf = bytearray(len(carry) + size)
-        buf[:len(carry)] = carry
-        got = _fill(raw, memoryview(buf)[len(carry):])
-        del buf[len(carry) + got:]
-        cut, qid = (len(buf), None) if not got else _query_cut(buf, carry.rfind(b"\n") + 1, qid)
-        carry = bytes(buf[cut:])
+        need = len(carry) + size
+        if len(buffers[turn]) < need:  # a bigger buffer in this slot; a chunk of the old one stays valid
+            buffers[turn] = bytearray(need)
+        buf = buffers[turn]
+        view = memoryview(buf)
+        view[:len(carry)] = carry
+        got = _fill(raw, view[len(carry):need])
+        end = len(carry) + got
+        cut, qid = (end, None) if not got else _query_cut(buf, carry.rfind(b"\n") + 1, qid, end)
+        carry = bytes(view[cut:end])
         size = block_bytes if cut else 2 * size
         if cut:
             first_lines = first_line
             first_line += buf.count(b"\n", 0, cut)
-            yield memoryview(buf)[:cut], first_lines
+            turn = (turn + 1) % ring
+            yield view[:cut], first_lines
         if not got:
             return
 
@@ -156,15 +136,13 @@ def map_run_blocks(path: str | Path, fn: Callable[[Columns], T], block_bytes: in
 
     seen: list[np.ndarray] = []
     rows = 0
-    lines = _LineCounter(label)
 
-    def in_order(done: tuple[np.ndarray, int, T] | None, chunk: memoryview, offset: int,
-                 first_line: int | None) -> Iterator[T]:
+    def in_order(done: tuple[np.ndarray, int, T] | None, chunk: memoryview, first_line: int) -> Iterator[T]:
         nonlocal rows
         if before is not None:
             before()
         if done is None:  # the columnar reader could not take the block: the scan reads it or names the bad line
-            cols = scan_trec_chunk(chunk, label, lines.before(offset) if first_line is None else first_line)
+            cols = scan_trec_chunk(chunk, label, first_line)
             if cols is None:
                 return
             done = string_keys(cols.qvalues), len(cols.qcode), fn(cols)
@@ -175,25 +153,19 @@ def map_run_blocks(path: str | Path, fn: Callable[[Columns], T], block_bytes: in
         rows += n
         yield result
 
-    pending: deque[tuple[Future, memoryview, int, int | None]] = deque()
+    pending: deque[tuple[Future, memoryview, int]] = deque()
     with ThreadPoolExecutor(max_workers=workers) as pool, Path(path).open("rb") as fh:
         try:
             gz = fh.peek(2)[:2] == b"\x1f\x8b"
-            size = os.fstat(fh.fileno()).st_size
-            mapped = not gz and bool(_MAP_FLAGS) and size > 0
-            blocks: Iterator[tuple[memoryview, int, int | None]]
-            if mapped:  # (chunk, offset, None): line numbers counted only if the scan needs them
-                blocks = ((chunk, offset, None) for chunk, offset in _mapped_blocks(fh.fileno(), size, block_bytes))
-            else:  # (chunk, 0, first line): read, and the lines counted as the blocks are cut
-                blocks = ((chunk, 0, first) for chunk, first in
-                          _byte_blocks(gzip.GzipFile(fileobj=fh) if gz else fh, block_bytes))
+            # at most workers + 1 chunks are held at once (below): workers + 2 buffers are never overwritten early
+            blocks = _byte_blocks(gzip.GzipFile(fileobj=fh) if gz else fh, block_bytes, workers + 2)
             done = 0
-            for chunk, offset, first_line in blocks:
+            for chunk, first_line in blocks:
                 if progress is not None:
-                    now = offset + len(chunk) if mapped else fh.tell()
+                    now = fh.tell()
                     progress(now - done)
                     done = now
-                pending.append((pool.submit(job, chunk), chunk, offset, first_line))
+                pending.append((pool.submit(job, chunk), chunk, first_line))
                 del chunk
                 while len(pending) > workers:  # bounded: at most workers + 1 blocks in memory
                     yield from in_order(*_outcome(pending.popleft()))
@@ -208,29 +180,10 @@ def map_run_blocks(path: str | Path, fn: Callable[[Columns], T], block_bytes: in
         raise InputError(label, 1, "empty file: no run lines")
 
 
-def _outcome(block: tuple[Future, memoryview, int, int | None]) -> tuple[Any, memoryview, int, int | None]:
-    """A submitted block's job result (raising what the job raised), with the block's chunk and place."""
-    future, chunk, offset, first_line = block
-    return future.result(), chunk, offset, first_line
-
-
-class _LineCounter:
-    """Line numbers of file offsets, counted on demand and in increasing order (each byte read once)."""
-
-    def __init__(self, path: str) -> None:
-        self.path, self.offset, self.lines = path, 0, 1
-
-    def before(self, offset: int) -> int:
-        """The number of the line starting at byte `offset` (1 for the first; offsets never decrease)."""
-        with Path(self.path).open("rb") as fh:
-            fh.seek(self.offset)
-            while self.offset < offset:
-                piece = fh.read(min(offset - self.offset, 1 << 24))
-                if not piece:
-                    break
-                self.lines += piece.count(b"\n")
-                self.offset += len(piece)
-        return self.lines
+def _outcome(block: tuple[Future, memoryview, int]) -> tuple[Any, memoryview, int]:
+    """A submitted block's job result (raising what the job raised), with the block's chunk and first line."""
+    future, chunk, first_line = block
+    return future.result(), chunk, first_line
 
 
 def iter_run_blocks(path: str | Path, block_bytes: int = BLOCK_BYTES,
