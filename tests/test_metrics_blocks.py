@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import gzip
 import io
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -272,3 +274,19 @@ def test_a_bad_qrels_file_is_reported_before_the_run_read_alongside_it(tmp_path:
         with pytest.raises(InputError) as exc:
             evaluate(qp, bad_run, block_bytes=50, workers=workers)
         assert str(exc.value).startswith(f"{bad_run}:6: expected 6 fields")
+
+
+def test_a_run_cut_short_while_it_is_read_gets_a_sentence(tmp_path: Path) -> None:
+    """The run file is truncated after its first block is read (as a writer rewriting it in place would): the
+    evaluation stops with one sentence naming the file — no crash (memory-mapped blocks ended in a traceback, or
+    in SIGBUS when the cut fell inside a mapped block), no result computed from half a file. Run in a child, so a
+    crash cannot take pytest."""
+    qp, rp, _ = make_files(tmp_path, 0, n_queries=40, depth=30)
+    code = (f"from eval_core import evaluate\nfrom eval_core.errors import InputError\nimport os\n"
+            f"def cut(n):\n    os.truncate({str(rp)!r}, os.path.getsize({str(rp)!r}) // 2)\n"
+            f"try:\n    evaluate({str(qp)!r}, {str(rp)!r}, block_bytes=200, workers=2, progress=cut)\n"
+            f"except InputError as exc:\n    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == (f"{rp}: the file changed while it was read (is it still being written?); "
+                                   "run again once it is complete")

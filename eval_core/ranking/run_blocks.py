@@ -157,6 +157,7 @@ def map_run_blocks(path: str | Path, fn: Callable[[Columns], T], block_bytes: in
     with ThreadPoolExecutor(max_workers=workers) as pool, Path(path).open("rb") as fh:
         try:
             gz = fh.peek(2)[:2] == b"\x1f\x8b"
+            written = _version(fh)
             # at most workers + 1 chunks are held at once (below): workers + 2 buffers are never overwritten early
             blocks = _byte_blocks(gzip.GzipFile(fileobj=fh) if gz else fh, block_bytes, workers + 2)
             done = 0
@@ -169,6 +170,9 @@ def map_run_blocks(path: str | Path, fn: Callable[[Columns], T], block_bytes: in
                 del chunk
                 while len(pending) > workers:  # bounded: at most workers + 1 blocks in memory
                     yield from in_order(*_outcome(pending.popleft()))
+            if _version(fh) != written:
+                raise InputError(label, None, "the file changed while it was read (is it still being written?); "
+                                              "run again once it is complete")
             while pending:
                 yield from in_order(*_outcome(pending.popleft()))
         finally:
@@ -178,6 +182,12 @@ def map_run_blocks(path: str | Path, fn: Callable[[Columns], T], block_bytes: in
         before()
     if not rows:
         raise InputError(label, 1, "empty file: no run lines")
+
+
+def _version(fh: BufferedIOBase) -> tuple[int, int]:
+    """The open file's size and modification time: a writer changing it meanwhile changes one of them."""
+    st = os.fstat(fh.fileno())
+    return st.st_size, st.st_mtime_ns
 
 
 def _outcome(block: tuple[Future, memoryview, int]) -> tuple[Any, memoryview, int]:
