@@ -565,7 +565,7 @@ def _rbp_resid(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     powers = _powers(persistence, width + 1)
     out = np.zeros(len(m.qids))
     rows = np.flatnonzero(m.num_ret > judged.sum(axis=1))
-    step = max(1, (1 << 22) // max(width, 1))  # a dense [queries × ranks] slice of at most 4M weights at a time
+    step = max(1, (1 << 18) // max(width, 1))  # slices of at most 256k weights (2 MiB): they stay in cache
     for lo in range(0, len(rows), step):
         part = rows[lo:lo + step]
         dense = np.tile(powers[:width], (len(part), 1))
