@@ -332,3 +332,24 @@ def test_rbp_and_rbp_resid_round_as_trec_eval_loops_do(persistence: float) -> No
         assert got[q][f"rbp_p={persistence}"] == rbp
         if persistence == 0.9:  # rbp_resid's p is the default
             assert got[q]["rbp_resid"] == resid
+
+
+@pytest.mark.parametrize("rel_format", ["qrels_prefs", "qrels_jg"])
+def test_debug_query_with_preference_and_judge_group_files(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                           rel_format: str) -> None:
+    """-D 0.qid is the same loop for every rel_info format (trec_eval.c skips the other queries of the run): the -q
+    lines are q2's lines of the full evaluation, the summary is q2's alone, and with -c it divides by both queries.
+    q1 is this module's query; q2 ranks its relevant a above its non-relevant f, so every fraction of q2 is 1."""
+    qrels, run = tmp_path / "qrels2", tmp_path / "run2"
+    qrels.write_text(QRELS + "q2 0 a 1\nq2 0 f 0\n")
+    run.write_text(RUN + "q2 Q0 a 1 2 tag\nq2 Q0 f 2 1 tag\n")
+    m = ("-m", "num_q", "-m", "map_avgjg") if rel_format == "qrels_jg" else ("-m", "num_q", "-m", "prefs_simp")
+    name = m[-1]
+    status, full, _ = _run(capsys, "-R", rel_format, "-q", *m, str(qrels), str(run))
+    assert status == 0
+    status, one, _ = _run(capsys, "-R", rel_format, "-D", "0.q2", "-q", *m, str(qrels), str(run))
+    assert status == 0
+    assert [ln for ln in one.splitlines() if "\tq" in ln] == [ln for ln in full.splitlines() if "\tq2\t" in ln]
+    assert (_value(one, "num_q"), _value(one, name)) == ("1", "1.0000")
+    status, both, _ = _run(capsys, "-R", rel_format, "-D", "0.q2", "-c", *m, str(qrels), str(run))
+    assert (_value(both, "num_q"), _value(both, name)) == ("2", "0.5000")

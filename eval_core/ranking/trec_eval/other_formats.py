@@ -47,7 +47,11 @@ def run_other(inv: Invocation) -> Iterator[str]:
         raise TrecEvalError(str(exc), 2) from None
     ranked = (ranked_docids(results, inv.max_docs) if jg else prefs.prefs_ranking(results.by_query, inv.max_docs))
     qids = list(rel_info.by_query)
-    missing = [q for q in qids if q not in ranked]
+    if inv.debug_query is not None:  # -D 0.qid: that query alone is evaluated; -c still averages over every query
+        ranked = {q: r for q, r in ranked.items() if q == inv.debug_query}
+        missing = [q for q in qids if q == inv.debug_query and q not in ranked]
+    else:
+        missing = [q for q in qids if q not in ranked]
     if missing and not inv.complete and inv.version >= 10:
         raise TrecEvalError(f"query '{missing[0]}' is in the relevance info but has no results; pass -c", 4)
     if inv.complete:

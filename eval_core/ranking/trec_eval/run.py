@@ -121,8 +121,6 @@ def run(args: object) -> Iterator[str]:
     if inv.results_format not in RESULTS_FORMATS:
         raise TrecEvalError(f"Illegal retrieval results format '{inv.results_format}'", 2)
     if inv.rel_format != "qrels":
-        if inv.debug_query is not None:
-            raise TrecEvalError(f"-D 0.{inv.debug_query}: one query's evaluation is offered with -R qrels only", 1)
         from eval_core.ranking.trec_eval.other_formats import run_other
 
         yield from run_other(inv)
