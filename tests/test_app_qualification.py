@@ -86,7 +86,8 @@ def test_failed_round_says_so_and_a_lead_opens_the_queue(round_db):
     assert kappa < 0.6
     (warning,) = at.warning
     assert shown(warning.value).startswith(f"Did not pass the qualification round: κ {kappa:.2f} against the settled "
-                                    "grades, below 0.6. The regular queue stays closed until a lead opens it.")
+                                    "grades, below 0.6. The regular queue stays closed until a lead opens it or "
+                                    "grants a retake.")
     assert app_as("cat", round_db).subheader[0].value == "Qualification round"  # a new session: still closed
     engine = init_db(round_db)
     open_queue(engine, "t", "cat", actor="lea")
