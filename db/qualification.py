@@ -9,7 +9,7 @@ is in force and the earlier ones are kept as they ended.
 switched on, leads and model judges never take one. Round grades are kept in their own table (the history of
 the round), not as judgments: they are never released as labels and never count in agreement, and a pair
 seen in a round is never served to that annotator again (not as a round pair, not blind as a control pair,
-not by assign()), since they know its settled grade.
+not by assign(), not sent back for re-judging), since they know its settled grade.
 """
 
 from __future__ import annotations

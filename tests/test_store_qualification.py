@@ -9,10 +9,12 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from db.accounts.permissions import OPERATOR
-from db.accounts.users import create_user
+from db.accounts.users import create_user, set_password
+from db.adjudication import rejudge_queue, send_for_rejudging
 from db.assignment import assign
 from db.control import add_control, project_control_report
 from db.judging import next_pair, progress, record_judgment
+from db.projects import add_guideline
 from db.qualification import (
     choose_round,
     close_queue,
@@ -341,3 +343,24 @@ def test_closed_after_passing_the_annotator_requalifies_with_a_retake(engine, re
     assert record_judgment(engine, pair.pair_id, "cat", 1).changed
     assert [(r.attempt, r.status) for r in list_rounds(engine, "demo", history=True)] == [
         (1, RoundStatus.CLOSED), (2, RoundStatus.PASSED)]
+
+
+def test_rejudging_never_sends_a_pair_to_someone_who_met_it_in_a_round(engine, round_project):
+    """A pair cat graded in the round (settled grade seen) cannot go to cat for re-judging; nothing is sent."""
+    set_qualification(engine, "demo", None, actor="boss")  # ann1 graded before the round
+    add_guideline(engine, "demo", "# v1\n", actor="boss")
+    for pair in CONTROLS:
+        record_judgment(engine, round_project[pair], "ann1", 1)
+    add_guideline(engine, "demo", "# v2\n", actor="boss")
+    set_qualification(engine, "demo", 4, actor="boss")
+    set_password(engine, "cat", "cat-password-1", actor=OPERATOR)
+    round_for(engine, "demo", "cat")
+    _grade_round(engine, "cat", CONTROLS)
+    seen = round_project[("q1", "f1")]
+    with pytest.raises(Conflict, match=r"^nothing was sent: pair q\d f\d would go to 'cat' \(and 3 more such "
+                                       r"pair\(s\)\), who saw its settled grade in their qualification round"):
+        send_for_rejudging(engine, "demo", None, to=["cat"], actor="boss")
+    with pytest.raises(Conflict, match=r"pair q1 f1 would go to 'cat', who saw"):
+        send_for_rejudging(engine, "demo", [seen], to=["cat"], actor="boss")
+    assert not rejudge_queue(engine, "demo")["sent"].any()
+    assert send_for_rejudging(engine, "demo", [seen], actor="boss") == 1  # back to ann1, who judged it
