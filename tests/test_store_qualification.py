@@ -5,6 +5,8 @@ retake on fresh control pairs, closes an open queue again and reopens it, every 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
@@ -188,7 +190,7 @@ def test_cli_qualify_open_rounds(engine, round_project, store_url, capsys):
     assert capsys.readouterr().out.startswith("cat: Regular queue opened by lead boss on ")
     assert main(["control", "rounds", "--project", "demo", "--db", store_url]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1].startswith("cat\topened\t0/3\tRegular queue opened by lead boss on ")
+    assert lines[1].startswith("cat\t1\topened\t0/3\tRegular queue opened by lead boss on ")
     assert main(["control", "open", "--project", "demo", "--user", "cat", "--lead", "ann1", "--db", store_url]) == 2
     assert "only a lead may do this" in capsys.readouterr().err
     assert main(["control", "qualify", "--project", "demo", "--pairs", "9", "--db", store_url]) == 2
@@ -364,3 +366,34 @@ def test_rejudging_never_sends_a_pair_to_someone_who_met_it_in_a_round(engine, r
         send_for_rejudging(engine, "demo", [seen], to=["cat"], actor="boss")
     assert not rejudge_queue(engine, "demo")["sent"].any()
     assert send_for_rejudging(engine, "demo", [seen], actor="boss") == 1  # back to ann1, who judged it
+
+
+def test_cli_close_retake_and_history(engine, retake_project, store_url, capsys):
+    from annotator.cli import main
+
+    base = ["--project", "demo", "--db", store_url]
+    round_for(engine, "demo", "cat")
+    _grade_round(engine, "cat", {k: 3 - g for k, g in SETTLED.items()})
+    assert main(["control", "retake", "--user", "cat", "--lead", "boss", *base]) == 0
+    assert capsys.readouterr().out == "cat: Retake granted by lead boss: 0 of 4 control pairs graded.\n"
+    assert main(["control", "retake", "--user", "cat", "--lead", "ann1", *base]) == 2
+    assert "only a lead may do this" in capsys.readouterr().err
+    _grade_round(engine, "cat", SETTLED)
+    assert main(["control", "close", "--user", "cat", "--lead", "boss", "--reason", "drifted on <b>v2</b>",
+                 *base]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("cat: Regular queue closed by lead boss on ")
+    assert out.endswith("; it stays closed until a lead reopens it or grants a retake. Reason: drifted on <b>v2</b>\n")
+    assert main(["control", "close", "--user", "cat", "--lead", "boss", *base]) == 2
+    assert "the regular queue of 'cat' in project 'demo' is already closed by lead boss" in capsys.readouterr().err
+    assert main(["control", "rounds", *base]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("\t")[:4] for line in lines[1:]] == [["cat", "2", "closed", "4/4"]]
+    assert main(["control", "rounds", "--history", "--format", "json", *base]) == 0
+    rounds = json.loads(capsys.readouterr().out)["rounds"]
+    assert [(r["username"], r["attempt"], r["status"], r["granted_by"], r["closed_by"], r["closed_reason"])
+            for r in rounds] == [("cat", 1, "failed", None, None, None),
+                                 ("cat", 2, "closed", "boss", "boss", "drifted on <b>v2</b>")]
+    assert main(["control", "open", "--user", "cat", "--lead", "boss", *base]) == 0
+    assert capsys.readouterr().out.startswith("cat: Regular queue opened by lead boss on ")
+    assert [r.attempt for r in list_rounds(engine, "demo", history=True)] == [1, 2, 3]
