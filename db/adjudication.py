@@ -14,6 +14,7 @@ from sqlmodel import Session
 from db.accounts.permissions import Actor, require_lead
 from db.judging import check_grade
 from db.projects import project_row
+from db.qualification import round_pair_ids
 from db.store.engine import session_scope
 from db.store.frames import project_adjudications, project_judgments
 from db.store.models import (
@@ -29,7 +30,7 @@ from db.store.models import (
     User,
     utcnow,
 )
-from eval_core.errors import NotFound, Refused
+from eval_core.errors import Conflict, NotFound, Refused
 
 DISPUTE_COLUMNS = ["pair_id", "query_id", "fragment_id", "spread", "low", "high", "grades", "adjudicated"]
 
@@ -203,7 +204,9 @@ def send_for_rejudging(engine: Engine, project: str, pair_ids: Sequence[int] | N
     force: to the annotators who judged them under the older version, or to the people named in `to`. Each
     assignment is reopened (created at the end of the person's queue when they had none) and marked with the
     version; the current judgment stays until the new grade replaces it, and history keeps both. Returns how
-    many assignments were opened. Leads and the operator only."""
+    many assignments were opened. Refused, sending nothing, when a pair would go to someone who met it in a
+    qualification round (they saw its settled grade, so their grade would not be blind). Leads and the
+    operator only."""
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         project_id = project_row(session, project).id
@@ -221,6 +224,7 @@ def send_for_rejudging(engine: Engine, project: str, pair_ids: Sequence[int] | N
         else:
             people = _judging_people(session, to)
             targets = sorted({(int(p), u) for p, _ in listed for u in people})
+        _refuse_seen(session, int(project_id or 0), targets)
         ends = dict(session.execute(select(Assignment.user_id, func.max(Assignment.position))
                                     .where(Assignment.project_id == project_id).group_by(Assignment.user_id)).all())
         for pair_id, user_id in targets:
@@ -232,6 +236,24 @@ def send_for_rejudging(engine: Engine, project: str, pair_ids: Sequence[int] | N
             row.done, row.rejudge_version = False, int(current)
             session.add(row)
         return len(targets)
+
+
+def _refuse_seen(session: Session, project_id: int, targets: Sequence[tuple[int, int]]) -> None:
+    """Conflict naming the first (pair, person) of `targets` the person met in a qualification round."""
+    seen = round_pair_ids(session, project_id)
+    blocked = [(p, u) for p, u in targets if p in seen.get(u, set())]
+    if not blocked:
+        return
+    pair_id, user_id = blocked[0]
+    query, fragment = session.execute(select(Query.external_id, Fragment.external_id).select_from(Pair)
+                                      .join(Query, Query.id == Pair.query_id)
+                                      .join(Fragment, Fragment.id == Pair.fragment_id)
+                                      .where(Pair.id == pair_id)).one()
+    name = session.execute(select(User.username).where(User.id == user_id)).scalar_one()
+    more = f" (and {len(blocked) - 1} more such pair(s))" if len(blocked) > 1 else ""
+    raise Conflict(f"nothing was sent: pair {query} {fragment} would go to {name!r}{more}, who saw its settled grade "
+                   "in their qualification round, so their grade would not be blind; send it to someone else or "
+                   "leave it out")
 
 
 def _judging_people(session: Session, names: Sequence[str]) -> list[int]:

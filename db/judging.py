@@ -23,7 +23,9 @@ from db.store.models import (
     JudgmentHistory,
     Pair,
     Project,
+    QualificationRound,
     Query,
+    RoundStatus,
     User,
     utcnow,
 )
@@ -32,8 +34,8 @@ from eval_core.io.records import check_note
 from eval_core.judging_order import DEFAULT_ORDER
 from eval_core.vocab import Role
 
-A, F, G, H, J, P, PR, Q, U = (m.__table__ for m in (Assignment, Fragment, Guideline, JudgmentHistory, Judgment, Pair,
-                                                    Project, Query, User))
+A, F, G, H, J, P, PR, Q, R, U = (m.__table__ for m in (Assignment, Fragment, Guideline, JudgmentHistory, Judgment,
+                                                       Pair, Project, Query, QualificationRound, User))
 
 
 @dataclass(frozen=True)
@@ -120,7 +122,9 @@ _BEFORE_WRITE = (
            select(func.max(G.c.id)).where(G.c.project_id == P.c.project_id).scalar_subquery(),
            J.c.id, J.c.grade, J.c.note, J.c.cant_judge_reason, J.c.guideline_id, J.c.revision, J.c.updated_at,
            select(A.c.rejudge_version).where(A.c.pair_id == P.c.id, A.c.user_id == U.c.id).scalar_subquery(),
-           PR.c.qualify_pairs)
+           PR.c.qualify_pairs,
+           select(R.c.status).where(R.c.project_id == P.c.project_id, R.c.user_id == U.c.id)
+           .order_by(R.c.attempt.desc()).limit(1).scalar_subquery())
     .select_from(U.join(P, P.c.id == bindparam("pair_id")).join(PR, PR.c.id == P.c.project_id)
                  .outerjoin(J, and_(J.c.pair_id == P.c.id, J.c.user_id == U.c.id)))
     .where(U.c.username == bindparam("username")))
@@ -195,10 +199,15 @@ def record_judgment(engine: Engine, pair_id: int, username: str, grade: int | No
             _user(session, username)
             raise NotFound(f"no pair with id {pair_id}")
         (user_id, role, active, project_id, low, high, assignment_id, guideline_id,
-         old_id, old_grade, old_note, old_reason, old_guideline, old_revision, old_updated, rejudge, round_size) = row
+         old_id, old_grade, old_note, old_reason, old_guideline, old_revision, old_updated, rejudge, round_size,
+         round_status) = row
         if not active:
             raise Refused(f"user {username!r} is deactivated")
-        if round_size is not None and role == Role.ANNOTATOR and not queue_open(conn, project_id, user_id):
+        closed = round_status == RoundStatus.CLOSED
+        if (round_size is not None or closed) and role == Role.ANNOTATOR and not queue_open(conn, project_id, user_id):
+            if closed:
+                raise Refused(f"a lead closed the regular queue of {username!r} in this project: it stays closed "
+                              "until a lead reopens it or grants a retake they pass")
             raise Refused(f"{username!r} has a qualification round to pass in this project before grading its "
                           "pairs (or a lead opens their queue)")
         if assignment_id is None and role != Role.LEAD:

@@ -1,12 +1,15 @@
 """The qualification round: a new annotator of a project first grades N of its control pairs and, after each,
 sees the settled grade and the lead's reason; their regular queue opens when their weighted κ against the
-settled grades on the round reaches the threshold, or when a lead opens it (who and when recorded).
+settled grades on the round reaches the threshold, or when a lead opens it (who and when recorded). A lead may
+close an open queue again (who, when, why) and grant a retake after a failed round or a close: a new round on
+control pairs the annotator has not met in a round. An annotator's rounds are numbered (`attempt`); the latest
+is in force and the earlier ones are kept as they ended.
 
 "New" means an active human annotator with no judgment in the project: people who graded before the round was
 switched on, leads and model judges never take one. Round grades are kept in their own table (the history of
 the round), not as judgments: they are never released as labels and never count in agreement, and a pair
 seen in a round is never served to that annotator again (not as a round pair, not blind as a control pair,
-not by assign()), since they know its settled grade.
+not by assign(), not sent back for re-judging), since they know its settled grade.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,6 +46,7 @@ from db.store.models import (
 )
 from eval_core.agreement.control import DEFAULT_WEIGHTS, score
 from eval_core.errors import Conflict, NotFound, Refused
+from eval_core.io.records import check_note
 from eval_core.vocab import AnnotatorKind, Role
 
 MIN_PAIRS = 2  # κ needs at least two pairs to mean anything
@@ -68,7 +73,8 @@ class QualifySettings:
 
 @dataclass(frozen=True)
 class RoundState:
-    """One annotator's round: status, progress, κ reached, and the lead who opened the queue, if one did."""
+    """One of an annotator's rounds: status, progress, κ reached, the lead who granted it (a retake), opened
+    the queue or closed it again, if one did."""
 
     username: str
     status: RoundStatus
@@ -81,6 +87,11 @@ class RoundState:
     finished_at: datetime | None
     opened_by: str | None
     opened_at: datetime | None
+    attempt: int = 1
+    granted_by: str | None = None
+    closed_by: str | None = None
+    closed_at: datetime | None = None
+    closed_reason: str | None = None
 
     @property
     def open(self) -> bool:
@@ -92,24 +103,32 @@ class RoundState:
         score = (f"κ {self.kappa:.2f}" if self.kappa is not None else
                  "κ undefined (the grades have no variation to measure)")
         if self.status == RoundStatus.IN_ROUND:
-            return f"Qualification round: {self.graded} of {self.pairs} control pairs graded."
+            retake = f"Retake granted by lead {self.granted_by}: " if self.granted_by else "Qualification round: "
+            return f"{retake}{self.graded} of {self.pairs} control pairs graded."
         if self.status == RoundStatus.PASSED:
             return (f"Passed the qualification round: {score} against the settled grades, at or above "
                     f"{self.threshold:g}. The regular queue is open.")
         if self.status == RoundStatus.FAILED:
             return (f"Did not pass the qualification round: {score} against the settled grades, below "
-                    f"{self.threshold:g}. The regular queue stays closed until a lead opens it.")
-        when = self.opened_at.strftime("%Y-%m-%d %H:%M UTC") if self.opened_at else "?"
+                    f"{self.threshold:g}. The regular queue stays closed until a lead opens it or grants a retake.")
         graded = f" after {self.graded} of {self.pairs} round pairs ({score})" if self.graded else ""
-        return f"Regular queue opened by lead {self.opened_by} on {when}{graded}."
+        if self.status == RoundStatus.CLOSED:
+            why = f"Reason: {self.closed_reason}" if self.closed_reason else "No reason given."
+            return (f"Regular queue closed by lead {self.closed_by} on {_when(self.closed_at)}{graded}; it stays closed "
+                    f"until a lead reopens it or grants a retake. {why}")
+        return f"Regular queue opened by lead {self.opened_by} on {_when(self.opened_at)}{graded}."
 
     def to_dict(self) -> dict:
         """JSON-able form."""
         out = {k: v for k, v in self.__dict__.items()}
         out["status"] = self.status.value
-        for key in ("started_at", "finished_at", "opened_at"):
+        for key in ("started_at", "finished_at", "opened_at", "closed_at"):
             out[key] = out[key].isoformat() if out[key] else None
         return out | {"open": self.open, "sentence": self.sentence()}
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M UTC") if moment else "?"
 
 
 @dataclass(frozen=True)
@@ -174,23 +193,37 @@ def _control_count(session: Session, proj: Project) -> int:
 
 # --- the gate ---------------------------------------------------------------------------------------------------
 
+def _latest(conn: Connection | Session, project_id: int, user_id: int, lock: bool = False) -> Any:
+    """The user's round in force in the project (their latest attempt): id, status, attempt; None if none."""
+    stmt = (select(R.c.id, R.c.status, R.c.attempt).where(R.c.project_id == project_id, R.c.user_id == user_id)
+            .order_by(R.c.attempt.desc()).limit(1))
+    return conn.execute(stmt.with_for_update() if lock else stmt).first()
+
+
 def queue_open(conn: Connection, project_id: int, user_id: int) -> bool:
-    """Whether the user may grade the project's regular pairs: no round in the project, not a human annotator,
-    an annotator who graded before (no judgment: new), or a round passed or opened by a lead."""
+    """Whether the user may grade the project's regular pairs. Leads and model judges always may. A human
+    annotator may not while a lead's close is in force (whatever the round setting); otherwise they may when the
+    project has no round, when their latest round passed or a lead opened their queue, or when they have no
+    round and graded before it was switched on (no judgment: new)."""
     row = conn.execute(select(Project.__table__.c.qualify_pairs, User.__table__.c.role, User.__table__.c.kind)  # type: ignore[attr-defined]
                        .select_from(Project.__table__.join(User.__table__, User.__table__.c.id == user_id))  # type: ignore[attr-defined]
                        .where(Project.__table__.c.id == project_id)).first()  # type: ignore[attr-defined]
-    if row is None or row[0] is None or row[1] != Role.ANNOTATOR or row[2] != AnnotatorKind.HUMAN:
+    if row is None or row[1] != Role.ANNOTATOR or row[2] != AnnotatorKind.HUMAN:
         return True
-    status = conn.execute(select(R.c.status).where(R.c.project_id == project_id, R.c.user_id == user_id)).first()
-    if status is not None:
-        return status[0] in OPEN_STATUSES
+    latest = _latest(conn, project_id, user_id)
+    if latest is not None and latest.status == RoundStatus.CLOSED:
+        return False
+    if row[0] is None:
+        return True
+    if latest is not None:
+        return latest.status in OPEN_STATUSES
     J = Judgment.__table__  # type: ignore[attr-defined]
     return bool(conn.execute(select(exists().where(J.c.project_id == project_id, J.c.user_id == user_id))).scalar())
 
 
 def round_pair_ids(session: Session, project_id: int) -> dict[int, set[int]]:
-    """Per user id, the pairs of the project they met in a qualification round (never to be served to them)."""
+    """Per user id, the pairs of the project they met in any of their qualification rounds (never to be served
+    to them again: they know the settled grade)."""
     out: dict[int, set[int]] = defaultdict(set)
     for uid, pid in session.execute(select(R.c.user_id, G.c.pair_id).join(G, G.c.round_id == R.c.id)
                                     .where(R.c.project_id == project_id)).all():
@@ -201,16 +234,17 @@ def round_pair_ids(session: Session, project_id: int) -> dict[int, set[int]]:
 # --- the annotator's round ------------------------------------------------------------------------------------
 
 def round_for(engine: Engine, project: str, username: str) -> RoundState | None:
-    """The user's round in the project, started (its control pairs chosen) when they are new and the project
-    has a round; None when no round applies to them (their regular queue is open without one). Read first, so
-    the page's every run takes no write lock once the round is settled."""
+    """The user's round in force in the project, started (its control pairs chosen) when they are new and the
+    project has a round; None when no round applies to them (their regular queue is open without one). A queue
+    a lead closed is returned closed even with the round switched off. Read first, so the page's every run takes
+    no write lock once the round is settled."""
     with session_scope(engine) as session:
         proj = project_row(session, project)
         assert proj.id is not None
-        if proj.qualify_pairs is None:  # switched off: no round gates anyone, under way or failed
-            return None
         user_id = _user_id(session, username)
         state = _state(session, proj.id, user_id)
+        if proj.qualify_pairs is None:  # switched off: no round gates anyone, under way or failed; a close holds
+            return state if state is not None and state.status == RoundStatus.CLOSED else None
         if state is not None or queue_open(session.connection(), proj.id, user_id):
             return state
     with session_scope(engine, write=True) as session:
@@ -219,24 +253,37 @@ def round_for(engine: Engine, project: str, username: str) -> RoundState | None:
         if proj.qualify_pairs is None:
             return None
         if _state(session, proj.id, user_id) is None and not queue_open(session.connection(), proj.id, user_id):
-            _start(session, proj, user_id)
+            _start(session, proj, user_id, _fresh_controls(session, proj.id, user_id))
         return _state(session, proj.id, user_id)
 
 
-def _start(session: Session, proj: Project, user_id: int) -> None:
-    """Open the round: choose its control pairs (spread over the settled grades, those not in the user's queue
-    first), and take any chosen pair out of the user's queue (they will know its settled grade)."""
+def _fresh_controls(session: Session, project_id: int, user_id: int) -> list[Any]:
+    """The project's control pairs (pair, settled grade, reason) the user has neither met in a round nor judged:
+    the only ones a round of theirs may hold (a round shows the settled grade)."""
+    J = Judgment.__table__  # type: ignore[attr-defined]
+    met = select(G.c.pair_id).join(R, R.c.id == G.c.round_id).where(R.c.project_id == project_id,
+                                                                     R.c.user_id == user_id)
+    judged = select(J.c.pair_id).where(J.c.project_id == project_id, J.c.user_id == user_id)
+    return list(session.execute(select(col(ControlPair.pair_id), col(ControlPair.grade), col(ControlPair.reason))
+                                .where(col(ControlPair.project_id) == project_id,
+                                       col(ControlPair.pair_id).not_in(met), col(ControlPair.pair_id).not_in(judged))
+                                .order_by(col(ControlPair.pair_id))).all())
+
+
+def _start(session: Session, proj: Project, user_id: int, controls: Sequence[Any], attempt: int = 1,
+           granted_by_id: int | None = None) -> None:
+    """Open a round (the user's `attempt`-th; a retake names the lead who granted it): choose its control pairs
+    from `controls` (spread over the settled grades, those not in the user's queue first), and take any chosen
+    pair out of the user's queue (they will know its settled grade)."""
     assert proj.id is not None and proj.qualify_pairs is not None
-    controls = session.execute(select(col(ControlPair.pair_id), col(ControlPair.grade), col(ControlPair.reason))
-                               .where(col(ControlPair.project_id) == proj.id)
-                               .order_by(col(ControlPair.pair_id))).all()
     queued = set(session.execute(select(col(Assignment.pair_id)).where(col(Assignment.project_id) == proj.id,
                                                                         col(Assignment.user_id) == user_id)).scalars())
-    chosen = choose_round(controls, queued, proj.qualify_pairs, seed=user_id)
+    chosen = choose_round(controls, queued, proj.qualify_pairs, seed=user_id if attempt == 1 else [user_id, attempt])
     threshold = proj.agreement_threshold if proj.qualify_threshold is None else proj.qualify_threshold
     round_id = session.execute(insert(R).returning(R.c.id), {
-        "project_id": proj.id, "user_id": user_id, "status": RoundStatus.IN_ROUND.value, "pairs": len(chosen),
-        "threshold": float(threshold), "weights": DEFAULT_WEIGHTS, "started_at": utcnow()}).scalar_one()
+        "project_id": proj.id, "user_id": user_id, "attempt": attempt, "status": RoundStatus.IN_ROUND.value,
+        "pairs": len(chosen), "threshold": float(threshold), "weights": DEFAULT_WEIGHTS, "started_at": utcnow(),
+        "granted_by_id": granted_by_id}).scalar_one()
     session.execute(insert(G), [{"round_id": round_id, "pair_id": p, "position": i + 1, "settled": g, "reason": why}
                                 for i, (p, g, why) in enumerate(chosen)])
     taken = [p for p, _, _ in chosen if p in queued]
@@ -250,7 +297,7 @@ def _start(session: Session, proj: Project, user_id: int) -> None:
                                          [{"aid": a, "pos": i + 1} for i, a in enumerate(left)])
 
 
-def choose_round(controls: Sequence, queued: set[int], n: int, seed: int) -> list[tuple[int, int, str]]:
+def choose_round(controls: Sequence, queued: set[int], n: int, seed: int | Sequence[int]) -> list[tuple[int, int, str]]:
     """n of the (pair, settled grade, reason) control pairs: taken a grade at a time in turn (so the round has
     the variation κ needs), within a grade those not in the user's queue first, seeded; returned shuffled."""
     rng = np.random.default_rng(seed)
@@ -272,7 +319,8 @@ def choose_round(controls: Sequence, queued: set[int], n: int, seed: int) -> lis
 
 
 def round_pairs(engine: Engine, project: str, username: str) -> list[RoundPair]:
-    """The user's round pairs in round order; settled grade and reason only for those they graded."""
+    """The pairs of the user's round in force, in round order; settled grade and reason only for those they
+    graded."""
     with session_scope(engine) as session:
         proj = project_row(session, project)
         return _pairs(session, int(proj.id or 0), _user_id(session, username))
@@ -285,20 +333,23 @@ def next_round_pair(engine: Engine, project: str, username: str) -> RoundPair | 
 
 def grade_round_pair(engine: Engine, project: str, username: str, pair_id: int,
                      grade: int) -> tuple[RoundPair, RoundState]:
-    """Record the user's grade for one round pair (once: the settled grade is shown after it) and, when it was
-    the last, score the round; returns the pair with its settled grade and reason, and the round's state."""
+    """Record the user's grade for one pair of their round in force (once: the settled grade is shown after it)
+    and, when it was the last, score the round; returns the pair with its settled grade and reason, and the
+    round's state."""
     with session_scope(engine, write=True) as session:
         proj = project_row(session, project)
         assert proj.id is not None
         user_id = _user_id(session, username, active=True)
-        row = session.execute(select(R.c.id, R.c.status).where(R.c.project_id == proj.id, R.c.user_id == user_id)
-                              .with_for_update()).first()
+        row = _latest(session, proj.id, user_id, lock=True)
         if row is None:
             raise NotFound(f"{username!r} has no qualification round in project {project!r}")
+        if row.status == RoundStatus.CLOSED:
+            raise Refused(f"a lead closed the regular queue of {username!r} in project {project!r}: no round is "
+                          "graded until a lead reopens it or grants a retake")
         low, high = project_scale(proj)
         if isinstance(grade, bool) or not isinstance(grade, int) or not low <= grade <= high:
             raise ValueError(f"grade {grade!r} is outside the scale {low}-{high}")
-        item = session.execute(select(G.c.id, G.c.grade).where(G.c.round_id == row[0], G.c.pair_id == pair_id)).first()
+        item = session.execute(select(G.c.id, G.c.grade).where(G.c.round_id == row.id, G.c.pair_id == pair_id)).first()
         if item is None:
             raise Refused(f"pair {pair_id} is not in {username!r}'s qualification round")
         if item[1] is not None:
@@ -306,8 +357,8 @@ def grade_round_pair(engine: Engine, project: str, username: str, pair_id: int,
                            "is given once, before the settled grade is shown")
         session.execute(update(G).where(G.c.id == item[0]).values(grade=grade, graded_at=utcnow()))
         pairs = _pairs(session, proj.id, user_id)
-        if row[1] == RoundStatus.IN_ROUND and all(p.grade is not None for p in pairs):
-            _finish(session, row[0], pairs, (low, high))
+        if row.status == RoundStatus.IN_ROUND and all(p.grade is not None for p in pairs):
+            _finish(session, row.id, pairs, (low, high))
         state = _state(session, proj.id, user_id)
         assert state is not None
         return next(p for p in pairs if p.pair_id == pair_id), state
@@ -335,43 +386,138 @@ def _finish(session: Session, round_id: int, pairs: list[RoundPair], scale: tupl
 
 # --- the lead's side --------------------------------------------------------------------------------------------
 
-def open_queue(engine: Engine, project: str, username: str, *, actor: Actor) -> RoundState:
-    """A lead opens the user's regular queue, whatever their round's outcome (also before or without one); the
-    decision records which lead and when, so the CLI operator must name the lead (actor=USERNAME). An already
-    open queue is left as it is."""
+def _named_lead(actor: Actor, doing: str) -> str:
+    """A lead's decision on a queue records which lead decided: the CLI operator must name one."""
     if not isinstance(actor, str):
-        raise Refused("opening a queue records which lead decided, so the CLI operator cannot do it anonymously: "
-                      "name an active lead (from the CLI, --lead LEAD)")
+        raise Refused(f"{doing} records which lead decided, so the CLI operator cannot do it anonymously: name an "
+                      "active lead (from the CLI, --lead LEAD)")
+    return actor
+
+
+def _threshold(proj: Project) -> float:
+    return float(proj.agreement_threshold if proj.qualify_threshold is None else proj.qualify_threshold)
+
+
+def open_queue(engine: Engine, project: str, username: str, *, actor: Actor) -> RoundState:
+    """A lead opens the user's regular queue, whatever their round's outcome (also before or without one, and
+    after a lead closed it: a new attempt with no pairs, so the close stays on record); the decision records which
+    lead and when, so the CLI operator must name the lead (actor=USERNAME). An open queue is left as it is."""
+    _named_lead(actor, "opening a queue")
     with session_scope(engine, write=True) as session:
         lead_id = require_lead(session, actor)
         proj = project_row(session, project, lock=True)
         assert proj.id is not None
         user_id = _user_id(session, username)
-        state = _state(session, proj.id, user_id)
+        latest = _latest(session, proj.id, user_id)
         now = utcnow()
-        if state is None:
-            threshold = proj.agreement_threshold if proj.qualify_threshold is None else proj.qualify_threshold
-            session.execute(insert(R), {"project_id": proj.id, "user_id": user_id, "status": RoundStatus.OPENED.value,
-                                        "pairs": 0, "threshold": float(threshold), "weights": DEFAULT_WEIGHTS,
-                                        "started_at": now, "opened_by_id": lead_id, "opened_at": now})
-        elif not state.open:
-            session.execute(update(R).where(R.c.project_id == proj.id, R.c.user_id == user_id)
+        if latest is None or latest.status == RoundStatus.CLOSED:
+            session.execute(insert(R), {"project_id": proj.id, "user_id": user_id,
+                                        "attempt": 1 if latest is None else latest.attempt + 1,
+                                        "status": RoundStatus.OPENED.value, "pairs": 0, "threshold": _threshold(proj),
+                                        "weights": DEFAULT_WEIGHTS, "started_at": now, "opened_by_id": lead_id,
+                                        "opened_at": now})
+        elif latest.status not in OPEN_STATUSES:
+            session.execute(update(R).where(R.c.id == latest.id)
                             .values(status=RoundStatus.OPENED.value, opened_by_id=lead_id, opened_at=now))
         opened = _state(session, proj.id, user_id)
         assert opened is not None
         return opened
 
 
-def list_rounds(engine: Engine, project: str) -> list[RoundState]:
-    """Every round of the project, by annotator."""
+def close_queue(engine: Engine, project: str, username: str, reason: str | None = None, *,
+                actor: Actor) -> RoundState:
+    """A lead closes an annotator's open regular queue again (after a passed round, a lead's opening, or without
+    any round): the store refuses their regular grades until a lead reopens the queue or they pass a retake.
+    Records which lead, when and why (the reason is optional); the CLI operator must name the lead."""
+    _named_lead(actor, "closing a queue")
+    why = _reason(reason)
+    with session_scope(engine, write=True) as session:
+        lead_id = require_lead(session, actor)
+        proj = project_row(session, project, lock=True)
+        assert proj.id is not None
+        user_id = _annotator_id(session, username)
+        latest = _latest(session, proj.id, user_id)
+        if latest is not None and latest.status == RoundStatus.CLOSED:
+            state = _state(session, proj.id, user_id)
+            assert state is not None
+            raise Conflict(f"the regular queue of {username!r} in project {project!r} is already closed by lead "
+                           f"{state.closed_by} on {_when(state.closed_at)}")
+        if not queue_open(session.connection(), proj.id, user_id):
+            raise Conflict(f"the regular queue of {username!r} in project {project!r} is not open (they have a "
+                           "qualification round to pass first), so there is nothing to close")
+        closed = {"status": RoundStatus.CLOSED.value, "closed_by_id": lead_id, "closed_at": utcnow(),
+                  "closed_reason": why}
+        if latest is None:
+            session.execute(insert(R), {"project_id": proj.id, "user_id": user_id, "attempt": 1, "pairs": 0,
+                                        "threshold": _threshold(proj), "weights": DEFAULT_WEIGHTS,
+                                        "started_at": closed["closed_at"], **closed})
+        else:
+            session.execute(update(R).where(R.c.id == latest.id).values(**closed))
+        state = _state(session, proj.id, user_id)
+        assert state is not None
+        return state
+
+
+def grant_retake(engine: Engine, project: str, username: str, *, actor: Actor) -> RoundState:
+    """A lead grants an annotator whose round failed, or whose queue a lead closed, a new round: the project's
+    round size of control pairs they have neither met in a round nor judged, started at once; the earlier round
+    stays as it ended. Records which lead granted it; the CLI operator must name the lead."""
+    _named_lead(actor, "granting a retake")
+    with session_scope(engine, write=True) as session:
+        lead_id = require_lead(session, actor)
+        proj = project_row(session, project, lock=True)
+        assert proj.id is not None
+        if proj.qualify_pairs is None:
+            raise Conflict(f"project {project!r} has no qualification round to retake: switch one on first "
+                           "(qrelkit control qualify)")
+        user_id = _annotator_id(session, username)
+        state = _state(session, proj.id, user_id)
+        if state is None:
+            raise Conflict(f"{username!r} has taken no qualification round in project {project!r}, so there is none "
+                           "to retake (a new annotator's first round starts when they open the project)")
+        if state.status == RoundStatus.IN_ROUND:
+            raise Conflict(f"{username!r} is still in their qualification round in project {project!r} "
+                           f"({state.graded} of {state.pairs} pairs graded): a retake follows a failed round or a "
+                           "closed queue")
+        if state.open:
+            raise Conflict(f"the regular queue of {username!r} in project {project!r} is open: close it first if "
+                           "they should qualify again")
+        controls = _fresh_controls(session, proj.id, user_id)
+        if len(controls) < proj.qualify_pairs:
+            raise Conflict(f"project {project!r} has {len(controls)} control pair(s) that {username!r} has neither "
+                           f"met in a round nor judged, fewer than the {proj.qualify_pairs} a retake needs: add "
+                           "control pairs first (qrelkit control set / add)")
+        _start(session, proj, user_id, controls, attempt=state.attempt + 1, granted_by_id=lead_id)
+        started = _state(session, proj.id, user_id)
+        assert started is not None
+        return started
+
+
+def list_rounds(engine: Engine, project: str, history: bool = False) -> list[RoundState]:
+    """Each annotator's round in force in the project, by annotator; with `history`, every round of theirs in
+    attempt order."""
     with session_scope(engine) as session:
         proj = project_row(session, project)
-        users = session.execute(select(R.c.user_id).join(User.__table__, User.__table__.c.id == R.c.user_id)  # type: ignore[attr-defined]
-                                .where(R.c.project_id == proj.id).order_by(User.__table__.c.username)).scalars()  # type: ignore[attr-defined]
-        return [s for uid in list(users) if (s := _state(session, int(proj.id or 0), int(uid))) is not None]
+        U = User.__table__  # type: ignore[attr-defined]
+        rows = [(int(uid), int(attempt)) for uid, attempt in session.execute(
+            select(R.c.user_id, R.c.attempt).join(U, U.c.id == R.c.user_id)
+            .where(R.c.project_id == proj.id).order_by(U.c.username, R.c.attempt)).all()]
+        if not history:
+            rows = list(dict(rows).items())  # each annotator's last attempt, still by annotator
+        return [s for uid, attempt in rows if (s := _state(session, int(proj.id or 0), uid, attempt)) is not None]
 
 
 # --- reads ------------------------------------------------------------------------------------------------------
+
+def _reason(reason: str | None) -> str | None:
+    """A lead's reason as kept: stripped, None when empty; refused when longer than a note may be or holding NUL."""
+    if reason is None or not str(reason).strip():
+        return None
+    text = str(reason).strip()
+    if "\x00" in text:
+        raise ValueError("the reason holds a NUL character")
+    return check_note(text, "the reason")
+
 
 def _user_id(session: Session, username: str, active: bool = False) -> int:
     row = session.execute(select(col(User.id), col(User.active)).where(col(User.username) == username)).first()
@@ -382,30 +528,52 @@ def _user_id(session: Session, username: str, active: bool = False) -> int:
     return int(row[0])
 
 
-def _state(session: Session, project_id: int, user_id: int) -> RoundState | None:
+def _annotator_id(session: Session, username: str) -> int:
+    """The id of a human annotator: only their regular queue is gated by qualification."""
+    row = session.execute(select(col(User.id), col(User.role), col(User.kind))
+                          .where(col(User.username) == username)).first()
+    if row is None:
+        raise NotFound(f"no user named {username!r}")
+    if row[1] != Role.ANNOTATOR or row[2] != AnnotatorKind.HUMAN:
+        who = "a model judge" if row[2] != AnnotatorKind.HUMAN else f"a {row[1]}"
+        raise Conflict(f"{username!r} is {who}: only a human annotator's queue is opened, closed or qualified by "
+                       "rounds")
+    return int(row[0])
+
+
+def _state(session: Session, project_id: int, user_id: int, attempt: int | None = None) -> RoundState | None:
+    """The user's round `attempt` in the project (default: the latest), or None."""
     U = User.__table__  # type: ignore[attr-defined]
-    lead = U.alias("lead")
+    opener, closer, granter = U.alias("opener"), U.alias("closer"), U.alias("granter")
+    which = (R.c.attempt == attempt if attempt is not None else
+             R.c.attempt == select(func.max(R.c.attempt)).where(R.c.project_id == project_id,
+                                                                R.c.user_id == user_id).scalar_subquery())
     row = session.execute(
         select(U.c.username, R.c.status, R.c.pairs, R.c.threshold, R.c.weights, R.c.kappa, R.c.started_at,
-               R.c.finished_at, lead.c.username, R.c.opened_at,
-               select(func.count()).where(G.c.round_id == R.c.id, G.c.grade.is_not(None)).scalar_subquery())
-        .join(U, U.c.id == R.c.user_id).outerjoin(lead, lead.c.id == R.c.opened_by_id)
-        .where(R.c.project_id == project_id, R.c.user_id == user_id)).first()
+               R.c.finished_at, opener.c.username, R.c.opened_at,
+               select(func.count()).where(G.c.round_id == R.c.id, G.c.grade.is_not(None)).scalar_subquery(),
+               R.c.attempt, granter.c.username, closer.c.username, R.c.closed_at, R.c.closed_reason)
+        .join(U, U.c.id == R.c.user_id).outerjoin(opener, opener.c.id == R.c.opened_by_id)
+        .outerjoin(closer, closer.c.id == R.c.closed_by_id).outerjoin(granter, granter.c.id == R.c.granted_by_id)
+        .where(R.c.project_id == project_id, R.c.user_id == user_id, which)).first()
     if row is None:
         return None
     return RoundState(row[0], RoundStatus(row[1]), int(row[2]), int(row[10]), float(row[3]), row[4], row[5],
-                      row[6], row[7], row[8], row[9])
+                      row[6], row[7], row[8], row[9], int(row[11]), row[12], row[13], row[14], row[15])
 
 
 def _pairs(session: Session, project_id: int, user_id: int) -> list[RoundPair]:
+    """The pairs of the user's round in force."""
     Q = Query.__table__  # type: ignore[attr-defined]
     F = Fragment.__table__  # type: ignore[attr-defined]
     P = Pair.__table__  # type: ignore[attr-defined]
+    latest = select(func.max(R.c.attempt)).where(R.c.project_id == project_id, R.c.user_id == user_id)
     rows = session.execute(
         select(G.c.pair_id, G.c.position, Q.c.external_id, Q.c.text, F.c.external_id, F.c.title, F.c.text,
                F.c.doc_id, G.c.grade, G.c.settled, G.c.reason)
         .join(R, R.c.id == G.c.round_id).join(P, P.c.id == G.c.pair_id).join(Q, Q.c.id == P.c.query_id)
         .join(F, F.c.id == P.c.fragment_id)
-        .where(R.c.project_id == project_id, R.c.user_id == user_id).order_by(G.c.position)).all()
+        .where(R.c.project_id == project_id, R.c.user_id == user_id, R.c.attempt == latest.scalar_subquery())
+        .order_by(G.c.position)).all()
     return [RoundPair(int(r[0]), int(r[1]), len(rows), r[2], r[3], r[4], r[5], r[6], r[7], r[8],
                       r[9] if r[8] is not None else None, r[10] if r[8] is not None else None) for r in rows]

@@ -1,6 +1,6 @@
 """AppTest of the qualification round on the Annotate page: a new annotator grades the round's control pairs,
 sees each settled grade and the lead's reason as plain text, and their regular queue opens after it (or waits
-for a lead, who opens it)."""
+for a lead, who opens it or grants a retake); a queue a lead closed again says who, when and why."""
 
 from __future__ import annotations
 
@@ -9,11 +9,21 @@ from sklearn.metrics import cohen_kappa_score
 from test_app_annotator import app_as, build, password
 from test_app_lead import shown
 
+from annotator.app.text import literal
 from db.accounts.permissions import OPERATOR
 from db.accounts.users import create_user
 from db.assignment import assign
 from db.control import add_control
-from db.qualification import list_rounds, open_queue, set_qualification
+from db.qualification import (
+    close_queue,
+    grade_round_pair,
+    grant_retake,
+    list_rounds,
+    open_queue,
+    round_for,
+    round_pairs,
+    set_qualification,
+)
 from db.store.schema import init_db
 
 # Settled grades and reasons (markup in them must show as typed) of four of the small project's pairs.
@@ -86,11 +96,54 @@ def test_failed_round_says_so_and_a_lead_opens_the_queue(round_db):
     assert kappa < 0.6
     (warning,) = at.warning
     assert shown(warning.value).startswith(f"Did not pass the qualification round: κ {kappa:.2f} against the settled "
-                                    "grades, below 0.6. The regular queue stays closed until a lead opens it.")
+                                    "grades, below 0.6. The regular queue stays closed until a lead opens it or "
+                                    "grants a retake.")
     assert app_as("cat", round_db).subheader[0].value == "Qualification round"  # a new session: still closed
     engine = init_db(round_db)
     open_queue(engine, "t", "cat", actor="lea")
     (state,) = list_rounds(engine, "t")
     assert state.opened_by == "lea"
+    at = app_as("cat", round_db)
+    assert not at.exception and not at.subheader and any(b.key == "grade_2" for b in at.button)
+
+
+def test_a_retake_is_a_new_round_and_a_closed_queue_says_who_and_why(round_db):
+    """Rounds of 2 on the four controls: cat fails the first (far end of the scale), lea grants a retake on the
+    other two, cat passes it on the page; lea closes the queue with a reason in markup, which cat reads as typed,
+    then reopens it."""
+    engine = init_db(round_db)
+    set_qualification(engine, "t", 2, actor="lea")
+    round_for(engine, "t", "cat")
+    first = round_pairs(engine, "t", "cat")
+    for pair in first:
+        grade_round_pair(engine, "t", "cat", pair.pair_id, 3 - CONTROLS[(pair.query_external_id,
+                                                                            pair.fragment_external_id)][0])
+    grant_retake(engine, "t", "cat", actor="lea")
+    at = app_as("cat", round_db)
+    assert not at.exception and [s.value for s in at.subheader] == ["Qualification round"]
+    caption = next(c.value for c in at.caption if "Before your regular queue opens" in c.value)
+    assert shown(caption).startswith("Retake granted by lead lea. Before your regular queue opens, grade these 2 "
+                                     "pairs.")
+    assert "Qualification: 0 / 2 graded" in [p.proto.text for p in at.get("progress")]
+    seen = set()
+    for n in range(2):
+        key = _key(at)
+        seen.add(key)
+        at.button(key=f"round_grade_{CONTROLS[key][0]}").click().run()
+        if n == 0:
+            at.button(key="round_next").click().run()
+    assert seen.isdisjoint({(p.query_external_id, p.fragment_external_id) for p in first})
+    assert any(shown(s.value).startswith("Passed the qualification round: κ 1.00") for s in at.success)
+    reason = "Grades **3** for <b>any</b> mention: see [rule 2](http://x.example)"
+    close_queue(engine, "t", "cat", reason, actor="lea")
+    at = app_as("cat", round_db)
+    assert not at.exception and [s.value for s in at.subheader] == ["Regular queue closed"]
+    (warning,) = at.warning
+    assert literal(reason) in warning.value  # escaped: no bold, tag or link comes from the reason
+    assert shown(warning.value).startswith("Regular queue closed by lead lea on ")
+    assert shown(warning.value).endswith(f"; it stays closed until a lead reopens it or grants a retake. Reason: "
+                                         f"{reason}")
+    assert not any(b.key and b.key.startswith(("grade_", "round_grade_")) for b in at.button)
+    open_queue(engine, "t", "cat", actor="lea")
     at = app_as("cat", round_db)
     assert not at.exception and not at.subheader and any(b.key == "grade_2" for b in at.button)

@@ -99,3 +99,29 @@ def test_send_a_file_of_pairs_to_named_people(engine, store_url, queue, tmp_path
     assert main(["rejudge", "--project", "demo", "--user", "boss", "--db", store_url, "--to", "ann1",
                  "--pairs", str(good)]) == 2  # ann1 cannot log in
     assert "cannot send pairs to 'ann1': re-judging needs active people who can log in" in capsys.readouterr().err
+
+
+def test_a_pair_never_goes_to_someone_who_met_it_in_a_qualification_round(engine, store_url, queue, capsys):
+    """cy saw q1/f2's settled grade in their round: sending it to cy is refused in one sentence and nothing is
+    sent; q2/f1, not in the round, goes."""
+    from db.control import add_control
+    from db.qualification import grade_round_pair, round_for, round_pairs, set_qualification
+
+    _setup(engine, queue)
+    for (query, fragment), grade in ((("q1", "f2"), 0), (("q3", "f1"), 3)):
+        add_control(engine, "demo", query, fragment, grade, "settled", actor="boss")
+    set_qualification(engine, "demo", 2, actor="boss")
+    create_user(engine, "cy", "annotator", password="cy-password-1", actor=OPERATOR)
+    round_for(engine, "demo", "cy")
+    for pair in round_pairs(engine, "demo", "cy"):
+        grade_round_pair(engine, "demo", "cy", pair.pair_id, 1)
+    base = ["rejudge", "--project", "demo", "--user", "boss", "--db", store_url, "--to", "cy", "--format", "json"]
+    assert main([*base, "--query", "q1"]) == 2
+    assert capsys.readouterr().err == (
+        "qrelkit: error: nothing was sent: pair q1 f2 would go to 'cy', who saw its settled grade in their "
+        "qualification round, so their grade would not be blind; send it to someone else or leave it out\n")
+    assert next_pair(engine, "demo", "cy") is None  # nothing reached cy's queue
+    assert main([*base, "--query", "q2"]) == 0
+    assert json.loads(capsys.readouterr().out)["opened"] == 1
+    view = next_pair(engine, "demo", "cy")
+    assert (view.query_external_id, view.fragment_external_id, view.rejudge_version) == ("q2", "f1", 2)

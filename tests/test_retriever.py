@@ -14,7 +14,7 @@ import pytest
 from eval_core.errors import InputError
 from eval_core.io.formats import read_run
 from eval_core.ranking.evaluation import evaluate
-from eval_core.ranking.retriever import aevaluate_retriever, evaluate_retriever, ranking, read_texts
+from eval_core.ranking.retriever import aevaluate_retriever, evaluate_retriever, ranking
 
 # Seed 004's test_cases: relevant_doc_ids graded 2, partially_relevant_ids graded 1 (its relevance_map).
 QRELS = pd.DataFrame(
@@ -185,15 +185,34 @@ def test_works_inside_a_running_event_loop() -> None:
     check_seed004_means(awaited.evaluation.mean)
 
 
-def test_read_texts_formats_and_errors(tmp_path) -> None:
-    csv_path = tmp_path / "queries.csv"
-    csv_path.write_text("id,text\nq1,hello\nq2,\"with, comma\"\n")
-    assert read_texts(csv_path) == {"q1": "hello", "q2": "with, comma"}
-    dup = tmp_path / "dup.jsonl"
-    dup.write_text('{"query_id": "q1", "text": "a"}\n\n{"query_id": "q1", "text": "b"}\n')
-    with pytest.raises(InputError, match=r"dup.jsonl:3: query_id 'q1' appears twice"):
-        read_texts(dup)
-    nofield = tmp_path / "nofield.jsonl"
-    nofield.write_text('{"qid": "q1", "text": "a"}\n')
-    with pytest.raises(InputError, match=r"nofield.jsonl:1: no id field"):
-        read_texts(nofield)
+def test_queries_files_are_read_as_qrelkit_import_queries_reads_them(tmp_path) -> None:
+    """MS MARCO's headerless qid<TAB>text TSV, TREC topics and a CSV header with `qid`/`query` (none of which the
+    retriever's old private reader took) give the same seed 004 numbers as the dict."""
+    tsv = tmp_path / "queries.dev.tsv"
+    tsv.write_text("".join(f"{q}\t{t}\n" for q, t in QUERIES.items()), encoding="utf-8")
+    topics = tmp_path / "topics.txt"
+    topics.write_text("".join(f"<top>\n<num> Number: {q}\n<title> {t}\n<desc> Description:\nabout {q}\n</top>\n"
+                              for q, t in QUERIES.items()), encoding="utf-8")
+    named = tmp_path / "queries.csv"
+    named.write_text("qid,query\n" + "".join(f"{q},{t}\n" for q, t in QUERIES.items()), encoding="utf-8")
+    for path in (tsv, topics, named):
+        result = evaluate_retriever(QRELS, path, mock_retriever, metrics=SEED_METRICS, rel_level=2, progress=False)
+        assert result.errors == {}, path.name
+        check_seed004_means(result.evaluation.mean)
+
+
+@pytest.mark.parametrize(("name", "text", "where", "problem"), [
+    ("dup.jsonl", '{"_id": "q1", "text": "a"}\n\n{"_id": "q1", "text": "b"}\n', "dup.jsonl:3",
+     "duplicate query id 'q1' (first at line 1)"),
+    ("notext.jsonl", '{"_id": "q1", "text": "a"}\n{"_id": "q2"}\n', "notext.jsonl:2",
+     "query text is missing or empty"),
+    ("space.tsv", "q1\ta\nq 2\tb\n", "space.tsv:2", "query id 'q 2' contains whitespace"),
+    ("three.tsv", "q1\ta\nq2\tb\tc\n", "three.tsv:2", "expected 2 tab-separated fields (id, text), found 3"),
+])
+def test_a_bad_queries_line_is_named_by_file_and_line(tmp_path, name: str, text: str, where: str,
+                                                      problem: str) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        evaluate_retriever(QRELS, path, mock_retriever, progress=False)
+    assert str(caught.value).startswith(f"{path.parent}/{where}: {problem}")

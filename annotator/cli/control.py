@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `control` (set, add, list, qualify, open, rounds, report) to the `qrelkit` parser."""
+    """Add `control` (set, add, list, qualify, open, close, retake, rounds, report) to the `qrelkit` parser."""
     p = subparsers.add_parser("control", help="control pairs: settled grades served blind to check annotators",
                               description="Control pairs are pairs with a settled grade, served to annotators "
                                           "like any pair at a rate (e.g. 1/20 of each annotator's pairs).")
@@ -45,7 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        description="A new annotator (no judgment in the project yet) first grades N control pairs "
                                    "and sees the settled grade and the lead's reason after each; their regular "
                                    "queue opens when their weighted κ on the round reaches the threshold, or when a "
-                                   "lead opens it (qrelkit control open).")
+                                   "lead opens it (qrelkit control open). A lead may close an open queue again "
+                                   "(qrelkit control close) and grant a retake after a failed round or a close "
+                                   "(qrelkit control retake).")
     db_option(q)
     q.add_argument("--project", required=True)
     q.add_argument("--pairs", type=int, required=True, metavar="N", help="control pairs in the round (0: no round)")
@@ -58,9 +60,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     o.add_argument("--user", required=True, help="the annotator whose queue opens")
     o.add_argument("--lead", required=True, help="the lead who decides (recorded with the time)")
     o.set_defaults(func=cmd_open)
-    rr = sub.add_parser("rounds", help="each annotator's qualification round: status, κ, who opened the queue")
+    c = sub.add_parser("close", help="close an annotator's open regular queue again, until a lead reopens it or "
+                                     "they pass a retake",
+                       description="The store refuses the annotator's regular grades from now on, whatever the "
+                                   "round setting, until a lead reopens the queue (qrelkit control open) or grants a "
+                                   "retake they pass (qrelkit control retake). Who, when and why are recorded.")
+    db_option(c)
+    c.add_argument("--project", required=True)
+    c.add_argument("--user", required=True, help="the annotator whose queue closes")
+    c.add_argument("--lead", required=True, help="the lead who decides (recorded with the time)")
+    c.add_argument("--reason", help="why (recorded; the annotator reads it)")
+    c.set_defaults(func=cmd_close)
+    t = sub.add_parser("retake", help="grant an annotator whose round failed, or whose queue was closed, a new round",
+                       description="A new qualification round of the project's size, on control pairs the annotator "
+                                   "has neither met in a round nor judged, starts at once; their earlier rounds are "
+                                   "kept (qrelkit control rounds --history).")
+    db_option(t)
+    t.add_argument("--project", required=True)
+    t.add_argument("--user", required=True, help="the annotator who takes the round again")
+    t.add_argument("--lead", required=True, help="the lead who grants it (recorded)")
+    t.set_defaults(func=cmd_retake)
+    rr = sub.add_parser("rounds", help="each annotator's qualification round: status, κ, who opened or closed the "
+                                       "queue")
     db_option(rr)
     rr.add_argument("--project", required=True)
+    rr.add_argument("--history", action="store_true", help="every round of each annotator, not only the one in force")
     rr.add_argument("--format", choices=["table", "json"], default="table")
     rr.set_defaults(func=cmd_rounds)
     r = sub.add_parser("report", help="each annotator's accuracy and κ against the control grades")
@@ -133,19 +157,38 @@ def cmd_open(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_close(args: argparse.Namespace) -> int:
+    """A lead closes an annotator's open regular queue again."""
+    from db.qualification import close_queue
+
+    state = close_queue(store_engine(args), args.project, args.user, args.reason, actor=args.lead)
+    print(f"{state.username}: {state.sentence()}")
+    return 0
+
+
+def cmd_retake(args: argparse.Namespace) -> int:
+    """A lead grants an annotator a new qualification round."""
+    from db.qualification import grant_retake
+
+    state = grant_retake(store_engine(args), args.project, args.user, actor=args.lead)
+    print(f"{state.username}: {state.sentence()}")
+    return 0
+
+
 def cmd_rounds(args: argparse.Namespace) -> int:
-    """Print each annotator's qualification round."""
+    """Print each annotator's qualification round (every round with --history)."""
     from db.qualification import list_rounds, qualification_settings
 
     engine = store_engine(args)
-    settings, rounds = qualification_settings(engine, args.project), list_rounds(engine, args.project)
+    settings = qualification_settings(engine, args.project)
+    rounds = list_rounds(engine, args.project, history=args.history)
     if args.format == "json":
         print_json({"pairs": settings.pairs, "threshold": settings.threshold,
                     "rounds": [r.to_dict() for r in rounds]})
         return 0
     print(settings.sentence())
     for r in rounds:
-        print(f"{r.username}\t{r.status.value}\t{r.graded}/{r.pairs}\t{r.sentence()}")
+        print(f"{r.username}\t{r.attempt}\t{r.status.value}\t{r.graded}/{r.pairs}\t{r.sentence()}")
     return 0
 
 

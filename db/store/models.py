@@ -278,34 +278,42 @@ class ControlPair(SQLModel, table=True):
 
 
 class RoundStatus(StrEnum):
-    """Where a new annotator's qualification round stands: grading it, passed (κ ≥ threshold), failed (waits
-    for a lead), or opened by a lead (whatever the round's outcome)."""
+    """Where an annotator's qualification round stands: grading it, passed (κ ≥ threshold), failed (waits for a
+    lead), opened by a lead (whatever the round's outcome), or closed by a lead after the queue was open."""
 
     IN_ROUND = "in_round"
     PASSED = "passed"
     FAILED = "failed"
     OPENED = "opened"
+    CLOSED = "closed"
 
 
 OPEN_STATUSES = (RoundStatus.PASSED, RoundStatus.OPENED)  # the annotator's regular queue is open
 
 
 class QualificationRound(SQLModel, table=True):
-    """One annotator's qualification round in a project: its size and threshold when it started, the κ it
-    reached and when, and the lead who opened the regular queue (who, when) if a lead did."""
+    """One of an annotator's qualification rounds in a project, numbered by `attempt` (the latest is in force):
+    its size and threshold when it started, the κ it reached and when, the lead who granted it when it is a
+    retake, the lead who opened the regular queue (who, when), and the lead who closed it again (who, when,
+    why). A round is never rewritten after it closes: a retake or a reopening is the next attempt (pairs 0 for
+    a reopening), so every decision stays on record."""
 
     __tablename__ = "qualification_rounds"
     __table_args__ = (
-        UniqueConstraint("project_id", "user_id", name="uq_qualification_rounds_user"),
+        UniqueConstraint("project_id", "user_id", "attempt", name="uq_qualification_rounds_attempt"),
         CheckConstraint(f"status IN ({', '.join(repr(s.value) for s in RoundStatus)})",
                         name="ck_qualification_rounds_status"),
         CheckConstraint("pairs >= 0", name="ck_qualification_rounds_pairs"),
+        CheckConstraint("attempt >= 1", name="ck_qualification_rounds_attempt"),
         CheckConstraint(f"status != '{RoundStatus.OPENED.value}' OR (opened_by_id IS NOT NULL AND opened_at IS NOT NULL)",
                         name="ck_qualification_rounds_opened"),
+        CheckConstraint(f"status != '{RoundStatus.CLOSED.value}' OR (closed_by_id IS NOT NULL AND closed_at IS NOT NULL)",
+                        name="ck_qualification_rounds_closed"),
     )
     id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="projects.id", index=True)
     user_id: int = Field(foreign_key="users.id")
+    attempt: int = 1
     status: str = Field(max_length=10)
     pairs: int
     threshold: float
@@ -313,8 +321,12 @@ class QualificationRound(SQLModel, table=True):
     kappa: float | None = None
     started_at: datetime = _ts()
     finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    granted_by_id: int | None = Field(default=None, foreign_key="users.id")  # the lead who granted a retake
     opened_by_id: int | None = Field(default=None, foreign_key="users.id")
     opened_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    closed_by_id: int | None = Field(default=None, foreign_key="users.id")
+    closed_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    closed_reason: str | None = Field(default=None, sa_type=Text)
 
 
 class QualificationGrade(SQLModel, table=True):

@@ -24,36 +24,12 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from eval_core.errors import InputError
+from eval_core.io.collection import query_texts
 from eval_core.io.formats import read_qrels, write_run
-from eval_core.io.records import iter_records
 from eval_core.ranking.evaluation import Evaluation, evaluate
 from eval_core.ranking.metrics import DEFAULT_K
 
-ID_FIELDS = ("query_id", "fragment_id", "doc_id", "_id", "id")
 MAX_LISTED = 5
-
-
-def read_texts(path: str | Path) -> dict[str, str]:
-    """id → text from JSONL/CSV/TSV (`id`/`_id`/`query_id`/`doc_id`/`fragment_id` and `text`, BEIR style)."""
-    label = str(path)
-    texts: dict[str, str] = {}
-    for lineno, rec in iter_records(path):
-        key = next((f for f in ID_FIELDS if f in rec), None)
-        if key is None:
-            raise InputError(label, lineno, f"no id field: expected one of {', '.join(ID_FIELDS)}")
-        if "text" not in rec:
-            raise InputError(label, lineno, "missing field: text")
-        ident, text = rec[key], rec["text"]
-        if not isinstance(ident, str | int) or isinstance(ident, bool) or str(ident).strip() == "":
-            raise InputError(label, lineno, f"{key} must be a non-empty string or integer, got {ident!r}")
-        if not isinstance(text, str):
-            raise InputError(label, lineno, f"text must be a string, got {type(text).__name__}")
-        ident = str(ident).strip()
-        if ident in texts:
-            raise InputError(label, lineno, f"{key} {ident!r} appears twice")
-        texts[ident] = text
-    return texts
 
 
 def _is_id(value: Any) -> bool:
@@ -148,7 +124,7 @@ async def aevaluate_retriever(qrels: Any, queries: Mapping[str, str] | str | Pat
     """`evaluate_retriever` for code already inside an event loop (await it there)."""
     started = time.perf_counter()
     qdf = read_qrels(qrels)
-    texts = {str(q): t for q, t in queries.items()} if isinstance(queries, Mapping) else read_texts(queries)
+    texts = {str(q): t for q, t in queries.items()} if isinstance(queries, Mapping) else query_texts(queries)
     golden = list(dict.fromkeys(qdf["query_id"]))
     known = {q: texts[q] for q in golden if q in texts}
     results, errors = await collect(known, retriever, concurrency, progress)

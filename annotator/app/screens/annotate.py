@@ -3,6 +3,7 @@
 The annotator sees only their own grade. Buttons, their names and their keys come from the project's scale
 and grade labels. A new annotator of a project with a qualification round grades its control pairs first and,
 after each, sees the settled grade and the lead's reason (shown as plain text); their queue opens after it.
+A queue a lead closed again says who closed it, when and why, until a lead reopens it or grants a retake.
 The grading panel is an st.fragment, so a key press reruns the panel alone; user text is shown escaped
 (Markdown-escaped in captions, HTML-escaped with highlighted query terms in the fragment box).
 """
@@ -286,7 +287,7 @@ def round_outcome(round_state: RoundState, pairs: list[RoundPair]) -> None:
             st.rerun(scope="app")
     else:
         st.warning(views.literal(round_state.sentence()) + " Read the guideline meanwhile; a lead can see your "
-                   "round and open your queue.")
+                   "round and open your queue or grant you a retake.")
     table = pd.DataFrame([(p.query_external_id, p.fragment_external_id, p.grade, p.settled, p.reason)
                           for p in pairs], columns=list(ROUND_HEADERS))
     views.table(table, ROUND_HEADERS, width="stretch")
@@ -302,10 +303,16 @@ def qualification_panel(project: ProjectInfo, username: str) -> None:
         st.session_state.pop(ROUND_FEEDBACK, None)
         st.rerun(scope="app")  # switched off, or a lead opened the queue meanwhile
     assert round_state is not None
+    if round_state.status == RoundStatus.CLOSED:
+        st.session_state.pop(ROUND_FEEDBACK, None)
+        st.subheader("Regular queue closed")
+        st.warning(views.literal(round_state.sentence()))
+        return
     st.subheader("Qualification round")
-    st.caption(f"Before your regular queue opens, grade these {round_state.pairs} pairs. After each grade you see "
-               "the settled grade and the lead's reason. Your queue opens when your weighted κ against the settled "
-               f"grades reaches {round_state.threshold:g}; otherwise a lead decides.")
+    retake = (f"Retake granted by lead {views.literal(round_state.granted_by)}. " if round_state.granted_by else "")
+    st.caption(f"{retake}Before your regular queue opens, grade these {round_state.pairs} pairs. After each grade you "
+               "see the settled grade and the lead's reason. Your queue opens when your weighted κ against the "
+               f"settled grades reaches {round_state.threshold:g}; otherwise a lead decides.")
     st.progress(round_state.graded / round_state.pairs if round_state.pairs else 1.0,
                 text=f"Qualification: {round_state.graded} / {round_state.pairs} graded")
     if st.session_state.get("flash"):

@@ -1,6 +1,7 @@
 """Lead page: control pairs — turn a release's adjudicated pairs into control pairs at a rate, or set one by
 hand with its grade and reason, and list them — and the qualification round new annotators take first, with
-each annotator's round and the button that opens a queue. Every user-supplied string is shown literally."""
+each annotator's round, the buttons that open a queue or grant a retake, the form that closes an open queue
+again (with a reason), and the earlier rounds. Every user-supplied string is shown literally."""
 
 from __future__ import annotations
 
@@ -11,15 +12,21 @@ from annotator.app import views
 from annotator.app.errors import user_errors
 from annotator.app.views import literal
 from db import control, qualification, releases
+from db.accounts.users import list_users
+from db.store.models import RoundStatus
+from eval_core.vocab import AnnotatorKind, Role
 
 CONTROL_HEADERS = {"query_id": "Query", "fragment_id": "Fragment", "grade": "Settled grade", "source": "From",
                    "reason": "Reason", "created_at": "Since"}
-ROUND_HEADERS = {"username": "Annotator", "status": "Status", "graded": "Graded", "pairs": "Round pairs",
-                 "kappa": "κ", "threshold": "Threshold", "finished_at": "Finished", "opened_by": "Opened by",
-                 "opened_at": "Opened at"}
-STATUS_NAMES = {"in_round": "in the round", "passed": "passed", "failed": "failed: waits for a lead",
-                "opened": "opened by a lead"}
-OPENED = "queue_opened"  # the sentence of the queue a lead just opened, shown once
+ROUND_HEADERS = {"username": "Annotator", "attempt": "Round", "status": "Status", "graded": "Graded",
+                 "pairs": "Round pairs", "kappa": "κ", "threshold": "Threshold", "finished_at": "Finished",
+                 "granted_by": "Retake granted by", "opened_by": "Opened by", "opened_at": "Opened at",
+                 "closed_by": "Closed by", "closed_at": "Closed at", "closed_reason": "Why closed"}
+STATUS_NAMES = {RoundStatus.IN_ROUND: "in the round", RoundStatus.PASSED: "passed",
+                RoundStatus.FAILED: "failed: waits for a lead", RoundStatus.OPENED: "opened by a lead",
+                RoundStatus.CLOSED: "closed by a lead"}
+DECIDED = "queue_decided"  # the sentence of a lead's decision just made (open, close, retake), shown once
+CLOSE_WHO, CLOSE_REASON = "close-queue-who", "close-queue-reason"
 RATE_HELP = "One control pair in every N of each annotator's pairs: 1/20, 0.05 or 20."
 
 
@@ -34,7 +41,36 @@ def open_queue(project: str, username: str) -> None:
     """The button's decision: the logged-in lead opens the annotator's queue (recorded: who, when)."""
     with user_errors("Not opened"):
         opened = qualification.open_queue(engine, project, username, actor=user.username)
-        st.session_state[OPENED] = f"{opened.username}: {opened.sentence()}"
+        st.session_state[DECIDED] = f"{opened.username}: {opened.sentence()}"
+
+
+def grant_retake(project: str, username: str) -> None:
+    """The button's decision: the logged-in lead grants the annotator a new round on fresh control pairs."""
+    with user_errors("No retake"):
+        started = qualification.grant_retake(engine, project, username, actor=user.username)
+        st.session_state[DECIDED] = f"{started.username}: {started.sentence()}"
+
+
+def close_queue(project: str) -> None:
+    """The form's decision: the logged-in lead closes the chosen annotator's open queue (recorded: who, when, why)."""
+    who = st.session_state.get(CLOSE_WHO)
+    if who is None:
+        st.warning("Not closed: choose the annotator whose queue closes.")
+        return
+    with user_errors("Not closed"):
+        shut = qualification.close_queue(engine, project, who, st.session_state.get(CLOSE_REASON), actor=user.username)
+        st.session_state[DECIDED] = f"{shut.username}: {shut.sentence()}"
+        st.session_state[CLOSE_REASON] = ""
+
+
+def rounds_table(rounds: list[qualification.RoundState]) -> None:
+    """Rounds as a table: status in words, κ to three decimals, times as times."""
+    table = pd.DataFrame([r.to_dict() for r in rounds]).assign(
+        status=[STATUS_NAMES[r.status] for r in rounds],
+        kappa=[views.MISSING if r.kappa is None else f"{r.kappa:.3f}" for r in rounds],
+        finished_at=[r.finished_at for r in rounds], opened_at=[r.opened_at for r in rounds],
+        closed_at=[r.closed_at for r in rounds])
+    views.table(table, ROUND_HEADERS, width="stretch")
 
 
 engine, user = views.lead_page("Controls")
@@ -100,16 +136,35 @@ rounds = qualification.list_rounds(engine, project.name)
 if not rounds:
     st.caption("No annotator has started a qualification round in this project.")
 else:
-    table = pd.DataFrame([r.to_dict() for r in rounds]).assign(
-        status=lambda f: f["status"].map(STATUS_NAMES),
-        kappa=lambda f: f["kappa"].map(lambda v: views.MISSING if pd.isna(v) else f"{v:.3f}"),
-        finished_at=[r.finished_at for r in rounds], opened_at=[r.opened_at for r in rounds])
-    views.table(table, ROUND_HEADERS, width="stretch")
+    rounds_table(rounds)
     for r in rounds:
         if r.open:
             continue
         st.text(f"{r.username}: {r.sentence()}")
-        st.button(f"Open {r.username}'s queue", key=f"open-queue-{r.username}", on_click=open_queue,
-                  args=(project.name, r.username))
-if OPENED in st.session_state:
-    st.success(literal(st.session_state.pop(OPENED)))
+        opens, retakes = st.columns(2)
+        opens.button(f"Open {literal(r.username)}'s queue", key=f"open-queue-{r.username}", on_click=open_queue,
+                     args=(project.name, r.username))
+        if r.status in (RoundStatus.FAILED, RoundStatus.CLOSED) and settings.pairs is not None:
+            retakes.button(f"Grant {literal(r.username)} a retake", key=f"retake-{r.username}", on_click=grant_retake,
+                           args=(project.name, r.username),
+                           help=f"A new round of {settings.pairs} control pairs they have not met in a round.")
+
+not_open = {r.username for r in rounds if not r.open}
+can_close = [u.username for u in list_users(engine, Role.ANNOTATOR)
+             if u.active and u.kind == AnnotatorKind.HUMAN and u.username not in not_open]
+with st.form("close-queue"):
+    st.markdown("**Close a queue again**: the store refuses the annotator's regular grades until a lead reopens "
+                "the queue or they pass a retake.")
+    st.selectbox("Annotator", can_close, index=None, key=CLOSE_WHO,
+                 placeholder="choose an annotator" if can_close else "no open queue")
+    st.text_area("Why (the annotator reads it)", key=CLOSE_REASON)
+    st.form_submit_button("Close the queue", disabled=not can_close, on_click=close_queue, args=(project.name,))
+
+in_force = {(r.username, r.attempt) for r in rounds}
+earlier = [r for r in qualification.list_rounds(engine, project.name, history=True)
+           if (r.username, r.attempt) not in in_force]
+if earlier:
+    with st.expander(f"Earlier rounds ({len(earlier)})"):
+        rounds_table(earlier)
+if DECIDED in st.session_state:
+    st.success(literal(st.session_state.pop(DECIDED)))
