@@ -29,6 +29,8 @@ from tests.browser.pages import (
     accounts,
     main_text,
     open_page,
+    press,
+    press_grade,
     qrelkit,
     serve,
     settled,
@@ -145,11 +147,6 @@ def returns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     yield from serve(db, name, folder)
 
 
-def box_text(page) -> str:
-    """What the fragment box shows (caption and text)."""
-    return page.locator(FRAGMENT_BOX).inner_text()
-
-
 def shown_fragment_id(page) -> str:
     """External id of the fragment on screen, from the box's '… · fragment ID' caption."""
     caption = page.locator(FRAGMENT_BOX).get_by_test_id("stCaptionContainer").first.inner_text()
@@ -164,25 +161,6 @@ def grade_buttons(page, expected: int) -> list[str]:
     wait_idle(page)
     texts = buttons.all_inner_texts()
     return [t.strip().splitlines()[0].strip() for t in texts]
-
-
-def press(page, key: str) -> None:
-    """Press a key with the focus outside any input."""
-    page.evaluate("document.activeElement && document.activeElement.blur()")
-    page.keyboard.press(key)
-
-
-def press_grade(page, key: str) -> None:
-    """Press a grade key once the app is idle, and wait until the next fragment is on screen and the run ends.
-    The box is read once st.html has put the fragment in: read before, its later arrival would pass for the
-    next pair."""
-    wait_idle(page)
-    expect(page.locator(FRAGMENT_BOX).locator(".qrelkit-fragment")).to_be_visible()
-    before = box_text(page)
-    press(page, key)
-    page.wait_for_function("([sel, old]) => { const e = document.querySelector(sel); return e && e.innerText !== old; }",
-                           arg=[FRAGMENT_BOX, before])
-    wait_idle(page)
 
 
 def grades_in_store(db_url: str, project: str, annotator: str) -> dict[str, int]:
