@@ -242,3 +242,21 @@ def settled(page) -> None:
     wait_idle_within(page)
     page.wait_for_function("() => [...document.images].every(image => image.complete)", polling=100)
 
+
+# True once the layout (the main area's height and every canvas, chart and image's box) reads the same as at
+# the previous poll: a page resized or just drawn has stopped moving.
+LAYOUT_STILL = """() => { const boxes = [...document.querySelectorAll('canvas, svg, img')].map(e => {
+        const r = e.getBoundingClientRect(); return `${r.width}x${r.height}`; });
+    const main = document.querySelector("[data-testid='stMain']");
+    const now = `${main ? main.scrollHeight : 0}|${boxes.join(',')}`;
+    const still = window.__qrelkitLayout === now; window.__qrelkitLayout = now; return still; }"""
+
+
+def painted(page) -> None:
+    """Wait until a page (e.g. one just made taller for a screenshot) is drawn and painted: the run is over and
+    every image loaded (settled), the fonts are ready, the layout holds still between two polls (the data grids
+    and charts redraw once they see their new size), and the browser has painted two frames since."""
+    settled(page)
+    page.evaluate("() => document.fonts.ready.then(() => { window.__qrelkitLayout = undefined; })")
+    page.wait_for_function(LAYOUT_STILL, polling=250)
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done(true))))")

@@ -10,17 +10,17 @@ import pytest
 from tests.browser.conftest import Server
 from tests.browser.conftest import screenshot as save_screenshot
 from tests.browser.pages import DEMO_LEAD as LEAD
-from tests.browser.pages import SLOW, engine_of, open_lead_page, wait_drawn
+from tests.browser.pages import SLOW, engine_of, open_lead_page, painted, wait_drawn
 
 pytestmark = pytest.mark.browser
 
 
 def screenshot(page, name: str) -> None:
     """A whole-page screenshot: Streamlit scrolls inside its own container, so make the window as tall as the
-    page, and give the data grids (drawn on canvas) a moment to paint."""
+    page, then wait until the page has laid itself out again and painted (the data grids draw on canvas)."""
     height = page.evaluate("document.querySelector('[data-testid=\"stMain\"]')?.scrollHeight || 900")
     page.set_viewport_size({"width": 1280, "height": min(max(int(height), 900), 6000)})
-    page.wait_for_timeout(1500)
+    painted(page)
     save_screenshot(page, name)
 
 

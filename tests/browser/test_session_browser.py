@@ -236,6 +236,27 @@ def failed_attempts(server: Server, username: str) -> int:
             LoginAttempt.username == username, LoginAttempt.succeeded.is_(False))).scalar_one()
 
 
+def countdown(message: str) -> int:
+    """The seconds a "Too many attempts; try again in N s." message asks to wait."""
+    return int(message.split("try again in")[1].split("s")[0])
+
+
+def backoff_left(server: Server, username: str) -> int:
+    """Seconds the store makes `username`'s next attempt, from the client of its latest failure, still wait:
+    what the login form would answer now."""
+    import sqlalchemy as sa
+
+    from db.accounts.logins import retry_after
+    from db.store.engine import get_engine
+    from db.store.models import LoginAttempt
+
+    engine = get_engine(server.db_url)
+    with engine.connect() as conn:
+        client = conn.execute(sa.select(LoginAttempt.client).where(LoginAttempt.username == username)
+                              .order_by(LoginAttempt.id.desc()).limit(1)).scalar_one()
+    return retry_after(engine, username, client)
+
+
 def test_five_wrong_passwords_make_the_next_attempt_wait(server: Server, page) -> None:
     # The last login of this module: afterwards this browser's address itself must wait (per-client back-off).
     page.goto(server.url)
@@ -251,14 +272,16 @@ def test_five_wrong_passwords_make_the_next_attempt_wait(server: Server, page) -
     message = page.get_by_test_id("stAlert").filter(has_text="Too many attempts; try again in")
     message.wait_for()  # the 5th answer
     fifth = message.inner_text()
-    page.wait_for_timeout(2_100)  # so the next answer's countdown reads at least a second less: proof it is new
+    # The next answer must be told apart from this one: wait until the store's countdown (what the server will
+    # answer) is a second below the one shown.
+    until(page, lambda: backoff_left(server, "ben") < countdown(fifth))
     page.get_by_role("textbox", name="Username").fill("ben")
     page.get_by_role("textbox", name="Password").fill("ben-demo")  # the right one, too soon
     page.get_by_role("button", name="Log in").click()
     expect(message).not_to_have_text(fifth, use_inner_text=True)
     wait_idle(page)
-    seconds = int(message.inner_text().split("try again in")[1].split("s")[0])
-    assert 1 <= seconds <= 10
+    seconds = countdown(message.inner_text())
+    assert 1 <= seconds < countdown(fifth) <= 10
     assert shows_login_form(page)
 
 
@@ -269,6 +292,13 @@ def port_is_free(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) != 0
 
 
+def wait_for_free_port(port: int, seconds: float) -> None:
+    """Poll until nothing listens on 127.0.0.1:port, for at most `seconds` (the caller asserts it is free)."""
+    deadline = time.monotonic() + seconds
+    while not port_is_free(port) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_stopping_qrelkit_serve_frees_the_port(server: Server, tmp_path, signum: int) -> None:
     proc, base_url = start_server(server.db_url, tmp_path / "serve.log")
@@ -277,9 +307,7 @@ def test_stopping_qrelkit_serve_frees_the_port(server: Server, tmp_path, signum:
         assert not port_is_free(port)
         os.kill(proc.pid, signum)  # the `qrelkit serve` process only, not its group
         proc.wait(timeout=30)
-        deadline = time.monotonic() + 10
-        while not port_is_free(port) and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_for_free_port(port, seconds=10)
         assert port_is_free(port)
         orphans = subprocess.run(["pgrep", "-f", f"server.port={port}"], capture_output=True, text=True).stdout
         assert orphans.strip() == ""
