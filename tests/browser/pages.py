@@ -221,12 +221,42 @@ def human_disputes(engine) -> list[tuple[str, str, int, int]]:
                   key=lambda row: -row[3])
 
 
+def literal_prefix(pattern: re.Pattern) -> str:
+    """Text every match of `pattern` starts with, read off a pattern anchored at the start (`^` or `\\A`): its
+    leading plain characters and escaped punctuation, up to the first other regex syntax (a character that a
+    quantifier follows is left out). "" when the pattern is not anchored, has alternatives, ignores case or is verbose."""
+    source = pattern.pattern
+    anchor = next((a for a in ("^", "\\A") if source.startswith(a)), None)
+    if anchor is None or "|" in source or pattern.flags & (re.IGNORECASE | re.VERBOSE):
+        return ""
+    prefix, i = "", len(anchor)
+    while i < len(source):
+        char = source[i]
+        if char == "\\" and i + 1 < len(source) and not source[i + 1].isalnum():
+            char, width = source[i + 1], 2
+        elif char in ".^$*+?{}[]()\\":
+            break
+        else:
+            width = 1
+        if source[i + width:i + width + 1] in ("*", "?", "{"):
+            break  # optional or repeated: not part of every match
+        prefix += char
+        i += width
+    return prefix
+
+
 def choose(page, label: str, option: str | re.Pattern) -> None:
     """Pick `option` in the selectbox labelled `label` (a string is matched as the whole literal text). The
-    caller then waits for what the pick's rerun shows: an idle moment right after the click proves nothing."""
+    dropdown draws only the options in view, so first type into the box what narrows the list to it: the
+    whole string, or a regex's literal prefix (nothing if it has none), then click the option. The caller
+    then waits for what the pick's rerun shows: an idle moment right after the click proves nothing."""
     box = page.locator("[data-testid='stSelectbox']").filter(
         has=page.locator("[data-testid='stWidgetLabel']", has_text=re.compile(f"^{re.escape(label)}$")))
-    box.first.locator("input").click(timeout=SLOW)
+    field = box.first.locator("input")
+    field.click(timeout=SLOW)
+    typed = option if isinstance(option, str) else literal_prefix(option)
+    if typed:
+        field.fill(typed)
     page.get_by_role("option", name=option, exact=isinstance(option, str)).click(timeout=SLOW)
 
 

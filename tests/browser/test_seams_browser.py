@@ -15,6 +15,7 @@ from tests.browser.pages import DEMO_LEAD as LEAD
 from tests.browser.pages import (
     FRAGMENT_BOX,
     SLOW,
+    choose,
     engine_of,
     follow_lead_link,
     human_disputes,
@@ -111,10 +112,7 @@ def test_pairs_sent_back_reach_the_annotator_marked_as_rejudging(fresh_demo: Ser
     queue = rejudge_queue(engine_of(fresh_demo), "demo")
     query = queue.loc[queue["annotator"] == "ben", "query_id"].iloc[0]
     open_lead_page(page, fresh_demo, "Guidelines", LEAD)
-    box = page.locator("[data-testid='stSelectbox']").filter(has_text="Pairs").first
-    box.locator("input").click(timeout=SLOW)
-    page.keyboard.type(f"query {query}")  # the list is long: filter it as a user would, then pick
-    page.get_by_role("option", name=f"the pairs of query {query}", exact=True).click(timeout=SLOW)
+    choose(page, "Pairs", f"the pairs of query {query}")  # a long list: choose types to filter it first
     page.get_by_role("button", name="Send back for re-judging").click()
     sent = len(queue[queue["query_id"] == query])
     expect(page.get_by_text(f"{sent} assignment(s) reopened for re-judging under version 2.")).to_be_visible(
