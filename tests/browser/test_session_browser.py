@@ -28,12 +28,14 @@ from tests.browser.conftest import (
     until,
     wait_idle,
 )
+from tests.browser.pages import choose, open_page, show_tab
 
 pytestmark = pytest.mark.browser
 
 ANNOTATOR = ("ana", "ana-demo")
 LEAD = ("lea", "lea-demo")
 LOGIN_FORM = "[data-testid='stForm']"
+LOCKED = ("*uma* <b>x</b>", "uma-password-1")  # an annotator named in Markdown and HTML
 SLOW = 90_000  # ms: lead pages compute reports on their first run
 
 
@@ -222,6 +224,48 @@ def test_the_toolbar_offers_no_deploy_button_or_developer_menu(server: Server, p
         menu.click()
         items = page.get_by_test_id("stMainMenuList").inner_text()
         assert "Clear cache" not in items and "Developer" not in items
+
+
+def test_a_lead_unlocks_an_account_that_wrong_passwords_locked(server: Server, page) -> None:
+    """Wrong passwords from other machines lock the account (not this browser's address): its owner is told to
+    wait; the lead unlocks it on the Project page's Annotators tab, and the owner logs in."""
+    import sqlalchemy as sa
+
+    from db.accounts import logins
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.users import create_user
+    from db.store.engine import get_engine
+    from db.store.models import LoginAttempt, utcnow
+
+    engine = get_engine(server.db_url)
+    create_user(engine, LOCKED[0], "annotator", LOCKED[1], actor=OPERATOR)
+    with engine.begin() as conn:  # nine failures just now (five, then one after each of four waits): 160 s to wait
+        conn.execute(sa.insert(LoginAttempt), [{"username": LOCKED[0], "client": f"10.8.0.{i}", "succeeded": False,
+                                                "attempted_at": utcnow()} for i in range(9)])
+    assert logins.locked_accounts(engine)[LOCKED[0]] > 100
+    page.goto(server.url)
+    wait_idle(page)
+    page.get_by_role("textbox", name="Username").fill(LOCKED[0])
+    page.get_by_role("textbox", name="Password").fill(LOCKED[1])  # the right one: it must wait all the same
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_test_id("stAlert").filter(has_text="Too many attempts; try again in")).to_be_visible()
+
+    login(page, None, *LEAD)
+    open_page(page, "Project")
+    show_tab(page, "Annotators")
+    name = re.escape(LOCKED[0]).replace("/", r"\/")  # Playwright passes the pattern on as /…/: escape its /
+    choose(page, "Account", re.compile(rf"^{name} · \d+ s left$"))
+    page.get_by_role("button", name="Unlock").click()
+    expect(page.get_by_text(f"{LOCKED[0]} is unlocked and can log in now.", exact=True)).to_be_visible()
+    expect(page.get_by_role("button", name="Unlock")).to_have_count(0)  # nobody else waits
+    main = page.get_by_test_id("stMain")
+    assert main.locator("b, em, strong").filter(has_text="uma").count() == 0  # the name made no markup
+    assert LOCKED[0] not in logins.locked_accounts(engine)
+
+    page.get_by_role("button", name="Log out").click()
+    assert shows_login_form(page)
+    login(page, None, *LOCKED)
+    assert logged_in_as(page, LOCKED[0])
 
 
 def failed_attempts(server: Server, username: str) -> int:
