@@ -176,3 +176,23 @@ def test_a_lead_unlocks_an_account_that_someone_else_locked(engine, ana):
     assert login(engine, "ana", "right-password", client="10.0.0.9").user == ana
     with pytest.raises(PermissionError):
         unlock(engine, "ana", actor="ana")
+
+
+def test_locked_accounts_lists_the_accounts_waiting_now_until_unlocked(engine, ana):
+    from db.accounts.logins import locked_accounts, unlock
+
+    create_user(engine, "bo", "annotator", "bo-password-1", actor=OPERATOR)
+    fail(engine, 4, "bo")  # four are free: bo does not wait
+    fail(engine, 6, "nobody", client="10.5.0.1")  # no such account: nothing to unlock
+    for i in range(5):  # five clients, one guess each: the account waits, no client does (the last guess
+        fail(engine, 1, client=f"10.4.0.{i}")  # comes just before the checks: the seconds read are exact)
+    assert locked_accounts(engine) == {"ana": 10}
+    age_attempts(engine, 4)
+    assert locked_accounts(engine) == {"ana": 6}
+    age_attempts(engine, 7)  # the wait is over, though one more failure would wait 20 s
+    assert locked_accounts(engine) == {}
+    fail(engine, 1, client="10.4.9.9")
+    assert locked_accounts(engine) == {"ana": 20}
+    unlock(engine, "ana", actor=OPERATOR)
+    assert locked_accounts(engine) == {}
+    assert login(engine, "ana", "right-password", client="10.4.9.9").user == ana

@@ -21,7 +21,7 @@ from db.accounts.permissions import Actor, require_lead
 from db.accounts.sessions import NewSession, create_session
 from db.accounts.users import UserInfo, authenticate, user_row
 from db.store.engine import is_sqlite, session_scope
-from db.store.models import LoginAttempt, UserSession, utcnow
+from db.store.models import LoginAttempt, User, UserSession, utcnow
 
 FREE_FAILURES = 5  # failures allowed before any wait
 FIRST_WAIT_SECONDS = 10.0  # the wait after the fifth failure; it doubles with each further failure
@@ -61,15 +61,19 @@ def _failures(conn, key_column, key: str, since: datetime, reset_on_success: boo
     return int(count), latest
 
 
+def _wait_of(conn, key_column, key: str, resets: bool, now: datetime) -> float:
+    """Seconds `key` (an account name or a client) must still wait by its own failures; 0 or less = go."""
+    count, latest = _failures(conn, key_column, key, now - WINDOW, resets)
+    if latest is None:
+        return 0.0
+    latest = latest if latest.tzinfo else latest.replace(tzinfo=now.tzinfo)
+    return wait_after(count) - (now - latest).total_seconds()
+
+
 def _wait(conn, username: str, client: str, now: datetime) -> int:
     """Whole seconds this account name or this client must still wait, read inside the caller's transaction."""
-    since = now - WINDOW
-    wait = 0.0
-    for column, key, resets in ((LoginAttempt.username, username, True), (LoginAttempt.client, client, False)):
-        count, latest = _failures(conn, column, key, since, resets)
-        if latest is not None:
-            latest = latest if latest.tzinfo else latest.replace(tzinfo=now.tzinfo)
-            wait = max(wait, wait_after(count) - (now - latest).total_seconds())
+    wait = max(0.0, _wait_of(conn, LoginAttempt.username, username, True, now),
+               _wait_of(conn, LoginAttempt.client, client, False, now))
     return max(0, math.ceil(wait))
 
 
@@ -77,6 +81,19 @@ def retry_after(engine: Engine, username: str, client: str, now: datetime | None
     """Whole seconds this account name or this client must still wait before the next attempt (0 = go)."""
     with session_scope(engine) as session:
         return _wait(session.connection(), username, client, now or utcnow())
+
+
+def locked_accounts(engine: Engine, now: datetime | None = None) -> dict[str, int]:
+    """Accounts whose own failures (from any client) make their next login wait right now, by name, with the
+    whole seconds left: what `unlock` lifts. A client's own back-off is not an account's and is not listed."""
+    now = now or utcnow()
+    with session_scope(engine) as session:
+        conn = session.connection()
+        names = conn.execute(select(LoginAttempt.username).distinct().where(
+            LoginAttempt.succeeded.is_(False), LoginAttempt.attempted_at > now - WINDOW,
+            LoginAttempt.username.in_(select(User.username)))).scalars().all()
+        waits = {name: math.ceil(_wait_of(conn, LoginAttempt.username, name, True, now)) for name in names}
+    return {name: wait for name, wait in sorted(waits.items()) if wait > 0}
 
 
 def _claim_attempt(engine: Engine, username: str, client: str) -> tuple[int, int | None]:

@@ -30,6 +30,8 @@ PAGE_METRICS = "P@k,recall@k,ndcg@k,success@k,judged@k,mrr,map,rprec,bpref,ndcg,
 KS = "1,3,5,10,20,100"
 AGREEMENT_LEAD = ("lead", "lead-password-1")  # the lead of test_agreement's and test_calibration's stores
 RESULTS_LEAD = ("lea", "lea-results-pass")
+DEMO_LEAD = ("lea", "lea-demo")  # the demo project's lead (`qrelkit demo`, the demo_server fixture)
+PROGRESS = re.compile(r"Overall: (\d+) / (\d+) judged")
 
 
 def wait_drawn(page, timeout: float = SLOW) -> None:
@@ -139,20 +141,122 @@ def judgments(annotators: list[str], seed: int) -> list[dict]:
     return rows
 
 
+def follow_lead_link(page, title: str, heading: str | None = None) -> None:
+    """Follow the sidebar link `title` to a lead page and wait for its heading (`title` unless the page titles
+    itself otherwise) and the run that draws it, generously: these tests share two cores with the server and
+    the browser. A page that does not open fails with what it shows instead (a login form, an error)."""
+    page.locator("[data-testid='stSidebarNavLink']", has_text=title).first.click(timeout=SLOW)
+    try:
+        page.get_by_role("heading", name=heading or title).first.wait_for(timeout=SLOW)
+    except PlaywrightTimeout as exc:
+        shown = page.locator("[data-testid='stApp']").inner_text()[:600]
+        raise AssertionError(f"{title} did not open at {page.url}; the page shows: {shown!r}") from exc
+    wait_drawn(page)  # the title comes first: let the run that draws it finish (an idle moment before it proves nothing)
+
+
 def open_lead_page(page, server: Server, title: str, lead: tuple[str, str] = RESULTS_LEAD) -> None:
     """Log in as `lead` and follow the sidebar link to a lead page."""
     login(page, server.url, *lead)
-    page.locator("[data-testid='stSidebarNavLink']", has_text=title).first.click(timeout=SLOW)
-    page.get_by_role("heading", name=title).first.wait_for(timeout=SLOW)
-    wait_drawn(page)  # the title comes first: let the run that draws it finish (an idle moment before it proves nothing)
+    follow_lead_link(page, title)
+
+
+def engine_of(server: Server):
+    """The database behind the server, to check what the browser wrote."""
+    from db.store.engine import get_engine
+
+    return get_engine(server.db_url)
+
+
+def overall(page) -> tuple[int, int]:
+    """(done, assigned) read from the progress bar's label."""
+    match = PROGRESS.search(page.get_by_test_id("stProgress").first.inner_text())
+    assert match, "progress label not found"
+    return int(match[1]), int(match[2])
+
+
+def shown_fragment_id(page) -> str:
+    """External id of the fragment on screen, from the fragment box's '… · fragment ID' line."""
+    line = page.locator(FRAGMENT_BOX).get_by_text(re.compile(r"fragment \S+$")).first.inner_text()
+    return line.rsplit("fragment ", 1)[1].strip()
+
+
+def press(page, key: str) -> None:
+    """Press a key with the focus outside any input (where a grade key would be typed instead)."""
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press(key)
+
+
+def press_grade(page, key: str) -> None:
+    """Press a grade key once the app is idle, and wait until the next fragment is on screen and the run ends.
+    The box is read once st.html has put the fragment in: read before, its later arrival would pass for the
+    next pair."""
+    box = page.locator(FRAGMENT_BOX)
+    wait_idle_within(page)
+    expect(box.locator(".qrelkit-fragment")).to_be_visible()
+    before = box.inner_text()
+    press(page, key)
+    page.wait_for_function("([sel, old]) => { const e = document.querySelector(sel); return e && e.innerText !== old; }",
+                           arg=[FRAGMENT_BOX, before])
+    wait_idle_within(page)
+
+
+def human_disputes(engine) -> list[tuple[str, str, int, int]]:
+    """(query, fragment, lowest grade, spread) of every pair whose people gave different grades, read straight
+    from the judgments table (model judges and can't-judge left out), widest spread first: the browser tests'
+    own count, independent of the app's queue (tests/test_app_seams.py reads the same for AppTest)."""
+    import sqlalchemy as sa
+
+    from db.store.models import Fragment, Judgment, Pair, Query, User
+
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(Query.external_id, Fragment.external_id, Judgment.grade)
+                            .select_from(Judgment).join(Pair, Pair.id == Judgment.pair_id)
+                            .join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)
+                            .join(User, User.id == Judgment.user_id)
+                            .where(User.kind == "human", Judgment.grade.is_not(None))).all()
+    grades: dict[tuple[str, str], list[int]] = {}
+    for q, f, g in rows:
+        grades.setdefault((q, f), []).append(g)
+    return sorted(((q, f, min(g), max(g) - min(g)) for (q, f), g in grades.items() if max(g) > min(g)),
+                  key=lambda row: -row[3])
+
+
+def literal_prefix(pattern: re.Pattern) -> str:
+    """Text every match of `pattern` starts with, read off a pattern anchored at the start (`^` or `\\A`): its
+    leading plain characters and escaped punctuation, up to the first other regex syntax (a character that a
+    quantifier follows is left out). "" when the pattern is not anchored, has alternatives, ignores case or is verbose."""
+    source = pattern.pattern
+    anchor = next((a for a in ("^", "\\A") if source.startswith(a)), None)
+    if anchor is None or "|" in source or pattern.flags & (re.IGNORECASE | re.VERBOSE):
+        return ""
+    prefix, i = "", len(anchor)
+    while i < len(source):
+        char = source[i]
+        if char == "\\" and i + 1 < len(source) and not source[i + 1].isalnum():
+            char, width = source[i + 1], 2
+        elif char in ".^$*+?{}[]()\\":
+            break
+        else:
+            width = 1
+        if source[i + width:i + width + 1] in ("*", "?", "{"):
+            break  # optional or repeated: not part of every match
+        prefix += char
+        i += width
+    return prefix
 
 
 def choose(page, label: str, option: str | re.Pattern) -> None:
     """Pick `option` in the selectbox labelled `label` (a string is matched as the whole literal text). The
-    caller then waits for what the pick's rerun shows: an idle moment right after the click proves nothing."""
+    dropdown draws only the options in view, so first type into the box what narrows the list to it: the
+    whole string, or a regex's literal prefix (nothing if it has none), then click the option. The caller
+    then waits for what the pick's rerun shows: an idle moment right after the click proves nothing."""
     box = page.locator("[data-testid='stSelectbox']").filter(
         has=page.locator("[data-testid='stWidgetLabel']", has_text=re.compile(f"^{re.escape(label)}$")))
-    box.first.locator("input").click(timeout=SLOW)
+    field = box.first.locator("input")
+    field.click(timeout=SLOW)
+    typed = option if isinstance(option, str) else literal_prefix(option)
+    if typed:
+        field.fill(typed)
     page.get_by_role("option", name=option, exact=isinstance(option, str)).click(timeout=SLOW)
 
 
@@ -167,3 +271,22 @@ def settled(page) -> None:
     address that Markdown or HTML had turned into an <img> would already have been requested."""
     wait_idle_within(page)
     page.wait_for_function("() => [...document.images].every(image => image.complete)", polling=100)
+
+
+# True once the layout (the main area's height and every canvas, chart and image's box) reads the same as at
+# the previous poll: a page resized or just drawn has stopped moving.
+LAYOUT_STILL = """() => { const boxes = [...document.querySelectorAll('canvas, svg, img')].map(e => {
+        const r = e.getBoundingClientRect(); return `${r.width}x${r.height}`; });
+    const main = document.querySelector("[data-testid='stMain']");
+    const now = `${main ? main.scrollHeight : 0}|${boxes.join(',')}`;
+    const still = window.__qrelkitLayout === now; window.__qrelkitLayout = now; return still; }"""
+
+
+def painted(page) -> None:
+    """Wait until a page (e.g. one just made taller for a screenshot) is drawn and painted: the run is over and
+    every image loaded (settled), the fonts are ready, the layout holds still between two polls (the data grids
+    and charts redraw once they see their new size), and the browser has painted two frames since."""
+    settled(page)
+    page.evaluate("() => document.fonts.ready.then(() => { window.__qrelkitLayout = undefined; })")
+    page.wait_for_function(LAYOUT_STILL, polling=250)
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done(true))))")

@@ -8,40 +8,9 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import Server, login, screenshot, wait_idle
-from tests.browser.pages import open_page, show_tab
+from tests.browser.pages import FRAGMENT_BOX, open_page, overall, press_grade, show_tab, shown_fragment_id
 
 pytestmark = pytest.mark.browser
-
-FRAGMENT_BOX = ".st-key-fragment_box"
-PROGRESS = re.compile(r"Overall: (\d+) / (\d+) judged")
-
-
-def overall(page) -> tuple[int, int]:
-    """(done, assigned) read from the progress bar's label."""
-    match = PROGRESS.search(page.get_by_test_id("stProgress").first.inner_text())
-    assert match, "progress label not found"
-    return int(match[1]), int(match[2])
-
-
-def shown_fragment_id(page) -> str:
-    """External id of the fragment on screen, from the '… · fragment ID' line."""
-    line = page.get_by_text(re.compile(r"fragment \S+$")).first.inner_text()
-    return line.rsplit("fragment ", 1)[1].strip()
-
-
-def press_grade(page, key: str) -> None:
-    """Press a grade key (focus outside any input) and wait until the next fragment is on screen and the run
-    ends. The box is read once st.html has put the fragment in: read before, its later arrival would pass for
-    the next pair."""
-    box = page.locator(FRAGMENT_BOX)
-    wait_idle(page)
-    expect(box.locator(".qrelkit-fragment")).to_be_visible()
-    before = box.inner_text()
-    page.evaluate("document.activeElement && document.activeElement.blur()")
-    page.keyboard.press(key)
-    page.wait_for_function("([sel, old]) => { const e = document.querySelector(sel); return e && e.innerText !== old; }",
-                           arg=[FRAGMENT_BOX, before])
-    wait_idle(page)
 
 
 def nav_titles(page) -> list[str]:

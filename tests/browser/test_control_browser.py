@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import CHROMIUM, Server, login, require, serving, wait_idle
-from tests.browser.test_annotate_browser import FRAGMENT_BOX, press_grade, shown_fragment_id
+from tests.browser.pages import FRAGMENT_BOX, press_grade, shown_fragment_id
 
 pytestmark = pytest.mark.browser
 

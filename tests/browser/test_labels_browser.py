@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import CHROMIUM, Server, login, wait_idle
+from tests.browser.conftest import CHROMIUM, Server, login, until, wait_idle
 from tests.browser.pages import MARKUP_TAGS, PLANT, accounts, qrelkit, serve, settled
 from tests.conftest import require
 from tests.helpers import write_jsonl
@@ -64,12 +64,8 @@ def test_grade_names_with_markup_show_literally_fetch_nothing_and_grade_by_numbe
     assert buttons.locator(MARKUP_TAGS).count() == 0  # no image, bold, italic or code made from a name
     page.evaluate("document.activeElement && document.activeElement.blur()")
     page.keyboard.press("2")
+    until(page, lambda: len(judgments_frame(get_engine(labelled.db_url), PROJECT)) > 0)  # stored by the server's run
     frame = judgments_frame(get_engine(labelled.db_url), PROJECT)
-    for _ in range(100):  # the grade is stored by the server's run: poll the store, not the clock
-        if len(frame):
-            break
-        page.wait_for_timeout(100)
-        frame = judgments_frame(get_engine(labelled.db_url), PROJECT)
     assert frame[["fragment_id", "annotator", "grade"]].values.tolist() == [["f1", "ana", 2]]
     settled(page)
     assert requests == []

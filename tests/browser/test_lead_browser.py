@@ -7,52 +7,25 @@ import re
 
 import pytest
 
-from tests.browser.conftest import Server, login
+from tests.browser.conftest import Server
 from tests.browser.conftest import screenshot as save_screenshot
-from tests.browser.conftest import wait_idle as wait_idle_within
+from tests.browser.pages import DEMO_LEAD as LEAD
+from tests.browser.pages import SLOW, engine_of, open_lead_page, painted, wait_drawn
 
 pytestmark = pytest.mark.browser
-
-LEAD = ("lea", "lea-demo")
-SLOW = 90_000  # ms: the first agreement report of a session is computed, then cached
-
-
-def wait_idle(page, timeout: float = SLOW) -> None:
-    """Wait until the script run is over and drawn (lead pages compute more than the annotator's: wait longer)."""
-    wait_idle_within(page, timeout)
-
-
-def open_lead_page(page, title: str) -> None:
-    """Follow the sidebar navigation link to a lead page and wait for its title (generously: these tests share
-    two cores with the server and the browser)."""
-    page.locator("[data-testid='stSidebarNavLink']", has_text=title).first.click(timeout=SLOW)
-    try:
-        page.get_by_role("heading", name=title).first.wait_for(timeout=SLOW)
-    except Exception as exc:  # say what the page shows instead (a login form, an error), not only "timeout"
-        shown = page.locator("[data-testid='stApp']").inner_text()[:600]
-        raise AssertionError(f"{title} did not open at {page.url}; the page shows: {shown!r}") from exc
-    wait_idle(page)  # the title comes first: let the run that draws it finish (an idle moment before it proves nothing)
 
 
 def screenshot(page, name: str) -> None:
     """A whole-page screenshot: Streamlit scrolls inside its own container, so make the window as tall as the
-    page, and give the data grids (drawn on canvas) a moment to paint."""
+    page, then wait until the page has laid itself out again and painted (the data grids draw on canvas)."""
     height = page.evaluate("document.querySelector('[data-testid=\"stMain\"]')?.scrollHeight || 900")
     page.set_viewport_size({"width": 1280, "height": min(max(int(height), 900), 6000)})
-    page.wait_for_timeout(1500)
+    painted(page)
     save_screenshot(page, name)
 
 
-def engine_of(server: Server):
-    """The demo database the server runs on, to check what the browser wrote."""
-    from db.store.engine import get_engine
-
-    return get_engine(server.db_url)
-
-
 def test_lead_sees_the_agreement_flag_on_the_demo(demo_server: Server, page) -> None:
-    login(page, demo_server.url, *LEAD)
-    open_lead_page(page, "Agreement")
+    open_lead_page(page, demo_server, "Agreement", LEAD)
     banner = page.get_by_text(re.compile(r"Guideline version \d+ flagged: ordinal α")).first
     banner.wait_for(timeout=SLOW)
     assert "The ambiguous boundary is" in banner.inner_text()
@@ -63,11 +36,10 @@ def test_lead_sees_the_agreement_flag_on_the_demo(demo_server: Server, page) -> 
 def test_lead_adjudicates_a_disputed_pair(demo_server: Server, page) -> None:
     from db.store.frames import adjudications_frame
 
-    login(page, demo_server.url, *LEAD)
-    open_lead_page(page, "Agreement")
+    open_lead_page(page, demo_server, "Agreement", LEAD)
     page.get_by_role("button", name="Adjudicate").first.click(timeout=SLOW)
     page.get_by_role("heading", name="Adjudication").wait_for(timeout=SLOW)
-    wait_idle(page)
+    wait_drawn(page)
     page.locator("[data-testid='stRadio'] label").filter(has_text=re.compile(r"^2 · ")).first.click()
     reason = "Browser test: gives the deadline but not the refund rule"
     page.get_by_label("Reason").fill(reason)
@@ -82,12 +54,11 @@ def test_lead_adjudicates_a_disputed_pair(demo_server: Server, page) -> None:
 def test_lead_creates_a_release_and_downloads_its_qrels(demo_server: Server, page) -> None:
     from db.releases import list_releases, release_files
 
-    login(page, demo_server.url, *LEAD)
-    open_lead_page(page, "Releases")
+    open_lead_page(page, demo_server, "Releases", LEAD)
     before = len(list_releases(engine_of(demo_server), "demo"))
     page.get_by_role("button", name="Create release").click(timeout=SLOW)
     page.get_by_text(re.compile(rf"Release {before + 1} created")).wait_for(timeout=SLOW)
-    wait_idle(page)
+    wait_drawn(page)
     with page.expect_download() as download:
         page.get_by_role("button", name="TREC qrels (gains)").click()
     path = download.value.path()
@@ -98,20 +69,17 @@ def test_lead_creates_a_release_and_downloads_its_qrels(demo_server: Server, pag
     screenshot(page, "lead_releases")
 
 
-@pytest.mark.parametrize(("title", "heading", "shot"), [
-    ("Project", "Project", "lead_project"),
-    ("Guidelines", "Guidelines", "lead_guidelines"),
-    ("Evaluate", "Evaluate", "lead_evaluate"),
+@pytest.mark.parametrize(("title", "shot"), [
+    ("Project", "lead_project"),
+    ("Guidelines", "lead_guidelines"),
+    ("Evaluate", "lead_evaluate"),
 ])
-def test_screenshot_of_each_lead_page(demo_server: Server, page, title: str, heading: str, shot: str) -> None:
+def test_screenshot_of_each_lead_page(demo_server: Server, page, title: str, shot: str) -> None:
     from db.releases import create_release, list_releases
 
     engine = engine_of(demo_server)
     if title == "Evaluate" and not list_releases(engine, "demo"):
         create_release(engine, "demo", actor="lea")
-    login(page, demo_server.url, *LEAD)
-    open_lead_page(page, title)
-    page.get_by_role("heading", name=heading).first.wait_for(timeout=SLOW)
-    wait_idle(page)
+    open_lead_page(page, demo_server, title, LEAD)
     assert page.locator("[data-testid='stException']").count() == 0
     screenshot(page, shot)

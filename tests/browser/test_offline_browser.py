@@ -9,8 +9,8 @@ import re
 import pytest
 
 from annotator.app.main import LEAD_PAGES
-from tests.browser.conftest import Server, login, wait_idle
-from tests.browser.pages import settled
+from tests.browser.conftest import Server, login
+from tests.browser.pages import DEMO_LEAD, open_page, settled
 
 pytestmark = pytest.mark.browser
 
@@ -21,15 +21,15 @@ def test_no_page_sends_a_request_outside_the_app(demo_server: Server, page) -> N
     elsewhere: list[str] = []
     page.on("request", lambda request: None if request.url.startswith(demo_server.url) or LOCAL.match(request.url)
             else elsewhere.append(request.url))
-    login(page, demo_server.url, "lea", "lea-demo")
+    login(page, demo_server.url, *DEMO_LEAD)
+    settled(page)  # the first page, Annotate, is open
     nav = page.get_by_test_id("stSidebarNav")
     titles = [text.strip().splitlines()[-1].strip() for text in nav.get_by_role("link").all_inner_texts()]
     assert len(titles) == 2 + len(LEAD_PAGES)  # Annotate, Guideline and every lead page
-    for title in titles:
-        nav.get_by_role("link", name=re.compile(f"{re.escape(title)}$")).first.click()
-        page.wait_for_timeout(300)  # let the page's run start, then wait for it to end
-        wait_idle(page)
+    assert titles[0] == "Annotate"
+    for title in titles[1:]:
+        open_page(page, title)  # waits for the new address and the run that draws the page
+        settled(page)
     page.reload()
-    wait_idle(page)
     settled(page)
     assert elsewhere == []

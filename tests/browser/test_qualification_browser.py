@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import CHROMIUM, Server, login, require, screenshot, serving, until, wait_idle
-from tests.browser.test_annotate_browser import FRAGMENT_BOX, overall, shown_fragment_id
+from tests.browser.pages import FRAGMENT_BOX, overall, shown_fragment_id
 
 pytestmark = pytest.mark.browser
 

@@ -11,12 +11,22 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import Server, login, serving_demo
-from tests.browser.test_agreement_browser import tiles
-from tests.browser.test_lead_browser import LEAD, SLOW, open_lead_page, wait_idle
+from tests.browser.pages import DEMO_LEAD as LEAD
+from tests.browser.pages import (
+    FRAGMENT_BOX,
+    SLOW,
+    choose,
+    engine_of,
+    follow_lead_link,
+    human_disputes,
+    open_lead_page,
+    shown_fragment_id,
+    tiles,
+    wait_drawn,
+)
 
 pytestmark = pytest.mark.browser
 
-FRAGMENT_BOX = ".st-key-fragment_box"
 REASON = "Why can't you judge this pair?"
 
 
@@ -25,19 +35,6 @@ def fresh_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """The app serving a demo built for this module alone (its tests write grades and decisions)."""
     with serving_demo(tmp_path_factory, "browser-seams") as server:
         yield server
-
-
-def engine_of(server: Server):
-    """The database behind the server."""
-    from db.store.engine import get_engine
-
-    return get_engine(server.db_url)
-
-
-def shown_fragment_id(page) -> str:
-    """External id of the fragment on screen, from the '… · fragment ID' line."""
-    line = page.locator(FRAGMENT_BOX).get_by_text(re.compile(r"fragment \S+$")).first.inner_text()
-    return line.rsplit("fragment ", 1)[1].strip()
 
 
 def test_x_opens_the_reason_field_with_the_keyboard_in_it(fresh_demo: Server, page) -> None:
@@ -58,7 +55,7 @@ def test_x_opens_the_reason_field_with_the_keyboard_in_it(fresh_demo: Server, pa
     expect(page.get_by_role("button", name="Save as can't judge")).to_be_focused()
     page.keyboard.press("Enter")
     expect(page.locator(FRAGMENT_BOX)).not_to_contain_text(f"fragment {first}")
-    wait_idle(page)
+    wait_drawn(page)
     judged = judgments_frame(engine_of(fresh_demo), "demo")
     cant = judged[(judged.annotator == "ana") & judged.cant_judge_reason.notna()]
     assert cant[["fragment_id", "cant_judge_reason"]].values.tolist() == [[first, "needs the product manual"]]
@@ -68,13 +65,9 @@ def test_x_opens_the_reason_field_with_the_keyboard_in_it(fresh_demo: Server, pa
 def test_adjudication_counts_every_dispute_and_opens_the_next_after_saving(fresh_demo: Server, page) -> None:
     """The caption's count is the store's count of pairs whose people differ; after saving, the picker shows
     the next dispute in the queue."""
-    from tests.test_app_seams import human_disputes
-
     expected = len(human_disputes(engine_of(fresh_demo)))
     login(page, fresh_demo.url, *LEAD)
-    page.locator("[data-testid='stSidebarNavLink']", has_text="Adjudicate").first.click(timeout=SLOW)
-    page.get_by_role("heading", name="Adjudication").first.wait_for(timeout=SLOW)
-    wait_idle(page)
+    follow_lead_link(page, "Adjudicate", heading="Adjudication")
     expect(page.get_by_text(f"{expected} disputed pair(s) among people", exact=False)).to_be_visible()
     picker = page.get_by_role("combobox", name="Pair")
     first = picker.input_value()
@@ -90,8 +83,7 @@ def test_adjudication_counts_every_dispute_and_opens_the_next_after_saving(fresh
 
 def test_agreement_headline_names_the_version_in_force(fresh_demo: Server, page) -> None:
     """The α tile's caption names guideline version 2 (in force); the pooled α is its own, labelled line."""
-    login(page, fresh_demo.url, *LEAD)
-    open_lead_page(page, "Agreement")
+    open_lead_page(page, fresh_demo, "Agreement", LEAD)
     shown = tiles(page)
     assert "guideline version 2 (in force)" in shown["Krippendorff's α"][1]
     expect(page.get_by_text(re.compile(r"^All guideline versions pooled: ordinal α "))).to_be_visible()
@@ -101,8 +93,7 @@ def test_a_long_grade_name_shows_whole(fresh_demo: Server, page) -> None:
     """A grade name of the full 60 characters fits its field: nothing is cut off."""
     from db.projects import MAX_LABEL_CHARS
 
-    login(page, fresh_demo.url, *LEAD)
-    open_lead_page(page, "Project")
+    open_lead_page(page, fresh_demo, "Project", LEAD)
     page.get_by_text("Grade names", exact=True).click()
     field = page.get_by_role("textbox", name="Grade 3")
     long_name = ("Answers the question fully, with every condition it depends on")[:MAX_LABEL_CHARS]
@@ -120,12 +111,8 @@ def test_pairs_sent_back_reach_the_annotator_marked_as_rejudging(fresh_demo: Ser
 
     queue = rejudge_queue(engine_of(fresh_demo), "demo")
     query = queue.loc[queue["annotator"] == "ben", "query_id"].iloc[0]
-    login(page, fresh_demo.url, *LEAD)
-    open_lead_page(page, "Guidelines")
-    box = page.locator("[data-testid='stSelectbox']").filter(has_text="Pairs").first
-    box.locator("input").click(timeout=SLOW)
-    page.keyboard.type(f"query {query}")  # the list is long: filter it as a user would, then pick
-    page.get_by_role("option", name=f"the pairs of query {query}", exact=True).click(timeout=SLOW)
+    open_lead_page(page, fresh_demo, "Guidelines", LEAD)
+    choose(page, "Pairs", f"the pairs of query {query}")  # a long list: choose types to filter it first
     page.get_by_role("button", name="Send back for re-judging").click()
     sent = len(queue[queue["query_id"] == query])
     expect(page.get_by_text(f"{sent} assignment(s) reopened for re-judging under version 2.")).to_be_visible(
@@ -153,8 +140,7 @@ def test_evaluate_says_the_golden_set_changed_not_the_run(fresh_demo: Server, pa
             adjudication.adjudicate(engine, pair_id(engine, "demo", qid, f"{qid}-f{grade}"), 0, "off topic",
                                     actor="lea")
     releases.create_release(engine, "demo", actor="lea")
-    login(page, fresh_demo.url, *LEAD)
-    open_lead_page(page, "Evaluate")
+    open_lead_page(page, fresh_demo, "Evaluate", LEAD)
     alerts = page.get_by_text(re.compile(r"^The golden set changed, not the run: "))
     expect(alerts.first).to_be_visible(timeout=SLOW)
     assert "0 queries added, 0 removed, 15 relabelled" in alerts.first.inner_text()

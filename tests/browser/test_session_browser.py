@@ -28,12 +28,14 @@ from tests.browser.conftest import (
     until,
     wait_idle,
 )
+from tests.browser.pages import choose, open_page, show_tab
 
 pytestmark = pytest.mark.browser
 
 ANNOTATOR = ("ana", "ana-demo")
 LEAD = ("lea", "lea-demo")
 LOGIN_FORM = "[data-testid='stForm']"
+LOCKED = ("*uma* <b>x</b>", "uma-password-1")  # an annotator named in Markdown and HTML
 SLOW = 90_000  # ms: lead pages compute reports on their first run
 
 
@@ -224,6 +226,48 @@ def test_the_toolbar_offers_no_deploy_button_or_developer_menu(server: Server, p
         assert "Clear cache" not in items and "Developer" not in items
 
 
+def test_a_lead_unlocks_an_account_that_wrong_passwords_locked(server: Server, page) -> None:
+    """Wrong passwords from other machines lock the account (not this browser's address): its owner is told to
+    wait; the lead unlocks it on the Project page's Annotators tab, and the owner logs in."""
+    import sqlalchemy as sa
+
+    from db.accounts import logins
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.users import create_user
+    from db.store.engine import get_engine
+    from db.store.models import LoginAttempt, utcnow
+
+    engine = get_engine(server.db_url)
+    create_user(engine, LOCKED[0], "annotator", LOCKED[1], actor=OPERATOR)
+    with engine.begin() as conn:  # nine failures just now (five, then one after each of four waits): 160 s to wait
+        conn.execute(sa.insert(LoginAttempt), [{"username": LOCKED[0], "client": f"10.8.0.{i}", "succeeded": False,
+                                                "attempted_at": utcnow()} for i in range(9)])
+    assert logins.locked_accounts(engine)[LOCKED[0]] > 100
+    page.goto(server.url)
+    wait_idle(page)
+    page.get_by_role("textbox", name="Username").fill(LOCKED[0])
+    page.get_by_role("textbox", name="Password").fill(LOCKED[1])  # the right one: it must wait all the same
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_test_id("stAlert").filter(has_text="Too many attempts; try again in")).to_be_visible()
+
+    login(page, None, *LEAD)
+    open_page(page, "Project")
+    show_tab(page, "Annotators")
+    name = re.escape(LOCKED[0]).replace("/", r"\/")  # Playwright passes the pattern on as /…/: escape its /
+    choose(page, "Account", re.compile(rf"^{name} · \d+ s left$"))
+    page.get_by_role("button", name="Unlock").click()
+    expect(page.get_by_text(f"{LOCKED[0]} is unlocked and can log in now.", exact=True)).to_be_visible()
+    expect(page.get_by_role("button", name="Unlock")).to_have_count(0)  # nobody else waits
+    main = page.get_by_test_id("stMain")
+    assert main.locator("b, em, strong").filter(has_text="uma").count() == 0  # the name made no markup
+    assert LOCKED[0] not in logins.locked_accounts(engine)
+
+    page.get_by_role("button", name="Log out").click()
+    assert shows_login_form(page)
+    login(page, None, *LOCKED)
+    assert logged_in_as(page, LOCKED[0])
+
+
 def failed_attempts(server: Server, username: str) -> int:
     """Failed password attempts the store has recorded for `username`."""
     import sqlalchemy as sa
@@ -234,6 +278,27 @@ def failed_attempts(server: Server, username: str) -> int:
     with get_engine(server.db_url).connect() as conn:
         return conn.execute(sa.select(sa.func.count()).select_from(LoginAttempt).where(
             LoginAttempt.username == username, LoginAttempt.succeeded.is_(False))).scalar_one()
+
+
+def countdown(message: str) -> int:
+    """The seconds a "Too many attempts; try again in N s." message asks to wait."""
+    return int(message.split("try again in")[1].split("s")[0])
+
+
+def backoff_left(server: Server, username: str) -> int:
+    """Seconds the store makes `username`'s next attempt, from the client of its latest failure, still wait:
+    what the login form would answer now."""
+    import sqlalchemy as sa
+
+    from db.accounts.logins import retry_after
+    from db.store.engine import get_engine
+    from db.store.models import LoginAttempt
+
+    engine = get_engine(server.db_url)
+    with engine.connect() as conn:
+        client = conn.execute(sa.select(LoginAttempt.client).where(LoginAttempt.username == username)
+                              .order_by(LoginAttempt.id.desc()).limit(1)).scalar_one()
+    return retry_after(engine, username, client)
 
 
 def test_five_wrong_passwords_make_the_next_attempt_wait(server: Server, page) -> None:
@@ -251,14 +316,16 @@ def test_five_wrong_passwords_make_the_next_attempt_wait(server: Server, page) -
     message = page.get_by_test_id("stAlert").filter(has_text="Too many attempts; try again in")
     message.wait_for()  # the 5th answer
     fifth = message.inner_text()
-    page.wait_for_timeout(2_100)  # so the next answer's countdown reads at least a second less: proof it is new
+    # The next answer must be told apart from this one: wait until the store's countdown (what the server will
+    # answer) is a second below the one shown.
+    until(page, lambda: backoff_left(server, "ben") < countdown(fifth))
     page.get_by_role("textbox", name="Username").fill("ben")
     page.get_by_role("textbox", name="Password").fill("ben-demo")  # the right one, too soon
     page.get_by_role("button", name="Log in").click()
     expect(message).not_to_have_text(fifth, use_inner_text=True)
     wait_idle(page)
-    seconds = int(message.inner_text().split("try again in")[1].split("s")[0])
-    assert 1 <= seconds <= 10
+    seconds = countdown(message.inner_text())
+    assert 1 <= seconds < countdown(fifth) <= 10
     assert shows_login_form(page)
 
 
@@ -269,6 +336,13 @@ def port_is_free(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) != 0
 
 
+def wait_for_free_port(port: int, seconds: float) -> None:
+    """Poll until nothing listens on 127.0.0.1:port, for at most `seconds` (the caller asserts it is free)."""
+    deadline = time.monotonic() + seconds
+    while not port_is_free(port) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_stopping_qrelkit_serve_frees_the_port(server: Server, tmp_path, signum: int) -> None:
     proc, base_url = start_server(server.db_url, tmp_path / "serve.log")
@@ -277,9 +351,7 @@ def test_stopping_qrelkit_serve_frees_the_port(server: Server, tmp_path, signum:
         assert not port_is_free(port)
         os.kill(proc.pid, signum)  # the `qrelkit serve` process only, not its group
         proc.wait(timeout=30)
-        deadline = time.monotonic() + 10
-        while not port_is_free(port) and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_for_free_port(port, seconds=10)
         assert port_is_free(port)
         orphans = subprocess.run(["pgrep", "-f", f"server.port={port}"], capture_output=True, text=True).stdout
         assert orphans.strip() == ""

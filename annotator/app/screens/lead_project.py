@@ -1,5 +1,6 @@
-"""Lead page: set up a project — create, name its grades, import, pool, assign — and watch the annotators'
-progress. Names, ids and messages from the data are shown literally."""
+"""Lead page: set up a project — create, name its grades, import, pool, assign — watch the annotators'
+progress and manage accounts (add an annotator, lift a login back-off). Names, ids and messages from the data
+are shown literally."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from annotator.app import views
 from annotator.app.components import judges as views_judges
 from annotator.app.errors import user_errors
 from db import assignment, evaluations, imports, judging, pooling, projects
-from db.accounts import users
+from db.accounts import logins, users
 from eval_core.errors import InputError
 from eval_core.judging_order import ORDERS
 from eval_core.thresholds import AGREEMENT_THRESHOLD
@@ -28,7 +29,9 @@ IMPORT_HELP = {
 }
 PROGRESS_HEADERS = {"username": "Annotator", "progress": "Progress", "assigned": "Assigned", "done": "Done",
                     "judged": "Judged (all)", "median_seconds": "Median s/pair", "last_active": "Last active"}
-USER_HEADERS = {"username": "Username", "role": "Role", "kind": "Kind", "active": "Active", "can_login": "Can log in"}
+USER_HEADERS = {"username": "Username", "role": "Role", "kind": "Kind", "active": "Active", "can_login": "Can log in",
+                "login_wait": "Login back-off (s)"}
+UNLOCKED_KEY = "unlocked-account"  # the account just unlocked, confirmed on the run after the unlock
 # Who the annotators of an imported judgments file are: None lets each line's annotator_kind column say (a
 # judgments export carries it), else people.
 KIND_NAMES = {None: "As the file says (people if it does not say)", "human": "People",
@@ -179,7 +182,21 @@ with people_tab:
                 users.create_user(engine, username.strip(), "annotator", password=password or None,
                                   actor=user.username)
                 st.success(f"Annotator {views.literal(username.strip())} added.")
-    accounts = pd.DataFrame([views.as_dict(u) for u in users.list_users(engine)], columns=list(USER_HEADERS))
+    unlocked = st.session_state.pop(UNLOCKED_KEY, None)
+    if unlocked is not None:
+        st.success(f"{views.literal(unlocked)} is unlocked and can log in now.")
+    locked = logins.locked_accounts(engine)  # {name: seconds}: wrong passwords, anyone's, made it wait
+    if locked:
+        with st.form("unlock-account"):
+            st.markdown("**Locked out by wrong passwords**")
+            who = st.selectbox("Account", list(locked), format_func=lambda name: f"{name} · {locked[name]} s left")
+            if st.form_submit_button("Unlock"):
+                with user_errors("Not unlocked"):
+                    logins.unlock(engine, who, actor=user.username)
+                    st.session_state[UNLOCKED_KEY] = who
+                    st.rerun()  # draw the tab again without the account: its back-off is gone
+    accounts = pd.DataFrame([views.as_dict(u) for u in users.list_users(engine)], columns=list(USER_HEADERS)[:-1])
+    accounts["login_wait"] = accounts["username"].map(locked).astype("Int64")
     views.table(accounts, USER_HEADERS)
 
 with judges_tab:
