@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ from eval_core.errors import InputError
 from eval_core.io.formats import load_qrels
 from eval_core.ranking.evaluation import rank_file_blocks
 from eval_core.ranking.metrics import index_qrels
-from eval_core.ranking.run_blocks import Scattered, _byte_blocks, iter_run_blocks
+from eval_core.ranking.run_blocks import Scattered, _byte_blocks, _spans, iter_run_blocks
 
 METRICS = ["P@k", "recall@k", "ndcg@k", "ndcg_exp@k", "map@k", "mrr", "rprec", "judged@k", "bpref",
            "err@10", "rbp@0.8", "rbp_residual@0.8", "ndcg", "map", "ndcg@10_condensed", "map_condensed"]
@@ -290,3 +291,41 @@ def test_a_run_cut_short_while_it_is_read_gets_a_sentence(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == (f"{rp}: the file changed while it was read (is it still being written?); "
                                    "run again once it is complete")
+
+
+@pytest.mark.parametrize("block", [1 << 10, 100_000, 300_000])
+def test_spans_cut_a_plain_file_at_query_starts_reading_only_around_the_cuts(tmp_path: Path, block: int) -> None:
+    """An uncompressed file is cut without reading it through: each span ends where a new query begins (the line
+    before the cut names another query), the spans tile the file, a query longer than the block (q7: ~450 kB)
+    stays whole — its block doubled — and a cut found in a window that starts inside a line (blocks above the
+    64 kB window) is still at a line start. Comment and blank lines go with the query after them."""
+    rng = np.random.default_rng(1)
+    lines = []
+    for q in range(20):
+        if q == 5:
+            lines += ["# a comment\n", "\n"]
+        lines += [f"q{q} Q0 d{i} {i} {rng.random():.6f} t\n" for i in range(18_000 if q == 7 else rng.integers(1, 3000))]
+    data = "".join(lines).encode()
+    path = tmp_path / "run"
+    path.write_bytes(data)
+    with path.open("rb") as fh:
+        spans = list(_spans(fh.fileno(), len(data), block))
+    assert spans[0][0] == 0 and spans[-1][1] == len(data)
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(spans))
+    for _, cut in spans[:-1]:
+        assert data[cut - 1:cut] == b"\n"
+        before = data[data.rindex(b"\n", 0, cut - 1) + 1:cut - 1]  # a data line of the query the span ends with
+        after = next(ln for ln in data[cut:cut + 4096].splitlines() if ln.strip() and not ln.startswith(b"#"))
+        assert before.split()[0] != after.split()[0]
+    owners = [{ln.split()[0] for ln in data[a:b].splitlines() if ln.strip() and not ln.startswith(b"#")}
+              for a, b in spans]
+    assert sum(len(o) for o in owners) == 20  # every query in exactly one span
+    assert data.count(b"# a comment") == 1 and any(b"# a comment\n\nq5 " in data[a:b] for a, b in spans)
+
+
+def test_blocks_bigger_than_the_cut_window_are_bit_identical(tmp_path: Path) -> None:
+    """Blocks of 100 kB (their cuts found in 64 kB windows that start inside a line) give the whole-file result."""
+    qp, rp, _ = make_files(tmp_path, 3, n_queries=3000, depth=40)
+    assert rp.stat().st_size > 600_000
+    assert_same(evaluate(qp, rp, metrics=METRICS, block_bytes=1 << 40),
+                evaluate(qp, rp, metrics=METRICS, block_bytes=100_000, workers=2))

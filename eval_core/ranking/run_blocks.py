@@ -4,18 +4,21 @@ The file is read in byte blocks; each block is cut at the start of its last quer
 query's lines are carried over to the next block, so no query is split between two blocks as long as
 the file keeps each query's lines together (TREC runs do). A query id seen again in a later block
 means the file is not grouped by query: `Scattered` is raised and the caller reads the file whole.
-Blocks are read into a few buffers used in turn (no fresh memory per block; not a memory map, which
-would kill the process if the file were cut short while it is read), and the lines counted as they are
-cut, so a block the columnar reader cannot take is scanned with the file's own line numbers.
+An uncompressed file is cut by reading only around each cut; each worker thread then reads its blocks into
+a buffer of its own, reused (no fresh memory per block; not a memory map, which would kill the process if
+the file were cut short while it is read). A gzip stream is read in order, into a few buffers used in
+turn. Line numbers are counted only for a block the line scan has to read, in file order.
 """
 
 from __future__ import annotations
 
 import gzip
 import os
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from io import BufferedIOBase
 from pathlib import Path
 from typing import Any, TypeVar
@@ -112,37 +115,108 @@ def _fill(raw: BufferedIOBase, view: memoryview) -> int:
     return total
 
 
+@dataclass(frozen=True)
+class _Piece:
+    """A block of whole queries: a byte range of an uncompressed file, which the worker reads itself, or the
+    bytes a gzip stream gave (read in order) with the number of their first line."""
+
+    start: int
+    end: int
+    data: memoryview | None = None
+    first_line: int | None = None
+
+
+def _spans(fd: int, size: int, block_bytes: int) -> Iterator[tuple[int, int]]:
+    """The byte ranges of an uncompressed file's blocks, each cut where its last complete line's query begins
+    (as `_byte_blocks` cuts). Only the bytes around each cut are read here; while one query fills a block, the
+    block doubles, so a huge query costs linear time."""
+    start, span = 0, block_bytes
+    while start < size:
+        end = start + span
+        if end >= size:
+            yield start, size
+            return
+        cut = _cut_before(fd, start, end)
+        if cut is None:
+            span *= 2
+            continue
+        yield start, cut
+        start, span = cut, block_bytes
+
+
+def _cut_before(fd: int, start: int, end: int) -> int | None:
+    """Where the last query of the complete lines in bytes [start, end) begins, reading a growing window back
+    from `end`; None when one query holds them all."""
+    window = 1 << 16
+    while True:
+        lo = max(start, end - window)
+        data = os.pread(fd, end - lo, lo)
+        skip = 0 if lo == start else data.find(b"\n") + 1  # a window starts inside a line: from the next one
+        if lo == start or skip:
+            cut, _ = _query_cut(data[skip:])
+            if cut:
+                return lo + skip + cut
+        if lo == start:
+            return None
+        window *= 4
+
+
+def _read_span(fd: int, piece: _Piece, local: threading.local) -> memoryview:
+    """A block's bytes, read into this thread's own buffer (reused from block to block: no fresh memory)."""
+    n = piece.end - piece.start
+    buf = getattr(local, "buf", None)
+    if buf is None or len(buf) < n:
+        buf = local.buf = bytearray(n)
+    view = memoryview(buf)[:n]
+    got = 0
+    while got < n:
+        k = os.preadv(fd, [view[got:]], piece.start + got)
+        if not k:
+            raise FileChanged
+        got += k
+    return view
+
+
 def map_run_blocks(path: str | Path, fn: Callable[[Columns], T], block_bytes: int = BLOCK_BYTES,
                    progress: Callable[[int], object] | None = None, workers: int = 1,
                    before: Callable[[], object] | None = None,
                    read: Callable[[memoryview, str], Columns | None] = fast_trec_chunk) -> Iterator[T]:
-    """`fn(block)` for each block of whole queries of a TREC run, in file order; `workers` threads parse and
-    run `fn` on several blocks at once (pyarrow and NumPy release the GIL), so results do not depend on it.
-    `before()` runs in the calling thread before any block's outcome (or the file's emptiness) is looked at:
-    whatever it raises comes first.
+    """`fn(block)` for each block of whole queries of a TREC run, in file order; `workers` threads read, parse
+    and run `fn` on several blocks at once (the reads, pyarrow and NumPy release the GIL), so results do not
+    depend on it. `before()` runs in the calling thread before any block's outcome (or the file's emptiness) is
+    looked at: whatever it raises comes first.
 
     `read(chunk, path)` parses a block (the columnar reader by default); where it gives None, the line scan
     reads the block. `progress(n)` gets file bytes read. Raises `Scattered` when a query's lines are not
     contiguous (the blocks would split it), and InputError naming path:line for bad lines, a docid repeated
-    within a query, or an empty file — the first such problem in file order, whatever the number of workers
-    (or what `read` raises, in file order too).
+    within a query, an empty file, or a file that changed while it was read — the first such problem in file
+    order, whatever the number of workers (or what `read` raises, in file order too).
     """
     label = str(path)
     workers = max(1, workers)
+    local = threading.local()
+    changed = InputError(label, None, "the file changed while it was read (is it still being written?); "
+                                      "run again once it is complete")
 
-    def job(chunk: memoryview) -> tuple[np.ndarray, int, T] | None:
-        cols = read(chunk, label)
-        return None if cols is None else (string_keys(cols.qvalues), len(cols.qcode), fn(cols))
+    def job(fd: int, piece: _Piece) -> tuple[tuple[np.ndarray, int, T] | None, bytes | None]:
+        data = piece.data if piece.data is not None else _read_span(fd, piece, local)
+        cols = read(data, label)
+        if cols is None:  # the scan reads it in file order, once its line numbers are known
+            return None, bytes(data)
+        return (string_keys(cols.qvalues), len(cols.qcode), fn(cols)), None
 
     seen: list[np.ndarray] = []
     rows = 0
+    lines = _LineCounter(label)
 
-    def in_order(done: tuple[np.ndarray, int, T] | None, chunk: memoryview, first_line: int) -> Iterator[T]:
+    def in_order(outcome: tuple[tuple[np.ndarray, int, T] | None, bytes | None], piece: _Piece) -> Iterator[T]:
         nonlocal rows
         if before is not None:
             before()
+        done, raw = outcome
         if done is None:  # the columnar reader could not take the block: the scan reads it or names the bad line
-            cols = scan_trec_chunk(chunk, label, first_line)
+            first = piece.first_line if piece.first_line is not None else lines.before(piece.start)
+            cols = scan_trec_chunk(raw or b"", label, first)
             if cols is None:
                 return
             done = string_keys(cols.qvalues), len(cols.qcode), fn(cols)
@@ -153,35 +227,43 @@ def map_run_blocks(path: str | Path, fn: Callable[[Columns], T], block_bytes: in
         rows += n
         yield result
 
-    pending: deque[tuple[Future, memoryview, int]] = deque()
+    pending: deque[tuple[Future, _Piece]] = deque()
     with ThreadPoolExecutor(max_workers=workers) as pool, Path(path).open("rb") as fh:
         try:
-            gz = fh.peek(2)[:2] == b"\x1f\x8b"
+            fd = fh.fileno()
             written = _version(fh)
-            # at most workers + 1 chunks are held at once (below): workers + 2 buffers are never overwritten early
-            blocks = _byte_blocks(gzip.GzipFile(fileobj=fh) if gz else fh, block_bytes, workers + 2)
+            pieces: Iterator[_Piece]
+            if fh.peek(2)[:2] != b"\x1f\x8b" and hasattr(os, "preadv"):
+                pieces = (_Piece(a, b) for a, b in _spans(fd, written[0], block_bytes))
+            else:  # a gzip stream is read in order, here; at most workers + 1 of its chunks are held at once
+                stream = gzip.GzipFile(fileobj=fh) if fh.peek(2)[:2] == b"\x1f\x8b" else fh
+                pieces = (_Piece(0, 0, chunk, first) for chunk, first in
+                          _byte_blocks(stream, block_bytes, workers + 2))
             done = 0
-            for chunk, first_line in blocks:
+            for piece in pieces:
                 if progress is not None:
-                    now = fh.tell()
+                    now = piece.end if piece.data is None else fh.tell()
                     progress(now - done)
                     done = now
-                pending.append((pool.submit(job, chunk), chunk, first_line))
-                del chunk
+                pending.append((pool.submit(job, fd, piece), piece))
+                del piece
                 while len(pending) > workers:  # bounded: at most workers + 1 blocks in memory
-                    yield from in_order(*_outcome(pending.popleft()))
+                    yield from in_order(*_outcome(pending.popleft(), changed))
             if _version(fh) != written:
-                raise InputError(label, None, "the file changed while it was read (is it still being written?); "
-                                              "run again once it is complete")
+                raise changed
             while pending:
-                yield from in_order(*_outcome(pending.popleft()))
+                yield from in_order(*_outcome(pending.popleft(), changed))
         finally:
-            for future, *_ in pending:
+            for future, _ in pending:
                 future.cancel()
     if before is not None:
         before()
     if not rows:
         raise InputError(label, 1, "empty file: no run lines")
+
+
+class FileChanged(Exception):
+    """A block's bytes are no longer all in the file: it was cut short while it was read."""
 
 
 def _version(fh: BufferedIOBase) -> tuple[int, int]:
@@ -190,10 +272,33 @@ def _version(fh: BufferedIOBase) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns
 
 
-def _outcome(block: tuple[Future, memoryview, int]) -> tuple[Any, memoryview, int]:
-    """A submitted block's job result (raising what the job raised), with the block's chunk and first line."""
-    future, chunk, first_line = block
-    return future.result(), chunk, first_line
+def _outcome(block: tuple[Future, _Piece], changed: InputError) -> tuple[Any, _Piece]:
+    """A submitted block's job result (raising what the job raised; a block cut short as `changed`), with the
+    block."""
+    future, piece = block
+    try:
+        return future.result(), piece
+    except FileChanged:
+        raise changed from None
+
+
+class _LineCounter:
+    """Line numbers of file offsets, counted on demand and in increasing order (each byte read once)."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.offset, self.lines = path, 0, 1
+
+    def before(self, offset: int) -> int:
+        """The number of the line starting at byte `offset` (1 for the first; offsets never decrease)."""
+        with Path(self.path).open("rb") as fh:
+            fh.seek(self.offset)
+            while self.offset < offset:
+                piece = fh.read(min(offset - self.offset, 1 << 24))
+                if not piece:
+                    break
+                self.lines += piece.count(b"\n")
+                self.offset += len(piece)
+        return self.lines
 
 
 def iter_run_blocks(path: str | Path, block_bytes: int = BLOCK_BYTES,
