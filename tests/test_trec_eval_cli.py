@@ -268,40 +268,6 @@ def test_command_line_entry(files: tuple[str, str]) -> None:
     assert done.returncode == 1
 
 
-@pytest.mark.parametrize("status_wanted", [0, 4])
-def test_numpys_hugepage_advice_is_off_during_a_run_and_restored_after(files: tuple[str, str], tmp_path: Path,
-                                                                         capsys: pytest.CaptureFixture,
-                                                                         monkeypatch: pytest.MonkeyPatch,
-                                                                         status_wanted: int) -> None:
-    from collections.abc import Iterator
-
-    from annotator.cli import trec_eval as cli
-    from eval_core.ranking.trec_eval import run as trec_run
-
-    setter = cli._hugepage_advice_setter()
-    if setter is None:
-        pytest.skip("this NumPy has no huge-page switch")
-    seen = []
-    real_run = trec_run.run
-
-    def spy(args: object) -> Iterator[str]:
-        seen.append(setter(False))  # the value while trec_eval runs (set back to it at once)
-        yield from real_run(args)
-
-    monkeypatch.setattr(trec_run, "run", spy)
-    qrels, run = files
-    empty = tmp_path / "other.run"
-    empty.write_text("nobody Q0 x 1 1.0 r\n")  # no query of the qrels: without -c trec_eval 10.0 exits 4
-    setter(True)
-    try:
-        status, _, _ = _run(capsys, qrels, run if status_wanted == 0 else str(empty))
-        assert status == status_wanted
-        assert seen == [False]
-        assert setter(True) is True  # restored
-    finally:
-        setter(True)
-
-
 @pytest.mark.parametrize("persistence", [0.9, 0.95, 0.5])
 def test_rbp_and_rbp_resid_round_as_trec_eval_loops_do(persistence: float) -> None:
     """m_rbp.c and m_rbp_resid.c walk the ranks once: `cur_p` is the previous one times p (not pow), and each

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from typing import NoReturn
 
 USAGE_EXIT = 1  # trec_eval exits 1 on a usage error or an illegal measure
@@ -90,8 +89,6 @@ def cmd_trec_eval(args: argparse.Namespace) -> int:
     if not args.rel_info_file or not args.results_file:
         print("qrelkit trec_eval: expected rel_info_file and results_file", file=sys.stderr)
         return USAGE_EXIT
-    advise = _hugepage_advice_setter()
-    before = advise(False) if advise is not None else False
     try:
         for chunk in run(args):
             sys.stdout.write(chunk)
@@ -99,19 +96,5 @@ def cmd_trec_eval(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         print(f"qrelkit trec_eval: {exc}", file=sys.stderr)
         return exc.status
-    finally:
-        if advise is not None:
-            advise(before)
     return 0
 
-
-def _hugepage_advice_setter() -> Callable[[bool], bool] | None:
-    """NumPy's switch for asking the kernel for huge pages for big arrays (madvise), or None if this NumPy has none.
-
-    trec_eval turns it off while it runs: where the kernel compacts memory on such a fault (THP defrag `madvise`,
-    its default), a big run's arrays cost more system time that way than the huge pages save."""
-    import numpy as np
-
-    core = getattr(np, "_core", None)
-    setter = getattr(getattr(core, "multiarray", None), "_set_madvise_hugepage", None)
-    return setter if callable(setter) else None
