@@ -199,7 +199,7 @@ def test_chunks_cover_the_file_at_query_boundaries_and_a_huge_query_reads_in_dou
     lines += [f"q{j} Q0 d{i} {i} 1.0 t\n" for j in range(30) for i in range(7)]
     data = "".join(lines).encode()
     raw = CountingReader(data)
-    chunks = [(bytes(c), first) for c, first in _byte_blocks(raw, 16, ring=2)]
+    chunks = [(bytes(c), first) for c, first in _byte_blocks(raw, 16)]
     assert b"".join(c for c, _ in chunks) == data
     assert [first for _, first in chunks] == [1 + b"".join(c for c, _ in chunks[:i]).count(b"\n")
                                               for i in range(len(chunks))]

@@ -6,8 +6,8 @@ the file keeps each query's lines together (TREC runs do). A query id seen again
 means the file is not grouped by query: `Scattered` is raised and the caller reads the file whole.
 An uncompressed file is cut by reading only around each cut; each worker thread then reads its blocks into
 a buffer of its own, reused (no fresh memory per block; not a memory map, which would kill the process if
-the file were cut short while it is read). A gzip stream is read in order, into a few buffers used in
-turn. Line numbers are counted only for a block the line scan has to read, in file order.
+the file were cut short while it is read), and its line numbers are counted only for a block the line scan
+has to read, in file order. A gzip stream is read in order, its lines counted as its blocks are cut.
 """
 
 from __future__ import annotations
@@ -46,16 +46,13 @@ def _first_field(line: bytes | bytearray) -> bytes:
     return bytes(parts[0]) if parts else b""
 
 
-def _query_cut(buf: bytes | bytearray, known: int = 0, known_qid: bytes | None = None,
-               hi: int | None = None) -> tuple[int, bytes | None]:
+def _query_cut(buf: bytes | bytearray, known: int = 0, known_qid: bytes | None = None) -> tuple[int, bytes | None]:
     """Where the last complete line's query begins (0: nowhere yet), and that query's id.
 
-    The block is `buf[:hi]` (all of `buf` by default). Blank and comment lines go with the query after
-    them. Its first `known` bytes hold whole lines already found to belong to `known_qid` (the
-    carried-over tail), so they are not walked again.
+    Blank and comment lines go with the query after them. The first `known` bytes of `buf` hold whole lines
+    already found to belong to `known_qid` (the carried-over tail), so they are not walked again.
     """
-    hi = len(buf) if hi is None else hi
-    tail = buf.rfind(b"\n", 0, hi) + 1  # the partial line after the last newline always goes with the tail
+    tail = buf.rfind(b"\n") + 1  # the partial line after the last newline always goes with the tail
     qid = None
     while tail > 0:
         if tail <= known and (qid is None or known_qid is None or qid == known_qid):
@@ -71,35 +68,28 @@ def _query_cut(buf: bytes | bytearray, known: int = 0, known_qid: bytes | None =
     return 0, qid
 
 
-def _byte_blocks(raw: BufferedIOBase, block_bytes: int, ring: int) -> Iterator[tuple[memoryview, int]]:
-    """Yield (whole-query chunk, number of its first line) from a binary stream.
+def _byte_blocks(raw: BufferedIOBase, block_bytes: int) -> Iterator[tuple[memoryview, int]]:
+    """Yield (whole-query chunk, number of its first line) from a binary stream (a gzip file's, read in
+    order), without copying chunks.
 
-    The blocks are read into `ring` buffers taken in turn, so a caller holding fewer than `ring` chunks at
-    once never sees one overwritten, and a big run costs no fresh (zero-filled) memory per block. Each
-    block is read straight after the carried-over tail. While one query fills the buffer, reads double in
-    size, so a huge query costs linear time. Reading, unlike a memory map, cannot fault if the file is cut
-    short meanwhile: the blocks are then the file as it was read.
+    Each block is read straight into a buffer that already holds the carried-over tail (no second copy
+    of the block). While one query fills the buffer, reads double in size, so a huge query costs
+    linear time.
     """
-    buffers = [bytearray() for _ in range(ring)]
     carry, qid = b"", None
-    first_line, size, turn = 1, block_bytes, 0
+    first_line, size = 1, block_bytes
     while True:
-        need = len(carry) + size
-        if len(buffers[turn]) < need:  # a bigger buffer in this slot; a chunk of the old one stays valid
-            buffers[turn] = bytearray(need)
-        buf = buffers[turn]
-        view = memoryview(buf)
-        view[:len(carry)] = carry
-        got = _fill(raw, view[len(carry):need])
-        end = len(carry) + got
-        cut, qid = (end, None) if not got else _query_cut(buf, carry.rfind(b"\n") + 1, qid, end)
-        carry = bytes(view[cut:end])
+        buf = bytearray(len(carry) + size)
+        buf[:len(carry)] = carry
+        got = _fill(raw, memoryview(buf)[len(carry):])
+        del buf[len(carry) + got:]
+        cut, qid = (len(buf), None) if not got else _query_cut(buf, carry.rfind(b"\n") + 1, qid)
+        carry = bytes(buf[cut:])
         size = block_bytes if cut else 2 * size
         if cut:
             first_lines = first_line
             first_line += buf.count(b"\n", 0, cut)
-            turn = (turn + 1) % ring
-            yield view[:cut], first_lines
+            yield memoryview(buf)[:cut], first_lines
         if not got:
             return
 
@@ -235,10 +225,9 @@ def map_run_blocks(path: str | Path, fn: Callable[[Columns], T], block_bytes: in
             pieces: Iterator[_Piece]
             if fh.peek(2)[:2] != b"\x1f\x8b" and hasattr(os, "preadv"):
                 pieces = (_Piece(a, b) for a, b in _spans(fd, written[0], block_bytes))
-            else:  # a gzip stream is read in order, here; at most workers + 1 of its chunks are held at once
+            else:  # a gzip stream is read in order, here
                 stream = gzip.GzipFile(fileobj=fh) if fh.peek(2)[:2] == b"\x1f\x8b" else fh
-                pieces = (_Piece(0, 0, chunk, first) for chunk, first in
-                          _byte_blocks(stream, block_bytes, workers + 2))
+                pieces = (_Piece(0, 0, chunk, first) for chunk, first in _byte_blocks(stream, block_bytes))
             done = 0
             for piece in pieces:
                 if progress is not None:
