@@ -1,7 +1,12 @@
-"""Helpers the tests share (one definition each): files written into a test's tmp_path."""
+"""Helpers the tests share (one definition each; no test module imports another, tests/test_hygiene.py): files
+written into a test's tmp_path, qrelkit's CLI run in this process, and rows stored straight into the tables.
+Fixtures live in tests/conftest.py; the browser tests' own helpers in tests/browser/pages.py and conftest.py."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import io
 import json
 from pathlib import Path
 
@@ -10,3 +15,118 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
     """Records as JSON lines (UTF-8, non-ASCII kept as typed), the shape every qrelkit importer reads."""
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     return path
+
+
+def run(argv: list[str]) -> tuple[int, str, str]:
+    """Run our commands through annotator.cli.main (its one error path: `qrelkit: error: …`, exit 2), capturing
+    stdout and stderr."""
+    from annotator.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+# --- Rows straight into the tables (store tests: the importers are tested elsewhere)
+
+def seed(engine, project_id: int, queries: dict[str, str], fragments: dict[str, str],
+         runs: dict[str, dict[str, list[str]]] | None = None) -> None:
+    """Store queries, fragments and ranked runs straight into the tables (the importers are tested elsewhere)."""
+    from sqlalchemy import select
+
+    from db.store.engine import session_scope
+    from db.store.models import Fragment, Query, Run, RunEntry
+
+    with session_scope(engine, write=True) as s:
+        qids = {}
+        for ext, text in queries.items():
+            row = Query(project_id=project_id, external_id=ext, text=text)
+            s.add(row)
+            s.flush()
+            qids[ext] = row.id
+        fids = {f.external_id: f.id for f in s.execute(select(Fragment)
+                                                       .where(Fragment.project_id == project_id)).scalars()}
+        for ext, text in fragments.items():
+            row = Fragment(project_id=project_id, external_id=ext, text=text,
+                           content_hash=hashlib.sha256(text.encode()).hexdigest())
+            s.add(row)
+            s.flush()
+            fids[ext] = row.id
+        for name, ranking in (runs or {}).items():
+            run = Run(project_id=project_id, name=name, content_hash=name, n_lines=sum(map(len, ranking.values())))
+            s.add(run)
+            s.flush()
+            for qext, docs in ranking.items():
+                for rank, doc in enumerate(docs, start=1):
+                    s.add(RunEntry(run_id=run.id, query_id=qids.get(qext) or _qid(s, project_id, qext),
+                                   doc_external_id=doc, fragment_id=fids.get(doc), rank=rank,
+                                   score=float(100 - rank)))
+
+
+def _qid(session, project_id: int, ext: str) -> int:
+    """Id of an already stored query."""
+    from sqlalchemy import select
+
+    from db.store.models import Query
+
+    return session.execute(select(Query.id).where(Query.project_id == project_id, Query.external_id == ext)).scalar_one()
+
+
+def pairs_of(engine, project_id: int) -> dict[tuple[str, str], tuple[list[str], int | None]]:
+    """(query ext, fragment ext) → (sources, best_rank) for every stored pair."""
+    from sqlalchemy import select
+
+    from db.store.engine import session_scope
+    from db.store.models import Fragment, Pair, Query
+
+    with session_scope(engine) as s:
+        rows = s.execute(select(Query.external_id, Fragment.external_id, Pair.sources, Pair.best_rank)
+                         .join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)
+                         .where(Pair.project_id == project_id)).all()
+    return {(q, f): (src, rank) for q, f, src, rank in rows}
+
+
+def judge(engine, project_id: int, grades: dict[tuple[str, str], dict[str, int | None]],
+          adjudications: dict[tuple[str, str], tuple[int, str, str]] | None = None) -> None:
+    """Store judgments (and lead adjudications) for existing queries/fragments, creating users and pairs."""
+    from sqlalchemy import select, update
+
+    from db.store.engine import session_scope
+    from db.store.models import Adjudication, Fragment, Judgment, Pair, Query, User
+
+    with session_scope(engine, write=True) as s:
+        def user(name: str, role: str = "annotator") -> int:
+            uid = s.execute(select(User.id).where(User.username == name)).scalar()
+            if uid is None:
+                row = User(username=name, role=role)
+                s.add(row)
+                s.flush()
+                uid = row.id
+            return uid
+
+        def pair(q: str, f: str) -> int:
+            qid = s.execute(select(Query.id).where(Query.project_id == project_id, Query.external_id == q)).scalar_one()
+            fid = s.execute(select(Fragment.id).where(Fragment.project_id == project_id,
+                                                      Fragment.external_id == f)).scalar_one()
+            pid = s.execute(select(Pair.id).where(Pair.query_id == qid, Pair.fragment_id == fid)).scalar()
+            if pid is None:
+                row = Pair(project_id=project_id, query_id=qid, fragment_id=fid)
+                s.add(row)
+                s.flush()
+                pid = row.id
+            return pid
+
+        for (q, f), by in grades.items():
+            pid = pair(q, f)
+            for name, grade in by.items():
+                uid = user(name)
+                old = s.execute(select(Judgment).where(Judgment.pair_id == pid, Judgment.user_id == uid)).scalar()
+                if old is None:
+                    s.add(Judgment(project_id=project_id, pair_id=pid, user_id=uid, grade=grade,
+                                   cant_judge_reason=None if grade is not None else "unreadable"))
+                else:
+                    s.execute(update(Judgment).where(Judgment.id == old.id).values(grade=grade))
+        for (q, f), (grade, reason, lead) in (adjudications or {}).items():
+            s.add(Adjudication(project_id=project_id, pair_id=pair(q, f), grade=grade, reason=reason,
+                               user_id=user(lead, "lead")))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 
@@ -11,17 +9,7 @@ import krippendorff
 import numpy as np
 import pytest
 
-from annotator.cli import main
-
-
-def run(argv: list[str]) -> tuple[int, str, str]:
-    """Run our commands through annotator.cli.main (its one error path: `qrelkit: error: …`, exit 2), capturing
-    stdout and stderr."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
-
+from tests.helpers import run
 
 HAYES = "1 1 2 . 2|1 1 0 1 .|2 3 3 3 .|. 0 0 . 0|0 0 0 . 0|0 0 0 . 0|1 0 2 . 1|1 . 2 0 .|2 2 2 . 2|2 1 1 1 ."
 

@@ -98,7 +98,7 @@ def test_matches_reference_on_random_judgments(rule: str) -> None:
 
 
 def test_cli_writes_trec_beir_jsonl(tmp_path: Path) -> None:
-    from tests.test_agreement_cli import run
+    from tests.helpers import run
 
     src = tmp_path / "j.jsonl"
     src.write_text("".join(json.dumps({"query_id": "q1", "fragment_id": f, "annotator": a, "grade": g}) + "\n"

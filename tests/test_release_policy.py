@@ -10,8 +10,6 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 from sqlalchemy import select, update
-from test_store_pool import seed
-from test_store_release import judge
 
 from annotator.app.text import BREAK
 from annotator.cli import main
@@ -20,6 +18,7 @@ from db.projects import add_guideline
 from db.releases import create_release, release_files
 from db.store.engine import session_scope
 from db.store.models import Guideline, Judgment, User
+from tests.helpers import judge, seed
 
 # Five queries q1–q5 holding the same seven pairs with the same grades: the calibration shares 5 × 5 pairs over
 # 5 queries, and every query-clustered resample has the same confusion proportions, so the model's κ CI is

@@ -16,8 +16,6 @@ import sqlalchemy as sa
 from statsmodels.formula.api import ols
 from statsmodels.stats.anova import anova_lm
 from statsmodels.stats.power import TTestPower
-from test_store_pool import seed
-from test_store_release import judge
 
 from db.accounts.permissions import OPERATOR
 from db.pooling import pool
@@ -32,6 +30,7 @@ from db.reliability import (
 )
 from db.store.models import Release
 from eval_core.reliability import reliability
+from tests.helpers import judge, seed
 
 N_QUERIES, N_FRAGMENTS, DEPTH = 12, 8, 3
 QUERIES = {f"q{i:02d}": f"query {i}" for i in range(N_QUERIES)}

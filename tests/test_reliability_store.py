@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_store_pool import seed
-from test_store_release import judge
 
 from annotator.cli import main
 from db.accounts.permissions import OPERATOR
@@ -15,6 +13,7 @@ from db.pooling import pool
 from db.releases import create_release
 from db.reliability import NO_RUNS, project_reliability, release_sentence
 from eval_core.reliability import Settings
+from tests.helpers import judge, seed
 
 TEXTS = {d: f"text {d}" for d in "abcdefgx"}
 RUNS = {"A": {"q1": ["a", "b", "c"], "q2": ["e", "f"]}, "B": {"q1": ["a", "d", "x"], "q2": ["f", "g"]}}

@@ -13,13 +13,12 @@ import pandas as pd
 import pytest
 import pytrec_eval
 from scipy.stats import kendalltau
-from test_store_pool import seed
-from test_store_release import judge
 
 from annotator.cli import main
 from eval_core.consensus import RULES, consensus
 from eval_core.ranking.evaluation import evaluate
 from eval_core.robustness import _signs, resample_labels, robustness, tau_b
+from tests.helpers import judge, seed
 
 L3 = 1 / math.log2(3)  # the discount at rank 2
 COLS = ["query_id", "fragment_id", "annotator", "grade"]

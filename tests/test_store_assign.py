@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
-from test_store_pool import seed
 
 from annotator.cli import main
 from db.accounts.permissions import OPERATOR
@@ -19,6 +18,7 @@ from db.assignment import assign, overlap_sample, plan_assignments
 from db.pooling import pool
 from db.store.engine import session_scope
 from db.store.models import Assignment, Judgment, Pair, Query, User
+from tests.helpers import seed
 
 PASSWORD = "a long password 1"
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 from sklearn.metrics import cohen_kappa_score
-from test_store_release import judge
 
 from db.accounts.permissions import OPERATOR
 from db.control import add_control, controls_from_release, list_controls, parse_rate, project_control_report
@@ -14,6 +13,7 @@ from db.judging import next_pair, progress, record_judgment
 from db.releases import create_release
 from db.store.frames import judgments_frame
 from db.store.models import Fragment, Query
+from tests.helpers import judge
 
 SETTLED = {("q9", "g1"): 3, ("q9", "g2"): 0, ("q9", "g3"): 2}
 

@@ -8,8 +8,6 @@ import json
 import pytest
 import pytrec_eval
 from sqlalchemy import func, select
-from test_store_pool import pairs_of, seed
-from test_store_release import judge
 
 from annotator.cli import main
 from db.accounts.permissions import OPERATOR
@@ -31,6 +29,7 @@ from db.evaluations import (
 from db.releases import create_release
 from db.store.engine import session_scope
 from db.store.models import Evaluation as EvaluationRow
+from tests.helpers import judge, pairs_of, seed
 
 # Seed 000 (recall@k, MRR y nDCG): R = {d3:3, d7:2, d12:2, d20:1} and the ranking below.
 RANKING = ["d5", "d7", "d11", "d3", "d2", "d20", "d9", "d14", "d1", "d6"]

@@ -2,61 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import pytest
-from sqlalchemy import select
 
 from annotator.cli import main
 from db.accounts.permissions import OPERATOR
 from db.pooling import pool, tokenize
-from db.store.engine import session_scope
-from db.store.models import Fragment, Pair, Query, Run, RunEntry
-
-
-def seed(engine, project_id: int, queries: dict[str, str], fragments: dict[str, str],
-         runs: dict[str, dict[str, list[str]]] | None = None) -> None:
-    """Store queries, fragments and ranked runs straight into the tables (the importers are tested elsewhere)."""
-    with session_scope(engine, write=True) as s:
-        qids = {}
-        for ext, text in queries.items():
-            row = Query(project_id=project_id, external_id=ext, text=text)
-            s.add(row)
-            s.flush()
-            qids[ext] = row.id
-        fids = {f.external_id: f.id for f in s.execute(select(Fragment)
-                                                       .where(Fragment.project_id == project_id)).scalars()}
-        for ext, text in fragments.items():
-            row = Fragment(project_id=project_id, external_id=ext, text=text,
-                           content_hash=hashlib.sha256(text.encode()).hexdigest())
-            s.add(row)
-            s.flush()
-            fids[ext] = row.id
-        for name, ranking in (runs or {}).items():
-            run = Run(project_id=project_id, name=name, content_hash=name, n_lines=sum(map(len, ranking.values())))
-            s.add(run)
-            s.flush()
-            for qext, docs in ranking.items():
-                for rank, doc in enumerate(docs, start=1):
-                    s.add(RunEntry(run_id=run.id, query_id=qids.get(qext) or _qid(s, project_id, qext),
-                                   doc_external_id=doc, fragment_id=fids.get(doc), rank=rank,
-                                   score=float(100 - rank)))
-
-
-def _qid(session, project_id: int, ext: str) -> int:
-    """Id of an already stored query."""
-    return session.execute(select(Query.id).where(Query.project_id == project_id, Query.external_id == ext)).scalar_one()
-
-
-def pairs_of(engine, project_id: int) -> dict[tuple[str, str], tuple[list[str], int | None]]:
-    """(query ext, fragment ext) → (sources, best_rank) for every stored pair."""
-    with session_scope(engine) as s:
-        rows = s.execute(select(Query.external_id, Fragment.external_id, Pair.sources, Pair.best_rank)
-                         .join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)
-                         .where(Pair.project_id == project_id)).all()
-    return {(q, f): (src, rank) for q, f, src, rank in rows}
-
+from tests.helpers import pairs_of, seed
 
 TEXTS = {f"d{i}": f"fragment number {i} about topic {i % 3}" for i in range(1, 9)}
 RUNS = {"A": {"q1": ["d1", "d2", "d3", "d4"], "q2": ["d5", "d6"]},

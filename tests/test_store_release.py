@@ -15,7 +15,6 @@ import sqlalchemy as sa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select, update
-from test_store_pool import seed
 
 from annotator.cli import main
 from db.accounts.permissions import OPERATOR
@@ -24,50 +23,11 @@ from db.imports import import_judgments
 from db.projects import add_guideline, create_project
 from db.releases import create_release, diff_releases, get_release, list_releases, release_files, render_files
 from db.store.engine import get_engine, session_scope
-from db.store.models import Adjudication, Fragment, Judgment, Pair, Query, User
+from db.store.models import Judgment
 from db.store.schema import init_db
+from tests.helpers import judge, seed
 
 SCALE = [0, 1, 2, 3]
-
-
-def judge(engine, project_id: int, grades: dict[tuple[str, str], dict[str, int | None]],
-          adjudications: dict[tuple[str, str], tuple[int, str, str]] | None = None) -> None:
-    """Store judgments (and lead adjudications) for existing queries/fragments, creating users and pairs."""
-    with session_scope(engine, write=True) as s:
-        def user(name: str, role: str = "annotator") -> int:
-            uid = s.execute(select(User.id).where(User.username == name)).scalar()
-            if uid is None:
-                row = User(username=name, role=role)
-                s.add(row)
-                s.flush()
-                uid = row.id
-            return uid
-
-        def pair(q: str, f: str) -> int:
-            qid = s.execute(select(Query.id).where(Query.project_id == project_id, Query.external_id == q)).scalar_one()
-            fid = s.execute(select(Fragment.id).where(Fragment.project_id == project_id,
-                                                      Fragment.external_id == f)).scalar_one()
-            pid = s.execute(select(Pair.id).where(Pair.query_id == qid, Pair.fragment_id == fid)).scalar()
-            if pid is None:
-                row = Pair(project_id=project_id, query_id=qid, fragment_id=fid)
-                s.add(row)
-                s.flush()
-                pid = row.id
-            return pid
-
-        for (q, f), by in grades.items():
-            pid = pair(q, f)
-            for name, grade in by.items():
-                uid = user(name)
-                old = s.execute(select(Judgment).where(Judgment.pair_id == pid, Judgment.user_id == uid)).scalar()
-                if old is None:
-                    s.add(Judgment(project_id=project_id, pair_id=pid, user_id=uid, grade=grade,
-                                   cant_judge_reason=None if grade is not None else "unreadable"))
-                else:
-                    s.execute(update(Judgment).where(Judgment.id == old.id).values(grade=grade))
-        for (q, f), (grade, reason, lead) in (adjudications or {}).items():
-            s.add(Adjudication(project_id=project_id, pair_id=pair(q, f), grade=grade, reason=reason,
-                               user_id=user(lead, "lead")))
 
 
 QUERIES = {"q1": "what is recall", "q2": "what is ndcg"}
