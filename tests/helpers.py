@@ -1,5 +1,5 @@
 """Helpers the tests share (one definition each; no test module imports another, tests/test_hygiene.py): files
-written into a test's tmp_path, qrelkit's CLI run in this process, and rows stored straight into the tables.
+written into a test's tmp_path, qrelkit's CLI run in this process, rows stored straight into the tables, and the small project of the annotator pages.
 Fixtures live in tests/conftest.py; the browser tests' own helpers in tests/browser/pages.py and conftest.py."""
 
 from __future__ import annotations
@@ -9,6 +9,14 @@ import hashlib
 import io
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.conftest import ROOT
+
+if TYPE_CHECKING:
+    from streamlit.testing.v1 import AppTest
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:
@@ -130,3 +138,75 @@ def judge(engine, project_id: int, grades: dict[tuple[str, str], dict[str, int |
         for (q, f), (grade, reason, lead) in (adjudications or {}).items():
             s.add(Adjudication(project_id=project_id, pair_id=pair(q, f), grade=grade, reason=reason,
                                user_id=user(lead, "lead")))
+
+
+# --- The annotator pages' small project (test_app_annotator and the pages next to it)
+
+APP = str(ROOT / "annotator" / "app" / "main.py")
+SCRIPT = "<script>alert(1)</script>"
+GUIDELINE = "# Tiny guideline\n\n3 answers fully; 2 partially; 1 mentions; 0 not relevant.\n"
+FRAGMENTS = [
+    {"id": "f1", "doc_id": "manual-devoluciones", "title": "Devoluciones",
+     "text": f"Plazo de 30 días. {SCRIPT} **no negrita** <b>x</b>"},
+    {"id": "f2", "title": "Envíos", "text": "Envíos en 24 horas."},
+    {"id": "f3", "title": "Pagos", "text": "Pago con tarjeta."},
+    {"id": "f4", "title": "Garantía", "text": "Dos años de garantía."},
+]
+
+
+def password(username: str) -> str:
+    """Each test account's password (long enough for any password policy)."""
+    return f"{username}-password"
+
+
+def build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scale: tuple[int, int] = (0, 3),
+          labels: dict[int, str] | None = None) -> str:
+    """A small project built through the store: 2 queries × 3 fragments, both annotators on every pair."""
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.users import create_user
+    from db.assignment import assign
+    from db.imports import import_fragments, import_queries, import_run
+    from db.pooling import pool
+    from db.projects import add_guideline, create_project
+    from db.store.schema import init_db
+
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    engine = init_db(url)
+    for username, role in (("ana", "annotator"), ("ben", "annotator"), ("lea", "lead")):
+        create_user(engine, username, role, password(username), actor=OPERATOR)
+    create_project(engine, "t", scale=scale, overlap=2, labels=labels, actor=OPERATOR)
+    add_guideline(engine, "t", GUIDELINE, actor="lea")
+    import_queries(engine, "t", write_jsonl(tmp_path / "q.jsonl", [
+        {"id": "qa", "text": "plazo de devolución **internacional**"},
+        {"id": "qb", "text": "garantía de portátiles"}]), actor=OPERATOR)
+    import_fragments(engine, "t", write_jsonl(tmp_path / "f.jsonl", FRAGMENTS), actor=OPERATOR)
+    (tmp_path / "r.run").write_text("".join(
+        f"{q} Q0 {d} {i} {10 - i} r\n" for q, docs in (("qa", "f1 f2 f3"), ("qb", "f4 f2 f3"))
+        for i, d in enumerate(docs.split(), 1)))
+    import_run(engine, "t", tmp_path / "r.run", name="r", actor=OPERATOR)
+    pool(engine, "t", depth=10, actor=OPERATOR)
+    assign(engine, "t", overlap=2, annotators=["ana", "ben"], actor=OPERATOR)
+    monkeypatch.setenv("QRELKIT_DB_URL", url)
+    monkeypatch.setenv("QRELKIT_PROJECT", "t")
+    return url
+
+
+def logged_in(at: AppTest, username: str, url: str) -> AppTest:
+    """Put a store-issued login session for `username` (password checked) into the app, as the form does."""
+    from annotator.app.session import TOKEN_KEY
+    from db.accounts.sessions import create_session
+    from db.accounts.users import authenticate
+    from db.store.schema import init_db
+
+    engine = init_db(url)
+    user = authenticate(engine, username, password(username))
+    at.session_state[TOKEN_KEY] = create_session(engine, user.id, client="apptest").token
+    return at
+
+
+def app_as(username: str | None, url: str) -> AppTest:
+    """The app after one run, logged in as `username` (None = nobody)."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=30)
+    return (at if username is None else logged_in(at, username, url)).run()

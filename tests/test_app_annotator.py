@@ -16,85 +16,28 @@ from streamlit.testing.v1 import AppTest
 from annotator.app.main import LEAD_PAGES
 from annotator.app.session import NOT_ALLOWED, TOKEN_KEY
 from annotator.app.text import BREAK, literal
-from db.accounts.permissions import OPERATOR
 from db.accounts.sessions import create_session
-from db.accounts.users import authenticate, create_user
+from db.accounts.users import authenticate
 from db.adjudication import adjudicate
-from db.assignment import assign
-from db.imports import import_fragments, import_queries, import_run
 from db.judging import check_grade, get_pair, next_pair, progress, record_judgment
-from db.pooling import pool
-from db.projects import add_guideline, create_project
+from db.projects import add_guideline
 from db.store.frames import adjudications_frame
 from db.store.schema import init_db
 from tests.conftest import ROOT
-from tests.helpers import write_jsonl
+from tests.helpers import APP, GUIDELINE, SCRIPT, app_as, build, logged_in, password
 
-APP = str(ROOT / "annotator" / "app" / "main.py")
 PAGES = ROOT / "annotator" / "app" / "screens"
-SCRIPT = "<script>alert(1)</script>"
 TEXT_ELEMENTS = ("title", "header", "subheader", "markdown", "text", "caption", "info", "warning", "error",
                  "success", "code")
-GUIDELINE = "# Tiny guideline\n\n3 answers fully; 2 partially; 1 mentions; 0 not relevant.\n"
 # The names in the bundled guideline's grade table (guidelines/grading-0-3.md), the default labels of 0–3.
 BUNDLED_NAMES = ("Not relevant", "Related / mentioned in passing", "Answers partially / essential context",
                  "Answers fully")
-FRAGMENTS = [
-    {"id": "f1", "doc_id": "manual-devoluciones", "title": "Devoluciones",
-     "text": f"Plazo de 30 días. {SCRIPT} **no negrita** <b>x</b>"},
-    {"id": "f2", "title": "Envíos", "text": "Envíos en 24 horas."},
-    {"id": "f3", "title": "Pagos", "text": "Pago con tarjeta."},
-    {"id": "f4", "title": "Garantía", "text": "Dos años de garantía."},
-]
-
-
-def password(username: str) -> str:
-    """Each test account's password (long enough for any password policy)."""
-    return f"{username}-password"
-
-
-def build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scale: tuple[int, int] = (0, 3),
-          labels: dict[int, str] | None = None) -> str:
-    """A small project built through the store: 2 queries × 3 fragments, both annotators on every pair."""
-    url = f"sqlite:///{tmp_path / 'app.db'}"
-    engine = init_db(url)
-    for username, role in (("ana", "annotator"), ("ben", "annotator"), ("lea", "lead")):
-        create_user(engine, username, role, password(username), actor=OPERATOR)
-    create_project(engine, "t", scale=scale, overlap=2, labels=labels, actor=OPERATOR)
-    add_guideline(engine, "t", GUIDELINE, actor="lea")
-    import_queries(engine, "t", write_jsonl(tmp_path / "q.jsonl", [
-        {"id": "qa", "text": "plazo de devolución **internacional**"},
-        {"id": "qb", "text": "garantía de portátiles"}]), actor=OPERATOR)
-    import_fragments(engine, "t", write_jsonl(tmp_path / "f.jsonl", FRAGMENTS), actor=OPERATOR)
-    (tmp_path / "r.run").write_text("".join(
-        f"{q} Q0 {d} {i} {10 - i} r\n" for q, docs in (("qa", "f1 f2 f3"), ("qb", "f4 f2 f3"))
-        for i, d in enumerate(docs.split(), 1)))
-    import_run(engine, "t", tmp_path / "r.run", name="r", actor=OPERATOR)
-    pool(engine, "t", depth=10, actor=OPERATOR)
-    assign(engine, "t", overlap=2, annotators=["ana", "ben"], actor=OPERATOR)
-    monkeypatch.setenv("QRELKIT_DB_URL", url)
-    monkeypatch.setenv("QRELKIT_PROJECT", "t")
-    return url
 
 
 @pytest.fixture
 def project_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """The small project on the default 0–3 scale."""
     return build(tmp_path, monkeypatch)
-
-
-def logged_in(at: AppTest, username: str, url: str) -> AppTest:
-    """Put a store-issued login session for `username` (password checked) into the app, as the form does."""
-    engine = init_db(url)
-    user = authenticate(engine, username, password(username))
-    at.session_state[TOKEN_KEY] = create_session(engine, user.id, client="apptest").token
-    return at
-
-
-def app_as(username: str | None, url: str) -> AppTest:
-    """The app after one run, logged in as `username` (None = nobody)."""
-    at = AppTest.from_file(APP, default_timeout=30)
-    return (at if username is None else logged_in(at, username, url)).run()
 
 
 def texts(at: AppTest) -> str:
@@ -566,7 +509,7 @@ def test_qrelkit_demo_prints_the_demo_logins_then_serves(demo_db: str, monkeypat
     out = capsys.readouterr().out
     assert "project 'demo' already present" in out
     assert "demo passwords" in out and "never reuse them" in out
-    for username, role, password in (("ana", "annotator", "ana-demo"), ("ben", "annotator", "ben-demo"),
+    for username, role, password in (("ana", "annotator", "ana-demo"), ("ben", "annotator", "ben-demo"),  # noqa: F402
                                      ("lea", "lead", "lea-demo")):
         assert re.search(rf"{username}\s+{role}\s+password: {password}", out)
     assert served == [(demo_db, 8999, "127.0.0.1", "demo")]

@@ -9,7 +9,7 @@ from sqlalchemy.exc import OperationalError
 from db.judging import get_pair, next_pair, progress
 from db.store.engine import retry_once
 from db.store.schema import init_db
-from tests.test_app_annotator import app_as, build
+from tests.helpers import app_as, build
 
 
 def test_a_grade_during_an_outage_is_one_sentence_and_the_next_key_press_saves(tmp_path, monkeypatch) -> None:
@@ -53,7 +53,7 @@ def test_a_wrong_statement_is_not_taken_for_an_outage() -> None:
 
 def test_a_login_while_the_database_restarts_is_one_sentence_and_the_next_try_logs_in(tmp_path, monkeypatch):
     from db.accounts import logins
-    from tests.test_app_annotator import password
+    from tests.helpers import password
 
     url = build(tmp_path, monkeypatch)
     real, calls = logins.login, []

@@ -89,7 +89,7 @@ def test_project_create_on_1_to_5_starts_with_the_generated_guideline(engine, st
 
 
 def test_the_guideline_page_shows_it_and_the_release_card_counts_it(tmp_path, monkeypatch, capsys):
-    from tests.test_app_annotator import app_as, password
+    from tests.helpers import app_as, password
 
     url = f"sqlite:///{tmp_path / 'five.db'}"
     assert main(["init", "--db", url, "--project", "five", "--scale", "1-5", "--labels", FIVE_OPTION]) == 0
