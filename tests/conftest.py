@@ -218,3 +218,51 @@ def demo_template(tmp_path_factory) -> Path:
     build_demo(engine)
     engine.dispose()
     return folder
+
+
+# --- AppTest fixtures (annotator/app/): the seed-000 lead store of tests/helpers.py, built once per module.
+#   template    that store in a SQLite file (tests copy it)
+#   store       a private copy, QRELKIT_DB_URL and QRELKIT_PROJECT pointing the app at it (its engine)
+#   scan_components_once  Streamlit's component scan cached for a module: a module of AppTests asks for it with
+#               pytestmark = pytest.mark.usefixtures("scan_components_once")
+
+
+@pytest.fixture(scope="module")
+def scan_components_once():
+    """AppTest rescans every installed distribution for Streamlit components on each new AppTest (seconds
+    on a busy machine); the installed set does not change during the tests, so scan once."""
+    import functools
+
+    from streamlit.components.v2 import manifest_scanner
+
+    original = manifest_scanner.scan_component_manifests
+    manifest_scanner.scan_component_manifests = functools.lru_cache(maxsize=1)(original)
+    yield
+    manifest_scanner.scan_component_manifests = original
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    """The seeded store, built once per module; each test gets its own copy."""
+    from tests.helpers import build_store
+
+    folder = tmp_path_factory.mktemp("lead-template")
+    build_store(f"sqlite:///{folder / 'lead.db'}")
+    return folder
+
+
+@pytest.fixture
+def store(template, tmp_path, monkeypatch):
+    """A private copy of the seeded store; QRELKIT_DB_URL points the app at it."""
+    import shutil
+
+    from db.store.engine import get_engine
+    from tests.helpers import PROJECT
+
+    for name in ("lead.db", "lead.db-wal", "lead.db-shm"):
+        if (template / name).exists():
+            shutil.copy(template / name, tmp_path / name)
+    url = f"sqlite:///{tmp_path / 'lead.db'}"
+    monkeypatch.setenv("QRELKIT_DB_URL", url)
+    monkeypatch.setenv("QRELKIT_PROJECT", PROJECT)
+    return get_engine(url)

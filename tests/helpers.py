@@ -1,6 +1,7 @@
-"""Helpers the tests share (one definition each; no test module imports another, tests/test_hygiene.py): files
-written into a test's tmp_path, qrelkit's CLI run in this process, rows stored straight into the tables, and the small project of the annotator pages.
-Fixtures live in tests/conftest.py; the browser tests' own helpers in tests/browser/pages.py and conftest.py."""
+"""Helpers the tests share, one definition each (no test module imports another: tests/test_hygiene.py): files
+written into a test's tmp_path, qrelkit's CLI run in this process, rows stored straight into the tables, the
+annotator pages' small project and the seed-000 lead store of the AppTests. Fixtures live in tests/conftest.py;
+the browser tests' own helpers in tests/browser/pages.py and tests/browser/conftest.py."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import contextlib
 import hashlib
 import io
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -140,9 +142,11 @@ def judge(engine, project_id: int, grades: dict[tuple[str, str], dict[str, int |
                                user_id=user(lead, "lead")))
 
 
-# --- The annotator pages' small project (test_app_annotator and the pages next to it)
+# --- The app's scripts for AppTest, and the annotator pages' small project (test_app_annotator and the pages
+#     next to it)
 
 APP = str(ROOT / "annotator" / "app" / "main.py")
+PAGES = ROOT / "annotator" / "app" / "screens"
 SCRIPT = "<script>alert(1)</script>"
 GUIDELINE = "# Tiny guideline\n\n3 answers fully; 2 partially; 1 mentions; 0 not relevant.\n"
 FRAGMENTS = [
@@ -210,3 +214,104 @@ def app_as(username: str | None, url: str) -> AppTest:
 
     at = AppTest.from_file(APP, default_timeout=30)
     return (at if username is None else logged_in(at, username, url)).run()
+
+
+# --- The seed-000 lead store (test_app_lead and the lead pages' AppTests; its fixtures, `template` and `store`,
+#     are in tests/conftest.py)
+
+PROJECT = "shop"
+# Seed 000 (and DESIGN.md's worked example): the international-returns query, fragments d1…d20, graded
+# R = {d3: 3, d7: 2, d12: 2, d20: 1}, the rest 0; the run ranks d5 d7 d11 d3 d2 d20 d9 d14 d1 d6.
+SEED_GRADES = {f"d{i}": 0 for i in range(1, 21)} | {"d3": 3, "d7": 2, "d12": 2, "d20": 1}
+SEED_RANKING = ["d5", "d7", "d11", "d3", "d2", "d20", "d9", "d14", "d1", "d6"]
+DENSE_RANKING = ["d3", "d12", "d7", "d20", "d4", "d8", "d10", "d13", "d15", "d16", "d17", "d18", "d19",
+                 "d1", "d2", "d5", "d6", "d9", "d11", "d14"]
+# d21 and d22 are never pooled: a run with them in its top 10 has judged@10 = 0.8 and holes to send.
+FRESH_RANKING = ["d21", "d22", "d3", "d7", "d12", "d20", "d1", "d2", "d4", "d5"]
+SCRIPT_TEXT = "<script>alert('x')</script> Returns: see the table"
+GUIDELINE_V1 = "# Grading\n\n3 answers fully.\n2 answers partially.\n1 related.\n0 not relevant.\n"
+GUIDELINE_V2 = GUIDELINE_V1.replace("2 answers partially.", "2 answers partially or gives essential context.")
+
+
+def ben_grade(grade: int) -> int:
+    """The lenient annotator: one grade above ana, capped at the top (so the lower median is ana's grade)."""
+    return min(grade + 1, 3)
+
+
+def write_run(path: Path, ranking: list[str], tag: str) -> Path:
+    """A TREC run for query q000 with strictly decreasing scores."""
+    path.write_text("".join(f"q000 Q0 {d} {i + 1} {100 - i}.0 {tag}\n" for i, d in enumerate(ranking)))
+    return path
+
+
+def build_store(url: str) -> None:
+    """Seed 000's query judged by two annotators under guideline v1 (v2 added after), two pooled runs and
+    one unpooled run, written through the store's own operations."""
+    from db import assignment, imports, judging, pooling, projects
+    from db.accounts import users
+    from db.accounts.permissions import OPERATOR
+    from db.store.schema import init_db
+
+    engine = init_db(url)
+    folder = Path(url.removeprefix("sqlite:///")).parent
+    users.create_user(engine, "lea", "lead", password="lead-pass", actor=OPERATOR)
+    users.create_user(engine, "ana", "annotator", password="ana-pass", actor=OPERATOR)
+    users.create_user(engine, "ben", "annotator", password="ben-pass", actor=OPERATOR)
+    projects.create_project(engine, PROJECT, actor=OPERATOR)
+    projects.add_guideline(engine, PROJECT, GUIDELINE_V1, actor="lea")
+    imports.import_queries(engine, PROJECT, write_jsonl(folder / "queries.jsonl", [
+        {"id": "q000", "text": "What is the return deadline for international orders?", "category": "returns"}]), actor=OPERATOR)
+    fragments = [{"id": d, "text": SCRIPT_TEXT if d == "d11" else f"Fragment {d} about orders."}
+                 for d in [*SEED_GRADES, "d21", "d22"]]
+    imports.import_fragments(engine, PROJECT, write_jsonl(folder / "fragments.jsonl", fragments), actor=OPERATOR)
+    imports.import_run(engine, PROJECT, write_run(folder / "baseline.run", SEED_RANKING, "baseline"),
+                       name="baseline", actor=OPERATOR)
+    imports.import_run(engine, PROJECT, write_run(folder / "dense.run", DENSE_RANKING, "dense"), name="dense", actor=OPERATOR)
+    pooling.pool(engine, PROJECT, 20, runs=["baseline", "dense"], bm25=0, actor=OPERATOR)
+    imports.import_run(engine, PROJECT, write_run(folder / "fresh.run", FRESH_RANKING, "fresh"), name="fresh", actor=OPERATOR)
+    assignment.assign(engine, PROJECT, overlap=2, annotators=["ana", "ben"], actor=OPERATOR)
+    for who, grade_of in (("ana", lambda g: g), ("ben", ben_grade)):
+        while (pair := judging.next_pair(engine, PROJECT, who)) is not None:
+            judging.record_judgment(engine, pair.pair_id, who, grade_of(SEED_GRADES[pair.fragment_external_id]))
+    projects.add_guideline(engine, PROJECT, GUIDELINE_V2, actor="lea")
+    engine.dispose()
+
+
+def user_info(engine, username: str):
+    """The store's UserInfo, as the login form puts it in the session."""
+    from db.accounts import users
+
+    return next(u for u in users.list_users(engine) if u.username == username)
+
+
+def log_in(at: AppTest, engine, username: str) -> AppTest:
+    """Give the AppTest session a store-issued login token, as the login form does (pages resolve it)."""
+    from annotator.app.session import TOKEN_KEY
+    from db.accounts.sessions import create_session
+
+    at.session_state[TOKEN_KEY] = create_session(engine, user_info(engine, username).id, client="apptest").token
+    return at
+
+
+def page_test(engine, page: str, username: str = "lea") -> AppTest:
+    """One page run by URL (its own script) with `username` logged in."""
+    from streamlit.testing.v1 import AppTest
+
+    at = log_in(AppTest.from_file(str(PAGES / page), default_timeout=60), engine, username)
+    at.session_state["project"] = PROJECT
+    return at.run()
+
+
+def release(engine):
+    """Cut release 1 (median) directly in the store."""
+    from db import releases
+
+    return releases.create_release(engine, PROJECT, rule="median", actor="lea")
+
+
+def shown(markdown: str) -> str:
+    """What Markdown made by text.literal displays: the text without its escapes and without the empty
+    `:small[]` (BREAK) the app puts after `:` and before `@` so nothing becomes a link."""
+    from annotator.app.text import BREAK
+
+    return re.sub(r"\\(.)", r"\1", markdown.replace(BREAK, ""))

@@ -23,10 +23,8 @@ from db.judging import check_grade, get_pair, next_pair, progress, record_judgme
 from db.projects import add_guideline
 from db.store.frames import adjudications_frame
 from db.store.schema import init_db
-from tests.conftest import ROOT
-from tests.helpers import APP, GUIDELINE, SCRIPT, app_as, build, logged_in, password
+from tests.helpers import APP, GUIDELINE, PAGES, SCRIPT, app_as, build, logged_in, password
 
-PAGES = ROOT / "annotator" / "app" / "screens"
 TEXT_ELEMENTS = ("title", "header", "subheader", "markdown", "text", "caption", "info", "warning", "error",
                  "success", "code")
 # The names in the bundled guideline's grade table (guidelines/grading-0-3.md), the default labels of 0–3.

@@ -5,7 +5,7 @@ a reason (shown literally) before reopening it; earlier rounds stay listed."""
 
 from __future__ import annotations
 
-from test_app_lead import PROJECT, page_test, release, scan_components_once, shown, store, template  # noqa: F401
+import pytest
 
 from annotator.app.text import literal
 from db.accounts.permissions import OPERATOR
@@ -13,6 +13,9 @@ from db.accounts.users import create_user
 from db.adjudication import adjudicate
 from db.qualification import grade_round_pair, list_rounds, round_for, round_pairs
 from db.store import frames as queries_frames
+from tests.helpers import PROJECT, page_test, release, shown
+
+pytestmark = pytest.mark.usefixtures("scan_components_once")  # AppTest: scan for components once
 
 REASON = "<b>Deadline</b> **stated** as 30 days: see `policy`"
 
@@ -21,7 +24,7 @@ def _form_button(at, label: str):
     return next(b for b in at.button if b.label == label)
 
 
-def test_lead_makes_control_pairs_from_a_release_and_by_hand(store):  # noqa: F811
+def test_lead_makes_control_pairs_from_a_release_and_by_hand(store):
     at = page_test(store, "lead_controls.py")
     assert not at.exception
     assert any(c.value.startswith("0 control pair(s), not served yet") for c in at.caption)
@@ -54,7 +57,7 @@ def test_lead_makes_control_pairs_from_a_release_and_by_hand(store):  # noqa: F8
                                                   "import it first."]
 
 
-def test_lead_sets_the_round_and_opens_a_failed_annotators_queue(store):  # noqa: F811
+def test_lead_sets_the_round_and_opens_a_failed_annotators_queue(store):
     from db.control import add_control
 
     for fragment, grade in (("d3", 3), ("d7", 2), ("d1", 0)):
@@ -83,7 +86,7 @@ def test_lead_sets_the_round_and_opens_a_failed_annotators_queue(store):  # noqa
     assert not any(b.key == "open-queue-cat" for b in at.button)
 
 
-def test_lead_grants_a_retake_closes_and_reopens_a_queue(store):  # noqa: F811
+def test_lead_grants_a_retake_closes_and_reopens_a_queue(store):
     """Six controls, rounds of 3: cat fails, lea grants a retake with the page's button (three other pairs), cat
     passes it; lea closes cat's queue with a reason in markup through the form, then reopens it; every round
     stays listed, the reason literal."""

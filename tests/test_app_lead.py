@@ -8,7 +8,6 @@ import pytest
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from annotator.app.components import charts
-from annotator.app.text import BREAK
 
 SCALE = (0, 3)
 
@@ -119,8 +118,6 @@ def test_recall_curve_chart_has_one_line_per_run():
 
 # ---------------------------------------------------------------- AppTest: every lead page on a seeded store
 
-import re  # noqa: E402
-from pathlib import Path  # noqa: E402
 from types import SimpleNamespace  # noqa: E402
 
 import krippendorff  # noqa: E402
@@ -128,128 +125,25 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from annotator.app import main as app  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
-from tests.helpers import write_jsonl  # noqa: E402
+from tests.helpers import (  # noqa: E402
+    DENSE_RANKING,
+    GUIDELINE_V2,
+    PAGES,
+    PROJECT,
+    SEED_GRADES,
+    SEED_RANKING,
+    ben_grade,
+    log_in,
+    page_test,
+    release,
+    shown,
+    write_jsonl,
+    write_run,
+)
 
-PAGES = ROOT / "annotator" / "app" / "screens"
 NOT_ALLOWED = "Not allowed for your role: this page is for the lead role; you are logged in as annotator."
 LEAD_PAGES = tuple(name for name, _ in app.LEAD_PAGES)
-PROJECT = "shop"
-# Seed 000 (and DESIGN.md's worked example): the international-returns query, fragments d1…d20, graded
-# R = {d3: 3, d7: 2, d12: 2, d20: 1}, the rest 0; the run ranks d5 d7 d11 d3 d2 d20 d9 d14 d1 d6.
-SEED_GRADES = {f"d{i}": 0 for i in range(1, 21)} | {"d3": 3, "d7": 2, "d12": 2, "d20": 1}
-SEED_RANKING = ["d5", "d7", "d11", "d3", "d2", "d20", "d9", "d14", "d1", "d6"]
-DENSE_RANKING = ["d3", "d12", "d7", "d20", "d4", "d8", "d10", "d13", "d15", "d16", "d17", "d18", "d19",
-                 "d1", "d2", "d5", "d6", "d9", "d11", "d14"]
-# d21 and d22 are never pooled: a run with them in its top 10 has judged@10 = 0.8 and holes to send.
-FRESH_RANKING = ["d21", "d22", "d3", "d7", "d12", "d20", "d1", "d2", "d4", "d5"]
-SCRIPT_TEXT = "<script>alert('x')</script> Returns: see the table"
-GUIDELINE_V1 = "# Grading\n\n3 answers fully.\n2 answers partially.\n1 related.\n0 not relevant.\n"
-GUIDELINE_V2 = GUIDELINE_V1.replace("2 answers partially.", "2 answers partially or gives essential context.")
-
-
-def ben_grade(grade: int) -> int:
-    """The lenient annotator: one grade above ana, capped at the top (so the lower median is ana's grade)."""
-    return min(grade + 1, 3)
-
-
-def write_run(path: Path, ranking: list[str], tag: str) -> Path:
-    """A TREC run for query q000 with strictly decreasing scores."""
-    path.write_text("".join(f"q000 Q0 {d} {i + 1} {100 - i}.0 {tag}\n" for i, d in enumerate(ranking)))
-    return path
-
-
-@pytest.fixture(autouse=True, scope="module")
-def scan_components_once():
-    """AppTest rescans every installed distribution for Streamlit components on each new AppTest (seconds
-    on a busy machine); the installed set does not change during the tests, so scan once."""
-    import functools
-
-    from streamlit.components.v2 import manifest_scanner
-
-    original = manifest_scanner.scan_component_manifests
-    manifest_scanner.scan_component_manifests = functools.lru_cache(maxsize=1)(original)
-    yield
-    manifest_scanner.scan_component_manifests = original
-
-
-def build_store(url: str) -> None:
-    """Seed 000's query judged by two annotators under guideline v1 (v2 added after), two pooled runs and
-    one unpooled run, written through the store's own operations."""
-    from db import assignment, imports, judging, pooling, projects
-    from db.accounts import users
-    from db.accounts.permissions import OPERATOR
-    from db.store.schema import init_db
-
-    engine = init_db(url)
-    folder = Path(url.removeprefix("sqlite:///")).parent
-    users.create_user(engine, "lea", "lead", password="lead-pass", actor=OPERATOR)
-    users.create_user(engine, "ana", "annotator", password="ana-pass", actor=OPERATOR)
-    users.create_user(engine, "ben", "annotator", password="ben-pass", actor=OPERATOR)
-    projects.create_project(engine, PROJECT, actor=OPERATOR)
-    projects.add_guideline(engine, PROJECT, GUIDELINE_V1, actor="lea")
-    imports.import_queries(engine, PROJECT, write_jsonl(folder / "queries.jsonl", [
-        {"id": "q000", "text": "What is the return deadline for international orders?", "category": "returns"}]), actor=OPERATOR)
-    fragments = [{"id": d, "text": SCRIPT_TEXT if d == "d11" else f"Fragment {d} about orders."}
-                 for d in [*SEED_GRADES, "d21", "d22"]]
-    imports.import_fragments(engine, PROJECT, write_jsonl(folder / "fragments.jsonl", fragments), actor=OPERATOR)
-    imports.import_run(engine, PROJECT, write_run(folder / "baseline.run", SEED_RANKING, "baseline"),
-                       name="baseline", actor=OPERATOR)
-    imports.import_run(engine, PROJECT, write_run(folder / "dense.run", DENSE_RANKING, "dense"), name="dense", actor=OPERATOR)
-    pooling.pool(engine, PROJECT, 20, runs=["baseline", "dense"], bm25=0, actor=OPERATOR)
-    imports.import_run(engine, PROJECT, write_run(folder / "fresh.run", FRESH_RANKING, "fresh"), name="fresh", actor=OPERATOR)
-    assignment.assign(engine, PROJECT, overlap=2, annotators=["ana", "ben"], actor=OPERATOR)
-    for who, grade_of in (("ana", lambda g: g), ("ben", ben_grade)):
-        while (pair := judging.next_pair(engine, PROJECT, who)) is not None:
-            judging.record_judgment(engine, pair.pair_id, who, grade_of(SEED_GRADES[pair.fragment_external_id]))
-    projects.add_guideline(engine, PROJECT, GUIDELINE_V2, actor="lea")
-    engine.dispose()
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory) -> Path:
-    """The seeded store, built once per module; each test gets its own copy."""
-    folder = tmp_path_factory.mktemp("lead-template")
-    build_store(f"sqlite:///{folder / 'lead.db'}")
-    return folder
-
-
-@pytest.fixture
-def store(template, tmp_path, monkeypatch):
-    """A private copy of the seeded store; QRELKIT_DB_URL points the app at it."""
-    import shutil
-
-    from db.store.engine import get_engine
-
-    for name in ("lead.db", "lead.db-wal", "lead.db-shm"):
-        if (template / name).exists():
-            shutil.copy(template / name, tmp_path / name)
-    url = f"sqlite:///{tmp_path / 'lead.db'}"
-    monkeypatch.setenv("QRELKIT_DB_URL", url)
-    monkeypatch.setenv("QRELKIT_PROJECT", PROJECT)
-    return get_engine(url)
-
-
-def user_info(engine, username: str):
-    """The store's UserInfo, as the login form puts it in the session."""
-    from db.accounts import users
-
-    return next(u for u in users.list_users(engine) if u.username == username)
-
-
-def log_in(at: AppTest, engine, username: str) -> AppTest:
-    """Give the AppTest session a store-issued login token, as the login form does (pages resolve it)."""
-    from annotator.app.session import TOKEN_KEY
-    from db.accounts.sessions import create_session
-
-    at.session_state[TOKEN_KEY] = create_session(engine, user_info(engine, username).id, client="apptest").token
-    return at
-
-
-def page_test(engine, page: str, username: str = "lea") -> AppTest:
-    """One page run by URL (its own script) with `username` logged in."""
-    at = log_in(AppTest.from_file(str(PAGES / page), default_timeout=60), engine, username)
-    at.session_state["project"] = PROJECT
-    return at.run()
+pytestmark = pytest.mark.usefixtures("scan_components_once")  # AppTest: scan for components once
 
 
 def app_test(engine, username: str = "lea") -> AppTest:
@@ -393,13 +287,6 @@ def test_release_page_creates_a_median_release_with_seed_grades(store):
     assert labels[:3] == ["TREC qrels (gains)", "BEIR qrels (TSV, gains)", "JSONL (every grade)"]
 
 
-def release(engine):
-    """Cut release 1 (median) directly in the store."""
-    from db import releases
-
-    return releases.create_release(engine, PROJECT, rule="median", actor="lea")
-
-
 def test_release_diff_lists_the_adjudicated_change(store):
     """After adjudicating d20 to 2, release 2 differs from release 1 by exactly that label."""
     from db import adjudication
@@ -413,12 +300,6 @@ def test_release_diff_lists_the_adjudicated_change(store):
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Labels changed"] == "1" and metrics["Labels added"] == "0"
-
-
-def shown(markdown: str) -> str:
-    """What Markdown made by text.literal displays: the text without its escapes and without the empty
-    `:small[]` (BREAK) the app puts after `:` and before `@` so nothing becomes a link."""
-    return re.sub(r"\\(.)", r"\1", markdown.replace(BREAK, ""))
 
 
 def test_release_table_is_readable(store):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 from sklearn.metrics import cohen_kappa_score
-from test_app_lead import shown
 
 from annotator.app.text import literal
 from db.accounts.permissions import OPERATOR
@@ -24,7 +23,7 @@ from db.qualification import (
     set_qualification,
 )
 from db.store.schema import init_db
-from tests.helpers import app_as, build, password
+from tests.helpers import app_as, build, password, shown
 
 # Settled grades and reasons (markup in them must show as typed) of four of the small project's pairs.
 CONTROLS = {("qa", "f1"): (3, "**States** the 30 days <b>exactly</b>"), ("qa", "f2"): (0, "Shipping, not returns"),

@@ -3,15 +3,18 @@ preselected, no old note — and counts as pending in the progress bar until it 
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
-from test_app_lead import log_in, scan_components_once, store, template  # noqa: F401
 
 from db.accounts.permissions import OPERATOR
 from db.adjudication import send_for_rejudging
 from db.judging import next_pair
 from db.store.models import Judgment, User
 from tests.conftest import ROOT
+from tests.helpers import log_in
+
+pytestmark = pytest.mark.usefixtures("scan_components_once")  # AppTest: scan for components once
 
 OLD_NOTE = "old note: it was a 3"
 
@@ -21,7 +24,7 @@ def _annotate(engine, who: str) -> AppTest:
     return at.run()
 
 
-def test_rejudging_is_blind_and_pending_until_graded(store):  # noqa: F811
+def test_rejudging_is_blind_and_pending_until_graded(store):
     """The shop store: ana graded q000's 20 pairs under v1, v2 is in force. Her first pair gets a note, then all
     40 v1 judgments are sent back: ana's page shows the pair with no grade of hers, no note, 0 of 20 judged."""
     first = next_pair(store, "shop", "ana")

@@ -8,9 +8,12 @@ import shutil
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.test_app_lead import PAGES, ROOT, log_in, scan_components_once, store, template  # noqa: F401
+from tests.conftest import ROOT
+from tests.helpers import PAGES, log_in
 
-# (scan_components_once is the autouse fixture; store and template the seed-000 "shop" store of test_app_lead)
+pytestmark = pytest.mark.usefixtures("scan_components_once")  # AppTest: scan for components once
+
+# (store and template, from tests/conftest.py, are the seed-000 "shop" store of tests/helpers.py)
 
 DEMO = "demo"
 
@@ -198,7 +201,7 @@ def test_agreement_leads_with_the_version_in_force_and_says_below_threshold(demo
     assert "all guideline versions pooled" in at.caption[2].value
 
 
-def test_lead_sends_the_rejudge_queue_and_the_annotator_sees_it(store):  # noqa: F811 (the imported fixture)
+def test_lead_sends_the_rejudge_queue_and_the_annotator_sees_it(store):
     """The shop store: ana and ben graded q000's 20 pairs under v1, then v2 came, so ana's queue is done. The lead
     sends the listed pairs back from the Guidelines page; ana's Annotate page then serves them, marked as
     re-judging under v2, instead of "All your assigned pairs are judged"."""

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from sklearn.metrics import cohen_kappa_score
-from test_app_lead import PROJECT, page_test, scan_components_once, shown, store, template  # noqa: F401
+
+from tests.helpers import PROJECT, page_test, shown
+
+pytestmark = pytest.mark.usefixtures("scan_components_once")  # AppTest: scan for components once
 
 
 def _pair_id(engine, fragment: str) -> int:
@@ -16,7 +20,7 @@ def _pair_id(engine, fragment: str) -> int:
                             .where(Fragment.external_id == fragment)).scalar_one()
 
 
-def test_agreement_page_shows_each_annotator_against_the_controls(store):  # noqa: F811
+def test_agreement_page_shows_each_annotator_against_the_controls(store):
     """d3, d7, d12 become control pairs (settled 3, 2, 2); ana and ben graded them before, so they are not
     measured; lea grades them 3, 2, 1 afterwards: accuracy 2/3, κ = scikit-learn's linear-weighted κ."""
     from db.accounts.permissions import OPERATOR

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from db.store.frames import judgments_frame
-from tests.test_app_lead import PROJECT, page_test, scan_components_once, shown, store, template  # noqa: F401
+from tests.helpers import PROJECT, page_test, shown
+
+pytestmark = pytest.mark.usefixtures("scan_components_once")  # AppTest: scan for components once
 
 
-def test_project_page_imports_qrels_as_an_annotators_grades(store):  # noqa: F811
+def test_project_page_imports_qrels_as_an_annotators_grades(store):
     at = page_test(store, "lead_project.py")
     at.radio[0].set_value("judgments").run()
     qrels = b"q000 0 d3 3\nq000 0 d21 0\n"

@@ -9,20 +9,14 @@ import shutil
 import pytest
 import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
-from test_app_lead import (  # noqa: F401
-    PAGES,
-    log_in,
-    page_test,
-    scan_components_once,
-    shown,
-    store,
-    template,
-)
 
 from annotator.app.components.reliability import NOT_ON_CARD
 from db.releases import create_release
 from db.reliability import NO_RUNS, project_reliability
 from db.store.models import Release
+from tests.helpers import PAGES, log_in, page_test, shown
+
+pytestmark = pytest.mark.usefixtures("scan_components_once")  # AppTest: scan for components once
 
 
 def _texts(at: AppTest) -> list[str]:
@@ -33,7 +27,7 @@ def _captions(at: AppTest) -> list[str]:
     return [shown(c.value) for c in at.caption]
 
 
-def test_releases_page_shows_the_new_cards_sentence(store):  # noqa: F811
+def test_releases_page_shows_the_new_cards_sentence(store):
     """Cutting release 1 on the page puts the card's sentence under the card, as plain text: with one query it
     cannot size a t-test, and eval_core's report on the same release says the same; the caption names the runs
     stored then and which of them built the pool."""

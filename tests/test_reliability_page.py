@@ -3,12 +3,15 @@ runs (baseline, dense) and one unpooled run (fresh)."""
 
 from __future__ import annotations
 
-from test_app_lead import page_test, release, scan_components_once, shown, store, template  # noqa: F401
+import pytest
 
 from db.reliability import project_reliability
+from tests.helpers import page_test, release, shown
+
+pytestmark = pytest.mark.usefixtures("scan_components_once")  # AppTest: scan for components once
 
 
-def test_evaluate_page_shows_the_sentence_and_the_pool_drops(store):  # noqa: F811
+def test_evaluate_page_shows_the_sentence_and_the_pool_drops(store):
     """One query cannot size a t-test, and the sentence says so; the pool-bias table marks fresh (not pooled)
     with — and gives the pooled runs the store's drops."""
     release(store)

@@ -296,7 +296,6 @@ def test_evaluate_page_section_shows_the_flip_literally(tmp_path, monkeypatch):
     """The Evaluate page's section, switched on, says in a warning (Markdown escaped) that the order flips under
     one annotator's labels, and its table carries the same numbers as robustness() on those judgments."""
     from streamlit.testing.v1 import AppTest
-    from test_app_lead import PAGES, log_in, shown
 
     from annotator.app.components.robustness import TOGGLE
     from db.accounts.permissions import OPERATOR
@@ -305,6 +304,7 @@ def test_evaluate_page_section_shows_the_flip_literally(tmp_path, monkeypatch):
     from db.releases import create_release
     from db.store.engine import get_engine
     from db.store.schema import init_db
+    from tests.helpers import PAGES, log_in, shown
 
     url = f"sqlite:///{tmp_path / 'page.db'}"
     engine = init_db(url)
