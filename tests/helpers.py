@@ -1,7 +1,8 @@
 """Helpers the tests share, one definition each (no test module imports another: tests/test_hygiene.py): files
 written into a test's tmp_path, qrelkit's CLI run in this process, rows stored straight into the tables, the
-annotator pages' small project and the seed-000 lead store of the AppTests. Fixtures live in tests/conftest.py;
-the browser tests' own helpers in tests/browser/pages.py and tests/browser/conftest.py."""
+annotator pages' small project, the seed-000 lead store of the AppTests, the demo's disputes among people and a
+1–3 project. Fixtures live in tests/conftest.py; the browser tests' own helpers in tests/browser/pages.py and
+tests/browser/conftest.py."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import contextlib
 import hashlib
 import io
 import json
+import random
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -315,3 +317,69 @@ def shown(markdown: str) -> str:
     from annotator.app.text import BREAK
 
     return re.sub(r"\\(.)", r"\1", markdown.replace(BREAK, ""))
+
+
+# --- Disputes among people, as the tests count them
+
+def human_disputes(engine) -> list[tuple[str, str, int, int]]:
+    """(query, fragment, lowest grade, spread) of every pair whose people gave different grades, read straight
+    from the judgments table (model judges and can't-judge left out), widest spread first: the tests' own count,
+    independent of the app's queue (tests/test_app_seams.py with AppTest, test_seams_browser.py in a browser)."""
+    import sqlalchemy as sa
+
+    from db.store.models import Fragment, Judgment, Pair, Query, User
+
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(Query.external_id, Fragment.external_id, Judgment.grade)
+                            .select_from(Judgment).join(Pair, Pair.id == Judgment.pair_id)
+                            .join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)
+                            .join(User, User.id == Judgment.user_id)
+                            .where(User.kind == "human", Judgment.grade.is_not(None))).all()
+    grades: dict[tuple[str, str], list[int]] = {}
+    for q, f, g in rows:
+        grades.setdefault((q, f), []).append(g)
+    return sorted(((q, f, min(g), max(g) - min(g)) for (q, f), g in grades.items() if max(g) > min(g)),
+                  key=lambda row: -row[3])
+
+
+# --- A 1–3 project (browser/test_scale_evaluate_browser.py, test_app_seams.py): its lowest grade, "off topic",
+#     is not relevant
+
+RESULTS_LEAD = ("lea", "lea-results-pass")  # its lead (and test_results_browser's): open_lead_page logs in as it
+SCALE_PROJECT = "tienda 1-3"
+SCALE_QUERIES = [f"q{i}" for i in range(1, 5)]
+
+
+def build_scale_project(db_url: str, folder: Path) -> None:
+    """Four queries × six fragments on a 1–3 scale graded by two annotators (seeded), one run over them all,
+    release 1 cut by the lead."""
+    from db.accounts.permissions import OPERATOR
+    from db.accounts.users import create_user
+    from db.imports import import_fragments, import_judgments, import_queries, import_run
+    from db.projects import create_project
+    from db.releases import create_release
+    from db.store.schema import init_db
+
+    rng = random.Random(1_3)
+    engine = init_db(db_url)
+    create_user(engine, RESULTS_LEAD[0], "lead", password=RESULTS_LEAD[1], actor=OPERATOR)
+    create_project(engine, SCALE_PROJECT, scale=(1, 3), actor=OPERATOR)
+    docs = {q: [f"{q}-d{j}" for j in range(6)] for q in SCALE_QUERIES}
+
+    import_queries(engine, SCALE_PROJECT, write_jsonl(folder / "q.jsonl", [{"id": q, "text": f"pregunta {q}"}
+                                                                           for q in SCALE_QUERIES]), actor=OPERATOR)
+    import_fragments(engine, SCALE_PROJECT, write_jsonl(folder / "f.jsonl", [{"id": d, "text": f"texto {d}"}
+                                                                             for ds in docs.values() for d in ds]),
+                     actor=OPERATOR)
+    judged = [{"query_id": q, "fragment_id": d, "annotator": who, "grade": grade}
+              for q, ds in docs.items() for d in ds for grade in [rng.choice((1, 1, 2, 3))] for who in ("ann", "bob")]
+    import_judgments(engine, SCALE_PROJECT, write_jsonl(folder / "j.jsonl", judged), actor=OPERATOR)
+    lines = []
+    for q, ds in docs.items():
+        ranking = ds[:]
+        rng.shuffle(ranking)
+        lines += [f"{q} Q0 {d} {r} {10 - r}.5 bm25\n" for r, d in enumerate(ranking, start=1)]
+    (folder / "bm25.run").write_text("".join(lines), encoding="utf-8")
+    import_run(engine, SCALE_PROJECT, folder / "bm25.run", name="bm25", actor=OPERATOR)
+    create_release(engine, SCALE_PROJECT, actor=RESULTS_LEAD[0])
+    engine.dispose()

@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ROOT
-from tests.helpers import PAGES, log_in
+from tests.helpers import PAGES, human_disputes, log_in
 
 pytestmark = pytest.mark.usefixtures("scan_components_once")  # AppTest: scan for components once
 
@@ -37,26 +37,6 @@ def page_test(engine, page: str, username: str = "lea") -> AppTest:
     at = log_in(AppTest.from_file(str(PAGES / page), default_timeout=60), engine, username)
     at.session_state["project"] = DEMO
     return at.run()
-
-
-def human_disputes(engine) -> list[tuple[str, str, int, int]]:
-    """(query, fragment, lowest grade, spread) of every demo pair whose two people gave different grades, read straight from
-    the judgments table (model judges and can't-judge left out), widest spread first."""
-    import sqlalchemy as sa
-
-    from db.store.models import Fragment, Judgment, Pair, Query, User
-
-    with engine.connect() as conn:
-        rows = conn.execute(sa.select(Query.external_id, Fragment.external_id, Judgment.grade)
-                            .select_from(Judgment).join(Pair, Pair.id == Judgment.pair_id)
-                            .join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)
-                            .join(User, User.id == Judgment.user_id)
-                            .where(User.kind == "human", Judgment.grade.is_not(None))).all()
-    grades: dict[tuple[str, str], list[int]] = {}
-    for q, f, g in rows:
-        grades.setdefault((q, f), []).append(g)
-    return sorted(((q, f, min(g), max(g) - min(g)) for (q, f), g in grades.items() if max(g) > min(g)),
-                  key=lambda row: -row[3])
 
 
 def picker(at: AppTest, label: str):
@@ -124,7 +104,9 @@ def test_evaluate_alert_blames_the_golden_set_when_only_labels_changed(demo):
 def test_evaluate_caption_names_relevance_on_the_projects_scale(tmp_path, monkeypatch):
     """On a 1–3 project grade 1 ("off topic") is not relevant: the alerts' caption says grades ≥ 2 count."""
     from db.store.engine import get_engine
-    from tests.browser.test_scale_evaluate_browser import LEAD, PROJECT, build_project
+    from tests.helpers import RESULTS_LEAD as LEAD
+    from tests.helpers import SCALE_PROJECT as PROJECT
+    from tests.helpers import build_scale_project as build_project
 
     url = f"sqlite:///{tmp_path / 'scale.db'}"
     build_project(url, tmp_path)

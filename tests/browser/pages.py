@@ -18,6 +18,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import ROOT, Server, free_port, login, stop_server, until, wait_healthy
 from tests.browser.conftest import wait_idle as wait_idle_within
+from tests.helpers import RESULTS_LEAD
 
 PLANT = "http://127.0.0.1:9"  # the discard port: nothing answers, and no request may even be tried
 MARKUP_TAGS = "img, script, iframe, a, b, i, strong, em, del, code, li, h1, h2, h3, h4, h5, h6"
@@ -29,7 +30,6 @@ SLOW = 90_000  # ms: the first agreement report or evaluation of a session is co
 PAGE_METRICS = "P@k,recall@k,ndcg@k,success@k,judged@k,mrr,map,rprec,bpref,ndcg,recall"
 KS = "1,3,5,10,20,100"
 AGREEMENT_LEAD = ("lead", "lead-password-1")  # the lead of test_agreement's and test_calibration's stores
-RESULTS_LEAD = ("lea", "lea-results-pass")
 DEMO_LEAD = ("lea", "lea-demo")  # the demo project's lead (`qrelkit demo`, the demo_server fixture)
 PROGRESS = re.compile(r"Overall: (\d+) / (\d+) judged")
 
@@ -198,27 +198,6 @@ def press_grade(page, key: str) -> None:
     page.wait_for_function("([sel, old]) => { const e = document.querySelector(sel); return e && e.innerText !== old; }",
                            arg=[FRAGMENT_BOX, before])
     wait_idle_within(page)
-
-
-def human_disputes(engine) -> list[tuple[str, str, int, int]]:
-    """(query, fragment, lowest grade, spread) of every pair whose people gave different grades, read straight
-    from the judgments table (model judges and can't-judge left out), widest spread first: the browser tests'
-    own count, independent of the app's queue (tests/test_app_seams.py reads the same for AppTest)."""
-    import sqlalchemy as sa
-
-    from db.store.models import Fragment, Judgment, Pair, Query, User
-
-    with engine.connect() as conn:
-        rows = conn.execute(sa.select(Query.external_id, Fragment.external_id, Judgment.grade)
-                            .select_from(Judgment).join(Pair, Pair.id == Judgment.pair_id)
-                            .join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)
-                            .join(User, User.id == Judgment.user_id)
-                            .where(User.kind == "human", Judgment.grade.is_not(None))).all()
-    grades: dict[tuple[str, str], list[int]] = {}
-    for q, f, g in rows:
-        grades.setdefault((q, f), []).append(g)
-    return sorted(((q, f, min(g), max(g) - min(g)) for (q, f), g in grades.items() if max(g) > min(g)),
-                  key=lambda row: -row[3])
 
 
 def literal_prefix(pattern: re.Pattern) -> str:

@@ -5,7 +5,6 @@ the command the page itself prints."""
 from __future__ import annotations
 
 import json
-import random
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,51 +14,12 @@ import pytest
 
 from tests.browser.conftest import CHROMIUM, Server, serving
 from tests.browser.pages import KS, PAGE_METRICS, SLOW, choose, open_lead_page, tables
-from tests.browser.pages import RESULTS_LEAD as LEAD
 from tests.browser.pages import wait_drawn as wait_idle
 from tests.conftest import ROOT, require
-from tests.helpers import write_jsonl
+from tests.helpers import SCALE_PROJECT as PROJECT
+from tests.helpers import build_scale_project as build_project
 
 pytestmark = pytest.mark.browser
-
-PROJECT = "tienda 1-3"
-QUERIES = [f"q{i}" for i in range(1, 5)]
-
-
-def build_project(db_url: str, folder: Path) -> None:
-    """Four queries × six fragments on a 1–3 scale graded by two annotators (seeded), one run over them all,
-    release 1 cut by the lead."""
-    from db.accounts.permissions import OPERATOR
-    from db.accounts.users import create_user
-    from db.imports import import_fragments, import_judgments, import_queries, import_run
-    from db.projects import create_project
-    from db.releases import create_release
-    from db.store.schema import init_db
-
-    rng = random.Random(1_3)
-    engine = init_db(db_url)
-    create_user(engine, LEAD[0], "lead", password=LEAD[1], actor=OPERATOR)
-    create_project(engine, PROJECT, scale=(1, 3), actor=OPERATOR)
-    docs = {q: [f"{q}-d{j}" for j in range(6)] for q in QUERIES}
-
-    import_queries(engine, PROJECT, write_jsonl(folder / "q.jsonl", [{"id": q, "text": f"pregunta {q}"}
-                                                                     for q in QUERIES]), actor=OPERATOR)
-    import_fragments(engine, PROJECT, write_jsonl(folder / "f.jsonl", [{"id": d, "text": f"texto {d}"}
-                                                                       for ds in docs.values() for d in ds]),
-                     actor=OPERATOR)
-    judged = [{"query_id": q, "fragment_id": d, "annotator": who, "grade": grade}
-              for q, ds in docs.items() for d in ds for grade in [rng.choice((1, 1, 2, 3))] for who in ("ann", "bob")]
-    import_judgments(engine, PROJECT, write_jsonl(folder / "j.jsonl", judged), actor=OPERATOR)
-    lines = []
-    for q, ds in docs.items():
-        ranking = ds[:]
-        rng.shuffle(ranking)
-        lines += [f"{q} Q0 {d} {r} {10 - r}.5 bm25\n" for r, d in enumerate(ranking, start=1)]
-    (folder / "bm25.run").write_text("".join(lines), encoding="utf-8")
-    import_run(engine, PROJECT, folder / "bm25.run", name="bm25", actor=OPERATOR)
-    create_release(engine, PROJECT, actor=LEAD[0])
-    engine.dispose()
-
 
 @pytest.fixture(scope="module")
 def scale_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:

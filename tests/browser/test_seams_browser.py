@@ -18,12 +18,12 @@ from tests.browser.pages import (
     choose,
     engine_of,
     follow_lead_link,
-    human_disputes,
     open_lead_page,
     shown_fragment_id,
     tiles,
     wait_drawn,
 )
+from tests.helpers import human_disputes
 
 pytestmark = pytest.mark.browser
 
