@@ -2,6 +2,7 @@
 # virtualenv in .venv (ignored by git): Debian 12/13's system Python refuses `pip install` (PEP 668).
 PY ?= python3
 VENV ?= .venv
+PORT ?= 8501
 BIN := $(VENV)/bin
 
 .PHONY: help venv install install-test demo test test-fast lint typecheck screenshots
@@ -22,8 +23,8 @@ install-test: venv  ## install qrelkit with the test extras, Debian's chromium, 
 	bash scripts/system-deps.sh
 	$(BIN)/python -m pip install -q -e '.[test]'
 
-demo: install  ## build the demo project (SQLite ./qrelkit-demo.db) and serve it on http://127.0.0.1:8501
-	$(BIN)/qrelkit demo
+demo: install  ## build the demo project (SQLite ./qrelkit-demo.db) and serve it on http://127.0.0.1:8501 (make demo PORT=8502: another port)
+	$(BIN)/qrelkit demo --port $(PORT)
 
 test: install-test  ## ruff, mypy and the whole suite (browser and PostgreSQL tests included)
 	$(BIN)/python -m ruff check .

@@ -4,7 +4,9 @@ details, and pass SIGTERM/SIGINT on to the Streamlit child so stopping the comma
 from __future__ import annotations
 
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -31,6 +33,7 @@ def test_the_streamlit_command_listens_locally_with_a_viewer_toolbar_and_no_erro
 def test_address_defaults_to_localhost_and_is_passed_on(command, tmp_path, monkeypatch):
     seen = []
     monkeypatch.setattr(cli_app, "run_child", lambda cmd, env: seen.append(cmd) or 0)
+    monkeypatch.setattr(cli_app, "port_in_use", lambda address, port: False)  # whatever this machine runs on 8601
     monkeypatch.setattr("annotator.demo.build_demo", lambda engine, show_progress=False: type(
         "Info", (), {"project": "demo", "created": True, "users": ()})())
     db = f"sqlite:///{tmp_path / 'x.db'}"
@@ -39,6 +42,30 @@ def test_address_defaults_to_localhost_and_is_passed_on(command, tmp_path, monke
     assert main([command, "--db", db, "--port", "8601", "--address", "10.1.2.3"]) == 0
     assert [next(a for a in cmd if a.startswith("--server.address=")) for cmd in seen] == [
         "--server.address=127.0.0.1", "--server.address=10.1.2.3"]
+
+
+@pytest.mark.parametrize("command", ["serve", "demo"])
+def test_a_port_someone_listens_on_is_refused_before_anything_starts(command, tmp_path, monkeypatch, capsys):
+    """Streamlit alone prints "Port 8501 is not available" after `serving … at :8501` (and demo after building and
+    printing the logins): refused first instead, in one sentence that names the port and a free one to use."""
+    started, built = [], []
+    monkeypatch.setattr(cli_app, "run_child", lambda cmd, env: started.append(cmd) or 0)
+    monkeypatch.setattr("annotator.demo.build_demo", lambda engine, show_progress=False: built.append(engine))
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    assert main(["init", "--db", db]) == 0
+    capsys.readouterr()
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        assert cli_app.port_in_use("127.0.0.1", port)
+        assert main([command, "--db", db, "--port", str(port)]) == 2
+    out, err = capsys.readouterr()
+    assert started == [] and built == [] and out == ""
+    assert err.count("\n") == 1 and f"port {port} on 127.0.0.1 is in use" in err
+    suggested = int(re.search(r"--port (\d+) \(make demo PORT=\1\)", err)[1])
+    assert suggested > port and not cli_app.port_in_use("127.0.0.1", suggested)
+    assert not cli_app.port_in_use("127.0.0.1", port)  # closed: free again (SO_REUSEADDR, as the server binds)
 
 
 CHILD = """

@@ -8,8 +8,10 @@ docs/security.md); SIGTERM and SIGINT are passed on to the Streamlit child, whic
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -69,11 +71,37 @@ def run_child(command: list[str], env: dict[str, str]) -> int:
     return 128 + received[0] if received else code
 
 
+def port_in_use(address: str, port: int) -> bool:
+    """Whether something already listens on `address:port` (a bind that fails with EADDRINUSE; SO_REUSEADDR as
+    the server sets it, so a port in TIME_WAIT after a stop is free). Any other bind failure is left to the
+    server, which says what it is."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((address, port))
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
+
+
+def check_port(address: str, port: int) -> None:
+    """Refuse a port another server holds before anything is printed or started, naming a free one nearby
+    (Streamlit alone says only "Port 8501 is not available", after `serving … at` was printed)."""
+    if not port_in_use(address, port):
+        return
+    free = next((p for p in range(port + 1, min(port + 50, 65536)) if not port_in_use(address, p)), None)
+    example = free if free is not None else port + 1
+    raise RuntimeError(f"port {port} on {address} is in use (another qrelkit serve or demo?): choose another with "
+                       f"--port {example} (make demo PORT={example})")
+
+
 def serve(url: str, port: int, address: str = DEFAULT_ADDRESS, project: str | None = None) -> int:
     """Run the app against `url` until stopped; the URL reaches the app through QRELKIT_DB_URL."""
     from db.store.engine import database_url
     from db.store.schema import init_db
 
+    check_port(address, port)
     env = dict(os.environ, QRELKIT_DB_URL=url)
     if project:
         env["QRELKIT_PROJECT"] = project
@@ -96,6 +124,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from annotator.demo import build_demo
     from db.store.schema import init_db
 
+    check_port(args.address, args.port)  # before the build and the demo logins, not after them
     url = args.db or DEMO_URL
     info = build_demo(init_db(url), show_progress=True)
     state = "created" if info.created else "already present"
