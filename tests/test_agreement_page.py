@@ -143,3 +143,22 @@ def test_headline_of_a_single_annotator_says_why_instead_of_a_number() -> None:
     tiles = views_agreement.headline(report)
     assert [(t.value, t.caption.split(" · ")[0]) for t in tiles] == [("—", "undefined: one annotator")] * 3
     assert views_agreement.kappa_table(report).empty
+
+
+def test_headline_without_a_ci_gives_the_reports_reason() -> None:
+    """Four queries: the report draws no bootstrap (a query-clustered interval needs at least five, so `qrelkit
+    agreement` prints "CIs: none (… 4 queries, too few to resample …)"); the tiles say that same reason — not a
+    rule the four queries already meet ("needs ≥ 2 queries")."""
+    import pandas as pd
+
+    from annotator.app.components import agreement as views_agreement
+    from eval_core.agreement.report import MIN_CI_QUERIES, agreement_report
+
+    grades = {"ana": [0, 1, 2, 3, 0, 1, 2, 3], "ben": [0, 1, 2, 2, 0, 1, 3, 3]}
+    frame = pd.DataFrame([{"query_id": f"q{i // 2}", "fragment_id": f"d{i}", "annotator": who, "grade": g}
+                          for who, row in grades.items() for i, g in enumerate(row)])
+    frame["grade"] = frame["grade"].astype("Int64")
+    report = agreement_report(frame, bootstrap=200)
+    assert MIN_CI_QUERIES == 5 and report.alpha["ordinal"].value is not None and report.alpha["ordinal"].ci is None
+    captions = [t.caption.split(" · ")[0] for t in views_agreement.headline(report)]
+    assert captions == ["no CI: 4 queries, too few to resample (a query-clustered interval needs at least 5)"] * 3

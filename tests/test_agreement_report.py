@@ -237,6 +237,10 @@ def test_assess_verdicts() -> None:
     middle = (value.ci[0] + value.ci[1]) / 2
     assert agreement_report(good, bootstrap=200, threshold=middle).assessment.verdict == "inconclusive"
     assert agreement_report(good, bootstrap=0).assessment.verdict == "insufficient_data"
+    few = agreement_report(good[good["query_id"].isin(sorted(good["query_id"].unique())[:4])], bootstrap=200)
+    assert few.assessment.verdict == "insufficient_data"  # 4 queries: no interval, and the reason says why
+    assert few.assessment.reasons[0].endswith("has no confidence interval (needs ≥ 5 queries and a bootstrap of "
+                                              "≥ 1 replicate)")
 
 
 def test_assess_bands_and_reason_format() -> None:

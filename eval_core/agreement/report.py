@@ -282,7 +282,7 @@ def assess(alpha: Coefficient, level: str, threshold: float = AGREEMENT_THRESHOL
         reasons = [f"{level} α {alpha.status}"]
     elif alpha.ci is None:
         reasons = [f"{level} α {value:.2f} has no confidence interval "
-                   "(needs ≥ 2 queries and a bootstrap of ≥ 1 replicate)"]
+                   f"(needs ≥ {MIN_CI_QUERIES} queries and a bootstrap of ≥ 1 replicate)"]
     else:
         relation = {"ok": "≥", "ambiguous": "<", "inconclusive": "straddles"}[overall]
         reasons = [f"{level} α {alpha.text(2)} {relation} {threshold:g}"]

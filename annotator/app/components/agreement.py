@@ -16,7 +16,7 @@ from db.projects import current_guideline
 from db.store import frames as queries_frames
 from eval_core.agreement.report import agreement_report
 from eval_core.agreement.table import DIGITS, coefficient_rows, cut_rows
-from eval_core.agreement.types import AgreementReport, Boundary, Coefficient, DisputedPair, GroupAlpha
+from eval_core.agreement.types import OK, AgreementReport, Boundary, Coefficient, DisputedPair, GroupAlpha
 from eval_core.judges.calibration import (
     CONSENSUS,
     CalibrationReport,
@@ -137,11 +137,19 @@ def value_text(c: Coefficient, digits: int = 2) -> str:
     return MISSING if c.value is None else f"{c.value:.{digits}f}"
 
 
-def ci_caption(c: Coefficient, digits: int = 2) -> str:
-    """`95% CI 0.41 – 0.62`, or why there is none."""
+def ci_caption(c: Coefficient, digits: int = 2, why: str = "") -> str:
+    """`95% CI 0.41 – 0.62`, or why there is none (`why`: the report's reason, e.g. too few queries)."""
     if c.value is None:
         return c.status
-    return f"95% CI {c.ci_text(digits, ' – ')}" if c.ci else "no CI (needs ≥ 2 queries)"
+    return f"95% CI {c.ci_text(digits, ' – ')}" if c.ci else f"no CI: {why}" if why else "no CI"
+
+
+def no_ci_reason(report: AgreementReport) -> str:
+    """Why the report's coefficients may lack a CI: the bootstrap's own reason (too few queries to resample, as
+    `qrelkit agreement` prints it), else the percentile interval's (most resamples left it undefined)."""
+    if report.bootstrap.status != OK:
+        return report.bootstrap.status.removeprefix("no CIs: ")
+    return "undefined in most resamples"
 
 
 def headline(report: AgreementReport, scope: str = "all judgments") -> list[Tile]:
@@ -151,11 +159,13 @@ def headline(report: AgreementReport, scope: str = "all judgments") -> list[Tile
     pairs = len(report.kappa)
     kappa = report.light_kappa
     suffix = ("" if pairs <= 1 else f" · mean of {pairs} annotator pairs (Light's κ)") + f" · {scope}"
+    why = no_ci_reason(report)
     return [Tile("Cohen's κ, weighted", value_text(kappa["quadratic"]),
-                 f"{ci_caption(kappa['quadratic'])} · quadratic weights{suffix}"),
-            Tile("Cohen's κ, unweighted", value_text(kappa["unweighted"]), ci_caption(kappa["unweighted"]) + suffix),
+                 f"{ci_caption(kappa['quadratic'], why=why)} · quadratic weights{suffix}"),
+            Tile("Cohen's κ, unweighted", value_text(kappa["unweighted"]),
+                 ci_caption(kappa["unweighted"], why=why) + suffix),
             Tile("Krippendorff's α", value_text(report.alpha["ordinal"]),
-                 f"{ci_caption(report.alpha['ordinal'])} · ordinal, all annotators · {scope}")]
+                 f"{ci_caption(report.alpha['ordinal'], why=why)} · ordinal, all annotators · {scope}")]
 
 
 def pooled_line(agreement: ProjectAgreement) -> str | None:
