@@ -233,9 +233,10 @@ def test_unreadable_and_malformed_inputs(tmp_path: Path, files: tuple[str, str],
     status, _, err = _run(capsys, files[0], str(bad))
     assert status == 2 and f"{bad}:2:" in err
     dup = tmp_path / "dup.run"
-    dup.write_text("q1 Q0 a 1 4 tag\nq1 Q0 a 2 3 tag\n")
+    dup.write_text("q1 Q0 a 1 4 tag\n# a comment\nq2 Q0 a 1 3 tag\nq1 Q0 b 2 3 tag\nq1 Q0 a 3 2 tag\n")
     status, _, err = _run(capsys, files[0], str(dup))
-    assert status == 2 and "'a'" in err
+    assert status == 2
+    assert f"{dup}:5: docid 'a' is retrieved twice for query 'q1' (first on line 1)" in err
 
 
 def test_scores_are_float64_in_10_float32_in_9(tmp_path: Path, files: tuple[str, str],

@@ -177,7 +177,8 @@ def read_results(path: str | Path, float32: bool = False) -> Results:
     docs: dict[str, list[str]] = {}
     scores: dict[str, list[float]] = {}
     run_id = ""
-    for number, line in enumerate(_read_bytes(path).split(b"\n"), 1):
+    lines = _read_bytes(path).split(b"\n")
+    for number, line in enumerate(lines, 1):
         stripped = line.lstrip()
         if not stripped or stripped.startswith(b"#"):
             continue
@@ -201,9 +202,24 @@ def read_results(path: str | Path, float32: bool = False) -> Results:
         if len(set(ids)) != len(ids):
             seen: set[str] = set()
             dup = next(d for d in ids if d in seen or seen.add(d))  # type: ignore[func-returns-value]
-            raise InputError(label, None, f"docid {dup!r} is retrieved twice for query {qid!r}")
+            first, again = _lines_of(lines, qid, dup)
+            raise InputError(label, again, f"docid {dup!r} is retrieved twice for query {qid!r} (first on line {first})")
         by_query[qid] = (ids, np.asarray(scores[qid], dtype=np.float64).astype(dtype))
     return Results(by_query, run_id)
+
+
+def _lines_of(lines: list[bytes], qid: str, doc: str) -> tuple[int, int]:
+    """The first two line numbers of a run whose query is `qid` and docid `doc` (found again only for the error
+    that names them: a repeat is rare, and keeping every line's number would cost memory on every big run)."""
+    found = []
+    for number, line in enumerate(lines, 1):
+        fields = line.split()
+        if len(fields) >= 6 and not fields[0].startswith(b"#") and _decode(fields[0]) == qid \
+                and _decode(fields[2]) == doc:
+            found.append(number)
+            if len(found) == 2:
+                break
+    return found[0], found[1]
 
 
 def rank_query(docids: list[str], scores: np.ndarray, max_docs: int | None = None) -> list[str]:
