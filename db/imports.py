@@ -37,7 +37,7 @@ from db.store.models import (
 )
 from eval_core.errors import MAX_PROBLEMS, InputError, Problems
 from eval_core.io.collection import read_fragments, read_queries
-from eval_core.io.formats import detect_format, load_run, ranked
+from eval_core.io.formats import SWAPPED_ADVICE, detect_format, load_run, ranked
 from eval_core.io.judgments import (
     ANNOTATOR_KINDS,
     QRELS_FORMATS,
@@ -52,6 +52,9 @@ MAX_ID_CHARS = 500
 MAX_NAME_CHARS = 200
 MAX_PROMPT_CHARS = 64  # users.prompt_version, judgments.prompt_version
 UNKNOWN_LISTED = 10
+# What `import run` says of grades given as a run, instead of eval's "were the qrels and the run swapped?"
+QRELS_AS_RUN = (": grades go in with `qrelkit import judgments FILE` (TREC or BEIR qrels: with --annotator NAME, "
+                "whose grades they are)")
 MAX_TEXT_CHARS = 1_000_000
 CHUNK = 20_000
 Q, F, P, J, H, A = (m.__table__ for m in (Query, Fragment, Pair, Judgment, JudgmentHistory, Assignment))
@@ -245,7 +248,12 @@ def _parse_run(path: str | Path, queries: dict[str, int], show: bool) -> pd.Data
     read by eval_core's one run reader (TREC, or JSONL/CSV runs; its path:line errors), then checked against
     the project: every line naming a query the project lacks, or a document id longer than the store keeps,
     is a problem (found by one more pass over the file, only when there are any)."""
-    cols = load_run(path)
+    try:
+        cols = load_run(path)
+    except InputError as exc:
+        if not exc.problem.endswith(SWAPPED_ADVICE):
+            raise
+        raise InputError(exc.path, exc.line, exc.problem.removesuffix(SWAPPED_ADVICE) + QRELS_AS_RUN) from None
     frame = cols.frame("score").rename(columns={"query_id": "qext", "doc_id": "doc"})
     frame["query_id"] = frame["qext"].map(queries)
     unknown = set(frame.loc[frame["query_id"].isna(), "qext"].unique())
@@ -366,9 +374,9 @@ def _read_judgments(path: str | Path, proj: Project, show: bool, source: Judgmen
     if source.qrels_format is not None:
         raise InputError(str(path), None, "--qrels-format reads qrels as an annotator's grades: name the annotator "
                                           "with --annotator NAME")
-    hint = judgments_file_hint(path)
-    if hint is not None:
-        raise InputError(str(path), None, hint)
+    refused = judgments_file_hint(path)
+    if refused is not None:
+        raise refused
     return read_judgments_file(path, project_scale(proj), progress=show)
 
 

@@ -224,6 +224,8 @@ def test_semicolon_csv_is_named_by_every_reader(tmp_path: Path) -> None:
         reader = read_queries if name == "q.csv" else load_qrels
         with pytest.raises(InputError, match=r":1: .*CSV separated by ';'.* save it with ',' as the delimiter"):
             reader(path)
-    judgments = put(tmp_path, "j.csv", "query_id;fragment_id;annotator;grade\nq1;d1;ann;2\n")
-    assert "CSV separated by ';'" in (judgments_file_hint(judgments) or "")
+    judgments = put(tmp_path, "j.csv", "\nquery_id;fragment_id;annotator;grade\nq1;d1;ann;2\n")
+    assert str(judgments_file_hint(judgments)).startswith(f"{judgments}:2: it looks like a CSV separated by ';'")
+    run = put(tmp_path, "j.txt", "# a comment\nq1 Q0 d1 1 2.5 bm25\n")
+    assert str(judgments_file_hint(run)).startswith(f"{run}:2: this looks like a TREC run")
     assert judgments_file_hint(put(tmp_path, "ok.csv", "query_id,fragment_id,annotator,grade\nq1,d1,a;b,2\n")) is None

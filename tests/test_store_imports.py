@@ -193,6 +193,14 @@ BAD_INPUTS = {
                               "grade 2 with a can't-judge reason"),
     "time without offset": ("j.jsonl", '{"query_id":"q1","fragment_id":"d1","annotator":"a","grade":2,'
                                        '"time":"2026-01-02T03:04:05"}\n', 1, "has no UTC offset"),
+    "judgments CSV separated by ';'": ("j.csv", "query_id;fragment_id;annotator;grade\nq1;d1;a;1\n", 1,
+                                       "it looks like a CSV separated by ';'"),
+    "a run given as judgments": ("j.trec", "q1 Q0 d1 1 1.0 t\n", 1, "not judgments: `qrelkit import run`"),
+    "qrels given as judgments": ("j.txt", "q1 0 d1 2\n", 1, "name whose grades they are with --annotator NAME"),
+    "qrels given as a run": ("run.trec", "q1 0 d1 2\n", 1, "not a run: grades go in with `qrelkit import "
+                             "judgments FILE` (TREC or BEIR qrels: with --annotator NAME, whose grades they are)"),
+    "a release given as a run": ("run.jsonl", '{"query_id": "q1", "fragment_id": "d1", "grade": 2, "grades": '
+                                 '{"a": 2}, "rule": "median"}\n', 1, "not a run: grades go in with `qrelkit import"),
     "empty file": ("q.csv", "", None, "empty file"),
     "empty run": ("run.trec", "", 1, "empty file"),
     "non-UTF-8": ("f.csv", b"id,text\nd9,ok\nd10,caf\xe9\n", 3, "not valid UTF-8"),
@@ -213,6 +221,7 @@ def test_bad_input_names_path_line_and_changes_nothing(engine, corpus, case):
         IMPORTERS[name.split(".")[0]](engine, "demo", path, actor=OPERATOR)
     where = f"{path}:{line}: " if line else f"{path}: "
     assert str(err.value).startswith(where) and words in str(err.value)
+    assert "qrels first" not in str(err.value)  # eval's advice (argument order); an import has no such order
     assert _snapshot(engine) == before
 
 

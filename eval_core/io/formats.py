@@ -389,14 +389,17 @@ def _scan_lines(lines: Iterable[tuple[int, str]], path: str, kind: str) -> Colum
     return cols
 
 
+# The advice that ends a "qrels given as a run" (or the reverse) error: right for `qrelkit eval QRELS RUN`; a
+# caller where no argument order exists (`qrelkit import run`) puts its own advice in its place.
+SWAPPED_ADVICE = ": were the qrels and the run swapped? (qrels first)"
+
+
 def _swapped(kind: str, fields: list[str]) -> str:
     """A hint when a qrels line is given as a run or a run line as qrels (arguments swapped)."""
     if kind == "qrels" and len(fields) == 6:
-        return ("; this looks like a TREC run (qid Q0 docid rank score tag), not qrels: were the qrels and the "
-                "run swapped? (qrels first)")
+        return "; this looks like a TREC run (qid Q0 docid rank score tag), not qrels" + SWAPPED_ADVICE
     if kind == "run" and len(fields) == 4:
-        return ("; this looks like TREC qrels (qid iter docid grade), not a run: were the qrels and the run "
-                "swapped? (qrels first)")
+        return "; this looks like TREC qrels (qid iter docid grade), not a run" + SWAPPED_ADVICE
     return ""
 
 
@@ -525,8 +528,7 @@ def _records(path: str, kind: str) -> Columns:
             raise InputError(path, lineno, f"this is a judgments file (one line per annotator's grade), not "
                              f"{kind}: make qrels of it with `qrelkit consensus`, or evaluate against a release")
         if kind == "run" and "score" not in rec and ("grade" in rec or "grades" in rec):
-            raise InputError(path, lineno, "this holds grades (qrels or a release), not a run: were the qrels and "
-                             "the run swapped? (qrels first)")
+            raise InputError(path, lineno, "this holds grades (qrels or a release), not a run" + SWAPPED_ADVICE)
         if escaped:
             rec = {k: unescape_cell(v) for k, v in rec.items()}
         qid = str(rec["query_id"])

@@ -631,24 +631,37 @@ def read_qrels_judgments(path: str | Path, annotator: str, scale: tuple[int, int
                          pd.DataFrame(columns=[*ADJUDICATION_COLUMNS, "line"]), problems.items, problems.total)
 
 
-def judgments_file_hint(path: str | Path) -> str | None:
-    """Why a file given as judgments without --annotator is not one, when its content says (TREC or BEIR qrels,
-    a TREC run); None when it may be a judgments file."""
+def judgments_file_hint(path: str | Path) -> InputError | None:
+    """Why a file given as judgments without --annotator is not one, when its content says (a ';'-separated CSV,
+    TREC or BEIR qrels, a TREC run), at the line that shows it (the header or the first TREC line); None when it
+    may be a judgments file."""
     name = format_by_name(path)
     if name == "csv" and semicolon_separated(path):
-        return SEMICOLON_HINT
+        return InputError(str(path), _first_content_line(path)[0], SEMICOLON_HINT)
     if name in ("jsonl", "csv"):
         return None
     fmt = detect_format(path)
     if fmt == "beir":
-        return ("this is BEIR qrels (query-id, corpus-id, score): name whose grades they are with --annotator NAME "
-                "(and --annotator-kind model --model M for a model's)")
+        return InputError(str(path), _first_content_line(path)[0],
+                          "this is BEIR qrels (query-id, corpus-id, score): name whose grades they are with "
+                          "--annotator NAME (and --annotator-kind model --model M for a model's)")
     if fmt != "trec":
         return None
-    first = next(text.split() for _, text in iter_lines(path) if text.strip() and not text.lstrip().startswith("#"))
+    line, first = _first_content_line(path, comments=True)
     if len(first) == 6:
-        return "this looks like a TREC run (qid Q0 docid rank score tag), not judgments: `qrelkit import run`"
+        return InputError(str(path), line, "this looks like a TREC run (qid Q0 docid rank score tag), not "
+                                           "judgments: `qrelkit import run`")
     if len(first) == 4:
-        return ("this looks like TREC qrels (qid iter docid grade): name whose grades they are with --annotator "
-                "NAME (multi-judge qrels: also --qrels-format jg, one annotator per judge group)")
+        return InputError(str(path), line, "this looks like TREC qrels (qid iter docid grade): name whose grades "
+                                           "they are with --annotator NAME (multi-judge qrels: also --qrels-format "
+                                           "jg, one annotator per judge group)")
     return None
+
+
+def _first_content_line(path: str | Path, comments: bool = False) -> tuple[int, list[str]]:
+    """The number and whitespace-split fields of the first line that is not blank (nor a `#` comment when
+    `comments`): the line a hint about the whole file's layout is about."""
+    for number, text in iter_lines(path):
+        if text.strip() and not (comments and text.lstrip().startswith("#")):
+            return number, text.split()
+    return 1, []
