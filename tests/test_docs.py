@@ -1,11 +1,12 @@
 """The docs and the registries cannot drift apart: every registered metric is documented and no other is, the
-CLI reference (docs/cli.md) is what the parsers print, and every entry of every registry the CLI offers
-appears in it."""
+CLI reference (docs/cli.md) is what the parsers print, every entry of every registry the CLI offers
+appears in it, and every relative link of the README and the docs leads to a file that exists."""
 
 from __future__ import annotations
 
 import importlib.util
 import re
+from pathlib import Path
 
 import pytest
 
@@ -104,3 +105,36 @@ def test_the_architecture_doc_names_real_registries() -> None:
     named = set(re.findall(r"`((?:eval_core|db)(?:\.[a-z_]+)+)\.([A-Z][A-Z_]+)`", table))
     assert named
     assert sorted(f"{m}.{n}" for m, n in named if not hasattr(importlib.import_module(m), n)) == []
+
+
+# A Markdown link or image: [text](target) — the target up to a space or the closing parenthesis.
+LINK = re.compile(r"\]\(([^()\s]+)\)")
+
+
+def broken_links(page: Path, root: Path = ROOT) -> list[str]:
+    """`page:line: target` for every relative link of a Markdown page whose file does not exist (web addresses,
+    mail and in-page anchors left out; an anchor after a file name is not checked)."""
+    out = []
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        for target in LINK.findall(line):
+            if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+                continue
+            if not (page.parent / target.split("#", 1)[0]).exists():
+                out.append(f"{page.relative_to(root)}:{number}: {target}")
+    return out
+
+
+def test_the_link_checker_catches_a_missing_file(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "a.md").write_text("", encoding="utf-8")
+    page = tmp_path / "docs" / "p.md"
+    page.write_text("[a](../a.md) [web](https://x.org/y) [top](#top) [m](mailto:x@y.org)\n"
+                    "![b](b.png) [c](../a.md#part) [d](a.md)\n", encoding="utf-8")
+    assert broken_links(page, tmp_path) == ["docs/p.md:2: b.png", "docs/p.md:2: a.md"]
+
+
+@pytest.mark.parametrize("page", ["README.md", "CONTRIBUTING.md", "CHANGELOG.md",
+                                  *sorted(f"docs/{p.name}" for p in DOCS.glob("*.md"))])
+def test_every_relative_link_leads_to_a_file(page: str) -> None:
+    """docs/judges.md once linked the bundled prompt at eval_core/guidelines/, where it never was."""
+    assert broken_links(ROOT / page) == []
