@@ -69,6 +69,24 @@ def test_lead_creates_a_release_and_downloads_its_qrels(demo_server: Server, pag
     screenshot(page, "lead_releases")
 
 
+# Each download button's label as shown, and how many of its elements clip their text (wider inside than shown).
+DOWNLOAD_LABELS = """() => [...document.querySelectorAll('[data-testid=stDownloadButton] button')].map(b =>
+    [b.innerText.trim(), [...b.querySelectorAll('*')].filter(e => e.scrollWidth > e.clientWidth + 1).length])"""
+
+
+def test_every_release_download_shows_its_whole_label(demo_server: Server, page) -> None:
+    """Seven equal columns cut every label longer than "CSV" to "TREC qrels…": the gains and the as-judged TREC
+    files looked the same. Each label is drawn whole, none clipped, at the tests' 1280-pixel window."""
+    from annotator.app.components.releases import downloads
+
+    open_lead_page(page, demo_server, "Releases", LEAD)
+    page.get_by_role("button", name="TREC qrels (grades as judged)").wait_for(timeout=SLOW)
+    wait_drawn(page)
+    shown = page.evaluate(DOWNLOAD_LABELS)
+    assert [label for label, _ in shown] == [label for _, label, _ in downloads()]
+    assert [label for label, clipped in shown if clipped] == []
+
+
 @pytest.mark.parametrize(("title", "shot"), [
     ("Project", "lead_project"),
     ("Guidelines", "lead_guidelines"),

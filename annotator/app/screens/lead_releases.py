@@ -75,10 +75,13 @@ with st.expander("Full card"):
 st.subheader("Downloads")
 files = releases.release_files(engine, project.name, version)
 offered = [d for d in views_release.downloads() if d[0] in files]
-for col, (name, label, mime) in zip(st.columns(len(offered)), offered, strict=True):
-    col.download_button(label, auth.lead_only(lambda name=name: files[name]),
-                        file_name=f"{project.name}-v{version}-{name}", mime=mime, key=f"download-{name}",
-                        on_click="ignore")
+# One row that wraps, each button as wide as its label: seven equal columns cut every label longer than "CSV"
+# to "TREC qrels…", so the gains and the as-judged TREC files could not be told apart.
+buttons = st.container(horizontal=True, wrap=True)
+for name, label, mime in offered:
+    buttons.download_button(label, auth.lead_only(lambda name=name: files[name]),
+                            file_name=f"{project.name}-v{version}-{name}", mime=mime, key=f"download-{name}",
+                            on_click="ignore")
 
 older = [v for v in versions if v < version]
 if older:
