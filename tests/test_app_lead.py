@@ -93,6 +93,10 @@ def test_run_history_chart_marks_only_flagged_drops():
     drop_rows = datasets[layers[1]["data"]["name"]]
     assert [r["version"] for r in line_rows] == [1, 2, 3]
     assert [(r["version"], r["value"]) for r in drop_rows] == [(2, 0.40)]
+    # no drop, no empty layer of drops (Vega warns "Infinite extent for field value" in the browser's console)
+    steady = charts.run_history_chart(history, "mrr").to_dict()
+    assert "layer" not in steady and steady["mark"] == {"type": "line", "point": True}
+    assert [r["value"] for r in steady["datasets"][steady["data"]["name"]]] == [0.3, 0.3, 0.3]
 
 
 def test_agreement_trend_chart_draws_the_threshold():

@@ -92,13 +92,15 @@ def recall_curve_chart(curve: pd.DataFrame, value: str = "recall") -> alt.Chart:
     return alt.Chart(curve).mark_line(point=True).encode(**encode).properties(title=f"{value}@k curve")
 
 
-def run_history_chart(history: pd.DataFrame, metric: str) -> alt.LayerChart | alt.FacetChart:
+def run_history_chart(history: pd.DataFrame, metric: str) -> alt.Chart | alt.LayerChart | alt.FacetChart:
     """One metric of a run across releases (db.evaluations.run_history rows), each drop marked in red."""
     frame = history[history["metric"] == metric]
     x = alt.X("version:O", title="release")
     line = alt.Chart(frame).mark_line(point=True).encode(
         x=x, y=alt.Y("value:Q", title=metric),
         tooltip=["version", alt.Tooltip("value:Q", format=".4f"), alt.Tooltip("change:Q", format="+.4f")])
+    if not frame["drop"].any():  # an empty layer makes Vega log "Infinite extent for field value" in the console
+        return line.properties(title=f"{metric} across releases")
     drops = alt.Chart(frame[frame["drop"]]).mark_point(
         color="#d62728", size=160, filled=True, shape="triangle-down").encode(
         x=x, y="value:Q", tooltip=["version", alt.Tooltip("change:Q", format="+.4f", title="drop")])
