@@ -26,3 +26,8 @@ def test_evaluate_page_shows_the_sentence_and_the_pool_drops(store):
     drops = {b.run: f"{b.drop:.4f}" for b in report.metrics[0].pool_bias}
     assert {r: table.loc[r, "Drop without them"] for r in ("baseline", "dense")} == drops
     assert sentence == shown(report.sentence())
+    # the x axis counts run pairs: whole numbers ("1", not "1.000000" under the one pair of two runs)
+    from annotator.app.components.reliability import asl_chart
+
+    axis = asl_chart(report.metrics[0], 0.05).to_dict()["layer"][0]["encoding"]["x"]["axis"]
+    assert axis == {"format": "d", "tickMinStep": 1}

@@ -33,7 +33,7 @@ def asl_chart(m: MetricReliability, alpha: float) -> alt.LayerChart:
     """Every run pair's ASL, pairs sorted from most to least significant, with the α line (Sakai's ASL curve)."""
     curve = m.asl_curve()
     line = alt.Chart(curve).mark_line(point=True).encode(
-        x=alt.X("rank:Q", title="run pairs, sorted by ASL", axis=alt.Axis(tickMinStep=1)),
+        x=alt.X("rank:Q", title="run pairs, sorted by ASL", axis=alt.Axis(tickMinStep=1, format="d")),
         y=alt.Y("asl:Q", title="achieved significance level", scale=alt.Scale(domain=[0, 1])),
         tooltip=[alt.Tooltip("pair:N", title="pair"), alt.Tooltip("asl:Q", title="ASL", format=".4f")])
     rule = alt.Chart(pd.DataFrame({"alpha": [alpha]})).mark_rule(strokeDash=[4, 4], color="firebrick").encode(
