@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from eval_core.errors import InputError
-from eval_core.io.judgments import check_judgments, parse_scale, read_judgments
+from eval_core.io.judgments import check_judgments, read_judgments
+from eval_core.io.records import parse_scale
 from tests.helpers import write_jsonl
 
 

@@ -150,3 +150,83 @@ def test_options_that_contradict_the_scale_are_refused(tmp_path, capsys, options
     write_trec(tmp_path / "r.txt", QRELS, RUN)
     assert main(["eval", str(tmp_path / "q.txt"), str(tmp_path / "r.txt"), "--scale", "1-3", *options]) == 2
     assert problem in capsys.readouterr().err
+
+
+# ------------------------------------------------- a release's JSONL and CSV name their scale: eval reads it
+# A release writes its TREC and BEIR qrels as gains (grade − low) and its JSONL and CSV with the grades as
+# judged, `"scale": "1-5"` on every line. `qrelkit eval` reads all four as qrels; read as gains, the JSONL and
+# CSV of a 1–5 release would count grade 1 (not relevant) as relevant and give every nDCG gain one too many.
+
+def test_every_release_file_of_a_1_5_project_evaluates_alike(tmp_path, capsys) -> None:
+    """Grades imported as qrels on 1–5, released (median of one annotator: the grades themselves), exported as
+    TREC, BEIR, JSONL and CSV: `qrelkit eval` gives each file pytrec_eval's numbers on the qrels shifted by hand."""
+    import json
+
+    from annotator.cli import main
+
+    db = f"sqlite:///{tmp_path / 'p.db'}"
+    assert main(["init", "--db", db, "--project", "p", "--scale", "1-5"]) == 0
+    queries = sorted(QRELS_1_5)
+    (tmp_path / "q.tsv").write_text("".join(f"{q}\tquery {q}\n" for q in queries), encoding="utf-8")
+    docs = sorted({d for judged in QRELS_1_5.values() for d in judged} | {"z"})
+    (tmp_path / "f.jsonl").write_text("".join(json.dumps({"id": d, "contents": f"text {d}"}) + "\n" for d in docs),
+                                      encoding="utf-8")
+    write_trec(tmp_path / "grades.txt", QRELS_1_5)
+    write_trec(tmp_path / "r.txt", QRELS_1_5, RUN_1_5)
+    for argv in (["import", "queries", str(tmp_path / "q.tsv")], ["import", "fragments", str(tmp_path / "f.jsonl")],
+                 ["import", "judgments", str(tmp_path / "grades.txt"), "--annotator", "nist"],
+                 ["user", "add", "lea", "--role", "lead", "--no-password"]):
+        assert main([*argv, "--db", db] + (["--project", "p"] if argv[0] == "import" else [])) == 0, argv
+    assert main(["release", "--project", "p", "--db", db, "--user", "lea"]) == 0
+    expected = trec_means(QRELS_1_5, RUN_1_5, 1, 2)
+    for fmt, name in (("trec", "rel.trec"), ("beir", "rel.tsv"), ("jsonl", "rel.jsonl"), ("csv", "rel.csv")):
+        out = tmp_path / name
+        assert main(["export", "--project", "p", "--db", db, "--release", "1", "--format", fmt, "-o", str(out)]) == 0
+        capsys.readouterr()
+        assert main(["eval", str(out), str(tmp_path / "r.txt"), "--metrics", ",".join(OURS_TO_TREC),
+                     "--format", "json"]) == 0
+        mean = json.loads(capsys.readouterr().out)["runs"][0]["mean"]
+        for metric, value in expected.items():
+            assert mean[metric] == pytest.approx(value, abs=1e-12), (name, metric)
+
+
+def release_lines(qrels: dict[str, dict[str, int]], scale: str = "1-5") -> list[dict]:
+    """A release's JSONL records, as qrelkit writes them: grades as judged, the scale on every line."""
+    return [{"query_id": q, "fragment_id": d, "grade": g, "grades": {"nist": g}, "rule": "median",
+             "scale": scale} for q, docs in qrels.items() for d, g in docs.items()]
+
+
+def test_evaluate_compare_and_diagnose_read_the_scale_a_release_file_names(tmp_path) -> None:
+    """The Python API as the CLI: a 1–5 release JSONL without `scale=` is on 1–5, as pytrec_eval on grade − 1."""
+    from eval_core import compare, evaluate
+    from eval_core.ranking.report import diagnose
+    from tests.helpers import write_jsonl
+
+    path = write_jsonl(tmp_path / "release.jsonl", release_lines(QRELS_1_5))
+    write_trec(tmp_path / "r.txt", QRELS_1_5, RUN_1_5)
+    expected = trec_means(QRELS_1_5, RUN_1_5, 1, 2)
+    result = evaluate(path, tmp_path / "r.txt", metrics=list(OURS_TO_TREC))
+    for metric, value in expected.items():
+        assert result.mean[metric] == pytest.approx(value, abs=1e-12), metric
+    ndcg10 = trec_ndcg10(QRELS_1_5, RUN_1_5, low=1)
+    assert diagnose(path, tmp_path / "r.txt").mean["ndcg@10"] == pytest.approx(ndcg10, abs=1e-12)
+    both = compare(path, {"a": tmp_path / "r.txt", "b": tmp_path / "r.txt"}, metrics=["ndcg@10"])
+    assert both.means["a"]["ndcg@10"] == pytest.approx(ndcg10, abs=1e-12)
+
+
+def test_a_scale_the_release_file_contradicts_is_refused(tmp_path, capsys) -> None:
+    from annotator.cli import main
+    from tests.helpers import write_jsonl
+
+    path = write_jsonl(tmp_path / "release.jsonl", release_lines(QRELS_1_5))
+    write_trec(tmp_path / "r.txt", QRELS_1_5, RUN_1_5)
+    assert main(["eval", str(path), str(tmp_path / "r.txt"), "--scale", "0-4"]) == 2
+    assert f"{path}:1: the file names the scale 1-5, not 0-4" in capsys.readouterr().err
+    assert main(["eval", str(path), str(tmp_path / "r.txt"), "--scale", "1-5", "--metrics", "map"]) == 0
+    mixed = release_lines(QRELS_1_5)
+    mixed[2]["scale"] = "0-4"
+    write_jsonl(tmp_path / "mixed.jsonl", mixed)
+    capsys.readouterr()
+    assert main(["eval", str(tmp_path / "mixed.jsonl"), str(tmp_path / "r.txt")]) == 2
+    assert (f"{tmp_path / 'mixed.jsonl'}:3: names the scale 0-4, but the first record names 1-5"
+            in capsys.readouterr().err)

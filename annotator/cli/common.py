@@ -105,7 +105,7 @@ class LazyChoices(Sequence):
 
 def scale_type(text: str) -> tuple[int, int]:
     """argparse type for `--scale low-high`, so a bad scale is a usage error naming the option."""
-    from eval_core.io.judgments import parse_scale
+    from eval_core.io.records import parse_scale
 
     try:
         return parse_scale(text)
@@ -118,8 +118,8 @@ def relevance_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scale", type=scale_type, metavar="LOW-HIGH",
                         help="the qrels' grading scale, e.g. 1-3: its lowest grade means not relevant and gains 0 "
                              "in nDCG and ERR (gain = grade - LOW); --rel-level defaults to LOW+1 and --max-grade "
-                             "to HIGH; a grade outside it is an error (default: grades are gains as written, as "
-                             "in trec_eval)")
+                             "to HIGH; a grade outside it is an error (default: the scale a release's JSONL or CSV "
+                             "names on its lines; other qrels: grades are gains as written, as in trec_eval)")
     parser.add_argument("--rel-level", type=int, default=None, metavar="N",
                         help="grade at which a fragment counts as relevant for binary metrics (default 1, or LOW+1 "
                              "with --scale)")

@@ -71,7 +71,7 @@ def _gates(specs: list[str]) -> list[tuple[str, float]]:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Evaluate every run, print the chosen format, then apply the gates (exit 1 if any fails)."""
-    from eval_core.io.formats import load_qrels, read_categories, read_qrels_jg
+    from eval_core.io.formats import load_qrels, qrels_scale, read_categories, read_qrels_jg
     from eval_core.ranking.evaluation import evaluate, evaluate_judge_groups
     from eval_core.ranking.metrics import parse_metrics
 
@@ -92,12 +92,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     qrels = read_qrels_jg(args.qrels) if jg else load_qrels(args.qrels)
     if args.scale is not None and not jg:
         _check_scale(qrels.value, args.scale, args.qrels)
+    scale = args.scale if jg else qrels_scale(qrels, args.scale)  # a release's JSONL/CSV names its scale
     categories = None if args.categories is None else read_categories(args.categories)
     sizes = [Path(r).stat().st_size if Path(r).is_file() else 0 for r in args.runs]
     results: list[Evaluation] = []
     bar = _byte_bar(sum(sizes))
     options = {"metrics": names, "k": k, "rel_level": args.rel_level, "categories": categories,
-               "max_grade": args.max_grade, "scale": args.scale}
+               "max_grade": args.max_grade, "scale": scale}
     for run, label, size in zip(args.runs, _labels(args.runs), sizes, strict=True):
         bar.set_postfix_str(label)
         start = bar.n

@@ -23,7 +23,7 @@ def _new_project(engine, name: str, args: argparse.Namespace, **policy) -> dict:
     from its grade names) unless --no-guideline."""
     from db.accounts.permissions import OPERATOR
     from db.projects import add_guideline, create_project, parse_labels, starting_guideline
-    from eval_core.io.judgments import parse_scale
+    from eval_core.io.records import parse_scale
 
     scale = parse_scale(args.scale)
     labels = parse_labels(args.labels, scale) if getattr(args, "labels", None) else None

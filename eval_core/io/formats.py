@@ -34,10 +34,12 @@ from eval_core.io.records import (
     SEMICOLON_HINT,
     bad_id_char,
     char_name,
+    declared_scale,
     format_by_name,
     iter_lines,
     iter_records,
     open_binary,
+    parse_scale,
     semicolon_separated,
 )
 
@@ -64,6 +66,7 @@ class Columns:
     label: str
     doc_keys: np.ndarray
     extra_fields_line: tuple[int, int] | None = None  # (line, field count) of the first run line with > 6 fields
+    scale: tuple[int, int] | None = None  # the grading scale the file names (a release's JSONL/CSV: grades as judged)
 
     def frame(self, value_name: str) -> pd.DataFrame:
         """The contract's DataFrame form: query_id, doc_id and the grade or score column."""
@@ -520,6 +523,7 @@ def _records(path: str, kind: str) -> Columns:
     value = "grade" if kind == "qrels" else "score"
     seen: dict[tuple[str, str], int] = {}
     with_score = without_score = 0
+    named: list[str | None] = []  # the scale the first record names (qrels), which every other must repeat
     escaped = format_by_name(path) == "csv"  # qrelkit's CSVs escape cells a spreadsheet would run
     if escaped:
         from eval_core.io.spreadsheet import unescape_cell
@@ -531,6 +535,8 @@ def _records(path: str, kind: str) -> Columns:
             raise InputError(path, lineno, "this holds grades (qrels or a release), not a run" + SWAPPED_ADVICE)
         if escaped:
             rec = {k: unescape_cell(v) for k, v in rec.items()}
+        if kind == "qrels":
+            _same_scale(path, lineno, named, rec.get("scale"))
         qid = str(rec["query_id"])
         if kind == "run" and "doc_ids" in rec:
             ids = rec["doc_ids"]
@@ -572,7 +578,50 @@ def _records(path: str, kind: str) -> Columns:
                     if not without_score else np.zeros(len(q)), path)
     if without_score:
         cols.value = _file_order_scores(cols.qcode)
+    if named and named[0] is not None:
+        cols.scale = parse_scale(named[0])
     return cols
+
+
+def _same_scale(path: str, lineno: int, named: list[str | None], value: object) -> None:
+    """Check a qrels record's `scale` against the first record's (kept in `named`): one file, one scale."""
+    text = None if value is None or str(value).strip() == "" else str(value).strip()
+    if text is not None:
+        try:
+            parse_scale(text)
+        except ValueError as exc:
+            raise InputError(path, lineno, str(exc)) from None
+    if not named:
+        named.append(text)
+    elif text != named[0]:
+        raise InputError(path, lineno, f"names the scale {text or '(none)'}, but the first record names "
+                                       f"{named[0] or '(none)'}: one file holds grades on one scale")
+
+
+def named_scale(src: Any) -> tuple[int, int] | None:
+    """The grading scale a qrels source names: a release's JSONL or CSV (qrelkit writes `"scale": "1-5"` on every
+    line, the grades as judged). None for TREC and BEIR qrels (a release writes them as gains: grade − lowest),
+    frames and dicts. Only the first record is read."""
+    if isinstance(src, Columns):
+        return src.scale
+    if not isinstance(src, str | os.PathLike):
+        return None
+    path = str(src)
+    if not Path(path).is_file() or format_by_name(path) not in ("jsonl", "csv"):
+        return None
+    return declared_scale(path)
+
+
+def qrels_scale(qrels: Any, scale: tuple[int, int] | None) -> tuple[int, int] | None:
+    """The scale to evaluate `qrels` on: `scale` when given, else the one the file names (`named_scale`), else
+    None (grades are gains, trec_eval's way). Read without it, a 1–5 release's JSONL would count grade 1 (not
+    relevant) as relevant and give every nDCG gain one too many. A given scale the file contradicts is refused."""
+    named = named_scale(qrels)
+    if scale is not None and named is not None and (scale[0], scale[1]) != named:
+        label = qrels.label if isinstance(qrels, Columns) else str(qrels)
+        raise InputError(label, 1, f"the file names the scale {named[0]}-{named[1]}, not {scale[0]}-{scale[1]}: "
+                                   f"give --scale {named[0]}-{named[1]} or none")
+    return (scale[0], scale[1]) if scale is not None else named
 
 
 def _file_order_scores(qcode: np.ndarray) -> np.ndarray:

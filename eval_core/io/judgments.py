@@ -38,6 +38,7 @@ from eval_core.io.records import (
     check_id,
     check_name,
     check_note,
+    declared_scale,
     format_by_name,
     iter_lines,
     iter_records,
@@ -82,14 +83,6 @@ def annotator_kinds(judgments: pd.DataFrame, models: Sequence[str] = ()) -> dict
                          f"(annotators: {', '.join(map(repr, names))})")
     kinds.update(dict.fromkeys(models, "model"))
     return kinds
-
-
-def parse_scale(text: str) -> tuple[int, int]:
-    """'0-3' → (0, 3): the CLI form of a grading scale."""
-    match = re.fullmatch(r"\s*(-?\d+)\s*-\s*(-?\d+)\s*", text)
-    if not match or int(match[1]) >= int(match[2]):
-        raise ValueError(f"scale must look like 0-3 (low-high, low < high), got {text!r}")
-    return int(match[1]), int(match[2])
 
 
 def relevant_from(scale: tuple[int, int]) -> int:
@@ -162,20 +155,6 @@ class JudgmentsFile:
             first = self.problems[0]
             more = f" (and {self.total_problems - 1} more problem(s))" if self.total_problems > 1 else ""
             raise InputError(first.path, first.line, first.problem + more)
-
-
-def declared_scale(path: str | Path) -> tuple[int, int] | None:
-    """The scale a file names on its first record (`"scale": "1-5"`, the field qrelkit's judgments and release
-    exports write on every line), None when it names none. A scale that does not parse is path:line."""
-    for lineno, rec in iter_records(path):
-        value = rec.get("scale")
-        if value is None or str(value).strip() == "":
-            return None
-        try:
-            return parse_scale(str(value).strip())
-        except ValueError as exc:
-            raise InputError(str(path), lineno, str(exc)) from None
-    return None
 
 
 def read_judgments(path: str | Path, scale: tuple[int, int] | None = None, keep: str = "error",

@@ -253,3 +253,25 @@ def semicolon_separated(path: str | Path) -> bool:
         if text.strip():
             return text.count(";") > 0 and len(next(csv.reader([text]))) == 1
     return False
+
+
+def parse_scale(text: str) -> tuple[int, int]:
+    """'0-3' → (0, 3): the CLI form of a grading scale."""
+    match = re.fullmatch(r"\s*(-?\d+)\s*-\s*(-?\d+)\s*", text)
+    if not match or int(match[1]) >= int(match[2]):
+        raise ValueError(f"scale must look like 0-3 (low-high, low < high), got {text!r}")
+    return int(match[1]), int(match[2])
+
+
+def declared_scale(path: str | Path) -> tuple[int, int] | None:
+    """The scale a file names on its first record (`"scale": "1-5"`, the field qrelkit's judgments and release
+    exports write on every line), None when it names none. A scale that does not parse is path:line."""
+    for lineno, rec in iter_records(path):
+        value = rec.get("scale")
+        if value is None or str(value).strip() == "":
+            return None
+        try:
+            return parse_scale(str(value).strip())
+        except ValueError as exc:
+            raise InputError(str(path), lineno, str(exc)) from None
+    return None

@@ -27,6 +27,7 @@ from eval_core.io.formats import (
     is_frame,
     load_qrels,
     load_run,
+    qrels_scale,
     read_categories,
     read_qrels_jg,
 )
@@ -161,7 +162,8 @@ class EvalOptions:
     for per-category means; `name` labels the result (default: the run's file name); `max_grade` is the
     scale's top grade for ERR (default 3, or the scale's top); `scale` (low, high) says the qrels' grades are
     on that scale, whose lowest grade means not relevant: graded metrics (nDCG, ERR) then gain from
-    grade − low, as if the scale started at 0 (None: grades are gains as written, trec_eval's way).
+    grade − low, as if the scale started at 0 (None: the scale the qrels file names — a release's JSONL or
+    CSV, grades as judged — else grades are gains as written, trec_eval's way).
     """
 
     metrics: Sequence[str] | None = None
@@ -227,7 +229,7 @@ def evaluate(qrels: Any, run: Any, metrics: Sequence[str] | None = None, k: Sequ
     block, not the file); `progress(n)` is told of every n bytes of run files read. `workers` threads
     (default: every core) rank blocks in parallel; the result is bit-identical for any number.
     """
-    opts = EvalOptions(metrics, k, rel_level, categories, name, max_grade, scale)
+    opts = EvalOptions(metrics, k, rel_level, categories, name, max_grade, qrels_scale(qrels, scale))
     workers = default_workers() if workers is None else max(1, int(workers))
     specs = parse_metrics(opts.metrics, opts.k)
     offset, level, top = opts.levels()

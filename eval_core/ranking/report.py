@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from eval_core.io.formats import ranked, read_qrels, read_run
+from eval_core.io.formats import qrels_scale, ranked, read_qrels, read_run
 from eval_core.ranking.evaluation import EvalOptions, Evaluation, evaluate
 from eval_core.thresholds import Thresholds
 
@@ -279,6 +279,7 @@ def diagnose(qrels: Any, run: Any, *, fragments: Mapping[str, str] | None = None
     """Evaluate one run (file, DataFrame or dict) at every depth the diagnostics need and run them all
     (`rel_level` and `scale` as for `evaluate`: nDCG gains from the scale's lowest grade)."""
     t = thresholds or Thresholds()
+    scale = qrels_scale(qrels, scale)  # a release's JSONL/CSV names its scale
     offset, level, _ = EvalOptions(rel_level=rel_level, scale=scale).levels()
     rel_level = offset + level  # on the qrels' own grades, as the checks below read them
     qdf, rdf = read_qrels(qrels), read_run(run)

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from eval_core.io.formats import read_qrels
+from eval_core.io.formats import qrels_scale, read_qrels
 from eval_core.ranking.evaluation import evaluate
 from eval_core.ranking.paired_tests import TEST_NAMES, TESTS
 
@@ -311,6 +311,7 @@ def compare(qrels: Any, runs: Sequence[Any] | Mapping[str, Any], metrics: Sequen
     named = run_names(runs)
     if len(named) < 2:
         raise ValueError("compare needs at least two runs")
+    scale = qrels_scale(qrels, scale)  # a release's JSONL/CSV names its scale
     qdf = read_qrels(qrels)
     scores: dict[str, pd.DataFrame] = {}
     warnings: list[str] = []

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eval_core.io.formats import read_qrels, read_run
+from eval_core.io.formats import qrels_scale, read_qrels, read_run
 from eval_core.ranking.evaluation import evaluate
 from eval_core.ranking.metrics import parse_metrics
 from eval_core.reliability.discrimination import Correction, achieved_significance, run_pairs
@@ -234,6 +234,7 @@ def reliability(qrels: Any, runs: Mapping[str, Any], metrics: Sequence[str] = (D
     settings = settings or Settings()
     if not runs:
         raise ValueError("reliability needs at least one run")
+    scale = qrels_scale(qrels, scale)  # a release's JSONL/CSV names its scale
     frame = read_qrels(qrels)
     run_frames = {name: read_run(r) for name, r in runs.items()}
     options: dict[str, Any] = {"rel_level": rel_level, "scale": scale}
