@@ -76,6 +76,8 @@ def test_kappa_matrix_is_symmetric_and_keeps_undefined_pairs():
     assert undefined["status"] == "undefined: no overlapping pairs"
     spec = charts.kappa_heatmap(kappa, "quadratic", 0.6).to_dict()
     assert "—" in {row["label"] for row in spec["datasets"][next(iter(spec["datasets"]))]}
+    # sized by steps: Streamlit's default autosize "fit" would make Vega warn in the console on every draw
+    assert spec["autosize"] == {"type": "pad", "contains": "padding"} and spec["width"] == {"step": 90}
     with pytest.raises(ValueError, match="weight"):
         charts.kappa_matrix(kappa, "cubic")
 

@@ -50,9 +50,12 @@ def kappa_heatmap(kappa: Sequence[KappaPair], weight: str = "quadratic", thresho
         legend=alt.Legend(format=".1f")))
     text = base.mark_text(baseline="middle", fontSize=14, fontWeight="bold").encode(text="label:N")
     step = max(40, min(90, 720 // max(len(names), 1)))  # px per annotator: 90 for a few, never under 40
+    # sized by its steps, so autosize "pad": Streamlit's default "fit" makes Vega warn in the browser's console
+    # ("Dropping fit because spec has discrete size") on every draw
     return (cells + text).properties(title=alt.Title(f"Cohen's κ ({weight}) per annotator pair",
                                                      subtitle=f"flag threshold {threshold:g}"),
-                                     width=alt.Step(step), height=alt.Step(step))
+                                     width=alt.Step(step), height=alt.Step(step),
+                                     autosize=alt.AutoSizeParams(type="pad", contains="padding"))
 
 
 def confusion_frame(judgments: pd.DataFrame, a: str, b: str, scale: tuple[int, int] = (0, 3)) -> pd.DataFrame:
