@@ -206,6 +206,16 @@ def test_qrels_as_an_annotators_grades(tmp_path: Path) -> None:
     off = read_qrels_judgments(beir, "vendor", scale=(0, 3))
     assert [str(p) for p in off.problems] == [f"{beir}:4: grade 5 is outside the scale 0-3"]
     assert off.judgments["fragment_id"].tolist() == ["d1"]
+    # a 1-5 release's TREC export holds gains 0-4: as a 1-5 annotator's grades every one would be off by one
+    gains = put(tmp_path, "golden.qrels", "q1 0 d1 4\nq1 0 d2 0\nq1 0 d3 1\nq1 0 d4 0\n")
+    shifted = read_qrels_judgments(gains, "gold", scale=(1, 5))
+    assert [str(p) for p in shifted.problems] == [
+        f"{gains}:2: grade 0 is outside the scale 1-5; the grades run 0-4, as the gains (grade - 1) of a release's "
+        "TREC or BEIR qrels: export them with --grades as-judged to import the grades",
+        f"{gains}:4: grade 0 is outside the scale 1-5"]
+    graded = put(tmp_path, "graded.qrels", "q1 0 d1 5\nq1 0 d2 0\n")  # a 5 is no gain on 1-5: no such hint
+    assert [str(p) for p in read_qrels_judgments(graded, "gold", scale=(1, 5)).problems] == [
+        f"{graded}:2: grade 0 is outside the scale 1-5"]
     jg = put(tmp_path, "qrels.jg", "q1 1 d1 2\nq1 2 d1 0\nq1 2 d2 1\n")
     groups = read_qrels_judgments(jg, "nist", qrels_format="jg").judgments
     assert groups[["fragment_id", "annotator", "grade"]].values.tolist() == [

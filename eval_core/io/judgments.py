@@ -598,9 +598,14 @@ def read_qrels_judgments(path: str | Path, annotator: str, scale: tuple[int, int
                           "line": _data_lines(label, header=fmt == "beir")})
     problems = Problems(label)
     low, high = scale
-    for line, grade in frame.loc[(frame["grade"] < low) | (frame["grade"] > high), ["line", "grade"]].itertuples(
-            index=False):
-        problems.add(int(line), f"grade {grade} is outside the scale {low}-{high}")
+    grades = frame["grade"]
+    # qrels whose grades start at 0 and stay within high − low read as gains (grade − low), as a qrelkit release's
+    # TREC and BEIR exports write them: imported as grades, every grade would be off by `low`
+    gains = low > 0 and len(grades) and grades.min() == 0 and grades.max() <= high - low
+    hint = (f"; the grades run 0-{grades.max()}, as the gains (grade - {low}) of a release's TREC or BEIR "
+            f"qrels: export them with --grades as-judged to import the grades") if gains else ""
+    for line, grade in frame.loc[(grades < low) | (grades > high), ["line", "grade"]].itertuples(index=False):
+        problems.add(int(line), f"grade {grade} is outside the scale {low}-{high}" + ("" if problems.total else hint))
     for name in ("query_id", "fragment_id"):
         for line, value in frame.loc[frame[name].str.contains(r"\s"), ["line", name]].itertuples(index=False):
             problems.add(int(line), f"{name} {value!r} contains whitespace; TREC qrels and run files separate "
