@@ -153,3 +153,17 @@ def test_reports_are_readable_by_default_and_json_on_request(empty_store_url, ca
     assert "name: demo" in listed and "overlap fraction: 1" in listed and "{" not in listed
     assert cli_main(["project", "list", "--db", empty_store_url, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["name"] == "demo"
+
+
+def test_db_takes_a_sqlite_files_path(tmp_path, monkeypatch, capsys):
+    """`--db run/qrelkit.db` (what a newcomer types) names a SQLite file, as `sqlite:///run/qrelkit.db` does; so
+    does QRELKIT_DB_URL. It used to end in SQLAlchemy's "Could not parse SQLAlchemy URL"."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run").mkdir()
+    assert main(["init", "--db", "run/qrelkit.db", "--project", "p", "--scale", "1-5"]) == 0
+    assert _json(capsys)["database"] == "sqlite:///run/qrelkit.db"
+    assert (tmp_path / "run" / "qrelkit.db").is_file()
+    monkeypatch.setenv("QRELKIT_DB_URL", str(tmp_path / "run" / "qrelkit.db"))
+    assert main(["project", "list"]) == 0
+    assert [p["name"] for p in _json(capsys)] == ["p"]
+    get_engine.cache_clear()

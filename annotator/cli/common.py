@@ -128,7 +128,8 @@ def relevance_options(parser: argparse.ArgumentParser) -> None:
 def db_option(parser: argparse.ArgumentParser) -> None:
     """The one `--db URL` option every command that opens the store takes."""
     parser.add_argument("--db", metavar="URL", default=None,
-                        help="database URL (default: $QRELKIT_DB_URL, else sqlite:///./qrelkit.db)")
+                        help="database URL, or a SQLite file's path (default: $QRELKIT_DB_URL, else "
+                             "sqlite:///./qrelkit.db)")
 
 
 def sqlite_file(url: str) -> Path | None:

@@ -24,8 +24,10 @@ R = TypeVar("R")
 
 
 def database_url(url: str | None = None) -> str:
-    """The URL to use: explicit argument, else QRELKIT_DB_URL, else ./qrelkit.db."""
-    return url or os.environ.get("QRELKIT_DB_URL") or DEFAULT_URL
+    """The URL to use: explicit argument, else QRELKIT_DB_URL, else ./qrelkit.db. A plain file path (no `://`)
+    names a SQLite file."""
+    url = url or os.environ.get("QRELKIT_DB_URL") or DEFAULT_URL
+    return url if "://" in url else f"sqlite:///{url}"
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
