@@ -32,7 +32,8 @@ from db.store.models import (
 )
 from eval_core.errors import Conflict, NotFound, Refused
 
-DISPUTE_COLUMNS = ["pair_id", "query_id", "fragment_id", "spread", "low", "high", "grades", "adjudicated"]
+DISPUTE_COLUMNS = ["pair_id", "query_id", "fragment_id", "spread", "low", "high", "grades", "by_annotator",
+                   "adjudicated"]
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,8 @@ def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: 
 def disputes_of(judgments: pd.DataFrame, adjudicated: set[tuple[str, str]]) -> pd.DataFrame:
     """Every pair whose people gave different grades (model judges and can't-judge left out), widest spread
     first, then most varied, then by query and fragment: pair_id, query_id, fragment_id, spread, low and high
-    (the lowest and highest human grade), grades ("ana: 1, ben: 3") and whether a lead has decided it."""
+    (the lowest and highest human grade), grades ("ana: 1, ben: 3", and as a dict in by_annotator) and whether a
+    lead has decided it."""
     people = judgments[(judgments["annotator_kind"] == "human") & judgments["grade"].notna()]
     people = people.assign(grade=people["grade"].astype("int64"))
     by_pair = people.groupby("pair_id", sort=False)
@@ -132,6 +134,10 @@ def disputes_of(judgments: pd.DataFrame, adjudicated: set[tuple[str, str]]) -> p
     names = labelled.groupby("pair_id", sort=False).agg(query_id=("query_id", "first"),
                                                         fragment_id=("fragment_id", "first"),
                                                         grades=("grades", ", ".join))
+    by_annotator: dict[int, dict[str, int]] = {}
+    for pair, name, grade in zip(chosen["pair_id"], chosen["annotator"].astype(str), chosen["grade"], strict=True):
+        by_annotator.setdefault(pair, {})[name] = int(grade)
+    names["by_annotator"] = [by_annotator[pair] for pair in names.index]
     frame = disputed.join(names).reset_index().rename(columns={"min": "low", "max": "high"})
     frame["spread"] = frame["high"] - frame["low"]
     frame["adjudicated"] = [key in adjudicated for key in zip(frame["query_id"], frame["fragment_id"], strict=True)]

@@ -169,5 +169,5 @@ def test_qrelkit_disputes_lists_the_queue_a_shell_loop_adjudicates(engine, store
     assert main(["disputes", "--project", "demo", "--db", store_url, "--open"]) == 0
     assert "2 disputed pair(s) among people, 1 decided, 1 open" in capsys.readouterr().err
     assert main(["disputes", "--project", "demo", "--db", store_url, "--open", "--format", "json"]) == 0
-    assert [(r["query_id"], r["fragment_id"], r["adjudicated"]) for r in json.loads(capsys.readouterr().out)] == [
-        ("q1", "f2", False)]
+    assert [(r["query_id"], r["fragment_id"], r["grades"], r["adjudicated"])
+            for r in json.loads(capsys.readouterr().out)] == [("q1", "f2", {"ann1": 1, "ann2": 2}, False)]

@@ -89,16 +89,14 @@ def cmd_disputes(args: argparse.Namespace) -> int:
     total, decided = len(frame), int(frame["adjudicated"].sum())
     if args.open:
         frame = frame[~frame["adjudicated"]]
-    rows = [{"query_id": r.query_id, "fragment_id": r.fragment_id, "spread": int(r.spread), "low": int(r.low),
-             "high": int(r.high), "grades": r.grades, "adjudicated": bool(r.adjudicated)}
-            for r in frame.itertuples(index=False)]
-    if args.report == "json":
-        print_json(rows)
+    if args.report == "json":  # each person's grade by name: a name may hold ", " or ": "
+        print_json([{"query_id": r.query_id, "fragment_id": r.fragment_id, "spread": int(r.spread),
+                     "low": int(r.low), "high": int(r.high), "grades": r.by_annotator,
+                     "adjudicated": bool(r.adjudicated)} for r in frame.itertuples(index=False)])
         return 0
     print("query_id\tfragment_id\tspread\tgrades\tdecided")
-    for row in rows:
-        print(f"{row['query_id']}\t{row['fragment_id']}\t{row['spread']}\t{row['grades']}\t"
-              f"{'yes' if row['adjudicated'] else 'no'}")
+    for r in frame.itertuples(index=False):
+        print(f"{r.query_id}\t{r.fragment_id}\t{int(r.spread)}\t{r.grades}\t{'yes' if r.adjudicated else 'no'}")
     print(f"{total} disputed pair(s) among people, {decided} decided, {total - decided} open", file=sys.stderr)
     return 0
 
