@@ -254,15 +254,6 @@ def template(tmp_path_factory) -> Path:
 @pytest.fixture
 def store(template, tmp_path, monkeypatch):
     """A private copy of the seeded store; QRELKIT_DB_URL points the app at it."""
-    import shutil
+    from tests.helpers import PROJECT, private_store
 
-    from db.store.engine import get_engine
-    from tests.helpers import PROJECT
-
-    for name in ("lead.db", "lead.db-wal", "lead.db-shm"):
-        if (template / name).exists():
-            shutil.copy(template / name, tmp_path / name)
-    url = f"sqlite:///{tmp_path / 'lead.db'}"
-    monkeypatch.setenv("QRELKIT_DB_URL", url)
-    monkeypatch.setenv("QRELKIT_PROJECT", PROJECT)
-    return get_engine(url)
+    return private_store(template, "lead.db", PROJECT, tmp_path, monkeypatch)

@@ -279,6 +279,22 @@ def build_store(url: str) -> None:
     engine.dispose()
 
 
+def private_store(template: Path, name: str, project: str, folder: Path, monkeypatch: pytest.MonkeyPatch):
+    """A copy of the SQLite store `template/name` (with its WAL files) in `folder`, the app pointed at it
+    (QRELKIT_DB_URL, QRELKIT_PROJECT); its engine."""
+    import shutil
+
+    from db.store.engine import get_engine
+
+    for part in (name, f"{name}-wal", f"{name}-shm"):
+        if (template / part).exists():
+            shutil.copy(template / part, folder / part)
+    url = f"sqlite:///{folder / name}"
+    monkeypatch.setenv("QRELKIT_DB_URL", url)
+    monkeypatch.setenv("QRELKIT_PROJECT", project)
+    return get_engine(url)
+
+
 def user_info(engine, username: str):
     """The store's UserInfo, as the login form puts it in the session."""
     from db.accounts import users

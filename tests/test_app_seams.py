@@ -3,13 +3,11 @@ every dispute offered, alerts that tell the golden set from the run, agreement n
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ROOT
-from tests.helpers import PAGES, human_disputes, log_in
+from tests.helpers import PAGES, human_disputes, log_in, private_store
 
 pytestmark = pytest.mark.usefixtures("scan_components_once")  # AppTest: scan for components once
 
@@ -21,15 +19,7 @@ DEMO = "demo"
 @pytest.fixture
 def demo(demo_template, tmp_path, monkeypatch):
     """A private copy of the demo store; QRELKIT_DB_URL points the app at it."""
-    from db.store.engine import get_engine
-
-    for name in ("demo.db", "demo.db-wal", "demo.db-shm"):
-        if (demo_template / name).exists():
-            shutil.copy(demo_template / name, tmp_path / name)
-    url = f"sqlite:///{tmp_path / 'demo.db'}"
-    monkeypatch.setenv("QRELKIT_DB_URL", url)
-    monkeypatch.setenv("QRELKIT_PROJECT", DEMO)
-    return get_engine(url)
+    return private_store(demo_template, "demo.db", DEMO, tmp_path, monkeypatch)
 
 
 def page_test(engine, page: str, username: str = "lea") -> AppTest:
