@@ -25,8 +25,9 @@ class Qrels:
     """Judgments per query id (byte order of ids): docid → relevance (may be negative: pooled, unjudged).
 
     `lines`, when the fast reader read the file: the same judgments as columns in by_query's order (docids, each
-    line's query index, grades, and the query ids as an Arrow array), for the columnar run path. `averaged_over`: the file's query count when by_query
-    keeps only some of them (trec_eval -D 0.qid), which -c's averages still divide by."""
+    line's query index, grades, and the query ids as an Arrow array), for the columnar run path.
+    `averaged_over`: the file's query count when by_query keeps only some of them (trec_eval -D 0.qid), which
+    -c's averages still divide by."""
 
     by_query: Mapping[str, dict[str, int]]
     lines: tuple[Any, np.ndarray, np.ndarray, Any] | None = field(default=None, compare=False, repr=False)
