@@ -15,7 +15,8 @@ not by assign(), not sent back for re-judging), since they know its settled grad
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -394,6 +395,15 @@ def _named_lead(actor: Actor, doing: str) -> str:
     return actor
 
 
+@contextmanager
+def _lead_decides(engine: Engine, project: str, actor: Actor) -> Iterator[tuple[Session, int | None, Project]]:
+    """A write session in which a lead acts on `project` (its row locked): the session, the lead's id (checked
+    active) and the project row."""
+    with session_scope(engine, write=True) as session:
+        lead_id = require_lead(session, actor)
+        yield session, lead_id, project_row(session, project, lock=True)
+
+
 def _threshold(proj: Project) -> float:
     return float(proj.agreement_threshold if proj.qualify_threshold is None else proj.qualify_threshold)
 
@@ -403,9 +413,7 @@ def open_queue(engine: Engine, project: str, username: str, *, actor: Actor) -> 
     after a lead closed it: a new attempt with no pairs, so the close stays on record); the decision records which
     lead and when, so the CLI operator must name the lead (actor=USERNAME). An open queue is left as it is."""
     _named_lead(actor, "opening a queue")
-    with session_scope(engine, write=True) as session:
-        lead_id = require_lead(session, actor)
-        proj = project_row(session, project, lock=True)
+    with _lead_decides(engine, project, actor) as (session, lead_id, proj):
         assert proj.id is not None
         user_id = _user_id(session, username)
         latest = _latest(session, proj.id, user_id)
@@ -431,9 +439,7 @@ def close_queue(engine: Engine, project: str, username: str, reason: str | None 
     Records which lead, when and why (the reason is optional); the CLI operator must name the lead."""
     _named_lead(actor, "closing a queue")
     why = _reason(reason)
-    with session_scope(engine, write=True) as session:
-        lead_id = require_lead(session, actor)
-        proj = project_row(session, project, lock=True)
+    with _lead_decides(engine, project, actor) as (session, lead_id, proj):
         assert proj.id is not None
         user_id = _annotator_id(session, username)
         latest = _latest(session, proj.id, user_id)
@@ -463,9 +469,7 @@ def grant_retake(engine: Engine, project: str, username: str, *, actor: Actor) -
     round size of control pairs they have neither met in a round nor judged, started at once; the earlier round
     stays as it ended. Records which lead granted it; the CLI operator must name the lead."""
     _named_lead(actor, "granting a retake")
-    with session_scope(engine, write=True) as session:
-        lead_id = require_lead(session, actor)
-        proj = project_row(session, project, lock=True)
+    with _lead_decides(engine, project, actor) as (session, lead_id, proj):
         assert proj.id is not None
         if proj.qualify_pairs is None:
             raise Conflict(f"project {project!r} has no qualification round to retake: switch one on first "
