@@ -5,7 +5,7 @@ VENV ?= .venv
 PORT ?= 8501
 BIN := $(VENV)/bin
 
-.PHONY: help venv install install-test demo test test-fast lint typecheck screenshots
+.PHONY: help venv install install-test demo test test-fast lint format typecheck screenshots
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -26,16 +26,21 @@ install-test: venv  ## install qrelkit with the test extras, Debian's chromium, 
 demo: install  ## build the demo project (SQLite ./qrelkit-demo.db) and serve it on http://127.0.0.1:8501 (make demo PORT=8502: another port)
 	$(BIN)/qrelkit demo --port $(PORT)
 
-test: install-test  ## ruff, mypy and the whole suite (browser and PostgreSQL tests included)
+test: install-test  ## ruff (lint and format), mypy and the whole suite (browser and PostgreSQL tests included)
 	$(BIN)/python -m ruff check .
+	$(BIN)/python -m ruff format --check .
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q
 
 test-fast: ## the inner loop: no browser, PostgreSQL or slow tests (needs `make install-test` once)
 	$(BIN)/python -m pytest -q -m "not browser and not postgres and not slow"
 
-lint:  ## ruff only
+lint:  ## ruff: lint and format check
 	$(BIN)/python -m ruff check .
+	$(BIN)/python -m ruff format --check .
+
+format:  ## apply ruff's formatter (line length 120, as ruff check holds it)
+	$(BIN)/python -m ruff format .
 
 typecheck:  ## mypy on every package (eval_core: no errors; db, annotator: a shrinking baseline)
 	$(BIN)/python -m mypy

@@ -34,22 +34,38 @@ USERS = (("ana", "annotator", "ana-demo"), ("ben", "annotator", "ben-demo"), ("l
 RUNS = ("baseline", "dense")
 MARKUP_QUERY = "zz-markup"
 OPEN_QUERIES = 5  # generated queries left open for people trying the demo; the markup query is queued after them
-PRODUCTS = ("auriculares", "portátiles", "zapatillas", "cafeteras", "bicicletas", "colchones", "relojes",
-            "mochilas", "lámparas", "móviles")
+PRODUCTS = (
+    "auriculares",
+    "portátiles",
+    "zapatillas",
+    "cafeteras",
+    "bicicletas",
+    "colchones",
+    "relojes",
+    "mochilas",
+    "lámparas",
+    "móviles",
+)
 # Category names as the worked examples spell theirs (devoluciones, envíos), so each topic is one category.
 ASPECTS = {
-    "garantías": ("¿cuánto dura la garantía de {p}?",
-                 "Garantía de {p}: {n} años que cubren defectos de fabricación; se tramita con la factura.",
-                 "La garantía de {p} cubre defectos de fabricación, pero no golpes ni desgaste.",
-                 "Catálogo de {p}: modelos, colores y opiniones. Más información en la sección de garantía."),
-    "devoluciones": ("¿se pueden devolver {p} tras su uso?",
-                   "Devolución de {p}: se aceptan tras su uso durante {n}0 días si conservan accesorios y embalaje.",
-                   "Para devolver {p} hay que conservar el embalaje original; el plazo depende del estado.",
-                   "Guía de compra de {p}: cómo elegir el modelo adecuado. Ver también devoluciones."),
-    "envíos": ("¿cuánto tarda el envío de {p}?",
-              "Envío de {p}: {n} días laborables desde cualquier almacén, con seguimiento incluido.",
-              "Si un paquete de {p} es voluminoso, viaja con transportista especial y el plazo se confirma por correo.",
-              "Novedades en {p} esta temporada. Envío y recogida disponibles en toda España."),
+    "garantías": (
+        "¿cuánto dura la garantía de {p}?",
+        "Garantía de {p}: {n} años que cubren defectos de fabricación; se tramita con la factura.",
+        "La garantía de {p} cubre defectos de fabricación, pero no golpes ni desgaste.",
+        "Catálogo de {p}: modelos, colores y opiniones. Más información en la sección de garantía.",
+    ),
+    "devoluciones": (
+        "¿se pueden devolver {p} tras su uso?",
+        "Devolución de {p}: se aceptan tras su uso durante {n}0 días si conservan accesorios y embalaje.",
+        "Para devolver {p} hay que conservar el embalaje original; el plazo depende del estado.",
+        "Guía de compra de {p}: cómo elegir el modelo adecuado. Ver también devoluciones.",
+    ),
+    "envíos": (
+        "¿cuánto tarda el envío de {p}?",
+        "Envío de {p}: {n} días laborables desde cualquier almacén, con seguimiento incluido.",
+        "Si un paquete de {p} es voluminoso, viaja con transportista especial y el plazo se confirma por correo.",
+        "Novedades en {p} esta temporada. Envío y recogida disponibles en toda España.",
+    ),
 }
 # Markup planted in imported fields (query text here; the md-script fragment's title and text; one note): every
 # page must show it as typed, and nothing may load from the planted address (port 9 is the discard port).
@@ -80,8 +96,14 @@ def generated(seed: int = 7) -> tuple[list[dict], list[dict], dict[str, dict[str
             truth[qid] = {}
             for grade, template in ((3, full), (2, partial), (1, passing)):
                 fid = f"{qid}-f{grade}"
-                fragments.append({"id": fid, "doc_id": f"doc-{product}", "title": f"{product.capitalize()}: {aspect}",
-                                  "text": template.format(p=product, n=rng.randint(1, 3))})
+                fragments.append(
+                    {
+                        "id": fid,
+                        "doc_id": f"doc-{product}",
+                        "title": f"{product.capitalize()}: {aspect}",
+                        "text": template.format(p=product, n=rng.randint(1, 3)),
+                    }
+                )
                 truth[qid][fid] = grade
     ids = [f["id"] for f in fragments]
     runs: dict[str, list[list[str]]] = {name: [] for name in RUNS}
@@ -142,16 +164,23 @@ def noisy(grade: int, annotator: str, ambiguous: bool, rng: random.Random) -> in
     return grade
 
 
-def judge(engine: Engine, username: str, count: int, truth: dict[str, dict[str, int]], ambiguous: bool,
-          rng: random.Random, bar: tqdm, stop: str) -> int:
+def judge(
+    engine: Engine,
+    username: str,
+    count: int,
+    truth: dict[str, dict[str, int]],
+    ambiguous: bool,
+    rng: random.Random,
+    bar: tqdm,
+    stop: str,
+) -> int:
     """Grade up to `count` pairs from the head of the user's queue, stopping at query `stop`."""
     done = 0
     while done < count:
         view = next_pair(engine, PROJECT, username)
         if view is None or view.query_external_id == stop:
             break
-        grade = noisy(truth.get(view.query_external_id, {}).get(view.fragment_external_id, 0), username,
-                      ambiguous, rng)
+        grade = noisy(truth.get(view.query_external_id, {}).get(view.fragment_external_id, 0), username, ambiguous, rng)
         note = "borderline between 1 and 2" if ambiguous and grade in (1, 2) and rng.random() < 0.1 else None
         if done == 0 and not ambiguous:
             note = PLANTED_NOTE
@@ -200,8 +229,7 @@ def build_demo(engine: Engine, show_progress: bool = False) -> DemoInfo:
     for username, role, password in USERS:
         create_user(engine, username, role, password, actor=OPERATOR)
     create_project(engine, PROJECT, scale=(0, 3), overlap=2, actor="lea")
-    add_guideline(engine, PROJECT, DEMO_AMBIGUOUS.read_text(encoding="utf-8"),
-                  actor="lea")
+    add_guideline(engine, PROJECT, DEMO_AMBIGUOUS.read_text(encoding="utf-8"), actor="lea")
     with tempfile.TemporaryDirectory() as tmp:
         for kind, path in demo_files(Path(tmp)):
             if kind == "queries":
@@ -214,8 +242,9 @@ def build_demo(engine: Engine, show_progress: bool = False) -> DemoInfo:
     assign(engine, PROJECT, overlap=2, annotators=["ana", "ben"], actor="lea")
     truth, rng, stop = true_grades(), random.Random(11), first_open_query()
     todo = {username: pairs_before(engine, username, stop) for username in ("ana", "ben")}
-    with tqdm(total=sum(todo.values()), desc="demo judgments", unit="grade", file=sys.stderr,
-              disable=not show_progress) as bar:
+    with tqdm(
+        total=sum(todo.values()), desc="demo judgments", unit="grade", file=sys.stderr, disable=not show_progress
+    ) as bar:
         for username, count in todo.items():
             judge(engine, username, count // 2, truth, ambiguous=True, rng=rng, bar=bar, stop=stop)
         add_guideline(engine, PROJECT, GRADING.read_text(encoding="utf-8"), actor="lea")

@@ -107,8 +107,7 @@ class _HTTPS(urllib.request.HTTPSHandler):
         self.watchdog = watchdog
 
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_watched(http.client.HTTPSConnection, self.watchdog), req,
-                            context=self._context)  # type: ignore[attr-defined]  # set by HTTPSHandler, untyped
+        return self.do_open(_watched(http.client.HTTPSConnection, self.watchdog), req, context=self._context)  # type: ignore[attr-defined]  # set by HTTPSHandler, untyped
 
 
 class _Counter:
@@ -179,7 +178,7 @@ def retry_after(value: str | None, now: datetime | None = None) -> float | None:
 
 def backoff(attempt: int, rng: random.Random) -> float:
     """Exponential back-off with jitter: half the capped delay plus a random share of the other half."""
-    delay = min(MAX_DELAY, BASE_DELAY * 2 ** attempt)
+    delay = min(MAX_DELAY, BASE_DELAY * 2**attempt)
     return delay / 2 + rng.uniform(0, delay / 2)
 
 
@@ -223,8 +222,9 @@ class ChatJudge:
 
     def __call__(self, query: str, fragment: str, guideline: str) -> Answer:
         prompt = render(self.template, query, fragment, guideline, self.labels)
-        body = json.dumps({"model": self.model, "messages": [{"role": "user", "content": prompt}],
-                           **self.params}).encode("utf-8")
+        body = json.dumps(
+            {"model": self.model, "messages": [{"role": "user", "content": prompt}], **self.params}
+        ).encode("utf-8")
         return _answer(self._post(body))
 
     def _attempt(self, body: bytes, headers: dict[str, str], seconds: float) -> dict:
@@ -261,8 +261,9 @@ class ChatJudge:
             try:
                 return self._attempt(body, headers, min(self.timeout, max(0.001, budget_end - time.monotonic())))
             except ReplyTooLarge:
-                raise JudgeFailed(f"{self.url} sent a reply larger than {self.max_reply_bytes} bytes "
-                                  f"(--max-reply-bytes)") from None
+                raise JudgeFailed(
+                    f"{self.url} sent a reply larger than {self.max_reply_bytes} bytes (--max-reply-bytes)"
+                ) from None
             except urllib.error.HTTPError as exc:
                 if exc.code in FATAL_STATUS or 300 <= exc.code < 400:
                     raise EndpointError(_refusal(self.url, exc, self.api_key)) from None
@@ -282,8 +283,10 @@ class ChatJudge:
             if attempt + 1 < self.attempts:
                 pause = wait if wait is not None else backoff(attempt, self.rng)
                 if time.monotonic() + pause >= budget_end:
-                    raise JudgeFailed(f"{last} after {attempt + 1} attempt(s); waiting {pause:.0f} s more would "
-                                      f"pass the pair's {self.attempts * self.timeout:g} s budget")
+                    raise JudgeFailed(
+                        f"{last} after {attempt + 1} attempt(s); waiting {pause:.0f} s more would "
+                        f"pass the pair's {self.attempts * self.timeout:g} s budget"
+                    )
                 self.sleep(pause)
         raise JudgeFailed(f"{last} after {self.attempts} attempt(s)")
 
@@ -293,8 +296,10 @@ def _refusal(url: str, exc: urllib.error.HTTPError, key: str | None) -> str:
     if 300 <= exc.code < 400:
         return f"{url} redirects elsewhere (HTTP {exc.code}); give the final URL as --base-url"
     if exc.code in (401, 403):
-        return (f"{url} answered HTTP {exc.code}: the API key was refused or is missing "
-                f"(set {KEY_NAMES[0]} or {KEY_NAMES[1]})")
+        return (
+            f"{url} answered HTTP {exc.code}: the API key was refused or is missing "
+            f"(set {KEY_NAMES[0]} or {KEY_NAMES[1]})"
+        )
     try:
         detail = excerpt(exc.read(4 * EXCERPT_CHARS).decode("utf-8", "replace"), key)
     except (OSError, http.client.HTTPException):
@@ -323,7 +328,6 @@ def _read_capped(response: http.client.HTTPResponse, cap: int) -> bytes:
             raise ReplyTooLarge
         chunks.append(chunk)
     return b"".join(chunks)
-
 
 
 def _answer(data: dict) -> Answer:

@@ -66,8 +66,11 @@ class PrejudgeReport:
 
     def to_dict(self) -> dict:
         """JSON-able form for the CLI."""
-        return {**self.__dict__, "seconds": round(self.seconds, 3),
-                "total_tokens": self.prompt_tokens + self.completion_tokens}
+        return {
+            **self.__dict__,
+            "seconds": round(self.seconds, 3),
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+        }
 
 
 def _grade(result: int | Answer, scale: tuple[int, int]) -> int:
@@ -81,10 +84,21 @@ def _grade(result: int | Answer, scale: tuple[int, int]) -> int:
     return int(result)
 
 
-def prejudge(engine: Engine, project: str, judge: JudgeFn, *, model: str, annotator: str | None = None,
-             prompt_version: str | None = None, params: Mapping | None = None, concurrency: int = 1,
-             limit: int | None = None, progress: bool = False,
-             on_progress: Callable[[int, int], None] | None = None, actor: Actor) -> PrejudgeReport:
+def prejudge(
+    engine: Engine,
+    project: str,
+    judge: JudgeFn,
+    *,
+    model: str,
+    annotator: str | None = None,
+    prompt_version: str | None = None,
+    params: Mapping | None = None,
+    concurrency: int = 1,
+    limit: int | None = None,
+    progress: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+    actor: Actor,
+) -> PrejudgeReport:
     """Grade the project's pairs (the first `limit` in pool order) with `judge` as model judge `annotator`
     (default: the model's name), `concurrency` calls at a time; every grade is stamped with the guideline
     version in force and `prompt_version`. Pairs whose answer is kept for this model, prompt version and
@@ -111,15 +125,16 @@ def prejudge(engine: Engine, project: str, judge: JudgeFn, *, model: str, annota
     def flush() -> None:
         if grades:
             assert in_force.id is not None  # a guideline read from the store has its id
-            written = write_grades(engine, info.id, name, user_id, in_force.id, model, prompt_version, grades,
-                                   actor)
+            written = write_grades(engine, info.id, name, user_id, in_force.id, model, prompt_version, grades, actor)
             report.created += written.created
             report.updated += written.updated
             report.unchanged += written.unchanged
             grades.clear()
 
-    bar = _Bar(tqdm(total=len(pairs), desc=f"judging with {model}", unit="pair", disable=not progress,
-                    leave=False), on_progress)
+    bar = _Bar(
+        tqdm(total=len(pairs), desc=f"judging with {model}", unit="pair", disable=not progress, leave=False),
+        on_progress,
+    )
     todo = []
     for pair in pairs:
         call = kept.get((pair.pair_id, pair.key))
@@ -141,9 +156,17 @@ def prejudge(engine: Engine, project: str, judge: JudgeFn, *, model: str, annota
         report.seconds = time.perf_counter() - started
         if created and not (report.created or report.updated or report.unchanged):
             delete_user(engine, name, actor=actor)  # a run that graded nothing leaves no account behind
-    log.info("prejudge %s with %s: %d pairs, %d calls, %d cached, %d malformed, %d failed in %.1f s",
-             project, model, report.pairs, report.called, report.cached, report.malformed, report.failed,
-             report.seconds)
+    log.info(
+        "prejudge %s with %s: %d pairs, %d calls, %d cached, %d malformed, %d failed in %.1f s",
+        project,
+        model,
+        report.pairs,
+        report.called,
+        report.cached,
+        report.malformed,
+        report.failed,
+        report.seconds,
+    )
     return report
 
 
@@ -154,8 +177,17 @@ def _sent(judge: object) -> int | None:
     return int(count()) if callable(count) else None
 
 
-def _run(judge: JudgeFn, todo: list[JudgePair], concurrency: int, scale: tuple[int, int], guideline: str,
-         report: PrejudgeReport, grades: list, flush: Callable[[], None], bar: _Bar) -> None:
+def _run(
+    judge: JudgeFn,
+    todo: list[JudgePair],
+    concurrency: int,
+    scale: tuple[int, int],
+    guideline: str,
+    report: PrejudgeReport,
+    grades: list,
+    flush: Callable[[], None],
+    bar: _Bar,
+) -> None:
     """Call the judge on every pair, at most `concurrency` at a time (bounded submission: a stopped run leaves
     no queue of calls behind); grades are written every FLUSH_EVERY, here on the calling thread."""
     pending: dict[Future, JudgePair] = {}
@@ -227,5 +259,3 @@ def _problem(report: PrejudgeReport, pair: JudgePair, text: str) -> None:
     log.warning("pair %s: %s", pair.label, text)
     if len(report.problems) < MAX_PROBLEMS:
         report.problems.append(f"pair {pair.label}: {text}")
-
-

@@ -75,8 +75,9 @@ def chunk_documents(engine) -> None:
     """Make every fragment a chunk of a document: f1-f4 doc0 at positions 0-3, f5-f8 doc1, … (what an import
     with doc_id and position stores), so the neighbours panel has something to show for every pair."""
     with engine.begin() as conn:
-        conn.exec_driver_sql(f"UPDATE fragments SET doc_id = 'doc' || ((id - 1) / {CHUNKS}), "
-                             f"position = (id - 1) % {CHUNKS}")
+        conn.exec_driver_sql(
+            f"UPDATE fragments SET doc_id = 'doc' || ((id - 1) / {CHUNKS}), position = (id - 1) % {CHUNKS}"
+        )
 
 
 def open_context(page) -> float:
@@ -111,8 +112,10 @@ def pct(values: list[float], q: int) -> float:
 
 def summary(name: str, ms: list[float], target: float | None = None) -> str:
     """One result line: median, p95, max, and p95 against the target."""
-    line = f"{name:<34} n={len(ms):<4} median {statistics.median(ms):7.1f} ms  p95 {pct(ms, 95):7.1f} ms  " \
-           f"max {max(ms):7.1f} ms"
+    line = (
+        f"{name:<34} n={len(ms):<4} median {statistics.median(ms):7.1f} ms  p95 {pct(ms, 95):7.1f} ms  "
+        f"max {max(ms):7.1f} ms"
+    )
     return line + (f"  (p95 / target {target:.0f} ms = {pct(ms, 95) / target:.2f})" if target else "")
 
 
@@ -232,7 +235,8 @@ def stored(engine, users: list[str]) -> tuple[dict[str, dict[str, int]], int]:
     with engine.connect() as conn:
         history = conn.exec_driver_sql(
             "SELECT count(*) FROM judgment_history h JOIN users u ON u.id = h.user_id WHERE u.username IN "
-            f"({', '.join(repr(u) for u in users)})").scalar_one()
+            f"({', '.join(repr(u) for u in users)})"
+        ).scalar_one()
     return grades, int(history)
 
 
@@ -270,8 +274,7 @@ def concurrent_run(backend: str, judgments: int, annotators: int, presses: int) 
         proc, base_url = start_server(url, Path(tmp) / "serve.log")
         ctx = multiprocessing.get_context("spawn")
         start, results = ctx.Barrier(annotators), ctx.Queue()
-        workers = [ctx.Process(target=grader, args=(base_url, u, presses, start, results), daemon=True)
-                   for u in users]
+        workers = [ctx.Process(target=grader, args=(base_url, u, presses, start, results), daemon=True) for u in users]
         try:
             for w in workers:
                 w.start()
@@ -293,8 +296,10 @@ def concurrent_run(backend: str, judgments: int, annotators: int, presses: int) 
         wrong += sum(new[f] != g for f, g in pressed.items() if f in new)
     expected = annotators * presses
     made = sum(len(after.get(u, {})) - len(before.get(u, {})) for u in users)
-    print(f"[{backend}] judgments made {made} of {expected} presses; history rows +{history_after - history_before}; "
-          f"lost {lost}, shown twice {shown_twice}, unpressed {extra}, wrong grade {wrong}")
+    print(
+        f"[{backend}] judgments made {made} of {expected} presses; history rows +{history_after - history_before}; "
+        f"lost {lost}, shown twice {shown_twice}, unpressed {extra}, wrong grade {wrong}"
+    )
     return made == expected == history_after - history_before and lost == shown_twice == extra == wrong == 0
 
 
@@ -305,16 +310,25 @@ def main() -> int:
     parser.add_argument("--presses", type=int, default=None, help="per annotator (default 60; 40 with --annotators)")
     parser.add_argument("--logins", type=int, default=5)
     parser.add_argument("--annotators", type=int, default=0, help="grade with this many browsers at once")
-    parser.add_argument("--context", action="store_true",
-                        help="one annotator: also grade with the neighbours panel open (fragments chunked into "
-                             f"{CHUNKS}-chunk documents)")
-    parser.add_argument("--backend", choices=("sqlite", "postgresql"), action="append",
-                        help="with --annotators (repeatable; default both, SQLite first)")
+    parser.add_argument(
+        "--context",
+        action="store_true",
+        help="one annotator: also grade with the neighbours panel open (fragments chunked into "
+        f"{CHUNKS}-chunk documents)",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "postgresql"),
+        action="append",
+        help="with --annotators (repeatable; default both, SQLite first)",
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanups: stop the server, drop the schema
     if args.annotators:
-        ok = [concurrent_run(backend, args.judgments or 100_000, args.annotators, args.presses or 40)
-              for backend in args.backend or ("sqlite", "postgresql")]
+        ok = [
+            concurrent_run(backend, args.judgments or 100_000, args.annotators, args.presses or 40)
+            for backend in args.backend or ("sqlite", "postgresql")
+        ]
         return 0 if all(ok) else 1
     args.judgments, args.presses = args.judgments or 1_000_000, args.presses or 60
     if args.presses > UNJUDGED_PER_USER:
@@ -327,8 +341,7 @@ def main() -> int:
         t = time.perf_counter()
         build(engine, args.judgments)
         set_password(engine, USER, PASSWORD, actor=OPERATOR)
-        add_guideline(engine, "bench", BUNDLED_GUIDELINE.read_text(encoding="utf-8"),
-                      actor=OPERATOR)
+        add_guideline(engine, "bench", BUNDLED_GUIDELINE.read_text(encoding="utf-8"), actor=OPERATOR)
         if args.context:
             chunk_documents(engine)
             set_password(engine, CONTEXT_USER, PASSWORD, actor=OPERATOR)

@@ -64,14 +64,16 @@ def generate(dir_: Path, n_queries: int, depth: int, decimals: int = 3, seed: in
     rank = np.arange(len(q)) - np.repeat(starts, np.diff(np.append(starts, len(q)))) + 1
     extra = np.arange(n_queries, n_queries + max(1, n_queries // 100))  # run-only queries
     eq = np.repeat(extra, 10)
-    run = pa.table({
-        "q": pa.array(np.char.add("q", np.concatenate((q, eq)).astype(str))),
-        "q0": pa.array(np.full(len(q) + len(eq), "Q0")),
-        "d": pa.array(np.char.add("d", np.concatenate((docs, rng.integers(0, CORPUS, len(eq)))).astype(str))),
-        "rank": np.concatenate((rank, np.tile(np.arange(1, 11), len(extra)))),
-        "score": np.concatenate((score, np.tile(np.arange(10, 0, -1.0), len(extra)))),
-        "tag": pa.array(np.full(len(q) + len(eq), "bench")),
-    })
+    run = pa.table(
+        {
+            "q": pa.array(np.char.add("q", np.concatenate((q, eq)).astype(str))),
+            "q0": pa.array(np.full(len(q) + len(eq), "Q0")),
+            "d": pa.array(np.char.add("d", np.concatenate((docs, rng.integers(0, CORPUS, len(eq)))).astype(str))),
+            "rank": np.concatenate((rank, np.tile(np.arange(1, 11), len(extra)))),
+            "score": np.concatenate((score, np.tile(np.arange(10, 0, -1.0), len(extra)))),
+            "tag": pa.array(np.full(len(q) + len(eq), "bench")),
+        }
+    )
     opts = pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
     pacsv.write_csv(run, run_path, opts)
     # qrels: ~30 judged per query, ~2/3 drawn from the run's top 100 (so there are hits), grades 0-3
@@ -87,8 +89,14 @@ def generate(dir_: Path, n_queries: int, depth: int, decimals: int = 3, seed: in
     first = np.sort(first)
     qq, qd = qq[first], qd[first]
     grade = rng.choice(4, len(qq), p=[0.5, 0.25, 0.15, 0.10])
-    qrels = pa.table({"q": pa.array(np.char.add("q", qq.astype(str))), "it": np.zeros(len(qq), dtype=np.int64),
-                      "d": pa.array(np.char.add("d", qd.astype(str))), "g": grade})
+    qrels = pa.table(
+        {
+            "q": pa.array(np.char.add("q", qq.astype(str))),
+            "it": np.zeros(len(qq), dtype=np.int64),
+            "d": pa.array(np.char.add("d", qd.astype(str))),
+            "g": grade,
+        }
+    )
     pacsv.write_csv(qrels, qrels_path, opts)
     return qrels_path, run_path
 
@@ -180,8 +188,13 @@ def measure(tool: str, qrels: Path, run: Path, child: str | None = None) -> dict
     with tempfile.TemporaryFile() as err:
         root = Path(__file__).resolve().parent.parent
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-c", child or CHILD, tool, str(qrels), str(run)],
-                                stdout=subprocess.PIPE, stderr=err, cwd=root, env=dict(os.environ, PYTHONPATH=str(root)))
+        proc = subprocess.Popen(
+            [sys.executable, "-c", child or CHILD, tool, str(qrels), str(run)],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            cwd=root,
+            env=dict(os.environ, PYTHONPATH=str(root)),
+        )
         out = proc.stdout.read().decode()  # type: ignore[union-attr]
         _, status, usage = os.wait4(proc.pid, 0)
         process_seconds = time.perf_counter() - start
@@ -211,12 +224,15 @@ def main() -> None:
         return
     nq, depth = SIZES[args.size]
     tools = args.tools.split(",")
-    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores; "
-          f"qrelkit = all cores, qrelkit-1 = --workers 1; pytrec_eval and ranx as their users call them")
+    print(
+        f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores; "
+        f"qrelkit = all cores, qrelkit-1 = --workers 1; pytrec_eval and ranx as their users call them"
+    )
     for name in args.data.split(","):
         decimals = DATASETS[name]
-        subprocess.run([sys.executable, __file__, "--dir", args.dir, "--generate", str(nq), str(depth),
-                        str(decimals)], check=True)
+        subprocess.run(
+            [sys.executable, __file__, "--dir", args.dir, "--generate", str(nq), str(depth), str(decimals)], check=True
+        )
         stem = f"q{nq}x{depth}" + ("" if decimals == 3 else f"_{decimals}dp")
         qrels, run = Path(args.dir) / f"{stem}.qrels", Path(args.dir) / f"{stem}.run"
         with run.open("rb") as fh:
@@ -227,15 +243,19 @@ def main() -> None:
             for tool in (*tools, *FLOORS):
                 rounds[tool].append(measure(tool, qrels, run))
         base = {t: statistics.median(r["seconds"] for r in rounds[t]) for t in rounds}
-        print(f"\n{args.size} {name} (scores with {decimals} decimals; {lines:,} run lines, "
-              f"{run.stat().st_size / 2**20:.0f} MiB), median of {args.repeat}:")
-        print("| tool | median s | runs s | process s | process CPU s | peak MiB (ru_maxrss / VmHWM) "
-              "| × qrelkit all cores | × qrelkit 1 worker | × pyarrow parse | × typed parse | ndcg@10 mean |")
+        print(
+            f"\n{args.size} {name} (scores with {decimals} decimals; {lines:,} run lines, "
+            f"{run.stat().st_size / 2**20:.0f} MiB), median of {args.repeat}:"
+        )
+        print(
+            "| tool | median s | runs s | process s | process CPU s | peak MiB (ru_maxrss / VmHWM) "
+            "| × qrelkit all cores | × qrelkit 1 worker | × pyarrow parse | × typed parse | ndcg@10 mean |"
+        )
         print("|---|---|---|---|---|---|---|---|---|---|---|")
         for tool, res in rounds.items():
             med = base[tool]
-            ratio = (f"{med / base['qrelkit']:.2f}×" if "qrelkit" in base else "")
-            ratio1 = (f"{med / base['qrelkit-1']:.2f}×" if "qrelkit-1" in base else "")
+            ratio = f"{med / base['qrelkit']:.2f}×" if "qrelkit" in base else ""
+            ratio1 = f"{med / base['qrelkit-1']:.2f}×" if "qrelkit-1" in base else ""
             peak = max(r["peak_mib"] for r in res)
             hwm = max(r["vmhwm_mib"] for r in res)
             times = " ".join(f"{r['seconds']:.2f}" for r in res)
@@ -243,15 +263,20 @@ def main() -> None:
             cpu = statistics.median(r["cpu_seconds"] for r in res)
             floor = f"{med / base['pyarrow-parse']:.2f}×"
             typed = f"{med / base['pyarrow-parse-typed']:.2f}×"
-            print(f"| {tool} | {med:.2f} | {times} | {process:.2f} | {cpu:.2f} | {peak:.0f} / {hwm:.0f} "
-                  f"| {ratio} | {ratio1} | {floor} | {typed} | {res[0]['check']:.6f} |", flush=True)
+            print(
+                f"| {tool} | {med:.2f} | {times} | {process:.2f} | {cpu:.2f} | {peak:.0f} / {hwm:.0f} "
+                f"| {ratio} | {ratio1} | {floor} | {typed} | {res[0]['check']:.6f} |",
+                flush=True,
+            )
         for floor_tool in ("pyarrow-parse", "pyarrow-parse-typed"):
             parse_process = statistics.median(r["process_seconds"] for r in rounds[floor_tool])
             for tool in ("qrelkit", "qrelkit-cli"):
                 if tool in rounds:
                     process = statistics.median(r["process_seconds"] for r in rounds[tool])
-                    print(f"whole process, {tool} / {floor_tool}: {process:.2f} s / {parse_process:.2f} s = "
-                          f"{process / parse_process:.2f}×")
+                    print(
+                        f"whole process, {tool} / {floor_tool}: {process:.2f} s / {parse_process:.2f} s = "
+                        f"{process / parse_process:.2f}×"
+                    )
     print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -32,11 +32,13 @@ from db.store.engine import get_engine
 from db.store.schema import init_db
 
 PG_URL = os.environ.get("QRELKIT_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-VOCABULARY = ("the of and to in is was for on that with as by at from his an were are which this be or has also had "
-         "not first one their its after new who they two her she been other when time during there into school "
-         "more may years over only year most would world city some where between later three state such then "
-         "national used made known under many university united while part season team these american than film "
-         "second born south became states war through being including both well")
+VOCABULARY = (
+    "the of and to in is was for on that with as by at from his an were are which this be or has also had "
+    "not first one their its after new who they two her she been other when time during there into school "
+    "more may years over only year most would world city some where between later three state such then "
+    "national used made known under many university united while part season team these american than film "
+    "second born south became states war through being including both well"
+)
 WORDS = VOCABULARY.split()
 
 
@@ -87,11 +89,17 @@ def run_once(kind: str, files: dict[str, Path], tmp: Path) -> dict[str, float]:
     try:
         engine = init_db(url)
         create_project(engine, "dl19", actor=OPERATOR)
-        steps = (("queries", lambda: import_queries(engine, "dl19", files["queries.tsv"], actor=OPERATOR)),
-                 ("fragments", lambda: import_fragments(engine, "dl19", files["collection.tsv"], actor=OPERATOR)),
-                 ("run", lambda: import_run(engine, "dl19", files["run.trec"], actor=OPERATOR)),
-                 ("judgments", lambda: import_judgments(engine, "dl19", files["qrels.txt"], actor=OPERATOR,
-                                                        source=JudgmentsSource("nist"))))
+        steps = (
+            ("queries", lambda: import_queries(engine, "dl19", files["queries.tsv"], actor=OPERATOR)),
+            ("fragments", lambda: import_fragments(engine, "dl19", files["collection.tsv"], actor=OPERATOR)),
+            ("run", lambda: import_run(engine, "dl19", files["run.trec"], actor=OPERATOR)),
+            (
+                "judgments",
+                lambda: import_judgments(
+                    engine, "dl19", files["qrels.txt"], actor=OPERATOR, source=JudgmentsSource("nist")
+                ),
+            ),
+        )
         out = {}
         for label, call in steps:
             start = time.perf_counter()
@@ -118,14 +126,19 @@ def main() -> int:
         tmp = Path(name)
         files = write_pool(tmp, args.passages, args.queries, args.depth, args.qrels)
         lines = {k: sum(1 for _ in p.open(encoding="utf-8")) for k, p in files.items()}
-        print(f"pool: {lines['queries.tsv']} queries, {lines['collection.tsv']} passages, {lines['run.trec']} run "
-              f"lines, {lines['qrels.txt']} qrels")
+        print(
+            f"pool: {lines['queries.tsv']} queries, {lines['collection.tsv']} passages, {lines['run.trec']} run "
+            f"lines, {lines['qrels.txt']} qrels"
+        )
         for kind in args.engines.split(","):
             runs = [run_once(kind, files, tmp) for _ in range(args.repeat)]
             medians = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
             total = statistics.median(sum(r.values()) for r in runs)
-            print(f"{kind:<10} " + "  ".join(f"{k} {v:.2f} s" for k, v in medians.items())
-                  + f"  total {total:.2f} s (median of {args.repeat})")
+            print(
+                f"{kind:<10} "
+                + "  ".join(f"{k} {v:.2f} s" for k, v in medians.items())
+                + f"  total {total:.2f} s (median of {args.repeat})"
+            )
     return 0
 
 

@@ -26,8 +26,12 @@ FRACTIONS = (0.1, 0.2, 0.3, 0.5)
 CURVE_POINTS = np.linspace(0.01, 1.0, 100)
 RUN_ORDERS = ("pool", "move-to-front", "bandit", "bandit-max-mean")  # model-uncertain needs model grades
 SEEDED = {"bandit"}
-LABELS = {"pool": "pool order", "move-to-front": "MoveToFront", "bandit": "bandit (Thompson sampling)",
-          "bandit-max-mean": "bandit (max mean, MM-NS)"}
+LABELS = {
+    "pool": "pool order",
+    "move-to-front": "MoveToFront",
+    "bandit": "bandit (Thompson sampling)",
+    "bandit-max-mean": "bandit (max mean, MM-NS)",
+}
 
 
 def pool_from_runs(rankings: list[list], depth: int) -> QueryPool:
@@ -84,8 +88,10 @@ def real(qrels_path: str, run_paths: list[str], depth: int, rel_level: int) -> t
 
 def curves_for(pools: list[QueryPool], relevant: list[set], order: str, seed: int) -> list[np.ndarray]:
     """Each query's found-so-far curve under one order (bandit seeded per query from `seed`)."""
-    return [judging_curve(make_order(order, pool, seed=seed * 100_003 + i), rel)
-            for i, (pool, rel) in enumerate(zip(pools, relevant, strict=True))]
+    return [
+        judging_curve(make_order(order, pool, seed=seed * 100_003 + i), rel)
+        for i, (pool, rel) in enumerate(zip(pools, relevant, strict=True))
+    ]
 
 
 def measure(pools: list[QueryPool], relevant: list[set], seeds: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
@@ -100,11 +106,24 @@ def measure(pools: list[QueryPool], relevant: list[set], seeds: int) -> tuple[pd
         mean = np.mean(tables, axis=0)
         spread = (np.min(tables, axis=0), np.max(tables, axis=0))
         for i, frac in enumerate(FRACTIONS):
-            rows.append({"order": order, "judged": f"{frac:.0%}", "found": mean[i], "min": spread[0][i],
-                         "max": spread[1][i], "share of relevant in pool": mean[i] / in_pool})
+            rows.append(
+                {
+                    "order": order,
+                    "judged": f"{frac:.0%}",
+                    "found": mean[i],
+                    "min": spread[0][i],
+                    "max": spread[1][i],
+                    "share of relevant in pool": mean[i] / in_pool,
+                }
+            )
         for j, frac in enumerate(CURVE_POINTS):
-            curve_rows.append({"order": LABELS[order], "judged (share of pool)": frac,
-                               "relevant found (share)": mean[len(FRACTIONS) + j] / in_pool})
+            curve_rows.append(
+                {
+                    "order": LABELS[order],
+                    "judged (share of pool)": frac,
+                    "relevant found (share)": mean[len(FRACTIONS) + j] / in_pool,
+                }
+            )
     return pd.DataFrame(rows), pd.DataFrame(curve_rows), seconds
 
 
@@ -125,10 +144,15 @@ def chart(curve: pd.DataFrame, html: Path, png: Path | None, title: str) -> None
     """The found-vs-judged curve: Altair HTML, and a matplotlib PNG when asked."""
     import altair as alt
 
-    base = alt.Chart(curve, title=title).mark_line().encode(
-        x=alt.X("judged (share of pool):Q", axis=alt.Axis(format="%")),
-        y=alt.Y("relevant found (share):Q", axis=alt.Axis(format="%")),
-        color="order:N")
+    base = (
+        alt.Chart(curve, title=title)
+        .mark_line()
+        .encode(
+            x=alt.X("judged (share of pool):Q", axis=alt.Axis(format="%")),
+            y=alt.Y("relevant found (share):Q", axis=alt.Axis(format="%")),
+            color="order:N",
+        )
+    )
     rules = alt.Chart(pd.DataFrame({"x": FRACTIONS})).mark_rule(strokeDash=[3, 3], color="gray").encode(x="x:Q")
     (base + rules).properties(width=560, height=360).save(str(html))
     if png is None:
@@ -174,28 +198,52 @@ def store_latency(pools: list[QueryPool], relevant: list[set], queries: int, sam
     with engine.begin() as conn:
         ids = {}
         for i, query_pool in enumerate(pools[:queries]):
-            qid = conn.execute(sa.insert(Query.__table__).values(project_id=1, external_id=f"q{i}", text=f"query {i}")
-                               .returning(Query.__table__.c.id)).scalar_one()
-            rows = [{"project_id": 1, "external_id": f"q{i}-d{d}", "text": f"text {i} {d}",
-                     "content_hash": f"{i}-{d}"} for d in query_pool.fragments]
+            qid = conn.execute(
+                sa.insert(Query.__table__)
+                .values(project_id=1, external_id=f"q{i}", text=f"query {i}")
+                .returning(Query.__table__.c.id)
+            ).scalar_one()
+            rows = [
+                {"project_id": 1, "external_id": f"q{i}-d{d}", "text": f"text {i} {d}", "content_hash": f"{i}-{d}"}
+                for d in query_pool.fragments
+            ]
             conn.execute(sa.insert(Fragment.__table__), rows)
-            fids = dict(conn.execute(sa.select(Fragment.__table__.c.external_id, Fragment.__table__.c.id)
-                                     .where(Fragment.__table__.c.external_id.like(f"q{i}-%"))).all())
+            fids = dict(
+                conn.execute(
+                    sa.select(Fragment.__table__.c.external_id, Fragment.__table__.c.id).where(
+                        Fragment.__table__.c.external_id.like(f"q{i}-%")
+                    )
+                ).all()
+            )
             ids[i] = (qid, fids)
         for r in range(len(pools[0].runs)):
-            rid = conn.execute(sa.insert(Run.__table__).values(project_id=1, name=f"run{r:02d}", content_hash=str(r),
-                                                               created_at=sa.func.now())
-                               .returning(Run.__table__.c.id)).scalar_one()
-            entries = [{"run_id": rid, "query_id": ids[i][0], "doc_external_id": f"q{i}-d{d}",
-                        "fragment_id": ids[i][1][f"q{i}-d{d}"], "rank": rank, "score": 1000.0 - rank}
-                       for i, query_pool in enumerate(pools[:queries])
-                       for rank, d in enumerate(query_pool.runs[r], start=1)]
+            rid = conn.execute(
+                sa.insert(Run.__table__)
+                .values(project_id=1, name=f"run{r:02d}", content_hash=str(r), created_at=sa.func.now())
+                .returning(Run.__table__.c.id)
+            ).scalar_one()
+            entries = [
+                {
+                    "run_id": rid,
+                    "query_id": ids[i][0],
+                    "doc_external_id": f"q{i}-d{d}",
+                    "fragment_id": ids[i][1][f"q{i}-d{d}"],
+                    "rank": rank,
+                    "score": 1000.0 - rank,
+                }
+                for i, query_pool in enumerate(pools[:queries])
+                for rank, d in enumerate(query_pool.runs[r], start=1)
+            ]
             conn.execute(sa.insert(RunEntry.__table__), entries)
     pool(engine, "bench", depth=len(pools[0].runs[0]), bm25=0, actor=OPERATOR)
     assign(engine, "bench", overlap=1, annotators=["ann"], actor=OPERATOR)
     with engine.connect() as conn:  # judge every other pair of each query (truth grades) in one go per query
-        pairs = conn.execute(sa.text("SELECT p.id, f.external_id FROM pairs p JOIN fragments f ON f.id = p.fragment_id "
-                                     "ORDER BY p.query_id, p.best_rank, p.id")).all()
+        pairs = conn.execute(
+            sa.text(
+                "SELECT p.id, f.external_id FROM pairs p JOIN fragments f ON f.id = p.fragment_id "
+                "ORDER BY p.query_id, p.best_rank, p.id"
+            )
+        ).all()
     truth = {f"q{i}-d{d}" for i, rel in enumerate(relevant[:queries]) for d in rel}
     for pid, ext in tqdm(pairs[::2], desc="judging half the pool", leave=False):
         record_judgment(engine, pid, "ann", 2 if ext in truth else 0)
@@ -211,8 +259,15 @@ def store_latency(pools: list[QueryPool], relevant: list[set], queries: int, sam
         times.sort()
         cpu.sort()
         # this process's CPU time is the cost a busy machine cannot inflate (a server's own work is not in it)
-        rows.append({"order": order, "p50 ms": times[len(times) // 2], "p95 ms": times[int(len(times) * 0.95)],
-                     "CPU p50 ms": cpu[len(cpu) // 2], "CPU p95 ms": cpu[int(len(cpu) * 0.95)]})
+        rows.append(
+            {
+                "order": order,
+                "p50 ms": times[len(times) // 2],
+                "p95 ms": times[int(len(times) * 0.95)],
+                "CPU p50 ms": cpu[len(cpu) // 2],
+                "CPU p95 ms": cpu[int(len(cpu) * 0.95)],
+            }
+        )
     set_queue_order(engine, "bench", "pool", actor=OPERATOR)
     engine.dispose()
     return pd.DataFrame(rows)
@@ -231,8 +286,12 @@ def main() -> int:
     parser.add_argument("--rel-level", type=int, default=1)
     parser.add_argument("--html", default="docs/judging_order.html", help="Altair chart (default %(default)s)")
     parser.add_argument("--png", help="also draw a PNG here (e.g. docs/judging_order.png)")
-    parser.add_argument("--store", metavar="URL", help="also time next_pair per order in this store (an empty "
-                        "database, e.g. sqlite:////tmp/order.db) on the first --store-queries simulated queries")
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="also time next_pair per order in this store (an empty "
+        "database, e.g. sqlite:////tmp/order.db) on the first --store-queries simulated queries",
+    )
     parser.add_argument("--store-queries", type=int, default=5)
     parser.add_argument("--samples", type=int, default=200, help="next_pair calls timed per order")
     args = parser.parse_args()
@@ -255,8 +314,11 @@ def main() -> int:
     print(f"chart: {args.html}" + (f", {args.png}" if args.png else ""))
     if args.store:
         print(f"next_pair latency, {args.store_queries} queries stored, each pool half judged:")
-        print(store_latency(pools, relevant, args.store_queries, args.samples, args.store)
-              .to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+        print(
+            store_latency(pools, relevant, args.store_queries, args.samples, args.store).to_string(
+                index=False, float_format=lambda v: f"{v:.1f}"
+            )
+        )
     return 0
 
 

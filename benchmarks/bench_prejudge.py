@@ -24,8 +24,12 @@ def serve(latency: float) -> tuple[ThreadingHTTPServer, str]:
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers["Content-Length"]))
             time.sleep(latency)
-            data = json.dumps({"choices": [{"message": {"role": "assistant", "content": "Grade: 2"}}],
-                               "usage": {"prompt_tokens": 500, "completion_tokens": 5}}).encode()
+            data = json.dumps(
+                {
+                    "choices": [{"message": {"role": "assistant", "content": "Grade: 2"}}],
+                    "usage": {"prompt_tokens": 500, "completion_tokens": 5},
+                }
+            ).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -55,16 +59,36 @@ def build(url: str, pairs: int) -> None:
     add_guideline(engine, "bench", BUNDLED_GUIDELINE.read_text(encoding="utf-8"), actor=OPERATOR)
     queries, now = max(1, pairs // 20), utcnow()
     with engine.begin() as conn:
-        conn.execute(sa.insert(Query.__table__), [{"project_id": project.id, "external_id": f"q{q}",
-                                                   "text": f"query number {q}"} for q in range(queries)])
-        conn.execute(sa.insert(Fragment.__table__), [{"project_id": project.id, "external_id": f"f{i}",
-                                                      "text": f"fragment {i} " * 40, "content_hash": f"h{i}"}
-                                                     for i in range(pairs)])
+        conn.execute(
+            sa.insert(Query.__table__),
+            [{"project_id": project.id, "external_id": f"q{q}", "text": f"query number {q}"} for q in range(queries)],
+        )
+        conn.execute(
+            sa.insert(Fragment.__table__),
+            [
+                {
+                    "project_id": project.id,
+                    "external_id": f"f{i}",
+                    "text": f"fragment {i} " * 40,
+                    "content_hash": f"h{i}",
+                }
+                for i in range(pairs)
+            ],
+        )
         qid = dict(conn.execute(sa.select(Query.external_id, Query.id)).all())
         fid = dict(conn.execute(sa.select(Fragment.external_id, Fragment.id)).all())
-        conn.execute(sa.insert(Pair.__table__), [{"project_id": project.id, "query_id": qid[f"q{i % queries}"],
-                                                  "fragment_id": fid[f"f{i}"], "created_at": now}
-                                                 for i in range(pairs)])
+        conn.execute(
+            sa.insert(Pair.__table__),
+            [
+                {
+                    "project_id": project.id,
+                    "query_id": qid[f"q{i % queries}"],
+                    "fragment_id": fid[f"f{i}"],
+                    "created_at": now,
+                }
+                for i in range(pairs)
+            ],
+        )
     engine.dispose()
 
 
@@ -93,10 +117,12 @@ def main() -> None:
             first = prejudge(engine, "bench", judge, model="bench-model", concurrency=n, actor=OPERATOR)
             again = prejudge(engine, "bench", judge, model="bench-model", concurrency=n, actor=OPERATOR)
             ideal = args.pairs * args.latency / n
-            print(f"concurrency {n:>3}: {first.pairs} pairs in {first.seconds:6.2f} s "
-                  f"({first.pairs / first.seconds:7.1f} pairs/s; server latency alone {ideal:6.2f} s), "
-                  f"{first.prompt_tokens + first.completion_tokens} tokens; cached rerun {again.seconds:5.2f} s "
-                  f"with {again.called} calls")
+            print(
+                f"concurrency {n:>3}: {first.pairs} pairs in {first.seconds:6.2f} s "
+                f"({first.pairs / first.seconds:7.1f} pairs/s; server latency alone {ideal:6.2f} s), "
+                f"{first.prompt_tokens + first.completion_tokens} tokens; cached rerun {again.seconds:5.2f} s "
+                f"with {again.called} calls"
+            )
             engine.dispose()
     server.shutdown()
 

@@ -29,8 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from eval_core.reliability import ReliabilityReport, Settings, reliability
 
 
-def generate(n_queries: int, n_runs: int, seed: int = 7, docs: int = 40,
-             depth: int = 10) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+def generate(
+    n_queries: int, n_runs: int, seed: int = 7, docs: int = 40, depth: int = 10
+) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """Qrels (the runs' depth-`depth` pool) and `n_runs` runs over `docs` fragments per query."""
     rng = np.random.default_rng(seed)
     qid = np.repeat([f"q{i}" for i in range(n_queries)], docs)
@@ -43,8 +44,12 @@ def generate(n_queries: int, n_runs: int, seed: int = 7, docs: int = 40,
         score = skill * grade * (1 + 0.3 * ease) + rng.normal(0, 1.2, len(qid))
         runs[f"run{r:02d}"] = pd.DataFrame({"query_id": qid, "doc_id": doc, "score": score})
     all_pairs = pd.DataFrame({"query_id": qid, "doc_id": doc, "grade": grade})
-    pooled = pd.concat([f.sort_values(["query_id", "score"], ascending=[True, False]).groupby("query_id").head(depth)
-                        for f in runs.values()])[["query_id", "doc_id"]].drop_duplicates()
+    pooled = pd.concat(
+        [
+            f.sort_values(["query_id", "score"], ascending=[True, False]).groupby("query_id").head(depth)
+            for f in runs.values()
+        ]
+    )[["query_id", "doc_id"]].drop_duplicates()
     return all_pairs.merge(pooled, on=["query_id", "doc_id"]), runs
 
 
@@ -72,8 +77,10 @@ def main() -> None:
         m = report.metrics[0]
         print(f"{correction:>10}: {time.perf_counter() - start:.2f} s — {report.sentence()}")
         tau = m.tau_summary
-        print(f"{'':>12}{m.significant} of {len(m.pairs)} pairs significant; split-half τ mean {tau['mean']:.3f} "
-              f"(5–95% {tau['p5']:.3f}–{tau['p95']:.3f}); variance {m.variance:.5f} ({m.variance_source})")
+        print(
+            f"{'':>12}{m.significant} of {len(m.pairs)} pairs significant; split-half τ mean {tau['mean']:.3f} "
+            f"(5–95% {tau['p5']:.3f}–{tau['p95']:.3f}); variance {m.variance:.5f} ({m.variance_source})"
+        )
         if correction == "tukey-hsd":
             tukey = report
     _chart(tukey, args.html, args.png)
@@ -115,13 +122,17 @@ def release_cost(n_queries: int, n_runs: int, repeats: int) -> None:
             qrels, scale = qrels_of(load_release(session, proj, "latest")), project_scale(proj)
         engine.dispose()
     card = _median_seconds(lambda: reliability_card(qrels, frames, pooled, scale, "demo"), repeats)
-    print(f"demo ({qrels['query_id'].nunique()} queries, {len(frames)} runs): create_release median {release:.3f} s, "
-          f"of which the card's reliability {card:.3f} s ({repeats} repeats)")
+    print(
+        f"demo ({qrels['query_id'].nunique()} queries, {len(frames)} runs): create_release median {release:.3f} s, "
+        f"of which the card's reliability {card:.3f} s ({repeats} repeats)"
+    )
     big_qrels, runs = generate(n_queries, n_runs)
     big_pool = {name: top_pairs(frame, 10) for name, frame in runs.items()}
     big = _median_seconds(lambda: reliability_card(big_qrels, runs, big_pool, (0, 3), "generated"), 3)
-    print(f"{n_runs} runs × {n_queries} queries: the card's reliability {big:.2f} s (median of 3; "
-          f"{card_settings(n_runs, n_queries).resamples} resamples, pool bias for every run)")
+    print(
+        f"{n_runs} runs × {n_queries} queries: the card's reliability {big:.2f} s (median of 3; "
+        f"{card_settings(n_runs, n_queries).resamples} resamples, pool bias for every run)"
+    )
 
 
 def _chart(report: ReliabilityReport, html: str | None, png: str | None) -> None:

@@ -33,8 +33,14 @@ def data(queries: int, fragments: int, runs: int, seed: int = 0) -> tuple[pd.Dat
     grades = np.clip(truth[:, None] + rng.integers(-1, 2, (pairs, len(ANNOTATORS))), 0, 3).ravel()
     qids = np.repeat([f"q{i}" for i in range(queries)], fragments)
     docs = np.tile([f"d{i}" for i in range(fragments)], queries)
-    judgments = pd.DataFrame({"query_id": np.repeat(qids, len(ANNOTATORS)), "fragment_id": np.repeat(docs, len(ANNOTATORS)),
-                              "annotator": np.tile(ANNOTATORS, pairs), "grade": pd.array(grades, dtype="Int64")})
+    judgments = pd.DataFrame(
+        {
+            "query_id": np.repeat(qids, len(ANNOTATORS)),
+            "fragment_id": np.repeat(docs, len(ANNOTATORS)),
+            "annotator": np.tile(ANNOTATORS, pairs),
+            "grade": pd.array(grades, dtype="Int64"),
+        }
+    )
     scores = np.tile(np.arange(fragments, 0, -1, dtype=np.float64), queries)
     out = {}
     for r in range(runs):
@@ -82,8 +88,10 @@ def main() -> None:
     print(f"bootstrap, {args.replicates} replicates: {boot:.2f} s ({1000 * boot / args.replicates:.1f} ms each)")
     if args.naive:
         slow = naive(judgments, runs, args.naive, 0) / args.naive
-        print(f"naive consensus() + evaluate() per replicate: {1000 * slow:.1f} ms each "
-              f"({slow * args.replicates / boot:.1f}× the bootstrap's time)")
+        print(
+            f"naive consensus() + evaluate() per replicate: {1000 * slow:.1f} ms each "
+            f"({slow * args.replicates / boot:.1f}× the bootstrap's time)"
+        )
     print(f"pairs of runs whose order holds everywhere: {sum(p.holds for p in report.pairs)} of {len(report.pairs)}")
 
 

@@ -41,8 +41,9 @@ def _bulk(engine: sa.Engine, table: str, columns: tuple[str, ...], rows) -> None
         cur = raw.cursor()
         if engine.dialect.name == "sqlite":
             cur.execute("BEGIN")
-            cur.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                            rows)
+            cur.executemany(
+                f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows
+            )
         else:
             with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
                 for row in rows:
@@ -58,16 +59,36 @@ def build(engine: sa.Engine, n_judgments: int, n_users: int = 100, overlap: int 
     n_pairs = n_judgments // overlap + n_users * UNJUDGED_PER_USER // overlap
     n_queries, per_query = 1000, -(-n_pairs // 1000)
     true, false = (1, 0) if engine.dialect.name == "sqlite" else (True, False)
-    _bulk(engine, "projects", ("id", "name", "scale_min", "scale_max", "overlap", "overlap_fraction",
-                               "agreement_threshold", "created_at"), [(1, "bench", 0, 3, 2, 1.0, 0.6, TS)])
-    _bulk(engine, "users", ("id", "username", "role", "active", "created_at"),
-          [(u, f"ann{u}", "annotator", true, TS) for u in range(1, n_users + 1)])
-    _bulk(engine, "queries", ("id", "project_id", "external_id", "text"),
-          [(q, 1, f"q{q}", f"query number {q}") for q in range(1, n_queries + 1)])
-    _bulk(engine, "fragments", ("id", "project_id", "external_id", "text", "content_hash"),
-          ((f, 1, f"f{f}", f"fragment text {f}", f"{f:064x}") for f in range(1, n_pairs + 1)))
-    _bulk(engine, "pairs", ("id", "project_id", "query_id", "fragment_id", "created_at"),
-          ((p, 1, (p - 1) // per_query + 1, p, TS) for p in range(1, n_pairs + 1)))
+    _bulk(
+        engine,
+        "projects",
+        ("id", "name", "scale_min", "scale_max", "overlap", "overlap_fraction", "agreement_threshold", "created_at"),
+        [(1, "bench", 0, 3, 2, 1.0, 0.6, TS)],
+    )
+    _bulk(
+        engine,
+        "users",
+        ("id", "username", "role", "active", "created_at"),
+        [(u, f"ann{u}", "annotator", true, TS) for u in range(1, n_users + 1)],
+    )
+    _bulk(
+        engine,
+        "queries",
+        ("id", "project_id", "external_id", "text"),
+        [(q, 1, f"q{q}", f"query number {q}") for q in range(1, n_queries + 1)],
+    )
+    _bulk(
+        engine,
+        "fragments",
+        ("id", "project_id", "external_id", "text", "content_hash"),
+        ((f, 1, f"f{f}", f"fragment text {f}", f"{f:064x}") for f in range(1, n_pairs + 1)),
+    )
+    _bulk(
+        engine,
+        "pairs",
+        ("id", "project_id", "query_id", "fragment_id", "created_at"),
+        ((p, 1, (p - 1) // per_query + 1, p, TS) for p in range(1, n_pairs + 1)),
+    )
     positions = [0] * (n_users + 1)
     queues: list[list[int]] = [[] for _ in range(n_users + 1)]
 
@@ -83,19 +104,32 @@ def build(engine: sa.Engine, n_judgments: int, n_users: int = 100, overlap: int 
 
     rows = list(assignments())
     judged = {u: set(q[:-UNJUDGED_PER_USER]) for u, q in enumerate(queues) if u}
-    _bulk(engine, "assignments", ("id", "project_id", "pair_id", "user_id", "position", "created_at", "done"),
-          [(*r, true if r[2] in judged[r[3]] else false) for r in rows])
+    _bulk(
+        engine,
+        "assignments",
+        ("id", "project_id", "pair_id", "user_id", "position", "created_at", "done"),
+        [(*r, true if r[2] in judged[r[3]] else false) for r in rows],
+    )
     jrows = [(1, r[2], r[3], (r[2] + r[3]) % 4, 1, TS, TS) for r in rows if r[2] in judged[r[3]]]
-    _bulk(engine, "judgments", ("project_id", "pair_id", "user_id", "grade", "revision", "created_at", "updated_at"),
-          jrows)
-    _bulk(engine, "judgment_history", ("project_id", "pair_id", "user_id", "action", "new_grade", "changed_at"),
-          [(1, p, u, "create", g, TS) for _, p, u, g, *_ in jrows])
+    _bulk(
+        engine,
+        "judgments",
+        ("project_id", "pair_id", "user_id", "grade", "revision", "created_at", "updated_at"),
+        jrows,
+    )
+    _bulk(
+        engine,
+        "judgment_history",
+        ("project_id", "pair_id", "user_id", "action", "new_grade", "changed_at"),
+        [(1, p, u, "create", g, TS) for _, p, u, g, *_ in jrows],
+    )
     with engine.begin() as conn:
         conn.exec_driver_sql("ANALYZE")
         if engine.dialect.name == "postgresql":
             for table in ("projects", "users", "queries", "fragments", "pairs", "assignments", "judgments"):
-                conn.exec_driver_sql(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
-                                     f"(SELECT max(id) FROM {table}))")
+                conn.exec_driver_sql(
+                    f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))"
+                )
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -185,9 +219,11 @@ def judging_bench(kind: str, n_judgments: int, samples: int) -> None:
             print(f"[{kind}] plan: {line}")
         times = {**baseline(engine, samples), **measure(engine, samples)}
         for op, values in times.items():
-            print(f"[{kind}] {op:16s} n={len(values):4d}  median {statistics.median(values):6.2f} ms  "
-                  f"p95 {_pct(values, 95):6.2f} ms  (target p95 < 10 ms: ratio {_pct(values, 95) / 10:.2f})",
-                  flush=True)
+            print(
+                f"[{kind}] {op:16s} n={len(values):4d}  median {statistics.median(values):6.2f} ms  "
+                f"p95 {_pct(values, 95):6.2f} ms  (target p95 < 10 ms: ratio {_pct(values, 95) / 10:.2f})",
+                flush=True,
+            )
         engine.dispose()
         get_engine.cache_clear()
     finally:
@@ -202,8 +238,10 @@ def _sqlite_floor(path: Path, n: int) -> float:
 
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("CREATE TABLE e (id INTEGER PRIMARY KEY, run_id INT, query_id INT, doc TEXT, fragment_id INT, "
-                 "rank INT, score REAL)")
+    conn.execute(
+        "CREATE TABLE e (id INTEGER PRIMARY KEY, run_id INT, query_id INT, doc TEXT, fragment_id INT, "
+        "rank INT, score REAL)"
+    )
     conn.execute("CREATE INDEX e_rank ON e (run_id, query_id, rank)")
     rows = [(1, i // 1000, f"d{i}", i, i % 1000 + 1, 1.0) for i in range(n)]
     t = time.perf_counter()
@@ -237,9 +275,11 @@ def import_bench(n_fragments: int = 100_000, n_queries: int = 1000, run_lines: i
     create_project(engine, "bench", actor=OPERATOR)
     stages = []
     t0 = time.perf_counter()
-    for label, call in (("fragments", lambda: import_fragments(engine, "bench", tmp / "corpus.jsonl", actor=OPERATOR)),
-                        ("queries", lambda: import_queries(engine, "bench", tmp / "queries.jsonl", actor=OPERATOR)),
-                        ("run", lambda: import_run(engine, "bench", tmp / "run.trec", actor=OPERATOR))):
+    for label, call in (
+        ("fragments", lambda: import_fragments(engine, "bench", tmp / "corpus.jsonl", actor=OPERATOR)),
+        ("queries", lambda: import_queries(engine, "bench", tmp / "queries.jsonl", actor=OPERATOR)),
+        ("run", lambda: import_run(engine, "bench", tmp / "run.trec", actor=OPERATOR)),
+    ):
         t = time.perf_counter()
         call()
         stages.append((label, time.perf_counter() - t))

@@ -65,15 +65,21 @@ def seed_judgments(engine, project_id: int, n_judgments: int, annotators: int, s
     rng = random.Random(seed)
     with session_scope(engine, write=True) as s:
         queries = s.execute(select(Query.id).where(Query.project_id == project_id).order_by(Query.id)).scalars().all()
-        frags = s.execute(select(Fragment.id).where(Fragment.project_id == project_id)
-                          .order_by(Fragment.id)).scalars().all()
+        frags = (
+            s.execute(select(Fragment.id).where(Fragment.project_id == project_id).order_by(Fragment.id))
+            .scalars()
+            .all()
+        )
         existing = set(s.execute(select(Pair.query_id, Pair.fragment_id).where(Pair.project_id == project_id)).all())
         now = utcnow()
         users = []
         for a in range(annotators):
-            users.append(s.execute(insert(User.__table__).returning(User.__table__.c.id),
-                                   {"username": f"bench{a}", "role": "annotator", "active": True,
-                                    "created_at": now}).scalar_one())
+            users.append(
+                s.execute(
+                    insert(User.__table__).returning(User.__table__.c.id),
+                    {"username": f"bench{a}", "role": "annotator", "active": True, "created_at": now},
+                ).scalar_one()
+            )
         n_pairs = n_judgments // annotators
         per_query = -(-n_pairs // len(queries))
         rows = []
@@ -90,8 +96,17 @@ def seed_judgments(engine, project_id: int, n_judgments: int, annotators: int, s
             base = rng.choice((0, 0, 0, 1, 1, 2, 3))
             for uid in users:
                 grade = min(3, max(0, base + rng.choice((-1, 0, 0, 0, 1))))
-                batch.append({"project_id": project_id, "pair_id": pid, "user_id": uid, "grade": grade,
-                              "revision": 1, "created_at": now, "updated_at": now})
+                batch.append(
+                    {
+                        "project_id": project_id,
+                        "pair_id": pid,
+                        "user_id": uid,
+                        "grade": grade,
+                        "revision": 1,
+                        "created_at": now,
+                        "updated_at": now,
+                    }
+                )
             if len(batch) >= 100_000:
                 s.execute(insert(Judgment.__table__), batch)
                 batch = []
@@ -106,22 +121,37 @@ def one_round(url: str, args: argparse.Namespace, inputs: dict[str, Path]) -> tu
     print(f"pipeline on {engine.dialect.name}:")
     _, t1 = timed("import queries", import_queries, engine, "bench", inputs["queries"], actor=OPERATOR)
     _, t2 = timed("import fragments", import_fragments, engine, "bench", inputs["fragments"], actor=OPERATOR)
-    _, t3 = timed("import run (1 line per entry)", import_run, engine, "bench", inputs["run"], name="run", actor=OPERATOR)
+    _, t3 = timed(
+        "import run (1 line per entry)", import_run, engine, "bench", inputs["run"], name="run", actor=OPERATOR
+    )
     report, t4 = timed(f"pool depth {args.depth}", pool, engine, "bench", args.depth, actor=OPERATOR)
     print(f"  pairs created: {report.created}")
     total = t1 + t2 + t3 + t4
     print(f"  {'import + pool total':<40} {total:7.2f} s  (target < {POOL_TARGET_S:.0f} s)")
-    bm25, _ = timed(f"pool + BM25 top-{args.depth} for every query", pool, engine, "bench", args.depth,
-                    bm25=args.depth, actor=OPERATOR)
+    bm25, _ = timed(
+        f"pool + BM25 top-{args.depth} for every query",
+        pool,
+        engine,
+        "bench",
+        args.depth,
+        bm25=args.depth,
+        actor=OPERATOR,
+    )
     print(f"  BM25 pairs created: {bm25.per_source['bm25']['created']} (not part of the target)")
     with session_scope(engine) as s:
         project_id = s.execute(select(Query.project_id).limit(1)).scalar_one()
-    timed(f"seed {args.judgments:,} judgments (not part of the target)", seed_judgments, engine, project_id,
-          args.judgments, args.annotators, args.seed)
+    timed(
+        f"seed {args.judgments:,} judgments (not part of the target)",
+        seed_judgments,
+        engine,
+        project_id,
+        args.judgments,
+        args.annotators,
+        args.seed,
+    )
     releases = []
     for _ in range(2):
-        info, took = timed("release (consensus, card, files, runs)", create_release, engine, "bench",
-                           actor=OPERATOR)
+        info, took = timed("release (consensus, card, files, runs)", create_release, engine, "bench", actor=OPERATOR)
         print(f"    v{info.version}: {info.card['counts']}")
         releases.append(took)
     engine.dispose()
@@ -152,10 +182,14 @@ def main() -> int:
             pools.append(total)
             releases.extend(rel)
     pool_median, release_median = statistics.median(pools), statistics.median(releases)
-    print(f"median import+pool: {pool_median:.2f} s (target {POOL_TARGET_S:.0f} s, "
-          f"{pool_median / POOL_TARGET_S:.2f}× of budget)")
-    print(f"median release over {args.judgments:,} judgments: {release_median:.2f} s (target "
-          f"{RELEASE_TARGET_S:.0f} s, {release_median / RELEASE_TARGET_S:.2f}× of budget)")
+    print(
+        f"median import+pool: {pool_median:.2f} s (target {POOL_TARGET_S:.0f} s, "
+        f"{pool_median / POOL_TARGET_S:.2f}× of budget)"
+    )
+    print(
+        f"median release over {args.judgments:,} judgments: {release_median:.2f} s (target "
+        f"{RELEASE_TARGET_S:.0f} s, {release_median / RELEASE_TARGET_S:.2f}× of budget)"
+    )
     return 0 if pool_median < POOL_TARGET_S and release_median < RELEASE_TARGET_S else 1
 
 

@@ -66,10 +66,19 @@ def main() -> None:
     ap.add_argument("--dir", default="bench_data")
     args = ap.parse_args()
     n_queries, depth = SIZES[args.size]
-    made = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'benchmarks'); "
-                           "from pathlib import Path; from bench_eval import generate; "
-                           f"print(*generate(Path({args.dir!r}), {n_queries}, {depth}, 2))"],
-                          cwd=ROOT, capture_output=True, text=True, check=True)
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.path.insert(0, 'benchmarks'); "
+            "from pathlib import Path; from bench_eval import generate; "
+            f"print(*generate(Path({args.dir!r}), {n_queries}, {depth}, 2))",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     qrels, run = (Path(p) if Path(p).is_absolute() else ROOT / p for p in made.stdout.split())
     with open(run, "rb") as fh:
         lines = sum(1 for _ in fh)
@@ -78,10 +87,14 @@ def main() -> None:
     for _ in range(args.repeat):
         for tool in results:
             results[tool].append(measure(tool, qrels, run))
-            print(f"  {tool:<12} {results[tool][-1]['seconds']:7.2f} s  {results[tool][-1]['peak_mib']:7.0f} MiB",
-                  flush=True)
-    med = {t: (statistics.median(r["seconds"] for r in rs), statistics.median(r["peak_mib"] for r in rs))
-           for t, rs in results.items()}
+            print(
+                f"  {tool:<12} {results[tool][-1]['seconds']:7.2f} s  {results[tool][-1]['peak_mib']:7.0f} MiB",
+                flush=True,
+            )
+    med = {
+        t: (statistics.median(r["seconds"] for r in rs), statistics.median(r["peak_mib"] for r in rs))
+        for t, rs in results.items()
+    }
     checks = {t: rs[0]["check"] for t, rs in results.items()}
     for tool, (secs, mib) in med.items():
         print(f"{tool:<12} median {secs:7.2f} s   peak {mib:7.0f} MiB   (check: map {checks[tool]:.4f})")

@@ -32,8 +32,17 @@ from db.store.models import (
 )
 from eval_core.errors import Conflict, NotFound, Refused
 
-DISPUTE_COLUMNS = ["pair_id", "query_id", "fragment_id", "spread", "low", "high", "grades", "by_annotator",
-                   "adjudicated"]
+DISPUTE_COLUMNS = [
+    "pair_id",
+    "query_id",
+    "fragment_id",
+    "spread",
+    "low",
+    "high",
+    "grades",
+    "by_annotator",
+    "adjudicated",
+]
 
 
 @dataclass(frozen=True)
@@ -56,39 +65,79 @@ def pair_detail(engine: Engine, project: str, pair_id: int, username: str | None
             require_lead(session, username)
         project_id = project_row(session, project).id
         head = session.execute(
-            select(Query.external_id, Query.text, Query.category, Fragment.external_id, Fragment.title,
-                   Fragment.text, Fragment.doc_id, Pair.sources, Pair.best_rank)
-            .select_from(Pair).join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)
-            .where(Pair.id == pair_id, Pair.project_id == project_id)).first()
+            select(
+                Query.external_id,
+                Query.text,
+                Query.category,
+                Fragment.external_id,
+                Fragment.title,
+                Fragment.text,
+                Fragment.doc_id,
+                Pair.sources,
+                Pair.best_rank,
+            )
+            .select_from(Pair)
+            .join(Query, Query.id == Pair.query_id)
+            .join(Fragment, Fragment.id == Pair.fragment_id)
+            .where(Pair.id == pair_id, Pair.project_id == project_id)
+        ).first()
         if head is None:
             raise NotFound(f"no pair with id {pair_id} in project {project!r}")
         judgments = session.execute(
-            select(User.username, Judgment.grade, Judgment.note, Judgment.cant_judge_reason, Guideline.version,
-                   Judgment.seconds_spent, Judgment.revision, Judgment.updated_at)
-            .select_from(Judgment).join(User, User.id == Judgment.user_id)
+            select(
+                User.username,
+                Judgment.grade,
+                Judgment.note,
+                Judgment.cant_judge_reason,
+                Guideline.version,
+                Judgment.seconds_spent,
+                Judgment.revision,
+                Judgment.updated_at,
+            )
+            .select_from(Judgment)
+            .join(User, User.id == Judgment.user_id)
             .outerjoin(Guideline, Guideline.id == Judgment.guideline_id)
-            .where(Judgment.pair_id == pair_id).order_by(User.username)).all()
+            .where(Judgment.pair_id == pair_id)
+            .order_by(User.username)
+        ).all()
         adjudications = session.execute(
             select(Adjudication.grade, Adjudication.reason, User.username, Adjudication.created_at)
-            .join(User, User.id == Adjudication.user_id).where(Adjudication.pair_id == pair_id)
-            .order_by(Adjudication.created_at, Adjudication.id)).all()
+            .join(User, User.id == Adjudication.user_id)
+            .where(Adjudication.pair_id == pair_id)
+            .order_by(Adjudication.created_at, Adjudication.id)
+        ).all()
         history = session.execute(
-            select(JudgmentHistory.action, User.username, JudgmentHistory.old_grade, JudgmentHistory.new_grade,
-                   JudgmentHistory.old_note, JudgmentHistory.new_note, JudgmentHistory.changed_at)
-            .join(User, User.id == JudgmentHistory.user_id).where(JudgmentHistory.pair_id == pair_id)
-            .order_by(JudgmentHistory.id)).all()
+            select(
+                JudgmentHistory.action,
+                User.username,
+                JudgmentHistory.old_grade,
+                JudgmentHistory.new_grade,
+                JudgmentHistory.old_note,
+                JudgmentHistory.new_note,
+                JudgmentHistory.changed_at,
+            )
+            .join(User, User.id == JudgmentHistory.user_id)
+            .where(JudgmentHistory.pair_id == pair_id)
+            .order_by(JudgmentHistory.id)
+        ).all()
     keys = ("annotator", "grade", "note", "cant_judge_reason", "guideline", "seconds_spent", "revision", "updated_at")
     return {
         "pair_id": pair_id,
         "query": {"id": head[0], "text": head[1], "category": head[2]},
         "fragment": {"id": head[3], "title": head[4], "text": head[5], "doc_id": head[6]},
-        "sources": head[7], "best_rank": head[8],
+        "sources": head[7],
+        "best_rank": head[8],
         "judgments": [dict(zip(keys, row, strict=True)) for row in judgments],
         "adjudications": [{"grade": g, "reason": r, "by": b, "at": t} for g, r, b, t in adjudications],
-        "adjudication": ({"grade": adjudications[-1][0], "reason": adjudications[-1][1], "by": adjudications[-1][2]}
-                         if adjudications else None),
-        "history": [dict(zip(("action", "annotator", "old_grade", "new_grade", "old_note", "new_note", "at"), row,
-                             strict=True)) for row in history],
+        "adjudication": (
+            {"grade": adjudications[-1][0], "reason": adjudications[-1][1], "by": adjudications[-1][2]}
+            if adjudications
+            else None
+        ),
+        "history": [
+            dict(zip(("action", "annotator", "old_grade", "new_grade", "old_note", "new_note", "at"), row, strict=True))
+            for row in history
+        ],
     }
 
 
@@ -101,18 +150,24 @@ def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: 
     if not reason:
         raise ValueError("an adjudication needs a reason")
     if not isinstance(actor, str):
-        raise Refused("an adjudication records which lead decided, so the CLI operator cannot adjudicate "
-                              "anonymously: name an active lead (actor=USERNAME; from the CLI, --user LEAD)")
+        raise Refused(
+            "an adjudication records which lead decided, so the CLI operator cannot adjudicate "
+            "anonymously: name an active lead (actor=USERNAME; from the CLI, --user LEAD)"
+        )
     with session_scope(engine, write=True) as session:
         lead_id = require_lead(session, actor)
-        scale = session.execute(select(Pair.project_id, Project.scale_min, Project.scale_max)
-                                .join(Project, Project.id == Pair.project_id).where(Pair.id == pair_id)).first()
+        scale = session.execute(
+            select(Pair.project_id, Project.scale_min, Project.scale_max)
+            .join(Project, Project.id == Pair.project_id)
+            .where(Pair.id == pair_id)
+        ).first()
         if scale is None:
             raise NotFound(f"no pair with id {pair_id}")
         checked = check_grade(grade, (scale[1], scale[2]), reason)
         assert checked is not None
-        row = Adjudication(project_id=scale[0], pair_id=pair_id, grade=checked, reason=reason, user_id=lead_id,
-                           created_at=utcnow())
+        row = Adjudication(
+            project_id=scale[0], pair_id=pair_id, grade=checked, reason=reason, user_id=lead_id, created_at=utcnow()
+        )
         session.add(row)
         session.flush()
         assert row.id is not None
@@ -131,9 +186,9 @@ def disputes_of(judgments: pd.DataFrame, adjudicated: set[tuple[str, str]]) -> p
     disputed = stats[stats["max"] > stats["min"]]
     chosen = people[people["pair_id"].isin(disputed.index)]
     labelled = chosen.assign(grades=chosen["annotator"].astype(str) + ": " + chosen["grade"].astype(str))
-    names = labelled.groupby("pair_id", sort=False).agg(query_id=("query_id", "first"),
-                                                        fragment_id=("fragment_id", "first"),
-                                                        grades=("grades", ", ".join))
+    names = labelled.groupby("pair_id", sort=False).agg(
+        query_id=("query_id", "first"), fragment_id=("fragment_id", "first"), grades=("grades", ", ".join)
+    )
     by_annotator: dict[int, dict[str, int]] = {}
     for pair, name, grade in zip(chosen["pair_id"], chosen["annotator"].astype(str), chosen["grade"], strict=True):
         by_annotator.setdefault(pair, {})[name] = int(grade)
@@ -141,8 +196,9 @@ def disputes_of(judgments: pd.DataFrame, adjudicated: set[tuple[str, str]]) -> p
     frame = disputed.join(names).reset_index().rename(columns={"min": "low", "max": "high"})
     frame["spread"] = frame["high"] - frame["low"]
     frame["adjudicated"] = [key in adjudicated for key in zip(frame["query_id"], frame["fragment_id"], strict=True)]
-    frame = frame.sort_values(["spread", "var", "query_id", "fragment_id"], ascending=[False, False, True, True],
-                              kind="stable")
+    frame = frame.sort_values(
+        ["spread", "var", "query_id", "fragment_id"], ascending=[False, False, True, True], kind="stable"
+    )
     return frame[DISPUTE_COLUMNS].reset_index(drop=True)
 
 
@@ -171,8 +227,9 @@ def next_open(disputes: pd.DataFrame, after: int) -> int | None:
     the start), or None when every dispute is decided."""
     ids = disputes["pair_id"].tolist()
     start = ids.index(after) + 1 if after in ids else 0
-    for pair_id, decided in zip(ids[start:] + ids[:start], [*disputes["adjudicated"][start:],
-                                                             *disputes["adjudicated"][:start]], strict=True):
+    for pair_id, decided in zip(
+        ids[start:] + ids[:start], [*disputes["adjudicated"][start:], *disputes["adjudicated"][:start]], strict=True
+    ):
         if not decided and pair_id != after:
             return int(pair_id)
     return None
@@ -184,28 +241,52 @@ def rejudge_queue(engine: Engine, project: str) -> pd.DataFrame:
     pair is back in that annotator's queue for re-judging)."""
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
-        current = session.execute(select(func.max(Guideline.version))
-                                  .where(Guideline.project_id == project_id)).scalar_one()
-        rows = [] if current is None else session.execute(
-            select(Pair.id, Query.external_id, Fragment.external_id, User.username, Judgment.grade, Guideline.version,
-                   Assignment.rejudge_version.is_not(None))
-            .select_from(Judgment).join(Pair, Pair.id == Judgment.pair_id).join(Query, Query.id == Pair.query_id)
-            .join(Fragment, Fragment.id == Pair.fragment_id).join(User, User.id == Judgment.user_id)
-            .join(Guideline, Guideline.id == Judgment.guideline_id)
-            .outerjoin(Assignment, and_(Assignment.pair_id == Judgment.pair_id,
-                                        Assignment.user_id == Judgment.user_id))
-            .where(Judgment.project_id == project_id, Guideline.version < current)
-            .order_by(Query.external_id, Fragment.external_id, User.username)).all()
-    frame = pd.DataFrame(rows, columns=["pair_id", "query_id", "fragment_id", "annotator", "grade", "guideline",
-                                        "sent"])
+        current = session.execute(
+            select(func.max(Guideline.version)).where(Guideline.project_id == project_id)
+        ).scalar_one()
+        rows = (
+            []
+            if current is None
+            else session.execute(
+                select(
+                    Pair.id,
+                    Query.external_id,
+                    Fragment.external_id,
+                    User.username,
+                    Judgment.grade,
+                    Guideline.version,
+                    Assignment.rejudge_version.is_not(None),
+                )
+                .select_from(Judgment)
+                .join(Pair, Pair.id == Judgment.pair_id)
+                .join(Query, Query.id == Pair.query_id)
+                .join(Fragment, Fragment.id == Pair.fragment_id)
+                .join(User, User.id == Judgment.user_id)
+                .join(Guideline, Guideline.id == Judgment.guideline_id)
+                .outerjoin(
+                    Assignment, and_(Assignment.pair_id == Judgment.pair_id, Assignment.user_id == Judgment.user_id)
+                )
+                .where(Judgment.project_id == project_id, Guideline.version < current)
+                .order_by(Query.external_id, Fragment.external_id, User.username)
+            ).all()
+        )
+    frame = pd.DataFrame(
+        rows, columns=["pair_id", "query_id", "fragment_id", "annotator", "grade", "guideline", "sent"]
+    )
     frame["grade"] = frame["grade"].astype("Float64").astype("Int64")
     frame["sent"] = frame["sent"].fillna(False).astype(bool)
     frame["current"] = current
     return frame[["pair_id", "query_id", "fragment_id", "annotator", "grade", "guideline", "current", "sent"]]
 
 
-def send_for_rejudging(engine: Engine, project: str, pair_ids: Sequence[int] | None = None,
-                       to: Sequence[str] | None = None, *, actor: Actor) -> int:
+def send_for_rejudging(
+    engine: Engine,
+    project: str,
+    pair_ids: Sequence[int] | None = None,
+    to: Sequence[str] | None = None,
+    *,
+    actor: Actor,
+) -> int:
     """Send pairs of the re-judge queue (all of it, or `pair_ids`) back to be graded under the guideline in
     force: to the annotators who judged them under the older version, or to the people named in `to`. Each
     assignment is reopened (created at the end of the person's queue when they had none) and marked with the
@@ -216,12 +297,16 @@ def send_for_rejudging(engine: Engine, project: str, pair_ids: Sequence[int] | N
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         project_id = project_row(session, project).id
-        current = session.execute(select(func.max(Guideline.version))
-                                  .where(Guideline.project_id == project_id)).scalar_one()
+        current = session.execute(
+            select(func.max(Guideline.version)).where(Guideline.project_id == project_id)
+        ).scalar_one()
         if current is None:
             raise ValueError(f"project {project!r} has no guideline: nothing to re-judge under")
-        older = (select(Judgment.pair_id, Judgment.user_id).join(Guideline, Guideline.id == Judgment.guideline_id)
-                 .where(Judgment.project_id == project_id, Guideline.version < current))
+        older = (
+            select(Judgment.pair_id, Judgment.user_id)
+            .join(Guideline, Guideline.id == Judgment.guideline_id)
+            .where(Judgment.project_id == project_id, Guideline.version < current)
+        )
         if pair_ids is not None:
             older = older.where(Judgment.pair_id.in_(list(pair_ids)))
         listed = session.execute(older).all()
@@ -231,11 +316,17 @@ def send_for_rejudging(engine: Engine, project: str, pair_ids: Sequence[int] | N
             people = _judging_people(session, to)
             targets = sorted({(int(p), u) for p, _ in listed for u in people})
         _refuse_seen(session, int(project_id or 0), targets)
-        ends = dict(session.execute(select(Assignment.user_id, func.max(Assignment.position))
-                                    .where(Assignment.project_id == project_id).group_by(Assignment.user_id)).all())
+        ends = dict(
+            session.execute(
+                select(Assignment.user_id, func.max(Assignment.position))
+                .where(Assignment.project_id == project_id)
+                .group_by(Assignment.user_id)
+            ).all()
+        )
         for pair_id, user_id in targets:
-            row = session.execute(select(Assignment).where(Assignment.pair_id == pair_id,
-                                                           Assignment.user_id == user_id)).scalar_one_or_none()
+            row = session.execute(
+                select(Assignment).where(Assignment.pair_id == pair_id, Assignment.user_id == user_id)
+            ).scalar_one_or_none()
             if row is None:
                 ends[user_id] = (ends.get(user_id) or 0) + 1
                 row = Assignment(project_id=project_id, pair_id=pair_id, user_id=user_id, position=ends[user_id])
@@ -251,24 +342,37 @@ def _refuse_seen(session: Session, project_id: int, targets: Sequence[tuple[int,
     if not blocked:
         return
     pair_id, user_id = blocked[0]
-    query, fragment = session.execute(select(Query.external_id, Fragment.external_id).select_from(Pair)
-                                      .join(Query, Query.id == Pair.query_id)
-                                      .join(Fragment, Fragment.id == Pair.fragment_id)
-                                      .where(Pair.id == pair_id)).one()
+    query, fragment = session.execute(
+        select(Query.external_id, Fragment.external_id)
+        .select_from(Pair)
+        .join(Query, Query.id == Pair.query_id)
+        .join(Fragment, Fragment.id == Pair.fragment_id)
+        .where(Pair.id == pair_id)
+    ).one()
     name = session.execute(select(User.username).where(User.id == user_id)).scalar_one()
     more = f" (and {len(blocked) - 1} more such pair(s))" if len(blocked) > 1 else ""
-    raise Conflict(f"nothing was sent: pair {query} {fragment} would go to {name!r}{more}, who saw its settled grade "
-                   "in their qualification round, so their grade would not be blind; send it to someone else or "
-                   "leave it out")
+    raise Conflict(
+        f"nothing was sent: pair {query} {fragment} would go to {name!r}{more}, who saw its settled grade "
+        "in their qualification round, so their grade would not be blind; send it to someone else or "
+        "leave it out"
+    )
 
 
 def _judging_people(session: Session, names: Sequence[str]) -> list[int]:
     """Ids of the named people who can grade: active, able to log in, not model judges."""
-    rows = dict(session.execute(select(User.username, User.id).where(
-        User.username.in_(list(names)), User.active.is_(True), User.kind == "human",
-        User.password_hash.is_not(None))).all())
+    rows = dict(
+        session.execute(
+            select(User.username, User.id).where(
+                User.username.in_(list(names)),
+                User.active.is_(True),
+                User.kind == "human",
+                User.password_hash.is_not(None),
+            )
+        ).all()
+    )
     missing = [n for n in names if n not in rows]
     if missing:
-        raise ValueError(f"cannot send pairs to {', '.join(map(repr, missing))}: re-judging needs active people "
-                         f"who can log in")
+        raise ValueError(
+            f"cannot send pairs to {', '.join(map(repr, missing))}: re-judging needs active people who can log in"
+        )
     return [rows[n] for n in names]

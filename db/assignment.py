@@ -63,14 +63,22 @@ def _annotators(session: Session, names: list[str] | None) -> list[tuple[int, st
     annotator who can log in (an account a judgments import created has no password and could never open its
     queue; a model judge grades by `qrelkit prejudge`, never from a queue)."""
     if names is None:
-        rows = session.execute(select(User.id, User.username).where(User.role == "annotator", User.active,
-                                                                    User.kind == AnnotatorKind.HUMAN,
-                                                                    User.password_hash.is_not(None))
-                               .order_by(User.id)).all()
+        rows = session.execute(
+            select(User.id, User.username)
+            .where(
+                User.role == "annotator", User.active, User.kind == AnnotatorKind.HUMAN, User.password_hash.is_not(None)
+            )
+            .order_by(User.id)
+        ).all()
         return [(r.id, r.username, True) for r in rows]
-    rows = {r.username: r for r in session.execute(select(User.id, User.username, User.active, User.kind,
-                                                          User.password_hash.is_not(None).label("can_login"))
-                                                   .where(User.username.in_(names))).all()}
+    rows = {
+        r.username: r
+        for r in session.execute(
+            select(
+                User.id, User.username, User.active, User.kind, User.password_hash.is_not(None).label("can_login")
+            ).where(User.username.in_(names))
+        ).all()
+    }
     unknown = [n for n in names if n not in rows]
     if unknown:
         raise NotFound(f"no user named {', '.join(map(repr, unknown))}")
@@ -88,19 +96,31 @@ def _counted(session: Session, project_id: int) -> dict[int, set[int]]:
     every active person able to log in who holds its assignment (an assignment to an account that cannot log
     in, or a deactivated one, will never be judged)."""
     have: dict[int, set[int]] = defaultdict(set)
-    for pid, uid in session.execute(select(Judgment.pair_id, Judgment.user_id).join(User, User.id == Judgment.user_id)
-                                    .where(Judgment.project_id == project_id, User.kind == "human")).all():
+    for pid, uid in session.execute(
+        select(Judgment.pair_id, Judgment.user_id)
+        .join(User, User.id == Judgment.user_id)
+        .where(Judgment.project_id == project_id, User.kind == "human")
+    ).all():
         have[pid].add(uid)
-    for pid, uid in session.execute(select(Assignment.pair_id, Assignment.user_id)
-                                    .join(User, User.id == Assignment.user_id)
-                                    .where(Assignment.project_id == project_id, User.kind == "human", User.active,
-                                           User.password_hash.is_not(None))).all():
+    for pid, uid in session.execute(
+        select(Assignment.pair_id, Assignment.user_id)
+        .join(User, User.id == Assignment.user_id)
+        .where(Assignment.project_id == project_id, User.kind == "human", User.active, User.password_hash.is_not(None))
+    ).all():
         have[pid].add(uid)
     return have
 
 
-def assign(engine: Engine, project: str, overlap: int | None = None, fraction: float | None = None,
-           annotators: list[str] | None = None, seed: int = 0, *, actor: Actor) -> AssignReport:
+def assign(
+    engine: Engine,
+    project: str,
+    overlap: int | None = None,
+    fraction: float | None = None,
+    annotators: list[str] | None = None,
+    seed: int = 0,
+    *,
+    actor: Actor,
+) -> AssignReport:
     """Give every pair `overlap` distinct annotators (or only a seeded `fraction` of pairs, the rest one), filling
     each query's pairs annotator by annotator so a query is read once; re-running tops up only what is missing.
     Leads and the operator only."""
@@ -116,11 +136,16 @@ def assign(engine: Engine, project: str, overlap: int | None = None, fraction: f
         chosen = _annotators(session, annotators)
         people = [(uid, name) for uid, name, _ in chosen]
         if len(people) < n:
-            raise ValueError(f"overlap {n} needs at least {n} annotators who can log in, found {len(people)}"
-                             + (f" ({', '.join(u for _, u in people)})" if people else ""))
+            raise ValueError(
+                f"overlap {n} needs at least {n} annotators who can log in, found {len(people)}"
+                + (f" ({', '.join(u for _, u in people)})" if people else "")
+            )
         report = AssignReport(overlap=n, fraction=frac, cannot_log_in=[u for _, u, ok in chosen if not ok])
-        rows = session.execute(select(Pair.id, Pair.query_id).where(Pair.project_id == proj.id)
-                               .order_by(Pair.query_id, Pair.best_rank.is_(None), Pair.best_rank, Pair.id)).all()
+        rows = session.execute(
+            select(Pair.id, Pair.query_id)
+            .where(Pair.project_id == proj.id)
+            .order_by(Pair.query_id, Pair.best_rank.is_(None), Pair.best_rank, Pair.id)
+        ).all()
         pair_ids = np.array([r.id for r in rows], dtype=np.int64)
         full = overlap_sample(pair_ids, frac, seed)
         report.pairs_total, report.pairs_asked_overlap = len(rows), int(full.sum())
@@ -128,8 +153,9 @@ def assign(engine: Engine, project: str, overlap: int | None = None, fraction: f
         held: dict[int, set[int]] = defaultdict(set, {pid: set(users) for pid, users in have.items()})
         next_pos: dict[int, int] = defaultdict(int)
         load: dict[int, int] = defaultdict(int)
-        for pid, uid, pos in session.execute(select(Assignment.pair_id, Assignment.user_id, Assignment.position)
-                                             .where(Assignment.project_id == proj.id)).all():
+        for pid, uid, pos in session.execute(
+            select(Assignment.pair_id, Assignment.user_id, Assignment.position).where(Assignment.project_id == proj.id)
+        ).all():
             held[pid].add(uid)  # never a second assignment of a pair to one queue, even one that does not count
             next_pos[uid] = max(next_pos[uid], pos + 1)
             load[uid] += 1
@@ -139,9 +165,13 @@ def assign(engine: Engine, project: str, overlap: int | None = None, fraction: f
         new = plan_assignments(rows, full, n, people, have, load, next_pos, held)
         if new:
             now = utcnow()
-            session.execute(insert(Assignment.__table__),
-                            [{"project_id": proj.id, "pair_id": p, "user_id": u, "position": pos, "created_at": now}
-                             for p, u, pos in new])
+            session.execute(
+                insert(Assignment.__table__),
+                [
+                    {"project_id": proj.id, "pair_id": p, "user_id": u, "position": pos, "created_at": now}
+                    for p, u, pos in new
+                ],
+            )
         after = _counted(session, proj.id)  # what will exist, new assignments included
         report.pairs_with_overlap = sum(1 for r, f in zip(rows, full, strict=True) if f and len(after[r.id]) >= n)
         report.pairs_short = sum(1 for r, f in zip(rows, full, strict=True) if len(after[r.id]) < (n if f else 1))
@@ -153,10 +183,16 @@ def assign(engine: Engine, project: str, overlap: int | None = None, fraction: f
     return report
 
 
-def plan_assignments(rows: list, full: np.ndarray, n: int, people: list[tuple[int, str]],
-                     have: dict[int, set[int]], load: dict[int, int],
-                     next_pos: dict[int, int],
-                     held: dict[int, set[int]] | None = None) -> list[tuple[int, int, int]]:
+def plan_assignments(
+    rows: list,
+    full: np.ndarray,
+    n: int,
+    people: list[tuple[int, str]],
+    have: dict[int, set[int]],
+    load: dict[int, int],
+    next_pos: dict[int, int],
+    held: dict[int, set[int]] | None = None,
+) -> list[tuple[int, int, int]]:
     """(pair, user, position) to add, rows sorted by query then reading order: per query, annotators already
     reading it come first, then the least loaded, so each annotator gets a query's pairs consecutively.
     `have` holds the people who count towards a pair's overlap (someone who already judged it, e.g. imported

@@ -43,16 +43,18 @@ class PairContext:
     def neighbours(self, around: int = 1) -> list[ContextFragment]:
         """The graded fragment with `around` fragments either side of it, in document order."""
         at = next((i for i, f in enumerate(self.document) if f.current), 0)
-        return self.document[max(0, at - around): at + around + 1]
+        return self.document[max(0, at - around) : at + around + 1]
 
 
 def query_context(engine: Engine, project: str, pair_id: int) -> tuple[str | None, str | None]:
     """The pair's query description and narrative (None each when the import had none); one indexed probe."""
     with session_scope(engine) as session:
         proj = project_row(session, project)
-        row = session.execute(select(col(Query.description), col(Query.narrative))
-                              .join(Pair, col(Pair.query_id) == Query.id)
-                              .where(col(Pair.id) == pair_id, col(Pair.project_id) == proj.id)).first()
+        row = session.execute(
+            select(col(Query.description), col(Query.narrative))
+            .join(Pair, col(Pair.query_id) == Query.id)
+            .where(col(Pair.id) == pair_id, col(Pair.project_id) == proj.id)
+        ).first()
     if row is None:
         raise LookupError(f"no pair with id {pair_id} in project {project!r}")
     return row[0], row[1]
@@ -64,15 +66,27 @@ def pair_context(engine: Engine, project: str, pair_id: int) -> PairContext:
     description, narrative = query_context(engine, project, pair_id)
     with session_scope(engine) as session:
         proj = project_row(session, project)
-        fid, doc_id = session.execute(select(col(Fragment.id), col(Fragment.doc_id))
-                                      .join(Pair, col(Pair.fragment_id) == Fragment.id)
-                                      .where(col(Pair.id) == pair_id)).one()
+        fid, doc_id = session.execute(
+            select(col(Fragment.id), col(Fragment.doc_id))
+            .join(Pair, col(Pair.fragment_id) == Fragment.id)
+            .where(col(Pair.id) == pair_id)
+        ).one()
         if doc_id is None:
             return PairContext(description, narrative, None, [])
-        rows = session.execute(select(col(Fragment.id), col(Fragment.external_id), col(Fragment.position),
-                                      col(Fragment.title), col(Fragment.text))
-                               .where(col(Fragment.project_id) == proj.id, col(Fragment.doc_id) == doc_id)
-                               .order_by(col(Fragment.position).is_(None), col(Fragment.position),
-                                         col(Fragment.external_id))).all()
-    return PairContext(description, narrative, doc_id,
-                       [ContextFragment(ext, pos, title, text, i == fid) for i, ext, pos, title, text in rows])
+        rows = session.execute(
+            select(
+                col(Fragment.id),
+                col(Fragment.external_id),
+                col(Fragment.position),
+                col(Fragment.title),
+                col(Fragment.text),
+            )
+            .where(col(Fragment.project_id) == proj.id, col(Fragment.doc_id) == doc_id)
+            .order_by(col(Fragment.position).is_(None), col(Fragment.position), col(Fragment.external_id))
+        ).all()
+    return PairContext(
+        description,
+        narrative,
+        doc_id,
+        [ContextFragment(ext, pos, title, text, i == fid) for i, ext, pos, title, text in rows],
+    )

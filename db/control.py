@@ -91,10 +91,12 @@ def parse_rate(text: str) -> int:
 
 def _pair_ids(session: Session, project_id: int) -> dict[tuple[str, str], int]:
     """(query, fragment) external ids → pair id."""
-    rows = session.execute(select(col(Pair.id), col(Query.external_id), col(Fragment.external_id))
-                           .join(Query, col(Query.id) == Pair.query_id)
-                           .join(Fragment, col(Fragment.id) == Pair.fragment_id)
-                           .where(col(Pair.project_id) == project_id)).all()
+    rows = session.execute(
+        select(col(Pair.id), col(Query.external_id), col(Fragment.external_id))
+        .join(Query, col(Query.id) == Pair.query_id)
+        .join(Fragment, col(Fragment.id) == Pair.fragment_id)
+        .where(col(Pair.project_id) == project_id)
+    ).all()
     return {(q, f): pid for pid, q, f in rows}
 
 
@@ -105,8 +107,7 @@ def _project(session: Session, project: str) -> tuple[Project, int]:
     return proj, proj.id
 
 
-def controls_from_release(engine: Engine, project: str, version: int | str, rate: str, *,
-                          actor: Actor) -> ServeReport:
+def controls_from_release(engine: Engine, project: str, version: int | str, rate: str, *, actor: Actor) -> ServeReport:
     """Make every adjudicated pair of release `version` a control pair (its released grade settled, the
     adjudication's reason kept), set the project's rate, and serve them. Leads only."""
     with session_scope(engine, write=True) as session:
@@ -117,11 +118,16 @@ def controls_from_release(engine: Engine, project: str, version: int | str, rate
         settled = [json.loads(line) for line in release.judgments_jsonl.splitlines() if line]
         settled = [r for r in settled if "adjudication" in r]
         if not settled:
-            raise ValueError(f"release {release.version} of project {project!r} has no adjudicated pair to "
-                             "make a control pair (adjudicate, release, or add control pairs by hand)")
+            raise ValueError(
+                f"release {release.version} of project {project!r} has no adjudicated pair to "
+                "make a control pair (adjudicate, release, or add control pairs by hand)"
+            )
         ids = _pair_ids(session, pid)
-        rows = [(ids[(r["query_id"], r["fragment_id"])], int(r["grade"]), str(r["adjudication"]["reason"]))
-                for r in settled if (r["query_id"], r["fragment_id"]) in ids]
+        rows = [
+            (ids[(r["query_id"], r["fragment_id"])], int(r["grade"]), str(r["adjudication"]["reason"]))
+            for r in settled
+            if (r["query_id"], r["fragment_id"]) in ids
+        ]
         added = _insert(session, pid, rows, release.id, user_id)
         proj.control_every = every
         session.add(proj)
@@ -130,8 +136,17 @@ def controls_from_release(engine: Engine, project: str, version: int | str, rate
     return ServeReport(added, every, served)
 
 
-def add_control(engine: Engine, project: str, query: str, fragment: str, grade: int, reason: str,
-                rate: str | None = None, *, actor: Actor) -> ServeReport:
+def add_control(
+    engine: Engine,
+    project: str,
+    query: str,
+    fragment: str,
+    grade: int,
+    reason: str,
+    rate: str | None = None,
+    *,
+    actor: Actor,
+) -> ServeReport:
     """Make one existing pair a control pair with a lead's grade and reason (and the rate, when given); serve
     the project's control pairs at its rate. Leads only."""
     if not reason.strip():
@@ -155,17 +170,32 @@ def add_control(engine: Engine, project: str, query: str, fragment: str, grade: 
     return ServeReport(added, every, served)
 
 
-def _insert(session: Session, project_id: int, rows: list[tuple[int, int, str]], release_id: int | None,
-            user_id: int | None) -> int:
+def _insert(
+    session: Session, project_id: int, rows: list[tuple[int, int, str]], release_id: int | None, user_id: int | None
+) -> int:
     """Insert control pairs not already controls; returns how many were new (a pair's settled grade is never
     silently replaced)."""
-    have = set(session.execute(select(col(ControlPair.pair_id)).where(col(ControlPair.project_id) == project_id)).scalars())
+    have = set(
+        session.execute(select(col(ControlPair.pair_id)).where(col(ControlPair.project_id) == project_id)).scalars()
+    )
     new = [r for r in rows if r[0] not in have]
     if new:
         now = utcnow()
-        session.execute(insert(ControlPair), [
-            {"project_id": project_id, "pair_id": p, "grade": g, "reason": why, "release_id": release_id,
-             "created_by_id": user_id, "created_at": now} for p, g, why in new])
+        session.execute(
+            insert(ControlPair),
+            [
+                {
+                    "project_id": project_id,
+                    "pair_id": p,
+                    "grade": g,
+                    "reason": why,
+                    "release_id": release_id,
+                    "created_by_id": user_id,
+                    "created_at": now,
+                }
+                for p, g, why in new
+            ],
+        )
     return len(new)
 
 
@@ -176,20 +206,33 @@ def serve(session: Session, project_id: int, every: int | None, seed: int = 0) -
     renumbered, so a queue stays contiguous and a control pair looks like any pair. Returns added per user."""
     if not every:
         return {}
-    controls: dict[int, int] = dict(session.execute(select(col(ControlPair.pair_id), col(Pair.query_id))
-                                    .join(Pair, col(Pair.id) == ControlPair.pair_id)
-                                    .where(col(ControlPair.project_id) == project_id)).all())
+    controls: dict[int, int] = dict(
+        session.execute(
+            select(col(ControlPair.pair_id), col(Pair.query_id))
+            .join(Pair, col(Pair.id) == ControlPair.pair_id)
+            .where(col(ControlPair.project_id) == project_id)
+        ).all()
+    )
     if not controls:
         return {}
     queues: dict[int, list[tuple[int, int, int, bool]]] = defaultdict(list)
     for aid, uid, pair, qid, done in session.execute(
-            select(col(Assignment.id), col(Assignment.user_id), col(Assignment.pair_id), col(Pair.query_id), col(Assignment.done))
-            .join(Pair, col(Pair.id) == Assignment.pair_id).where(col(Assignment.project_id) == project_id)
-            .order_by(col(Assignment.user_id), col(Assignment.position), col(Assignment.pair_id))).all():
+        select(
+            col(Assignment.id),
+            col(Assignment.user_id),
+            col(Assignment.pair_id),
+            col(Pair.query_id),
+            col(Assignment.done),
+        )
+        .join(Pair, col(Pair.id) == Assignment.pair_id)
+        .where(col(Assignment.project_id) == project_id)
+        .order_by(col(Assignment.user_id), col(Assignment.position), col(Assignment.pair_id))
+    ).all():
         queues[uid].append((aid, pair, qid, bool(done)))
     judged: dict[int, set[int]] = defaultdict(set)
-    for uid, pair in session.execute(select(col(Judgment.user_id), col(Judgment.pair_id))
-                                     .where(col(Judgment.project_id) == project_id)).all():
+    for uid, pair in session.execute(
+        select(col(Judgment.user_id), col(Judgment.pair_id)).where(col(Judgment.project_id) == project_id)
+    ).all():
         judged[uid].add(pair)
     for uid, pairs in round_pair_ids(session, project_id).items():  # a round showed them the settled grade
         judged[uid] |= pairs
@@ -210,20 +253,23 @@ def serve(session: Session, project_id: int, every: int | None, seed: int = 0) -
         now = utcnow()
         new_ids = {}
         for pair in chosen:
-            new_ids[pair] = session.execute(insert(Assignment).returning(col(Assignment.id)), {
-                "project_id": project_id, "pair_id": pair, "user_id": uid, "position": 0,
-                "created_at": now}).scalar_one()
+            new_ids[pair] = session.execute(
+                insert(Assignment).returning(col(Assignment.id)),
+                {"project_id": project_id, "pair_id": pair, "user_id": uid, "position": 0, "created_at": now},
+            ).scalar_one()
         ids = [new_ids[item[1]] if item[0] is None else item[0] for item in order]
         table = Assignment.__table__  # type: ignore[attr-defined]
-        session.connection().execute(update(table).where(table.c.id == bindparam("aid"))
-                                     .values(position=bindparam("pos")),
-                                     [{"aid": a, "pos": i + 1} for i, a in enumerate(ids)])
+        session.connection().execute(
+            update(table).where(table.c.id == bindparam("aid")).values(position=bindparam("pos")),
+            [{"aid": a, "pos": i + 1} for i, a in enumerate(ids)],
+        )
         served[names.get(uid, str(uid))] = len(chosen)
     return served
 
 
-def _placed(queue: list[tuple[int, int, int, bool]], chosen: list[int],
-            controls: dict[int, int]) -> list[tuple[int | None, int]]:
+def _placed(
+    queue: list[tuple[int, int, int, bool]], chosen: list[int], controls: dict[int, int]
+) -> list[tuple[int | None, int]]:
     """The queue in its new order as (assignment id or None for a new one, pair): a chosen control goes right
     after the annotator's first pending pair of its query when there is one, else at the query boundary nearest
     an even spread over the pending part of the queue."""
@@ -231,8 +277,9 @@ def _placed(queue: list[tuple[int, int, int, bool]], chosen: list[int],
     query_of = {a[1]: a[2] for a in queue}
     pending_at = [i for i, a in enumerate(queue) if not a[3]]
     start = pending_at[0] if pending_at else len(queue)
-    boundaries = [i for i in range(start, len(queue) + 1)
-                  if i == len(queue) or i == start or queue[i][2] != queue[i - 1][2]]
+    boundaries = [
+        i for i in range(start, len(queue) + 1) if i == len(queue) or i == start or queue[i][2] != queue[i - 1][2]
+    ]
     inserts: list[tuple[int, int]] = []
     spread = max(1, len(queue) - start)
     for n, pair in enumerate(chosen):
@@ -251,34 +298,59 @@ def list_controls(engine: Engine, project: str) -> tuple[int | None, list[Contro
     """The project's rate (one in N, None: off) and its control pairs by query and fragment."""
     with session_scope(engine) as session:
         proj = project_row(session, project)
-        versions: dict[int, int] = dict(session.execute(select(col(Release.id), col(Release.version))
-                                        .where(col(Release.project_id) == proj.id)).all())
-        rows = session.execute(select(col(Query.external_id), col(Fragment.external_id), col(ControlPair.grade), col(ControlPair.reason),
-                                      col(ControlPair.release_id), col(ControlPair.created_at))
-                               .join(Pair, col(Pair.id) == ControlPair.pair_id)
-                               .join(Query, col(Query.id) == Pair.query_id)
-                               .join(Fragment, col(Fragment.id) == Pair.fragment_id)
-                               .where(col(ControlPair.project_id) == proj.id)
-                               .order_by(col(Query.external_id), col(Fragment.external_id))).all()
-        return proj.control_every, [ControlInfo(q, f, g, r, versions.get(rel) if rel else None, at)
-                                    for q, f, g, r, rel, at in rows]
+        versions: dict[int, int] = dict(
+            session.execute(
+                select(col(Release.id), col(Release.version)).where(col(Release.project_id) == proj.id)
+            ).all()
+        )
+        rows = session.execute(
+            select(
+                col(Query.external_id),
+                col(Fragment.external_id),
+                col(ControlPair.grade),
+                col(ControlPair.reason),
+                col(ControlPair.release_id),
+                col(ControlPair.created_at),
+            )
+            .join(Pair, col(Pair.id) == ControlPair.pair_id)
+            .join(Query, col(Query.id) == Pair.query_id)
+            .join(Fragment, col(Fragment.id) == Pair.fragment_id)
+            .where(col(ControlPair.project_id) == proj.id)
+            .order_by(col(Query.external_id), col(Fragment.external_id))
+        ).all()
+        return proj.control_every, [
+            ControlInfo(q, f, g, r, versions.get(rel) if rel else None, at) for q, f, g, r, rel, at in rows
+        ]
 
 
 def control_frames(session: Session, project_id: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(judgments of control pairs made after each became a control, with annotator, guideline version and
     time; the settled grades) as eval_core.agreement.control reads them."""
-    settled = session.execute(select(col(ControlPair.pair_id), col(ControlPair.grade), col(ControlPair.created_at))
-                              .where(col(ControlPair.project_id) == project_id)).all()
+    settled = session.execute(
+        select(col(ControlPair.pair_id), col(ControlPair.grade), col(ControlPair.created_at)).where(
+            col(ControlPair.project_id) == project_id
+        )
+    ).all()
     since = {p: at for p, _, at in settled}
     keys = {pid: key for key, pid in _pair_ids(session, project_id).items()}
     control = pd.DataFrame([(*keys[p], g) for p, g, _ in settled], columns=["query_id", "fragment_id", "grade"])
-    rows = session.execute(select(col(Judgment.pair_id), col(User.username), col(Judgment.grade), col(Guideline.version),
-                                  col(Judgment.created_at))
-                           .join(User, col(User.id) == Judgment.user_id)
-                           .outerjoin(Guideline, col(Guideline.id) == Judgment.guideline_id)
-                           .where(col(Judgment.project_id) == project_id, col(Judgment.pair_id).in_(list(since)))).all()
-    judged = [(*keys[p], who, g, None if v is None else str(v), at.isoformat()) for p, who, g, v, at in rows
-              if _aware(at) >= _aware(since[p])]
+    rows = session.execute(
+        select(
+            col(Judgment.pair_id),
+            col(User.username),
+            col(Judgment.grade),
+            col(Guideline.version),
+            col(Judgment.created_at),
+        )
+        .join(User, col(User.id) == Judgment.user_id)
+        .outerjoin(Guideline, col(Guideline.id) == Judgment.guideline_id)
+        .where(col(Judgment.project_id) == project_id, col(Judgment.pair_id).in_(list(since)))
+    ).all()
+    judged = [
+        (*keys[p], who, g, None if v is None else str(v), at.isoformat())
+        for p, who, g, v, at in rows
+        if _aware(at) >= _aware(since[p])
+    ]
     frame = pd.DataFrame(judged, columns=["query_id", "fragment_id", "annotator", "grade", "guideline", "time"])
     return frame.astype({"grade": "Int64"}) if len(frame) else frame, control
 
@@ -288,9 +360,15 @@ def _aware(at: datetime) -> datetime:
     return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
-def project_control_report(engine: Engine, project: str, weights: str = DEFAULT_WEIGHTS, replicates: int = 1000,
-                           seed: int = 0, threshold: float | None = None,
-                           recent: int = DEFAULT_RECENT) -> ControlReport:
+def project_control_report(
+    engine: Engine,
+    project: str,
+    weights: str = DEFAULT_WEIGHTS,
+    replicates: int = 1000,
+    seed: int = 0,
+    threshold: float | None = None,
+    recent: int = DEFAULT_RECENT,
+) -> ControlReport:
     """Every annotator against the project's control grades (the project's agreement threshold by default)."""
     with session_scope(engine) as session:
         proj = project_row(session, project)
@@ -299,8 +377,14 @@ def project_control_report(engine: Engine, project: str, weights: str = DEFAULT_
         scale = project_scale(proj)
         limit = proj.agreement_threshold if threshold is None else threshold
     if judgments.empty:
-        return ControlReport(weights, limit, recent, [], [], [], [],
-                             ["no annotator has graded a control pair yet" if len(control) else
-                              "the project has no control pairs"])
+        return ControlReport(
+            weights,
+            limit,
+            recent,
+            [],
+            [],
+            [],
+            [],
+            ["no annotator has graded a control pair yet" if len(control) else "the project has no control pairs"],
+        )
     return control_report(judgments, control, scale, weights, replicates, seed, threshold=limit, recent=recent)
-

@@ -104,8 +104,11 @@ def load_release(session: Session, project: Project, version: int | str = "lates
 def qrels_of(release: Release) -> pd.DataFrame:
     """A release's labels as the qrels frame (query_id, doc_id, grade), parsed from its stored TREC text."""
     rows = [line.split(" ") for line in release.qrels_trec.splitlines() if line]
-    frame = pd.DataFrame(rows, columns=["query_id", "iter", "doc_id", "grade"]) if rows else pd.DataFrame(
-        {"query_id": [], "iter": [], "doc_id": [], "grade": []})
+    frame = (
+        pd.DataFrame(rows, columns=["query_id", "iter", "doc_id", "grade"])
+        if rows
+        else pd.DataFrame({"query_id": [], "iter": [], "doc_id": [], "grade": []})
+    )
     return frame.drop(columns="iter").astype({"query_id": str, "doc_id": str, "grade": "int64"})
 
 
@@ -114,19 +117,26 @@ def load_run(session: Session, project: Project, name: str) -> Run:
     run = session.execute(select(Run).where(Run.project_id == project.id, Run.name == name)).scalar_one_or_none()
     if run is None:
         known = session.execute(select(Run.name).where(Run.project_id == project.id).order_by(Run.name)).scalars()
-        raise NotFound(f"project {project.name!r} has no run named {name!r} (known: "
-                          f"{', '.join(known) or 'none'})")
+        raise NotFound(f"project {project.name!r} has no run named {name!r} (known: {', '.join(known) or 'none'})")
     return run
 
 
 def run_frame(session: Session, run_id: int) -> pd.DataFrame:
     """A stored run rebuilt as the run frame (query_id, doc_id, score) from its entries, in ranked order."""
-    frame = frame_of(session, select(RunEntry.query_id, RunEntry.doc_external_id, RunEntry.score)
-                     .where(RunEntry.run_id == run_id).order_by(RunEntry.query_id, RunEntry.rank),
-                     ["query_id", "doc_id", "score"])
-    external = dict(session.connection().execute(select(Query.id, Query.external_id)
-                                                 .join(Run, Run.project_id == Query.project_id)
-                                                 .where(Run.id == run_id)).fetchall())
+    frame = frame_of(
+        session,
+        select(RunEntry.query_id, RunEntry.doc_external_id, RunEntry.score)
+        .where(RunEntry.run_id == run_id)
+        .order_by(RunEntry.query_id, RunEntry.rank),
+        ["query_id", "doc_id", "score"],
+    )
+    external = dict(
+        session.connection()
+        .execute(
+            select(Query.id, Query.external_id).join(Run, Run.project_id == Query.project_id).where(Run.id == run_id)
+        )
+        .fetchall()
+    )
     frame["query_id"] = frame["query_id"].map(external)
     return frame.astype({"query_id": str, "doc_id": str, "score": "float64"})
 
@@ -158,28 +168,51 @@ def robustness_inputs(engine: Engine, project: str, runs: Sequence[str] | None =
     """The project's judgments, adjudications, scale and stored runs (all of them unless `runs` names some)."""
     with session_scope(engine) as session:
         proj = project_row(session, project)
-        names = list(runs) if runs else session.execute(select(Run.name).where(Run.project_id == proj.id)
-                                                        .order_by(Run.name)).scalars().all()
+        names = (
+            list(runs)
+            if runs
+            else session.execute(select(Run.name).where(Run.project_id == proj.id).order_by(Run.name)).scalars().all()
+        )
         frames = {name: run_frame(session, load_run(session, proj, name).id) for name in names}
         scale = project_scale(proj)
     return RobustnessInputs(judgments_frame(engine, project), adjudications_frame(engine, project), scale, frames)
 
 
-def project_robustness(engine: Engine, project: str, runs: Sequence[str] | None = None, metric: str = "ndcg@10",
-                       rule: str = "median", bootstrap: int = 200, seed: int = 0, rel_level: int | None = None,
-                       progress: Callable[[int], object] | None = None) -> RobustnessReport:
+def project_robustness(
+    engine: Engine,
+    project: str,
+    runs: Sequence[str] | None = None,
+    metric: str = "ndcg@10",
+    rule: str = "median",
+    bootstrap: int = 200,
+    seed: int = 0,
+    rel_level: int | None = None,
+    progress: Callable[[int], object] | None = None,
+) -> RobustnessReport:
     """Whether the stored runs' order on `metric` holds under every consensus rule, each annotator's labels,
     humans vs humans + models, and a bootstrap over annotators per pair (eval_core.robustness)."""
     inputs = robustness_inputs(engine, project, runs)
     if len(inputs.runs) < 2:
-        raise ValueError(f"robustness compares two or more runs; got {len(inputs.runs)}" if runs else
-                         f"project {project!r} has {len(inputs.runs)} stored run(s); robustness compares two or "
-                         "more (import runs with `qrelkit import run`)")
+        raise ValueError(
+            f"robustness compares two or more runs; got {len(inputs.runs)}"
+            if runs
+            else f"project {project!r} has {len(inputs.runs)} stored run(s); robustness compares two or "
+            "more (import runs with `qrelkit import run`)"
+        )
     if inputs.judgments.empty:
         raise ValueError(f"project {project!r} has no judgments yet")
-    return robustness(inputs.judgments, inputs.runs, metric=metric, adjudications=inputs.adjudications,
-                      scale=inputs.scale, rule=rule, bootstrap=bootstrap, seed=seed, rel_level=rel_level,
-                      progress=progress)
+    return robustness(
+        inputs.judgments,
+        inputs.runs,
+        metric=metric,
+        adjudications=inputs.adjudications,
+        scale=inputs.scale,
+        rule=rule,
+        bootstrap=bootstrap,
+        seed=seed,
+        rel_level=rel_level,
+        progress=progress,
+    )
 
 
 def score_run(qrels: pd.DataFrame, run: pd.DataFrame, name: str, scale: tuple[int, int]) -> Evaluation:
@@ -193,13 +226,20 @@ def store_evaluation(session: Session, run_id: int, release_id: int, result: Eva
     table = EvaluationRow.__table__
     session.execute(delete(table).where(table.c.run_id == run_id, table.c.release_id == release_id))
     per_query = result.to_dict(per_query=True)["per_query"]
-    row = {"run_id": run_id, "release_id": release_id, "means": dict(result.mean), "per_query": per_query,
-           "warnings": list(result.warnings), "created_at": utcnow()}
+    row = {
+        "run_id": run_id,
+        "release_id": release_id,
+        "means": dict(result.mean),
+        "per_query": per_query,
+        "warnings": list(result.warnings),
+        "created_at": utcnow(),
+    }
     return session.execute(insert(table).returning(table.c.id), row).scalar_one()
 
 
-def evaluate_stored_run(engine: Engine, project: str, run_name: str,
-                        version: int | str = "latest") -> tuple[Evaluation, int]:
+def evaluate_stored_run(
+    engine: Engine, project: str, run_name: str, version: int | str = "latest"
+) -> tuple[Evaluation, int]:
     """Score a stored run against a release with eval_core and keep the result (re-evaluation replaces it)."""
     with session_scope(engine) as session:
         proj = project_row(session, project)
@@ -216,18 +256,28 @@ def list_runs(engine: Engine, project: str) -> list[RunInfo]:
     """The project's stored runs by name, with how many releases each has been evaluated against."""
     with session_scope(engine) as session:
         proj = project_row(session, project)
-        counts = dict(session.execute(select(EvaluationRow.run_id, func.count()).join(Run)
-                                      .where(Run.project_id == proj.id).group_by(EvaluationRow.run_id)).all())
+        counts = dict(
+            session.execute(
+                select(EvaluationRow.run_id, func.count())
+                .join(Run)
+                .where(Run.project_id == proj.id)
+                .group_by(EvaluationRow.run_id)
+            ).all()
+        )
         runs = session.execute(select(Run).where(Run.project_id == proj.id).order_by(Run.name)).scalars().all()
         return [RunInfo(r.id, r.name, r.n_lines, r.content_hash, r.created_at, counts.get(r.id, 0)) for r in runs]
 
 
-def _stored(session: Session, run_id: int,
-            versions: Sequence[int] | None = None) -> list[tuple[int, datetime, dict, dict | None]]:
+def _stored(
+    session: Session, run_id: int, versions: Sequence[int] | None = None
+) -> list[tuple[int, datetime, dict, dict | None]]:
     """A run's stored evaluations (only at `versions` when given), oldest release first: (version,
     released_at, means, per_query)."""
-    stmt = (select(Release.version, Release.created_at, EvaluationRow.means, EvaluationRow.per_query)
-            .join(Release, Release.id == EvaluationRow.release_id).where(EvaluationRow.run_id == run_id))
+    stmt = (
+        select(Release.version, Release.created_at, EvaluationRow.means, EvaluationRow.per_query)
+        .join(Release, Release.id == EvaluationRow.release_id)
+        .where(EvaluationRow.run_id == run_id)
+    )
     if versions is not None:
         stmt = stmt.where(Release.version.in_(list(versions)))
     return [tuple(r) for r in session.execute(stmt.order_by(Release.version)).all()]
@@ -238,8 +288,7 @@ def mean_ci(values: Sequence[float]) -> tuple[float, float]:
     return bootstrap_ci(np.asarray(values, dtype=np.float64), n_bootstrap=N_BOOTSTRAP, confidence=CONFIDENCE)
 
 
-def _history_rows(stored: list[tuple[int, datetime, dict, dict | None]],
-                  metrics: Sequence[str]) -> list[tuple]:
+def _history_rows(stored: list[tuple[int, datetime, dict, dict | None]], metrics: Sequence[str]) -> list[tuple]:
     """(version, released_at, metric, value, low, high) per stored release × metric, the CI over its queries."""
     rows = []
     for version, at, means, per_query in stored:
@@ -252,8 +301,7 @@ def _history_rows(stored: list[tuple[int, datetime, dict, dict | None]],
     return rows
 
 
-def run_history(engine: Engine, project: str, run_name: str,
-                metrics: Sequence[str] = HEADLINE) -> pd.DataFrame:
+def run_history(engine: Engine, project: str, run_name: str, metrics: Sequence[str] = HEADLINE) -> pd.DataFrame:
     """One row per evaluated release × metric (version, released_at, metric, value, low, high, change, drop)
     for trend charts; `drop` flags a value below the CI [low, high] of the previous evaluated release when
     that CI has width."""
@@ -270,16 +318,19 @@ def run_history(engine: Engine, project: str, run_name: str,
     by_metric = frame.groupby("metric")
     frame["change"] = by_metric["value"].diff()
     # A point CI (one query, or all alike) cannot tell a fall from noise: it never flags a drop.
-    frame["drop"] = ((frame["value"] < by_metric["low"].shift())
-                     & (by_metric["high"].shift() > by_metric["low"].shift())).astype(bool)
+    frame["drop"] = (
+        (frame["value"] < by_metric["low"].shift()) & (by_metric["high"].shift() > by_metric["low"].shift())
+    ).astype(bool)
     return frame[columns]
 
 
 def _labels(release: Release) -> dict[str, frozenset[tuple[str, int]]]:
     """Each query's labels in a release as a set of (fragment, grade), to tell relabelled queries apart."""
     qrels = qrels_of(release)
-    return {str(q): frozenset(zip(part["doc_id"], part["grade"], strict=True))
-            for q, part in qrels.groupby("query_id", sort=False)}
+    return {
+        str(q): frozenset(zip(part["doc_id"], part["grade"], strict=True))
+        for q, part in qrels.groupby("query_id", sort=False)
+    }
 
 
 def _widens(ci: tuple[float, float] | None) -> bool:
@@ -287,8 +338,9 @@ def _widens(ci: tuple[float, float] | None) -> bool:
     return ci is not None and ci[1] > ci[0]
 
 
-def drop_alerts(engine: Engine, project: str, version: int | str = "latest",
-                metrics: Sequence[str] = HEADLINE) -> list[DropAlert]:
+def drop_alerts(
+    engine: Engine, project: str, version: int | str = "latest", metrics: Sequence[str] = HEADLINE
+) -> list[DropAlert]:
     """At most one alert per (run, metric) at `version` against the run's previous evaluated release, by run
     name then metric order. The run is blamed (cause RUN) only when its metric on the queries both releases
     label alike fell below the CI of its earlier value there; otherwise a fall of the whole mean below the
@@ -298,32 +350,43 @@ def drop_alerts(engine: Engine, project: str, version: int | str = "latest",
     with session_scope(engine) as session:
         proj = project_row(session, project)
         number = load_release(session, proj, version).version
-        evaluated = session.execute(select(Run.id, Run.name, Release.version)
-                                    .join(EvaluationRow, EvaluationRow.run_id == Run.id)
-                                    .join(Release, Release.id == EvaluationRow.release_id)
-                                    .where(Run.project_id == proj.id, Release.version <= number)
-                                    .order_by(Run.name, Release.version)).all()
+        evaluated = session.execute(
+            select(Run.id, Run.name, Release.version)
+            .join(EvaluationRow, EvaluationRow.run_id == Run.id)
+            .join(Release, Release.id == EvaluationRow.release_id)
+            .where(Run.project_id == proj.id, Release.version <= number)
+            .order_by(Run.name, Release.version)
+        ).all()
         versions: dict[tuple[int, str], list[int]] = {}
         for run_id, name, v in evaluated:
             versions.setdefault((run_id, name), []).append(v)
         # Only the two evaluations compared are read (their per-query values are the bulk of a row).
-        pairs = {name: _stored(session, run_id, (seen[-2], number)) for (run_id, name), seen in versions.items()
-                 if len(seen) > 1 and seen[-1] == number}
-        labels = {v: _labels(load_release(session, proj, v))
-                  for v in {older[0] for older, _ in pairs.values()} | ({number} if pairs else set())}
+        pairs = {
+            name: _stored(session, run_id, (seen[-2], number))
+            for (run_id, name), seen in versions.items()
+            if len(seen) > 1 and seen[-1] == number
+        }
+        labels = {
+            v: _labels(load_release(session, proj, v))
+            for v in {older[0] for older, _ in pairs.values()} | ({number} if pairs else set())
+        }
     for name, (older, current) in pairs.items():
         before_labels, now_labels = labels[older[0]], labels[number]
         shared = before_labels.keys() & now_labels.keys()
         alike = {q for q in shared if before_labels[q] == now_labels[q]}
-        changes = (len(now_labels.keys() - before_labels.keys()), len(before_labels.keys() - now_labels.keys()),
-                   len(shared) - len(alike))
+        changes = (
+            len(now_labels.keys() - before_labels.keys()),
+            len(before_labels.keys() - now_labels.keys()),
+            len(shared) - len(alike),
+        )
         before = {r[2]: r for r in _history_rows([older], metrics)}
         for _, _, metric, value, _, _ in _history_rows([current], metrics):
             if metric not in before:
                 continue
             _, _, _, previous, low, high = before[metric]
-            same = sorted(q for q in alike if metric in (older[3] or {}).get(q, {})
-                          and metric in (current[3] or {}).get(q, {}))
+            same = sorted(
+                q for q in alike if metric in (older[3] or {}).get(q, {}) and metric in (current[3] or {}).get(q, {})
+            )
             was = [float(older[3][q][metric]) for q in same]
             now = [float(current[3][q][metric]) for q in same]
             same_ci = mean_ci(was) if same else None
@@ -333,9 +396,23 @@ def drop_alerts(engine: Engine, project: str, version: int | str = "latest",
                 cause = AlertCause.GOLDEN_SET
             else:
                 continue
-            alerts.append(DropAlert(name, metric, number, older[0], value, previous, (low, high), cause, len(same),
-                                    float(np.mean(now)) if same else None, float(np.mean(was)) if same else None,
-                                    same_ci, *changes))
+            alerts.append(
+                DropAlert(
+                    name,
+                    metric,
+                    number,
+                    older[0],
+                    value,
+                    previous,
+                    (low, high),
+                    cause,
+                    len(same),
+                    float(np.mean(now)) if same else None,
+                    float(np.mean(was)) if same else None,
+                    same_ci,
+                    *changes,
+                )
+            )
     return alerts
 
 
@@ -363,12 +440,23 @@ def ensure_evaluation(engine: Engine, project: str, run_name: str, version: int 
 
 def _has_evaluation(session: Session, run_id: int, release_id: int) -> bool:
     """Whether the run × release evaluation is stored."""
-    return session.execute(select(EvaluationRow.id).where(EvaluationRow.run_id == run_id,
-                                                          EvaluationRow.release_id == release_id)).first() is not None
+    return (
+        session.execute(
+            select(EvaluationRow.id).where(EvaluationRow.run_id == run_id, EvaluationRow.release_id == release_id)
+        ).first()
+        is not None
+    )
 
 
-def compare_runs(engine: Engine, project: str, version: int | str, base: tuple[str, pd.DataFrame],
-                 rivals: Sequence[str], metrics: Sequence[str] = HEADLINE, rel_level: int | None = None) -> Comparison:
+def compare_runs(
+    engine: Engine,
+    project: str,
+    version: int | str,
+    base: tuple[str, pd.DataFrame],
+    rivals: Sequence[str],
+    metrics: Sequence[str] = HEADLINE,
+    rel_level: int | None = None,
+) -> Comparison:
     """Paired tests of a run (a stored one or an upload, as its frame) against stored rivals on one release's
     queries, every run scored here with the same rel_level (default, as stored evaluations: the scale's
     second grade) and gains from the project's scale."""
@@ -389,12 +477,18 @@ def judge_holes(engine: Engine, project: str, run_name: str, k: int = 10, *, act
         require_lead(session, actor)
         proj = project_row(session, project, lock=True)
         run = load_run(session, proj, run_name)
-        covered = set(session.execute(select(Pair.query_id, Fragment.content_hash)
-                                      .join(Fragment, Fragment.id == Pair.fragment_id)
-                                      .where(Pair.project_id == proj.id)).all())
-        top = session.execute(select(RunEntry.query_id, RunEntry.fragment_id, RunEntry.rank, Fragment.content_hash)
-                              .join(Fragment, Fragment.id == RunEntry.fragment_id)
-                              .where(RunEntry.run_id == run.id, RunEntry.rank <= k)).all()
+        covered = set(
+            session.execute(
+                select(Pair.query_id, Fragment.content_hash)
+                .join(Fragment, Fragment.id == Pair.fragment_id)
+                .where(Pair.project_id == proj.id)
+            ).all()
+        )
+        top = session.execute(
+            select(RunEntry.query_id, RunEntry.fragment_id, RunEntry.rank, Fragment.content_hash)
+            .join(Fragment, Fragment.id == RunEntry.fragment_id)
+            .where(RunEntry.run_id == run.id, RunEntry.rank <= k)
+        ).all()
         source = f"holes:{run.name}"
         holes = [(q, f, r, source) for q, f, r, h in top if (q, h) not in covered]
         return add_candidates(session, proj.id, holes).created if holes else 0

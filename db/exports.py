@@ -27,8 +27,9 @@ from eval_core.vocab import AnnotatorKind
 ADJUDICATION_FORMATS = ("jsonl", "csv")
 
 
-def export_judgments(engine: Engine, project: str, fmt: str, out: str | Path,
-                     guideline_version: int | None = None) -> int:
+def export_judgments(
+    engine: Engine, project: str, fmt: str, out: str | Path, guideline_version: int | None = None
+) -> int:
     """Write the project's current judgments (optionally only those made under one guideline version) to `out`
     as JSONL or CSV, all or nothing; returns how many were written. Each line says who judged: the annotator's
     kind and, for a model judge, its model and the prompt version behind the grade, so an import elsewhere
@@ -49,17 +50,31 @@ def _with_model_fields(session: Session, project_id: int, frame: pd.DataFrame) -
     """The judgments frame plus `model` (the judge's model name) and `prompt_version` (the one stamped on the
     grade), None on people's lines; read in the frame's transaction, column-wise (a model may grade them all)."""
     models = dict(session.execute(select(User.username, User.model_name).where(User.kind == AnnotatorKind.MODEL)).all())
-    stamped = frame_of(session, select(Judgment.pair_id, User.username, Judgment.prompt_version)
-                       .join(User, User.id == Judgment.user_id)
-                       .where(Judgment.project_id == project_id, User.kind == AnnotatorKind.MODEL,
-                              Judgment.prompt_version.is_not(None)), ["pair_id", "annotator", "prompt_version"])
+    stamped = frame_of(
+        session,
+        select(Judgment.pair_id, User.username, Judgment.prompt_version)
+        .join(User, User.id == Judgment.user_id)
+        .where(
+            Judgment.project_id == project_id, User.kind == AnnotatorKind.MODEL, Judgment.prompt_version.is_not(None)
+        ),
+        ["pair_id", "annotator", "prompt_version"],
+    )
     is_model = (frame["annotator_kind"] == AnnotatorKind.MODEL).to_numpy()
     model = frame["annotator"].map(models).astype(object)
-    where = pd.MultiIndex.from_frame(stamped[["pair_id", "annotator"]]).get_indexer(
-        pd.MultiIndex.from_arrays([frame["pair_id"], frame["annotator"]])) if len(stamped) else None
-    prompt = (pd.Series(None, index=frame.index, dtype=object) if where is None else
-              pd.Series(stamped["prompt_version"].to_numpy(dtype=object)[where], index=frame.index, dtype=object)
-              .where(where >= 0, None))
+    where = (
+        pd.MultiIndex.from_frame(stamped[["pair_id", "annotator"]]).get_indexer(
+            pd.MultiIndex.from_arrays([frame["pair_id"], frame["annotator"]])
+        )
+        if len(stamped)
+        else None
+    )
+    prompt = (
+        pd.Series(None, index=frame.index, dtype=object)
+        if where is None
+        else pd.Series(stamped["prompt_version"].to_numpy(dtype=object)[where], index=frame.index, dtype=object).where(
+            where >= 0, None
+        )
+    )
     return frame.assign(model=model.where(is_model & model.notna(), None), prompt_version=prompt.where(is_model, None))
 
 
@@ -76,9 +91,13 @@ def export_run(engine: Engine, project: str, name: str, out: str | Path) -> int:
         if run_id is None:
             names = sorted(session.execute(select(Run.name).where(Run.project_id == project_id)).scalars())
             raise RunNotFound(f"no run named {name!r} in project {project!r} (runs: {', '.join(names) or 'none'})")
-        frame = frame_of(session, select(Query.external_id, RunEntry.doc_external_id, RunEntry.score)
-                         .join(Query, Query.id == RunEntry.query_id).where(RunEntry.run_id == run_id),
-                         ["query_id", "doc_id", "score"])
+        frame = frame_of(
+            session,
+            select(Query.external_id, RunEntry.doc_external_id, RunEntry.score)
+            .join(Query, Query.id == RunEntry.query_id)
+            .where(RunEntry.run_id == run_id),
+            ["query_id", "doc_id", "score"],
+        )
     write_run(frame, out, tag=re.sub(r"\s+", "_", name))
     return len(frame)
 
@@ -91,14 +110,19 @@ def render_adjudications(frame: pd.DataFrame, fmt: str) -> Iterator[str]:
     rows = frame[ADJUDICATION_COLUMNS].astype(object).itertuples(index=False)
     if fmt == "jsonl":
         for q, f, g, reason, by in rows:
-            yield json.dumps({"query_id": q, "fragment_id": f, "grade": int(g), "reason": reason, "by": by},
-                             ensure_ascii=False) + "\n"
+            yield (
+                json.dumps(
+                    {"query_id": q, "fragment_id": f, "grade": int(g), "reason": reason, "by": by}, ensure_ascii=False
+                )
+                + "\n"
+            )
         return
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(ADJUDICATION_COLUMNS)
-    writer.writerows([escape_cell(q), escape_cell(f), int(g), escape_cell(reason), escape_cell(by)]
-                     for q, f, g, reason, by in rows)
+    writer.writerows(
+        [escape_cell(q), escape_cell(f), int(g), escape_cell(reason), escape_cell(by)] for q, f, g, reason, by in rows
+    )
     yield buf.getvalue()
 
 

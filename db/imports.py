@@ -53,8 +53,10 @@ MAX_NAME_CHARS = 200
 MAX_PROMPT_CHARS = 64  # users.prompt_version, judgments.prompt_version
 UNKNOWN_LISTED = 10
 # What `import run` says of grades given as a run, instead of eval's "were the qrels and the run swapped?"
-QRELS_AS_RUN = (": grades go in with `qrelkit import judgments FILE` (TREC or BEIR qrels: with --annotator NAME, "
-                "whose grades they are)")
+QRELS_AS_RUN = (
+    ": grades go in with `qrelkit import judgments FILE` (TREC or BEIR qrels: with --annotator NAME, "
+    "whose grades they are)"
+)
 MAX_TEXT_CHARS = 1_000_000
 CHUNK = 20_000
 Q, F, P, J, H, A = (m.__table__ for m in (Query, Fragment, Pair, Judgment, JudgmentHistory, Assignment))
@@ -77,9 +79,16 @@ class ImportReport:
 
     def to_dict(self) -> dict:
         """JSON-able form for the CLI."""
-        out = {"kind": self.kind, "path": self.path, "format": self.format, "records": self.records,
-               "created": self.created, "updated": self.updated, "unchanged": self.unchanged,
-               "rejected": self.rejected}
+        out = {
+            "kind": self.kind,
+            "path": self.path,
+            "format": self.format,
+            "records": self.records,
+            "created": self.created,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "rejected": self.rejected,
+        }
         if self.guideline:
             out["guideline"] = self.guideline
         return {**out, "unknown_fragments": self.unknown_fragments} if self.unknown_fragments else out
@@ -133,18 +142,20 @@ def _progress(items: Iterable, show: bool, desc: str, total: int | None = None) 
 
 def _chunks(rows: list, size: int = CHUNK) -> Iterator[list]:
     for start in range(0, len(rows), size):
-        yield rows[start:start + size]
+        yield rows[start : start + size]
 
 
 # --- queries and fragments -------------------------------------------------------------------------------------
+
 
 def _limited(problems: _Problems, line: int, values: dict[str, str | None], limits: dict[str, int]) -> bool:
     """False (and a problem for the line) when a field is longer than the store keeps."""
     for name, limit in limits.items():
         value = values.get(name)
         if value is not None and len(value) > limit:
-            problems.add(line, f"{name.replace('_', ' ')} is {len(value)} characters; the store accepts at most "
-                               f"{limit}")
+            problems.add(
+                line, f"{name.replace('_', ' ')} is {len(value)} characters; the store accepts at most {limit}"
+            )
             return False
     return True
 
@@ -155,11 +166,21 @@ def _parse_queries(path: str | Path, show: bool, fmt: str | None, topic_field: s
     problems = _Problems(path, "queries")
     problems.items, problems.total = list(read.problems), read.total_problems
     out: dict[str, dict] = {}
-    limits = {"query_id": MAX_ID_CHARS, "text": MAX_TEXT_CHARS, "category": MAX_NAME_CHARS,
-              "description": MAX_TEXT_CHARS, "narrative": MAX_TEXT_CHARS}
+    limits = {
+        "query_id": MAX_ID_CHARS,
+        "text": MAX_TEXT_CHARS,
+        "category": MAX_NAME_CHARS,
+        "description": MAX_TEXT_CHARS,
+        "narrative": MAX_TEXT_CHARS,
+    }
     for rec in _progress(read.records, show, "checking queries"):
-        values = {"query_id": rec.id, "text": rec.text, "category": rec.category, "description": rec.description,
-                  "narrative": rec.narrative}
+        values = {
+            "query_id": rec.id,
+            "text": rec.text,
+            "category": rec.category,
+            "description": rec.description,
+            "narrative": rec.narrative,
+        }
         if _limited(problems, rec.line, values, limits):
             out[rec.id] = {k: v for k, v in values.items() if k != "query_id"}
     problems.check()
@@ -174,21 +195,37 @@ def _parse_fragments(path: str | Path, show: bool, fmt: str | None) -> tuple[dic
     out: dict[str, dict] = {}
     limits = {"fragment_id": MAX_ID_CHARS, "doc_id": MAX_ID_CHARS, "text": MAX_TEXT_CHARS, "title": MAX_TEXT_CHARS}
     for rec in _progress(read.records, show, "checking fragments"):
-        if _limited(problems, rec.line, {"fragment_id": rec.id, "doc_id": rec.doc_id, "text": rec.text,
-                                         "title": rec.title}, limits):
-            out[rec.id] = {"text": rec.text, "title": rec.title, "doc_id": rec.doc_id, "position": rec.position,
-                           "meta": rec.meta, "content_hash": content_hash(rec.text)}
+        if _limited(
+            problems,
+            rec.line,
+            {"fragment_id": rec.id, "doc_id": rec.doc_id, "text": rec.text, "title": rec.title},
+            limits,
+        ):
+            out[rec.id] = {
+                "text": rec.text,
+                "title": rec.title,
+                "doc_id": rec.doc_id,
+                "position": rec.position,
+                "meta": rec.meta,
+                "content_hash": content_hash(rec.text),
+            }
     problems.check()
     return out, read.format
 
 
-def _upsert_by_external_id(session: Session, table, project_id: int, parsed: dict[str, dict],
-                           report: ImportReport, show: bool) -> None:
+def _upsert_by_external_id(
+    session: Session, table, project_id: int, parsed: dict[str, dict], report: ImportReport, show: bool
+) -> None:
     """Insert new external ids, update changed ones, count the unchanged — in the caller's transaction."""
     columns = list(next(iter(parsed.values())).keys())
-    existing = {row[0]: row[1:] for row in session.execute(
-        select(table.c.external_id, table.c.id, *(table.c[c] for c in columns))
-        .where(table.c.project_id == project_id))}
+    existing = {
+        row[0]: row[1:]
+        for row in session.execute(
+            select(table.c.external_id, table.c.id, *(table.c[c] for c in columns)).where(
+                table.c.project_id == project_id
+            )
+        )
+    }
     new, changed = [], []
     for ext, values in parsed.items():
         old = existing.get(ext)
@@ -207,8 +244,16 @@ def _upsert_by_external_id(session: Session, table, project_id: int, parsed: dic
     report.created, report.updated = len(new), len(changed)
 
 
-def import_queries(engine: Engine, project: str, path: str | Path, progress: bool = False, *, actor: Actor,
-                   fmt: str | None = None, topic_field: str = "title") -> ImportReport:
+def import_queries(
+    engine: Engine,
+    project: str,
+    path: str | Path,
+    progress: bool = False,
+    *,
+    actor: Actor,
+    fmt: str | None = None,
+    topic_field: str = "title",
+) -> ImportReport:
     """Queries in any layout eval_core.io.collection reads (JSONL/CSV/TSV records, BEIR, headerless qid<TAB>text,
     TREC topics with `topic_field` as the text and the description and narrative kept as context)."""
     proj = _project(engine, project, path, actor)
@@ -220,8 +265,9 @@ def import_queries(engine: Engine, project: str, path: str | Path, progress: boo
     return report
 
 
-def import_fragments(engine: Engine, project: str, path: str | Path, progress: bool = False, *, actor: Actor,
-                     fmt: str | None = None) -> ImportReport:
+def import_fragments(
+    engine: Engine, project: str, path: str | Path, progress: bool = False, *, actor: Actor, fmt: str | None = None
+) -> ImportReport:
     """Fragments in any layout eval_core.io.collection reads (qrelkit/BEIR/Pyserini/ir_datasets records,
     headerless pid<TAB>text, gzipped or not); `doc_id` and a chunk position are stored, other fields → meta."""
     proj = _project(engine, project, path, actor)
@@ -234,6 +280,7 @@ def import_fragments(engine: Engine, project: str, path: str | Path, progress: b
 
 
 # --- runs ------------------------------------------------------------------------------------------------------
+
 
 def run_name_from_path(path: str | Path) -> str:
     """`runs/bm25.trec.gz` → `bm25.trec`… minus one format suffix: `bm25`."""
@@ -289,8 +336,9 @@ def _run_hash(frame: pd.DataFrame, qext: dict[int, str]) -> str:
     return hashlib.sha256(pd.util.hash_pandas_object(keyed, index=False).to_numpy().tobytes()).hexdigest()
 
 
-def import_run(engine: Engine, project: str, path: str | Path, name: str | None = None,
-               progress: bool = False, *, actor: Actor) -> ImportReport:
+def import_run(
+    engine: Engine, project: str, path: str | Path, name: str | None = None, progress: bool = False, *, actor: Actor
+) -> ImportReport:
     """A TREC run stored under `name` (default: the file name); re-importing the same name replaces its lines."""
     proj = _project(engine, project, path, actor)
     name = (name or run_name_from_path(path)).strip()
@@ -303,24 +351,31 @@ def import_run(engine: Engine, project: str, path: str | Path, name: str | None 
     report = ImportReport(kind="run", path=str(path), records=len(frame), format=detect_format(path))
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
-        old = session.execute(select(Run.id, Run.content_hash)
-                              .where(Run.project_id == proj.id, Run.name == name)).first()
+        old = session.execute(
+            select(Run.id, Run.content_hash).where(Run.project_id == proj.id, Run.name == name)
+        ).first()
         if old is not None and old.content_hash == digest:
             report.unchanged = 1
             return report
-        fragments = dict(session.execute(select(Fragment.external_id, Fragment.id)
-                                         .where(Fragment.project_id == proj.id)).all())
+        fragments = dict(
+            session.execute(select(Fragment.external_id, Fragment.id).where(Fragment.project_id == proj.id)).all()
+        )
         report.unknown_fragments = _unknown_fragments(path, frame, fragments)
         if old is None:
-            run_id = session.execute(Run.__table__.insert().values(
-                project_id=proj.id, name=name, content_hash=digest, n_lines=len(frame), created_at=utcnow())
-                .returning(Run.__table__.c.id)).scalar_one()
+            run_id = session.execute(
+                Run.__table__.insert()
+                .values(project_id=proj.id, name=name, content_hash=digest, n_lines=len(frame), created_at=utcnow())
+                .returning(Run.__table__.c.id)
+            ).scalar_one()
             report.created = 1
         else:
             run_id = old.id
             session.execute(RunEntry.__table__.delete().where(RunEntry.__table__.c.run_id == run_id))
-            session.execute(Run.__table__.update().where(Run.__table__.c.id == run_id)
-                            .values(content_hash=digest, n_lines=len(frame), created_at=utcnow()))
+            session.execute(
+                Run.__table__.update()
+                .where(Run.__table__.c.id == run_id)
+                .values(content_hash=digest, n_lines=len(frame), created_at=utcnow())
+            )
             report.updated = 1
         _insert_run_entries(session, run_id, frame, fragments, progress)
     return report
@@ -339,18 +394,30 @@ def _unknown_fragments(path: str | Path, frame: pd.DataFrame, fragments: dict[st
             examples[fields[2]] = lineno
             if len(examples) == min(UNKNOWN_LISTED, len(unknown)):
                 break
-    return {"count": len(unknown), "examples": [f"{path}:{line}: unknown fragment id {doc!r}"
-                                                for doc, line in examples.items()]}
+    return {
+        "count": len(unknown),
+        "examples": [f"{path}:{line}: unknown fragment id {doc!r}" for doc, line in examples.items()],
+    }
 
 
-def _insert_run_entries(session: Session, run_id: int, frame: pd.DataFrame, fragments: dict[str, int],
-                        show: bool) -> None:
+def _insert_run_entries(
+    session: Session, run_id: int, frame: pd.DataFrame, fragments: dict[str, int], show: bool
+) -> None:
     """Bulk insert on the driver (SQLite executemany of tuples, PostgreSQL COPY) in the caller's transaction;
     documents outside the corpus are kept with a NULL fragment."""
     fids = frame["doc"].map(fragments).astype("Int64").astype(object)
     fids = fids.where(fids.notna(), None)
-    rows = list(zip([run_id] * len(frame), frame["query_id"].tolist(), frame["doc"].tolist(), fids.tolist(),
-                    frame["rank"].tolist(), frame["score"].tolist(), strict=True))
+    rows = list(
+        zip(
+            [run_id] * len(frame),
+            frame["query_id"].tolist(),
+            frame["doc"].tolist(),
+            fids.tolist(),
+            frame["rank"].tolist(),
+            frame["score"].tolist(),
+            strict=True,
+        )
+    )
     columns = "run_id, query_id, doc_external_id, fragment_id, rank, score"
     conn = session.connection()
     if conn.dialect.name == "postgresql":
@@ -366,29 +433,35 @@ def _insert_run_entries(session: Session, run_id: int, frame: pd.DataFrame, frag
 
 # --- judgments -------------------------------------------------------------------------------------------------
 
+
 def _read_judgments(path: str | Path, proj: Project, show: bool, source: JudgmentsSource) -> JudgmentsFile:
     """The file through eval_core's readers: qrels as `source.annotator`'s grades, else a judgments file (a
     qrels file or a run given without --annotator is refused with what it is)."""
     if source.annotator is not None:
         return read_qrels_judgments(path, source.annotator, project_scale(proj), source.qrels_format)
     if source.qrels_format is not None:
-        raise InputError(str(path), None, "--qrels-format reads qrels as an annotator's grades: name the annotator "
-                                          "with --annotator NAME")
+        raise InputError(
+            str(path),
+            None,
+            "--qrels-format reads qrels as an annotator's grades: name the annotator with --annotator NAME",
+        )
     refused = judgments_file_hint(path)
     if refused is not None:
         raise refused
     return read_judgments_file(path, project_scale(proj), progress=show)
 
 
-def _stamp_guideline(path: str | Path, frame: pd.DataFrame, versions: dict[int, int], proj: Project,
-                     wanted: int | None) -> dict:
+def _stamp_guideline(
+    path: str | Path, frame: pd.DataFrame, versions: dict[int, int], proj: Project, wanted: int | None
+) -> dict:
     """Give the judgments whose line names no guideline version `wanted` (--guideline) or the version in force,
     marking which were stamped (`guideline_given`); returns what the import report says about it."""
     given = frame["guideline"].notna().to_numpy() if "guideline" in frame.columns else np.zeros(len(frame), bool)
     if wanted is not None and wanted not in versions:
         have = ", ".join(map(str, sorted(versions))) or "none yet"
-        raise InputError(str(path), None, f"--guideline {wanted}: project {proj.name!r} has no such version "
-                                          f"(versions: {have})")
+        raise InputError(
+            str(path), None, f"--guideline {wanted}: project {proj.name!r} has no such version (versions: {have})"
+        )
     version = wanted if wanted is not None else max(versions, default=None)
     if "guideline_id" not in frame.columns:
         frame["guideline_id"] = pd.Series(None, index=frame.index, dtype=object)
@@ -398,14 +471,26 @@ def _stamp_guideline(path: str | Path, frame: pd.DataFrame, versions: dict[int, 
     stamped = int((~given).sum())
     if not stamped:
         return {}
-    said = ("--guideline" if wanted is not None else "the version in force" if version is not None else
-            "none: the project has no guideline yet")
+    said = (
+        "--guideline"
+        if wanted is not None
+        else "the version in force"
+        if version is not None
+        else "none: the project has no guideline yet"
+    )
     return {"version": version, "from": said, "judgments": stamped}
 
 
-def _parse_judgments(engine: Engine, path: str | Path, proj: Project, queries: dict[str, int],
-                     fragments: dict[str, int], show: bool, judges: AnnotatorKind,
-                     source: JudgmentsSource) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], dict]:
+def _parse_judgments(
+    engine: Engine,
+    path: str | Path,
+    proj: Project,
+    queries: dict[str, int],
+    fragments: dict[str, int],
+    show: bool,
+    judges: AnnotatorKind,
+    source: JudgmentsSource,
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], dict]:
     """The judgments and adjudications of a file (eval_core's one judgments reader) with store ids: query,
     fragment, guideline (by version), a timestamp and each grade's prompt version, plus the users-row fields
     of every annotator (see _annotators); every line naming something the project does not have is a
@@ -416,20 +501,31 @@ def _parse_judgments(engine: Engine, path: str | Path, proj: Project, queries: d
     problems.items, problems.total = list(read.problems), read.total_problems
     frame, decided = read.judgments, read.adjudications
     with session_scope(engine) as session:
-        versions = dict(session.execute(select(Guideline.version, Guideline.id)
-                                        .where(Guideline.project_id == proj.id)).all())
-        leads = {name: (role, active) for name, role, active in session.execute(
-            select(User.username, User.role, User.active).where(User.username.in_(decided["by"].unique().tolist())))}
-        known = {name: (kind, model) for name, kind, model in session.execute(
-            select(User.username, User.kind, User.model_name).where(User.username.in_(frame["annotator"].unique()
-                                                                                       .tolist())))}
+        versions = dict(
+            session.execute(select(Guideline.version, Guideline.id).where(Guideline.project_id == proj.id)).all()
+        )
+        leads = {
+            name: (role, active)
+            for name, role, active in session.execute(
+                select(User.username, User.role, User.active).where(User.username.in_(decided["by"].unique().tolist()))
+            )
+        }
+        known = {
+            name: (kind, model)
+            for name, kind, model in session.execute(
+                select(User.username, User.kind, User.model_name).where(
+                    User.username.in_(frame["annotator"].unique().tolist())
+                )
+            )
+        }
         taken = account_keys(session)
     people = _annotators(frame, judges, known, problems)
     for table in (frame, decided):
         table["query"] = table["query_id"].map(queries)
         table["fragment"] = table["fragment_id"].map(fragments)
         for line, qext, fext, qid, fid in table[["line", "query_id", "fragment_id", "query", "fragment"]].itertuples(
-                index=False):
+            index=False
+        ):
             if pd.isna(qid):
                 problems.add(line, f"unknown query id {qext!r} (not imported into this project)")
             elif pd.isna(fid):
@@ -437,13 +533,18 @@ def _parse_judgments(engine: Engine, path: str | Path, proj: Project, queries: d
     if "guideline" in frame.columns:
         frame["guideline_id"] = frame["guideline"].map(lambda v: None if v is None else versions.get(_version(v)))
         known = ", ".join(map(str, sorted(versions))) or "none yet"
-        for line, given in frame.loc[frame["guideline"].notna() & frame["guideline_id"].isna(),
-                                     ["line", "guideline"]].itertuples(index=False):
-            problems.add(line, f"guideline version {given!r} does not exist in project {proj.name!r} "
-                               f"(versions: {known}); add it with `qrelkit guideline add`")
+        for line, given in frame.loc[
+            frame["guideline"].notna() & frame["guideline_id"].isna(), ["line", "guideline"]
+        ].itertuples(index=False):
+            problems.add(
+                line,
+                f"guideline version {given!r} does not exist in project {proj.name!r} "
+                f"(versions: {known}); add it with `qrelkit guideline add`",
+            )
     stamp = _stamp_guideline(path, frame, versions, proj, source.guideline)
     for line, annotator in frame.loc[frame["annotator"].str.len() > MAX_NAME_CHARS, ["line", "annotator"]].itertuples(
-            index=False):
+        index=False
+    ):
         problems.add(line, f"annotator name is {len(annotator)} characters; at most {MAX_NAME_CHARS}")
     _new_account_names(frame, taken, problems)
     for line, lead in decided[["line", "by"]].itertuples(index=False):
@@ -464,7 +565,8 @@ def _new_account_names(frame: pd.DataFrame, taken: dict[str, str], problems: Pro
     new: dict[str, tuple[str, int]] = {}
     first = frame.drop_duplicates("annotator")
     for line, name in first.loc[first["annotator"].str.len() <= MAX_NAME_CHARS, ["line", "annotator"]].itertuples(
-            index=False):
+        index=False
+    ):
         if name in existing:
             continue
         try:
@@ -474,12 +576,18 @@ def _new_account_names(frame: pd.DataFrame, taken: dict[str, str], problems: Pro
             continue
         key = name_key(name)
         if key in taken:
-            problems.add(line, f"annotator {name!r} looks like the existing account {taken[key]!r} ({LOOKS_LIKE}); "
-                               f"write that account's exact name, or a distinct one")
+            problems.add(
+                line,
+                f"annotator {name!r} looks like the existing account {taken[key]!r} ({LOOKS_LIKE}); "
+                f"write that account's exact name, or a distinct one",
+            )
         elif key in new:
             other, where = new[key]
-            problems.add(line, f"annotator {name!r} looks like annotator {other!r} of line {where} ({LOOKS_LIKE}); "
-                               f"two accounts would pass for each other: write one name")
+            problems.add(
+                line,
+                f"annotator {name!r} looks like annotator {other!r} of line {where} ({LOOKS_LIKE}); "
+                f"two accounts would pass for each other: write one name",
+            )
         else:
             new[key] = (name, line)
 
@@ -523,16 +631,20 @@ class AnnotatorKind:
             raise ValueError(f"annotator kind must be one of {', '.join(ANNOTATOR_KINDS)}, got {self.kind!r}")
         if self.kind != "model" and (self.model is not None or self.prompt_version is not None):
             raise ValueError("a model name and prompt version belong to model judges (annotator kind 'model')")
-        for what, value, limit in (("model name", self.model, MAX_NAME_CHARS),
-                                   ("prompt version", self.prompt_version, MAX_PROMPT_CHARS)):
+        for what, value, limit in (
+            ("model name", self.model, MAX_NAME_CHARS),
+            ("prompt version", self.prompt_version, MAX_PROMPT_CHARS),
+        ):
             if value is not None and not 0 < len(value.strip()) <= limit:
                 raise ValueError(f"{what} must be 1-{limit} characters, got {value!r}")
 
 
 # A judgments file's columns that say who an annotator is: column, AnnotatorKind field, CLI option, size limit.
-ANNOTATOR_COLUMNS = (("annotator_kind", "kind", "--annotator-kind", 10),
-                     ("model", "model", "--model", MAX_NAME_CHARS),
-                     ("prompt_version", "prompt_version", "--prompt-version", MAX_PROMPT_CHARS))
+ANNOTATOR_COLUMNS = (
+    ("annotator_kind", "kind", "--annotator-kind", 10),
+    ("model", "model", "--model", MAX_NAME_CHARS),
+    ("prompt_version", "prompt_version", "--prompt-version", MAX_PROMPT_CHARS),
+)
 
 
 def _column(frame: pd.DataFrame, name: str) -> pd.Series:
@@ -553,16 +665,20 @@ def _check_columns(given: dict[str, pd.Series], lines: np.ndarray, judges: Annot
             continue
         text = values[present]
         unknown = ~text.isin(ANNOTATOR_KINDS) if column == "annotator_kind" else text.isna()
-        bad = (unknown | (text.str.len() > limit) | ((text != wanted) if wanted is not None else text.isna()))
-        for line, value, odd in zip(lines[present][bad.to_numpy()].tolist(), text[bad].tolist(),
-                                    unknown[bad].tolist(), strict=True):
+        bad = unknown | (text.str.len() > limit) | ((text != wanted) if wanted is not None else text.isna())
+        for line, value, odd in zip(
+            lines[present][bad.to_numpy()].tolist(), text[bad].tolist(), unknown[bad].tolist(), strict=True
+        ):
             if odd:
                 problems.add(line, f"annotator_kind {value!r} must be one of {', '.join(ANNOTATOR_KINDS)}")
             elif len(value) > limit:
                 problems.add(line, f"{column} is {len(value)} characters; at most {limit}")
             else:
-                problems.add(line, f"{column} is {value!r} on this line, but the import says {option} {wanted}; "
-                                   f"leave out {option} or that column")
+                problems.add(
+                    line,
+                    f"{column} is {value!r} on this line, but the import says {option} {wanted}; "
+                    f"leave out {option} or that column",
+                )
 
 
 def _changes(codes: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple[dict[int, int], list[int]]:
@@ -579,8 +695,9 @@ def _changes(codes: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple[d
     return dict(zip(codes[first].tolist(), first.tolist(), strict=True)), differ[at].tolist()
 
 
-def _annotators(frame: pd.DataFrame, judges: AnnotatorKind, known: dict[str, tuple[str, str | None]],
-                problems: _Problems) -> dict[str, dict]:
+def _annotators(
+    frame: pd.DataFrame, judges: AnnotatorKind, known: dict[str, tuple[str, str | None]], problems: _Problems
+) -> dict[str, dict]:
     """The users-row fields (kind, model_name, prompt_version) of every annotator in the file, from its
     annotator_kind / model / prompt_version columns and the import's options; sets `frame.prompt_version`
     (the version behind each model judge's grade, None for people). Problems: a column that contradicts an
@@ -597,8 +714,11 @@ def _annotators(frame: pd.DataFrame, judges: AnnotatorKind, known: dict[str, tup
     has = {c: given[c].notna().to_numpy() for c in ("model", "prompt_version")}
     person_with_model = ~is_model & (has["model"] | has["prompt_version"])
     for line, code in zip(lines[person_with_model].tolist(), codes[person_with_model].tolist(), strict=True):
-        problems.add(line, f"annotator {names[code]!r} is human here, but the line gives a model or prompt_version: "
-                           f"they belong to model judges (annotator_kind model)")
+        problems.add(
+            line,
+            f"annotator {names[code]!r} is human here, but the line gives a model or prompt_version: "
+            f"they belong to model judges (annotator_kind model)",
+        )
     model = np.where(has["model"], given["model"].to_numpy(dtype=object), judges.model)
     model = np.where(is_model, model, None)
     prompt = np.where(has["prompt_version"], given["prompt_version"].to_numpy(dtype=object), judges.prompt_version)
@@ -609,8 +729,11 @@ def _annotators(frame: pd.DataFrame, judges: AnnotatorKind, known: dict[str, tup
     for what, values, starts, rows in (("kind", kind, first, changed), ("model", model, first_model, changed_model)):
         for row in rows:
             start = starts[int(codes[row])]
-            problems.add(int(lines[row]), f"annotator {names[codes[row]]!r} is {what} {values[row]!r} here but "
-                                          f"{values[start]!r} at line {int(lines[start])}")
+            problems.add(
+                int(lines[row]),
+                f"annotator {names[codes[row]]!r} is {what} {values[row]!r} here but "
+                f"{values[start]!r} at line {int(lines[start])}",
+            )
     latest = _latest_prompts(frame, pd.Series(prompt, index=frame.index, dtype=object))
     out = {}
     for code, row in first.items():
@@ -618,16 +741,28 @@ def _annotators(frame: pd.DataFrame, judges: AnnotatorKind, known: dict[str, tup
         judge_model = model[first_model[code]] if code in first_model else None
         stored_kind, stored_model = known.get(name, (None, None))
         if stored_kind is not None and stored_kind != kind_here:
-            why = ("annotator_kind on this line" if from_file[row] else
-                   f"--annotator-kind {kind_here}" if judges.kind else "no annotator_kind column: people by default")
-            problems.add(int(lines[row]), f"annotator {name!r} is a {stored_kind} annotator in the store; it cannot "
-                                          f"be imported as {kind_here} ({why})")
+            why = (
+                "annotator_kind on this line"
+                if from_file[row]
+                else f"--annotator-kind {kind_here}"
+                if judges.kind
+                else "no annotator_kind column: people by default"
+            )
+            problems.add(
+                int(lines[row]),
+                f"annotator {name!r} is a {stored_kind} annotator in the store; it cannot "
+                f"be imported as {kind_here} ({why})",
+            )
         elif judge_model is not None and stored_model is not None and judge_model != stored_model:
-            problems.add(int(lines[row]), f"model judge {name!r} is model {stored_model!r} in the store, not "
-                                          f"{judge_model!r}")
+            problems.add(
+                int(lines[row]), f"model judge {name!r} is model {stored_model!r} in the store, not {judge_model!r}"
+            )
         is_judge = kind_here == "model"
-        out[name] = {"kind": kind_here, "model_name": (judge_model or stored_model or name) if is_judge else None,
-                     "prompt_version": latest.get(name) if is_judge else None}
+        out[name] = {
+            "kind": kind_here,
+            "model_name": (judge_model or stored_model or name) if is_judge else None,
+            "prompt_version": latest.get(name) if is_judge else None,
+        }
     frame["prompt_version"] = pd.Series(prompt, index=frame.index, dtype=object)
     return out
 
@@ -643,8 +778,9 @@ def _latest_prompts(frame: pd.DataFrame, prompt: pd.Series) -> dict[str, str]:
     return stamped.sort_values(["at", "line"], kind="stable").groupby("annotator")["prompt"].last().to_dict()
 
 
-def _ensure_users(session: Session, names: dict[str, str], fields: dict[str, dict] | None = None,
-                  prompt_version: str | None = None) -> dict[str, int]:
+def _ensure_users(
+    session: Session, names: dict[str, str], fields: dict[str, dict] | None = None, prompt_version: str | None = None
+) -> dict[str, int]:
     """Ids for usernames; unknown ones become accounts without a password (they cannot log in), of the kind,
     model and prompt version `fields` gives (people by default). `prompt_version` (the import's option) becomes
     the current prompt of the model judges that already exist."""
@@ -656,51 +792,100 @@ def _ensure_users(session: Session, names: dict[str, str], fields: dict[str, dic
         session.execute(User.__table__.update().where(User.id.in_(judges)).values(prompt_version=prompt_version))
     if missing:
         now = utcnow()
-        session.execute(User.__table__.insert(), [{"username": n, "role": names[n], "password_hash": None,
-                                                   "active": True, "created_at": now, "kind": "human",
-                                                   "model_name": None, "prompt_version": None, **fields.get(n, {})}
-                                                  for n in missing])
+        session.execute(
+            User.__table__.insert(),
+            [
+                {
+                    "username": n,
+                    "role": names[n],
+                    "password_hash": None,
+                    "active": True,
+                    "created_at": now,
+                    "kind": "human",
+                    "model_name": None,
+                    "prompt_version": None,
+                    **fields.get(n, {}),
+                }
+                for n in missing
+            ],
+        )
         have.update(session.execute(select(User.username, User.id).where(User.username.in_(missing))).all())
     return have
 
 
 def _ensure_pairs(session: Session, project_id: int, wanted: set[tuple[int, int]]) -> dict[tuple[int, int], int]:
     """Pair ids for (query, fragment); pairs judged elsewhere but never pooled are created with source 'import'."""
-    have = {(q, f): i for i, q, f in session.execute(select(P.c.id, P.c.query_id, P.c.fragment_id)
-                                                     .where(P.c.project_id == project_id))}
+    have = {
+        (q, f): i
+        for i, q, f in session.execute(
+            select(P.c.id, P.c.query_id, P.c.fragment_id).where(P.c.project_id == project_id)
+        )
+    }
     missing = sorted(wanted - have.keys())
     if missing:
         now = utcnow()
         for chunk in _chunks(missing):
-            session.execute(P.insert(), [{"project_id": project_id, "query_id": q, "fragment_id": f,
-                                          "sources": ["import"], "best_rank": None, "created_at": now}
-                                         for q, f in chunk])
-        have = {(q, f): i for i, q, f in session.execute(select(P.c.id, P.c.query_id, P.c.fragment_id)
-                                                         .where(P.c.project_id == project_id))}
+            session.execute(
+                P.insert(),
+                [
+                    {
+                        "project_id": project_id,
+                        "query_id": q,
+                        "fragment_id": f,
+                        "sources": ["import"],
+                        "best_rank": None,
+                        "created_at": now,
+                    }
+                    for q, f in chunk
+                ],
+            )
+        have = {
+            (q, f): i
+            for i, q, f in session.execute(
+                select(P.c.id, P.c.query_id, P.c.fragment_id).where(P.c.project_id == project_id)
+            )
+        }
     return have
 
 
-def import_judgments(engine: Engine, project: str, path: str | Path, progress: bool = False, *,
-                     actor: Actor, judges: AnnotatorKind = AnnotatorKind(),
-                     source: JudgmentsSource = JudgmentsSource()) -> ImportReport:
+def import_judgments(
+    engine: Engine,
+    project: str,
+    path: str | Path,
+    progress: bool = False,
+    *,
+    actor: Actor,
+    judges: AnnotatorKind = AnnotatorKind(),
+    source: JudgmentsSource = JudgmentsSource(),
+) -> ImportReport:
     """Existing judgments (flat records, a judgments export, or a release's JSONL/CSV) as each annotator's
     current judgment, with history; a release line's adjudication is kept when it names an active lead.
     `judges` says whether the file's annotators are people or model judges (e.g. an LLM assessor's output)."""
     proj = _project(engine, project, path, actor)
     with session_scope(engine) as session:
         queries = dict(session.execute(select(Query.external_id, Query.id).where(Query.project_id == proj.id)).all())
-        fragments = dict(session.execute(select(Fragment.external_id, Fragment.id)
-                                         .where(Fragment.project_id == proj.id)).all())
-    judged, adjudications, people, stamp = _parse_judgments(engine, path, proj, queries, fragments, progress, judges,
-                                                            source)
-    report = ImportReport(kind="judgments", path=str(path), records=len(judged), guideline=stamp,
-                          format="qrels" if source.annotator is not None else "judgments")
+        fragments = dict(
+            session.execute(select(Fragment.external_id, Fragment.id).where(Fragment.project_id == proj.id)).all()
+        )
+    judged, adjudications, people, stamp = _parse_judgments(
+        engine, path, proj, queries, fragments, progress, judges, source
+    )
+    report = ImportReport(
+        kind="judgments",
+        path=str(path),
+        records=len(judged),
+        guideline=stamp,
+        format="qrels" if source.annotator is not None else "judgments",
+    )
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         names = dict.fromkeys(judged["annotator"].tolist(), "annotator")
         users = _ensure_users(session, names, people, judges.prompt_version) if names else {}
-        users.update(session.execute(select(User.username, User.id)
-                                     .where(User.username.in_(adjudications["by"].unique().tolist()))).all())
+        users.update(
+            session.execute(
+                select(User.username, User.id).where(User.username.in_(adjudications["by"].unique().tolist()))
+            ).all()
+        )
         wanted = set(zip(judged["query"].tolist(), judged["fragment"].tolist(), strict=True))
         wanted |= set(zip(adjudications["query"].tolist(), adjudications["fragment"].tolist(), strict=True))
         pairs = _ensure_pairs(session, proj.id, {(int(q), int(f)) for q, f in wanted})
@@ -714,25 +899,54 @@ def _when(text: str | None, now: datetime) -> datetime:
     return now if text is None else datetime.fromisoformat(text.strip()).astimezone(UTC)
 
 
-def write_judgments(session: Session, project_id: int, judged: pd.DataFrame, users: dict[str, int],
-                    pairs: dict[tuple[int, int], int], report: ImportReport, show: bool) -> None:
+def write_judgments(
+    session: Session,
+    project_id: int,
+    judged: pd.DataFrame,
+    users: dict[str, int],
+    pairs: dict[tuple[int, int], int],
+    report: ImportReport,
+    show: bool,
+) -> None:
     """Insert new judgments, update changed ones (revision + 1), count the unchanged; history for each change.
     The one writer of judgments that arrive in bulk: imported files and model judges' grades."""
-    stmt = select(J.c.id, J.c.pair_id, J.c.user_id, J.c.grade, J.c.note, J.c.cant_judge_reason, J.c.guideline_id,
-                  J.c.prompt_version).where(J.c.project_id == project_id,
-                                            J.c.user_id.in_(sorted({users[a] for a in judged["annotator"].unique()})))
+    stmt = select(
+        J.c.id,
+        J.c.pair_id,
+        J.c.user_id,
+        J.c.grade,
+        J.c.note,
+        J.c.cant_judge_reason,
+        J.c.guideline_id,
+        J.c.prompt_version,
+    ).where(J.c.project_id == project_id, J.c.user_id.in_(sorted({users[a] for a in judged["annotator"].unique()})))
     if len(judged) <= 500:  # a model judge's batch: read only its pairs' judgments
-        stmt = stmt.where(J.c.pair_id.in_(sorted({pairs[(int(q), int(f))] for q, f in zip(
-            judged["query"], judged["fragment"], strict=True)})))
+        stmt = stmt.where(
+            J.c.pair_id.in_(
+                sorted({pairs[(int(q), int(f))] for q, f in zip(judged["query"], judged["fragment"], strict=True)})
+            )
+        )
     existing = {(p, u): (i, g, n, r, gl, pv) for i, p, u, g, n, r, gl, pv in session.execute(stmt)}
     now = utcnow()
     new, changed, history = [], [], []
-    columns = {name: (judged[name].tolist() if name in judged.columns else [None] * len(judged))
-               for name in ("query", "fragment", "annotator", "grade", "note", "cant_judge_reason", "guideline_id",
-                            "time", "prompt_version")}
+    columns = {
+        name: (judged[name].tolist() if name in judged.columns else [None] * len(judged))
+        for name in (
+            "query",
+            "fragment",
+            "annotator",
+            "grade",
+            "note",
+            "cant_judge_reason",
+            "guideline_id",
+            "time",
+            "prompt_version",
+        )
+    }
     given = judged["guideline_given"].tolist() if "guideline_given" in judged.columns else [True] * len(judged)
     for (q, f, annotator, grade, note, reason, guideline, when, prompt), named in zip(
-            zip(*columns.values(), strict=True), given, strict=True):
+        zip(*columns.values(), strict=True), given, strict=True
+    ):
         grade = None if grade is pd.NA else int(grade)
         guideline = None if guideline is None or pd.isna(guideline) else int(guideline)
         note, reason = note or None, reason or None
@@ -744,28 +958,63 @@ def write_judgments(session: Session, project_id: int, judged: pd.DataFrame, use
             report.unchanged += 1
             continue
         at = _when(when, now)
-        values = {"grade": grade, "note": note, "cant_judge_reason": reason, "guideline_id": guideline,
-                  "prompt_version": prompt, "updated_at": at}
+        values = {
+            "grade": grade,
+            "note": note,
+            "cant_judge_reason": reason,
+            "guideline_id": guideline,
+            "prompt_version": prompt,
+            "updated_at": at,
+        }
         if old is None:
-            new.append({"project_id": project_id, "pair_id": pair_id, "user_id": user_id, "seconds_spent": None,
-                        "revision": 1, "created_at": at, **values})
+            new.append(
+                {
+                    "project_id": project_id,
+                    "pair_id": pair_id,
+                    "user_id": user_id,
+                    "seconds_spent": None,
+                    "revision": 1,
+                    "created_at": at,
+                    **values,
+                }
+            )
         else:
             changed.append({"_id": old[0], **values})
-        history.append({"project_id": project_id, "pair_id": pair_id, "user_id": user_id, "action": "import",
-                        "old_grade": old[1] if old else None, "new_grade": grade,
-                        "old_note": old[2] if old else None, "new_note": note,
-                        "old_cant_judge_reason": old[3] if old else None, "new_cant_judge_reason": reason,
-                        "guideline_id": guideline, "prompt_version": prompt, "changed_by_id": user_id,
-                        "changed_at": now})
+        history.append(
+            {
+                "project_id": project_id,
+                "pair_id": pair_id,
+                "user_id": user_id,
+                "action": "import",
+                "old_grade": old[1] if old else None,
+                "new_grade": grade,
+                "old_note": old[2] if old else None,
+                "new_note": note,
+                "old_cant_judge_reason": old[3] if old else None,
+                "new_cant_judge_reason": reason,
+                "guideline_id": guideline,
+                "prompt_version": prompt,
+                "changed_by_id": user_id,
+                "changed_at": now,
+            }
+        )
     for chunk in _progress(list(_chunks(new)), show, "writing judgments"):
         session.execute(J.insert(), chunk)
     if changed:
-        session.execute(J.update().where(J.c.id == bindparam("_id"))
-                        .values(grade=bindparam("grade"), note=bindparam("note"),
-                                cant_judge_reason=bindparam("cant_judge_reason"),
-                                guideline_id=bindparam("guideline_id"), prompt_version=bindparam("prompt_version"),
-                                revision=J.c.revision + 1,
-                                updated_at=bindparam("updated_at")), changed)
+        session.execute(
+            J.update()
+            .where(J.c.id == bindparam("_id"))
+            .values(
+                grade=bindparam("grade"),
+                note=bindparam("note"),
+                cant_judge_reason=bindparam("cant_judge_reason"),
+                guideline_id=bindparam("guideline_id"),
+                prompt_version=bindparam("prompt_version"),
+                revision=J.c.revision + 1,
+                updated_at=bindparam("updated_at"),
+            ),
+            changed,
+        )
     for chunk in _chunks(history):
         session.execute(H.insert(), chunk)
     done = sorted({(r["pair_id"], r["user_id"]) for r in history})
@@ -774,25 +1023,44 @@ def write_judgments(session: Session, project_id: int, judged: pd.DataFrame, use
     report.created, report.updated = len(new), len(changed)
 
 
-def _write_adjudications(session: Session, project_id: int, adjudications: pd.DataFrame, users: dict[str, int],
-                         pairs: dict[tuple[int, int], int]) -> None:
+def _write_adjudications(
+    session: Session,
+    project_id: int,
+    adjudications: pd.DataFrame,
+    users: dict[str, int],
+    pairs: dict[tuple[int, int], int],
+) -> None:
     """Append a release line's adjudication unless the one in force already says the same."""
     if adjudications.empty:
         return
     table = Adjudication.__table__
-    current = {(q, f): (g, r, b) for q, f, g, r, b in project_adjudications(session, project_id).itertuples(
-        index=False)}
+    current = {
+        (q, f): (g, r, b) for q, f, g, r, b in project_adjudications(session, project_id).itertuples(index=False)
+    }
     now = utcnow()
     rows = []
     for qext, fext, q, f, grade, reason, lead in adjudications[
-            ["query_id", "fragment_id", "query", "fragment", "grade", "reason", "by"]].itertuples(index=False):
+        ["query_id", "fragment_id", "query", "fragment", "grade", "reason", "by"]
+    ].itertuples(index=False):
         if current.get((qext, fext)) != (int(grade), reason, lead):
-            rows.append({"project_id": project_id, "pair_id": pairs[(int(q), int(f))], "grade": int(grade),
-                         "reason": reason, "user_id": users[lead], "created_at": now})
+            rows.append(
+                {
+                    "project_id": project_id,
+                    "pair_id": pairs[(int(q), int(f))],
+                    "grade": int(grade),
+                    "reason": reason,
+                    "user_id": users[lead],
+                    "created_at": now,
+                }
+            )
     if rows:
         session.execute(table.insert(), rows)
 
 
 # The import kinds, in the order the CLI and the Project page offer them: kind → importer.
 IMPORT_KINDS: dict[str, Callable[..., ImportReport]] = {
-    "queries": import_queries, "fragments": import_fragments, "run": import_run, "judgments": import_judgments}
+    "queries": import_queries,
+    "fragments": import_fragments,
+    "run": import_run,
+    "judgments": import_judgments,
+}

@@ -39,8 +39,15 @@ class JudgePair:
     key: str
 
 
-def model_annotator(engine: Engine, name: str, model: str, prompt_version: str | None = None,
-                    params: Mapping | None = None, *, actor: Actor) -> tuple[int, bool]:
+def model_annotator(
+    engine: Engine,
+    name: str,
+    model: str,
+    prompt_version: str | None = None,
+    params: Mapping | None = None,
+    *,
+    actor: Actor,
+) -> tuple[int, bool]:
     """(id of model judge `name`, True when this call created it: on first use, without a password), its
     prompt version and parameters brought up to date; a person's name, a name that looks like another
     account's, or a judge of another model, is refused."""
@@ -55,11 +62,15 @@ def model_annotator(engine: Engine, name: str, model: str, prompt_version: str |
             check_new_username(session, name)
             user = User(username=name, role="annotator", kind="model", model_name=model)
         elif user.kind != "model":
-            raise ValueError(f"{name!r} is a {user.kind} annotator; a model judge needs a name of its own "
-                             f"(e.g. --annotator {model!r})")
+            raise ValueError(
+                f"{name!r} is a {user.kind} annotator; a model judge needs a name of its own "
+                f"(e.g. --annotator {model!r})"
+            )
         elif user.model_name != model:
-            raise ValueError(f"model judge {name!r} is model {user.model_name!r}, not {model!r}; give this model "
-                             f"another annotator name")
+            raise ValueError(
+                f"model judge {name!r} is model {user.model_name!r}, not {model!r}; give this model "
+                f"another annotator name"
+            )
         user.prompt_version, user.model_params = prompt_version, dict(params or {})
         session.add(user)
         session.flush()
@@ -71,29 +82,47 @@ def judge_setup(engine: Engine, project: str) -> tuple[ProjectInfo, Guideline]:
     with session_scope(engine) as session:
         proj = project_row(session, project)
         info = project_info(proj)
-        in_force = session.execute(select(Guideline).where(Guideline.project_id == proj.id)
-                                   .order_by(Guideline.version.desc()).limit(1)).scalar_one_or_none()
+        in_force = session.execute(
+            select(Guideline).where(Guideline.project_id == proj.id).order_by(Guideline.version.desc()).limit(1)
+        ).scalar_one_or_none()
     if in_force is None:
-        raise ValueError(f"project {project!r} has no guideline; a model judge grades by one "
-                         f"(add it with `qrelkit guideline add`)")
+        raise ValueError(
+            f"project {project!r} has no guideline; a model judge grades by one (add it with `qrelkit guideline add`)"
+        )
     return info, in_force
 
 
-def judge_pairs(engine: Engine, project: str, limit: int | None, labels: Mapping[int, str], guideline: str,
-           params: Mapping) -> list[JudgePair]:
+def judge_pairs(
+    engine: Engine, project: str, limit: int | None, labels: Mapping[int, str], guideline: str, params: Mapping
+) -> list[JudgePair]:
     """The project's pairs in pool order (the first `limit`), with the texts the judge reads."""
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
-        stmt = (select(Pair.id, Pair.query_id, Pair.fragment_id, Query.external_id, Query.text, Fragment.external_id,
-                       Fragment.title, Fragment.text)
-                .join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)
-                .where(Pair.project_id == project_id).order_by(Pair.id))
+        stmt = (
+            select(
+                Pair.id,
+                Pair.query_id,
+                Pair.fragment_id,
+                Query.external_id,
+                Query.text,
+                Fragment.external_id,
+                Fragment.title,
+                Fragment.text,
+            )
+            .join(Query, Query.id == Pair.query_id)
+            .join(Fragment, Fragment.id == Pair.fragment_id)
+            .where(Pair.project_id == project_id)
+            .order_by(Pair.id)
+        )
         rows = session.execute(stmt.limit(limit) if limit is not None else stmt).all()
     out = []
     for pid, qid, fid, qext, qtext, fext, title, ftext in rows:
         shown = fragment_text(title, ftext)
-        out.append(JudgePair(pid, qid, fid, f"{qext}/{fext}", qtext, shown,
-                         input_hash(qtext, shown, guideline, labels, params)))
+        out.append(
+            JudgePair(
+                pid, qid, fid, f"{qext}/{fext}", qtext, shown, input_hash(qtext, shown, guideline, labels, params)
+            )
+        )
     return out
 
 
@@ -103,32 +132,72 @@ def kept_answers(engine: Engine, pairs: list[JudgePair], model: str, prompt: str
     found: dict[tuple[int, str], JudgeCall] = {}
     with session_scope(engine) as session:
         for start in range(0, len(ids), 500):
-            for call in session.execute(select(JudgeCall).where(
-                    JudgeCall.pair_id.in_(ids[start:start + 500]), JudgeCall.model == model,
-                    JudgeCall.prompt_version == prompt)).scalars():
+            for call in session.execute(
+                select(JudgeCall).where(
+                    JudgeCall.pair_id.in_(ids[start : start + 500]),
+                    JudgeCall.model == model,
+                    JudgeCall.prompt_version == prompt,
+                )
+            ).scalars():
                 found[(call.pair_id, call.input_hash)] = call
     return found
 
 
-def write_grades(engine: Engine, project_id: int, name: str, user_id: int, guideline_id: int, model: str,
-                 prompt_version: str | None, grades: list[tuple[JudgePair, int, Answer | None]], actor: Actor) -> ImportReport:
+def write_grades(
+    engine: Engine,
+    project_id: int,
+    name: str,
+    user_id: int,
+    guideline_id: int,
+    model: str,
+    prompt_version: str | None,
+    grades: list[tuple[JudgePair, int, Answer | None]],
+    actor: Actor,
+) -> ImportReport:
     """In one transaction: keep the new answers, and write the grades as the judge's judgments (history kept);
     returns what was created, updated or unchanged."""
     now = utcnow()
-    fresh = [{"project_id": project_id, "pair_id": p.pair_id, "model": model, "prompt_version": prompt_version or "",
-              "input_hash": p.key, "grade": g, "answer": a.text, "prompt_tokens": a.prompt_tokens,
-              "completion_tokens": a.completion_tokens, "created_at": now} for p, g, a in grades if a is not None]
-    frame = pd.DataFrame({"query": [p.query for p, _, _ in grades], "fragment": [p.fragment for p, _, _ in grades],
-                          "annotator": name, "grade": pd.array([g for _, g, _ in grades], dtype="Int64"),
-                          "guideline_id": guideline_id, "prompt_version": prompt_version})
+    fresh = [
+        {
+            "project_id": project_id,
+            "pair_id": p.pair_id,
+            "model": model,
+            "prompt_version": prompt_version or "",
+            "input_hash": p.key,
+            "grade": g,
+            "answer": a.text,
+            "prompt_tokens": a.prompt_tokens,
+            "completion_tokens": a.completion_tokens,
+            "created_at": now,
+        }
+        for p, g, a in grades
+        if a is not None
+    ]
+    frame = pd.DataFrame(
+        {
+            "query": [p.query for p, _, _ in grades],
+            "fragment": [p.fragment for p, _, _ in grades],
+            "annotator": name,
+            "grade": pd.array([g for _, g, _ in grades], dtype="Int64"),
+            "guideline_id": guideline_id,
+            "prompt_version": prompt_version,
+        }
+    )
     written = ImportReport()
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         if fresh:
             insert = postgresql.insert if session.connection().dialect.name == "postgresql" else sqlite.insert
             session.execute(insert(JudgeCall.__table__).on_conflict_do_nothing(), fresh)
-        write_judgments(session, project_id, frame, {name: user_id},
-                        {(p.query, p.fragment): p.pair_id for p, _, _ in grades}, written, show=False)
+        write_judgments(
+            session,
+            project_id,
+            frame,
+            {name: user_id},
+            {(p.query, p.fragment): p.pair_id for p, _, _ in grades},
+            written,
+            show=False,
+        )
     return written
 
 
@@ -147,9 +216,19 @@ def list_model_judges(engine: Engine, project: str) -> list[ModelJudgeInfo]:
     """Every model judge, with how many current judgments it has in the project, by name."""
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
-        counts = dict(session.execute(select(Judgment.user_id, func.count(Judgment.id))
-                                      .where(Judgment.project_id == project_id).group_by(Judgment.user_id)).all())
-        rows = session.execute(select(User.id, User.username, User.model_name, User.prompt_version, User.model_params)
-                               .where(User.kind == "model").order_by(User.username)).all()
-    return [ModelJudgeInfo(name, model, prompt, dict(params or {}), int(counts.get(uid, 0)))
-            for uid, name, model, prompt, params in rows]
+        counts = dict(
+            session.execute(
+                select(Judgment.user_id, func.count(Judgment.id))
+                .where(Judgment.project_id == project_id)
+                .group_by(Judgment.user_id)
+            ).all()
+        )
+        rows = session.execute(
+            select(User.id, User.username, User.model_name, User.prompt_version, User.model_params)
+            .where(User.kind == "model")
+            .order_by(User.username)
+        ).all()
+    return [
+        ModelJudgeInfo(name, model, prompt, dict(params or {}), int(counts.get(uid, 0)))
+        for uid, name, model, prompt, params in rows
+    ]

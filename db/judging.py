@@ -34,8 +34,21 @@ from eval_core.io.records import check_note
 from eval_core.judging_order import DEFAULT_ORDER
 from eval_core.vocab import Role
 
-A, F, G, H, J, P, PR, Q, R, U = (m.__table__ for m in (Assignment, Fragment, Guideline, JudgmentHistory, Judgment,
-                                                       Pair, Project, Query, QualificationRound, User))
+A, F, G, H, J, P, PR, Q, R, U = (
+    m.__table__
+    for m in (
+        Assignment,
+        Fragment,
+        Guideline,
+        JudgmentHistory,
+        Judgment,
+        Pair,
+        Project,
+        Query,
+        QualificationRound,
+        User,
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -117,43 +130,88 @@ def check_grade(grade: object, scale: tuple[int, int], reason: str | None) -> in
 # ORM-executing statements per call cost more than the indexed lookups themselves.
 _USER = select(U.c.id, U.c.role, U.c.active).where(U.c.username == bindparam("username"))
 _BEFORE_WRITE = (
-    select(U.c.id, U.c.role, U.c.active, P.c.project_id, PR.c.scale_min, PR.c.scale_max,
-           select(A.c.id).where(A.c.pair_id == P.c.id, A.c.user_id == U.c.id).scalar_subquery(),
-           select(func.max(G.c.id)).where(G.c.project_id == P.c.project_id).scalar_subquery(),
-           J.c.id, J.c.grade, J.c.note, J.c.cant_judge_reason, J.c.guideline_id, J.c.revision, J.c.updated_at,
-           select(A.c.rejudge_version).where(A.c.pair_id == P.c.id, A.c.user_id == U.c.id).scalar_subquery(),
-           PR.c.qualify_pairs,
-           select(R.c.status).where(R.c.project_id == P.c.project_id, R.c.user_id == U.c.id)
-           .order_by(R.c.attempt.desc()).limit(1).scalar_subquery())
-    .select_from(U.join(P, P.c.id == bindparam("pair_id")).join(PR, PR.c.id == P.c.project_id)
-                 .outerjoin(J, and_(J.c.pair_id == P.c.id, J.c.user_id == U.c.id)))
-    .where(U.c.username == bindparam("username")))
+    select(
+        U.c.id,
+        U.c.role,
+        U.c.active,
+        P.c.project_id,
+        PR.c.scale_min,
+        PR.c.scale_max,
+        select(A.c.id).where(A.c.pair_id == P.c.id, A.c.user_id == U.c.id).scalar_subquery(),
+        select(func.max(G.c.id)).where(G.c.project_id == P.c.project_id).scalar_subquery(),
+        J.c.id,
+        J.c.grade,
+        J.c.note,
+        J.c.cant_judge_reason,
+        J.c.guideline_id,
+        J.c.revision,
+        J.c.updated_at,
+        select(A.c.rejudge_version).where(A.c.pair_id == P.c.id, A.c.user_id == U.c.id).scalar_subquery(),
+        PR.c.qualify_pairs,
+        select(R.c.status)
+        .where(R.c.project_id == P.c.project_id, R.c.user_id == U.c.id)
+        .order_by(R.c.attempt.desc())
+        .limit(1)
+        .scalar_subquery(),
+    )
+    .select_from(
+        U.join(P, P.c.id == bindparam("pair_id"))
+        .join(PR, PR.c.id == P.c.project_id)
+        .outerjoin(J, and_(J.c.pair_id == P.c.id, J.c.user_id == U.c.id))
+    )
+    .where(U.c.username == bindparam("username"))
+)
 _HISTORY = H.insert()
 # A write closes the assignment, re-judging included.
 _MARK = A.update().where(A.c.id == bindparam("assignment_id")).values(done=bindparam("done"), rejudge_version=None)
 # Open: not done, and either not judged yet or sent back by a lead for re-judging.
-_OPEN = and_(A.c.done == false(), or_(A.c.rejudge_version.is_not(None),
-                                      ~exists().where(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id)))
+_OPEN = and_(
+    A.c.done == false(),
+    or_(A.c.rejudge_version.is_not(None), ~exists().where(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id)),
+)
 # An assignment is done when its pair has the user's judgment and was not sent back for re-judging.
 _DONE = and_(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id, A.c.rejudge_version.is_(None))
 _QUEUE = (A.c.project_id == bindparam("project_id")) & (A.c.user_id == bindparam("user_id"))
 # Project and user ids as uncorrelated scalar subqueries: both engines then treat them as constants and walk
 # ix_assignments_todo in queue order, stopping at the first hit (a join made PostgreSQL sort the whole backlog).
-_TODO = (select(A.c.project_id, A.c.user_id, A.c.pair_id, A.c.position,
-                select(PR.c.queue_order).where(PR.c.name == bindparam("project")).scalar_subquery())
-         .where(A.c.project_id == select(PR.c.id).where(PR.c.name == bindparam("project")).scalar_subquery(),
-                A.c.user_id == select(U.c.id).where(U.c.username == bindparam("username")).scalar_subquery(),
-                _OPEN)
-         .order_by(A.c.position, A.c.pair_id).limit(1))
-_VIEW = (select(Q.c.external_id, Q.c.text, F.c.external_id, F.c.title, F.c.text, J.c.grade, J.c.note,
-                J.c.cant_judge_reason,
-                select(func.min(A.c.position)).where(_QUEUE).scalar_subquery(),
-                select(func.max(A.c.position)).where(_QUEUE).scalar_subquery(), F.c.doc_id,
-                select(A.c.rejudge_version).where(A.c.pair_id == P.c.id, A.c.user_id == bindparam("user_id"))
-                .scalar_subquery())
-         .select_from(P.join(Q, Q.c.id == P.c.query_id).join(F, F.c.id == P.c.fragment_id)
-                      .outerjoin(J, and_(J.c.pair_id == P.c.id, J.c.user_id == bindparam("user_id"))))
-         .where(P.c.id == bindparam("pair_id"), P.c.project_id == bindparam("project_id")))
+_TODO = (
+    select(
+        A.c.project_id,
+        A.c.user_id,
+        A.c.pair_id,
+        A.c.position,
+        select(PR.c.queue_order).where(PR.c.name == bindparam("project")).scalar_subquery(),
+    )
+    .where(
+        A.c.project_id == select(PR.c.id).where(PR.c.name == bindparam("project")).scalar_subquery(),
+        A.c.user_id == select(U.c.id).where(U.c.username == bindparam("username")).scalar_subquery(),
+        _OPEN,
+    )
+    .order_by(A.c.position, A.c.pair_id)
+    .limit(1)
+)
+_VIEW = (
+    select(
+        Q.c.external_id,
+        Q.c.text,
+        F.c.external_id,
+        F.c.title,
+        F.c.text,
+        J.c.grade,
+        J.c.note,
+        J.c.cant_judge_reason,
+        select(func.min(A.c.position)).where(_QUEUE).scalar_subquery(),
+        select(func.max(A.c.position)).where(_QUEUE).scalar_subquery(),
+        F.c.doc_id,
+        select(A.c.rejudge_version).where(A.c.pair_id == P.c.id, A.c.user_id == bindparam("user_id")).scalar_subquery(),
+    )
+    .select_from(
+        P.join(Q, Q.c.id == P.c.query_id)
+        .join(F, F.c.id == P.c.fragment_id)
+        .outerjoin(J, and_(J.c.pair_id == P.c.id, J.c.user_id == bindparam("user_id")))
+    )
+    .where(P.c.id == bindparam("pair_id"), P.c.project_id == bindparam("project_id"))
+)
 _upserts: dict[str, object] = {}
 
 
@@ -161,15 +219,30 @@ def _upsert(dialect: str):
     """INSERT … ON CONFLICT (pair_id, user_id) DO UPDATE … RETURNING id, revision, built once per dialect."""
     if dialect not in _upserts:
         insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-        cols = ("project_id", "pair_id", "user_id", "grade", "note", "cant_judge_reason", "guideline_id",
-                "seconds_spent", "created_at", "updated_at")
+        cols = (
+            "project_id",
+            "pair_id",
+            "user_id",
+            "grade",
+            "note",
+            "cant_judge_reason",
+            "guideline_id",
+            "seconds_spent",
+            "created_at",
+            "updated_at",
+        )
         stmt = insert(J).values({**{c: bindparam(c) for c in cols}, "revision": 1})
         _upserts[dialect] = stmt.on_conflict_do_update(
             index_elements=[J.c.pair_id, J.c.user_id],
-            set_={"grade": stmt.excluded.grade, "note": stmt.excluded.note,
-                  "cant_judge_reason": stmt.excluded.cant_judge_reason, "guideline_id": stmt.excluded.guideline_id,
-                  "seconds_spent": func.coalesce(stmt.excluded.seconds_spent, J.c.seconds_spent),
-                  "revision": J.c.revision + 1, "updated_at": stmt.excluded.updated_at},
+            set_={
+                "grade": stmt.excluded.grade,
+                "note": stmt.excluded.note,
+                "cant_judge_reason": stmt.excluded.cant_judge_reason,
+                "guideline_id": stmt.excluded.guideline_id,
+                "seconds_spent": func.coalesce(stmt.excluded.seconds_spent, J.c.seconds_spent),
+                "revision": J.c.revision + 1,
+                "updated_at": stmt.excluded.updated_at,
+            },
         ).returning(J.c.id, J.c.revision)
     return _upserts[dialect]
 
@@ -182,8 +255,15 @@ def _lock(conn, pair_id: int, username: str) -> None:
 
 
 @retry_once
-def record_judgment(engine: Engine, pair_id: int, username: str, grade: int | None, note: str | None = None,
-                    cant_judge_reason: str | None = None, seconds_spent: float | None = None) -> JudgmentInfo:
+def record_judgment(
+    engine: Engine,
+    pair_id: int,
+    username: str,
+    grade: int | None,
+    note: str | None = None,
+    cant_judge_reason: str | None = None,
+    seconds_spent: float | None = None,
+) -> JudgmentInfo:
     """Store the user's grade for a pair: one upsert + one history row in one transaction; repeats are no-ops,
     so a transaction that lost its connection is run again once (retry_once) without doubling anything."""
     note, reason = _clean(note, "note"), _clean(cant_judge_reason, "can't-judge reason")
@@ -198,36 +278,81 @@ def record_judgment(engine: Engine, pair_id: int, username: str, grade: int | No
         if row is None:
             _user(session, username)
             raise NotFound(f"no pair with id {pair_id}")
-        (user_id, role, active, project_id, low, high, assignment_id, guideline_id,
-         old_id, old_grade, old_note, old_reason, old_guideline, old_revision, old_updated, rejudge, round_size,
-         round_status) = row
+        (
+            user_id,
+            role,
+            active,
+            project_id,
+            low,
+            high,
+            assignment_id,
+            guideline_id,
+            old_id,
+            old_grade,
+            old_note,
+            old_reason,
+            old_guideline,
+            old_revision,
+            old_updated,
+            rejudge,
+            round_size,
+            round_status,
+        ) = row
         if not active:
             raise Refused(f"user {username!r} is deactivated")
         closed = round_status == RoundStatus.CLOSED
         if (round_size is not None or closed) and role == Role.ANNOTATOR and not queue_open(conn, project_id, user_id):
             if closed:
-                raise Refused(f"a lead closed the regular queue of {username!r} in this project: it stays closed "
-                              "until a lead reopens it or grants a retake they pass")
-            raise Refused(f"{username!r} has a qualification round to pass in this project before grading its "
-                          "pairs (or a lead opens their queue)")
+                raise Refused(
+                    f"a lead closed the regular queue of {username!r} in this project: it stays closed "
+                    "until a lead reopens it or grants a retake they pass"
+                )
+            raise Refused(
+                f"{username!r} has a qualification round to pass in this project before grading its "
+                "pairs (or a lead opens their queue)"
+            )
         if assignment_id is None and role != Role.LEAD:
             raise Refused(f"pair {pair_id} is not assigned to {username!r}")
         grade = check_grade(grade, (low, high), reason)
         # Re-judging writes even the same grade: the judgment is now made under the version in force.
         if old_id is not None and (old_grade, old_note, old_reason) == (grade, note, reason) and rejudge is None:
-            return JudgmentInfo(old_id, pair_id, username, grade, note, reason, old_guideline, old_revision, False,
-                                old_updated)
+            return JudgmentInfo(
+                old_id, pair_id, username, grade, note, reason, old_guideline, old_revision, False, old_updated
+            )
         now = utcnow()
-        new_id, revision = conn.execute(_upsert(conn.dialect.name), {
-            "project_id": project_id, "pair_id": pair_id, "user_id": user_id, "grade": grade, "note": note,
-            "cant_judge_reason": reason, "guideline_id": guideline_id, "seconds_spent": seconds_spent,
-            "created_at": now, "updated_at": now}).one()
-        conn.execute(_HISTORY, {
-            "project_id": project_id, "pair_id": pair_id, "user_id": user_id,
-            "action": "update" if old_id is not None else "create", "old_grade": old_grade, "new_grade": grade,
-            "old_note": old_note, "new_note": note, "old_cant_judge_reason": old_reason,
-            "new_cant_judge_reason": reason, "guideline_id": guideline_id, "changed_by_id": user_id,
-            "changed_at": now})
+        new_id, revision = conn.execute(
+            _upsert(conn.dialect.name),
+            {
+                "project_id": project_id,
+                "pair_id": pair_id,
+                "user_id": user_id,
+                "grade": grade,
+                "note": note,
+                "cant_judge_reason": reason,
+                "guideline_id": guideline_id,
+                "seconds_spent": seconds_spent,
+                "created_at": now,
+                "updated_at": now,
+            },
+        ).one()
+        conn.execute(
+            _HISTORY,
+            {
+                "project_id": project_id,
+                "pair_id": pair_id,
+                "user_id": user_id,
+                "action": "update" if old_id is not None else "create",
+                "old_grade": old_grade,
+                "new_grade": grade,
+                "old_note": old_note,
+                "new_note": note,
+                "old_cant_judge_reason": old_reason,
+                "new_cant_judge_reason": reason,
+                "guideline_id": guideline_id,
+                "changed_by_id": user_id,
+                "changed_at": now,
+            },
+        )
         if assignment_id is not None:
             conn.execute(_MARK, {"assignment_id": assignment_id, "done": True})
         return JudgmentInfo(new_id, pair_id, username, grade, note, reason, guideline_id, revision, True, now)
@@ -244,14 +369,37 @@ def undo_judgment(engine: Engine, pair_id: int, username: str) -> JudgmentInfo |
             return None
         now = utcnow()
         conn.execute(J.delete().where(J.c.id == old.id))
-        conn.execute(_HISTORY, {
-            "project_id": old.project_id, "pair_id": pair_id, "user_id": user_id, "action": "undo",
-            "old_grade": old.grade, "new_grade": None, "old_note": old.note, "new_note": None,
-            "old_cant_judge_reason": old.cant_judge_reason, "new_cant_judge_reason": None,
-            "guideline_id": old.guideline_id, "changed_by_id": user_id, "changed_at": now})
+        conn.execute(
+            _HISTORY,
+            {
+                "project_id": old.project_id,
+                "pair_id": pair_id,
+                "user_id": user_id,
+                "action": "undo",
+                "old_grade": old.grade,
+                "new_grade": None,
+                "old_note": old.note,
+                "new_note": None,
+                "old_cant_judge_reason": old.cant_judge_reason,
+                "new_cant_judge_reason": None,
+                "guideline_id": old.guideline_id,
+                "changed_by_id": user_id,
+                "changed_at": now,
+            },
+        )
         conn.execute(A.update().where(A.c.pair_id == pair_id, A.c.user_id == user_id).values(done=False))
-        return JudgmentInfo(old.id, pair_id, username, old.grade, old.note, old.cant_judge_reason,
-                            old.guideline_id, old.revision, True, now)
+        return JudgmentInfo(
+            old.id,
+            pair_id,
+            username,
+            old.grade,
+            old.note,
+            old.cant_judge_reason,
+            old.guideline_id,
+            old.revision,
+            True,
+            now,
+        )
 
 
 def _view(session: Session, project_id: int, user_id: int, pair_id: int, position: int | None) -> PairView:
@@ -261,18 +409,21 @@ def _view(session: Session, project_id: int, user_id: int, pair_id: int, positio
     assign() gives each annotator contiguous positions, so rank and queue length come from the queue's first
     and last position — two index probes — instead of counting a queue of thousands on every page view.
     """
-    row = session.connection().execute(_VIEW, {"pair_id": pair_id, "project_id": project_id,
-                                               "user_id": user_id}).first()
+    row = (
+        session.connection().execute(_VIEW, {"pair_id": pair_id, "project_id": project_id, "user_id": user_id}).first()
+    )
     if row is None:
         raise NotFound(f"no pair with id {pair_id} in this project")
     first, last = row[8], row[9]
     total = 0 if first is None else last - first + 1
     rank = None if position is None else position - first + 1
     if row[11] is not None:  # sent back for re-judging: blind, like a first grading (history keeps the old one)
-        return PairView(pair_id, row[0], row[1], row[2], row[3], row[4], rank, total, None, None, None, row[10],
-                        row[11])
-    return PairView(pair_id, row[0], row[1], row[2], row[3], row[4], rank, total, row[5], row[6], row[7], row[10],
-                    row[11])
+        return PairView(
+            pair_id, row[0], row[1], row[2], row[3], row[4], rank, total, None, None, None, row[10], row[11]
+        )
+    return PairView(
+        pair_id, row[0], row[1], row[2], row[3], row[4], rank, total, row[5], row[6], row[7], row[10], row[11]
+    )
 
 
 def _ids(session: Session, project: str, username: str) -> tuple[int, int]:
@@ -284,9 +435,12 @@ def _ids(session: Session, project: str, username: str) -> tuple[int, int]:
 def _first_todo(session: Session, project_id: int, user_id: int) -> tuple[int, int] | None:
     """(pair id, position) of the first open assigned pair (not judged yet, or sent back for re-judging), in
     queue order."""
-    row = session.execute(select(A.c.pair_id, A.c.position)
-                          .where(A.c.project_id == project_id, A.c.user_id == user_id, _OPEN)
-                          .order_by(A.c.position, A.c.pair_id).limit(1)).first()
+    row = session.execute(
+        select(A.c.pair_id, A.c.position)
+        .where(A.c.project_id == project_id, A.c.user_id == user_id, _OPEN)
+        .order_by(A.c.position, A.c.pair_id)
+        .limit(1)
+    ).first()
     return (row[0], row[1]) if row else None
 
 
@@ -361,9 +515,14 @@ def progress(engine: Engine, project: str, username: str) -> Progress:
         judged = _DONE
         rows = session.execute(
             select(Query.external_id, func.count(J.c.id), func.count(A.c.id))
-            .select_from(A).join(P, P.c.id == A.c.pair_id).join(Query, Query.id == P.c.query_id)
-            .outerjoin(J, judged).where(A.c.project_id == project_id, A.c.user_id == user_id)
-            .group_by(Query.external_id).order_by(func.min(A.c.position))).all()
+            .select_from(A)
+            .join(P, P.c.id == A.c.pair_id)
+            .join(Query, Query.id == P.c.query_id)
+            .outerjoin(J, judged)
+            .where(A.c.project_id == project_id, A.c.user_id == user_id)
+            .group_by(Query.external_id)
+            .order_by(func.min(A.c.position))
+        ).all()
         per_query = [(q, int(d), int(n)) for q, d, n in rows]
         return Progress(sum(d for _, d, _ in per_query), sum(n for _, _, n in per_query), per_query)
 
@@ -374,25 +533,40 @@ def annotator_stats(engine: Engine, project: str) -> pd.DataFrame:
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
         judged = _DONE
-        assigned = dict((u, (int(n), int(d))) for u, n, d in session.execute(
-            select(A.c.user_id, func.count(A.c.id), func.count(J.c.id)).select_from(A).outerjoin(J, judged)
-            .where(A.c.project_id == project_id).group_by(A.c.user_id)))
-        last = dict(session.execute(select(J.c.user_id, func.max(J.c.updated_at))
-                                    .where(J.c.project_id == project_id).group_by(J.c.user_id)).all())
+        assigned = dict(
+            (u, (int(n), int(d)))
+            for u, n, d in session.execute(
+                select(A.c.user_id, func.count(A.c.id), func.count(J.c.id))
+                .select_from(A)
+                .outerjoin(J, judged)
+                .where(A.c.project_id == project_id)
+                .group_by(A.c.user_id)
+            )
+        )
+        last = dict(
+            session.execute(
+                select(J.c.user_id, func.max(J.c.updated_at)).where(J.c.project_id == project_id).group_by(J.c.user_id)
+            ).all()
+        )
         # bare (user, seconds) tuples from the cursor: a Row and a datetime per judgment cost seconds at 1M
-        seconds = session.connection().execute(select(J.c.user_id, J.c.seconds_spent)
-                                               .where(J.c.project_id == project_id)).cursor.fetchall()
+        seconds = (
+            session.connection()
+            .execute(select(J.c.user_id, J.c.seconds_spent).where(J.c.project_id == project_id))
+            .cursor.fetchall()
+        )
         names = dict(session.execute(select(User.id, User.username)).all())
     frame = pd.DataFrame(seconds, columns=["user_id", "seconds"]).astype({"seconds": "float64"})
     per_user = frame.groupby("user_id").agg(judged=("seconds", "size"), median_seconds=("seconds", "median"))
     per_user["last_active"] = pd.Series(last, dtype=object)
     users = sorted(set(assigned) | set(per_user.index), key=lambda u: names[u])
-    out = pd.DataFrame({
-        "username": [names[u] for u in users],
-        "assigned": [assigned.get(u, (0, 0))[0] for u in users],
-        "done": [assigned.get(u, (0, 0))[1] for u in users],
-        "judged": [int(per_user["judged"].get(u, 0)) for u in users],
-        "median_seconds": [per_user["median_seconds"].get(u, float("nan")) for u in users],
-        "last_active": [per_user["last_active"].get(u) for u in users],
-    })
+    out = pd.DataFrame(
+        {
+            "username": [names[u] for u in users],
+            "assigned": [assigned.get(u, (0, 0))[0] for u in users],
+            "done": [assigned.get(u, (0, 0))[1] for u in users],
+            "judged": [int(per_user["judged"].get(u, 0)) for u in users],
+            "median_seconds": [per_user["median_seconds"].get(u, float("nan")) for u in users],
+            "last_active": [per_user["last_active"].get(u) for u in users],
+        }
+    )
     return out.astype({"assigned": "int64", "done": "int64", "judged": "int64", "median_seconds": "float64"})

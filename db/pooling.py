@@ -38,10 +38,15 @@ class PoolReport:
 
     def to_dict(self) -> dict:
         """JSON-able form for the CLI and the app."""
-        return {"created": self.created, "existing": self.existing, "duplicates": self.duplicates,
-                "provenance_updated": self.provenance_updated, "per_source": self.per_source,
-                "unknown_docs": self.unknown_docs,
-                "duplicate_pairs": [list(t) for t in self.duplicate_pairs]}
+        return {
+            "created": self.created,
+            "existing": self.existing,
+            "duplicates": self.duplicates,
+            "provenance_updated": self.provenance_updated,
+            "per_source": self.per_source,
+            "unknown_docs": self.unknown_docs,
+            "duplicate_pairs": [list(t) for t in self.duplicate_pairs],
+        }
 
 
 def tokenize(text: str) -> list[str]:
@@ -63,8 +68,9 @@ def bm25_candidates(docs: dict[int, str], queries: dict[int, str], k: int) -> li
     retriever.index(bm25s.tokenization.Tokenized(ids=corpus, vocab=vocab), show_progress=False)
     qids = list(queries)
     qtokens = [[vocab[t] for t in tokenize(queries[q]) if t in vocab] or [vocab[""]] for q in qids]
-    top, scores = retriever.retrieve(bm25s.tokenization.Tokenized(ids=qtokens, vocab=vocab),
-                                     k=min(k, len(doc_ids)), show_progress=False)
+    top, scores = retriever.retrieve(
+        bm25s.tokenization.Tokenized(ids=qtokens, vocab=vocab), k=min(k, len(doc_ids)), show_progress=False
+    )
     out = []
     for qid, row, srow in zip(qids, np.asarray(top), np.asarray(scores), strict=True):
         ranked = [doc_ids[i] for i, s in zip(row, srow, strict=True) if s > 0]
@@ -78,21 +84,34 @@ def _source_stats() -> dict[str, int]:
     return {"candidates": 0, "created": 0, "found_new": 0}
 
 
-def add_candidates(session: Session, project_id: int, candidates: list[tuple[int, int, int, str]],
-                   report: PoolReport | None = None) -> PoolReport:
+def add_candidates(
+    session: Session, project_id: int, candidates: list[tuple[int, int, int, str]], report: PoolReport | None = None
+) -> PoolReport:
     """Merge (query id, fragment id, rank, source) candidates into `pairs`: create new ones in bulk, union the
     provenance of existing ones, and fold fragments with identical text into the query's one pair."""
     report = report or PoolReport()
-    frags = session.execute(select(Fragment.id, Fragment.content_hash, Fragment.external_id)
-                            .where(Fragment.project_id == project_id)).all()
+    frags = session.execute(
+        select(Fragment.id, Fragment.content_hash, Fragment.external_id).where(Fragment.project_id == project_id)
+    ).all()
     digest = {f.id: f.content_hash for f in frags}
     ext = {f.id: f.external_id for f in frags}
     pairs: dict[tuple[int, str], dict] = {}
-    for p in session.execute(select(Pair.id, Pair.query_id, Pair.fragment_id, Pair.sources, Pair.best_rank)
-                             .where(Pair.project_id == project_id)).all():
-        pairs.setdefault((p.query_id, digest[p.fragment_id]), {
-            "id": p.id, "fragment_id": p.fragment_id, "sources": set(p.sources or ()),
-            "old_sources": set(p.sources or ()), "best_rank": p.best_rank, "old_rank": p.best_rank})
+    for p in session.execute(
+        select(Pair.id, Pair.query_id, Pair.fragment_id, Pair.sources, Pair.best_rank).where(
+            Pair.project_id == project_id
+        )
+    ).all():
+        pairs.setdefault(
+            (p.query_id, digest[p.fragment_id]),
+            {
+                "id": p.id,
+                "fragment_id": p.fragment_id,
+                "sources": set(p.sources or ()),
+                "old_sources": set(p.sources or ()),
+                "best_rank": p.best_rank,
+                "old_rank": p.best_rank,
+            },
+        )
     new_keys: list[tuple[int, str]] = []
     touched: set[int] = set()
     dups: set[tuple[int, int]] = set()
@@ -102,8 +121,15 @@ def add_candidates(session: Session, project_id: int, candidates: list[tuple[int
         key = (qid, digest[fid])
         pair = pairs.get(key)
         if pair is None:
-            pair = pairs[key] = {"id": None, "fragment_id": fid, "sources": set(), "old_sources": set(),
-                                 "best_rank": None, "old_rank": None, "creator": source}
+            pair = pairs[key] = {
+                "id": None,
+                "fragment_id": fid,
+                "sources": set(),
+                "old_sources": set(),
+                "best_rank": None,
+                "old_rank": None,
+                "creator": source,
+            }
             new_keys.append(key)
         elif pair["id"] is not None:
             touched.add(pair["id"])
@@ -116,51 +142,67 @@ def add_candidates(session: Session, project_id: int, candidates: list[tuple[int
     rows = []
     for key in new_keys:
         pair = pairs[key]
-        rows.append({"project_id": project_id, "query_id": key[0], "fragment_id": pair["fragment_id"],
-                     "sources": sorted(pair["sources"]), "best_rank": pair["best_rank"], "created_at": now})
+        rows.append(
+            {
+                "project_id": project_id,
+                "query_id": key[0],
+                "fragment_id": pair["fragment_id"],
+                "sources": sorted(pair["sources"]),
+                "best_rank": pair["best_rank"],
+                "created_at": now,
+            }
+        )
         report.per_source[pair["creator"]]["created"] += 1
         for source in pair["sources"]:
             report.per_source[source]["found_new"] += 1
     if rows:
         session.execute(insert(Pair.__table__), rows)
-    changed = [{"pid": p["id"], "s": sorted(p["sources"]), "r": p["best_rank"]} for p in pairs.values()
-               if p["id"] is not None and (p["sources"] != p["old_sources"] or p["best_rank"] != p["old_rank"])]
+    changed = [
+        {"pid": p["id"], "s": sorted(p["sources"]), "r": p["best_rank"]}
+        for p in pairs.values()
+        if p["id"] is not None and (p["sources"] != p["old_sources"] or p["best_rank"] != p["old_rank"])
+    ]
     if changed:
         table = Pair.__table__
-        session.execute(update(table).where(table.c.id == bindparam("pid"))
-                        .values(sources=bindparam("s"), best_rank=bindparam("r")),
-                        changed, execution_options={"synchronize_session": False})
+        session.execute(
+            update(table)
+            .where(table.c.id == bindparam("pid"))
+            .values(sources=bindparam("s"), best_rank=bindparam("r")),
+            changed,
+            execution_options={"synchronize_session": False},
+        )
     report.created += len(rows)
     report.existing += len(touched)
     report.provenance_updated += len(changed)
     report.duplicates = len(report.duplicate_pairs)
     if report.duplicate_pairs:
-        qext = dict(session.execute(select(Query.id, Query.external_id)
-                                    .where(Query.project_id == project_id)).all())
+        qext = dict(session.execute(select(Query.id, Query.external_id).where(Query.project_id == project_id)).all())
         report.duplicate_pairs = [(qext[q], a, b) for q, a, b in report.duplicate_pairs]
     return report
 
 
-def _run_candidates(session: Session, project_id: int, depth: int, names: list[str] | None,
-                    report: PoolReport) -> tuple[list[tuple[int, int, int, str]], set[int]]:
+def _run_candidates(
+    session: Session, project_id: int, depth: int, names: list[str] | None, report: PoolReport
+) -> tuple[list[tuple[int, int, int, str]], set[int]]:
     """Top-`depth` entries of the chosen runs (all stored runs by default) and the queries they cover; documents
     the corpus does not hold are counted per run and the first UNKNOWN_LISTED named."""
-    runs = session.execute(select(Run.id, Run.name).where(Run.project_id == project_id)
-                           .order_by(Run.name)).all()
+    runs = session.execute(select(Run.id, Run.name).where(Run.project_id == project_id).order_by(Run.name)).all()
     by_name = {r.name: r.id for r in runs}
     if names is not None:
         unknown = [n for n in names if n not in by_name]
         if unknown:
-            raise NotFound(f"no stored run named {', '.join(map(repr, unknown))} "
-                              f"(known: {', '.join(by_name) or 'none'})")
+            raise NotFound(
+                f"no stored run named {', '.join(map(repr, unknown))} (known: {', '.join(by_name) or 'none'})"
+            )
         by_name = {n: by_name[n] for n in names}
     candidates: list[tuple[int, int, int, str]] = []
     covered: set[int] = set()
     for name, run_id in by_name.items():
-        rows = session.execute(select(RunEntry.query_id, RunEntry.fragment_id, RunEntry.rank,
-                                      RunEntry.doc_external_id)
-                               .where(RunEntry.run_id == run_id, RunEntry.rank <= depth)
-                               .order_by(RunEntry.query_id, RunEntry.rank)).all()
+        rows = session.execute(
+            select(RunEntry.query_id, RunEntry.fragment_id, RunEntry.rank, RunEntry.doc_external_id)
+            .where(RunEntry.run_id == run_id, RunEntry.rank <= depth)
+            .order_by(RunEntry.query_id, RunEntry.rank)
+        ).all()
         missing: dict[str, None] = {}
         for qid, fid, rank, doc in rows:
             covered.add(qid)
@@ -174,8 +216,16 @@ def _run_candidates(session: Session, project_id: int, depth: int, names: list[s
     return candidates, covered
 
 
-def pool(engine: Engine, project: str, depth: int, runs: list[str] | None = None,
-         bm25: int | None = None, progress: Callable[[str], None] | None = None, *, actor: Actor) -> PoolReport:
+def pool(
+    engine: Engine,
+    project: str,
+    depth: int,
+    runs: list[str] | None = None,
+    bm25: int | None = None,
+    progress: Callable[[str], None] | None = None,
+    *,
+    actor: Actor,
+) -> PoolReport:
     """TREC depth-k pooling of stored runs, plus BM25 top-`depth` for queries no run covers (or BM25 top-`bm25`
     for every query when given; 0 turns BM25 off). Idempotent: re-pooling only adds and merges provenance.
     Leads and the operator only.
@@ -209,8 +259,11 @@ def pool(engine: Engine, project: str, depth: int, runs: list[str] | None = None
 
 def _unique_texts(session: Session, project_id: int) -> dict[int, str]:
     """Title + text of one fragment per distinct content (the lowest id), so BM25 never returns twins."""
-    rows = session.execute(select(Fragment.id, Fragment.content_hash, Fragment.title, Fragment.text)
-                           .where(Fragment.project_id == project_id).order_by(Fragment.id)).all()
+    rows = session.execute(
+        select(Fragment.id, Fragment.content_hash, Fragment.title, Fragment.text)
+        .where(Fragment.project_id == project_id)
+        .order_by(Fragment.id)
+    ).all()
     out: dict[int, str] = {}
     seen: set[str] = set()
     for fid, digest, title, text in rows:
@@ -218,4 +271,3 @@ def _unique_texts(session: Session, project_id: int) -> dict[int, str]:
             seen.add(digest)
             out[fid] = f"{title or ''}\n{text}"
     return out
-

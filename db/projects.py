@@ -66,9 +66,17 @@ def project_info(row: Project) -> ProjectInfo:
     """Detach a row into plain data."""
     assert row.id is not None
     scale = project_scale(row)
-    labels = ({int(g): str(t) for g, t in row.grade_labels.items()} if row.grade_labels else default_labels(scale))
-    return ProjectInfo(row.id, row.name, scale, row.overlap, row.overlap_fraction, row.agreement_threshold,
-                       dict(sorted(labels.items())), row.queue_order or DEFAULT_ORDER)
+    labels = {int(g): str(t) for g, t in row.grade_labels.items()} if row.grade_labels else default_labels(scale)
+    return ProjectInfo(
+        row.id,
+        row.name,
+        scale,
+        row.overlap,
+        row.overlap_fraction,
+        row.agreement_threshold,
+        dict(sorted(labels.items())),
+        row.queue_order or DEFAULT_ORDER,
+    )
 
 
 @cache
@@ -159,9 +167,17 @@ def _check_policy(scale: tuple[int, int], overlap: int, overlap_fraction: float,
         raise ValueError(f"agreement threshold must be in [-1, 1], got {threshold}")
 
 
-def create_project(engine: Engine, name: str, scale: tuple[int, int] = (0, 3), overlap: int = 2,
-                   overlap_fraction: float = 1.0, threshold: float = AGREEMENT_THRESHOLD,
-                   labels: dict[int, str] | None = None, *, actor: Actor) -> ProjectInfo:
+def create_project(
+    engine: Engine,
+    name: str,
+    scale: tuple[int, int] = (0, 3),
+    overlap: int = 2,
+    overlap_fraction: float = 1.0,
+    threshold: float = AGREEMENT_THRESHOLD,
+    labels: dict[int, str] | None = None,
+    *,
+    actor: Actor,
+) -> ProjectInfo:
     """A new project (leads and the operator only); its name is unique; `labels` name every grade (default:
     default_labels)."""
     clean = (name or "").strip()
@@ -174,9 +190,15 @@ def create_project(engine: Engine, name: str, scale: tuple[int, int] = (0, 3), o
         require_lead(session, actor)
         if session.exec(select(Project.id).where(Project.name == clean)).first() is not None:
             raise Conflict(f"project {clean!r} already exists")
-        row = Project(name=clean, scale_min=scale[0], scale_max=scale[1], overlap=overlap,
-                      overlap_fraction=overlap_fraction, agreement_threshold=threshold,
-                      grade_labels=stored_labels(names))
+        row = Project(
+            name=clean,
+            scale_min=scale[0],
+            scale_max=scale[1],
+            overlap=overlap,
+            overlap_fraction=overlap_fraction,
+            agreement_threshold=threshold,
+            grade_labels=stored_labels(names),
+        )
         session.add(row)
         session.flush()
         return project_info(row)
@@ -194,16 +216,25 @@ def list_projects(engine: Engine) -> list[ProjectInfo]:
         return [project_info(r) for r in session.exec(select(Project).order_by(Project.name))]
 
 
-def update_policy(engine: Engine, name: str, overlap: int | None = None, overlap_fraction: float | None = None,
-                  threshold: float | None = None, *, actor: Actor) -> ProjectInfo:
+def update_policy(
+    engine: Engine,
+    name: str,
+    overlap: int | None = None,
+    overlap_fraction: float | None = None,
+    threshold: float | None = None,
+    *,
+    actor: Actor,
+) -> ProjectInfo:
     """Change the overlap policy or agreement threshold (the scale is fixed once a project exists); leads and
     the operator only."""
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         row = project_row(session, name)
-        new = (row.overlap if overlap is None else overlap,
-               row.overlap_fraction if overlap_fraction is None else overlap_fraction,
-               row.agreement_threshold if threshold is None else threshold)
+        new = (
+            row.overlap if overlap is None else overlap,
+            row.overlap_fraction if overlap_fraction is None else overlap_fraction,
+            row.agreement_threshold if threshold is None else threshold,
+        )
         _check_policy(project_scale(row), *new)
         row.overlap, row.overlap_fraction, row.agreement_threshold = new
         session.add(row)
@@ -254,16 +285,23 @@ def add_guideline(engine: Engine, project: str, text: str, *, actor: Actor, note
         if current is not None and current.content_hash == digest:
             creator = session.get(User, current.created_by_id) if current.created_by_id else None
             return _guideline_info(current, proj.name, creator.username if creator else None)
-        row = Guideline(project_id=proj.id, version=(current.version + 1) if current else 1, text=text,
-                        content_hash=digest, note=note, created_by_id=creator_id)
+        row = Guideline(
+            project_id=proj.id,
+            version=(current.version + 1) if current else 1,
+            text=text,
+            content_hash=digest,
+            note=note,
+            created_by_id=creator_id,
+        )
         session.add(row)
         session.flush()
         return _guideline_info(row, proj.name, None if creator_id is None else str(actor))
 
 
 def _current_row(session: Session, project_id: int) -> Guideline | None:
-    return session.exec(select(Guideline).where(Guideline.project_id == project_id)
-                        .order_by(Guideline.version.desc()).limit(1)).first()  # type: ignore[union-attr]
+    return session.exec(
+        select(Guideline).where(Guideline.project_id == project_id).order_by(Guideline.version.desc()).limit(1)
+    ).first()  # type: ignore[union-attr]
 
 
 def current_guideline(engine: Engine, project: str) -> GuidelineInfo | None:
@@ -281,7 +319,10 @@ def list_guidelines(engine: Engine, project: str) -> list[GuidelineInfo]:
     """Every version, oldest first."""
     with session_scope(engine) as session:
         proj = project_row(session, project)
-        rows = session.exec(select(Guideline, User.username).join(User, Guideline.created_by_id == User.id,
-                                                                  isouter=True)
-                            .where(Guideline.project_id == proj.id).order_by(Guideline.version)).all()
+        rows = session.exec(
+            select(Guideline, User.username)
+            .join(User, Guideline.created_by_id == User.id, isouter=True)
+            .where(Guideline.project_id == proj.id)
+            .order_by(Guideline.version)
+        ).all()
         return [_guideline_info(g, proj.name, who) for g, who in rows]

@@ -68,8 +68,10 @@ class QualifySettings:
         if self.pairs is None:
             return "No qualification round: new annotators start on their regular queue."
         source = " (the project's agreement threshold)" if self.threshold_is_default else ""
-        return (f"New annotators first grade {self.pairs} control pairs, seeing each settled grade and reason; their "
-                f"queue opens at κ ≥ {self.threshold:g}{source}, or when a lead opens it.")
+        return (
+            f"New annotators first grade {self.pairs} control pairs, seeing each settled grade and reason; their "
+            f"queue opens at κ ≥ {self.threshold:g}{source}, or when a lead opens it."
+        )
 
 
 @dataclass(frozen=True)
@@ -101,22 +103,29 @@ class RoundState:
 
     def sentence(self) -> str:
         """Where the round stands, in words (the annotator and the lead read the same one)."""
-        score = (f"κ {self.kappa:.2f}" if self.kappa is not None else
-                 "κ undefined (the grades have no variation to measure)")
+        score = (
+            f"κ {self.kappa:.2f}" if self.kappa is not None else "κ undefined (the grades have no variation to measure)"
+        )
         if self.status == RoundStatus.IN_ROUND:
             retake = f"Retake granted by lead {self.granted_by}: " if self.granted_by else "Qualification round: "
             return f"{retake}{self.graded} of {self.pairs} control pairs graded."
         if self.status == RoundStatus.PASSED:
-            return (f"Passed the qualification round: {score} against the settled grades, at or above "
-                    f"{self.threshold:g}. The regular queue is open.")
+            return (
+                f"Passed the qualification round: {score} against the settled grades, at or above "
+                f"{self.threshold:g}. The regular queue is open."
+            )
         if self.status == RoundStatus.FAILED:
-            return (f"Did not pass the qualification round: {score} against the settled grades, below "
-                    f"{self.threshold:g}. The regular queue stays closed until a lead opens it or grants a retake.")
+            return (
+                f"Did not pass the qualification round: {score} against the settled grades, below "
+                f"{self.threshold:g}. The regular queue stays closed until a lead opens it or grants a retake."
+            )
         graded = f" after {self.graded} of {self.pairs} round pairs ({score})" if self.graded else ""
         if self.status == RoundStatus.CLOSED:
             why = f"Reason: {self.closed_reason}" if self.closed_reason else "No reason given."
-            return (f"Regular queue closed by lead {self.closed_by} on {_when(self.closed_at)}{graded}; it stays closed "
-                    f"until a lead reopens it or grants a retake. {why}")
+            return (
+                f"Regular queue closed by lead {self.closed_by} on {_when(self.closed_at)}{graded}; it stays closed "
+                f"until a lead reopens it or grants a retake. {why}"
+            )
         return f"Regular queue opened by lead {self.opened_by} on {_when(self.opened_at)}{graded}."
 
     def to_dict(self) -> dict:
@@ -152,8 +161,10 @@ class RoundPair:
 
 # --- settings -------------------------------------------------------------------------------------------------
 
-def set_qualification(engine: Engine, project: str, pairs: int | None, threshold: float | None = None, *,
-                      actor: Actor) -> QualifySettings:
+
+def set_qualification(
+    engine: Engine, project: str, pairs: int | None, threshold: float | None = None, *, actor: Actor
+) -> QualifySettings:
     """Switch the round on with `pairs` control pairs (None or 0: off) and its κ threshold (None: the project's
     agreement threshold). Rounds already under way keep the size and threshold they started with. Leads only."""
     if pairs == 0:
@@ -167,8 +178,10 @@ def set_qualification(engine: Engine, project: str, pairs: int | None, threshold
         proj = project_row(session, project, lock=True)
         controls = _control_count(session, proj)
         if pairs is not None and pairs > controls:
-            raise ValueError(f"project {project!r} has {controls} control pair(s), fewer than the {pairs} a round "
-                             "needs: add control pairs first (qrelkit control set / add)")
+            raise ValueError(
+                f"project {project!r} has {controls} control pair(s), fewer than the {pairs} a round "
+                "needs: add control pairs first (qrelkit control set / add)"
+            )
         proj.qualify_pairs, proj.qualify_threshold = pairs, threshold
         session.add(proj)
         session.flush()
@@ -188,16 +201,24 @@ def _settings(proj: Project, controls: int) -> QualifySettings:
 
 
 def _control_count(session: Session, proj: Project) -> int:
-    return int(session.execute(select(func.count()).select_from(ControlPair)
-                               .where(col(ControlPair.project_id) == proj.id)).scalar_one())
+    return int(
+        session.execute(
+            select(func.count()).select_from(ControlPair).where(col(ControlPair.project_id) == proj.id)
+        ).scalar_one()
+    )
 
 
 # --- the gate ---------------------------------------------------------------------------------------------------
 
+
 def _latest(conn: Connection | Session, project_id: int, user_id: int, lock: bool = False) -> Any:
     """The user's round in force in the project (their latest attempt): id, status, attempt; None if none."""
-    stmt = (select(R.c.id, R.c.status, R.c.attempt).where(R.c.project_id == project_id, R.c.user_id == user_id)
-            .order_by(R.c.attempt.desc()).limit(1))
+    stmt = (
+        select(R.c.id, R.c.status, R.c.attempt)
+        .where(R.c.project_id == project_id, R.c.user_id == user_id)
+        .order_by(R.c.attempt.desc())
+        .limit(1)
+    )
     return conn.execute(stmt.with_for_update() if lock else stmt).first()
 
 
@@ -206,9 +227,11 @@ def queue_open(conn: Connection, project_id: int, user_id: int) -> bool:
     annotator may not while a lead's close is in force (whatever the round setting); otherwise they may when the
     project has no round, when their latest round passed or a lead opened their queue, or when they have no
     round and graded before it was switched on (no judgment: new)."""
-    row = conn.execute(select(Project.__table__.c.qualify_pairs, User.__table__.c.role, User.__table__.c.kind)  # type: ignore[attr-defined]
-                       .select_from(Project.__table__.join(User.__table__, User.__table__.c.id == user_id))  # type: ignore[attr-defined]
-                       .where(Project.__table__.c.id == project_id)).first()  # type: ignore[attr-defined]
+    row = conn.execute(
+        select(Project.__table__.c.qualify_pairs, User.__table__.c.role, User.__table__.c.kind)  # type: ignore[attr-defined]
+        .select_from(Project.__table__.join(User.__table__, User.__table__.c.id == user_id))  # type: ignore[attr-defined]
+        .where(Project.__table__.c.id == project_id)  # type: ignore[attr-defined]
+    ).first()
     if row is None or row[1] != Role.ANNOTATOR or row[2] != AnnotatorKind.HUMAN:
         return True
     latest = _latest(conn, project_id, user_id)
@@ -226,13 +249,15 @@ def round_pair_ids(session: Session, project_id: int) -> dict[int, set[int]]:
     """Per user id, the pairs of the project they met in any of their qualification rounds (never to be served
     to them again: they know the settled grade)."""
     out: dict[int, set[int]] = defaultdict(set)
-    for uid, pid in session.execute(select(R.c.user_id, G.c.pair_id).join(G, G.c.round_id == R.c.id)
-                                    .where(R.c.project_id == project_id)).all():
+    for uid, pid in session.execute(
+        select(R.c.user_id, G.c.pair_id).join(G, G.c.round_id == R.c.id).where(R.c.project_id == project_id)
+    ).all():
         out[int(uid)].add(int(pid))
     return out
 
 
 # --- the annotator's round ------------------------------------------------------------------------------------
+
 
 def round_for(engine: Engine, project: str, username: str) -> RoundState | None:
     """The user's round in force in the project, started (its control pairs chosen) when they are new and the
@@ -262,40 +287,83 @@ def _fresh_controls(session: Session, project_id: int, user_id: int) -> list[Any
     """The project's control pairs (pair, settled grade, reason) the user has neither met in a round nor judged:
     the only ones a round of theirs may hold (a round shows the settled grade)."""
     J = Judgment.__table__  # type: ignore[attr-defined]
-    met = select(G.c.pair_id).join(R, R.c.id == G.c.round_id).where(R.c.project_id == project_id,
-                                                                     R.c.user_id == user_id)
+    met = (
+        select(G.c.pair_id).join(R, R.c.id == G.c.round_id).where(R.c.project_id == project_id, R.c.user_id == user_id)
+    )
     judged = select(J.c.pair_id).where(J.c.project_id == project_id, J.c.user_id == user_id)
-    return list(session.execute(select(col(ControlPair.pair_id), col(ControlPair.grade), col(ControlPair.reason))
-                                .where(col(ControlPair.project_id) == project_id,
-                                       col(ControlPair.pair_id).not_in(met), col(ControlPair.pair_id).not_in(judged))
-                                .order_by(col(ControlPair.pair_id))).all())
+    return list(
+        session.execute(
+            select(col(ControlPair.pair_id), col(ControlPair.grade), col(ControlPair.reason))
+            .where(
+                col(ControlPair.project_id) == project_id,
+                col(ControlPair.pair_id).not_in(met),
+                col(ControlPair.pair_id).not_in(judged),
+            )
+            .order_by(col(ControlPair.pair_id))
+        ).all()
+    )
 
 
-def _start(session: Session, proj: Project, user_id: int, controls: Sequence[Any], attempt: int = 1,
-           granted_by_id: int | None = None) -> None:
+def _start(
+    session: Session,
+    proj: Project,
+    user_id: int,
+    controls: Sequence[Any],
+    attempt: int = 1,
+    granted_by_id: int | None = None,
+) -> None:
     """Open a round (the user's `attempt`-th; a retake names the lead who granted it): choose its control pairs
     from `controls` (spread over the settled grades, those not in the user's queue first), and take any chosen
     pair out of the user's queue (they will know its settled grade)."""
     assert proj.id is not None and proj.qualify_pairs is not None
-    queued = set(session.execute(select(col(Assignment.pair_id)).where(col(Assignment.project_id) == proj.id,
-                                                                        col(Assignment.user_id) == user_id)).scalars())
+    queued = set(
+        session.execute(
+            select(col(Assignment.pair_id)).where(
+                col(Assignment.project_id) == proj.id, col(Assignment.user_id) == user_id
+            )
+        ).scalars()
+    )
     chosen = choose_round(controls, queued, proj.qualify_pairs, seed=user_id if attempt == 1 else [user_id, attempt])
     threshold = proj.agreement_threshold if proj.qualify_threshold is None else proj.qualify_threshold
-    round_id = session.execute(insert(R).returning(R.c.id), {
-        "project_id": proj.id, "user_id": user_id, "attempt": attempt, "status": RoundStatus.IN_ROUND.value,
-        "pairs": len(chosen), "threshold": float(threshold), "weights": DEFAULT_WEIGHTS, "started_at": utcnow(),
-        "granted_by_id": granted_by_id}).scalar_one()
-    session.execute(insert(G), [{"round_id": round_id, "pair_id": p, "position": i + 1, "settled": g, "reason": why}
-                                for i, (p, g, why) in enumerate(chosen)])
+    round_id = session.execute(
+        insert(R).returning(R.c.id),
+        {
+            "project_id": proj.id,
+            "user_id": user_id,
+            "attempt": attempt,
+            "status": RoundStatus.IN_ROUND.value,
+            "pairs": len(chosen),
+            "threshold": float(threshold),
+            "weights": DEFAULT_WEIGHTS,
+            "started_at": utcnow(),
+            "granted_by_id": granted_by_id,
+        },
+    ).scalar_one()
+    session.execute(
+        insert(G),
+        [
+            {"round_id": round_id, "pair_id": p, "position": i + 1, "settled": g, "reason": why}
+            for i, (p, g, why) in enumerate(chosen)
+        ],
+    )
     taken = [p for p, _, _ in chosen if p in queued]
     if taken:
         A = Assignment.__table__  # type: ignore[attr-defined]
         session.execute(delete(A).where(A.c.user_id == user_id, A.c.pair_id.in_(taken)))
-        left = session.execute(select(A.c.id).where(A.c.project_id == proj.id, A.c.user_id == user_id)
-                               .order_by(A.c.position, A.c.pair_id)).scalars().all()
+        left = (
+            session.execute(
+                select(A.c.id)
+                .where(A.c.project_id == proj.id, A.c.user_id == user_id)
+                .order_by(A.c.position, A.c.pair_id)
+            )
+            .scalars()
+            .all()
+        )
         if left:
-            session.connection().execute(update(A).where(A.c.id == bindparam("aid")).values(position=bindparam("pos")),
-                                         [{"aid": a, "pos": i + 1} for i, a in enumerate(left)])
+            session.connection().execute(
+                update(A).where(A.c.id == bindparam("aid")).values(position=bindparam("pos")),
+                [{"aid": a, "pos": i + 1} for i, a in enumerate(left)],
+            )
 
 
 def choose_round(controls: Sequence, queued: set[int], n: int, seed: int | Sequence[int]) -> list[tuple[int, int, str]]:
@@ -332,8 +400,9 @@ def next_round_pair(engine: Engine, project: str, username: str) -> RoundPair | 
     return next((p for p in round_pairs(engine, project, username) if p.grade is None), None)
 
 
-def grade_round_pair(engine: Engine, project: str, username: str, pair_id: int,
-                     grade: int) -> tuple[RoundPair, RoundState]:
+def grade_round_pair(
+    engine: Engine, project: str, username: str, pair_id: int, grade: int
+) -> tuple[RoundPair, RoundState]:
     """Record the user's grade for one pair of their round in force (once: the settled grade is shown after it)
     and, when it was the last, score the round; returns the pair with its settled grade and reason, and the
     round's state."""
@@ -345,8 +414,10 @@ def grade_round_pair(engine: Engine, project: str, username: str, pair_id: int,
         if row is None:
             raise NotFound(f"{username!r} has no qualification round in project {project!r}")
         if row.status == RoundStatus.CLOSED:
-            raise Refused(f"a lead closed the regular queue of {username!r} in project {project!r}: no round is "
-                          "graded until a lead reopens it or grants a retake")
+            raise Refused(
+                f"a lead closed the regular queue of {username!r} in project {project!r}: no round is "
+                "graded until a lead reopens it or grants a retake"
+            )
         low, high = project_scale(proj)
         if isinstance(grade, bool) or not isinstance(grade, int) or not low <= grade <= high:
             raise ValueError(f"grade {grade!r} is outside the scale {low}-{high}")
@@ -354,8 +425,10 @@ def grade_round_pair(engine: Engine, project: str, username: str, pair_id: int,
         if item is None:
             raise Refused(f"pair {pair_id} is not in {username!r}'s qualification round")
         if item[1] is not None:
-            raise Conflict(f"pair {pair_id} of the qualification round is already graded ({item[1]}): a round grade "
-                           "is given once, before the settled grade is shown")
+            raise Conflict(
+                f"pair {pair_id} of the qualification round is already graded ({item[1]}): a round grade "
+                "is given once, before the settled grade is shown"
+            )
         session.execute(update(G).where(G.c.id == item[0]).values(grade=grade, graded_at=utcnow()))
         pairs = _pairs(session, proj.id, user_id)
         if row.status == RoundStatus.IN_ROUND and all(p.grade is not None for p in pairs):
@@ -370,9 +443,13 @@ def round_kappa(pairs: list[RoundPair], scale: tuple[int, int], weights: str = D
     None when undefined (no variation)."""
     graded = [p for p in pairs if p.grade is not None and p.settled is not None]
     low = scale[0]
-    frame = pd.DataFrame({"query_id": [p.query_external_id for p in graded],
-                          "given": [int(p.grade or 0) - low for p in graded],
-                          "settled": [int(p.settled or 0) - low for p in graded]})
+    frame = pd.DataFrame(
+        {
+            "query_id": [p.query_external_id for p in graded],
+            "given": [int(p.grade or 0) - low for p in graded],
+            "settled": [int(p.settled or 0) - low for p in graded],
+        }
+    )
     return score("", None, frame, scale[1] - low + 1, weights, 0, 0, 0.95).kappa.value
 
 
@@ -381,17 +458,23 @@ def _finish(session: Session, round_id: int, pairs: list[RoundPair], scale: tupl
     threshold, weights = session.execute(select(R.c.threshold, R.c.weights).where(R.c.id == round_id)).one()
     kappa = round_kappa(pairs, scale, weights)
     passed = kappa is not None and kappa >= threshold
-    session.execute(update(R).where(R.c.id == round_id).values(
-        status=(RoundStatus.PASSED if passed else RoundStatus.FAILED).value, kappa=kappa, finished_at=utcnow()))
+    session.execute(
+        update(R)
+        .where(R.c.id == round_id)
+        .values(status=(RoundStatus.PASSED if passed else RoundStatus.FAILED).value, kappa=kappa, finished_at=utcnow())
+    )
 
 
 # --- the lead's side --------------------------------------------------------------------------------------------
 
+
 def _named_lead(actor: Actor, doing: str) -> str:
     """A lead's decision on a queue records which lead decided: the CLI operator must name one."""
     if not isinstance(actor, str):
-        raise Refused(f"{doing} records which lead decided, so the CLI operator cannot do it anonymously: name an "
-                      "active lead (from the CLI, --lead LEAD)")
+        raise Refused(
+            f"{doing} records which lead decided, so the CLI operator cannot do it anonymously: name an "
+            "active lead (from the CLI, --lead LEAD)"
+        )
     return actor
 
 
@@ -419,21 +502,33 @@ def open_queue(engine: Engine, project: str, username: str, *, actor: Actor) -> 
         latest = _latest(session, proj.id, user_id)
         now = utcnow()
         if latest is None or latest.status == RoundStatus.CLOSED:
-            session.execute(insert(R), {"project_id": proj.id, "user_id": user_id,
-                                        "attempt": 1 if latest is None else latest.attempt + 1,
-                                        "status": RoundStatus.OPENED.value, "pairs": 0, "threshold": _threshold(proj),
-                                        "weights": DEFAULT_WEIGHTS, "started_at": now, "opened_by_id": lead_id,
-                                        "opened_at": now})
+            session.execute(
+                insert(R),
+                {
+                    "project_id": proj.id,
+                    "user_id": user_id,
+                    "attempt": 1 if latest is None else latest.attempt + 1,
+                    "status": RoundStatus.OPENED.value,
+                    "pairs": 0,
+                    "threshold": _threshold(proj),
+                    "weights": DEFAULT_WEIGHTS,
+                    "started_at": now,
+                    "opened_by_id": lead_id,
+                    "opened_at": now,
+                },
+            )
         elif latest.status not in OPEN_STATUSES:
-            session.execute(update(R).where(R.c.id == latest.id)
-                            .values(status=RoundStatus.OPENED.value, opened_by_id=lead_id, opened_at=now))
+            session.execute(
+                update(R)
+                .where(R.c.id == latest.id)
+                .values(status=RoundStatus.OPENED.value, opened_by_id=lead_id, opened_at=now)
+            )
         opened = _state(session, proj.id, user_id)
         assert opened is not None
         return opened
 
 
-def close_queue(engine: Engine, project: str, username: str, reason: str | None = None, *,
-                actor: Actor) -> RoundState:
+def close_queue(engine: Engine, project: str, username: str, reason: str | None = None, *, actor: Actor) -> RoundState:
     """A lead closes an annotator's open regular queue again (after a passed round, a lead's opening, or without
     any round): the store refuses their regular grades until a lead reopens the queue or they pass a retake.
     Records which lead, when and why (the reason is optional); the CLI operator must name the lead."""
@@ -446,17 +541,35 @@ def close_queue(engine: Engine, project: str, username: str, reason: str | None 
         if latest is not None and latest.status == RoundStatus.CLOSED:
             state = _state(session, proj.id, user_id)
             assert state is not None
-            raise Conflict(f"the regular queue of {username!r} in project {project!r} is already closed by lead "
-                           f"{state.closed_by} on {_when(state.closed_at)}")
+            raise Conflict(
+                f"the regular queue of {username!r} in project {project!r} is already closed by lead "
+                f"{state.closed_by} on {_when(state.closed_at)}"
+            )
         if not queue_open(session.connection(), proj.id, user_id):
-            raise Conflict(f"the regular queue of {username!r} in project {project!r} is not open (they have a "
-                           "qualification round to pass first), so there is nothing to close")
-        closed = {"status": RoundStatus.CLOSED.value, "closed_by_id": lead_id, "closed_at": utcnow(),
-                  "closed_reason": why}
+            raise Conflict(
+                f"the regular queue of {username!r} in project {project!r} is not open (they have a "
+                "qualification round to pass first), so there is nothing to close"
+            )
+        closed = {
+            "status": RoundStatus.CLOSED.value,
+            "closed_by_id": lead_id,
+            "closed_at": utcnow(),
+            "closed_reason": why,
+        }
         if latest is None:
-            session.execute(insert(R), {"project_id": proj.id, "user_id": user_id, "attempt": 1, "pairs": 0,
-                                        "threshold": _threshold(proj), "weights": DEFAULT_WEIGHTS,
-                                        "started_at": closed["closed_at"], **closed})
+            session.execute(
+                insert(R),
+                {
+                    "project_id": proj.id,
+                    "user_id": user_id,
+                    "attempt": 1,
+                    "pairs": 0,
+                    "threshold": _threshold(proj),
+                    "weights": DEFAULT_WEIGHTS,
+                    "started_at": closed["closed_at"],
+                    **closed,
+                },
+            )
         else:
             session.execute(update(R).where(R.c.id == latest.id).values(**closed))
         state = _state(session, proj.id, user_id)
@@ -472,25 +585,35 @@ def grant_retake(engine: Engine, project: str, username: str, *, actor: Actor) -
     with _lead_decides(engine, project, actor) as (session, lead_id, proj):
         assert proj.id is not None
         if proj.qualify_pairs is None:
-            raise Conflict(f"project {project!r} has no qualification round to retake: switch one on first "
-                           "(qrelkit control qualify)")
+            raise Conflict(
+                f"project {project!r} has no qualification round to retake: switch one on first "
+                "(qrelkit control qualify)"
+            )
         user_id = _annotator_id(session, username)
         state = _state(session, proj.id, user_id)
         if state is None:
-            raise Conflict(f"{username!r} has taken no qualification round in project {project!r}, so there is none "
-                           "to retake (a new annotator's first round starts when they open the project)")
+            raise Conflict(
+                f"{username!r} has taken no qualification round in project {project!r}, so there is none "
+                "to retake (a new annotator's first round starts when they open the project)"
+            )
         if state.status == RoundStatus.IN_ROUND:
-            raise Conflict(f"{username!r} is still in their qualification round in project {project!r} "
-                           f"({state.graded} of {state.pairs} pairs graded): a retake follows a failed round or a "
-                           "closed queue")
+            raise Conflict(
+                f"{username!r} is still in their qualification round in project {project!r} "
+                f"({state.graded} of {state.pairs} pairs graded): a retake follows a failed round or a "
+                "closed queue"
+            )
         if state.open:
-            raise Conflict(f"the regular queue of {username!r} in project {project!r} is open: close it first if "
-                           "they should qualify again")
+            raise Conflict(
+                f"the regular queue of {username!r} in project {project!r} is open: close it first if "
+                "they should qualify again"
+            )
         controls = _fresh_controls(session, proj.id, user_id)
         if len(controls) < proj.qualify_pairs:
-            raise Conflict(f"project {project!r} has {len(controls)} control pair(s) that {username!r} has neither "
-                           f"met in a round nor judged, fewer than the {proj.qualify_pairs} a retake needs: add "
-                           "control pairs first (qrelkit control set / add)")
+            raise Conflict(
+                f"project {project!r} has {len(controls)} control pair(s) that {username!r} has neither "
+                f"met in a round nor judged, fewer than the {proj.qualify_pairs} a retake needs: add "
+                "control pairs first (qrelkit control set / add)"
+            )
         _start(session, proj, user_id, controls, attempt=state.attempt + 1, granted_by_id=lead_id)
         started = _state(session, proj.id, user_id)
         assert started is not None
@@ -503,15 +626,22 @@ def list_rounds(engine: Engine, project: str, history: bool = False) -> list[Rou
     with session_scope(engine) as session:
         proj = project_row(session, project)
         U = User.__table__  # type: ignore[attr-defined]
-        rows = [(int(uid), int(attempt)) for uid, attempt in session.execute(
-            select(R.c.user_id, R.c.attempt).join(U, U.c.id == R.c.user_id)
-            .where(R.c.project_id == proj.id).order_by(U.c.username, R.c.attempt)).all()]
+        rows = [
+            (int(uid), int(attempt))
+            for uid, attempt in session.execute(
+                select(R.c.user_id, R.c.attempt)
+                .join(U, U.c.id == R.c.user_id)
+                .where(R.c.project_id == proj.id)
+                .order_by(U.c.username, R.c.attempt)
+            ).all()
+        ]
         if not history:
             rows = list(dict(rows).items())  # each annotator's last attempt, still by annotator
         return [s for uid, attempt in rows if (s := _state(session, int(proj.id or 0), uid, attempt)) is not None]
 
 
 # --- reads ------------------------------------------------------------------------------------------------------
+
 
 def _reason(reason: str | None) -> str | None:
     """A lead's reason as kept: stripped, None when empty; refused when longer than a note may be or holding NUL."""
@@ -534,14 +664,16 @@ def _user_id(session: Session, username: str, active: bool = False) -> int:
 
 def _annotator_id(session: Session, username: str) -> int:
     """The id of a human annotator: only their regular queue is gated by qualification."""
-    row = session.execute(select(col(User.id), col(User.role), col(User.kind))
-                          .where(col(User.username) == username)).first()
+    row = session.execute(
+        select(col(User.id), col(User.role), col(User.kind)).where(col(User.username) == username)
+    ).first()
     if row is None:
         raise NotFound(f"no user named {username!r}")
     if row[1] != Role.ANNOTATOR or row[2] != AnnotatorKind.HUMAN:
         who = "a model judge" if row[2] != AnnotatorKind.HUMAN else f"a {row[1]}"
-        raise Conflict(f"{username!r} is {who}: only a human annotator's queue is opened, closed or qualified by "
-                       "rounds")
+        raise Conflict(
+            f"{username!r} is {who}: only a human annotator's queue is opened, closed or qualified by rounds"
+        )
     return int(row[0])
 
 
@@ -549,21 +681,57 @@ def _state(session: Session, project_id: int, user_id: int, attempt: int | None 
     """The user's round `attempt` in the project (default: the latest), or None."""
     U = User.__table__  # type: ignore[attr-defined]
     opener, closer, granter = U.alias("opener"), U.alias("closer"), U.alias("granter")
-    which = (R.c.attempt == attempt if attempt is not None else
-             R.c.attempt == select(func.max(R.c.attempt)).where(R.c.project_id == project_id,
-                                                                R.c.user_id == user_id).scalar_subquery())
+    which = (
+        R.c.attempt == attempt
+        if attempt is not None
+        else R.c.attempt
+        == select(func.max(R.c.attempt)).where(R.c.project_id == project_id, R.c.user_id == user_id).scalar_subquery()
+    )
     row = session.execute(
-        select(U.c.username, R.c.status, R.c.pairs, R.c.threshold, R.c.weights, R.c.kappa, R.c.started_at,
-               R.c.finished_at, opener.c.username, R.c.opened_at,
-               select(func.count()).where(G.c.round_id == R.c.id, G.c.grade.is_not(None)).scalar_subquery(),
-               R.c.attempt, granter.c.username, closer.c.username, R.c.closed_at, R.c.closed_reason)
-        .join(U, U.c.id == R.c.user_id).outerjoin(opener, opener.c.id == R.c.opened_by_id)
-        .outerjoin(closer, closer.c.id == R.c.closed_by_id).outerjoin(granter, granter.c.id == R.c.granted_by_id)
-        .where(R.c.project_id == project_id, R.c.user_id == user_id, which)).first()
+        select(
+            U.c.username,
+            R.c.status,
+            R.c.pairs,
+            R.c.threshold,
+            R.c.weights,
+            R.c.kappa,
+            R.c.started_at,
+            R.c.finished_at,
+            opener.c.username,
+            R.c.opened_at,
+            select(func.count()).where(G.c.round_id == R.c.id, G.c.grade.is_not(None)).scalar_subquery(),
+            R.c.attempt,
+            granter.c.username,
+            closer.c.username,
+            R.c.closed_at,
+            R.c.closed_reason,
+        )
+        .join(U, U.c.id == R.c.user_id)
+        .outerjoin(opener, opener.c.id == R.c.opened_by_id)
+        .outerjoin(closer, closer.c.id == R.c.closed_by_id)
+        .outerjoin(granter, granter.c.id == R.c.granted_by_id)
+        .where(R.c.project_id == project_id, R.c.user_id == user_id, which)
+    ).first()
     if row is None:
         return None
-    return RoundState(row[0], RoundStatus(row[1]), int(row[2]), int(row[10]), float(row[3]), row[4], row[5],
-                      row[6], row[7], row[8], row[9], int(row[11]), row[12], row[13], row[14], row[15])
+    return RoundState(
+        row[0],
+        RoundStatus(row[1]),
+        int(row[2]),
+        int(row[10]),
+        float(row[3]),
+        row[4],
+        row[5],
+        row[6],
+        row[7],
+        row[8],
+        row[9],
+        int(row[11]),
+        row[12],
+        row[13],
+        row[14],
+        row[15],
+    )
 
 
 def _pairs(session: Session, project_id: int, user_id: int) -> list[RoundPair]:
@@ -573,11 +741,40 @@ def _pairs(session: Session, project_id: int, user_id: int) -> list[RoundPair]:
     P = Pair.__table__  # type: ignore[attr-defined]
     latest = select(func.max(R.c.attempt)).where(R.c.project_id == project_id, R.c.user_id == user_id)
     rows = session.execute(
-        select(G.c.pair_id, G.c.position, Q.c.external_id, Q.c.text, F.c.external_id, F.c.title, F.c.text,
-               F.c.doc_id, G.c.grade, G.c.settled, G.c.reason)
-        .join(R, R.c.id == G.c.round_id).join(P, P.c.id == G.c.pair_id).join(Q, Q.c.id == P.c.query_id)
+        select(
+            G.c.pair_id,
+            G.c.position,
+            Q.c.external_id,
+            Q.c.text,
+            F.c.external_id,
+            F.c.title,
+            F.c.text,
+            F.c.doc_id,
+            G.c.grade,
+            G.c.settled,
+            G.c.reason,
+        )
+        .join(R, R.c.id == G.c.round_id)
+        .join(P, P.c.id == G.c.pair_id)
+        .join(Q, Q.c.id == P.c.query_id)
         .join(F, F.c.id == P.c.fragment_id)
         .where(R.c.project_id == project_id, R.c.user_id == user_id, R.c.attempt == latest.scalar_subquery())
-        .order_by(G.c.position)).all()
-    return [RoundPair(int(r[0]), int(r[1]), len(rows), r[2], r[3], r[4], r[5], r[6], r[7], r[8],
-                      r[9] if r[8] is not None else None, r[10] if r[8] is not None else None) for r in rows]
+        .order_by(G.c.position)
+    ).all()
+    return [
+        RoundPair(
+            int(r[0]),
+            int(r[1]),
+            len(rows),
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+            r[6],
+            r[7],
+            r[8],
+            r[9] if r[8] is not None else None,
+            r[10] if r[8] is not None else None,
+        )
+        for r in rows
+    ]

@@ -18,17 +18,27 @@ MODEL_KIND: str = AnnotatorKind.MODEL.value
 POOL_CACHE_SIZE = 512
 _pools: dict[tuple, QueryPool] = {}
 # Built once (as db.judging's hot statements are): per-call statement building cost more than the reads.
-_QUERY = (select(P.c.query_id, PR.c.scale_min, PR.c.scale_max).join(PR, PR.c.id == P.c.project_id)
-          .where(P.c.id == bindparam("pair_id")))
-_VERSION = (select(func.count(), func.max(P.c.id), func.sum(func.length(cast(P.c.sources, Text))))
-            .where(P.c.query_id == bindparam("query_id")))
+_QUERY = (
+    select(P.c.query_id, PR.c.scale_min, PR.c.scale_max)
+    .join(PR, PR.c.id == P.c.project_id)
+    .where(P.c.id == bindparam("pair_id"))
+)
+_VERSION = select(func.count(), func.max(P.c.id), func.sum(func.length(cast(P.c.sources, Text)))).where(
+    P.c.query_id == bindparam("query_id")
+)
 _RUNS = select(R.c.id, R.c.content_hash).where(R.c.project_id == bindparam("project_id")).order_by(R.c.id)
 # driven from the query's pairs (ix_pairs_query_id, then uq_assignments_pair_user), not the user's whole backlog
-_TODO = (select(A.c.pair_id, A.c.position)
-         .where(A.c.pair_id.in_(select(P.c.id).where(P.c.query_id == bindparam("query_id"))),
-                A.c.user_id == bindparam("user_id"), A.c.done == false()))
-_GRADES = (select(J.c.pair_id, J.c.grade, U.c.kind).join(P, P.c.id == J.c.pair_id).join(U, U.c.id == J.c.user_id)
-           .where(P.c.query_id == bindparam("query_id"), J.c.grade.is_not(None)))
+_TODO = select(A.c.pair_id, A.c.position).where(
+    A.c.pair_id.in_(select(P.c.id).where(P.c.query_id == bindparam("query_id"))),
+    A.c.user_id == bindparam("user_id"),
+    A.c.done == false(),
+)
+_GRADES = (
+    select(J.c.pair_id, J.c.grade, U.c.kind)
+    .join(P, P.c.id == J.c.pair_id)
+    .join(U, U.c.id == J.c.user_id)
+    .where(P.c.query_id == bindparam("query_id"), J.c.grade.is_not(None))
+)
 
 
 def _query_pool(session: Session, project_id: int, query_id: int) -> QueryPool:
@@ -50,15 +60,20 @@ def _build_pool(session: Session, project_id: int, query_id: int) -> QueryPool:
     """The query's pairs in pool order (best rank, then id, as assigned) and each pooled run's ranking of them;
     a run ranks only the pairs it contributed (its name is in the pair's sources)."""
     conn = session.connection()
-    pairs = conn.execute(select(P.c.id, P.c.fragment_id, P.c.sources).where(P.c.query_id == query_id)
-                         .order_by(P.c.best_rank.is_(None), P.c.best_rank, P.c.id)).all()
+    pairs = conn.execute(
+        select(P.c.id, P.c.fragment_id, P.c.sources)
+        .where(P.c.query_id == query_id)
+        .order_by(P.c.best_rank.is_(None), P.c.best_rank, P.c.id)
+    ).all()
     by_fragment = {f: (pid, set(sources or ())) for pid, f, sources in pairs}
     names = dict(conn.execute(select(R.c.id, R.c.name).where(R.c.project_id == project_id)).all())
     rankings: dict[str, list[int]] = {}
     # run id IN (…) and the query id walk ix_run_entries_rank (run, query, rank): no scan of the other queries
     for run_id, fragment_id in conn.execute(
-            select(RE.c.run_id, RE.c.fragment_id).where(RE.c.run_id.in_(list(names)), RE.c.query_id == query_id)
-            .order_by(RE.c.run_id, RE.c.rank)):
+        select(RE.c.run_id, RE.c.fragment_id)
+        .where(RE.c.run_id.in_(list(names)), RE.c.query_id == query_id)
+        .order_by(RE.c.run_id, RE.c.rank)
+    ):
         hit = by_fragment.get(fragment_id)
         if hit is not None and names[run_id] in hit[1]:
             rankings.setdefault(names[run_id], []).append(hit[0])
@@ -74,20 +89,27 @@ def _grades(session: Session, query_id: int) -> tuple[dict[int, list[int]], dict
     return human, model
 
 
-def ordered_next(session: Session, project_id: int, user_id: int, order: str, first: tuple[int, int]) -> tuple[int, int]:
+def ordered_next(
+    session: Session, project_id: int, user_id: int, order: str, first: tuple[int, int]
+) -> tuple[int, int]:
     """(pair id, position) the order serves next. `first` is the user's first to-do pair in queue order: its
     query is the one in progress (queries keep their queue order); within it the order picks among the user's
     assigned, ungraded pairs, replaying the policy over the grades recorded by everyone (median ≥ the
     relevance level counts as relevant). Falls back to `first` if the order names nothing."""
     conn = session.connection()
     query_id, *scale = conn.execute(_QUERY, {"pair_id": first[0]}).cursor.fetchone()
-    todo = dict(conn.execute(_TODO, {"user_id": user_id, "query_id": query_id})
-                .cursor.fetchall())
+    todo = dict(conn.execute(_TODO, {"user_id": user_id, "query_id": query_id}).cursor.fetchall())
     human, model = _grades(session, query_id)
     level = relevant_from(tuple(scale))
-    known = {pid: (g[0] if len(g) == 1 else statistics.median(g)) >= level
-             for pid, g in human.items() if pid not in todo}
-    policy = make_order(order, _query_pool(session, project_id, query_id), seed=query_id, rel_level=level,
-                        model_grades={pid: statistics.fmean(g) for pid, g in model.items()})
+    known = {
+        pid: (g[0] if len(g) == 1 else statistics.median(g)) >= level for pid, g in human.items() if pid not in todo
+    }
+    policy = make_order(
+        order,
+        _query_pool(session, project_id, query_id),
+        seed=query_id,
+        rel_level=level,
+        model_grades={pid: statistics.fmean(g) for pid, g in model.items()},
+    )
     pick = replay_next(policy, known, todo)
     return (pick, todo[pick]) if pick is not None else first

@@ -50,8 +50,13 @@ from eval_core.thresholds import MODEL_THRESHOLD
 from eval_core.vocab import RELEASE_POLICIES
 
 # The release export formats: format → file of the release.
-EXPORT_FORMATS = {"trec": "qrels.trec", "beir": "qrels.tsv", "jsonl": "judgments.jsonl", "csv": "qrels.csv",
-                  "card": "card.json"}
+EXPORT_FORMATS = {
+    "trec": "qrels.trec",
+    "beir": "qrels.tsv",
+    "jsonl": "judgments.jsonl",
+    "csv": "qrels.csv",
+    "card": "card.json",
+}
 
 
 # The TREC and BEIR files written with the grades as judged (release_files keeps both variants).
@@ -81,8 +86,10 @@ def render_files(labels: pd.DataFrame, adjudications: pd.DataFrame) -> tuple[str
     and a model-filled label's `model_judge`, when there, are written last on each line). Lines are
     assembled from C-escaped strings and memoised grade maps, byte-identical to json.dumps(ensure_ascii=False)
     with annotators sorted, and several times faster on a million judgments."""
-    adj = {(q, f): json.dumps({"grade": int(g), "reason": r, "by": b}, ensure_ascii=False)
-           for q, f, g, r, b in adjudications.itertuples(index=False)}
+    adj = {
+        (q, f): json.dumps({"grade": int(g), "reason": r, "by": b}, ensure_ascii=False)
+        for q, f, g, r, b in adjudications.itertuples(index=False)
+    }
     quoted: dict[str, str] = {}
     grade_maps: dict[tuple, str] = {}
 
@@ -96,8 +103,7 @@ def render_files(labels: pd.DataFrame, adjudications: pd.DataFrame) -> tuple[str
         key = tuple(grades.items())
         out = grade_maps.get(key)
         if out is None:
-            out = grade_maps[key] = ", ".join(f"{quote(a)}: {'null' if v is None else int(v)}"
-                                              for a, v in sorted(key))
+            out = grade_maps[key] = ", ".join(f"{quote(a)}: {'null' if v is None else int(v)}" for a, v in sorted(key))
         return out
 
     trec, lines = [], []
@@ -111,8 +117,10 @@ def render_files(labels: pd.DataFrame, adjudications: pd.DataFrame) -> tuple[str
             extra += f', "provenance": {quote(source)}'
         if judge is not None:
             extra += f', "model_judge": {quote(judge)}'
-        lines.append(f'{{"query_id": {quote(q)}, "fragment_id": {encode_basestring(f)}, "grade": {g}, '
-                     f'"grades": {{{grade_map(grades)}}}, "rule": {quote(rule)}{extra}}}\n')
+        lines.append(
+            f'{{"query_id": {quote(q)}, "fragment_id": {encode_basestring(f)}, "grade": {g}, '
+            f'"grades": {{{grade_map(grades)}}}, "rule": {quote(rule)}{extra}}}\n'
+        )
     return "".join(trec), "".join(lines)
 
 
@@ -125,14 +133,21 @@ def _content_hash(qrels_trec: str, judgments_jsonl: str) -> str:
 
 def _agreement(judged: pd.DataFrame, scale: tuple[int, int]) -> dict:
     """Ordinal α with a query-clustered bootstrap CI, plus raw agreement, for the card."""
-    report = agreement_report(judged[["query_id", "fragment_id", "annotator", "grade"]], scale=scale,
-                              bootstrap=BOOTSTRAP, seed=0)
-    return {"alpha_ordinal": report.alpha["ordinal"].to_dict(), "raw_agreement": report.raw_agreement.value,
-            "n_units": report.n_units, "n_annotators": report.n_annotators, "bootstrap": BOOTSTRAP}
+    report = agreement_report(
+        judged[["query_id", "fragment_id", "annotator", "grade"]], scale=scale, bootstrap=BOOTSTRAP, seed=0
+    )
+    return {
+        "alpha_ordinal": report.alpha["ordinal"].to_dict(),
+        "raw_agreement": report.raw_agreement.value,
+        "n_units": report.n_units,
+        "n_annotators": report.n_annotators,
+        "bootstrap": BOOTSTRAP,
+    }
 
 
-def _card(project: Project, labels: pd.DataFrame, judged: pd.DataFrame, rule: str, min_grades: int,
-          humans: pd.DataFrame) -> dict:
+def _card(
+    project: Project, labels: pd.DataFrame, judged: pd.DataFrame, rule: str, min_grades: int, humans: pd.DataFrame
+) -> dict:
     """Counts, grade distributions, agreement and guideline versions of the judgments behind the labels; the
     can't-judge count and the pairs left out are over every person's judgment, since a pair whose only
     judgment is a can't-judge gets no label and would vanish from counts over the released pairs."""
@@ -142,12 +157,19 @@ def _card(project: Project, labels: pd.DataFrame, judged: pd.DataFrame, rule: st
     dist = labels["grade"].value_counts()
     individual = judged["grade"].value_counts()
     return {
-        "project": project.name, "rule": rule, "min_grades": min_grades, "scale": list(scale),
-        "counts": {"queries": int(labels["query_id"].nunique()), "pairs": len(labels),
-                   "judgments": len(judged), "annotators": int(judged["annotator"].nunique()),
-                   "adjudicated": int(labels["adjudicated"].sum()),
-                   "cant_judge": int(humans["grade"].isna().sum()),
-                   "pairs_left_out": int((left_out["_merge"] == "left_only").sum())},
+        "project": project.name,
+        "rule": rule,
+        "min_grades": min_grades,
+        "scale": list(scale),
+        "counts": {
+            "queries": int(labels["query_id"].nunique()),
+            "pairs": len(labels),
+            "judgments": len(judged),
+            "annotators": int(judged["annotator"].nunique()),
+            "adjudicated": int(labels["adjudicated"].sum()),
+            "cant_judge": int(humans["grade"].isna().sum()),
+            "pairs_left_out": int((left_out["_merge"] == "left_only").sum()),
+        },
         "grade_distribution": {str(g): int(dist.get(g, 0)) for g in range(scale[0], scale[1] + 1)},
         "judgment_grade_distribution": {str(g): int(individual.get(g, 0)) for g in range(scale[0], scale[1] + 1)},
         "agreement": _agreement(judged, scale),
@@ -160,14 +182,18 @@ def grade_mapping(scale: tuple[int, int]) -> dict:
     """The card's statement of how the exported files write grades: TREC and BEIR as gains (grade − low, every
     grade's gain listed), JSONL and CSV as judged on the named scale."""
     low, high = scale
-    return {"scale": f"{low}-{high}", "trec_beir": "gain = grade - " + str(low),
-            "gains": {str(g): g - low for g in range(low, high + 1)}, "relevant_from_gain": 1,
-            "jsonl_csv": f"grades as judged on the scale {low}-{high}",
-            "as_judged_files": sorted(AS_JUDGED_FILES.values()),
-            "note": f"TREC and BEIR qrels hold gains, so trec_eval, pytrec_eval, ranx and ir-measures with default "
-                    f"options read grade {low} as not relevant and compute what qrelkit stored; "
-                    f"{' and '.join(sorted(AS_JUDGED_FILES.values()))} (`qrelkit export --grades as-judged`) keep "
-                    f"the grades {low}-{high}: evaluate those with `qrelkit eval --scale {low}-{high}`"}
+    return {
+        "scale": f"{low}-{high}",
+        "trec_beir": "gain = grade - " + str(low),
+        "gains": {str(g): g - low for g in range(low, high + 1)},
+        "relevant_from_gain": 1,
+        "jsonl_csv": f"grades as judged on the scale {low}-{high}",
+        "as_judged_files": sorted(AS_JUDGED_FILES.values()),
+        "note": f"TREC and BEIR qrels hold gains, so trec_eval, pytrec_eval, ranx and ir-measures with default "
+        f"options read grade {low} as not relevant and compute what qrelkit stored; "
+        f"{' and '.join(sorted(AS_JUDGED_FILES.values()))} (`qrelkit export --grades as-judged`) keep "
+        f"the grades {low}-{high}: evaluate those with `qrelkit eval --scale {low}-{high}`",
+    }
 
 
 def label_diff(old: pd.DataFrame, new: pd.DataFrame, listed: int = DIFF_LISTED) -> dict:
@@ -181,16 +207,23 @@ def label_diff(old: pd.DataFrame, new: pd.DataFrame, listed: int = DIFF_LISTED) 
     def items(frame: pd.DataFrame, cols: dict[str, str]) -> list[dict]:
         ordered = frame.sort_values(["query_id", "doc_id"], kind="stable")
         out = ordered[list(cols)].head(listed).rename(columns=cols)
-        return [{k: (int(v) if k in ("grade", "old", "new") else v) for k, v in r.items()}
-                for r in out.to_dict(orient="records")]
+        return [
+            {k: (int(v) if k in ("grade", "old", "new") else v) for k, v in r.items()}
+            for r in out.to_dict(orient="records")
+        ]
 
     return {
-        "counts": {"added": len(added), "removed": len(removed), "changed": len(changed),
-                   "unchanged": len(both) - len(changed)},
+        "counts": {
+            "added": len(added),
+            "removed": len(removed),
+            "changed": len(changed),
+            "unchanged": len(both) - len(changed),
+        },
         "added": items(added, {"query_id": "query_id", "doc_id": "fragment_id", "grade_new": "grade"}),
         "removed": items(removed, {"query_id": "query_id", "doc_id": "fragment_id", "grade_old": "grade"}),
-        "changed": items(changed, {"query_id": "query_id", "doc_id": "fragment_id", "grade_old": "old",
-                                   "grade_new": "new"}),
+        "changed": items(
+            changed, {"query_id": "query_id", "doc_id": "fragment_id", "grade_old": "old", "grade_new": "new"}
+        ),
     }
 
 
@@ -199,63 +232,105 @@ def _moves(old: dict[str, float], new: dict[str, float], metrics: tuple[str, ...
     return {m: {"old": old[m], "new": new[m], "delta": new[m] - old[m]} for m in metrics if m in old and m in new}
 
 
-def _model_policy(policy: str, judged: pd.DataFrame, humans: pd.DataFrame, adjudications: pd.DataFrame,
-                  scale: tuple[int, int], rule: str, in_force: int | None,
-                  threshold: float) -> tuple[pd.DataFrame | None, dict]:
+def _model_policy(
+    policy: str,
+    judged: pd.DataFrame,
+    humans: pd.DataFrame,
+    adjudications: pd.DataFrame,
+    scale: tuple[int, int],
+    rule: str,
+    in_force: int | None,
+    threshold: float,
+) -> tuple[pd.DataFrame | None, dict]:
     """The policy's card entry (with the best model judge's quadratic κ against the human consensus on the
     guideline version in force, its query-clustered CI, and the humans' own agreement on the same pairs,
     whenever model judges graded) and, under model-fills-gaps, that model's grades (under the version in force)
     for the pairs no person graded. model-fills-gaps needs the CI's lower bound to clear the threshold: it is
     refused below it, and on too few shared queries for an interval, with the reason."""
-    entry: dict = {"name": policy, "model": None, "model_kappa_quadratic": None, "model_kappa_ci": None,
-                   "calibration_pairs": 0, "calibration_queries": 0, "humans_kappa_quadratic": None,
-                   "humans_alpha_ordinal": None, "guideline_version": in_force,
-                   "threshold": threshold if policy == "model-fills-gaps" else None}
+    entry: dict = {
+        "name": policy,
+        "model": None,
+        "model_kappa_quadratic": None,
+        "model_kappa_ci": None,
+        "calibration_pairs": 0,
+        "calibration_queries": 0,
+        "humans_kappa_quadratic": None,
+        "humans_alpha_ordinal": None,
+        "guideline_version": in_force,
+        "threshold": threshold if policy == "model-fills-gaps" else None,
+    }
     models = judged[judged["annotator_kind"].eq("model").to_numpy()]
     if models.empty:
         if policy == "model-fills-gaps":
-            raise ValueError("model-fills-gaps refused: no model judge has graded this project "
-                             "(prejudge or import a model's grades first, or release with humans-only)")
+            raise ValueError(
+                "model-fills-gaps refused: no model judge has graded this project "
+                "(prejudge or import a model's grades first, or release with humans-only)"
+            )
         return None, entry
     version = None if in_force is None else str(in_force)
-    report = calibration(judged, scale=scale, adjudications=adjudications[["query_id", "fragment_id", "grade"]],
-                         rule=rule, bootstrap=BOOTSTRAP, seed=0)
+    report = calibration(
+        judged,
+        scale=scale,
+        adjudications=adjudications[["query_id", "fragment_id", "grade"]],
+        rule=rule,
+        bootstrap=BOOTSTRAP,
+        seed=0,
+    )
     scored = []
     for m in report.models:
         group = m.guideline(version) if version is not None else None
-        comp, baseline = (m.vs_consensus, m.humans) if version is None else (
-            (group.vs_consensus, group.humans) if group else (None, None))
+        comp, baseline = (
+            (m.vs_consensus, m.humans)
+            if version is None
+            else ((group.vs_consensus, group.humans) if group else (None, None))
+        )
         kappa = comp.kappa["quadratic"] if comp else None
         lower = kappa.ci[0] if kappa is not None and kappa.ci else None
         scored.append((m.model, kappa, lower, comp, baseline))
-    name, kappa, lower, comp, baseline = max(scored, key=lambda r: (r[2] is not None, r[2] or 0.0,
-                                                                    r[1] is not None and r[1].value is not None,
-                                                                    (r[1].value if r[1] else None) or 0.0))
-    entry.update(model=name, model_kappa_quadratic=kappa.value if kappa else None,
-                 model_kappa_ci=list(kappa.ci) if kappa is not None and kappa.ci else None,
-                 calibration_pairs=comp.n if comp else 0, calibration_queries=comp.n_queries if comp else 0,
-                 humans_kappa_quadratic=baseline.kappa["quadratic"].to_dict() if baseline else None,
-                 humans_alpha_ordinal=baseline.alpha.to_dict() if baseline else None)
+    name, kappa, lower, comp, baseline = max(
+        scored,
+        key=lambda r: (
+            r[2] is not None,
+            r[2] or 0.0,
+            r[1] is not None and r[1].value is not None,
+            (r[1].value if r[1] else None) or 0.0,
+        ),
+    )
+    entry.update(
+        model=name,
+        model_kappa_quadratic=kappa.value if kappa else None,
+        model_kappa_ci=list(kappa.ci) if kappa is not None and kappa.ci else None,
+        calibration_pairs=comp.n if comp else 0,
+        calibration_queries=comp.n_queries if comp else 0,
+        humans_kappa_quadratic=baseline.kappa["quadratic"].to_dict() if baseline else None,
+        humans_alpha_ordinal=baseline.alpha.to_dict() if baseline else None,
+    )
     if policy != "model-fills-gaps":
         return None, entry
     where = "on all its grades" if version is None else f"on guideline version {version} (in force)"
     n, queries = entry["calibration_pairs"], entry["calibration_queries"]
     humans_there = _humans_text(baseline)
     if kappa is None or kappa.value is None:
-        raise ValueError(f"model-fills-gaps refused: model judge {name}'s quadratic-weighted κ with the human "
-                         f"consensus {where} is undefined on {n} shared pairs; release with humans-only or "
-                         "improve the model")
+        raise ValueError(
+            f"model-fills-gaps refused: model judge {name}'s quadratic-weighted κ with the human "
+            f"consensus {where} is undefined on {n} shared pairs; release with humans-only or "
+            "improve the model"
+        )
     if lower is None:
-        raise ValueError(f"model-fills-gaps refused: model judge {name}'s quadratic-weighted κ with the human "
-                         f"consensus {where} is {kappa.value:.2f} on {n} shared pairs, but over {queries} "
-                         f"quer{'y' if queries == 1 else 'ies'} it has no confidence interval ({comp.ci_status}); "
-                         f"the gate reads the interval's lower bound, so judge more queries by people and the "
-                         f"model{humans_there}")
+        raise ValueError(
+            f"model-fills-gaps refused: model judge {name}'s quadratic-weighted κ with the human "
+            f"consensus {where} is {kappa.value:.2f} on {n} shared pairs, but over {queries} "
+            f"quer{'y' if queries == 1 else 'ies'} it has no confidence interval ({comp.ci_status}); "
+            f"the gate reads the interval's lower bound, so judge more queries by people and the "
+            f"model{humans_there}"
+        )
     if lower < threshold:
-        raise ValueError(f"model-fills-gaps refused: model judge {name}'s quadratic-weighted κ with the human "
-                         f"consensus {where} is {kappa.value:.2f} on {n} shared pairs ({queries} queries), 95% CI "
-                         f"[{kappa.ci[0]:.2f}, {kappa.ci[1]:.2f}]: its lower bound {lower:.2f} is below the "
-                         f"threshold {threshold:g}{humans_there}; release with humans-only or improve the model")
+        raise ValueError(
+            f"model-fills-gaps refused: model judge {name}'s quadratic-weighted κ with the human "
+            f"consensus {where} is {kappa.value:.2f} on {n} shared pairs ({queries} queries), 95% CI "
+            f"[{kappa.ci[0]:.2f}, {kappa.ci[1]:.2f}]: its lower bound {lower:.2f} is below the "
+            f"threshold {threshold:g}{humans_there}; release with humans-only or improve the model"
+        )
     mine = models[(models["annotator"] == name).to_numpy() & models["grade"].notna().to_numpy()]
     if version is not None:
         mine = mine[mine["guideline"].eq(version).to_numpy()]
@@ -269,21 +344,31 @@ def _humans_text(baseline: HumanBaseline | None) -> str:
     """`; people on the same pairs: mean pairwise quadratic κ 0.71 [0.52, 0.85], ordinal α 0.69 …` or ""."""
     if baseline is None:
         return ""
-    return (f"; people on the same pairs: mean pairwise quadratic κ {baseline.kappa['quadratic'].text(2)}, "
-            f"ordinal α {baseline.alpha.text(2)} ({baseline.n_pairable} pairs with two human grades)")
+    return (
+        f"; people on the same pairs: mean pairwise quadratic κ {baseline.kappa['quadratic'].text(2)}, "
+        f"ordinal α {baseline.alpha.text(2)} ({baseline.n_pairable} pairs with two human grades)"
+    )
 
 
-def create_release(engine: Engine, project: str, rule: str = "median", min_grades: int = 1,
-                   progress: Callable[[str], None] | None = None, *, actor: Actor, policy: str = "humans-only",
-                   model_threshold: float = MODEL_THRESHOLD) -> ReleaseInfo:
-    """Snapshot the consensus labels as the next version, with card, files, the diff against the previous
-    release, and every stored run evaluated against it; the card's `reliability` holds the release's sentence
-    and the numbers behind it against the stored runs (db.reliability.reliability_card, resamples bounded). Leads and the operator only (a lead is recorded as
-    the author). Reads and computes first; writes in one short transaction, refusing if another release
-    appeared meanwhile or the actor lost the right. `progress` is called after each of the RELEASE_STEPS
-    stages. The consensus is over people's grades only; `policy` model-fills-gaps adds a model judge's grade
-    where no person graded, only when its κ clears `model_threshold` (see _model_policy); every label records
-    its provenance."""
+def create_release(
+    engine: Engine,
+    project: str,
+    rule: str = "median",
+    min_grades: int = 1,
+    progress: Callable[[str], None] | None = None,
+    *,
+    actor: Actor,
+    policy: str = "humans-only",
+    model_threshold: float = MODEL_THRESHOLD,
+) -> ReleaseInfo:
+    """Snapshot the consensus labels as the next version, with card, files, the diff against the previous release,
+    and every stored run evaluated against it; the card's `reliability` holds the release's sentence and the
+    numbers behind it against the stored runs (db.reliability.reliability_card, resamples bounded). Leads and
+    the operator only (a lead is recorded as the author). Reads and computes first; writes in one short
+    transaction, refusing if another release appeared meanwhile or the actor lost the right. `progress` is
+    called after each of the RELEASE_STEPS stages. The consensus is over people's grades only; `policy`
+    model-fills-gaps adds a model judge's grade where no person graded, only when its κ clears `model_threshold`
+    (see _model_policy); every label records its provenance."""
     if policy not in RELEASE_POLICIES:
         raise ValueError(f"policy must be one of {', '.join(RELEASE_POLICIES)}, got {policy!r}")
     step = progress or (lambda _label: None)
@@ -293,19 +378,27 @@ def create_release(engine: Engine, project: str, rule: str = "median", min_grade
         scale = project_scale(proj)
         judged = project_judgments(session, proj.id)
         adjudications = project_adjudications(session, proj.id)
-        in_force = session.execute(select(func.max(Guideline.version))
-                                   .where(Guideline.project_id == proj.id)).scalar()
+        in_force = session.execute(select(func.max(Guideline.version)).where(Guideline.project_id == proj.id)).scalar()
         humans = judged[judged["annotator_kind"].ne("model").to_numpy()]
-        fills, policy_entry = _model_policy(policy, judged, humans, adjudications, scale, rule, in_force,
-                                            model_threshold)
-        labels = consensus(humans, rule=rule, adjudications=adjudications[["query_id", "fragment_id", "grade"]],
-                           min_grades=min_grades, scale=scale)
+        fills, policy_entry = _model_policy(
+            policy, judged, humans, adjudications, scale, rule, in_force, model_threshold
+        )
+        labels = consensus(
+            humans,
+            rule=rule,
+            adjudications=adjudications[["query_id", "fragment_id", "grade"]],
+            min_grades=min_grades,
+            scale=scale,
+        )
         labels = fill_gaps(labels, fills, rule)
         if labels.empty:
-            raise ValueError(f"project {project!r} has no judged pairs to release "
-                             f"(rule {rule}, at least {min_grades} grade(s) per pair)")
-        previous = session.execute(select(Release).where(Release.project_id == proj.id)
-                                   .order_by(Release.version.desc()).limit(1)).scalar_one_or_none()
+            raise ValueError(
+                f"project {project!r} has no judged pairs to release "
+                f"(rule {rule}, at least {min_grades} grade(s) per pair)"
+            )
+        previous = session.execute(
+            select(Release).where(Release.project_id == proj.id).order_by(Release.version.desc()).limit(1)
+        ).scalar_one_or_none()
         runs = session.execute(select(Run.id, Run.name).where(Run.project_id == proj.id).order_by(Run.name)).all()
         run_frames = {r.id: (r.name, run_frame(session, r.id)) for r in runs}
         pooled = pool_contributions(session, proj.id, [r.name for r in runs])
@@ -317,12 +410,20 @@ def create_release(engine: Engine, project: str, rule: str = "median", min_grade
     qrels_trec, judgments_jsonl = render_files(labels, adjudications)
     step("consensus")
     provenance = labels["provenance"].value_counts()
-    card = {**_card(proj, labels, judged_released, rule, min_grades, humans), "policy": policy_entry,
-            "provenance": {p: {"pairs": int(provenance.get(p, 0)), "share": float(provenance.get(p, 0) / len(labels))}
-                           for p in PROVENANCES},
-            "text_hashes": {"queries": len(text_hashes["queries"]), "fragments": len(text_hashes["fragments"]),
-                            "note": "the text of every judged query and fragment is hashed; exporting this "
-                                    "release later lists the pairs whose text changed since"}}
+    card = {
+        **_card(proj, labels, judged_released, rule, min_grades, humans),
+        "policy": policy_entry,
+        "provenance": {
+            p: {"pairs": int(provenance.get(p, 0)), "share": float(provenance.get(p, 0) / len(labels))}
+            for p in PROVENANCES
+        },
+        "text_hashes": {
+            "queries": len(text_hashes["queries"]),
+            "fragments": len(text_hashes["fragments"]),
+            "note": "the text of every judged query and fragment is hashed; exporting this "
+            "release later lists the pairs whose text changed since",
+        },
+    }
     step("card")
     qrels = labels[["query_id", "fragment_id", "grade"]].rename(columns={"fragment_id": "doc_id"})
     results = {rid: score_run(qrels, frame, name, project_scale(proj)) for rid, (name, frame) in run_frames.items()}
@@ -330,15 +431,20 @@ def create_release(engine: Engine, project: str, rule: str = "median", min_grade
     old_results: dict = {}
     if previous is not None:
         old_qrels = qrels_of(previous)
-        old_results = {rid: score_run(old_qrels, frame, name, project_scale(proj))
-                       for rid, (name, frame) in run_frames.items()}
-        diff = {"previous": previous.version, **label_diff(old_qrels, qrels),
-                "runs": {run_frames[rid][0]: _moves(old_results[rid].mean, results[rid].mean) for rid in results}}
+        old_results = {
+            rid: score_run(old_qrels, frame, name, project_scale(proj)) for rid, (name, frame) in run_frames.items()
+        }
+        diff = {
+            "previous": previous.version,
+            **label_diff(old_qrels, qrels),
+            "runs": {run_frames[rid][0]: _moves(old_results[rid].mean, results[rid].mean) for rid in results},
+        }
     content_hash = _content_hash(qrels_trec, judgments_jsonl)
     step("evaluate runs")
     number = (previous.version if previous is not None else 0) + 1  # checked again when written
-    card["reliability"] = reliability_card(qrels, {name: frame for name, frame in run_frames.values()}, pooled,
-                                           scale, f"release {number} of {project}")
+    card["reliability"] = reliability_card(
+        qrels, {name: frame for name, frame in run_frames.values()}, pooled, scale, f"release {number} of {project}"
+    )
     step("reliability")
     with session_scope(engine, write=True) as session:
         author = require_lead(session, actor)
@@ -349,19 +455,37 @@ def create_release(engine: Engine, project: str, rule: str = "median", min_grade
         version = (latest or 0) + 1
         now = utcnow()
         username = None if author is None else str(actor)
-        card = {**card, "version": version, "content_hash": content_hash, "created_by": username,
-                "created_at": now.isoformat(), "diff": diff}
+        card = {
+            **card,
+            "version": version,
+            "content_hash": content_hash,
+            "created_by": username,
+            "created_at": now.isoformat(),
+            "diff": diff,
+        }
         table = Release.__table__
-        release_id = session.execute(insert(table).returning(table.c.id), {
-            "project_id": proj.id, "version": version, "rule": rule, "min_grades": min_grades,
-            "content_hash": content_hash, "card": card, "qrels_trec": qrels_trec,
-            "judgments_jsonl": judgments_jsonl, "text_hashes": text_hashes, "created_by_id": author,
-            "created_at": now}).scalar_one()
+        release_id = session.execute(
+            insert(table).returning(table.c.id),
+            {
+                "project_id": proj.id,
+                "version": version,
+                "rule": rule,
+                "min_grades": min_grades,
+                "content_hash": content_hash,
+                "card": card,
+                "qrels_trec": qrels_trec,
+                "judgments_jsonl": judgments_jsonl,
+                "text_hashes": text_hashes,
+                "created_by_id": author,
+                "created_at": now,
+            },
+        ).scalar_one()
         for rid, result in results.items():
             store_evaluation(session, rid, release_id, result)
         if previous is not None:
-            stored = set(session.execute(select(EvaluationRow.run_id)
-                                         .where(EvaluationRow.release_id == previous.id)).scalars())
+            stored = set(
+                session.execute(select(EvaluationRow.run_id).where(EvaluationRow.release_id == previous.id)).scalars()
+            )
             for rid in old_results.keys() - stored:
                 store_evaluation(session, rid, previous.id, old_results[rid])
     step("write")
@@ -373,16 +497,28 @@ def _info(session: Session, project: Project, release: Release) -> ReleaseInfo:
     author = None
     if release.created_by_id is not None:
         author = session.execute(select(User.username).where(User.id == release.created_by_id)).scalar_one()
-    return ReleaseInfo(release.id, project.name, release.version, release.rule, release.min_grades,
-                       release.content_hash, release.card, author, release.created_at)
+    return ReleaseInfo(
+        release.id,
+        project.name,
+        release.version,
+        release.rule,
+        release.min_grades,
+        release.content_hash,
+        release.card,
+        author,
+        release.created_at,
+    )
 
 
 def list_releases(engine: Engine, project: str) -> list[ReleaseInfo]:
     """Every release of the project, oldest first."""
     with session_scope(engine) as session:
         proj = project_row(session, project)
-        rows = session.execute(select(Release).where(Release.project_id == proj.id)
-                               .order_by(Release.version)).scalars().all()
+        rows = (
+            session.execute(select(Release).where(Release.project_id == proj.id).order_by(Release.version))
+            .scalars()
+            .all()
+        )
         return [_info(session, proj, r) for r in rows]
 
 
@@ -431,9 +567,17 @@ def _csv(judgments_jsonl: str, scale: tuple[int, int]) -> str:
     for line in judgments_jsonl.splitlines():
         r = json.loads(line)
         n = sum(v is not None for v in r["grades"].values())
-        writer.writerow([escape_cell(r["query_id"]), escape_cell(r["fragment_id"]), r["grade"], n,
-                         int("adjudication" in r), json.dumps(r["grades"], ensure_ascii=False, sort_keys=True),
-                         named])
+        writer.writerow(
+            [
+                escape_cell(r["query_id"]),
+                escape_cell(r["fragment_id"]),
+                r["grade"],
+                n,
+                int("adjudication" in r),
+                json.dumps(r["grades"], ensure_ascii=False, sort_keys=True),
+                named,
+            ]
+        )
     return buf.getvalue()
 
 
@@ -444,18 +588,25 @@ def _query_hash(text: str) -> str:
 
 def _current_hashes(session: Session, project_id: int) -> tuple[dict[str, str], dict[str, str]]:
     """Every query's text hash and every fragment's content hash as they are now, by external id."""
-    queries = {q: _query_hash(t) for q, t in session.execute(select(Query.external_id, Query.text)
-                                                             .where(Query.project_id == project_id))}
-    fragments = dict(session.execute(select(Fragment.external_id, Fragment.content_hash)
-                                     .where(Fragment.project_id == project_id)).all())
+    queries = {
+        q: _query_hash(t)
+        for q, t in session.execute(select(Query.external_id, Query.text).where(Query.project_id == project_id))
+    }
+    fragments = dict(
+        session.execute(
+            select(Fragment.external_id, Fragment.content_hash).where(Fragment.project_id == project_id)
+        ).all()
+    )
     return queries, fragments
 
 
 def _text_hashes(session: Session, project_id: int, labels: pd.DataFrame) -> dict[str, dict[str, str]]:
     """The text hashes of the queries and fragments a release labels, kept with it."""
     queries, fragments = _current_hashes(session, project_id)
-    return {"queries": {q: queries[q] for q in sorted(set(labels["query_id"]))},
-            "fragments": {f: fragments[f] for f in sorted(set(labels["fragment_id"]))}}
+    return {
+        "queries": {q: queries[q] for q in sorted(set(labels["query_id"]))},
+        "fragments": {f: fragments[f] for f in sorted(set(labels["fragment_id"]))},
+    }
 
 
 def changed_texts(engine: Engine, project: str, version: int | str = "latest") -> dict | None:
@@ -473,10 +624,17 @@ def changed_texts(engine: Engine, project: str, version: int | str = "latest") -
     moved_f = sorted(f for f, h in then["fragments"].items() if fragments.get(f) != h)
     q_set, f_set = set(moved_q), set(moved_f)
     labelled = (json.loads(line) for line in lines) if q_set or f_set else iter(())
-    pairs = [[r["query_id"], r["fragment_id"], "+".join(w for w, hit in (("query", r["query_id"] in q_set),
-                                                                         ("fragment", r["fragment_id"] in f_set))
-                                                        if hit)]
-             for r in labelled if r["query_id"] in q_set or r["fragment_id"] in f_set]
+    pairs = [
+        [
+            r["query_id"],
+            r["fragment_id"],
+            "+".join(
+                w for w, hit in (("query", r["query_id"] in q_set), ("fragment", r["fragment_id"] in f_set)) if hit
+            ),
+        ]
+        for r in labelled
+        if r["query_id"] in q_set or r["fragment_id"] in f_set
+    ]
     return {"pairs": pairs, "queries": moved_q, "fragments": moved_f}
 
 
@@ -494,14 +652,20 @@ def release_files(engine: Engine, project: str, version: int | str = "latest") -
     if changed and changed["pairs"]:
         card = {**card, "changed_since_release": changed}
     low = scale[0]
-    return {"qrels.trec": _trec(trec, low).encode(), "qrels.tsv": _beir(jsonl, low).encode(),
-            "judgments.jsonl": _jsonl(jsonl, scale).encode(), "qrels.csv": _csv(jsonl, scale).encode(),
-            "card.json": (json.dumps(card, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode(),
-            AS_JUDGED_FILES["qrels.trec"]: trec.encode(), AS_JUDGED_FILES["qrels.tsv"]: _beir(jsonl, 0).encode()}
+    return {
+        "qrels.trec": _trec(trec, low).encode(),
+        "qrels.tsv": _beir(jsonl, low).encode(),
+        "judgments.jsonl": _jsonl(jsonl, scale).encode(),
+        "qrels.csv": _csv(jsonl, scale).encode(),
+        "card.json": (json.dumps(card, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode(),
+        AS_JUDGED_FILES["qrels.trec"]: trec.encode(),
+        AS_JUDGED_FILES["qrels.tsv"]: _beir(jsonl, 0).encode(),
+    }
 
 
-def export(engine: Engine, project: str, version: int | str, fmt: str, out: str | Path,
-           grades: QrelsGrades = QrelsGrades.GAINS) -> Path:
+def export(
+    engine: Engine, project: str, version: int | str, fmt: str, out: str | Path, grades: QrelsGrades = QrelsGrades.GAINS
+) -> Path:
     """Write one release file (trec, beir, jsonl, csv or card) to `out`, the TREC and BEIR qrels with `grades`
     as gains (default) or as judged; returns the path written."""
     if fmt not in EXPORT_FORMATS:
@@ -527,9 +691,15 @@ def diff_releases(engine: Engine, project: str, old: int | str, new: int | str =
         for run_id, name in runs:
             means = []
             for release, qrels in ((a, qa), (b, qb)):
-                stored = session.execute(select(EvaluationRow.means).where(
-                    EvaluationRow.run_id == run_id, EvaluationRow.release_id == release.id)).scalar()
-                means.append(stored if stored is not None else
-                             score_run(qrels, run_frame(session, run_id), name, project_scale(proj)).mean)
+                stored = session.execute(
+                    select(EvaluationRow.means).where(
+                        EvaluationRow.run_id == run_id, EvaluationRow.release_id == release.id
+                    )
+                ).scalar()
+                means.append(
+                    stored
+                    if stored is not None
+                    else score_run(qrels, run_frame(session, run_id), name, project_scale(proj)).mean
+                )
             out["runs"][name] = _moves(*means)
     return out

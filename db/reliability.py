@@ -23,14 +23,20 @@ CARD_METRIC = "ndcg@10"
 CARD_RESAMPLES = 1000  # the card's Tukey HSD permutations and split halves on a small release
 CARD_MIN_RESAMPLES = 100  # ... and the fewest it uses on a large one
 CARD_WORK = 10_000_000  # resamples × runs × queries the card may spend (≈ 0.5 s: 10 runs × 1,000 queries)
-NO_RUNS = ("No stored runs, so this release was not sized: reliability needs two or more runs scored on it "
-           "(import them with `qrelkit import run`; the Evaluate page and the next release then size it).")
+NO_RUNS = (
+    "No stored runs, so this release was not sized: reliability needs two or more runs scored on it "
+    "(import them with `qrelkit import run`; the Evaluate page and the next release then size it)."
+)
+
 
 def pool_contributions(session: Session, project_id: int, runs: Sequence[str]) -> dict[str, Pairs]:
     """Per stored run among `runs`, the (query, fragment) external ids of the pairs whose pool sources name it."""
-    rows = session.execute(select(Query.external_id, Fragment.external_id, col(Pair.sources))
-                           .join(Query, col(Query.id) == Pair.query_id).join(Fragment, col(Fragment.id) == Pair.fragment_id)
-                           .where(Pair.project_id == project_id)).all()
+    rows = session.execute(
+        select(Query.external_id, Fragment.external_id, col(Pair.sources))
+        .join(Query, col(Query.id) == Pair.query_id)
+        .join(Fragment, col(Fragment.id) == Pair.fragment_id)
+        .where(Pair.project_id == project_id)
+    ).all()
     wanted = set(runs)
     pooled: dict[str, Pairs] = {}
     for qid, fid, sources in rows:
@@ -40,16 +46,27 @@ def pool_contributions(session: Session, project_id: int, runs: Sequence[str]) -
     return pooled
 
 
-def project_reliability(engine: Engine, project: str, version: int | str = "latest",
-                        runs: Sequence[str] | None = None, metrics: Sequence[str] = ("ndcg@10",),
-                        settings: Settings | None = None, rel_level: int | None = None) -> ReliabilityReport:
+def project_reliability(
+    engine: Engine,
+    project: str,
+    version: int | str = "latest",
+    runs: Sequence[str] | None = None,
+    metrics: Sequence[str] = ("ndcg@10",),
+    settings: Settings | None = None,
+    rel_level: int | None = None,
+) -> ReliabilityReport:
     """The reliability of release `version` (the newest by default) against the stored runs (all unless `runs`
     names some), on the project's scale; pool bias for the runs the pool was built from."""
     with session_scope(engine) as session:
         proj = project_row(session, project)
         release = load_release(session, proj, version)
-        names = list(runs) if runs else list(session.execute(select(Run.name).where(Run.project_id == proj.id)
-                                                             .order_by(col(Run.name))).scalars())
+        names = (
+            list(runs)
+            if runs
+            else list(
+                session.execute(select(Run.name).where(Run.project_id == proj.id).order_by(col(Run.name))).scalars()
+            )
+        )
         if not names:
             raise ValueError(f"project {project!r} has no stored runs (import runs with `qrelkit import run`)")
         assert proj.id is not None
@@ -60,8 +77,16 @@ def project_reliability(engine: Engine, project: str, version: int | str = "late
         number = release.version
     if qrels.empty:
         raise ValueError(f"release {number} of project {project!r} has no labels")
-    return reliability(qrels, frames, metrics, settings=settings, pooled=pooled, rel_level=rel_level, scale=scale,
-                       source=f"release {number} of {project}")
+    return reliability(
+        qrels,
+        frames,
+        metrics,
+        settings=settings,
+        pooled=pooled,
+        rel_level=rel_level,
+        scale=scale,
+        source=f"release {number} of {project}",
+    )
 
 
 def _run_id(session: Session, project: Project, name: str) -> int:
@@ -91,14 +116,26 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def reliability_card(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], pooled: Mapping[str, Pairs],
-                     scale: tuple[int, int], source: str) -> dict[str, Any]:
+def reliability_card(
+    qrels: pd.DataFrame,
+    runs: Mapping[str, pd.DataFrame],
+    pooled: Mapping[str, Pairs],
+    scale: tuple[int, int],
+    source: str,
+) -> dict[str, Any]:
     """The card's reliability entry for a golden set (`qrels`: query_id, doc_id, grade) against `runs`: the
     sentence on CARD_METRIC, then the report as `qrelkit reliability --format json` gives it (settings, runs,
     pooled runs, per-metric numbers with every run pair's ASL, notes). With no run, NO_RUNS and empty lists."""
     if not runs:
-        return {"sentence": NO_RUNS, "source": source, "runs": [], "pooled": [], "metrics": [],
-                "settings": card_settings(0, 0).to_dict(), "notes": [NO_RUNS]}
+        return {
+            "sentence": NO_RUNS,
+            "source": source,
+            "runs": [],
+            "pooled": [],
+            "metrics": [],
+            "settings": card_settings(0, 0).to_dict(),
+            "notes": [NO_RUNS],
+        }
     settings = card_settings(len(runs), int(qrels["query_id"].nunique()))
     report = reliability(qrels, runs, [CARD_METRIC], settings=settings, pooled=pooled, scale=scale, source=source)
     return _finite({"sentence": report.sentence(), **report.to_dict()})
@@ -113,8 +150,9 @@ def release_sentence(engine: Engine, project: str, version: int | str = "latest"
         kept = (release.card or {}).get("reliability")
         if kept:
             return str(kept["sentence"])
-        names = list(session.execute(select(Run.name).where(Run.project_id == proj.id)
-                                     .order_by(col(Run.name))).scalars())
+        names = list(
+            session.execute(select(Run.name).where(Run.project_id == proj.id).order_by(col(Run.name))).scalars()
+        )
         assert proj.id is not None
         frames = {name: run_frame(session, _run_id(session, proj, name)) for name in names}
         pooled = pool_contributions(session, proj.id, names)

@@ -86,20 +86,28 @@ def _adjudication_table(adjudications: pd.DataFrame | None, scale: tuple[int, in
     bad = np.asarray(bad.fillna(True), dtype=bool)
     if bad.any():
         row = adj.iloc[int(np.flatnonzero(bad)[0])]
-        raise ValueError(f"adjudication of ({row['query_id']}, {row['fragment_id']}): grade {row['grade']!r} "
-                         f"is not an integer in {low}-{high}")
+        raise ValueError(
+            f"adjudication of ({row['query_id']}, {row['fragment_id']}): grade {row['grade']!r} "
+            f"is not an integer in {low}-{high}"
+        )
     adj["query_id"] = adj["query_id"].astype(str)
     adj["fragment_id"] = adj["fragment_id"].astype(str)
     dup = adj.duplicated(PAIR, keep=False)
     if dup.any():
         row = adj[dup].iloc[0]
         raise ValueError(f"more than one adjudication of ({row['query_id']}, {row['fragment_id']})")
-    return pd.DataFrame({"query_id": adj["query_id"], "fragment_id": adj["fragment_id"],
-                         "adjudicated_grade": grades.astype("int64")})
+    return pd.DataFrame(
+        {"query_id": adj["query_id"], "fragment_id": adj["fragment_id"], "adjudicated_grade": grades.astype("int64")}
+    )
 
 
-def consensus(judgments: pd.DataFrame, rule: str = "median", adjudications: pd.DataFrame | None = None,
-              min_grades: int = 1, scale: tuple[int, int] = (0, 3)) -> pd.DataFrame:
+def consensus(
+    judgments: pd.DataFrame,
+    rule: str = "median",
+    adjudications: pd.DataFrame | None = None,
+    min_grades: int = 1,
+    scale: tuple[int, int] = (0, 3),
+) -> pd.DataFrame:
     """Graded qrels with provenance: adjudicated grade if any, else the rule over real (non-can't-judge) grades.
 
     Pairs with fewer than `min_grades` real grades are left out unless adjudicated. Columns:
@@ -134,12 +142,13 @@ def consensus(judgments: pd.DataFrame, rule: str = "median", adjudications: pd.D
 
     adjudicated = np.zeros(n_pairs, dtype=bool)
     if len(adj):
-        where = codes[len(frame):]
+        where = codes[len(frame) :]
         adjudicated[where] = True
         value[where] = adj["adjudicated_grade"].to_numpy()
     keep = adjudicated | (counts >= min_grades)
-    out = pairs.assign(grade=value, n_grades=counts.astype(np.int64), grades=provenance, rule=rule,
-                       adjudicated=adjudicated)
+    out = pairs.assign(
+        grade=value, n_grades=counts.astype(np.int64), grades=provenance, rule=rule, adjudicated=adjudicated
+    )
     return out[keep].reset_index(drop=True)[COLUMNS]
 
 
@@ -153,16 +162,25 @@ def fill_gaps(labels: pd.DataFrame, model_grades: pd.DataFrame | None, rule: str
     (None on every other label).
     """
     human, adjudication, model = PROVENANCES
-    out = labels.assign(provenance=np.where(labels["adjudicated"].to_numpy(dtype=bool), adjudication, human),
-                        model_judge=None)
+    out = labels.assign(
+        provenance=np.where(labels["adjudicated"].to_numpy(dtype=bool), adjudication, human), model_judge=None
+    )
     if model_grades is None or model_grades.empty:
         return out
     fresh = model_grades.merge(labels[PAIR], on=PAIR, how="left", indicator=True)
     fresh = fresh[fresh["_merge"] == "left_only"]
-    filled = pd.DataFrame({"query_id": fresh["query_id"].astype(str).to_numpy(),
-                           "fragment_id": fresh["fragment_id"].astype(str).to_numpy(),
-                           "grade": fresh["grade"].to_numpy(dtype=np.int64), "n_grades": 0,
-                           "grades": [{} for _ in range(len(fresh))], "rule": rule, "adjudicated": False,
-                           "provenance": model, "model_judge": fresh["annotator"].astype(str).to_numpy()})
+    filled = pd.DataFrame(
+        {
+            "query_id": fresh["query_id"].astype(str).to_numpy(),
+            "fragment_id": fresh["fragment_id"].astype(str).to_numpy(),
+            "grade": fresh["grade"].to_numpy(dtype=np.int64),
+            "n_grades": 0,
+            "grades": [{} for _ in range(len(fresh))],
+            "rule": rule,
+            "adjudicated": False,
+            "provenance": model,
+            "model_judge": fresh["annotator"].astype(str).to_numpy(),
+        }
+    )
     both = pd.concat([out, filled], ignore_index=True) if len(filled) else out
     return both.sort_values(PAIR, kind="stable", ignore_index=True)

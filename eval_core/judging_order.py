@@ -230,8 +230,15 @@ class Bandit(_RunPolicy):
         self.nrel[arm] = self.discount * self.nrel[arm] + float(not relevant)
 
 
-def make_order(name: str, pool: QueryPool, *, seed: int = 0, model_grades: Mapping[Hashable, float] | None = None,
-               rel_level: int = 1, discount: float = DISCOUNT) -> _Base:
+def make_order(
+    name: str,
+    pool: QueryPool,
+    *,
+    seed: int = 0,
+    model_grades: Mapping[Hashable, float] | None = None,
+    rel_level: int = 1,
+    discount: float = DISCOUNT,
+) -> _Base:
     """A fresh policy of the named order (one of ORDER_NAMES) over one query's pool."""
     if name == QueueOrder.POOL:
         return PoolOrder(pool)

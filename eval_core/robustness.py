@@ -47,8 +47,15 @@ class Condition:
         return sorted(self.values, key=lambda r: -self.values[r])
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "group": self.group, "label": self.label, "n_pairs": self.n_pairs,
-                "n_queries": self.n_queries, "values": dict(self.values), "ranking": self.ranking()}
+        return {
+            "name": self.name,
+            "group": self.group,
+            "label": self.label,
+            "n_pairs": self.n_pairs,
+            "n_queries": self.n_queries,
+            "values": dict(self.values),
+            "ranking": self.ranking(),
+        }
 
 
 @dataclass(frozen=True)
@@ -65,9 +72,17 @@ class Bootstrap:
     same_ranking: float  # share of replicates whose ranking equals the reference's (no pair of runs reordered)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"replicates": self.replicates, "seed": self.seed, "rule": self.rule, "confidence": CONFIDENCE,
-                "mean": dict(self.mean), "interval": {r: list(v) for r, v in self.interval.items()},
-                "tau_mean": self.tau_mean, "tau_min": self.tau_min, "same_ranking": self.same_ranking}
+        return {
+            "replicates": self.replicates,
+            "seed": self.seed,
+            "rule": self.rule,
+            "confidence": CONFIDENCE,
+            "mean": dict(self.mean),
+            "interval": {r: list(v) for r, v in self.interval.items()},
+            "tau_mean": self.tau_mean,
+            "tau_min": self.tau_min,
+            "same_ranking": self.same_ranking,
+        }
 
 
 @dataclass(frozen=True)
@@ -87,10 +102,19 @@ class PairVerdict:
     sentence: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "winner": self.winner, "loser": self.loser, "holds": self.holds,
-                "agree": {g: {"ahead": w, "of": n} for g, (w, n) in self.agree.items()},
-                "flips": list(self.flips), "ties": list(self.ties), "bootstrap_share": self.bootstrap_share,
-                "bootstrap_ties": self.bootstrap_ties, "sentence": self.sentence}
+        return {
+            "a": self.a,
+            "b": self.b,
+            "winner": self.winner,
+            "loser": self.loser,
+            "holds": self.holds,
+            "agree": {g: {"ahead": w, "of": n} for g, (w, n) in self.agree.items()},
+            "flips": list(self.flips),
+            "ties": list(self.ties),
+            "bootstrap_share": self.bootstrap_share,
+            "bootstrap_ties": self.bootstrap_ties,
+            "sentence": self.sentence,
+        }
 
 
 @dataclass(frozen=True)
@@ -109,21 +133,31 @@ class RobustnessReport:
     def table(self) -> pd.DataFrame:
         """One row per condition, indexed by (group, condition, pairs, queries), one column per run (a run's
         name never collides with those, whatever it is)."""
-        index = pd.MultiIndex.from_tuples([(c.group, c.name, c.n_pairs, c.n_queries) for c in self.conditions],
-                                          names=["group", "condition", "pairs", "queries"])
-        return pd.DataFrame([[c.values[r] for r in self.runs] for c in self.conditions], index=index,
-                            columns=pd.Index(self.runs, name="run"))
+        index = pd.MultiIndex.from_tuples(
+            [(c.group, c.name, c.n_pairs, c.n_queries) for c in self.conditions],
+            names=["group", "condition", "pairs", "queries"],
+        )
+        return pd.DataFrame(
+            [[c.values[r] for r in self.runs] for c in self.conditions],
+            index=index,
+            columns=pd.Index(self.runs, name="run"),
+        )
 
     def flips(self) -> list[PairVerdict]:
         """The pairs of runs whose order does not hold under every condition."""
         return [p for p in self.pairs if not p.holds]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "runs": list(self.runs), "reference": self.reference,
-                "conditions": [c.to_dict() for c in self.conditions],
-                "tau": {"conditions": [c.name for c in self.conditions], "values": self.tau},
-                "pairs": [p.to_dict() for p in self.pairs],
-                "bootstrap": None if self.bootstrap is None else self.bootstrap.to_dict(), "notes": list(self.notes)}
+        return {
+            "metric": self.metric,
+            "runs": list(self.runs),
+            "reference": self.reference,
+            "conditions": [c.to_dict() for c in self.conditions],
+            "tau": {"conditions": [c.name for c in self.conditions], "values": self.tau},
+            "pairs": [p.to_dict() for p in self.pairs],
+            "bootstrap": None if self.bootstrap is None else self.bootstrap.to_dict(),
+            "notes": list(self.notes),
+        }
 
 
 # ------------------------------------------------------------------------------------------- Kendall τ
@@ -156,8 +190,13 @@ def _one_metric(metric: str) -> Any:
 
 def _qrels(labels: pd.DataFrame) -> pd.DataFrame:
     """Consensus labels (or one annotator's grades) as the qrels frame evaluate() reads."""
-    return pd.DataFrame({"query_id": labels["query_id"].astype(str), "doc_id": labels["fragment_id"].astype(str),
-                         "grade": labels["grade"].astype("int64")})
+    return pd.DataFrame(
+        {
+            "query_id": labels["query_id"].astype(str),
+            "doc_id": labels["fragment_id"].astype(str),
+            "grade": labels["grade"].astype("int64"),
+        }
+    )
 
 
 def _real(judgments: pd.DataFrame) -> pd.DataFrame:
@@ -169,18 +208,36 @@ def _real(judgments: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------------- conditions
 
 
-def _condition(name: str, group: str, label: str, qrels: pd.DataFrame, runs: dict[str, Columns], metric: str,
-               rel_level: int, scale: tuple[int, int]) -> Condition:
+def _condition(
+    name: str,
+    group: str,
+    label: str,
+    qrels: pd.DataFrame,
+    runs: dict[str, Columns],
+    metric: str,
+    rel_level: int,
+    scale: tuple[int, int],
+) -> Condition:
     """Score every run against one condition's qrels with eval_core.evaluate (gains from the scale's bottom)."""
     results = evaluate(qrels, list(runs.values()), metrics=[metric], rel_level=rel_level, scale=scale)
     values = {run: float(res.mean[metric]) for run, res in zip(runs, results, strict=True)}
     return Condition(name, group, label, len(qrels), int(qrels["query_id"].nunique()), values)
 
 
-def _conditions(base: pd.DataFrame, everyone: pd.DataFrame, kinds: dict[str, str], adjudications: Any,
-                runs: dict[str, Columns], metric: str, rule: str, rel_level: int,
-                scale: tuple[int, int], notes: list[str]) -> list[Condition]:
+def _conditions(
+    base: pd.DataFrame,
+    everyone: pd.DataFrame,
+    kinds: dict[str, str],
+    adjudications: Any,
+    runs: dict[str, Columns],
+    metric: str,
+    rule: str,
+    rel_level: int,
+    scale: tuple[int, int],
+    notes: list[str],
+) -> list[Condition]:
     """Rules over the base labels, each annotator alone, and (with model judges) humans + models."""
+
     def score(name: str, group: str, label: str, qrels: pd.DataFrame) -> Condition:
         return _condition(name, group, label, qrels, runs, metric, rel_level, scale)
 
@@ -207,8 +264,9 @@ def _conditions(base: pd.DataFrame, everyone: pd.DataFrame, kinds: dict[str, str
 # ------------------------------------------------------------------------------------------- bootstrap
 
 
-def resample_labels(grade: np.ndarray, pair: np.ndarray, n_pairs: int, rule: str, replicates: int,
-                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def resample_labels(
+    grade: np.ndarray, pair: np.ndarray, n_pairs: int, rule: str, replicates: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap labels (replicates × pairs): each pair's n grades redrawn n times with replacement, combined by
     `rule`. `grade`/`pair` are the real grades sorted by pair code; also returns which grade each draw took
     (replicates × grades, indices into `grade`). Pairs without a grade get 0 (the caller sets them)."""
@@ -223,9 +281,18 @@ def resample_labels(grade: np.ndarray, pair: np.ndarray, n_pairs: int, rule: str
     return labels.reshape(replicates, n_pairs), picks
 
 
-def _bootstrap(base: pd.DataFrame, adjudications: Any, runs: dict[str, Columns], spec: Any, rule: str,
-               replicates: int, seed: int, rel_level: int, scale: tuple[int, int],
-               progress: Callable[[int], object] | None) -> np.ndarray:
+def _bootstrap(
+    base: pd.DataFrame,
+    adjudications: Any,
+    runs: dict[str, Columns],
+    spec: Any,
+    rule: str,
+    replicates: int,
+    seed: int,
+    rel_level: int,
+    scale: tuple[int, int],
+    progress: Callable[[int], object] | None,
+) -> np.ndarray:
     """Each replicate's metric mean per run (replicates × runs)."""
     pooled = consensus(base, rule, adjudications, scale=scale)
     n_pairs = len(pooled)
@@ -247,14 +314,15 @@ def _bootstrap(base: pd.DataFrame, adjudications: Any, runs: dict[str, Columns],
         size = min(chunk, replicates - start)
         labels, _ = resample_labels(grade, pair, n_pairs, rule, size, rng)
         labels[:, fixed] = pooled["grade"].to_numpy(dtype=np.int64)[fixed]
-        out[start:start + size] = _score_replicates(qrels, labels, ranked, spec, rel_level, scale)
+        out[start : start + size] = _score_replicates(qrels, labels, ranked, spec, rel_level, scale)
         if progress is not None:
             progress(size)
     return out
 
 
-def _score_replicates(qrels: Columns, labels: np.ndarray, ranked: dict[str, Ranked], spec: Any, rel_level: int,
-                      scale: tuple[int, int]) -> np.ndarray:
+def _score_replicates(
+    qrels: Columns, labels: np.ndarray, ranked: dict[str, Ranked], spec: Any, rel_level: int, scale: tuple[int, int]
+) -> np.ndarray:
     """Every replicate's mean per run (replicates × runs) in one pass per run: replicate b's copy of query q
     becomes query b·Q + q of one stacked qrels, and each run's judged rows are repeated with their grades
     (shifted so the scale's lowest grade gains 0, as `evaluate(scale=…)` does)."""
@@ -262,31 +330,46 @@ def _score_replicates(qrels: Columns, labels: np.ndarray, ranked: dict[str, Rank
     low, rel_level, max_grade = EvalOptions(rel_level=rel_level, scale=scale).levels()
     labels = labels - low
     offset = (np.arange(size, dtype=np.int64) * nq)[:, None]
-    stacked = Columns((offset + qrels.qcode[None, :]).ravel(), pa.array(np.arange(size * nq).astype(str)),
-                      pa.concat_arrays([qrels.docid] * size), labels.ravel(), "<bootstrap>",
-                      np.tile(qrels.doc_keys, size))
+    stacked = Columns(
+        (offset + qrels.qcode[None, :]).ravel(),
+        pa.array(np.arange(size * nq).astype(str)),
+        pa.concat_arrays([qrels.docid] * size),
+        labels.ravel(),
+        "<bootstrap>",
+        np.tile(qrels.doc_keys, size),
+    )
     qi = index_qrels(stacked, rel_level)
     out = np.empty((size, len(ranked)), dtype=np.float64)
     for j, r in enumerate(ranked.values()):
-        rows = Ranked((offset + r.q[None, :]).ravel(), np.tile(r.rank, size), labels[:, r.grade].ravel(),
-                      np.tile(r.num_ret, size), [])
+        rows = Ranked(
+            (offset + r.q[None, :]).ravel(),
+            np.tile(r.rank, size),
+            labels[:, r.grade].ravel(),
+            np.tile(r.num_ret, size),
+            [],
+        )
         per_query = compute(qi, rows, [spec], max_grade=max_grade)[spec.name]
         out[:, j] = per_query.reshape(size, nq).mean(axis=1) if nq else 0.0
     return out
 
 
-def _bootstrap_summary(values: np.ndarray, reference: np.ndarray, runs: list[str], rule: str,
-                       seed: int) -> Bootstrap:
+def _bootstrap_summary(values: np.ndarray, reference: np.ndarray, runs: list[str], rule: str, seed: int) -> Bootstrap:
     """Means, percentile intervals and τ against the reference ranking over the replicates."""
     taus = tau_b(_signs(values), _signs(reference[None, :]))[:, 0]
     defined = taus[~np.isnan(taus)]
     same = (_signs(values) == _signs(reference[None, :])).all(axis=1)
     tail = (1 - CONFIDENCE) / 2 * 100
     low, high = np.percentile(values, [tail, 100 - tail], axis=0)
-    return Bootstrap(len(values), seed, rule, {r: float(v) for r, v in zip(runs, values.mean(0), strict=True)},
-                     {r: (float(lo), float(hi)) for r, lo, hi in zip(runs, low, high, strict=True)},
-                     float(defined.mean()) if len(defined) else None, float(defined.min()) if len(defined) else None,
-                     float(same.mean()))
+    return Bootstrap(
+        len(values),
+        seed,
+        rule,
+        {r: float(v) for r, v in zip(runs, values.mean(0), strict=True)},
+        {r: (float(lo), float(hi)) for r, lo, hi in zip(runs, low, high, strict=True)},
+        float(defined.mean()) if len(defined) else None,
+        float(defined.min()) if len(defined) else None,
+        float(same.mean()),
+    )
 
 
 # ------------------------------------------------------------------------------------------- verdicts
@@ -315,13 +398,22 @@ def _join(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _sentence(winner: str, loser: str, metric: str, conditions: list[Condition], sign: np.ndarray,
-              agree: dict[str, tuple[int, int]], share: float | None, ties_share: float | None,
-              replicates: int) -> str:
-    """"B beats A on ndcg@10 under all 4 rules and 3 of 3 annotators; under the model's labels the order flips"."""
+def _sentence(
+    winner: str,
+    loser: str,
+    metric: str,
+    conditions: list[Condition],
+    sign: np.ndarray,
+    agree: dict[str, tuple[int, int]],
+    share: float | None,
+    ties_share: float | None,
+    replicates: int,
+) -> str:
+    """ "B beats A on ndcg@10 under all 4 rules and 3 of 3 annotators; under the model's labels the order flips"."""
     single_model = sum(c.group == "model" for c in conditions) == 1
-    counted = [_count(g, a, n) for g, (a, n) in agree.items()
-               if g in ("rule", "annotator") or (g == "model" and a == n)]
+    counted = [
+        _count(g, a, n) for g, (a, n) in agree.items() if g in ("rule", "annotator") or (g == "model" and a == n)
+    ]
     text = f"{winner} beats {loser} on {metric}"
     if counted:
         text += " under " + _join(counted)
@@ -340,8 +432,16 @@ def _sentence(winner: str, loser: str, metric: str, conditions: list[Condition],
     return text
 
 
-def _verdict(i: int, j: int, runs: list[str], metric: str, conditions: list[Condition], values: np.ndarray,
-             reference: int, boot: np.ndarray | None) -> PairVerdict:
+def _verdict(
+    i: int,
+    j: int,
+    runs: list[str],
+    metric: str,
+    conditions: list[Condition],
+    values: np.ndarray,
+    reference: int,
+    boot: np.ndarray | None,
+) -> PairVerdict:
     """The verdict on runs i and j: the winner under the reference (else the majority), where it holds."""
     a, b = runs[i], runs[j]
     sign = np.sign(values[:, i] - values[:, j])
@@ -351,8 +451,10 @@ def _verdict(i: int, j: int, runs: list[str], metric: str, conditions: list[Cond
     if lead == 0:
         share = None if boot_sign is None else float((boot_sign > 0).mean())
         a_ahead, b_ahead = int((sign > 0).sum()), int((sign < 0).sum())
-        text = (f"{a} and {b} tie on {metric} under {_where(conditions[reference], False)}; {a} is ahead under "
-                f"{a_ahead} and {b} under {b_ahead} of the {len(conditions)} conditions")
+        text = (
+            f"{a} and {b} tie on {metric} under {_where(conditions[reference], False)}; {a} is ahead under "
+            f"{a_ahead} and {b} under {b_ahead} of the {len(conditions)} conditions"
+        )
         if share is not None and boot is not None:
             text += f"; {a} is ahead in {share:.0%} of {len(boot)} bootstrap replicates"
         ties = [c.name for c, s in zip(conditions, sign, strict=True) if s == 0]
@@ -365,12 +467,20 @@ def _verdict(i: int, j: int, runs: list[str], metric: str, conditions: list[Cond
         ahead, total = agree.get(c.group, (0, 0))
         agree[c.group] = (ahead + int(s > 0), total + 1)
     share = None if boot_sign is None else float((boot_sign * lead > 0).mean())
-    text = _sentence(winner, loser, metric, conditions, sign, agree, share, tie_share,
-                     0 if boot is None else len(boot))
-    return PairVerdict(a, b, winner, loser, bool((sign > 0).all()), agree,
-                       [c.name for c, s in zip(conditions, sign, strict=True) if s < 0],
-                       [c.name for c, s in zip(conditions, sign, strict=True) if s == 0],
-                       share, tie_share, text)
+    text = _sentence(winner, loser, metric, conditions, sign, agree, share, tie_share, 0 if boot is None else len(boot))
+    return PairVerdict(
+        a,
+        b,
+        winner,
+        loser,
+        bool((sign > 0).all()),
+        agree,
+        [c.name for c, s in zip(conditions, sign, strict=True) if s < 0],
+        [c.name for c, s in zip(conditions, sign, strict=True) if s == 0],
+        share,
+        tie_share,
+        text,
+    )
 
 
 # ------------------------------------------------------------------------------------------- entry point
@@ -385,21 +495,33 @@ def _bootstrap_replicates(base: pd.DataFrame, bootstrap: int, notes: list[str]) 
     per_pair = base[base["grade"].notna().to_numpy()].groupby(list(PAIR)).size()
     varied = int((per_pair >= 2).sum())
     if varied == 0:
-        notes.append(f"no bootstrap over annotators: no pair has two grades ({base['annotator'].nunique()} "
-                     "annotator(s) without overlap), so every replicate would be the same labelling and say "
-                     "nothing about how sure the order is")
+        notes.append(
+            f"no bootstrap over annotators: no pair has two grades ({base['annotator'].nunique()} "
+            "annotator(s) without overlap), so every replicate would be the same labelling and say "
+            "nothing about how sure the order is"
+        )
         return 0
     if varied < len(per_pair):
-        notes.append(f"the bootstrap redraws grades on the {varied} of {len(per_pair)} pairs with two or more "
-                     "grades; the others keep their one grade in every replicate")
+        notes.append(
+            f"the bootstrap redraws grades on the {varied} of {len(per_pair)} pairs with two or more "
+            "grades; the others keep their one grade in every replicate"
+        )
     return bootstrap
 
 
-def robustness(judgments: pd.DataFrame, runs: Mapping[str, Any], metric: str = DEFAULT_METRIC,
-               adjudications: pd.DataFrame | None = None, scale: tuple[int, int] = (0, 3), rule: str = "median",
-               bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, rel_level: int | None = None,
-               models: Sequence[str] = (),
-               progress: Callable[[int], object] | None = None) -> RobustnessReport:
+def robustness(
+    judgments: pd.DataFrame,
+    runs: Mapping[str, Any],
+    metric: str = DEFAULT_METRIC,
+    adjudications: pd.DataFrame | None = None,
+    scale: tuple[int, int] = (0, 3),
+    rule: str = "median",
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = 0,
+    rel_level: int | None = None,
+    models: Sequence[str] = (),
+    progress: Callable[[int], object] | None = None,
+) -> RobustnessReport:
     """How each pair of runs compares under every labelling the judgments allow.
 
     `judgments`: query_id, fragment_id, annotator, grade (NA = can't judge), optionally annotator_kind
@@ -427,8 +549,10 @@ def robustness(judgments: pd.DataFrame, runs: Mapping[str, Any], metric: str = D
     if not humans:
         notes.append("every annotator is a model judge: the rules and the bootstrap combine the models' grades")
     elif len(humans) < len(kinds):
-        notes.append(f"the rules and the bootstrap use the {len(humans)} human annotators' grades; "
-                     "'humans + models' adds the model judges'")
+        notes.append(
+            f"the rules and the bootstrap use the {len(humans)} human annotators' grades; "
+            "'humans + models' adds the model judges'"
+        )
     bootstrap = _bootstrap_replicates(base, bootstrap, notes)
     loaded = {str(name): load_run(src) for name, src in runs.items()}
     names = list(loaded)
@@ -441,6 +565,9 @@ def robustness(judgments: pd.DataFrame, runs: Mapping[str, Any], metric: str = D
     if bootstrap:
         boot = _bootstrap(base, adjudications, loaded, spec, rule, bootstrap, seed, rel_level, scale, progress)
         summary = _bootstrap_summary(boot, values[reference], names, rule, seed)
-    pairs = [_verdict(i, j, names, spec.name, conditions, values, reference, boot)
-             for i in range(len(names)) for j in range(i + 1, len(names))]
+    pairs = [
+        _verdict(i, j, names, spec.name, conditions, values, reference, boot)
+        for i in range(len(names))
+        for j in range(i + 1, len(names))
+    ]
     return RobustnessReport(spec.name, names, conditions[reference].name, conditions, tau, pairs, summary, notes)

@@ -15,8 +15,10 @@ from guidelines import GRADING
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
 _NOT_RELEVANT = "…is about something else, or only shares words with the query."
 _RELATED = "…is on the topic or names the thing asked about, but does not help answer it."
-_SOME = ("…contains part of the answer, or context the answer cannot be given without (a condition, an exception, "
-         "the definition the answer depends on).")
+_SOME = (
+    "…contains part of the answer, or context the answer cannot be given without (a condition, an exception, "
+    "the definition the answer depends on)."
+)
 _MOST = "…contains nearly all of the answer: one number, condition or case of the query is missing."
 _FULL = "…contains the complete answer: a reader could answer the query from this fragment alone."
 _NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten"}
@@ -44,8 +46,14 @@ def _description(grade: int, grades: list[int], labels: dict[int, str]) -> str:
     all" on a long scale is placed between its neighbours."""
     roles = _roles(grades)
     if grade == roles["full"]:
-        return _FULL if len(grades) > 2 else ("…helps answer the query: it contains the answer, part of it, or "
-                                              "context the answer cannot be given without.")
+        return (
+            _FULL
+            if len(grades) > 2
+            else (
+                "…helps answer the query: it contains the answer, part of it, or "
+                "context the answer cannot be given without."
+            )
+        )
     if grade == roles["not"]:
         if len(grades) == 3:
             return _NOT_RELEVANT[:-1] + ", or only mentions the topic without helping answer it."
@@ -57,8 +65,10 @@ def _description(grade: int, grades: list[int], labels: dict[int, str]) -> str:
     if grade == roles["most"]:
         return _MOST
     below, above = grade - 1, grade + 1
-    return (f"…contains part of the answer: more of it than grade {below} ({literal(labels[below])}), less than "
-            f"grade {above} ({literal(labels[above])}).")
+    return (
+        f"…contains part of the answer: more of it than grade {below} ({literal(labels[below])}), less than "
+        f"grade {above} ({literal(labels[above])})."
+    )
 
 
 def _section(text: str, heading: str) -> list[str]:
@@ -67,8 +77,14 @@ def _section(text: str, heading: str) -> list[str]:
     lines = text.splitlines()
     start = lines.index(heading)
     level = len(heading) - len(heading.lstrip("#"))
-    end = next((i for i in range(start + 1, len(lines))
-                if lines[i].startswith("#") and len(lines[i]) - len(lines[i].lstrip("#")) <= level), len(lines))
+    end = next(
+        (
+            i
+            for i in range(start + 1, len(lines))
+            if lines[i].startswith("#") and len(lines[i]) - len(lines[i].lstrip("#")) <= level
+        ),
+        len(lines),
+    )
     return lines[start:end]
 
 
@@ -77,7 +93,7 @@ def _without_last_paragraph(lines: list[str]) -> list[str]:
     while lines and not lines[-1].strip():
         lines = lines[:-1]
     blank = max(i for i, line in enumerate(lines) if not line.strip())
-    return lines[:blank + 1]
+    return lines[: blank + 1]
 
 
 def scale_guideline(labels: dict[int, str]) -> str:
@@ -98,62 +114,106 @@ def scale_guideline(labels: dict[int, str]) -> str:
 
     intro = bundled.split("\n## ", 1)[0].splitlines()[1:]  # what to ask, under the title
     count = _NUMBERS.get(len(grades), str(len(grades)))
-    out = [f"# Relevance grading guideline ({low}–{high})", *intro, "",
-           f"## The {count} grades", "",
-           "| Grade | Name | Use it when the fragment… |", "|---|---|---|"]
-    out += [f"| **{grade}** | {literal(labels[grade])} | {_description(grade, grades, labels)} |"
-            for grade in reversed(grades)]
+    out = [
+        f"# Relevance grading guideline ({low}–{high})",
+        *intro,
+        "",
+        f"## The {count} grades",
+        "",
+        "| Grade | Name | Use it when the fragment… |",
+        "|---|---|---|",
+    ]
+    out += [
+        f"| **{grade}** | {literal(labels[grade])} | {_description(grade, grades, labels)} |"
+        for grade in reversed(grades)
+    ]
     top = " means **relevant**" if len(grades) == 2 else ", the highest, means the fragment answers the query fully"
     gains = f" Exports to TREC and BEIR qrels write grade − {low} as the gain, so {low} becomes 0 there." if low else ""
-    out += ["", f"{named(low)} is the lowest grade: it means **not relevant**. Every grade above it is relevant "
-                f"to some degree; {named(high)}{top}.{gains}", ""]
+    out += [
+        "",
+        f"{named(low)} is the lowest grade: it means **not relevant**. Every grade above it is relevant "
+        f"to some degree; {named(high)}{top}.{gains}",
+        "",
+    ]
     if high <= 9:
         keys = ", ".join(f"**{grade}**" for grade in grades[:-1]) + f" or **{high}**"
-        out += [f"Keyboard: press {keys} to grade; the next pair opens at once and the grade is saved the moment "
-                "you press the key.", ""]
+        out += [
+            f"Keyboard: press {keys} to grade; the next pair opens at once and the grade is saved the moment "
+            "you press the key.",
+            "",
+        ]
     else:
         out += ["Click the grade's button to grade; the next pair opens at once and the grade is saved.", ""]
-    out += ["## Worked example", "", "### Return deadline for international orders", "",
-            "Query: «¿cuál es el plazo de devolución para pedidos internacionales?»", "",
-            f"- **d3 → {roles['full']}.** States the deadline for international orders and from when it counts. "
-            "Nothing else is needed to answer.",
-            f"- **d12 → {roles['some']}.** Explains that the deadline counts from the delivery date, not the order "
-            "date. It does not give the number of days, but an answer without it would be wrong: *essential "
-            "context*.",
-            f"- **d20 → {roles['related']}.** Mentions international returns in passing (e.g. a list of help "
-            "topics) without any deadline.",
-            f"- **d5, d11, … → {low}.** Domestic shipping prices, payment methods: they share words (\"pedido\", "
-            "\"envío\") but not the question.", "",
-            "## The hard boundaries", ""]
+    out += [
+        "## Worked example",
+        "",
+        "### Return deadline for international orders",
+        "",
+        "Query: «¿cuál es el plazo de devolución para pedidos internacionales?»",
+        "",
+        f"- **d3 → {roles['full']}.** States the deadline for international orders and from when it counts. "
+        "Nothing else is needed to answer.",
+        f"- **d12 → {roles['some']}.** Explains that the deadline counts from the delivery date, not the order "
+        "date. It does not give the number of days, but an answer without it would be wrong: *essential "
+        "context*.",
+        f"- **d20 → {roles['related']}.** Mentions international returns in passing (e.g. a list of help "
+        "topics) without any deadline.",
+        f'- **d5, d11, … → {low}.** Domestic shipping prices, payment methods: they share words ("pedido", '
+        '"envío") but not the question.',
+        "",
+        "## The hard boundaries",
+        "",
+    ]
     if roles["related"] != roles["not"]:
-        out += [f"### {roles['not']} vs {roles['related']} — \"shares words\" vs \"on the topic\"", "",
-                "Ask: *is the fragment about the thing the query asks about?*", "",
-                f"- Yes, it names or discusses it → at least {g('related')}.",
-                f"- No, it only shares words with the query → {g('not')}.", ""]
+        out += [
+            f'### {roles["not"]} vs {roles["related"]} — "shares words" vs "on the topic"',
+            "",
+            "Ask: *is the fragment about the thing the query asks about?*",
+            "",
+            f"- Yes, it names or discusses it → at least {g('related')}.",
+            f"- No, it only shares words with the query → {g('not')}.",
+            "",
+        ]
     helps_below = roles["related"]
-    out += [f"### {helps_below} vs {roles['some']} — \"mentions\" vs \"helps answer\"", "",
-            "Ask: *would the answer be wrong or incomplete without something this fragment says?*", "",
-            f"- Yes → {g('some')}. Definitions, conditions (\"only for orders outside the EU\"), exceptions, the "
-            "date a period counts from.",
-            f"- No, it only names the topic, links to it, or lists it as a heading → {g('related')}.",
-            f"- **Tie-breaker:** if you cannot point to a specific sentence that a correct answer would use, give "
-            f"{g('related')}.", ""]
+    out += [
+        f'### {helps_below} vs {roles["some"]} — "mentions" vs "helps answer"',
+        "",
+        "Ask: *would the answer be wrong or incomplete without something this fragment says?*",
+        "",
+        f'- Yes → {g("some")}. Definitions, conditions ("only for orders outside the EU"), exceptions, the '
+        "date a period counts from.",
+        f"- No, it only names the topic, links to it, or lists it as a heading → {g('related')}.",
+        f"- **Tie-breaker:** if you cannot point to a specific sentence that a correct answer would use, give "
+        f"{g('related')}.",
+        "",
+    ]
     if roles["full"] != roles["some"]:
         below_full = high - 1
-        out += [f"### {below_full} vs {high} — \"part\" vs \"all\"", "",
-                "Ask: *could a reader write the complete answer from this fragment alone?*", "",
-                f"- Yes, with nothing missing → **{high}**.",
-                f"- A number, a condition or a case of the query is missing → **{below_full}**.",
-                f"- **Tie-breaker:** if the query has several parts (e.g. \"deadline *and* cost\") and one is "
-                f"missing, give at most **{below_full}**. If the answer is complete but buried in unrelated text, "
-                f"it is still **{high}** — length does not lower a grade.", ""]
+        out += [
+            f'### {below_full} vs {high} — "part" vs "all"',
+            "",
+            "Ask: *could a reader write the complete answer from this fragment alone?*",
+            "",
+            f"- Yes, with nothing missing → **{high}**.",
+            f"- A number, a condition or a case of the query is missing → **{below_full}**.",
+            f'- **Tie-breaker:** if the query has several parts (e.g. "deadline *and* cost") and one is '
+            f"missing, give at most **{below_full}**. If the answer is complete but buried in unrelated text, "
+            f"it is still **{high}** — length does not lower a grade.",
+            "",
+        ]
     if roles["most"] - roles["some"] > 1:
-        out += [f"### Between {roles['some']} and {roles['most']}", "",
-                "Ask: *how much of the complete answer does the fragment carry?* Each grade up means clearly more "
-                "of it; when you cannot say which of two neighbouring grades fits, the tie-breaking rule below "
-                "applies.", ""]
-    out += [*_section(bundled, "### General tie-breaking"),
-            *_without_last_paragraph(_section(bundled, "## When to use \"can't judge\"")),
-            "A hard decision between two neighbouring grades is **not** a reason for can't judge: apply the "
-            "tie-breakers above and leave a note."]
+        out += [
+            f"### Between {roles['some']} and {roles['most']}",
+            "",
+            "Ask: *how much of the complete answer does the fragment carry?* Each grade up means clearly more "
+            "of it; when you cannot say which of two neighbouring grades fits, the tie-breaking rule below "
+            "applies.",
+            "",
+        ]
+    out += [
+        *_section(bundled, "### General tie-breaking"),
+        *_without_last_paragraph(_section(bundled, '## When to use "can\'t judge"')),
+        "A hard decision between two neighbouring grades is **not** a reason for can't judge: apply the "
+        "tie-breakers above and leave a note.",
+    ]
     return "\n".join(out).rstrip() + "\n"

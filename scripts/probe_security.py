@@ -84,11 +84,14 @@ def stores(pg: str | None, tmp: Path) -> Iterator[list[tuple[str, str]]]:
 def table_counts(engine: sa.Engine) -> dict[str, int]:
     """Rows per table an import writes to."""
     with engine.connect() as conn:
-        return {name: conn.execute(sa.text(f"SELECT count(*) FROM {name}")).scalar_one()
-                for name in ("queries", "fragments", "runs", "run_entries", "judgments", "users")}
+        return {
+            name: conn.execute(sa.text(f"SELECT count(*) FROM {name}")).scalar_one()
+            for name in ("queries", "fragments", "runs", "run_entries", "judgments", "users")
+        }
 
 
 # --- hostile files ------------------------------------------------------------------------------------------
+
 
 def hostile_files(tmp: Path) -> list[tuple[str, Callable, str]]:
     """(what, importer, file path) for each hostile file."""
@@ -97,18 +100,45 @@ def hostile_files(tmp: Path) -> list[tuple[str, Callable, str]]:
         ("JSON lone surrogate", import_queries, "s.jsonl", '{"id": "q1", "text": "a\\ud800b"}\n'),
         ("JSON NUL escape", import_queries, "n.jsonl", '{"id": "q1", "text": "a\\u0000b"}\n'),
         ("raw NUL byte", import_fragments, "nb.jsonl", '{"id": "f1", "text": "a\x00b"}\n'),
-        ("JSON nested 100,000 deep", import_queries, "deep.jsonl",
-         '{"id": "q1", "text": "x", "m": ' + "[" * 100_000 + "]" * 100_000 + "}\n"),
+        (
+            "JSON nested 100,000 deep",
+            import_queries,
+            "deep.jsonl",
+            '{"id": "q1", "text": "x", "m": ' + "[" * 100_000 + "]" * 100_000 + "}\n",
+        ),
         ("NUL inside an id", import_queries, "nid.jsonl", '{"id": "q\\u00001", "text": "x"}\n'),
-        ("2,000,000-char note", import_judgments, "note.jsonl", json.dumps(
-            {"query_id": "q1", "fragment_id": "f1", "annotator": "a", "grade": 1, "note": "x" * 2_000_000}) + "\n"),
+        (
+            "2,000,000-char note",
+            import_judgments,
+            "note.jsonl",
+            json.dumps({"query_id": "q1", "fragment_id": "f1", "annotator": "a", "grade": 1, "note": "x" * 2_000_000})
+            + "\n",
+        ),
     ]
-    for name, ch in (("NBSP", "\u00a0"), ("\\v", "\v"), ("\\f", "\f"), ("NEL", "\x85"), ("ZWSP", "\u200b"),
-                     ("RLO", "\u202e")):
-        cases.append((f"run doc id with {name}", import_run, f"r{len(cases)}.run",
-                      "".join(f"q1 Q0 d{i} {i} {100 - i} t\n" for i in range(1, 2000)) + f"q1 Q0 d{ch}x 9 0.1 t\n"))
-        cases.append((f"fragment id with {name}", import_fragments, f"f{len(cases)}.jsonl",
-                      json.dumps({"id": f"f{ch}1", "text": "t"}) + "\n"))
+    for name, ch in (
+        ("NBSP", "\u00a0"),
+        ("\\v", "\v"),
+        ("\\f", "\f"),
+        ("NEL", "\x85"),
+        ("ZWSP", "\u200b"),
+        ("RLO", "\u202e"),
+    ):
+        cases.append(
+            (
+                f"run doc id with {name}",
+                import_run,
+                f"r{len(cases)}.run",
+                "".join(f"q1 Q0 d{i} {i} {100 - i} t\n" for i in range(1, 2000)) + f"q1 Q0 d{ch}x 9 0.1 t\n",
+            )
+        )
+        cases.append(
+            (
+                f"fragment id with {name}",
+                import_fragments,
+                f"f{len(cases)}.jsonl",
+                json.dumps({"id": f"f{ch}1", "text": "t"}) + "\n",
+            )
+        )
     out = []
     for what, importer, file, text in cases:
         path = tmp / file
@@ -131,17 +161,22 @@ def probe_files(url: str, kind: str, tmp: Path) -> None:
         except Exception as exc:  # what would reach a user as a traceback
             tracebacks.append(f"{what}: {type(exc).__name__}")
         unchanged += table_counts(engine) == before
-    held(f"hostile files refused with path:line ({kind})", refused == len(files) and not tracebacks,
-         f"{refused}/{len(files)} refused with path:line, {unchanged}/{len(files)} left every table unchanged"
-         + (f"; tracebacks: {tracebacks}" if tracebacks else ""))
+    held(
+        f"hostile files refused with path:line ({kind})",
+        refused == len(files) and not tracebacks,
+        f"{refused}/{len(files)} refused with path:line, {unchanged}/{len(files)} left every table unchanged"
+        + (f"; tracebacks: {tracebacks}" if tracebacks else ""),
+    )
     engine.dispose()
 
 
 # --- hostile judge endpoint ---------------------------------------------------------------------------------
 
+
 def echo_key(h: BaseHTTPRequestHandler) -> None:
-    reply(h, 400, json.dumps({"error": f"bad key {KEY[::-1]} {base64.b64encode(KEY.encode()).decode()} {KEY}"})
-          .encode())
+    reply(
+        h, 400, json.dumps({"error": f"bad key {KEY[::-1]} {base64.b64encode(KEY.encode()).decode()} {KEY}"}).encode()
+    )
 
 
 def judge(url: str, **kw) -> ChatJudge:
@@ -157,8 +192,11 @@ def probe_judge() -> None:
     except JudgeFailed as exc:
         ended = str(exc)
     took = time.monotonic() - started
-    held("a reply trickling 1 byte/s ends at the deadline", took < 2 * 3 + 1,
-         f"timeout 3 s × 2 attempts: ended after {took:.1f} s ({ended})")
+    held(
+        "a reply trickling 1 byte/s ends at the deadline",
+        took < 2 * 3 + 1,
+        f"timeout 3 s × 2 attempts: ended after {took:.1f} s ({ended})",
+    )
     server.close()
 
     server = FakeJudge(flood)
@@ -170,8 +208,11 @@ def probe_judge() -> None:
     except JudgeFailed as exc:
         ended = str(exc)
     grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss) / 1024
-    held("an endless reply (up to 1 GiB, no length) is cut at the cap", "larger than" in ended and grew < 50,
-         f"refused after {time.monotonic() - started:.2f} s, peak memory grew {grew:.0f} MB (cap 1 MiB)")
+    held(
+        "an endless reply (up to 1 GiB, no length) is cut at the cap",
+        "larger than" in ended and grew < 50,
+        f"refused after {time.monotonic() - started:.2f} s, peak memory grew {grew:.0f} MB (cap 1 MiB)",
+    )
     server.close()
 
     server = FakeJudge(echo_key)
@@ -180,10 +221,16 @@ def probe_judge() -> None:
         message = ""
     except JudgeFailed as exc:
         message = str(exc)
-    leaked = [n for n, v in (("key", KEY), ("reversed", KEY[::-1]), ("base64", base64.b64encode(KEY.encode()).decode()))
-              if v[:12] in message or v[-12:] in message]
-    held("an error body echoing the key shows none of it", bool(message) and not leaked,
-         f"message of {len(message)} characters, leaked: {leaked or 'nothing'}")
+    leaked = [
+        n
+        for n, v in (("key", KEY), ("reversed", KEY[::-1]), ("base64", base64.b64encode(KEY.encode()).decode()))
+        if v[:12] in message or v[-12:] in message
+    ]
+    held(
+        "an error body echoing the key shows none of it",
+        bool(message) and not leaked,
+        f"message of {len(message)} characters, leaked: {leaked or 'nothing'}",
+    )
     server.close()
 
     server = FakeJudge(answer)
@@ -192,12 +239,16 @@ def probe_judge() -> None:
     prompt = server.prompts[0]
     mark = prompt.split("=== FRAGMENT ", 1)[1].split(" ===", 1)[0]
     after = prompt.split(f"=== END OF FRAGMENT {mark} ===", 1)[1]
-    held("a fragment cannot close its fence", "Ignore the guideline" not in after and len(mark) == 16,
-         f"boundary {mark} per call; injected text outside the fence: {'Ignore the guideline' in after}")
+    held(
+        "a fragment cannot close its fence",
+        "Ignore the guideline" not in after and len(mark) == 16,
+        f"boundary {mark} per call; injected text outside the fence: {'Ignore the guideline' in after}",
+    )
     server.close()
 
 
 # --- parallel logins ----------------------------------------------------------------------------------------
+
 
 def probe_logins(url: str, kind: str) -> None:
     engine = init_db(url)
@@ -210,8 +261,10 @@ def probe_logins(url: str, kind: str) -> None:
             count[0] += 1
         return real(*args, **kwargs)
 
-    for label, attempts in (("one account, 40 clients", [("victim", f"10.0.0.{i}") for i in range(40)]),
-                            ("40 accounts, one client", [(f"user{i}", "10.9.9.9") for i in range(40)])):
+    for label, attempts in (
+        ("one account, 40 clients", [("victim", f"10.0.0.{i}") for i in range(40)]),
+        ("40 accounts, one client", [(f"user{i}", "10.9.9.9") for i in range(40)]),
+    ):
         count[0] = 0
         start = threading.Barrier(len(attempts))
 
@@ -225,14 +278,18 @@ def probe_logins(url: str, kind: str) -> None:
                 list(pool.map(attempt, attempts))
         finally:
             hashlib.scrypt = real  # type: ignore[assignment]
-        held(f"40 simultaneous guesses, {label} ({kind})", count[0] <= FREE_FAILURES,
-             f"{count[0]} passwords checked (limit {FREE_FAILURES})")
+        held(
+            f"40 simultaneous guesses, {label} ({kind})",
+            count[0] <= FREE_FAILURES,
+            f"{count[0]} passwords checked (limit {FREE_FAILURES})",
+        )
         with engine.begin() as conn:
             conn.execute(sa.text("DELETE FROM login_attempts"))
     engine.dispose()
 
 
 # --- killed PostgreSQL connections ---------------------------------------------------------------------------
+
 
 def probe_outage(url: str, pg: str) -> None:
     name = f"qrelkit_probe_{uuid.uuid4().hex[:8]}"
@@ -243,13 +300,24 @@ def probe_outage(url: str, pg: str) -> None:
     with setup.begin() as conn:
         pid = conn.execute(sa.text("SELECT id FROM projects WHERE name = 'kill'")).scalar_one()
         for i in range(n):
-            conn.execute(sa.text("INSERT INTO queries (project_id, external_id, text) VALUES (:p, :e, 'q')"),
-                         {"p": pid, "e": f"q{i}"})
-            conn.execute(sa.text("INSERT INTO fragments (project_id, external_id, text, content_hash) "
-                                 "VALUES (:p, :e, 't', 'h')"), {"p": pid, "e": f"f{i}"})
-        conn.execute(sa.text("INSERT INTO pairs (project_id, query_id, fragment_id, created_at) SELECT q.project_id, "
-                             "q.id, f.id, now() FROM queries q JOIN fragments f ON substr(q.external_id, 2) = "
-                             "substr(f.external_id, 2) WHERE q.project_id = :p"), {"p": pid})
+            conn.execute(
+                sa.text("INSERT INTO queries (project_id, external_id, text) VALUES (:p, :e, 'q')"),
+                {"p": pid, "e": f"q{i}"},
+            )
+            conn.execute(
+                sa.text(
+                    "INSERT INTO fragments (project_id, external_id, text, content_hash) VALUES (:p, :e, 't', 'h')"
+                ),
+                {"p": pid, "e": f"f{i}"},
+            )
+        conn.execute(
+            sa.text(
+                "INSERT INTO pairs (project_id, query_id, fragment_id, created_at) SELECT q.project_id, "
+                "q.id, f.id, now() FROM queries q JOIN fragments f ON substr(q.external_id, 2) = "
+                "substr(f.external_id, 2) WHERE q.project_id = :p"
+            ),
+            {"p": pid},
+        )
         pairs = conn.execute(sa.select(Pair.id).order_by(Pair.id)).scalars().all()
     engine = get_engine(f"{url}&application_name={name}")
     admin = sa.create_engine(pg)
@@ -258,8 +326,12 @@ def probe_outage(url: str, pg: str) -> None:
     def killer() -> None:
         while not stop.is_set():
             with admin.begin() as conn:
-                kills[0] += len(conn.execute(sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                                                     "WHERE application_name = :n"), {"n": name}).all())
+                kills[0] += len(
+                    conn.execute(
+                        sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = :n"),
+                        {"n": name},
+                    ).all()
+                )
             time.sleep(0.2)
 
     thread = threading.Thread(target=killer, daemon=True)
@@ -278,9 +350,12 @@ def probe_outage(url: str, pg: str) -> None:
     with setup.connect() as conn:
         judgments = conn.execute(sa.select(sa.func.count()).select_from(Judgment)).scalar_one()
         history = conn.execute(sa.select(sa.func.count()).select_from(JudgmentHistory)).scalar_one()
-    held("grading while PostgreSQL connections are killed", judgments == history == len(pairs),
-         f"{len(pairs)} grades in {took:.1f} s under {kills[0]} killed connections: {judgments} stored, {history} "
-         f"history rows; {again} key press(es) had to be repeated (one sentence on the page), none lost or doubled")
+    held(
+        "grading while PostgreSQL connections are killed",
+        judgments == history == len(pairs),
+        f"{len(pairs)} grades in {took:.1f} s under {kills[0]} killed connections: {judgments} stored, {history} "
+        f"history rows; {again} key press(es) had to be repeated (one sentence on the page), none lost or doubled",
+    )
     engine.dispose()
     admin.dispose()
     setup.dispose()

@@ -32,14 +32,23 @@ from eval_core.reliability.report import DEFAULT_METRIC  # noqa: E402
 def chart(report: ReliabilityReport, n_runs: int, n_queries: int) -> alt.LayerChart:
     """The page's ASL curve, titled with the example and its sentence, the α line named."""
     m, s = report.metrics[0], report.settings
-    label = alt.Chart(pd.DataFrame({"alpha": [s.alpha], "rank": [len(m.pairs)]})).mark_text(
-        align="right", dy=-7, color="firebrick", fontSize=12).encode(
-        x="rank:Q", y="alpha:Q", text=alt.value(f"α = {s.alpha:g}"))
+    label = (
+        alt.Chart(pd.DataFrame({"alpha": [s.alpha], "rank": [len(m.pairs)]}))
+        .mark_text(align="right", dy=-7, color="firebrick", fontSize=12)
+        .encode(x="rank:Q", y="alpha:Q", text=alt.value(f"α = {s.alpha:g}"))
+    )
     title = alt.TitleParams(
         f"ASL curve: {n_runs} runs × {n_queries:,} queries, {m.metric}",
-        subtitle=[f"{s.correction.label}, {s.resamples:,} resamples: {m.significant} of {len(m.pairs)} run pairs "
-                  f"below α = {s.alpha:g}", *textwrap.wrap(report.sentence(), 96)],
-        anchor="start", fontSize=14, subtitleFontSize=12, subtitlePadding=6)
+        subtitle=[
+            f"{s.correction.label}, {s.resamples:,} resamples: {m.significant} of {len(m.pairs)} run pairs "
+            f"below α = {s.alpha:g}",
+            *textwrap.wrap(report.sentence(), 96),
+        ],
+        anchor="start",
+        fontSize=14,
+        subtitleFontSize=12,
+        subtitlePadding=6,
+    )
     return (asl_chart(m, s.alpha) + label).properties(width=640, height=300, title=title)
 
 

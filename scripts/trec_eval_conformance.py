@@ -21,9 +21,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(argv: list[str]) -> int:
-    candidates = [Path(argv[0])] if argv else [Path("../shared/trec_eval_test"),
-                                                   ROOT.parent / "shared" / "trec_eval_test",
-                                                   ROOT.parent.parent / "shared" / "trec_eval_test"]
+    candidates = (
+        [Path(argv[0])]
+        if argv
+        else [
+            Path("../shared/trec_eval_test"),
+            ROOT.parent / "shared" / "trec_eval_test",
+            ROOT.parent.parent / "shared" / "trec_eval_test",
+        ]
+    )
     test_dir = next((c for c in candidates if (c / "QUICKTEST").is_file()), candidates[0]).resolve()
     lines = [ln for ln in (test_dir / "QUICKTEST").read_text().splitlines() if ln.strip()]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -43,9 +49,14 @@ def main(argv: list[str]) -> int:
                 print(f"{number:2}  identical  {command.strip()}")
                 continue
             print(f"{number:2}  differs    {command.strip()}  (exit {done.returncode})")
-            diff = difflib.unified_diff(expected.decode(errors="replace").splitlines(),
-                                        done.stdout.decode(errors="replace").splitlines(),
-                                        "expected", "qrelkit", n=0, lineterm="")
+            diff = difflib.unified_diff(
+                expected.decode(errors="replace").splitlines(),
+                done.stdout.decode(errors="replace").splitlines(),
+                "expected",
+                "qrelkit",
+                n=0,
+                lineterm="",
+            )
             for shown, text in enumerate(diff):
                 if shown >= 8:
                     print("      …")

@@ -141,8 +141,12 @@ def store_url(store_kind, tmp_path, request) -> str:
     with admin.begin() as conn:
         for table in tables:
             conn.execute(table.delete())
-        conn.execute(sa.text("SELECT setval(pg_get_serial_sequence(t, 'id'), 1, false) "
-                             "FROM unnest(CAST(:names AS text[])) AS t"), {"names": [t.name for t in tables]})
+        conn.execute(
+            sa.text(
+                "SELECT setval(pg_get_serial_sequence(t, 'id'), 1, false) FROM unnest(CAST(:names AS text[])) AS t"
+            ),
+            {"names": [t.name for t in tables]},
+        )
     admin.dispose()
     return url
 
@@ -178,31 +182,52 @@ def queue(engine, project):
     from db.accounts.users import create_user
     from db.store.models import Assignment, Fragment, Pair, Query
 
-    users = {name: create_user(engine, name, role, actor=OPERATOR).id
-             for name, role in (("ann1", "annotator"), ("ann2", "annotator"), ("boss", "lead"))}
+    users = {
+        name: create_user(engine, name, role, actor=OPERATOR).id
+        for name, role in (("ann1", "annotator"), ("ann2", "annotator"), ("boss", "lead"))
+    }
     pairs = {}
     with engine.begin() as conn:
         for q in range(1, 4):
-            conn.execute(sa.insert(Query.__table__).values(project_id=project.id, external_id=f"q{q}",
-                                                           text=f"query {q}", category="odd" if q % 2 else "even"))
+            conn.execute(
+                sa.insert(Query.__table__).values(
+                    project_id=project.id, external_id=f"q{q}", text=f"query {q}", category="odd" if q % 2 else "even"
+                )
+            )
         for f in range(1, 5):
-            conn.execute(sa.insert(Fragment.__table__).values(project_id=project.id, external_id=f"f{f}",
-                                                              text=f"fragment {f}", title=f"T{f}",
-                                                              content_hash=f"h{f}"))
+            conn.execute(
+                sa.insert(Fragment.__table__).values(
+                    project_id=project.id,
+                    external_id=f"f{f}",
+                    text=f"fragment {f}",
+                    title=f"T{f}",
+                    content_hash=f"h{f}",
+                )
+            )
         qid = dict(conn.execute(sa.select(Query.external_id, Query.id)).all())
         fid = dict(conn.execute(sa.select(Fragment.external_id, Fragment.id)).all())
         position = 0
         for q in range(1, 4):
             for f in range(1, 5):
-                pid = conn.execute(sa.insert(Pair.__table__).values(
-                    project_id=project.id, query_id=qid[f"q{q}"], fragment_id=fid[f"f{f}"],
-                    created_at=sa.func.now()).returning(Pair.__table__.c.id)).scalar_one()
+                pid = conn.execute(
+                    sa.insert(Pair.__table__)
+                    .values(
+                        project_id=project.id, query_id=qid[f"q{q}"], fragment_id=fid[f"f{f}"], created_at=sa.func.now()
+                    )
+                    .returning(Pair.__table__.c.id)
+                ).scalar_one()
                 pairs[(f"q{q}", f"f{f}")] = pid
                 position += 1
                 for user in ("ann1", "ann2"):
-                    conn.execute(sa.insert(Assignment.__table__).values(
-                        project_id=project.id, pair_id=pid, user_id=users[user], position=position,
-                        created_at=sa.func.now()))
+                    conn.execute(
+                        sa.insert(Assignment.__table__).values(
+                            project_id=project.id,
+                            pair_id=pid,
+                            user_id=users[user],
+                            position=position,
+                            created_at=sa.func.now(),
+                        )
+                    )
     return pairs
 
 

@@ -42,8 +42,14 @@ def run(argv: list[str]) -> tuple[int, str, str]:
 
 # --- Rows straight into the tables (store tests: the importers are tested elsewhere)
 
-def seed(engine, project_id: int, queries: dict[str, str], fragments: dict[str, str],
-         runs: dict[str, dict[str, list[str]]] | None = None) -> None:
+
+def seed(
+    engine,
+    project_id: int,
+    queries: dict[str, str],
+    fragments: dict[str, str],
+    runs: dict[str, dict[str, list[str]]] | None = None,
+) -> None:
     """Store queries, fragments and ranked runs straight into the tables (the importers are tested elsewhere)."""
     from sqlalchemy import select
 
@@ -57,11 +63,16 @@ def seed(engine, project_id: int, queries: dict[str, str], fragments: dict[str, 
             s.add(row)
             s.flush()
             qids[ext] = row.id
-        fids = {f.external_id: f.id for f in s.execute(select(Fragment)
-                                                       .where(Fragment.project_id == project_id)).scalars()}
+        fids = {
+            f.external_id: f.id for f in s.execute(select(Fragment).where(Fragment.project_id == project_id)).scalars()
+        }
         for ext, text in fragments.items():
-            row = Fragment(project_id=project_id, external_id=ext, text=text,
-                           content_hash=hashlib.sha256(text.encode()).hexdigest())
+            row = Fragment(
+                project_id=project_id,
+                external_id=ext,
+                text=text,
+                content_hash=hashlib.sha256(text.encode()).hexdigest(),
+            )
             s.add(row)
             s.flush()
             fids[ext] = row.id
@@ -71,9 +82,16 @@ def seed(engine, project_id: int, queries: dict[str, str], fragments: dict[str, 
             s.flush()
             for qext, docs in ranking.items():
                 for rank, doc in enumerate(docs, start=1):
-                    s.add(RunEntry(run_id=run.id, query_id=qids.get(qext) or _qid(s, project_id, qext),
-                                   doc_external_id=doc, fragment_id=fids.get(doc), rank=rank,
-                                   score=float(100 - rank)))
+                    s.add(
+                        RunEntry(
+                            run_id=run.id,
+                            query_id=qids.get(qext) or _qid(s, project_id, qext),
+                            doc_external_id=doc,
+                            fragment_id=fids.get(doc),
+                            rank=rank,
+                            score=float(100 - rank),
+                        )
+                    )
 
 
 def _qid(session, project_id: int, ext: str) -> int:
@@ -82,7 +100,9 @@ def _qid(session, project_id: int, ext: str) -> int:
 
     from db.store.models import Query
 
-    return session.execute(select(Query.id).where(Query.project_id == project_id, Query.external_id == ext)).scalar_one()
+    return session.execute(
+        select(Query.id).where(Query.project_id == project_id, Query.external_id == ext)
+    ).scalar_one()
 
 
 def pairs_of(engine, project_id: int) -> dict[tuple[str, str], tuple[list[str], int | None]]:
@@ -93,14 +113,21 @@ def pairs_of(engine, project_id: int) -> dict[tuple[str, str], tuple[list[str], 
     from db.store.models import Fragment, Pair, Query
 
     with session_scope(engine) as s:
-        rows = s.execute(select(Query.external_id, Fragment.external_id, Pair.sources, Pair.best_rank)
-                         .join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)
-                         .where(Pair.project_id == project_id)).all()
+        rows = s.execute(
+            select(Query.external_id, Fragment.external_id, Pair.sources, Pair.best_rank)
+            .join(Query, Query.id == Pair.query_id)
+            .join(Fragment, Fragment.id == Pair.fragment_id)
+            .where(Pair.project_id == project_id)
+        ).all()
     return {(q, f): (src, rank) for q, f, src, rank in rows}
 
 
-def judge(engine, project_id: int, grades: dict[tuple[str, str], dict[str, int | None]],
-          adjudications: dict[tuple[str, str], tuple[int, str, str]] | None = None) -> None:
+def judge(
+    engine,
+    project_id: int,
+    grades: dict[tuple[str, str], dict[str, int | None]],
+    adjudications: dict[tuple[str, str], tuple[int, str, str]] | None = None,
+) -> None:
     """Store judgments (and lead adjudications) for existing queries/fragments, creating users and pairs."""
     from sqlalchemy import select, update
 
@@ -108,6 +135,7 @@ def judge(engine, project_id: int, grades: dict[tuple[str, str], dict[str, int |
     from db.store.models import Adjudication, Fragment, Judgment, Pair, Query, User
 
     with session_scope(engine, write=True) as s:
+
         def user(name: str, role: str = "annotator") -> int:
             uid = s.execute(select(User.id).where(User.username == name)).scalar()
             if uid is None:
@@ -119,8 +147,9 @@ def judge(engine, project_id: int, grades: dict[tuple[str, str], dict[str, int |
 
         def pair(q: str, f: str) -> int:
             qid = s.execute(select(Query.id).where(Query.project_id == project_id, Query.external_id == q)).scalar_one()
-            fid = s.execute(select(Fragment.id).where(Fragment.project_id == project_id,
-                                                      Fragment.external_id == f)).scalar_one()
+            fid = s.execute(
+                select(Fragment.id).where(Fragment.project_id == project_id, Fragment.external_id == f)
+            ).scalar_one()
             pid = s.execute(select(Pair.id).where(Pair.query_id == qid, Pair.fragment_id == fid)).scalar()
             if pid is None:
                 row = Pair(project_id=project_id, query_id=qid, fragment_id=fid)
@@ -135,13 +164,23 @@ def judge(engine, project_id: int, grades: dict[tuple[str, str], dict[str, int |
                 uid = user(name)
                 old = s.execute(select(Judgment).where(Judgment.pair_id == pid, Judgment.user_id == uid)).scalar()
                 if old is None:
-                    s.add(Judgment(project_id=project_id, pair_id=pid, user_id=uid, grade=grade,
-                                   cant_judge_reason=None if grade is not None else "unreadable"))
+                    s.add(
+                        Judgment(
+                            project_id=project_id,
+                            pair_id=pid,
+                            user_id=uid,
+                            grade=grade,
+                            cant_judge_reason=None if grade is not None else "unreadable",
+                        )
+                    )
                 else:
                     s.execute(update(Judgment).where(Judgment.id == old.id).values(grade=grade))
         for (q, f), (grade, reason, lead) in (adjudications or {}).items():
-            s.add(Adjudication(project_id=project_id, pair_id=pair(q, f), grade=grade, reason=reason,
-                               user_id=user(lead, "lead")))
+            s.add(
+                Adjudication(
+                    project_id=project_id, pair_id=pair(q, f), grade=grade, reason=reason, user_id=user(lead, "lead")
+                )
+            )
 
 
 # --- The app's scripts for AppTest, and the annotator pages' small project (test_app_annotator and the pages
@@ -152,8 +191,12 @@ PAGES = ROOT / "annotator" / "app" / "screens"
 SCRIPT = "<script>alert(1)</script>"
 GUIDELINE = "# Tiny guideline\n\n3 answers fully; 2 partially; 1 mentions; 0 not relevant.\n"
 FRAGMENTS = [
-    {"id": "f1", "doc_id": "manual-devoluciones", "title": "Devoluciones",
-     "text": f"Plazo de 30 días. {SCRIPT} **no negrita** <b>x</b>"},
+    {
+        "id": "f1",
+        "doc_id": "manual-devoluciones",
+        "title": "Devoluciones",
+        "text": f"Plazo de 30 días. {SCRIPT} **no negrita** <b>x</b>",
+    },
     {"id": "f2", "title": "Envíos", "text": "Envíos en 24 horas."},
     {"id": "f3", "title": "Pagos", "text": "Pago con tarjeta."},
     {"id": "f4", "title": "Garantía", "text": "Dos años de garantía."},
@@ -165,8 +208,12 @@ def password(username: str) -> str:
     return f"{username}-password"
 
 
-def build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scale: tuple[int, int] = (0, 3),
-          labels: dict[int, str] | None = None) -> str:
+def build(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    scale: tuple[int, int] = (0, 3),
+    labels: dict[int, str] | None = None,
+) -> str:
     """A small project built through the store: 2 queries × 3 fragments, both annotators on every pair."""
     from db.accounts.permissions import OPERATOR
     from db.accounts.users import create_user
@@ -182,13 +229,26 @@ def build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scale: tuple[int, int
         create_user(engine, username, role, password(username), actor=OPERATOR)
     create_project(engine, "t", scale=scale, overlap=2, labels=labels, actor=OPERATOR)
     add_guideline(engine, "t", GUIDELINE, actor="lea")
-    import_queries(engine, "t", write_jsonl(tmp_path / "q.jsonl", [
-        {"id": "qa", "text": "plazo de devolución **internacional**"},
-        {"id": "qb", "text": "garantía de portátiles"}]), actor=OPERATOR)
+    import_queries(
+        engine,
+        "t",
+        write_jsonl(
+            tmp_path / "q.jsonl",
+            [
+                {"id": "qa", "text": "plazo de devolución **internacional**"},
+                {"id": "qb", "text": "garantía de portátiles"},
+            ],
+        ),
+        actor=OPERATOR,
+    )
     import_fragments(engine, "t", write_jsonl(tmp_path / "f.jsonl", FRAGMENTS), actor=OPERATOR)
-    (tmp_path / "r.run").write_text("".join(
-        f"{q} Q0 {d} {i} {10 - i} r\n" for q, docs in (("qa", "f1 f2 f3"), ("qb", "f4 f2 f3"))
-        for i, d in enumerate(docs.split(), 1)))
+    (tmp_path / "r.run").write_text(
+        "".join(
+            f"{q} Q0 {d} {i} {10 - i} r\n"
+            for q, docs in (("qa", "f1 f2 f3"), ("qb", "f4 f2 f3"))
+            for i, d in enumerate(docs.split(), 1)
+        )
+    )
     import_run(engine, "t", tmp_path / "r.run", name="r", actor=OPERATOR)
     pool(engine, "t", depth=10, actor=OPERATOR)
     assign(engine, "t", overlap=2, annotators=["ana", "ben"], actor=OPERATOR)
@@ -226,8 +286,28 @@ PROJECT = "shop"
 # R = {d3: 3, d7: 2, d12: 2, d20: 1}, the rest 0; the run ranks d5 d7 d11 d3 d2 d20 d9 d14 d1 d6.
 SEED_GRADES = {f"d{i}": 0 for i in range(1, 21)} | {"d3": 3, "d7": 2, "d12": 2, "d20": 1}
 SEED_RANKING = ["d5", "d7", "d11", "d3", "d2", "d20", "d9", "d14", "d1", "d6"]
-DENSE_RANKING = ["d3", "d12", "d7", "d20", "d4", "d8", "d10", "d13", "d15", "d16", "d17", "d18", "d19",
-                 "d1", "d2", "d5", "d6", "d9", "d11", "d14"]
+DENSE_RANKING = [
+    "d3",
+    "d12",
+    "d7",
+    "d20",
+    "d4",
+    "d8",
+    "d10",
+    "d13",
+    "d15",
+    "d16",
+    "d17",
+    "d18",
+    "d19",
+    "d1",
+    "d2",
+    "d5",
+    "d6",
+    "d9",
+    "d11",
+    "d14",
+]
 # d21 and d22 are never pooled: a run with them in its top 10 has judged@10 = 0.8 and holes to send.
 FRESH_RANKING = ["d21", "d22", "d3", "d7", "d12", "d20", "d1", "d2", "d4", "d5"]
 SCRIPT_TEXT = "<script>alert('x')</script> Returns: see the table"
@@ -261,16 +341,30 @@ def build_store(url: str) -> None:
     users.create_user(engine, "ben", "annotator", password="ben-pass", actor=OPERATOR)
     projects.create_project(engine, PROJECT, actor=OPERATOR)
     projects.add_guideline(engine, PROJECT, GUIDELINE_V1, actor="lea")
-    imports.import_queries(engine, PROJECT, write_jsonl(folder / "queries.jsonl", [
-        {"id": "q000", "text": "What is the return deadline for international orders?", "category": "returns"}]), actor=OPERATOR)
-    fragments = [{"id": d, "text": SCRIPT_TEXT if d == "d11" else f"Fragment {d} about orders."}
-                 for d in [*SEED_GRADES, "d21", "d22"]]
+    imports.import_queries(
+        engine,
+        PROJECT,
+        write_jsonl(
+            folder / "queries.jsonl",
+            [{"id": "q000", "text": "What is the return deadline for international orders?", "category": "returns"}],
+        ),
+        actor=OPERATOR,
+    )
+    fragments = [
+        {"id": d, "text": SCRIPT_TEXT if d == "d11" else f"Fragment {d} about orders."}
+        for d in [*SEED_GRADES, "d21", "d22"]
+    ]
     imports.import_fragments(engine, PROJECT, write_jsonl(folder / "fragments.jsonl", fragments), actor=OPERATOR)
-    imports.import_run(engine, PROJECT, write_run(folder / "baseline.run", SEED_RANKING, "baseline"),
-                       name="baseline", actor=OPERATOR)
-    imports.import_run(engine, PROJECT, write_run(folder / "dense.run", DENSE_RANKING, "dense"), name="dense", actor=OPERATOR)
+    imports.import_run(
+        engine, PROJECT, write_run(folder / "baseline.run", SEED_RANKING, "baseline"), name="baseline", actor=OPERATOR
+    )
+    imports.import_run(
+        engine, PROJECT, write_run(folder / "dense.run", DENSE_RANKING, "dense"), name="dense", actor=OPERATOR
+    )
     pooling.pool(engine, PROJECT, 20, runs=["baseline", "dense"], bm25=0, actor=OPERATOR)
-    imports.import_run(engine, PROJECT, write_run(folder / "fresh.run", FRESH_RANKING, "fresh"), name="fresh", actor=OPERATOR)
+    imports.import_run(
+        engine, PROJECT, write_run(folder / "fresh.run", FRESH_RANKING, "fresh"), name="fresh", actor=OPERATOR
+    )
     assignment.assign(engine, PROJECT, overlap=2, annotators=["ana", "ben"], actor=OPERATOR)
     for who, grade_of in (("ana", lambda g: g), ("ben", ben_grade)):
         while (pair := judging.next_pair(engine, PROJECT, who)) is not None:
@@ -337,6 +431,7 @@ def shown(markdown: str) -> str:
 
 # --- Disputes among people, as the tests count them
 
+
 def human_disputes(engine) -> list[tuple[str, str, int, int]]:
     """(query, fragment, lowest grade, spread) of every pair whose people gave different grades, read straight
     from the judgments table (model judges and can't-judge left out), widest spread first: the tests' own count,
@@ -346,16 +441,21 @@ def human_disputes(engine) -> list[tuple[str, str, int, int]]:
     from db.store.models import Fragment, Judgment, Pair, Query, User
 
     with engine.connect() as conn:
-        rows = conn.execute(sa.select(Query.external_id, Fragment.external_id, Judgment.grade)
-                            .select_from(Judgment).join(Pair, Pair.id == Judgment.pair_id)
-                            .join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)
-                            .join(User, User.id == Judgment.user_id)
-                            .where(User.kind == "human", Judgment.grade.is_not(None))).all()
+        rows = conn.execute(
+            sa.select(Query.external_id, Fragment.external_id, Judgment.grade)
+            .select_from(Judgment)
+            .join(Pair, Pair.id == Judgment.pair_id)
+            .join(Query, Query.id == Pair.query_id)
+            .join(Fragment, Fragment.id == Pair.fragment_id)
+            .join(User, User.id == Judgment.user_id)
+            .where(User.kind == "human", Judgment.grade.is_not(None))
+        ).all()
     grades: dict[tuple[str, str], list[int]] = {}
     for q, f, g in rows:
         grades.setdefault((q, f), []).append(g)
-    return sorted(((q, f, min(g), max(g) - min(g)) for (q, f), g in grades.items() if max(g) > min(g)),
-                  key=lambda row: -row[3])
+    return sorted(
+        ((q, f, min(g), max(g) - min(g)) for (q, f), g in grades.items() if max(g) > min(g)), key=lambda row: -row[3]
+    )
 
 
 # --- A 1–3 project (browser/test_scale_evaluate_browser.py, test_app_seams.py): its lowest grade, "off topic",
@@ -382,13 +482,25 @@ def build_scale_project(db_url: str, folder: Path) -> None:
     create_project(engine, SCALE_PROJECT, scale=(1, 3), actor=OPERATOR)
     docs = {q: [f"{q}-d{j}" for j in range(6)] for q in SCALE_QUERIES}
 
-    import_queries(engine, SCALE_PROJECT, write_jsonl(folder / "q.jsonl", [{"id": q, "text": f"pregunta {q}"}
-                                                                           for q in SCALE_QUERIES]), actor=OPERATOR)
-    import_fragments(engine, SCALE_PROJECT, write_jsonl(folder / "f.jsonl", [{"id": d, "text": f"texto {d}"}
-                                                                             for ds in docs.values() for d in ds]),
-                     actor=OPERATOR)
-    judged = [{"query_id": q, "fragment_id": d, "annotator": who, "grade": grade}
-              for q, ds in docs.items() for d in ds for grade in [rng.choice((1, 1, 2, 3))] for who in ("ann", "bob")]
+    import_queries(
+        engine,
+        SCALE_PROJECT,
+        write_jsonl(folder / "q.jsonl", [{"id": q, "text": f"pregunta {q}"} for q in SCALE_QUERIES]),
+        actor=OPERATOR,
+    )
+    import_fragments(
+        engine,
+        SCALE_PROJECT,
+        write_jsonl(folder / "f.jsonl", [{"id": d, "text": f"texto {d}"} for ds in docs.values() for d in ds]),
+        actor=OPERATOR,
+    )
+    judged = [
+        {"query_id": q, "fragment_id": d, "annotator": who, "grade": grade}
+        for q, ds in docs.items()
+        for d in ds
+        for grade in [rng.choice((1, 1, 2, 3))]
+        for who in ("ann", "bob")
+    ]
     import_judgments(engine, SCALE_PROJECT, write_jsonl(folder / "j.jsonl", judged), actor=OPERATOR)
     lines = []
     for q, ds in docs.items():

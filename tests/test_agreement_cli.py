@@ -21,15 +21,24 @@ def judgments(tmp_path: Path) -> Path:
     lines = []
     for u, unit in enumerate(HAYES.split("|")):
         for o, v in enumerate(unit.split()):
-            lines.append({"query_id": f"q{u % 5}", "fragment_id": f"u{u}", "annotator": f"obs{o + 1}",
-                          "grade": None if v == "." else int(v), "category": "news", "note": "sure" if u == 6 else ""})
+            lines.append(
+                {
+                    "query_id": f"q{u % 5}",
+                    "fragment_id": f"u{u}",
+                    "annotator": f"obs{o + 1}",
+                    "grade": None if v == "." else int(v),
+                    "category": "news",
+                    "note": "sure" if u == 6 else "",
+                }
+            )
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     return path
 
 
 def test_json_output(judgments: Path) -> None:
-    code, out, _ = run(["agreement", str(judgments), "--format", "json", "--bootstrap", "100", "--seed", "3",
-                        "--by", "category"])
+    code, out, _ = run(
+        ["agreement", str(judgments), "--format", "json", "--bootstrap", "100", "--seed", "3", "--by", "category"]
+    )
     assert code == 0
     data = json.loads(out)
     mat = np.array([[np.nan if v == "." else float(v) for v in unit.split()] for unit in HAYES.split("|")]).T
@@ -39,8 +48,11 @@ def test_json_output(judgments: Path) -> None:
     assert data["alpha"]["ordinal"]["ci"] is not None
     assert data["diagnostics"]["by"]["groups"][0]["group"] == "news"
     assert data["assessment"]["threshold"] == 0.6
-    again = json.loads(run(["agreement", str(judgments), "--format", "json", "--bootstrap", "100", "--seed", "3",
-                            "--by", "category"])[1])
+    again = json.loads(
+        run(["agreement", str(judgments), "--format", "json", "--bootstrap", "100", "--seed", "3", "--by", "category"])[
+            1
+        ]
+    )
     assert again == data
 
 
@@ -48,9 +60,21 @@ def test_a_handful_of_queries_gets_no_interval_but_says_why(tmp_path: Path) -> N
     # The same 10 units over 2 queries: a query-clustered bootstrap has only 3 distinct resamples of 2 clusters,
     # so no CI is printed; the value stays, and the report says why there is no interval.
     path = tmp_path / "two.jsonl"
-    path.write_text("".join(json.dumps({"query_id": f"q{u % 2}", "fragment_id": f"u{u}", "annotator": f"obs{o}",
-                                        "grade": None if v == "." else int(v)}) + "\n"
-                            for u, unit in enumerate(HAYES.split("|")) for o, v in enumerate(unit.split())))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "query_id": f"q{u % 2}",
+                    "fragment_id": f"u{u}",
+                    "annotator": f"obs{o}",
+                    "grade": None if v == "." else int(v),
+                }
+            )
+            + "\n"
+            for u, unit in enumerate(HAYES.split("|"))
+            for o, v in enumerate(unit.split())
+        )
+    )
     data = json.loads(run(["agreement", str(path), "--format", "json", "--bootstrap", "100"])[1])
     assert data["alpha"]["ordinal"]["value"] is not None and data["alpha"]["ordinal"]["ci"] is None
     assert data["bootstrap"]["status"].startswith("no CIs: 2 queries, too few to resample")
@@ -59,11 +83,20 @@ def test_a_handful_of_queries_gets_no_interval_but_says_why(tmp_path: Path) -> N
 
 
 def test_table_output_shows_paradox_columns(judgments: Path) -> None:
-    code, out, _ = run(["agreement", str(judgments), "--bootstrap", "50", "--level", "interval",
-                        "--threshold", "0.9"])
+    code, out, _ = run(["agreement", str(judgments), "--bootstrap", "50", "--level", "interval", "--threshold", "0.9"])
     assert code == 0
-    for needle in ("grade prevalence", "Raw agreement", "Krippendorff α (interval) *", "Gwet AC1", "Gwet AC2 (quadratic)",
-                   "Fleiss κ", "α at boundary 1|2", "Cohen's κ per annotator pair", "most disputed pairs", "verdict"):
+    for needle in (
+        "grade prevalence",
+        "Raw agreement",
+        "Krippendorff α (interval) *",
+        "Gwet AC1",
+        "Gwet AC2 (quadratic)",
+        "Fleiss κ",
+        "α at boundary 1|2",
+        "Cohen's κ per annotator pair",
+        "most disputed pairs",
+        "verdict",
+    ):
         assert needle in out
 
 
@@ -113,12 +146,21 @@ def test_cross_check_on_a_one_to_five_scale(tmp_path: Path) -> None:
     """Grades 1–4 of a 1–5 scale: the references get the whole scale (value_domain, labels) and still agree."""
     rng = np.random.default_rng(2)
     truth = rng.integers(1, 5, 60)
-    rows = [{"query_id": f"q{u % 6}", "fragment_id": f"f{u}", "annotator": f"a{a}",
-             "grade": int(np.clip(truth[u] + rng.integers(-1, 2), 1, 4))} for u in range(60) for a in range(3)]
+    rows = [
+        {
+            "query_id": f"q{u % 6}",
+            "fragment_id": f"f{u}",
+            "annotator": f"a{a}",
+            "grade": int(np.clip(truth[u] + rng.integers(-1, 2), 1, 4)),
+        }
+        for u in range(60)
+        for a in range(3)
+    ]
     path = tmp_path / "five.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    code, out, _ = run(["agreement", str(path), "--scale", "1-5", "--bootstrap", "0", "--cross-check",
-                        "--format", "json"])
+    code, out, _ = run(
+        ["agreement", str(path), "--scale", "1-5", "--bootstrap", "0", "--cross-check", "--format", "json"]
+    )
     data = json.loads(out)
     assert code == 0 and all(c["agrees"] for c in data["cross_check"])
     assert set(data["cuts"]) == {"2", "3", "4", "5"}

@@ -24,12 +24,14 @@ NAN = np.nan
 # Krippendorff, K. (2011) "Computing Krippendorff's Alpha-Reliability", section C: 4 observers × 12 units,
 # values 1–5, missing data. Published: nominal 0.743, ordinal 0.815, interval 0.849. The same matrix is
 # irrCAC's `cac.raw4raters` (units as rows there).
-KRIPP_2011 = np.array([
-    [1, 2, 3, 3, 2, 1, 4, 1, 2, NAN, NAN, NAN],
-    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, NAN, 3],
-    [NAN, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, NAN],
-    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, NAN],
-])
+KRIPP_2011 = np.array(
+    [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, NAN, NAN, NAN],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, NAN, 3],
+        [NAN, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, NAN],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, NAN],
+    ]
+)
 
 # Hayes, A. F. & Krippendorff, K. (2007) "Answering the call for a standard reliability measure for coding
 # data", Communication Methods and Measures 1(1), Table 1: 40 news articles × 5 observers, tone 0–3, "." missing.
@@ -83,7 +85,8 @@ def test_package_default_level_is_interval_not_ordinal() -> None:
     """The package's default is interval; our default is ordinal (DESIGN.md)."""
     data = hayes_2007()
     assert krippendorff.alpha(data, value_domain=[0, 1, 2, 3]) == pytest.approx(
-        krippendorff_alpha(data, "interval").value, abs=1e-12)
+        krippendorff_alpha(data, "interval").value, abs=1e-12
+    )
     assert krippendorff_alpha(data).value == pytest.approx(0.7598, abs=5e-5)
 
 
@@ -107,8 +110,18 @@ def test_weighted_kappa_published_tables() -> None:
 
 def test_fleiss_wikipedia_example() -> None:
     """Wikipedia "Fleiss' kappa" worked example: 10 subjects × 14 raters × 5 categories → κ = 0.210."""
-    table = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-             [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
+    table = [
+        [0, 0, 0, 0, 14],
+        [0, 2, 6, 4, 2],
+        [0, 0, 3, 5, 6],
+        [0, 3, 9, 2, 0],
+        [2, 2, 8, 1, 1],
+        [7, 7, 0, 0, 0],
+        [3, 2, 6, 3, 0],
+        [2, 5, 3, 2, 2],
+        [6, 5, 2, 1, 0],
+        [0, 2, 2, 3, 7],
+    ]
     data = np.array([[c for c, n in enumerate(row, start=1) for _ in range(n)] for row in table], dtype=float).T
     assert data.shape == (14, 10)
     assert fleiss_kappa(data, scale=(1, 5)).value == pytest.approx(0.210, abs=5e-4)
@@ -127,9 +140,23 @@ def test_gwet_irrcac_raw4raters() -> None:
 def test_gwet_irrcac_distrib_6raters() -> None:
     """irrCAC README, distrib.6raters (15 subjects × 6 raters × 5 categories): AC1 0.4448007, Fleiss 0.4139265;
     weighting vignette: AC2 quadratic 0.4837438."""
-    dist = [[0, 0, 0, 6, 0], [0, 3, 0, 0, 3], [0, 1, 4, 0, 1], [0, 0, 0, 0, 6], [0, 3, 0, 3, 0],
-            [2, 0, 4, 0, 0], [0, 0, 4, 0, 2], [2, 0, 3, 1, 0], [2, 0, 0, 4, 0], [0, 0, 0, 0, 6],
-            [1, 0, 0, 5, 0], [1, 1, 0, 4, 0], [0, 3, 3, 0, 0], [1, 0, 0, 5, 0], [0, 2, 0, 3, 1]]
+    dist = [
+        [0, 0, 0, 6, 0],
+        [0, 3, 0, 0, 3],
+        [0, 1, 4, 0, 1],
+        [0, 0, 0, 0, 6],
+        [0, 3, 0, 3, 0],
+        [2, 0, 4, 0, 0],
+        [0, 0, 4, 0, 2],
+        [2, 0, 3, 1, 0],
+        [2, 0, 0, 4, 0],
+        [0, 0, 0, 0, 6],
+        [1, 0, 0, 5, 0],
+        [1, 1, 0, 4, 0],
+        [0, 3, 3, 0, 0],
+        [1, 0, 0, 5, 0],
+        [0, 2, 0, 3, 1],
+    ]
     data = np.array([[c for c, n in enumerate(row, start=1) for _ in range(n)] for row in dist], dtype=float).T
     assert gwet_ac(data, "unweighted", (1, 5)).value == pytest.approx(0.4448007, abs=5e-8)
     assert fleiss_kappa(data, (1, 5)).value == pytest.approx(0.4139265, abs=5e-8)
@@ -159,8 +186,9 @@ def test_kappa_matches_sklearn_full_label_set(seed: int, weights: str) -> None:
     data = _random_matrix(rng, 2, 40, 0.2)
     both = ~np.isnan(data).any(axis=0)
     ours = cohen_kappa(data[0], data[1], weights)
-    expected = cohen_kappa_score(data[0, both], data[1, both], labels=[0, 1, 2, 3],
-                                 weights=None if weights == "unweighted" else weights)
+    expected = cohen_kappa_score(
+        data[0, both], data[1, both], labels=[0, 1, 2, 3], weights=None if weights == "unweighted" else weights
+    )
     if np.isnan(expected):
         assert ours.value is None
     else:

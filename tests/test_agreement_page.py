@@ -30,8 +30,11 @@ def grades(annotators: list[str], scale: tuple[int, int], seed: int) -> list[dic
         for f in range(8):
             truth = int(rng.integers(low, high + 1))
             for annotator in annotators:
-                grade = (int(rng.integers(low, high + 1)) if annotator == MARKDOWN_NAME else
-                         int(np.clip(truth + rng.choice([-1, 0, 1], p=[0.1, 0.8, 0.1]), low, high)))
+                grade = (
+                    int(rng.integers(low, high + 1))
+                    if annotator == MARKDOWN_NAME
+                    else int(np.clip(truth + rng.choice([-1, 0, 1], p=[0.1, 0.8, 0.1]), low, high))
+                )
                 rows.append({"query_id": query, "fragment_id": f"f{q}_{f}", "annotator": annotator, "grade": grade})
     return rows
 
@@ -46,8 +49,13 @@ def matrix(rows: list[dict], annotators: list[str]) -> np.ndarray:
     return out
 
 
-def page_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, annotators: list[str], scale: tuple[int, int],
-             labels: dict[int, str]) -> tuple[AppTest, list[dict]]:
+def page_for(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    annotators: list[str],
+    scale: tuple[int, int],
+    labels: dict[int, str],
+) -> tuple[AppTest, list[dict]]:
     """A project on `scale` whose judgments come in through the store's import, and its Agreement page run."""
     from annotator.app.session import TOKEN_KEY
     from db import imports, projects
@@ -61,10 +69,22 @@ def page_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, annotators: list[s
     lead = users.create_user(engine, LEAD, "lead", password="lead-password-1", actor=OPERATOR)
     projects.create_project(engine, "scaled", scale=scale, threshold=0.99, labels=labels, actor=OPERATOR)
     rows = grades(annotators, scale, seed=scale[1] + len(annotators))
-    imports.import_queries(engine, "scaled", write_jsonl(tmp_path / "q.jsonl", [
-        {"id": q, "text": f"query {q}"} for q in sorted({r["query_id"] for r in rows})]), actor=OPERATOR)
-    imports.import_fragments(engine, "scaled", write_jsonl(tmp_path / "f.jsonl", [
-        {"id": f, "text": f"fragment {f}"} for f in sorted({r["fragment_id"] for r in rows})]), actor=OPERATOR)
+    imports.import_queries(
+        engine,
+        "scaled",
+        write_jsonl(
+            tmp_path / "q.jsonl", [{"id": q, "text": f"query {q}"} for q in sorted({r["query_id"] for r in rows})]
+        ),
+        actor=OPERATOR,
+    )
+    imports.import_fragments(
+        engine,
+        "scaled",
+        write_jsonl(
+            tmp_path / "f.jsonl", [{"id": f, "text": f"fragment {f}"} for f in sorted({r["fragment_id"] for r in rows})]
+        ),
+        actor=OPERATOR,
+    )
     imports.import_judgments(engine, "scaled", write_jsonl(tmp_path / "j.jsonl", rows), actor=OPERATOR)
     monkeypatch.setenv("QRELKIT_DB_URL", url)
     at = AppTest.from_file(str(PAGE), default_timeout=120)
@@ -86,8 +106,12 @@ def expected_kappa(mat: np.ndarray, scale: tuple[int, int], weights: str | None)
 
 CASES = [
     pytest.param(["ana", MARKDOWN_NAME], (1, 3), {1: "Partly", 2: "Mostly", 3: "Fully"}, id="1-3, two annotators"),
-    pytest.param(["ana", "bob", MARKDOWN_NAME], (1, 5), {1: "No", 2: "Barely", 3: "Partly", 4: "Mostly", 5: "Fully"},
-                 id="1-5, three annotators"),
+    pytest.param(
+        ["ana", "bob", MARKDOWN_NAME],
+        (1, 5),
+        {1: "No", 2: "Barely", 3: "Partly", 4: "Mostly", 5: "Fully"},
+        id="1-5, three annotators",
+    ),
 ]
 
 
@@ -100,9 +124,11 @@ def test_kappa_and_alpha_come_first_on_any_scale(tmp_path, monkeypatch, annotato
     mat = matrix(rows, annotators)
     alpha = krippendorff.alpha(mat, level_of_measurement="ordinal", value_domain=list(range(scale[0], scale[1] + 1)))
     metrics = [(m.label, m.value) for m in at.metric]
-    assert metrics[:3] == [("Cohen's κ, weighted", f"{expected_kappa(mat, scale, 'quadratic'):.2f}"),
-                           ("Cohen's κ, unweighted", f"{expected_kappa(mat, scale, None):.2f}"),
-                           ("Krippendorff's α", f"{alpha:.2f}")]
+    assert metrics[:3] == [
+        ("Cohen's κ, weighted", f"{expected_kappa(mat, scale, 'quadratic'):.2f}"),
+        ("Cohen's κ, unweighted", f"{expected_kappa(mat, scale, None):.2f}"),
+        ("Krippendorff's α", f"{alpha:.2f}"),
+    ]
     assert all(c.value.startswith("95% CI ") for c in at.caption[:3])
     cuts = at.dataframe[1].value.set_index("coefficient")
     assert list(cuts.index) == [f"α at boundary {g - 1}|{g}" for g in range(scale[0] + 1, scale[1] + 1)]
@@ -124,8 +150,9 @@ def test_user_strings_never_reach_markdown(tmp_path, monkeypatch, annotators, sc
     texts = "\n".join(t.value for t in at.text)
     assert f"without {MARKDOWN_NAME} α would be" in texts
     assert HTML_QUERY in texts
-    rendered = [e.value for kind in ("markdown", "caption", "error", "warning", "info", "success")
-                for e in at.get(kind)] + [m.label for m in at.metric]
+    rendered = [
+        e.value for kind in ("markdown", "caption", "error", "warning", "info", "success") for e in at.get(kind)
+    ] + [m.label for m in at.metric]
     for planted in (MARKDOWN_NAME, HTML_QUERY, "](http"):
         assert not any(planted in value for value in rendered), planted
 
@@ -137,8 +164,14 @@ def test_headline_of_a_single_annotator_says_why_instead_of_a_number() -> None:
     from annotator.app.components import agreement as views_agreement
     from eval_core.agreement.report import agreement_report
 
-    frame = pd.DataFrame({"query_id": ["q1", "q2"], "fragment_id": ["a", "b"], "annotator": ["ana", "ana"],
-                          "grade": pd.array([0, 3], dtype="Int64")})
+    frame = pd.DataFrame(
+        {
+            "query_id": ["q1", "q2"],
+            "fragment_id": ["a", "b"],
+            "annotator": ["ana", "ana"],
+            "grade": pd.array([0, 3], dtype="Int64"),
+        }
+    )
     report = agreement_report(frame, bootstrap=50)
     tiles = views_agreement.headline(report)
     assert [(t.value, t.caption.split(" · ")[0]) for t in tiles] == [("—", "undefined: one annotator")] * 3
@@ -155,8 +188,13 @@ def test_headline_without_a_ci_gives_the_reports_reason() -> None:
     from eval_core.agreement.report import MIN_CI_QUERIES, agreement_report
 
     grades = {"ana": [0, 1, 2, 3, 0, 1, 2, 3], "ben": [0, 1, 2, 2, 0, 1, 3, 3]}
-    frame = pd.DataFrame([{"query_id": f"q{i // 2}", "fragment_id": f"d{i}", "annotator": who, "grade": g}
-                          for who, row in grades.items() for i, g in enumerate(row)])
+    frame = pd.DataFrame(
+        [
+            {"query_id": f"q{i // 2}", "fragment_id": f"d{i}", "annotator": who, "grade": g}
+            for who, row in grades.items()
+            for i, g in enumerate(row)
+        ]
+    )
     frame["grade"] = frame["grade"].astype("Int64")
     report = agreement_report(frame, bootstrap=200)
     assert MIN_CI_QUERIES == 5 and report.alpha["ordinal"].value is not None and report.alpha["ordinal"].ci is None

@@ -24,9 +24,16 @@ from eval_core.agreement.types import (
 DOMAIN = [0, 1, 2, 3]
 
 
-def make_judgments(seed: int, queries: int = 12, per_query: int = 8, annotators: int = 4,
-                   absent: float = 0.2, cant: float = 0.05, prevalence=(0.4, 0.25, 0.2, 0.15),
-                   noise: float = 1.0) -> pd.DataFrame:
+def make_judgments(
+    seed: int,
+    queries: int = 12,
+    per_query: int = 8,
+    annotators: int = 4,
+    absent: float = 0.2,
+    cant: float = 0.05,
+    prevalence=(0.4, 0.25, 0.2, 0.15),
+    noise: float = 1.0,
+) -> pd.DataFrame:
     """Seeded judgments with absent records and can't-judge grades (None); `noise` = chance of a ±1 slip draw."""
     rng = np.random.default_rng(seed)
     rows = []
@@ -46,8 +53,9 @@ def make_judgments(seed: int, queries: int = 12, per_query: int = 8, annotators:
 
 def matrix(frame: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
     """Annotators × units matrix (NaN = absent or can't judge), built independently with pandas pivot."""
-    pivot = frame.pivot_table(index="annotator", columns=["query_id", "fragment_id"], values="grade",
-                              aggfunc="first", dropna=False)
+    pivot = frame.pivot_table(
+        index="annotator", columns=["query_id", "fragment_id"], values="grade", aggfunc="first", dropna=False
+    )
     return pivot.to_numpy(dtype=float, na_value=np.nan), list(pivot.index)
 
 
@@ -64,14 +72,29 @@ def report(judgments: pd.DataFrame) -> AgreementReport:
 def test_json_shape_is_the_documented_one(report: AgreementReport) -> None:
     text = json.dumps(report.to_dict(), allow_nan=False)
     data = json.loads(text)
-    for key in ("n_units", "n_annotators", "raw_agreement", "alpha", "fleiss_kappa", "ac1", "ac2", "kappa", "cuts",
-                "assessment"):
+    for key in (
+        "n_units",
+        "n_annotators",
+        "raw_agreement",
+        "alpha",
+        "fleiss_kappa",
+        "ac1",
+        "ac2",
+        "kappa",
+        "cuts",
+        "assessment",
+    ):
         assert key in data
     assert set(data["alpha"]) == {"ordinal", "nominal", "interval"}
     assert set(data["ac2"]) == {"linear", "quadratic"}
     assert set(data["cuts"]) == {"1", "2", "3"}
-    for c in [*data["alpha"].values(), data["fleiss_kappa"], data["ac1"], *data["ac2"].values(),
-              *data["cuts"].values()]:
+    for c in [
+        *data["alpha"].values(),
+        data["fleiss_kappa"],
+        data["ac1"],
+        *data["ac2"].values(),
+        *data["cuts"].values(),
+    ]:
         assert set(c) == {"value", "ci", "status"} and c["status"] == "ok"
         assert c["ci"][0] <= c["value"] <= c["ci"][1]
     for k in data["kappa"]:
@@ -96,8 +119,9 @@ def test_pairwise_kappa_matches_sklearn(judgments: pd.DataFrame, report: Agreeme
         confusion = pd.crosstab(pd.Categorical(x[both], DOMAIN), pd.Categorical(y[both], DOMAIN), dropna=False)
         assert entry.confusion == confusion.to_numpy().tolist()
         for kind in ("unweighted", "linear", "quadratic"):
-            expected = cohen_kappa_score(x[both], y[both], labels=DOMAIN,
-                                         weights=None if kind == "unweighted" else kind)
+            expected = cohen_kappa_score(
+                x[both], y[both], labels=DOMAIN, weights=None if kind == "unweighted" else kind
+            )
             assert entry.kappa[kind].value == pytest.approx(expected, abs=1e-9)
 
 
@@ -132,9 +156,14 @@ def test_by_query_and_leave_one_out_match_package(judgments: pd.DataFrame, repor
 
 def test_grade_bias_by_hand() -> None:
     """a grades 3,3; b grades 1,2; c grades 2 on the first pair: a's bias = mean(3-1.5, 3-2) = 1.25."""
-    frame = pd.DataFrame({"query_id": ["q"] * 5, "fragment_id": ["x", "x", "x", "y", "y"],
-                          "annotator": ["a", "b", "c", "a", "b"],
-                          "grade": pd.array([3, 1, 2, 3, 2], dtype="Int64")})
+    frame = pd.DataFrame(
+        {
+            "query_id": ["q"] * 5,
+            "fragment_id": ["x", "x", "x", "y", "y"],
+            "annotator": ["a", "b", "c", "a", "b"],
+            "grade": pd.array([3, 1, 2, 3, 2], dtype="Int64"),
+        }
+    )
     bias = {r.annotator: r for r in agreement_report(frame, bootstrap=0).diagnostics.bias}
     assert bias["a"].bias == pytest.approx(1.25)
     assert bias["a"].mean_grade == pytest.approx(3.0)
@@ -143,10 +172,15 @@ def test_grade_bias_by_hand() -> None:
 
 
 def test_disputed_pairs_carry_every_grade_and_note() -> None:
-    frame = pd.DataFrame({"query_id": ["q1"] * 6, "fragment_id": ["x", "x", "x", "y", "y", "z"],
-                          "annotator": ["a", "b", "c", "a", "b", "a"],
-                          "grade": pd.array([0, 3, None, 1, 2, 3], dtype="Int64"),
-                          "note": ["no answer", "exact answer", "broken page", None, None, None]})
+    frame = pd.DataFrame(
+        {
+            "query_id": ["q1"] * 6,
+            "fragment_id": ["x", "x", "x", "y", "y", "z"],
+            "annotator": ["a", "b", "c", "a", "b", "a"],
+            "grade": pd.array([0, 3, None, 1, 2, 3], dtype="Int64"),
+            "note": ["no answer", "exact answer", "broken page", None, None, None],
+        }
+    )
     disputed = agreement_report(frame, bootstrap=0).diagnostics.disputed_pairs
     assert [(d.fragment_id, d.spread) for d in disputed] == [("x", 3), ("y", 1)]
     assert disputed[0].grades == {"a": 0, "b": 3, "c": None}
@@ -155,10 +189,17 @@ def test_disputed_pairs_carry_every_grade_and_note() -> None:
 
 def test_invariant_to_shuffling_and_single_graded_units(judgments: pd.DataFrame, report: AgreementReport) -> None:
     shuffled = judgments.sample(frac=1.0, random_state=11).reset_index(drop=True)
-    renamed = shuffled.assign(annotator=shuffled["annotator"].map(
-        {"ann0": "zed", "ann1": "amy", "ann2": "kim", "ann3": "bob"}))
-    extra = pd.DataFrame({"query_id": ["q0", "q3", "q99"], "fragment_id": ["solo1", "solo2", "solo3"],
-                          "annotator": ["ann1", "ann2", "ann0"], "grade": pd.array([3, 0, 1], dtype="Int64")})
+    renamed = shuffled.assign(
+        annotator=shuffled["annotator"].map({"ann0": "zed", "ann1": "amy", "ann2": "kim", "ann3": "bob"})
+    )
+    extra = pd.DataFrame(
+        {
+            "query_id": ["q0", "q3", "q99"],
+            "fragment_id": ["solo1", "solo2", "solo3"],
+            "annotator": ["ann1", "ann2", "ann0"],
+            "grade": pd.array([3, 0, 1], dtype="Int64"),
+        }
+    )
     padded = pd.concat([renamed, extra.assign(annotator=["amy", "kim", "zed"])], ignore_index=True)
     for frame in (shuffled, renamed, padded):
         other = agreement_report(frame, bootstrap=0)
@@ -201,15 +242,37 @@ def test_reweighting_equals_resampling_queries(judgments: pd.DataFrame) -> None:
 
 
 def test_degenerate_sets_are_undefined_never_nan() -> None:
-    one = pd.DataFrame({"query_id": ["q", "q"], "fragment_id": ["a", "b"], "annotator": ["x", "x"],
-                        "grade": pd.array([0, 3], dtype="Int64")})
-    disjoint = pd.DataFrame({"query_id": ["q", "q"], "fragment_id": ["a", "b"], "annotator": ["x", "y"],
-                             "grade": pd.array([0, 3], dtype="Int64")})
-    flat = pd.DataFrame({"query_id": ["q", "q", "r", "r"], "fragment_id": ["a", "a", "b", "b"],
-                         "annotator": ["x", "y", "x", "y"], "grade": pd.array([2, 2, 2, 2], dtype="Int64")})
+    one = pd.DataFrame(
+        {
+            "query_id": ["q", "q"],
+            "fragment_id": ["a", "b"],
+            "annotator": ["x", "x"],
+            "grade": pd.array([0, 3], dtype="Int64"),
+        }
+    )
+    disjoint = pd.DataFrame(
+        {
+            "query_id": ["q", "q"],
+            "fragment_id": ["a", "b"],
+            "annotator": ["x", "y"],
+            "grade": pd.array([0, 3], dtype="Int64"),
+        }
+    )
+    flat = pd.DataFrame(
+        {
+            "query_id": ["q", "q", "r", "r"],
+            "fragment_id": ["a", "a", "b", "b"],
+            "annotator": ["x", "y", "x", "y"],
+            "grade": pd.array([2, 2, 2, 2], dtype="Int64"),
+        }
+    )
     cant = disjoint.assign(fragment_id=["a", "a"], grade=pd.array([None, None], dtype="Int64"))
-    cases = [(one, "undefined: one annotator"), (disjoint, "undefined: no overlapping pairs"),
-             (flat, "undefined: no variation"), (cant, "undefined: one annotator")]
+    cases = [
+        (one, "undefined: one annotator"),
+        (disjoint, "undefined: no overlapping pairs"),
+        (flat, "undefined: no variation"),
+        (cant, "undefined: one annotator"),
+    ]
     for frame, status in cases:
         report = agreement_report(frame, bootstrap=50)
         data = json.loads(json.dumps(report.to_dict(), allow_nan=False))
@@ -222,8 +285,9 @@ def test_degenerate_sets_are_undefined_never_nan() -> None:
     assert flat_report.kappa[0].kappa["unweighted"].status == "undefined: no variation"
     assert all(c.status == "undefined: no variation" for c in flat_report.cuts.values())
     assert flat_report.weakest is None
-    assert agreement_report(disjoint, bootstrap=0).kappa[0].kappa["unweighted"].status == \
-        "undefined: no overlapping pairs"
+    assert (
+        agreement_report(disjoint, bootstrap=0).kappa[0].kappa["unweighted"].status == "undefined: no overlapping pairs"
+    )
 
 
 def test_assess_verdicts() -> None:
@@ -239,18 +303,31 @@ def test_assess_verdicts() -> None:
     assert agreement_report(good, bootstrap=0).assessment.verdict == "insufficient_data"
     few = agreement_report(good[good["query_id"].isin(sorted(good["query_id"].unique())[:4])], bootstrap=200)
     assert few.assessment.verdict == "insufficient_data"  # 4 queries: no interval, and the reason says why
-    assert few.assessment.reasons[0].endswith("has no confidence interval (needs ≥ 5 queries and a bootstrap of "
-                                              "≥ 1 replicate)")
+    assert few.assessment.reasons[0].endswith(
+        "has no confidence interval (needs ≥ 5 queries and a bootstrap of ≥ 1 replicate)"
+    )
 
 
 def test_assess_bands_and_reason_format() -> None:
-    diagnostics = Diagnostics(leave_one_out=[], bias=[], disputed_pairs=[],
-                              disputed_queries=[DisputedQuery("q7", 5, 1.2, 2), DisputedQuery("q12", 5, 1.0, 1)])
+    diagnostics = Diagnostics(
+        leave_one_out=[],
+        bias=[],
+        disputed_pairs=[],
+        disputed_queries=[DisputedQuery("q7", 5, 1.2, 2), DisputedQuery("q12", 5, 1.0, 1)],
+    )
     cuts = {"1": Coefficient(0.7), "2": Coefficient(0.31), "3": Coefficient(0.6)}
 
     def assessed(alpha: Coefficient):
-        return assess(alpha, "ordinal", 0.6, weakest=weakest_boundary(cuts), diagnostics=diagnostics, raw=0.6,
-                      prevalence={"0": 0.5}, ac2=0.7)
+        return assess(
+            alpha,
+            "ordinal",
+            0.6,
+            weakest=weakest_boundary(cuts),
+            diagnostics=diagnostics,
+            raw=0.6,
+            prevalence={"0": 0.5},
+            ac2=0.7,
+        )
 
     out = assessed(Coefficient(0.52, (0.44, 0.58)))
     assert out.verdict == "ambiguous" and out.band == "unreliable"
@@ -261,8 +338,9 @@ def test_assess_bands_and_reason_format() -> None:
     assert assessed(Coefficient(0.7, (0.67, 0.73))).band == "tentative"
 
 
-def test_weakest_boundary_is_the_lowest_defined_cut_and_shared_with_the_app(judgments: pd.DataFrame,
-                                                                            report: AgreementReport) -> None:
+def test_weakest_boundary_is_the_lowest_defined_cut_and_shared_with_the_app(
+    judgments: pd.DataFrame, report: AgreementReport
+) -> None:
     """The weakest boundary is computed once in the report: the cut whose binarised α (krippendorff) is lowest."""
     mat, _ = matrix(judgments)
     expected = {}
@@ -272,8 +350,9 @@ def test_weakest_boundary_is_the_lowest_defined_cut_and_shared_with_the_app(judg
     cut = min(expected, key=expected.get)
     assert report.weakest.cut == cut and report.weakest.label == f"{int(cut) - 1}|{cut}"
     assert report.weakest.alpha == pytest.approx(expected[cut], abs=1e-9)
-    assert weakest_boundary({"1": Coefficient(None, None, "undefined: no variation"), "2": Coefficient(0.4)}) == \
-        Boundary("2", 0.4)
+    assert weakest_boundary(
+        {"1": Coefficient(None, None, "undefined: no variation"), "2": Coefficient(0.4)}
+    ) == Boundary("2", 0.4)
 
 
 def test_light_kappa_is_the_mean_of_sklearn_pairwise_kappas(judgments: pd.DataFrame, report: AgreementReport) -> None:
@@ -284,8 +363,11 @@ def test_light_kappa_is_the_mean_of_sklearn_pairwise_kappas(judgments: pd.DataFr
         for i in range(len(names)):
             for j in range(i + 1, len(names)):
                 both = ~np.isnan(mat[i]) & ~np.isnan(mat[j])
-                values.append(cohen_kappa_score(mat[i, both], mat[j, both], labels=DOMAIN,
-                                                weights=None if kind == "unweighted" else kind))
+                values.append(
+                    cohen_kappa_score(
+                        mat[i, both], mat[j, both], labels=DOMAIN, weights=None if kind == "unweighted" else kind
+                    )
+                )
         light = report.light_kappa[kind]
         assert light.value == pytest.approx(np.mean(values), abs=1e-12)
         assert light.ci[0] <= light.value <= light.ci[1]
@@ -347,8 +429,9 @@ def test_bad_arguments() -> None:
         agreement_report(frame.assign(grade=pd.array([5] * len(frame), dtype="Int64")))
     twice = pd.concat([frame, frame.iloc[[3]]], ignore_index=True)
     row = frame.iloc[3]
-    with pytest.raises(ValueError, match=f"duplicate judgment of \\({row['query_id']}, {row['fragment_id']}\\) "
-                                         f"by {row['annotator']}"):
+    with pytest.raises(
+        ValueError, match=f"duplicate judgment of \\({row['query_id']}, {row['fragment_id']}\\) by {row['annotator']}"
+    ):
         agreement_report(twice)
 
 

@@ -46,8 +46,13 @@ def lock(engine, username: str) -> None:
     """Nine failed logins of `username` just now, from nine clients (what five wrong passwords and one more
     after each of four waits leave): the account waits 160 s, long enough for any test; no client waits."""
     with engine.begin() as conn:
-        conn.execute(sa.insert(LoginAttempt), [{"username": username, "client": f"10.7.0.{i}", "succeeded": False,
-                                                "attempted_at": utcnow()} for i in range(9)])
+        conn.execute(
+            sa.insert(LoginAttempt),
+            [
+                {"username": username, "client": f"10.7.0.{i}", "succeeded": False, "attempted_at": utcnow()}
+                for i in range(9)
+            ],
+        )
 
 
 def project_page(engine, lead: str = "lea") -> AppTest:
@@ -67,8 +72,9 @@ def unlock_pickers(at: AppTest) -> list:
 def waits_shown(at: AppTest) -> dict[str, object]:
     """Username → what the accounts table shows as its login back-off (None where it shows "—")."""
     table = next(d.value for d in at.dataframe if "Username" in d.value.columns)
-    return {name: (None if pd.isna(wait) else int(wait))
-            for name, wait in zip(table["Username"], table[WAITS], strict=True)}
+    return {
+        name: (None if pd.isna(wait) else int(wait)) for name, wait in zip(table["Username"], table[WAITS], strict=True)
+    }
 
 
 def test_no_unlock_is_offered_while_nobody_is_locked(store):
@@ -95,8 +101,13 @@ def test_a_lead_unlocks_a_locked_account_which_then_logs_in(store):
     assert unlock_pickers(at) == []  # drawn again without the account
     assert waits_shown(at)[MARKUP] is None
     with store.connect() as conn:  # recorded as the lead's act
-        clients = conn.execute(sa.select(LoginAttempt.client).where(
-            LoginAttempt.username == MARKUP, LoginAttempt.succeeded.is_(True))).scalars().all()
+        clients = (
+            conn.execute(
+                sa.select(LoginAttempt.client).where(LoginAttempt.username == MARKUP, LoginAttempt.succeeded.is_(True))
+            )
+            .scalars()
+            .all()
+        )
     assert clients == [f"{UNLOCK_CLIENT}lea"]
     assert login(store, MARKUP, PASSWORD, client="10.7.1.1").user.username == MARKUP
     at.run()

@@ -25,11 +25,26 @@ from db.store.frames import adjudications_frame
 from db.store.schema import init_db
 from tests.helpers import APP, GUIDELINE, PAGES, SCRIPT, app_as, build, logged_in, password
 
-TEXT_ELEMENTS = ("title", "header", "subheader", "markdown", "text", "caption", "info", "warning", "error",
-                 "success", "code")
+TEXT_ELEMENTS = (
+    "title",
+    "header",
+    "subheader",
+    "markdown",
+    "text",
+    "caption",
+    "info",
+    "warning",
+    "error",
+    "success",
+    "code",
+)
 # The names in the bundled guideline's grade table (guidelines/grading-0-3.md), the default labels of 0–3.
-BUNDLED_NAMES = ("Not relevant", "Related / mentioned in passing", "Answers partially / essential context",
-                 "Answers fully")
+BUNDLED_NAMES = (
+    "Not relevant",
+    "Related / mentioned in passing",
+    "Answers partially / essential context",
+    "Answers fully",
+)
 
 
 @pytest.fixture
@@ -157,8 +172,10 @@ def test_a_1_to_5_project_with_its_own_names_offers_grades_4_and_5(tmp_path, mon
     second = next_pair(engine, "t", "ana")
     at.button(key="grade_4").click().run()
     assert not at.exception
-    assert (get_pair(engine, "t", "ana", first.pair_id).grade, get_pair(engine, "t", "ana", second.pair_id).grade) \
-        == (5, 4)
+    assert (get_pair(engine, "t", "ana", first.pair_id).grade, get_pair(engine, "t", "ana", second.pair_id).grade) == (
+        5,
+        4,
+    )
     at.button(key="back").click().run()
     assert "Your grade: 4 · Mostly. Press another grade to change it." in [i.value for i in at.info]
 
@@ -292,8 +309,10 @@ def test_progress_by_query_has_readable_headers(project_db: str) -> None:
     at = app_as("ana", project_db)
     at.button(key="grade_2").click().run()
     at.toggle(key="show_per_query").set_value(True).run()
-    assert displayed(at) == [{"Query": "qa", "Judged": "1", "Assigned": "3"},
-                             {"Query": "qb", "Judged": "0", "Assigned": "3"}]
+    assert displayed(at) == [
+        {"Query": "qa", "Judged": "1", "Assigned": "3"},
+        {"Query": "qb", "Judged": "0", "Assigned": "3"},
+    ]
 
 
 def test_guideline_page_renders_the_current_version(project_db: str) -> None:
@@ -305,12 +324,14 @@ def test_guideline_page_renders_the_current_version(project_db: str) -> None:
 
 
 def test_guideline_markdown_loads_no_image_and_no_html(project_db: str) -> None:
-    add_guideline(init_db(project_db), "t", "# Rules\n\n![logo](http://127.0.0.1:9/logo.png) <img src=x> **bold**\n",
-                  actor="lea")
+    add_guideline(
+        init_db(project_db), "t", "# Rules\n\n![logo](http://127.0.0.1:9/logo.png) <img src=x> **bold**\n", actor="lea"
+    )
     at = app_as("ana", project_db)
     at.switch_page("screens/guideline.py").run()
-    assert [m.value.strip() for m in at.markdown if "Rules" in m.value] == \
-        ["# Rules\n\n!\\[logo](http://127.0.0.1:9/logo.png) \\<img src=x> **bold**"]
+    assert [m.value.strip() for m in at.markdown if "Rules" in m.value] == [
+        "# Rules\n\n!\\[logo](http://127.0.0.1:9/logo.png) \\<img src=x> **bold**"
+    ]
 
 
 def test_annotate_page_opened_without_login_asks_to_log_in(project_db: str) -> None:
@@ -347,10 +368,13 @@ def test_adjudication_starts_unset_cannot_be_saved_unset_and_updates_the_counter
     assert any("1 pair(s) adjudicated so far" in c.value for c in at.caption)
     assert [i.value for i in at.info] == ["In force: final grade 2 by lea — la regla 2 decide"]
     # the only dispute: no next open one, so the decided pair stays, with ana's 0 and ben's 3
-    assert next(s for s in at.selectbox if s.label == "Pair").value == f"{label} · spread 3 · ana: 0, ben: 3 · adjudicated"
+    assert (
+        next(s for s in at.selectbox if s.label == "Pair").value == f"{label} · spread 3 · ana: 0, ben: 3 · adjudicated"
+    )
     assert any("Every dispute shown is decided" in s.value for s in at.success)
-    assert adjudications_frame(init_db(project_db), "t")[["grade", "reason", "by"]].values.tolist() == \
-        [[2, "la regla 2 decide", "lea"]]
+    assert adjudications_frame(init_db(project_db), "t")[["grade", "reason", "by"]].values.tolist() == [
+        [2, "la regla 2 decide", "lea"]
+    ]
     assert at.radio[0].value is None
 
 
@@ -361,10 +385,20 @@ def test_adjudication_tables_read_as_sentences_not_columns(project_db: str) -> N
     at.switch_page("screens/lead_adjudicate.py").run()
     assert [i.value for i in at.info] == [r"In force: final grade 1 by lea — \*\*regla\*\* \<b\>3\</b\>"]
     grades = displayed(at, 0)
-    assert list(grades[0]) == ["Annotator", "Grade", "Note", "Can't judge because",
-                                                "Guideline version", "Seconds", "Revision", "Updated"]
-    assert [(r["Annotator"], r["Grade"], r["Note"], r["Can't judge because"], r["Seconds"]) for r in grades] == \
-        [("ana", "0", "solo *menciona*", "—", "—"), ("ben", "3", "—", "—", "—")]
+    assert list(grades[0]) == [
+        "Annotator",
+        "Grade",
+        "Note",
+        "Can't judge because",
+        "Guideline version",
+        "Seconds",
+        "Revision",
+        "Updated",
+    ]
+    assert [(r["Annotator"], r["Grade"], r["Note"], r["Can't judge because"], r["Seconds"]) for r in grades] == [
+        ("ana", "0", "solo *menciona*", "—", "—"),
+        ("ben", "3", "—", "—", "—"),
+    ]
 
 
 def test_project_page_progress_table_is_readable(project_db: str) -> None:
@@ -374,8 +408,15 @@ def test_project_page_progress_table_is_readable(project_db: str) -> None:
     at = app_as("lea", project_db)
     at.switch_page("screens/lead_project.py").run()
     rows = displayed(at, 0)
-    assert list(rows[0]) == ["Annotator", "Progress", "Assigned", "Done", "Judged (all)", "Median s/pair",
-                             "Last active"]
+    assert list(rows[0]) == [
+        "Annotator",
+        "Progress",
+        "Assigned",
+        "Done",
+        "Judged (all)",
+        "Median s/pair",
+        "Last active",
+    ]
     ana, ben = rows
     assert (ana["Annotator"], ana["Assigned"], ana["Done"], ana["Median s/pair"]) == ("ana", "6", "3", "14.2")
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", ana["Last active"])
@@ -390,8 +431,13 @@ def test_project_page_messages_show_a_project_name_literally(project_db: str) ->
     next(b for b in at.button if b.label == "Create project").click().run()
     assert not at.exception
     assert [s.value for s in at.success] == [
-        r"Project \*\*big\*\* \<b\>x\</b\> \[link\]\(http\:" + BREAK + r"//127\.0\.0\.1\:" + BREAK + r"9/\) created; pick "
-        "it in the sidebar."]  # the empty :small[] after each colon keeps Streamlit from linking the address
+        r"Project \*\*big\*\* \<b\>x\</b\> \[link\]\(http\:"
+        + BREAK
+        + r"//127\.0\.0\.1\:"
+        + BREAK
+        + r"9/\) created; pick "
+        "it in the sidebar."
+    ]  # the empty :small[] after each colon keeps Streamlit from linking the address
     name = next(t for t in at.text_input if t.label == "Name")
     name.input("t")
     next(b for b in at.button if b.label == "Create project").click().run()
@@ -449,10 +495,14 @@ def test_demo_agreement_is_below_the_flag_under_v1_and_above_under_the_current_g
     judged = judgments_frame(init_db(demo_db), "demo")
     alphas = {}
     for version, sub in judged.groupby("guideline"):
-        matrix = sub.pivot_table(index="annotator", columns=["query_id", "fragment_id"], values="grade",
-                                 aggfunc="first").astype(float).to_numpy()
-        alphas[str(version)] = krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal",
-                                                  value_domain=[0, 1, 2, 3])
+        matrix = (
+            sub.pivot_table(index="annotator", columns=["query_id", "fragment_id"], values="grade", aggfunc="first")
+            .astype(float)
+            .to_numpy()
+        )
+        alphas[str(version)] = krippendorff.alpha(
+            reliability_data=matrix, level_of_measurement="ordinal", value_domain=[0, 1, 2, 3]
+        )
     assert len(alphas) == 2
     old, new = (alphas[k] for k in sorted(alphas))
     assert old < 0.6 < new
@@ -501,14 +551,18 @@ def test_qrelkit_demo_prints_the_demo_logins_then_serves(demo_db: str, monkeypat
     from annotator.cli import main
 
     served = []
-    monkeypatch.setattr(cli_app, "serve",
-                        lambda url, port, address, project=None: served.append((url, port, address, project)) or 0)
+    monkeypatch.setattr(
+        cli_app, "serve", lambda url, port, address, project=None: served.append((url, port, address, project)) or 0
+    )
     assert main(["demo", "--db", demo_db, "--port", "8999"]) == 0
     out = capsys.readouterr().out
     assert "project 'demo' already present" in out
     assert "demo passwords" in out and "never reuse them" in out
-    for username, role, password in (("ana", "annotator", "ana-demo"), ("ben", "annotator", "ben-demo"),  # noqa: F402
-                                     ("lea", "lead", "lea-demo")):
+    for username, role, password in (  # noqa: F402
+        ("ana", "annotator", "ana-demo"),
+        ("ben", "annotator", "ben-demo"),
+        ("lea", "lead", "lea-demo"),
+    ):
         assert re.search(rf"{username}\s+{role}\s+password: {password}", out)
     assert served == [(demo_db, 8999, "127.0.0.1", "demo")]
 

@@ -35,26 +35,31 @@ def test_lead_makes_control_pairs_from_a_release_and_by_hand(store):
     _form_button(at, "Make control pairs").click().run()
     assert not at.exception
     # ana and ben graded every pair already: nothing pending to serve a control among
-    assert [shown(s.value) for s in at.success] == ["1 new control pair(s); one in every 4 pairs; served to: "
-                                                    "no annotator."]
+    assert [shown(s.value) for s in at.success] == [
+        "1 new control pair(s); one in every 4 pairs; served to: no annotator."
+    ]
     next(t for t in at.text_input if t.label == "Query id").set_value("q000")
     next(t for t in at.text_input if t.label == "Fragment id").set_value("d3")
     next(s for s in at.selectbox if s.label == "Settled grade").set_value(3)
     at.text_area[0].set_value(REASON)
     _form_button(at, "Add control pair").click().run()
     assert not at.exception
-    assert [shown(s.value) for s in at.success] == ["1 new control pair(s); one in every 4 pairs; served to: "
-                                                    "no annotator."]
+    assert [shown(s.value) for s in at.success] == [
+        "1 new control pair(s); one in every 4 pairs; served to: no annotator."
+    ]
     at = page_test(store, "lead_controls.py")
     table = at.dataframe[0].value
     assert table[["Query", "Fragment", "Settled grade", "From", "Reason"]].values.tolist() == [
-        ["q000", "d20", 2, "release 1", "answers with context"], ["q000", "d3", 3, "set by hand", REASON]]
+        ["q000", "d20", 2, "release 1", "answers with context"],
+        ["q000", "d3", 3, "set by hand", REASON],
+    ]
     next(t for t in at.text_input if t.label == "Query id").set_value("q000")
     next(t for t in at.text_input if t.label == "Fragment id").set_value("nope")
     at.text_area[0].set_value("why")
     _form_button(at, "Add control pair").click().run()
-    assert [shown(e.value) for e in at.error] == ["Not added: Project 'shop' has no pair ('q000', 'nope'): pool or "
-                                                  "import it first."]
+    assert [shown(e.value) for e in at.error] == [
+        "Not added: Project 'shop' has no pair ('q000', 'nope'): pool or import it first."
+    ]
 
 
 def test_lead_sets_the_round_and_opens_a_failed_annotators_queue(store):
@@ -68,7 +73,8 @@ def test_lead_sets_the_round_and_opens_a_failed_annotators_queue(store):
     assert not at.exception
     assert [shown(s.value) for s in at.success] == [
         "New annotators first grade 3 control pairs, seeing each settled grade and reason; their queue opens at "
-        "κ ≥ 0.6 (the project's agreement threshold), or when a lead opens it."]
+        "κ ≥ 0.6 (the project's agreement threshold), or when a lead opens it."
+    ]
     create_user(store, "cat", "annotator", password="cat-pass", actor=OPERATOR)
     round_for(store, PROJECT, "cat")
     for pair in round_pairs(store, PROJECT, "cat"):  # every grade the opposite end of the scale: fails
@@ -77,7 +83,8 @@ def test_lead_sets_the_round_and_opens_a_failed_annotators_queue(store):
     at = page_test(store, "lead_controls.py")
     rounds = at.dataframe[-1].value
     assert rounds[["Annotator", "Status", "Graded", "Round pairs"]].values.tolist() == [
-        ["cat", "failed: waits for a lead", 3, 3]]
+        ["cat", "failed: waits for a lead", 3, 3]
+    ]
     at.button(key="open-queue-cat").click().run()
     assert not at.exception
     assert shown(at.success[0].value).startswith("cat: Regular queue opened by lead lea on ")
@@ -109,10 +116,12 @@ def test_lead_grants_a_retake_closes_and_reopens_a_queue(store):
     assert [shown(s.value) for s in at.success] == ["cat: Retake granted by lead lea: 0 of 3 control pairs graded."]
     rounds = at.dataframe[1].value
     assert rounds[["Annotator", "Round", "Status", "Graded", "Retake granted by"]].values.tolist() == [
-        ["cat", 2, "in the round", 0, "lea"]]
+        ["cat", 2, "in the round", 0, "lea"]
+    ]
     assert at.expander[0].label == "Earlier rounds (1)"
     assert at.dataframe[2].value[["Annotator", "Round", "Status", "Graded"]].values.tolist() == [
-        ["cat", 1, "failed: waits for a lead", 3]]
+        ["cat", 1, "failed: waits for a lead", 3]
+    ]
     assert not any(b.key == "retake-cat" for b in at.button)  # in the round: no second retake
     retake = round_pairs(store, PROJECT, "cat")
     assert {p.pair_id for p in retake}.isdisjoint({p.pair_id for p in first})
@@ -132,14 +141,19 @@ def test_lead_grants_a_retake_closes_and_reopens_a_queue(store):
     assert shown(done.value).endswith(f"Reason: {REASON}") and literal(REASON) in done.value
     rounds = at.dataframe[1].value
     assert rounds[["Annotator", "Round", "Status", "Closed by", "Why closed"]].values.tolist() == [
-        ["cat", 2, "closed by a lead", "lea", REASON]]
+        ["cat", 2, "closed by a lead", "lea", REASON]
+    ]
     assert at.selectbox(key="close-queue-who").options == ["ana", "ben"]
     assert any(b.key == "retake-cat" for b in at.button)
     at.button(key="open-queue-cat").click().run()
     assert not at.exception
     assert shown(at.success[0].value).startswith("cat: Regular queue opened by lead lea on ")
     assert at.dataframe[1].value[["Annotator", "Round", "Status", "Opened by"]].values.tolist() == [
-        ["cat", 3, "opened by a lead", "lea"]]
+        ["cat", 3, "opened by a lead", "lea"]
+    ]
     assert at.expander[0].label == "Earlier rounds (2)"
     assert [(r.attempt, r.status.value, r.closed_reason) for r in list_rounds(store, PROJECT, history=True)] == [
-        (1, "failed", None), (2, "closed", REASON), (3, "opened", None)]
+        (1, "failed", None),
+        (2, "closed", REASON),
+        (3, "opened", None),
+    ]

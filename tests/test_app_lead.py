@@ -12,8 +12,9 @@ from annotator.app.components import charts
 SCALE = (0, 3)
 
 
-def random_judgments(seed: int = 7, n_pairs: int = 60, annotators: tuple[str, ...] = ("ann", "bob", "cy"),
-                     missing: float = 0.25) -> pd.DataFrame:
+def random_judgments(
+    seed: int = 7, n_pairs: int = 60, annotators: tuple[str, ...] = ("ann", "bob", "cy"), missing: float = 0.25
+) -> pd.DataFrame:
     """Seeded judgments in the store's frame form, with can't-judge (NA) grades and unjudged cells."""
     rng = np.random.default_rng(seed)
     rows = []
@@ -33,8 +34,9 @@ def test_confusion_frame_matches_scikit_learn():
     """Counts equal sklearn's confusion_matrix(labels=[0..3]) on the pairs both annotators graded."""
     judgments = random_judgments()
     frame = charts.confusion_frame(judgments, "ann", "bob", SCALE)
-    wide = judgments.dropna(subset=["grade"]).pivot(index=["query_id", "fragment_id"], columns="annotator",
-                                                    values="grade")
+    wide = judgments.dropna(subset=["grade"]).pivot(
+        index=["query_id", "fragment_id"], columns="annotator", values="grade"
+    )
     both = wide[["ann", "bob"]].dropna()
     expected = confusion_matrix(both["ann"].astype(int), both["bob"].astype(int), labels=[0, 1, 2, 3])
     got = frame.pivot(index="grade_a", columns="grade_b", values="count").to_numpy()
@@ -45,8 +47,14 @@ def test_confusion_frame_matches_scikit_learn():
 
 def test_confusion_frame_covers_unused_grades_of_a_shifted_scale():
     """A 1–5 scale with grades 1 and 2 only still yields all 25 cells, zeros included."""
-    judgments = pd.DataFrame({"query_id": ["q"] * 4, "fragment_id": ["a", "a", "b", "b"],
-                              "annotator": ["x", "y", "x", "y"], "grade": pd.array([1, 2, 2, 2], dtype="Int64")})
+    judgments = pd.DataFrame(
+        {
+            "query_id": ["q"] * 4,
+            "fragment_id": ["a", "a", "b", "b"],
+            "annotator": ["x", "y", "x", "y"],
+            "grade": pd.array([1, 2, 2, 2], dtype="Int64"),
+        }
+    )
     frame = charts.confusion_frame(judgments, "x", "y", (1, 5))
     assert len(frame) == 25
     cells = {(a, b): c for a, b, c in frame.itertuples(index=False)}
@@ -57,14 +65,17 @@ def test_confusion_frame_covers_unused_grades_of_a_shifted_scale():
 def test_kappa_matrix_is_symmetric_and_keeps_undefined_pairs():
     """Both orders of each pair carry the pair's κ; an undefined κ stays None with its reason."""
     judgments = random_judgments(seed=3)
-    wide = judgments.dropna(subset=["grade"]).pivot(index=["query_id", "fragment_id"], columns="annotator",
-                                                    values="grade")
+    wide = judgments.dropna(subset=["grade"]).pivot(
+        index=["query_id", "fragment_id"], columns="annotator", values="grade"
+    )
     both = wide[["ann", "bob"]].dropna().astype(int)
     kq = cohen_kappa_score(both["ann"], both["bob"], labels=[0, 1, 2, 3], weights="quadratic")
     from eval_core.agreement.types import Coefficient, KappaPair
 
-    kappa = [KappaPair("ann", "bob", len(both), {"quadratic": Coefficient(kq, (kq - 0.1, kq + 0.1))}, []),
-             KappaPair("ann", "zed", 0, {"quadratic": Coefficient(None, None, "undefined: no overlapping pairs")}, [])]
+    kappa = [
+        KappaPair("ann", "bob", len(both), {"quadratic": Coefficient(kq, (kq - 0.1, kq + 0.1))}, []),
+        KappaPair("ann", "zed", 0, {"quadratic": Coefficient(None, None, "undefined: no overlapping pairs")}, []),
+    ]
     frame = charts.kappa_matrix(kappa, "quadratic")
     assert len(frame) == 4
     ab = frame[(frame["a"] == "ann") & (frame["b"] == "bob")].iloc[0]
@@ -84,10 +95,15 @@ def test_kappa_matrix_is_symmetric_and_keeps_undefined_pairs():
 
 def test_run_history_chart_marks_only_flagged_drops():
     """Red points sit exactly on the releases db.evaluations.run_history flagged as drops."""
-    history = pd.DataFrame({"version": [1, 2, 3, 1, 2, 3], "metric": ["ndcg@10"] * 3 + ["mrr"] * 3,
-                            "value": [0.50, 0.40, 0.45, 0.3, 0.3, 0.3],
-                            "change": [None, -0.10, 0.05, None, 0.0, 0.0],
-                            "drop": [False, True, False, False, False, False]})
+    history = pd.DataFrame(
+        {
+            "version": [1, 2, 3, 1, 2, 3],
+            "metric": ["ndcg@10"] * 3 + ["mrr"] * 3,
+            "value": [0.50, 0.40, 0.45, 0.3, 0.3, 0.3],
+            "change": [None, -0.10, 0.05, None, 0.0, 0.0],
+            "drop": [False, True, False, False, False, False],
+        }
+    )
     spec = charts.run_history_chart(history, "ndcg@10").to_dict()
     layers = spec["layer"]
     datasets = spec["datasets"]
@@ -103,8 +119,9 @@ def test_run_history_chart_marks_only_flagged_drops():
 
 def test_agreement_trend_chart_draws_the_threshold():
     """The trend carries one point per guideline version and the flag threshold as a rule."""
-    trend = pd.DataFrame({"guideline": [1, 2], "value": [0.45, 0.71], "low": [0.35, 0.62],
-                          "high": [0.55, 0.80], "n": [120, 140]})
+    trend = pd.DataFrame(
+        {"guideline": [1, 2], "value": [0.45, 0.71], "low": [0.35, 0.62], "high": [0.55, 0.80], "n": [120, 140]}
+    )
     spec = charts.agreement_trend_chart(trend, 0.6).to_dict()
     marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["layer"]]
     assert marks == ["rule", "line", "rule"]
@@ -154,15 +171,22 @@ pytestmark = pytest.mark.usefixtures("scan_components_once")  # AppTest: scan fo
 
 def app_test(engine, username: str = "lea") -> AppTest:
     """The whole app (navigation by role) with `username` logged in."""
-    return log_in(AppTest.from_file(str(ROOT / "annotator" / "app" / "main.py"), default_timeout=60), engine, username).run()
+    return log_in(
+        AppTest.from_file(str(ROOT / "annotator" / "app" / "main.py"), default_timeout=60), engine, username
+    ).run()
 
 
 def expected_alpha() -> float:
     """Ordinal α of the fixture's two annotators from the krippendorff package (annotators × units)."""
     ana = [SEED_GRADES[d] for d in SEED_GRADES]
     ben = [ben_grade(g) for g in ana]
-    return float(krippendorff.alpha(reliability_data=np.array([ana, ben], dtype=float),
-                                    level_of_measurement="ordinal", value_domain=[0, 1, 2, 3]))
+    return float(
+        krippendorff.alpha(
+            reliability_data=np.array([ana, ben], dtype=float),
+            level_of_measurement="ordinal",
+            value_domain=[0, 1, 2, 3],
+        )
+    )
 
 
 @pytest.mark.parametrize("page", LEAD_PAGES)
@@ -235,7 +259,8 @@ def test_disputed_pair_opens_adjudication_and_the_grade_is_stored(store):
     assert at.success, "no confirmation shown"
     decided = queries_frames.adjudications_frame(store, PROJECT)
     assert decided[["query_id", "fragment_id", "grade", "by"]].values.tolist() == [
-        [pair.query_id, pair.fragment_id, 2, "lea"]]
+        [pair.query_id, pair.fragment_id, 2, "lea"]
+    ]
 
 
 def pair_picker(at: AppTest):
@@ -300,7 +325,9 @@ def test_release_diff_lists_the_adjudicated_change(store):
     release(store)
     from db.store import frames as queries_frames
 
-    adjudication.adjudicate(store, queries_frames.pair_id(store, PROJECT, "q000", "d20"), 2, "answers with context", actor="lea")
+    adjudication.adjudicate(
+        store, queries_frames.pair_id(store, PROJECT, "q000", "d20"), 2, "answers with context", actor="lea"
+    )
     at = page_test(store, "lead_releases.py")
     at.button[0].click().run()
     assert not at.exception
@@ -314,8 +341,17 @@ def test_release_table_is_readable(store):
     at = page_test(store, "lead_releases.py")
     assert not at.exception
     table = at.dataframe[0].value
-    assert list(table.columns) == ["Version", "Consensus rule", "Min. grades per pair", "Queries", "Pairs",
-                                   "Adjudicated", "Content hash", "Created by", "Created at"]
+    assert list(table.columns) == [
+        "Version",
+        "Consensus rule",
+        "Min. grades per pair",
+        "Queries",
+        "Pairs",
+        "Adjudicated",
+        "Content hash",
+        "Created by",
+        "Created at",
+    ]
     row = table.iloc[0]
     assert (row["Version"], row["Consensus rule"], row["Created by"]) == (1, "median", "lea")
     assert (row["Queries"], row["Pairs"], row["Adjudicated"]) == (1, 20, 0)  # q000 × d1…d20, none adjudicated
@@ -335,12 +371,17 @@ def test_release_card_warns_when_a_labelled_text_changed(store, tmp_path):
     from db.accounts.permissions import OPERATOR
 
     release(store)
-    imports.import_fragments(store, PROJECT, write_jsonl(tmp_path / "edit.jsonl", [
-        {"id": "d7", "text": "Fragment d7 about orders, rewritten."}]), actor=OPERATOR)
+    imports.import_fragments(
+        store,
+        PROJECT,
+        write_jsonl(tmp_path / "edit.jsonl", [{"id": "d7", "text": "Fragment d7 about orders, rewritten."}]),
+        actor=OPERATOR,
+    )
     at = page_test(store, "lead_releases.py")
     assert not at.exception
     assert [shown(w.value)[:70] for w in at.warning] == [
-        "1 labelled pair(s) of this release point at text that changed since it"]
+        "1 labelled pair(s) of this release point at text that changed since it"
+    ]
     pairs = next(d.value for d in at.dataframe if "Text changed" in d.value.columns)
     assert pairs.values.tolist() == [["q000", "d7", "fragment"]]
 
@@ -371,8 +412,14 @@ def test_evaluate_page_reproduces_seed_000_and_trec_eval(store):
     at = page_test(store, "lead_evaluate.py")
     assert not at.exception
     by_k, whole = metric_tables(at)
-    for metric, k, value in (("recall", 3, "0.2500"), ("recall", 5, "0.5000"), ("recall", 10, "0.7500"),
-                             ("P", 3, "0.3333"), ("P", 5, "0.4000"), ("P", 10, "0.3000")):
+    for metric, k, value in (
+        ("recall", 3, "0.2500"),
+        ("recall", 5, "0.5000"),
+        ("recall", 10, "0.7500"),
+        ("P", 3, "0.3333"),
+        ("P", 5, "0.4000"),
+        ("P", 10, "0.3000"),
+    ):
         assert by_k.loc[metric, f"@{k}"] == value
     assert list(by_k.columns) == ["@1", "@3", "@5", "@10", "@20", "@100"]
     assert list(by_k.index) == ["P", "recall", "ndcg", "success", "judged"]
@@ -383,8 +430,14 @@ def test_evaluate_page_reproduces_seed_000_and_trec_eval(store):
     assert [by_k.loc["success", f"@{k}"] for k in (1, 3, 10)] == ["0.0000", "1.0000", "1.0000"]  # first hit: rank 2
     assert by_k.loc["judged", "@10"] == "1.0000"  # d1…d20 are all judged
     assert list(whole.index) == ["mrr", "map", "rprec", "bpref", "ndcg", "recall"]
-    for row, name in (("mrr", "recip_rank"), ("map", "map"), ("rprec", "Rprec"), ("bpref", "bpref"),
-                      ("ndcg", "ndcg"), ("recall", "set_recall")):
+    for row, name in (
+        ("mrr", "recip_rank"),
+        ("map", "map"),
+        ("rprec", "Rprec"),
+        ("bpref", "bpref"),
+        ("ndcg", "ndcg"),
+        ("recall", "set_recall"),
+    ):
         assert whole.loc[row, "Mean"] == f"{ref[name]:.4f}", row
         assert whole.loc[row, "95% CI"] == f"[{ref[name]:.4f}, {ref[name]:.4f}]"  # one query: a point
     assert whole.loc["mrr", "Mean"] == "0.5000" and whole.loc["map", "Mean"] == "0.3750"  # hits at 2, 4, 6
@@ -463,8 +516,9 @@ def adjudicate(engine, fragment: str, grade: int) -> None:
     from db import adjudication
     from db.store import frames as queries_frames
 
-    adjudication.adjudicate(engine, queries_frames.pair_id(engine, PROJECT, "q000", fragment), grade,
-                            "lead's call", actor="lea")
+    adjudication.adjudicate(
+        engine, queries_frames.pair_id(engine, PROJECT, "q000", fragment), grade, "lead's call", actor="lea"
+    )
 
 
 def test_one_query_gives_point_intervals_that_raise_no_alert(store):
@@ -480,8 +534,10 @@ def test_one_query_gives_point_intervals_that_raise_no_alert(store):
     assert not at.exception
     assert not [w.value for w in at.warning if " fell" in w.value or "golden set changed" in w.value]
     assert "No headline metric of any stored run fell beyond its CI." in [c.value for c in at.caption]
-    assert any("interval of zero width raises none" in c.value and "count grades ≥ 1 as relevant" in c.value
-               for c in at.caption)  # the fixture's 0–3 scale: relevance from grade 1
+    assert any(
+        "interval of zero width raises none" in c.value and "count grades ≥ 1 as relevant" in c.value
+        for c in at.caption
+    )  # the fixture's 0–3 scale: relevance from grade 1
 
 
 def test_evaluate_page_escapes_a_run_name(store, tmp_path):
@@ -492,8 +548,7 @@ def test_evaluate_page_escapes_a_run_name(store, tmp_path):
 
     release(store)
     name = "![x](http://127.0.0.1:9/x.png) **bold**"
-    imports.import_run(store, PROJECT, write_run(tmp_path / "md.run", SEED_RANKING, "md"), name=name,
-                       actor=OPERATOR)
+    imports.import_run(store, PROJECT, write_run(tmp_path / "md.run", SEED_RANKING, "md"), name=name, actor=OPERATOR)
     at = page_test(store, "lead_evaluate.py")
     at.selectbox[0].set_value(name).run()
     assert not at.exception
@@ -559,8 +614,9 @@ def test_new_judgment_invalidates_the_cached_agreement(store):
     after = at.dataframe[0].value.set_index("coefficient").loc["Krippendorff α (ordinal)", "value"]
     ana = [SEED_GRADES[d] for d in SEED_GRADES]
     ben = [0 if d == "d3" else ben_grade(SEED_GRADES[d]) for d in SEED_GRADES]
-    expected = krippendorff.alpha(reliability_data=np.array([ana, ben], dtype=float),
-                                  level_of_measurement="ordinal", value_domain=[0, 1, 2, 3])
+    expected = krippendorff.alpha(
+        reliability_data=np.array([ana, ben], dtype=float), level_of_measurement="ordinal", value_domain=[0, 1, 2, 3]
+    )
     assert before == pytest.approx(expected_alpha(), abs=1e-9)
     assert after == pytest.approx(expected, abs=1e-9) and after != pytest.approx(before)
 

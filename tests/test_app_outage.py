@@ -24,8 +24,12 @@ def test_a_grade_during_an_outage_is_one_sentence_and_the_next_key_press_saves(t
     def down_twice(*args, **kwargs):
         calls.append(args)
         if len(calls) <= 2:  # the server is still restarting when the store retries
-            raise OperationalError("INSERT INTO judgments (grade, note) VALUES (2, 'secret')", {},
-                                   Exception("server closed the connection"), connection_invalidated=True)
+            raise OperationalError(
+                "INSERT INTO judgments (grade, note) VALUES (2, 'secret')",
+                {},
+                Exception("server closed the connection"),
+                connection_invalidated=True,
+            )
         return real(*args, **kwargs)
 
     monkeypatch.setattr("db.judging.record_judgment", down_twice)
@@ -70,28 +74,35 @@ def test_a_login_while_the_database_restarts_is_one_sentence_and_the_next_try_lo
     at.text_input(key="login_password").input(password("ana"))
     at.button[0].click().run()
     assert not at.exception
-    assert [e.value for e in at.error] == ["Not logged in: the database did not answer (it may be restarting), so "
-                                           "this was not done; what was saved is kept, try again in a moment."]
+    assert [e.value for e in at.error] == [
+        "Not logged in: the database did not answer (it may be restarting), so "
+        "this was not done; what was saved is kept, try again in a moment."
+    ]
     at.text_input(key="login_password").input(password("ana"))
     at.button[0].click().run()
     assert not at.exception and at.session_state["user"].username == "ana"
 
 
-def test_a_full_disk_or_a_refusing_database_during_an_export_is_one_sentence(store_url, queue, tmp_path, capsys,
-                                                                              monkeypatch):
+def test_a_full_disk_or_a_refusing_database_during_an_export_is_one_sentence(
+    store_url, queue, tmp_path, capsys, monkeypatch
+):
     import errno
 
     from annotator.cli import main
 
     out = str(tmp_path / "j.jsonl")
-    for failure, said in ((OSError(errno.ENOSPC, "No space left on device", out), "the disk is full"),
-                          (OperationalError("INSERT …", {"secret": "x"}, Exception("database or disk is full")),
-                           "the database refused: database or disk is full")):
+    for failure, said in (
+        (OSError(errno.ENOSPC, "No space left on device", out), "the disk is full"),
+        (
+            OperationalError("INSERT …", {"secret": "x"}, Exception("database or disk is full")),
+            "the database refused: database or disk is full",
+        ),
+    ):
+
         def fail(*args, failure=failure, **kwargs):
             raise failure
 
         monkeypatch.setattr("db.exports.write_atomically", fail)
-        code = main(["export", "--project", "demo", "--judgments", "--format", "jsonl", "-o", out, "--db",
-                     store_url])
+        code = main(["export", "--project", "demo", "--judgments", "--format", "jsonl", "-o", out, "--db", store_url])
         err = capsys.readouterr().err
         assert code == 2 and said in err and err.count("\n") == 1 and "secret" not in err and "INSERT" not in err

@@ -26,8 +26,12 @@ from db.store.schema import init_db
 from tests.helpers import app_as, build, password, shown
 
 # Settled grades and reasons (markup in them must show as typed) of four of the small project's pairs.
-CONTROLS = {("qa", "f1"): (3, "**States** the 30 days <b>exactly</b>"), ("qa", "f2"): (0, "Shipping, not returns"),
-            ("qb", "f4"): (2, "Warranty length, no laptops named"), ("qb", "f3"): (1, "Payment: mentions nothing")}
+CONTROLS = {
+    ("qa", "f1"): (3, "**States** the 30 days <b>exactly</b>"),
+    ("qa", "f2"): (0, "Shipping, not returns"),
+    ("qb", "f4"): (2, "Warranty length, no laptops named"),
+    ("qb", "f3"): (1, "Payment: mentions nothing"),
+}
 
 
 @pytest.fixture
@@ -90,13 +94,16 @@ def test_failed_round_says_so_and_a_lead_opens_the_queue(round_db):
     """Grades one off the settled ones, upwards (3 stays 3): κ from scikit-learn, below 0.6."""
     at = app_as("cat", round_db)
     given = _round(at, lambda key: min(3, CONTROLS[key][0] + 2))
-    kappa = cohen_kappa_score([CONTROLS[k][0] for k, _ in given], [g for _, g in given], labels=[0, 1, 2, 3],
-                              weights="linear")
+    kappa = cohen_kappa_score(
+        [CONTROLS[k][0] for k, _ in given], [g for _, g in given], labels=[0, 1, 2, 3], weights="linear"
+    )
     assert kappa < 0.6
     (warning,) = at.warning
-    assert shown(warning.value).startswith(f"Did not pass the qualification round: κ {kappa:.2f} against the settled "
-                                    "grades, below 0.6. The regular queue stays closed until a lead opens it or "
-                                    "grants a retake.")
+    assert shown(warning.value).startswith(
+        f"Did not pass the qualification round: κ {kappa:.2f} against the settled "
+        "grades, below 0.6. The regular queue stays closed until a lead opens it or "
+        "grants a retake."
+    )
     assert app_as("cat", round_db).subheader[0].value == "Qualification round"  # a new session: still closed
     engine = init_db(round_db)
     open_queue(engine, "t", "cat", actor="lea")
@@ -115,14 +122,16 @@ def test_a_retake_is_a_new_round_and_a_closed_queue_says_who_and_why(round_db):
     round_for(engine, "t", "cat")
     first = round_pairs(engine, "t", "cat")
     for pair in first:
-        grade_round_pair(engine, "t", "cat", pair.pair_id, 3 - CONTROLS[(pair.query_external_id,
-                                                                            pair.fragment_external_id)][0])
+        grade_round_pair(
+            engine, "t", "cat", pair.pair_id, 3 - CONTROLS[(pair.query_external_id, pair.fragment_external_id)][0]
+        )
     grant_retake(engine, "t", "cat", actor="lea")
     at = app_as("cat", round_db)
     assert not at.exception and [s.value for s in at.subheader] == ["Qualification round"]
     caption = next(c.value for c in at.caption if "Before your regular queue opens" in c.value)
-    assert shown(caption).startswith("Retake granted by lead lea. Before your regular queue opens, grade these 2 "
-                                     "pairs.")
+    assert shown(caption).startswith(
+        "Retake granted by lead lea. Before your regular queue opens, grade these 2 pairs."
+    )
     assert "Qualification: 0 / 2 graded" in [p.proto.text for p in at.get("progress")]
     seen = set()
     for n in range(2):
@@ -140,8 +149,9 @@ def test_a_retake_is_a_new_round_and_a_closed_queue_says_who_and_why(round_db):
     (warning,) = at.warning
     assert literal(reason) in warning.value  # escaped: no bold, tag or link comes from the reason
     assert shown(warning.value).startswith("Regular queue closed by lead lea on ")
-    assert shown(warning.value).endswith(f"; it stays closed until a lead reopens it or grants a retake. Reason: "
-                                         f"{reason}")
+    assert shown(warning.value).endswith(
+        f"; it stays closed until a lead reopens it or grants a retake. Reason: {reason}"
+    )
     assert not any(b.key and b.key.startswith(("grade_", "round_grade_")) for b in at.button)
     open_queue(engine, "t", "cat", actor="lea")
     at = app_as("cat", round_db)

@@ -31,8 +31,7 @@ def test_rejudging_is_blind_and_pending_until_graded(store):
     assert first is None  # everything graded
     with store.begin() as conn:
         ana = conn.execute(sa.select(User.id).where(User.username == "ana")).scalar_one()
-        conn.execute(sa.update(Judgment.__table__).where(Judgment.__table__.c.user_id == ana)
-                     .values(note=OLD_NOTE))
+        conn.execute(sa.update(Judgment.__table__).where(Judgment.__table__.c.user_id == ana).values(note=OLD_NOTE))
     assert send_for_rejudging(store, "shop", actor=OPERATOR) == 40
     at = _annotate(store, "ana")
     assert not at.exception

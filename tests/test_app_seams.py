@@ -74,8 +74,7 @@ def test_evaluate_alert_blames_the_golden_set_when_only_labels_changed(demo):
     queries = [q["id"] for q in generated()[0]][:RELABELLED]
     for qid in queries:
         for grade in (1, 2, 3):
-            adjudication.adjudicate(demo, pair_id(demo, DEMO, qid, f"{qid}-f{grade}"), 0, "not on topic",
-                                    actor="lea")
+            adjudication.adjudicate(demo, pair_id(demo, DEMO, qid, f"{qid}-f{grade}"), 0, "not on topic", actor="lea")
     releases.create_release(demo, DEMO, actor="lea")
     alike = release_qrels(demo, DEMO, 1)["query_id"].nunique() - RELABELLED
     at = page_test(demo, "lead_evaluate.py")
@@ -119,8 +118,12 @@ def human_alpha(engine, version: int | None) -> tuple[float, int]:
 
     from db.store.models import Guideline, Judgment, User
 
-    stmt = (sa.select(User.username, Judgment.pair_id, Judgment.grade).join(User, User.id == Judgment.user_id)
-            .join(Guideline, Guideline.id == Judgment.guideline_id).where(User.kind == "human"))
+    stmt = (
+        sa.select(User.username, Judgment.pair_id, Judgment.grade)
+        .join(User, User.id == Judgment.user_id)
+        .join(Guideline, Guideline.id == Judgment.guideline_id)
+        .where(User.kind == "human")
+    )
     if version is not None:
         stmt = stmt.where(Guideline.version == version)
     with engine.connect() as conn:
@@ -131,8 +134,9 @@ def human_alpha(engine, version: int | None) -> tuple[float, int]:
     for who, pair, grade in rows:
         if grade is not None:
             matrix[people.index(who), units.index(pair)] = grade
-    return float(krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal",
-                                    value_domain=[0, 1, 2, 3])), len(units)
+    return float(
+        krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal", value_domain=[0, 1, 2, 3])
+    ), len(units)
 
 
 def test_agreement_leads_with_the_version_in_force_and_says_below_threshold(demo):
@@ -166,8 +170,9 @@ def test_agreement_leads_with_the_version_in_force_and_says_below_threshold(demo
     assert checked, "the demo's v1 queries have α under 0.6"
     by_query = next(d.value for d in at.dataframe if "query" in d.value.columns)
     few = by_query[by_query["pairs with ≥ 2 grades"] < 10]
-    assert len(few) and all(s == f"no verdict: n = {n} < 10 pairs"
-                            for s, n in zip(few["status"], few["pairs with ≥ 2 grades"], strict=True))
+    assert len(few) and all(
+        s == f"no verdict: n = {n} < 10 pairs" for s, n in zip(few["status"], few["pairs with ≥ 2 grades"], strict=True)
+    )
     at = next(r for r in at.radio if r.label == "Scope").set_value("all guideline versions pooled").run()
     assert {m.label: m.value for m in at.metric}["Krippendorff's α"] == f"{pooled:.2f}"
     assert "all guideline versions pooled" in at.caption[2].value
@@ -184,8 +189,9 @@ def test_lead_sends_the_rejudge_queue_and_the_annotator_sees_it(store):
     at.session_state["project"] = "shop"
     at.run()
     assert not at.exception
-    assert any("40 judgment(s) made under an older guideline version; 0 of them sent back" in c.value
-               for c in at.caption)
+    assert any(
+        "40 judgment(s) made under an older guideline version; 0 of them sent back" in c.value for c in at.caption
+    )
     next(b for b in at.button if b.label == "Send back for re-judging").click().run()
     assert not at.exception
     assert any("40 assignment(s) reopened for re-judging under version 2." in s.value for s in at.success)

@@ -22,7 +22,11 @@ FORBIDDEN = {
 def modules() -> list[Path]:
     """Every Python module of the three packages (package markers without code left out)."""
     found = [p for layer in LAYERS for p in sorted((ROOT / layer).rglob("*.py")) if "migrations" not in p.parts]
-    return [p for p in found if p.name not in ("__main__.py",) and not (p.name == "__init__.py" and not p.read_text().strip())]
+    return [
+        p
+        for p in found
+        if p.name not in ("__main__.py",) and not (p.name == "__init__.py" and not p.read_text().strip())
+    ]
 
 
 def imported(path: Path) -> set[str]:
@@ -38,8 +42,11 @@ def imported(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
 def test_imports_flow_annotator_db_eval_core(layer: str) -> None:
-    bad = {str(p.relative_to(ROOT)): sorted(imported(p) & set(FORBIDDEN[layer]))
-           for p in sorted((ROOT / layer).rglob("*.py")) if "migrations" not in p.parts}
+    bad = {
+        str(p.relative_to(ROOT)): sorted(imported(p) & set(FORBIDDEN[layer]))
+        for p in sorted((ROOT / layer).rglob("*.py"))
+        if "migrations" not in p.parts
+    }
     assert {k: v for k, v in bad.items() if v} == {}
 
 
@@ -51,7 +58,9 @@ def test_every_module_is_described_in_the_architecture_doc() -> None:
 
 def test_the_doc_names_no_module_that_does_not_exist() -> None:
     doc = (ROOT / "docs" / "architecture.md").read_text()
-    named = {line.split("`")[1] for line in doc.splitlines() if line.startswith("- `") and line.split("`")[1].endswith(".py")}
+    named = {
+        line.split("`")[1] for line in doc.splitlines() if line.startswith("- `") and line.split("`")[1].endswith(".py")
+    }
     assert sorted(n for n in named if not (ROOT / n).exists()) == []
 
 
@@ -99,10 +108,10 @@ def import_graph(root: Path, packages: Iterable[str]) -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    up = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join([*up, base] if base else up)
                 for alias in node.names:
-                    if (t := _resolve(f"{base}.{alias.name}", known)):
+                    if t := _resolve(f"{base}.{alias.name}", known):
                         targets.add(t)
         graph[name] = targets - {name}
     return graph

@@ -101,7 +101,8 @@ def test_a_demoted_lead_is_refused_a_lead_page_at_once(url):
     again = with_token(create_session(engine, 1).token)
     again.switch_page(AGREEMENT).run()
     assert [e.value for e in again.error] == [
-        "Not allowed for your role: this page is for the lead role; you are logged in as annotator."]
+        "Not allowed for your role: this page is for the lead role; you are logged in as annotator."
+    ]
 
 
 def test_an_annotator_following_a_lead_link_is_told_not_allowed(url):
@@ -109,7 +110,8 @@ def test_an_annotator_following_a_lead_link_is_told_not_allowed(url):
     at.switch_page(AGREEMENT).run()
     assert not at.exception
     assert [e.value for e in at.error] == [
-        "Not allowed for your role: this page is for the lead role; you are logged in as annotator."]
+        "Not allowed for your role: this page is for the lead role; you are logged in as annotator."
+    ]
 
 
 def test_logout_revokes_the_session_for_every_tab(url):
@@ -152,5 +154,7 @@ def test_a_refused_store_action_is_one_sentence_in_the_page():
     at = AppTest.from_function(page).run()
     assert not at.exception
     shown = [e.value.replace(BREAK, "").replace("\\", "") for e in at.error]  # what the page shows
-    assert shown == ["No release: Only a lead may do this; 'ana' is annotator.",
-                     "Not added: Password must be at least 8 characters."]
+    assert shown == [
+        "No release: Only a lead may do this; 'ana' is annotator.",
+        "Not added: Password must be at least 8 characters.",
+    ]

@@ -30,8 +30,12 @@ def cli(store_url, capsys, monkeypatch):
 
 def test_add_and_list_with_the_password_from_stdin(cli, engine):
     code, out, _ = cli("user", "add", "ana", "--role", "annotator", "--password-stdin", stdin="ana-password\n")
-    assert code == 0 and (out["username"], out["role"], out["active"], out["can_login"]) == ("ana", "annotator",
-                                                                                              True, True)
+    assert code == 0 and (out["username"], out["role"], out["active"], out["can_login"]) == (
+        "ana",
+        "annotator",
+        True,
+        True,
+    )
     assert cli("user", "add", "imported", "--role", "annotator", "--no-password")[1]["can_login"] is False
     assert authenticate(engine, "ana", "ana-password") is not None
     code, out, _ = cli("user", "list")
@@ -39,8 +43,10 @@ def test_add_and_list_with_the_password_from_stdin(cli, engine):
     assert [u["username"] for u in cli("user", "list", "--role", "lead")[1]] == []
 
 
-@pytest.mark.parametrize("password, problem", [("short77", "at least 8 characters"),
-                                               ("         ", "only whitespace"), ("", "empty password")])
+@pytest.mark.parametrize(
+    "password, problem",
+    [("short77", "at least 8 characters"), ("         ", "only whitespace"), ("", "empty password")],
+)
 def test_a_weak_password_is_refused_in_one_line_and_nothing_is_written(cli, engine, password, problem):
     code, out, err = cli("user", "add", "ana", "--role", "annotator", "--password-stdin", stdin=password + "\n")
     assert (code, out) == (2, None)
@@ -111,10 +117,10 @@ def test_unknown_users_and_roles_are_refused(cli, capsys):
     assert "invalid choice: 'admin'" in capsys.readouterr().err
 
 
-
 def test_a_password_piped_without_password_stdin_says_which_option_reads_it(cli, engine, monkeypatch):
     """`echo pw | qrelkit user add ana` (no terminal): getpass reads the piped line as the first prompt and hits the
     end of input at "again:"; the refusal names --password-stdin instead of an unexplained EOFError."""
+
     def no_terminal(prompt: str = "") -> str:
         raise EOFError
 

@@ -34,14 +34,18 @@ def test_address_defaults_to_localhost_and_is_passed_on(command, tmp_path, monke
     seen = []
     monkeypatch.setattr(cli_app, "run_child", lambda cmd, env: seen.append(cmd) or 0)
     monkeypatch.setattr(cli_app, "port_in_use", lambda address, port: False)  # whatever this machine runs on 8601
-    monkeypatch.setattr("annotator.demo.build_demo", lambda engine, show_progress=False: type(
-        "Info", (), {"project": "demo", "created": True, "users": ()})())
+    monkeypatch.setattr(
+        "annotator.demo.build_demo",
+        lambda engine, show_progress=False: type("Info", (), {"project": "demo", "created": True, "users": ()})(),
+    )
     db = f"sqlite:///{tmp_path / 'x.db'}"
     assert main(["init", "--db", db]) == 0  # serve opens an existing store only; demo builds its own
     assert main([command, "--db", db, "--port", "8601"]) == 0
     assert main([command, "--db", db, "--port", "8601", "--address", "10.1.2.3"]) == 0
     assert [next(a for a in cmd if a.startswith("--server.address=")) for cmd in seen] == [
-        "--server.address=127.0.0.1", "--server.address=10.1.2.3"]
+        "--server.address=127.0.0.1",
+        "--server.address=10.1.2.3",
+    ]
 
 
 @pytest.mark.parametrize("command", ["serve", "demo"])

@@ -37,8 +37,9 @@ def test_the_store_keeps_only_the_tokens_sha256(engine, lea):
     new = create_session(engine, lea.id, client="10.0.0.7")
     assert len(new.token) >= 43  # 32 random bytes, URL-safe base64
     with engine.connect() as conn:
-        rows = conn.execute(sa.select(UserSession.token_hash, UserSession.client, UserSession.expires_at,
-                                      UserSession.created_at)).all()
+        rows = conn.execute(
+            sa.select(UserSession.token_hash, UserSession.client, UserSession.expires_at, UserSession.created_at)
+        ).all()
     assert len(rows) == 1
     stored, client, expires, created = rows[0]
     assert stored == hashlib.sha256(new.token.encode()).hexdigest() and new.token not in stored
@@ -57,8 +58,11 @@ def test_unknown_empty_and_tampered_tokens_resolve_to_nobody(engine, lea):
 def test_an_expired_session_resolves_to_nobody(engine, lea):
     new = create_session(engine, lea.id)
     with engine.begin() as conn:
-        conn.execute(sa.update(UserSession).values(expires_at=utcnow() - timedelta(seconds=1),
-                                                   created_at=utcnow() - timedelta(hours=13)))
+        conn.execute(
+            sa.update(UserSession).values(
+                expires_at=utcnow() - timedelta(seconds=1), created_at=utcnow() - timedelta(hours=13)
+            )
+        )
     assert resolve(engine, new.token) is None
     with pytest.raises(ValueError, match="positive"):
         create_session(engine, lea.id, lifetime=timedelta(0))
@@ -157,8 +161,9 @@ def test_revoke_all_and_deactivation_end_every_session_of_the_user_only(engine, 
     deactivate(engine, "lea", **OP)
     assert resolve(engine, fresh.token) is None
     with engine.connect() as conn:
-        open_rows = conn.execute(sa.select(sa.func.count()).select_from(UserSession)
-                                 .where(UserSession.revoked_at.is_(None))).scalar_one()
+        open_rows = conn.execute(
+            sa.select(sa.func.count()).select_from(UserSession).where(UserSession.revoked_at.is_(None))
+        ).scalar_one()
     assert open_rows == 1  # ana's, untouched
     assert resolve(engine, other.token) == ana
     with pytest.raises(PermissionError, match="deactivated"):
@@ -177,8 +182,11 @@ def test_a_role_change_ends_every_session_of_that_account_and_only_a_change_does
 
 def test_a_password_change_ends_every_session_of_that_account_even_a_copied_cookie(engine, lea):
     ana = create_user(engine, "ana", "annotator", "ana-password", **OP)
-    victim, copied, other = create_session(engine, ana.id), create_session(engine, ana.id), create_session(engine,
-                                                                                                         lea.id)
+    victim, copied, other = (
+        create_session(engine, ana.id),
+        create_session(engine, ana.id),
+        create_session(engine, lea.id),
+    )
     set_password(engine, "ana", "a-new-password", actor="ana")  # the user's own change ends her tabs too
     assert resolve(engine, victim.token) is None and resolve(engine, copied.token) is None
     assert resolve(engine, other.token) == lea
@@ -190,7 +198,12 @@ def test_a_password_change_ends_every_session_of_that_account_even_a_copied_cook
 def test_the_database_refuses_a_raw_token_or_a_session_ending_before_it_starts(engine, lea):
     now = utcnow()
     for values in ({"token_hash": "raw-token"}, {"token_hash": "a" * 64, "expires_at": now - timedelta(hours=1)}):
-        row = {"token_hash": "b" * 64, "user_id": lea.id, "created_at": now, "last_seen_at": now,
-               "expires_at": now + timedelta(hours=1)} | values
+        row = {
+            "token_hash": "b" * 64,
+            "user_id": lea.id,
+            "created_at": now,
+            "last_seen_at": now,
+            "expires_at": now + timedelta(hours=1),
+        } | values
         with pytest.raises(IntegrityError), engine.begin() as conn:
             conn.execute(sa.insert(UserSession.__table__).values(**row))

@@ -35,9 +35,12 @@ def fail(engine, times: int, username: str = "ana", client: str = "10.0.0.1") ->
 def age_attempts(engine, seconds: float) -> None:
     """Move every recorded attempt `seconds` into the past (instead of sleeping)."""
     with engine.begin() as conn:
-        for (aid, at) in conn.execute(sa.select(LoginAttempt.id, LoginAttempt.attempted_at)).all():
-            conn.execute(sa.update(LoginAttempt).where(LoginAttempt.id == aid)
-                         .values(attempted_at=at - timedelta(seconds=seconds)))
+        for aid, at in conn.execute(sa.select(LoginAttempt.id, LoginAttempt.attempted_at)).all():
+            conn.execute(
+                sa.update(LoginAttempt)
+                .where(LoginAttempt.id == aid)
+                .values(attempted_at=at - timedelta(seconds=seconds))
+            )
 
 
 def test_the_wait_doubles_after_five_failures_and_is_capped():
@@ -96,11 +99,14 @@ def test_failures_older_than_the_window_are_forgotten(engine, ana):
 
 def test_the_back_off_holds_in_another_process(engine, store_url, ana):
     fail(engine, 5)
-    code = ("import sys; from db.accounts.logins import login; from db.store.engine import get_engine; "
-            "r = login(get_engine(sys.argv[1]), 'ana', 'right-password', client='10.0.0.1'); "
-            "print(r.user is None, r.retry_after)")
-    out = subprocess.run([sys.executable, "-c", code, store_url], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120, check=True).stdout.split()
+    code = (
+        "import sys; from db.accounts.logins import login; from db.store.engine import get_engine; "
+        "r = login(get_engine(sys.argv[1]), 'ana', 'right-password', client='10.0.0.1'); "
+        "print(r.user is None, r.retry_after)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, store_url], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split()
     assert out[0] == "True" and 1 <= int(out[1]) <= 10
 
 
@@ -114,8 +120,11 @@ def test_a_login_prunes_attempts_and_ended_sessions_older_than_thirty_days(engin
     with engine.begin() as conn:
         conn.execute(sa.update(LoginAttempt).values(attempted_at=long_ago))
         for new, ended in ((old, long_ago), (recent, utcnow() - timedelta(days=29))):
-            conn.execute(sa.update(UserSession).where(UserSession.token_hash == token_hash(new.token))
-                         .values(created_at=ended - timedelta(hours=13), expires_at=ended))
+            conn.execute(
+                sa.update(UserSession)
+                .where(UserSession.token_hash == token_hash(new.token))
+                .values(created_at=ended - timedelta(hours=13), expires_at=ended)
+            )
     ok = login(engine, "ana", "right-password", client="10.0.0.1")
     with engine.connect() as conn:
         attempts = conn.execute(sa.select(LoginAttempt.succeeded)).scalars().all()

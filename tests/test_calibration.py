@@ -22,14 +22,27 @@ def seeded(seed: int = 7, queries: int = 10, per_query: int = 12) -> pd.DataFram
     for q in range(queries):
         for f in range(per_query):
             truth = int(rng.choice(4, p=(0.4, 0.25, 0.2, 0.15)))
-            for a, kind, shift in (("ann", "human", 0), ("bob", "human", 0), ("cy", "human", 0),
-                                   ("gpt", "model", 1), ("llama", "model", 0)):
+            for a, kind, shift in (
+                ("ann", "human", 0),
+                ("bob", "human", 0),
+                ("cy", "human", 0),
+                ("gpt", "model", 1),
+                ("llama", "model", 0),
+            ):
                 if rng.random() < 0.25:
                     continue
                 slip = int(rng.integers(-1, 2)) if rng.random() < 0.5 else 0
-                rows.append({"query_id": f"q{q}", "fragment_id": f"d{f}", "annotator": a,
-                             "grade": int(np.clip(truth + slip + shift, 0, 3)), "annotator_kind": kind,
-                             "category": "how-to" if q % 2 else "fact", "guideline": str(1 + q % 3 // 2)})
+                rows.append(
+                    {
+                        "query_id": f"q{q}",
+                        "fragment_id": f"d{f}",
+                        "annotator": a,
+                        "grade": int(np.clip(truth + slip + shift, 0, 3)),
+                        "annotator_kind": kind,
+                        "category": "how-to" if q % 2 else "fact",
+                        "guideline": str(1 + q % 3 // 2),
+                    }
+                )
     return pd.DataFrame(rows).astype({"grade": "Int64"})
 
 
@@ -68,10 +81,14 @@ def test_model_vs_each_human_equals_sklearn_and_krippendorff():
             ref, mod = both["grade_ref"].astype(int), both["grade_model"].astype(int)
             assert comp.n == len(both) > 20
             for w, sk in (("unweighted", None), ("linear", "linear"), ("quadratic", "quadratic")):
-                assert comp.kappa[w].value == pytest.approx(cohen_kappa_score(ref, mod, labels=DOMAIN, weights=sk),
-                                                            abs=1e-12)
-            expected = krippendorff.alpha(reliability_data=np.vstack([ref, mod]).astype(float),
-                                          level_of_measurement="ordinal", value_domain=DOMAIN)
+                assert comp.kappa[w].value == pytest.approx(
+                    cohen_kappa_score(ref, mod, labels=DOMAIN, weights=sk), abs=1e-12
+                )
+            expected = krippendorff.alpha(
+                reliability_data=np.vstack([ref, mod]).astype(float),
+                level_of_measurement="ordinal",
+                value_domain=DOMAIN,
+            )
             assert comp.alpha.value == pytest.approx(expected, abs=1e-12)
             cells = pd.crosstab(ref, mod).reindex(index=DOMAIN, columns=DOMAIN, fill_value=0)
             assert comp.confusion == cells.to_numpy().tolist()
@@ -86,19 +103,27 @@ def test_model_vs_consensus_equals_sklearn_on_the_median_labels():
     ref, mod = both["grade_ref"].astype(int), both["grade_model"].astype(int)
     assert m.vs_consensus.reference == CONSENSUS and m.vs_consensus.n == len(both)
     assert m.vs_consensus.kappa["quadratic"].value == pytest.approx(
-        cohen_kappa_score(ref, mod, labels=DOMAIN, weights="quadratic"), abs=1e-12)
-    assert m.vs_consensus.alpha.value == pytest.approx(krippendorff.alpha(
-        reliability_data=np.vstack([ref, mod]).astype(float), level_of_measurement="ordinal",
-        value_domain=DOMAIN), abs=1e-12)
+        cohen_kappa_score(ref, mod, labels=DOMAIN, weights="quadratic"), abs=1e-12
+    )
+    assert m.vs_consensus.alpha.value == pytest.approx(
+        krippendorff.alpha(
+            reliability_data=np.vstack([ref, mod]).astype(float), level_of_measurement="ordinal", value_domain=DOMAIN
+        ),
+        abs=1e-12,
+    )
     # per guideline version: the same computation restricted to the model's judgments under that version
     for group in m.by_guideline:
         mine = frame[(frame["annotator"] == m.model) & (frame["guideline"] == group.group)]
-        part = mine[["query_id", "fragment_id", "grade"]].merge(labels, on=["query_id", "fragment_id"],
-                                                                 suffixes=("_model", "_ref"))
+        part = mine[["query_id", "fragment_id", "grade"]].merge(
+            labels, on=["query_id", "fragment_id"], suffixes=("_model", "_ref")
+        )
         assert group.vs_consensus.n == len(part)
-        assert group.vs_consensus.kappa["linear"].value == pytest.approx(cohen_kappa_score(
-            part["grade_ref"].astype(int), part["grade_model"].astype(int), labels=DOMAIN, weights="linear"),
-            abs=1e-12)
+        assert group.vs_consensus.kappa["linear"].value == pytest.approx(
+            cohen_kappa_score(
+                part["grade_ref"].astype(int), part["grade_model"].astype(int), labels=DOMAIN, weights="linear"
+            ),
+            abs=1e-12,
+        )
     assert [g.group for g in m.by_guideline] == ["1", "2"]
     assert [g.group for g in m.by_category] == ["fact", "how-to"]
 
@@ -109,8 +134,11 @@ def test_human_baseline_is_the_humans_agreement_on_the_models_pairs():
     pairs = frame[frame["annotator"] == m.model][["query_id", "fragment_id"]]
     humans = frame[frame["annotator_kind"] == "human"].merge(pairs, on=["query_id", "fragment_id"])
     matrix = humans.pivot(index="annotator", columns=["query_id", "fragment_id"], values="grade")
-    expected = krippendorff.alpha(reliability_data=matrix.to_numpy(dtype=float, na_value=np.nan),
-                                  level_of_measurement="ordinal", value_domain=DOMAIN)
+    expected = krippendorff.alpha(
+        reliability_data=matrix.to_numpy(dtype=float, na_value=np.nan),
+        level_of_measurement="ordinal",
+        value_domain=DOMAIN,
+    )
     assert m.humans.alpha.value == pytest.approx(expected, abs=1e-12)
 
 
@@ -120,22 +148,28 @@ def test_bias_by_hand():
     # 1→2): 50%; human grades ≥ 2: two, the model calls none of them < 2: 0%.
     human = [0, 0, 1, 1, 2, 3]
     model = [1, 2, 1, 2, 2, 2]
-    rows = [{"query_id": "q", "fragment_id": f"d{i}", "annotator": who, "grade": g, "annotator_kind": kind}
-            for i, (h, m) in enumerate(zip(human, model, strict=True))
-            for who, g, kind in (("ann", h, "human"), ("judge", m, "model"))]
+    rows = [
+        {"query_id": "q", "fragment_id": f"d{i}", "annotator": who, "grade": g, "annotator_kind": kind}
+        for i, (h, m) in enumerate(zip(human, model, strict=True))
+        for who, g, kind in (("ann", h, "human"), ("judge", m, "model"))
+    ]
     report = calibration(pd.DataFrame(rows))
     b = report.models[0].vs_consensus.bias
     assert report.boundary == 2 == upper_half((0, 3))
     assert (b.n, b.mean_difference, b.n_lower, b.over_share, b.n_upper, b.under_share) == (6, 0.5, 4, 0.5, 2, 0.0)
-    assert b.sentence((0, 3)) == ("grades 0.50 higher on average; calls 50% of the humans' 0–1 grades 2–3 (n 4); "
-                                  "calls 0% of their 2–3 grades 0–1 (n 2)")
+    assert b.sentence((0, 3)) == (
+        "grades 0.50 higher on average; calls 50% of the humans' 0–1 grades 2–3 (n 4); "
+        "calls 0% of their 2–3 grades 0–1 (n 2)"
+    )
     assert report.models[0].vs_humans[0].bias == b
     assert upper_half((1, 3)) == 2 and upper_half((0, 4)) == 2
 
 
 def test_a_model_with_no_shared_pairs_is_undefined_not_zero():
-    rows = [{"query_id": "q", "fragment_id": "a", "annotator": "ann", "grade": 1, "annotator_kind": "human"},
-            {"query_id": "q", "fragment_id": "b", "annotator": "judge", "grade": 2, "annotator_kind": "model"}]
+    rows = [
+        {"query_id": "q", "fragment_id": "a", "annotator": "ann", "grade": 1, "annotator_kind": "human"},
+        {"query_id": "q", "fragment_id": "b", "annotator": "judge", "grade": 2, "annotator_kind": "model"},
+    ]
     m = calibration(pd.DataFrame(rows)).models[0]
     assert m.vs_consensus.n == 0 and m.vs_consensus.kappa["quadratic"].value is None
     assert m.vs_consensus.bias.mean_difference is None
@@ -168,8 +202,9 @@ def test_cli_agreement_reads_the_kind_column_and_leaves_models_out(tmp_path):
     # Naming the models works on a file without the column.
     plain = tmp_path / "plain.csv"
     frame.drop(columns=["annotator_kind"]).to_csv(plain, index=False)
-    _, named = _cli(["agreement", str(plain), "--format", "json", "--bootstrap", "20", "--model", "gpt",
-                     "--model", "llama"])
+    _, named = _cli(
+        ["agreement", str(plain), "--format", "json", "--bootstrap", "20", "--model", "gpt", "--model", "llama"]
+    )
     assert json.loads(named) == json.loads(alone)
 
 
@@ -188,8 +223,12 @@ def test_cli_by_kind_prints_humans_beside_each_model(tmp_path):
     assert code == 0 and "agree (tolerance 1e-9)" in text
     gpt = calibration(frame).models[0]
     row = next(line for line in text.splitlines() if line.startswith("  human consensus"))
-    assert row.split()[2:] == [str(gpt.vs_consensus.n), *(f"{c.value:.3f}" for c in gpt.vs_consensus.kappa.values()),
-                               f"{gpt.vs_consensus.alpha.value:.3f}", f"{gpt.vs_consensus.bias.mean_difference:+.2f}"]
+    assert row.split()[2:] == [
+        str(gpt.vs_consensus.n),
+        *(f"{c.value:.3f}" for c in gpt.vs_consensus.kappa.values()),
+        f"{gpt.vs_consensus.alpha.value:.3f}",
+        f"{gpt.vs_consensus.bias.mean_difference:+.2f}",
+    ]
     assert "model llama:" in text and "humans together" in text and "by guideline version" in text
 
 
@@ -203,8 +242,11 @@ def test_calibration_cis_are_the_query_clustered_bootstrap_of_the_reference_valu
     ann = rng.integers(0, 4, 30)
     model = np.clip(ann + rng.integers(-1, 2, 30), 0, 3)
     queries = np.repeat([f"q{i}" for i in range(6)], 5)
-    rows = [(q, f"f{i}", who, int(g), kind) for i, (q, a, m) in enumerate(zip(queries, ann, model, strict=True))
-            for who, g, kind in (("ann", a, "human"), ("llm", m, "model"))]
+    rows = [
+        (q, f"f{i}", who, int(g), kind)
+        for i, (q, a, m) in enumerate(zip(queries, ann, model, strict=True))
+        for who, g, kind in (("ann", a, "human"), ("llm", m, "model"))
+    ]
     frame = pd.DataFrame(rows, columns=["query_id", "fragment_id", "annotator", "grade", "annotator_kind"])
     comp = calibration(frame.astype({"grade": "Int64"}), bootstrap=40, seed=5).models[0].vs_consensus
     kappas, alphas = [], []
@@ -212,8 +254,13 @@ def test_calibration_cis_are_the_query_clustered_bootstrap_of_the_reference_valu
         for w in weights:
             take = np.concatenate([np.flatnonzero(queries == f"q{q}").repeat(int(n)) for q, n in enumerate(w)])
             kappas.append(cohen_kappa_score(ann[take], model[take], labels=DOMAIN, weights="quadratic"))
-            alphas.append(krippendorff.alpha(reliability_data=np.vstack([ann[take], model[take]]).astype(float),
-                                             level_of_measurement="ordinal", value_domain=DOMAIN))
+            alphas.append(
+                krippendorff.alpha(
+                    reliability_data=np.vstack([ann[take], model[take]]).astype(float),
+                    level_of_measurement="ordinal",
+                    value_domain=DOMAIN,
+                )
+            )
     assert comp.n_queries == 6 and comp.ci_status == "ok"
     assert comp.kappa["quadratic"].ci == pytest.approx(tuple(np.quantile(kappas, [0.025, 0.975])), abs=1e-9)
     assert comp.alpha.ci == pytest.approx(tuple(np.quantile(alphas, [0.025, 0.975])), abs=1e-9)

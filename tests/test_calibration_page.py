@@ -29,8 +29,13 @@ def grades(seed: int = 3) -> tuple[list[dict], list[dict]]:
             truth = int(rng.integers(0, 4))
             pair = {"query_id": f"q{q}", "fragment_id": f"f{q}_{f}"}
             for a in HUMANS:
-                humans.append({**pair, "annotator": a,
-                               "grade": int(np.clip(truth + rng.choice([-1, 0, 1], p=[0.15, 0.7, 0.15]), 0, 3))})
+                humans.append(
+                    {
+                        **pair,
+                        "annotator": a,
+                        "grade": int(np.clip(truth + rng.choice([-1, 0, 1], p=[0.15, 0.7, 0.15]), 0, 3)),
+                    }
+                )
             model.append({**pair, "annotator": MODEL, "grade": int(min(3, truth + (rng.random() < 0.5)))})
     return humans, model
 
@@ -50,14 +55,32 @@ def page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_model: bool) -> t
     lead = users.create_user(engine, "lead", "lead", password="lead-password-1", actor=OPERATOR)
     projects.create_project(engine, "judged", actor=OPERATOR)
     humans, model = grades()
-    imports.import_queries(engine, "judged", write_jsonl(tmp_path / "q.jsonl", [
-        {"id": q, "text": f"query {q}"} for q in sorted({r["query_id"] for r in humans})]), actor=OPERATOR)
-    imports.import_fragments(engine, "judged", write_jsonl(tmp_path / "f.jsonl", [
-        {"id": f, "text": f"fragment {f}"} for f in sorted({r["fragment_id"] for r in humans})]), actor=OPERATOR)
+    imports.import_queries(
+        engine,
+        "judged",
+        write_jsonl(
+            tmp_path / "q.jsonl", [{"id": q, "text": f"query {q}"} for q in sorted({r["query_id"] for r in humans})]
+        ),
+        actor=OPERATOR,
+    )
+    imports.import_fragments(
+        engine,
+        "judged",
+        write_jsonl(
+            tmp_path / "f.jsonl",
+            [{"id": f, "text": f"fragment {f}"} for f in sorted({r["fragment_id"] for r in humans})],
+        ),
+        actor=OPERATOR,
+    )
     imports.import_judgments(engine, "judged", write_jsonl(tmp_path / "h.jsonl", humans), actor=OPERATOR)
     if with_model:
-        imports.import_judgments(engine, "judged", write_jsonl(tmp_path / "m.jsonl", model), actor=OPERATOR,
-                                 judges=AnnotatorKind("model", "test-model"))
+        imports.import_judgments(
+            engine,
+            "judged",
+            write_jsonl(tmp_path / "m.jsonl", model),
+            actor=OPERATOR,
+            judges=AnnotatorKind("model", "test-model"),
+        )
     monkeypatch.setenv("QRELKIT_DB_URL", url)
     at = AppTest.from_file(str(PAGE), default_timeout=120)
     at.session_state[TOKEN_KEY] = create_session(engine, lead.id, client="apptest").token
@@ -90,15 +113,23 @@ def test_model_judges_section_beside_unchanged_human_numbers(tmp_path, monkeypat
     kappa = cohen_kappa_score(consensus, mine, labels=DOMAIN, weights="quadratic")
     row = side[side["Who"] == f"{MODEL} vs human consensus"].iloc[0]
     assert row["κ quadratic"] == pytest.approx(kappa, abs=1e-12) and row["Pairs"] == len(model)
-    assert row["α ordinal"] == pytest.approx(krippendorff.alpha(
-        reliability_data=np.vstack([consensus, mine]), level_of_measurement="ordinal", value_domain=DOMAIN),
-        abs=1e-12)
+    assert row["α ordinal"] == pytest.approx(
+        krippendorff.alpha(
+            reliability_data=np.vstack([consensus, mine]), level_of_measurement="ordinal", value_domain=DOMAIN
+        ),
+        abs=1e-12,
+    )
     texts = [t.value for t in at.text]
     diff = float(np.mean(mine - consensus))
-    assert f"Model judge {MODEL}: {len(model)} grades. Against the human consensus it grades {diff:.2f} higher" \
+    assert (
+        f"Model judge {MODEL}: {len(model)} grades. Against the human consensus it grades {diff:.2f} higher"
         in "\n".join(texts)
-    rendered = [e.value for kind in ("markdown", "caption", "error", "warning", "info", "success", "subheader")
-                for e in at.get(kind)] + [m.label for m in at.metric]
+    )
+    rendered = [
+        e.value
+        for kind in ("markdown", "caption", "error", "warning", "info", "success", "subheader")
+        for e in at.get(kind)
+    ] + [m.label for m in at.metric]
     assert not any("](http" in value for value in rendered)
 
 

@@ -28,7 +28,7 @@ def exact_sign_flip_p(d: np.ndarray) -> float:
     """Reference: the two-sided p over all 2^n sign flips, enumerated one by one."""
     observed = abs(d.sum())
     hits = sum(abs(np.dot(signs, d)) >= observed - 1e-12 for signs in itertools.product((-1, 1), repeat=d.size))
-    return hits / 2 ** d.size
+    return hits / 2**d.size
 
 
 def paired_scores(n: int, shift: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -105,8 +105,14 @@ def test_bootstrap_ci_agrees_with_scipy_percentile_bootstrap() -> None:
     a, b = paired_scores(60, 0.03, 10)
     d = b - a
     low, high = bootstrap_ci(d, 20_000, 0.95, seed=1)
-    ref = stats.bootstrap((d,), np.mean, n_resamples=20_000, method="percentile", confidence_level=0.95,
-                          random_state=np.random.default_rng(2)).confidence_interval
+    ref = stats.bootstrap(
+        (d,),
+        np.mean,
+        n_resamples=20_000,
+        method="percentile",
+        confidence_level=0.95,
+        random_state=np.random.default_rng(2),
+    ).confidence_interval
     # Different resampling streams: the two estimates agree within Monte-Carlo error of the quantiles.
     width = ref.high - ref.low
     assert abs(low - ref.low) < 0.05 * width
@@ -207,8 +213,13 @@ def test_compare_end_to_end_matches_pytrec_eval_and_scipy() -> None:
 
 
 def write_run_file(path, run: dict) -> str:
-    path.write_text("".join(f"{q} Q0 {d} {i} {s:.6f} sys\n" for q, docs in run.items()
-                            for i, (d, s) in enumerate(sorted(docs.items(), key=lambda x: -x[1]), start=1)))
+    path.write_text(
+        "".join(
+            f"{q} Q0 {d} {i} {s:.6f} sys\n"
+            for q, docs in run.items()
+            for i, (d, s) in enumerate(sorted(docs.items(), key=lambda x: -x[1]), start=1)
+        )
+    )
     return str(path)
 
 
@@ -220,8 +231,9 @@ def test_cli_compare_json_and_table(tmp_path, capsys) -> None:
     qp.write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items()))
     ra, rb = write_run_file(tmp_path / "a.run", run_a), write_run_file(tmp_path / "b.run", run_b)
     rc = write_run_file(tmp_path / "c.run", {q: {d: -s for d, s in docs.items()} for q, docs in run_a.items()})
-    assert main(["compare", str(qp), ra, rb, "--metric", "ndcg@10", "--metric", "recall@5,mrr",
-                 "--format", "json"]) == 0
+    assert (
+        main(["compare", str(qp), ra, rb, "--metric", "ndcg@10", "--metric", "recall@5,mrr", "--format", "json"]) == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["runs"] == ["a.run", "b.run"] and out["metrics"] == ["ndcg@10", "recall@5", "mrr"]
     assert out["correction"] == "none" and len(out["pairs"]) == 3
@@ -259,11 +271,13 @@ def _walsh_hl(d: np.ndarray, confidence: float) -> tuple[float, float, float]:
     d = d[d != 0]
     n = d.size
     walsh = sorted((d[i] + d[j]) / 2 for i in range(n) for j in range(i, n))
-    sums = sorted(sum(r for r, keep in zip(range(1, n + 1), signs, strict=True) if keep)
-                  for signs in itertools.product((0, 1), repeat=n))
+    sums = sorted(
+        sum(r for r, keep in zip(range(1, n + 1), signs, strict=True) if keep)
+        for signs in itertools.product((0, 1), repeat=n)
+    )
     tail = (1 - confidence) / 2
     k = 0
-    while sum(1 for t in sums if t <= k) / 2 ** n <= tail:
+    while sum(1 for t in sums if t <= k) / 2**n <= tail:
         k += 1
     return float(np.median(walsh)), walsh[k - 1], walsh[len(walsh) - k]
 

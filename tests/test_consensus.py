@@ -23,16 +23,25 @@ def frame(grades: dict[str, list]) -> pd.DataFrame:
     return out
 
 
-PAIRS = {"tie": [1, 2], "odd": [0, 3, 1], "two_two": [0, 0, 2, 2], "cant": [3, None, None], "none": [None, None],
-         "half": [1, 2, 2, 1, 0, 3]}
+PAIRS = {
+    "tie": [1, 2],
+    "odd": [0, 3, 1],
+    "two_two": [0, 0, 2, 2],
+    "cant": [3, None, None],
+    "none": [None, None],
+    "half": [1, 2, 2, 1, 0, 3],
+}
 
 
-@pytest.mark.parametrize(("rule", "expected"), [
-    ("median", {"tie": 1, "odd": 1, "two_two": 0, "cant": 3, "half": 1}),    # lower median on ties
-    ("majority", {"tie": 1, "odd": 0, "two_two": 0, "cant": 3, "half": 1}),  # ties go to the lower grade
-    ("mean", {"tie": 2, "odd": 1, "two_two": 1, "cant": 3, "half": 2}),      # 1.5→2, 4/3→1, 1→1, 9/6=1.5→2
-    ("min", {"tie": 1, "odd": 0, "two_two": 0, "cant": 3, "half": 0}),
-])
+@pytest.mark.parametrize(
+    ("rule", "expected"),
+    [
+        ("median", {"tie": 1, "odd": 1, "two_two": 0, "cant": 3, "half": 1}),  # lower median on ties
+        ("majority", {"tie": 1, "odd": 0, "two_two": 0, "cant": 3, "half": 1}),  # ties go to the lower grade
+        ("mean", {"tie": 2, "odd": 1, "two_two": 1, "cant": 3, "half": 2}),  # 1.5→2, 4/3→1, 1→1, 9/6=1.5→2
+        ("min", {"tie": 1, "odd": 0, "two_two": 0, "cant": 3, "half": 0}),
+    ],
+)
 def test_rules_by_hand(rule: str, expected: dict[str, int]) -> None:
     out = consensus(frame(PAIRS), rule=rule).set_index("fragment_id")
     assert out["grade"].to_dict() == expected  # "none" (only can't judge) is left out
@@ -52,14 +61,16 @@ def test_adjudication_wins_and_min_grades() -> None:
 
 def test_bad_adjudications() -> None:
     with pytest.raises(ValueError, match="not an integer in 0-3"):
-        consensus(frame(PAIRS), adjudications=pd.DataFrame({"query_id": ["q1"], "fragment_id": ["odd"],
-                                                            "grade": [7]}))
+        consensus(frame(PAIRS), adjudications=pd.DataFrame({"query_id": ["q1"], "fragment_id": ["odd"], "grade": [7]}))
     with pytest.raises(ValueError, match="more than one adjudication"):
-        consensus(frame(PAIRS), adjudications=pd.DataFrame({"query_id": ["q1", "q1"], "fragment_id": ["odd"] * 2,
-                                                            "grade": [1, 2]}))
+        consensus(
+            frame(PAIRS),
+            adjudications=pd.DataFrame({"query_id": ["q1", "q1"], "fragment_id": ["odd"] * 2, "grade": [1, 2]}),
+        )
     with pytest.raises(ValueError, match="must be integers"):
-        consensus(frame(PAIRS), adjudications=pd.DataFrame({"query_id": ["q1"], "fragment_id": ["odd"],
-                                                            "grade": [1.5]}))
+        consensus(
+            frame(PAIRS), adjudications=pd.DataFrame({"query_id": ["q1"], "fragment_id": ["odd"], "grade": [1.5]})
+        )
     with pytest.raises(ValueError, match="rule"):
         consensus(frame(PAIRS), rule="max")
 
@@ -101,20 +112,37 @@ def test_cli_writes_trec_beir_jsonl(tmp_path: Path) -> None:
     from tests.helpers import run
 
     src = tmp_path / "j.jsonl"
-    src.write_text("".join(json.dumps({"query_id": "q1", "fragment_id": f, "annotator": a, "grade": g}) + "\n"
-                           for f, a, g in [("d1", "x", 1), ("d1", "y", 2), ("d2", "x", 3), ("d2", "y", None)]),
-                   encoding="utf-8")
+    src.write_text(
+        "".join(
+            json.dumps({"query_id": "q1", "fragment_id": f, "annotator": a, "grade": g}) + "\n"
+            for f, a, g in [("d1", "x", 1), ("d1", "y", 2), ("d2", "x", 3), ("d2", "y", None)]
+        ),
+        encoding="utf-8",
+    )
     adj = tmp_path / "adj.csv"
     adj.write_text("query_id,fragment_id,grade\nq1,d2,0\n", encoding="utf-8")
     assert run(["consensus", str(src), "--rule", "mean", "-o", str(tmp_path / "q.trec")])[0] == 0
     assert (tmp_path / "q.trec").read_text() == "q1 0 d1 2\nq1 0 d2 3\n"
-    assert run(["consensus", str(src), "--adjudications", str(adj), "-o", str(tmp_path / "q.tsv"),
-                "--format", "beir"])[0] == 0
+    assert (
+        run(["consensus", str(src), "--adjudications", str(adj), "-o", str(tmp_path / "q.tsv"), "--format", "beir"])[0]
+        == 0
+    )
     assert (tmp_path / "q.tsv").read_text() == "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\t0\n"
-    assert run(["consensus", str(src), "-o", str(tmp_path / "q.jsonl"), "--format", "jsonl", "--min-grades", "2"])[0] == 0
+    assert (
+        run(["consensus", str(src), "-o", str(tmp_path / "q.jsonl"), "--format", "jsonl", "--min-grades", "2"])[0] == 0
+    )
     lines = [json.loads(x) for x in (tmp_path / "q.jsonl").read_text().splitlines()]
-    assert lines == [{"query_id": "q1", "fragment_id": "d1", "grade": 1, "n_grades": 2, "grades": {"x": 1, "y": 2},
-                      "rule": "median", "adjudicated": False}]
+    assert lines == [
+        {
+            "query_id": "q1",
+            "fragment_id": "d1",
+            "grade": 1,
+            "n_grades": 2,
+            "grades": {"x": 1, "y": 2},
+            "rule": "median",
+            "adjudicated": False,
+        }
+    ]
     bad = tmp_path / "bad.csv"
     bad.write_text("query_id,fragment_id,grade\nq1,d2,\n", encoding="utf-8")
     code, _, err = run(["consensus", str(src), "--adjudications", str(bad), "-o", str(tmp_path / "x.trec")])

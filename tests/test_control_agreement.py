@@ -17,13 +17,17 @@ LABELS = [0, 1, 2, 3]
 def _case(seed: int = 4, queries: int = 12, per_query: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Settled grades for queries × fragments; ann grades them with some noise, bob more, under two versions."""
     rng = np.random.default_rng(seed)
-    control = pd.DataFrame([(f"q{q}", f"f{q}-{j}", int(rng.integers(0, 4))) for q in range(queries)
-                            for j in range(per_query)], columns=["query_id", "fragment_id", "grade"])
+    control = pd.DataFrame(
+        [(f"q{q}", f"f{q}-{j}", int(rng.integers(0, 4))) for q in range(queries) for j in range(per_query)],
+        columns=["query_id", "fragment_id", "grade"],
+    )
     rows = []
     for who, noise in (("ann", 0.2), ("bob", 0.6)):
         for i, c in enumerate(control.itertuples()):
             grade = c.grade if rng.random() > noise else int(rng.integers(0, 4))
-            rows.append((c.query_id, c.fragment_id, who, grade, "v1" if i < 30 else "v2", f"2026-01-01T00:{i:02d}:00+00:00"))
+            rows.append(
+                (c.query_id, c.fragment_id, who, grade, "v1" if i < 30 else "v2", f"2026-01-01T00:{i:02d}:00+00:00")
+            )
     judgments = pd.DataFrame(rows, columns=["query_id", "fragment_id", "annotator", "grade", "guideline", "time"])
     return judgments, control
 
@@ -34,8 +38,9 @@ def test_kappa_and_accuracy_are_scikit_learn(weights: str) -> None:
     report = control_report(judgments, control, weights=weights, replicates=0)
     for s in report.per_annotator:
         own = judgments[judgments["annotator"] == s.annotator].merge(control, on=["query_id", "fragment_id"])
-        expected = cohen_kappa_score(own["grade_y"], own["grade_x"], labels=LABELS,
-                                     weights=None if weights == "unweighted" else weights)
+        expected = cohen_kappa_score(
+            own["grade_y"], own["grade_x"], labels=LABELS, weights=None if weights == "unweighted" else weights
+        )
         assert s.kappa.value == pytest.approx(expected, abs=1e-12)
         assert s.accuracy.value == pytest.approx((own["grade_x"] == own["grade_y"]).mean())
         assert (s.pairs, s.queries) == (60, 12)
@@ -50,8 +55,10 @@ def test_ci_is_the_query_clustered_bootstrap() -> None:
     own = judgments[judgments["annotator"] == "ann"].merge(control, on=["query_id", "fragment_id"])
     codes = pd.factorize(own["query_id"], sort=True)[0]
     weights = np.vstack(list(cluster_weights(12, 200, 9)))
-    reps = [cohen_kappa_score(own["grade_y"], own["grade_x"], labels=LABELS, weights="linear",
-                              sample_weight=w[codes]) for w in weights]
+    reps = [
+        cohen_kappa_score(own["grade_y"], own["grade_x"], labels=LABELS, weights="linear", sample_weight=w[codes])
+        for w in weights
+    ]
     assert ann.kappa.ci == pytest.approx(tuple(np.quantile(reps, [0.025, 0.975])), abs=1e-9)
     assert ann.kappa.ci[0] <= ann.kappa.value <= ann.kappa.ci[1]
 
@@ -69,15 +76,28 @@ def test_by_guideline_over_time_and_drift() -> None:
     expected = cohen_kappa_score(own["grade_y"], own["grade_x"], labels=LABELS, weights="linear")
     assert report.alerts[0].kappa == pytest.approx(expected)
     assert {(s.annotator, s.group, s.pairs) for s in report.by_guideline} == {
-        ("ann", "v1", 30), ("ann", "v2", 30), ("bob", "v1", 30), ("bob", "v2", 30)}
+        ("ann", "v1", 30),
+        ("ann", "v2", 30),
+        ("bob", "v1", 30),
+        ("bob", "v2", 30),
+    }
     assert [s.group for s in report.over_time if s.annotator == "ann"] == [
-        "control judgments 1–20", "control judgments 21–40", "control judgments 41–60"]
+        "control judgments 1–20",
+        "control judgments 21–40",
+        "control judgments 41–60",
+    ]
 
 
 def test_cant_judge_and_other_pairs_are_left_out() -> None:
     control = pd.DataFrame({"query_id": ["q1"], "fragment_id": ["a"], "grade": [2]})
-    judgments = pd.DataFrame({"query_id": ["q1", "q1", "q2"], "fragment_id": ["a", "a", "b"],
-                              "annotator": ["ann", "bob", "ann"], "grade": [2, None, 1]})
+    judgments = pd.DataFrame(
+        {
+            "query_id": ["q1", "q1", "q2"],
+            "fragment_id": ["a", "a", "b"],
+            "annotator": ["ann", "bob", "ann"],
+            "grade": [2, None, 1],
+        }
+    )
     report = control_report(judgments, control, replicates=0)
     assert [(s.annotator, s.pairs, s.accuracy.value) for s in report.per_annotator] == [("ann", 1, 1.0)]
     assert report.per_annotator[0].kappa.value is None  # one pair: no variation, undefined, never a fake 1

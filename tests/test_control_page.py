@@ -16,8 +16,9 @@ def _pair_id(engine, fragment: str) -> int:
     from db.store.models import Fragment, Pair
 
     with engine.connect() as conn:
-        return conn.execute(sa.select(Pair.id).join(Fragment, Fragment.id == Pair.fragment_id)
-                            .where(Fragment.external_id == fragment)).scalar_one()
+        return conn.execute(
+            sa.select(Pair.id).join(Fragment, Fragment.id == Pair.fragment_id).where(Fragment.external_id == fragment)
+        ).scalar_one()
 
 
 def test_agreement_page_shows_each_annotator_against_the_controls(store):

@@ -22,7 +22,7 @@ METRIC_TOKEN = re.compile(r"`([A-Za-z_][A-Za-z_0-9]*(?:\[@k\]|@(?:k|p|\d+(?:\.\d
 
 def _table_block(text: str) -> str:
     assert START in text and END in text, "docs/eval.md lost the markers around its metric table"
-    return text[text.index(START):text.index(END)].split("\n", 1)[1].strip()
+    return text[text.index(START) : text.index(END)].split("\n", 1)[1].strip()
 
 
 def test_eval_doc_table_is_the_registry_table() -> None:
@@ -40,7 +40,9 @@ def test_every_registered_metric_is_in_the_eval_doc() -> None:
 def test_docs_name_no_metric_that_does_not_exist(page: str) -> None:
     """Every `name@k`-shaped token in the docs is a registered metric (other tools' names go unquoted)."""
     text = (DOCS / page).read_text(encoding="utf-8")
-    unknown = sorted({tok for tok in METRIC_TOKEN.findall(text) if base_of(tok.replace("[@k]", "").replace("@p", "")) is None})
+    unknown = sorted(
+        {tok for tok in METRIC_TOKEN.findall(text) if base_of(tok.replace("[@k]", "").replace("@p", "")) is None}
+    )
     assert not unknown, f"docs/{page} names metrics that do not exist: {unknown}"
 
 
@@ -84,10 +86,16 @@ def test_the_cli_reference_covers_every_command() -> None:
 
 
 # Every registry a CLI option offers: module, name. Each entry must appear in docs/cli.md as a choice.
-REGISTRIES = [("eval_core.consensus", "RULES"), ("db.releases", "EXPORT_FORMATS"), ("db.imports", "IMPORT_KINDS"),
-              ("eval_core.vocab", "ROLES"), ("eval_core.vocab", "ANNOTATOR_KINDS"),
-              ("eval_core.vocab", "RELEASE_POLICIES"), ("eval_core.vocab", "ORDER_NAMES"),
-              ("eval_core.ranking.paired_tests", "TEST_NAMES")]
+REGISTRIES = [
+    ("eval_core.consensus", "RULES"),
+    ("db.releases", "EXPORT_FORMATS"),
+    ("db.imports", "IMPORT_KINDS"),
+    ("eval_core.vocab", "ROLES"),
+    ("eval_core.vocab", "ANNOTATOR_KINDS"),
+    ("eval_core.vocab", "RELEASE_POLICIES"),
+    ("eval_core.vocab", "ORDER_NAMES"),
+    ("eval_core.ranking.paired_tests", "TEST_NAMES"),
+]
 
 
 @pytest.mark.parametrize(("module", "name"), REGISTRIES, ids=[f"{m}.{n}" for m, n in REGISTRIES])
@@ -101,7 +109,7 @@ def test_every_registry_entry_is_in_the_cli_reference(module: str, name: str) ->
 def test_the_architecture_doc_names_real_registries() -> None:
     """Every `module.NAME` the architecture doc's one-source table names exists."""
     text = (DOCS / "architecture.md").read_text(encoding="utf-8")
-    table = text[text.index("## One source for every list"):text.index("## Contracts")]
+    table = text[text.index("## One source for every list") : text.index("## Contracts")]
     named = set(re.findall(r"`((?:eval_core|db)(?:\.[a-z_]+)+)\.([A-Z][A-Z_]+)`", table))
     assert named
     assert sorted(f"{m}.{n}" for m, n in named if not hasattr(importlib.import_module(m), n)) == []
@@ -128,13 +136,17 @@ def test_the_link_checker_catches_a_missing_file(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "a.md").write_text("", encoding="utf-8")
     page = tmp_path / "docs" / "p.md"
-    page.write_text("[a](../a.md) [web](https://x.org/y) [top](#top) [m](mailto:x@y.org)\n"
-                    "![b](b.png) [c](../a.md#part) [d](a.md)\n", encoding="utf-8")
+    page.write_text(
+        "[a](../a.md) [web](https://x.org/y) [top](#top) [m](mailto:x@y.org)\n"
+        "![b](b.png) [c](../a.md#part) [d](a.md)\n",
+        encoding="utf-8",
+    )
     assert broken_links(page, tmp_path) == ["docs/p.md:2: b.png", "docs/p.md:2: a.md"]
 
 
-@pytest.mark.parametrize("page", ["README.md", "CONTRIBUTING.md", "CHANGELOG.md",
-                                  *sorted(f"docs/{p.name}" for p in DOCS.glob("*.md"))])
+@pytest.mark.parametrize(
+    "page", ["README.md", "CONTRIBUTING.md", "CHANGELOG.md", *sorted(f"docs/{p.name}" for p in DOCS.glob("*.md"))]
+)
 def test_every_relative_link_leads_to_a_file(page: str) -> None:
     """docs/judges.md once linked the bundled prompt at eval_core/guidelines/, where it never was."""
     assert broken_links(ROOT / page) == []

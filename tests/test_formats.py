@@ -35,42 +35,54 @@ EXPECTED_QRELS = [("q1", "d3", 3), ("q1", "d7", 2), ("q2", "d1", 0)]
 EXPECTED_RUN = [("q1", "d3", 1.5), ("q1", "d7", 2.5), ("q2", "d1", 0.5)]
 
 
-@pytest.mark.parametrize(("name", "text"), [
-    ("a.qrels", QRELS),
-    ("a.qrels.gz", QRELS),
-    ("crlf.qrels", QRELS.replace("\n", "\r\n")),
-    ("comments.qrels", "# judged by A\n\n" + QRELS + "\n# end\n"),
-    ("tabs.txt", QRELS.replace(" ", "\t")),
-    ("beir.tsv", "query-id\tcorpus-id\tscore\nq1\td3\t3\nq1\td7\t2\nq2\td1\t0\n"),
-    ("a.jsonl", "".join(json.dumps({"query_id": q, "doc_id": d, "grade": g}) + "\n" for q, d, g in EXPECTED_QRELS)),
-    ("a.csv", "query_id,doc_id,grade\nq1,d3,3\nq1,d7,2\nq2,d1,0\n"),
-])
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("a.qrels", QRELS),
+        ("a.qrels.gz", QRELS),
+        ("crlf.qrels", QRELS.replace("\n", "\r\n")),
+        ("comments.qrels", "# judged by A\n\n" + QRELS + "\n# end\n"),
+        ("tabs.txt", QRELS.replace(" ", "\t")),
+        ("beir.tsv", "query-id\tcorpus-id\tscore\nq1\td3\t3\nq1\td7\t2\nq2\td1\t0\n"),
+        ("a.jsonl", "".join(json.dumps({"query_id": q, "doc_id": d, "grade": g}) + "\n" for q, d, g in EXPECTED_QRELS)),
+        ("a.csv", "query_id,doc_id,grade\nq1,d3,3\nq1,d7,2\nq2,d1,0\n"),
+    ],
+)
 def test_read_qrels_every_format(tmp_path: Path, name: str, text: str) -> None:
     df = read_qrels(put(tmp_path, name, text))
     assert rows(df, "grade") == EXPECTED_QRELS
     assert str(df["grade"].dtype) == "int64"
 
 
-@pytest.mark.parametrize(("name", "text"), [
-    ("a.run", RUN),
-    ("a.run.gz", RUN),
-    ("crlf.run", RUN.replace("\n", "\r\n")),
-    ("spaces.run", RUN.replace(" ", "   ")),
-    ("comments.run", "# bm25\n" + RUN),
-    ("a.jsonl", '{"query_id": "q1", "doc_id": "d7", "score": 2.5}\n{"query_id": "q1", "doc_id": "d3", "score": 1.5}\n'
-                '{"query_id": "q2", "doc_id": "d1", "score": 0.5}\n'),
-    ("a.csv", "query_id,doc_id,score\nq1,d7,2.5\nq1,d3,1.5\nq2,d1,0.5\n"),
-])
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("a.run", RUN),
+        ("a.run.gz", RUN),
+        ("crlf.run", RUN.replace("\n", "\r\n")),
+        ("spaces.run", RUN.replace(" ", "   ")),
+        ("comments.run", "# bm25\n" + RUN),
+        (
+            "a.jsonl",
+            '{"query_id": "q1", "doc_id": "d7", "score": 2.5}\n{"query_id": "q1", "doc_id": "d3", "score": 1.5}\n'
+            '{"query_id": "q2", "doc_id": "d1", "score": 0.5}\n',
+        ),
+        ("a.csv", "query_id,doc_id,score\nq1,d7,2.5\nq1,d3,1.5\nq2,d1,0.5\n"),
+    ],
+)
 def test_read_run_every_format(tmp_path: Path, name: str, text: str) -> None:
     df = read_run(put(tmp_path, name, text))
     assert rows(df, "score") == EXPECTED_RUN
     assert str(df["score"].dtype) == "float64"
 
 
-@pytest.mark.parametrize(("name", "text"), [
-    ("lists.jsonl", '{"query_id": "q1", "doc_ids": ["d7", "d3"]}\n{"query_id": "q2", "doc_ids": ["d1"]}\n'),
-    ("noscore.csv", "query_id,doc_id\nq1,d7\nq1,d3\nq2,d1\n"),
-])
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("lists.jsonl", '{"query_id": "q1", "doc_ids": ["d7", "d3"]}\n{"query_id": "q2", "doc_ids": ["d1"]}\n'),
+        ("noscore.csv", "query_id,doc_id\nq1,d7\nq1,d3\nq2,d1\n"),
+    ],
+)
 def test_ranked_lists_without_scores_keep_their_order(tmp_path: Path, name: str, text: str) -> None:
     df = read_run(put(tmp_path, name, text))
     q1 = df[df["query_id"] == "q1"].sort_values("score", ascending=False)
@@ -98,12 +110,21 @@ BAD_RUNS = [
     ("fields.run", "q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0\n", 2, "expected 6 fields"),
     ("score.run", "q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 high t\n", 2, "score 'high' is not a number"),
     ("nan.run", "q1 Q0 d1 1 nan t\n", 1, "not a finite number"),
-    ("dup.run", "q1 Q0 d1 1 2.0 t\nq2 Q0 d1 1 2.0 t\n\nq1 Q0 d1 3 1.0 t\n", 4, "repeated for query 'q1' (first on line 1)"),
+    (
+        "dup.run",
+        "q1 Q0 d1 1 2.0 t\nq2 Q0 d1 1 2.0 t\n\nq1 Q0 d1 3 1.0 t\n",
+        4,
+        "repeated for query 'q1' (first on line 1)",
+    ),
     ("empty.run", "", 1, "empty file"),
     ("onlycomments.run", "# nothing\n\n", 1, "empty file"),
     ("bytes.run", b"q1 Q0 d1 1 2.0 t\nq1 Q0 d\xff 2 1.0 t\n", 2, "not valid UTF-8"),
-    ("bad.jsonl", '{"query_id": "q1", "doc_id": "d1", "score": 1}\n{"query_id": "q1", "doc_id": "d2", "score": "x"}\n',
-     2, "score 'x' is not a number"),
+    (
+        "bad.jsonl",
+        '{"query_id": "q1", "doc_id": "d1", "score": 1}\n{"query_id": "q1", "doc_id": "d2", "score": "x"}\n',
+        2,
+        "score 'x' is not a number",
+    ),
     ("dup.jsonl", '{"query_id": "q1", "doc_ids": ["d1", "d2", "d1"]}\n', 1, "repeated"),
     ("bad.csv", "query_id,doc_id,score\nq1,d1,1\nq1,d2\n", 3, "expected 3 fields"),
     ("mixed.csv", "query_id,doc_id,score\nq1,d1,1\nq1,d2,\n", 3, "some rows have a score"),
@@ -210,6 +231,8 @@ def test_writes_are_all_or_nothing(tmp_path: Path) -> None:
 
 def test_categories(tmp_path: Path) -> None:
     assert read_categories(put(tmp_path, "c.tsv", "query_id\tcategory\nq1\tfaq\nq2\tlegal\n")) == {
-        "q1": "faq", "q2": "legal"}
+        "q1": "faq",
+        "q2": "legal",
+    }
     with pytest.raises(InputError, match=r"c2.csv:3: query 'q1' given two categories"):
         read_categories(put(tmp_path, "c2.csv", "query_id,category\nq1,a\nq1,b\n"))

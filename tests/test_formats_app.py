@@ -17,8 +17,9 @@ def test_project_page_imports_qrels_as_an_annotators_grades(store):
     at.file_uploader[0].set_value(("2019qrels-pass.txt", qrels, "text/plain")).run()
     next(b for b in at.button if b.label == "Import").click().run()
     assert not at.exception
-    assert at.error and shown(at.error[0].value).startswith("Nothing imported: 2019qrels-pass.txt:1: this looks like "
-                                                            "TREC qrels")
+    assert at.error and shown(at.error[0].value).startswith(
+        "Nothing imported: 2019qrels-pass.txt:1: this looks like TREC qrels"
+    )
     next(t for t in at.text_input if t.label == "Qrels graded by").set_value("nist").run()
     next(b for b in at.button if b.label == "Import").click().run()
     assert not at.exception and not at.error

@@ -48,15 +48,19 @@ A relevant document must, as a minimum, identify the organization.
 def test_msmarco_queries_tsv_without_header(tmp_path: Path, gz: bool) -> None:
     read = read_queries(put(tmp_path, "queries.tsv" + (".gz" if gz else ""), MSMARCO_QUERIES, gz))
     assert read.format == "id-text-tsv"
-    assert read.checked() == [QueryRecord("1048585", "what is paula deen's brother", 1),
-                              QueryRecord("2", "Androgen receptor define", 2)]
+    assert read.checked() == [
+        QueryRecord("1048585", "what is paula deen's brother", 1),
+        QueryRecord("2", "Androgen receptor define", 2),
+    ]
 
 
 def test_trec_topics_title_or_description_with_context(tmp_path: Path) -> None:
     path = put(tmp_path, "topics.301-302", TOPICS)
     titles = read_queries(path).checked()
-    assert [(q.id, q.text, q.line) for q in titles] == [("301", "International Organized Crime", 1),
-                                                         ("302", "Poliomyelitis and Post-Polio", 13)]
+    assert [(q.id, q.text, q.line) for q in titles] == [
+        ("301", "International Organized Crime", 1),
+        ("302", "Poliomyelitis and Post-Polio", 13),
+    ]
     assert titles[0].description == "Identify organizations that participate in international criminal activity."
     assert titles[0].narrative == "A relevant document must, as a minimum, identify the organization."
     assert titles[1].description == "Is the disease of Poliomyelitis (polio) under control?"
@@ -66,18 +70,26 @@ def test_trec_topics_title_or_description_with_context(tmp_path: Path) -> None:
 
 
 def test_ir_datasets_topic_records_choose_their_text(tmp_path: Path) -> None:
-    path = put(tmp_path, "q.jsonl", '{"query_id": "301", "title": "organized crime", "description": "Identify '
-                                    'organizations.", "narrative": "Must name one."}\n')
-    assert read_queries(path).checked() == [QueryRecord("301", "organized crime", 1, None, "Identify organizations.",
-                                                        "Must name one.")]
+    path = put(
+        tmp_path,
+        "q.jsonl",
+        '{"query_id": "301", "title": "organized crime", "description": "Identify '
+        'organizations.", "narrative": "Must name one."}\n',
+    )
+    assert read_queries(path).checked() == [
+        QueryRecord("301", "organized crime", 1, None, "Identify organizations.", "Must name one.")
+    ]
     assert read_queries(path, topic_field="desc").checked()[0].text == "Identify organizations."
 
 
-@pytest.mark.parametrize(("text", "line", "words"), [
-    ("<top>\n<num> 1\n<title> a\n", 1, "topic opened here is never closed"),
-    ("<top>\n<num> 1\n<title> a\n<title> b\n</top>\n", 4, "a second <title> in the topic opened at line 1"),
-    ("<top>\n<title> no number\n</top>\n", 1, "query id is missing or empty"),
-])
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ("<top>\n<num> 1\n<title> a\n", 1, "topic opened here is never closed"),
+        ("<top>\n<num> 1\n<title> a\n<title> b\n</top>\n", 4, "a second <title> in the topic opened at line 1"),
+        ("<top>\n<title> no number\n</top>\n", 1, "query id is missing or empty"),
+    ],
+)
 def test_bad_topics_name_the_line(tmp_path: Path, text: str, line: int, words: str) -> None:
     path = put(tmp_path, "topics.txt", text)
     with pytest.raises(InputError) as err:
@@ -87,21 +99,44 @@ def test_bad_topics_name_the_line(tmp_path: Path, text: str, line: int, words: s
 
 # --- fragments -------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("gz", [False, True])
-@pytest.mark.parametrize(("name", "text", "expected"), [
-    ("collection.tsv", "0\tThe presence of communication amid scientific minds.\n7\tManhattan Project.\n",
-     [FragmentRecord("0", "The presence of communication amid scientific minds.", 1), FragmentRecord(
-         "7", "Manhattan Project.", 2)]),
-    ("pyserini.jsonl", '{"id": "doc1", "contents": "contents of doc one."}\n{"id": "doc2", "contents": "two"}\n',
-     [FragmentRecord("doc1", "contents of doc one.", 1), FragmentRecord("doc2", "two", 2)]),
-    ("docs.jsonl", '{"doc_id": "D1", "title": "One", "text": "first"}\n{"doc_id": "D2", "text": "second"}\n',
-     [FragmentRecord("D1", "first", 1, "One", "D1"), FragmentRecord("D2", "second", 2, None, "D2")]),
-    ("corpus.jsonl", '{"_id": "b1", "title": "T", "text": "beir", "metadata": {"url": "u"}}\n',
-     [FragmentRecord("b1", "beir", 1, "T", meta={"url": "u"})]),
-    ("chunks.csv", "id,doc_id,chunk,text,lang\nD1#1,D1,1,second part,en\nD1#0,D1,0,first part,\n",
-     [FragmentRecord("D1#1", "second part", 2, None, "D1", 1, {"lang": "en"}),
-      FragmentRecord("D1#0", "first part", 3, None, "D1", 0)]),
-])
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        (
+            "collection.tsv",
+            "0\tThe presence of communication amid scientific minds.\n7\tManhattan Project.\n",
+            [
+                FragmentRecord("0", "The presence of communication amid scientific minds.", 1),
+                FragmentRecord("7", "Manhattan Project.", 2),
+            ],
+        ),
+        (
+            "pyserini.jsonl",
+            '{"id": "doc1", "contents": "contents of doc one."}\n{"id": "doc2", "contents": "two"}\n',
+            [FragmentRecord("doc1", "contents of doc one.", 1), FragmentRecord("doc2", "two", 2)],
+        ),
+        (
+            "docs.jsonl",
+            '{"doc_id": "D1", "title": "One", "text": "first"}\n{"doc_id": "D2", "text": "second"}\n',
+            [FragmentRecord("D1", "first", 1, "One", "D1"), FragmentRecord("D2", "second", 2, None, "D2")],
+        ),
+        (
+            "corpus.jsonl",
+            '{"_id": "b1", "title": "T", "text": "beir", "metadata": {"url": "u"}}\n',
+            [FragmentRecord("b1", "beir", 1, "T", meta={"url": "u"})],
+        ),
+        (
+            "chunks.csv",
+            "id,doc_id,chunk,text,lang\nD1#1,D1,1,second part,en\nD1#0,D1,0,first part,\n",
+            [
+                FragmentRecord("D1#1", "second part", 2, None, "D1", 1, {"lang": "en"}),
+                FragmentRecord("D1#0", "first part", 3, None, "D1", 0),
+            ],
+        ),
+    ],
+)
 def test_fragments_in_every_layout(tmp_path: Path, name: str, text: str, expected: list, gz: bool) -> None:
     read = read_fragments(put(tmp_path, name + (".gz" if gz else ""), text, gz))
     assert read.checked() == expected
@@ -111,24 +146,36 @@ def test_a_record_with_id_and_doc_id_reads_the_same_for_diagnose(tmp_path: Path)
     """`import fragments` takes `doc_id` beside `id` as the document; `diagnose --fragments` must too."""
     from annotator.cli import main
 
-    corpus = put(tmp_path, "corpus.jsonl", '{"id": "kb-101#0", "doc_id": "kb-101", "text": "refunds in 30 days"}\n'
-                                           '{"id": "kb-101#1", "doc_id": "kb-101", "text": "shipping is free"}\n')
+    corpus = put(
+        tmp_path,
+        "corpus.jsonl",
+        '{"id": "kb-101#0", "doc_id": "kb-101", "text": "refunds in 30 days"}\n'
+        '{"id": "kb-101#1", "doc_id": "kb-101", "text": "shipping is free"}\n',
+    )
     qrels = put(tmp_path, "qrels.txt", "q1 0 kb-101#0 2\n")
     run = put(tmp_path, "run.trec", "q1 Q0 kb-101#1 1 2.0 r\nq1 Q0 kb-101#0 2 1.0 r\n")
     assert main(["diagnose", str(qrels), str(run), "--fragments", str(corpus), "--format", "json"]) == 0
 
 
-@pytest.mark.parametrize(("name", "text", "line", "words"), [
-    ("p.tsv", "1\tsome passage\tits title\n", 1, "headerless id<TAB>text TSV: 3 tab-separated field(s), not 2"),
-    ("eu.csv", "id;text\nd1;hola\n", 1, "looks like a CSV separated by ';'"),
-    ("run.trec", "q1 Q0 d1 1 2.5 bm25\n", 1, "looks like a TREC run (qid Q0 docid rank score tag), not fragments"),
-    ("qrels.txt", "q1 0 d1 2\n", 1, "looks like TREC qrels (qid iter docid grade), not fragments"),
-    ("c.jsonl", '{"id": "a", "chunk": 1, "text": "x"}\n', 1, "give both the fragment's id and the doc_id"),
-    ("c.jsonl", '{"id": "a", "doc_id": "D", "chunk": "two", "text": "x"}\n', 1, "chunk must be a non-negative"),
-    ("c.jsonl", '{"id": "a", "doc_id": "D", "offset": 0, "text": "x"}\n{"id": "b", "doc_id": "D", "offset": 0, '
-                '"text": "y"}\n', 2, "position 0 of doc_id 'D' is also given at line 1"),
-    ("c.jsonl", '{"id": "a", "title": "x"}\n', 1, "fragment text is missing or empty (field text or contents)"),
-])
+@pytest.mark.parametrize(
+    ("name", "text", "line", "words"),
+    [
+        ("p.tsv", "1\tsome passage\tits title\n", 1, "headerless id<TAB>text TSV: 3 tab-separated field(s), not 2"),
+        ("eu.csv", "id;text\nd1;hola\n", 1, "looks like a CSV separated by ';'"),
+        ("run.trec", "q1 Q0 d1 1 2.5 bm25\n", 1, "looks like a TREC run (qid Q0 docid rank score tag), not fragments"),
+        ("qrels.txt", "q1 0 d1 2\n", 1, "looks like TREC qrels (qid iter docid grade), not fragments"),
+        ("c.jsonl", '{"id": "a", "chunk": 1, "text": "x"}\n', 1, "give both the fragment's id and the doc_id"),
+        ("c.jsonl", '{"id": "a", "doc_id": "D", "chunk": "two", "text": "x"}\n', 1, "chunk must be a non-negative"),
+        (
+            "c.jsonl",
+            '{"id": "a", "doc_id": "D", "offset": 0, "text": "x"}\n{"id": "b", "doc_id": "D", "offset": 0, '
+            '"text": "y"}\n',
+            2,
+            "position 0 of doc_id 'D' is also given at line 1",
+        ),
+        ("c.jsonl", '{"id": "a", "title": "x"}\n', 1, "fragment text is missing or empty (field text or contents)"),
+    ],
+)
 def test_fragments_refused_with_what_was_tried(tmp_path: Path, name: str, text: str, line: int, words: str) -> None:
     path = put(tmp_path, name, text)
     with pytest.raises(InputError) as err:
@@ -142,8 +189,9 @@ def test_what_was_tried_is_listed(tmp_path: Path) -> None:
         read_queries(path)
     assert str(err.value) == (
         f"{path}:1: not a queries file qrelkit reads; tried JSONL: the line does not start with '{{'; TREC topics: "
-        "no <top>, <num> or XML <topic> tag; CSV/TSV with a header: no column named id or _id or query_id or qid (text, query "
-        "for the text); headerless id<TAB>text TSV: 1 tab-separated field(s), not 2")
+        "no <top>, <num> or XML <topic> tag; CSV/TSV with a header: no column named id or _id or query_id or qid "
+        "(text, query for the text); headerless id<TAB>text TSV: 1 tab-separated field(s), not 2"
+    )
 
 
 def test_format_option_overrides_content(tmp_path: Path) -> None:
@@ -158,6 +206,7 @@ def test_format_option_overrides_content(tmp_path: Path) -> None:
 
 # --- qrels and runs: told apart, with hints ---------------------------------------------------------------------
 
+
 def test_swapped_qrels_and_run_say_so(tmp_path: Path) -> None:
     run = put(tmp_path, "run.trec", "q1 Q0 d1 1 2.0 bm25\n")
     qrels = put(tmp_path, "qrels.txt", "q1 0 d1 2\n")
@@ -165,16 +214,22 @@ def test_swapped_qrels_and_run_say_so(tmp_path: Path) -> None:
         load_qrels(run)
     with pytest.raises(InputError, match=r"qrels.txt:1: expected 6 fields .* found 4; this looks like TREC qrels"):
         load_run(qrels)
-    release = put(tmp_path, "judgments.jsonl", '{"query_id": "q1", "fragment_id": "d1", "grade": 2, "grades": '
-                                               '{"a": 2}, "rule": "median"}\n')
+    release = put(
+        tmp_path,
+        "judgments.jsonl",
+        '{"query_id": "q1", "fragment_id": "d1", "grade": 2, "grades": {"a": 2}, "rule": "median"}\n',
+    )
     with pytest.raises(InputError, match=r"judgments.jsonl:1: this holds grades .* were the qrels and the run"):
         load_run(release)
 
 
 def test_multi_judge_qrels_get_a_hint_not_doc_repeated(tmp_path: Path) -> None:
     path = put(tmp_path, "qrels.jg", "q1 1 d1 2\nq1 2 d1 0\n")
-    with pytest.raises(InputError, match=r"qrels.jg:2: .*judge group '2' after '1': multi-judge qrels .*"
-                                         r"--qrels-format jg"):
+    with pytest.raises(
+        InputError,
+        match=r"qrels.jg:2: .*judge group '2' after '1': multi-judge qrels .*"
+        r"--qrels-format jg",
+    ):
         load_qrels(path)
     same = put(tmp_path, "dup.txt", "q1 0 d1 2\nq1 0 d1 0\n")
     with pytest.raises(InputError, match=r"dup.txt:2: doc 'd1' repeated for query 'q1' \(first on line 1\)"):
@@ -183,17 +238,22 @@ def test_multi_judge_qrels_get_a_hint_not_doc_repeated(tmp_path: Path) -> None:
 
 def test_release_jsonl_and_csv_read_as_qrels(tmp_path: Path) -> None:
     """A release names fragments `fragment_id`; its CSV escapes a formula-like id with `'`."""
-    jsonl = put(tmp_path, "judgments.jsonl", '{"query_id": "q1", "fragment_id": "d1", "grade": 2, "grades": '
-                                             '{"a": 2}, "rule": "median"}\n')
-    csv = put(tmp_path, "qrels.csv", "query_id,fragment_id,grade,n_grades,adjudicated,grades\n"
-                                     "q1,'-d2,1,1,0,\"{\"\"a\"\": 1}\"\n")
+    jsonl = put(
+        tmp_path,
+        "judgments.jsonl",
+        '{"query_id": "q1", "fragment_id": "d1", "grade": 2, "grades": {"a": 2}, "rule": "median"}\n',
+    )
+    csv = put(
+        tmp_path, "qrels.csv", 'query_id,fragment_id,grade,n_grades,adjudicated,grades\nq1,\'-d2,1,1,0,"{""a"": 1}"\n'
+    )
     assert read_qrels(jsonl).values.tolist() == [["q1", "d1", 2]]
     assert read_qrels(csv).values.tolist() == [["q1", "-d2", 1]]
     judgments = put(tmp_path, "j.csv", "query_id,fragment_id,annotator,grade\nq1,d1,ann,2\n")
     with pytest.raises(InputError, match=r"j.csv:2: this is a judgments file .*qrelkit consensus"):
         read_qrels(judgments)
     assert read_run(put(tmp_path, "r.csv", "query_id,doc_id,score\nq1,'=d3,1.5\n")).values.tolist() == [
-        ["q1", "=d3", 1.5]]
+        ["q1", "=d3", 1.5]
+    ]
 
 
 def test_qrels_as_an_annotators_grades(tmp_path: Path) -> None:
@@ -201,7 +261,9 @@ def test_qrels_as_an_annotators_grades(tmp_path: Path) -> None:
     read = read_qrels_judgments(trec, "nist")
     assert read.total_problems == 0
     assert read.judgments[["query_id", "fragment_id", "annotator", "grade", "line"]].values.tolist() == [
-        ["19335", "1017759", "nist", 0, 1], ["19335", "1082489", "nist", 3, 3]]
+        ["19335", "1017759", "nist", 0, 1],
+        ["19335", "1082489", "nist", 3, 3],
+    ]
     beir = put(tmp_path, "test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\n\nq1\td2\t5\n")
     off = read_qrels_judgments(beir, "vendor", scale=(0, 3))
     assert [str(p) for p in off.problems] == [f"{beir}:4: grade 5 is outside the scale 0-3"]
@@ -212,14 +274,19 @@ def test_qrels_as_an_annotators_grades(tmp_path: Path) -> None:
     assert [str(p) for p in shifted.problems] == [
         f"{gains}:2: grade 0 is outside the scale 1-5; the grades run 0-4, as the gains (grade - 1) of a release's "
         "TREC or BEIR qrels: export them with --grades as-judged to import the grades",
-        f"{gains}:4: grade 0 is outside the scale 1-5"]
+        f"{gains}:4: grade 0 is outside the scale 1-5",
+    ]
     graded = put(tmp_path, "graded.qrels", "q1 0 d1 5\nq1 0 d2 0\n")  # a 5 is no gain on 1-5: no such hint
     assert [str(p) for p in read_qrels_judgments(graded, "gold", scale=(1, 5)).problems] == [
-        f"{graded}:2: grade 0 is outside the scale 1-5"]
+        f"{graded}:2: grade 0 is outside the scale 1-5"
+    ]
     jg = put(tmp_path, "qrels.jg", "q1 1 d1 2\nq1 2 d1 0\nq1 2 d2 1\n")
     groups = read_qrels_judgments(jg, "nist", qrels_format="jg").judgments
     assert groups[["fragment_id", "annotator", "grade"]].values.tolist() == [
-        ["d1", "nist-jg1", 2], ["d1", "nist-jg2", 0], ["d2", "nist-jg2", 1]]
+        ["d1", "nist-jg1", 2],
+        ["d1", "nist-jg2", 0],
+        ["d2", "nist-jg2", 1],
+    ]
     records = put(tmp_path, "j.jsonl", '{"query_id": "q1", "fragment_id": "d1", "annotator": "a", "grade": 1}\n')
     with pytest.raises(InputError, match="is a judgments file, not qrels"):
         read_qrels_judgments(records, "nist")

@@ -40,37 +40,66 @@ def put(tmp_path: Path, text: str, name: str = "topics.xml") -> Path:
 def test_xml_topics_read_with_their_context(tmp_path: Path) -> None:
     read = read_queries(put(tmp_path, XML))
     assert read.format == "trec-topics"
-    covid = ("seeking range of information about the SARS-CoV-2 virus's origin, including its evolution, animal "
-             "source, and first transmission into humans")
+    covid = (
+        "seeking range of information about the SARS-CoV-2 virus's origin, including its evolution, animal "
+        "source, and first transmission into humans"
+    )
     assert read.checked() == [
         QueryRecord("1", "coronavirus origin", 3, None, "what is the origin of COVID-19", covid),
-        QueryRecord("51", "horse hooves & shoes", 9, None,
-                    "Find information about horse hooves, their care, and diseases of hoof.", None)]
+        QueryRecord(
+            "51",
+            "horse hooves & shoes",
+            9,
+            None,
+            "Find information about horse hooves, their care, and diseases of hoof.",
+            None,
+        ),
+    ]
     descs = read_queries(put(tmp_path, XML), topic_field="desc").checked()
-    assert [q.text for q in descs] == ["what is the origin of COVID-19",
-                                       "Find information about horse hooves, their care, and diseases of hoof."]
+    assert [q.text for q in descs] == [
+        "what is the origin of COVID-19",
+        "Find information about horse hooves, their care, and diseases of hoof.",
+    ]
     bare = read_queries(put(tmp_path, '<topic number="7"><query>one line</query></topic>\n', "t.txt"))
     assert bare.checked() == [QueryRecord("7", "one line", 1)]
 
 
-@pytest.mark.parametrize(("text", "line", "words"), [
-    ('<topics>\n<topic number="1">\n<query>a</query>\n</topics>\n', 4, "not well-formed XML: mismatched tag"),
-    ('<topics>\n<topic number="1">\n<query>a</query>\n<query>b</query>\n</topic>\n</topics>\n', 4,
-     "a second <query> in the topic opened at line 2"),
-    ('<topics>\n<topic number="1">\n<title>a</title>\n</topic>\n</topics>\n', 3,
-     "unexpected <title> in the topic opened at line 2 (a topic holds <query>, <question>, <description>, "
-     "<narrative>)"),
-    ('<topics>\n<topic number="1">\n<query>a</query>\n<topic number="2">\n', 4,
-     "<topic> inside the topic opened at line 2"),
-    ('<topics>\n<query>a</query>\n</topics>\n', 2, "<query> outside a <topic> … </topic>"),
-    ('<topic number="1">\n<query>a <b>bold</b></query>\n</topic>\n', 2, "<b> inside <query> (close <query> first)"),
-    ('<topics>\n<topic>\n<query>no number</query>\n</topic>\n</topics>\n', 2, "query id is missing or empty"),
-    ('<topics>\n<topic number="1">\nstray\n<query>a</query>\n</topic>\n</topics>\n', 3,
-     "text between the fields of the topic opened at line 2"),
-    ('<?xml version="1.0"?>\n<!DOCTYPE t [\n<!ENTITY a "aaaaaaaaaa">\n]>\n<topics/>\n', 3,
-     "an XML entity declaration"),
-    ('<topics>\n<topic number="1">\n<query>a</query>\n</topic>\n', 5, "not well-formed XML: no element found"),
-])
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ('<topics>\n<topic number="1">\n<query>a</query>\n</topics>\n', 4, "not well-formed XML: mismatched tag"),
+        (
+            '<topics>\n<topic number="1">\n<query>a</query>\n<query>b</query>\n</topic>\n</topics>\n',
+            4,
+            "a second <query> in the topic opened at line 2",
+        ),
+        (
+            '<topics>\n<topic number="1">\n<title>a</title>\n</topic>\n</topics>\n',
+            3,
+            "unexpected <title> in the topic opened at line 2 (a topic holds <query>, <question>, <description>, "
+            "<narrative>)",
+        ),
+        (
+            '<topics>\n<topic number="1">\n<query>a</query>\n<topic number="2">\n',
+            4,
+            "<topic> inside the topic opened at line 2",
+        ),
+        ("<topics>\n<query>a</query>\n</topics>\n", 2, "<query> outside a <topic> … </topic>"),
+        ('<topic number="1">\n<query>a <b>bold</b></query>\n</topic>\n', 2, "<b> inside <query> (close <query> first)"),
+        ("<topics>\n<topic>\n<query>no number</query>\n</topic>\n</topics>\n", 2, "query id is missing or empty"),
+        (
+            '<topics>\n<topic number="1">\nstray\n<query>a</query>\n</topic>\n</topics>\n',
+            3,
+            "text between the fields of the topic opened at line 2",
+        ),
+        (
+            '<?xml version="1.0"?>\n<!DOCTYPE t [\n<!ENTITY a "aaaaaaaaaa">\n]>\n<topics/>\n',
+            3,
+            "an XML entity declaration",
+        ),
+        ('<topics>\n<topic number="1">\n<query>a</query>\n</topic>\n', 5, "not well-formed XML: no element found"),
+    ],
+)
 def test_bad_xml_topics_name_the_line(tmp_path: Path, text: str, line: int, words: str) -> None:
     path = put(tmp_path, text)
     with pytest.raises(InputError) as err:
@@ -82,8 +111,9 @@ def test_import_queries_takes_xml_topics(engine, store_url, tmp_path: Path, caps
     assert main(["project", "create", "covid", "--db", store_url]) == 0
     capsys.readouterr()
     path = put(tmp_path, XML)
-    assert main(["import", "queries", str(path), "--project", "covid", "--db", store_url,
-                 "--report-format", "json"]) == 0
+    assert (
+        main(["import", "queries", str(path), "--project", "covid", "--db", store_url, "--report-format", "json"]) == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert (report["created"], report["format"]) == (2, "trec-topics")
     bad = put(tmp_path, XML.replace("</query>\n    <question>", "\n    <question>"), "bad.xml")

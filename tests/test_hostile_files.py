@@ -25,8 +25,16 @@ from eval_core.io.formats import read_run, write_atomically
 from eval_core.io.records import MAX_JSON_DEPTH, MAX_NOTE_CHARS, iter_records
 
 # Whitespace other than the ASCII space and tab, and invisible characters, none of which an id may hold.
-ODD = {"no-break space": "\u00a0", "vertical tab": "\v", "form feed": "\f", "next line (NEL)": "\x85",
-       "em space": "\u2003", "zero-width space": "\u200b", "right-to-left override": "\u202e", "control": "\x01"}
+ODD = {
+    "no-break space": "\u00a0",
+    "vertical tab": "\v",
+    "form feed": "\f",
+    "next line (NEL)": "\x85",
+    "em space": "\u2003",
+    "zero-width space": "\u200b",
+    "right-to-left override": "\u202e",
+    "control": "\x01",
+}
 
 
 def write(path: Path, text: str) -> Path:
@@ -44,14 +52,19 @@ def test_a_stray_csv_quote_is_refused_at_the_line_it_opened_on(engine, project, 
     assert [r["text"] for _, r in iter_records(good)] == ["two\nlines", 'say "hi"']
 
 
-@pytest.mark.parametrize(("line", "problem"), [
-    ('{"id": "q1", "text": "a\\ud800b"}', "lone surrogate"),
-    ('{"id": "q1", "text": "a\\u0000b"}', "NUL character"),
-    ('{"id": "q1", "text": "a\u0000b"}', "NUL byte"),
-    ('{"id": "q1", "text": "x", "meta": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested deeper"),
-    ('{"id": "q1", "text": "x", "meta": ' + "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1) + "}",
-     "nested deeper"),
-])
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('{"id": "q1", "text": "a\\ud800b"}', "lone surrogate"),
+        ('{"id": "q1", "text": "a\\u0000b"}', "NUL character"),
+        ('{"id": "q1", "text": "a\u0000b"}', "NUL byte"),
+        ('{"id": "q1", "text": "x", "meta": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested deeper"),
+        (
+            '{"id": "q1", "text": "x", "meta": ' + "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1) + "}",
+            "nested deeper",
+        ),
+    ],
+)
 def test_json_that_no_store_can_hold_is_refused_with_its_line(engine, project, tmp_path, line, problem):
     path = write(tmp_path / "q.jsonl", '{"id": "q0", "text": "fine"}\n' + line + "\n")
     with pytest.raises(InputError, match=rf"q\.jsonl:2: .*{problem}"):
@@ -59,15 +72,17 @@ def test_json_that_no_store_can_hold_is_refused_with_its_line(engine, project, t
 
 
 @pytest.mark.parametrize("name", sorted(ODD))
-def test_ids_with_odd_whitespace_or_invisible_characters_are_refused_in_every_import(engine, project, tmp_path,
-                                                                                     name):
+def test_ids_with_odd_whitespace_or_invisible_characters_are_refused_in_every_import(engine, project, tmp_path, name):
     odd = f"d{ODD[name]}1"
     cases = [
         (import_queries, "q.jsonl", json.dumps({"id": odd, "text": "t"}) + "\n"),
         (import_fragments, "f.jsonl", json.dumps({"id": odd, "text": "t"}) + "\n"),
         (import_run, "r.run", f"q1 Q0 {odd} 1 2.0 tag\nq1 Q0 d2 2 1.0 tag\n"),
-        (import_judgments, "j.jsonl", json.dumps({"query_id": "q1", "fragment_id": odd, "annotator": "a",
-                                                  "grade": 1}) + "\n"),
+        (
+            import_judgments,
+            "j.jsonl",
+            json.dumps({"query_id": "q1", "fragment_id": odd, "annotator": "a", "grade": 1}) + "\n",
+        ),
     ]
     for importer, file, text in cases:
         with pytest.raises(InputError, match=r":1: ") as refused:
@@ -89,16 +104,23 @@ def test_notes_and_reasons_over_the_bound_are_refused(engine, queue, tmp_path):
     with pytest.raises(ValueError, match=f"at most {MAX_NOTE_CHARS}"):
         record_judgment(engine, pair, "ann1", None, cant_judge_reason="r" * 2_000_000)
     assert record_judgment(engine, pair, "ann1", 2, note="n" * MAX_NOTE_CHARS).changed
-    big = write(tmp_path / "j.jsonl", json.dumps({"query_id": "q1", "fragment_id": "f2", "annotator": "ann2",
-                                                  "grade": 1, "note": "x" * 2_000_000}) + "\n")
+    big = write(
+        tmp_path / "j.jsonl",
+        json.dumps({"query_id": "q1", "fragment_id": "f2", "annotator": "ann2", "grade": 1, "note": "x" * 2_000_000})
+        + "\n",
+    )
     with pytest.raises(InputError, match=rf"j\.jsonl:1: .*note has 2000000 characters; at most {MAX_NOTE_CHARS}"):
         import_judgments(engine, "demo", big, actor=OPERATOR)
 
 
 @pytest.mark.parametrize("target", ["a directory", "a missing folder", "/proc/self/mem", "a 300-character name"])
 def test_a_bad_output_path_is_one_sentence(store_url, queue, tmp_path, capsys, target):
-    out = {"a directory": str(tmp_path), "a missing folder": str(tmp_path / "nope" / "j.jsonl"),
-           "/proc/self/mem": "/proc/self/mem", "a 300-character name": str(tmp_path / ("x" * 300))}[target]
+    out = {
+        "a directory": str(tmp_path),
+        "a missing folder": str(tmp_path / "nope" / "j.jsonl"),
+        "/proc/self/mem": "/proc/self/mem",
+        "a 300-character name": str(tmp_path / ("x" * 300)),
+    }[target]
     code = main(["export", "--project", "demo", "--judgments", "--format", "jsonl", "-o", out, "--db", store_url])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("qrelkit: error: ") and err.count("\n") == 1 and "Traceback" not in err
@@ -112,10 +134,18 @@ def test_a_full_disk_is_one_sentence():
 
 def test_a_killed_writers_temporary_file_is_removed_by_the_next_run(tmp_path):
     target = tmp_path / "out.jsonl"
-    child = subprocess.run([sys.executable, "-c", (
-        "import os, sys; sys.path.insert(0, os.getcwd()); from eval_core.io.formats import write_atomically\n"
-        "def lines():\n    yield 'a\\n'\n    os.kill(os.getpid(), 9)\n"
-        f"write_atomically({str(target)!r}, lines())")], cwd=Path(__file__).resolve().parents[1])
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import os, sys; sys.path.insert(0, os.getcwd()); from eval_core.io.formats import write_atomically\n"
+                "def lines():\n    yield 'a\\n'\n    os.kill(os.getpid(), 9)\n"
+                f"write_atomically({str(target)!r}, lines())"
+            ),
+        ],
+        cwd=Path(__file__).resolve().parents[1],
+    )
     assert child.returncode == -9
     left = list(tmp_path.glob(".out.jsonl.*.tmp"))
     assert len(left) == 1 and not target.exists()
@@ -126,8 +156,9 @@ def test_a_killed_writers_temporary_file_is_removed_by_the_next_run(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["zero-width space", "right-to-left override", "no-break space", "control"])
-def test_an_annotator_name_with_invisible_characters_is_refused_by_the_judgments_import(engine, project, tmp_path,
-                                                                                        name):
+def test_an_annotator_name_with_invisible_characters_is_refused_by_the_judgments_import(
+    engine, project, tmp_path, name
+):
     rows = [{"query_id": "q1", "fragment_id": f"f{i}", "annotator": "lea", "grade": 1} for i in range(50)]
     rows[7]["annotator"] = f"le{ODD[name]}a"
     path = write(tmp_path / "j.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
@@ -141,9 +172,12 @@ def test_a_reader_that_leaves_early_gets_no_error_line(tmp_path):
     (BrokenPipeError is an OSError, so it must be told apart before the OSError sentence)."""
     qrels = write(tmp_path / "q.qrels", "".join(f"q{i} 0 d{j} {j % 2}\n" for i in range(2000) for j in range(5)))
     run = write(tmp_path / "r.run", "".join(f"q{i} Q0 d{j} {j + 1} {9 - j} r\n" for i in range(2000) for j in range(5)))
-    proc = subprocess.Popen([sys.executable, "-m", "annotator", "eval", str(qrels), str(run), "--per-query",
-                             "--format", "csv"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent)))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "annotator", "eval", str(qrels), str(run), "--per-query", "--format", "csv"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent)),
+    )
     assert proc.stdout is not None and proc.stderr is not None
     assert proc.stdout.readline().startswith(b"run,query_id,")
     proc.stdout.close()

@@ -34,22 +34,34 @@ def imports_of_test_modules(source: str) -> list[str]:
 
 
 def test_the_check_catches_what_it_forbids() -> None:
-    assert imports_of_test_modules("from tests.browser.test_lead_browser import LEAD\nimport tests.test_x\n"
-                                   "def f():\n    from tests.test_app_seams import human_disputes\n") == [
-        "tests.browser.test_lead_browser", "tests.test_x", "tests.test_app_seams"]
+    assert imports_of_test_modules(
+        "from tests.browser.test_lead_browser import LEAD\nimport tests.test_x\n"
+        "def f():\n    from tests.test_app_seams import human_disputes\n"
+    ) == ["tests.browser.test_lead_browser", "tests.test_x", "tests.test_app_seams"]
     assert imports_of_test_modules("from tests.browser.pages import SLOW\nfrom tests.conftest import ROOT\n") == []
     # pytest puts tests/ on sys.path, so a bare name imports a test module too; so does a package's attribute
-    assert imports_of_test_modules("from test_store_pool import seed\nimport test_app_lead as lead\n"
-                                   "from tests import test_agreement_cli\nfrom . import test_y\n") == [
-        "test_store_pool", "test_app_lead", "tests.test_agreement_cli", ".test_y"]
-    assert imports_of_test_modules("from tests.helpers import seed\nimport tests.fake_judge\n"
-                                   "from sklearn.model_selection import train_test_split\n") == []
+    assert imports_of_test_modules(
+        "from test_store_pool import seed\nimport test_app_lead as lead\n"
+        "from tests import test_agreement_cli\nfrom . import test_y\n"
+    ) == ["test_store_pool", "test_app_lead", "tests.test_agreement_cli", ".test_y"]
+    assert (
+        imports_of_test_modules(
+            "from tests.helpers import seed\nimport tests.fake_judge\n"
+            "from sklearn.model_selection import train_test_split\n"
+        )
+        == []
+    )
 
 
 def test_every_module_under_tests_is_checked() -> None:
     names = {m.relative_to(TESTS).as_posix() for m in MODULES}
-    assert {"conftest.py", "helpers.py", "test_app_lead.py", "browser/pages.py",
-            "browser/test_scale_evaluate_browser.py"} <= names
+    assert {
+        "conftest.py",
+        "helpers.py",
+        "test_app_lead.py",
+        "browser/pages.py",
+        "browser/test_scale_evaluate_browser.py",
+    } <= names
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.relative_to(TESTS).as_posix() for m in MODULES])

@@ -49,8 +49,10 @@ def test_every_order_judges_each_fragment_once(order):
     rng = np.random.default_rng(3)
     frags = tuple(f"d{i}" for i in range(40))
     runs = tuple(tuple(rng.permutation(frags)[:15]) for _ in range(4))
-    seen = sequence(make_order(order, QueryPool(frags, runs), seed=1, model_grades={"d5": 1.0}),
-                    {f for f in frags if rng.random() < 0.3})
+    seen = sequence(
+        make_order(order, QueryPool(frags, runs), seed=1, model_grades={"d5": 1.0}),
+        {f for f in frags if rng.random() < 0.3},
+    )
     assert sorted(seen) == sorted(frags)
 
 
@@ -67,8 +69,10 @@ def test_move_to_front_stays_after_relevant_and_moves_after_non_relevant():
 
 
 def test_bandit_first_pick_is_the_largest_posterior_draw():
-    pool = QueryPool(tuple(f"r{r}d{d}" for d in range(3) for r in range(3)),
-                     tuple(tuple(f"r{r}d{d}" for d in range(3)) for r in range(3)))
+    pool = QueryPool(
+        tuple(f"r{r}d{d}" for d in range(3) for r in range(3)),
+        tuple(tuple(f"r{r}d{d}" for d in range(3)) for r in range(3)),
+    )
     for seed in range(20):
         draws = np.random.default_rng(seed).beta([1.0, 1.0, 1.0], [1.0, 1.0, 1.0])  # Beta(1, 1) prior per run
         assert Bandit(pool, seed=seed).next() == f"r{int(np.argmax(draws))}d0"
@@ -126,8 +130,9 @@ def test_replay_feeds_known_grades_and_skips_other_peoples_pairs():
 def test_found_at_takes_the_ceiling_of_each_budget():
     curve = np.array([1, 1, 2, 3, 3, 3, 4, 4, 4, 4])
     # 10 pairs: 1, 3 (⌈2.5⌉) and 5 judged; 2 pairs whose 2nd is relevant: 1, 1 (⌈0.5⌉) and 1 judged find none
-    assert found_at([curve, judging_curve(make_order("pool", QueryPool(("a", "b"))), {"b"})],
-                    (0.1, 0.25, 0.5)).tolist() == [1 + 0, 2 + 0, 3 + 0]
+    assert found_at(
+        [curve, judging_curve(make_order("pool", QueryPool(("a", "b"))), {"b"})], (0.1, 0.25, 0.5)
+    ).tolist() == [1 + 0, 2 + 0, 3 + 0]
 
 
 def test_unknown_order_and_bad_pool_are_refused():
@@ -150,20 +155,40 @@ def pooled(engine, project):
     create_user(engine, "ann", "annotator", actor=OPERATOR)
     create_user(engine, "lead", "lead", actor=OPERATOR)
     with engine.begin() as conn:
-        qid = conn.execute(sa.insert(Query.__table__).values(project_id=project.id, external_id="q1", text="query")
-                           .returning(Query.__table__.c.id)).scalar_one()
+        qid = conn.execute(
+            sa.insert(Query.__table__)
+            .values(project_id=project.id, external_id="q1", text="query")
+            .returning(Query.__table__.c.id)
+        ).scalar_one()
         fids = {}
         for name in ("a1", "a2", "a3", "b1", "b2"):
-            fids[name] = conn.execute(sa.insert(Fragment.__table__).values(
-                project_id=project.id, external_id=name, text=f"text {name}",
-                content_hash=hashlib.sha256(name.encode()).hexdigest()).returning(Fragment.__table__.c.id)).scalar_one()
+            fids[name] = conn.execute(
+                sa.insert(Fragment.__table__)
+                .values(
+                    project_id=project.id,
+                    external_id=name,
+                    text=f"text {name}",
+                    content_hash=hashlib.sha256(name.encode()).hexdigest(),
+                )
+                .returning(Fragment.__table__.c.id)
+            ).scalar_one()
         for run, docs in RUNS.items():
-            rid = conn.execute(sa.insert(Run.__table__).values(project_id=project.id, name=run, content_hash=run,
-                                                               n_lines=3, created_at=sa.func.now())
-                               .returning(Run.__table__.c.id)).scalar_one()
+            rid = conn.execute(
+                sa.insert(Run.__table__)
+                .values(project_id=project.id, name=run, content_hash=run, n_lines=3, created_at=sa.func.now())
+                .returning(Run.__table__.c.id)
+            ).scalar_one()
             for rank, doc in enumerate(docs, start=1):
-                conn.execute(sa.insert(RunEntry.__table__).values(run_id=rid, query_id=qid, doc_external_id=doc,
-                                                                  fragment_id=fids[doc], rank=rank, score=10.0 - rank))
+                conn.execute(
+                    sa.insert(RunEntry.__table__).values(
+                        run_id=rid,
+                        query_id=qid,
+                        doc_external_id=doc,
+                        fragment_id=fids[doc],
+                        rank=rank,
+                        score=10.0 - rank,
+                    )
+                )
     pool(engine, "demo", depth=3, bm25=0, actor=OPERATOR)
     assign(engine, "demo", overlap=1, annotators=["ann"], actor=OPERATOR)
     return engine
@@ -228,7 +253,9 @@ def test_queue_order_setting_is_checked(pooled):
 
 def test_cli_project_set(pooled, store_url, capsys):
 
-    assert main(["project", "set", "demo", "--queue-order", "move-to-front", "--db", store_url, "--format", "json"]) == 0
+    assert (
+        main(["project", "set", "demo", "--queue-order", "move-to-front", "--db", store_url, "--format", "json"]) == 0
+    )
     assert json.loads(capsys.readouterr().out)["queue_order"] == "move-to-front"
     assert served(pooled)[:2] == ["a1", "a2"]
     with pytest.raises(SystemExit):
@@ -243,9 +270,11 @@ def test_migration_gives_existing_projects_pool_order_and_a_check(empty_store_ur
     engine = get_engine(empty_store_url)
     assert upgrade(engine, "0004") == "0004"
     with engine.begin() as conn:
-        conn.exec_driver_sql("INSERT INTO projects (id, name, scale_min, scale_max, overlap, overlap_fraction, "
-                             "agreement_threshold, created_at) VALUES (1, 'old', 0, 3, 2, 1.0, 0.6, "
-                             "'2026-01-02 03:04:05')")
+        conn.exec_driver_sql(
+            "INSERT INTO projects (id, name, scale_min, scale_max, overlap, overlap_fraction, "
+            "agreement_threshold, created_at) VALUES (1, 'old', 0, 3, 2, 1.0, 0.6, "
+            "'2026-01-02 03:04:05')"
+        )
     assert upgrade(engine, "0005") == "0005"
     with engine.connect() as conn:  # read at 0005 in SQL: today's models hold columns of later revisions
         assert conn.exec_driver_sql("SELECT queue_order FROM projects").scalar_one() == "pool"
@@ -307,7 +336,7 @@ def test_docs_table_lists_exactly_the_registered_orders():
     from pathlib import Path
 
     text = (Path(__file__).resolve().parent.parent / "docs" / "judging_order.md").read_text(encoding="utf-8")
-    section = text[text.index("## The orders"):text.index("### What the bandit implements")]
+    section = text[text.index("## The orders") : text.index("### What the bandit implements")]
     documented = [line.split("`")[1] for line in section.splitlines() if line.startswith("| `")]
     assert documented == list(ORDER_NAMES)
 
@@ -335,12 +364,29 @@ def test_store_serves_model_uncertain_pairs_first(pooled):
     model_grades = {"a1": 3, "a2": 1, "a3": 0, "b1": 2, "b2": 1}
     with pooled.begin() as conn:
         conn.execute(sa.update(User.__table__).where(User.__table__.c.id == judge.id).values(kind="model"))
-        pair_of = dict(conn.execute(sa.select(Fragment.__table__.c.external_id, Pair.__table__.c.id)
-                                    .join(Pair.__table__, Pair.__table__.c.fragment_id == Fragment.__table__.c.id)).all())
+        pair_of = dict(
+            conn.execute(
+                sa.select(Fragment.__table__.c.external_id, Pair.__table__.c.id).join(
+                    Pair.__table__, Pair.__table__.c.fragment_id == Fragment.__table__.c.id
+                )
+            ).all()
+        )
         now = utcnow()
-        conn.execute(sa.insert(Judgment.__table__), [
-            {"project_id": 1, "pair_id": pair_of[f], "user_id": judge.id, "grade": g, "revision": 1,
-             "created_at": now, "updated_at": now} for f, g in model_grades.items()])
+        conn.execute(
+            sa.insert(Judgment.__table__),
+            [
+                {
+                    "project_id": 1,
+                    "pair_id": pair_of[f],
+                    "user_id": judge.id,
+                    "grade": g,
+                    "revision": 1,
+                    "created_at": now,
+                    "updated_at": now,
+                }
+                for f, g in model_grades.items()
+            ],
+        )
     assert served(pooled)[:1] == ["a1"]  # pool order ignores model grades
     with pooled.begin() as conn:
         conn.execute(sa.delete(Judgment.__table__).where(Judgment.__table__.c.user_id != judge.id))
@@ -356,11 +402,16 @@ def test_store_order_follows_a_re_pooling(pooled):
     assert next_pair(pooled, "demo", "ann").fragment_external_id == "a1"
     with pooled.begin() as conn:
         fid = conn.execute(sa.select(Fragment.__table__.c.id).where(Fragment.__table__.c.external_id == "b2")).scalar()
-        rid = conn.execute(sa.insert(Run.__table__).values(project_id=1, name="0-first", content_hash="0", n_lines=1,
-                                                           created_at=sa.func.now())
-                           .returning(Run.__table__.c.id)).scalar_one()
-        conn.execute(sa.insert(RunEntry.__table__).values(run_id=rid, query_id=1, doc_external_id="b2", fragment_id=fid,
-                                                          rank=1, score=1.0))
+        rid = conn.execute(
+            sa.insert(Run.__table__)
+            .values(project_id=1, name="0-first", content_hash="0", n_lines=1, created_at=sa.func.now())
+            .returning(Run.__table__.c.id)
+        ).scalar_one()
+        conn.execute(
+            sa.insert(RunEntry.__table__).values(
+                run_id=rid, query_id=1, doc_external_id="b2", fragment_id=fid, rank=1, score=1.0
+            )
+        )
     assert next_pair(pooled, "demo", "ann").fragment_external_id == "a1"  # stored, not pooled: not in the order
     pool(pooled, "demo", depth=1, runs=["0-first"], bm25=0, actor=OPERATOR)
     assert next_pair(pooled, "demo", "ann").fragment_external_id == "b2"  # its run now heads the queue

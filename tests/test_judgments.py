@@ -20,8 +20,10 @@ def rec(q: str = "q1", f: str = "d1", a: str = "ann", grade: object = 2, **extra
 
 
 def test_jsonl_contract_and_cant_judge(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "j.jsonl", [rec(grade=2, note="ok"), rec(a="bob", grade=None),
-                                              rec(f="d2", grade="3", guideline="v1")])
+    path = write_jsonl(
+        tmp_path / "j.jsonl",
+        [rec(grade=2, note="ok"), rec(a="bob", grade=None), rec(f="d2", grade="3", guideline="v1")],
+    )
     frame = read_judgments(path)
     assert list(frame.columns) == ["query_id", "fragment_id", "annotator", "grade", "note", "guideline"]
     assert str(frame["grade"].dtype) == "Int64"
@@ -42,13 +44,16 @@ def test_gzip_tsv(tmp_path: Path) -> None:
     assert read_judgments(path)["grade"].tolist() == [1]
 
 
-@pytest.mark.parametrize(("grade", "problem"), [
-    (4, "grade 4 is outside the scale 0-3"),
-    (-1, "grade -1 is outside the scale 0-3"),
-    (1.5, "grade must be an integer"),
-    ("high", "grade must be an integer or empty"),
-    (True, "grade must be an integer"),
-])
+@pytest.mark.parametrize(
+    ("grade", "problem"),
+    [
+        (4, "grade 4 is outside the scale 0-3"),
+        (-1, "grade -1 is outside the scale 0-3"),
+        (1.5, "grade must be an integer"),
+        ("high", "grade must be an integer or empty"),
+        (True, "grade must be an integer"),
+    ],
+)
 def test_bad_grade_names_file_and_line(tmp_path: Path, grade: object, problem: str) -> None:
     path = write_jsonl(tmp_path / "j.jsonl", [rec(), rec(a="b", grade=grade)])
     with pytest.raises(InputError) as err:
@@ -85,8 +90,7 @@ def test_missing_field_and_empty_id(tmp_path: Path) -> None:
 
 
 def test_check_judgments_frame() -> None:
-    frame = pd.DataFrame({"query_id": ["q", "q"], "fragment_id": ["a", "a"], "annotator": ["x", "x"],
-                          "grade": [1, 2]})
+    frame = pd.DataFrame({"query_id": ["q", "q"], "fragment_id": ["a", "a"], "annotator": ["x", "x"], "grade": [1, 2]})
     with pytest.raises(ValueError, match="duplicate judgment of \\(q, a\\) by x"):
         check_judgments(frame)
     with pytest.raises(ValueError, match="outside the scale"):
@@ -100,11 +104,13 @@ def test_columnar_fast_path_equals_exact_reader(tmp_path: Path, keep: str) -> No
     """The Arrow fast path must give exactly what the line-by-line reader gives (it is the reference)."""
     from eval_core.io.judgments import _read_columnar, _read_records
 
-    csv_text = ('query_id,fragment_id,annotator,grade,note,extra\n'
-                'q1, d1 ,a,2.0,"comma, and\nnewline",x\n'
-                'q1,d1,b,,,y\n'
-                'q2,d3,a,NA,  ,z\n'
-                'q2,d3,b,3,sure,w\n')
+    csv_text = (
+        "query_id,fragment_id,annotator,grade,note,extra\n"
+        'q1, d1 ,a,2.0,"comma, and\nnewline",x\n'
+        "q1,d1,b,,,y\n"
+        "q2,d3,a,NA,  ,z\n"
+        "q2,d3,b,3,sure,w\n"
+    )
     if keep == "latest":
         csv_text += "q1,d1,a,1,regraded,v\n"
     jsonl = [rec(grade=None, guideline="v1"), rec(a="b", grade=3, guideline="v2"), rec(f="d9", grade=1)]
@@ -140,8 +146,14 @@ def test_fast_path_defers_every_doubt_to_exact_reader(tmp_path: Path) -> None:
 
 RELEASE_LINES = [
     {"query_id": "q1", "fragment_id": "d1", "grade": 2, "grades": {"ann": 3, "bob": 2}, "rule": "median"},
-    {"query_id": "q1", "fragment_id": "d2", "grade": 1, "grades": {"ann": 0, "bob": None}, "rule": "median",
-     "adjudication": {"grade": 1, "reason": "partial answer", "by": "lea"}},
+    {
+        "query_id": "q1",
+        "fragment_id": "d2",
+        "grade": 1,
+        "grades": {"ann": 0, "bob": None},
+        "rule": "median",
+        "adjudication": {"grade": 1, "reason": "partial answer", "by": "lea"},
+    },
 ]
 
 
@@ -151,24 +163,37 @@ def test_release_jsonl_is_read_per_annotator_with_its_adjudications(tmp_path: Pa
     path = write_jsonl(tmp_path / "judgments.jsonl", RELEASE_LINES)
     frame = read_judgments(path)
     assert frame[["query_id", "fragment_id", "annotator"]].values.tolist() == [
-        ["q1", "d1", "ann"], ["q1", "d1", "bob"], ["q1", "d2", "ann"], ["q1", "d2", "bob"]]
+        ["q1", "d1", "ann"],
+        ["q1", "d1", "bob"],
+        ["q1", "d2", "ann"],
+        ["q1", "d2", "bob"],
+    ]
     assert frame["grade"].tolist()[:3] == [3, 2, 0] and frame["grade"].isna().tolist() == [False] * 3 + [True]
     assert read_adjudications(path).values.tolist() == [["q1", "d2", 1, "partial answer", "lea"]]
 
 
 def test_release_csv_with_its_grades_column_and_spreadsheet_escapes(tmp_path: Path) -> None:
     path = tmp_path / "qrels.csv"
-    path.write_text('query_id,fragment_id,grade,n_grades,adjudicated,grades\n'
-                    '\'=cmd|\'/C_calc\'!A0,d1,2,2,0,"{""ann"": 3, ""bob"": 2}"\n'
-                    '\'\'quoted,d2,1,1,1,"{""ann"": 1, ""bob"": null}"\n', encoding="utf-8")
+    path.write_text(
+        "query_id,fragment_id,grade,n_grades,adjudicated,grades\n"
+        '\'=cmd|\'/C_calc\'!A0,d1,2,2,0,"{""ann"": 3, ""bob"": 2}"\n'
+        '\'\'quoted,d2,1,1,1,"{""ann"": 1, ""bob"": null}"\n',
+        encoding="utf-8",
+    )
     frame = read_judgments(path)
     assert frame[["query_id", "annotator"]].values.tolist() == [
-        ["=cmd|'/C_calc'!A0", "ann"], ["=cmd|'/C_calc'!A0", "bob"], ["'quoted", "ann"], ["'quoted", "bob"]]
+        ["=cmd|'/C_calc'!A0", "ann"],
+        ["=cmd|'/C_calc'!A0", "bob"],
+        ["'quoted", "ann"],
+        ["'quoted", "bob"],
+    ]
     assert frame["grade"].tolist()[:3] == [3, 2, 1] and frame["grade"].isna().tolist() == [False] * 3 + [True]
 
 
-@pytest.mark.parametrize(("grade", "shown"), [("NaN", "'NaN'"), ("nan", "'nan'"), ("?", "'?'"), ("inf", "'inf'"),
-                                               ("Infinity", "'Infinity'"), ("abc", "'abc'")])
+@pytest.mark.parametrize(
+    ("grade", "shown"),
+    [("NaN", "'NaN'"), ("nan", "'nan'"), ("?", "'?'"), ("inf", "'inf'"), ("Infinity", "'Infinity'"), ("abc", "'abc'")],
+)
 def test_only_documented_cant_judge_spellings_count(tmp_path: Path, grade: str, shown: str) -> None:
     path = tmp_path / "j.csv"
     path.write_text(f"query_id,fragment_id,annotator,grade\nq1,d1,a,1\nq1,d2,a,{grade}\n", encoding="utf-8")
@@ -180,8 +205,11 @@ def test_only_documented_cant_judge_spellings_count(tmp_path: Path, grade: str, 
     with pytest.raises(InputError, match=":1: grade must be an integer, or null / empty for can't judge, got nan"):
         read_judgments(nan)
     ok = tmp_path / "ok.csv"
-    ok.write_text("query_id,fragment_id,annotator,grade\n" + "".join(
-        f"q1,d{i},a,{v}\n" for i, v in enumerate(["", "null", "NULL", "none", "na", "N/A"])), encoding="utf-8")
+    ok.write_text(
+        "query_id,fragment_id,annotator,grade\n"
+        + "".join(f"q1,d{i},a,{v}\n" for i, v in enumerate(["", "null", "NULL", "none", "na", "N/A"])),
+        encoding="utf-8",
+    )
     assert read_judgments(ok)["grade"].isna().all()
 
 
@@ -194,18 +222,55 @@ def test_ids_with_whitespace_are_refused(tmp_path: Path) -> None:
 def test_render_judgments_jsonl_is_json_dumps_and_reads_back(tmp_path: Path) -> None:
     from eval_core.io.judgments import EXPORT_FIELDS, render_judgments
 
-    frame = pd.DataFrame({
-        "query_id": ["q1", "q1"], "fragment_id": ["d1", "d2"], "annotator": ["añn", "bob"],
-        "grade": pd.array([2, None], dtype="Int64"), "cant_judge_reason": [None, "in Deutsch \"zitiert\""],
-        "note": ['tab\tand "quotes" \\ \u2028 ünïcode\n2nd line', None], "guideline": ["1", None],
-        "time": pd.to_datetime(["2026-01-02T03:04:05.000007+00:00", "2026-01-02T03:04:05+00:00"], utc=True,
-                               format="ISO8601"),
-        "annotator_kind": ["human", "model"], "model": [None, "gpt-4o"], "prompt_version": [None, "v=2"]})
+    frame = pd.DataFrame(
+        {
+            "query_id": ["q1", "q1"],
+            "fragment_id": ["d1", "d2"],
+            "annotator": ["añn", "bob"],
+            "grade": pd.array([2, None], dtype="Int64"),
+            "cant_judge_reason": [None, 'in Deutsch "zitiert"'],
+            "note": ['tab\tand "quotes" \\ \u2028 ünïcode\n2nd line', None],
+            "guideline": ["1", None],
+            "time": pd.to_datetime(
+                ["2026-01-02T03:04:05.000007+00:00", "2026-01-02T03:04:05+00:00"], utc=True, format="ISO8601"
+            ),
+            "annotator_kind": ["human", "model"],
+            "model": [None, "gpt-4o"],
+            "prompt_version": [None, "v=2"],
+        }
+    )
     lines = list(render_judgments(frame, "jsonl"))
-    expected = [json.dumps({**dict(zip(EXPORT_FIELDS, values, strict=True))}, ensure_ascii=False) + "\n" for values in (
-        ("q1", "d1", "añn", 2, None, frame["note"][0], "1", "2026-01-02T03:04:05.000007+00:00", "human", None, None),
-        ("q1", "d2", "bob", None, "in Deutsch \"zitiert\"", None, None, "2026-01-02T03:04:05.000000+00:00", "model",
-         "gpt-4o", "v=2"))]
+    expected = [
+        json.dumps({**dict(zip(EXPORT_FIELDS, values, strict=True))}, ensure_ascii=False) + "\n"
+        for values in (
+            (
+                "q1",
+                "d1",
+                "añn",
+                2,
+                None,
+                frame["note"][0],
+                "1",
+                "2026-01-02T03:04:05.000007+00:00",
+                "human",
+                None,
+                None,
+            ),
+            (
+                "q1",
+                "d2",
+                "bob",
+                None,
+                'in Deutsch "zitiert"',
+                None,
+                None,
+                "2026-01-02T03:04:05.000000+00:00",
+                "model",
+                "gpt-4o",
+                "v=2",
+            ),
+        )
+    ]
     assert lines == expected
     for fmt in ("jsonl", "csv"):
         path = tmp_path / f"j.{fmt}"
@@ -213,7 +278,9 @@ def test_render_judgments_jsonl_is_json_dumps_and_reads_back(tmp_path: Path) -> 
         back = read_judgments(path)
         assert back["note"].tolist() == [frame["note"][0], None]
         assert back[["annotator_kind", "model", "prompt_version"]].values.tolist() == [
-            ["human", None, None], ["model", "gpt-4o", "v=2"]]
+            ["human", None, None],
+            ["model", "gpt-4o", "v=2"],
+        ]
         assert back["time"].tolist() == ["2026-01-02T03:04:05.000007+00:00", "2026-01-02T03:04:05.000000+00:00"]
         again = back.assign(time=pd.to_datetime(back["time"], utc=True, format="ISO8601"))
         assert "".join(render_judgments(again, fmt)) == path.read_text(encoding="utf-8")

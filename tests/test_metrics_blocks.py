@@ -28,8 +28,24 @@ from eval_core.ranking.evaluation import rank_file_blocks
 from eval_core.ranking.metrics import index_qrels
 from eval_core.ranking.run_blocks import Scattered, _byte_blocks, _spans, iter_run_blocks
 
-METRICS = ["P@k", "recall@k", "ndcg@k", "ndcg_exp@k", "map@k", "mrr", "rprec", "judged@k", "bpref",
-           "err@10", "rbp@0.8", "rbp_residual@0.8", "ndcg", "map", "ndcg@10_condensed", "map_condensed"]
+METRICS = [
+    "P@k",
+    "recall@k",
+    "ndcg@k",
+    "ndcg_exp@k",
+    "map@k",
+    "mrr",
+    "rprec",
+    "judged@k",
+    "bpref",
+    "err@10",
+    "rbp@0.8",
+    "rbp_residual@0.8",
+    "ndcg",
+    "map",
+    "ndcg@10_condensed",
+    "map_condensed",
+]
 
 
 def make_files(tmp_path: Path, seed: int, n_queries: int = 12, depth: int = 15) -> tuple[Path, Path, list[str]]:
@@ -107,7 +123,7 @@ def test_duplicate_docid_names_its_line(tmp_path: Path) -> None:
     qp, _, run = make_files(tmp_path, seed=1)
     q = run[20].split()[0]
     last = max(i for i, line in enumerate(run) if line.split()[0] == q)
-    lines = [*run[: last + 1], run[20], *run[last + 1:]]  # the same (query, doc) after its query's rows
+    lines = [*run[: last + 1], run[20], *run[last + 1 :]]  # the same (query, doc) after its query's rows
     rp = tmp_path / "dup.run"
     rp.write_text("".join(lines))
     with pytest.raises(InputError) as whole:
@@ -118,11 +134,14 @@ def test_duplicate_docid_names_its_line(tmp_path: Path) -> None:
     assert str(blocked.value) == str(whole.value) == expected
 
 
-@pytest.mark.parametrize(("bad", "problem"), [
-    (b"q7 Q0 d1 1 t\n", "expected 6 fields (qid Q0 docid rank score tag), found 5"),
-    (b"q7 Q0 d1 1 high t\n", "score 'high' is not a number"),
-    (b"q7 Q0 d\xff 1 1.0 t\n", "not valid UTF-8 (byte 8: invalid start byte)"),
-])
+@pytest.mark.parametrize(
+    ("bad", "problem"),
+    [
+        (b"q7 Q0 d1 1 t\n", "expected 6 fields (qid Q0 docid rank score tag), found 5"),
+        (b"q7 Q0 d1 1 high t\n", "score 'high' is not a number"),
+        (b"q7 Q0 d\xff 1 1.0 t\n", "not valid UTF-8 (byte 8: invalid start byte)"),
+    ],
+)
 def test_bad_line_in_a_later_block_names_its_line(tmp_path: Path, bad: bytes, problem: str) -> None:
     qp, _, run = make_files(tmp_path, seed=2)
     head = "# a comment\n\n" + "".join(run[:100])
@@ -201,8 +220,9 @@ def test_chunks_cover_the_file_at_query_boundaries_and_a_huge_query_reads_in_dou
     raw = CountingReader(data)
     chunks = [(bytes(c), first) for c, first in _byte_blocks(raw, 16)]
     assert b"".join(c for c, _ in chunks) == data
-    assert [first for _, first in chunks] == [1 + b"".join(c for c, _ in chunks[:i]).count(b"\n")
-                                              for i in range(len(chunks))]
+    assert [first for _, first in chunks] == [
+        1 + b"".join(c for c, _ in chunks[:i]).count(b"\n") for i in range(len(chunks))
+    ]
     for c, _ in chunks[:-1]:
         assert c.endswith(b"\n")
     qids = [[ln.split()[0] for ln in c.splitlines() if ln.strip() and not ln.startswith(b"#")] for c, _ in chunks]
@@ -212,8 +232,9 @@ def test_chunks_cover_the_file_at_query_boundaries_and_a_huge_query_reads_in_dou
     assert 10 <= raw.reads < 80
 
 
-def test_cli_progress_bar_counts_run_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_progress_bar_counts_run_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from annotator.cli import eval as cli_eval
     from annotator.cli import main
 
@@ -229,8 +250,9 @@ def test_cli_progress_bar_counts_run_bytes(tmp_path: Path, monkeypatch: pytest.M
 
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 10_000), block=st.integers(40, 400), workers=st.integers(2, 5))
-def test_any_number_of_workers_is_bit_identical(tmp_path_factory: pytest.TempPathFactory, seed: int, block: int,
-                                                workers: int) -> None:
+def test_any_number_of_workers_is_bit_identical(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, block: int, workers: int
+) -> None:
     """Blocks ranked by several threads merge in file order: the same arrays as one worker, bit for bit."""
     qp, rp, _ = make_files(tmp_path_factory.mktemp("w"), seed, n_queries=12, depth=15)
     one = evaluate(qp, rp, metrics=METRICS, block_bytes=block, workers=1)
@@ -283,14 +305,17 @@ def test_a_run_cut_short_while_it_is_read_gets_a_sentence(tmp_path: Path) -> Non
     in SIGBUS when the cut fell inside a mapped block), no result computed from half a file. Run in a child, so a
     crash cannot take pytest."""
     qp, rp, _ = make_files(tmp_path, 0, n_queries=40, depth=30)
-    code = (f"from eval_core import evaluate\nfrom eval_core.errors import InputError\nimport os\n"
-            f"def cut(n):\n    os.truncate({str(rp)!r}, os.path.getsize({str(rp)!r}) // 2)\n"
-            f"try:\n    evaluate({str(qp)!r}, {str(rp)!r}, block_bytes=200, workers=2, progress=cut)\n"
-            f"except InputError as exc:\n    print(exc)\n")
+    code = (
+        f"from eval_core import evaluate\nfrom eval_core.errors import InputError\nimport os\n"
+        f"def cut(n):\n    os.truncate({str(rp)!r}, os.path.getsize({str(rp)!r}) // 2)\n"
+        f"try:\n    evaluate({str(qp)!r}, {str(rp)!r}, block_bytes=200, workers=2, progress=cut)\n"
+        f"except InputError as exc:\n    print(exc)\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == (f"{rp}: the file changed while it was read (is it still being written?); "
-                                   "run again once it is complete")
+    assert done.stdout.strip() == (
+        f"{rp}: the file changed while it was read (is it still being written?); run again once it is complete"
+    )
 
 
 @pytest.mark.parametrize("block", [1 << 10, 100_000, 300_000])
@@ -304,7 +329,9 @@ def test_spans_cut_a_plain_file_at_query_starts_reading_only_around_the_cuts(tmp
     for q in range(20):
         if q == 5:
             lines += ["# a comment\n", "\n"]
-        lines += [f"q{q} Q0 d{i} {i} {rng.random():.6f} t\n" for i in range(18_000 if q == 7 else rng.integers(1, 3000))]
+        lines += [
+            f"q{q} Q0 d{i} {i} {rng.random():.6f} t\n" for i in range(18_000 if q == 7 else rng.integers(1, 3000))
+        ]
     data = "".join(lines).encode()
     path = tmp_path / "run"
     path.write_bytes(data)
@@ -313,12 +340,13 @@ def test_spans_cut_a_plain_file_at_query_starts_reading_only_around_the_cuts(tmp
     assert spans[0][0] == 0 and spans[-1][1] == len(data)
     assert all(a[1] == b[0] for a, b in itertools.pairwise(spans))
     for _, cut in spans[:-1]:
-        assert data[cut - 1:cut] == b"\n"
-        before = data[data.rindex(b"\n", 0, cut - 1) + 1:cut - 1]  # a data line of the query the span ends with
-        after = next(ln for ln in data[cut:cut + 4096].splitlines() if ln.strip() and not ln.startswith(b"#"))
+        assert data[cut - 1 : cut] == b"\n"
+        before = data[data.rindex(b"\n", 0, cut - 1) + 1 : cut - 1]  # a data line of the query the span ends with
+        after = next(ln for ln in data[cut : cut + 4096].splitlines() if ln.strip() and not ln.startswith(b"#"))
         assert before.split()[0] != after.split()[0]
-    owners = [{ln.split()[0] for ln in data[a:b].splitlines() if ln.strip() and not ln.startswith(b"#")}
-              for a, b in spans]
+    owners = [
+        {ln.split()[0] for ln in data[a:b].splitlines() if ln.strip() and not ln.startswith(b"#")} for a, b in spans
+    ]
     assert sum(len(o) for o in owners) == 20  # every query in exactly one span
     assert data.count(b"# a comment") == 1 and any(b"# a comment\n\nq5 " in data[a:b] for a, b in spans)
 
@@ -327,5 +355,7 @@ def test_blocks_bigger_than_the_cut_window_are_bit_identical(tmp_path: Path) -> 
     """Blocks of 100 kB (their cuts found in 64 kB windows that start inside a line) give the whole-file result."""
     qp, rp, _ = make_files(tmp_path, 3, n_queries=3000, depth=40)
     assert rp.stat().st_size > 600_000
-    assert_same(evaluate(qp, rp, metrics=METRICS, block_bytes=1 << 40),
-                evaluate(qp, rp, metrics=METRICS, block_bytes=100_000, workers=2))
+    assert_same(
+        evaluate(qp, rp, metrics=METRICS, block_bytes=1 << 40),
+        evaluate(qp, rp, metrics=METRICS, block_bytes=100_000, workers=2),
+    )

@@ -16,8 +16,17 @@ from eval_core.ranking.evaluation import evaluate_judge_groups
 from tests.conftest import ROOT
 
 DATA = ROOT / "tests" / "data"
-TREC = {"map": "map", "P_5": "P@5", "P_10": "P@10", "recall_10": "recall@10", "ndcg_cut_10": "ndcg@10",
-        "ndcg": "ndcg", "recip_rank": "mrr", "bpref": "bpref", "Rprec": "rprec"}
+TREC = {
+    "map": "map",
+    "P_5": "P@5",
+    "P_10": "P@10",
+    "recall_10": "recall@10",
+    "ndcg_cut_10": "ndcg@10",
+    "ndcg": "ndcg",
+    "recip_rank": "mrr",
+    "bpref": "bpref",
+    "Rprec": "rprec",
+}
 OURS = list(TREC.values())
 
 
@@ -61,8 +70,10 @@ def test_trailing_fields_give_one_warning_naming_the_first_line() -> None:
     rp = DATA / "trailing_fields.run"
     ev = evaluate(DATA / "trailing_fields.qrels", rp, metrics=["map"])
     extra = [w for w in ev.warnings if "fields after the sixth" in w]
-    assert extra == [f"{rp}:2: 7 fields where a run line has 6 (qid Q0 docid rank score tag); fields after the "
-                     "sixth are ignored on this and every such line, as trec_eval does"]
+    assert extra == [
+        f"{rp}:2: 7 fields where a run line has 6 (qid Q0 docid rank score tag); fields after the "
+        "sixth are ignored on this and every such line, as trec_eval does"
+    ]
 
 
 def test_trailing_fields_in_blocks_warn_once_with_the_same_line(tmp_path: Path) -> None:
@@ -84,8 +95,9 @@ def test_fewer_than_six_fields_is_still_an_error(tmp_path: Path) -> None:
 def test_cli_warns_once_for_trailing_fields(capsys: pytest.CaptureFixture[str]) -> None:
     from annotator.cli import main
 
-    assert main(["eval", str(DATA / "trailing_fields.qrels"), str(DATA / "trailing_fields.run"),
-                 "--metrics", "map"]) == 0
+    assert (
+        main(["eval", str(DATA / "trailing_fields.qrels"), str(DATA / "trailing_fields.run"), "--metrics", "map"]) == 0
+    )
     err = capsys.readouterr().err
     assert err.count("fields after the sixth") == 1 and f"{DATA / 'trailing_fields.run'}:2: 7 fields" in err
 
@@ -99,8 +111,13 @@ def judge_reference() -> tuple[dict[str, dict[str, dict[str, float]]], dict[str,
     run = read_run_as_trec_eval(DATA / "judges.run")
     per_judge = {j: reference(qrels, run) for j, qrels in sorted(judges.items())}
     queries = {q for values in per_judge.values() for q in values}
-    avg = {q: {m: sum(v[q][m] for v in per_judge.values() if q in v) / sum(q in v for v in per_judge.values())
-               for m in OURS} for q in queries}
+    avg = {
+        q: {
+            m: sum(v[q][m] for v in per_judge.values() if q in v) / sum(q in v for v in per_judge.values())
+            for m in OURS
+        }
+        for q in queries
+    }
     return per_judge, avg
 
 
@@ -126,8 +143,20 @@ def test_cli_jg_json_has_the_average_per_query_and_per_judge(capsys: pytest.Capt
     from annotator.cli import main
 
     per_judge, avg = judge_reference()
-    code = main(["eval", str(DATA / "judges.qrels_jg"), str(DATA / "judges.run"), "--qrels-format", "jg",
-                 "--metrics", "map,P@5", "--format", "json", "--per-query"])
+    code = main(
+        [
+            "eval",
+            str(DATA / "judges.qrels_jg"),
+            str(DATA / "judges.run"),
+            "--qrels-format",
+            "jg",
+            "--metrics",
+            "map,P@5",
+            "--format",
+            "json",
+            "--per-query",
+        ]
+    )
     assert code == 0
     (run,) = json.loads(capsys.readouterr().out)["runs"]
     assert run["per_query"]["q3"]["map"] == pytest.approx(avg["q3"]["map"], abs=1e-12)
@@ -142,8 +171,20 @@ def test_cli_jg_json_has_the_average_per_query_and_per_judge(capsys: pytest.Capt
 def test_cli_jg_table_shows_the_spread(capsys: pytest.CaptureFixture[str]) -> None:
     from annotator.cli import main
 
-    assert main(["eval", str(DATA / "judges.qrels_jg"), str(DATA / "judges.run"), "--qrels-format", "jg",
-                 "--metrics", "map"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                str(DATA / "judges.qrels_jg"),
+                str(DATA / "judges.run"),
+                "--qrels-format",
+                "jg",
+                "--metrics",
+                "map",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "judges.run over 3 judge groups" in out
 
@@ -151,7 +192,9 @@ def test_cli_jg_table_shows_the_spread(capsys: pytest.CaptureFixture[str]) -> No
 def test_jg_repeated_doc_for_one_judge_is_an_error(tmp_path: Path) -> None:
     qp = tmp_path / "dup.jg"
     qp.write_text("q1 A d1 1\nq1 B d1 0\nq1 A d1 2\n")
-    with pytest.raises(InputError, match=rf"^{qp}:3: doc 'd1' repeated for query 'q1' by judge 'A' \(first on line 1\)"):
+    with pytest.raises(
+        InputError, match=rf"^{qp}:3: doc 'd1' repeated for query 'q1' by judge 'A' \(first on line 1\)"
+    ):
         evaluate_judge_groups(qp, {"q1": ["d1"]})
 
 
@@ -162,10 +205,11 @@ def test_err_warns_once_about_grades_above_max_grade() -> None:
     qrels = {"q1": {"a": 4, "b": 3, "c": 5}, "q2": {"d": 4}}
     ev = evaluate(qrels, {"q1": ["a", "b", "c"], "q2": ["d"]}, metrics=["err@10"], max_grade=3)
     clip = [w for w in ev.warnings if "max_grade" in w]
-    assert clip == ["3 judgments have a grade above max_grade = 3 (highest: 5); ERR counts them as grade 3. "
-                    "Set max_grade (--max-grade) to the scale's top grade"]
-    assert not [w for w in evaluate(qrels, {"q1": ["a"]}, metrics=["err@10"], max_grade=5).warnings
-                if "max_grade" in w]
+    assert clip == [
+        "3 judgments have a grade above max_grade = 3 (highest: 5); ERR counts them as grade 3. "
+        "Set max_grade (--max-grade) to the scale's top grade"
+    ]
+    assert not [w for w in evaluate(qrels, {"q1": ["a"]}, metrics=["err@10"], max_grade=5).warnings if "max_grade" in w]
     assert not [w for w in evaluate(qrels, {"q1": ["a"]}, metrics=["P@5"]).warnings if "max_grade" in w]
 
 

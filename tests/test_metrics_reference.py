@@ -37,8 +37,11 @@ def make_case(seed: int, ties: bool = True, n_queries: int = 40) -> tuple[dict, 
     rng = np.random.default_rng(seed)
     # Long ids of many lengths too: qrels and run are keyed separately, so a key must not depend on the
     # longest id in its array (a regression that once scored every query 0).
-    pool = ([f"d{j}" for j in range(80)] + ["dé", "DZ", "d_", "d9a", "z", "a"]
-            + [f"clueweb09-en{j:04d}" + "-x" * (j % 9) for j in range(20)])
+    pool = (
+        [f"d{j}" for j in range(80)]
+        + ["dé", "DZ", "d_", "d9a", "z", "a"]
+        + [f"clueweb09-en{j:04d}" + "-x" * (j % 9) for j in range(20)]
+    )
     qrels: dict[str, dict[str, int]] = {}
     run: dict[str, dict[str, float]] = {}
     for i in range(n_queries):
@@ -75,8 +78,7 @@ def check(mine: dict, ref: dict[str, dict[str, float]], name_map: dict[str, str]
 
 
 def pytrec(qrels: dict, run: dict, measures: set[str], rel_level: int = 1, judged_only: bool = False) -> dict:
-    ev = pytrec_eval.RelevanceEvaluator(qrels, measures, relevance_level=rel_level,
-                                        judged_docs_only_flag=judged_only)
+    ev = pytrec_eval.RelevanceEvaluator(qrels, measures, relevance_level=rel_level, judged_docs_only_flag=judged_only)
     return ev.evaluate(run)
 
 
@@ -123,8 +125,11 @@ def registry_map(library: str) -> dict[str, str]:
 
 TREC_MAP = registry_map("pytrec_eval")
 _FAMILIES = {ref.rsplit("_", 1)[0] for name, ref in TREC_MAP.items() if "@" in name}
-TREC_MEASURES = ({f"{f}.{','.join(map(str, KS))}" for f in _FAMILIES} | {"num_rel", "num_rel_ret"}
-                 | {ref for name, ref in TREC_MAP.items() if "@" not in name})
+TREC_MEASURES = (
+    {f"{f}.{','.join(map(str, KS))}" for f in _FAMILIES}
+    | {"num_rel", "num_rel_ret"}
+    | {ref for name, ref in TREC_MAP.items() if "@" not in name}
+)
 
 
 def _with_derived(ref: dict) -> dict:

@@ -26,11 +26,23 @@ def test_parse_metrics_follows_the_cutoff_kind() -> None:
         parse_metrics(["ndgc@10"])
 
 
-@pytest.mark.parametrize(("name", "free"), [
-    ("mrr", True), ("map", True), ("rprec", True), ("bpref", True), ("ndcg", True), ("recall", True),
-    ("ndcg_condensed", True), ("mrr@10", False), ("P@5", False), ("ndcg@10_condensed", False),
-    ("rbp@0.8", False), ("judged@10", False),
-])
+@pytest.mark.parametrize(
+    ("name", "free"),
+    [
+        ("mrr", True),
+        ("map", True),
+        ("rprec", True),
+        ("bpref", True),
+        ("ndcg", True),
+        ("recall", True),
+        ("ndcg_condensed", True),
+        ("mrr@10", False),
+        ("P@5", False),
+        ("ndcg@10_condensed", False),
+        ("rbp@0.8", False),
+        ("judged@10", False),
+    ],
+)
 def test_cutoff_free(name: str, free: bool) -> None:
     assert cutoff_free(name) is free
 

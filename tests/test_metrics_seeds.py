@@ -26,17 +26,26 @@ BINARY = {"q1": {"d3": 1, "d7": 1, "d12": 1, "d20": 1}}
 def test_seed_texts_hold_the_numbers_we_assert() -> None:
     """Guard against the seeds changing under us: the published figures are in the article text."""
     text = (DATA / "retrieval_metrics_worked_example_es.txt").read_text(encoding="utf-8")
-    for figure in ("recall@3 = 1/4 = 0,25", "recall@10 = 3/4 = 0,75", "precision@3 = 1/3 = 0,33",
-                   "RR = 1/2 = 0,50", "nDCG@10 = 1,418 / 2,562 = 0,554", "nDCG@10 = 5,264 / 10,824 = 0,486"):
+    for figure in (
+        "recall@3 = 1/4 = 0,25",
+        "recall@10 = 3/4 = 0,75",
+        "precision@3 = 1/3 = 0,33",
+        "RR = 1/2 = 0,50",
+        "nDCG@10 = 1,418 / 2,562 = 0,554",
+        "nDCG@10 = 5,264 / 10,824 = 0,486",
+    ):
         assert figure in text
     ceiling = (DATA / "precision_ceiling_worked_example_vi.txt").read_text(encoding="utf-8")
     assert "Precision@5≤2/5=0.40" in ceiling.replace(" ", "")
 
 
-@pytest.mark.parametrize(("source", "run"), [
-    ("dict", {"q1": RANKING}),
-    ("files", None),
-])
+@pytest.mark.parametrize(
+    ("source", "run"),
+    [
+        ("dict", {"q1": RANKING}),
+        ("files", None),
+    ],
+)
 def test_seed000_every_number(source: str, run: object) -> None:
     qrels: object = GRADED
     if source == "files":
@@ -111,9 +120,20 @@ def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 
 def test_cli_json_carries_the_seed_numbers(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _cli(capsys, str(EXAMPLES / "seed000.qrels"), str(EXAMPLES / "seed000.run"),
-                        "--metrics", "recall@k,P@k,mrr", "--metrics", "ndcg_exp@10", "--k", "3,5,10",
-                        "--format", "json", "--per-query")
+    code, out, _ = _cli(
+        capsys,
+        str(EXAMPLES / "seed000.qrels"),
+        str(EXAMPLES / "seed000.run"),
+        "--metrics",
+        "recall@k,P@k,mrr",
+        "--metrics",
+        "ndcg_exp@10",
+        "--k",
+        "3,5,10",
+        "--format",
+        "json",
+        "--per-query",
+    )
     assert code == 0
     doc = json.loads(out)
     (run,) = doc["runs"]
@@ -141,15 +161,29 @@ def test_cli_errors_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
 
 
 def test_cli_table_and_csv(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _cli(capsys, str(EXAMPLES / "seed002.qrels"), str(EXAMPLES / "seed002.run"),
-                          str(EXAMPLES / "seed000.run"), "--metrics", "P@5,P_ceiling@5")
+    code, out, err = _cli(
+        capsys,
+        str(EXAMPLES / "seed002.qrels"),
+        str(EXAMPLES / "seed002.run"),
+        str(EXAMPLES / "seed000.run"),
+        "--metrics",
+        "P@5,P_ceiling@5",
+    )
     assert code == 0
     lines = out.splitlines()
     assert lines[0].split() == ["metric", "seed002.run", "seed000.run"]
     assert lines[1].split() == ["P@5", "0.4000", "0.0000"]
     assert "seed000.run: 1 of 1 qrels queries are missing from the run" in err
-    code, out, _ = _cli(capsys, str(EXAMPLES / "seed002.qrels"), str(EXAMPLES / "seed002.run"),
-                        "--metrics", "P@5", "--format", "csv", "--per-query")
+    code, out, _ = _cli(
+        capsys,
+        str(EXAMPLES / "seed002.qrels"),
+        str(EXAMPLES / "seed002.run"),
+        "--metrics",
+        "P@5",
+        "--format",
+        "csv",
+        "--per-query",
+    )
     assert out.splitlines() == ["run,query_id,P@5", "seed002.run,all,0.400000", "seed002.run,A1,0.400000"]
 
 

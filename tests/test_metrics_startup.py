@@ -19,32 +19,45 @@ from tests.conftest import ROOT
 
 HEAVY = ("pandas", "scipy", "numpy", "pyarrow", "tqdm", "eval_core.ranking.significance", "eval_core.ranking.metrics")
 # What evaluating a run never needs: the store, the app, its charts, SciPy, and the other command groups.
-NOT_FOR_EVAL = ("sqlalchemy", "sqlmodel", "alembic", "streamlit", "altair", "scipy", "tqdm", "db",
-                *sorted(set(COMMANDS.values()) - {"annotator.cli.eval"}))
+NOT_FOR_EVAL = (
+    "sqlalchemy",
+    "sqlmodel",
+    "alembic",
+    "streamlit",
+    "altair",
+    "scipy",
+    "tqdm",
+    "db",
+    *sorted(set(COMMANDS.values()) - {"annotator.cli.eval"}),
+)
 SEED = [str(ROOT / "examples" / "seed000.qrels"), str(ROOT / "examples" / "seed000.run")]
 
 
 def loaded_after(code: str, modules: tuple[str, ...] = HEAVY) -> list[str]:
     """Which of `modules` a fresh interpreter has imported after running `code`."""
-    probe = (f"import sys, json\n{code}\n"
-             f"print(json.dumps([m for m in {modules!r} if m in sys.modules]))")
+    probe = f"import sys, json\n{code}\nprint(json.dumps([m for m in {modules!r} if m in sys.modules]))"
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("code", [
-    "import eval_core",
-    "import eval_core.errors, eval_core.ranking.registry, eval_core.thresholds, eval_core.ranking.paired_tests",
-    "import annotator.cli.eval, annotator.cli.compare",
-])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import eval_core",
+        "import eval_core.errors, eval_core.ranking.registry, eval_core.thresholds, eval_core.ranking.paired_tests",
+        "import annotator.cli.eval, annotator.cli.compare",
+    ],
+)
 def test_evaluation_modules_import_light(code: str) -> None:
     assert loaded_after(code) == []
 
 
 def test_building_the_eval_and_compare_parsers_imports_nothing_heavy() -> None:
-    code = ("import argparse, annotator.cli.eval as e, annotator.cli.compare as c\n"
-            "p = argparse.ArgumentParser(); s = p.add_subparsers(); e.register(s); c.register(s)\n"
-            "p.parse_args(['eval', 'q', 'r']); p.parse_args(['compare', 'q', 'a', 'b'])")
+    code = (
+        "import argparse, annotator.cli.eval as e, annotator.cli.compare as c\n"
+        "p = argparse.ArgumentParser(); s = p.add_subparsers(); e.register(s); c.register(s)\n"
+        "p.parse_args(['eval', 'q', 'r']); p.parse_args(['compare', 'q', 'a', 'b'])"
+    )
     assert loaded_after(code) == []
 
 
@@ -58,18 +71,22 @@ def test_qrelkit_help_loads_no_heavy_module(argv: list[str]) -> None:
 def test_the_package_hands_out_functions_and_its_modules_do_not_shadow_them() -> None:
     """`eval_core.compare` / `.evaluate` are functions, also once the modules defining them are imported
     (those modules are named `ranking.significance` and `ranking.evaluation`, so no name is shadowed)."""
-    code = ("import eval_core.ranking.significance, eval_core.ranking.evaluation\n"
-            "import eval_core\nfrom eval_core import compare, evaluate\n"
-            "assert callable(compare) and callable(evaluate) and compare.__name__ == 'compare'\n"
-            "assert eval_core.evaluate.__name__ == 'evaluate' and eval_core.compare is compare")
+    code = (
+        "import eval_core.ranking.significance, eval_core.ranking.evaluation\n"
+        "import eval_core\nfrom eval_core import compare, evaluate\n"
+        "assert callable(compare) and callable(evaluate) and compare.__name__ == 'compare'\n"
+        "assert eval_core.evaluate.__name__ == 'evaluate' and eval_core.compare is compare"
+    )
     assert "eval_core.ranking.significance" in loaded_after(code)
 
 
 def run_main(argv: list[str]) -> str:
     """Code for `loaded_after`: `qrelkit ARGV` in process, its output discarded."""
-    return (f"import contextlib, io\nfrom annotator.cli import main\n"
-            f"with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
-            f"    assert main({argv!r}) == 0")
+    return (
+        f"import contextlib, io\nfrom annotator.cli import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        f"    assert main({argv!r}) == 0"
+    )
 
 
 def test_qrelkit_eval_loads_only_its_own_command_group() -> None:
@@ -84,8 +101,10 @@ def test_qrelkit_eval_loads_no_pandas_unless_a_table_of_queries_is_asked_for() -
     assert loaded_after(run_main(["eval", *SEED]), ("pandas",)) == []
     assert loaded_after(run_main(["eval", *SEED, "--format", "json"]), ("pandas",)) == []
     assert loaded_after(run_main(["eval", *SEED, "--per-query"]), ("pandas",)) == ["pandas"]
-    blocks = (f"from eval_core import evaluate\nev = evaluate({SEED[0]!r}, {SEED[1]!r}, block_bytes=4096)\n"
-              "assert ev.mean['ndcg@10'] > 0")
+    blocks = (
+        f"from eval_core import evaluate\nev = evaluate({SEED[0]!r}, {SEED[1]!r}, block_bytes=4096)\n"
+        "assert ev.mean['ndcg@10'] > 0"
+    )
     assert loaded_after(blocks, ("pandas",)) == []
     assert loaded_after(blocks + "\nassert len(ev.per_query) > 0", ("pandas",)) == ["pandas"]
 

@@ -23,8 +23,9 @@ from tests.conftest import ROOT, require
 pytestmark = pytest.mark.slow
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 # The top-level packages the wheel ships, as pyproject's package finder names them ("db*" → db).
-PACKAGES = sorted({name.split(".")[0].rstrip("*") for name in PYPROJECT["tool"]["setuptools"]["packages"]["find"]
-                   ["include"]})
+PACKAGES = sorted(
+    {name.split(".")[0].rstrip("*") for name in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]}
+)
 OFFLINE = ("NewConnectionError", "No matching distribution found", "Could not find a version")
 
 
@@ -60,8 +61,13 @@ def wheel(tmp_path_factory) -> Path:
         if name in ("pyproject.toml", "README.md", "LICENSE") or name.split("/")[0] in PACKAGES:
             (source / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(ROOT / name, source / name)
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir",
-                           str(work / "dist"), str(source)], cwd=work, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(work / "dist"), str(source)],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if done.returncode and any(word in done.stderr for word in OFFLINE):
         require(False, f"building the wheel needs setuptools and wheel from PyPI: {done.stderr[-400:]}")
     assert done.returncode == 0, done.stderr[-2000:]
@@ -72,9 +78,14 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_holds_what_the_code_reads_at_run_time(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert [name for name in _runtime_files() if name not in names] == []
-    for name in ("guidelines/grading-0-3.md", "guidelines/grading-0-3-v1-ambiguous.md",
-                 "guidelines/judge-prompt.md", "db/store/migrations/env.py", "annotator/app/screens/annotate.py",
-                 "annotator/demo_data/grades.jsonl"):
+    for name in (
+        "guidelines/grading-0-3.md",
+        "guidelines/grading-0-3-v1-ambiguous.md",
+        "guidelines/judge-prompt.md",
+        "db/store/migrations/env.py",
+        "annotator/app/screens/annotate.py",
+        "annotator/demo_data/grades.jsonl",
+    ):
         assert name in names  # the list above is not empty by accident
     outside = sorted({name.split("/")[0] for name in names} - {*PACKAGES, wheel.name.split("-py3")[0] + ".dist-info"})
     assert outside == []  # no tests/ or build leftovers at the top level
@@ -92,11 +103,19 @@ def test_a_non_editable_install_creates_projects_and_the_demo(wheel, tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
-    own = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"], check=True,
-                         capture_output=True, text=True, timeout=60).stdout.strip()
+    own = subprocess.run(
+        [str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.strip()
     Path(own, "test-environment.pth").write_text("\n".join(site.getsitepackages()) + "\n", encoding="utf-8")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--quiet",
-                    str(wheel)], check=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--quiet", str(wheel)],
+        check=True,
+        timeout=300,
+    )
     run = tmp_path / "run"
     run.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "QRELKIT_DB_URL")}
@@ -106,16 +125,24 @@ def test_a_non_editable_install_creates_projects_and_the_demo(wheel, tmp_path):
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout
 
-    where = call(str(python), "-c", "import annotator.demo, db.projects, guidelines; "
-                                    "print(annotator.demo.__file__, db.projects.BUNDLED_GUIDELINE, guidelines.JUDGE_PROMPT)")
+    where = call(
+        str(python),
+        "-c",
+        "import annotator.demo, db.projects, guidelines; "
+        "print(annotator.demo.__file__, db.projects.BUNDLED_GUIDELINE, guidelines.JUDGE_PROMPT)",
+    )
     assert all(Path(path).is_relative_to(venv) for path in where.split()), where  # not the editable checkout
     db = f"sqlite:///{run / 'store.db'}"
     call(str(venv / "bin" / "qrelkit"), "init", "--project", "faq", "--db", db)
     shown = call(str(venv / "bin" / "qrelkit"), "guideline", "show", "--project", "faq", "--db", db)
     assert shown == (ROOT / "guidelines" / "grading-0-3.md").read_text(encoding="utf-8")
-    demo = call(str(python), "-c", "from annotator.demo import build_demo; from db.projects import list_guidelines; "
-                                   "from db.store.schema import init_db; from guidelines import JUDGE_PROMPT; "
-                                   f"from eval_core.judges.prompt import check_template; e = init_db('sqlite:///{run / 'demo.db'}'); "
-                                   "print(build_demo(e).created, [g.version for g in list_guidelines(e, 'demo')]); "
-                                   "check_template(JUDGE_PROMPT.read_text(encoding='utf-8'))")
+    demo = call(
+        str(python),
+        "-c",
+        "from annotator.demo import build_demo; from db.projects import list_guidelines; "
+        "from db.store.schema import init_db; from guidelines import JUDGE_PROMPT; "
+        f"from eval_core.judges.prompt import check_template; e = init_db('sqlite:///{run / 'demo.db'}'); "
+        "print(build_demo(e).created, [g.version for g in list_guidelines(e, 'demo')]); "
+        "check_template(JUDGE_PROMPT.read_text(encoding='utf-8'))",
+    )
     assert demo.strip() == "True [1, 2]"

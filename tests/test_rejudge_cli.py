@@ -26,8 +26,11 @@ def _setup(engine, queue) -> None:
 
 def _sent(engine) -> set[tuple[str, str, str]]:
     queue = rejudge_queue(engine, "demo")
-    return {(q, f, a) for q, f, a, s in zip(queue["query_id"], queue["fragment_id"], queue["annotator"],
-                                            queue["sent"], strict=True) if s}
+    return {
+        (q, f, a)
+        for q, f, a, s in zip(queue["query_id"], queue["fragment_id"], queue["annotator"], queue["sent"], strict=True)
+        if s
+    }
 
 
 def test_list_shows_the_queue(engine, store_url, queue, capsys):
@@ -36,14 +39,21 @@ def test_list_shows_the_queue(engine, store_url, queue, capsys):
     _setup(engine, queue)
     assert main(["rejudge", "--project", "demo", "--list", "--format", "json", "--db", store_url]) == 0
     listed = json.loads(capsys.readouterr().out)
-    assert [(r["query_id"], r["fragment_id"], r["annotator"], r["grade"], r["guideline"], r["current"], r["sent"])
-            for r in listed] == [(q, f, who, grade, 1, 2, False) for (q, f), grades in sorted(GRADED.items())
-                                 for who, grade in zip(("ann1", "ann2"), grades, strict=True)]
+    assert [
+        (r["query_id"], r["fragment_id"], r["annotator"], r["grade"], r["guideline"], r["current"], r["sent"])
+        for r in listed
+    ] == [
+        (q, f, who, grade, 1, 2, False)
+        for (q, f), grades in sorted(GRADED.items())
+        for who, grade in zip(("ann1", "ann2"), grades, strict=True)
+    ]
     assert main(["rejudge", "--project", "demo", "--list", "--query", "q2", "--db", store_url]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["query", "id", "fragment", "id", "annotator", "grade", "guideline", "current", "sent"]
-    assert [line.split() for line in lines[1:]] == [["q2", "f1", "ann1", "2", "1", "2", "no"],
-                                                    ["q2", "f1", "ann2", "2", "1", "2", "no"]]
+    assert [line.split() for line in lines[1:]] == [
+        ["q2", "f1", "ann1", "2", "1", "2", "no"],
+        ["q2", "f1", "ann2", "2", "1", "2", "no"],
+    ]
 
 
 def test_send_one_pair_a_query_or_all_as_a_lead(engine, store_url, queue, capsys):
@@ -62,8 +72,9 @@ def test_send_one_pair_a_query_or_all_as_a_lead(engine, store_url, queue, capsys
     assert (view.pair_id, view.rejudge_version) == (queue[("q1", "f1")], 2)
 
     assert main([*base, "--query", "q9", "--user", "boss"]) == 2
-    assert ("qrelkit: error: --query q9: no judgment of it in project 'demo' was made under an older guideline "
-            "version") in capsys.readouterr().err
+    assert (
+        "qrelkit: error: --query q9: no judgment of it in project 'demo' was made under an older guideline version"
+    ) in capsys.readouterr().err
 
     assert main([*base, "--query", "q1", "--user", "boss"]) == 0  # q1's two pairs, each to its two annotators
     out = capsys.readouterr().out
@@ -79,13 +90,17 @@ def test_send_a_file_of_pairs_to_named_people(engine, store_url, queue, tmp_path
     bad = tmp_path / "bad.txt"
     bad.write_text("q1 f2\nq2 f1 extra\nq3\n", encoding="utf-8")
     assert main([*base, str(bad)]) == 2
-    assert (f"qrelkit: error: {bad}:2: expected QUERY_ID FRAGMENT_ID, got 3 field(s) (and 1 more problem(s))"
-            in capsys.readouterr().err)
+    assert (
+        f"qrelkit: error: {bad}:2: expected QUERY_ID FRAGMENT_ID, got 3 field(s) (and 1 more problem(s))"
+        in capsys.readouterr().err
+    )
     outside = tmp_path / "outside.txt"
     outside.write_text("q1 f2\n\nq3 f4\n", encoding="utf-8")
     assert main([*base, str(outside)]) == 2
-    assert (f"qrelkit: error: {outside}:3: pair q3 f4 is not in the re-judge queue (no judgment of it was made "
-            f"under an older guideline version)") in capsys.readouterr().err
+    assert (
+        f"qrelkit: error: {outside}:3: pair q3 f4 is not in the re-judge queue (no judgment of it was made "
+        f"under an older guideline version)"
+    ) in capsys.readouterr().err
     assert not _sent(engine)  # nothing sent from a refused file
 
     good = tmp_path / "pairs.tsv"
@@ -96,8 +111,12 @@ def test_send_a_file_of_pairs_to_named_people(engine, store_url, queue, tmp_path
     first = next_pair(engine, "demo", "cy")
     assert first.rejudge_version == 2 and first.pair_id in {queue[("q1", "f2")], queue[("q2", "f1")]}
     assert main([*base, str(good)]) == 0 and "opened: 2" in capsys.readouterr().out  # again: reopened, not added
-    assert main(["rejudge", "--project", "demo", "--user", "boss", "--db", store_url, "--to", "ann1",
-                 "--pairs", str(good)]) == 2  # ann1 cannot log in
+    assert (
+        main(
+            ["rejudge", "--project", "demo", "--user", "boss", "--db", store_url, "--to", "ann1", "--pairs", str(good)]
+        )
+        == 2
+    )  # ann1 cannot log in
     assert "cannot send pairs to 'ann1': re-judging needs active people who can log in" in capsys.readouterr().err
 
 
@@ -119,7 +138,8 @@ def test_a_pair_never_goes_to_someone_who_met_it_in_a_qualification_round(engine
     assert main([*base, "--query", "q1"]) == 2
     assert capsys.readouterr().err == (
         "qrelkit: error: nothing was sent: pair q1 f2 would go to 'cy', who saw its settled grade in their "
-        "qualification round, so their grade would not be blind; send it to someone else or leave it out\n")
+        "qualification round, so their grade would not be blind; send it to someone else or leave it out\n"
+    )
     assert next_pair(engine, "demo", "cy") is None  # nothing reached cy's queue
     assert main([*base, "--query", "q2"]) == 0
     assert json.loads(capsys.readouterr().out)["opened"] == 1

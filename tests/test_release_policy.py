@@ -26,9 +26,15 @@ from tests.helpers import judge, seed
 COPIES = 5
 QUERIES = {f"q{c}": f"what is recall, take {c}" for c in range(1, COPIES + 1)}
 FRAGS = {f"f{i}": f"fragment text {i}" for i in range(1, 8)}
-PATTERN = {"f1": {"ann": 3, "bob": 2, "gpt": 3}, "f2": {"ann": 0, "bob": 1, "gpt": 0}, "f3": {"ann": 1, "bob": 1, "gpt": 2},
-           "f4": {"ann": 2, "bob": 3, "gpt": 2}, "f5": {"ann": 0, "gpt": 1}, "f6": {"gpt": 3},
-           "f7": {"ann": None, "gpt": 0}}
+PATTERN = {
+    "f1": {"ann": 3, "bob": 2, "gpt": 3},
+    "f2": {"ann": 0, "bob": 1, "gpt": 0},
+    "f3": {"ann": 1, "bob": 1, "gpt": 2},
+    "f4": {"ann": 2, "bob": 3, "gpt": 2},
+    "f5": {"ann": 0, "gpt": 1},
+    "f6": {"gpt": 3},
+    "f7": {"ann": None, "gpt": 0},
+}
 GRADES = {(q, f): by for q in QUERIES for f, by in PATTERN.items()}
 # The humans' lower median per pair (f6 and f7 have no human grade) and the model's grades on the same pairs.
 CONSENSUS = [2, 0, 1, 2, 0]
@@ -60,8 +66,9 @@ def test_humans_only_is_the_default_and_leaves_the_model_out(engine, project):
     judged(engine, project)
     card = create_release(engine, "demo", actor=OPERATOR).card
     lines = _lines(engine)
-    assert [(r["fragment_id"], r["grade"]) for r in lines] == COPIES * list(zip(["f1", "f2", "f3", "f4", "f5"],
-                                                                                 CONSENSUS, strict=True))
+    assert [(r["fragment_id"], r["grade"]) for r in lines] == COPIES * list(
+        zip(["f1", "f2", "f3", "f4", "f5"], CONSENSUS, strict=True)
+    )
     assert all("gpt" not in r["grades"] and r["provenance"] == "human consensus" for r in lines)
     # The card's α is the humans' alone (reference: krippendorff on ann × bob).
     data = np.tile(np.array([[3, 0, 1, 2, 0], [2, 1, 1, 3, np.nan]], dtype=float), COPIES)
@@ -70,8 +77,11 @@ def test_humans_only_is_the_default_and_leaves_the_model_out(engine, project):
     assert card["counts"]["annotators"] == 2
     assert card["policy"]["name"] == "humans-only" and card["policy"]["model"] == "gpt"
     assert card["policy"]["model_kappa_quadratic"] == pytest.approx(KAPPA, abs=1e-12)
-    assert card["provenance"] == {"human consensus": {"pairs": 25, "share": 1.0},
-                                  "adjudication": {"pairs": 0, "share": 0.0}, "model": {"pairs": 0, "share": 0.0}}
+    assert card["provenance"] == {
+        "human consensus": {"pairs": 25, "share": 1.0},
+        "adjudication": {"pairs": 0, "share": 0.0},
+        "model": {"pairs": 0, "share": 0.0},
+    }
 
 
 def test_model_fills_gaps_above_the_threshold(engine, project):
@@ -80,18 +90,33 @@ def test_model_fills_gaps_above_the_threshold(engine, project):
     card = create_release(engine, "demo", actor=OPERATOR, policy="model-fills-gaps").card
     lines = {r["fragment_id"]: r for r in _lines(engine)}
     assert sorted(lines) == ["f1", "f2", "f3", "f4", "f5", "f6", "f7"]
-    f6 = {"query_id": "q5", "fragment_id": "f6", "grade": 3, "grades": {}, "rule": "median", "provenance": "model",
-          "model_judge": "gpt", "scale": "0-3"}
+    f6 = {
+        "query_id": "q5",
+        "fragment_id": "f6",
+        "grade": 3,
+        "grades": {},
+        "rule": "median",
+        "provenance": "model",
+        "model_judge": "gpt",
+        "scale": "0-3",
+    }
     assert json.dumps(f6, ensure_ascii=False) in release_files(engine, "demo")["judgments.jsonl"].decode()
     # the grades map holds people's grades only: the release read back has the humans' α whatever the policy
     assert all("gpt" not in r["grades"] for r in lines.values())
     assert lines["f7"]["grade"] == 0 and lines["f7"]["provenance"] == "model"
     assert lines["f5"]["grade"] == 0 and lines["f5"]["provenance"] == "human consensus"  # a human graded it
     policy = card["policy"]
-    assert {k: policy[k] for k in ("name", "model", "calibration_pairs", "calibration_queries", "guideline_version",
-                                   "threshold")} == {"name": "model-fills-gaps", "model": "gpt",
-                                                     "calibration_pairs": 25, "calibration_queries": 5,
-                                                     "guideline_version": None, "threshold": 0.6}
+    assert {
+        k: policy[k]
+        for k in ("name", "model", "calibration_pairs", "calibration_queries", "guideline_version", "threshold")
+    } == {
+        "name": "model-fills-gaps",
+        "model": "gpt",
+        "calibration_pairs": 25,
+        "calibration_queries": 5,
+        "guideline_version": None,
+        "threshold": 0.6,
+    }
     assert policy["model_kappa_quadratic"] == pytest.approx(KAPPA)
     assert policy["model_kappa_ci"] == [pytest.approx(KAPPA), pytest.approx(KAPPA)]  # identical clusters
     # Beside it, the people on the same pairs: ann × bob's quadratic κ on the 4 pairs both graded, ×5.
@@ -103,10 +128,13 @@ def test_model_fills_gaps_above_the_threshold(engine, project):
 
 def test_model_fills_gaps_is_refused_below_the_threshold_with_the_kappa(engine, project):
     judged(engine, project)
-    with pytest.raises(ValueError, match=rf"model judge gpt's quadratic-weighted κ with the human consensus on all "
-                                         rf"its grades is {KAPPA:.2f} on 25 shared pairs \(5 queries\), 95% CI "
-                                         rf"\[{KAPPA:.2f}, {KAPPA:.2f}\]: its lower bound {KAPPA:.2f} is below "
-                                         rf"the threshold 0.95; people on the same pairs"):
+    with pytest.raises(
+        ValueError,
+        match=rf"model judge gpt's quadratic-weighted κ with the human consensus on all "
+        rf"its grades is {KAPPA:.2f} on 25 shared pairs \(5 queries\), 95% CI "
+        rf"\[{KAPPA:.2f}, {KAPPA:.2f}\]: its lower bound {KAPPA:.2f} is below "
+        rf"the threshold 0.95; people on the same pairs",
+    ):
         create_release(engine, "demo", actor=OPERATOR, policy="model-fills-gaps", model_threshold=0.95)
 
 
@@ -124,12 +152,42 @@ def test_a_model_that_graded_only_under_an_older_version_is_refused(engine, proj
 
 def test_cli_release_policy(engine, project, store_url, capsys):
     judged(engine, project)
-    assert main(["release", "--db", store_url, "--project", "demo", "--policy", "model-fills-gaps",
-                 "--model-threshold", "0.5", "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "release",
+                "--db",
+                store_url,
+                "--project",
+                "demo",
+                "--policy",
+                "model-fills-gaps",
+                "--model-threshold",
+                "0.5",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     card = json.loads(capsys.readouterr().out)
     assert card["policy"]["threshold"] == 0.5 and card["provenance"]["model"]["pairs"] == 2 * COPIES
-    assert main(["release", "--db", store_url, "--project", "demo", "--policy", "model-fills-gaps",
-                 "--model-threshold", "0.99"]) == 2
+    assert (
+        main(
+            [
+                "release",
+                "--db",
+                store_url,
+                "--project",
+                "demo",
+                "--policy",
+                "model-fills-gaps",
+                "--model-threshold",
+                "0.99",
+            ]
+        )
+        == 2
+    )
     assert "refused" in capsys.readouterr().err
 
 
@@ -161,18 +219,23 @@ def test_releases_page_policy_select_and_provenance_shares(tmp_path, monkeypatch
     next(n for n in at.number_input if n.label.startswith("Least model κ")).set_value(0.95)
     at.button[0].click().run()
     shown = re.sub(r"\\(.)", r"\1", at.error[0].value.replace(BREAK, ""))  # shown literally (Markdown-escaped)
-    assert f"gpt's quadratic-weighted κ with the human consensus on all its grades is {KAPPA:.2f} on 25 shared " \
-           f"pairs (5 queries), 95% CI [{KAPPA:.2f}, {KAPPA:.2f}]: its lower bound {KAPPA:.2f} is below the " \
-           "threshold 0.95" in shown
+    assert (
+        f"gpt's quadratic-weighted κ with the human consensus on all its grades is {KAPPA:.2f} on 25 shared "
+        f"pairs (5 queries), 95% CI [{KAPPA:.2f}, {KAPPA:.2f}]: its lower bound {KAPPA:.2f} is below the "
+        "threshold 0.95" in shown
+    )
     next(n for n in at.number_input if n.label.startswith("Least model κ")).set_value(0.6)
     at.button[0].click().run()
     assert not at.exception and not at.error
     texts = [t.value for t in at.text]
-    assert (f"Label policy: model-fills-gaps · model judge gpt: quadratic κ {KAPPA:.2f} with the human consensus "
-            "on all its grades (25 pairs) · threshold 0.60.") in texts
+    assert (
+        f"Label policy: model-fills-gaps · model judge gpt: quadratic κ {KAPPA:.2f} with the human consensus "
+        "on all its grades (25 pairs) · threshold 0.60."
+    ) in texts
     shares = next(d.value for d in at.dataframe if "Labels from" in d.value.columns)
     assert shares.set_index("Labels from")["Share (%)"].to_dict() == pytest.approx(
-        {"human consensus": 500 / 7, "adjudication": 0.0, "model": 200 / 7})
+        {"human consensus": 500 / 7, "adjudication": 0.0, "model": 200 / 7}
+    )
 
 
 def test_the_gate_is_refused_on_too_few_queries_and_reads_the_lower_bound(engine, project):
@@ -182,6 +245,9 @@ def test_the_gate_is_refused_on_too_few_queries_and_reads_the_lower_bound(engine
     judge(engine, project.id, {("q1", f): by for f, by in PATTERN.items()})
     with session_scope(engine, write=True) as s:
         s.execute(update(User).where(User.username == "gpt").values(kind="model", model_name="gpt-test"))
-    with pytest.raises(ValueError, match=rf"is {KAPPA:.2f} on 5 shared pairs, but over 1 query it has no confidence "
-                                         r"interval \(no CIs: 1 query shared, too few to resample"):
+    with pytest.raises(
+        ValueError,
+        match=rf"is {KAPPA:.2f} on 5 shared pairs, but over 1 query it has no confidence "
+        r"interval \(no CIs: 1 query shared, too few to resample",
+    ):
         create_release(engine, "demo", actor=OPERATOR, policy="model-fills-gaps")

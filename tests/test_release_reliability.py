@@ -98,8 +98,9 @@ def test_the_card_carries_the_sentence_and_the_numbers_behind_it(engine, project
     m = entry["metrics"][0]
 
     per_query = _ndcg10(released, runs)
-    frame = pd.DataFrame([{"run": n, "query": q, "score": s} for n, scores in per_query.items()
-                          for q, s in scores.items()])
+    frame = pd.DataFrame(
+        [{"run": n, "query": q, "score": s} for n, scores in per_query.items() for q, s in scores.items()]
+    )
     variance = 2 * anova_lm(ols("score ~ C(run) + C(query)", data=frame).fit()).loc["Residual", "mean_sq"]
     assert m["variance"] == pytest.approx(variance, rel=1e-9)
     assert m["variance_source"] == "2 × residual variance of the two-way ANOVA (runs × queries)"
@@ -122,20 +123,27 @@ def test_the_card_carries_the_sentence_and_the_numbers_behind_it(engine, project
     assert worst > 0 and m["max_drop"] == pytest.approx(worst, abs=1e-12)
 
     assert m["needed"] > N_QUERIES  # so the sentence says "needs about"
-    expected = (f"{N_QUERIES} queries detect {_three(detectable)} ndcg@10 with power 0.8; 0.02 needs about "
-                f"{math.ceil(size)}. Runs lose up to {_three(worst)} when their own pairs are left out: an unpooled "
-                "run may be underrated by that much.")
+    expected = (
+        f"{N_QUERIES} queries detect {_three(detectable)} ndcg@10 with power 0.8; 0.02 needs about "
+        f"{math.ceil(size)}. Runs lose up to {_three(worst)} when their own pairs are left out: an unpooled "
+        "run may be underrated by that much."
+    )
     assert entry["sentence"] == m["sentence"] == expected
     assert entry["runs"] == entry["pooled"] == ["A", "B", "C"]
     assert entry["source"] == "release 1 of demo"
 
     # The rest is eval_core's report on the same data (the release's qrels, the runs, their top-3 pools).
     qrels = pd.DataFrame([(q, f, g) for (q, f), g in released.items()], columns=["query_id", "doc_id", "grade"])
-    run_frames = {n: pd.DataFrame([(q, f, float(100 - r)) for q, ranked in ranking.items()
-                                   for r, f in enumerate(ranked, start=1)], columns=["query_id", "doc_id", "score"])
-                  for n, ranking in runs.items()}
-    report = reliability(qrels, run_frames, ["ndcg@10"], pool_depth=DEPTH, scale=(0, 3),
-                         settings=card_settings(3, N_QUERIES))
+    run_frames = {
+        n: pd.DataFrame(
+            [(q, f, float(100 - r)) for q, ranked in ranking.items() for r, f in enumerate(ranked, start=1)],
+            columns=["query_id", "doc_id", "score"],
+        )
+        for n, ranking in runs.items()
+    }
+    report = reliability(
+        qrels, run_frames, ["ndcg@10"], pool_depth=DEPTH, scale=(0, 3), settings=card_settings(3, N_QUERIES)
+    )
     ours = report.metrics[0].to_dict()
     assert entry["settings"] == report.settings.to_dict() and entry["settings"]["resamples"] == CARD_RESAMPLES
     assert [(p["a"], p["b"], p["asl"]) for p in m["pairs"]] == [(p["a"], p["b"], p["asl"]) for p in ours["pairs"]]
@@ -168,13 +176,15 @@ def test_one_run_is_named_and_the_card_stays_strict_json(engine, project):
     assert m["variance"] is None and m["topic_set_size"] is None and m["needed"] is None
     assert m["pairs"] == [] and m["discriminative_power"] is None
     assert card["reliability"]["sentence"].startswith(
-        f"{N_QUERIES} queries and 1 run(s) are too few to size a paired t-test for ndcg@10.")
+        f"{N_QUERIES} queries and 1 run(s) are too few to size a paired t-test for ndcg@10."
+    )
     assert m["pool_bias"][0]["own_pairs"] == len(released)
     exported = json.loads(release_files(engine, "demo", 1)["card.json"], parse_constant=_refuse)
     assert exported["reliability"]["metrics"][0]["variance"] is None
     scores = list(_ndcg10(released, runs)["C"].values())
     assert exported["reliability"]["metrics"][0]["query_variance"]["C"] == pytest.approx(
-        statistics.variance(scores), rel=1e-12)
+        statistics.variance(scores), rel=1e-12
+    )
 
 
 def test_no_runs_says_so_in_one_sentence(engine, project):

@@ -38,8 +38,13 @@ def test_releases_page_shows_the_new_cards_sentence(store):
     expected = project_reliability(store, "shop", 1).sentence()
     assert expected.startswith("1 query and 3 run(s) are too few to size a paired t-test for ndcg@10.")
     assert expected in _texts(at)
-    assert any(c.startswith("Measured when the release was cut, on ndcg@10 over 1 queries against the 3 run(s) "
-                            "stored then (baseline, dense, fresh; pooled: baseline, dense)") for c in _captions(at))
+    assert any(
+        c.startswith(
+            "Measured when the release was cut, on ndcg@10 over 1 queries against the 3 run(s) "
+            "stored then (baseline, dense, fresh; pooled: baseline, dense)"
+        )
+        for c in _captions(at)
+    )
 
 
 @pytest.fixture
@@ -69,8 +74,9 @@ def test_demo_release_sentence_on_both_pages(demo):
     releases = _demo_page(demo, "lead_releases.py")
     assert not releases.exception
     assert expected in _texts(releases)
-    assert any("against the 2 run(s) stored then (baseline, dense; pooled: baseline, dense)" in c
-               for c in _captions(releases))
+    assert any(
+        "against the 2 run(s) stored then (baseline, dense; pooled: baseline, dense)" in c for c in _captions(releases)
+    )
     evaluate = _demo_page(demo, "lead_evaluate.py")
     assert not evaluate.exception
     assert f"Release 1, as cut: {expected}" in _texts(evaluate)
@@ -91,8 +97,11 @@ def test_no_runs_and_old_releases_say_so(demo):
 
     with demo.begin() as conn:
         card = conn.execute(sa.select(Release.card).where(Release.version == 2)).scalar_one()
-        conn.execute(sa.update(Release).where(Release.version == 2)
-                     .values(card={k: v for k, v in card.items() if k != "reliability"}))
+        conn.execute(
+            sa.update(Release)
+            .where(Release.version == 2)
+            .values(card={k: v for k, v in card.items() if k != "reliability"})
+        )
     at = _demo_page(demo, "lead_releases.py")
     assert not at.exception and NOT_ON_CARD.format(version=2) in _texts(at)
     evaluate = _demo_page(demo, "lead_evaluate.py")

@@ -33,14 +33,17 @@ def _scores(m: int, n: int, seed: int = 3) -> np.ndarray:
     return np.clip(x, 0, 1)
 
 
-@pytest.mark.parametrize(("effect", "n", "alpha"), [(0.3, 40, 0.05), (0.05, 1000, 0.01), (1.5, 3, 0.1), (0.0, 20, 0.05)])
+@pytest.mark.parametrize(
+    ("effect", "n", "alpha"), [(0.3, 40, 0.05), (0.05, 1000, 0.01), (1.5, 3, 0.1), (0.0, 20, 0.05)]
+)
 def test_power_is_statsmodels(effect: float, n: int, alpha: float) -> None:
     assert t_test_power(effect, n, alpha) == pytest.approx(TTestPower().power(effect, n, alpha), abs=1e-10)
 
 
-@pytest.mark.parametrize(("delta", "variance", "alpha", "power"),
-                         [(0.02, 0.03, 0.05, 0.8), (0.05, 0.01, 0.05, 0.9), (0.02, 0.2, 0.01, 0.8),
-                          (0.1, 0.002, 0.05, 0.8)])
+@pytest.mark.parametrize(
+    ("delta", "variance", "alpha", "power"),
+    [(0.02, 0.03, 0.05, 0.8), (0.05, 0.01, 0.05, 0.9), (0.02, 0.2, 0.01, 0.8), (0.1, 0.002, 0.05, 0.8)],
+)
 def test_topic_set_size_is_statsmodels(delta: float, variance: float, alpha: float, power: float) -> None:
     expected = TTestPower().solve_power(effect_size=delta / math.sqrt(variance), alpha=alpha, power=power)
     assert topic_set_size(delta, variance, alpha, power) == pytest.approx(expected, rel=1e-6)
@@ -86,8 +89,13 @@ def test_tukey_hsd_on_two_runs_is_the_exact_paired_randomisation_test() -> None:
     """With two runs, permuting a query's scores between them flips the sign of its difference, and the
     range of the two means is |mean difference|: the ASL is SciPy's exact paired permutation p-value."""
     x = _scores(2, 10, seed=11)
-    exact = stats.permutation_test((x[0], x[1]), lambda a, b: abs(np.mean(a - b)), permutation_type="samples",
-                                   alternative="greater", n_resamples=10_000).pvalue
+    exact = stats.permutation_test(
+        (x[0], x[1]),
+        lambda a, b: abs(np.mean(a - b)),
+        permutation_type="samples",
+        alternative="greater",
+        n_resamples=10_000,
+    ).pvalue
     resamples = 20_000
     asl = randomised_tukey_hsd(x, resamples, seed=1)[0]
     assert abs(asl - exact) < 4 * math.sqrt(exact * (1 - exact) / resamples) + 1e-9
@@ -106,12 +114,18 @@ def test_split_half_tau_is_scipy_kendalltau() -> None:
 
 
 def _hand_built() -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-    qrels = pd.DataFrame([("q1", "a", 2), ("q1", "b", 1), ("q1", "c", 0), ("q1", "d", 1), ("q2", "e", 1),
-                          ("q2", "f", 0)], columns=["query_id", "doc_id", "grade"])
-    run_a = pd.DataFrame([("q1", "a", 3.0), ("q1", "b", 2.0), ("q1", "c", 1.0), ("q2", "e", 2.0), ("q2", "f", 1.0)],
-                         columns=["query_id", "doc_id", "score"])
-    run_b = pd.DataFrame([("q1", "a", 3.0), ("q1", "d", 2.0), ("q1", "x", 1.0), ("q2", "f", 2.0), ("q2", "g", 1.0)],
-                         columns=["query_id", "doc_id", "score"])
+    qrels = pd.DataFrame(
+        [("q1", "a", 2), ("q1", "b", 1), ("q1", "c", 0), ("q1", "d", 1), ("q2", "e", 1), ("q2", "f", 0)],
+        columns=["query_id", "doc_id", "grade"],
+    )
+    run_a = pd.DataFrame(
+        [("q1", "a", 3.0), ("q1", "b", 2.0), ("q1", "c", 1.0), ("q2", "e", 2.0), ("q2", "f", 1.0)],
+        columns=["query_id", "doc_id", "score"],
+    )
+    run_b = pd.DataFrame(
+        [("q1", "a", 3.0), ("q1", "d", 2.0), ("q1", "x", 1.0), ("q2", "f", 2.0), ("q2", "g", 1.0)],
+        columns=["query_id", "doc_id", "score"],
+    )
     return qrels, {"A": run_a, "B": run_b}
 
 
@@ -153,10 +167,19 @@ def test_report_sizes_come_from_the_named_variance() -> None:
     """Two runs: the paired-difference variance; more: 2 × the ANOVA residual variance; both sized as statsmodels
     sizes a paired t-test, and the sentence prints them."""
     rng = np.random.default_rng(2)
-    qrels = pd.DataFrame({"query_id": np.repeat([f"q{i}" for i in range(60)], 8),
-                          "doc_id": np.tile([f"d{j}" for j in range(8)], 60), "grade": rng.integers(0, 4, 480)})
-    runs = {f"r{k}": qrels.assign(score=qrels["grade"] * (0.5 + 0.2 * k) + rng.normal(0, 1.5, 480))
-            [["query_id", "doc_id", "score"]] for k in range(4)}
+    qrels = pd.DataFrame(
+        {
+            "query_id": np.repeat([f"q{i}" for i in range(60)], 8),
+            "doc_id": np.tile([f"d{j}" for j in range(8)], 60),
+            "grade": rng.integers(0, 4, 480),
+        }
+    )
+    runs = {
+        f"r{k}": qrels.assign(score=qrels["grade"] * (0.5 + 0.2 * k) + rng.normal(0, 1.5, 480))[
+            ["query_id", "doc_id", "score"]
+        ]
+        for k in range(4)
+    }
     settings = Settings(delta=0.05, resamples=200)
     per_query = {n: e.per_query["ndcg@10"] for n, e in evaluate(qrels, runs, ["ndcg@10"]).items()}
     for names in (["r0", "r1"], list(runs)):
@@ -165,8 +188,9 @@ def test_report_sizes_come_from_the_named_variance() -> None:
         if len(names) == 2:
             variance = float(np.var(per_query["r0"] - per_query["r1"], ddof=1))
         else:
-            frame = pd.concat([pd.DataFrame({"score": per_query[n].to_numpy(), "run": n,
-                                             "query": per_query[n].index}) for n in names])
+            frame = pd.concat(
+                [pd.DataFrame({"score": per_query[n].to_numpy(), "run": n, "query": per_query[n].index}) for n in names]
+            )
             variance = 2 * anova_lm(ols("score ~ C(run) + C(query)", data=frame).fit()).loc["Residual", "mean_sq"]
         assert m.variance == pytest.approx(variance, rel=1e-9)
         expected = TTestPower().solve_power(effect_size=0.05 / math.sqrt(variance), alpha=0.05, power=0.8)

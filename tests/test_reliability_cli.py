@@ -25,13 +25,31 @@ def _files(tmp_path: Path) -> list[str]:
 def test_json_on_the_hand_built_case(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The case of tests/test_reliability.py's docstring, depth-3 pool: P@3 drops A 1/3, B 1/6; judged@3 A 1,
     B 7/12. Two runs: the variance is that of the per-query P@3 differences, A − B = (0, 1/3), i.e. 1/18."""
-    code = main(["reliability", *_files(tmp_path), "--metric", "P@3", "--pool-depth", "3", "--judged-k", "3",
-                 "--resamples", "100", "--format", "json", "--delta", "0.1"])
+    code = main(
+        [
+            "reliability",
+            *_files(tmp_path),
+            "--metric",
+            "P@3",
+            "--pool-depth",
+            "3",
+            "--judged-k",
+            "3",
+            "--resamples",
+            "100",
+            "--format",
+            "json",
+            "--delta",
+            "0.1",
+        ]
+    )
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     (m,) = out["metrics"]
-    assert {b["run"]: round(b["drop"], 9) for b in m["pool_bias"]} == {"A.run": round(1 / 3, 9),
-                                                                        "B.run": round(1 / 6, 9)}
+    assert {b["run"]: round(b["drop"], 9) for b in m["pool_bias"]} == {
+        "A.run": round(1 / 3, 9),
+        "B.run": round(1 / 6, 9),
+    }
     assert m["judged"] == pytest.approx({"A.run": 1.0, "B.run": 7 / 12})
     assert m["variance"] == pytest.approx(1 / 18)
     assert m["variance_source"] == "variance of the per-query differences of the two runs"
@@ -50,10 +68,13 @@ def test_table_names_the_variance_and_correction(tmp_path: Path, capsys: pytest.
     assert "discriminative power (paired t-tests, Holm-adjusted): 0 of 1 pairs" in out
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    ([], "give either QRELS RUN"),
-    (["--project", "demo"], "give either QRELS RUN"),
-])
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ([], "give either QRELS RUN"),
+        (["--project", "demo"], "give either QRELS RUN"),
+    ],
+)
 def test_files_or_project(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str) -> None:
     files = _files(tmp_path) if extra else []
     assert main(["reliability", *files, *extra]) == 2

@@ -34,8 +34,10 @@ def test_pool_bias_from_the_pool_sources(engine, project):
     _released(engine, project)
     report = project_reliability(engine, "demo", metrics=["P@3"], settings=Settings(resamples=50, judged_k=3))
     m = report.metrics[0]
-    assert {b.run: (b.own_pairs, b.drop) for b in m.pool_bias} == {"A": (3, pytest.approx(1 / 3)),
-                                                                    "B": (1, pytest.approx(1 / 6))}
+    assert {b.run: (b.own_pairs, b.drop) for b in m.pool_bias} == {
+        "A": (3, pytest.approx(1 / 3)),
+        "B": (1, pytest.approx(1 / 6)),
+    }
     assert m.judged == pytest.approx({"A": 1.0, "B": 7 / 12})
     assert report.source == "release 1 of demo" and report.pooled == ["A", "B"]
     assert "Runs lose up to" in release_sentence(engine, "demo", 1)
@@ -54,8 +56,24 @@ def test_no_runs_no_report(engine, project):
 
 def test_cli_project(engine, project, store_url, capsys):
     _released(engine, project)
-    assert main(["reliability", "--project", "demo", "--metric", "P@3", "--resamples", "50", "--format", "json",
-                 "--db", store_url]) == 0
+    assert (
+        main(
+            [
+                "reliability",
+                "--project",
+                "demo",
+                "--metric",
+                "P@3",
+                "--resamples",
+                "50",
+                "--format",
+                "json",
+                "--db",
+                store_url,
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["source"] == "release 1 of demo"
     assert max(b["drop"] for b in out["metrics"][0]["pool_bias"]) == pytest.approx(1 / 3)

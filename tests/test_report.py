@@ -37,14 +37,30 @@ SEED000_RUN = run_frame({"q": ["d5", "d7", "d11", "d3", "d2", "d20", "d9", "d14"
 
 # Seed 004 demo: relevant_doc_ids graded 2, partially_relevant_ids graded 1 (its relevance_map); with
 # rel_level=2 "relevant" means relevant_doc_ids, exactly the seed's compute_recall_at_k.
-SEED004_QRELS = qrels_frame([("q1", "doc_003", 2), ("q1", "doc_007", 2), ("q2", "doc_015", 2),
-                             ("q2", "doc_022", 1), ("q3", "doc_042", 2), ("q3", "doc_043", 2),
-                             ("q3", "doc_044", 2)])
-SEED004_RUN = run_frame({"q1": ["doc_003", "doc_001", "doc_007", "doc_010"],
-                         "q2": ["doc_022", "doc_018", "doc_025"], "q3": ["doc_042", "doc_050", "doc_060"]})
+SEED004_QRELS = qrels_frame(
+    [
+        ("q1", "doc_003", 2),
+        ("q1", "doc_007", 2),
+        ("q2", "doc_015", 2),
+        ("q2", "doc_022", 1),
+        ("q3", "doc_042", 2),
+        ("q3", "doc_043", 2),
+        ("q3", "doc_044", 2),
+    ]
+)
+SEED004_RUN = run_frame(
+    {
+        "q1": ["doc_003", "doc_001", "doc_007", "doc_010"],
+        "q2": ["doc_022", "doc_018", "doc_025"],
+        "q3": ["doc_042", "doc_050", "doc_060"],
+    }
+)
 SEED004_CATEGORIES = {"q1": "programming", "q2": "database", "q3": "vector_db"}
-SEED004_DOCS = {"doc_003": "Python asyncio 库提供了异步 IO 能力...", "doc_007": "使用 async/await 语法进行异步编程...",
-                "doc_015": "Redis 支持多种过期策略，包括惰性删除..."}
+SEED004_DOCS = {
+    "doc_003": "Python asyncio 库提供了异步 IO 能力...",
+    "doc_007": "使用 async/await 语法进行异步编程...",
+    "doc_015": "Redis 支持多种过期策略，包括惰性删除...",
+}
 
 
 def one_relevant_at(ranks: list[int | None], depth: int = 100) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -93,8 +109,9 @@ def test_seed000_high_recall50_low_ndcg5_blames_the_reranker_and_thresholds_are_
     assert d.depth.problem == "ranking" and "nDCG@5 = 0.387 < 0.5" in d.depth.verdict
     relaxed = diagnose(qrels, run, candidate_depth=50, context_depth=5, thresholds=Thresholds(min_context_ndcg=0.3))
     assert relaxed.depth.problem == "none"
-    strict = two_depth_diagnosis(evaluate(qrels, run, metrics=["recall@50", "recall@5", "ndcg@5"]), 50, 5,
-                                 min_candidate_recall=1.01)
+    strict = two_depth_diagnosis(
+        evaluate(qrels, run, metrics=["recall@50", "recall@5", "ndcg@5"]), 50, 5, min_candidate_recall=1.01
+    )
     assert strict.problem == "retrieval" and strict.thresholds["min_candidate_recall"] == 1.01
 
 
@@ -133,8 +150,7 @@ def test_recall_curve_that_rises_fast_and_flattens() -> None:
 def test_low_recall_queries_reproduce_seed004_diagnose_low_recall() -> None:
     # Seed 004 (rel_level 2): recall@5 = 2/2, 0/1, 1/3 for q1..q3; only q2 is < 0.2.
     ev = evaluate(SEED004_QRELS, SEED004_RUN, metrics=["recall@5"], rel_level=2)
-    (q2,) = low_recall_queries(ev, SEED004_QRELS, SEED004_RUN, k=5, threshold=0.2, rel_level=2,
-                               fragments=SEED004_DOCS)
+    (q2,) = low_recall_queries(ev, SEED004_QRELS, SEED004_RUN, k=5, threshold=0.2, rel_level=2, fragments=SEED004_DOCS)
     assert (q2.query_id, q2.recall, q2.n_relevant) == ("q2", 0.0, 1)
     # missed = relevant_doc_ids − retrieved = {doc_015}, shown with its text cut at 50 characters.
     assert [(f.doc_id, f.rank, f.grade) for f in q2.missed] == [("doc_015", None, 2)]
@@ -142,7 +158,10 @@ def test_low_recall_queries_reproduce_seed004_diagnose_low_recall() -> None:
     assert q2.ranked_deep == []
     # top-3 non-relevant: all three retrieved (doc_022 is only partially relevant, grade 1 < 2).
     assert [(f.doc_id, f.rank, f.grade, f.snippet) for f in q2.top_nonrelevant] == [
-        ("doc_022", 1, 1, None), ("doc_018", 2, None, None), ("doc_025", 3, None, None)]
+        ("doc_022", 1, 1, None),
+        ("doc_018", 2, None, None),
+        ("doc_025", 3, None, None),
+    ]
     assert q2.issues[0] == "1 of 1 relevant fragments not retrieved at all: doc_015"
     json.dumps(q2.to_dict(), ensure_ascii=False)
 
@@ -157,13 +176,17 @@ def test_low_recall_reports_relevant_ranked_beyond_ten_with_snippets() -> None:
     assert [(f.doc_id, f.rank) for f in q.ranked_deep] == [("x12", 12), ("x15", 15)]
     assert [f.doc_id for f in q.missed] == ["x99"]
     assert [(f.doc_id, f.grade, f.snippet) for f in q.top_nonrelevant] == [
-        ("x01", 0, "a" * 50 + "…"), ("x02", None, "short"), ("x03", None, None)]
+        ("x01", 0, "a" * 50 + "…"),
+        ("x02", None, "short"),
+        ("x03", None, None),
+    ]
     assert "relevant x12 ranked 12, outside the top 10" in q.issues
 
 
 def test_ranked_follows_trec_eval_order_score_desc_then_docid_desc() -> None:
-    run = pd.DataFrame({"query_id": ["q", "q", "q", "q"], "doc_id": ["a", "c", "b", "d"],
-                        "score": [1.0, 1.0, 2.0, 0.5]})
+    run = pd.DataFrame(
+        {"query_id": ["q", "q", "q", "q"], "doc_id": ["a", "c", "b", "d"], "score": [1.0, 1.0, 2.0, 0.5]}
+    )
     assert list(ranked(run)["doc_id"]) == ["b", "c", "a", "d"]
     assert list(ranked(run, depth=2)["doc_id"]) == ["b", "c"]
 
@@ -175,7 +198,14 @@ def test_judged_check_on_seed000_lists_the_holes() -> None:
     assert check.judged == pytest.approx(0.3)
     assert check.flagged and check.message.startswith("Incomplete annotation: judged@10 = 0.300 < 0.9")
     assert [(p["doc_id"], p["rank"]) for p in check.unjudged] == [
-        ("d5", 1), ("d11", 3), ("d2", 5), ("d9", 7), ("d14", 8), ("d1", 9), ("d6", 10)]
+        ("d5", 1),
+        ("d11", 3),
+        ("d2", 5),
+        ("d9", 7),
+        ("d14", 8),
+        ("d1", 9),
+        ("d6", 10),
+    ]
     assert not judged_check(ev, SEED000_QRELS, SEED000_RUN, k=10, threshold=0.3).flagged
 
 
@@ -188,8 +218,7 @@ def test_unjudged_pairs_ignore_run_queries_outside_the_qrels() -> None:
 def test_category_breakdown_matches_seed004() -> None:
     # Seed 004 category_breakdown with rel_level 2: programming 1 query, recall@5 1.0, MRR 1.0;
     # database 1 query, 0.0, 0.0; vector_db 1 query, recall@5 1/3, MRR 1.0 (doc_042 at rank 1).
-    ev = evaluate(SEED004_QRELS, SEED004_RUN, metrics=["recall@5", "mrr"], rel_level=2,
-                  categories=SEED004_CATEGORIES)
+    ev = evaluate(SEED004_QRELS, SEED004_RUN, metrics=["recall@5", "mrr"], rel_level=2, categories=SEED004_CATEGORIES)
     table = category_breakdown(ev)
     rows = {r["category"]: r for r in table.rows}
     assert rows["programming"] == {"category": "programming", "queries": 1, "recall@5": 1.0, "mrr": 1.0}
@@ -201,8 +230,14 @@ def test_category_breakdown_matches_seed004() -> None:
 
 
 def test_diagnose_is_json_able_and_complete_for_seed004() -> None:
-    d = diagnose(SEED004_QRELS, SEED004_RUN, fragments=SEED004_DOCS, rel_level=2, categories=SEED004_CATEGORIES,
-                 name="mock_retriever")
+    d = diagnose(
+        SEED004_QRELS,
+        SEED004_RUN,
+        fragments=SEED004_DOCS,
+        rel_level=2,
+        categories=SEED004_CATEGORIES,
+        name="mock_retriever",
+    )
     out = json.loads(json.dumps(d.to_dict(), ensure_ascii=False))
     assert out["run"] == "mock_retriever" and out["n_queries"] == 3
     assert [q["query_id"] for q in out["low_recall"]] == ["q2"]
@@ -216,8 +251,10 @@ def write_trec(tmp_path, qrels: pd.DataFrame, run: pd.DataFrame) -> tuple[str, s
     qp.write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in qrels.itertuples(index=False)))
     lines = []
     for q, grp in run.groupby("query_id", sort=False):
-        lines += [f"{q} Q0 {d} {i} {s} sys\n" for i, (d, s) in enumerate(zip(grp["doc_id"], grp["score"],
-                                                                             strict=True), start=1)]
+        lines += [
+            f"{q} Q0 {d} {i} {s} sys\n"
+            for i, (d, s) in enumerate(zip(grp["doc_id"], grp["score"], strict=True), start=1)
+        ]
     rp.write_text("".join(lines))
     return str(qp), str(rp)
 
@@ -225,8 +262,10 @@ def write_trec(tmp_path, qrels: pd.DataFrame, run: pd.DataFrame) -> tuple[str, s
 def test_cli_diagnose_table_and_json(tmp_path, capsys) -> None:
     qp, rp = write_trec(tmp_path, SEED004_QRELS, SEED004_RUN)
     frags = tmp_path / "corpus.jsonl"
-    frags.write_text("".join(json.dumps({"_id": k, "text": v}, ensure_ascii=False) + "\n"
-                             for k, v in SEED004_DOCS.items()), encoding="utf-8")
+    frags.write_text(
+        "".join(json.dumps({"_id": k, "text": v}, ensure_ascii=False) + "\n" for k, v in SEED004_DOCS.items()),
+        encoding="utf-8",
+    )
     assert main(["diagnose", qp, rp, "--fragments", str(frags), "--rel-level", "2", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["low_recall"][0]["missed"][0]["snippet"] == SEED004_DOCS["doc_015"]

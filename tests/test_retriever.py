@@ -18,9 +18,17 @@ from eval_core.ranking.retriever import aevaluate_retriever, evaluate_retriever,
 
 # Seed 004's test_cases: relevant_doc_ids graded 2, partially_relevant_ids graded 1 (its relevance_map).
 QRELS = pd.DataFrame(
-    [("q1", "doc_003", 2), ("q1", "doc_007", 2), ("q2", "doc_015", 2), ("q2", "doc_022", 1),
-     ("q3", "doc_042", 2), ("q3", "doc_043", 2), ("q3", "doc_044", 2)],
-    columns=["query_id", "doc_id", "grade"]).astype({"grade": "int64"})
+    [
+        ("q1", "doc_003", 2),
+        ("q1", "doc_007", 2),
+        ("q2", "doc_015", 2),
+        ("q2", "doc_022", 1),
+        ("q3", "doc_042", 2),
+        ("q3", "doc_043", 2),
+        ("q3", "doc_044", 2),
+    ],
+    columns=["query_id", "doc_id", "grade"],
+).astype({"grade": "int64"})
 QUERIES = {"q1": "如何在 Python 中使用异步 IO", "q2": "Redis 缓存过期策略", "q3": "Milvus 向量检索性能优化"}
 MOCK_RESULTS = {
     "如何在 Python 中使用异步 IO": ["doc_003", "doc_001", "doc_007", "doc_010"],
@@ -58,8 +66,9 @@ def check_seed004_means(mean: dict[str, float]) -> None:
 
 def test_seed004_demo_with_its_async_mock_retriever(tmp_path) -> None:
     path = tmp_path / "mock.run"
-    result = evaluate_retriever(QRELS, QUERIES, mock_retriever, metrics=SEED_METRICS, rel_level=2,
-                                run_path=path, progress=False)
+    result = evaluate_retriever(
+        QRELS, QUERIES, mock_retriever, metrics=SEED_METRICS, rel_level=2, run_path=path, progress=False
+    )
     check_seed004_means(result.evaluation.mean)
     assert result.errors == {} and result.evaluation.name == "mock_retriever"
     assert list(result.run["doc_id"][result.run["query_id"] == "q1"]) == MOCK_RESULTS[QUERIES["q1"]]
@@ -73,8 +82,10 @@ def test_seed004_demo_with_its_async_mock_retriever(tmp_path) -> None:
 
 def test_sync_retriever_returning_id_score_pairs_from_a_queries_file(tmp_path) -> None:
     queries = tmp_path / "queries.jsonl"  # BEIR queries.jsonl: _id, text
-    queries.write_text("".join(json.dumps({"_id": q, "text": t}, ensure_ascii=False) + "\n"
-                               for q, t in QUERIES.items()), encoding="utf-8")
+    queries.write_text(
+        "".join(json.dumps({"_id": q, "text": t}, ensure_ascii=False) + "\n" for q, t in QUERIES.items()),
+        encoding="utf-8",
+    )
 
     def scored(query: str) -> list[tuple[str, float]]:
         ids = MOCK_RESULTS[query]
@@ -91,8 +102,9 @@ def test_retriever_failures_are_reported_per_query_and_score_zero() -> None:
             raise ConnectionError("vector store timed out")
         return MOCK_RESULTS[query]
 
-    result = evaluate_retriever(QRELS, {**QUERIES, "q9": "not golden"}, flaky, metrics=["recall@5"], rel_level=2,
-                                progress=False)
+    result = evaluate_retriever(
+        QRELS, {**QUERIES, "q9": "not golden"}, flaky, metrics=["recall@5"], rel_level=2, progress=False
+    )
     assert result.errors == {"q2": "ConnectionError: vector store timed out"}
     assert result.evaluation.per_query.loc["q2", "recall@5"] == 0.0
     assert result.evaluation.per_query.loc["q1", "recall@5"] == 1.0
@@ -174,10 +186,10 @@ def test_concurrency_is_bounded_and_used(kind: str) -> None:
 
 def test_works_inside_a_running_event_loop() -> None:
     async def notebook_cell():
-        inner = evaluate_retriever(QRELS, QUERIES, mock_retriever, metrics=SEED_METRICS, rel_level=2,
-                                   progress=False)
-        awaited = await aevaluate_retriever(QRELS, QUERIES, mock_retriever, metrics=SEED_METRICS, rel_level=2,
-                                            progress=False)
+        inner = evaluate_retriever(QRELS, QUERIES, mock_retriever, metrics=SEED_METRICS, rel_level=2, progress=False)
+        awaited = await aevaluate_retriever(
+            QRELS, QUERIES, mock_retriever, metrics=SEED_METRICS, rel_level=2, progress=False
+        )
         return inner, awaited
 
     inner, awaited = asyncio.run(notebook_cell())
@@ -191,8 +203,13 @@ def test_queries_files_are_read_as_qrelkit_import_queries_reads_them(tmp_path) -
     tsv = tmp_path / "queries.dev.tsv"
     tsv.write_text("".join(f"{q}\t{t}\n" for q, t in QUERIES.items()), encoding="utf-8")
     topics = tmp_path / "topics.txt"
-    topics.write_text("".join(f"<top>\n<num> Number: {q}\n<title> {t}\n<desc> Description:\nabout {q}\n</top>\n"
-                              for q, t in QUERIES.items()), encoding="utf-8")
+    topics.write_text(
+        "".join(
+            f"<top>\n<num> Number: {q}\n<title> {t}\n<desc> Description:\nabout {q}\n</top>\n"
+            for q, t in QUERIES.items()
+        ),
+        encoding="utf-8",
+    )
     named = tmp_path / "queries.csv"
     named.write_text("qid,query\n" + "".join(f"{q},{t}\n" for q, t in QUERIES.items()), encoding="utf-8")
     for path in (tsv, topics, named):
@@ -201,16 +218,26 @@ def test_queries_files_are_read_as_qrelkit_import_queries_reads_them(tmp_path) -
         check_seed004_means(result.evaluation.mean)
 
 
-@pytest.mark.parametrize(("name", "text", "where", "problem"), [
-    ("dup.jsonl", '{"_id": "q1", "text": "a"}\n\n{"_id": "q1", "text": "b"}\n', "dup.jsonl:3",
-     "duplicate query id 'q1' (first at line 1)"),
-    ("notext.jsonl", '{"_id": "q1", "text": "a"}\n{"_id": "q2"}\n', "notext.jsonl:2",
-     "query text is missing or empty"),
-    ("space.tsv", "q1\ta\nq 2\tb\n", "space.tsv:2", "query id 'q 2' contains whitespace"),
-    ("three.tsv", "q1\ta\nq2\tb\tc\n", "three.tsv:2", "expected 2 tab-separated fields (id, text), found 3"),
-])
-def test_a_bad_queries_line_is_named_by_file_and_line(tmp_path, name: str, text: str, where: str,
-                                                      problem: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "text", "where", "problem"),
+    [
+        (
+            "dup.jsonl",
+            '{"_id": "q1", "text": "a"}\n\n{"_id": "q1", "text": "b"}\n',
+            "dup.jsonl:3",
+            "duplicate query id 'q1' (first at line 1)",
+        ),
+        (
+            "notext.jsonl",
+            '{"_id": "q1", "text": "a"}\n{"_id": "q2"}\n',
+            "notext.jsonl:2",
+            "query text is missing or empty",
+        ),
+        ("space.tsv", "q1\ta\nq 2\tb\n", "space.tsv:2", "query id 'q 2' contains whitespace"),
+        ("three.tsv", "q1\ta\nq2\tb\tc\n", "three.tsv:2", "expected 2 tab-separated fields (id, text), found 3"),
+    ],
+)
+def test_a_bad_queries_line_is_named_by_file_and_line(tmp_path, name: str, text: str, where: str, problem: str) -> None:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     with pytest.raises(InputError) as caught:

@@ -31,8 +31,16 @@ def frame(rows) -> pd.DataFrame:
 
 
 # alice and bob find d1 highly relevant and d2 not; carol sees it the other way round. Run A ranks d1 first.
-DISAGREE = frame([("q1", "d1", "alice", 3), ("q1", "d1", "bob", 3), ("q1", "d1", "carol", 1),
-                  ("q1", "d2", "alice", 0), ("q1", "d2", "bob", 0), ("q1", "d2", "carol", 2)])
+DISAGREE = frame(
+    [
+        ("q1", "d1", "alice", 3),
+        ("q1", "d1", "bob", 3),
+        ("q1", "d1", "carol", 1),
+        ("q1", "d2", "alice", 0),
+        ("q1", "d2", "bob", 0),
+        ("q1", "d2", "carol", 2),
+    ]
+)
 
 
 def ndcg2(first: int, second: int) -> float:
@@ -53,8 +61,10 @@ def test_a_human_annotators_flip_is_in_the_sentence_and_the_data():
     assert (pair.winner, pair.loser, pair.holds) == ("A", "B", False)
     assert pair.flips == ["annotator carol"] and pair.ties == []
     assert pair.agree == {"rule": (4, 4), "annotator": (2, 3)}
-    assert pair.sentence == "A beats B on ndcg@10 under all 4 rules and 2 of 3 annotators; under carol's labels " \
-                            "the order flips"
+    assert (
+        pair.sentence == "A beats B on ndcg@10 under all 4 rules and 2 of 3 annotators; under carol's labels "
+        "the order flips"
+    )
     assert report.flips() == [pair]
     assert report.to_dict()["pairs"][0]["flips"] == ["annotator carol"]
 
@@ -63,11 +73,14 @@ def test_a_model_judges_flip_is_told_apart_from_the_humans():
     # The three humans agree that B's first document is the relevant one; the model judge says the opposite.
     rows = [(q, d, a, g) for a in ("ann", "bob", "cat") for q, d, g in (("q1", "d1", 0), ("q1", "d2", 3))]
     judgments = frame([*rows, ("q1", "d1", "llm", 3), ("q1", "d2", "llm", 0)]).assign(
-        annotator_kind=lambda f: np.where(f["annotator"] == "llm", "model", "human"))
+        annotator_kind=lambda f: np.where(f["annotator"] == "llm", "model", "human")
+    )
     report = robustness(judgments, {"A": RUN_A, "B": RUN_B}, bootstrap=50, seed=3)
     (pair,) = report.pairs
-    assert pair.sentence.startswith("B beats A on ndcg@10 under all 4 rules and 3 of 3 annotators, also with "
-                                    "humans' and models' labels together; under the model's labels the order flips")
+    assert pair.sentence.startswith(
+        "B beats A on ndcg@10 under all 4 rules and 3 of 3 annotators, also with "
+        "humans' and models' labels together; under the model's labels the order flips"
+    )
     assert pair.flips == ["model llm"] and pair.agree["model"] == (0, 1) and pair.agree["labels"] == (1, 1)
     # Unanimous humans: every replicate draws the same labels, so B is ahead in all of them.
     assert pair.bootstrap_share == 1.0 and pair.sentence.endswith("B is ahead in 100% of 50 bootstrap replicates")
@@ -94,16 +107,25 @@ def test_bootstrap_share_matches_the_exact_draw_probability():
 def test_runs_tied_under_the_reference_are_told_so():
     # Every rule labels d1 and d2 alike (median and majority 3, mean 2, min 0), and so does carol (3, 3): A and B
     # score the same there; alice alone prefers A's first document, bob B's.
-    judgments = frame([("q1", "d1", "alice", 3), ("q1", "d1", "bob", 0), ("q1", "d1", "carol", 3),
-                       ("q1", "d2", "alice", 0), ("q1", "d2", "bob", 3), ("q1", "d2", "carol", 3)])
+    judgments = frame(
+        [
+            ("q1", "d1", "alice", 3),
+            ("q1", "d1", "bob", 0),
+            ("q1", "d1", "carol", 3),
+            ("q1", "d2", "alice", 0),
+            ("q1", "d2", "bob", 3),
+            ("q1", "d2", "carol", 3),
+        ]
+    )
     report = robustness(judgments, {"A": RUN_A, "B": RUN_B}, bootstrap=0)
     (pair,) = report.pairs
     assert report.conditions[0].values == {"A": 1.0, "B": 1.0}
     assert (pair.winner, pair.holds) == (None, False)
     assert pair.ties == ["rule median", "rule majority", "rule mean", "rule min", "annotator carol"]
     assert pair.flips == ["annotator alice", "annotator bob"]  # the conditions that do order them
-    assert pair.sentence == ("A and B tie on ndcg@10 under the median rule; A is ahead under 1 and B under 1 of "
-                             "the 7 conditions")
+    assert pair.sentence == (
+        "A and B tie on ndcg@10 under the median rule; A is ahead under 1 and B under 1 of the 7 conditions"
+    )
 
 
 def random_case(seed_: int, n_runs: int = 4):
@@ -135,9 +157,14 @@ def test_each_rule_and_annotator_scores_as_evaluate_on_consensus_qrels():
     own = judgments[(judgments["annotator"] == "bob") & judgments["grade"].notna()]
     qrels = own.rename(columns={"fragment_id": "doc_id"})[["query_id", "doc_id", "grade"]].astype({"grade": int})
     assert values["annotator bob"] == pytest.approx(
-        {name: evaluate(qrels, run, metrics=["map"], rel_level=2).mean["map"] for name, run in runs.items()}, abs=1e-12)
-    assert [c.name for c in report.conditions] == [*(f"rule {r}" for r in RULES), "annotator ann",
-                                                   "annotator bob", "annotator cat"]
+        {name: evaluate(qrels, run, metrics=["map"], rel_level=2).mean["map"] for name, run in runs.items()}, abs=1e-12
+    )
+    assert [c.name for c in report.conditions] == [
+        *(f"rule {r}" for r in RULES),
+        "annotator ann",
+        "annotator bob",
+        "annotator cat",
+    ]
 
 
 def test_median_rule_ndcg_equals_pytrec_eval():
@@ -195,8 +222,9 @@ def test_bootstrap_is_seeded():
 def test_bootstrap_replicates_are_consensus_of_redrawn_grades_scored_by_evaluate():
     judgments, adjudications, runs = random_case(4, n_runs=3)
     replicates, seed_ = 12, 5
-    report = robustness(judgments, runs, metric="map", adjudications=adjudications, bootstrap=replicates, seed=seed_,
-                        rel_level=2)
+    report = robustness(
+        judgments, runs, metric="map", adjudications=adjudications, bootstrap=replicates, seed=seed_, rel_level=2
+    )
     # Rebuild the draws the way the report defines them: pairs in consensus order, each pair's real grades.
     pooled = consensus(judgments, "median", adjudications)
     index = pd.MultiIndex.from_frame(pooled[["query_id", "fragment_id"]])
@@ -207,9 +235,14 @@ def test_bootstrap_replicates_are_consensus_of_redrawn_grades_scored_by_evaluate
     labels, picks = resample_labels(grade, pair, len(pooled), "median", replicates, np.random.default_rng(seed_))
     means = np.empty((replicates, len(runs)))
     for b in range(replicates):
-        drawn = pd.DataFrame({"query_id": pooled["query_id"].to_numpy()[pair],
-                              "fragment_id": pooled["fragment_id"].to_numpy()[pair],
-                              "annotator": [f"draw{k}" for k in range(len(pair))], "grade": grade[picks[b]]})
+        drawn = pd.DataFrame(
+            {
+                "query_id": pooled["query_id"].to_numpy()[pair],
+                "fragment_id": pooled["fragment_id"].to_numpy()[pair],
+                "annotator": [f"draw{k}" for k in range(len(pair))],
+                "grade": grade[picks[b]],
+            }
+        )
         qrels = consensus(drawn, "median", adjudications)  # the consensus module's own median of the draws
         graded = labels[b][pooled["adjudicated"].to_numpy() == 0]
         assert graded.tolist() == qrels[~qrels["adjudicated"]]["grade"].tolist()
@@ -236,10 +269,14 @@ def test_bad_inputs_are_refused():
 def write_case(tmp_path) -> list[str]:
     """The disagreement as a judgments file and two TREC run files; returns the CLI's file-mode arguments."""
     path = tmp_path / "judgments.jsonl"
-    path.write_text("".join(json.dumps(dict(zip(COLS, (q, d, a, int(g)), strict=True))) + "\n"
-                            for q, d, a, g in DISAGREE.itertuples(index=False)) +
-                    '{"query_id": "q1", "fragment_id": "d1", "annotator": "llm", "grade": 0}\n'
-                    '{"query_id": "q1", "fragment_id": "d2", "annotator": "llm", "grade": 3}\n')
+    path.write_text(
+        "".join(
+            json.dumps(dict(zip(COLS, (q, d, a, int(g)), strict=True))) + "\n"
+            for q, d, a, g in DISAGREE.itertuples(index=False)
+        )
+        + '{"query_id": "q1", "fragment_id": "d1", "annotator": "llm", "grade": 0}\n'
+        '{"query_id": "q1", "fragment_id": "d2", "annotator": "llm", "grade": 3}\n'
+    )
     for name, run in (("A", RUN_A), ("B", RUN_B)):
         (tmp_path / name).write_text("".join(f"q1 Q0 {d} {i} {10 - i} {name}\n" for i, d in enumerate(run["q1"], 1)))
     return ["--judgments", str(path), str(tmp_path / "A"), str(tmp_path / "B")]
@@ -251,9 +288,11 @@ def test_cli_file_mode_reports_the_flip(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     (pair,) = data["pairs"]
     assert pair["flips"] == ["annotator carol", "model llm"] and pair["holds"] is False
-    assert pair["sentence"].startswith("A beats B on ndcg@10 under all 4 rules and 2 of 3 annotators, also with "
-                                       "humans' and models' labels together; under carol's labels and the model's "
-                                       "labels the order flips")
+    assert pair["sentence"].startswith(
+        "A beats B on ndcg@10 under all 4 rules and 2 of 3 annotators, also with "
+        "humans' and models' labels together; under carol's labels and the model's "
+        "labels the order flips"
+    )
     assert main(["robustness", *args, "--model", "llm", "--bootstrap", "0"]) == 0
     out = capsys.readouterr().out
     assert "FLIPS  A beats B on ndcg@10" in out and "humans + models" in out
@@ -283,8 +322,9 @@ def test_store_mode_matches_file_mode(engine, project, store_url, tmp_path, caps
     assert main(["robustness", "--judgments", str(path), str(tmp_path / "A"), str(tmp_path / "B"), *args]) == 0
     files = json.loads(capsys.readouterr().out)
     assert stored == files
-    assert stored["pairs"][0]["sentence"].startswith("A beats B on ndcg@10 under all 4 rules and 2 of 3 annotators; "
-                                                     "under carol's labels the order flips")
+    assert stored["pairs"][0]["sentence"].startswith(
+        "A beats B on ndcg@10 under all 4 rules and 2 of 3 annotators; under carol's labels the order flips"
+    )
     assert main(["robustness", "--db", store_url, "--project", "demo", "--runs", "A,nope", *args]) == 2
     assert "no run named 'nope'" in capsys.readouterr().err
 
@@ -328,8 +368,9 @@ def test_evaluate_page_section_shows_the_flip_literally(tmp_path, monkeypatch):
     flips = [w.value for w in at.warning if "order flips" in shown(w.value)]
     assert [shown(v) for v in flips] == [expected.pairs[0].sentence]
     assert "\\*carol\\*" in flips[0]  # shown literally, never as emphasis
-    assert expected.pairs[0].sentence.startswith("A beats B on ndcg@10 under all 4 rules and 2 of 3 annotators; "
-                                                 "under *carol*'s labels the order flips")
+    assert expected.pairs[0].sentence.startswith(
+        "A beats B on ndcg@10 under all 4 rules and 2 of 3 annotators; under *carol*'s labels the order flips"
+    )
     table = next(d.value for d in at.dataframe if "A" in d.value.columns and "B" in d.value.columns)
     np.testing.assert_allclose(table.to_numpy(dtype=float), expected.table().to_numpy(), rtol=0, atol=1e-12)
     assert list(table.index.get_level_values("condition")) == [c.name for c in expected.conditions]

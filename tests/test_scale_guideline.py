@@ -44,7 +44,7 @@ def test_a_five_grade_guideline_names_every_grade_and_its_lowest():
     assert "**d3 → 5.**" in text and "**d5, d11, … → 1.**" in text
     # the scale-free sections come from the bundled text, and nothing is left written for 0–3
     bundled = BUNDLED_GUIDELINE.read_text(encoding="utf-8")
-    assert "### General tie-breaking" in text and "## When to use \"can't judge\"" in text
+    assert "### General tie-breaking" in text and '## When to use "can\'t judge"' in text
     assert "- it is in a language you cannot read;" in bundled and "- it is in a language you cannot read;" in text
     assert "0–3" not in text and "2-vs-3" not in text and "**0**" not in text
 
@@ -52,13 +52,18 @@ def test_a_five_grade_guideline_names_every_grade_and_its_lowest():
 def test_short_and_long_scales():
     binary = scale_guideline({0: "No", 1: "Yes"})
     assert _rows(binary) == {1: "Yes", 0: "No"}
-    assert "**0** (No) is the lowest grade: it means **not relevant**" in binary and "**1** (Yes) means **relevant**" in binary
+    assert (
+        "**0** (No) is the lowest grade: it means **not relevant**" in binary
+        and "**1** (Yes) means **relevant**" in binary
+    )
     assert "as the gain" not in binary  # 0 is already a gain of 0: nothing to say
     three = scale_guideline({1: "Bad", 2: "Some", 3: "Good"})
     assert '### 1 vs 2 — "mentions" vs "helps answer"' in three and '### 2 vs 3 — "part" vs "all"' in three
     eleven = scale_guideline({g: f"G{g}" for g in range(0, 11)})
     assert "## The 11 grades" in eleven and "press" not in eleven  # no single key for grade 10
-    assert "| **5** | G5 | …contains part of the answer: more of it than grade 4 (G4), less than grade 6 (G6). |" in eleven
+    assert (
+        "| **5** | G5 | …contains part of the answer: more of it than grade 4 (G4), less than grade 6 (G6). |" in eleven
+    )
     with pytest.raises(ValueError, match="every grade"):
         scale_guideline({1: "a", 3: "c"})
 
@@ -99,14 +104,16 @@ def test_the_guideline_page_shows_it_and_the_release_card_counts_it(tmp_path, mo
     for name in ("ana", "ben"):
         create_user(engine, name, "annotator", password(name), actor=OPERATOR)
     import_queries(engine, "five", write_jsonl(tmp_path / "q.jsonl", [{"id": "q1", "text": "plazo"}]), actor=OPERATOR)
-    import_fragments(engine, "five", write_jsonl(tmp_path / "f.jsonl", [{"id": "f1", "text": "30 días"}]),
-                     actor=OPERATOR)
+    import_fragments(
+        engine, "five", write_jsonl(tmp_path / "f.jsonl", [{"id": "f1", "text": "30 días"}]), actor=OPERATOR
+    )
     with engine.begin() as conn:
         qid = conn.execute(sa.select(Query.id)).scalar_one()
         fid = conn.execute(sa.select(Fragment.id)).scalar_one()
         project_id = conn.execute(sa.select(Query.project_id)).scalar_one()
-        pair = conn.execute(sa.insert(Pair).values(project_id=project_id, query_id=qid, fragment_id=fid)
-                            .returning(Pair.id)).scalar_one()
+        pair = conn.execute(
+            sa.insert(Pair).values(project_id=project_id, query_id=qid, fragment_id=fid).returning(Pair.id)
+        ).scalar_one()
     assign(engine, "five", overlap=2, annotators=["ana", "ben"], actor=OPERATOR)
     for name, grade in (("ana", 5), ("ben", 4)):
         record_judgment(engine, pair, name, grade)

@@ -16,10 +16,12 @@ RUN = {"q1": {"a": 9.0, "d": 8.0, "b": 7.0, "x": 6.0, "c": 5.0}, "q2": {"e": 9.0
 
 
 def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
-    qrels = pd.DataFrame([(q, d, g) for q, docs in QRELS.items() for d, g in docs.items()],
-                         columns=["query_id", "doc_id", "grade"])
-    run = pd.DataFrame([(q, d, s) for q, docs in RUN.items() for d, s in docs.items()],
-                       columns=["query_id", "doc_id", "score"])
+    qrels = pd.DataFrame(
+        [(q, d, g) for q, docs in QRELS.items() for d, g in docs.items()], columns=["query_id", "doc_id", "grade"]
+    )
+    run = pd.DataFrame(
+        [(q, d, s) for q, docs in RUN.items() for d, s in docs.items()], columns=["query_id", "doc_id", "score"]
+    )
     return qrels, run
 
 
@@ -32,8 +34,9 @@ def test_relevance_starts_at_the_second_grade(scale: tuple[int, int], expected: 
 def test_stored_evaluation_counts_relevance_from_the_scales_second_grade(scale: tuple[int, int]) -> None:
     qrels, run = frames()
     result = score_run(qrels, run, "r", scale)
-    reference = pytrec_eval.RelevanceEvaluator(QRELS, {"P_5", "recip_rank", "map"},
-                                               relevance_level=relevant_from(scale)).evaluate(RUN)
+    reference = pytrec_eval.RelevanceEvaluator(
+        QRELS, {"P_5", "recip_rank", "map"}, relevance_level=relevant_from(scale)
+    ).evaluate(RUN)
     for metric, name in (("P@5", "P_5"), ("mrr", "recip_rank"), ("map", "map")):
         expected = sum(reference[q][name] for q in QRELS) / len(QRELS)
         assert result.mean[metric] == pytest.approx(expected, abs=1e-12), metric
@@ -46,13 +49,24 @@ def test_stored_evaluation_counts_relevance_from_the_scales_second_grade(scale: 
 # counts from low + 1. The reference is pytrec_eval (trec_eval) on the same qrels with every grade shifted
 # down by `low`, which is what a lead would have to do by hand without the option.
 
-OURS_TO_TREC = {"ndcg": "ndcg", "ndcg@5": "ndcg_cut_5", "dcg@5": None, "map": "map", "P@5": "P_5",
-                "mrr": "recip_rank", "recall@5": "recall_5", "rprec": "Rprec", "bpref": "bpref"}
+OURS_TO_TREC = {
+    "ndcg": "ndcg",
+    "ndcg@5": "ndcg_cut_5",
+    "dcg@5": None,
+    "map": "map",
+    "P@5": "P_5",
+    "mrr": "recip_rank",
+    "recall@5": "recall_5",
+    "rprec": "Rprec",
+    "bpref": "bpref",
+}
 TREC_MEASURES = {m for m in OURS_TO_TREC.values() if m}
-QRELS_1_5 = {"q1": {"a": 1, "b": 5, "c": 3, "d": 2, "e": 1}, "q2": {"f": 4, "g": 1, "h": 2},
-             "q3": {"i": 1, "j": 1}}
-RUN_1_5 = {"q1": {"e": 9.0, "a": 8.5, "b": 7.0, "c": 6.0, "z": 5.0, "d": 4.0},
-           "q2": {"g": 9.0, "h": 8.0, "f": 7.0}, "q3": {"i": 3.0, "j": 2.0}}
+QRELS_1_5 = {"q1": {"a": 1, "b": 5, "c": 3, "d": 2, "e": 1}, "q2": {"f": 4, "g": 1, "h": 2}, "q3": {"i": 1, "j": 1}}
+RUN_1_5 = {
+    "q1": {"e": 9.0, "a": 8.5, "b": 7.0, "c": 6.0, "z": 5.0, "d": 4.0},
+    "q2": {"g": 9.0, "h": 8.0, "f": 7.0},
+    "q3": {"i": 3.0, "j": 2.0},
+}
 
 
 def shifted(qrels: dict[str, dict[str, int]], low: int) -> dict[str, dict[str, int]]:
@@ -62,15 +76,22 @@ def shifted(qrels: dict[str, dict[str, int]], low: int) -> dict[str, dict[str, i
 
 def trec_means(qrels: dict, run: dict, low: int, rel_level: int) -> dict[str, float]:
     """pytrec_eval's means over the qrels queries, on the shifted qrels, named as qrelkit names them."""
-    per_query = pytrec_eval.RelevanceEvaluator(shifted(qrels, low), TREC_MEASURES,
-                                               relevance_level=rel_level - low).evaluate(run)
-    return {ours: sum(per_query[q][trec] for q in qrels) / len(qrels)
-            for ours, trec in OURS_TO_TREC.items() if trec}
+    per_query = pytrec_eval.RelevanceEvaluator(
+        shifted(qrels, low), TREC_MEASURES, relevance_level=rel_level - low
+    ).evaluate(run)
+    return {ours: sum(per_query[q][trec] for q in qrels) / len(qrels) for ours, trec in OURS_TO_TREC.items() if trec}
 
 
-@pytest.mark.parametrize(("qrels", "run", "scale", "rel_level"), [
-    (QRELS, RUN, (1, 3), None), (QRELS, RUN, (1, 3), 3), (QRELS_1_5, RUN_1_5, (1, 5), None),
-    (QRELS_1_5, RUN_1_5, (1, 5), 4), (shifted(QRELS_1_5, 1), RUN_1_5, (0, 4), None)])
+@pytest.mark.parametrize(
+    ("qrels", "run", "scale", "rel_level"),
+    [
+        (QRELS, RUN, (1, 3), None),
+        (QRELS, RUN, (1, 3), 3),
+        (QRELS_1_5, RUN_1_5, (1, 5), None),
+        (QRELS_1_5, RUN_1_5, (1, 5), 4),
+        (shifted(QRELS_1_5, 1), RUN_1_5, (0, 4), None),
+    ],
+)
 def test_evaluate_on_a_scale_equals_trec_eval_on_qrels_shifted_to_start_at_0(qrels, run, scale, rel_level) -> None:
     from eval_core.ranking.evaluation import evaluate
 
@@ -110,8 +131,11 @@ def write_trec(path, qrels: dict, run: dict | None = None) -> None:
     if run is None:
         lines = [f"{q} 0 {d} {g}" for q, docs in qrels.items() for d, g in docs.items()]
     else:
-        lines = [f"{q} Q0 {d} {i + 1} {s} r" for q, docs in run.items()
-                 for i, (d, s) in enumerate(sorted(docs.items(), key=lambda x: -x[1]))]
+        lines = [
+            f"{q} Q0 {d} {i + 1} {s} r"
+            for q, docs in run.items()
+            for i, (d, s) in enumerate(sorted(docs.items(), key=lambda x: -x[1]))
+        ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -122,8 +146,22 @@ def test_qrelkit_eval_scale_option_equals_trec_eval_on_shifted_qrels(tmp_path, c
 
     write_trec(tmp_path / "q.txt", QRELS_1_5)
     write_trec(tmp_path / "r.txt", QRELS_1_5, RUN_1_5)
-    assert main(["eval", str(tmp_path / "q.txt"), str(tmp_path / "r.txt"), "--scale", "1-5",
-                 "--metrics", ",".join(OURS_TO_TREC), "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                str(tmp_path / "q.txt"),
+                str(tmp_path / "r.txt"),
+                "--scale",
+                "1-5",
+                "--metrics",
+                ",".join(OURS_TO_TREC),
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     mean = out["runs"][0]["mean"]
     for metric, value in trec_means(QRELS_1_5, RUN_1_5, 1, 2).items():
@@ -140,9 +178,13 @@ def test_a_grade_outside_the_scale_names_the_file_line_and_pair(tmp_path, capsys
     assert f"{tmp_path / 'q.txt'}:3:" in err and "grade 0 of query q2, fragment c is outside the scale 1-3" in err
 
 
-@pytest.mark.parametrize(("options", "problem"), [
-    (["--rel-level", "1"], "rel_level 1 is not above the lowest grade of the scale 1-3"),
-    (["--max-grade", "5"], "max_grade 5 contradicts the scale 1-3")])
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        (["--rel-level", "1"], "rel_level 1 is not above the lowest grade of the scale 1-3"),
+        (["--max-grade", "5"], "max_grade 5 contradicts the scale 1-3"),
+    ],
+)
 def test_options_that_contradict_the_scale_are_refused(tmp_path, capsys, options, problem) -> None:
     from annotator.cli import main
 
@@ -157,6 +199,7 @@ def test_options_that_contradict_the_scale_are_refused(tmp_path, capsys, options
 # judged, `"scale": "1-5"` on every line. `qrelkit eval` reads all four as qrels; read as gains, the JSONL and
 # CSV of a 1–5 release would count grade 1 (not relevant) as relevant and give every nDCG gain one too many.
 
+
 def test_every_release_file_of_a_1_5_project_evaluates_alike(tmp_path, capsys) -> None:
     """Grades imported as qrels on 1–5, released (median of one annotator: the grades themselves), exported as
     TREC, BEIR, JSONL and CSV: `qrelkit eval` gives each file pytrec_eval's numbers on the qrels shifted by hand."""
@@ -169,13 +212,17 @@ def test_every_release_file_of_a_1_5_project_evaluates_alike(tmp_path, capsys) -
     queries = sorted(QRELS_1_5)
     (tmp_path / "q.tsv").write_text("".join(f"{q}\tquery {q}\n" for q in queries), encoding="utf-8")
     docs = sorted({d for judged in QRELS_1_5.values() for d in judged} | {"z"})
-    (tmp_path / "f.jsonl").write_text("".join(json.dumps({"id": d, "contents": f"text {d}"}) + "\n" for d in docs),
-                                      encoding="utf-8")
+    (tmp_path / "f.jsonl").write_text(
+        "".join(json.dumps({"id": d, "contents": f"text {d}"}) + "\n" for d in docs), encoding="utf-8"
+    )
     write_trec(tmp_path / "grades.txt", QRELS_1_5)
     write_trec(tmp_path / "r.txt", QRELS_1_5, RUN_1_5)
-    for argv in (["import", "queries", str(tmp_path / "q.tsv")], ["import", "fragments", str(tmp_path / "f.jsonl")],
-                 ["import", "judgments", str(tmp_path / "grades.txt"), "--annotator", "nist"],
-                 ["user", "add", "lea", "--role", "lead", "--no-password"]):
+    for argv in (
+        ["import", "queries", str(tmp_path / "q.tsv")],
+        ["import", "fragments", str(tmp_path / "f.jsonl")],
+        ["import", "judgments", str(tmp_path / "grades.txt"), "--annotator", "nist"],
+        ["user", "add", "lea", "--role", "lead", "--no-password"],
+    ):
         assert main([*argv, "--db", db] + (["--project", "p"] if argv[0] == "import" else [])) == 0, argv
     assert main(["release", "--project", "p", "--db", db, "--user", "lea"]) == 0
     expected = trec_means(QRELS_1_5, RUN_1_5, 1, 2)
@@ -183,8 +230,10 @@ def test_every_release_file_of_a_1_5_project_evaluates_alike(tmp_path, capsys) -
         out = tmp_path / name
         assert main(["export", "--project", "p", "--db", db, "--release", "1", "--format", fmt, "-o", str(out)]) == 0
         capsys.readouterr()
-        assert main(["eval", str(out), str(tmp_path / "r.txt"), "--metrics", ",".join(OURS_TO_TREC),
-                     "--format", "json"]) == 0
+        assert (
+            main(["eval", str(out), str(tmp_path / "r.txt"), "--metrics", ",".join(OURS_TO_TREC), "--format", "json"])
+            == 0
+        )
         mean = json.loads(capsys.readouterr().out)["runs"][0]["mean"]
         for metric, value in expected.items():
             assert mean[metric] == pytest.approx(value, abs=1e-12), (name, metric)
@@ -192,8 +241,11 @@ def test_every_release_file_of_a_1_5_project_evaluates_alike(tmp_path, capsys) -
 
 def release_lines(qrels: dict[str, dict[str, int]], scale: str = "1-5") -> list[dict]:
     """A release's JSONL records, as qrelkit writes them: grades as judged, the scale on every line."""
-    return [{"query_id": q, "fragment_id": d, "grade": g, "grades": {"nist": g}, "rule": "median",
-             "scale": scale} for q, docs in qrels.items() for d, g in docs.items()]
+    return [
+        {"query_id": q, "fragment_id": d, "grade": g, "grades": {"nist": g}, "rule": "median", "scale": scale}
+        for q, docs in qrels.items()
+        for d, g in docs.items()
+    ]
 
 
 def test_evaluate_compare_and_diagnose_read_the_scale_a_release_file_names(tmp_path) -> None:
@@ -228,5 +280,6 @@ def test_a_scale_the_release_file_contradicts_is_refused(tmp_path, capsys) -> No
     write_jsonl(tmp_path / "mixed.jsonl", mixed)
     capsys.readouterr()
     assert main(["eval", str(tmp_path / "mixed.jsonl"), str(tmp_path / "r.txt")]) == 2
-    assert (f"{tmp_path / 'mixed.jsonl'}:3: names the scale 0-4, but the first record names 1-5"
-            in capsys.readouterr().err)
+    assert (
+        f"{tmp_path / 'mixed.jsonl'}:3: names the scale 0-4, but the first record names 1-5" in capsys.readouterr().err
+    )

@@ -25,7 +25,8 @@ def test_lead_adjudicates_and_latest_is_in_force(engine, queue):
     adjudicate(engine, pid, 2, "re-read: answers the question", actor="boss")
     assert (first.grade, first.lead) == (1, "boss")
     assert adjudications_frame(engine, "demo").values.tolist() == [
-        ["q1", "f1", 2, "re-read: answers the question", "boss"]]
+        ["q1", "f1", 2, "re-read: answers the question", "boss"]
+    ]
     # DESIGN.md: the adjudicated grade wins over the rule (median of {0, 3} would be 0, the lower median).
     assert qrels_frame(engine, "demo").values.tolist() == [["q1", "f1", 2]]
 
@@ -42,10 +43,14 @@ def test_pair_detail_shows_every_grade_and_history(engine, queue):
     detail = pair_detail(engine, "demo", pid, username="boss")
     assert (detail["query"]["id"], detail["fragment"]["id"], detail["fragment"]["title"]) == ("q2", "f2", "T2")
     assert [(j["annotator"], j["grade"], j["note"], j["revision"]) for j in detail["judgments"]] == [
-        ("ann1", 2, "weak", 2)]
+        ("ann1", 2, "weak", 2)
+    ]
     assert [(h["action"], h["annotator"], h["old_grade"], h["new_grade"]) for h in detail["history"]] == [
-        ("create", "ann1", None, 1), ("update", "ann1", 1, 2), ("create", "ann2", None, None),
-        ("undo", "ann2", None, None)]
+        ("create", "ann1", None, 1),
+        ("update", "ann1", 1, 2),
+        ("create", "ann2", None, None),
+        ("undo", "ann2", None, None),
+    ]
     assert detail["adjudication"] == {"grade": 2, "reason": "agree with ann1", "by": "boss"}
     with pytest.raises(LookupError, match="no pair"):
         pair_detail(engine, "demo", 10_000)
@@ -55,8 +60,11 @@ def test_the_cli_operator_must_name_the_lead(engine, queue):
     """Refused on purpose: a decision records its lead (a release line's `by`), and the error says what to pass."""
     from db.accounts.permissions import OPERATOR
 
-    with pytest.raises(PermissionError, match=r"the CLI operator cannot adjudicate anonymously: name an active lead "
-                                              r"\(actor=USERNAME; from the CLI, --user LEAD\)"):
+    with pytest.raises(
+        PermissionError,
+        match=r"the CLI operator cannot adjudicate anonymously: name an active lead "
+        r"\(actor=USERNAME; from the CLI, --user LEAD\)",
+    ):
         adjudicate(engine, queue[("q1", "f1")], 2, "clear answer", actor=OPERATOR)
     assert adjudications_frame(engine, "demo").empty
 
@@ -70,8 +78,14 @@ def test_every_disputed_pair_among_people_is_listed_widest_first(engine, project
     from db.store.models import Assignment
 
     judge_id, _ = model_annotator(engine, "judge-m", "m-1", actor="boss")
-    grades = {("q1", "f1"): (0, 3, None), ("q1", "f2"): (1, 2, None), ("q2", "f1"): (2, 2, 0),
-              ("q2", "f3"): (1, None, None), ("q3", "f4"): (3, 1, 3), ("q3", "f2"): (0, 0, 3)}
+    grades = {
+        ("q1", "f1"): (0, 3, None),
+        ("q1", "f2"): (1, 2, None),
+        ("q2", "f1"): (2, 2, 0),
+        ("q2", "f3"): (1, None, None),
+        ("q3", "f4"): (3, 1, 3),
+        ("q3", "f2"): (0, 0, 3),
+    }
     with session_scope(engine, write=True) as session:
         for position, key in enumerate(grades, 100):
             session.add(Assignment(project_id=project.id, pair_id=queue[key], user_id=judge_id, position=position))
@@ -82,10 +96,16 @@ def test_every_disputed_pair_among_people_is_listed_widest_first(engine, project
     found = disputes(engine, "demo")
     # spread 3 (q1 f1), then 2 (q3 f4), then 1 (q1 f2); q2 f1 and q3 f2 differ only by the model, q2 f3 has one grade
     assert found[["query_id", "fragment_id", "spread", "grades"]].values.tolist() == [
-        ["q1", "f1", 3, "ann1: 0, ann2: 3"], ["q3", "f4", 2, "ann1: 3, ann2: 1"], ["q1", "f2", 1, "ann1: 1, ann2: 2"]]
+        ["q1", "f1", 3, "ann1: 0, ann2: 3"],
+        ["q3", "f4", 2, "ann1: 3, ann2: 1"],
+        ["q1", "f2", 1, "ann1: 1, ann2: 2"],
+    ]
     assert filter_disputes(found, boundary=0)["fragment_id"].tolist() == ["f1"]  # only q1 f1 has a 0 and a ≥ 1
     assert filter_disputes(found, boundary=1)[["query_id", "fragment_id"]].values.tolist() == [
-        ["q1", "f1"], ["q3", "f4"], ["q1", "f2"]]
+        ["q1", "f1"],
+        ["q3", "f4"],
+        ["q1", "f2"],
+    ]
     assert filter_disputes(found, query="q3", boundary=2)["fragment_id"].tolist() == ["f4"]
     adjudicate(engine, queue[("q3", "f4")], 3, "answers fully", actor="boss")
     found = disputes(engine, "demo")
@@ -118,11 +138,20 @@ def test_pairs_sent_back_are_rejudged_under_the_guideline_in_force(engine, queue
         send_for_rejudging(engine, "demo", actor="ann1")
     assert send_for_rejudging(engine, "demo", [first], actor="boss") == 2  # ann1's and ann2's judgment of it
     assert rejudge_queue(engine, "demo").set_index(["pair_id", "annotator"])["sent"].to_dict() == {
-        (first, "ann1"): True, (first, "ann2"): True, (second, "ann1"): False, (second, "ann2"): False}
+        (first, "ann1"): True,
+        (first, "ann2"): True,
+        (second, "ann1"): False,
+        (second, "ann2"): False,
+    }
     view = next_pair(engine, "demo", "ann1")
     # blind: the old grade is neither shown nor preselected, and the pair counts as pending until re-graded
     assert (view.pair_id, view.rejudge_version, view.grade, view.note, view.cant_judge_reason) == (
-        first, 2, None, None, None)
+        first,
+        2,
+        None,
+        None,
+        None,
+    )
     assert get_pair(engine, "demo", "ann1", first).grade is None  # also when opened with Back
     assert (progress(engine, "demo", "ann1").done, progress(engine, "demo", "ann2").done) == (1, 1)
     assert annotator_stats(engine, "demo").set_index("username")["done"].to_dict() == {"ann1": 1, "ann2": 1}
@@ -131,8 +160,11 @@ def test_pairs_sent_back_are_rejudged_under_the_guideline_in_force(engine, queue
     assert get_pair(engine, "demo", "ann1", first).grade == 1  # graded again: the pair shows its grade
     frame = judgments_frame(engine, "demo").set_index(["fragment_id", "annotator"])
     assert frame.loc[("f1", "ann1"), "guideline"] == "2" and frame.loc[("f1", "ann2"), "guideline"] == "1"
-    assert [(h["annotator"], h["old_grade"], h["new_grade"]) for h in pair_detail(engine, "demo", first)["history"]
-            if h["annotator"] == "ann1"] == [("ann1", None, 1), ("ann1", 1, 1)]
+    assert [
+        (h["annotator"], h["old_grade"], h["new_grade"])
+        for h in pair_detail(engine, "demo", first)["history"]
+        if h["annotator"] == "ann1"
+    ] == [("ann1", None, 1), ("ann1", 1, 1)]
     assert next_pair(engine, "demo", "ann1").pair_id == queue[("q1", "f3")]  # back to the open pairs
     assert next_pair(engine, "demo", "ann2").rejudge_version == 2
     left = rejudge_queue(engine, "demo")
@@ -159,15 +191,39 @@ def test_qrelkit_disputes_lists_the_queue_a_shell_loop_adjudicates(engine, store
     record_judgment(engine, queue[("q2", "f1")], "ann2", 2)
     assert main(["disputes", "--project", "demo", "--db", store_url]) == 0
     out, err = capsys.readouterr()
-    assert out.splitlines() == ["query_id\tfragment_id\tspread\tgrades\tdecided",
-                                "q1\tf1\t3\tann1: 0, ann2: 3\tno", "q1\tf2\t1\tann1: 1, ann2: 2\tno"]
+    assert out.splitlines() == [
+        "query_id\tfragment_id\tspread\tgrades\tdecided",
+        "q1\tf1\t3\tann1: 0, ann2: 3\tno",
+        "q1\tf2\t1\tann1: 1, ann2: 2\tno",
+    ]
     assert "2 disputed pair(s) among people, 0 decided, 2 open" in err
     query, fragment = out.splitlines()[1].split("\t")[:2]
-    assert main(["adjudicate", "--project", "demo", "--db", store_url, "--query", query, "--fragment", fragment,
-                 "--grade", "2", "--reason", "answers half", "--user", "boss"]) == 0
+    assert (
+        main(
+            [
+                "adjudicate",
+                "--project",
+                "demo",
+                "--db",
+                store_url,
+                "--query",
+                query,
+                "--fragment",
+                fragment,
+                "--grade",
+                "2",
+                "--reason",
+                "answers half",
+                "--user",
+                "boss",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["disputes", "--project", "demo", "--db", store_url, "--open"]) == 0
     assert "2 disputed pair(s) among people, 1 decided, 1 open" in capsys.readouterr().err
     assert main(["disputes", "--project", "demo", "--db", store_url, "--open", "--format", "json"]) == 0
-    assert [(r["query_id"], r["fragment_id"], r["grades"], r["adjudicated"])
-            for r in json.loads(capsys.readouterr().out)] == [("q1", "f2", {"ann1": 1, "ann2": 2}, False)]
+    assert [
+        (r["query_id"], r["fragment_id"], r["grades"], r["adjudicated"]) for r in json.loads(capsys.readouterr().out)
+    ] == [("q1", "f2", {"ann1": 1, "ann2": 2}, False)]

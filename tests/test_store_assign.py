@@ -36,10 +36,16 @@ def setup_pairs(engine, project, queries: int = 3, per_query: int = 4, annotator
 def assignments(engine) -> list[tuple[str, str, int, int, int | None]]:
     """(username, query ext, pair id, position, best_rank) of every assignment, in queue order."""
     with session_scope(engine) as s:
-        return [tuple(r) for r in s.execute(
-            select(User.username, Query.external_id, Pair.id, Assignment.position, Pair.best_rank)
-            .join(User, User.id == Assignment.user_id).join(Pair, Pair.id == Assignment.pair_id)
-            .join(Query, Query.id == Pair.query_id).order_by(User.username, Assignment.position)).all()]
+        return [
+            tuple(r)
+            for r in s.execute(
+                select(User.username, Query.external_id, Pair.id, Assignment.position, Pair.best_rank)
+                .join(User, User.id == Assignment.user_id)
+                .join(Pair, Pair.id == Assignment.pair_id)
+                .join(Query, Query.id == Pair.query_id)
+                .order_by(User.username, Assignment.position)
+            ).all()
+        ]
 
 
 def test_every_pair_gets_n_distinct_annotators_grouped_by_query(engine, project):
@@ -132,9 +138,13 @@ class _Row:
 
 
 @settings(max_examples=60, deadline=None)
-@given(sizes=st.lists(st.integers(1, 6), min_size=1, max_size=8), people=st.integers(1, 5),
-       n=st.integers(1, 5), frac=st.floats(0.05, 1.0), preassigned=st.lists(st.tuples(st.integers(0, 40),
-                                                                                         st.integers(0, 4))))
+@given(
+    sizes=st.lists(st.integers(1, 6), min_size=1, max_size=8),
+    people=st.integers(1, 5),
+    n=st.integers(1, 5),
+    frac=st.floats(0.05, 1.0),
+    preassigned=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 4))),
+)
 def test_plan_invariants(sizes, people, n, frac, preassigned):
     n = min(n, people)
     rows = [_Row(pid, q) for pid, q in enumerate(q for q, size in enumerate(sizes) for _ in range(size))]
@@ -164,8 +174,24 @@ def test_plan_invariants(sizes, people, n, frac, preassigned):
 
 def test_cli_assign(engine, project, store_url, capsys):
     setup_pairs(engine, project)
-    assert main(["assign", "--project", "demo", "--overlap", "2", "--annotators", "ann,bob",
-                 "--db", store_url, "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "assign",
+                "--project",
+                "demo",
+                "--overlap",
+                "2",
+                "--annotators",
+                "ann,bob",
+                "--db",
+                store_url,
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["per_annotator"] == {"ann": 12, "bob": 12}
     assert main(["assign", "--project", "demo", "--overlap", "4", "--db", store_url]) == 2
     assert "needs at least 4 annotators" in capsys.readouterr().err
@@ -192,8 +218,11 @@ def test_overlap_counts_people_who_can_log_in_and_human_grades_only(engine, proj
     # imp named explicitly is assigned (the lead chose it), but the report says the account cannot log in, and
     # its assignment does not count: the pair q0/f0_0 still needs two people who can open their queue.
     with session_scope(engine, write=True) as s:
-        s.execute(Assignment.__table__.delete().where(Assignment.user_id == s.execute(
-            select(User.id).where(User.username == "bob")).scalar_one()))
+        s.execute(
+            Assignment.__table__.delete().where(
+                Assignment.user_id == s.execute(select(User.id).where(User.username == "bob")).scalar_one()
+            )
+        )
     named = assign(engine, "demo", overlap=2, annotators=["ann", "imp"], actor=OPERATOR)
     assert named.cannot_log_in == ["imp"] and named.created == 4
     assert (named.pairs_with_overlap, named.pairs_short) == (0, 4)

@@ -1,4 +1,7 @@
-"""`qrelkit init | db upgrade | project | user | import`: exit codes, JSON reports, passwords, --db and QRELKIT_DB_URL."""
+"""`qrelkit init | db upgrade | project | user | import`.
+
+Exit codes, JSON reports, passwords, --db and QRELKIT_DB_URL.
+"""
 
 from __future__ import annotations
 
@@ -51,14 +54,23 @@ def test_commands_refuse_a_database_without_schema(empty_store_url, capsys):
 
 # Every command that opens the store, with arguments that would otherwise be valid.
 DB_COMMANDS = [
-    ["project", "list"], ["project", "create", "p"], ["project", "labels", "p", "--labels", "1=a"],
-    ["import", "queries", "q.jsonl", "--project", "p"], ["user", "list"], ["user", "deactivate", "x"],
-    ["guideline", "list", "--project", "p"], ["guideline", "show", "--project", "p"],
-    ["guideline", "add", "g.md", "--project", "p"], ["pool", "--project", "p", "--depth", "5"],
-    ["assign", "--project", "p"], ["release", "--project", "p"],
+    ["project", "list"],
+    ["project", "create", "p"],
+    ["project", "labels", "p", "--labels", "1=a"],
+    ["import", "queries", "q.jsonl", "--project", "p"],
+    ["user", "list"],
+    ["user", "deactivate", "x"],
+    ["guideline", "list", "--project", "p"],
+    ["guideline", "show", "--project", "p"],
+    ["guideline", "add", "g.md", "--project", "p"],
+    ["pool", "--project", "p", "--depth", "5"],
+    ["assign", "--project", "p"],
+    ["release", "--project", "p"],
     ["export", "--project", "p", "--format", "trec", "-o", "out.trec"],
     ["export", "--project", "p", "--judgments", "--format", "jsonl", "-o", "out.jsonl"],
-    ["evaluate-run", "r", "--project", "p"], ["holes", "r", "--project", "p"], ["serve", "--port", "8999"],
+    ["evaluate-run", "r", "--project", "p"],
+    ["holes", "r", "--project", "p"],
+    ["serve", "--port", "8999"],
 ]
 
 
@@ -69,8 +81,9 @@ def test_only_init_creates_a_database(tmp_path, monkeypatch, capsys, command):
     (tmp_path / "g.md").write_text("grade what is there\n")
     assert cli_main(command) == 2
     err = capsys.readouterr().err
-    assert err.startswith("qrelkit: error: no database at qrelkit.db: create one with `qrelkit init --db "
-                          "sqlite:///./qrelkit.db`"), err
+    assert err.startswith(
+        "qrelkit: error: no database at qrelkit.db: create one with `qrelkit init --db sqlite:///./qrelkit.db`"
+    ), err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.md"]  # no empty qrelkit.db left behind
     get_engine.cache_clear()
 
@@ -102,8 +115,12 @@ def test_imports_report_and_reject(engine, project, store_url, tmp_path, capsys)
     (tmp_path / "corpus.jsonl").write_text('{"_id": "d1", "text": "x"}\n{"_id": "d2", "text": "y"}\n')
     (tmp_path / "bm25.trec").write_text("q1 Q0 d1 1 2.0 bm25\nq1 Q0 d2 2 1.0 bm25\n")
     (tmp_path / "j.csv").write_text("query_id,fragment_id,annotator,grade\nq1,d1,ann,3\n")
-    for kind, name in (("queries", "queries.jsonl"), ("fragments", "corpus.jsonl"), ("run", "bm25.trec"),
-                       ("judgments", "j.csv")):
+    for kind, name in (
+        ("queries", "queries.jsonl"),
+        ("fragments", "corpus.jsonl"),
+        ("run", "bm25.trec"),
+        ("judgments", "j.csv"),
+    ):
         assert main(["import", kind, str(tmp_path / name), "--project", "demo", "--db", store_url]) == 0
         report = _json(capsys)
         assert report["kind"] == kind and report["created"] >= 1 and report["rejected"] == []
@@ -129,14 +146,20 @@ def test_adjudicate_names_its_lead(engine, queue, store_url, capsys):
     assert "only a lead may do this; 'ann1' is annotator" in capsys.readouterr().err
     assert main([*pair, "--grade", "7", "--reason", "answers it", "--user", "boss"]) == 2
     assert "outside the scale 0-3" in capsys.readouterr().err
-    assert main([*pair[:4], "q1", "--fragment", "f9", *pair[7:], "--grade", "2", "--reason", "x", "--user",
-                 "boss"]) == 2
+    assert (
+        main([*pair[:4], "q1", "--fragment", "f9", *pair[7:], "--grade", "2", "--reason", "x", "--user", "boss"]) == 2
+    )
     assert "no pair (q1, f9) in project 'demo'" in capsys.readouterr().err
     assert adjudications_frame(engine, "demo").empty
     assert main([*pair, "--grade", "2", "--reason", "answers it", "--user", "boss"]) == 0
     out = _json(capsys)
     assert (out["query_id"], out["fragment_id"], out["grade"], out["reason"], out["by"]) == (
-        "q1", "f2", 2, "answers it", "boss")
+        "q1",
+        "f2",
+        2,
+        "answers it",
+        "boss",
+    )
     assert adjudications_frame(engine, "demo").values.tolist() == [["q1", "f2", 2, "answers it", "boss"]]
     assert qrels_frame(engine, "demo").values.tolist() == [["q1", "f2", 2]]  # no grades yet: the decision alone
 

@@ -15,17 +15,41 @@ def contextual(engine, project) -> dict[str, int]:
     each. Returns fragment external id → pair id."""
     pairs = {}
     with engine.begin() as conn:
-        qid = conn.execute(sa.insert(Query.__table__).values(
-            project_id=project.id, external_id="t1", text="return deadline", description="How long may I wait?",
-            narrative="Relevant: states the number of days.").returning(Query.__table__.c.id)).scalar_one()
-        for ext, doc, pos in (("c2", "doc-1", 2), ("c0", "doc-1", 0), ("c1", "doc-1", 1), ("cx", "doc-1", None),
-                              ("solo", None, None)):
-            fid = conn.execute(sa.insert(Fragment.__table__).values(
-                project_id=project.id, external_id=ext, doc_id=doc, position=pos, text=f"text of {ext}",
-                content_hash=ext).returning(Fragment.__table__.c.id)).scalar_one()
-            pairs[ext] = conn.execute(sa.insert(Pair.__table__).values(
-                project_id=project.id, query_id=qid, fragment_id=fid, created_at=sa.func.now())
-                .returning(Pair.__table__.c.id)).scalar_one()
+        qid = conn.execute(
+            sa.insert(Query.__table__)
+            .values(
+                project_id=project.id,
+                external_id="t1",
+                text="return deadline",
+                description="How long may I wait?",
+                narrative="Relevant: states the number of days.",
+            )
+            .returning(Query.__table__.c.id)
+        ).scalar_one()
+        for ext, doc, pos in (
+            ("c2", "doc-1", 2),
+            ("c0", "doc-1", 0),
+            ("c1", "doc-1", 1),
+            ("cx", "doc-1", None),
+            ("solo", None, None),
+        ):
+            fid = conn.execute(
+                sa.insert(Fragment.__table__)
+                .values(
+                    project_id=project.id,
+                    external_id=ext,
+                    doc_id=doc,
+                    position=pos,
+                    text=f"text of {ext}",
+                    content_hash=ext,
+                )
+                .returning(Fragment.__table__.c.id)
+            ).scalar_one()
+            pairs[ext] = conn.execute(
+                sa.insert(Pair.__table__)
+                .values(project_id=project.id, query_id=qid, fragment_id=fid, created_at=sa.func.now())
+                .returning(Pair.__table__.c.id)
+            ).scalar_one()
     return pairs
 
 

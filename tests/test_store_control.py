@@ -23,10 +23,17 @@ def _settled_release(engine, project) -> None:
     with engine.begin() as conn:
         conn.execute(sa.insert(Query.__table__).values(project_id=project.id, external_id="q9", text="query 9"))
         for f in ("g1", "g2", "g3"):
-            conn.execute(sa.insert(Fragment.__table__).values(project_id=project.id, external_id=f,
-                                                              text=f"fragment {f}", content_hash=f"h{f}"))
-    judge(engine, project.id, {pair: {"old": 1} for pair in SETTLED},
-          {pair: (g, f"settled {pair[1]}", "boss") for pair, g in SETTLED.items()})
+            conn.execute(
+                sa.insert(Fragment.__table__).values(
+                    project_id=project.id, external_id=f, text=f"fragment {f}", content_hash=f"h{f}"
+                )
+            )
+    judge(
+        engine,
+        project.id,
+        {pair: {"old": 1} for pair in SETTLED},
+        {pair: (g, f"settled {pair[1]}", "boss") for pair, g in SETTLED.items()},
+    )
     create_release(engine, "demo", actor=OPERATOR)
 
 
@@ -50,7 +57,10 @@ def test_release_controls_are_served_as_ordinary_pairs(engine, project, queue):
     every, controls = list_controls(engine, "demo")
     assert every == 4
     assert [(c.query_id, c.fragment_id, c.grade, c.reason, c.release) for c in controls] == [
-        ("q9", "g1", 3, "settled g1", 1), ("q9", "g2", 0, "settled g2", 1), ("q9", "g3", 2, "settled g3", 1)]
+        ("q9", "g1", 3, "settled g1", 1),
+        ("q9", "g2", 0, "settled g2", 1),
+        ("q9", "g3", 2, "settled g3", 1),
+    ]
     order = _queue_of(engine, "ann1")
     assert [q for q, _ in order] == ["q1"] * 4 + ["q9", "q9"] + ["q2"] * 4 + ["q9"] + ["q3"] * 4
     assert progress(engine, "demo", "ann1").done == 15
@@ -66,8 +76,12 @@ def test_control_report_counts_only_judgments_made_after(engine, project, queue)
     controls_from_release(engine, "demo", 1, "1/4", actor="boss")
     given = {"g1": 3, "g2": 1, "g3": 2}
     while (pair := next_pair(engine, "demo", "ann2")) is not None:
-        record_judgment(engine, pair.pair_id, "ann2", given.get(pair.fragment_external_id, 0)
-                        if pair.query_external_id == "q9" else 1)
+        record_judgment(
+            engine,
+            pair.pair_id,
+            "ann2",
+            given.get(pair.fragment_external_id, 0) if pair.query_external_id == "q9" else 1,
+        )
     report = project_control_report(engine, "demo", replicates=0)
     assert [s.annotator for s in report.per_annotator] == ["ann2"]
     (ann2,) = report.per_annotator

@@ -62,7 +62,9 @@ def test_binary_release_gives_seed_ndcg_and_reevaluation_replaces(engine, projec
     create_release(engine, "demo", actor=OPERATOR)
     first, _ = evaluate_stored_run(engine, "demo", "R", version=1)
     again, _ = evaluate_stored_run(engine, "demo", "R", version="1")
-    assert first.mean["ndcg@10"] == again.mean["ndcg@10"] == pytest.approx(0.554, abs=1e-3)  # seed 000: 1.418 / 2.562, 3 decimals
+    assert (
+        first.mean["ndcg@10"] == again.mean["ndcg@10"] == pytest.approx(0.554, abs=1e-3)
+    )  # seed 000: 1.418 / 2.562, 3 decimals
     with session_scope(engine) as s:
         assert s.execute(select(func.count()).select_from(EvaluationRow)).scalar() == 1
     assert stored_run_frame(engine, "demo", "R")["doc_id"].tolist() == RANKING
@@ -124,11 +126,23 @@ def two_query_project(engine, project) -> None:
     a quarter of its means on each query's own value, so the 95% CI of the mean is exactly [0.75, 1.0].
     """
     ranking = {"q1": RANKING, "q2": ["e1", "e2", "e3", "e4"]}
-    seed(engine, project.id, {"q1": "recall@k", "q2": "other"}, {**DOCS, **{f"e{i}": f"e text {i}" for i in
-                                                                             (1, 2, 3, 4, 9)}},
-         {"R": ranking, "S": ranking})
-    judge(engine, project.id, {**{("q1", d): {"ann": g} for d, g in GRADED.items()},
-                               ("q2", "e1"): {"ann": 2}, ("q2", "e2"): {"ann": 2}, ("q2", "e3"): {"ann": 0}})
+    seed(
+        engine,
+        project.id,
+        {"q1": "recall@k", "q2": "other"},
+        {**DOCS, **{f"e{i}": f"e text {i}" for i in (1, 2, 3, 4, 9)}},
+        {"R": ranking, "S": ranking},
+    )
+    judge(
+        engine,
+        project.id,
+        {
+            **{("q1", d): {"ann": g} for d, g in GRADED.items()},
+            ("q2", "e1"): {"ann": 2},
+            ("q2", "e2"): {"ann": 2},
+            ("q2", "e3"): {"ann": 0},
+        },
+    )
     create_release(engine, "demo", actor=OPERATOR)
 
 
@@ -143,12 +157,18 @@ def test_one_label_change_alerts_once_per_run_and_metric_beyond_the_ci(engine, p
     create_release(engine, "demo", actor=OPERATOR)
     alerts = drop_alerts(engine, "demo")
     assert [(a.run, a.metric, a.version, a.previous_version) for a in alerts] == [
-        ("R", "recall@10", 2, 1), ("S", "recall@10", 2, 1)]
+        ("R", "recall@10", 2, 1),
+        ("S", "recall@10", 2, 1),
+    ]
     first = alerts[0]
     # The runs did not change: on q1, the one query both releases label alike, recall@10 stays 3/4 (a point
     # CI), so the fall is the golden set's — q2 relabelled — and the alert says so instead of blaming the run.
     assert (first.cause, first.n_same, first.same_previous, first.same_value) == (
-        AlertCause.GOLDEN_SET, 1, pytest.approx(0.75), pytest.approx(0.75))
+        AlertCause.GOLDEN_SET,
+        1,
+        pytest.approx(0.75),
+        pytest.approx(0.75),
+    )
     assert (first.added, first.removed, first.relabelled) == (0, 0, 1)
     assert first.value == pytest.approx((0.75 + 2 / 3) / 2) and first.previous == pytest.approx(0.875)
     assert first.previous_ci == pytest.approx((0.75, 1.0))
@@ -181,15 +201,19 @@ def test_alerts_tell_the_run_falling_from_queries_added(engine, project):
     assert (r.cause, r.n_same, r.added, r.removed, r.relabelled) == (AlertCause.RUN, 2, 1, 0, 0)
     assert (r.value, r.same_value, r.same_previous) == pytest.approx(((0.75 + 0.5) / 3, 0.625, 0.875))
     assert r.same_ci == pytest.approx((0.75, 1.0))
-    assert (s_.cause, s_.same_value, s_.value) == (AlertCause.GOLDEN_SET, pytest.approx(0.875),
-                                                   pytest.approx(1.75 / 3))
+    assert (s_.cause, s_.same_value, s_.value) == (AlertCause.GOLDEN_SET, pytest.approx(0.875), pytest.approx(1.75 / 3))
 
 
 def test_a_point_interval_never_alerts(engine, project):
     """The trial's case: two queries both fully recalled at release 1 (recall@10 CI [1.0, 1.0], a point),
     release 2 adds a query the run does not answer. The mean falls 1.0 → 2/3, yet a point CI raises nothing."""
-    seed(engine, project.id, {"q1": "one", "q2": "two", "q3": "three"}, {"a": "a", "b": "b", "c": "c"},
-         {"R": {"q1": ["a"], "q2": ["b"]}})
+    seed(
+        engine,
+        project.id,
+        {"q1": "one", "q2": "two", "q3": "three"},
+        {"a": "a", "b": "b", "c": "c"},
+        {"R": {"q1": ["a"], "q2": ["b"]}},
+    )
     judge(engine, project.id, {("q1", "a"): {"ann": 2}, ("q2", "b"): {"ann": 2}})
     create_release(engine, "demo", actor=OPERATOR)
     judge(engine, project.id, {("q3", "c"): {"ann": 2}})
@@ -218,16 +242,20 @@ def test_compare_runs_scores_both_on_the_release(engine, project):
     seeded(engine, project)
     seed(engine, project.id, {}, {}, {"dense": {"q1": ["d3", "d12", "d7", "d20", "d5"]}})
     create_release(engine, "demo", actor=OPERATOR)
-    comparison = compare_runs(engine, "demo", 1, ("R", stored_run_frame(engine, "demo", "R")), ["dense"],
-                              metrics=["recall@10", "mrr"])
+    comparison = compare_runs(
+        engine, "demo", 1, ("R", stored_run_frame(engine, "demo", "R")), ["dense"], metrics=["recall@10", "mrr"]
+    )
     means = comparison.means
     assert means["R"]["recall@10"] == pytest.approx(0.75) and means["R"]["mrr"] == pytest.approx(0.5)
     assert means["dense"]["recall@10"] == pytest.approx(1.0) and means["dense"]["mrr"] == pytest.approx(1.0)
-    assert [(p.run_a, p.run_b, p.metric) for p in comparison.pairs] == [("R", "dense", "recall@10"),
-                                                                         ("R", "dense", "mrr")]
+    assert [(p.run_a, p.run_b, p.metric) for p in comparison.pairs] == [
+        ("R", "dense", "recall@10"),
+        ("R", "dense", "mrr"),
+    ]
     # rel_level 3: only d3 is relevant; R finds it at rank 4 (MRR 1/4), dense at rank 1.
-    strict = compare_runs(engine, "demo", 1, ("R", stored_run_frame(engine, "demo", "R")), ["dense"],
-                          metrics=["mrr"], rel_level=3)
+    strict = compare_runs(
+        engine, "demo", 1, ("R", stored_run_frame(engine, "demo", "R")), ["dense"], metrics=["mrr"], rel_level=3
+    )
     assert strict.means["R"]["mrr"] == pytest.approx(0.25) and strict.means["dense"]["mrr"] == pytest.approx(1.0)
 
 
@@ -241,7 +269,9 @@ def test_judge_the_holes(engine, project):
     assert {f for (_, f), (src, _) in pairs.items() if src == ["holes:R"]} == {"d11", "d2", "d9", "d14", "d1"}
     assert pairs[("q1", "d11")] == (["holes:R"], 3)
     assert judge_holes(engine, "demo", "R", k=9, actor=OPERATOR) == 0
-    assert judge_holes(engine, "demo", "S", k=4, actor=OPERATOR) == 0   # d14 covered, z9 same text, ghost unknown, d3 judged
+    assert (
+        judge_holes(engine, "demo", "S", k=4, actor=OPERATOR) == 0
+    )  # d14 covered, z9 same text, ghost unknown, d3 judged
     assert judge_holes(engine, "demo", "R", k=20, actor=OPERATOR) == 1  # d6 at rank 10
     create_user(engine, "bob", "annotator", actor=OPERATOR)
     assert assign(engine, "demo", overlap=1, annotators=["bob"], actor=OPERATOR).created == 6
@@ -274,4 +304,3 @@ def test_holes_are_a_leads_call(engine, project):
         judge_holes(engine, "demo", "R", k=9, actor="ann2")
     create_user(engine, "lea", "lead", actor=OPERATOR)
     assert judge_holes(engine, "demo", "R", k=9, actor="lea") == 5
-

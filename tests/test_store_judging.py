@@ -32,9 +32,14 @@ from db.store.models import Judgment, JudgmentHistory
 
 def _history(engine, pair_id):
     with engine.connect() as conn:
-        return [tuple(r) for r in conn.execute(
-            sa.select(JudgmentHistory.action, JudgmentHistory.old_grade, JudgmentHistory.new_grade)
-            .where(JudgmentHistory.pair_id == pair_id).order_by(JudgmentHistory.id))]
+        return [
+            tuple(r)
+            for r in conn.execute(
+                sa.select(JudgmentHistory.action, JudgmentHistory.old_grade, JudgmentHistory.new_grade)
+                .where(JudgmentHistory.pair_id == pair_id)
+                .order_by(JudgmentHistory.id)
+            )
+        ]
 
 
 def test_queue_order_and_other_tabs(engine, queue):
@@ -64,21 +69,33 @@ def test_upsert_revisions_and_history(engine, queue):
     record_judgment(engine, pid, "ann1", None, cant_judge_reason="fragment truncated")
     assert _history(engine, pid) == [("create", None, 1), ("update", 1, 3), ("update", 3, None)]
     with engine.connect() as conn:
-        rows = conn.execute(sa.select(Judgment.grade, Judgment.cant_judge_reason, Judgment.revision,
-                                      Judgment.seconds_spent).where(Judgment.pair_id == pid)).all()
+        rows = conn.execute(
+            sa.select(Judgment.grade, Judgment.cant_judge_reason, Judgment.revision, Judgment.seconds_spent).where(
+                Judgment.pair_id == pid
+            )
+        ).all()
     assert [tuple(r) for r in rows] == [(None, "fragment truncated", 3, 12.5)]
 
 
 def test_grades_are_checked_against_the_scale(engine, queue):
     pid = queue[("q1", "f1")]
-    for bad, message in ((4, "outside the scale 0-3"), (-1, "outside the scale"), (True, "integer"),
-                         (2.0, "integer"), (None, "needs a reason")):
+    for bad, message in (
+        (4, "outside the scale 0-3"),
+        (-1, "outside the scale"),
+        (True, "integer"),
+        (2.0, "integer"),
+        (None, "needs a reason"),
+    ):
         with pytest.raises(ValueError, match=message):
             record_judgment(engine, pid, "ann1", bad)
     assert _history(engine, pid) == []
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:  # and the database refuses it too
-        conn.execute(sa.text(f"INSERT INTO judgments (project_id, pair_id, user_id, grade, revision, created_at, "
-                             f"updated_at) VALUES (1, {pid}, 1, 101, 1, '2026-01-01', '2026-01-01')"))
+        conn.execute(
+            sa.text(
+                f"INSERT INTO judgments (project_id, pair_id, user_id, grade, revision, created_at, "
+                f"updated_at) VALUES (1, {pid}, 1, 101, 1, '2026-01-01', '2026-01-01')"
+            )
+        )
 
 
 def test_only_assigned_annotators_or_leads_judge(engine, queue):
@@ -102,7 +119,8 @@ def test_judgments_are_stamped_with_the_current_guideline(engine, queue):
     assert (old.guideline_id, new.guideline_id) == (v1.id, v2.id)
     queue_frame = rejudge_queue(engine, "demo")
     assert queue_frame[["query_id", "fragment_id", "annotator", "guideline", "current"]].values.tolist() == [
-        ["q1", "f1", "ann1", 1, 2]]
+        ["q1", "f1", "ann1", 1, 2]
+    ]
     record_judgment(engine, queue[("q1", "f1")], "ann1", 3)  # re-judged under v2: off the list
     assert rejudge_queue(engine, "demo").empty
 
@@ -154,7 +172,10 @@ def test_frames(engine, queue):
     record_judgment(engine, queue[("q2", "f3")], "ann2", None, cant_judge_reason="foreign language")
     frame = judgments_frame(engine, "demo")
     assert frame[["query_id", "fragment_id", "annotator"]].values.tolist() == [
-        ["q1", "f1", "ann1"], ["q1", "f1", "ann2"], ["q2", "f3", "ann2"]]
+        ["q1", "f1", "ann1"],
+        ["q1", "f1", "ann2"],
+        ["q2", "f3", "ann2"],
+    ]
     assert str(frame["grade"].dtype) == "Int64" and frame["grade"].isna().tolist() == [False, False, True]
     assert frame["pair_id"].tolist() == [pid, pid, queue[("q2", "f3")]]
     assert frame["category"].tolist() == ["odd", "odd", "even"] and frame["note"].tolist()[0] == "weak"
@@ -167,13 +188,27 @@ def test_frames(engine, queue):
 
 def _stored(engine, pairs) -> dict:
     with engine.connect() as conn:
-        return {(p, u): g for p, u, g in conn.execute(sa.text(
-            "SELECT j.pair_id, u.username, j.grade FROM judgments j JOIN users u ON u.id = j.user_id "
-            "WHERE j.pair_id IN (:a, :b, :c)"), dict(zip("abc", pairs, strict=True)))}
+        return {
+            (p, u): g
+            for p, u, g in conn.execute(
+                sa.text(
+                    "SELECT j.pair_id, u.username, j.grade FROM judgments j JOIN users u ON u.id = j.user_id "
+                    "WHERE j.pair_id IN (:a, :b, :c)"
+                ),
+                dict(zip("abc", pairs, strict=True)),
+            )
+        }
 
 
-OPS = st.lists(st.tuples(st.sampled_from(["ann1", "ann2", "boss"]), st.integers(0, 2),
-                         st.one_of(st.integers(0, 3), st.none(), st.just("undo"))), min_size=1, max_size=12)
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["ann1", "ann2", "boss"]),
+        st.integers(0, 2),
+        st.one_of(st.integers(0, 3), st.none(), st.just("undo")),
+    ),
+    min_size=1,
+    max_size=12,
+)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -193,10 +228,13 @@ def test_any_sequence_keeps_judgments_and_history_consistent(engine, queue, ops)
             model[key] = grade
     assert _stored(engine, pairs) == model
     with engine.connect() as conn:
-        history = conn.execute(sa.text(
-            "SELECT h.pair_id, u.username, h.action, h.old_grade, h.new_grade, h.old_cant_judge_reason "
-            "FROM judgment_history h JOIN users u ON u.id = h.user_id WHERE h.pair_id IN (:a, :b, :c) ORDER BY h.id"),
-            dict(zip("abc", pairs, strict=True))).all()
+        history = conn.execute(
+            sa.text(
+                "SELECT h.pair_id, u.username, h.action, h.old_grade, h.new_grade, h.old_cant_judge_reason "
+                "FROM judgment_history h JOIN users u ON u.id = h.user_id WHERE h.pair_id IN (:a, :b, :c) ORDER BY h.id"
+            ),
+            dict(zip("abc", pairs, strict=True)),
+        ).all()
     state: dict = {}
     for pid, user, action, old, new, _reason in history:
         key = (pid, user)

@@ -16,8 +16,12 @@ from db.store.engine import get_engine
 from db.store.schema import upgrade
 
 # The grade table of guidelines/grading-0-3.md, as a reader of that page sees it.
-GUIDELINE_NAMES = {0: "Not relevant", 1: "Related / mentioned in passing",
-                   2: "Answers partially / essential context", 3: "Answers fully"}
+GUIDELINE_NAMES = {
+    0: "Not relevant",
+    1: "Related / mentioned in passing",
+    2: "Answers partially / essential context",
+    3: "Answers fully",
+}
 
 
 def test_defaults_are_the_guideline_names_on_0_3_and_grade_g_elsewhere(engine, project):
@@ -34,10 +38,12 @@ def test_set_grade_labels_round_trips_and_is_checked(engine, project):
     assert set_grade_labels(engine, "demo", new, actor=OPERATOR).labels == new
     assert get_project(engine, "demo").labels == new
     assert [p.labels for p in list_projects(engine)] == [new]
-    bad = [({1: "a", 2: "b", 3: "c"}, "no label for grade(s) 0"),
-           ({**new, 4: "Beyond"}, "grade 4 is not on the scale 0-3"),
-           ({**new, 2: "   "}, "the label of grade 2 is empty"),
-           ({**new, 3: "x" * 61}, "is 61 characters; at most 60")]
+    bad = [
+        ({1: "a", 2: "b", 3: "c"}, "no label for grade(s) 0"),
+        ({**new, 4: "Beyond"}, "grade 4 is not on the scale 0-3"),
+        ({**new, 2: "   "}, "the label of grade 2 is empty"),
+        ({**new, 3: "x" * 61}, "is 61 characters; at most 60"),
+    ]
     for labels, message in bad:
         with pytest.raises(ValueError, match=re.escape(message)):
             set_grade_labels(engine, "demo", labels, actor=OPERATOR)
@@ -60,12 +66,18 @@ def test_only_active_leads_set_labels(engine, project):
 
 
 def test_cli_project_create_labels(engine, store_url, capsys):
-    assert main(["project", "create", "p", "--labels", "1=Partly,2=Mostly,3=Fully", "--db", store_url, "--format", "json"]) == 0
+    assert (
+        main(["project", "create", "p", "--labels", "1=Partly,2=Mostly,3=Fully", "--db", store_url, "--format", "json"])
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["labels"] == {"0": "Not relevant", "1": "Partly", "2": "Mostly", "3": "Fully"}
     assert get_project(engine, "p").labels == {0: "Not relevant", 1: "Partly", 2: "Mostly", 3: "Fully"}
-    for labels, message in (("1=A,1=B", "grade 1 is labelled twice"), ("7=Seven", "grade 7 is not on the scale"),
-                            ("Partly", "is not GRADE=NAME")):
+    for labels, message in (
+        ("1=A,1=B", "grade 1 is labelled twice"),
+        ("7=Seven", "grade 7 is not on the scale"),
+        ("Partly", "is not GRADE=NAME"),
+    ):
         assert main(["project", "create", "q", "--labels", labels, "--db", store_url]) == 2
         assert message in capsys.readouterr().err
     assert [p.name for p in list_projects(engine)] == ["p"]
@@ -79,7 +91,8 @@ def test_upgrade_gives_existing_projects_the_default_labels(empty_store_url):
             conn.exec_driver_sql(
                 f"INSERT INTO projects (id, name, scale_min, scale_max, overlap, overlap_fraction, "
                 f"agreement_threshold, created_at) VALUES ({pid}, '{name}', 0, {high}, 2, 1.0, 0.6, "
-                f"'2026-01-02 03:04:05')")
+                f"'2026-01-02 03:04:05')"
+            )
     assert upgrade(engine, "0004") == "0004"
     upgrade(engine)  # the ORM reads the head schema's project columns
     assert get_project(engine, "four").labels == GUIDELINE_NAMES

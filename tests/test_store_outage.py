@@ -32,8 +32,12 @@ def outage(store_url, queue):
 
     def kill() -> int:
         with admin.begin() as conn:
-            return len(conn.execute(sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                                            "WHERE application_name = :n"), {"n": name}).all())
+            return len(
+                conn.execute(
+                    sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = :n"),
+                    {"n": name},
+                ).all()
+            )
 
     yield engine, kill
     engine.dispose()
@@ -46,8 +50,9 @@ def stored(engine) -> tuple[int, int, list[int]]:
     with engine.connect() as conn:
         uid = conn.execute(sa.select(User.id).where(User.username == "ann1")).scalar_one()
         judgments = conn.execute(sa.select(Judgment.revision).where(Judgment.user_id == uid)).scalars().all()
-        history = conn.execute(sa.select(sa.func.count()).select_from(JudgmentHistory)
-                               .where(JudgmentHistory.user_id == uid)).scalar_one()
+        history = conn.execute(
+            sa.select(sa.func.count()).select_from(JudgmentHistory).where(JudgmentHistory.user_id == uid)
+        ).scalar_one()
     return len(judgments), history, sorted(set(judgments))
 
 

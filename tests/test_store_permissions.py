@@ -34,8 +34,12 @@ def setup(engine, queue, tmp_path):
     """The queue project with one judged pair, a stored run ranking an unpooled fragment, files for every
     import kind, a third annotator, a deactivated lead and an active lead."""
     record_judgment(engine, queue[("q1", "f1")], "ann1", 2)
-    files = {"queries": tmp_path / "q.jsonl", "fragments": tmp_path / "f.jsonl", "run": tmp_path / "r.trec",
-             "judgments": tmp_path / "j.jsonl"}
+    files = {
+        "queries": tmp_path / "q.jsonl",
+        "fragments": tmp_path / "f.jsonl",
+        "run": tmp_path / "r.trec",
+        "judgments": tmp_path / "j.jsonl",
+    }
     files["queries"].write_text('{"id": "q9", "text": "new query"}\n')
     files["fragments"].write_text('{"id": "f9", "text": "new fragment"}\n')
     files["run"].write_text("q1 Q0 f2 1 2.0 r\nq1 Q0 f9 2 1.0 r\n")
@@ -72,8 +76,11 @@ OPERATIONS = {
 def test_annotators_deactivated_leads_and_strangers_change_nothing(engine, setup, name):
     queue, files = setup
     before = _snapshot(engine)
-    for actor, why in (("ann1", "only a lead may do this; 'ann1' is annotator"), ("gone", "'gone' is deactivated"),
-                       ("nobody", "no user named 'nobody'")):
+    for actor, why in (
+        ("ann1", "only a lead may do this; 'ann1' is annotator"),
+        ("gone", "'gone' is deactivated"),
+        ("nobody", "no user named 'nobody'"),
+    ):
         with pytest.raises(Refused, match=why):
             OPERATIONS[name](engine, queue, files, actor)
         assert _snapshot(engine) == before, f"{name} by {actor} wrote something"
@@ -103,4 +110,6 @@ def test_missing_and_taken_names_are_domain_errors_the_old_excepts_still_catch(e
     with pytest.raises(NotFound, match="no user named 'nobody'"):
         assign(engine, "demo", overlap=1, annotators=["nobody"], actor=OPERATOR)
     assert isinstance(missing.value, LookupError) and isinstance(taken.value, ValueError)
-    assert issubclass(Refused, PermissionError) and all(issubclass(e, USER_ERRORS) for e in (Refused, NotFound, Conflict))
+    assert issubclass(Refused, PermissionError) and all(
+        issubclass(e, USER_ERRORS) for e in (Refused, NotFound, Conflict)
+    )

@@ -12,8 +12,10 @@ from db.pooling import pool, tokenize
 from tests.helpers import pairs_of, seed
 
 TEXTS = {f"d{i}": f"fragment number {i} about topic {i % 3}" for i in range(1, 9)}
-RUNS = {"A": {"q1": ["d1", "d2", "d3", "d4"], "q2": ["d5", "d6"]},
-        "B": {"q1": ["d3", "d5", "d1"], "q2": ["d6", "d7", "d8"]}}
+RUNS = {
+    "A": {"q1": ["d1", "d2", "d3", "d4"], "q2": ["d5", "d6"]},
+    "B": {"q1": ["d3", "d5", "d1"], "q2": ["d6", "d7", "d8"]},
+}
 
 
 def test_depth_k_union_with_provenance(engine, project):
@@ -22,12 +24,20 @@ def test_depth_k_union_with_provenance(engine, project):
     seed(engine, project.id, {"q1": "topic one", "q2": "topic two"}, TEXTS, RUNS)
     report = pool(engine, "demo", depth=2, bm25=0, actor=OPERATOR)
     assert pairs_of(engine, project.id) == {
-        ("q1", "d1"): (["A"], 1), ("q1", "d2"): (["A"], 2), ("q1", "d3"): (["B"], 1), ("q1", "d5"): (["B"], 2),
-        ("q2", "d5"): (["A"], 1), ("q2", "d6"): (["A", "B"], 1), ("q2", "d7"): (["B"], 2)}
+        ("q1", "d1"): (["A"], 1),
+        ("q1", "d2"): (["A"], 2),
+        ("q1", "d3"): (["B"], 1),
+        ("q1", "d5"): (["B"], 2),
+        ("q2", "d5"): (["A"], 1),
+        ("q2", "d6"): (["A", "B"], 1),
+        ("q2", "d7"): (["B"], 2),
+    }
     assert (report.created, report.existing, report.duplicates) == (7, 0, 0)
     # Each new pair is credited once, to the source ranking it best: q2/d6 is B's rank 1 and A's rank 2, so B.
-    assert report.per_source == {"A": {"candidates": 4, "created": 3, "found_new": 4},
-                                 "B": {"candidates": 4, "created": 4, "found_new": 4}}
+    assert report.per_source == {
+        "A": {"candidates": 4, "created": 3, "found_new": 4},
+        "B": {"candidates": 4, "created": 4, "found_new": 4},
+    }
     assert sum(s["created"] for s in report.per_source.values()) == report.created
 
 
@@ -66,15 +76,24 @@ def test_identical_texts_become_one_pair_and_are_reported(engine, project):
 
 
 def test_unknown_documents_are_counted_and_named_not_pooled(engine, project):
-    seed(engine, project.id, {"q1": "topic", "q2": "other"}, {"d1": "a text"},
-         {"A": {"q1": ["d1", "ghost"], "q2": ["spook", "ghost"]}})
+    seed(
+        engine,
+        project.id,
+        {"q1": "topic", "q2": "other"},
+        {"d1": "a text"},
+        {"A": {"q1": ["d1", "ghost"], "q2": ["spook", "ghost"]}},
+    )
     report = pool(engine, "demo", depth=2, bm25=0, actor=OPERATOR)
     assert report.created == 1 and report.unknown_docs == {"A": {"count": 2, "examples": ["ghost", "spook"]}}
 
 
 def test_bm25_for_queries_without_runs(engine, project):
-    texts = {"f1": "python asyncio event loop tutorial", "f2": "python packaging guide",
-             "f3": "redis cache eviction", "f4": "gardening for beginners"}
+    texts = {
+        "f1": "python asyncio event loop tutorial",
+        "f2": "python packaging guide",
+        "f3": "redis cache eviction",
+        "f4": "gardening for beginners",
+    }
     seed(engine, project.id, {"q1": "python asyncio", "q2": "redis cache"}, texts, {"A": {"q2": ["f3"]}})
     report = pool(engine, "demo", depth=3, actor=OPERATOR)
     pairs = pairs_of(engine, project.id)
@@ -110,7 +129,9 @@ def test_depth_must_be_positive(engine, project):
 
 def test_cli_pool(engine, project, store_url, capsys):
     seed(engine, project.id, {"q1": "topic one", "q2": "topic two"}, TEXTS, RUNS)
-    assert main(["pool", "--project", "demo", "--depth", "2", "--bm25", "0", "--db", store_url, "--format", "json"]) == 0
+    assert (
+        main(["pool", "--project", "demo", "--depth", "2", "--bm25", "0", "--db", store_url, "--format", "json"]) == 0
+    )
     assert json.loads(capsys.readouterr().out)["created"] == 7
     assert main(["pool", "--project", "demo", "--depth", "2", "--run", "Z", "--db", store_url]) == 2
     assert "no stored run named 'Z'" in capsys.readouterr().err

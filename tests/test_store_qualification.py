@@ -56,8 +56,9 @@ def _grade_round(engine, user: str, given: dict[tuple[str, str], int]) -> list:
     shown = []
     while (pair := next_round_pair(engine, "demo", user)) is not None:
         assert pair.settled is None and pair.reason is None  # nothing of the settled grade before grading
-        graded, state = grade_round_pair(engine, "demo", user, pair.pair_id,
-                                         given[(pair.query_external_id, pair.fragment_external_id)])
+        graded, state = grade_round_pair(
+            engine, "demo", user, pair.pair_id, given[(pair.query_external_id, pair.fragment_external_id)]
+        )
         shown.append((graded, state))
     return shown
 
@@ -103,12 +104,15 @@ def test_new_annotator_passes_and_the_queue_opens(engine, round_project):
     shown = _grade_round(engine, "cat", given)
     for graded, _ in shown:
         key = (graded.query_external_id, graded.fragment_external_id)
-        assert graded.settled == CONTROLS[key] and graded.reason == f"lead says {CONTROLS[key]}: <b>{key[0]}/{key[1]}</b>"
+        assert (
+            graded.settled == CONTROLS[key] and graded.reason == f"lead says {CONTROLS[key]}: <b>{key[0]}/{key[1]}</b>"
+        )
     *_, (_, final) = shown
     assert [s.status for _, s in shown[:-1]] == [RoundStatus.IN_ROUND] * 3
     order = list(CONTROLS)
-    expected = cohen_kappa_score([CONTROLS[k] for k in order], [given[k] for k in order], labels=[0, 1, 2, 3],
-                                 weights="linear")
+    expected = cohen_kappa_score(
+        [CONTROLS[k] for k in order], [given[k] for k in order], labels=[0, 1, 2, 3], weights="linear"
+    )
     assert expected > 0.6
     assert final.status == RoundStatus.PASSED and final.open and final.kappa == pytest.approx(expected)
     assert final.finished_at is not None and final.opened_by is None
@@ -119,7 +123,8 @@ def test_new_annotator_passes_and_the_queue_opens(engine, round_project):
     # and not in the control report; the pairs are never given to cat again
     frame = judgments_frame(engine, "demo")
     assert frame[frame["annotator"] == "cat"][["query_id", "fragment_id"]].values.tolist() == [
-        [first.query_external_id, first.fragment_external_id]]
+        [first.query_external_id, first.fragment_external_id]
+    ]
     assert "cat" not in {s.annotator for s in project_control_report(engine, "demo", replicates=0).per_annotator}
     assert assign(engine, "demo", overlap=3, annotators=["ann1", "ann2", "cat"], actor=OPERATOR).created == 0
     assert progress(engine, "demo", "cat").assigned == 8
@@ -132,8 +137,9 @@ def test_failed_round_waits_for_a_lead_who_opens_the_queue(engine, round_project
     given = {("q1", "f1"): 0, ("q1", "f2"): 3, ("q2", "f1"): 1, ("q2", "f2"): 2}
     *_, (_, final) = _grade_round(engine, "cat", given)
     order = list(CONTROLS)
-    expected = cohen_kappa_score([CONTROLS[k] for k in order], [given[k] for k in order], labels=[0, 1, 2, 3],
-                                 weights="linear")
+    expected = cohen_kappa_score(
+        [CONTROLS[k] for k in order], [given[k] for k in order], labels=[0, 1, 2, 3], weights="linear"
+    )
     assert expected < 0.6
     assert final.status == RoundStatus.FAILED and not final.open and final.kappa == pytest.approx(expected)
     assert "stays closed until a lead opens it or grants a retake" in final.sentence()
@@ -181,10 +187,13 @@ def test_who_takes_a_round(engine, queue):
 def test_cli_qualify_open_rounds(engine, round_project, store_url, capsys):
     from annotator.cli import main
 
-    assert main(["control", "qualify", "--project", "demo", "--pairs", "3", "--threshold", "0.7",
-                 "--db", store_url]) == 0
-    assert capsys.readouterr().out == ("New annotators first grade 3 control pairs, seeing each settled grade and "
-                                       "reason; their queue opens at κ ≥ 0.7, or when a lead opens it.\n")
+    assert (
+        main(["control", "qualify", "--project", "demo", "--pairs", "3", "--threshold", "0.7", "--db", store_url]) == 0
+    )
+    assert capsys.readouterr().out == (
+        "New annotators first grade 3 control pairs, seeing each settled grade and "
+        "reason; their queue opens at κ ≥ 0.7, or when a lead opens it.\n"
+    )
     assert round_for(engine, "demo", "cat").pairs == 3
     assert main(["control", "open", "--project", "demo", "--user", "cat", "--lead", "boss", "--db", store_url]) == 0
     assert capsys.readouterr().out.startswith("cat: Regular queue opened by lead boss on ")
@@ -229,7 +238,12 @@ def test_a_failed_annotator_retakes_on_fresh_pairs_and_the_first_round_is_kept(e
         grant_retake(engine, "demo", "nobody", actor="boss")
     retake = grant_retake(engine, "demo", "cat", actor="boss")
     assert (retake.status, retake.attempt, retake.pairs, retake.graded, retake.granted_by) == (
-        RoundStatus.IN_ROUND, 2, 4, 0, "boss")
+        RoundStatus.IN_ROUND,
+        2,
+        4,
+        0,
+        "boss",
+    )
     assert retake.sentence() == "Retake granted by lead boss: 0 of 4 control pairs graded."
     second = _pairs_of(engine, "cat")
     assert len(first) == len(second) == 4 and not first & second and first | second == set(SETTLED)
@@ -245,11 +259,14 @@ def test_a_failed_annotator_retakes_on_fresh_pairs_and_the_first_round_is_kept(e
     with pytest.raises(Conflict, match="the regular queue of 'cat' in project 'demo' is open: close it first"):
         grant_retake(engine, "demo", "cat", actor="boss")
     order = sorted(first)
-    expected = cohen_kappa_score([SETTLED[k] for k in order], [3 - SETTLED[k] for k in order], labels=[0, 1, 2, 3],
-                                 weights="linear")
+    expected = cohen_kappa_score(
+        [SETTLED[k] for k in order], [3 - SETTLED[k] for k in order], labels=[0, 1, 2, 3], weights="linear"
+    )
     history = list_rounds(engine, "demo", history=True)
     assert [(r.attempt, r.status, r.graded, r.granted_by) for r in history] == [
-        (1, RoundStatus.FAILED, 4, None), (2, RoundStatus.PASSED, 4, "boss")]
+        (1, RoundStatus.FAILED, 4, None),
+        (2, RoundStatus.PASSED, 4, "boss"),
+    ]
     assert history[0].kappa == pytest.approx(expected)
     assert [(r.attempt, r.status) for r in list_rounds(engine, "demo")] == [(2, RoundStatus.PASSED)]
     # neither round's pairs come back to cat: not by assign, not in the queue
@@ -265,8 +282,11 @@ def test_a_retake_needs_a_round_a_finished_one_and_enough_fresh_pairs(engine, ro
     round_for(engine, "demo", "cat")
     _grade_round(engine, "cat", {k: 3 - g for k, g in CONTROLS.items()})
     # all four control pairs were in cat's first round: none left to retake on
-    with pytest.raises(Conflict, match=r"has 0 control pair\(s\) that 'cat' has neither met in a round nor judged, "
-                                       r"fewer than the 4 a retake needs"):
+    with pytest.raises(
+        Conflict,
+        match=r"has 0 control pair\(s\) that 'cat' has neither met in a round nor judged, "
+        r"fewer than the 4 a retake needs",
+    ):
         grant_retake(engine, "demo", "cat", actor="boss")
     set_qualification(engine, "demo", None, actor="boss")
     with pytest.raises(Conflict, match="no qualification round to retake"):
@@ -288,7 +308,12 @@ def test_a_lead_closes_an_open_queue_which_holds_until_reopened(engine, round_pr
         close_queue(engine, "demo", "ann1", reason, actor="ann2")
     closed = close_queue(engine, "demo", "ann1", f"  {reason}\n", actor="boss")
     assert (closed.status, closed.attempt, closed.pairs, closed.closed_by, closed.closed_reason) == (
-        RoundStatus.CLOSED, 1, 0, "boss", reason)
+        RoundStatus.CLOSED,
+        1,
+        0,
+        "boss",
+        reason,
+    )
     assert closed.closed_at is not None and not closed.open
     assert closed.sentence().startswith("Regular queue closed by lead boss on ")
     assert closed.sentence().endswith(f"; it stays closed until a lead reopens it or grants a retake. Reason: {reason}")
@@ -309,7 +334,9 @@ def test_a_lead_closes_an_open_queue_which_holds_until_reopened(engine, round_pr
     assert record_judgment(engine, pair, "ann1", 2).changed
     history = list_rounds(engine, "demo", history=True)
     assert [(r.username, r.attempt, r.status, r.closed_by, r.closed_reason, r.opened_by) for r in history] == [
-        ("ann1", 1, RoundStatus.CLOSED, "boss", reason, None), ("ann1", 2, RoundStatus.OPENED, None, None, "boss")]
+        ("ann1", 1, RoundStatus.CLOSED, "boss", reason, None),
+        ("ann1", 2, RoundStatus.OPENED, None, None, "boss"),
+    ]
     assert history[0].closed_at == closed.closed_at
 
 
@@ -344,7 +371,9 @@ def test_closed_after_passing_the_annotator_requalifies_with_a_retake(engine, re
     _grade_round(engine, "cat", SETTLED)
     assert record_judgment(engine, pair.pair_id, "cat", 1).changed
     assert [(r.attempt, r.status) for r in list_rounds(engine, "demo", history=True)] == [
-        (1, RoundStatus.CLOSED), (2, RoundStatus.PASSED)]
+        (1, RoundStatus.CLOSED),
+        (2, RoundStatus.PASSED),
+    ]
 
 
 def test_rejudging_never_sends_a_pair_to_someone_who_met_it_in_a_round(engine, round_project):
@@ -359,8 +388,11 @@ def test_rejudging_never_sends_a_pair_to_someone_who_met_it_in_a_round(engine, r
     round_for(engine, "demo", "cat")
     _grade_round(engine, "cat", CONTROLS)
     seen = round_project[("q1", "f1")]
-    with pytest.raises(Conflict, match=r"^nothing was sent: pair q\d f\d would go to 'cat' \(and 3 more such "
-                                       r"pair\(s\)\), who saw its settled grade in their qualification round"):
+    with pytest.raises(
+        Conflict,
+        match=r"^nothing was sent: pair q\d f\d would go to 'cat' \(and 3 more such "
+        r"pair\(s\)\), who saw its settled grade in their qualification round",
+    ):
         send_for_rejudging(engine, "demo", None, to=["cat"], actor="boss")
     with pytest.raises(Conflict, match=r"pair q1 f1 would go to 'cat', who saw"):
         send_for_rejudging(engine, "demo", [seen], to=["cat"], actor="boss")
@@ -379,8 +411,7 @@ def test_cli_close_retake_and_history(engine, retake_project, store_url, capsys)
     assert main(["control", "retake", "--user", "cat", "--lead", "ann1", *base]) == 2
     assert "only a lead may do this" in capsys.readouterr().err
     _grade_round(engine, "cat", SETTLED)
-    assert main(["control", "close", "--user", "cat", "--lead", "boss", "--reason", "drifted on <b>v2</b>",
-                 *base]) == 0
+    assert main(["control", "close", "--user", "cat", "--lead", "boss", "--reason", "drifted on <b>v2</b>", *base]) == 0
     out = capsys.readouterr().out
     assert out.startswith("cat: Regular queue closed by lead boss on ")
     assert out.endswith("; it stays closed until a lead reopens it or grants a retake. Reason: drifted on <b>v2</b>\n")
@@ -391,9 +422,9 @@ def test_cli_close_retake_and_history(engine, retake_project, store_url, capsys)
     assert [line.split("\t")[:4] for line in lines[1:]] == [["cat", "2", "closed", "4/4"]]
     assert main(["control", "rounds", "--history", "--format", "json", *base]) == 0
     rounds = json.loads(capsys.readouterr().out)["rounds"]
-    assert [(r["username"], r["attempt"], r["status"], r["granted_by"], r["closed_by"], r["closed_reason"])
-            for r in rounds] == [("cat", 1, "failed", None, None, None),
-                                 ("cat", 2, "closed", "boss", "boss", "drifted on <b>v2</b>")]
+    assert [
+        (r["username"], r["attempt"], r["status"], r["granted_by"], r["closed_by"], r["closed_reason"]) for r in rounds
+    ] == [("cat", 1, "failed", None, None, None), ("cat", 2, "closed", "boss", "boss", "drifted on <b>v2</b>")]
     assert main(["control", "open", "--user", "cat", "--lead", "boss", *base]) == 0
     assert capsys.readouterr().out.startswith("cat: Regular queue opened by lead boss on ")
     assert [r.attempt for r in list_rounds(engine, "demo", history=True)] == [1, 2, 3]

@@ -32,9 +32,13 @@ SCALE = [0, 1, 2, 3]
 
 QUERIES = {"q1": "what is recall", "q2": "what is ndcg"}
 FRAGS = {f"f{i}": f"fragment text {i}" for i in range(1, 8)}
-GRADES = {("q1", "f1"): {"ann": 3, "bob": 2}, ("q1", "f2"): {"ann": 0, "bob": 1},
-          ("q1", "f3"): {"ann": 1, "bob": None}, ("q2", "f4"): {"ann": None, "bob": None},
-          ("q2", "f5"): {"ann": 2, "bob": 3, "cat": 3}}
+GRADES = {
+    ("q1", "f1"): {"ann": 3, "bob": 2},
+    ("q1", "f2"): {"ann": 0, "bob": 1},
+    ("q1", "f3"): {"ann": 1, "bob": None},
+    ("q2", "f4"): {"ann": None, "bob": None},
+    ("q2", "f5"): {"ann": 2, "bob": 3, "cat": 3},
+}
 ADJ = {("q1", "f2"): (1, "partial answer", "lea")}
 # By DESIGN.md's rule (adjudication wins, else the lower median of the real grades; a pair with none is left out):
 EXPECTED_TREC = "q1 0 f1 2\nq1 0 f2 1\nq1 0 f3 1\nq2 0 f5 3\n"
@@ -46,7 +50,8 @@ EXPECTED_JSONL = (
     '{"query_id": "q1", "fragment_id": "f3", "grade": 1, "grades": {"ann": 1, "bob": null}, "rule": "median", '
     '"provenance": "human consensus"}\n'
     '{"query_id": "q2", "fragment_id": "f5", "grade": 3, "grades": {"ann": 2, "bob": 3, "cat": 3}, '
-    '"rule": "median", "provenance": "human consensus"}\n')
+    '"rule": "median", "provenance": "human consensus"}\n'
+)
 
 
 def judged_project(engine, project, runs=None) -> None:
@@ -64,8 +69,11 @@ def test_release_files_follow_the_rule_and_formats(engine, project):
     assert files["judgments.jsonl"].decode() == EXPECTED_JSONL.replace("}\n", ', "scale": "0-3"}\n')  # named
     assert files["qrels.tsv"].decode() == "query-id\tcorpus-id\tscore\nq1\tf1\t2\nq1\tf2\t1\nq1\tf3\t1\nq2\tf5\t3\n"
     assert files["qrels.csv"].decode().splitlines()[:4] == [
-        "query_id,fragment_id,grade,n_grades,adjudicated,grades,scale", 'q1,f1,2,2,0,"{""ann"": 3, ""bob"": 2}",0-3',
-        'q1,f2,1,2,1,"{""ann"": 0, ""bob"": 1}",0-3', 'q1,f3,1,1,0,"{""ann"": 1, ""bob"": null}",0-3']
+        "query_id,fragment_id,grade,n_grades,adjudicated,grades,scale",
+        'q1,f1,2,2,0,"{""ann"": 3, ""bob"": 2}",0-3',
+        'q1,f2,1,2,1,"{""ann"": 0, ""bob"": 1}",0-3',
+        'q1,f3,1,1,0,"{""ann"": 1, ""bob"": null}",0-3',
+    ]
     assert info.content_hash == hashlib.sha256((EXPECTED_TREC + EXPECTED_JSONL).encode()).hexdigest()
     assert json.loads(files["card.json"])["content_hash"] == info.content_hash
 
@@ -74,15 +82,24 @@ def test_card_counts_distribution_and_agreement(engine, project):
     judged_project(engine, project)
     card = create_release(engine, "demo", actor=OPERATOR).card
     # can't-judges: bob on q1/f3 and both on q2/f4, which has no real grade, so no label (left out).
-    assert card["counts"] == {"queries": 2, "pairs": 4, "judgments": 9, "annotators": 3, "adjudicated": 1,
-                              "cant_judge": 3, "pairs_left_out": 1}
+    assert card["counts"] == {
+        "queries": 2,
+        "pairs": 4,
+        "judgments": 9,
+        "annotators": 3,
+        "adjudicated": 1,
+        "cant_judge": 3,
+        "pairs_left_out": 1,
+    }
     assert card["grade_distribution"] == {"0": 0, "1": 2, "2": 1, "3": 1}
     assert card["judgment_grade_distribution"] == {"0": 1, "1": 2, "2": 2, "3": 3}
     assert card["rule"] == "median" and card["min_grades"] == 1 and card["version"] == 1
     # Reference: the krippendorff package, annotators × units with NaN for missing, ordinal on 0–3.
     units = [("q1", "f1"), ("q1", "f2"), ("q1", "f3"), ("q2", "f5")]
-    data = np.array([[np.nan if GRADES[u].get(a) is None else GRADES[u][a] for u in units]
-                     for a in ("ann", "bob", "cat")], dtype=float)
+    data = np.array(
+        [[np.nan if GRADES[u].get(a) is None else GRADES[u][a] for u in units] for a in ("ann", "bob", "cat")],
+        dtype=float,
+    )
     expected = krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal", value_domain=SCALE)
     alpha = card["agreement"]["alpha_ordinal"]
     assert alpha["value"] == pytest.approx(expected, abs=1e-9)
@@ -134,7 +151,9 @@ def test_new_release_diffs_labels_and_run_metrics_and_old_one_is_untouched(engin
     judge(engine, project.id, FRAGS_ADDED)
     v2 = create_release(engine, "demo", actor=OPERATOR)
     assert (v1.version, v2.version) == (1, 2) and v1.content_hash != v2.content_hash
-    assert release_files(engine, "demo", 1) == v1_files and get_release(engine, "demo", 1).content_hash == v1.content_hash
+    assert (
+        release_files(engine, "demo", 1) == v1_files and get_release(engine, "demo", 1).content_hash == v1.content_hash
+    )
     diff = v2.card["diff"]
     assert diff["previous"] == 1
     assert diff["counts"] == {"added": 1, "removed": 1, "changed": 1, "unchanged": 2}
@@ -190,16 +209,55 @@ def test_round_trip_export_import_export_is_identical(engine, project, fresh_url
 
 def test_cli_release_and_export(engine, project, store_url, tmp_path, capsys):
     judged_project(engine, project)
-    assert main(["release", "--project", "demo", "--rule", "median", "--min-grades", "1", "--db", store_url, "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "release",
+                "--project",
+                "demo",
+                "--rule",
+                "median",
+                "--min-grades",
+                "1",
+                "--db",
+                store_url,
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["counts"]["pairs"] == 4
-    for fmt, name in (("trec", "qrels.trec"), ("beir", "qrels.tsv"), ("jsonl", "judgments.jsonl"),
-                      ("csv", "qrels.csv")):
+    for fmt, name in (
+        ("trec", "qrels.trec"),
+        ("beir", "qrels.tsv"),
+        ("jsonl", "judgments.jsonl"),
+        ("csv", "qrels.csv"),
+    ):
         out = tmp_path / name
-        assert main(["export", "--project", "demo", "--release", "latest", "--format", fmt, "-o", str(out),
-                     "--db", store_url]) == 0
+        assert (
+            main(
+                [
+                    "export",
+                    "--project",
+                    "demo",
+                    "--release",
+                    "latest",
+                    "--format",
+                    fmt,
+                    "-o",
+                    str(out),
+                    "--db",
+                    store_url,
+                ]
+            )
+            == 0
+        )
         assert out.read_bytes() == release_files(engine, "demo", 1)[name]
-    assert main(["export", "--project", "demo", "--release", "7", "--format", "trec", "-o", str(out),
-                 "--db", store_url]) == 2
+    assert (
+        main(["export", "--project", "demo", "--release", "7", "--format", "trec", "-o", str(out), "--db", store_url])
+        == 2
+    )
     assert "has no release 7" in capsys.readouterr().err
 
 
@@ -207,23 +265,41 @@ _ids = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size
 
 
 @settings(max_examples=100, deadline=None)
-@given(rows=st.lists(st.tuples(_ids, _ids, st.dictionaries(_ids, st.one_of(st.none(), st.integers(0, 3)),
-                                                             min_size=1, max_size=4), st.booleans()),
-                     min_size=1, max_size=5, unique_by=lambda r: (r[0], r[1])))
+@given(
+    rows=st.lists(
+        st.tuples(
+            _ids,
+            _ids,
+            st.dictionaries(_ids, st.one_of(st.none(), st.integers(0, 3)), min_size=1, max_size=4),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=5,
+        unique_by=lambda r: (r[0], r[1]),
+    )
+)
 def test_rendered_jsonl_is_exactly_json_dumps(rows):
     # Reference: the standard library's json.dumps(ensure_ascii=False), line by line.
-    labels = pd.DataFrame({"query_id": [r[0] for r in rows], "fragment_id": [r[1] for r in rows],
-                           "grade": [1] * len(rows), "grades": [r[2] for r in rows], "rule": "median",
-                           "adjudicated": [r[3] for r in rows]})
-    adj = pd.DataFrame([(q, f, 2, "why \"so\"\n", "lea") for q, f, _, a in rows if a],
-                       columns=["query_id", "fragment_id", "grade", "reason", "by"])
+    labels = pd.DataFrame(
+        {
+            "query_id": [r[0] for r in rows],
+            "fragment_id": [r[1] for r in rows],
+            "grade": [1] * len(rows),
+            "grades": [r[2] for r in rows],
+            "rule": "median",
+            "adjudicated": [r[3] for r in rows],
+        }
+    )
+    adj = pd.DataFrame(
+        [(q, f, 2, 'why "so"\n', "lea") for q, f, _, a in rows if a],
+        columns=["query_id", "fragment_id", "grade", "reason", "by"],
+    )
     _, jsonl = render_files(labels, adj)
     expected = []
     for q, f, grades, adjudicated in rows:
-        record = {"query_id": q, "fragment_id": f, "grade": 1, "grades": dict(sorted(grades.items())),
-                  "rule": "median"}
+        record = {"query_id": q, "fragment_id": f, "grade": 1, "grades": dict(sorted(grades.items())), "rule": "median"}
         if adjudicated:
-            record["adjudication"] = {"grade": 2, "reason": "why \"so\"\n", "by": "lea"}
+            record["adjudication"] = {"grade": 2, "reason": 'why "so"\n', "by": "lea"}
         expected.append(json.dumps(record, ensure_ascii=False) + "\n")
     assert jsonl == "".join(expected)
 
@@ -254,7 +330,8 @@ def test_a_lead_decision_alone_makes_a_label(engine, project):
     assert release_files(engine, "demo")["judgments.jsonl"].decode() == (
         '{"query_id": "q2", "fragment_id": "f7", "grade": 2, "grades": {}, "rule": "median", '
         '"adjudication": {"grade": 2, "reason": "obvious", "by": "lea"}, "provenance": "adjudication", '
-        '"scale": "0-3"}\n')
+        '"scale": "0-3"}\n'
+    )
     assert card["counts"]["judgments"] == 0 and card["agreement"]["alpha_ordinal"]["value"] is None
 
 

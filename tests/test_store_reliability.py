@@ -27,7 +27,7 @@ def _writer(url: str, username: str, pair_ids: list[int], seed: int, out) -> Non
     try:
         get_engine.cache_clear()
         engine = get_engine(url)
-        order = pair_ids[seed % len(pair_ids):] + pair_ids[:seed % len(pair_ids)]
+        order = pair_ids[seed % len(pair_ids) :] + pair_ids[: seed % len(pair_ids)]
         for rnd in range(ROUNDS):
             for i, pid in enumerate(order):
                 info = record_judgment(engine, pid, username, (seed + rnd + i) % 4, note=f"p{seed}")
@@ -44,9 +44,14 @@ def _assign_users(engine, queue) -> list[str]:
     now = utcnow()
     with engine.begin() as conn:
         project_id = conn.execute(sa.text("SELECT id FROM projects WHERE name = 'demo'")).scalar_one()
-        conn.execute(sa.insert(Assignment.__table__), [
-            {"project_id": project_id, "pair_id": pid, "user_id": ids[n], "position": pos, "created_at": now}
-            for n in names for pos, pid in enumerate(sorted(queue.values()), start=1)])
+        conn.execute(
+            sa.insert(Assignment.__table__),
+            [
+                {"project_id": project_id, "pair_id": pid, "user_id": ids[n], "position": pos, "created_at": now}
+                for n in names
+                for pos, pid in enumerate(sorted(queue.values()), start=1)
+            ],
+        )
     return names
 
 
@@ -73,14 +78,28 @@ def test_sixteen_concurrent_writers(engine, queue, store_url):
     assert len(messages) == expected and all(p.exitcode == 0 for p in procs)
 
     with engine.connect() as conn:
-        current = {(r.pair_id, r.username): r for r in conn.execute(
-            sa.select(Judgment.pair_id, User.username, Judgment.grade, Judgment.note, Judgment.revision)
-            .join(User, User.id == Judgment.user_id))}
+        current = {
+            (r.pair_id, r.username): r
+            for r in conn.execute(
+                sa.select(Judgment.pair_id, User.username, Judgment.grade, Judgment.note, Judgment.revision).join(
+                    User, User.id == Judgment.user_id
+                )
+            )
+        }
         history: dict = {}
-        for r in conn.execute(sa.select(JudgmentHistory.pair_id, User.username, JudgmentHistory.action,
-                                        JudgmentHistory.old_grade, JudgmentHistory.new_grade, JudgmentHistory.old_note,
-                                        JudgmentHistory.new_note)
-                              .join(User, User.id == JudgmentHistory.user_id).order_by(JudgmentHistory.id)):
+        for r in conn.execute(
+            sa.select(
+                JudgmentHistory.pair_id,
+                User.username,
+                JudgmentHistory.action,
+                JudgmentHistory.old_grade,
+                JudgmentHistory.new_grade,
+                JudgmentHistory.old_note,
+                JudgmentHistory.new_note,
+            )
+            .join(User, User.id == JudgmentHistory.user_id)
+            .order_by(JudgmentHistory.id)
+        ):
             history.setdefault((r.pair_id, r.username), []).append(r)
     # Every (pair, annotator) judged exactly once (no duplicates, none lost).
     assert sorted(current) == sorted((p, n) for p in pairs for n in names)
@@ -132,8 +151,9 @@ def test_sigkill_loses_nothing_acknowledged(engine, queue, store_url):
             break
     assert len(acks) >= 30
     with engine.connect() as conn:
-        notes = {(r.pair_id, r.new_note) for r in conn.execute(
-            sa.select(JudgmentHistory.pair_id, JudgmentHistory.new_note))}
+        notes = {
+            (r.pair_id, r.new_note) for r in conn.execute(sa.select(JudgmentHistory.pair_id, JudgmentHistory.new_note))
+        }
         current = dict(conn.execute(sa.select(Judgment.pair_id, Judgment.note)).all())
         if engine.dialect.name == "sqlite":
             assert conn.exec_driver_sql("PRAGMA integrity_check").scalar_one() == "ok"

@@ -52,18 +52,33 @@ def released(engine, store_url, tmp_path, capsys):
     lines = "".join(json.dumps(r) + "\n" for r in FRAGMENTS)
     assert _cli(store_url, "import", "fragments", str(_write(tmp_path / "f.jsonl", lines)), "--project", "p") == 0
     for name, order in RUNS.items():
-        text = "".join(f"{q['id']} Q0 f{d} {r} {10 - r}.5 {name}\n" for q in QUERIES
-                       for r, d in enumerate(order, start=1))
-        assert _cli(store_url, "import", "run", str(_write(tmp_path / f"{name}.trec", text)), "--project", "p",
-                    "--name", name) == 0
+        text = "".join(
+            f"{q['id']} Q0 f{d} {r} {10 - r}.5 {name}\n" for q in QUERIES for r, d in enumerate(order, start=1)
+        )
+        assert (
+            _cli(
+                store_url,
+                "import",
+                "run",
+                str(_write(tmp_path / f"{name}.trec", text)),
+                "--project",
+                "p",
+                "--name",
+                name,
+            )
+            == 0
+        )
     for name in ("ann1", "ann2"):
         create_user(engine, name, "annotator", password="a long password 1", actor=OPERATOR)
     pool(engine, "p", 6, bm25=0, actor=OPERATOR)
     assign(engine, "p", overlap=2, annotators=["ann1", "ann2"], actor=OPERATOR)
     with engine.connect() as conn:
-        pairs = conn.execute(sa.select(Query.external_id, Fragment.external_id, Pair.id).select_from(Pair)
-                             .join(Query, Query.id == Pair.query_id)
-                             .join(Fragment, Fragment.id == Pair.fragment_id)).all()
+        pairs = conn.execute(
+            sa.select(Query.external_id, Fragment.external_id, Pair.id)
+            .select_from(Pair)
+            .join(Query, Query.id == Pair.query_id)
+            .join(Fragment, Fragment.id == Pair.fragment_id)
+        ).all()
     for q, f, pid in pairs:
         for who in ("ann1", "ann2"):
             record_judgment(engine, pid, who, GRADES[q][int(f[1:]) - 1])
@@ -127,7 +142,8 @@ def test_beir_export_read_right_by_ranx_and_ir_measures(engine, store_url, relea
     stored = _stored_means(engine)
     for name in RUNS:
         assert ranx_evaluate(Qrels(qrels), RanxRun(_run_dict(name)), "precision@5") == pytest.approx(
-            stored[name]["P@5"], abs=1e-12)
+            stored[name]["P@5"], abs=1e-12
+        )
         [agg] = ir_measures.calc_aggregate([ir_measures.nDCG @ 10], qrels, _run_dict(name)).values()
         assert agg == pytest.approx(stored[name]["ndcg@10"], abs=1e-12)
 
@@ -141,8 +157,11 @@ def test_as_judged_export_keeps_the_grades_and_eval_needs_the_scale(engine, stor
     assert main(["eval", str(out), str(run), "--scale", "1-5", "--metrics", "P@5", "--format", "json"]) == 0
     as_judged = json.loads(capsys.readouterr().out)["runs"][0]["mean"]["P@5"]
     assert main(["eval", str(gains), str(run), "--metrics", "P@5", "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out)["runs"][0]["mean"]["P@5"] == as_judged == pytest.approx(
-        _stored_means(engine)["flat"]["P@5"])
+    assert (
+        json.loads(capsys.readouterr().out)["runs"][0]["mean"]["P@5"]
+        == as_judged
+        == pytest.approx(_stored_means(engine)["flat"]["P@5"])
+    )
     # Gains under a declared --scale 1-5 would shift twice: refused, saying why.
     assert main(["eval", str(gains), str(run), "--scale", "1-5"]) == 2
     err = capsys.readouterr().err
@@ -180,16 +199,24 @@ def _disputed(engine) -> None:
     from db.judges import model_annotator
 
     with engine.connect() as conn:
-        pid = {(q, f): i for q, f, i in conn.execute(
-            sa.select(Query.external_id, Fragment.external_id, Pair.id).select_from(Pair)
-            .join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)).all()}
+        pid = {
+            (q, f): i
+            for q, f, i in conn.execute(
+                sa.select(Query.external_id, Fragment.external_id, Pair.id)
+                .select_from(Pair)
+                .join(Query, Query.id == Pair.query_id)
+                .join(Fragment, Fragment.id == Pair.fragment_id)
+            ).all()
+        }
     record_judgment(engine, pid[("q1", "f2")], "ann2", 3)
     record_judgment(engine, pid[("q3", "f6")], "ann1", None, cant_judge_reason="unreadable")
     model, _ = model_annotator(engine, "llm", "some-model", actor=OPERATOR)
     with engine.begin() as conn:
         project_id = conn.execute(sa.select(Pair.project_id).limit(1)).scalar_one()
-        conn.execute(sa.insert(Judgment.__table__), [{"project_id": project_id, "pair_id": i, "user_id": model,
-                                                      "grade": 5} for i in pid.values()])
+        conn.execute(
+            sa.insert(Judgment.__table__),
+            [{"project_id": project_id, "pair_id": i, "user_id": model, "grade": 5} for i in pid.values()],
+        )
     create_user(engine, "boss", "lead", actor=OPERATOR)
     adjudicate(engine, pid[("q2", "f1")], 4, "the lead read it", actor="boss")
 
@@ -206,14 +233,30 @@ def test_consensus_on_the_exports_gives_the_release_byte_for_byte(engine, store_
         release = _export(store_url, released, fmt).read_bytes()
         out = released / f"consensus.{fmt}"
         # No --scale: the judgments export names the project's scale 1-5 on every line.
-        assert main(["consensus", str(judgments), "--adjudications", str(adjudications),
-                     "--format", fmt, "-o", str(out)]) == 0
+        assert (
+            main(["consensus", str(judgments), "--adjudications", str(adjudications), "--format", fmt, "-o", str(out)])
+            == 0
+        )
         assert out.read_bytes() == release
     q1f2 = {line.split()[2]: line.split()[3] for line in release_text(released) if line.startswith("q1 ")}["f2"]
     assert q1f2 == "0"  # gain of grade 1: the humans' lower median, the model left out
     voted = released / "with-models.trec"
-    assert main(["consensus", str(judgments), "--scale", "1-5", "--adjudications", str(adjudications),
-                 "--with-models", "-o", str(voted)]) == 0
+    assert (
+        main(
+            [
+                "consensus",
+                str(judgments),
+                "--scale",
+                "1-5",
+                "--adjudications",
+                str(adjudications),
+                "--with-models",
+                "-o",
+                str(voted),
+            ]
+        )
+        == 0
+    )
     assert "q1 0 f2 2\n" in voted.read_text()  # median of 1, 3, 5 = 3, gain 2
 
 
@@ -246,5 +289,9 @@ def test_a_judgments_export_names_its_scale_for_agreement_and_imports(engine, st
     assert "scale 1-5 (its scale field), not on the scale 0-3" in capsys.readouterr().err
     with engine.connect() as conn:
         other = conn.execute(sa.select(Project.id).where(Project.name == "other")).scalar_one()
-        assert conn.execute(sa.select(sa.func.count()).select_from(Judgment)
-                            .where(Judgment.project_id == other)).scalar_one() == 0
+        assert (
+            conn.execute(
+                sa.select(sa.func.count()).select_from(Judgment).where(Judgment.project_id == other)
+            ).scalar_one()
+            == 0
+        )

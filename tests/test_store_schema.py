@@ -19,11 +19,20 @@ from db.store.schema import MIGRATIONS, alembic_config, current_revision, head_r
 
 def test_packaged_chain_and_head():
     names = sorted(p.name for p in (MIGRATIONS / "versions").glob("*.py"))
-    assert names == ["0001_initial_schema.py", "0002_assignment_done.py", "0003_sessions.py",
-                     "0004_labels_notes_text_hashes.py", "0005_queue_order.py", "0006_model_judges.py",
-                     "0007_query_context.py", "0008_control_pairs.py", "0009_rejudge.py",
-                     "0010_qualification.py", "0011_fragment_documents.py",
-                     "0012_qualification_retakes.py"]
+    assert names == [
+        "0001_initial_schema.py",
+        "0002_assignment_done.py",
+        "0003_sessions.py",
+        "0004_labels_notes_text_hashes.py",
+        "0005_queue_order.py",
+        "0006_model_judges.py",
+        "0007_query_context.py",
+        "0008_control_pairs.py",
+        "0009_rejudge.py",
+        "0010_qualification.py",
+        "0011_fragment_documents.py",
+        "0012_qualification_retakes.py",
+    ]
     assert head_revision() == "0012"
 
 
@@ -45,30 +54,46 @@ def test_database_at_0001_with_data_upgrades_intact(empty_store_url):
     with engine.begin() as conn:
         run = conn.exec_driver_sql
         now = "2026-01-02 03:04:05"
-        run(f"INSERT INTO projects (id, name, scale_min, scale_max, overlap, overlap_fraction, agreement_threshold, "
-            f"created_at) VALUES (1, 'old', 0, 3, 2, 1.0, 0.6, '{now}')")
-        for uid, name in ((1, 'ann'), (2, 'other')):
-            run(f"INSERT INTO users (id, username, role, active, created_at) VALUES ({uid}, '{name}', 'annotator', "
-                f"true, '{now}')")
+        run(
+            f"INSERT INTO projects (id, name, scale_min, scale_max, overlap, overlap_fraction, agreement_threshold, "
+            f"created_at) VALUES (1, 'old', 0, 3, 2, 1.0, 0.6, '{now}')"
+        )
+        for uid, name in ((1, "ann"), (2, "other")):
+            run(
+                f"INSERT INTO users (id, username, role, active, created_at) VALUES ({uid}, '{name}', 'annotator', "
+                f"true, '{now}')"
+            )
         run("INSERT INTO queries (id, project_id, external_id, text) VALUES (1, 1, 'q1', 'query one')")
         for fid in (1, 2, 3):
-            run(f"INSERT INTO fragments (id, project_id, external_id, text, content_hash) "
-                f"VALUES ({fid}, 1, 'f{fid}', 'text {fid}', 'h{fid}')")
-            run(f"INSERT INTO pairs (id, project_id, query_id, fragment_id, created_at) VALUES ({fid}, 1, 1, {fid}, "
-                f"'{now}')")
-            run(f"INSERT INTO assignments (project_id, pair_id, user_id, position, created_at) "
-                f"VALUES (1, {fid}, 1, {fid}, '{now}')")
-        run(f"INSERT INTO assignments (project_id, pair_id, user_id, position, created_at) VALUES (1, 1, 2, 1, '{now}')")
+            run(
+                f"INSERT INTO fragments (id, project_id, external_id, text, content_hash) "
+                f"VALUES ({fid}, 1, 'f{fid}', 'text {fid}', 'h{fid}')"
+            )
+            run(
+                f"INSERT INTO pairs (id, project_id, query_id, fragment_id, created_at) VALUES ({fid}, 1, 1, {fid}, "
+                f"'{now}')"
+            )
+            run(
+                f"INSERT INTO assignments (project_id, pair_id, user_id, position, created_at) "
+                f"VALUES (1, {fid}, 1, {fid}, '{now}')"
+            )
+        run(
+            f"INSERT INTO assignments (project_id, pair_id, user_id, position, created_at) VALUES (1, 1, 2, 1, '{now}')"
+        )
         for pid in (1, 2):  # ann judged pairs 1 and 2 under revision 0001
-            run(f"INSERT INTO judgments (project_id, pair_id, user_id, grade, revision, created_at, updated_at) "
-                f"VALUES (1, {pid}, 1, {pid + 1}, 1, '{now}', '{now}')")
+            run(
+                f"INSERT INTO judgments (project_id, pair_id, user_id, grade, revision, created_at, updated_at) "
+                f"VALUES (1, {pid}, 1, {pid + 1}, 1, '{now}', '{now}')"
+            )
     assert upgrade(engine) == "0012"
     with engine.connect() as conn:
         done = dict(conn.execute(sa.text("SELECT pair_id, done FROM assignments WHERE user_id = 1")).all())
         other = conn.execute(sa.text("SELECT done FROM assignments WHERE user_id = 2")).scalar_one()
         grades = conn.execute(sa.text("SELECT pair_id, grade FROM judgments ORDER BY pair_id")).all()
-        counts = [conn.execute(sa.text(f"SELECT count(*) FROM {t}")).scalar_one()
-                  for t in ("projects", "users", "queries", "fragments", "pairs", "assignments", "judgments")]
+        counts = [
+            conn.execute(sa.text(f"SELECT count(*) FROM {t}")).scalar_one()
+            for t in ("projects", "users", "queries", "fragments", "pairs", "assignments", "judgments")
+        ]
         labels, order = conn.execute(sa.text("SELECT grade_labels, queue_order FROM projects")).one()
         kinds = conn.execute(sa.text("SELECT DISTINCT kind FROM users")).scalars().all()
         every = conn.execute(sa.text("SELECT control_every FROM projects")).scalar_one()
@@ -96,35 +121,57 @@ def test_a_round_at_0011_becomes_attempt_1_with_its_grades_and_retakes_block_the
     now = "2026-01-02 03:04:05"
     with engine.begin() as conn:
         run = conn.exec_driver_sql
-        run(f"INSERT INTO projects (id, name, scale_min, scale_max, overlap, overlap_fraction, agreement_threshold, "
-            f"created_at) VALUES (1, 'old', 0, 3, 2, 1.0, 0.6, '{now}')")
-        run(f"INSERT INTO users (id, username, role, active, created_at) VALUES (1, 'ann', 'annotator', true, "
-            f"'{now}'), (2, 'lea', 'lead', true, '{now}')")
+        run(
+            f"INSERT INTO projects (id, name, scale_min, scale_max, overlap, overlap_fraction, agreement_threshold, "
+            f"created_at) VALUES (1, 'old', 0, 3, 2, 1.0, 0.6, '{now}')"
+        )
+        run(
+            f"INSERT INTO users (id, username, role, active, created_at) VALUES (1, 'ann', 'annotator', true, "
+            f"'{now}'), (2, 'lea', 'lead', true, '{now}')"
+        )
         run("INSERT INTO queries (id, project_id, external_id, text) VALUES (1, 1, 'q1', 'query one')")
         run("INSERT INTO fragments (id, project_id, external_id, text, content_hash) VALUES (1, 1, 'f1', 't', 'h')")
         run(f"INSERT INTO pairs (id, project_id, query_id, fragment_id, created_at) VALUES (1, 1, 1, 1, '{now}')")
-        run(f"INSERT INTO qualification_rounds (id, project_id, user_id, status, pairs, threshold, weights, kappa, "
-            f"started_at) VALUES (7, 1, 1, 'failed', 1, 0.6, 'linear', 0.1, '{now}')")
-        run("INSERT INTO qualification_grades (round_id, pair_id, position, settled, reason, grade) "
-            "VALUES (7, 1, 1, 3, 'why', 0)")
+        run(
+            f"INSERT INTO qualification_rounds (id, project_id, user_id, status, pairs, threshold, weights, kappa, "
+            f"started_at) VALUES (7, 1, 1, 'failed', 1, 0.6, 'linear', 0.1, '{now}')"
+        )
+        run(
+            "INSERT INTO qualification_grades (round_id, pair_id, position, settled, reason, grade) "
+            "VALUES (7, 1, 1, 3, 'why', 0)"
+        )
     assert upgrade(engine) == "0012"
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT id, attempt, status, kappa FROM qualification_rounds")).one() == (
-            7, 1, "failed", 0.1)
-        assert conn.execute(sa.text("SELECT round_id, pair_id, settled, reason, grade FROM qualification_grades")
-                            ).one() == (7, 1, 3, "why", 0)
-    insert = ("INSERT INTO qualification_rounds (project_id, user_id, attempt, status, pairs, threshold, weights, "
-              "started_at{extra}) VALUES (1, 1, {attempt}, '{status}', 0, 0.6, 'linear', '{now}'{values})")
-    for attempt, status, extra, values in ((1, "opened", ", opened_by_id, opened_at", f", 2, '{now}'"),
-                                           (2, "closed", "", "")):
+            7,
+            1,
+            "failed",
+            0.1,
+        )
+        assert conn.execute(
+            sa.text("SELECT round_id, pair_id, settled, reason, grade FROM qualification_grades")
+        ).one() == (7, 1, 3, "why", 0)
+    insert = (
+        "INSERT INTO qualification_rounds (project_id, user_id, attempt, status, pairs, threshold, weights, "
+        "started_at{extra}) VALUES (1, 1, {attempt}, '{status}', 0, 0.6, 'linear', '{now}'{values})"
+    )
+    for attempt, status, extra, values in (
+        (1, "opened", ", opened_by_id, opened_at", f", 2, '{now}'"),
+        (2, "closed", "", ""),
+    ):
         with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:  # attempt 1 taken; closed by nobody
             conn.exec_driver_sql(insert.format(attempt=attempt, status=status, extra=extra, values=values, now=now))
     with engine.begin() as conn:
-        conn.exec_driver_sql(insert.format(attempt=2, status="closed", extra=", closed_by_id, closed_at",
-                                           values=f", 2, '{now}'", now=now))
+        conn.exec_driver_sql(
+            insert.format(
+                attempt=2, status="closed", extra=", closed_by_id, closed_at", values=f", 2, '{now}'", now=now
+            )
+        )
     config = alembic_config()
-    with pytest.raises(RuntimeError, match="cannot downgrade below 0012: 1 qualification round"), \
-            engine.begin() as conn:
+    with (
+        pytest.raises(RuntimeError, match="cannot downgrade below 0012: 1 qualification round"),
+        engine.begin() as conn,
+    ):
         config.attributes["connection"] = conn
         command.downgrade(config, "0011")
     assert current_revision(engine) == "0012"

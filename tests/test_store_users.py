@@ -70,8 +70,9 @@ def test_user_validation_and_database_check(engine):
     with pytest.raises(ValueError, match="role"):
         create_user(engine, "dave", "admin", "password", **OP)
     with pytest.raises(IntegrityError), engine.begin() as conn:
-        conn.execute(sa.insert(User.__table__).values(username="eve", role="admin", active=True,
-                                                      created_at=sa.func.now()))
+        conn.execute(
+            sa.insert(User.__table__).values(username="eve", role="admin", active=True, created_at=sa.func.now())
+        )
 
 
 def test_projects(engine):
@@ -106,10 +107,16 @@ def test_guideline_versions(engine, project):
         add_guideline(engine, "demo", "  ", **OP)
 
 
-@pytest.mark.parametrize("password, problem", [
-    ("", "at least 8 characters"), ("seven77", "at least 8 characters"), ("        ", "only whitespace"),
-    ("\t\n \u00a0\u2003  \r", "only whitespace"), ("x" * 1025, "at most 1024"),
-])
+@pytest.mark.parametrize(
+    "password, problem",
+    [
+        ("", "at least 8 characters"),
+        ("seven77", "at least 8 characters"),
+        ("        ", "only whitespace"),
+        ("\t\n \u00a0\u2003  \r", "only whitespace"),
+        ("x" * 1025, "at most 1024"),
+    ],
+)
 def test_password_policy_holds_wherever_a_password_is_set(engine, password, problem):
     create_user(engine, "lead1", "lead", **OP)
     with pytest.raises(ValueError, match=problem):
@@ -170,8 +177,9 @@ def test_a_name_that_looks_like_an_existing_account_is_refused_with_the_reason(e
     assert [u.username for u in list_users(engine)] == ["lea"]
 
 
-@pytest.mark.parametrize("hidden", ["\u200b", "\u200d", "\u202e", "\u2066", "\x07", "\x00", "\u00a0", "\u2028",
-                                    "\ufeff", "\x85"])
+@pytest.mark.parametrize(
+    "hidden", ["\u200b", "\u200d", "\u202e", "\u2066", "\x07", "\x00", "\u00a0", "\u2028", "\ufeff", "\x85"]
+)
 def test_names_with_invisible_control_or_bidi_characters_are_refused(engine, hidden):
     with pytest.raises(ValueError, match=f"U\\+{ord(hidden):04X}"):
         create_user(engine, f"lea{hidden}x", "annotator", "password", **OP)

@@ -43,8 +43,9 @@ def _value(out: str, name: str, qid: str = "all") -> str:
     raise AssertionError(f"{name} {qid} not in output:\n{out}")
 
 
-def test_default_output_is_the_official_set_in_trec_eval_layout(files: tuple[str, str],
-                                                                  capsys: pytest.CaptureFixture) -> None:
+def test_default_output_is_the_official_set_in_trec_eval_layout(
+    files: tuple[str, str], capsys: pytest.CaptureFixture
+) -> None:
     """The layout is `%-22s\\t%s\\t%6.4f` (counts `%ld`), runid first: num_ret 4, num_rel 4, num_rel_ret 2,
     map = (1/1 + 2/3)/4 = 0.4167, P_5 = 2/5."""
     status, out, _ = _run(capsys, *files)
@@ -56,7 +57,15 @@ def test_default_output_is_the_official_set_in_trec_eval_layout(files: tuple[str
     assert "map                   \tall\t0.4167" in lines
     assert "P_5                   \tall\t0.4000" in lines
     assert [ln.split("\t")[0].strip() for ln in lines[:8]] == [
-        "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec"]
+        "runid",
+        "num_q",
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+        "map",
+        "gm_map",
+        "Rprec",
+    ]
 
 
 def test_ten_only_values(files: tuple[str, str], capsys: pytest.CaptureFixture) -> None:
@@ -68,8 +77,9 @@ def test_ten_only_values(files: tuple[str, str], capsys: pytest.CaptureFixture) 
     - rbp_resid: unjudged x, y at ranks 2, 4: 0.9⁴ + 0.1·(0.9¹ + 0.9³) = 0.6561 + 0.1629 = 0.8190.
     - unj_5 = 2/5, unj_10 = 2/10.
     """
-    status, out, _ = _run(capsys, "-m", "iprec_at_recall", "-m", "yaap", "-m", "rbp", "-m", "rbp_resid",
-                          "-m", "unj.5,10", *files)
+    status, out, _ = _run(
+        capsys, "-m", "iprec_at_recall", "-m", "yaap", "-m", "rbp", "-m", "rbp_resid", "-m", "unj.5,10", *files
+    )
     assert status == 0
     assert _value(out, "iprec_at_recall_0.30") == "1.0000"
     assert _value(out, "yaap") == f"{math.log(0.8):6.4f}" == "-0.2231"
@@ -86,8 +96,10 @@ def test_diff_versions_lists_what_differs(files: tuple[str, str], capsys: pytest
     only 2 relevant retrieved) differ; 0.20 (1, 1), 0.40 (2, 2), 0.50 (2, 2) and 0.70 (3, 3) do not."""
     status, out, _ = _run(capsys, "--diff-versions", "-m", "iprec_at_recall", *files)
     assert status == 0
-    assert out.splitlines() == ["iprec_at_recall_0.30  \tq1\t1.0000\t0.6667",
-                                "iprec_at_recall_0.60  \tq1\t0.6667\t0.0000"]
+    assert out.splitlines() == [
+        "iprec_at_recall_0.30  \tq1\t1.0000\t0.6667",
+        "iprec_at_recall_0.60  \tq1\t0.6667\t0.0000",
+    ]
 
 
 def test_per_query_glued_and_long_options(files: tuple[str, str], capsys: pytest.CaptureFixture) -> None:
@@ -199,24 +211,34 @@ def test_rndcg_without_relevant_documents(tmp_path: Path, capsys: pytest.Capture
     status, out, _ = _run(capsys, *v, str(qrels), str(run))
     assert status == 0
     assert (_value(out, "Rndcg", "q1"), _value(out, "Rndcg", "q2"), _value(out, "Rndcg")) == (
-        "0.0000", "1.0000", "0.5000")
+        "0.0000",
+        "1.0000",
+        "0.5000",
+    )
     status, out, _ = _run(capsys, *v, "-l0", str(qrels), str(run))
     assert status == 0
     assert (_value(out, "Rndcg", "q1"), _value(out, "Rndcg", "q2"), _value(out, "Rndcg")) == (
-        "  -nan", "1.0000", "  -nan")
+        "  -nan",
+        "1.0000",
+        "  -nan",
+    )
 
 
-@pytest.mark.parametrize(("argv", "status", "says"), [
-    (["-m", "nonsense"], 1, "illegal measure 'nonsense'"),
-    (["-m", "P."], 1, "improper measure"),
-    (["-m", "P.5,5"], 2, "duplicate cutoffs"),
-    (["-m", "P.0"], 2, "Negative cutoff"),
-    (["-m", "utility.1,2,3"], 4, "utility"),
-    (["-R", "bogus"], 2, "Illegal rel_format 'bogus'"),
-    (["-T", "other"], 2, "Illegal retrieval results format"),
-])
-def test_refusals(files: tuple[str, str], capsys: pytest.CaptureFixture, argv: list[str], status: int,
-                  says: str) -> None:
+@pytest.mark.parametrize(
+    ("argv", "status", "says"),
+    [
+        (["-m", "nonsense"], 1, "illegal measure 'nonsense'"),
+        (["-m", "P."], 1, "improper measure"),
+        (["-m", "P.5,5"], 2, "duplicate cutoffs"),
+        (["-m", "P.0"], 2, "Negative cutoff"),
+        (["-m", "utility.1,2,3"], 4, "utility"),
+        (["-R", "bogus"], 2, "Illegal rel_format 'bogus'"),
+        (["-T", "other"], 2, "Illegal retrieval results format"),
+    ],
+)
+def test_refusals(
+    files: tuple[str, str], capsys: pytest.CaptureFixture, argv: list[str], status: int, says: str
+) -> None:
     """What trec_eval refuses, with its exit status and one line on stderr."""
     got, out, err = _run(capsys, *argv, *files)
     assert got == status
@@ -239,8 +261,9 @@ def test_unreadable_and_malformed_inputs(tmp_path: Path, files: tuple[str, str],
     assert f"{dup}:5: docid 'a' is retrieved twice for query 'q1' (first on line 1)" in err
 
 
-def test_scores_are_float64_in_10_float32_in_9(tmp_path: Path, files: tuple[str, str],
-                                               capsys: pytest.CaptureFixture) -> None:
+def test_scores_are_float64_in_10_float32_in_9(
+    tmp_path: Path, files: tuple[str, str], capsys: pytest.CaptureFixture
+) -> None:
     """e (non-relevant) scores 4.0000001, a (relevant) 4: distinct in float64 (e first, recip_rank 1/2), one
     float32 value in version 9, where the tie goes to the docid later in byte order (e) as well; with docids
     swapped the tie makes the difference: z (relevant, 4) vs b2... kept simple: check the 10.0 order only."""
@@ -249,7 +272,7 @@ def test_scores_are_float64_in_10_float32_in_9(tmp_path: Path, files: tuple[str,
     _, out10, _ = _run(capsys, "-m", "recip_rank", files[0], str(run))
     _, out9, _ = _run(capsys, "--trec-eval-version", "9", "-m", "recip_rank", files[0], str(run))
     assert _value(out10, "recip_rank") == "0.5000"  # 4.0000001 > 4 in float64
-    assert _value(out9, "recip_rank") == "1.0000"   # a tie in float32: docid 'a' > '0e' comes first
+    assert _value(out9, "recip_rank") == "1.0000"  # a tie in float32: docid 'a' > '0e' comes first
 
 
 def test_zscores(tmp_path: Path, files: tuple[str, str], capsys: pytest.CaptureFixture) -> None:
@@ -302,8 +325,9 @@ def test_rbp_and_rbp_resid_round_as_trec_eval_loops_do(persistence: float) -> No
 
 
 @pytest.mark.parametrize("rel_format", ["qrels_prefs", "qrels_jg"])
-def test_debug_query_with_preference_and_judge_group_files(tmp_path: Path, capsys: pytest.CaptureFixture,
-                                                           rel_format: str) -> None:
+def test_debug_query_with_preference_and_judge_group_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture, rel_format: str
+) -> None:
     """-D 0.qid is the same loop for every rel_info format (trec_eval.c skips the other queries of the run): the -q
     lines are q2's lines of the full evaluation, the summary is q2's alone, and with -c it divides by both queries.
     q1 is this module's query; q2 ranks its relevant a above its non-relevant f, so every fraction of q2 is 1."""

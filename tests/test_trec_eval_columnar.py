@@ -41,11 +41,23 @@ def _write(tmp_path: Path, seed: int, ranked: bool = False) -> tuple[Path, Path,
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("ranked", [False, True])
-@pytest.mark.parametrize("extra", [[], ["-M5"], ["-J"], ["-J", "-M5"], ["-l2"], ["-l0"], ["-l-1"],
-                                   ["-m", "ndcg.-1=2,1=3", "-m", "rbp.-2=1", "-m", "relstring.30"],
-                                   ["--trec-eval-version", "9"]])
-def test_fast_path_equals_line_reader(tmp_path: Path, capsys: pytest.CaptureFixture, seed: int, ranked: bool,
-                                      extra: list[str]) -> None:
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [],
+        ["-M5"],
+        ["-J"],
+        ["-J", "-M5"],
+        ["-l2"],
+        ["-l0"],
+        ["-l-1"],
+        ["-m", "ndcg.-1=2,1=3", "-m", "rbp.-2=1", "-m", "relstring.30"],
+        ["--trec-eval-version", "9"],
+    ],
+)
+def test_fast_path_equals_line_reader(
+    tmp_path: Path, capsys: pytest.CaptureFixture, seed: int, ranked: bool, extra: list[str]
+) -> None:
     qrels, spaced, tabbed = _write(tmp_path, seed, ranked)
     assert read_ranked(spaced, read_qrels(qrels)) is not None and read_ranked(tabbed, read_qrels(qrels)) is None
     outs = []
@@ -61,8 +73,9 @@ def test_string_keys_depend_on_the_string_alone() -> None:
     and 2,000 distinct strings of 0–30 bytes (NUL and non-ASCII included) get 2,000 distinct keys."""
     rng = np.random.default_rng(0)
     alphabet = ["a", "b", "\x00", "é", "9"]
-    strings = list(dict.fromkeys("".join(rng.choice(alphabet, size=int(rng.integers(0, 31))).tolist())
-                                 for _ in range(2500)))[:2000]
+    strings = list(
+        dict.fromkeys("".join(rng.choice(alphabet, size=int(rng.integers(0, 31))).tolist()) for _ in range(2500))
+    )[:2000]
     whole = string_keys(pa.array(strings))
     assert len(set(whole.tolist())) == len(strings)
     chunked = string_keys(pa.chunked_array([pa.array(strings).slice(0, 7), pa.array(strings).slice(7)]))
@@ -109,8 +122,9 @@ def test_fast_qrels_reader_leaves_a_repeated_judgment_to_the_line_reader(tmp_pat
     assert str(err.value).startswith(f"{path}:3: ")
 
 
-def test_fast_run_reader_takes_docids_as_bytes_and_leaves_odd_query_ids(tmp_path: Path,
-                                                                         capsys: pytest.CaptureFixture) -> None:
+def test_fast_run_reader_takes_docids_as_bytes_and_leaves_odd_query_ids(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     """b'd\\xff1' (not UTF-8) and 'd1' tie at score 1; trec_eval breaks ties by docid descending in byte order and
     0xff > '1', so b'd\\xff1' is ranked first and the only relevant one, 'd1', second: recip_rank = 1/2. A query id
     that is not UTF-8 sends the run to the line reader."""
@@ -139,8 +153,9 @@ def _same_matrix(a, b) -> None:
 @pytest.mark.parametrize("block_bytes", [1, 64, 700, 1 << 24])
 @pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("float32", [False, True])
-def test_blocks_of_whole_queries_rank_as_the_line_reader(tmp_path: Path, block_bytes: int, workers: int,
-                                                          float32: bool) -> None:
+def test_blocks_of_whole_queries_rank_as_the_line_reader(
+    tmp_path: Path, block_bytes: int, workers: int, float32: bool
+) -> None:
     """Whatever the block size (1 byte: one query a block; 16 MiB: the whole file) and the number of threads, the
     blocks' hits make the line reader's matrix — with -c, -M and -J applied after the merge."""
     qrels_path, spaced, _ = _write(tmp_path, 3, ranked=False)
@@ -161,20 +176,27 @@ def test_a_run_whose_queries_are_not_grouped_is_read_whole(tmp_path: Path, capsy
     ranked = read_ranked(run, read_qrels(qrels_path), block_bytes=1)
     assert ranked is not None
     assert ranked.ranked.num_ret.tolist() == [3, 1]
-    assert sorted(zip(ranked.ranked.q.tolist(), ranked.ranked.rank.tolist(), strict=True)) == [(0, 2), (0, 3),
-                                                                                                 (1, 1)]
+    assert sorted(zip(ranked.ranked.q.tolist(), ranked.ranked.rank.tolist(), strict=True)) == [(0, 2), (0, 3), (1, 1)]
     assert main(["trec_eval", "-q", "-m", "map", str(qrels_path), str(run)]) == 0
     assert capsys.readouterr().out.splitlines() == [  # q2: d9 first, AP 1; the mean (0.5833 + 1) / 2
-        "map                   \tq1\t0.5833", "map                   \tq2\t1.0000", "map                   \tall\t0.7917"]
+        "map                   \tq1\t0.5833",
+        "map                   \tq2\t1.0000",
+        "map                   \tall\t0.7917",
+    ]
 
 
-@pytest.mark.parametrize("content", [b"q1 Q0 d1 1 1 r\nq1 Q0 d1 2 0.5 r\n",  # d1 twice: the line reader names it
-                                     b"q1 Q0 d1 1 nan r\n",  # NaN: ranked by the line reader's comparison
-                                     b"q1 Q0 d1\t 1 1 r\n",  # a tab: the line reader splits there
-                                     b"# a comment line\nq1 Q0 d1 1 1 r\n",
-                                     b"q1 Q0 d1 1 1 r extra\n",
-                                     b"\x1f\x8b\x08\x00",  # gzip, which trec_eval does not read
-                                     b""])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"q1 Q0 d1 1 1 r\nq1 Q0 d1 2 0.5 r\n",  # d1 twice: the line reader names it
+        b"q1 Q0 d1 1 nan r\n",  # NaN: ranked by the line reader's comparison
+        b"q1 Q0 d1\t 1 1 r\n",  # a tab: the line reader splits there
+        b"# a comment line\nq1 Q0 d1 1 1 r\n",
+        b"q1 Q0 d1 1 1 r extra\n",
+        b"\x1f\x8b\x08\x00",  # gzip, which trec_eval does not read
+        b"",
+    ],
+)
 def test_what_only_the_line_reader_decides(tmp_path: Path, content: bytes) -> None:
     qrels_path, run = tmp_path / "qrels", tmp_path / "run"
     qrels_path.write_text("q1 0 d1 1\n")

@@ -31,8 +31,13 @@ def test_names_defaults_and_order() -> None:
     assert DEFAULT_PARAMS["P_avgjg"] == (5, 10, 15, 20, 30, 100, 200, 500, 1000)
     assert DEFAULT_PARAMS["Rprec_mult_avgjg"] == (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
     assert list(jg_measures(QRELS, RANKED, PARAMS)["q"]) == [
-        "map_avgjg", "P_avgjg_2", "P_avgjg_5",
-        "Rprec_mult_avgjg_0.50", "Rprec_mult_avgjg_1.00", "Rprec_mult_avgjg_3.00"]
+        "map_avgjg",
+        "P_avgjg_2",
+        "P_avgjg_5",
+        "Rprec_mult_avgjg_0.50",
+        "Rprec_mult_avgjg_1.00",
+        "Rprec_mult_avgjg_3.00",
+    ]
     assert len(jg_measures(QRELS, RANKED)["q"]) == 1 + 9 + 10
 
 
@@ -42,9 +47,17 @@ def test_values_are_averaged_over_judges() -> None:
     Rprec_mult: R = 2 for both, cutoffs int(m·2 + 0.9) = 1, 2, 6. g1: P@1 1, P@2 1/2, P@6 past the end 2/6;
     g2: P@1 0, P@2 1/2, P@6 1/6. Means 0.5, 0.5, 0.25."""
     got = jg_measures(QRELS, RANKED, PARAMS)["q"]
-    assert got == pytest.approx({
-        "map_avgjg": 0.5, "P_avgjg_2": 0.5, "P_avgjg_5": 0.3,
-        "Rprec_mult_avgjg_0.50": 0.5, "Rprec_mult_avgjg_1.00": 0.5, "Rprec_mult_avgjg_3.00": 0.25}, abs=1e-12)
+    assert got == pytest.approx(
+        {
+            "map_avgjg": 0.5,
+            "P_avgjg_2": 0.5,
+            "P_avgjg_5": 0.3,
+            "Rprec_mult_avgjg_0.50": 0.5,
+            "Rprec_mult_avgjg_1.00": 0.5,
+            "Rprec_mult_avgjg_3.00": 0.25,
+        },
+        abs=1e-12,
+    )
 
 
 def test_judged_only_and_relevance_level() -> None:
@@ -64,8 +77,9 @@ def test_pooled_unjudged_and_queries_outside_the_run() -> None:
     assert list(empty) == ["q"] and set(empty["q"].values()) == {0.0}
 
 
-@pytest.mark.parametrize("params", [{"P_avgjg": [0, 5]}, {"P_avgjg": [5, 5]}, {"Rprec_mult_avgjg": [1.0, 1.0]},
-                                    {"P": [5]}])
+@pytest.mark.parametrize(
+    "params", [{"P_avgjg": [0, 5]}, {"P_avgjg": [5, 5]}, {"Rprec_mult_avgjg": [1.0, 1.0]}, {"P": [5]}]
+)
 def test_parameters_trec_eval_refuses(params: dict[str, list[float]]) -> None:
     """Cutoffs must be positive and distinct (meas_init.c); only the two families take parameters."""
     with pytest.raises(ValueError):
@@ -79,12 +93,15 @@ def test_read_qrels_jg(tmp_path: Path) -> None:
     assert read_qrels_jg(path).by_query == {"q": {"g1": {"A#1": 1, "B": 0}, "g2": {"B": 2}}}
 
 
-@pytest.mark.parametrize(("text", "line", "words"), [
-    ("q g1 A 1\nq g1 B\n", 2, "expected 4 fields"),
-    ("q g1 A 1\n\n", 2, "found 0"),
-    ("q g1 A one\n", 1, "not an integer"),
-    ("q g1 A 1\nq g2 A 0\nq g1 A 0\n", 3, "twice"),
-])
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ("q g1 A 1\nq g1 B\n", 2, "expected 4 fields"),
+        ("q g1 A 1\n\n", 2, "found 0"),
+        ("q g1 A one\n", 1, "not an integer"),
+        ("q g1 A 1\nq g2 A 0\nq g1 A 0\n", 3, "twice"),
+    ],
+)
 def test_read_qrels_jg_refuses_with_path_and_line(tmp_path: Path, text: str, line: int, words: str) -> None:
     """A short or blank line, a grade that is not an integer, a doc graded twice by one judge (by two is fine)."""
     path = tmp_path / "qrels_jg"

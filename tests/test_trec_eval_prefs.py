@@ -38,9 +38,21 @@ def _write(tmp_path: Path, text: str, name: str = "prefs") -> Path:
 def test_names_and_order_are_trec_evals() -> None:
     """measures.c lists the 14 preference measures in this order; the three counts are summed, not averaged."""
     assert PREFS_MEASURES == (
-        "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair",
-        "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret",
-        "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp", "prefs_avgjg_imp")
+        "prefs_num_prefs_poss",
+        "prefs_num_prefs_ful",
+        "prefs_num_prefs_ful_ret",
+        "prefs_simp",
+        "prefs_pair",
+        "prefs_avgjg",
+        "prefs_avgjg_Rnonrel",
+        "prefs_simp_ret",
+        "prefs_pair_ret",
+        "prefs_avgjg_ret",
+        "prefs_avgjg_Rnonrel_ret",
+        "prefs_simp_imp",
+        "prefs_pair_imp",
+        "prefs_avgjg_imp",
+    )
     assert SUMMED_MEASURES == ("prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret")
 
 
@@ -54,11 +66,25 @@ def test_one_group_with_an_unretrieved_doc() -> None:
     prefs = _prefs([("u", "s", "A", 2), ("u", "s", "B", 1), ("u", "s", "C", 0), ("u", "s", "D", 0)])
     got = prefs_measures(prefs, {"q": ["B", "X", "A", "D"]})["q"]
     assert list(got) == list(PREFS_MEASURES)
-    assert got == pytest.approx({
-        "prefs_num_prefs_poss": 5, "prefs_num_prefs_ful": 4, "prefs_num_prefs_ful_ret": 2,
-        "prefs_simp": 0.8, "prefs_pair": 0.8, "prefs_avgjg": 0.8, "prefs_avgjg_Rnonrel": 0.8,
-        "prefs_simp_ret": 2 / 3, "prefs_pair_ret": 2 / 3, "prefs_avgjg_ret": 2 / 3, "prefs_avgjg_Rnonrel_ret": 0.8,
-        "prefs_simp_imp": 0.8, "prefs_pair_imp": 0.8, "prefs_avgjg_imp": 0.8}, abs=1e-12)
+    assert got == pytest.approx(
+        {
+            "prefs_num_prefs_poss": 5,
+            "prefs_num_prefs_ful": 4,
+            "prefs_num_prefs_ful_ret": 2,
+            "prefs_simp": 0.8,
+            "prefs_pair": 0.8,
+            "prefs_avgjg": 0.8,
+            "prefs_avgjg_Rnonrel": 0.8,
+            "prefs_simp_ret": 2 / 3,
+            "prefs_pair_ret": 2 / 3,
+            "prefs_avgjg_ret": 2 / 3,
+            "prefs_avgjg_Rnonrel_ret": 0.8,
+            "prefs_simp_imp": 0.8,
+            "prefs_pair_imp": 0.8,
+            "prefs_avgjg_imp": 0.8,
+        },
+        abs=1e-12,
+    )
 
 
 def test_rnonrel_keeps_the_first_R_nonrelevant_docs() -> None:
@@ -81,11 +107,25 @@ def test_sub_groups_are_closed_transitively() -> None:
     Rnonrel (1 + 2 retrieved·3)/(3 + 3·3) = 7/12; Rnonrel_ret with R = 2 retrieved: (0 + 2·2)/(1 + 3·2) = 4/7."""
     prefs = _prefs([("u", "s1", "A", 2), ("u", "s1", "B", 1), ("u", "s2", "B", 2), ("u", "s2", "C", 1)])
     got = prefs_measures(prefs, {"q": ["C", "A"]})["q"]
-    assert got == pytest.approx({
-        "prefs_num_prefs_poss": 3, "prefs_num_prefs_ful": 1, "prefs_num_prefs_ful_ret": 0,
-        "prefs_simp": 1 / 3, "prefs_pair": 1 / 3, "prefs_avgjg": 1 / 3, "prefs_avgjg_Rnonrel": 7 / 12,
-        "prefs_simp_ret": 0.0, "prefs_pair_ret": 0.0, "prefs_avgjg_ret": 0.0, "prefs_avgjg_Rnonrel_ret": 4 / 7,
-        "prefs_simp_imp": 1 / 3, "prefs_pair_imp": 1 / 3, "prefs_avgjg_imp": 1 / 3}, abs=1e-12)
+    assert got == pytest.approx(
+        {
+            "prefs_num_prefs_poss": 3,
+            "prefs_num_prefs_ful": 1,
+            "prefs_num_prefs_ful_ret": 0,
+            "prefs_simp": 1 / 3,
+            "prefs_pair": 1 / 3,
+            "prefs_avgjg": 1 / 3,
+            "prefs_avgjg_Rnonrel": 7 / 12,
+            "prefs_simp_ret": 0.0,
+            "prefs_pair_ret": 0.0,
+            "prefs_avgjg_ret": 0.0,
+            "prefs_avgjg_Rnonrel_ret": 4 / 7,
+            "prefs_simp_imp": 1 / 3,
+            "prefs_pair_imp": 1 / 3,
+            "prefs_avgjg_imp": 1 / 3,
+        },
+        abs=1e-12,
+    )
 
 
 def test_groups_that_disagree() -> None:
@@ -93,8 +133,16 @@ def test_groups_that_disagree() -> None:
     u3 imp fulfilled: poss 3, ful 2, ful_ret 1; simp 2/3, simp_ret 1/2. Pairs: {A,B} 1 of 2 groups = 1/2,
     {A,C} 1: pair = pair_imp = (1/2 + 1)/2 = 3/4, pair_ret 1/2. avgjg (1 + 0 + 1)/3; avgjg_ret: u3 has no
     retrieved pair, so (1 + 0)/3 = 1/3."""
-    prefs = _prefs([("u1", "s", "A", 1), ("u1", "s", "B", 0), ("u2", "s", "B", 1), ("u2", "s", "A", 0),
-                    ("u3", "s", "A", 1), ("u3", "s", "C", 0)])
+    prefs = _prefs(
+        [
+            ("u1", "s", "A", 1),
+            ("u1", "s", "B", 0),
+            ("u2", "s", "B", 1),
+            ("u2", "s", "A", 0),
+            ("u3", "s", "A", 1),
+            ("u3", "s", "C", 0),
+        ]
+    )
     got = prefs_measures(prefs, {"q": ["A", "B"]})["q"]
     assert got["prefs_num_prefs_poss"] == 3 and got["prefs_num_prefs_ful"] == 2
     assert got["prefs_num_prefs_ful_ret"] == 1
@@ -108,8 +156,12 @@ def test_nothing_retrieved_and_queries_outside_the_run() -> None:
     """A=1 > B=0 with an empty ranking (a query missing from the run, under -c): the one preference is
     notoccur, so poss 1 and every ratio 0 (Rnonrel_ret is 0/0 there, which trec_eval's `sum > 0` turns into 0).
     A query absent from `ranked` is not evaluated."""
-    prefs = Prefs({"q": (PrefJudgment("u", "s", "A", 1), PrefJudgment("u", "s", "B", 0)),
-                   "r": (PrefJudgment("u", "s", "A", 1), PrefJudgment("u", "s", "B", 0))})
+    prefs = Prefs(
+        {
+            "q": (PrefJudgment("u", "s", "A", 1), PrefJudgment("u", "s", "B", 0)),
+            "r": (PrefJudgment("u", "s", "A", 1), PrefJudgment("u", "s", "B", 0)),
+        }
+    )
     got = prefs_measures(prefs, {"q": []})
     assert list(got) == ["q"]
     assert got["q"]["prefs_num_prefs_poss"] == 1
@@ -130,14 +182,17 @@ def test_read_prefs_skips_comments_and_keeps_hash_inside_a_docid(tmp_path: Path)
     assert read_prefs(path).by_query == {"q": (PrefJudgment("u", "s", "A#1", 2.0), PrefJudgment("u", "s", "B", 0.5))}
 
 
-@pytest.mark.parametrize(("text", "line", "words"), [
-    ("q u s A 1\nq u s B\n", 2, "expected 5 fields"),
-    ("q u s A 1\n\nq u s B 0\n", 2, "found 0"),
-    ("q u s A high\n", 1, "not a number"),
-    ("q u s A 1\nq u s A 0\n", 2, "two rel_levels"),
-    ("q u s1 A 1\nq u s1 B 0\nq u s2 B 2\nq u s2 C 1\nq u s2 A 0\n", 5, "rel_level 0"),
-    ("q u s1 A 2\nq u s1 B 1\nq u s2 B 2\nq u s2 A 1\n", 1, "prefers"),
-])
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ("q u s A 1\nq u s B\n", 2, "expected 5 fields"),
+        ("q u s A 1\n\nq u s B 0\n", 2, "found 0"),
+        ("q u s A high\n", 1, "not a number"),
+        ("q u s A 1\nq u s A 0\n", 2, "two rel_levels"),
+        ("q u s1 A 1\nq u s1 B 0\nq u s2 B 2\nq u s2 C 1\nq u s2 A 0\n", 5, "rel_level 0"),
+        ("q u s1 A 2\nq u s1 B 1\nq u s2 B 2\nq u s2 A 1\n", 1, "prefers"),
+    ],
+)
 def test_read_prefs_refuses_with_path_and_line(tmp_path: Path, text: str, line: int, words: str) -> None:
     """Malformed lines, a doc at two levels in one sub-group, 0 and >0 for one doc in one group, and sub-groups that
     contradict each other (A>B in s1, B>A in s2) are refused at the line that shows it."""

@@ -64,8 +64,9 @@ def test_version_9_equals_pytrec_eval(data: tuple[dict, dict], rel_level: int) -
     """Each per-query value pytrec_eval reports, for the queries it evaluates (in both qrels and run)."""
     qrels, run = data
     expected = _pytrec_or_reject(qrels, run, rel_level)
-    got = per_query(qrels_from_dict(qrels), results_from_dict(run, float32=True),
-                    tuple(FAMILIES), version=9, rel_level=rel_level)
+    got = per_query(
+        qrels_from_dict(qrels), results_from_dict(run, float32=True), tuple(FAMILIES), version=9, rel_level=rel_level
+    )
     assert set(got) == set(expected)
     for qid, values in expected.items():
         for name, value in values.items():

@@ -26,17 +26,37 @@ def test_registry_lists_every_trec_eval_family_in_its_order() -> None:
 def test_docs_show_the_registry_table() -> None:
     text = DOCS.read_text(encoding="utf-8")
     start = text.index(START)
-    block = text[text.index("\n", start) + 1:text.index(END)].strip()
+    block = text[text.index("\n", start) + 1 : text.index(END)].strip()
     assert block == trec_eval_table()
 
 
-@pytest.mark.parametrize(("alias", "name"), [
-    ("P_10", "P@10"), ("P.5", "P@5"), ("ndcg_cut_10", "ndcg@10"), ("recip_rank", "mrr"), ("Rprec", "rprec"),
-    ("map_cut_10", "map@10"), ("recall_100", "recall@100"), ("success_5", "success@5"), ("nDCG@10", "ndcg@10"),
-    ("nDCG", "ndcg"), ("RR", "mrr"), ("RR@10", "mrr@10"), ("AP", "map"), ("AP@100", "map@100"),
-    ("R@100", "recall@100"), ("Judged@10", "judged@10"), ("precision@10", "P@10"), ("hit_rate@5", "success@5"),
-    ("r-precision", "rprec"), ("f1@10", "F1@10"), ("ndcg_burges@10", "ndcg_exp@10"), ("map", "map"),
-])
+@pytest.mark.parametrize(
+    ("alias", "name"),
+    [
+        ("P_10", "P@10"),
+        ("P.5", "P@5"),
+        ("ndcg_cut_10", "ndcg@10"),
+        ("recip_rank", "mrr"),
+        ("Rprec", "rprec"),
+        ("map_cut_10", "map@10"),
+        ("recall_100", "recall@100"),
+        ("success_5", "success@5"),
+        ("nDCG@10", "ndcg@10"),
+        ("nDCG", "ndcg"),
+        ("RR", "mrr"),
+        ("RR@10", "mrr@10"),
+        ("AP", "map"),
+        ("AP@100", "map@100"),
+        ("R@100", "recall@100"),
+        ("Judged@10", "judged@10"),
+        ("precision@10", "P@10"),
+        ("hit_rate@5", "success@5"),
+        ("r-precision", "rprec"),
+        ("f1@10", "F1@10"),
+        ("ndcg_burges@10", "ndcg_exp@10"),
+        ("map", "map"),
+    ],
+)
 def test_other_tools_names_are_aliases(alias: str, name: str) -> None:
     assert resolve_alias(alias) == name
     assert [s.name for s in parse_metrics([alias])] == [name]

@@ -37,8 +37,9 @@ def judge_pages() -> list:
 
 def lead_pages(visible: bool) -> list:
     """The lead desk pages; registered for everyone (a link must not say "Page not found"), listed for leads."""
-    return [st.Page(PAGES / name, title=title, visibility="visible" if visible else "hidden")
-            for name, title in LEAD_PAGES]
+    return [
+        st.Page(PAGES / name, title=title, visibility="visible" if visible else "hidden") for name, title in LEAD_PAGES
+    ]
 
 
 def sidebar(user) -> None:
@@ -64,8 +65,10 @@ def _run_page() -> None:
     user = auth.current_user()
     is_lead = user is not None and user.role == Role.LEAD
     judge, lead = judge_pages(), lead_pages(visible=is_lead)
-    page = st.navigation({"Judge": judge, "Lead": lead} if is_lead else judge + lead,
-                         position="sidebar" if user is not None else "hidden")
+    page = st.navigation(
+        {"Judge": judge, "Lead": lead} if is_lead else judge + lead,
+        position="sidebar" if user is not None else "hidden",
+    )
     if user is None:
         auth.login_page()
         return
@@ -74,6 +77,7 @@ def _run_page() -> None:
         auth.not_allowed(user, Role.LEAD)
         return
     page.run()
+
 
 if __name__ == "__main__":  # `streamlit run` (and AppTest) execute this file as __main__
     main()

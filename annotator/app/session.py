@@ -28,8 +28,10 @@ CLEAR_COOKIE_KEY = "session_cookie_dead"  # a token that no longer works, to rem
 SET_COOKIE_KEY = "session_cookie_new"  # a fresh login whose token the browser has not been given yet
 ENDED_KEY = "session_ended"  # this tab's session stopped working without a logout here: say so on the login form
 LOGGED_OUT_KEY = "logged_out"  # this tab logged out: its stale cookie token is no news
-SESSION_ENDED = ("Your session has ended (2 hours without activity, a logout in another tab, or a change to your "
-                 "account). Log in again; your saved grades are kept.")
+SESSION_ENDED = (
+    "Your session has ended (2 hours without activity, a logout in another tab, or a change to your "
+    "account). Log in again; your saved grades are kept."
+)
 NOT_ALLOWED = "Not allowed for your role"
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{1,200}")  # what secrets.token_urlsafe produces
 COOKIE_ATTRIBUTES = "; path=/; SameSite=Strict"
@@ -82,8 +84,7 @@ def _remember(user: UserInfo, new: sessions.NewSession) -> None:
 
 
 # A script's element would take a row of the layout (and the elements below it would jump when it goes away).
-HIDE_SCRIPT_ROW = ("<style>[data-testid='stElementContainer']:has(script[data-qrelkit-script]) {display: none}"
-                   "</style>")
+HIDE_SCRIPT_ROW = "<style>[data-testid='stElementContainer']:has(script[data-qrelkit-script]) {display: none}</style>"
 
 
 def page_script(code: str) -> None:
@@ -107,8 +108,10 @@ def sync_cookie() -> None:
         return
     expires: datetime | None = st.session_state.get(EXPIRES_KEY)
     until = f"; expires={expires.strftime('%a, %d %b %Y %H:%M:%S GMT')}" if expires else ""
-    page_script(f"document.cookie = {_js(f'{COOKIE}={token}{COOKIE_ATTRIBUTES}{until}')}"
-            " + (location.protocol === 'https:' ? '; Secure' : '');")
+    page_script(
+        f"document.cookie = {_js(f'{COOKIE}={token}{COOKIE_ATTRIBUTES}{until}')}"
+        " + (location.protocol === 'https:' ? '; Secure' : '');"
+    )
 
 
 def clear_stale_cookie() -> None:
@@ -118,7 +121,9 @@ def clear_stale_cookie() -> None:
     if not dead:
         return
     expired = f"{COOKIE}={COOKIE_ATTRIBUTES}; expires=Thu, 01 Jan 1970 00:00:00 GMT"
-    page_script(f"if (document.cookie.split('; ').includes({_js(f'{COOKIE}={dead}')})) document.cookie = {_js(expired)};")
+    page_script(
+        f"if (document.cookie.split('; ').includes({_js(f'{COOKIE}={dead}')})) document.cookie = {_js(expired)};"
+    )
 
 
 def oidc_configured() -> bool:
@@ -144,8 +149,12 @@ def submit_login() -> None:
     """Form callback: check the password (unless this account or client must wait) before the script runs, so
     a successful login costs one run, not two. A database that does not answer is one sentence on the form."""
     try:
-        result = logins.login(state.engine(), st.session_state.get("login_username") or "",
-                              st.session_state.get("login_password") or "", client=client_label())
+        result = logins.login(
+            state.engine(),
+            st.session_state.get("login_username") or "",
+            st.session_state.get("login_password") or "",
+            client=client_label(),
+        )
     except DBAPIError as exc:
         if not is_outage(exc):
             raise

@@ -22,8 +22,10 @@ from db import projects
 from eval_core.vocab import Role
 
 MISSING = "—"
-FRAGMENT_STYLE = ("font-family: inherit; font-size: 1.05rem; line-height: 1.6; white-space: pre-wrap; "
-                  "overflow-wrap: anywhere; max-height: 28rem; overflow-y: auto;")
+FRAGMENT_STYLE = (
+    "font-family: inherit; font-size: 1.05rem; line-height: 1.6; white-space: pre-wrap; "
+    "overflow-wrap: anywhere; max-height: 28rem; overflow-y: auto;"
+)
 
 
 def fragment_text(text: str, query: str) -> None:
@@ -108,14 +110,20 @@ def project_caption(project: Any) -> str:
     """One line with the project's policy and its grade names."""
     low, high = scale_of(project)
     names = ", ".join(f"{g} {literal(name)}" for g, name in project.labels.items())
-    return (f"Scale {low}–{high} ({names}) · {project.overlap} annotators per pair on {project.overlap_fraction:.0%} of "
-            f"pairs · agreement threshold {project.threshold:g}")
+    return (
+        f"Scale {low}–{high} ({names}) · {project.overlap} annotators per pair on {project.overlap_fraction:.0%} of "
+        f"pairs · agreement threshold {project.threshold:g}"
+    )
 
 
 def show_import_report(report: Any, path: Path, upload_name: str) -> None:
     """The validation report of an import: counts, then every rejected line as name:line: problem."""
-    counts = {"Created": report.created, "Updated": report.updated, "Unchanged": report.unchanged,
-              "Rejected lines": len(report.rejected)}
+    counts = {
+        "Created": report.created,
+        "Updated": report.updated,
+        "Unchanged": report.unchanged,
+        "Rejected lines": len(report.rejected),
+    }
     for col, (label, count) in zip(st.columns(len(counts)), counts.items(), strict=True):
         col.metric(label, count)
     if report.rejected:
@@ -131,4 +139,3 @@ def progress_table(stats: pd.DataFrame) -> pd.DataFrame:
     assigned = table["assigned"].where(table["assigned"] > 0)
     table.insert(1, "progress", (table["done"] / assigned).fillna(0.0))
     return table
-

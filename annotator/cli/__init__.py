@@ -92,8 +92,9 @@ def main(argv: list[str] | None = None) -> int:
             reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
             print(f"qrelkit: error: the database refused: {reason[:300]}", file=sys.stderr)
         else:
-            print(f"qrelkit: error: unexpected {type(exc).__name__}: {str(exc)[:300]} (please report it)",
-                  file=sys.stderr)
+            print(
+                f"qrelkit: error: unexpected {type(exc).__name__}: {str(exc)[:300]} (please report it)", file=sys.stderr
+            )
         logging.getLogger("qrelkit").debug("command failed", exc_info=True)
         return 2
 

@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from eval_core.judges.calibration import CalibrationReport, Comparison
 
 
-
-
 def judgments_on_scale(args: argparse.Namespace):
     """The judgments file read at --scale, else on the scale the file names (qrelkit's exports do), else 0-3;
     args.scale is set to the scale read. On the default 0-3, a grade outside it also says how to name the scale."""
@@ -37,64 +35,122 @@ def judgments_on_scale(args: argparse.Namespace):
     except InputError as exc:
         if named or args.scale != DEFAULT_SCALE or "outside the scale" not in exc.problem:
             raise
-        raise InputError(exc.path, exc.line, f"{exc.problem}; grades on another scale need --scale LOW-HIGH, "
-                                             "e.g. --scale 1-5") from None
+        raise InputError(
+            exc.path, exc.line, f"{exc.problem}; grades on another scale need --scale LOW-HIGH, e.g. --scale 1-5"
+        ) from None
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `agreement` and `consensus` to the `qrelkit` parser."""
-    p = subparsers.add_parser("agreement", help="inter-annotator agreement (κ, α, AC1/AC2) with bootstrap CIs",
-                              description="Agreement of a judgments file (JSONL/CSV with query_id, fragment_id, "
-                                          "annotator, grade; empty grade = can't judge).")
+    p = subparsers.add_parser(
+        "agreement",
+        help="inter-annotator agreement (κ, α, AC1/AC2) with bootstrap CIs",
+        description="Agreement of a judgments file (JSONL/CSV with query_id, fragment_id, "
+        "annotator, grade; empty grade = can't judge).",
+    )
     p.add_argument("judgments", metavar="JUDGMENTS")
-    p.add_argument("--scale", type=scale_type, default=None,
-                   help="grading scale low-high (default: the scale the file names, as qrelkit's exports do, "
-                        "else 0-3)")
-    p.add_argument("--level", choices=["ordinal", "nominal", "interval"], default="ordinal",
-                   help="level of Krippendorff's α used for the verdict (default ordinal)")
-    p.add_argument("--threshold", type=float, default=AGREEMENT_THRESHOLD,
-                   help="α below this marks the guideline ambiguous (default %(default)s)")
-    p.add_argument("--by", choices=["query", "category", "guideline", "kind"],
-                   help="α per query, category or guideline; kind: human–human beside each model judge against "
-                        "each human and the human consensus (κ, α, bias)")
-    p.add_argument("--model", action="append", default=[], metavar="ANNOTATOR",
-                   help="count this annotator as a model judge (repeatable; a file's annotator_kind column does "
-                        "the same); model judges never count in human–human agreement")
+    p.add_argument(
+        "--scale",
+        type=scale_type,
+        default=None,
+        help="grading scale low-high (default: the scale the file names, as qrelkit's exports do, else 0-3)",
+    )
+    p.add_argument(
+        "--level",
+        choices=["ordinal", "nominal", "interval"],
+        default="ordinal",
+        help="level of Krippendorff's α used for the verdict (default ordinal)",
+    )
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=AGREEMENT_THRESHOLD,
+        help="α below this marks the guideline ambiguous (default %(default)s)",
+    )
+    p.add_argument(
+        "--by",
+        choices=["query", "category", "guideline", "kind"],
+        help="α per query, category or guideline; kind: human–human beside each model judge against "
+        "each human and the human consensus (κ, α, bias)",
+    )
+    p.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="ANNOTATOR",
+        help="count this annotator as a model judge (repeatable; a file's annotator_kind column does "
+        "the same); model judges never count in human–human agreement",
+    )
     p.add_argument("--bootstrap", type=int, default=1000, help="query-clustered bootstrap replicates (0: no CIs)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (same seed, same CIs)")
     p.add_argument("--format", choices=["table", "json"], default="table")
-    p.add_argument("--keep", choices=["error", "latest"], default="error",
-                   help="duplicate (pair, annotator) records: error (default) or keep the latest")
-    p.add_argument("--cross-check", action="store_true",
-                   help="recompute α with krippendorff.alpha and κ with scikit-learn and report the largest "
-                        "difference (exit 1 above 1e-9; needs `pip install qrelkit[reference]`)")
-    p.add_argument("--control", metavar="CONTROL.qrels",
-                   help="settled grades of control pairs (TREC qrels, grade − LOW as gain): each annotator's "
-                        "accuracy and linear-weighted κ against them, by guideline and over time, with drift alerts")
+    p.add_argument(
+        "--keep",
+        choices=["error", "latest"],
+        default="error",
+        help="duplicate (pair, annotator) records: error (default) or keep the latest",
+    )
+    p.add_argument(
+        "--cross-check",
+        action="store_true",
+        help="recompute α with krippendorff.alpha and κ with scikit-learn and report the largest "
+        "difference (exit 1 above 1e-9; needs `pip install qrelkit[reference]`)",
+    )
+    p.add_argument(
+        "--control",
+        metavar="CONTROL.qrels",
+        help="settled grades of control pairs (TREC qrels, grade − LOW as gain): each annotator's "
+        "accuracy and linear-weighted κ against them, by guideline and over time, with drift alerts",
+    )
     p.set_defaults(func=cmd_agreement)
 
-    c = subparsers.add_parser("consensus", help="one graded label per pair: qrels with provenance",
-                              description="Turn several grades per (query, fragment) into graded qrels.")
+    c = subparsers.add_parser(
+        "consensus",
+        help="one graded label per pair: qrels with provenance",
+        description="Turn several grades per (query, fragment) into graded qrels.",
+    )
     c.add_argument("judgments", metavar="JUDGMENTS")
-    c.add_argument("--rule", choices=LazyChoices("eval_core.consensus", "RULES"), metavar="RULE", default="median",
-                   help="median (lower on ties), majority (ties → lower), mean (half up) or min")
-    c.add_argument("--adjudications", metavar="FILE",
-                   help="lead decisions (query_id, fragment_id, grade; e.g. `qrelkit export --adjudications`); "
-                        "they win")
-    c.add_argument("--with-models", action="store_true",
-                   help="let model judges vote (default: left out, as in `agreement` and a humans-only release)")
-    c.add_argument("--model", action="append", default=[], metavar="NAME",
-                   help="annotator NAME is a model judge (files without annotator_kind; repeatable)")
-    c.add_argument("--grades", default="gains", metavar="GRADES", choices=LazyChoices("eval_core.io.formats",
-                                                                                      "QrelsGrades"),
-                   help="%(choices)s (default gains): TREC and BEIR qrels hold grade minus the scale's lowest "
-                        "grade, as a release's export does; JSONL keeps the grades as judged")
+    c.add_argument(
+        "--rule",
+        choices=LazyChoices("eval_core.consensus", "RULES"),
+        metavar="RULE",
+        default="median",
+        help="median (lower on ties), majority (ties → lower), mean (half up) or min",
+    )
+    c.add_argument(
+        "--adjudications",
+        metavar="FILE",
+        help="lead decisions (query_id, fragment_id, grade; e.g. `qrelkit export --adjudications`); they win",
+    )
+    c.add_argument(
+        "--with-models",
+        action="store_true",
+        help="let model judges vote (default: left out, as in `agreement` and a humans-only release)",
+    )
+    c.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="annotator NAME is a model judge (files without annotator_kind; repeatable)",
+    )
+    c.add_argument(
+        "--grades",
+        default="gains",
+        metavar="GRADES",
+        choices=LazyChoices("eval_core.io.formats", "QrelsGrades"),
+        help="%(choices)s (default gains): TREC and BEIR qrels hold grade minus the scale's lowest "
+        "grade, as a release's export does; JSONL keeps the grades as judged",
+    )
     c.add_argument("--min-grades", type=int, default=1, help="leave out pairs with fewer real grades (default 1)")
     c.add_argument("-o", "--output", required=True, metavar="OUT")
     c.add_argument("--format", choices=["trec", "beir", "jsonl"], default="trec")
-    c.add_argument("--scale", type=scale_type, default=None,
-                   help="grading scale low-high (default: the scale the file names, as qrelkit's exports do, "
-                        "else 0-3)")
+    c.add_argument(
+        "--scale",
+        type=scale_type,
+        default=None,
+        help="grading scale low-high (default: the scale the file names, as qrelkit's exports do, else 0-3)",
+    )
     c.add_argument("--keep", choices=["error", "latest"], default="error")
     c.set_defaults(func=cmd_consensus)
 
@@ -114,14 +170,23 @@ def cmd_agreement(args: argparse.Namespace) -> int:
     by_kind = args.by == "kind"
     calibrated = None
     try:
-        report = agreement_report(frame, scale=args.scale, level=args.level, threshold=args.threshold,
-                                  by=None if by_kind else args.by, bootstrap=args.bootstrap, seed=args.seed,
-                                  progress=True, models=args.model)
+        report = agreement_report(
+            frame,
+            scale=args.scale,
+            level=args.level,
+            threshold=args.threshold,
+            by=None if by_kind else args.by,
+            bootstrap=args.bootstrap,
+            seed=args.seed,
+            progress=True,
+            models=args.model,
+        )
         if by_kind:
             from eval_core.judges.calibration import calibration
 
-            calibrated = calibration(frame, scale=args.scale, models=args.model, bootstrap=args.bootstrap,
-                                     seed=args.seed)
+            calibrated = calibration(
+                frame, scale=args.scale, models=args.model, bootstrap=args.bootstrap, seed=args.seed
+            )
     except ValueError as exc:
         raise InputError(args.judgments, None, str(exc)) from None
     checks = None
@@ -161,10 +226,12 @@ def format_cross_check(checks: list[ReferenceCheck]) -> str:
     lines = ["", "cross-check against the reference libraries (largest |qrelkit − reference|):"]
     for c in checks:
         where = f" ({c.worst})" if c.worst else ""
-        lines.append(f"  {c.coefficient:<28}{c.library:<36}{c.compared:>4} compared  "
-                     f"max |diff| {c.largest_difference:.1e}{where}"
-                     + (f"  {c.mismatched} defined on one side only" if c.mismatched else "")
-                     + ("" if c.agrees else "  MISMATCH"))
+        lines.append(
+            f"  {c.coefficient:<28}{c.library:<36}{c.compared:>4} compared  "
+            f"max |diff| {c.largest_difference:.1e}{where}"
+            + (f"  {c.mismatched} defined on one side only" if c.mismatched else "")
+            + ("" if c.agrees else "  MISMATCH")
+        )
     verdict = "agree" if all(c.agrees for c in checks) else "DISAGREE"
     lines.append(f"  qrelkit and the reference libraries {verdict} (tolerance 1e-9)")
     return "\n".join(lines) + "\n"
@@ -181,29 +248,38 @@ def format_table(report: AgreementReport) -> str:
         f"{report.n_units} pairs, {report.n_queries} queries, {report.n_annotators} annotators, "
         f"{report.n_grades} grades ({report.n_cant_judge} can't judge), "
         f"{report.n_pairable_units} pairs with ≥ 2 grades; scale {report.scale[0]}-{report.scale[1]}",
-        f"CIs: {boot.confidence:.0%} percentile, {boot.replicates} replicates resampling queries, "
-        f"seed {boot.seed}" if boot.replicates else
-        f"CIs: none ({'no bootstrap' if boot.status == 'ok' else boot.status})",
+        f"CIs: {boot.confidence:.0%} percentile, {boot.replicates} replicates resampling queries, seed {boot.seed}"
+        if boot.replicates
+        else f"CIs: none ({'no bootstrap' if boot.status == 'ok' else boot.status})",
         "",
-        "grade prevalence  " + "  ".join(f"{g}: {s:.1%}" if s is not None else f"{g}: -"
-                                         for g, s in report.prevalence.items()),
+        "grade prevalence  "
+        + "  ".join(f"{g}: {s:.1%}" if s is not None else f"{g}: -" for g, s in report.prevalence.items()),
     ]
     primary = f"Krippendorff α ({report.level})"
     rows = [(name + (" *" if name == primary else ""), c) for name, c in coefficient_rows(report) + cut_rows(report)]
     width = max(len(name) for name, _ in rows) + 2
     lines += [f"{name:<{width}}{_c(c)}" for name, c in rows]
-    lines += ["", "Cohen's κ per annotator pair (on pairs both graded):",
-              f"  {'a':<12}{'b':<12}{'n':>6}  {'unweighted':<28}{'linear':<28}quadratic"]
+    lines += [
+        "",
+        "Cohen's κ per annotator pair (on pairs both graded):",
+        f"  {'a':<12}{'b':<12}{'n':>6}  {'unweighted':<28}{'linear':<28}quadratic",
+    ]
     for k in report.kappa:
-        lines.append(f"  {k.a:<12}{k.b:<12}{k.n:>6}  {_c(k.kappa['unweighted']):<28}{_c(k.kappa['linear']):<28}"
-                     f"{_c(k.kappa['quadratic'])}")
+        lines.append(
+            f"  {k.a:<12}{k.b:<12}{k.n:>6}  {_c(k.kappa['unweighted']):<28}{_c(k.kappa['linear']):<28}"
+            f"{_c(k.kappa['quadratic'])}"
+        )
     diag = report.diagnostics
     lines += ["", f"{report.level} α without each annotator (Δ vs all):"]
-    lines += [f"  {r.annotator:<16}{_c(r.alpha):<30}" + (f"Δ {r.delta:+.3f}" if r.delta is not None else "")
-              for r in diag.leave_one_out]
+    lines += [
+        f"  {r.annotator:<16}{_c(r.alpha):<30}" + (f"Δ {r.delta:+.3f}" if r.delta is not None else "")
+        for r in diag.leave_one_out
+    ]
     lines += ["", "grade bias (mean grade − mean of the others on the same pairs):"]
-    lines += [f"  {r.annotator:<16}{r.bias:+.3f}  (n {r.n_shared}, mean {r.mean_grade:.2f} vs "
-              f"{r.others_mean:.2f})" for r in diag.bias]
+    lines += [
+        f"  {r.annotator:<16}{r.bias:+.3f}  (n {r.n_shared}, mean {r.mean_grade:.2f} vs {r.others_mean:.2f})"
+        for r in diag.bias
+    ]
     for title, groups in ((f"by {diag.by_field}", diag.by), ("by guideline version", diag.guidelines)):
         if groups:
             lines += ["", f"{report.level} α {title} (lowest first):"]
@@ -215,8 +291,9 @@ def format_table(report: AgreementReport) -> str:
         for d in diag.disputed_pairs:
             grades = ", ".join(f"{a}={'?' if g is None else g}" for a, g in d.grades.items())
             notes = "; ".join(f"{a}: {n}" for a, n in (d.notes or {}).items())
-            lines.append(f"  {d.query_id} / {d.fragment_id}  spread {d.spread}: {grades}"
-                         + (f"  — {notes}" if notes else ""))
+            lines.append(
+                f"  {d.query_id} / {d.fragment_id}  spread {d.spread}: {grades}" + (f"  — {notes}" if notes else "")
+            )
     verdict = report.assessment
     lines += ["", f"verdict (threshold {verdict.threshold:g}): {verdict.verdict.upper()}"]
     lines += [f"  - {reason}" for reason in verdict.reasons]
@@ -226,8 +303,9 @@ def format_table(report: AgreementReport) -> str:
 def _comparison_row(name: str, c: Comparison) -> str:
     """One reference a model is compared with: n, κ per weighting, ordinal α, mean signed difference."""
     diff = "—" if c.bias.mean_difference is None else f"{c.bias.mean_difference:+.2f}"
-    return (f"  {name:<18}{c.n:>6}  " + "".join(f"{_v(k):>12}" for k in c.kappa.values())
-            + f"{_v(c.alpha):>12}{diff:>10}")
+    return (
+        f"  {name:<18}{c.n:>6}  " + "".join(f"{_v(k):>12}" for k in c.kappa.values()) + f"{_v(c.alpha):>12}{diff:>10}"
+    )
 
 
 def _v(c: Coefficient) -> str:
@@ -239,33 +317,50 @@ def format_calibration(report: CalibrationReport) -> str:
     """Each model judge against the human consensus and each human, its bias and confusion, per category and
     guideline version, beside the humans' own agreement on the same pairs."""
     low, high = report.scale
-    header = (f"  {'against':<18}{'n':>6}  {'κ unweighted':>12}{'κ linear':>12}{'κ quadratic':>12}"
-              f"{'α ordinal':>12}{'mean diff':>10}")
-    lines = ["", f"model judges vs humans (on pairs graded by both; consensus: {report.rule} of the humans' grades; "
-                 f"humans: {', '.join(report.humans) or '—'}):"]
+    header = (
+        f"  {'against':<18}{'n':>6}  {'κ unweighted':>12}{'κ linear':>12}{'κ quadratic':>12}"
+        f"{'α ordinal':>12}{'mean diff':>10}"
+    )
+    lines = [
+        "",
+        f"model judges vs humans (on pairs graded by both; consensus: {report.rule} of the humans' grades; "
+        f"humans: {', '.join(report.humans) or '—'}):",
+    ]
     if not report.models:
         lines.append("  no model judges (give --model ANNOTATOR or an annotator_kind column)")
     for m in report.models:
         h = m.humans
-        lines += ["", f"model {m.model}: {m.n_grades} grades", header,
-                  _comparison_row("human consensus", m.vs_consensus)]
+        lines += [
+            "",
+            f"model {m.model}: {m.n_grades} grades",
+            header,
+            _comparison_row("human consensus", m.vs_consensus),
+        ]
         lines += [_comparison_row(c.reference, c) for c in m.vs_humans]
-        lines.append(f"  {'humans together':<18}{h.n_pairable:>6}  "
-                     + "".join(f"{_v(k):>12}" for k in h.kappa.values()) + f"{_v(h.alpha):>12}"
-                     + "   (human–human on the model's pairs; κ: mean over human pairs)")
+        lines.append(
+            f"  {'humans together':<18}{h.n_pairable:>6}  "
+            + "".join(f"{_v(k):>12}" for k in h.kappa.values())
+            + f"{_v(h.alpha):>12}"
+            + "   (human–human on the model's pairs; κ: mean over human pairs)"
+        )
         lines.append(f"  bias vs consensus: {m.vs_consensus.bias.sentence(report.scale)}")
         lines.append(f"  confusion vs consensus (rows: consensus grade, columns: the model's grade {low}–{high}):")
-        lines += [f"    {low + i:>3} " + "".join(f"{n:>6}" for n in row) for i, row in enumerate(m.vs_consensus.confusion)]
+        lines += [
+            f"    {low + i:>3} " + "".join(f"{n:>6}" for n in row) for i, row in enumerate(m.vs_consensus.confusion)
+        ]
         for title, groups in (("by category", m.by_category), ("by guideline version", m.by_guideline)):
             if groups:
-                lines += [f"  {title} (against the consensus; humans together on the same pairs):",
-                          f"    {'group':<18}{'n':>6}{'κ quadratic':>13}{'α ordinal':>11}{'mean diff':>10}"
-                          f"{'humans α':>10}"]
+                lines += [
+                    f"  {title} (against the consensus; humans together on the same pairs):",
+                    f"    {'group':<18}{'n':>6}{'κ quadratic':>13}{'α ordinal':>11}{'mean diff':>10}{'humans α':>10}",
+                ]
                 for g in groups:
                     c = g.vs_consensus
                     diff = "—" if c.bias.mean_difference is None else f"{c.bias.mean_difference:+.2f}"
-                    lines.append(f"    {g.group:<18}{c.n:>6}{_v(c.kappa['quadratic']):>13}{_v(c.alpha):>11}"
-                                 f"{diff:>10}{_v(g.humans.alpha):>10}")
+                    lines.append(
+                        f"    {g.group:<18}{c.n:>6}{_v(c.kappa['quadratic']):>13}{_v(c.alpha):>11}"
+                        f"{diff:>10}{_v(g.humans.alpha):>10}"
+                    )
     return "\n".join(lines) + "\n"
 
 
@@ -284,15 +379,30 @@ def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str, shift: int 
     from eval_core.io.formats import write_atomically, write_qrels
 
     if fmt in ("trec", "beir"):
-        frame = pd.DataFrame({"query_id": qrels["query_id"], "doc_id": qrels["fragment_id"],
-                              "grade": qrels["grade"] - shift})
+        frame = pd.DataFrame(
+            {"query_id": qrels["query_id"], "doc_id": qrels["fragment_id"], "grade": qrels["grade"] - shift}
+        )
         write_qrels(frame, path, fmt=fmt)
         return
-    write_atomically(path, (json.dumps({"query_id": row.query_id, "fragment_id": row.fragment_id,
-                                        "grade": int(row.grade), "n_grades": int(row.n_grades),
-                                        "grades": row.grades, "rule": row.rule,
-                                        "adjudicated": bool(row.adjudicated)}, ensure_ascii=False) + "\n"
-                            for row in qrels.itertuples(index=False)))
+    write_atomically(
+        path,
+        (
+            json.dumps(
+                {
+                    "query_id": row.query_id,
+                    "fragment_id": row.fragment_id,
+                    "grade": int(row.grade),
+                    "n_grades": int(row.n_grades),
+                    "grades": row.grades,
+                    "rule": row.rule,
+                    "adjudicated": bool(row.adjudicated),
+                },
+                ensure_ascii=False,
+            )
+            + "\n"
+            for row in qrels.itertuples(index=False)
+        ),
+    )
 
 
 def cmd_consensus(args: argparse.Namespace) -> int:
@@ -307,12 +417,17 @@ def cmd_consensus(args: argparse.Namespace) -> int:
         frame = human_judgments(frame, args.model)
     adjudications = read_adjudications(args.adjudications, args.scale) if args.adjudications else None
     try:
-        qrels = consensus(frame, rule=args.rule, adjudications=adjudications, min_grades=args.min_grades,
-                          scale=args.scale)
+        qrels = consensus(
+            frame, rule=args.rule, adjudications=adjudications, min_grades=args.min_grades, scale=args.scale
+        )
     except ValueError as exc:
         raise InputError(args.adjudications or args.judgments, None, str(exc)) from None
-    write_consensus(qrels, args.output, args.format,
-                    args.scale[0] if QrelsGrades(args.grades) == QrelsGrades.GAINS else 0)
-    print(f"qrelkit: {len(qrels)} labelled pairs ({int(qrels['adjudicated'].sum())} adjudicated) by rule "
-          f"{args.rule} → {args.output}", file=sys.stderr)
+    write_consensus(
+        qrels, args.output, args.format, args.scale[0] if QrelsGrades(args.grades) == QrelsGrades.GAINS else 0
+    )
+    print(
+        f"qrelkit: {len(qrels)} labelled pairs ({int(qrels['adjudicated'].sum())} adjudicated) by rule "
+        f"{args.rule} → {args.output}",
+        file=sys.stderr,
+    )
     return 0

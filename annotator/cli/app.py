@@ -28,15 +28,29 @@ STOP_SECONDS = 20  # how long the child may take to shut down after the signal b
 # table "Download as CSV" or copy (Streamlit's export does not escape spreadsheet formulas in user strings; the
 # app's own downloads and the CLI's CSV do), and no full garbage collection after every script run (it was two
 # thirds of the server's time per key press; Python's own collector still runs).
-STREAMLIT_OPTIONS = ("--server.headless=true", "--browser.gatherUsageStats=false", "--server.fileWatcherType=none",
-                     "--client.toolbarMode=viewer", "--client.showErrorDetails=none",
-                     "--client.disableDataExport=true", "--runner.postScriptGC=false")
+STREAMLIT_OPTIONS = (
+    "--server.headless=true",
+    "--browser.gatherUsageStats=false",
+    "--server.fileWatcherType=none",
+    "--client.toolbarMode=viewer",
+    "--client.showErrorDetails=none",
+    "--client.disableDataExport=true",
+    "--runner.postScriptGC=false",
+)
 
 
 def streamlit_command(port: int, address: str = DEFAULT_ADDRESS) -> list[str]:
     """The `streamlit run` command line for the app on `address:port`."""
-    return [sys.executable, "-m", "streamlit", "run", str(APP), *STREAMLIT_OPTIONS, f"--server.port={port}",
-            f"--server.address={address}"]
+    return [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(APP),
+        *STREAMLIT_OPTIONS,
+        f"--server.port={port}",
+        f"--server.address={address}",
+    ]
 
 
 def _die_with_parent() -> None:
@@ -92,8 +106,10 @@ def check_port(address: str, port: int) -> None:
         return
     free = next((p for p in range(port + 1, min(port + 50, 65536)) if not port_in_use(address, p)), None)
     example = free if free is not None else port + 1
-    raise RuntimeError(f"port {port} on {address} is in use (another qrelkit serve or demo?): choose another with "
-                       f"--port {example} (make demo PORT={example})")
+    raise RuntimeError(
+        f"port {port} on {address} is in use (another qrelkit serve or demo?): choose another with "
+        f"--port {example} (make demo PORT={example})"
+    )
 
 
 def serve(url: str, port: int, address: str = DEFAULT_ADDRESS, project: str | None = None) -> int:
@@ -139,9 +155,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _listen_options(parser: argparse.ArgumentParser) -> None:
     """--port and --address, the same for serve and demo."""
     parser.add_argument("--port", type=int, default=8501, help="HTTP port (default 8501)")
-    parser.add_argument("--address", default=DEFAULT_ADDRESS,
-                        help=f"interface to listen on (default {DEFAULT_ADDRESS}: this machine only; to reach it "
-                             "from others, put a TLS reverse proxy in front, see docs/security.md)")
+    parser.add_argument(
+        "--address",
+        default=DEFAULT_ADDRESS,
+        help=f"interface to listen on (default {DEFAULT_ADDRESS}: this machine only; to reach it "
+        "from others, put a TLS reverse proxy in front, see docs/security.md)",
+    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

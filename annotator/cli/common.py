@@ -20,8 +20,13 @@ def print_json(data: object) -> None:
 def report_option(parser: argparse.ArgumentParser, flag: str = "--format") -> None:
     """--format text|json (`import`, whose --format is the file's layout: --report-format): a readable summary
     by default, the report's JSON (its shape kept) for machines."""
-    parser.add_argument(flag, dest="report", choices=("text", "json"), default="text",
-                        help="text (default): a readable summary; json: the full report for scripts")
+    parser.add_argument(
+        flag,
+        dest="report",
+        choices=("text", "json"),
+        default="text",
+        help="text (default): a readable summary; json: the full report for scripts",
+    )
 
 
 def emit(args: argparse.Namespace, data: object) -> None:
@@ -67,8 +72,10 @@ def readable(data: object, indent: int = 0) -> list[str]:
             header = list(data[0])
             rows = [[_scalar(item[k]) for k in header] for item in data]
             widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-            return [pad + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-                    for r in [[h.replace("_", " ") for h in header], *rows]]
+            return [
+                pad + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                for r in [[h.replace("_", " ") for h in header], *rows]
+            ]
         lines = []
         for item in data:
             if isinstance(item, dict | list) and item:
@@ -115,21 +122,32 @@ def scale_type(text: str) -> tuple[int, int]:
 
 def relevance_options(parser: argparse.ArgumentParser) -> None:
     """--scale and --rel-level, read the same way by eval, compare and diagnose (and printed by the app)."""
-    parser.add_argument("--scale", type=scale_type, metavar="LOW-HIGH",
-                        help="the qrels' grading scale, e.g. 1-3: its lowest grade means not relevant and gains 0 "
-                             "in nDCG and ERR (gain = grade - LOW); --rel-level defaults to LOW+1 and --max-grade "
-                             "to HIGH; a grade outside it is an error (default: the scale a release's JSONL or CSV "
-                             "names on its lines; other qrels: grades are gains as written, as in trec_eval)")
-    parser.add_argument("--rel-level", type=int, default=None, metavar="N",
-                        help="grade at which a fragment counts as relevant for binary metrics (default 1, or LOW+1 "
-                             "with --scale)")
+    parser.add_argument(
+        "--scale",
+        type=scale_type,
+        metavar="LOW-HIGH",
+        help="the qrels' grading scale, e.g. 1-3: its lowest grade means not relevant and gains 0 "
+        "in nDCG and ERR (gain = grade - LOW); --rel-level defaults to LOW+1 and --max-grade "
+        "to HIGH; a grade outside it is an error (default: the scale a release's JSONL or CSV "
+        "names on its lines; other qrels: grades are gains as written, as in trec_eval)",
+    )
+    parser.add_argument(
+        "--rel-level",
+        type=int,
+        default=None,
+        metavar="N",
+        help="grade at which a fragment counts as relevant for binary metrics (default 1, or LOW+1 with --scale)",
+    )
 
 
 def db_option(parser: argparse.ArgumentParser) -> None:
     """The one `--db URL` option every command that opens the store takes."""
-    parser.add_argument("--db", metavar="URL", default=None,
-                        help="database URL, or a SQLite file's path (default: $QRELKIT_DB_URL, else "
-                             "sqlite:///./qrelkit.db)")
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        default=None,
+        help="database URL, or a SQLite file's path (default: $QRELKIT_DB_URL, else sqlite:///./qrelkit.db)",
+    )
 
 
 def sqlite_file(url: str) -> Path | None:
@@ -150,8 +168,9 @@ def store_engine(args: argparse.Namespace):
     url = database_url(args.db)
     path = sqlite_file(url)
     if path is not None and not path.exists():
-        raise LookupError(f"no database at {path}: create one with `qrelkit init --db {url}` "
-                          f"(or `qrelkit demo` for a demo project)")
+        raise LookupError(
+            f"no database at {path}: create one with `qrelkit init --db {url}` (or `qrelkit demo` for a demo project)"
+        )
     engine = get_engine(args.db)
     current, head = current_revision(engine), head_revision()
     if current != head:

@@ -16,16 +16,20 @@ if TYPE_CHECKING:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `control` (set, add, list, qualify, open, close, retake, rounds, report) to the `qrelkit` parser."""
-    p = subparsers.add_parser("control", help="control pairs: settled grades served blind to check annotators",
-                              description="Control pairs are pairs with a settled grade, served to annotators "
-                                          "like any pair at a rate (e.g. 1/20 of each annotator's pairs).")
+    p = subparsers.add_parser(
+        "control",
+        help="control pairs: settled grades served blind to check annotators",
+        description="Control pairs are pairs with a settled grade, served to annotators "
+        "like any pair at a rate (e.g. 1/20 of each annotator's pairs).",
+    )
     sub = p.add_subparsers(dest="control_command", metavar="ACTION", required=True)
     s = sub.add_parser("set", help="make every adjudicated pair of a release a control pair and serve them")
     db_option(s)
     s.add_argument("--project", required=True)
     s.add_argument("--release", required=True, help="the release whose adjudicated pairs become control pairs")
-    s.add_argument("--rate", required=True, help="one control pair in every N of an annotator's pairs: 1/20, "
-                                                 "0.05 or 20")
+    s.add_argument(
+        "--rate", required=True, help="one control pair in every N of an annotator's pairs: 1/20, 0.05 or 20"
+    )
     s.set_defaults(func=cmd_set)
     a = sub.add_parser("add", help="make one pair a control pair with a grade and a reason")
     db_option(a)
@@ -41,18 +45,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ls.add_argument("--project", required=True)
     ls.add_argument("--format", choices=["table", "json"], default="table")
     ls.set_defaults(func=cmd_list)
-    q = sub.add_parser("qualify", help="new annotators first grade N control pairs, seeing each settled grade",
-                       description="A new annotator (no judgment in the project yet) first grades N control pairs "
-                                   "and sees the settled grade and the lead's reason after each; their regular "
-                                   "queue opens when their weighted κ on the round reaches the threshold, or when a "
-                                   "lead opens it (qrelkit control open). A lead may close an open queue again "
-                                   "(qrelkit control close) and grant a retake after a failed round or a close "
-                                   "(qrelkit control retake).")
+    q = sub.add_parser(
+        "qualify",
+        help="new annotators first grade N control pairs, seeing each settled grade",
+        description="A new annotator (no judgment in the project yet) first grades N control pairs "
+        "and sees the settled grade and the lead's reason after each; their regular "
+        "queue opens when their weighted κ on the round reaches the threshold, or when a "
+        "lead opens it (qrelkit control open). A lead may close an open queue again "
+        "(qrelkit control close) and grant a retake after a failed round or a close "
+        "(qrelkit control retake).",
+    )
     db_option(q)
     q.add_argument("--project", required=True)
     q.add_argument("--pairs", type=int, required=True, metavar="N", help="control pairs in the round (0: no round)")
-    q.add_argument("--threshold", type=float, metavar="KAPPA",
-                   help="κ the round must reach (default: the project's agreement threshold)")
+    q.add_argument(
+        "--threshold",
+        type=float,
+        metavar="KAPPA",
+        help="κ the round must reach (default: the project's agreement threshold)",
+    )
     q.set_defaults(func=cmd_qualify)
     o = sub.add_parser("open", help="open an annotator's regular queue whatever their qualification round says")
     db_option(o)
@@ -60,28 +71,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     o.add_argument("--user", required=True, help="the annotator whose queue opens")
     o.add_argument("--lead", required=True, help="the lead who decides (recorded with the time)")
     o.set_defaults(func=cmd_open)
-    c = sub.add_parser("close", help="close an annotator's open regular queue again, until a lead reopens it or "
-                                     "they pass a retake",
-                       description="The store refuses the annotator's regular grades from now on, whatever the "
-                                   "round setting, until a lead reopens the queue (qrelkit control open) or grants a "
-                                   "retake they pass (qrelkit control retake). Who, when and why are recorded.")
+    c = sub.add_parser(
+        "close",
+        help="close an annotator's open regular queue again, until a lead reopens it or they pass a retake",
+        description="The store refuses the annotator's regular grades from now on, whatever the "
+        "round setting, until a lead reopens the queue (qrelkit control open) or grants a "
+        "retake they pass (qrelkit control retake). Who, when and why are recorded.",
+    )
     db_option(c)
     c.add_argument("--project", required=True)
     c.add_argument("--user", required=True, help="the annotator whose queue closes")
     c.add_argument("--lead", required=True, help="the lead who decides (recorded with the time)")
     c.add_argument("--reason", help="why (recorded; the annotator reads it)")
     c.set_defaults(func=cmd_close)
-    t = sub.add_parser("retake", help="grant an annotator whose round failed, or whose queue was closed, a new round",
-                       description="A new qualification round of the project's size, on control pairs the annotator "
-                                   "has neither met in a round nor judged, starts at once; their earlier rounds are "
-                                   "kept (qrelkit control rounds --history).")
+    t = sub.add_parser(
+        "retake",
+        help="grant an annotator whose round failed, or whose queue was closed, a new round",
+        description="A new qualification round of the project's size, on control pairs the annotator "
+        "has neither met in a round nor judged, starts at once; their earlier rounds are "
+        "kept (qrelkit control rounds --history).",
+    )
     db_option(t)
     t.add_argument("--project", required=True)
     t.add_argument("--user", required=True, help="the annotator who takes the round again")
     t.add_argument("--lead", required=True, help="the lead who grants it (recorded)")
     t.set_defaults(func=cmd_retake)
-    rr = sub.add_parser("rounds", help="each annotator's qualification round: status, κ, who opened or closed the "
-                                       "queue")
+    rr = sub.add_parser(
+        "rounds", help="each annotator's qualification round: status, κ, who opened or closed the queue"
+    )
     db_option(rr)
     rr.add_argument("--project", required=True)
     rr.add_argument("--history", action="store_true", help="every round of each annotator, not only the one in force")
@@ -106,8 +123,7 @@ def cmd_set(args: argparse.Namespace) -> int:
     from db.control import controls_from_release
 
     report = controls_from_release(store_engine(args), args.project, args.release, args.rate, actor=OPERATOR)
-    print(f"{report.added} new control pair(s); one in every {report.every} pairs; served to: "
-          f"{_served(report.served)}")
+    print(f"{report.added} new control pair(s); one in every {report.every} pairs; served to: {_served(report.served)}")
     return 0
 
 
@@ -116,8 +132,9 @@ def cmd_add(args: argparse.Namespace) -> int:
     from db.accounts.permissions import OPERATOR
     from db.control import add_control
 
-    report = add_control(store_engine(args), args.project, args.query, args.fragment, args.grade, args.reason,
-                         args.rate, actor=OPERATOR)
+    report = add_control(
+        store_engine(args), args.project, args.query, args.fragment, args.grade, args.reason, args.rate, actor=OPERATOR
+    )
     rate = f"one in every {report.every} pairs" if report.every else "no rate set yet (--rate): not served"
     print(f"{report.added} new control pair(s); {rate}; served to: {_served(report.served)}")
     return 0
@@ -183,8 +200,7 @@ def cmd_rounds(args: argparse.Namespace) -> int:
     settings = qualification_settings(engine, args.project)
     rounds = list_rounds(engine, args.project, history=args.history)
     if args.format == "json":
-        print_json({"pairs": settings.pairs, "threshold": settings.threshold,
-                    "rounds": [r.to_dict() for r in rounds]})
+        print_json({"pairs": settings.pairs, "threshold": settings.threshold, "rounds": [r.to_dict() for r in rounds]})
         return 0
     print(settings.sentence())
     for r in rounds:
@@ -214,24 +230,30 @@ def read_control(path: str, judgments: object, args: argparse.Namespace) -> Cont
 
     qrels = read_qrels(path)
     low = args.scale[0]
-    control = pd.DataFrame({"query_id": qrels["query_id"], "fragment_id": qrels["doc_id"],
-                            "grade": qrels["grade"] + low})
+    control = pd.DataFrame(
+        {"query_id": qrels["query_id"], "fragment_id": qrels["doc_id"], "grade": qrels["grade"] + low}
+    )
     high = args.scale[1]
     outside = control[(control["grade"] < low) | (control["grade"] > high)]
     if len(outside):
         row = outside.iloc[0]
-        raise ValueError(f"{path}: control grade {int(row['grade']) - low} of ({row['query_id']}, "
-                         f"{row['fragment_id']}) is outside the scale {low}-{high} (written as grade − {low})")
+        raise ValueError(
+            f"{path}: control grade {int(row['grade']) - low} of ({row['query_id']}, "
+            f"{row['fragment_id']}) is outside the scale {low}-{high} (written as grade − {low})"
+        )
     assert isinstance(judgments, pd.DataFrame)
-    return control_report(judgments, control, args.scale, replicates=args.bootstrap, seed=args.seed,
-                          threshold=args.threshold)
+    return control_report(
+        judgments, control, args.scale, replicates=args.bootstrap, seed=args.seed, threshold=args.threshold
+    )
 
 
 def _row(s: ControlScore) -> str:
     """One annotator (or group) line."""
     group = f" {s.group}" if s.group else ""
-    return (f"  {s.annotator}{group}: {s.pairs} pairs over {s.queries} queries; accuracy {s.accuracy.text()}; "
-            f"κ {s.kappa.text()}")
+    return (
+        f"  {s.annotator}{group}: {s.pairs} pairs over {s.queries} queries; accuracy {s.accuracy.text()}; "
+        f"κ {s.kappa.text()}"
+    )
 
 
 def format_control(report: ControlReport) -> str:

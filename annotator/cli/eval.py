@@ -22,35 +22,63 @@ PROGRESS_BYTES = 32 * 1024 * 1024
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `qrelkit eval` to the `qrelkit` parser."""
     p = subparsers.add_parser(
-        "eval", help="evaluate runs against qrels (trec_eval semantics)",
+        "eval",
+        help="evaluate runs against qrels (trec_eval semantics)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Evaluate one or more runs against qrels. Queries in the qrels but missing from a run\n"
-                    "score 0 (trec_eval -c); run-only queries are ignored; both are reported as warnings.\n\n"
-                    "Metrics (@k: a cutoff, expanded over --k when written bare; [@k]: optional cutoff;\n"
-                    "@p: persistence, default 0.8; any name takes a _condensed suffix):\n" + help_text(),
+        "score 0 (trec_eval -c); run-only queries are ignored; both are reported as warnings.\n\n"
+        "Metrics (@k: a cutoff, expanded over --k when written bare; [@k]: optional cutoff;\n"
+        "@p: persistence, default 0.8; any name takes a _condensed suffix):\n" + help_text(),
     )
     p.add_argument("qrels", help="qrels: TREC, BEIR TSV, JSONL or CSV (gzip fine)")
     p.add_argument("runs", nargs="+", metavar="RUN", help="runs: TREC, JSONL or CSV (gzip fine)")
-    p.add_argument("--metrics", action="append", metavar="LIST",
-                   help="comma-separated metric names, e.g. P@k,ndcg@10,map,rbp@0.8,ndcg@k_condensed "
-                        f"(default: {' '.join(DEFAULT_METRICS)})")
-    p.add_argument("--k", default=",".join(map(str, DEFAULT_K)), metavar="LIST",
-                   help="cutoffs for metrics given without one (default %(default)s)")
+    p.add_argument(
+        "--metrics",
+        action="append",
+        metavar="LIST",
+        help="comma-separated metric names, e.g. P@k,ndcg@10,map,rbp@0.8,ndcg@k_condensed "
+        f"(default: {' '.join(DEFAULT_METRICS)})",
+    )
+    p.add_argument(
+        "--k",
+        default=",".join(map(str, DEFAULT_K)),
+        metavar="LIST",
+        help="cutoffs for metrics given without one (default %(default)s)",
+    )
     relevance_options(p)
-    p.add_argument("--max-grade", type=int, default=None, metavar="N",
-                   help="top grade of the scale, for ERR (default 3, or HIGH with --scale; higher grades are "
-                        "clipped, with a warning)")
-    p.add_argument("--qrels-format", choices=("auto", "jg"), default="auto",
-                   help="jg: multi-judge qrels `qid judge docid grade` (trec_eval -R qrels_jg); every metric is "
-                        "computed against each judge group and averaged per query, with the spread over judges")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="threads ranking blocks of whole queries of big TREC runs in parallel (default: every "
-                        "core); results are bit-identical for any N")
+    p.add_argument(
+        "--max-grade",
+        type=int,
+        default=None,
+        metavar="N",
+        help="top grade of the scale, for ERR (default 3, or HIGH with --scale; higher grades are "
+        "clipped, with a warning)",
+    )
+    p.add_argument(
+        "--qrels-format",
+        choices=("auto", "jg"),
+        default="auto",
+        help="jg: multi-judge qrels `qid judge docid grade` (trec_eval -R qrels_jg); every metric is "
+        "computed against each judge group and averaged per query, with the spread over judges",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="threads ranking blocks of whole queries of big TREC runs in parallel (default: every "
+        "core); results are bit-identical for any N",
+    )
     p.add_argument("--per-query", action="store_true", help="also print every query's values")
     p.add_argument("--categories", metavar="FILE", help="TSV/CSV/JSONL with query_id and category columns")
     p.add_argument("--format", choices=("table", "json", "csv"), default="table")
-    p.add_argument("--fail-below", action="append", default=[], metavar="METRIC=VALUE",
-                   help="exit 1 when a run's mean METRIC is below VALUE (repeatable)")
+    p.add_argument(
+        "--fail-below",
+        action="append",
+        default=[],
+        metavar="METRIC=VALUE",
+        help="exit 1 when a run's mean METRIC is below VALUE (repeatable)",
+    )
     p.set_defaults(func=cmd_eval)
 
 
@@ -97,8 +125,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     sizes = [Path(r).stat().st_size if Path(r).is_file() else 0 for r in args.runs]
     results: list[Evaluation] = []
     bar = _byte_bar(sum(sizes))
-    options = {"metrics": names, "k": k, "rel_level": args.rel_level, "categories": categories,
-               "max_grade": args.max_grade, "scale": scale}
+    options = {
+        "metrics": names,
+        "k": k,
+        "rel_level": args.rel_level,
+        "categories": categories,
+        "max_grade": args.max_grade,
+        "scale": scale,
+    }
     for run, label, size in zip(args.runs, _labels(args.runs), sizes, strict=True):
         bar.set_postfix_str(label)
         start = bar.n
@@ -112,8 +146,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     for ev in results:
         for w in ev.warnings:
             print(f"qrelkit eval: warning: {ev.name}: {w}", file=sys.stderr)
-    failed = [(ev.name, g, ev.mean[gate_names[g]], t) for ev in results for g, t in gates
-              if ev.mean[gate_names[g]] < t]
+    failed = [(ev.name, g, ev.mean[gate_names[g]], t) for ev in results for g, t in gates if ev.mean[gate_names[g]] < t]
     for name, g, value, t in failed:
         print(f"qrelkit eval: gate failed: {name}: {g} = {value:.4f} < {t:g}", file=sys.stderr)
     return 1 if failed else 0
@@ -130,11 +163,15 @@ def _check_scale(grades: Any, scale: tuple[int, int], path: str) -> None:
     low, high = scale
     values = np.asarray(grades, dtype=np.int64)
     if low > 0 and values.size and values.min() < low and values.min() >= 0 and values.max() <= high - low:
-        raise InputError(path, None, f"the grades run {values.min()}-{values.max()}, which contradicts --scale "
-                                     f"{low}-{high} (grade {values.min()} is below its lowest grade {low}) and reads "
-                                     f"as gains (grade - {low}), as qrelkit's TREC and BEIR release exports write "
-                                     "them: evaluate this file without --scale, or export the release with "
-                                     "--grades as-judged")
+        raise InputError(
+            path,
+            None,
+            f"the grades run {values.min()}-{values.max()}, which contradicts --scale "
+            f"{low}-{high} (grade {values.min()} is below its lowest grade {low}) and reads "
+            f"as gains (grade - {low}), as qrelkit's TREC and BEIR release exports write "
+            "them: evaluate this file without --scale, or export the release with "
+            "--grades as-judged",
+        )
 
 
 class _NoBar:
@@ -179,7 +216,9 @@ def _print(results: list[Evaluation], fmt: str, per_query: bool) -> None:
 
 
 def _print_csv(results: list[Evaluation], per_query: bool) -> None:
-    """One row per run and query (`all` for the mean, trec_eval's convention; `all@J` judge J's), one column per metric."""
+    """One row per run and query, one column per metric.
+
+    `all` is the mean (trec_eval's convention), `all@J` judge J's."""
     from eval_core.io.spreadsheet import escape_cell
 
     metrics = list(results[0].mean)
@@ -206,8 +245,10 @@ def _print_table(results: list[Evaluation], per_query: bool) -> None:
         print(m.ljust(width) + "".join(f"{ev.mean[m]:.4f}".rjust(w) for ev, w in zip(results, colw, strict=True)))
     for ev in results:
         if ev.per_judge is not None:
-            print(f"\n{ev.name} over {len(ev.per_judge)} judge groups (mean of each query's judges; lowest and "
-                  "highest judge mean)")
+            print(
+                f"\n{ev.name} over {len(ev.per_judge)} judge groups (mean of each query's judges; lowest and "
+                "highest judge mean)"
+            )
             spread = ev.judge_spread
             print("metric".ljust(width) + "mean".rjust(10) + "min".rjust(10) + "max".rjust(10))
             for m in metrics:

@@ -15,8 +15,14 @@ from eval_core.errors import InputError
 
 def _report(info) -> dict:
     """What the commands print about one version (the text only with `show`)."""
-    return {"version": info.version, "content_hash": info.content_hash, "note": info.note,
-            "created_by": info.created_by, "created_at": info.created_at, "characters": len(info.text)}
+    return {
+        "version": info.version,
+        "content_hash": info.content_hash,
+        "note": info.note,
+        "created_by": info.created_by,
+        "created_at": info.created_at,
+        "characters": len(info.text),
+    }
 
 
 def cmd_guideline_add(args: argparse.Namespace) -> int:
@@ -47,11 +53,16 @@ def cmd_guideline_show(args: argparse.Namespace) -> int:
     versions = list_guidelines(store_engine(args), args.project)
     if not versions:
         raise LookupError(f"project {args.project!r} has no guideline yet; add one with `qrelkit guideline add`")
-    wanted = versions[-1] if args.version == "current" else next(
-        (g for g in versions if str(g.version) == args.version), None)
+    wanted = (
+        versions[-1]
+        if args.version == "current"
+        else next((g for g in versions if str(g.version) == args.version), None)
+    )
     if wanted is None:
-        raise LookupError(f"no guideline version {args.version!r} in project {args.project!r} "
-                          f"(versions: {', '.join(str(g.version) for g in versions)})")
+        raise LookupError(
+            f"no guideline version {args.version!r} in project {args.project!r} "
+            f"(versions: {', '.join(str(g.version) for g in versions)})"
+        )
     sys.stdout.write(wanted.text if wanted.text.endswith("\n") else wanted.text + "\n")
     return 0
 
@@ -59,7 +70,8 @@ def cmd_guideline_show(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `guideline add|list|show` to the `qrelkit` parser."""
     guideline = subparsers.add_parser("guideline", help="a project's versioned grading guideline").add_subparsers(
-        dest="guideline_command", metavar="ACTION", required=True)
+        dest="guideline_command", metavar="ACTION", required=True
+    )
     p = guideline.add_parser("add", help="publish a Markdown file as the next version")
     p.add_argument("file", metavar="FILE.md")
     p.add_argument("--note", help="what changed, shown with the version")

@@ -12,11 +12,13 @@ from annotator.cli.common import db_option, print_json, readable, report_option,
 
 def _positive(kind: type):
     """An argparse type for a number > 0."""
+
     def parse(text: str):
         value = kind(text)
         if not value > 0:
             raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
         return value
+
     return parse
 
 
@@ -40,12 +42,27 @@ def cmd_prejudge(args: argparse.Namespace) -> int:
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(str(path), None, str(exc)) from None
     engine = store_engine(args)
-    judge = ChatJudge(args.base_url, args.model, template, get_project(engine, args.project).labels,
-                      params={"temperature": args.temperature}, timeout=args.timeout, api_key=api_key(),
-                      **{k: v for k, v in (("attempts", args.attempts), ("max_reply_bytes", args.max_reply_bytes))
-                         if v})
-    report = prejudge(engine, args.project, judge, model=args.model, annotator=args.annotator,
-                      concurrency=args.concurrency, limit=args.limit, progress=True, actor=OPERATOR)
+    judge = ChatJudge(
+        args.base_url,
+        args.model,
+        template,
+        get_project(engine, args.project).labels,
+        params={"temperature": args.temperature},
+        timeout=args.timeout,
+        api_key=api_key(),
+        **{k: v for k, v in (("attempts", args.attempts), ("max_reply_bytes", args.max_reply_bytes)) if v},
+    )
+    report = prejudge(
+        engine,
+        args.project,
+        judge,
+        model=args.model,
+        annotator=args.annotator,
+        concurrency=args.concurrency,
+        limit=args.limit,
+        progress=True,
+        actor=OPERATOR,
+    )
     if args.report == "json":
         print_json({**report.to_dict(), "prompt": str(path)})
     else:
@@ -54,10 +71,13 @@ def cmd_prejudge(args: argparse.Namespace) -> int:
             lines += ["problems:", *readable(report.problems, 1)]
         print("\n".join(lines))
     if args.report == "json":  # the counts for whoever reads the terminal while stdout goes to a script
-        print(f"qrelkit: {report.pairs} pair(s) in {report.seconds:.1f} s: {report.called} call(s), {report.cached} from "
-              f"the cache, {report.malformed} malformed, {report.failed} failed; "
-              f"{report.prompt_tokens + report.completion_tokens} tokens ({report.prompt_tokens} prompt, "
-              f"{report.completion_tokens} completion)", file=sys.stderr)
+        print(
+            f"qrelkit: {report.pairs} pair(s) in {report.seconds:.1f} s: {report.called} call(s), {report.cached} from "
+            f"the cache, {report.malformed} malformed, {report.failed} failed; "
+            f"{report.prompt_tokens + report.completion_tokens} tokens ({report.prompt_tokens} prompt, "
+            f"{report.completion_tokens} completion)",
+            file=sys.stderr,
+        )
     if not report.ok:
         print(f"qrelkit: {report.failed + report.malformed} pair(s) got no grade; see `problems`", file=sys.stderr)
     return 0 if report.ok else 1
@@ -68,14 +88,16 @@ def _summary(report, prompt) -> dict:
     graded = report.created + report.updated + report.unchanged
     return {
         "model": report.model,
-        "account": report.annotator if graded else f"{report.annotator} (graded nothing this run: a new account is not kept)",
+        "account": report.annotator
+        if graded
+        else f"{report.annotator} (graded nothing this run: a new account is not kept)",
         "pairs graded": f"{graded} of {report.pairs} ({report.created} new, {report.updated} changed, "
-                        f"{report.unchanged} unchanged)",
+        f"{report.unchanged} unchanged)",
         "calls": f"{report.called} ({report.cached} answer(s) from the cache)",
         "malformed": report.malformed,
         "failed": report.failed,
         "tokens": f"{report.prompt_tokens + report.completion_tokens} ({report.prompt_tokens} prompt, "
-                  f"{report.completion_tokens} completion)",
+        f"{report.completion_tokens} completion)",
         "time": f"{report.seconds:.1f} s",
         "prompt": f"{prompt} (version {report.prompt_version})",
         "guideline": report.guideline,
@@ -85,34 +107,56 @@ def _summary(report, prompt) -> dict:
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `prejudge` to the `qrelkit` parser."""
     p = subparsers.add_parser(
-        "prejudge", help="grade a project's pairs with a model judge (any OpenAI-compatible chat endpoint)",
+        "prejudge",
+        help="grade a project's pairs with a model judge (any OpenAI-compatible chat endpoint)",
         description="Grade every pair of a project (or the first --limit) with a model behind an OpenAI-compatible "
-                    "POST {base-url}/chat/completions (vLLM, llama.cpp server, Ollama, hosted APIs). The prompt is "
-                    "built from the guideline in force; answers must hold exactly one 'Grade: N'. The API key comes "
-                    "only from QRELKIT_JUDGE_API_KEY (else OPENAI_API_KEY) and is never stored or printed. Answers "
-                    "are cached by (pair, model, prompt version, inputs): a second run makes no call. Exits 1 when "
-                    "a pair got no grade (failed or malformed).")
+        "POST {base-url}/chat/completions (vLLM, llama.cpp server, Ollama, hosted APIs). The prompt is "
+        "built from the guideline in force; answers must hold exactly one 'Grade: N'. The API key comes "
+        "only from QRELKIT_JUDGE_API_KEY (else OPENAI_API_KEY) and is never stored or printed. Answers "
+        "are cached by (pair, model, prompt version, inputs): a second run makes no call. Exits 1 when "
+        "a pair got no grade (failed or malformed).",
+    )
     p.add_argument("--project", required=True)
-    p.add_argument("--base-url", required=True, metavar="URL",
-                   help="the API root, e.g. http://localhost:8000/v1 (vLLM), http://localhost:8080/v1 (llama.cpp), "
-                        "http://localhost:11434/v1 (Ollama)")
+    p.add_argument(
+        "--base-url",
+        required=True,
+        metavar="URL",
+        help="the API root, e.g. http://localhost:8000/v1 (vLLM), http://localhost:8080/v1 (llama.cpp), "
+        "http://localhost:11434/v1 (Ollama)",
+    )
     p.add_argument("--model", required=True, help="the model name the endpoint serves")
     p.add_argument("--annotator", help="the model judge's annotator name (default: the model name)")
-    p.add_argument("--prompt", metavar="FILE",
-                   help="prompt template with {{guideline}}, {{query}}, {{fragment}} (optional {{grades}}, {{min}}, "
-                        "{{max}}); default: the bundled guidelines/judge-prompt.md; its content hash is "
-                        "the prompt version")
+    p.add_argument(
+        "--prompt",
+        metavar="FILE",
+        help="prompt template with {{guideline}}, {{query}}, {{fragment}} (optional {{grades}}, {{min}}, "
+        "{{max}}); default: the bundled guidelines/judge-prompt.md; its content hash is "
+        "the prompt version",
+    )
     p.add_argument("--concurrency", type=_positive(int), default=4, metavar="N", help="calls at a time (default 4)")
     p.add_argument("--limit", type=_positive(int), metavar="N", help="only the first N pairs in pool order")
-    p.add_argument("--timeout", type=_positive(float), default=60.0, metavar="S",
-                   help="wall-clock deadline of one request, connect to last byte (default 60); a pair's tries "
-                        "and waits together stay within attempts × S")
-    p.add_argument("--max-reply-bytes", type=_positive(int), metavar="N",
-                   help="refuse a reply larger than N bytes without reading the rest "
-                        "(default: annotator.judge_client.MAX_REPLY_BYTES, 1 MiB)")
-    p.add_argument("--attempts", type=_positive(int), metavar="N",
-                   help="tries per pair on 429, 5xx and timeouts, with exponential back-off and jitter "
-                        "(default: annotator.judge_client.ATTEMPTS, 5)")
+    p.add_argument(
+        "--timeout",
+        type=_positive(float),
+        default=60.0,
+        metavar="S",
+        help="wall-clock deadline of one request, connect to last byte (default 60); a pair's tries "
+        "and waits together stay within attempts × S",
+    )
+    p.add_argument(
+        "--max-reply-bytes",
+        type=_positive(int),
+        metavar="N",
+        help="refuse a reply larger than N bytes without reading the rest "
+        "(default: annotator.judge_client.MAX_REPLY_BYTES, 1 MiB)",
+    )
+    p.add_argument(
+        "--attempts",
+        type=_positive(int),
+        metavar="N",
+        help="tries per pair on 429, 5xx and timeouts, with exponential back-off and jitter "
+        "(default: annotator.judge_client.ATTEMPTS, 5)",
+    )
     p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
     db_option(p)
     report_option(p)

@@ -33,8 +33,9 @@ def cmd_pool(args: argparse.Namespace) -> int:
     engine = store_engine(args)
     bar, step = stage_bar(POOL_STEPS, "pool")
     with bar:
-        report = pool(engine, args.project, args.depth, runs=args.run or None, bm25=args.bm25, progress=step,
-                      actor=OPERATOR)
+        report = pool(
+            engine, args.project, args.depth, runs=args.run or None, bm25=args.bm25, progress=step, actor=OPERATOR
+        )
     emit(args, report.to_dict())
     return 0
 
@@ -45,8 +46,15 @@ def cmd_assign(args: argparse.Namespace) -> int:
     from db.assignment import assign
 
     names = [n.strip() for n in args.annotators.split(",") if n.strip()] if args.annotators else None
-    report = assign(store_engine(args), args.project, overlap=args.overlap, fraction=args.fraction,
-                    annotators=names, seed=args.seed, actor=OPERATOR)
+    report = assign(
+        store_engine(args),
+        args.project,
+        overlap=args.overlap,
+        fraction=args.fraction,
+        annotators=names,
+        seed=args.seed,
+        actor=OPERATOR,
+    )
     emit(args, report.to_dict())
     return 0
 
@@ -59,9 +67,16 @@ def cmd_release(args: argparse.Namespace) -> int:
     engine = store_engine(args)
     bar, step = stage_bar(RELEASE_STEPS, "release")
     with bar:
-        info = create_release(engine, args.project, rule=args.rule, min_grades=args.min_grades, progress=step,
-                              actor=args.user or OPERATOR, policy=args.policy,
-                              model_threshold=MODEL_THRESHOLD if args.model_threshold is None else args.model_threshold)
+        info = create_release(
+            engine,
+            args.project,
+            rule=args.rule,
+            min_grades=args.min_grades,
+            progress=step,
+            actor=args.user or OPERATOR,
+            policy=args.policy,
+            model_threshold=MODEL_THRESHOLD if args.model_threshold is None else args.model_threshold,
+        )
     emit(args, info.card)
     return 0
 
@@ -73,10 +88,25 @@ def cmd_adjudicate(args: argparse.Namespace) -> int:
     from db.store.frames import pair_id
 
     engine = store_engine(args)
-    info = adjudicate(engine, pair_id(engine, args.project, args.query, args.fragment), args.grade, args.reason,
-                      actor=args.user or OPERATOR)
-    emit(args, {"project": args.project, "query_id": args.query, "fragment_id": args.fragment, "grade": info.grade,
-                "reason": info.reason, "by": info.lead, "at": info.created_at.isoformat()})
+    info = adjudicate(
+        engine,
+        pair_id(engine, args.project, args.query, args.fragment),
+        args.grade,
+        args.reason,
+        actor=args.user or OPERATOR,
+    )
+    emit(
+        args,
+        {
+            "project": args.project,
+            "query_id": args.query,
+            "fragment_id": args.fragment,
+            "grade": info.grade,
+            "reason": info.reason,
+            "by": info.lead,
+            "at": info.created_at.isoformat(),
+        },
+    )
     return 0
 
 
@@ -90,9 +120,20 @@ def cmd_disputes(args: argparse.Namespace) -> int:
     if args.open:
         frame = frame[~frame["adjudicated"]]
     if args.report == "json":  # each person's grade by name: a name may hold ", " or ": "
-        print_json([{"query_id": r.query_id, "fragment_id": r.fragment_id, "spread": int(r.spread),
-                     "low": int(r.low), "high": int(r.high), "grades": r.by_annotator,
-                     "adjudicated": bool(r.adjudicated)} for r in frame.itertuples(index=False)])
+        print_json(
+            [
+                {
+                    "query_id": r.query_id,
+                    "fragment_id": r.fragment_id,
+                    "spread": int(r.spread),
+                    "low": int(r.low),
+                    "high": int(r.high),
+                    "grades": r.by_annotator,
+                    "adjudicated": bool(r.adjudicated),
+                }
+                for r in frame.itertuples(index=False)
+            ]
+        )
         return 0
     print("query_id\tfragment_id\tspread\tgrades\tdecided")
     for r in frame.itertuples(index=False):
@@ -104,8 +145,15 @@ def cmd_disputes(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     """Write one file of a release, or every current judgment with --judgments; warn when a released label
     now points at changed text."""
-    picked = [flag for flag, on in (("--judgments", args.judgments), ("--run", args.run is not None),
-                                    ("--adjudications", args.adjudications)) if on]
+    picked = [
+        flag
+        for flag, on in (
+            ("--judgments", args.judgments),
+            ("--run", args.run is not None),
+            ("--adjudications", args.adjudications),
+        )
+        if on
+    ]
     if len(picked) > 1:
         raise ValueError(f"{' and '.join(picked)}: export one thing at a time")
     if args.guideline_version is not None and picked != ["--judgments"]:
@@ -135,12 +183,17 @@ def cmd_export(args: argparse.Namespace) -> int:
     print(f"wrote {path}", file=sys.stderr)
     changed = changed_texts(engine, args.project, args.release)
     if changed is None:
-        print(f"warning: release {args.release} predates text hashes; whether its texts changed is unknown",
-              file=sys.stderr)
+        print(
+            f"warning: release {args.release} predates text hashes; whether its texts changed is unknown",
+            file=sys.stderr,
+        )
     elif changed["pairs"]:
         pairs = changed["pairs"]
-        print(f"warning: {len(pairs)} labelled pair(s) now point at changed text (re-imported since the "
-              f"release); their labels may no longer hold:", file=sys.stderr)
+        print(
+            f"warning: {len(pairs)} labelled pair(s) now point at changed text (re-imported since the "
+            f"release); their labels may no longer hold:",
+            file=sys.stderr,
+        )
         for query, fragment, what in pairs[:CHANGED_LISTED]:
             print(f"warning:   {query} {fragment} ({what} text changed)", file=sys.stderr)
         if len(pairs) > CHANGED_LISTED:
@@ -187,72 +240,130 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = command("pool", cmd_pool, "Pool candidate pairs: top-K of stored runs plus BM25, deduplicated.")
     p.add_argument("--depth", type=int, required=True, help="pool depth K per run and query")
     p.add_argument("--run", action="append", metavar="NAME", help="stored run to pool (repeatable; default all)")
-    p.add_argument("--bm25", type=int, default=None, metavar="K",
-                   help="BM25 top-K for every query (default: top-DEPTH for queries no run covers; 0 = off)")
+    p.add_argument(
+        "--bm25",
+        type=int,
+        default=None,
+        metavar="K",
+        help="BM25 top-K for every query (default: top-DEPTH for queries no run covers; 0 = off)",
+    )
     report_option(p)
 
     p = command("assign", cmd_assign, "Assign pairs to annotators with overlap; re-running tops up.")
     p.add_argument("--overlap", type=int, default=None, help="annotators per pair (default: project policy)")
-    p.add_argument("--fraction", type=float, default=None,
-                   help="share of pairs that get the full overlap, the rest one annotator (default: project)")
+    p.add_argument(
+        "--fraction",
+        type=float,
+        default=None,
+        help="share of pairs that get the full overlap, the rest one annotator (default: project)",
+    )
     p.add_argument("--annotators", default=None, metavar="A,B", help="usernames (default: every active annotator)")
     p.add_argument("--seed", type=int, default=0, help="seed for choosing the overlap sample")
     report_option(p)
 
     p = command("release", cmd_release, "Create the next immutable release from the judgments.")
-    p.add_argument("--rule", default="median", metavar="RULE", choices=LazyChoices("eval_core.consensus", "RULES"),
-                   help="consensus rule: %(choices)s (default median)")
+    p.add_argument(
+        "--rule",
+        default="median",
+        metavar="RULE",
+        choices=LazyChoices("eval_core.consensus", "RULES"),
+        help="consensus rule: %(choices)s (default median)",
+    )
     p.add_argument("--min-grades", type=int, default=1, help="real grades a pair needs unless adjudicated")
     p.add_argument("--user", default=None, help="act as this lead, recorded as the release's author (checked)")
-    p.add_argument("--policy", default="humans-only", metavar="POLICY",
-                   choices=LazyChoices("eval_core.vocab", "RELEASE_POLICIES"),
-                   help="%(choices)s (default humans-only): model-fills-gaps gives pairs no person graded a model "
-                        "judge's grade, only if its quadratic κ with the human consensus clears --model-threshold")
-    p.add_argument("--model-threshold", type=float, default=None,
-                   help="least quadratic-weighted κ of the model with the human consensus on the guideline "
-                        f"version in force (default {MODEL_THRESHOLD:g})")
+    p.add_argument(
+        "--policy",
+        default="humans-only",
+        metavar="POLICY",
+        choices=LazyChoices("eval_core.vocab", "RELEASE_POLICIES"),
+        help="%(choices)s (default humans-only): model-fills-gaps gives pairs no person graded a model "
+        "judge's grade, only if its quadratic κ with the human consensus clears --model-threshold",
+    )
+    p.add_argument(
+        "--model-threshold",
+        type=float,
+        default=None,
+        help="least quadratic-weighted κ of the model with the human consensus on the guideline "
+        f"version in force (default {MODEL_THRESHOLD:g})",
+    )
     report_option(p)
 
-    p = command("disputes", cmd_disputes, "List every pair whose people gave different grades, widest spread "
-                                          "first (model judges left out), with each person's grade and whether a "
-                                          "lead decided it.")
+    p = command(
+        "disputes",
+        cmd_disputes,
+        "List every pair whose people gave different grades, widest spread "
+        "first (model judges left out), with each person's grade and whether a "
+        "lead decided it.",
+    )
     p.add_argument("--query", default=None, metavar="QUERY_ID", help="only this query's disputes")
-    p.add_argument("--boundary", type=int, default=None, metavar="B",
-                   help="only pairs graded B or lower by someone and above B by someone else")
+    p.add_argument(
+        "--boundary",
+        type=int,
+        default=None,
+        metavar="B",
+        help="only pairs graded B or lower by someone and above B by someone else",
+    )
     p.add_argument("--open", action="store_true", help="only the disputes no lead has decided")
     report_option(p)
 
-    p = command("adjudicate", cmd_adjudicate, "Record a lead's final grade for a pair (the latest decision is in "
-                                              "force; it wins over the consensus rule).")
+    p = command(
+        "adjudicate",
+        cmd_adjudicate,
+        "Record a lead's final grade for a pair (the latest decision is in force; it wins over the consensus rule).",
+    )
     p.add_argument("--query", required=True, metavar="QUERY_ID", help="the pair's query id")
     p.add_argument("--fragment", required=True, metavar="FRAGMENT_ID", help="the pair's fragment id")
     p.add_argument("--grade", type=int, required=True, help="the final grade, on the project's scale")
     p.add_argument("--reason", required=True, help="why (shown with the decision; required)")
-    p.add_argument("--user", default=None, metavar="LEAD",
-                   help="the active lead recorded as the adjudicator (checked): a decision names who made it, so "
-                        "the anonymous CLI operator is refused without --user")
+    p.add_argument(
+        "--user",
+        default=None,
+        metavar="LEAD",
+        help="the active lead recorded as the adjudicator (checked): a decision names who made it, so "
+        "the anonymous CLI operator is refused without --user",
+    )
     report_option(p)
 
-    p = command("export", cmd_export, "Write a release's qrels or judgments file, or (--judgments) every current "
-                                      "judgment before any release.")
+    p = command(
+        "export",
+        cmd_export,
+        "Write a release's qrels or judgments file, or (--judgments) every current judgment before any release.",
+    )
     p.add_argument("--release", default="latest", help="release number or 'latest'")
-    p.add_argument("--judgments", action="store_true",
-                   help="every current judgment (annotator, grade or can't judge with its reason, note, guideline "
-                        "version, time, and who judged: annotator kind, a model judge's model and prompt version) "
-                        "as jsonl or csv: what agreement, consensus and `import judgments` read")
+    p.add_argument(
+        "--judgments",
+        action="store_true",
+        help="every current judgment (annotator, grade or can't judge with its reason, note, guideline "
+        "version, time, and who judged: annotator kind, a model judge's model and prompt version) "
+        "as jsonl or csv: what agreement, consensus and `import judgments` read",
+    )
     p.add_argument("--guideline-version", type=int, metavar="V", help="with --judgments: only those made under V")
-    p.add_argument("--run", metavar="NAME", help="a stored run as a TREC run (what `qrelkit eval` and `import run` "
-                                                 "read)")
-    p.add_argument("--adjudications", action="store_true",
-                   help="the lead's decisions in force with their reasons, jsonl (default) or csv: what "
-                        "`qrelkit consensus --adjudications` applies")
-    p.add_argument("--format", default=None, metavar="FORMAT", choices=LazyChoices("db.releases", "EXPORT_FORMATS"),
-                   help="%(choices)s (a release; jsonl or csv with --judgments or --adjudications; --run writes trec)")
-    p.add_argument("--grades", default="gains", metavar="GRADES", choices=LazyChoices("eval_core.io.formats", "QrelsGrades"),
-                   help="%(choices)s (default gains): a release's TREC and BEIR qrels hold gains, grade minus the "
-                        "scale's lowest grade, so the lowest grade is 0 (not relevant) for trec_eval, pytrec_eval, "
-                        "ranx and ir-measures with default options; as-judged writes the project's grades (evaluate "
-                        "them with --scale); JSONL and CSV always hold the grades as judged and name the scale")
+    p.add_argument(
+        "--run", metavar="NAME", help="a stored run as a TREC run (what `qrelkit eval` and `import run` read)"
+    )
+    p.add_argument(
+        "--adjudications",
+        action="store_true",
+        help="the lead's decisions in force with their reasons, jsonl (default) or csv: what "
+        "`qrelkit consensus --adjudications` applies",
+    )
+    p.add_argument(
+        "--format",
+        default=None,
+        metavar="FORMAT",
+        choices=LazyChoices("db.releases", "EXPORT_FORMATS"),
+        help="%(choices)s (a release; jsonl or csv with --judgments or --adjudications; --run writes trec)",
+    )
+    p.add_argument(
+        "--grades",
+        default="gains",
+        metavar="GRADES",
+        choices=LazyChoices("eval_core.io.formats", "QrelsGrades"),
+        help="%(choices)s (default gains): a release's TREC and BEIR qrels hold gains, grade minus the "
+        "scale's lowest grade, so the lowest grade is 0 (not relevant) for trec_eval, pytrec_eval, "
+        "ranx and ir-measures with default options; as-judged writes the project's grades (evaluate "
+        "them with --scale); JSONL and CSV always hold the grades as judged and name the scale",
+    )
     p.add_argument("-o", "--output", required=True, help="file to write")
 
     p = command("evaluate-run", cmd_evaluate_run, "Evaluate a stored run against a release and keep the result.")

@@ -13,9 +13,16 @@ from eval_core.thresholds import AGREEMENT_THRESHOLD
 
 def _project_report(info) -> dict:
     """What the project commands print about one project."""
-    return {"id": info.id, "name": info.name, "scale": list(info.scale), "labels": info.labels,
-            "overlap": info.overlap, "overlap_fraction": info.overlap_fraction, "threshold": info.threshold,
-            "queue_order": info.queue_order}
+    return {
+        "id": info.id,
+        "name": info.name,
+        "scale": list(info.scale),
+        "labels": info.labels,
+        "overlap": info.overlap,
+        "overlap_fraction": info.overlap_fraction,
+        "threshold": info.threshold,
+        "queue_order": info.queue_order,
+    }
 
 
 def _new_project(engine, name: str, args: argparse.Namespace, **policy) -> dict:
@@ -66,8 +73,17 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 
 def cmd_project_create(args: argparse.Namespace) -> int:
     """Create a project (with a first guideline unless --no-guideline) and print it."""
-    emit(args, _new_project(store_engine(args), args.name, args, overlap=args.overlap,
-                            overlap_fraction=args.fraction, threshold=args.threshold))
+    emit(
+        args,
+        _new_project(
+            store_engine(args),
+            args.name,
+            args,
+            overlap=args.overlap,
+            overlap_fraction=args.fraction,
+            threshold=args.threshold,
+        ),
+    )
     return 0
 
 
@@ -107,8 +123,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     for kind, options in IMPORT_OPTIONS.items():
         given = [option for option in options if getattr(args, option.lstrip("-").replace("-", "_")) is not None]
         if given and args.kind not in kind.split("|"):
-            raise ValueError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to `import "
-                             f"{kind.replace('|', '` and `import ')}` only")
+            raise ValueError(
+                f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to `import "
+                f"{kind.replace('|', '` and `import ')}` only"
+            )
     engine = store_engine(args)
     extra: dict = {"name": args.name} if args.kind == "run" else {}
     if args.kind in ("queries", "fragments"):
@@ -116,28 +134,39 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.kind == "queries" and args.topic_field is not None:
         extra["topic_field"] = args.topic_field
     if args.kind == "judgments":
-        extra = {"judges": AnnotatorKind(args.annotator_kind, args.model, args.prompt_version),
-                 "source": JudgmentsSource(args.annotator, args.qrels_format, args.guideline)}
+        extra = {
+            "judges": AnnotatorKind(args.annotator_kind, args.model, args.prompt_version),
+            "source": JudgmentsSource(args.annotator, args.qrels_format, args.guideline),
+        }
     report = IMPORT_KINDS[args.kind](engine, args.project, args.file, progress=True, actor=OPERATOR, **extra)
     emit(args, report.to_dict())
     return 0
 
 
 # The import options that belong to some kinds only: kinds → options (checked before anything is read).
-IMPORT_OPTIONS = {"queries|fragments": ("--format",), "queries": ("--topic-field",), "run": ("--name",),
-                  "judgments": ("--annotator-kind", "--model", "--prompt-version", "--annotator", "--qrels-format",
-                                "--guideline")}
+IMPORT_OPTIONS = {
+    "queries|fragments": ("--format",),
+    "queries": ("--topic-field",),
+    "run": ("--name",),
+    "judgments": ("--annotator-kind", "--model", "--prompt-version", "--annotator", "--qrels-format", "--guideline"),
+}
 
 
 def _scale_options(parser: argparse.ArgumentParser, what: str) -> None:
     """--scale, --labels and --no-guideline, shared by `init --project` and `project create`."""
     parser.add_argument("--scale", default="0-3", help=f"grading scale low-high of {what} (default 0-3)")
-    parser.add_argument("--labels", metavar="G=NAME,…",
-                        help="grade names, e.g. \"1=Partly,2=Mostly,3=Fully\" (grades not named keep the default: "
-                             "the bundled guideline's names on 0-3, else 'Grade g'; at most 60 characters each)")
-    parser.add_argument("--no-guideline", action="store_true",
-                        help="start without a guideline (default: version 1 is the bundled guideline on 0-3, else "
-                             "one generated from the scale's grade names; add one later with `qrelkit guideline add`)")
+    parser.add_argument(
+        "--labels",
+        metavar="G=NAME,…",
+        help='grade names, e.g. "1=Partly,2=Mostly,3=Fully" (grades not named keep the default: '
+        "the bundled guideline's names on 0-3, else 'Grade g'; at most 60 characters each)",
+    )
+    parser.add_argument(
+        "--no-guideline",
+        action="store_true",
+        help="start without a guideline (default: version 1 is the bundled guideline on 0-3, else "
+        "one generated from the scale's grade names; add one later with `qrelkit guideline add`)",
+    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -149,8 +178,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     report_option(p)
     p.set_defaults(func=cmd_init)
 
-    db = subparsers.add_parser("db", help="database maintenance").add_subparsers(dest="db_command", metavar="ACTION",
-                                                                                required=True)
+    db = subparsers.add_parser("db", help="database maintenance").add_subparsers(
+        dest="db_command", metavar="ACTION", required=True
+    )
     p = db.add_parser("upgrade", help="apply the Alembic migrations up to head (idempotent)")
     db_option(p)
     p.add_argument("--revision", default="head", help=argparse.SUPPRESS)
@@ -158,14 +188,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_db_upgrade)
 
     project = subparsers.add_parser("project", help="golden-set projects").add_subparsers(
-        dest="project_command", metavar="ACTION", required=True)
+        dest="project_command", metavar="ACTION", required=True
+    )
     p = project.add_parser("create", help="create a project")
     p.add_argument("name")
     _scale_options(p, "the project")
     p.add_argument("--overlap", type=int, default=2, help="annotators per pair (default 2)")
     p.add_argument("--fraction", type=float, default=1.0, help="fraction of pairs that get the overlap (default 1)")
-    p.add_argument("--threshold", type=float, default=AGREEMENT_THRESHOLD,
-                   help="agreement below this flags the guideline (default %(default)s)")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=AGREEMENT_THRESHOLD,
+        help="agreement below this flags the guideline (default %(default)s)",
+    )
     db_option(p)
     report_option(p)
     p.set_defaults(func=cmd_project_create)
@@ -175,50 +210,86 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_project_list)
     p = project.add_parser("labels", help="rename a project's grades")
     p.add_argument("name")
-    p.add_argument("--labels", required=True, metavar="G=NAME,…", help="e.g. \"0=No,1=Partly,2=Mostly,3=Fully\"")
+    p.add_argument("--labels", required=True, metavar="G=NAME,…", help='e.g. "0=No,1=Partly,2=Mostly,3=Fully"')
     db_option(p)
     report_option(p)
     p.set_defaults(func=cmd_project_labels)
     p = project.add_parser("set", help="change a project setting")
     p.add_argument("name")
-    p.add_argument("--queue-order", required=True, metavar="ORDER",
-                   choices=LazyChoices("eval_core.vocab", "ORDER_NAMES"),
-                   help="the order annotators get their pairs in, within the query in progress: %(choices)s "
-                        "(see docs/judging_order.md)")
+    p.add_argument(
+        "--queue-order",
+        required=True,
+        metavar="ORDER",
+        choices=LazyChoices("eval_core.vocab", "ORDER_NAMES"),
+        help="the order annotators get their pairs in, within the query in progress: %(choices)s "
+        "(see docs/judging_order.md)",
+    )
     db_option(p)
     report_option(p)
     p.set_defaults(func=cmd_project_set)
 
     p = subparsers.add_parser("import", help="import queries, fragments, a TREC run or judgments (all or nothing)")
-    p.add_argument("kind", metavar="KIND", choices=LazyChoices("db.imports", "IMPORT_KINDS"),
-                   help="what the file holds: %(choices)s")
+    p.add_argument(
+        "kind",
+        metavar="KIND",
+        choices=LazyChoices("db.imports", "IMPORT_KINDS"),
+        help="what the file holds: %(choices)s",
+    )
     p.add_argument("file")
     p.add_argument("--project", required=True)
     p.add_argument("--name", help="run name (default: the file name without .trec/.txt/.gz)")
-    p.add_argument("--format", default=None, metavar="FORMAT",
-                   help="queries and fragments: the file's layout, when its content should not decide: jsonl, csv, "
-                        "tsv (with a header), id-text-tsv (MS MARCO: no header), trec-topics (queries)")
-    p.add_argument("--topic-field", default=None, choices=("title", "desc"),
-                   help="queries from TREC topics: the field that is the query text (default title); the "
-                        "description and narrative are kept as the query's context")
-    p.add_argument("--annotator", metavar="NAME",
-                   help="judgments: the file is qrels (TREC qid iter docid grade, or BEIR qrels TSV) graded by NAME "
-                        "(e.g. nist)")
-    p.add_argument("--qrels-format", default=None, choices=("trec", "beir", "jg"),
-                   help="with --annotator: jg = multi-judge qrels (trec_eval -R qrels_jg), each judge group an "
-                        "annotator NAME-jg<group> (default: told by content)")
-    p.add_argument("--guideline", type=int, metavar="N",
-                   help="judgments: the guideline version of judgments whose line names none (default: the version "
-                        "in force; the report says which)")
-    p.add_argument("--annotator-kind", default=None, metavar="KIND",
-                   choices=LazyChoices("eval_core.vocab", "ANNOTATOR_KINDS"),
-                   help="judgments: the file's annotators are %(choices)s (default: as its annotator_kind column "
-                        "says, else human; a line that says otherwise refuses the file); model judges never count "
-                        "in human-human agreement (see docs/judges.md)")
-    p.add_argument("--model", help="judgments of model judges: the model's name (default: the file's model column, "
-                                   "else each annotator's name)")
-    p.add_argument("--prompt-version", help="judgments of model judges: the prompt version stamped on their grades "
-                                            "(default: the file's prompt_version column)")
+    p.add_argument(
+        "--format",
+        default=None,
+        metavar="FORMAT",
+        help="queries and fragments: the file's layout, when its content should not decide: jsonl, csv, "
+        "tsv (with a header), id-text-tsv (MS MARCO: no header), trec-topics (queries)",
+    )
+    p.add_argument(
+        "--topic-field",
+        default=None,
+        choices=("title", "desc"),
+        help="queries from TREC topics: the field that is the query text (default title); the "
+        "description and narrative are kept as the query's context",
+    )
+    p.add_argument(
+        "--annotator",
+        metavar="NAME",
+        help="judgments: the file is qrels (TREC qid iter docid grade, or BEIR qrels TSV) graded by NAME (e.g. nist)",
+    )
+    p.add_argument(
+        "--qrels-format",
+        default=None,
+        choices=("trec", "beir", "jg"),
+        help="with --annotator: jg = multi-judge qrels (trec_eval -R qrels_jg), each judge group an "
+        "annotator NAME-jg<group> (default: told by content)",
+    )
+    p.add_argument(
+        "--guideline",
+        type=int,
+        metavar="N",
+        help="judgments: the guideline version of judgments whose line names none (default: the version "
+        "in force; the report says which)",
+    )
+    p.add_argument(
+        "--annotator-kind",
+        default=None,
+        metavar="KIND",
+        choices=LazyChoices("eval_core.vocab", "ANNOTATOR_KINDS"),
+        help="judgments: the file's annotators are %(choices)s (default: as its annotator_kind column "
+        "says, else human; a line that says otherwise refuses the file); model judges never count "
+        "in human-human agreement (see docs/judges.md)",
+    )
+    p.add_argument(
+        "--model",
+        help="judgments of model judges: the model's name (default: the file's model column, "
+        "else each annotator's name)",
+    )
+    p.add_argument(
+        "--prompt-version",
+        help="judgments of model judges: the prompt version stamped on their grades "
+        "(default: the file's prompt_version column)",
+    )
     db_option(p)
     report_option(p, "--report-format")
     p.set_defaults(func=cmd_import)

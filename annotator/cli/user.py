@@ -25,8 +25,10 @@ def _read_password(args: argparse.Namespace, name: str) -> str | None:
             password = getpass.getpass(f"password for {name}: ")
             again = getpass.getpass("again: ")
         except EOFError:
-            raise ValueError("no password was typed twice at the prompt: for one line of stdin, pass "
-                             "--password-stdin (or --no-password for an account that cannot log in)") from None
+            raise ValueError(
+                "no password was typed twice at the prompt: for one line of stdin, pass "
+                "--password-stdin (or --no-password for an account that cannot log in)"
+            ) from None
         if again != password:
             raise ValueError("passwords do not match")
     if not password:
@@ -36,8 +38,14 @@ def _read_password(args: argparse.Namespace, name: str) -> str | None:
 
 def _report(info) -> dict:
     """What the commands print about one account (never its password hash)."""
-    return {"id": info.id, "username": info.username, "role": info.role, "active": info.active,
-            "can_login": info.can_login, "kind": info.kind}
+    return {
+        "id": info.id,
+        "username": info.username,
+        "role": info.role,
+        "active": info.active,
+        "can_login": info.can_login,
+        "kind": info.kind,
+    }
 
 
 def cmd_user_add(args: argparse.Namespace) -> int:
@@ -105,15 +113,15 @@ def cmd_user_delete(args: argparse.Namespace) -> int:
     from db.accounts.permissions import OPERATOR
     from db.accounts.users import delete_user
 
-    emit(args, {"username": args.name, "deleted": True, **delete_user(store_engine(args), args.name,
-                                                                       actor=OPERATOR)})
+    emit(args, {"username": args.name, "deleted": True, **delete_user(store_engine(args), args.name, actor=OPERATOR)})
     return 0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `user` and its actions to the `qrelkit` parser."""
     user = subparsers.add_parser("user", help="accounts: add, list, (de)activate, passwords, roles").add_subparsers(
-        dest="user_command", metavar="ACTION", required=True)
+        dest="user_command", metavar="ACTION", required=True
+    )
     p = user.add_parser("add", help="add an annotator or lead (password prompted twice, or one line of stdin)")
     p.add_argument("name")
     p.add_argument("--role", choices=ROLE_CHOICES, required=True)
@@ -142,8 +150,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     report_option(p)
     p.set_defaults(func=cmd_user_activate)
 
-    p = user.add_parser("set-password", help="set an account's password (prompted twice, or one line of stdin; "
-                                             "at least 8 characters, not only whitespace)")
+    p = user.add_parser(
+        "set-password",
+        help="set an account's password (prompted twice, or one line of stdin; "
+        "at least 8 characters, not only whitespace)",
+    )
     p.add_argument("name")
     p.add_argument("--password-stdin", action="store_true", help="read the password from one line of stdin")
     db_option(p)
@@ -163,8 +174,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     report_option(p)
     p.set_defaults(func=cmd_user_unlock)
 
-    p = user.add_parser("delete", help="remove an account that holds no grades (e.g. a model judge whose run "
-                                       "graded nothing); refused, with the reason, otherwise")
+    p = user.add_parser(
+        "delete",
+        help="remove an account that holds no grades (e.g. a model judge whose run "
+        "graded nothing); refused, with the reason, otherwise",
+    )
     p.add_argument("name")
     db_option(p)
     report_option(p)

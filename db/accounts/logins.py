@@ -53,11 +53,17 @@ def _failures(conn, key_column, key: str, since: datetime, reset_on_success: boo
     """How many failures `key` has since `since` (and its last success, if that resets the count), and when
     the latest was."""
     if reset_on_success:
-        last_ok = conn.execute(select(func.max(LoginAttempt.attempted_at)).where(
-            key_column == key, LoginAttempt.succeeded.is_(True), LoginAttempt.attempted_at > since)).scalar()
+        last_ok = conn.execute(
+            select(func.max(LoginAttempt.attempted_at)).where(
+                key_column == key, LoginAttempt.succeeded.is_(True), LoginAttempt.attempted_at > since
+            )
+        ).scalar()
         since = max(since, last_ok) if last_ok is not None else since
-    count, latest = conn.execute(select(func.count(), func.max(LoginAttempt.attempted_at)).where(
-        key_column == key, LoginAttempt.succeeded.is_(False), LoginAttempt.attempted_at > since)).one()
+    count, latest = conn.execute(
+        select(func.count(), func.max(LoginAttempt.attempted_at)).where(
+            key_column == key, LoginAttempt.succeeded.is_(False), LoginAttempt.attempted_at > since
+        )
+    ).one()
     return int(count), latest
 
 
@@ -72,8 +78,11 @@ def _wait_of(conn, key_column, key: str, resets: bool, now: datetime) -> float:
 
 def _wait(conn, username: str, client: str, now: datetime) -> int:
     """Whole seconds this account name or this client must still wait, read inside the caller's transaction."""
-    wait = max(0.0, _wait_of(conn, LoginAttempt.username, username, True, now),
-               _wait_of(conn, LoginAttempt.client, client, False, now))
+    wait = max(
+        0.0,
+        _wait_of(conn, LoginAttempt.username, username, True, now),
+        _wait_of(conn, LoginAttempt.client, client, False, now),
+    )
     return max(0, math.ceil(wait))
 
 
@@ -89,9 +98,19 @@ def locked_accounts(engine: Engine, now: datetime | None = None) -> dict[str, in
     now = now or utcnow()
     with session_scope(engine) as session:
         conn = session.connection()
-        names = conn.execute(select(LoginAttempt.username).distinct().where(
-            LoginAttempt.succeeded.is_(False), LoginAttempt.attempted_at > now - WINDOW,
-            LoginAttempt.username.in_(select(User.username)))).scalars().all()
+        names = (
+            conn.execute(
+                select(LoginAttempt.username)
+                .distinct()
+                .where(
+                    LoginAttempt.succeeded.is_(False),
+                    LoginAttempt.attempted_at > now - WINDOW,
+                    LoginAttempt.username.in_(select(User.username)),
+                )
+            )
+            .scalars()
+            .all()
+        )
         waits = {name: math.ceil(_wait_of(conn, LoginAttempt.username, name, True, now)) for name in names}
     return {name: wait for name, wait in sorted(waits.items()) if wait > 0}
 
@@ -106,9 +125,11 @@ def _claim_attempt(engine: Engine, username: str, client: str) -> tuple[int, int
         wait = _wait(session.connection(), username, client, now)
         if wait:
             return wait, None
-        attempt_id = session.execute(insert(LoginAttempt).values(
-            username=username, client=client, succeeded=False, attempted_at=now)
-            .returning(LoginAttempt.id)).scalar_one()
+        attempt_id = session.execute(
+            insert(LoginAttempt)
+            .values(username=username, client=client, succeeded=False, attempted_at=now)
+            .returning(LoginAttempt.id)
+        ).scalar_one()
         return 0, int(attempt_id)
 
 
@@ -118,8 +139,9 @@ def prune(engine: Engine, now: datetime | None = None) -> tuple[int, int]:
     cutoff = (now or utcnow()) - KEEP
     with session_scope(engine, write=True) as session:
         attempts = session.execute(delete(LoginAttempt).where(LoginAttempt.attempted_at < cutoff)).rowcount
-        ended = session.execute(delete(UserSession).where(
-            (UserSession.expires_at < cutoff) | (UserSession.revoked_at < cutoff))).rowcount
+        ended = session.execute(
+            delete(UserSession).where((UserSession.expires_at < cutoff) | (UserSession.revoked_at < cutoff))
+        ).rowcount
     return int(attempts or 0), int(ended or 0)
 
 
@@ -150,6 +172,9 @@ def unlock(engine: Engine, username: str, *, actor: Actor) -> None:
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         name = user_row(session, username).username
-        session.execute(insert(LoginAttempt).values(username=name, client=f"{UNLOCK_CLIENT}{actor}"[:200],
-                                                    succeeded=True, attempted_at=utcnow()))
+        session.execute(
+            insert(LoginAttempt).values(
+                username=name, client=f"{UNLOCK_CLIENT}{actor}"[:200], succeeded=True, attempted_at=utcnow()
+            )
+        )
     log.warning("login back-off of %r lifted by %r", username, actor)

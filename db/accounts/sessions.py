@@ -36,8 +36,9 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def create_session(engine: Engine, user_id: int, *, client: str | None = None,
-                   lifetime: timedelta = SESSION_LIFETIME) -> NewSession:
+def create_session(
+    engine: Engine, user_id: int, *, client: str | None = None, lifetime: timedelta = SESSION_LIFETIME
+) -> NewSession:
     """Open a session for an active account (after its password was checked) and return its fresh token."""
     if lifetime <= timedelta(0):
         raise ValueError("a session lifetime must be positive")
@@ -47,8 +48,14 @@ def create_session(engine: Engine, user_id: int, *, client: str | None = None,
         active = session.execute(select(User.active).where(User.id == user_id)).scalar_one_or_none()
         if not active:
             raise PermissionError(f"user id {user_id} is unknown or deactivated")
-        row = UserSession(token_hash=token_hash(token), user_id=user_id, client=(client or None) and client[:200],
-                          created_at=now, last_seen_at=now, expires_at=now + lifetime)
+        row = UserSession(
+            token_hash=token_hash(token),
+            user_id=user_id,
+            client=(client or None) and client[:200],
+            created_at=now,
+            last_seen_at=now,
+            expires_at=now + lifetime,
+        )
         session.add(row)
     return NewSession(token, now + lifetime)
 
@@ -63,12 +70,24 @@ def resolve(engine: Engine, token: str | None) -> UserInfo | None:
     now = utcnow()
     with session_scope(engine) as session:
         row = session.execute(
-            select(UserSession.id, UserSession.last_seen_at, User.id.label("user_id"), User.username, User.role,
-                   User.password_hash.is_not(None).label("has_password"), User.kind)
+            select(
+                UserSession.id,
+                UserSession.last_seen_at,
+                User.id.label("user_id"),
+                User.username,
+                User.role,
+                User.password_hash.is_not(None).label("has_password"),
+                User.kind,
+            )
             .join(User, User.id == UserSession.user_id)
-            .where(UserSession.token_hash == token_hash(token), UserSession.revoked_at.is_(None),
-                   UserSession.expires_at > now, UserSession.last_seen_at > now - IDLE_TIMEOUT,
-                   User.active.is_(True))).first()
+            .where(
+                UserSession.token_hash == token_hash(token),
+                UserSession.revoked_at.is_(None),
+                UserSession.expires_at > now,
+                UserSession.last_seen_at > now - IDLE_TIMEOUT,
+                User.active.is_(True),
+            )
+        ).first()
     if row is None:
         return None
     if now - row.last_seen_at > TOUCH_EVERY:
@@ -83,9 +102,11 @@ def revoke(engine: Engine, token: str | None) -> bool:
     if not token:
         return False
     with session_scope(engine, write=True) as session:
-        result = session.execute(update(UserSession).where(UserSession.token_hash == token_hash(token),
-                                                           UserSession.revoked_at.is_(None))
-                                 .values(revoked_at=utcnow()))
+        result = session.execute(
+            update(UserSession)
+            .where(UserSession.token_hash == token_hash(token), UserSession.revoked_at.is_(None))
+            .values(revoked_at=utcnow())
+        )
         return bool(result.rowcount)
 
 

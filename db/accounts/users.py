@@ -81,16 +81,16 @@ def verify_password(password: str, stored: str) -> bool:
         return False
     if scheme != "scrypt":
         return False
-    candidate = hashlib.scrypt(password.encode("utf-8"), salt=bytes.fromhex(salt), n=int(n), r=int(r),
-                               p=int(p), dklen=len(digest) // 2)
+    candidate = hashlib.scrypt(
+        password.encode("utf-8"), salt=bytes.fromhex(salt), n=int(n), r=int(r), p=int(p), dklen=len(digest) // 2
+    )
     return hmac.compare_digest(candidate.hex(), digest)
 
 
 def user_info(user: User) -> UserInfo:
     """Detach a row into plain data."""
     assert user.id is not None
-    return UserInfo(user.id, user.username, user.role, user.active, bool(user.password_hash) and user.active,
-                    user.kind)
+    return UserInfo(user.id, user.username, user.role, user.active, bool(user.password_hash) and user.active, user.kind)
 
 
 def user_row(session: Session, username: str) -> User:
@@ -102,11 +102,45 @@ def user_row(session: Session, username: str) -> User:
 
 
 # Cyrillic and Greek letters drawn like Latin ones once case-folded (from Unicode's confusables list).
-_LOOK_ALIKES = str.maketrans({
-    "а": "a", "в": "b", "е": "e", "ё": "e", "һ": "h", "н": "h", "і": "i", "ї": "i", "ј": "j", "к": "k", "ӏ": "l",
-    "м": "m", "о": "o", "р": "p", "ԛ": "q", "ѕ": "s", "т": "t", "у": "y", "х": "x", "ԁ": "d", "ԝ": "w", "с": "c",
-    "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i", "κ": "k", "μ": "m", "ν": "v", "ο": "o", "ρ": "p", "τ": "t",
-    "υ": "u", "χ": "x"})
+_LOOK_ALIKES = str.maketrans(
+    {
+        "а": "a",
+        "в": "b",
+        "е": "e",
+        "ё": "e",
+        "һ": "h",
+        "н": "h",
+        "і": "i",
+        "ї": "i",
+        "ј": "j",
+        "к": "k",
+        "ӏ": "l",
+        "м": "m",
+        "о": "o",
+        "р": "p",
+        "ԛ": "q",
+        "ѕ": "s",
+        "т": "t",
+        "у": "y",
+        "х": "x",
+        "ԁ": "d",
+        "ԝ": "w",
+        "с": "c",
+        "α": "a",
+        "β": "b",
+        "ε": "e",
+        "η": "n",
+        "ι": "i",
+        "κ": "k",
+        "μ": "m",
+        "ν": "v",
+        "ο": "o",
+        "ρ": "p",
+        "τ": "t",
+        "υ": "u",
+        "χ": "x",
+    }
+)
 _LATIN_LIKE = {"LATIN", "CYRILLIC", "GREEK"}  # scripts whose letters pass for each other
 
 
@@ -130,12 +164,16 @@ def check_username(username: str) -> str:
         raise ValueError(f"username must be 1-200 characters, got {username!r}")
     for ch in name:
         if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp") or (ch.isspace() and ch != " "):
-            raise ValueError(f"username {name!r} holds the invisible or control character U+{ord(ch):04X} "
-                             f"({unicodedata.name(ch, 'unnamed')}); use visible characters only")
+            raise ValueError(
+                f"username {name!r} holds the invisible or control character U+{ord(ch):04X} "
+                f"({unicodedata.name(ch, 'unnamed')}); use visible characters only"
+            )
     scripts = _scripts(name)
     if len(scripts) > 1:
-        raise ValueError(f"username {name!r} mixes letters of the {' and '.join(sorted(scripts))} scripts; "
-                         f"such a name can pass for another one")
+        raise ValueError(
+            f"username {name!r} mixes letters of the {' and '.join(sorted(scripts))} scripts; "
+            f"such a name can pass for another one"
+        )
     return name
 
 
@@ -155,13 +193,16 @@ def check_new_username(session: Session, username: str) -> str:
     existing = session.execute(select(User.password_hash, User.kind).where(User.username == name)).first()
     if existing is not None:
         if existing.password_hash is None and existing.kind == AnnotatorKind.HUMAN:
-            raise Conflict(f"user {name!r} already exists, without a password (an import of their judgments made "
-                           f"the account): give it one with `qrelkit user set-password {name}` so they can log in")
+            raise Conflict(
+                f"user {name!r} already exists, without a password (an import of their judgments made "
+                f"the account): give it one with `qrelkit user set-password {name}` so they can log in"
+            )
         raise Conflict(f"user {name!r} already exists")
     existing = account_keys(session).get(name_key(name))
     if existing is not None:
-        raise Conflict(f"username {name!r} looks like the existing account {existing!r} ({LOOKS_LIKE}); choose a "
-                       f"distinct name")
+        raise Conflict(
+            f"username {name!r} looks like the existing account {existing!r} ({LOOKS_LIKE}); choose a distinct name"
+        )
     return name
 
 
@@ -172,8 +213,7 @@ def check_role(role: str) -> str:
     return role
 
 
-def create_user(engine: Engine, username: str, role: str, password: str | None = None, *,
-                actor: Actor) -> UserInfo:
+def create_user(engine: Engine, username: str, role: str, password: str | None = None, *, actor: Actor) -> UserInfo:
     """Add an account (a lead's or the operator's act); without a password it exists (e.g. for imported
     judgments) but cannot log in."""
     name = check_username(username)
@@ -241,9 +281,11 @@ def get_user(engine: Engine, username: str) -> UserInfo:
 
 def end_sessions(session: Session, user_id: int) -> int:
     """Revoke every open session of a user inside the caller's transaction; returns how many were open."""
-    result = session.execute(update(UserSession).where(UserSession.user_id == user_id,
-                                                       UserSession.revoked_at.is_(None))
-                             .values(revoked_at=utcnow()))
+    result = session.execute(
+        update(UserSession)
+        .where(UserSession.user_id == user_id, UserSession.revoked_at.is_(None))
+        .values(revoked_at=utcnow())
+    )
     return int(result.rowcount or 0)
 
 
@@ -295,21 +337,30 @@ def delete_user(engine: Engine, username: str, *, actor: Actor) -> dict[str, int
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         user = user_row(session, username)
-        held = {what: int(session.execute(select(func.count()).select_from(table).where(cond)).scalar_one())
-                for what, table, cond in (
-                    ("judgments", Judgment, Judgment.user_id == user.id),
-                    ("judgment history rows", JudgmentHistory,
-                     or_(JudgmentHistory.user_id == user.id, JudgmentHistory.changed_by_id == user.id)),
-                    ("adjudications", Adjudication, Adjudication.user_id == user.id),
-                    ("guidelines", Guideline, Guideline.created_by_id == user.id),
-                    ("releases", Release, Release.created_by_id == user.id))}
+        held = {
+            what: int(session.execute(select(func.count()).select_from(table).where(cond)).scalar_one())
+            for what, table, cond in (
+                ("judgments", Judgment, Judgment.user_id == user.id),
+                (
+                    "judgment history rows",
+                    JudgmentHistory,
+                    or_(JudgmentHistory.user_id == user.id, JudgmentHistory.changed_by_id == user.id),
+                ),
+                ("adjudications", Adjudication, Adjudication.user_id == user.id),
+                ("guidelines", Guideline, Guideline.created_by_id == user.id),
+                ("releases", Release, Release.created_by_id == user.id),
+            )
+        }
         held = {what: n for what, n in held.items() if n}
         if held:
-            raise ValueError(f"user {username!r} holds {', '.join(f'{n} {what}' for what, n in held.items())}; "
-                             f"an account with work in the store is kept (deactivate it instead)")
+            raise ValueError(
+                f"user {username!r} holds {', '.join(f'{n} {what}' for what, n in held.items())}; "
+                f"an account with work in the store is kept (deactivate it instead)"
+            )
         assignments = session.execute(delete(Assignment).where(Assignment.user_id == user.id)).rowcount
         ended = session.execute(delete(UserSession).where(UserSession.user_id == user.id)).rowcount
         session.delete(user)
-        log.warning("user %r deleted by %r (%d assignment(s), %d session(s) removed)", username, actor,
-                    assignments, ended)
+        log.warning(
+            "user %r deleted by %r (%d assignment(s), %d session(s) removed)", username, actor, assignments, ended
+        )
         return {"assignments": int(assignments or 0), "sessions": int(ended or 0)}

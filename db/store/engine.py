@@ -16,8 +16,10 @@ from sqlmodel import Session, create_engine
 
 DEFAULT_URL = "sqlite:///./qrelkit.db"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
-STORE_DOWN = ("the database did not answer (it may be restarting), so this was not done; what was saved is "
-              "kept, try again in a moment")
+STORE_DOWN = (
+    "the database did not answer (it may be restarting), so this was not done; what was saved is "
+    "kept, try again in a moment"
+)
 log = logging.getLogger("qrelkit.store")
 P = ParamSpec("P")
 R = TypeVar("R")

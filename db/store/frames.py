@@ -13,8 +13,18 @@ from db.store.models import Adjudication, Fragment, Guideline, Judgment, Judgmen
 from eval_core.consensus import consensus
 from eval_core.errors import NotFound
 
-JUDGMENT_COLUMNS = ["query_id", "fragment_id", "annotator", "grade", "note", "guideline", "category",
-                    "cant_judge_reason", "pair_id", "annotator_kind"]
+JUDGMENT_COLUMNS = [
+    "query_id",
+    "fragment_id",
+    "annotator",
+    "grade",
+    "note",
+    "guideline",
+    "category",
+    "cant_judge_reason",
+    "pair_id",
+    "annotator_kind",
+]
 
 
 def judgments_frame(engine: Engine, project: str, *, times: bool = False) -> pd.DataFrame:
@@ -34,34 +44,54 @@ def project_judgments(session: Session, project_id: int, *, times: bool = False)
 
     Judgments are read as bare ids and mapped to names column-wise through the (much smaller) pair, user and
     guideline tables: joining and sorting strings in the database took ~20 s at 1M judgments."""
-    columns = [Judgment.pair_id, Judgment.user_id, Judgment.grade, Judgment.note, Judgment.guideline_id,
-               Judgment.cant_judge_reason, *([Judgment.updated_at] if times else [])]
+    columns = [
+        Judgment.pair_id,
+        Judgment.user_id,
+        Judgment.grade,
+        Judgment.note,
+        Judgment.guideline_id,
+        Judgment.cant_judge_reason,
+        *([Judgment.updated_at] if times else []),
+    ]
     judged = frame_of(session, select(*columns).where(Judgment.project_id == project_id))
-    pairs = frame_of(session, select(Pair.id, Query.external_id, Fragment.external_id, Query.category)
-                     .select_from(Pair).join(Query, Query.id == Pair.query_id)
-                     .join(Fragment, Fragment.id == Pair.fragment_id).where(Pair.project_id == project_id),
-                     ["pair_id", "query_id", "fragment_id", "category"]).set_index("pair_id")
+    pairs = frame_of(
+        session,
+        select(Pair.id, Query.external_id, Fragment.external_id, Query.category)
+        .select_from(Pair)
+        .join(Query, Query.id == Pair.query_id)
+        .join(Fragment, Fragment.id == Pair.fragment_id)
+        .where(Pair.project_id == project_id),
+        ["pair_id", "query_id", "fragment_id", "category"],
+    ).set_index("pair_id")
     conn = session.connection()
     users, kinds = {}, {}
     for uid, name, kind in conn.execute(select(User.id, User.username, User.kind)).fetchall():
         users[uid], kinds[uid] = name, kind
-    versions = {gid: str(v) for gid, v in conn.execute(select(Guideline.id, Guideline.version)
-                                                       .where(Guideline.project_id == project_id)).fetchall()}
+    versions = {
+        gid: str(v)
+        for gid, v in conn.execute(
+            select(Guideline.id, Guideline.version).where(Guideline.project_id == project_id)
+        ).fetchall()
+    }
     where = pairs.index.get_indexer(judged["pair_id"])
     guideline = pd.array(judged["guideline_id"], dtype="Float64").astype("Int64")  # NULLs arrive as None/NaN
-    frame = pd.DataFrame({
-        "query_id": pairs["query_id"].take(where).reset_index(drop=True),
-        "fragment_id": pairs["fragment_id"].take(where).reset_index(drop=True),
-        "annotator": judged["user_id"].map(users),
-        "grade": pd.array(judged["grade"], dtype="Float64").astype("Int64"),
-        "note": _texts(judged["note"]),
-        "guideline": pd.Series(guideline.map(versions, na_action="ignore"), dtype=object).where(
-            ~guideline.isna(), None),
-        "category": _texts(pairs["category"].take(where)),
-        "cant_judge_reason": _texts(judged["cant_judge_reason"]),
-        "pair_id": judged["pair_id"].to_numpy(dtype="int64"),
-        "annotator_kind": judged["user_id"].map(kinds).to_numpy(dtype=object).astype(str),
-    }, columns=JUDGMENT_COLUMNS)
+    frame = pd.DataFrame(
+        {
+            "query_id": pairs["query_id"].take(where).reset_index(drop=True),
+            "fragment_id": pairs["fragment_id"].take(where).reset_index(drop=True),
+            "annotator": judged["user_id"].map(users),
+            "grade": pd.array(judged["grade"], dtype="Float64").astype("Int64"),
+            "note": _texts(judged["note"]),
+            "guideline": pd.Series(guideline.map(versions, na_action="ignore"), dtype=object).where(
+                ~guideline.isna(), None
+            ),
+            "category": _texts(pairs["category"].take(where)),
+            "cant_judge_reason": _texts(judged["cant_judge_reason"]),
+            "pair_id": judged["pair_id"].to_numpy(dtype="int64"),
+            "annotator_kind": judged["user_id"].map(kinds).to_numpy(dtype=object).astype(str),
+        },
+        columns=JUDGMENT_COLUMNS,
+    )
     if times:
         frame["updated_at"] = pd.to_datetime(judged["updated_at"], utc=True, format="ISO8601")
     return frame.sort_values(["query_id", "fragment_id", "annotator"], kind="stable", ignore_index=True)
@@ -81,8 +111,11 @@ def frame_of(session: Session, stmt: Select, columns: list[str] | None = None) -
     names = columns or list(result.keys())
     rows = result.cursor.fetchall()
     result.close()
-    return pd.DataFrame.from_records(rows, columns=names, nrows=len(rows)) if rows else pd.DataFrame(
-        {c: [] for c in names})
+    return (
+        pd.DataFrame.from_records(rows, columns=names, nrows=len(rows))
+        if rows
+        else pd.DataFrame({c: [] for c in names})
+    )
 
 
 def judgments_fingerprint(engine: Engine, project: str) -> tuple[int, int]:
@@ -92,10 +125,12 @@ def judgments_fingerprint(engine: Engine, project: str) -> tuple[int, int]:
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
         conn = session.connection()
-        history = conn.execute(select(func.max(JudgmentHistory.id))
-                               .where(JudgmentHistory.project_id == project_id)).scalar_one()
-        adjudication = conn.execute(select(func.max(Adjudication.id))
-                                    .where(Adjudication.project_id == project_id)).scalar_one()
+        history = conn.execute(
+            select(func.max(JudgmentHistory.id)).where(JudgmentHistory.project_id == project_id)
+        ).scalar_one()
+        adjudication = conn.execute(
+            select(func.max(Adjudication.id)).where(Adjudication.project_id == project_id)
+        ).scalar_one()
     return (history or 0, adjudication or 0)
 
 
@@ -103,10 +138,12 @@ def pair_id(engine: Engine, project: str, query_id: str, fragment_id: str) -> in
     """The store's id of the pair (query external id, fragment external id), e.g. to adjudicate a disputed pair."""
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
-        found = session.execute(select(Pair.id).join(Query, Query.id == Pair.query_id)
-                                .join(Fragment, Fragment.id == Pair.fragment_id)
-                                .where(Pair.project_id == project_id, Query.external_id == query_id,
-                                       Fragment.external_id == fragment_id)).scalar_one_or_none()
+        found = session.execute(
+            select(Pair.id)
+            .join(Query, Query.id == Pair.query_id)
+            .join(Fragment, Fragment.id == Pair.fragment_id)
+            .where(Pair.project_id == project_id, Query.external_id == query_id, Fragment.external_id == fragment_id)
+        ).scalar_one_or_none()
     if found is None:
         raise NotFound(f"no pair ({query_id}, {fragment_id}) in project {project!r}")
     return int(found)
@@ -123,10 +160,14 @@ def project_adjudications(session: Session, project_id: int) -> pd.DataFrame:
     adjudications query (pages, live qrels, releases)."""
     rows = session.execute(
         select(Query.external_id, Fragment.external_id, Adjudication.grade, Adjudication.reason, User.username)
-        .select_from(Adjudication).join(Pair, Pair.id == Adjudication.pair_id)
-        .join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)
-        .join(User, User.id == Adjudication.user_id).where(Adjudication.project_id == project_id)
-        .order_by(Adjudication.created_at, Adjudication.id)).all()
+        .select_from(Adjudication)
+        .join(Pair, Pair.id == Adjudication.pair_id)
+        .join(Query, Query.id == Pair.query_id)
+        .join(Fragment, Fragment.id == Pair.fragment_id)
+        .join(User, User.id == Adjudication.user_id)
+        .where(Adjudication.project_id == project_id)
+        .order_by(Adjudication.created_at, Adjudication.id)
+    ).all()
     frame = pd.DataFrame(rows, columns=["query_id", "fragment_id", "grade", "reason", "by"])
     frame = frame.drop_duplicates(["query_id", "fragment_id"], keep="last")
     return frame.sort_values(["query_id", "fragment_id"]).reset_index(drop=True).astype({"grade": "int64"})
@@ -138,9 +179,13 @@ def qrels_frame(engine: Engine, project: str, rule: str = "median", min_grades: 
     with session_scope(engine) as session:
         proj = project_row(session, project)
         scale = project_scale(proj)
-    labels = consensus(judgments_frame(engine, project)[["query_id", "fragment_id", "annotator", "grade"]],
-                       rule=rule, adjudications=adjudications_frame(engine, project), min_grades=min_grades,
-                       scale=scale)
+    labels = consensus(
+        judgments_frame(engine, project)[["query_id", "fragment_id", "annotator", "grade"]],
+        rule=rule,
+        adjudications=adjudications_frame(engine, project),
+        min_grades=min_grades,
+        scale=scale,
+    )
     out = labels.rename(columns={"fragment_id": "doc_id"})[["query_id", "doc_id", "grade"]]
     return out.astype({"query_id": str, "doc_id": str, "grade": "int64"}).reset_index(drop=True)
 
@@ -149,8 +194,11 @@ def queries_frame(engine: Engine, project: str) -> pd.DataFrame:
     """query_id, text, category of every query (for per-category reports and the app)."""
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
-        rows = session.execute(select(Query.external_id, Query.text, Query.category)
-                               .where(Query.project_id == project_id).order_by(Query.external_id)).all()
+        rows = session.execute(
+            select(Query.external_id, Query.text, Query.category)
+            .where(Query.project_id == project_id)
+            .order_by(Query.external_id)
+        ).all()
     return pd.DataFrame(rows, columns=["query_id", "text", "category"])
 
 
@@ -158,5 +206,6 @@ def fragments_text(engine: Engine, project: str) -> dict[str, str]:
     """Fragment external id → text (e.g. for a retriever under evaluation)."""
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
-        return dict(session.execute(select(Fragment.external_id, Fragment.text)
-                                    .where(Fragment.project_id == project_id)).all())
+        return dict(
+            session.execute(select(Fragment.external_id, Fragment.text).where(Fragment.project_id == project_id)).all()
+        )

@@ -48,8 +48,10 @@ class User(SQLModel, table=True):
     __table_args__ = (
         CheckConstraint(f"role IN ({', '.join(repr(r) for r in ROLES)})", name="ck_users_role"),
         CheckConstraint(f"kind IN ({', '.join(repr(k) for k in ANNOTATOR_KINDS)})", name="ck_users_kind"),
-        CheckConstraint(f"kind = '{AnnotatorKind.MODEL}' OR (model_name IS NULL AND prompt_version IS NULL)",
-                        name="ck_users_model_fields"),
+        CheckConstraint(
+            f"kind = '{AnnotatorKind.MODEL}' OR (model_name IS NULL AND prompt_version IS NULL)",
+            name="ck_users_model_fields",
+        ),
     )
     id: int | None = Field(default=None, primary_key=True)
     username: str = Field(max_length=200, unique=True, index=True)
@@ -57,8 +59,9 @@ class User(SQLModel, table=True):
     password_hash: str | None = Field(default=None, max_length=400)
     active: bool = True
     created_at: datetime = _ts()
-    kind: str = Field(default=AnnotatorKind.HUMAN.value, max_length=10,
-                      sa_column_kwargs={"server_default": AnnotatorKind.HUMAN.value})
+    kind: str = Field(
+        default=AnnotatorKind.HUMAN.value, max_length=10, sa_column_kwargs={"server_default": AnnotatorKind.HUMAN.value}
+    )
     model_name: str | None = Field(default=None, max_length=200)
     prompt_version: str | None = Field(default=None, max_length=64)
     model_params: dict | None = Field(default=None, sa_type=JSON)
@@ -73,11 +76,14 @@ class Project(SQLModel, table=True):
         CheckConstraint("overlap >= 1", name="ck_projects_overlap"),
         CheckConstraint("overlap_fraction > 0 AND overlap_fraction <= 1", name="ck_projects_fraction"),
         CheckConstraint("agreement_threshold >= -1 AND agreement_threshold <= 1", name="ck_projects_threshold"),
-        CheckConstraint(f"queue_order IN ({', '.join(repr(name) for name in ORDER_NAMES)})",
-                        name="ck_projects_queue_order"),
+        CheckConstraint(
+            f"queue_order IN ({', '.join(repr(name) for name in ORDER_NAMES)})", name="ck_projects_queue_order"
+        ),
         CheckConstraint("qualify_pairs IS NULL OR qualify_pairs >= 2", name="ck_projects_qualify_pairs"),
-        CheckConstraint("qualify_threshold IS NULL OR (qualify_threshold >= -1 AND qualify_threshold <= 1)",
-                        name="ck_projects_qualify_threshold"),
+        CheckConstraint(
+            "qualify_threshold IS NULL OR (qualify_threshold >= -1 AND qualify_threshold <= 1)",
+            name="ck_projects_qualify_threshold",
+        ),
     )
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(max_length=200, unique=True, index=True)
@@ -301,14 +307,19 @@ class QualificationRound(SQLModel, table=True):
     __tablename__ = "qualification_rounds"
     __table_args__ = (
         UniqueConstraint("project_id", "user_id", "attempt", name="uq_qualification_rounds_attempt"),
-        CheckConstraint(f"status IN ({', '.join(repr(s.value) for s in RoundStatus)})",
-                        name="ck_qualification_rounds_status"),
+        CheckConstraint(
+            f"status IN ({', '.join(repr(s.value) for s in RoundStatus)})", name="ck_qualification_rounds_status"
+        ),
         CheckConstraint("pairs >= 0", name="ck_qualification_rounds_pairs"),
         CheckConstraint("attempt >= 1", name="ck_qualification_rounds_attempt"),
-        CheckConstraint(f"status != '{RoundStatus.OPENED.value}' OR (opened_by_id IS NOT NULL AND opened_at IS NOT NULL)",
-                        name="ck_qualification_rounds_opened"),
-        CheckConstraint(f"status != '{RoundStatus.CLOSED.value}' OR (closed_by_id IS NOT NULL AND closed_at IS NOT NULL)",
-                        name="ck_qualification_rounds_closed"),
+        CheckConstraint(
+            f"status != '{RoundStatus.OPENED.value}' OR (opened_by_id IS NOT NULL AND opened_at IS NOT NULL)",
+            name="ck_qualification_rounds_opened",
+        ),
+        CheckConstraint(
+            f"status != '{RoundStatus.CLOSED.value}' OR (closed_by_id IS NOT NULL AND closed_at IS NOT NULL)",
+            name="ck_qualification_rounds_closed",
+        ),
     )
     id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="projects.id", index=True)

@@ -27,8 +27,9 @@ def cluster_weights(n_clusters: int, replicates: int, seed: int) -> Iterator[np.
         yield np.bincount(flat.ravel(), minlength=rows * n_clusters).reshape(rows, n_clusters).astype(float)
 
 
-def bootstrap_sums(blocks: list[np.ndarray | sparse.csr_matrix], replicates: int, seed: int,
-                   progress: bool = False) -> list[np.ndarray]:
+def bootstrap_sums(
+    blocks: list[np.ndarray | sparse.csr_matrix], replicates: int, seed: int, progress: bool = False
+) -> list[np.ndarray]:
     """Replicate column sums (replicates × columns) of each per-query block, all from the same resamples."""
     n_clusters = blocks[0].shape[0]
     out = [np.empty((replicates, block.shape[1])) for block in blocks]

@@ -122,8 +122,9 @@ def gwet_unit_terms(counts: np.ndarray) -> dict[str, np.ndarray]:
     return terms
 
 
-def gwet_from_sums(pa_sum: np.ndarray, n2: np.ndarray, pi_sum: np.ndarray, n1: np.ndarray,
-                   kind: str) -> dict[str, np.ndarray]:
+def gwet_from_sums(
+    pa_sum: np.ndarray, n2: np.ndarray, pi_sum: np.ndarray, n1: np.ndarray, kind: str
+) -> dict[str, np.ndarray]:
     """Percent agreement, AC1/AC2 and Fleiss' κ (unweighted only) from summed unit terms (batched)."""
     k = pi_sum.shape[-1]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -139,6 +140,7 @@ def gwet_from_sums(pa_sum: np.ndarray, n2: np.ndarray, pi_sum: np.ndarray, n1: n
 
 
 # ---- public functions on plain arrays (annotators × units, NaN = missing / can't judge) ----
+
 
 def value_counts(reliability_data: np.ndarray, scale: tuple[int, int] = (0, 3)) -> np.ndarray:
     """Units × grades counts from an annotators × units matrix (NaN = no grade); rejects off-scale values."""
@@ -170,8 +172,9 @@ def _multi_status(data: np.ndarray, counts: np.ndarray) -> str:
     return multi_status(graders, int((counts.sum(axis=1) >= 2).sum()))
 
 
-def krippendorff_alpha(reliability_data: np.ndarray, level: str = "ordinal",
-                       scale: tuple[int, int] = (0, 3)) -> Coefficient:
+def krippendorff_alpha(
+    reliability_data: np.ndarray, level: str = "ordinal", scale: tuple[int, int] = (0, 3)
+) -> Coefficient:
     """Krippendorff's α of an annotators × units matrix (the `krippendorff` package's orientation)."""
     counts = value_counts(reliability_data, scale)
     status = _multi_status(reliability_data, counts)
@@ -180,16 +183,18 @@ def krippendorff_alpha(reliability_data: np.ndarray, level: str = "ordinal",
     return coef(float(alpha_from_coincidence(unit_coincidences(counts).sum(axis=0), level)))
 
 
-def cohen_kappa(a: np.ndarray, b: np.ndarray, weights: str = "unweighted",
-                scale: tuple[int, int] = (0, 3)) -> Coefficient:
+def cohen_kappa(
+    a: np.ndarray, b: np.ndarray, weights: str = "unweighted", scale: tuple[int, int] = (0, 3)
+) -> Coefficient:
     """Cohen's κ of two annotators on the units both graded, over the full scale (never the observed labels)."""
     counts = value_counts(np.vstack([a, b]), scale)
     data = np.vstack([np.asarray(a, dtype=float), np.asarray(b, dtype=float)])
     both = ~np.isnan(data).any(axis=0)
     k = counts.shape[1]
     low = scale[0]
-    conf = np.bincount((data[0, both] - low).astype(int) * k + (data[1, both] - low).astype(int),
-                       minlength=k * k).reshape(k, k)
+    conf = np.bincount(
+        (data[0, both] - low).astype(int) * k + (data[1, both] - low).astype(int), minlength=k * k
+    ).reshape(k, k)
     status = kappa_status(conf, weights)
     return coef(float(kappa_from_confusion(conf, weights)) if status == "ok" else None, status)
 
@@ -198,8 +203,9 @@ def _gwet(reliability_data: np.ndarray, kind: str, scale: tuple[int, int]) -> tu
     counts = value_counts(reliability_data, scale).astype(float)
     status = _multi_status(reliability_data, counts)
     terms = gwet_unit_terms(counts)
-    sums = gwet_from_sums(terms[f"pa_{kind}"].sum(), terms["n2"].sum(), terms["pi"].sum(axis=0),
-                          terms["n1"].sum(), kind)
+    sums = gwet_from_sums(
+        terms[f"pa_{kind}"].sum(), terms["n2"].sum(), terms["pi"].sum(axis=0), terms["n1"].sum(), kind
+    )
     return status, sums
 
 

@@ -39,8 +39,14 @@ class ControlScore:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
-        return {"annotator": self.annotator, "group": self.group, "pairs": self.pairs, "queries": self.queries,
-                "accuracy": self.accuracy.to_dict(), "kappa": self.kappa.to_dict()}
+        return {
+            "annotator": self.annotator,
+            "group": self.group,
+            "pairs": self.pairs,
+            "queries": self.queries,
+            "accuracy": self.accuracy.to_dict(),
+            "kappa": self.kappa.to_dict(),
+        }
 
 
 @dataclass(frozen=True)
@@ -55,13 +61,20 @@ class DriftAlert:
     @property
     def sentence(self) -> str:
         """The alert in words."""
-        return (f"{self.annotator}: κ {self.kappa:.2f} against the control grades on their last {self.recent} "
-                f"control pairs, below {self.threshold:g}")
+        return (
+            f"{self.annotator}: κ {self.kappa:.2f} against the control grades on their last {self.recent} "
+            f"control pairs, below {self.threshold:g}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
-        return {"annotator": self.annotator, "recent": self.recent, "kappa": self.kappa,
-                "threshold": self.threshold, "sentence": self.sentence}
+        return {
+            "annotator": self.annotator,
+            "recent": self.recent,
+            "kappa": self.kappa,
+            "threshold": self.threshold,
+            "sentence": self.sentence,
+        }
 
 
 @dataclass(frozen=True)
@@ -79,11 +92,16 @@ class ControlReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
-        return {"weights": self.weights, "threshold": self.threshold, "recent": self.recent,
-                "per_annotator": [s.to_dict() for s in self.per_annotator],
-                "by_guideline": [s.to_dict() for s in self.by_guideline],
-                "over_time": [s.to_dict() for s in self.over_time],
-                "alerts": [a.to_dict() for a in self.alerts], "notes": list(self.notes)}
+        return {
+            "weights": self.weights,
+            "threshold": self.threshold,
+            "recent": self.recent,
+            "per_annotator": [s.to_dict() for s in self.per_annotator],
+            "by_guideline": [s.to_dict() for s in self.by_guideline],
+            "over_time": [s.to_dict() for s in self.over_time],
+            "alerts": [a.to_dict() for a in self.alerts],
+            "notes": list(self.notes),
+        }
 
 
 def _confusions(query: np.ndarray, given: np.ndarray, settled: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -95,8 +113,16 @@ def _confusions(query: np.ndarray, given: np.ndarray, settled: np.ndarray, k: in
     return flat, hits
 
 
-def score(annotator: str, group: str | None, frame: pd.DataFrame, k: int, weights: str, replicates: int,
-          seed: int, confidence: float) -> ControlScore:
+def score(
+    annotator: str,
+    group: str | None,
+    frame: pd.DataFrame,
+    k: int,
+    weights: str,
+    replicates: int,
+    seed: int,
+    confidence: float,
+) -> ControlScore:
     """Accuracy and κ of one annotator's rows (columns query_id, given, settled as 0-based codes) with
     percentile CIs from a bootstrap over queries (the queries' pairs are resampled together)."""
     query, given, settled = (frame[c].to_numpy() for c in ("query_id", "given", "settled"))
@@ -114,8 +140,14 @@ def score(annotator: str, group: str | None, frame: pd.DataFrame, k: int, weight
         accuracy_ci = percentile_ci(sums[:, k * k] / sums[:, k * k + 1], confidence)
         kappa_ci = percentile_ci(kappa_from_confusion(sums[:, : k * k].reshape(-1, k, k), weights), confidence)
     status = "ok" if np.isfinite(kappa) else UNDEFINED_VARIATION
-    return ControlScore(annotator, group, n, n_queries, coef(float(hits.sum()) / n, ci=accuracy_ci),
-                        coef(kappa if status == "ok" else None, status, kappa_ci))
+    return ControlScore(
+        annotator,
+        group,
+        n,
+        n_queries,
+        coef(float(hits.sum()) / n, ci=accuracy_ci),
+        coef(kappa if status == "ok" else None, status, kappa_ci),
+    )
 
 
 def matched(judgments: pd.DataFrame, control: pd.DataFrame, scale: tuple[int, int]) -> pd.DataFrame:
@@ -128,10 +160,17 @@ def matched(judgments: pd.DataFrame, control: pd.DataFrame, scale: tuple[int, in
     return rows.assign(given=rows["grade"].astype(int) - low, settled=rows["settled"].astype(int) - low)
 
 
-def control_report(judgments: pd.DataFrame, control: pd.DataFrame, scale: tuple[int, int] = (0, 3),
-                   weights: str = DEFAULT_WEIGHTS, replicates: int = 1000, seed: int = 0,
-                   confidence: float = 0.95, threshold: float = DEFAULT_THRESHOLD,
-                   recent: int = DEFAULT_RECENT) -> ControlReport:
+def control_report(
+    judgments: pd.DataFrame,
+    control: pd.DataFrame,
+    scale: tuple[int, int] = (0, 3),
+    weights: str = DEFAULT_WEIGHTS,
+    replicates: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    threshold: float = DEFAULT_THRESHOLD,
+    recent: int = DEFAULT_RECENT,
+) -> ControlReport:
     """Every annotator's grades on control pairs against the settled grades.
 
     `judgments`: query_id, fragment_id, annotator, grade (None: can't judge), optionally `guideline` (by
@@ -158,7 +197,7 @@ def control_report(judgments: pd.DataFrame, control: pd.DataFrame, scale: tuple[
             for version, part in own.groupby(own["guideline"].fillna("(none)").astype(str), sort=True):
                 by_guideline.append(score(annotator, str(version), part, *args))
         for start in range(0, len(own), recent):
-            window = own.iloc[start:start + recent]
+            window = own.iloc[start : start + recent]
             label = f"control judgments {start + 1}–{start + len(window)}"
             over_time.append(score(annotator, label, window, *args))
         last = score(annotator, "recent", own.iloc[-recent:], k, weights, 0, seed, confidence)

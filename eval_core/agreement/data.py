@@ -45,12 +45,22 @@ def encode(judgments: pd.DataFrame, scale: tuple[int, int]) -> Encoded:
     grade = judgments["grade"].to_numpy(dtype=np.int64, na_value=scale[0] - 1) - scale[0]
     first = np.full(len(keys), -1, dtype=np.int64)
     first[unit[::-1]] = np.arange(len(unit))[::-1]
-    units = pd.DataFrame({"query_id": judgments["query_id"].take(first).to_numpy(),
-                          "fragment_id": judgments["fragment_id"].take(first).to_numpy()})
-    return Encoded(unit=unit.astype(np.int64), annotator=acode.astype(np.int64), grade=grade,
-                   unit_query=(np.asarray(keys) // nf).astype(np.int64), units=units,
-                   annotators=[str(a) for a in annotators], queries=[str(q) for q in queries],
-                   k=scale[1] - scale[0] + 1)
+    units = pd.DataFrame(
+        {
+            "query_id": judgments["query_id"].take(first).to_numpy(),
+            "fragment_id": judgments["fragment_id"].take(first).to_numpy(),
+        }
+    )
+    return Encoded(
+        unit=unit.astype(np.int64),
+        annotator=acode.astype(np.int64),
+        grade=grade,
+        unit_query=(np.asarray(keys) // nf).astype(np.int64),
+        units=units,
+        annotators=[str(a) for a in annotators],
+        queries=[str(q) for q in queries],
+        k=scale[1] - scale[0] + 1,
+    )
 
 
 def unit_counts(enc: Encoded, keep: np.ndarray | None = None) -> np.ndarray:

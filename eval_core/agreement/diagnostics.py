@@ -73,8 +73,15 @@ def grade_bias(enc: Encoded, counts: np.ndarray, low: int) -> list[GradeBias]:
     other = np.bincount(a, weights=others, minlength=n_annot)
     rows = []
     for i in np.flatnonzero(n):
-        rows.append(GradeBias(enc.annotators[i], int(n[i]), float(own[i] / n[i] + low),
-                              float(other[i] / n[i] + low), float((own[i] - other[i]) / n[i])))
+        rows.append(
+            GradeBias(
+                enc.annotators[i],
+                int(n[i]),
+                float(own[i] / n[i] + low),
+                float(other[i] / n[i] + low),
+                float((own[i] - other[i]) / n[i]),
+            )
+        )
     return sorted(rows, key=lambda r: -abs(r.bias))
 
 
@@ -102,12 +109,23 @@ def disputed_pairs(enc: Encoded, counts: np.ndarray, judgments: pd.DataFrame, lo
     rows = []
     for u in order:
         sub = chosen[chosen_units == u]
-        grade_map = {str(a): (None if pd.isna(g) else int(g)) for a, g in zip(sub["annotator"], sub["grade"],
-                                                                               strict=True)}
-        notes = ({str(a): str(n) for a, n in zip(sub["annotator"], sub["note"], strict=True)
-                  if n is not None and not pd.isna(n) and str(n) != ""} if has_note else None)
-        rows.append(DisputedPair(str(enc.units.at[u, "query_id"]), str(enc.units.at[u, "fragment_id"]),
-                                 int(spread[u]), grade_map, notes))
+        grade_map = {
+            str(a): (None if pd.isna(g) else int(g)) for a, g in zip(sub["annotator"], sub["grade"], strict=True)
+        }
+        notes = (
+            {
+                str(a): str(n)
+                for a, n in zip(sub["annotator"], sub["note"], strict=True)
+                if n is not None and not pd.isna(n) and str(n) != ""
+            }
+            if has_note
+            else None
+        )
+        rows.append(
+            DisputedPair(
+                str(enc.units.at[u, "query_id"]), str(enc.units.at[u, "fragment_id"]), int(spread[u]), grade_map, notes
+            )
+        )
     return rows
 
 
@@ -122,5 +140,6 @@ def disputed_queries(enc: Encoded, counts: np.ndarray, top: int) -> list[Dispute
     has = np.flatnonzero(n)
     mean = total[has] / n[has]
     order = has[np.lexsort((has, -wide[has], -mean))][:top]
-    return [DisputedQuery(enc.queries[q], int(n[q]), float(total[q] / n[q]), int(wide[q]))
-            for q in order if total[q] > 0]
+    return [
+        DisputedQuery(enc.queries[q], int(n[q]), float(total[q] / n[q]), int(wide[q])) for q in order if total[q] > 0
+    ]

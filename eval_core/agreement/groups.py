@@ -46,10 +46,16 @@ def group_stats(enc: Encoded, group: np.ndarray, names: list[str]) -> GroupStats
     o = sum_by_group(rows, key_group, n_groups).reshape(-1, k, k)
     width = max(len(enc.annotators), 1)
     pairs = np.unique(g * width + an)
-    return GroupStats(names=names, o=o, n_annotators=np.bincount(pairs // width, minlength=n_groups),
-                      n_pairable=np.bincount(key_group[counts.sum(axis=1) >= 2], minlength=n_groups),
-                      n_units=np.bincount(key_group, minlength=n_groups), rows=rows, row_group=key_group,
-                      row_unit=key_unit)
+    return GroupStats(
+        names=names,
+        o=o,
+        n_annotators=np.bincount(pairs // width, minlength=n_groups),
+        n_pairable=np.bincount(key_group[counts.sum(axis=1) >= 2], minlength=n_groups),
+        n_units=np.bincount(key_group, minlength=n_groups),
+        rows=rows,
+        row_group=key_group,
+        row_unit=key_unit,
+    )
 
 
 def group_query_block(stats: GroupStats, enc: Encoded) -> np.ndarray | sparse.csr_matrix:
@@ -68,8 +74,9 @@ def group_query_block(stats: GroupStats, enc: Encoded) -> np.ndarray | sparse.cs
     return block
 
 
-def group_alphas(stats: GroupStats, level: str, replicates: np.ndarray | None = None,
-                 confidence: float = 0.95) -> list[GroupAlpha]:
+def group_alphas(
+    stats: GroupStats, level: str, replicates: np.ndarray | None = None, confidence: float = 0.95
+) -> list[GroupAlpha]:
     """α per group with a CI from replicate coincidences (R, G·K²) when given; lowest first, undefined last."""
     k = stats.o.shape[-1]
     values = alpha_from_coincidence(stats.o, level)
@@ -82,6 +89,12 @@ def group_alphas(stats: GroupStats, level: str, replicates: np.ndarray | None = 
         if status == "ok" and not np.isfinite(values[i]):
             status = UNDEFINED_VARIATION
         ci = percentile_ci(reps[:, i], confidence) if reps is not None and status == "ok" else None
-        rows.append(GroupAlpha(name, int(stats.n_units[i]), int(stats.n_pairable[i]),
-                               coef(values[i] if status == "ok" else None, status, ci)))
+        rows.append(
+            GroupAlpha(
+                name,
+                int(stats.n_units[i]),
+                int(stats.n_pairable[i]),
+                coef(values[i] if status == "ok" else None, status, ci),
+            )
+        )
     return sorted(rows, key=lambda r: (r.alpha.value is None, r.alpha.value or 0.0, r.group))

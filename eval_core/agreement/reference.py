@@ -41,9 +41,15 @@ class ReferenceCheck:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON row."""
-        return {"coefficient": self.coefficient, "library": self.library, "compared": self.compared,
-                "largest_difference": self.largest_difference, "worst": self.worst,
-                "mismatched": self.mismatched, "agrees": self.agrees}
+        return {
+            "coefficient": self.coefficient,
+            "library": self.library,
+            "compared": self.compared,
+            "largest_difference": self.largest_difference,
+            "worst": self.worst,
+            "mismatched": self.mismatched,
+            "agrees": self.agrees,
+        }
 
 
 def reference_libraries() -> tuple[Any, Any]:
@@ -52,8 +58,7 @@ def reference_libraries() -> tuple[Any, Any]:
         from krippendorff import alpha
         from sklearn.metrics import cohen_kappa_score
     except ImportError as exc:
-        raise ImportError(f"the reference cross-check needs krippendorff and scikit-learn: {REFERENCE_EXTRA}") \
-            from exc
+        raise ImportError(f"the reference cross-check needs krippendorff and scikit-learn: {REFERENCE_EXTRA}") from exc
     return alpha, cohen_kappa_score
 
 
@@ -77,8 +82,7 @@ def _summary(coefficient: str, library: str, diffs: list[tuple[str, float | None
     """Largest difference over the defined instances and the count where only one side is defined."""
     defined = [(where, d) for where, d in diffs if d is not None]
     worst, largest = max(defined, key=lambda item: item[1]) if defined else ("", 0.0)
-    return ReferenceCheck(coefficient, library, len(diffs), float(largest), worst,
-                          sum(d is None for _, d in diffs))
+    return ReferenceCheck(coefficient, library, len(diffs), float(largest), worst, sum(d is None for _, d in diffs))
 
 
 def cross_check(judgments: pd.DataFrame, scale: tuple[int, int], report: AgreementReport) -> list[ReferenceCheck]:
@@ -93,8 +97,11 @@ def cross_check(judgments: pd.DataFrame, scale: tuple[int, int], report: Agreeme
                 theirs = float(alpha(matrix, level_of_measurement=level, value_domain=domain))
         except (ValueError, ZeroDivisionError):  # one annotator, or nothing pairable: undefined
             theirs = np.nan
-        out.append(_summary(f"Krippendorff's α ({level})", "krippendorff.alpha",
-                            [("", _difference(report.alpha[level], theirs))]))
+        out.append(
+            _summary(
+                f"Krippendorff's α ({level})", "krippendorff.alpha", [("", _difference(report.alpha[level], theirs))]
+            )
+        )
     rows = {name: i for i, name in enumerate(annotators)}
     for weight in WEIGHTS:
         diffs = []
@@ -105,8 +112,11 @@ def cross_check(judgments: pd.DataFrame, scale: tuple[int, int], report: Agreeme
             if both.any():
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)
-                    theirs = float(cohen_kappa_score(a[both], b[both], labels=domain,
-                                                     weights=None if weight == "unweighted" else weight))
+                    theirs = float(
+                        cohen_kappa_score(
+                            a[both], b[both], labels=domain, weights=None if weight == "unweighted" else weight
+                        )
+                    )
             diffs.append((f"{pair.a} × {pair.b}", _difference(pair.kappa[weight], theirs)))
         out.append(_summary(f"Cohen's κ ({weight})", "sklearn.metrics.cohen_kappa_score", diffs))
     return out

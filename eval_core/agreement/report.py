@@ -107,10 +107,19 @@ def _load(judgments: pd.DataFrame | str | Path, scale: tuple[int, int], models: 
     return check_judgments(frame, scale, duplicates=False)  # encode() checks them on integer codes
 
 
-def agreement_report(judgments: pd.DataFrame | str | Path, scale: tuple[int, int] = (0, 3),
-                     level: str = "ordinal", threshold: float = AGREEMENT_THRESHOLD, by: str | None = None,
-                     bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95, top: int = 10,
-                     progress: bool = False, models: Sequence[str] = ()) -> AgreementReport:
+def agreement_report(
+    judgments: pd.DataFrame | str | Path,
+    scale: tuple[int, int] = (0, 3),
+    level: str = "ordinal",
+    threshold: float = AGREEMENT_THRESHOLD,
+    by: str | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    top: int = 10,
+    progress: bool = False,
+    models: Sequence[str] = (),
+) -> AgreementReport:
     """Agreement of a judgments set: every coefficient with a query-clustered bootstrap CI, diagnostics, verdict.
 
     Units are (query_id, fragment_id) pairs; a None/NA grade is "can't judge" and never counts as a grade.
@@ -167,21 +176,48 @@ def agreement_report(judgments: pd.DataFrame | str | Path, scale: tuple[int, int
         disputed_queries=disputed_queries(enc, counts, top),
         by_field=by,
         by=group_alphas(groups[by], level, group_reps.get(by), confidence) if by is not None else None,
-        guidelines=(group_alphas(groups["guideline"], level, group_reps.get("guideline"), confidence)
-                    if "guideline" in groups else None))
+        guidelines=(
+            group_alphas(groups["guideline"], level, group_reps.get("guideline"), confidence)
+            if "guideline" in groups
+            else None
+        ),
+    )
     raw = c("pa")
     prevalence = _prevalence(counts, low)
     weakest = weakest_boundary(cuts)
     return AgreementReport(
-        n_units=len(enc.units), n_annotators=len(enc.annotators), n_judgments=len(frame),
-        n_grades=int(valid.sum()), n_cant_judge=int((~valid).sum()), n_queries=len(enc.queries),
-        n_pairable_units=n_pairable, scale=(scale[0], scale[1]), level=level,
-        bootstrap=Bootstrap(n_reps, seed, confidence, status=boot_status), raw_agreement=raw, prevalence=prevalence, alpha=alpha,
-        fleiss_kappa=c("fleiss"), ac1=c("ac_unweighted"),
-        ac2={"linear": c("ac_linear"), "quadratic": c("ac_quadratic")}, kappa=kappa, light_kappa=light,
-        cuts=cuts, weakest=weakest, diagnostics=diagnostics,
-        assessment=assess(alpha[level], level, threshold, weakest=weakest, diagnostics=diagnostics,
-                          raw=raw.value, prevalence=prevalence, ac2=c("ac_quadratic").value))
+        n_units=len(enc.units),
+        n_annotators=len(enc.annotators),
+        n_judgments=len(frame),
+        n_grades=int(valid.sum()),
+        n_cant_judge=int((~valid).sum()),
+        n_queries=len(enc.queries),
+        n_pairable_units=n_pairable,
+        scale=(scale[0], scale[1]),
+        level=level,
+        bootstrap=Bootstrap(n_reps, seed, confidence, status=boot_status),
+        raw_agreement=raw,
+        prevalence=prevalence,
+        alpha=alpha,
+        fleiss_kappa=c("fleiss"),
+        ac1=c("ac_unweighted"),
+        ac2={"linear": c("ac_linear"), "quadratic": c("ac_quadratic")},
+        kappa=kappa,
+        light_kappa=light,
+        cuts=cuts,
+        weakest=weakest,
+        diagnostics=diagnostics,
+        assessment=assess(
+            alpha[level],
+            level,
+            threshold,
+            weakest=weakest,
+            diagnostics=diagnostics,
+            raw=raw.value,
+            prevalence=prevalence,
+            ac2=c("ac_quadratic").value,
+        ),
+    )
 
 
 def _replicates(bootstrap: int, n_queries: int, status: str) -> tuple[int, str]:
@@ -191,8 +227,10 @@ def _replicates(bootstrap: int, n_queries: int, status: str) -> tuple[int, str]:
     if not bootstrap or status != "ok":
         return 0, "ok" if not bootstrap else f"no CIs: {status}"
     if n_queries < MIN_CI_QUERIES:
-        return 0, (f"no CIs: {n_queries} quer{'y' if n_queries == 1 else 'ies'}, too few to resample (a "
-                   f"query-clustered interval needs at least {MIN_CI_QUERIES})")
+        return 0, (
+            f"no CIs: {n_queries} quer{'y' if n_queries == 1 else 'ies'}, too few to resample (a "
+            f"query-clustered interval needs at least {MIN_CI_QUERIES})"
+        )
     return bootstrap, "ok"
 
 
@@ -209,8 +247,9 @@ def _prevalence(counts: np.ndarray, low: int) -> dict[str, float | None]:
     return {str(low + i): (float(n / total) if total else None) for i, n in enumerate(per_grade)}
 
 
-def _kappas(enc: Encoded, confusions: PairConfusions, kappa_reps: np.ndarray | None,
-            confidence: float) -> tuple[list[KappaPair], dict[str, Coefficient]]:
+def _kappas(
+    enc: Encoded, confusions: PairConfusions, kappa_reps: np.ndarray | None, confidence: float
+) -> tuple[list[KappaPair], dict[str, Coefficient]]:
     """Cohen's κ for every pair of annotators who graded anything (with overlap and confusion matrix), and
     Light's κ: the mean over the pairs whose κ is defined, its CI from the same replicates."""
     valid = enc.grade >= 0
@@ -220,7 +259,7 @@ def _kappas(enc: Encoded, confusions: PairConfusions, kappa_reps: np.ndarray | N
     points: dict[str, list[float]] = {w: [] for w in WEIGHTS}
     replicates: dict[str, list[np.ndarray | None]] = {w: [] for w in WEIGHTS}
     for x_pos, a in enumerate(graders):
-        for b in graders[x_pos + 1:]:
+        for b in graders[x_pos + 1 :]:
             i = index.get((int(a), int(b)))
             conf = confusions.total[i] if i is not None else np.zeros((enc.k, enc.k))
             n = int(conf.sum())
@@ -241,8 +280,9 @@ def _kappas(enc: Encoded, confusions: PairConfusions, kappa_reps: np.ndarray | N
             continue
         known = [r for r in replicates[kind] if r is not None]
         reps = np.mean(known, axis=0) if len(known) == len(replicates[kind]) else None
-        light[kind] = coef(float(np.mean(points[kind])), "ok",
-                           percentile_ci(reps, confidence) if reps is not None else None)
+        light[kind] = coef(
+            float(np.mean(points[kind])), "ok", percentile_ci(reps, confidence) if reps is not None else None
+        )
     return pairs, light
 
 
@@ -272,17 +312,27 @@ def weakest_boundary(cuts: dict[str, Coefficient]) -> Boundary | None:
     return Boundary(label, value)
 
 
-def assess(alpha: Coefficient, level: str, threshold: float = AGREEMENT_THRESHOLD, *, weakest: Boundary | None,
-           diagnostics: Diagnostics, raw: float | None, prevalence: dict[str, float | None],
-           ac2: float | None) -> Assessment:
+def assess(
+    alpha: Coefficient,
+    level: str,
+    threshold: float = AGREEMENT_THRESHOLD,
+    *,
+    weakest: Boundary | None,
+    diagnostics: Diagnostics,
+    raw: float | None,
+    prevalence: dict[str, float | None],
+    ac2: float | None,
+) -> Assessment:
     """Verdict on α with reasons a lead can act on; guideline versions are judged the same way."""
     value = alpha.value
     overall = verdict(alpha, threshold)
     if value is None:
         reasons = [f"{level} α {alpha.status}"]
     elif alpha.ci is None:
-        reasons = [f"{level} α {value:.2f} has no confidence interval "
-                   f"(needs ≥ {MIN_CI_QUERIES} queries and a bootstrap of ≥ 1 replicate)"]
+        reasons = [
+            f"{level} α {value:.2f} has no confidence interval "
+            f"(needs ≥ {MIN_CI_QUERIES} queries and a bootstrap of ≥ 1 replicate)"
+        ]
     else:
         relation = {"ok": "≥", "ambiguous": "<", "inconclusive": "straddles"}[overall]
         reasons = [f"{level} α {alpha.text(2)} {relation} {threshold:g}"]
@@ -292,19 +342,27 @@ def assess(alpha: Coefficient, level: str, threshold: float = AGREEMENT_THRESHOL
         reasons.append(f"boundary {weakest.label} α {weakest.alpha:.2f} (weakest cut: grade ≥ {weakest.cut} vs below)")
     if overall != "ok":
         reasons += _why(diagnostics, value, threshold, raw, prevalence, ac2)
-    guidelines = [GuidelineVerdict(row.group, row.alpha, verdict(row.alpha, threshold))
-                  for row in diagnostics.guidelines or []]
+    guidelines = [
+        GuidelineVerdict(row.group, row.alpha, verdict(row.alpha, threshold)) for row in diagnostics.guidelines or []
+    ]
     for g in guidelines:
         if g.verdict == "ambiguous":
-            reasons.append(f"guideline {g.guideline} is ambiguous: {level} α {g.alpha.text(2)} < {threshold:g}; "
-                           "revise it")
+            reasons.append(
+                f"guideline {g.guideline} is ambiguous: {level} α {g.alpha.text(2)} < {threshold:g}; revise it"
+            )
         elif g.alpha.value is not None and g.alpha.value < threshold:
             reasons.append(f"guideline {g.guideline} may be ambiguous: {level} α {g.alpha.text(2)}")
     return Assessment(threshold, overall, band(value), reasons, guidelines)
 
 
-def _why(diag: Diagnostics, alpha: float | None, threshold: float, raw: float | None,
-         prevalence: dict[str, float | None], ac2: float | None) -> list[str]:
+def _why(
+    diag: Diagnostics,
+    alpha: float | None,
+    threshold: float,
+    raw: float | None,
+    prevalence: dict[str, float | None],
+    ac2: float | None,
+) -> list[str]:
     """Actionable hints: disputed queries, the kappa paradox, outlying annotators."""
     out = []
     queries = [q.query_id for q in diag.disputed_queries[:3]]
@@ -313,9 +371,12 @@ def _why(diag: Diagnostics, alpha: float | None, threshold: float, raw: float | 
     shares = {g: s for g, s in prevalence.items() if s is not None}
     if raw is not None and alpha is not None and shares and raw >= 0.8 and alpha < threshold:
         grade, share = max(shares.items(), key=lambda item: item[1])
-        out.append(f"raw agreement {raw:.2f} but grade {grade} is {share:.0%} of grades: chance correction "
-                   f"shrinks α and κ (kappa paradox); AC2 {ac2:.2f}" if ac2 is not None else
-                   f"raw agreement {raw:.2f} but grade {grade} is {share:.0%} of grades (kappa paradox)")
+        out.append(
+            f"raw agreement {raw:.2f} but grade {grade} is {share:.0%} of grades: chance correction "
+            f"shrinks α and κ (kappa paradox); AC2 {ac2:.2f}"
+            if ac2 is not None
+            else f"raw agreement {raw:.2f} but grade {grade} is {share:.0%} of grades (kappa paradox)"
+        )
     for row in diag.leave_one_out:
         if row.delta is not None and row.delta >= 0.05:
             out.append(f"without {row.annotator} α would be {row.alpha.value:.2f} ({row.delta:+.2f})")

@@ -65,8 +65,13 @@ class KappaPair:
 
     def to_dict(self) -> dict[str, Any]:
         """{"a", "b", "n", "unweighted": C, "linear": C, "quadratic": C, "confusion"}."""
-        return {"a": self.a, "b": self.b, "n": self.n, **{w: c.to_dict() for w, c in self.kappa.items()},
-                "confusion": self.confusion}
+        return {
+            "a": self.a,
+            "b": self.b,
+            "n": self.n,
+            **{w: c.to_dict() for w, c in self.kappa.items()},
+            "confusion": self.confusion,
+        }
 
 
 @dataclass(frozen=True)
@@ -80,8 +85,12 @@ class LeaveOneOut:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON row."""
-        return {"annotator": self.annotator, "n_grades": self.n_grades, "alpha": self.alpha.to_dict(),
-                "delta": self.delta}
+        return {
+            "annotator": self.annotator,
+            "n_grades": self.n_grades,
+            "alpha": self.alpha.to_dict(),
+            "delta": self.delta,
+        }
 
 
 @dataclass(frozen=True)
@@ -96,8 +105,13 @@ class GradeBias:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON row."""
-        return {"annotator": self.annotator, "n_shared": self.n_shared, "mean_grade": self.mean_grade,
-                "others_mean": self.others_mean, "bias": self.bias}
+        return {
+            "annotator": self.annotator,
+            "n_shared": self.n_shared,
+            "mean_grade": self.mean_grade,
+            "others_mean": self.others_mean,
+            "bias": self.bias,
+        }
 
 
 @dataclass(frozen=True)
@@ -117,8 +131,12 @@ class DisputedPair:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON row; "notes" only when the judgments carry a note column."""
-        out: dict[str, Any] = {"query_id": self.query_id, "fragment_id": self.fragment_id, "spread": self.spread,
-                               "grades": self.grades}
+        out: dict[str, Any] = {
+            "query_id": self.query_id,
+            "fragment_id": self.fragment_id,
+            "spread": self.spread,
+            "grades": self.grades,
+        }
         if self.notes is not None:
             out["notes"] = self.notes
         return out
@@ -135,8 +153,12 @@ class DisputedQuery:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON row."""
-        return {"query_id": self.query_id, "n_pairable": self.n_pairable, "mean_spread": self.mean_spread,
-                "n_spread_2_plus": self.n_spread_2_plus}
+        return {
+            "query_id": self.query_id,
+            "n_pairable": self.n_pairable,
+            "mean_spread": self.mean_spread,
+            "n_spread_2_plus": self.n_spread_2_plus,
+        }
 
 
 @dataclass(frozen=True)
@@ -150,8 +172,12 @@ class GroupAlpha:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON row."""
-        return {"group": self.group, "n_units": self.n_units, "n_pairable": self.n_pairable,
-                "alpha": self.alpha.to_dict()}
+        return {
+            "group": self.group,
+            "n_units": self.n_units,
+            "n_pairable": self.n_pairable,
+            "alpha": self.alpha.to_dict(),
+        }
 
 
 @dataclass(frozen=True)
@@ -167,11 +193,16 @@ class Diagnostics:
     guidelines: list[GroupAlpha] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """{"leave_one_out", "bias", "disputed_pairs", "disputed_queries", "by"?: {"field", "groups"}, "guidelines"?}."""
-        out: dict[str, Any] = {"leave_one_out": [r.to_dict() for r in self.leave_one_out],
-                               "bias": [r.to_dict() for r in self.bias],
-                               "disputed_pairs": [r.to_dict() for r in self.disputed_pairs],
-                               "disputed_queries": [r.to_dict() for r in self.disputed_queries]}
+        """The JSON shape.
+
+        {"leave_one_out", "bias", "disputed_pairs", "disputed_queries", "by"?: {"field", "groups"}, "guidelines"?}.
+        """
+        out: dict[str, Any] = {
+            "leave_one_out": [r.to_dict() for r in self.leave_one_out],
+            "bias": [r.to_dict() for r in self.bias],
+            "disputed_pairs": [r.to_dict() for r in self.disputed_pairs],
+            "disputed_queries": [r.to_dict() for r in self.disputed_queries],
+        }
         if self.by is not None:
             out["by"] = {"field": self.by_field, "groups": [g.to_dict() for g in self.by]}
         if self.guidelines is not None:
@@ -204,8 +235,12 @@ class Assessment:
 
     def to_dict(self) -> dict[str, Any]:
         """{"threshold", "verdict", "band", "reasons", "guidelines"?}."""
-        out: dict[str, Any] = {"threshold": self.threshold, "verdict": self.verdict, "band": self.band,
-                               "reasons": self.reasons}
+        out: dict[str, Any] = {
+            "threshold": self.threshold,
+            "verdict": self.verdict,
+            "band": self.band,
+            "reasons": self.reasons,
+        }
         if self.guidelines:
             out["guidelines"] = [g.to_dict() for g in self.guidelines]
         return out
@@ -223,8 +258,13 @@ class Bootstrap:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON object."""
-        return {"replicates": self.replicates, "seed": self.seed, "confidence": self.confidence,
-                "cluster": self.cluster, "status": self.status}
+        return {
+            "replicates": self.replicates,
+            "seed": self.seed,
+            "confidence": self.confidence,
+            "cluster": self.cluster,
+            "status": self.status,
+        }
 
 
 @dataclass(frozen=True)
@@ -258,9 +298,15 @@ class AgreementReport:
     def to_dict(self) -> dict[str, Any]:
         """The JSON of `qrelkit agreement --format json` (raw agreement as a bare number plus its CI)."""
         return {
-            "n_units": self.n_units, "n_annotators": self.n_annotators, "n_judgments": self.n_judgments,
-            "n_grades": self.n_grades, "n_cant_judge": self.n_cant_judge, "n_queries": self.n_queries,
-            "n_pairable_units": self.n_pairable_units, "scale": list(self.scale), "level": self.level,
+            "n_units": self.n_units,
+            "n_annotators": self.n_annotators,
+            "n_judgments": self.n_judgments,
+            "n_grades": self.n_grades,
+            "n_cant_judge": self.n_cant_judge,
+            "n_queries": self.n_queries,
+            "n_pairable_units": self.n_pairable_units,
+            "scale": list(self.scale),
+            "level": self.level,
             "bootstrap": self.bootstrap.to_dict(),
             "raw_agreement": self.raw_agreement.value,
             "raw_agreement_ci": list(self.raw_agreement.ci) if self.raw_agreement.ci else None,

@@ -45,8 +45,12 @@ _TAG = re.compile(r"<(/?)(top|num|title|desc|narr)>", re.IGNORECASE)
 # The XML layout's elements: the root, a topic (its id in `number`), and a topic's fields as the SGML layout's.
 _XML_FIELDS = {"query": "title", "question": "desc", "description": "desc", "narrative": "narr"}
 _XML_START = ("<?xml", "<topics", "<topic ", "<topic>")
-_LABEL = {"num": re.compile(r"^\s*number:\s*", re.I), "title": re.compile(r"^\s*topic:\s*", re.I),
-          "desc": re.compile(r"^\s*description:\s*", re.I), "narr": re.compile(r"^\s*narrative:\s*", re.I)}
+_LABEL = {
+    "num": re.compile(r"^\s*number:\s*", re.I),
+    "title": re.compile(r"^\s*topic:\s*", re.I),
+    "desc": re.compile(r"^\s*description:\s*", re.I),
+    "narr": re.compile(r"^\s*narrative:\s*", re.I),
+}
 
 
 @dataclass(frozen=True)
@@ -118,16 +122,18 @@ def detect(path: str | Path, kind: str) -> str:
         raise InputError(label, None, "empty file: no records")
     lineno, text = first
     line = text.strip()
-    ids, texts = (QUERY_ID_FIELDS, QUERY_TEXT_FIELDS) if kind == "queries" else (FRAGMENT_ID_FIELDS,
-                                                                                  FRAGMENT_TEXT_FIELDS)
+    ids, texts = (
+        (QUERY_ID_FIELDS, QUERY_TEXT_FIELDS) if kind == "queries" else (FRAGMENT_ID_FIELDS, FRAGMENT_TEXT_FIELDS)
+    )
     known = {*ids, *texts, "doc_id", "title", "description"}
     if line.startswith("{"):
         return "jsonl"
     if (_TAG.match(line) and line.lower().startswith(("<top>", "<num>"))) or line.lower().startswith(_XML_START):
         if kind == "queries":
             return "trec-topics"
-        raise InputError(label, lineno, "this is a TREC topics file: it holds queries (qrelkit import queries), "
-                                        "not fragments")
+        raise InputError(
+            label, lineno, "this is a TREC topics file: it holds queries (qrelkit import queries), not fragments"
+        )
     tabs = [c.strip() for c in text.split("\t")]
     commas = [c.strip() for c in next(csv.reader([text]))]
     semis = [c.strip() for c in text.split(";")]
@@ -137,9 +143,11 @@ def detect(path: str | Path, kind: str) -> str:
         return "id-text-tsv"
     if len(commas) > 1 and known & set(commas):
         return "csv"
-    why = ["JSONL: the line does not start with '{'",
-           f"CSV/TSV with a header: no column named {' or '.join(ids)} ({', '.join(texts)} for the text)",
-           f"headerless id<TAB>text TSV: {len(tabs)} tab-separated field(s), not 2"]
+    why = [
+        "JSONL: the line does not start with '{'",
+        f"CSV/TSV with a header: no column named {' or '.join(ids)} ({', '.join(texts)} for the text)",
+        f"headerless id<TAB>text TSV: {len(tabs)} tab-separated field(s), not 2",
+    ]
     if kind == "queries":
         why.insert(1, "TREC topics: no <top>, <num> or XML <topic> tag")
     hint = f"; {SEMICOLON_HINT}" if len(semis) > 1 and known & set(semis) else _trec_hint(line, kind)
@@ -152,8 +160,10 @@ def _trec_hint(line: str, kind: str) -> str:
     if len(fields) == 6 and fields[1] == "Q0":
         return f"; it looks like a TREC run (qid Q0 docid rank score tag), not {kind}: `qrelkit import run`"
     if len(fields) == 4 and fields[3].lstrip("-").isdigit():
-        return (f"; it looks like TREC qrels (qid iter docid grade), not {kind}: `qrelkit import judgments "
-                "--annotator NAME`")
+        return (
+            f"; it looks like TREC qrels (qid iter docid grade), not {kind}: `qrelkit import judgments "
+            "--annotator NAME`"
+        )
     return ""
 
 
@@ -175,8 +185,12 @@ def _headerless(path: str) -> Iterator[tuple[int, dict]]:
             continue
         cells = text.split("\t")
         if len(cells) != 2:
-            raise InputError(path, lineno, f"expected 2 tab-separated fields (id, text), found {len(cells)}; a "
-                                           "file with more columns needs a header naming them")
+            raise InputError(
+                path,
+                lineno,
+                f"expected 2 tab-separated fields (id, text), found {len(cells)}; a "
+                "file with more columns needs a header naming them",
+            )
         yield lineno, {"id": cells[0].strip(), "text": cells[1]}
 
 
@@ -189,7 +203,7 @@ def _topics(path: str) -> Iterator[tuple[int, dict]]:
         pos = 0
         for match in _TAG.finditer(text):
             if topic is not None and current is not None:
-                topic[current].append(text[pos:match.start()])
+                topic[current].append(text[pos : match.start()])
             closing, tag = match[1] == "/", match[2].lower()
             pos = match.end()
             if tag == "top":
@@ -245,8 +259,10 @@ def _xml_topics(path: str) -> Iterator[tuple[int, dict]]:
         elif current is not None:
             fail(f"<{tag}> inside <{current}> (close <{current}> first)")
         elif tag not in _XML_FIELDS:
-            fail(f"unexpected <{tag}> in the topic opened at line {opened} (a topic holds "
-                 f"{', '.join(f'<{t}>' for t in _XML_FIELDS)})")
+            fail(
+                f"unexpected <{tag}> in the topic opened at line {opened} (a topic holds "
+                f"{', '.join(f'<{t}>' for t in _XML_FIELDS)})"
+            )
         elif _XML_FIELDS[tag] in topic:
             fail(f"a second <{tag}> in the topic opened at line {opened}")
         else:
@@ -269,8 +285,11 @@ def _xml_topics(path: str) -> Iterator[tuple[int, dict]]:
         if topic is not None and current is not None:
             topic[_XML_FIELDS[current]].append(data)
         elif data.strip():
-            fail("text outside a <topic> … </topic>" if topic is None else
-                 f"text between the fields of the topic opened at line {opened}")
+            fail(
+                "text outside a <topic> … </topic>"
+                if topic is None
+                else f"text between the fields of the topic opened at line {opened}"
+            )
 
     def entity(*_args: object) -> None:
         fail("an XML entity declaration; a topics file declares none (nothing is expanded or fetched)")
@@ -284,8 +303,9 @@ def _xml_topics(path: str) -> Iterator[tuple[int, dict]]:
             done.clear()
         parser.Parse("", True)
     except expat.ExpatError as exc:
-        raise InputError(path, exc.lineno, f"not well-formed XML: {expat.ErrorString(exc.code)} (column "
-                                           f"{exc.offset + 1})") from None
+        raise InputError(
+            path, exc.lineno, f"not well-formed XML: {expat.ErrorString(exc.code)} (column {exc.offset + 1})"
+        ) from None
 
 
 def _topic_record(topic: dict[str, list[str]]) -> dict:
@@ -334,8 +354,9 @@ def _position(rec: dict) -> int | None:
         return None
     text = str(value).strip()
     if isinstance(value, bool) or not text.isdigit():
-        raise ValueError(f"{name} must be a non-negative integer (the fragment's order within its doc_id), "
-                         f"got {value!r}")
+        raise ValueError(
+            f"{name} must be a non-negative integer (the fragment's order within its doc_id), got {value!r}"
+        )
     return int(text)
 
 
@@ -381,15 +402,19 @@ def read_fragments(path: str | Path, fmt: str | None = None) -> Collection:
             own = _text(rec, FRAGMENT_ID_FIELDS, "fragment id", required=False)
             doc = _text(rec, ("doc_id",), "doc_id", required=False)
             if own is None and doc is None:
-                raise ValueError(f"fragment id is missing or empty (field {' or '.join(FRAGMENT_ID_FIELDS)}, or "
-                                 f"doc_id for a record that is a whole document)")
+                raise ValueError(
+                    f"fragment id is missing or empty (field {' or '.join(FRAGMENT_ID_FIELDS)}, or "
+                    f"doc_id for a record that is a whole document)"
+                )
             ident = check_id(own or doc or "", "fragment id")
             text = _text(rec, FRAGMENT_TEXT_FIELDS, "fragment text")
             title = _text(rec, ("title",), "title", required=False)
             position = _position(rec)
             if position is not None and (own is None or doc is None):
-                raise ValueError("a position orders a fragment within its doc_id: give both the fragment's id "
-                                 "and the doc_id it belongs to")
+                raise ValueError(
+                    "a position orders a fragment within its doc_id: give both the fragment's id "
+                    "and the doc_id it belongs to"
+                )
         except ValueError as exc:
             out.add(label, lineno, str(exc))
             continue
@@ -418,4 +443,3 @@ def fragment_texts(path: str | Path, fmt: str | None = None) -> dict[str, str]:
 def query_texts(path: str | Path, fmt: str | None = None, topic_field: str = "title") -> dict[str, str]:
     """query id → text, read exactly as `qrelkit import queries` reads the file."""
     return {r.id: r.text for r in read_queries(path, fmt, topic_field).checked()}
-

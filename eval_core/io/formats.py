@@ -72,16 +72,27 @@ class Columns:
         """The contract's DataFrame form: query_id, doc_id and the grade or score column."""
         import pandas as pd
 
-        return pd.DataFrame({"query_id": self.qvalues.take(pa.array(self.qcode)).to_pandas(),
-                             "doc_id": self.docid.to_pandas(), value_name: self.value})
+        return pd.DataFrame(
+            {
+                "query_id": self.qvalues.take(pa.array(self.qcode)).to_pandas(),
+                "doc_id": self.docid.to_pandas(),
+                value_name: self.value,
+            }
+        )
 
 
 # ------------------------------------------------------------------------- NumPy ⇄ Arrow, without pandas
 # pyarrow's pa.array(ndarray), Array.to_numpy and fill_null import pandas (~0.3 s) to probe for its types; the
 # evaluation path goes through buffers instead, so `qrelkit eval` never loads pandas.
 
-_NUMPY = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
-          pa.uint64(): np.uint64, pa.float64(): np.float64}
+_NUMPY = {
+    pa.int8(): np.int8,
+    pa.int16(): np.int16,
+    pa.int32(): np.int32,
+    pa.int64(): np.int64,
+    pa.uint64(): np.uint64,
+    pa.float64(): np.float64,
+}
 
 
 def arrow_ints(values: np.ndarray) -> pa.Array:
@@ -99,11 +110,11 @@ def numpy_values(arr: pa.Array | pa.ChunkedArray, null: Any = None) -> np.ndarra
     if not n or data is None:
         return np.zeros(n, dtype=bool if pa.types.is_boolean(arr.type) else _NUMPY[arr.type])
     if pa.types.is_boolean(arr.type):
-        out = np.unpackbits(np.frombuffer(data, np.uint8), bitorder="little")[arr.offset:arr.offset + n].view(bool)
+        out = np.unpackbits(np.frombuffer(data, np.uint8), bitorder="little")[arr.offset : arr.offset + n].view(bool)
     else:
-        out = np.frombuffer(data, _NUMPY[arr.type])[arr.offset:arr.offset + n]
+        out = np.frombuffer(data, _NUMPY[arr.type])[arr.offset : arr.offset + n]
     if arr.null_count:
-        valid = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")[arr.offset:arr.offset + n]
+        valid = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")[arr.offset : arr.offset + n]
         out = np.where(valid.view(bool), out, null)
     return out
 
@@ -124,7 +135,7 @@ def string_keys(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
         return np.zeros(0, dtype=np.uint64)
     bufs = arr.buffers()
     wide = arr.type in (pa.large_string(), pa.large_binary())
-    off: np.ndarray = np.frombuffer(bufs[1], dtype=np.int64 if wide else np.int32)[arr.offset:arr.offset + n + 1]
+    off: np.ndarray = np.frombuffer(bufs[1], dtype=np.int64 if wide else np.int32)[arr.offset : arr.offset + n + 1]
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
     start = off[:-1]
     length = off[1:] - off[:-1]
@@ -134,7 +145,7 @@ def string_keys(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     words = np.ndarray((safe,), dtype=np.uint64, buffer=data, strides=(1,)) if safe else np.zeros(0, np.uint64)
     tail_from = max(min(safe, end) - 8, 0)
     tail = np.zeros(end - tail_from + 16, dtype=np.uint8)
-    tail[:end - tail_from] = data[tail_from:end]
+    tail[: end - tail_from] = data[tail_from:end]
     tail_words = np.ndarray((len(tail) - 7,), dtype=np.uint64, buffer=tail, strides=(1,))
 
     def word(at: np.ndarray) -> np.ndarray:
@@ -184,16 +195,23 @@ def first_duplicate(cols: Columns) -> int | None:
     ks = key[order]
     cand = np.flatnonzero(ks[1:] == ks[:-1])
     a, b = order[cand], order[cand + 1]
-    same = (cols.qcode[a] == cols.qcode[b]) & numpy_values(pc.equal(
-        cols.docid.take(arrow_ints(a)), cols.docid.take(arrow_ints(b))))
+    same = (cols.qcode[a] == cols.qcode[b]) & numpy_values(
+        pc.equal(cols.docid.take(arrow_ints(a)), cols.docid.take(arrow_ints(b)))
+    )
     return int(np.max(np.stack([a, b])[:, same], axis=0).min()) if same.any() else None
 
 
 def _columns(q: pa.Array, d: pa.Array, value: np.ndarray, label: str) -> Columns:
     """Columns from plain string arrays (dictionary-encoding the query ids)."""
     enc = pc.dictionary_encode(q)
-    return Columns(numpy_values(enc.indices).astype(np.int64),
-                   enc.dictionary.cast(pa.large_string()), d, value, label, string_keys(d))
+    return Columns(
+        numpy_values(enc.indices).astype(np.int64),
+        enc.dictionary.cast(pa.large_string()),
+        d,
+        value,
+        label,
+        string_keys(d),
+    )
 
 
 # ------------------------------------------------------------------------------------ format detection
@@ -249,17 +267,26 @@ def arrow_trec_table(source: Any, kind: str, threads: bool = True) -> TrecTable 
     Ids are parsed as bytes (a third cheaper than as text).
     """
     names = ["q", "it", "d", "v"] if kind == "qrels" else ["q", "q0", "d", "rank", "v", "tag"]
-    types = {"q": pa.dictionary(pa.int32(), pa.binary()), "d": pa.large_binary(),
-             "v": pa.int64() if kind == "qrels" else pa.float64()}
+    types = {
+        "q": pa.dictionary(pa.int32(), pa.binary()),
+        "d": pa.large_binary(),
+        "v": pa.int64() if kind == "qrels" else pa.float64(),
+    }
     try:
         table = pacsv.read_csv(
             source,
             read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 22, use_threads=threads),
-            parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False,
-                                             escape_char=False, newlines_in_values=False,
-                                             ignore_empty_lines=True),
-            convert_options=pacsv.ConvertOptions(include_columns=["q", "d", "v"], column_types=types,
-                                                 null_values=[], strings_can_be_null=False),
+            parse_options=pacsv.ParseOptions(
+                delimiter=" ",
+                quote_char=False,
+                double_quote=False,
+                escape_char=False,
+                newlines_in_values=False,
+                ignore_empty_lines=True,
+            ),
+            convert_options=pacsv.ConvertOptions(
+                include_columns=["q", "d", "v"], column_types=types, null_values=[], strings_can_be_null=False
+            ),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError):
         return None
@@ -269,7 +296,7 @@ def arrow_trec_table(source: Any, kind: str, threads: bool = True) -> TrecTable 
     qids, d = q.chunk(0).dictionary, table["d"].combine_chunks()
     if pc.any(pc.starts_with(qids, b"#")).as_py() or pc.min(pc.binary_length(qids)).as_py() == 0:
         return None  # comment lines, or leading/doubled spaces
-    offsets = np.frombuffer(d.buffers()[1], np.int64)[d.offset:d.offset + len(d) + 1]
+    offsets = np.frombuffer(d.buffers()[1], np.int64)[d.offset : d.offset + len(d) + 1]
     if (offsets[1:] == offsets[:-1]).any():
         return None  # an empty docid
     qcode = np.concatenate([numpy_values(c.indices) for c in q.chunks]).astype(np.int64)
@@ -296,8 +323,8 @@ def _arrow_trec(source: Any, kind: str, label: str, threads: bool = True) -> Col
 def _id_bytes(ids: pa.Array) -> np.ndarray:
     """The bytes of a (large) binary or string array's values, as a NumPy view."""
     width = np.int64 if pa.types.is_large_binary(ids.type) or pa.types.is_large_string(ids.type) else np.int32
-    offsets = np.frombuffer(ids.buffers()[1], width)[ids.offset:ids.offset + len(ids) + 1]
-    return np.frombuffer(ids.buffers()[2], np.uint8)[offsets[0]:offsets[-1]] if len(ids) else np.empty(0, np.uint8)
+    offsets = np.frombuffer(ids.buffers()[1], width)[ids.offset : ids.offset + len(ids) + 1]
+    return np.frombuffer(ids.buffers()[2], np.uint8)[offsets[0] : offsets[-1]] if len(ids) else np.empty(0, np.uint8)
 
 
 def _printable_ascii(ids: pa.Array) -> bool:
@@ -363,17 +390,25 @@ def _scan_lines(lines: Iterable[tuple[int, str]], path: str, kind: str) -> Colum
             continue
         odd = bad_id_char(line.replace(" ", "").replace("\t", ""))
         if odd is not None:
-            raise InputError(path, lineno, f"holds {char_name(odd)}; fields are separated by spaces or tabs, and "
-                                           "no id may hold other whitespace, control or invisible characters")
+            raise InputError(
+                path,
+                lineno,
+                f"holds {char_name(odd)}; fields are separated by spaces or tabs, and "
+                "no id may hold other whitespace, control or invisible characters",
+            )
         f = line.split()
         if len(f) > nf and kind == "run":
             extra = extra or (lineno, len(f))
         elif len(f) != nf:
             raise InputError(path, lineno, f"expected {nf} fields ({shape}), found {len(f)}{_swapped(kind, f)}")
         if kind == "qrels" and groups.setdefault((f[0], f[2]), f[1]) != f[1]:
-            raise InputError(path, lineno, f"doc {f[2]!r} judged again for query {f[0]!r}, by judge group {f[1]!r} "
-                             f"after {groups[f[0], f[2]]!r}: multi-judge qrels (trec_eval -R qrels_jg) are read "
-                             f"with --qrels-format jg")
+            raise InputError(
+                path,
+                lineno,
+                f"doc {f[2]!r} judged again for query {f[0]!r}, by judge group {f[1]!r} "
+                f"after {groups[f[0], f[2]]!r}: multi-judge qrels (trec_eval -R qrels_jg) are read "
+                f"with --qrels-format jg",
+            )
         if kind == "qrels":
             try:
                 v: float = int(f[3])
@@ -410,8 +445,10 @@ def extra_fields_warning(path: str, line: tuple[int, int] | None) -> list[str]:
     """The one warning for a run whose lines carry fields after the sixth (empty when none do)."""
     if line is None:
         return []
-    return [f"{path}:{line[0]}: {line[1]} fields where a run line has 6 (qid Q0 docid rank score tag); fields "
-            "after the sixth are ignored on this and every such line, as trec_eval does"]
+    return [
+        f"{path}:{line[0]}: {line[1]} fields where a run line has 6 (qid Q0 docid rank score tag); fields "
+        "after the sixth are ignored on this and every such line, as trec_eval does"
+    ]
 
 
 def _chunk_lines(data: bytes | memoryview, path: str, first_line: int) -> Iterator[tuple[int, str]]:
@@ -499,8 +536,9 @@ def _beir(path: str) -> Columns:
                 raise InputError(path, lineno, f"header lacks column(s): {', '.join(missing)}")
             continue
         if len(cells) != len(header):
-            raise InputError(path, lineno, f"expected {len(header)} tab-separated fields "
-                             f"({', '.join(header)}), found {len(cells)}")
+            raise InputError(
+                path, lineno, f"expected {len(header)} tab-separated fields ({', '.join(header)}), found {len(cells)}"
+            )
         rec = dict(zip(header, cells, strict=True))
         try:
             g = int(rec["score"])
@@ -529,8 +567,12 @@ def _records(path: str, kind: str) -> Columns:
         from eval_core.io.spreadsheet import unescape_cell
     for lineno, rec in iter_records(path, required=("query_id",)):
         if "annotator" in rec:
-            raise InputError(path, lineno, f"this is a judgments file (one line per annotator's grade), not "
-                             f"{kind}: make qrels of it with `qrelkit consensus`, or evaluate against a release")
+            raise InputError(
+                path,
+                lineno,
+                f"this is a judgments file (one line per annotator's grade), not "
+                f"{kind}: make qrels of it with `qrelkit consensus`, or evaluate against a release",
+            )
         if kind == "run" and "score" not in rec and ("grade" in rec or "grades" in rec):
             raise InputError(path, lineno, "this holds grades (qrels or a release), not a run" + SWAPPED_ADVICE)
         if escaped:
@@ -553,8 +595,9 @@ def _records(path: str, kind: str) -> Columns:
             continue
         doc = next((rec[k] for k in DOC_FIELDS if k in rec), None)
         if doc is None:
-            raise InputError(path, lineno, f"missing field: {' or '.join(DOC_FIELDS)}"
-                             + (" (or doc_ids)" if kind == "run" else ""))
+            raise InputError(
+                path, lineno, f"missing field: {' or '.join(DOC_FIELDS)}" + (" (or doc_ids)" if kind == "run" else "")
+            )
         raw = rec.get(value, rec.get("score") if kind == "qrels" else None)
         if raw is None or raw == "":
             if kind == "qrels":
@@ -574,8 +617,12 @@ def _records(path: str, kind: str) -> Columns:
         v.append(num)
     if not q:
         raise InputError(path, 1, f"empty file: no {kind} records")
-    cols = _columns(pa.array(q, pa.large_string()), pa.array(d, pa.large_string()), _values(v, kind)
-                    if not without_score else np.zeros(len(q)), path)
+    cols = _columns(
+        pa.array(q, pa.large_string()),
+        pa.array(d, pa.large_string()),
+        _values(v, kind) if not without_score else np.zeros(len(q)),
+        path,
+    )
     if without_score:
         cols.value = _file_order_scores(cols.qcode)
     if named and named[0] is not None:
@@ -594,8 +641,12 @@ def _same_scale(path: str, lineno: int, named: list[str | None], value: object) 
     if not named:
         named.append(text)
     elif text != named[0]:
-        raise InputError(path, lineno, f"names the scale {text or '(none)'}, but the first record names "
-                                       f"{named[0] or '(none)'}: one file holds grades on one scale")
+        raise InputError(
+            path,
+            lineno,
+            f"names the scale {text or '(none)'}, but the first record names "
+            f"{named[0] or '(none)'}: one file holds grades on one scale",
+        )
 
 
 def named_scale(src: Any) -> tuple[int, int] | None:
@@ -619,8 +670,12 @@ def qrels_scale(qrels: Any, scale: tuple[int, int] | None) -> tuple[int, int] | 
     named = named_scale(qrels)
     if scale is not None and named is not None and (scale[0], scale[1]) != named:
         label = qrels.label if isinstance(qrels, Columns) else str(qrels)
-        raise InputError(label, 1, f"the file names the scale {named[0]}-{named[1]}, not {scale[0]}-{scale[1]}: "
-                                   f"give --scale {named[0]}-{named[1]} or none")
+        raise InputError(
+            label,
+            1,
+            f"the file names the scale {named[0]}-{named[1]}, not {scale[0]}-{scale[1]}: "
+            f"give --scale {named[0]}-{named[1]} or none",
+        )
     return (scale[0], scale[1]) if scale is not None else named
 
 
@@ -664,12 +719,19 @@ def _from_frame(df: pd.DataFrame, kind: str, label: str = FRAME) -> Columns:
         what = "an integer" if kind == "qrels" else "a finite number"
         raw = df[pick[value]].iloc[i]
         raise InputError(label, i + 1, f"{value} {raw.item() if hasattr(raw, 'item') else raw!r} is not {what}")
-    out = _columns(_arrow_ids(df[pick["query_id"]], label), _arrow_ids(df[pick["doc_id"]], label),
-                   _values(num.tolist(), kind) if kind == "qrels" else num, label)
+    out = _columns(
+        _arrow_ids(df[pick["query_id"]], label),
+        _arrow_ids(df[pick["doc_id"]], label),
+        _values(num.tolist(), kind) if kind == "qrels" else num,
+        label,
+    )
     dup = first_duplicate(out)
     if dup is not None:
-        raise InputError(label, dup + 1, f"doc {out.docid[dup].as_py()!r} repeated for query "
-                         f"{out.qvalues[int(out.qcode[dup])].as_py()!r}")
+        raise InputError(
+            label,
+            dup + 1,
+            f"doc {out.docid[dup].as_py()!r} repeated for query {out.qvalues[int(out.qcode[dup])].as_py()!r}",
+        )
     return out
 
 
@@ -686,8 +748,7 @@ def _arrow_ids(s: pd.Series, label: str) -> pa.Array:
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     if arr.null_count:
-        raise InputError(label, int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0]) + 1,
-                         "missing id")
+        raise InputError(label, int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0]) + 1, "missing id")
     return arr.cast(pa.large_string()) if arr.type != pa.large_string() else arr
 
 
@@ -702,8 +763,11 @@ def _from_dict(obj: Mapping, kind: str) -> Columns:
         elif kind == "run" and isinstance(docs, list | tuple):
             items = [(doc, float(len(docs) - i)) for i, doc in enumerate(docs)]
         else:
-            raise InputError(DICT, None, f"query {qid!r}: expected a mapping doc → value"
-                             + (" or a ranked list" if kind == "run" else ""))
+            raise InputError(
+                DICT,
+                None,
+                f"query {qid!r}: expected a mapping doc → value" + (" or a ranked list" if kind == "run" else ""),
+            )
         for doc, val in items:
             q.append(str(qid))
             d.append(str(doc))
@@ -740,8 +804,12 @@ def _load(src: Any, kind: str) -> Columns:
         raise InputError(path, 1, SEMICOLON_HINT)
     suffix = {"jsonl": (".jsonl", ".ndjson", ".json"), "csv": (".csv",), "tsv": (".tsv",)}[fmt]
     if not Path(path).name.lower().removesuffix(".gz").endswith(suffix):
-        raise InputError(path, 1, f"looks like {fmt.upper()} with named columns; give it a {suffix[0]} name "
-                         "(TREC files are whitespace-separated without a header)")
+        raise InputError(
+            path,
+            1,
+            f"looks like {fmt.upper()} with named columns; give it a {suffix[0]} name "
+            "(TREC files are whitespace-separated without a header)",
+        )
     return _records(path, kind)
 
 
@@ -792,8 +860,12 @@ def read_qrels_jg(path: str | Path) -> pd.DataFrame:
             continue
         odd = bad_id_char(line.replace(" ", "").replace("\t", ""))
         if odd is not None:
-            raise InputError(label, lineno, f"holds {char_name(odd)}; fields are separated by spaces or tabs, and "
-                                           "no id may hold other whitespace, control or invisible characters")
+            raise InputError(
+                label,
+                lineno,
+                f"holds {char_name(odd)}; fields are separated by spaces or tabs, and "
+                "no id may hold other whitespace, control or invisible characters",
+            )
         f = line.split()
         if len(f) != 4:
             raise InputError(label, lineno, f"expected 4 fields (qid judge docid grade), found {len(f)}")
@@ -803,8 +875,9 @@ def read_qrels_jg(path: str | Path) -> pd.DataFrame:
             raise InputError(label, lineno, f"grade {f[3]!r} is not an integer") from None
         first = seen.setdefault((f[0], f[1], f[2]), lineno)
         if first != lineno:
-            raise InputError(label, lineno, f"doc {f[2]!r} repeated for query {f[0]!r} by judge {f[1]!r} "
-                             f"(first on line {first})")
+            raise InputError(
+                label, lineno, f"doc {f[2]!r} repeated for query {f[0]!r} by judge {f[1]!r} (first on line {first})"
+            )
         rows.append((f[0], f[1], f[2], grade))
     if not rows:
         raise InputError(label, 1, "empty file: no qrels lines")
@@ -858,7 +931,7 @@ def remove_stale_temporaries(path: Path) -> int:
     except OSError:
         return 0
     for tmp in candidates:
-        pid = tmp.name[len(path.name) + 2:].split(".", 1)[0]
+        pid = tmp.name[len(path.name) + 2 :].split(".", 1)[0]
         try:
             alive = pid.isdigit() and _process_alive(int(pid))
             if not alive or time.time() - tmp.stat().st_mtime > STALE_TMP_SECONDS:
@@ -912,8 +985,7 @@ def write_qrels(src: Any, path: str | Path, fmt: str = "trec") -> None:
     elif fmt == "beir":
         lines = iter(["query-id\tcorpus-id\tscore\n", *(f"{a}\t{b}\t{g}\n" for a, b, g in rows)])
     elif fmt == "jsonl":
-        lines = (json.dumps({"query_id": a, "doc_id": b, "grade": g}, ensure_ascii=False) + "\n"
-                 for a, b, g in rows)
+        lines = (json.dumps({"query_id": a, "doc_id": b, "grade": g}, ensure_ascii=False) + "\n" for a, b, g in rows)
     elif fmt == "csv":
         lines = iter([escape_frame(q).to_csv(index=False)])
     else:
@@ -924,8 +996,10 @@ def write_qrels(src: Any, path: str | Path, fmt: str = "trec") -> None:
 def write_run(src: Any, path: str | Path, tag: str = "qrelkit") -> None:
     """Write a run as TREC (`qid Q0 docid rank score tag`), ranked in trec_eval's order, atomically."""
     r = ranked(read_run(src))
-    lines = (f"{a} Q0 {b} {k} {s!r} {tag}\n"
-             for a, b, k, s in zip(r["query_id"], r["doc_id"], r["rank"].tolist(), r["score"].tolist(), strict=True))
+    lines = (
+        f"{a} Q0 {b} {k} {s!r} {tag}\n"
+        for a, b, k, s in zip(r["query_id"], r["doc_id"], r["rank"].tolist(), r["score"].tolist(), strict=True)
+    )
     write_atomically(path, lines)
 
 

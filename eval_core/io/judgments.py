@@ -72,15 +72,19 @@ def annotator_kinds(judgments: pd.DataFrame, models: Sequence[str] = ()) -> dict
         per = judgments[["annotator", "annotator_kind"]].astype(str).drop_duplicates()
         bad = sorted(set(per["annotator_kind"]) - set(ANNOTATOR_KINDS))
         if bad:
-            raise ValueError(f"annotator_kind must be one of {', '.join(ANNOTATOR_KINDS)}, got {', '.join(map(repr, bad))}")
+            raise ValueError(
+                f"annotator_kind must be one of {', '.join(ANNOTATOR_KINDS)}, got {', '.join(map(repr, bad))}"
+            )
         twice = per[per.duplicated("annotator", keep=False)]
         if len(twice):
             raise ValueError(f"annotator {twice['annotator'].iloc[0]!r} is listed as both human and model")
         kinds.update(zip(per["annotator"], per["annotator_kind"], strict=True))
     unknown = sorted(set(models) - set(names))
     if unknown:
-        raise ValueError(f"no judgments by the model annotator(s) {', '.join(map(repr, unknown))} "
-                         f"(annotators: {', '.join(map(repr, names))})")
+        raise ValueError(
+            f"no judgments by the model annotator(s) {', '.join(map(repr, unknown))} "
+            f"(annotators: {', '.join(map(repr, names))})"
+        )
     kinds.update(dict.fromkeys(models, "model"))
     return kinds
 
@@ -115,8 +119,10 @@ def parse_grade(value: object, scale: tuple[int, int]) -> int | None:
             except ValueError:
                 number = math.nan
             if not math.isfinite(number):
-                raise ValueError(f"grade must be an integer or empty for can't judge, got {value!r} (can't "
-                                 f"judge is written null, none, na, n/a or left empty)")
+                raise ValueError(
+                    f"grade must be an integer or empty for can't judge, got {value!r} (can't "
+                    f"judge is written null, none, na, n/a or left empty)"
+                )
             if not number.is_integer():
                 raise ValueError(f"grade must be an integer, got {value!r}")
             value = int(number)
@@ -157,8 +163,9 @@ class JudgmentsFile:
             raise InputError(first.path, first.line, first.problem + more)
 
 
-def read_judgments(path: str | Path, scale: tuple[int, int] | None = None, keep: str = "error",
-                   progress: bool = False) -> pd.DataFrame:
+def read_judgments(
+    path: str | Path, scale: tuple[int, int] | None = None, keep: str = "error", progress: bool = False
+) -> pd.DataFrame:
     """Read JSONL/CSV/TSV judgments or a release's JSONL/CSV; bad grades and duplicate (pair, annotator)
     records fail with path:line.
 
@@ -186,8 +193,11 @@ def read_adjudications(path: str | Path, scale: tuple[int, int] = (0, 3)) -> pd.
             continue
         try:
             if "grades" in rec or "annotator" in rec:
-                rec = {"query_id": rec.get("query_id"), "fragment_id": rec.get("fragment_id"),
-                       **_adjudication(rec, path)}
+                rec = {
+                    "query_id": rec.get("query_id"),
+                    "fragment_id": rec.get("fragment_id"),
+                    **_adjudication(rec, path),
+                }
             pair = (_id_field(rec, "query_id", path), _id_field(rec, "fragment_id", path))
             grade = _decision_grade(rec.get("grade"), scale)
         except ValueError as exc:
@@ -269,22 +279,30 @@ def _flat_rows(rec: dict, path: str | Path, scale: tuple[int, int]) -> list[dict
     names its scale (`scale`) must be on the scale it is read on."""
     named = rec.get("scale")
     if named is not None and str(named).strip() not in ("", f"{scale[0]}-{scale[1]}"):
-        raise ValueError(f"the line's grades are on the scale {str(named).strip()} (its scale field), not on the "
-                         f"scale {scale[0]}-{scale[1]} it is read on")
+        raise ValueError(
+            f"the line's grades are on the scale {str(named).strip()} (its scale field), not on the "
+            f"scale {scale[0]}-{scale[1]} it is read on"
+        )
     pair = {"query_id": _id_field(rec, "query_id", path), "fragment_id": _id_field(rec, "fragment_id", path)}
     if "grades" in rec:
         rows = []
         for annotator, grade in _grade_map(rec, path).items():
-            rows.append({**pair, "annotator": check_name(_text_field({"annotator": annotator}, "annotator"),
-                                                         "annotator"),
-                         "grade": parse_grade(grade, scale)})
+            rows.append(
+                {
+                    **pair,
+                    "annotator": check_name(_text_field({"annotator": annotator}, "annotator"), "annotator"),
+                    "grade": parse_grade(grade, scale),
+                }
+            )
         return rows
     missing = [name for name in ("annotator", "grade") if name not in rec]
     if missing:
         raise ValueError(f"missing field(s): {', '.join(missing)} (or a release line's grades)")
-    row = {**pair, "annotator": check_name(_text_field({"annotator": _field(rec, "annotator", path)}, "annotator"),
-                                           "annotator"),
-           "grade": parse_grade(_field(rec, "grade", path), scale)}
+    row = {
+        **pair,
+        "annotator": check_name(_text_field({"annotator": _field(rec, "annotator", path)}, "annotator"), "annotator"),
+        "grade": parse_grade(_field(rec, "grade", path), scale),
+    }
     for name in OPTIONAL:
         value = _optional(rec, name, path)
         if value is not None:
@@ -296,40 +314,51 @@ def _flat_rows(rec: dict, path: str | Path, scale: tuple[int, int]) -> list[dict
     return [row]
 
 
-def read_judgments_file(path: str | Path, scale: tuple[int, int] = (0, 3), keep: str = "error",
-                        progress: bool = False) -> JudgmentsFile:
+def read_judgments_file(
+    path: str | Path, scale: tuple[int, int] = (0, 3), keep: str = "error", progress: bool = False
+) -> JudgmentsFile:
     """The exact reader: every record in order, each problem named with its line (none raised here)."""
     problems = Problems(path)
     rows: dict[tuple[str, str, str], dict] = {}
     first_line: dict[tuple[str, str, str], int] = {}
     adjudications: dict[tuple[str, str], tuple] = {}
     optional_seen: set[str] = set()
-    records = tqdm(iter_records(path), desc="reading judgments", unit=" rec", disable=not progress, leave=False,
-                   mininterval=0.5)
+    records = tqdm(
+        iter_records(path), desc="reading judgments", unit=" rec", disable=not progress, leave=False, mininterval=0.5
+    )
     for lineno, rec in records:
         try:
             parsed = _flat_rows(rec, path, scale)
             decision = None
             if "grades" in rec and _field(rec, "adjudication", path) not in (None, ""):
                 adj = _adjudication(rec, path)
-                decision = (_decision_grade(adj.get("grade"), scale), _text_field(adj, "reason"),
-                            _text_field(adj, "by"))
+                decision = (
+                    _decision_grade(adj.get("grade"), scale),
+                    _text_field(adj, "reason"),
+                    _text_field(adj, "by"),
+                )
         except ValueError as exc:
             problems.add(lineno, str(exc))
             continue
         for row in parsed:
             key = (row["query_id"], row["fragment_id"], row["annotator"])
             if key in rows and keep == "error":
-                problems.add(lineno, f"duplicate judgment of ({key[0]}, {key[1]}) by {key[2]} "
-                                     f"(first at line {first_line[key]}); pass keep='latest' to re-grade")
+                problems.add(
+                    lineno,
+                    f"duplicate judgment of ({key[0]}, {key[1]}) by {key[2]} "
+                    f"(first at line {first_line[key]}); pass keep='latest' to re-grade",
+                )
                 continue
             rows.pop(key, None)
             rows[key] = {**row, "line": lineno}
             first_line.setdefault(key, lineno)
             optional_seen.update(name for name in OPTIONAL if name in row)
         if decision is not None:
-            pair = (parsed[0]["query_id"], parsed[0]["fragment_id"]) if parsed else (
-                _id_field(rec, "query_id", path), _id_field(rec, "fragment_id", path))
+            pair = (
+                (parsed[0]["query_id"], parsed[0]["fragment_id"])
+                if parsed
+                else (_id_field(rec, "query_id", path), _id_field(rec, "fragment_id", path))
+            )
             adjudications[pair] = (*pair, *decision, lineno)
     if not rows and not adjudications and not problems.total:
         problems.add(None, "no judgments in the file")
@@ -349,10 +378,12 @@ def _columnar_table(path: str | Path) -> pa.Table | None:
                 schema = pa.schema([(name, pa.string()) for name in OPTIONAL])
                 return pa_json.read_json(fh, parse_options=pa_json.ParseOptions(explicit_schema=schema))
             return pa_csv.read_csv(
-                fh, parse_options=pa_csv.ParseOptions(delimiter="\t" if fmt == "tsv" else ",",
-                                                      newlines_in_values=True),
-                convert_options=pa_csv.ConvertOptions(column_types=dict.fromkeys((*REQUIRED, *OPTIONAL), pa.string()),
-                                                      strings_can_be_null=False))
+                fh,
+                parse_options=pa_csv.ParseOptions(delimiter="\t" if fmt == "tsv" else ",", newlines_in_values=True),
+                convert_options=pa_csv.ConvertOptions(
+                    column_types=dict.fromkeys((*REQUIRED, *OPTIONAL), pa.string()), strings_can_be_null=False
+                ),
+            )
     except (pa.ArrowException, OSError, EOFError):
         return None
 
@@ -393,8 +424,11 @@ def _read_columnar(path: str | Path, scale: tuple[int, int], keep: str) -> pd.Da
         data[name] = ids
     if "scale" in table.column_names:
         named = table.column("scale")
-        if not pa.types.is_string(named.type) or named.null_count or \
-                pc.any(pc.not_equal(pc.utf8_trim_whitespace(named), f"{scale[0]}-{scale[1]}")).as_py():
+        if (
+            not pa.types.is_string(named.type)
+            or named.null_count
+            or pc.any(pc.not_equal(pc.utf8_trim_whitespace(named), f"{scale[0]}-{scale[1]}")).as_py()
+        ):
             return None
     grades = _columnar_grades(table.column("grade"), scale)
     if grades is None:
@@ -477,12 +511,12 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
 def duplicate_error(frame: pd.DataFrame, row: int) -> None:
     """Raise the one message for a second judgment of the same pair by the same annotator."""
     rec = frame.iloc[row]
-    raise ValueError(f"judgments: duplicate judgment of ({rec['query_id']}, {rec['fragment_id']}) "
-                     f"by {rec['annotator']}")
+    raise ValueError(
+        f"judgments: duplicate judgment of ({rec['query_id']}, {rec['fragment_id']}) by {rec['annotator']}"
+    )
 
 
-def check_judgments(judgments: pd.DataFrame, scale: tuple[int, int] = (0, 3),
-                    duplicates: bool = True) -> pd.DataFrame:
+def check_judgments(judgments: pd.DataFrame, scale: tuple[int, int] = (0, 3), duplicates: bool = True) -> pd.DataFrame:
     """Validate an in-memory judgments frame (e.g. from the store) the way the reader validates files.
 
     duplicates=False skips the (pair, annotator) uniqueness check for callers that do it on integer codes.
@@ -498,8 +532,13 @@ def check_judgments(judgments: pd.DataFrame, scale: tuple[int, int] = (0, 3),
     grades = frame["grade"]
     if not pd.api.types.is_integer_dtype(grades):
         try:
-            grades = pd.array([None if v is pd.NA or (isinstance(v, float) and math.isnan(v))
-                               else parse_grade(v, scale) for v in grades], dtype="Int64")
+            grades = pd.array(
+                [
+                    None if v is pd.NA or (isinstance(v, float) and math.isnan(v)) else parse_grade(v, scale)
+                    for v in grades
+                ],
+                dtype="Int64",
+            )
         except ValueError as exc:
             raise ValueError(f"judgments: {exc}") from None
     grades = pd.Series(pd.array(grades, dtype="Int64"))
@@ -518,8 +557,19 @@ def check_judgments(judgments: pd.DataFrame, scale: tuple[int, int] = (0, 3),
 
 
 # The judgments export: exactly the fields read_judgments reads back, in this order.
-EXPORT_FIELDS = ("query_id", "fragment_id", "annotator", "grade", "cant_judge_reason", "note", "guideline", "time",
-                 "annotator_kind", "model", "prompt_version")
+EXPORT_FIELDS = (
+    "query_id",
+    "fragment_id",
+    "annotator",
+    "grade",
+    "cant_judge_reason",
+    "note",
+    "guideline",
+    "time",
+    "annotator_kind",
+    "model",
+    "prompt_version",
+)
 JUDGMENT_FORMATS = ("jsonl", "csv")
 
 
@@ -534,12 +584,18 @@ def render_judgments(frame: pd.DataFrame, fmt: str, scale: tuple[int, int] | Non
         raise ValueError(f"judgments format must be one of {', '.join(JUDGMENT_FORMATS)}, got {fmt!r}")
     times = pd.to_datetime(frame["time"], utc=True).dt.strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
     grades = [None if g is pd.NA or g is None else int(g) for g in frame["grade"].astype("Int64").tolist()]
-    texts = {name: [None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else str(v)
-                    for v in frame[name].tolist()]
-             for name in EXPORT_FIELDS if name not in ("grade", "time")}
+    texts = {
+        name: [
+            None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else str(v)
+            for v in frame[name].tolist()
+        ]
+        for name in EXPORT_FIELDS
+        if name not in ("grade", "time")
+    }
     fields = (*EXPORT_FIELDS, "scale") if scale is not None else EXPORT_FIELDS
-    columns: list[list] = [grades if name == "grade" else times.tolist() if name == "time" else texts[name]
-                           for name in EXPORT_FIELDS]
+    columns: list[list] = [
+        grades if name == "grade" else times.tolist() if name == "time" else texts[name] for name in EXPORT_FIELDS
+    ]
     if scale is not None:
         columns.append([f"{scale[0]}-{scale[1]}"] * len(frame))
     if fmt == "csv":
@@ -549,8 +605,13 @@ def render_judgments(frame: pd.DataFrame, fmt: str, scale: tuple[int, int] | Non
         writer.writerows([["" if v is None else escape_cell(v) for v in row] for row in zip(*columns, strict=True)])
         yield buf.getvalue()
         return
-    cells = [[("null" if v is None else str(v)) if name == "grade" else ("null" if v is None else encode_basestring(v))
-              for v in values] for name, values in zip(fields, columns, strict=True)]
+    cells = [
+        [
+            ("null" if v is None else str(v)) if name == "grade" else ("null" if v is None else encode_basestring(v))
+            for v in values
+        ]
+        for name, values in zip(fields, columns, strict=True)
+    ]
     keys = [f'"{name}": ' for name in fields]
     for row in zip(*cells, strict=True):
         yield "{" + ", ".join(k + v for k, v in zip(keys, row, strict=True)) + "}\n"
@@ -573,8 +634,9 @@ def qrels_group_name(annotator: str, group: str) -> str:
     return f"{annotator}-jg{group}"
 
 
-def read_qrels_judgments(path: str | Path, annotator: str, scale: tuple[int, int] = (0, 3),
-                         qrels_format: str | None = None) -> JudgmentsFile:
+def read_qrels_judgments(
+    path: str | Path, annotator: str, scale: tuple[int, int] = (0, 3), qrels_format: str | None = None
+) -> JudgmentsFile:
     """Qrels a team already has as the grades of `annotator` (a TREC or BEIR file, told by content) or, with
     qrels_format 'jg', of one annotator per judge group; grades off the scale are problems naming their line."""
     label = str(path)
@@ -584,35 +646,58 @@ def read_qrels_judgments(path: str | Path, annotator: str, scale: tuple[int, int
         raise ValueError("the annotator whose grades the qrels are needs a name")
     fmt = qrels_format or detect_format(label)
     if fmt not in QRELS_FORMATS:
-        raise InputError(label, None, f"a file with named columns ({fmt.upper()}) is a judgments file, not qrels: "
-                                      f"give it an annotator column and leave out --annotator (qrels are TREC "
-                                      f"`qid iter docid grade` lines or BEIR `query-id corpus-id score` TSV)")
+        raise InputError(
+            label,
+            None,
+            f"a file with named columns ({fmt.upper()}) is a judgments file, not qrels: "
+            f"give it an annotator column and leave out --annotator (qrels are TREC "
+            f"`qid iter docid grade` lines or BEIR `query-id corpus-id score` TSV)",
+        )
     if fmt == "jg":
         read = read_qrels_jg(label)
         names = read["judge"].map(lambda group: qrels_group_name(annotator.strip(), group))
     else:
         read = read_qrels(label)
         names = pd.Series(annotator.strip(), index=read.index)
-    frame = pd.DataFrame({"query_id": read["query_id"].astype(str), "fragment_id": read["doc_id"].astype(str),
-                          "annotator": names.astype(str), "grade": read["grade"].to_numpy(),
-                          "line": _data_lines(label, header=fmt == "beir")})
+    frame = pd.DataFrame(
+        {
+            "query_id": read["query_id"].astype(str),
+            "fragment_id": read["doc_id"].astype(str),
+            "annotator": names.astype(str),
+            "grade": read["grade"].to_numpy(),
+            "line": _data_lines(label, header=fmt == "beir"),
+        }
+    )
     problems = Problems(label)
     low, high = scale
     grades = frame["grade"]
     # qrels whose grades start at 0 and stay within high − low read as gains (grade − low), as a qrelkit release's
     # TREC and BEIR exports write them: imported as grades, every grade would be off by `low`
     gains = low > 0 and len(grades) and grades.min() == 0 and grades.max() <= high - low
-    hint = (f"; the grades run 0-{grades.max()}, as the gains (grade - {low}) of a release's TREC or BEIR "
-            f"qrels: export them with --grades as-judged to import the grades") if gains else ""
+    hint = (
+        (
+            f"; the grades run 0-{grades.max()}, as the gains (grade - {low}) of a release's TREC or BEIR "
+            f"qrels: export them with --grades as-judged to import the grades"
+        )
+        if gains
+        else ""
+    )
     for line, grade in frame.loc[(grades < low) | (grades > high), ["line", "grade"]].itertuples(index=False):
         problems.add(int(line), f"grade {grade} is outside the scale {low}-{high}" + ("" if problems.total else hint))
     for name in ("query_id", "fragment_id"):
         for line, value in frame.loc[frame[name].str.contains(r"\s"), ["line", name]].itertuples(index=False):
-            problems.add(int(line), f"{name} {value!r} contains whitespace; TREC qrels and run files separate "
-                                    f"fields by whitespace, so ids cannot hold any")
+            problems.add(
+                int(line),
+                f"{name} {value!r} contains whitespace; TREC qrels and run files separate "
+                f"fields by whitespace, so ids cannot hold any",
+            )
     frame = frame[(frame["grade"] >= low) & (frame["grade"] <= high)]
-    return JudgmentsFile(_typed(frame[[*REQUIRED, "line"]]).assign(line=frame["line"].to_numpy()),
-                         pd.DataFrame(columns=[*ADJUDICATION_COLUMNS, "line"]), problems.items, problems.total)
+    return JudgmentsFile(
+        _typed(frame[[*REQUIRED, "line"]]).assign(line=frame["line"].to_numpy()),
+        pd.DataFrame(columns=[*ADJUDICATION_COLUMNS, "line"]),
+        problems.items,
+        problems.total,
+    )
 
 
 def judgments_file_hint(path: str | Path) -> InputError | None:
@@ -626,19 +711,29 @@ def judgments_file_hint(path: str | Path) -> InputError | None:
         return None
     fmt = detect_format(path)
     if fmt == "beir":
-        return InputError(str(path), _first_content_line(path)[0],
-                          "this is BEIR qrels (query-id, corpus-id, score): name whose grades they are with "
-                          "--annotator NAME (and --annotator-kind model --model M for a model's)")
+        return InputError(
+            str(path),
+            _first_content_line(path)[0],
+            "this is BEIR qrels (query-id, corpus-id, score): name whose grades they are with "
+            "--annotator NAME (and --annotator-kind model --model M for a model's)",
+        )
     if fmt != "trec":
         return None
     line, first = _first_content_line(path, comments=True)
     if len(first) == 6:
-        return InputError(str(path), line, "this looks like a TREC run (qid Q0 docid rank score tag), not "
-                                           "judgments: `qrelkit import run`")
+        return InputError(
+            str(path),
+            line,
+            "this looks like a TREC run (qid Q0 docid rank score tag), not judgments: `qrelkit import run`",
+        )
     if len(first) == 4:
-        return InputError(str(path), line, "this looks like TREC qrels (qid iter docid grade): name whose grades "
-                                           "they are with --annotator NAME (multi-judge qrels: also --qrels-format "
-                                           "jg, one annotator per judge group)")
+        return InputError(
+            str(path),
+            line,
+            "this looks like TREC qrels (qid iter docid grade): name whose grades "
+            "they are with --annotator NAME (multi-judge qrels: also --qrels-format "
+            "jg, one annotator per judge group)",
+        )
     return None
 
 

@@ -80,11 +80,15 @@ def check_id(text: str, what: str) -> str:
     id could never be released, exported or evaluated, and an invisible one passes for another id."""
     ch = bad_id_char(text)
     if ch is not None and ch.isspace():
-        raise ValueError(f"{what} {text!r} contains whitespace; TREC qrels and run files separate fields by "
-                         f"whitespace, so ids cannot hold any ({char_name(ch)})")
+        raise ValueError(
+            f"{what} {text!r} contains whitespace; TREC qrels and run files separate fields by "
+            f"whitespace, so ids cannot hold any ({char_name(ch)})"
+        )
     if ch is not None:
-        raise ValueError(f"{what} {text!r} contains the invisible or control character {char_name(ch)}; an id "
-                         f"must be visible text, or it passes for another id")
+        raise ValueError(
+            f"{what} {text!r} contains the invisible or control character {char_name(ch)}; an id "
+            f"must be visible text, or it passes for another id"
+        )
     return text
 
 
@@ -97,8 +101,10 @@ def check_name(text: str, what: str) -> str:
     whitespace character other than a plain space: such names pass for other accounts."""
     ch = bad_id_char(text.replace(" ", ""))
     if ch is not None:
-        raise ValueError(f"{what} {text!r} holds the invisible, control or whitespace character {char_name(ch)}; "
-                         f"a name must be visible text (plain spaces are fine)")
+        raise ValueError(
+            f"{what} {text!r} holds the invisible, control or whitespace character {char_name(ch)}; "
+            f"a name must be visible text (plain spaces are fine)"
+        )
     return text
 
 
@@ -215,9 +221,13 @@ def _iter_delimited(path: str | Path, required: tuple[str, ...], fmt: str) -> It
         except csv.Error as exc:
             opened = starts[consumed] if consumed < len(starts) else None
             if "unexpected end of data" in str(exc):
-                raise InputError(label, opened, "malformed CSV: the quote opened on this line is never closed, "
-                                 "so the rest of the file would be one field (double a quote inside a quoted "
-                                 "field: \"\")") from None
+                raise InputError(
+                    label,
+                    opened,
+                    "malformed CSV: the quote opened on this line is never closed, "
+                    "so the rest of the file would be one field (double a quote inside a quoted "
+                    'field: "")',
+                ) from None
             raise InputError(label, opened, f"malformed CSV: {exc} (a quote opened on this line)") from None
         lineno = starts[consumed]
         consumed = len(starts)
@@ -242,8 +252,10 @@ def iter_records_as(path: str | Path, fmt: str) -> Iterator[tuple[int, dict]]:
     return _iter_jsonl(path, ()) if fmt == "jsonl" else _iter_delimited(path, (), fmt)
 
 
-SEMICOLON_HINT = ("it looks like a CSV separated by ';' (a spreadsheet's export in a locale that writes decimal "
-                  "commas): save it with ',' as the delimiter")
+SEMICOLON_HINT = (
+    "it looks like a CSV separated by ';' (a spreadsheet's export in a locale that writes decimal "
+    "commas): save it with ',' as the delimiter"
+)
 
 
 def semicolon_separated(path: str | Path) -> bool:

@@ -67,8 +67,11 @@ class Bias:
         if self.mean_difference is None:
             return "no shared pairs"
         diff = self.mean_difference
-        words = [f"grades {abs(diff):.2f} {'higher' if diff > 0 else 'lower'} on average" if diff else
-                 "grades the same on average"]
+        words = [
+            f"grades {abs(diff):.2f} {'higher' if diff > 0 else 'lower'} on average"
+            if diff
+            else "grades the same on average"
+        ]
         lower, upper = grade_range(scale[0], upper_half(scale) - 1), grade_range(upper_half(scale), scale[1])
         if self.over_share is not None:
             words.append(f"calls {self.over_share:.0%} of the humans' {lower} grades {upper} (n {self.n_lower})")
@@ -78,8 +81,14 @@ class Bias:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON object."""
-        return {"n": self.n, "mean_difference": self.mean_difference, "n_lower": self.n_lower,
-                "over_share": self.over_share, "n_upper": self.n_upper, "under_share": self.under_share}
+        return {
+            "n": self.n,
+            "mean_difference": self.mean_difference,
+            "n_lower": self.n_lower,
+            "over_share": self.over_share,
+            "n_upper": self.n_upper,
+            "under_share": self.under_share,
+        }
 
 
 @dataclass(frozen=True)
@@ -99,9 +108,17 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON object (κ per weighting, ordinal α, each with its query-clustered CI; confusion, bias)."""
-        return {"model": self.model, "reference": self.reference, "n": self.n, "n_queries": self.n_queries,
-                "kappa": {w: c.to_dict() for w, c in self.kappa.items()}, "alpha_ordinal": self.alpha.to_dict(),
-                "ci_status": self.ci_status, "confusion": self.confusion, "bias": self.bias.to_dict()}
+        return {
+            "model": self.model,
+            "reference": self.reference,
+            "n": self.n,
+            "n_queries": self.n_queries,
+            "kappa": {w: c.to_dict() for w, c in self.kappa.items()},
+            "alpha_ordinal": self.alpha.to_dict(),
+            "ci_status": self.ci_status,
+            "confusion": self.confusion,
+            "bias": self.bias.to_dict(),
+        }
 
 
 @dataclass(frozen=True)
@@ -114,8 +131,11 @@ class HumanBaseline:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON object (ordinal α and the mean pairwise Cohen's κ per weighting)."""
-        return {"n_pairable": self.n_pairable, "alpha_ordinal": self.alpha.to_dict(),
-                "kappa_mean": {w: c.to_dict() for w, c in self.kappa.items()}}
+        return {
+            "n_pairable": self.n_pairable,
+            "alpha_ordinal": self.alpha.to_dict(),
+            "kappa_mean": {w: c.to_dict() for w, c in self.kappa.items()},
+        }
 
 
 @dataclass(frozen=True)
@@ -129,8 +149,12 @@ class GroupCalibration:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON object."""
-        return {"field": self.field, "group": self.group, "vs_consensus": self.vs_consensus.to_dict(),
-                "humans": self.humans.to_dict()}
+        return {
+            "field": self.field,
+            "group": self.group,
+            "vs_consensus": self.vs_consensus.to_dict(),
+            "humans": self.humans.to_dict(),
+        }
 
 
 @dataclass(frozen=True)
@@ -151,10 +175,15 @@ class ModelCalibration:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON object."""
-        return {"model": self.model, "n_grades": self.n_grades, "vs_consensus": self.vs_consensus.to_dict(),
-                "vs_humans": [c.to_dict() for c in self.vs_humans], "humans": self.humans.to_dict(),
-                "by_category": [g.to_dict() for g in self.by_category],
-                "by_guideline": [g.to_dict() for g in self.by_guideline]}
+        return {
+            "model": self.model,
+            "n_grades": self.n_grades,
+            "vs_consensus": self.vs_consensus.to_dict(),
+            "vs_humans": [c.to_dict() for c in self.vs_humans],
+            "humans": self.humans.to_dict(),
+            "by_category": [g.to_dict() for g in self.by_category],
+            "by_guideline": [g.to_dict() for g in self.by_guideline],
+        }
 
 
 @dataclass(frozen=True)
@@ -169,8 +198,13 @@ class CalibrationReport:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON of the calibration part of `qrelkit agreement --by kind --format json`."""
-        return {"scale": list(self.scale), "rule": self.rule, "boundary": self.boundary, "humans": self.humans,
-                "models": [m.to_dict() for m in self.models]}
+        return {
+            "scale": list(self.scale),
+            "rule": self.rule,
+            "boundary": self.boundary,
+            "humans": self.humans,
+            "models": [m.to_dict() for m in self.models],
+        }
 
 
 def bias(model: np.ndarray, reference: np.ndarray, boundary: int) -> Bias:
@@ -178,9 +212,14 @@ def bias(model: np.ndarray, reference: np.ndarray, boundary: int) -> Bias:
     n = len(model)
     lower, upper = reference < boundary, reference >= boundary
     n_lower, n_upper = int(lower.sum()), int(upper.sum())
-    return Bias(n, float(np.mean(model - reference)) if n else None,
-                n_lower, float(np.mean(model[lower] >= boundary)) if n_lower else None,
-                n_upper, float(np.mean(model[upper] < boundary)) if n_upper else None)
+    return Bias(
+        n,
+        float(np.mean(model - reference)) if n else None,
+        n_lower,
+        float(np.mean(model[lower] >= boundary)) if n_lower else None,
+        n_upper,
+        float(np.mean(model[upper] < boundary)) if n_upper else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -192,9 +231,15 @@ class Resampling:
     confidence: float = 0.95
 
 
-def compare(model_name: str, reference_name: str, model: np.ndarray, reference: np.ndarray,
-            scale: tuple[int, int], queries: np.ndarray | None = None,
-            resampling: Resampling = Resampling()) -> Comparison:
+def compare(
+    model_name: str,
+    reference_name: str,
+    model: np.ndarray,
+    reference: np.ndarray,
+    scale: tuple[int, int],
+    queries: np.ndarray | None = None,
+    resampling: Resampling = Resampling(),
+) -> Comparison:
     """κ (every weighting), ordinal α, confusion (reference × model) and bias of aligned real grades; with
     `queries` (each pair's query) and replicates, κ and α get query-clustered bootstrap CIs: per-query
     confusion matrices resampled by multinomial weights, κ from each replicate's confusion and α from its
@@ -215,18 +260,30 @@ def compare(model_name: str, reference_name: str, model: np.ndarray, reference: 
     if not resampling.replicates or codes is None:
         status = "no bootstrap"
     elif n_queries < MIN_CI_QUERIES:
-        status = (f"no CIs: {n_queries} quer{'y' if n_queries == 1 else 'ies'} shared, too few to resample (a "
-                  f"query-clustered interval needs at least {MIN_CI_QUERIES})")
+        status = (
+            f"no CIs: {n_queries} quer{'y' if n_queries == 1 else 'ies'} shared, too few to resample (a "
+            f"query-clustered interval needs at least {MIN_CI_QUERIES})"
+        )
     elif len(model):
         block = np.zeros((n_queries, k * k))
         np.add.at(block, (codes, cells), 1.0)
         (sums,) = bootstrap_sums([block], resampling.replicates, resampling.seed)
         confs = sums.reshape(-1, k, k)
         kappa = {w: _with_ci(c, kappa_from_confusion(confs, w), resampling.confidence) for w, c in kappa.items()}
-        alpha = _with_ci(alpha, alpha_from_coincidence(confs + confs.transpose(0, 2, 1), "ordinal"),
-                         resampling.confidence)
-    return Comparison(model_name, reference_name, len(model), kappa, alpha, conf.astype(int).tolist(),
-                      bias(model, reference, upper_half(scale)), n_queries, status)
+        alpha = _with_ci(
+            alpha, alpha_from_coincidence(confs + confs.transpose(0, 2, 1), "ordinal"), resampling.confidence
+        )
+    return Comparison(
+        model_name,
+        reference_name,
+        len(model),
+        kappa,
+        alpha,
+        conf.astype(int).tolist(),
+        bias(model, reference, upper_half(scale)),
+        n_queries,
+        status,
+    )
 
 
 def _with_ci(c: Coefficient, replicates: np.ndarray, confidence: float) -> Coefficient:
@@ -236,31 +293,55 @@ def _with_ci(c: Coefficient, replicates: np.ndarray, confidence: float) -> Coeff
     return coef(c.value, c.status, percentile_ci(replicates, confidence))
 
 
-def human_baseline(humans: pd.DataFrame, pairs: pd.DataFrame, scale: tuple[int, int],
-                   resampling: Resampling = Resampling()) -> HumanBaseline:
+def human_baseline(
+    humans: pd.DataFrame, pairs: pd.DataFrame, scale: tuple[int, int], resampling: Resampling = Resampling()
+) -> HumanBaseline:
     """Human–human ordinal α and mean pairwise κ on `pairs` (the agreement report, with its query-clustered
     CIs when `resampling` asks for replicates)."""
     on = humans.merge(pairs[PAIR].drop_duplicates(), on=PAIR)
     if on.empty:
         undefined = coef(None, UNDEFINED_ONE)
         return HumanBaseline(0, undefined, dict.fromkeys(WEIGHTS, undefined))
-    report = agreement_report(on[["query_id", "fragment_id", "annotator", "grade"]], scale=scale,
-                              bootstrap=resampling.replicates, seed=resampling.seed,
-                              confidence=resampling.confidence, top=0)
+    report = agreement_report(
+        on[["query_id", "fragment_id", "annotator", "grade"]],
+        scale=scale,
+        bootstrap=resampling.replicates,
+        seed=resampling.seed,
+        confidence=resampling.confidence,
+        top=0,
+    )
     return HumanBaseline(report.n_pairable_units, report.alpha["ordinal"], report.light_kappa)
 
 
-def _groups(model_rows: pd.DataFrame, humans: pd.DataFrame, name: str, field: str,
-            scale: tuple[int, int], resampling: Resampling) -> list[GroupCalibration]:
+def _groups(
+    model_rows: pd.DataFrame,
+    humans: pd.DataFrame,
+    name: str,
+    field: str,
+    scale: tuple[int, int],
+    resampling: Resampling,
+) -> list[GroupCalibration]:
     """The model against the consensus within each value of `field` (of the model's own judgments)."""
     if field not in model_rows.columns or model_rows[field].isna().all():
         return []
     out = []
     for group, part in model_rows.dropna(subset=[field]).groupby(field, sort=True):
-        out.append(GroupCalibration(field, _label(group),
-                                    compare(name, CONSENSUS, part["grade"].to_numpy(), part["consensus"].to_numpy(),
-                                            scale, part["query_id"].to_numpy(), resampling),
-                                    human_baseline(humans, part, scale, resampling)))
+        out.append(
+            GroupCalibration(
+                field,
+                _label(group),
+                compare(
+                    name,
+                    CONSENSUS,
+                    part["grade"].to_numpy(),
+                    part["consensus"].to_numpy(),
+                    scale,
+                    part["query_id"].to_numpy(),
+                    resampling,
+                ),
+                human_baseline(humans, part, scale, resampling),
+            )
+        )
     return out
 
 
@@ -271,9 +352,16 @@ def _label(value: Any) -> str:
     return str(value)
 
 
-def calibration(judgments: pd.DataFrame, scale: tuple[int, int] = (0, 3), models: Sequence[str] = (),
-                adjudications: pd.DataFrame | None = None, rule: str = "median", bootstrap: int = 0,
-                seed: int = 0, confidence: float = 0.95) -> CalibrationReport:
+def calibration(
+    judgments: pd.DataFrame,
+    scale: tuple[int, int] = (0, 3),
+    models: Sequence[str] = (),
+    adjudications: pd.DataFrame | None = None,
+    rule: str = "median",
+    bootstrap: int = 0,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> CalibrationReport:
     """Calibrate every model judge (annotator_kind 'model', or named in `models`) against the humans.
 
     `judgments`: query_id, fragment_id, annotator, grade (NA = can't judge), optionally annotator_kind,
@@ -292,17 +380,42 @@ def calibration(judgments: pd.DataFrame, scale: tuple[int, int] = (0, 3), models
     result = []
     for name, rows in machines.groupby("annotator", sort=True):
         with_consensus = rows.merge(reference, on=PAIR)
-        vs_consensus = compare(name, CONSENSUS, with_consensus["grade"].to_numpy(),
-                               with_consensus["consensus"].to_numpy(), scale,
-                               with_consensus["query_id"].to_numpy(), resampling)
-        shared = rows[[*PAIR, "grade"]].merge(humans[[*PAIR, "annotator", "grade"]], on=PAIR,
-                                              suffixes=("", "_human"))
-        vs_humans = [compare(name, str(human), part["grade"].to_numpy(), part["grade_human"].to_numpy(), scale,
-                             part["query_id"].to_numpy(), resampling)
-                     for human, part in shared.groupby("annotator", sort=True)]
-        result.append(ModelCalibration(
-            str(name), len(rows), vs_consensus, vs_humans, human_baseline(humans, rows, scale, resampling),
-            *(_groups(with_consensus, humans, str(name), f, scale, resampling) for f in GROUP_FIELDS)))
-    return CalibrationReport((scale[0], scale[1]), rule, upper_half(scale),
-                             sorted(a for a, kind in kinds.items() if kind == AnnotatorKind.HUMAN), result)
-
+        vs_consensus = compare(
+            name,
+            CONSENSUS,
+            with_consensus["grade"].to_numpy(),
+            with_consensus["consensus"].to_numpy(),
+            scale,
+            with_consensus["query_id"].to_numpy(),
+            resampling,
+        )
+        shared = rows[[*PAIR, "grade"]].merge(humans[[*PAIR, "annotator", "grade"]], on=PAIR, suffixes=("", "_human"))
+        vs_humans = [
+            compare(
+                name,
+                str(human),
+                part["grade"].to_numpy(),
+                part["grade_human"].to_numpy(),
+                scale,
+                part["query_id"].to_numpy(),
+                resampling,
+            )
+            for human, part in shared.groupby("annotator", sort=True)
+        ]
+        result.append(
+            ModelCalibration(
+                str(name),
+                len(rows),
+                vs_consensus,
+                vs_humans,
+                human_baseline(humans, rows, scale, resampling),
+                *(_groups(with_consensus, humans, str(name), f, scale, resampling) for f in GROUP_FIELDS),
+            )
+        )
+    return CalibrationReport(
+        (scale[0], scale[1]),
+        rule,
+        upper_half(scale),
+        sorted(a for a, kind in kinds.items() if kind == AnnotatorKind.HUMAN),
+        result,
+    )

@@ -55,8 +55,10 @@ def check_template(template: str) -> str:
     used = {m.group(1) for m in _SLOT.finditer(template)}
     unknown = sorted(used - PLACEHOLDERS.keys())
     if unknown:
-        raise ValueError(f"unknown placeholder(s) {', '.join('{{' + u + '}}' for u in unknown)}; "
-                         f"known: {', '.join('{{' + p + '}}' for p in PLACEHOLDERS)}")
+        raise ValueError(
+            f"unknown placeholder(s) {', '.join('{{' + u + '}}' for u in unknown)}; "
+            f"known: {', '.join('{{' + p + '}}' for p in PLACEHOLDERS)}"
+        )
     missing = [p for p in REQUIRED_PLACEHOLDERS if p not in used]
     if missing:
         raise ValueError(f"the prompt must contain {', '.join('{{' + m + '}}' for m in missing)}")
@@ -81,8 +83,9 @@ def _defuse(text: str) -> str:
     return _FENCE_RUN.sub(lambda m: " ".join(m.group(0)), text)
 
 
-def render(template: str, query: str, fragment: str, guideline: str, labels: Mapping[int, str],
-           boundary: str | None = None) -> str:
+def render(
+    template: str, query: str, fragment: str, guideline: str, labels: Mapping[int, str], boundary: str | None = None
+) -> str:
     """The prompt for one pair, in one pass over the template, so text that looks like `{{query}}` inside a
     query, fragment or guideline is left as written. `boundary` (default: a fresh random mark) fills
     `{{boundary}}`; without that slot, fence-like `===` runs in the texts are broken up."""
@@ -90,10 +93,15 @@ def render(template: str, query: str, fragment: str, guideline: str, labels: Map
     guideline = guideline.strip()
     if "boundary" not in {m.group(1) for m in _SLOT.finditer(template)}:
         query, fragment, guideline = _defuse(query), _defuse(fragment), _defuse(guideline)
-    values = {"guideline": guideline, "query": query, "fragment": fragment,
-              "grades": "\n".join(f"{g} = {labels[g]}" for g in reversed(grades)),
-              "min": str(grades[0]), "max": str(grades[-1]),
-              "boundary": boundary or new_boundary(query, fragment, guideline)}
+    values = {
+        "guideline": guideline,
+        "query": query,
+        "fragment": fragment,
+        "grades": "\n".join(f"{g} = {labels[g]}" for g in reversed(grades)),
+        "min": str(grades[0]),
+        "max": str(grades[-1]),
+        "boundary": boundary or new_boundary(query, fragment, guideline),
+    }
     return _SLOT.sub(lambda m: values[m.group(1)], check_template(template))
 
 
@@ -121,8 +129,9 @@ def parse_grade(answer: str, scale: tuple[int, int]) -> int:
         else:
             raise ValueError("no 'Grade: N' line in the answer")
     if len(found) > 1:
-        raise ValueError(f"{len(found)} grade lines in the answer ({', '.join(map(repr, found))}); exactly one "
-                         f"is accepted")
+        raise ValueError(
+            f"{len(found)} grade lines in the answer ({', '.join(map(repr, found))}); exactly one is accepted"
+        )
     value = found[0].rstrip(".").strip()
     if not _INTEGER.fullmatch(value):
         raise ValueError(f"grade {found[0]!r} is not an integer")

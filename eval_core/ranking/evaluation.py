@@ -94,8 +94,11 @@ class Evaluation:
     def judge_spread(self) -> dict[str, tuple[float, float]]:
         """Per metric, the lowest and highest judge-group mean: how much the verdict depends on who judged."""
         means = self.judge_means
-        return {m: (min(v[m] for v in means.values()), max(v[m] for v in means.values()))
-                for m in self.mean} if means else {}
+        return (
+            {m: (min(v[m] for v in means.values()), max(v[m] for v in means.values())) for m in self.mean}
+            if means
+            else {}
+        )
 
     def to_dict(self, per_query: bool = False) -> dict:
         """JSON-able form used by `qrelkit eval --format json`."""
@@ -108,8 +111,10 @@ class Evaluation:
             if self.per_judge is not None:
                 out["per_judge"] = {j: _rows(frame) for j, frame in self.per_judge.items()}
         if self.by_category is not None:
-            out["by_category"] = {str(c): {m: float(v) for m, v in row.items()}
-                                  for c, row in self.by_category.to_dict(orient="index").items()}
+            out["by_category"] = {
+                str(c): {m: float(v) for m, v in row.items()}
+                for c, row in self.by_category.to_dict(orient="index").items()
+            }
         out["warnings"] = list(self.warnings)
         return out
 
@@ -139,8 +144,15 @@ def _set_per_query(self: Evaluation, value: pd.DataFrame) -> None:
 
 
 # `per_query` stays a dataclass field (its place in the constructor, repr and equality) read through a property.
-setattr(Evaluation, "per_query", property(_get_per_query, _set_per_query,  # noqa: B010
-                                          doc="Per-query values: one column per metric, indexed by query_id."))
+setattr(  # noqa: B010
+    Evaluation,
+    "per_query",
+    property(
+        _get_per_query,
+        _set_per_query,
+        doc="Per-query values: one column per metric, indexed by query_id.",
+    ),
+)
 
 
 def _mean(values: np.ndarray) -> float:
@@ -199,9 +211,12 @@ def on_scale(qrels: Columns, scale: tuple[int, int] | None) -> Columns:
     if len(outside):
         i = int(outside[0])
         qid, doc = str(qrels.qvalues[int(qrels.qcode[i])]), str(qrels.docid[i])
-        raise InputError(qrels.label, _line_of(qrels.label, qid, doc),
-                         f"grade {int(grades[i])} of query {qid}, fragment {doc} is outside the scale {low}-{high} "
-                         f"({len(outside)} grade(s) outside it)")
+        raise InputError(
+            qrels.label,
+            _line_of(qrels.label, qid, doc),
+            f"grade {int(grades[i])} of query {qid}, fragment {doc} is outside the scale {low}-{high} "
+            f"({len(outside)} grade(s) outside it)",
+        )
     return replace(qrels, value=grades - low)
 
 
@@ -216,11 +231,21 @@ def _line_of(label: str, qid: str, doc: str) -> int | None:
     return None
 
 
-def evaluate(qrels: Any, run: Any, metrics: Sequence[str] | None = None, k: Sequence[int] = DEFAULT_K,
-             rel_level: int | None = None, categories: Any = None, name: str | None = None,
-             max_grade: int | None = None, scale: tuple[int, int] | None = None, *,
-             block_bytes: int = BLOCK_BYTES, progress: Callable[[int], object] | None = None,
-             workers: int | None = None) -> Any:
+def evaluate(
+    qrels: Any,
+    run: Any,
+    metrics: Sequence[str] | None = None,
+    k: Sequence[int] = DEFAULT_K,
+    rel_level: int | None = None,
+    categories: Any = None,
+    name: str | None = None,
+    max_grade: int | None = None,
+    scale: tuple[int, int] | None = None,
+    *,
+    block_bytes: int = BLOCK_BYTES,
+    progress: Callable[[int], object] | None = None,
+    workers: int | None = None,
+) -> Any:
     """Evaluate a run (path, DataFrame or dict) against qrels; several runs give a list or dict of results.
 
     The options are `EvalOptions`' (metrics, k, rel_level, categories, name, max_grade, scale). A dict
@@ -234,8 +259,18 @@ def evaluate(qrels: Any, run: Any, metrics: Sequence[str] | None = None, k: Sequ
     specs = parse_metrics(opts.metrics, opts.k)
     offset, level, top = opts.levels()
     if not _is_multi(run) and _blockable(run, block_bytes):
-        return _evaluate_overlapped(lambda: index_qrels(on_scale(load_qrels(qrels), opts.scale), level), run,
-                                    specs, opts.categories, opts.name, top, block_bytes, progress, workers, offset)
+        return _evaluate_overlapped(
+            lambda: index_qrels(on_scale(load_qrels(qrels), opts.scale), level),
+            run,
+            specs,
+            opts.categories,
+            opts.name,
+            top,
+            block_bytes,
+            progress,
+            workers,
+            offset,
+        )
     qi = index_qrels(on_scale(load_qrels(qrels), opts.scale), level)
     cats = None if opts.categories is None else read_categories(opts.categories)
 
@@ -249,9 +284,18 @@ def evaluate(qrels: Any, run: Any, metrics: Sequence[str] | None = None, k: Sequ
     return one(run, opts.name)
 
 
-def _evaluate_overlapped(prepare: Callable[[], QrelsIndex], run: Any, specs: list[Spec], categories: Any,
-                         name: str | None, max_grade: int, block_bytes: int,
-                         progress: Callable[[int], object] | None, workers: int, offset: int) -> Evaluation:
+def _evaluate_overlapped(
+    prepare: Callable[[], QrelsIndex],
+    run: Any,
+    specs: list[Spec],
+    categories: Any,
+    name: str | None,
+    max_grade: int,
+    block_bytes: int,
+    progress: Callable[[int], object] | None,
+    workers: int,
+    offset: int,
+) -> Evaluation:
     """One big TREC run: its first blocks are parsed while a side thread reads and indexes the qrels.
 
     The errors are those of the sequential order: a bad qrels file first, then bad categories, then the run.
@@ -279,9 +323,14 @@ def _blockable(run: Any, block_bytes: int) -> bool:
     return Path(run).stat().st_size * factor > block_bytes and detect_format(Path(run)) == "trec"
 
 
-def rank_file_blocks(qi: QrelsIndex | Callable[[], QrelsIndex], path: str | Path, block_bytes: int = BLOCK_BYTES,
-                     progress: Callable[[int], object] | None = None, workers: int = 1,
-                     before: Callable[[], object] | None = None) -> tuple[Ranked, tuple[int, int] | None]:
+def rank_file_blocks(
+    qi: QrelsIndex | Callable[[], QrelsIndex],
+    path: str | Path,
+    block_bytes: int = BLOCK_BYTES,
+    progress: Callable[[int], object] | None = None,
+    workers: int = 1,
+    before: Callable[[], object] | None = None,
+) -> tuple[Ranked, tuple[int, int] | None]:
     """Rank a TREC run block by block of whole queries — identical to `rank_run` on the whole file.
 
     `qi` is the qrels index, or a function the workers call for it (it may still be being built); `before`
@@ -292,23 +341,32 @@ def rank_file_blocks(qi: QrelsIndex | Callable[[], QrelsIndex], path: str | Path
     """
     get = qi if callable(qi) else lambda: qi
     parts, extra = [], None
-    for ranked, line in map_run_blocks(path, lambda cols: (rank_run(get(), cols), cols.extra_fields_line),
-                                       block_bytes, progress, workers, before):
+    for ranked, line in map_run_blocks(
+        path, lambda cols: (rank_run(get(), cols), cols.extra_fields_line), block_bytes, progress, workers, before
+    ):
         extra = extra or line
         parts.append(ranked)
     return merge_ranked(parts), extra
 
 
-def _rank(qi: Callable[[], QrelsIndex], run: Any, block_bytes: int, progress: Callable[[int], object] | None,
-          workers: int, before: Callable[[], object] | None = None) -> tuple[Ranked, str, list[str]]:
+def _rank(
+    qi: Callable[[], QrelsIndex],
+    run: Any,
+    block_bytes: int,
+    progress: Callable[[int], object] | None,
+    workers: int,
+    before: Callable[[], object] | None = None,
+) -> tuple[Ranked, str, list[str]]:
     """The run ranked (in blocks when it is a big TREC file), its label, and any note on how it was read."""
     if _blockable(run, block_bytes):
         try:
             ranked, extra = rank_file_blocks(qi, run, block_bytes, progress, workers, before)
             return ranked, str(run), extra_fields_warning(str(run), extra)
         except Scattered:
-            note = ("the run file does not keep each query's lines together, so it was read whole "
-                    "(memory grows with the file); group its lines by query to evaluate it in blocks")
+            note = (
+                "the run file does not keep each query's lines together, so it was read whole "
+                "(memory grows with the file); group its lines by query to evaluate it in blocks"
+            )
             cols = load_run(run)
             return rank_run(qi(), cols), str(run), [note, *extra_fields_warning(str(run), cols.extra_fields_line)]
     cols = load_run(run)
@@ -322,22 +380,41 @@ def _err_clip_warning(qi: QrelsIndex, specs: list[Spec], max_grade: int) -> list
     over = qi.grades > max_grade
     if not over.any():
         return []
-    return [f"{int(over.sum())} judgments have a grade above max_grade = {max_grade} (highest: "
-            f"{int(qi.grades.max())}); ERR counts them as grade {max_grade}. Set max_grade (--max-grade) to "
-            "the scale's top grade"]
+    return [
+        f"{int(over.sum())} judgments have a grade above max_grade = {max_grade} (highest: "
+        f"{int(qi.grades.max())}); ERR counts them as grade {max_grade}. Set max_grade (--max-grade) to "
+        "the scale's top grade"
+    ]
 
 
-def _evaluate_one(qi: QrelsIndex, run: Any, specs: list[Spec], cats: dict[str, str] | None,
-                  name: str | None, max_grade: int, block_bytes: int = BLOCK_BYTES,
-                  progress: Callable[[int], object] | None = None, workers: int = 1,
-                  offset: int = 0) -> Evaluation:
+def _evaluate_one(
+    qi: QrelsIndex,
+    run: Any,
+    specs: list[Spec],
+    cats: dict[str, str] | None,
+    name: str | None,
+    max_grade: int,
+    block_bytes: int = BLOCK_BYTES,
+    progress: Callable[[int], object] | None = None,
+    workers: int = 1,
+    offset: int = 0,
+) -> Evaluation:
     """Score one run against prepared qrels and gather the warnings a person needs to trust the numbers."""
     ranked, label, warnings = _rank(lambda: qi, run, block_bytes, progress, workers)
     return _finish(qi, ranked, label, warnings, specs, cats, name, max_grade, offset)
 
 
-def _finish(qi: QrelsIndex, ranked: Ranked, label: str, warnings: list[str], specs: list[Spec],
-            cats: dict[str, str] | None, name: str | None, max_grade: int, offset: int) -> Evaluation:
+def _finish(
+    qi: QrelsIndex,
+    ranked: Ranked,
+    label: str,
+    warnings: list[str],
+    specs: list[Spec],
+    cats: dict[str, str] | None,
+    name: str | None,
+    max_grade: int,
+    offset: int,
+) -> Evaluation:
     """The metrics of a ranked run, its means, and the warnings a person needs to trust the numbers."""
     if name is None:
         name = "run" if label.startswith("<") else Path(label).name
@@ -347,16 +424,21 @@ def _finish(qi: QrelsIndex, ranked: Ranked, label: str, warnings: list[str], spe
     mean = {m: _mean(v) if len(qids) else 0.0 for m, v in values.items()}
     missing = [q for q, n in zip(qids, ranked.num_ret, strict=True) if n == 0]
     if missing:
-        warnings.append(f"{len(missing)} of {len(qids)} qrels queries are missing from the run and score 0: "
-                        f"{_listed(missing)}")
+        warnings.append(
+            f"{len(missing)} of {len(qids)} qrels queries are missing from the run and score 0: {_listed(missing)}"
+        )
     if ranked.unknown_qids:
-        warnings.append(f"{len(ranked.unknown_qids)} run queries are not in the qrels and were ignored: "
-                        f"{_listed(ranked.unknown_qids)}")
+        warnings.append(
+            f"{len(ranked.unknown_qids)} run queries are not in the qrels and were ignored: "
+            f"{_listed(ranked.unknown_qids)}"
+        )
     warnings += _err_clip_warning(qi, specs, max_grade)
     no_rel = [q for q, r in zip(qids, qi.n_rel, strict=True) if r == 0]
     if no_rel:
-        warnings.append(f"{len(no_rel)} qrels queries have no relevant fragment (grade ≥ {qi.rel_level + offset}) "
-                        f"and score 0 on binary metrics: {_listed(no_rel)}")
+        warnings.append(
+            f"{len(no_rel)} qrels queries have no relevant fragment (grade ≥ {qi.rel_level + offset}) "
+            f"and score 0 on binary metrics: {_listed(no_rel)}"
+        )
     evaluation = Evaluation(name, per_query, mean, warnings)
     if cats is not None:
         evaluation.by_category = _by_category(evaluation.per_query, cats, warnings)
@@ -373,8 +455,7 @@ def _by_category(per_query: pd.DataFrame, cats: dict[str, str] | None, warnings:
     labels = pd.Series([cats.get(q) for q in qids], index=per_query.index, dtype=object)
     unmapped = [q for q, c in zip(qids, labels, strict=True) if c is None]
     if unmapped:
-        warnings.append(f"{len(unmapped)} queries have no category and are grouped as '(none)': "
-                        f"{_listed(unmapped)}")
+        warnings.append(f"{len(unmapped)} queries have no category and are grouped as '(none)': {_listed(unmapped)}")
     grouped = per_query.groupby(labels.fillna("(none)"), sort=True)
     by_category = grouped.mean()
     by_category.insert(0, "queries", grouped.size())
@@ -398,13 +479,21 @@ def evaluate_judge_groups(qrels: Any, run: Any, *args: Any, **options: Any) -> E
     cols = load_run(run)
     label = opts.name or ("run" if cols.label.startswith("<") else Path(cols.label).name)
     each = replace(opts, categories=None, name=label)
-    per_judge = {str(j): evaluate(g[["query_id", "doc_id", "grade"]], cols, **asdict(each))
-                 for j, g in groups.groupby("judge", sort=True)}
+    per_judge = {
+        str(j): evaluate(g[["query_id", "doc_id", "grade"]], cols, **asdict(each))
+        for j, g in groups.groupby("judge", sort=True)
+    }
     order = pd.Index(pd.unique(groups["query_id"].astype(str)), name="query_id")
     stacked = pd.concat({j: ev.per_query for j, ev in per_judge.items()}, names=["judge", "query_id"])
     per_query = stacked.groupby(level="query_id", sort=False).mean().reindex(order)
     mean = {m: float(per_query[m].mean()) for m in per_query.columns}
     warnings = [f"judge {j}: {w}" for j, ev in per_judge.items() for w in ev.warnings]
     cats = None if opts.categories is None else read_categories(opts.categories)
-    return Evaluation(label, per_query, mean, warnings, _by_category(per_query, cats, warnings),
-                      per_judge={j: ev.per_query for j, ev in per_judge.items()})
+    return Evaluation(
+        label,
+        per_query,
+        mean,
+        warnings,
+        _by_category(per_query, cats, warnings),
+        per_judge={j: ev.per_query for j, ev in per_judge.items()},
+    )

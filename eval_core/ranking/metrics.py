@@ -28,6 +28,7 @@ from eval_core.ranking.registry import (
 
 __all__ = ["DEFAULT_K", "DEFAULT_METRICS", "KERNELS", "Spec", "compute", "index_qrels", "parse_metrics", "rank_run"]
 
+
 @dataclass(frozen=True)
 class Spec:
     """One parsed metric name: base, cutoff k or persistence p (or None), condensed flag."""
@@ -47,11 +48,15 @@ def parse_metrics(names: Iterable[str] | None, k: Sequence[int] = DEFAULT_K) -> 
             continue
         m = NAME.match(name)
         if (not m or m["base"] not in REGISTRY) and trec_only(name):
-            raise ValueError(f"metric {name!r} is a trec_eval measure qrelkit eval has no metric for; "
-                             f"use `qrelkit trec_eval -m {name}`")
+            raise ValueError(
+                f"metric {name!r} is a trec_eval measure qrelkit eval has no metric for; "
+                f"use `qrelkit trec_eval -m {name}`"
+            )
         if not m or m["base"] not in REGISTRY:
-            raise ValueError(f"unknown metric {name!r}; known: {', '.join(sorted(REGISTRY))} "
-                             "(with @k cutoffs, rbp@p, and a _condensed suffix)")
+            raise ValueError(
+                f"unknown metric {name!r}; known: {', '.join(sorted(REGISTRY))} "
+                "(with @k cutoffs, rbp@p, and a _condensed suffix)"
+            )
         base, arg, cond = m["base"], m["arg"], bool(m["cond"])
         kind = REGISTRY[base].cutoff
         suffix = CONDENSED if cond else ""
@@ -154,9 +159,20 @@ def index_qrels(qrels: Columns, rel_level: int) -> QrelsIndex:
     ig = g[ideal_order].astype(np.float64)
     disc = 1.0 / np.log2(_within(iq) + 2.0)
     ideal = (iq, _within(iq) + 1, ig * disc, (2.0**ig - 1.0) * disc)
-    return QrelsIndex(qrels.qvalues, keys, key_q, order, qrels.docid, grade[order],
-                      np.bincount(qc[rel], minlength=nq), np.bincount(qc[~rel & (grade >= 0)], minlength=nq),
-                      rel_level, bitmap, ideal, *_buckets(keys))
+    return QrelsIndex(
+        qrels.qvalues,
+        keys,
+        key_q,
+        order,
+        qrels.docid,
+        grade[order],
+        np.bincount(qc[rel], minlength=nq),
+        np.bincount(qc[~rel & (grade >= 0)], minlength=nq),
+        rel_level,
+        bitmap,
+        ideal,
+        *_buckets(keys),
+    )
 
 
 @dataclass
@@ -229,8 +245,9 @@ def _ranks(q: np.ndarray, score: np.ndarray, docid: pa.Array, rows: np.ndarray, 
     return rank
 
 
-def _greater_in_group(docid: pa.Array, order: np.ndarray | None, g_first: np.ndarray, g_end: np.ndarray,
-                      pos: np.ndarray) -> np.ndarray:
+def _greater_in_group(
+    docid: pa.Array, order: np.ndarray | None, g_first: np.ndarray, g_end: np.ndarray, pos: np.ndarray
+) -> np.ndarray:
     """For each ranked position `pos` in the tied group [g_first, g_end), how many of the group's docids are
     greater (bytes). Each distinct group is sorted once, however many of `pos` it holds."""
     start, at, inv = np.unique(g_first, return_index=True, return_inverse=True)
@@ -273,9 +290,13 @@ def rank_run(qi: QrelsIndex, run: Columns) -> Ranked:
 
 def merge_ranked(parts: Sequence[Ranked]) -> Ranked:
     """One Ranked from runs of disjoint query sets (blocks of one file), in block order."""
-    return Ranked(np.concatenate([p.q for p in parts]), np.concatenate([p.rank for p in parts]),
-                  np.concatenate([p.grade for p in parts]), np.sum([p.num_ret for p in parts], axis=0),
-                  sorted(q for p in parts for q in p.unknown_qids))
+    return Ranked(
+        np.concatenate([p.q for p in parts]),
+        np.concatenate([p.rank for p in parts]),
+        np.concatenate([p.grade for p in parts]),
+        np.sum([p.num_ret for p in parts], axis=0),
+        sorted(q for p in parts for q in p.unknown_qids),
+    )
 
 
 def _within(q: np.ndarray) -> np.ndarray:
@@ -303,9 +324,7 @@ def _ideal_dcg(qi: QrelsIndex, cut: float, exp: bool) -> np.ndarray:
     return _sum(q, w, len(qi.qids))
 
 
-def compute(
-    qi: QrelsIndex, ranked: Ranked, specs: Sequence[Spec], max_grade: int = 3
-) -> dict[str, np.ndarray]:
+def compute(qi: QrelsIndex, ranked: Ranked, specs: Sequence[Spec], max_grade: int = 3) -> dict[str, np.ndarray]:
     """Per-query values (aligned with `qi.qids`) for every spec, condensed variants included."""
     nq = len(qi.qids)
     out: dict[str, np.ndarray] = {}
@@ -356,8 +375,9 @@ class _Rows:
         return _sum(self.q, w if cut == np.inf else np.where(self.rank <= cut, w, 0.0), self.nq)
 
 
-def _rows(qi: QrelsIndex, q: np.ndarray, rank: np.ndarray, grade: np.ndarray, num_ret: np.ndarray,
-          max_grade: int, nq: int) -> _Rows:
+def _rows(
+    qi: QrelsIndex, q: np.ndarray, rank: np.ndarray, grade: np.ndarray, num_ret: np.ndarray, max_grade: int, nq: int
+) -> _Rows:
     relm = grade >= qi.rel_level
     rq, rr = q[relm], rank[relm].astype(np.float64)
     first = np.full(nq, np.inf)
@@ -457,14 +477,35 @@ def _rbp_residual(x: _Rows, p: float) -> np.ndarray:
 
 # One vectorised kernel per registered metric: kernel(rows, cutoff k (inf = none) or persistence p).
 KERNELS = {
-    "P": _precision, "P_ceiling": _p_ceiling, "recall": _recall, "success": _success, "F1": _f1,
-    "ndcg": _ndcg, "ndcg_exp": _ndcg_exp, "dcg": _dcg, "map": _map, "mrr": _mrr, "judged": _judged,
-    "rprec": _rprec, "bpref": _bpref_kernel, "err": _err, "rbp": _rbp, "rbp_residual": _rbp_residual,
+    "P": _precision,
+    "P_ceiling": _p_ceiling,
+    "recall": _recall,
+    "success": _success,
+    "F1": _f1,
+    "ndcg": _ndcg,
+    "ndcg_exp": _ndcg_exp,
+    "dcg": _dcg,
+    "map": _map,
+    "mrr": _mrr,
+    "judged": _judged,
+    "rprec": _rprec,
+    "bpref": _bpref_kernel,
+    "err": _err,
+    "rbp": _rbp,
+    "rbp_residual": _rbp_residual,
 }
 
 
-def _compute(qi: QrelsIndex, q: np.ndarray, rank: np.ndarray, grade: np.ndarray, num_ret: np.ndarray,
-             specs: Sequence[Spec], max_grade: int, nq: int) -> dict[str, np.ndarray]:
+def _compute(
+    qi: QrelsIndex,
+    q: np.ndarray,
+    rank: np.ndarray,
+    grade: np.ndarray,
+    num_ret: np.ndarray,
+    specs: Sequence[Spec],
+    max_grade: int,
+    nq: int,
+) -> dict[str, np.ndarray]:
     """Every metric from judged rows grouped by query in rank order (see `Ranked`)."""
     rows = _rows(qi, q, rank, grade, num_ret, max_grade, nq)
     return {s.name: KERNELS[s.base](rows, np.inf if s.arg is None else s.arg) for s in specs}

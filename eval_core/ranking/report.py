@@ -22,8 +22,19 @@ from eval_core.io.formats import qrels_scale, ranked, read_qrels, read_run
 from eval_core.ranking.evaluation import EvalOptions, Evaluation, evaluate
 from eval_core.thresholds import Thresholds
 
-__all__ = ["Diagnosis", "Thresholds", "category_breakdown", "coverage_check", "diagnose", "judged_check",
-           "low_recall_queries", "ranked", "recall_curve", "two_depth_diagnosis", "unjudged_pairs"]
+__all__ = [
+    "Diagnosis",
+    "Thresholds",
+    "category_breakdown",
+    "coverage_check",
+    "diagnose",
+    "judged_check",
+    "low_recall_queries",
+    "ranked",
+    "recall_curve",
+    "two_depth_diagnosis",
+    "unjudged_pairs",
+]
 
 CURVE_K = (1, 3, 5, 10, 20, 50, 100)
 _RECALL_AT = re.compile(r"^recall@(\d+)$")
@@ -44,53 +55,89 @@ def curve_ks(evaluation: Evaluation) -> list[int]:
 def _need(evaluation: Evaluation, metric: str) -> float:
     """A mean the diagnosis needs, with a clear error naming how to get it."""
     if metric not in evaluation.mean:
-        raise ValueError(f"evaluation {evaluation.name!r} lacks {metric}; evaluate with that metric "
-                         f"(e.g. metrics=[{metric!r}]) or use report.diagnose()")
+        raise ValueError(
+            f"evaluation {evaluation.name!r} lacks {metric}; evaluate with that metric "
+            f"(e.g. metrics=[{metric!r}]) or use report.diagnose()"
+        )
     return float(evaluation.mean[metric])
 
 
-def recall_curve(evaluation: Evaluation, *, fast_k: int = 10, share: float = 0.8,
-                 min_gain: float = 0.02, min_recall: float = 0.8) -> RecallCurve:
+def recall_curve(
+    evaluation: Evaluation, *, fast_k: int = 10, share: float = 0.8, min_gain: float = 0.02, min_recall: float = 0.8
+) -> RecallCurve:
     """Check the curve: healthy only if it rises fast (recall@fast_k ≥ share × the deepest) AND gets high enough."""
     ks = curve_ks(evaluation)
     if not ks:
         raise ValueError(f"evaluation {evaluation.name!r} has no recall@k; evaluate with metrics=['recall@k']")
     values = [float(evaluation.mean[f"recall@{k}"]) for k in ks]
     deepest, top = ks[-1], values[-1]
-    rule = (f"healthy when recall@{fast_k} ≥ {share:g} × recall@{deepest} (rises fast) and recall@{deepest} ≥ "
-            f"{min_recall:g} (high enough); flat from the first k after which deeper cutoffs add less than "
-            f"{min_gain:g} recall")
+    rule = (
+        f"healthy when recall@{fast_k} ≥ {share:g} × recall@{deepest} (rises fast) and recall@{deepest} ≥ "
+        f"{min_recall:g} (high enough); flat from the first k after which deeper cutoffs add less than "
+        f"{min_gain:g} recall"
+    )
     flat_from = next((k for k, v in zip(ks, values, strict=True) if top - v < min_gain), deepest)
     early = [(k, v) for k, v in zip(ks, values, strict=True) if k <= fast_k]
     if top == 0:
-        return RecallCurve(ks, values, False, flat_from, f"no relevant fragment is retrieved up to k = {deepest}: "
-                           "the curve never rises; look at the index, chunking and embeddings", rule)
+        return RecallCurve(
+            ks,
+            values,
+            False,
+            flat_from,
+            f"no relevant fragment is retrieved up to k = {deepest}: "
+            "the curve never rises; look at the index, chunking and embeddings",
+            rule,
+        )
     if deepest <= fast_k or not early:
-        return RecallCurve(ks, values, None, flat_from, f"cannot judge the shape: measure recall beyond "
-                           f"k = {fast_k} (deepest measured: {deepest}) and at or below it", rule)
+        return RecallCurve(
+            ks,
+            values,
+            None,
+            flat_from,
+            f"cannot judge the shape: measure recall beyond "
+            f"k = {fast_k} (deepest measured: {deepest}) and at or below it",
+            rule,
+        )
     k_fast, at_fast = early[-1]  # fast_k itself, or the deepest measured cutoff below it
-    flat_text = (f"it stops improving appreciably from k = {flat_from}, so a candidate window deeper than "
-                 f"{flat_from} only costs latency" if flat_from < deepest else
-                 f"it is still rising at k = {deepest}: measure deeper before choosing the candidate window")
-    low = (f"recall@{deepest} = {top:.3f} < {min_recall:g}, so {1 - top:.0%} of the relevant fragments are "
-           f"still missing at k = {deepest}")
+    flat_text = (
+        f"it stops improving appreciably from k = {flat_from}, so a candidate window deeper than "
+        f"{flat_from} only costs latency"
+        if flat_from < deepest
+        else f"it is still rising at k = {deepest}: measure deeper before choosing the candidate window"
+    )
+    low = (
+        f"recall@{deepest} = {top:.3f} < {min_recall:g}, so {1 - top:.0%} of the relevant fragments are "
+        f"still missing at k = {deepest}"
+    )
     if at_fast >= share * top and top < min_recall:
-        verdict = (f"too low: it reaches {at_fast / top:.0%} of its height by k = {k_fast}, but {low}; look at "
-                   f"the index, chunking and embeddings before the ranking")
+        verdict = (
+            f"too low: it reaches {at_fast / top:.0%} of its height by k = {k_fast}, but {low}; look at "
+            f"the index, chunking and embeddings before the ranking"
+        )
         return RecallCurve(ks, values, False, flat_from, verdict, rule)
     if at_fast >= share * top:
-        verdict = (f"rises fast and flattens (healthy): recall@{k_fast} = {at_fast:.3f} is "
-                   f"{at_fast / top:.0%} of recall@{deepest} = {top:.3f} ≥ {min_recall:g}; {flat_text}")
+        verdict = (
+            f"rises fast and flattens (healthy): recall@{k_fast} = {at_fast:.3f} is "
+            f"{at_fast / top:.0%} of recall@{deepest} = {top:.3f} ≥ {min_recall:g}; {flat_text}"
+        )
         return RecallCurve(ks, values, True, flat_from, verdict, rule)
-    verdict = (f"rises slowly: recall@{k_fast} = {at_fast:.3f} is only {at_fast / top:.0%} of recall@{deepest} = "
-               f"{top:.3f}; the ranking does not discriminate and the pipeline leans on the reranker for "
-               f"everything; {flat_text}" + (f"; and it stays low: {low}" if top < min_recall else ""))
+    verdict = (
+        f"rises slowly: recall@{k_fast} = {at_fast:.3f} is only {at_fast / top:.0%} of recall@{deepest} = "
+        f"{top:.3f}; the ranking does not discriminate and the pipeline leans on the reranker for "
+        f"everything; {flat_text}" + (f"; and it stays low: {low}" if top < min_recall else "")
+    )
     return RecallCurve(ks, values, False, flat_from, verdict, rule)
 
 
-def two_depth_diagnosis(evaluation: Evaluation, candidate_depth: int = 100, context_depth: int = 10, *,
-                        min_candidate_recall: float = 0.8, min_context_share: float = 0.8,
-                        min_context_ndcg: float = 0.5) -> DepthDiagnosis:
+def two_depth_diagnosis(
+    evaluation: Evaluation,
+    candidate_depth: int = 100,
+    context_depth: int = 10,
+    *,
+    min_candidate_recall: float = 0.8,
+    min_context_share: float = 0.8,
+    min_context_ndcg: float = 0.5,
+) -> DepthDiagnosis:
     """Say whether to fix retrieval (index/chunking/embeddings) or ranking (a reranker): the two-depth diagnosis."""
     if context_depth >= candidate_depth:
         raise ValueError(f"context depth {context_depth} must be smaller than candidate depth {candidate_depth}")
@@ -100,38 +147,58 @@ def two_depth_diagnosis(evaluation: Evaluation, candidate_depth: int = 100, cont
     per_query = evaluation.per_query[f"recall@{candidate_depth}"]
     hopeless = int((per_query == 0).sum())
     n = len(per_query)
-    thresholds = {"min_candidate_recall": min_candidate_recall, "min_context_share": min_context_share,
-                  "min_context_ndcg": min_context_ndcg}
+    thresholds = {
+        "min_candidate_recall": min_candidate_recall,
+        "min_context_share": min_context_share,
+        "min_context_ndcg": min_context_ndcg,
+    }
     share = rx / rc if rc > 0 else 0.0
     if rc < min_candidate_recall:
         problem = "retrieval"
-        verdict = (f"Retrieval problem: recall@{candidate_depth} = {rc:.3f} < {min_candidate_recall:g}, so "
-                   f"on average {1 - rc:.0%} of a query's relevant fragments never reach the {candidate_depth} candidates "
-                   f"({hopeless} of {n} queries get none at all) and no reranker can bring them back. "
-                   f"Don't touch the reranker: work on the index, chunking, embeddings or the query.")
+        verdict = (
+            f"Retrieval problem: recall@{candidate_depth} = {rc:.3f} < {min_candidate_recall:g}, so "
+            f"on average {1 - rc:.0%} of a query's relevant fragments never reach the {candidate_depth} candidates "
+            f"({hopeless} of {n} queries get none at all) and no reranker can bring them back. "
+            f"Don't touch the reranker: work on the index, chunking, embeddings or the query."
+        )
     elif share < min_context_share or nx < min_context_ndcg:
         problem = "ranking"
         why = []
         if share < min_context_share:
-            why.append(f"only {share:.0%} of them survive the cut to the top {context_depth} "
-                       f"(recall@{context_depth} = {rx:.3f}; rule: < {min_context_share:g} of recall@{candidate_depth})")
+            why.append(
+                f"only {share:.0%} of them survive the cut to the top {context_depth} "
+                f"(recall@{context_depth} = {rx:.3f}; rule: < {min_context_share:g} of recall@{candidate_depth})"
+            )
         if nx < min_context_ndcg:
             why.append(f"nDCG@{context_depth} = {nx:.3f} < {min_context_ndcg:g}")
-        verdict = (f"Ranking problem: retrieval is fine (recall@{candidate_depth} = {rc:.3f} ≥ "
-                   f"{min_candidate_recall:g}) but {' and '.join(why)}. Invest in a reranker over the "
-                   f"{candidate_depth} candidates.")
+        verdict = (
+            f"Ranking problem: retrieval is fine (recall@{candidate_depth} = {rc:.3f} ≥ "
+            f"{min_candidate_recall:g}) but {' and '.join(why)}. Invest in a reranker over the "
+            f"{candidate_depth} candidates."
+        )
     else:
         problem = "none"
-        verdict = (f"Both stages look healthy: recall@{candidate_depth} = {rc:.3f} ≥ {min_candidate_recall:g}, "
-                   f"{share:.0%} of it kept in the top {context_depth} (≥ {min_context_share:g}) and "
-                   f"nDCG@{context_depth} = {nx:.3f} ≥ {min_context_ndcg:g}.")
+        verdict = (
+            f"Both stages look healthy: recall@{candidate_depth} = {rc:.3f} ≥ {min_candidate_recall:g}, "
+            f"{share:.0%} of it kept in the top {context_depth} (≥ {min_context_share:g}) and "
+            f"nDCG@{context_depth} = {nx:.3f} ≥ {min_context_ndcg:g}."
+        )
     return DepthDiagnosis(candidate_depth, context_depth, rc, rx, nx, problem, verdict, thresholds, hopeless, n)
 
 
-def low_recall_queries(evaluation: Evaluation, qrels: pd.DataFrame, run: pd.DataFrame, *, k: int = 5,
-                       threshold: float = 0.2, rel_level: int = 1, deep_rank: int = 10, top_n: int = 3,
-                       fragments: Mapping[str, str] | None = None,
-                       snippet_chars: int = 50) -> list[LowRecallQuery]:
+def low_recall_queries(
+    evaluation: Evaluation,
+    qrels: pd.DataFrame,
+    run: pd.DataFrame,
+    *,
+    k: int = 5,
+    threshold: float = 0.2,
+    rel_level: int = 1,
+    deep_rank: int = 10,
+    top_n: int = 3,
+    fragments: Mapping[str, str] | None = None,
+    snippet_chars: int = 50,
+) -> list[LowRecallQuery]:
     """Queries with recall@k < threshold: relevant fragments missed, ranked beyond deep_rank, junk in the top_n.
 
     `rel_level` must be the one the evaluation used; worst queries come first.
@@ -157,10 +224,18 @@ def low_recall_queries(evaluation: Evaluation, qrels: pd.DataFrame, run: pd.Data
 
     def notes(frame: pd.DataFrame) -> dict[str, list[FragmentNote]]:
         out: dict[str, list[FragmentNote]] = {}
-        for q, d, r, g in zip(frame["query_id"].tolist(), frame["doc_id"].tolist(), frame["rank"].tolist(),
-                              frame["grade"].tolist(), strict=True):
-            out.setdefault(q, []).append(FragmentNote(d, None if r != r else int(r), None if g != g else int(g),
-                                                      snippet(texts.get(d), snippet_chars)))
+        for q, d, r, g in zip(
+            frame["query_id"].tolist(),
+            frame["doc_id"].tolist(),
+            frame["rank"].tolist(),
+            frame["grade"].tolist(),
+            strict=True,
+        ):
+            out.setdefault(q, []).append(
+                FragmentNote(
+                    d, None if r != r else int(r), None if g != g else int(g), snippet(texts.get(d), snippet_chars)
+                )
+            )
         return out
 
     missed = notes(rel[rel["rank"].isna()])
@@ -177,9 +252,14 @@ def low_recall_queries(evaluation: Evaluation, qrels: pd.DataFrame, run: pd.Data
             issues.append(f"{len(m)} of {n} relevant fragments not retrieved at all: " + ", ".join(f.doc_id for f in m))
         issues += [f"relevant {f.doc_id} ranked {f.rank}, outside the top {deep_rank}" for f in dp]
         if tp:
-            issues.append(f"non-relevant fragments in the top {top_n}: " + "; ".join(
-                f"{f.doc_id} ({'unjudged' if f.grade is None else f'grade {f.grade}'})"
-                + (f": {f.snippet}" if f.snippet else "") for f in tp))
+            issues.append(
+                f"non-relevant fragments in the top {top_n}: "
+                + "; ".join(
+                    f"{f.doc_id} ({'unjudged' if f.grade is None else f'grade {f.grade}'})"
+                    + (f": {f.snippet}" if f.snippet else "")
+                    for f in tp
+                )
+            )
         result.append(LowRecallQuery(qid, k, float(value), n, m, dp, tp, issues))
     return result
 
@@ -199,17 +279,20 @@ def coverage_check(evaluation: Evaluation, qrels: pd.DataFrame, run: pd.DataFram
     missing = [q for q in qids if q not in covered]
     n = len(qids)
     if missing:
-        message = (f"Missing queries: {evaluation.name} returns nothing for {len(missing)} of {n} qrels queries, "
-                   f"which score 0 on every metric and pull every mean down; the means describe the "
-                   f"{n - len(missing)} queries it answers only diluted by the rest. Run it on every query "
-                   "of the golden set (or evaluate on the queries it covers).")
+        message = (
+            f"Missing queries: {evaluation.name} returns nothing for {len(missing)} of {n} qrels queries, "
+            f"which score 0 on every metric and pull every mean down; the means describe the "
+            f"{n - len(missing)} queries it answers only diluted by the rest. Run it on every query "
+            "of the golden set (or evaluate on the queries it covers)."
+        )
     else:
         message = f"{evaluation.name} returns results for all {n} qrels queries."
     return CoverageCheck(evaluation.name, n, n - len(missing), missing, bool(missing), message)
 
 
-def judged_check(evaluation: Evaluation, qrels: pd.DataFrame, run: pd.DataFrame, *, k: int = 10,
-                 threshold: float = 0.9) -> JudgedCheck:
+def judged_check(
+    evaluation: Evaluation, qrels: pd.DataFrame, run: pd.DataFrame, *, k: int = 10, threshold: float = 0.9
+) -> JudgedCheck:
     """Flag a run whose top-k is too often unjudged, and list the unjudged pairs so they can be graded.
 
     judged@k is averaged over the queries the run answers: a query missing from the run has no
@@ -221,23 +304,29 @@ def judged_check(evaluation: Evaluation, qrels: pd.DataFrame, run: pd.DataFrame,
     answered = per_query[[str(q) in covered for q in per_query.index]]
     judged = float(answered.mean()) if len(answered) else 1.0
     holes = unjudged_pairs(qrels, run, k)
-    pairs = [{"query_id": q, "doc_id": d, "rank": int(r)}
-             for q, d, r in zip(holes["query_id"].tolist(), holes["doc_id"].tolist(), holes["rank"].tolist(),
-                                strict=True)]
-    over = (f"over the {len(answered)} quer{'y' if len(answered) == 1 else 'ies'} {evaluation.name} answers"
-            if len(answered) < len(per_query) else f"over all {len(per_query)} queries")
+    pairs = [
+        {"query_id": q, "doc_id": d, "rank": int(r)}
+        for q, d, r in zip(holes["query_id"].tolist(), holes["doc_id"].tolist(), holes["rank"].tolist(), strict=True)
+    ]
+    over = (
+        f"over the {len(answered)} quer{'y' if len(answered) == 1 else 'ies'} {evaluation.name} answers"
+        if len(answered) < len(per_query)
+        else f"over all {len(per_query)} queries"
+    )
     flagged = bool(len(answered)) and judged < threshold
     if not len(answered):
         message = f"judged@{k} cannot be measured: {evaluation.name} answers none of the qrels queries."
     elif flagged:
-        message = (f"Incomplete annotation: judged@{k} = {judged:.3f} < {threshold:g} {over}; {1 - judged:.0%} "
-                   f"of those top-{k} fragments were never judged and count as non-relevant, so the scores are "
-                   f"biased low (a better system can score worse). Judge the {len(pairs)} unjudged "
-                   f"(query, fragment) pair{'' if len(pairs) == 1 else 's'} before trusting the numbers.")
+        message = (
+            f"Incomplete annotation: judged@{k} = {judged:.3f} < {threshold:g} {over}; {1 - judged:.0%} "
+            f"of those top-{k} fragments were never judged and count as non-relevant, so the scores are "
+            f"biased low (a better system can score worse). Judge the {len(pairs)} unjudged "
+            f"(query, fragment) pair{'' if len(pairs) == 1 else 's'} before trusting the numbers."
+        )
     else:
-        message = (f"judged@{k} = {judged:.3f} ≥ {threshold:g} {over}: annotation covers {evaluation.name}'s "
-                   f"top-{k}" + (f"; {len(pairs)} unjudged pair{'' if len(pairs) == 1 else 's'} remain"
-                                 if pairs else ""))
+        message = f"judged@{k} = {judged:.3f} ≥ {threshold:g} {over}: annotation covers {evaluation.name}'s top-{k}" + (
+            f"; {len(pairs)} unjudged pair{'' if len(pairs) == 1 else 's'} remain" if pairs else ""
+        )
     return JudgedCheck(evaluation.name, k, judged, threshold, flagged, message, pairs)
 
 
@@ -250,8 +339,10 @@ def category_breakdown(evaluation: Evaluation, metrics: Sequence[str] | None = N
     lacking = [m for m in names if m not in table.columns]
     if lacking:
         raise ValueError(f"evaluation {evaluation.name!r} lacks {', '.join(lacking)}")
-    rows = [{"category": str(cat), "queries": int(row["queries"]), **{m: float(row[m]) for m in names}}
-            for cat, row in table.iterrows()]
+    rows = [
+        {"category": str(cat), "queries": int(row["queries"]), **{m: float(row[m]) for m in names}}
+        for cat, row in table.iterrows()
+    ]
     return CategoryBreakdown(names, rows, _spread_note(names, rows))
 
 
@@ -268,14 +359,26 @@ def _spread_note(names: Sequence[str], rows: list[dict[str, Any]]) -> str:
     def count(r: dict[str, Any]) -> str:
         return f"{r['queries']} quer{'y' if r['queries'] == 1 else 'ies'}"
 
-    return (f"{first} ranges from {lo[first]:.3f} ({lo['category']}, {count(lo)}) to "
-            f"{hi[first]:.3f} ({hi['category']}, {count(hi)})")
+    return (
+        f"{first} ranges from {lo[first]:.3f} ({lo['category']}, {count(lo)}) to "
+        f"{hi[first]:.3f} ({hi['category']}, {count(hi)})"
+    )
 
 
-def diagnose(qrels: Any, run: Any, *, fragments: Mapping[str, str] | None = None, candidate_depth: int = 100,
-             context_depth: int = 10, low_recall_k: int = 5, rel_level: int | None = None, categories: Any = None,
-             name: str | None = None, thresholds: Thresholds | None = None,
-             scale: tuple[int, int] | None = None) -> Diagnosis:
+def diagnose(
+    qrels: Any,
+    run: Any,
+    *,
+    fragments: Mapping[str, str] | None = None,
+    candidate_depth: int = 100,
+    context_depth: int = 10,
+    low_recall_k: int = 5,
+    rel_level: int | None = None,
+    categories: Any = None,
+    name: str | None = None,
+    thresholds: Thresholds | None = None,
+    scale: tuple[int, int] | None = None,
+) -> Diagnosis:
     """Evaluate one run (file, DataFrame or dict) at every depth the diagnostics need and run them all
     (`rel_level` and `scale` as for `evaluate`: nDCG gains from the scale's lowest grade)."""
     t = thresholds or Thresholds()
@@ -285,27 +388,48 @@ def diagnose(qrels: Any, run: Any, *, fragments: Mapping[str, str] | None = None
     qdf, rdf = read_qrels(qrels), read_run(run)
     ks = sorted({*CURVE_K, candidate_depth, context_depth, low_recall_k, t.curve_fast_k})
     metrics = ["recall@k", "ndcg@k", "P@k", "success@k", "judged@k", "mrr", "map"]
-    ev = evaluate(qdf, rdf, metrics=metrics, k=ks, rel_level=rel_level, categories=categories, scale=scale,
-                  name=name or (Path(run).name if isinstance(run, str | Path) else None))
+    ev = evaluate(
+        qdf,
+        rdf,
+        metrics=metrics,
+        k=ks,
+        rel_level=rel_level,
+        categories=categories,
+        scale=scale,
+        name=name or (Path(run).name if isinstance(run, str | Path) else None),
+    )
     warnings = list(ev.warnings)
     longest = int(rdf.groupby("query_id").size().max()) if len(rdf) else 0
     if longest < candidate_depth:
-        warnings.append(f"the run returns at most {longest} fragments per query, so recall@{candidate_depth} "
-                        f"is recall@{longest}: produce {candidate_depth} candidates to measure that depth")
+        warnings.append(
+            f"the run returns at most {longest} fragments per query, so recall@{candidate_depth} "
+            f"is recall@{longest}: produce {candidate_depth} candidates to measure that depth"
+        )
     return Diagnosis(
-        run=ev.name, n_queries=len(ev.per_query),
-        mean={m: ev.mean[m] for m in ev.mean}, thresholds=asdict(t),
-        curve=recall_curve(ev, fast_k=t.curve_fast_k, share=t.curve_share, min_gain=t.curve_min_gain,
-                           min_recall=t.min_candidate_recall),
-        depth=two_depth_diagnosis(ev, candidate_depth, context_depth, min_candidate_recall=t.min_candidate_recall,
-                                  min_context_share=t.min_context_share, min_context_ndcg=t.min_context_ndcg),
+        run=ev.name,
+        n_queries=len(ev.per_query),
+        mean={m: ev.mean[m] for m in ev.mean},
+        thresholds=asdict(t),
+        curve=recall_curve(
+            ev, fast_k=t.curve_fast_k, share=t.curve_share, min_gain=t.curve_min_gain, min_recall=t.min_candidate_recall
+        ),
+        depth=two_depth_diagnosis(
+            ev,
+            candidate_depth,
+            context_depth,
+            min_candidate_recall=t.min_candidate_recall,
+            min_context_share=t.min_context_share,
+            min_context_ndcg=t.min_context_ndcg,
+        ),
         coverage=coverage_check(ev, qdf, rdf),
         judged=judged_check(ev, qdf, rdf, k=context_depth, threshold=t.min_judged),
         low_recall_k=low_recall_k,
-        low_recall=low_recall_queries(ev, qdf, rdf, k=low_recall_k, threshold=t.low_recall, rel_level=rel_level,
-                                      fragments=fragments),
+        low_recall=low_recall_queries(
+            ev, qdf, rdf, k=low_recall_k, threshold=t.low_recall, rel_level=rel_level, fragments=fragments
+        ),
         categories=None if ev.by_category is None else category_breakdown(ev, [f"recall@{low_recall_k}", "mrr"]),
-        warnings=warnings)
+        warnings=warnings,
+    )
 
 
 @dataclass

@@ -67,8 +67,9 @@ def is_async(retriever: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(retriever) or inspect.iscoroutinefunction(type(retriever).__call__)
 
 
-async def collect(texts: Mapping[str, str], retriever: Callable[..., Any], concurrency: int = 8,
-                  progress: bool = True) -> tuple[dict[str, list[tuple[str, float | None]]], dict[str, str]]:
+async def collect(
+    texts: Mapping[str, str], retriever: Callable[..., Any], concurrency: int = 8, progress: bool = True
+) -> tuple[dict[str, list[tuple[str, float | None]]], dict[str, str]]:
     """Call the retriever for every query, at most `concurrency` at a time; return rankings and errors."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
@@ -112,15 +113,29 @@ def run_frame(results: Mapping[str, list[tuple[str, float | None]]], order: Sequ
             qids.append(qid)
             docs.append(doc)
             scores.append(float(n - i) if score is None else score)
-    return pd.DataFrame({"query_id": pd.Series(qids, dtype=str), "doc_id": pd.Series(docs, dtype=str),
-                         "score": pd.Series(scores, dtype="float64")})
+    return pd.DataFrame(
+        {
+            "query_id": pd.Series(qids, dtype=str),
+            "doc_id": pd.Series(docs, dtype=str),
+            "score": pd.Series(scores, dtype="float64"),
+        }
+    )
 
 
-async def aevaluate_retriever(qrels: Any, queries: Mapping[str, str] | str | Path,
-                              retriever: Callable[..., Any], *, k: Sequence[int] = DEFAULT_K,
-                              metrics: Sequence[str] | None = None, rel_level: int | None = None,
-                              categories: Any = None, concurrency: int = 8, run_path: str | Path | None = None,
-                              name: str | None = None, progress: bool = True) -> RetrieverEvaluation:
+async def aevaluate_retriever(
+    qrels: Any,
+    queries: Mapping[str, str] | str | Path,
+    retriever: Callable[..., Any],
+    *,
+    k: Sequence[int] = DEFAULT_K,
+    metrics: Sequence[str] | None = None,
+    rel_level: int | None = None,
+    categories: Any = None,
+    concurrency: int = 8,
+    run_path: str | Path | None = None,
+    name: str | None = None,
+    progress: bool = True,
+) -> RetrieverEvaluation:
     """`evaluate_retriever` for code already inside an event loop (await it there)."""
     started = time.perf_counter()
     qdf = read_qrels(qrels)
@@ -133,34 +148,63 @@ async def aevaluate_retriever(qrels: Any, queries: Mapping[str, str] | str | Pat
             errors[q] = "no query text given"
     name = name or getattr(retriever, "__name__", None) or type(retriever).__name__
     failed = [f"{q} ({errors[q]})" for q in golden if q in errors]
-    listed = "; ".join(failed[:MAX_LISTED]) + (f"; … (+{len(failed) - MAX_LISTED} more)"
-                                               if len(failed) > MAX_LISTED else "")
+    listed = "; ".join(failed[:MAX_LISTED]) + (
+        f"; … (+{len(failed) - MAX_LISTED} more)" if len(failed) > MAX_LISTED else ""
+    )
     run = run_frame(results, golden)
     if run.empty:
-        raise RuntimeError(f"the retriever returned no fragment for any of the {len(golden)} golden queries; "
-                           f"nothing to evaluate" + (f". Failures: {listed}" if failed else ""))
+        raise RuntimeError(
+            f"the retriever returned no fragment for any of the {len(golden)} golden queries; "
+            f"nothing to evaluate" + (f". Failures: {listed}" if failed else "")
+        )
     if run_path is not None:
         write_run(run, run_path, tag=name)
     evaluation = evaluate(qdf, run, metrics=metrics, k=k, rel_level=rel_level, categories=categories, name=name)
     if failed:
-        evaluation.warnings.insert(0, f"{len(failed)} of {len(golden)} queries got no ranking from the "
-                                      f"retriever and score 0: {listed}")
-    return RetrieverEvaluation(evaluation, run, {q: errors[q] for q in golden if q in errors},
-                               None if run_path is None else str(run_path), time.perf_counter() - started)
+        evaluation.warnings.insert(
+            0, f"{len(failed)} of {len(golden)} queries got no ranking from the retriever and score 0: {listed}"
+        )
+    return RetrieverEvaluation(
+        evaluation,
+        run,
+        {q: errors[q] for q in golden if q in errors},
+        None if run_path is None else str(run_path),
+        time.perf_counter() - started,
+    )
 
 
-def evaluate_retriever(qrels: Any, queries: Mapping[str, str] | str | Path, retriever: Callable[..., Any], *,
-                       k: Sequence[int] = DEFAULT_K, metrics: Sequence[str] | None = None, rel_level: int | None = None,
-                       categories: Any = None, concurrency: int = 8, run_path: str | Path | None = None,
-                       name: str | None = None, progress: bool = True) -> RetrieverEvaluation:
+def evaluate_retriever(
+    qrels: Any,
+    queries: Mapping[str, str] | str | Path,
+    retriever: Callable[..., Any],
+    *,
+    k: Sequence[int] = DEFAULT_K,
+    metrics: Sequence[str] | None = None,
+    rel_level: int | None = None,
+    categories: Any = None,
+    concurrency: int = 8,
+    run_path: str | Path | None = None,
+    name: str | None = None,
+    progress: bool = True,
+) -> RetrieverEvaluation:
     """Call `retriever(query_text)` for every golden query, keep the run (TREC file if run_path) and evaluate it.
 
     From inside a running event loop (a notebook), the work runs on a fresh loop in a helper thread; an
     async retriever bound to the caller's loop should use `await aevaluate_retriever(...)` instead.
     """
-    work = aevaluate_retriever(qrels, queries, retriever, k=k, metrics=metrics, rel_level=rel_level,
-                               categories=categories, concurrency=concurrency, run_path=run_path, name=name,
-                               progress=progress)
+    work = aevaluate_retriever(
+        qrels,
+        queries,
+        retriever,
+        k=k,
+        metrics=metrics,
+        rel_level=rel_level,
+        categories=categories,
+        concurrency=concurrency,
+        run_path=run_path,
+        name=name,
+        progress=progress,
+    )
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -181,5 +225,9 @@ class RetrieverEvaluation:
 
     def to_dict(self, per_query: bool = False) -> dict[str, Any]:
         """JSON-able form: the evaluation plus errors, run file and wall time."""
-        return {**self.evaluation.to_dict(per_query), "errors": dict(self.errors), "run_path": self.run_path,
-                "seconds": self.seconds}
+        return {
+            **self.evaluation.to_dict(per_query),
+            "errors": dict(self.errors),
+            "run_path": self.run_path,
+            "seconds": self.seconds,
+        }

@@ -80,9 +80,9 @@ def _byte_blocks(raw: BufferedIOBase, block_bytes: int) -> Iterator[tuple[memory
     first_line, size = 1, block_bytes
     while True:
         buf = bytearray(len(carry) + size)
-        buf[:len(carry)] = carry
-        got = _fill(raw, memoryview(buf)[len(carry):])
-        del buf[len(carry) + got:]
+        buf[: len(carry)] = carry
+        got = _fill(raw, memoryview(buf)[len(carry) :])
+        del buf[len(carry) + got :]
         cut, qid = (len(buf), None) if not got else _query_cut(buf, carry.rfind(b"\n") + 1, qid)
         carry = bytes(buf[cut:])
         size = block_bytes if cut else 2 * size
@@ -167,10 +167,15 @@ def _read_span(fd: int, piece: _Piece, local: threading.local) -> memoryview:
     return view
 
 
-def map_run_blocks(path: str | Path, fn: Callable[[Columns], T], block_bytes: int = BLOCK_BYTES,
-                   progress: Callable[[int], object] | None = None, workers: int = 1,
-                   before: Callable[[], object] | None = None,
-                   read: Callable[[memoryview, str], Columns | None] = fast_trec_chunk) -> Iterator[T]:
+def map_run_blocks(
+    path: str | Path,
+    fn: Callable[[Columns], T],
+    block_bytes: int = BLOCK_BYTES,
+    progress: Callable[[int], object] | None = None,
+    workers: int = 1,
+    before: Callable[[], object] | None = None,
+    read: Callable[[memoryview, str], Columns | None] = fast_trec_chunk,
+) -> Iterator[T]:
     """`fn(block)` for each block of whole queries of a TREC run, in file order; `workers` threads read, parse
     and run `fn` on several blocks at once (the reads, pyarrow and NumPy release the GIL), so results do not
     depend on it. `before()` runs in the calling thread before any block's outcome (or the file's emptiness) is
@@ -185,8 +190,9 @@ def map_run_blocks(path: str | Path, fn: Callable[[Columns], T], block_bytes: in
     label = str(path)
     workers = max(1, workers)
     local = threading.local()
-    changed = InputError(label, None, "the file changed while it was read (is it still being written?); "
-                                      "run again once it is complete")
+    changed = InputError(
+        label, None, "the file changed while it was read (is it still being written?); run again once it is complete"
+    )
 
     def job(fd: int, piece: _Piece) -> tuple[tuple[np.ndarray, int, T] | None, bytes | None]:
         data = piece.data if piece.data is not None else _read_span(fd, piece, local)
@@ -290,8 +296,9 @@ class _LineCounter:
         return self.lines
 
 
-def iter_run_blocks(path: str | Path, block_bytes: int = BLOCK_BYTES,
-                    progress: Callable[[int], object] | None = None) -> Iterator[Columns]:
+def iter_run_blocks(
+    path: str | Path, block_bytes: int = BLOCK_BYTES, progress: Callable[[int], object] | None = None
+) -> Iterator[Columns]:
     """Validated Columns for each block of whole queries of a TREC run (see `map_run_blocks`)."""
     return map_run_blocks(path, lambda cols: cols, block_bytes, progress)
 

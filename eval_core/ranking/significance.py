@@ -66,8 +66,9 @@ def wilcoxon_test(a: np.ndarray, b: np.ndarray) -> float:
     return float(stats.wilcoxon(d, zero_method="wilcox").pvalue)
 
 
-def bootstrap_ci(diff: np.ndarray, n_bootstrap: int = 10_000, confidence: float = 0.95,
-                 seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    diff: np.ndarray, n_bootstrap: int = 10_000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap CI of the mean difference, resampling queries with replacement."""
     d = np.asarray(diff, dtype=np.float64)
     n = d.size
@@ -78,7 +79,7 @@ def bootstrap_ci(diff: np.ndarray, n_bootstrap: int = 10_000, confidence: float 
     means = np.empty(n_bootstrap)
     for start in range(0, n_bootstrap, rows):
         b = min(rows, n_bootstrap - start)
-        means[start:start + b] = d[rng.integers(0, n, size=(b, n), dtype=np.int32)].mean(axis=1)
+        means[start : start + b] = d[rng.integers(0, n, size=(b, n), dtype=np.int32)].mean(axis=1)
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(means, [tail, 1.0 - tail])
     return (float(low), float(high))
@@ -95,9 +96,11 @@ class Interval:
     note: str = ""  # why it may disagree with the test, or the confidence it actually reaches
 
 
-BOOTSTRAP_NOTE = ("a percentile bootstrap interval of the mean difference over queries, not derived from the "
-                  "randomization test: the two can disagree, most on few queries, where the bootstrap is too "
-                  "narrow (it never sees a difference the queries do not show)")
+BOOTSTRAP_NOTE = (
+    "a percentile bootstrap interval of the mean difference over queries, not derived from the "
+    "randomization test: the two can disagree, most on few queries, where the bootstrap is too "
+    "narrow (it never sees a difference the queries do not show)"
+)
 # Exact signed-rank distribution up to this many non-zero differences without ties (as scipy's wilcoxon).
 EXACT_SIGNED_RANK = 50
 
@@ -107,8 +110,13 @@ def t_interval(diff: np.ndarray, confidence: float = 0.95) -> Interval:
     d = np.asarray(diff, dtype=np.float64)
     mean = float(d.mean()) if d.size else 0.0
     if d.size < 2:
-        return Interval(mean, mean, "t", mean, f"undefined on {d.size} quer{'y' if d.size == 1 else 'ies'}: "
-                                                "the t interval needs two")
+        return Interval(
+            mean,
+            mean,
+            "t",
+            mean,
+            f"undefined on {d.size} quer{'y' if d.size == 1 else 'ies'}: the t interval needs two",
+        )
     from scipy import stats
 
     sd = float(d.std(ddof=1))
@@ -144,7 +152,7 @@ def hodges_lehmann(diff: np.ndarray, confidence: float = 0.95) -> Interval:
     tail = (1.0 - confidence) / 2.0
     ties = np.unique(np.abs(d)).size < n
     if n <= EXACT_SIGNED_RANK and not ties:
-        cdf = np.cumsum(signed_rank_counts(n)) / 2.0 ** n
+        cdf = np.cumsum(signed_rank_counts(n)) / 2.0**n
         k = int(np.searchsorted(cdf, tail + 1e-12, side="right"))  # P(T+ ≤ k−1) ≤ tail
         method = "hodges-lehmann exact"
     else:
@@ -155,10 +163,15 @@ def hodges_lehmann(diff: np.ndarray, confidence: float = 0.95) -> Interval:
         method = "hodges-lehmann normal"
     estimate = float(np.median(walsh))
     if k < 1:
-        reached = 1.0 - 2.0 / 2.0 ** n
-        return Interval(float(walsh[0]), float(walsh[-1]), method, estimate,
-                        f"{n} changed queries cannot give a {confidence:.0%} interval: the widest one, all "
-                        f"Walsh averages, covers {reached:.1%}")
+        reached = 1.0 - 2.0 / 2.0**n
+        return Interval(
+            float(walsh[0]),
+            float(walsh[-1]),
+            method,
+            estimate,
+            f"{n} changed queries cannot give a {confidence:.0%} interval: the widest one, all "
+            f"Walsh averages, covers {reached:.1%}",
+        )
     return Interval(float(walsh[k - 1]), float(walsh[m - k]), method, estimate)
 
 
@@ -170,10 +183,10 @@ def min_p_value(test: str, diff: np.ndarray, n_permutations: int = 10_000) -> fl
     d = np.asarray(diff, dtype=np.float64)
     n = int(np.count_nonzero(np.abs(d) > UNCHANGED_TOL))
     if test == "randomization":
-        return max(2.0 / 2.0 ** n, 1.0 / (n_permutations + 1)) if n < 1024 else 1.0 / (n_permutations + 1)
+        return max(2.0 / 2.0**n, 1.0 / (n_permutations + 1)) if n < 1024 else 1.0 / (n_permutations + 1)
     if test == "wilcoxon":
         ties = np.unique(np.abs(d[np.abs(d) > UNCHANGED_TOL])).size < n
-        return 2.0 / 2.0 ** n if n <= EXACT_SIGNED_RANK and not ties else None
+        return 2.0 / 2.0**n if n <= EXACT_SIGNED_RANK and not ties else None
     return None if d.size >= 2 else 1.0
 
 
@@ -185,8 +198,7 @@ def _interval(test: str, diff: np.ndarray, n_bootstrap: int, confidence: float, 
     if test == "wilcoxon":
         return hodges_lehmann(diff, confidence)
     low, high = bootstrap_ci(diff, n_bootstrap, confidence, seed)
-    return Interval(low, high, "bootstrap percentile", float(np.mean(diff)) if len(diff) else 0.0,
-                    BOOTSTRAP_NOTE)
+    return Interval(low, high, "bootstrap percentile", float(np.mean(diff)) if len(diff) else 0.0, BOOTSTRAP_NOTE)
 
 
 def holm(pvalues: Sequence[float]) -> np.ndarray:
@@ -226,9 +238,18 @@ def run_names(runs: Sequence[Any] | Mapping[str, Any]) -> list[tuple[str, Any]]:
     return named
 
 
-def compare_scores(scores: Mapping[str, pd.DataFrame], metrics: Sequence[str], test: str = "randomization", *,
-                   baseline: str | None = None, alpha: float = 0.05, confidence: float = 0.95,
-                   n_permutations: int = 10_000, n_bootstrap: int = 10_000, seed: int = 0) -> Comparison:
+def compare_scores(
+    scores: Mapping[str, pd.DataFrame],
+    metrics: Sequence[str],
+    test: str = "randomization",
+    *,
+    baseline: str | None = None,
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    n_permutations: int = 10_000,
+    n_bootstrap: int = 10_000,
+    seed: int = 0,
+) -> Comparison:
     """Paired tests on per-query tables (run name → DataFrame indexed by query, a column per metric).
 
     Pairs are every run against every later run, or each run against `baseline` when given; with more
@@ -272,37 +293,79 @@ def compare_scores(scores: Mapping[str, pd.DataFrame], metrics: Sequence[str], t
                 p = wilcoxon_test(a, b)
             interval = _interval(test, d, n_bootstrap, confidence, seed)
             better, worse, same = change_counts(d)
-            found.append(PairComparison(
-                metric=metric, run_a=a_name, run_b=b_name, mean_a=float(a.mean()) if a.size else 0.0,
-                mean_b=float(b.mean()) if b.size else 0.0, diff=float(d.mean()) if d.size else 0.0,
-                ci_low=interval.low, ci_high=interval.high, confidence=confidence, test=test, p_value=p,
-                p_adjusted=None, alpha=alpha, n_queries=int(d.size), better=better, worse=worse, unchanged=same,
-                ci_method=interval.method, ci_estimate=interval.estimate, ci_note=interval.note,
-                min_p=min_p_value(test, d, n_permutations)))
+            found.append(
+                PairComparison(
+                    metric=metric,
+                    run_a=a_name,
+                    run_b=b_name,
+                    mean_a=float(a.mean()) if a.size else 0.0,
+                    mean_b=float(b.mean()) if b.size else 0.0,
+                    diff=float(d.mean()) if d.size else 0.0,
+                    ci_low=interval.low,
+                    ci_high=interval.high,
+                    confidence=confidence,
+                    test=test,
+                    p_value=p,
+                    p_adjusted=None,
+                    alpha=alpha,
+                    n_queries=int(d.size),
+                    better=better,
+                    worse=worse,
+                    unchanged=same,
+                    ci_method=interval.method,
+                    ci_estimate=interval.estimate,
+                    ci_note=interval.note,
+                    min_p=min_p_value(test, d, n_permutations),
+                )
+            )
         if correction == "holm":
             for result, adjusted in zip(found, holm([r.p_value for r in found]), strict=True):
                 result.p_adjusted = float(adjusted)
         results.extend(found)
     if len(queries) < 2:
-        warnings.append(f"only {len(queries)} quer{'y' if len(queries) == 1 else 'ies'}: no test can detect a difference")
+        warnings.append(
+            f"only {len(queries)} quer{'y' if len(queries) == 1 else 'ies'}: no test can detect a difference"
+        )
     unreachable = [r for r in results if r.min_p is not None and r.min_p >= alpha]
     if unreachable:
         worst = max(unreachable, key=lambda r: r.min_p or 0.0)
-        warnings.append(f"too few queries to reach alpha = {alpha:g}: with {worst.changed} changed quer"
-                        f"{'y' if worst.changed == 1 else 'ies'} the {TEST_NAMES[test]} cannot go below "
-                        f"p = {worst.min_p:.4f} ({len(unreachable)} of {len(results)} comparison(s)); "
-                        "no difference can be significant here")
+        warnings.append(
+            f"too few queries to reach alpha = {alpha:g}: with {worst.changed} changed quer"
+            f"{'y' if worst.changed == 1 else 'ies'} the {TEST_NAMES[test]} cannot go below "
+            f"p = {worst.min_p:.4f} ({len(unreachable)} of {len(results)} comparison(s)); "
+            "no difference can be significant here"
+        )
     means = {n: {m: float(table[n][m].mean()) if len(queries) else 0.0 for m in metrics} for n in names}
-    return Comparison(runs=names, metrics=list(metrics), test=test, alpha=alpha, baseline=baseline,
-                      correction=correction, n_queries=len(queries), means=means, pairs=results,
-                      warnings=warnings)
+    return Comparison(
+        runs=names,
+        metrics=list(metrics),
+        test=test,
+        alpha=alpha,
+        baseline=baseline,
+        correction=correction,
+        n_queries=len(queries),
+        means=means,
+        pairs=results,
+        warnings=warnings,
+    )
 
 
-def compare(qrels: Any, runs: Sequence[Any] | Mapping[str, Any], metrics: Sequence[str] = ("ndcg@10",),
-            test: str = "randomization", *, baseline: str | None = None, alpha: float = 0.05,
-            confidence: float = 0.95, n_permutations: int = 10_000, n_bootstrap: int = 10_000, seed: int = 0,
-            rel_level: int | None = None, scale: tuple[int, int] | None = None,
-            progress: bool = False) -> Comparison:
+def compare(
+    qrels: Any,
+    runs: Sequence[Any] | Mapping[str, Any],
+    metrics: Sequence[str] = ("ndcg@10",),
+    test: str = "randomization",
+    *,
+    baseline: str | None = None,
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    n_permutations: int = 10_000,
+    n_bootstrap: int = 10_000,
+    seed: int = 0,
+    rel_level: int | None = None,
+    scale: tuple[int, int] | None = None,
+    progress: bool = False,
+) -> Comparison:
     """Evaluate two or more runs (files, DataFrames or dicts; a list or a name → run mapping) and test each pair.
 
     Every run is scored on the same qrels queries (missing ones score 0, as trec_eval -c); `rel_level` and
@@ -320,9 +383,17 @@ def compare(qrels: Any, runs: Sequence[Any] | Mapping[str, Any], metrics: Sequen
         scores[name] = ev.per_query
         warnings += [f"{name}: {w}" for w in ev.warnings]
     columns = list(scores[named[0][0]].columns)  # metric names as expanded by evaluate (ndcg@k → ndcg@1 …)
-    result = compare_scores(scores, columns, test, baseline=baseline, alpha=alpha,
-                            confidence=confidence, n_permutations=n_permutations, n_bootstrap=n_bootstrap,
-                            seed=seed)
+    result = compare_scores(
+        scores,
+        columns,
+        test,
+        baseline=baseline,
+        alpha=alpha,
+        confidence=confidence,
+        n_permutations=n_permutations,
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+    )
     result.warnings = warnings + result.warnings
     return result
 
@@ -379,17 +450,23 @@ class PairComparison:
             if not why and self.p_adjusted is not None:
                 why = "the interval is not adjusted for the Holm correction, the p-value is"
             elif not why and self.ci_method.startswith("hodges-lehmann"):
-                why = ("the interval is for the Hodges–Lehmann shift; the p-value comes from scipy's test, "
-                       "which may use another approximation")
+                why = (
+                    "the interval is for the Hodges–Lehmann shift; the p-value comes from scipy's test, "
+                    "which may use another approximation"
+                )
             elif not why:
                 why = "the interval and the test use different approximations"
-            out.append(f"the interval {'excludes' if excludes_zero else 'includes'} 0 although the test "
-                       f"{'does not reject' if excludes_zero else 'rejects'}: {why}")
+            out.append(
+                f"the interval {'excludes' if excludes_zero else 'includes'} 0 although the test "
+                f"{'does not reject' if excludes_zero else 'rejects'}: {why}"
+            )
         if self.ci_note and self.ci_method != "bootstrap percentile":
             out.append(self.ci_note)
         if self.min_p is not None and self.min_p >= self.alpha:
-            out.append(f"with {self.changed} changed quer{'y' if self.changed == 1 else 'ies'} this test cannot "
-                       f"go below p = {self.min_p:.4f}, so alpha = {self.alpha:g} is out of reach")
+            out.append(
+                f"with {self.changed} changed quer{'y' if self.changed == 1 else 'ies'} this test cannot "
+                f"go below p = {self.min_p:.4f}, so alpha = {self.alpha:g} is out of reach"
+            )
         return out
 
     @property
@@ -410,17 +487,23 @@ class PairComparison:
             p_text += f", Holm-adjusted {format_p(self.p_adjusted).removeprefix('p ')}"
         caveats = "".join(f" Note: {c}." for c in self.caveats())
         if not self.significant:
-            return (f"No significant difference between {self.run_b} and {self.run_a} on {self.metric}: "
-                    f"{self.run_b} − {self.run_a} = {self.diff:+.3f} ({self.ci_text}, {p_text}; {self.better} "
-                    f"queries better, {self.worse} worse, {self.unchanged} unchanged). {self.changed} of "
-                    f"{self.n_queries} queries changed; at alpha = {self.alpha:g} this difference cannot be "
-                    f"told apart from noise.{caveats}")
-        win, lose, diff, better, worse = ((self.run_b, self.run_a, self.diff, self.better, self.worse)
-                                          if self.diff >= 0 else
-                                          (self.run_a, self.run_b, -self.diff, self.worse, self.better))
+            return (
+                f"No significant difference between {self.run_b} and {self.run_a} on {self.metric}: "
+                f"{self.run_b} − {self.run_a} = {self.diff:+.3f} ({self.ci_text}, {p_text}; {self.better} "
+                f"queries better, {self.worse} worse, {self.unchanged} unchanged). {self.changed} of "
+                f"{self.n_queries} queries changed; at alpha = {self.alpha:g} this difference cannot be "
+                f"told apart from noise.{caveats}"
+            )
+        win, lose, diff, better, worse = (
+            (self.run_b, self.run_a, self.diff, self.better, self.worse)
+            if self.diff >= 0
+            else (self.run_a, self.run_b, -self.diff, self.worse, self.better)
+        )
         tail = f", {self.unchanged} unchanged" if self.unchanged else ""
-        return (f"{win} beats {lose} on {self.metric} by {diff:+.3f} ({self.run_b} − {self.run_a}: "
-                f"{self.ci_text}, {p_text}; {better} queries better, {worse} worse{tail}).{caveats}")
+        return (
+            f"{win} beats {lose} on {self.metric} by {diff:+.3f} ({self.run_b} − {self.run_a}: "
+            f"{self.ci_text}, {p_text}; {better} queries better, {worse} worse{tail}).{caveats}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form, with the decision and the sentence."""
@@ -452,7 +535,16 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form for the CLI, the app and the store."""
-        return {"runs": self.runs, "metrics": self.metrics, "test": self.test, "test_name": TEST_NAMES[self.test],
-                "alpha": self.alpha, "baseline": self.baseline, "correction": self.correction,
-                "n_queries": self.n_queries, "means": self.means,
-                "pairs": [p.to_dict() for p in self.pairs], "warnings": self.warnings}
+        return {
+            "runs": self.runs,
+            "metrics": self.metrics,
+            "test": self.test,
+            "test_name": TEST_NAMES[self.test],
+            "alpha": self.alpha,
+            "baseline": self.baseline,
+            "correction": self.correction,
+            "n_queries": self.n_queries,
+            "means": self.means,
+            "pairs": [p.to_dict() for p in self.pairs],
+            "warnings": self.warnings,
+        }

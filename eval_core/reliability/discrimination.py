@@ -66,7 +66,7 @@ def randomised_tukey_hsd(scores: np.ndarray, resamples: int, seed: int) -> np.nd
         rows = min(CHUNK, resamples - start)
         perm = np.argsort(rng.random((rows, m, n)), axis=1)
         means = np.take_along_axis(np.broadcast_to(scores, (rows, m, n)), perm, axis=1).mean(2)
-        ranges[start:start + rows] = means.max(1) - means.min(1)
+        ranges[start : start + rows] = means.max(1) - means.min(1)
     ranges.sort()
     # ties within float noise count as reaching the observed difference
     reached = resamples - np.searchsorted(ranges, observed - 1e-12, side="left")

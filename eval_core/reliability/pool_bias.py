@@ -30,8 +30,13 @@ class PoolBias:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
-        return {"run": self.run, "full": self.full, "left_out": self.left_out, "drop": self.drop,
-                "own_pairs": self.own_pairs}
+        return {
+            "run": self.run,
+            "full": self.full,
+            "left_out": self.left_out,
+            "drop": self.drop,
+            "own_pairs": self.own_pairs,
+        }
 
 
 def top_pairs(run: pd.DataFrame, depth: int) -> Pairs:
@@ -51,12 +56,16 @@ def own_pairs(pooled: Mapping[str, Pairs]) -> dict[str, Pairs]:
     return {name: {p for p in pairs if counts[p] == 1} for name, pairs in pooled.items()}
 
 
-def leave_one_run_out(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], pooled: Mapping[str, Pairs],
-                      metric: str, **options: Any) -> list[PoolBias]:
+def leave_one_run_out(
+    qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], pooled: Mapping[str, Pairs], metric: str, **options: Any
+) -> list[PoolBias]:
     """For every run in `pooled` (and in `runs`): its `metric` on `qrels` and on `qrels` without the judged
     pairs only it contributed, averaged over the same queries; `options` go to `evaluate` (rel_level, scale)."""
-    keys = pd.Series(list(zip(qrels["query_id"].astype(str), qrels["doc_id"].astype(str), strict=True)),
-                     index=qrels.index, dtype=object)
+    keys = pd.Series(
+        list(zip(qrels["query_id"].astype(str), qrels["doc_id"].astype(str), strict=True)),
+        index=qrels.index,
+        dtype=object,
+    )
     out = []
     for name, own in own_pairs(pooled).items():
         if name not in runs:
@@ -65,7 +74,12 @@ def leave_one_run_out(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], poo
         full = evaluate(qrels, runs[name], [metric], name=name, **options).per_query.iloc[:, 0]
         # a query left with no judged pair scores 0 there, and still counts in the mean (every query, when the
         # run contributed every judged pair: the single-run pool)
-        left = (evaluate(qrels[~drop], runs[name], [metric], name=name, **options).per_query.iloc[:, 0]
-                .reindex(full.index, fill_value=0.0) if (~drop).any() else full * 0.0)
+        left = (
+            evaluate(qrels[~drop], runs[name], [metric], name=name, **options)
+            .per_query.iloc[:, 0]
+            .reindex(full.index, fill_value=0.0)
+            if (~drop).any()
+            else full * 0.0
+        )
         out.append(PoolBias(name, float(full.mean()), float(left.mean()), int(drop.sum())))
     return out

@@ -41,8 +41,7 @@ def topic_set_size(delta: float, variance: float, alpha: float = 0.05, power: fl
         if high >= MAX_QUERIES:
             return math.inf
         low, high = high, min(2 * high, MAX_QUERIES)
-    return float(optimize.brentq(lambda n: t_test_power(effect, n, alpha) - power, low, high,
-                                 xtol=1e-10, rtol=1e-12))
+    return float(optimize.brentq(lambda n: t_test_power(effect, n, alpha) - power, low, high, xtol=1e-10, rtol=1e-12))
 
 
 def minimum_detectable_difference(n: int, variance: float, alpha: float = 0.05, power: float = 0.8) -> float:

@@ -46,8 +46,15 @@ class Settings:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
-        return {"delta": self.delta, "alpha": self.alpha, "power": self.power, "correction": str(self.correction),
-                "resamples": self.resamples, "seed": self.seed, "judged_k": self.judged_k}
+        return {
+            "delta": self.delta,
+            "alpha": self.alpha,
+            "power": self.power,
+            "correction": str(self.correction),
+            "resamples": self.resamples,
+            "seed": self.seed,
+            "judged_k": self.judged_k,
+        }
 
 
 @dataclass(frozen=True)
@@ -103,8 +110,12 @@ class MetricReliability:
         taus = self.tau[~np.isnan(self.tau)]
         if not len(taus):
             return {"mean": None, "sd": None, "p5": None, "p95": None}
-        return {"mean": float(taus.mean()), "sd": float(taus.std(ddof=1)) if len(taus) > 1 else 0.0,
-                "p5": float(np.percentile(taus, 5)), "p95": float(np.percentile(taus, 95))}
+        return {
+            "mean": float(taus.mean()),
+            "sd": float(taus.std(ddof=1)) if len(taus) > 1 else 0.0,
+            "p5": float(np.percentile(taus, 5)),
+            "p95": float(np.percentile(taus, 95)),
+        }
 
     @property
     def underrating(self) -> PoolBias | None:
@@ -114,21 +125,31 @@ class MetricReliability:
     def asl_curve(self) -> pd.DataFrame:
         """Pairs sorted by ASL (rank 1 = most significant): the curve Sakai plots to compare metrics."""
         rows = sorted(self.pairs, key=lambda p: p.asl)
-        return pd.DataFrame({"rank": range(1, len(rows) + 1), "pair": [f"{p.a} – {p.b}" for p in rows],
-                             "asl": [p.asl for p in rows]})
+        return pd.DataFrame(
+            {"rank": range(1, len(rows) + 1), "pair": [f"{p.a} – {p.b}" for p in rows], "asl": [p.asl for p in rows]}
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (infinite sizes as null)."""
         worst = self.underrating
-        return {"metric": self.metric, "queries": self.n_queries, "means": self.means,
-                "query_variance": self.query_variance, "variance": self.variance,
-                "variance_source": self.variance_source,
-                "topic_set_size": None if math.isinf(self.topic_set_size) else self.topic_set_size,
-                "needed": self.needed, "detectable": None if math.isinf(self.detectable) else self.detectable,
-                "discriminative_power": self.discriminative_power, "significant_pairs": self.significant,
-                "pairs": [p.to_dict() for p in self.pairs], "split_half_tau": self.tau_summary,
-                "pool_bias": [b.to_dict() for b in self.pool_bias],
-                "max_drop": None if worst is None else worst.drop, "judged": self.judged}
+        return {
+            "metric": self.metric,
+            "queries": self.n_queries,
+            "means": self.means,
+            "query_variance": self.query_variance,
+            "variance": self.variance,
+            "variance_source": self.variance_source,
+            "topic_set_size": None if math.isinf(self.topic_set_size) else self.topic_set_size,
+            "needed": self.needed,
+            "detectable": None if math.isinf(self.detectable) else self.detectable,
+            "discriminative_power": self.discriminative_power,
+            "significant_pairs": self.significant,
+            "pairs": [p.to_dict() for p in self.pairs],
+            "split_half_tau": self.tau_summary,
+            "pool_bias": [b.to_dict() for b in self.pool_bias],
+            "max_drop": None if worst is None else worst.drop,
+            "judged": self.judged,
+        }
 
 
 @dataclass(frozen=True)
@@ -149,9 +170,14 @@ class ReliabilityReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form for `qrelkit reliability --format json`."""
-        return {"source": self.source, "runs": self.runs, "settings": self.settings.to_dict(), "pooled": self.pooled,
-                "metrics": [m.to_dict() | {"sentence": sentence(m, self.settings)} for m in self.metrics],
-                "notes": list(self.notes)}
+        return {
+            "source": self.source,
+            "runs": self.runs,
+            "settings": self.settings.to_dict(),
+            "pooled": self.pooled,
+            "metrics": [m.to_dict() | {"sentence": sentence(m, self.settings)} for m in self.metrics],
+            "notes": list(self.notes),
+        }
 
 
 def _number(x: float) -> str:
@@ -167,21 +193,26 @@ def sentence(m: MetricReliability, s: Settings) -> str:
         first = f"{queries} and {len(m.means)} run(s) are too few to size a paired t-test for {m.metric}."
     else:
         needed = "more queries than can be counted" if m.needed is None else f"about {m.needed}"
-        verdict = (f"{_number(s.delta)} needs {needed}" if m.needed is None or m.needed > m.n_queries
-                   else f"{_number(s.delta)} needs only {m.needed}")
-        first = (f"{m.n_queries} queries detect {_number(m.detectable)} {m.metric} with power {s.power:g}; "
-                 f"{verdict}.")
+        verdict = (
+            f"{_number(s.delta)} needs {needed}"
+            if m.needed is None or m.needed > m.n_queries
+            else f"{_number(s.delta)} needs only {m.needed}"
+        )
+        first = f"{m.n_queries} queries detect {_number(m.detectable)} {m.metric} with power {s.power:g}; {verdict}."
     worst = m.underrating
     if worst is None:
         return first
     if worst.drop <= 0:
         return first + " No pooled run loses anything when its own pairs are left out."
-    return (f"{first} Runs lose up to {_number(worst.drop)} when their own pairs are left out: an unpooled run "
-            "may be underrated by that much.")
+    return (
+        f"{first} Runs lose up to {_number(worst.drop)} when their own pairs are left out: an unpooled run "
+        "may be underrated by that much."
+    )
 
 
-def score_matrix(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], metrics: Sequence[str],
-                 **options: Any) -> tuple[dict[str, np.ndarray], list[str], dict[str, dict[str, float]]]:
+def score_matrix(
+    qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], metrics: Sequence[str], **options: Any
+) -> tuple[dict[str, np.ndarray], list[str], dict[str, dict[str, float]]]:
     """Per metric a runs × queries matrix of per-query scores (every qrels query, missing ones 0, as evaluate
     scores them); the queries; and each run's mean per metric."""
     results = evaluate(qrels, dict(runs), list(metrics), **options)
@@ -192,9 +223,14 @@ def score_matrix(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], metrics:
     return matrices, queries, {r: results[r].mean for r in runs}
 
 
-def metric_reliability(metric: str, scores: np.ndarray, runs: Sequence[str], settings: Settings,
-                       pool_bias: list[PoolBias] | None = None, judged: dict[str, float] | None = None
-                       ) -> MetricReliability:
+def metric_reliability(
+    metric: str,
+    scores: np.ndarray,
+    runs: Sequence[str],
+    settings: Settings,
+    pool_bias: list[PoolBias] | None = None,
+    judged: dict[str, float] | None = None,
+) -> MetricReliability:
     """Reliability of one metric from its runs × queries score matrix (rows in `runs` order)."""
     m, n = scores.shape
     if m == 2:
@@ -212,19 +248,40 @@ def metric_reliability(metric: str, scores: np.ndarray, runs: Sequence[str], set
     if m >= 2 and n >= 2:
         asl = achieved_significance(scores, settings.correction, settings.resamples, settings.seed)
         means = scores.mean(1)
-        pairs = [PairAsl(runs[a], runs[b], float(means[a] - means[b]), float(p))
-                 for a, b, p in zip(*run_pairs(m), asl, strict=True)]
+        pairs = [
+            PairAsl(runs[a], runs[b], float(means[a] - means[b]), float(p))
+            for a, b, p in zip(*run_pairs(m), asl, strict=True)
+        ]
         taus = split_half_taus(scores, half_masks(n, settings.resamples, settings.seed))
     return MetricReliability(
-        metric, n, {r: float(v) for r, v in zip(runs, scores.mean(1), strict=True)},
+        metric,
+        n,
+        {r: float(v) for r, v in zip(runs, scores.mean(1), strict=True)},
         {r: float(v) for r, v in zip(runs, scores.var(1, ddof=1) if n > 1 else np.full(m, np.nan), strict=True)},
-        variance, source, size, detectable, pairs, taus, pool_bias or [], judged or {}, settings.alpha)
+        variance,
+        source,
+        size,
+        detectable,
+        pairs,
+        taus,
+        pool_bias or [],
+        judged or {},
+        settings.alpha,
+    )
 
 
-def reliability(qrels: Any, runs: Mapping[str, Any], metrics: Sequence[str] = (DEFAULT_METRIC,), *,
-                settings: Settings | None = None, pooled: Mapping[str, Pairs] | None = None, pool_depth: int = 10,
-                rel_level: int | None = None, scale: tuple[int, int] | None = None,
-                source: str | None = None) -> ReliabilityReport:
+def reliability(
+    qrels: Any,
+    runs: Mapping[str, Any],
+    metrics: Sequence[str] = (DEFAULT_METRIC,),
+    *,
+    settings: Settings | None = None,
+    pooled: Mapping[str, Pairs] | None = None,
+    pool_depth: int = 10,
+    rel_level: int | None = None,
+    scale: tuple[int, int] | None = None,
+    source: str | None = None,
+) -> ReliabilityReport:
     """The reliability of `qrels` (path or frame) against `runs` (name → path or frame) on each metric.
 
     `pooled` names, per run that built the pool, the (query, fragment) pairs it contributed (the store knows

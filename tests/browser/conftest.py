@@ -62,8 +62,14 @@ def start_server(db_url: str, log: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = dict(os.environ, QRELKIT_PROJECT="demo", PYTHONPATH=str(ROOT))
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "annotator", "serve", "--db", db_url, "--port", str(port)],
-                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "annotator", "serve", "--db", db_url, "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     base_url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(base_url, proc)

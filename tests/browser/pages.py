@@ -56,8 +56,14 @@ def serve(db_url: str, project: str, folder: Path) -> Iterator[Server]:
     port = free_port()
     env = dict(os.environ, QRELKIT_PROJECT=project, PYTHONPATH=str(ROOT))
     with (folder / "serve.log").open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "annotator", "serve", "--db", db_url, "--port", str(port)],
-                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "annotator", "serve", "--db", db_url, "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         wait_healthy(f"http://127.0.0.1:{port}", proc)
         yield Server(f"http://127.0.0.1:{port}", db_url)
@@ -87,7 +93,10 @@ def open_page(page, title: str) -> None:
     wait_idle_within(page)
     if page.locator(FRAGMENT_BOX).count():  # st.html draws the fragment a moment after the run ends
         expect(page.locator(".qrelkit-fragment")).to_be_visible()
-    assert page.get_by_test_id("stException").all_inner_texts() == [], (title, page.get_by_test_id("stException").all_inner_texts())
+    assert page.get_by_test_id("stException").all_inner_texts() == [], (
+        title,
+        page.get_by_test_id("stException").all_inner_texts(),
+    )
 
 
 def show_tab(page, name: str) -> None:
@@ -151,7 +160,9 @@ def follow_lead_link(page, title: str, heading: str | None = None) -> None:
     except PlaywrightTimeout as exc:
         shown = page.locator("[data-testid='stApp']").inner_text()[:600]
         raise AssertionError(f"{title} did not open at {page.url}; the page shows: {shown!r}") from exc
-    wait_drawn(page)  # the title comes first: let the run that draws it finish (an idle moment before it proves nothing)
+    wait_drawn(
+        page
+    )  # the title comes first: let the run that draws it finish (an idle moment before it proves nothing)
 
 
 def open_lead_page(page, server: Server, title: str, lead: tuple[str, str] = RESULTS_LEAD) -> None:
@@ -195,15 +206,18 @@ def press_grade(page, key: str) -> None:
     expect(box.locator(".qrelkit-fragment")).to_be_visible()
     before = box.inner_text()
     press(page, key)
-    page.wait_for_function("([sel, old]) => { const e = document.querySelector(sel); return e && e.innerText !== old; }",
-                           arg=[FRAGMENT_BOX, before])
+    page.wait_for_function(
+        "([sel, old]) => { const e = document.querySelector(sel); return e && e.innerText !== old; }",
+        arg=[FRAGMENT_BOX, before],
+    )
     wait_idle_within(page)
 
 
 def literal_prefix(pattern: re.Pattern) -> str:
     """Text every match of `pattern` starts with, read off a pattern anchored at the start (`^` or `\\A`): its
     leading plain characters and escaped punctuation, up to the first other regex syntax (a character that a
-    quantifier follows is left out). "" when the pattern is not anchored, has alternatives, ignores case or is verbose."""
+    quantifier follows is left out).
+    "" when the pattern is not anchored, has alternatives, ignores case or is verbose."""
     source = pattern.pattern
     anchor = next((a for a in ("^", "\\A") if source.startswith(a)), None)
     if anchor is None or "|" in source or pattern.flags & (re.IGNORECASE | re.VERBOSE):
@@ -217,7 +231,7 @@ def literal_prefix(pattern: re.Pattern) -> str:
             break
         else:
             width = 1
-        if source[i + width:i + width + 1] in ("*", "?", "{"):
+        if source[i + width : i + width + 1] in ("*", "?", "{"):
             break  # optional or repeated: not part of every match
         prefix += char
         i += width
@@ -230,7 +244,8 @@ def choose(page, label: str, option: str | re.Pattern) -> None:
     whole string, or a regex's literal prefix (nothing if it has none), then click the option. The caller
     then waits for what the pick's rerun shows: an idle moment right after the click proves nothing."""
     box = page.locator("[data-testid='stSelectbox']").filter(
-        has=page.locator("[data-testid='stWidgetLabel']", has_text=re.compile(f"^{re.escape(label)}$")))
+        has=page.locator("[data-testid='stWidgetLabel']", has_text=re.compile(f"^{re.escape(label)}$"))
+    )
     field = box.first.locator("input")
     field.click(timeout=SLOW)
     typed = option if isinstance(option, str) else literal_prefix(option)

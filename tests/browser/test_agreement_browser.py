@@ -51,11 +51,19 @@ def build_store(folder: Path, annotators: list[str]) -> str:
     projects.create_project(engine, "demo", actor=OPERATOR)
     rows = judgments(annotators, seed=len(annotators))
     queries = sorted({r["query_id"] for r in rows})
-    imports.import_queries(engine, "demo", write_jsonl(folder / "queries.jsonl", [
-        {"id": q, "text": f"Question {i}"} for i, q in enumerate(queries)]), actor=OPERATOR)
+    imports.import_queries(
+        engine,
+        "demo",
+        write_jsonl(folder / "queries.jsonl", [{"id": q, "text": f"Question {i}"} for i, q in enumerate(queries)]),
+        actor=OPERATOR,
+    )
     fragments = sorted({r["fragment_id"] for r in rows})
-    imports.import_fragments(engine, "demo", write_jsonl(folder / "fragments.jsonl", [
-        {"id": f, "text": f"Fragment {f}"} for f in fragments]), actor=OPERATOR)
+    imports.import_fragments(
+        engine,
+        "demo",
+        write_jsonl(folder / "fragments.jsonl", [{"id": f, "text": f"Fragment {f}"} for f in fragments]),
+        actor=OPERATOR,
+    )
     imports.import_judgments(engine, "demo", write_jsonl(folder / "judgments.jsonl", rows), actor=OPERATOR)
     engine.dispose()
     return db_url
@@ -67,12 +75,29 @@ def cli_report(db_url: str, folder: Path) -> tuple[dict, str]:
     from db.store.frames import judgments_frame
 
     frame = judgments_frame(get_engine(db_url), "demo")
-    exported = write_jsonl(folder / "exported.jsonl", [
-        {"query_id": r.query_id, "fragment_id": r.fragment_id, "annotator": r.annotator,
-         "grade": None if r.grade is None or r.grade != r.grade else int(r.grade)}
-        for r in frame.itertuples(index=False)])
-    command = [sys.executable, "-m", "annotator", "agreement", str(exported), "--bootstrap", str(BOOTSTRAP),
-               "--seed", "0"]
+    exported = write_jsonl(
+        folder / "exported.jsonl",
+        [
+            {
+                "query_id": r.query_id,
+                "fragment_id": r.fragment_id,
+                "annotator": r.annotator,
+                "grade": None if r.grade is None or r.grade != r.grade else int(r.grade),
+            }
+            for r in frame.itertuples(index=False)
+        ],
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "annotator",
+        "agreement",
+        str(exported),
+        "--bootstrap",
+        str(BOOTSTRAP),
+        "--seed",
+        "0",
+    ]
     as_json = subprocess.run([*command, "--format", "json"], cwd=ROOT, capture_output=True, text=True, check=True)
     as_table = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
     return json.loads(as_json.stdout), as_table.stdout

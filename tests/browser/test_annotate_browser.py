@@ -42,13 +42,19 @@ def markup_annotator(db_url: str) -> tuple[str, str]:
     engine = get_engine(db_url)
     user = create_user(engine, "mia", "annotator", password="mia-markup", actor=OPERATOR)
     with engine.begin() as conn:
-        pairs = conn.execute(sa.select(Pair.id, Pair.project_id).join(Query, Query.id == Pair.query_id)
-                             .join(Fragment, Fragment.id == Pair.fragment_id)
-                             .where(Query.external_id == MARKUP_QUERY)
-                             .order_by((Fragment.external_id != "md-script"), Pair.id)).all()
+        pairs = conn.execute(
+            sa.select(Pair.id, Pair.project_id)
+            .join(Query, Query.id == Pair.query_id)
+            .join(Fragment, Fragment.id == Pair.fragment_id)
+            .where(Query.external_id == MARKUP_QUERY)
+            .order_by((Fragment.external_id != "md-script"), Pair.id)
+        ).all()
         for position, (pair_id, project_id) in enumerate(pairs, start=1):
-            conn.execute(sa.insert(Assignment.__table__).values(project_id=project_id, pair_id=pair_id,
-                                                                user_id=user.id, position=position))
+            conn.execute(
+                sa.insert(Assignment.__table__).values(
+                    project_id=project_id, pair_id=pair_id, user_id=user.id, position=position
+                )
+            )
     assert pairs, f"the demo has no {MARKUP_QUERY} pairs"
     return "mia", "mia-markup"
 

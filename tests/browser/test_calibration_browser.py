@@ -48,22 +48,67 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, d
     users.create_user(engine, LEAD[0], "lead", password=LEAD[1], actor=OPERATOR)
     projects.create_project(engine, "demo", actor=OPERATOR)
     rows = judgments(HUMANS, seed=5)
-    imports.import_queries(engine, "demo", write_jsonl(folder / "q.jsonl", [
-        {"id": q, "text": f"Question {i}"} for i, q in enumerate(sorted({r["query_id"] for r in rows}))]),
-        actor=OPERATOR)
-    imports.import_fragments(engine, "demo", write_jsonl(folder / "f.jsonl", [
-        {"id": f, "text": f"Fragment {f}"} for f in sorted({r["fragment_id"] for r in rows})]), actor=OPERATOR)
+    imports.import_queries(
+        engine,
+        "demo",
+        write_jsonl(
+            folder / "q.jsonl",
+            [{"id": q, "text": f"Question {i}"} for i, q in enumerate(sorted({r["query_id"] for r in rows}))],
+        ),
+        actor=OPERATOR,
+    )
+    imports.import_fragments(
+        engine,
+        "demo",
+        write_jsonl(
+            folder / "f.jsonl", [{"id": f, "text": f"Fragment {f}"} for f in sorted({r["fragment_id"] for r in rows})]
+        ),
+        actor=OPERATOR,
+    )
     imports.import_judgments(engine, "demo", write_jsonl(folder / "h.jsonl", rows), actor=OPERATOR)
-    imports.import_judgments(engine, "demo", write_jsonl(folder / "m.jsonl", model_grades(rows)), actor=OPERATOR,
-                             judges=AnnotatorKind("model", "test-model"))
+    imports.import_judgments(
+        engine,
+        "demo",
+        write_jsonl(folder / "m.jsonl", model_grades(rows)),
+        actor=OPERATOR,
+        judges=AnnotatorKind("model", "test-model"),
+    )
     engine.dispose()
     frame = judgments_frame(get_engine(db_url), "demo")
-    exported = write_jsonl(folder / "exported.jsonl", [
-        {"query_id": r.query_id, "fragment_id": r.fragment_id, "annotator": r.annotator, "grade": int(r.grade),
-         "annotator_kind": r.annotator_kind} for r in frame.itertuples(index=False)])
-    done = subprocess.run([sys.executable, "-m", "annotator", "agreement", str(exported), "--by", "kind",
-                           "--bootstrap", "200", "--seed", "0", "--format", "json"],
-                          cwd=ROOT, capture_output=True, text=True, check=True)
+    exported = write_jsonl(
+        folder / "exported.jsonl",
+        [
+            {
+                "query_id": r.query_id,
+                "fragment_id": r.fragment_id,
+                "annotator": r.annotator,
+                "grade": int(r.grade),
+                "annotator_kind": r.annotator_kind,
+            }
+            for r in frame.itertuples(index=False)
+        ],
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "annotator",
+            "agreement",
+            str(exported),
+            "--by",
+            "kind",
+            "--bootstrap",
+            "200",
+            "--seed",
+            "0",
+            "--format",
+            "json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     with serving(db_url, folder) as server:
         yield server, json.loads(done.stdout)
 
@@ -83,8 +128,10 @@ def test_model_section_shows_the_clis_numbers_and_the_name_literally(served, pag
     assert model["model"] == MODEL
     diff = model["vs_consensus"]["bias"]["mean_difference"]
     line = page.get_by_test_id("stText").filter(has_text="Model judge ").first.inner_text()
-    assert line.startswith(f"Model judge {MODEL}: {model['n_grades']} grades. Against the human consensus it "
-                           f"grades {abs(diff):.2f} higher on average")
+    assert line.startswith(
+        f"Model judge {MODEL}: {model['n_grades']} grades. Against the human consensus it "
+        f"grades {abs(diff):.2f} higher on average"
+    )
     assert page.locator("[data-testid='stMain'] img").count() == 0
     page.get_by_role("heading", name="Model judges vs humans").scroll_into_view_if_needed()
     screenshot(page, "agreement_model_judges")

@@ -37,17 +37,40 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     create_user(engine, "ana", "annotator", "ana-context", actor=OPERATOR)
     project = create_project(engine, "ctx", overlap=1, actor=OPERATOR)
     with engine.begin() as conn:
-        qid = conn.execute(sa.insert(Query.__table__).values(
-            project_id=project.id, external_id="t1", text="return deadline", description="How long may I wait?",
-            narrative="Relevant: states the number of days.").returning(Query.__table__.c.id)).scalar_one()
+        qid = conn.execute(
+            sa.insert(Query.__table__)
+            .values(
+                project_id=project.id,
+                external_id="t1",
+                text="return deadline",
+                description="How long may I wait?",
+                narrative="Relevant: states the number of days.",
+            )
+            .returning(Query.__table__.c.id)
+        ).scalar_one()
         for pos in (3, 1, 2, 0):
-            fid = conn.execute(sa.insert(Fragment.__table__).values(
-                project_id=project.id, external_id=f"c{pos}", doc_id="doc-1", position=pos,
-                text=f"Chunk number {pos} of the returns policy.", content_hash=f"c{pos}")
-                .returning(Fragment.__table__.c.id)).scalar_one()
+            fid = conn.execute(
+                sa.insert(Fragment.__table__)
+                .values(
+                    project_id=project.id,
+                    external_id=f"c{pos}",
+                    doc_id="doc-1",
+                    position=pos,
+                    text=f"Chunk number {pos} of the returns policy.",
+                    content_hash=f"c{pos}",
+                )
+                .returning(Fragment.__table__.c.id)
+            ).scalar_one()
             if pos in (2, 0):
-                conn.execute(sa.insert(Pair.__table__).values(project_id=project.id, query_id=qid, fragment_id=fid,
-                                                              best_rank=1 if pos == 2 else 2, created_at=sa.func.now()))
+                conn.execute(
+                    sa.insert(Pair.__table__).values(
+                        project_id=project.id,
+                        query_id=qid,
+                        fragment_id=fid,
+                        best_rank=1 if pos == 2 else 2,
+                        created_at=sa.func.now(),
+                    )
+                )
     assign(engine, "ctx", overlap=1, annotators=["ana"], actor=OPERATOR)
     engine.dispose()
     with serving(db_url, folder) as running:

@@ -56,16 +56,31 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     first = next_pair(engine, "demo", "ana")
     assert first is not None
     with engine.begin() as conn:
-        like = conn.execute(sa.select(Fragment.project_id, Fragment.title, Fragment.doc_id)
-                            .where(Fragment.external_id == first.fragment_external_id)).one()
-        fid = conn.execute(sa.insert(Fragment.__table__).values(
-            project_id=like.project_id, external_id=CONTROL, text="A plain fragment about return deadlines.",
-            title=None if like.title is None else "A title", doc_id=None if like.doc_id is None else "doc-x",
-            content_hash="ctl").returning(Fragment.__table__.c.id)).scalar_one()
-        qid = conn.execute(sa.select(Query.id).where(Query.external_id == first.query_external_id,
-                                                    Query.project_id == like.project_id)).scalar_one()
-        conn.execute(sa.insert(Pair.__table__).values(project_id=like.project_id, query_id=qid, fragment_id=fid,
-                                                      created_at=sa.func.now()))
+        like = conn.execute(
+            sa.select(Fragment.project_id, Fragment.title, Fragment.doc_id).where(
+                Fragment.external_id == first.fragment_external_id
+            )
+        ).one()
+        fid = conn.execute(
+            sa.insert(Fragment.__table__)
+            .values(
+                project_id=like.project_id,
+                external_id=CONTROL,
+                text="A plain fragment about return deadlines.",
+                title=None if like.title is None else "A title",
+                doc_id=None if like.doc_id is None else "doc-x",
+                content_hash="ctl",
+            )
+            .returning(Fragment.__table__.c.id)
+        ).scalar_one()
+        qid = conn.execute(
+            sa.select(Query.id).where(Query.external_id == first.query_external_id, Query.project_id == like.project_id)
+        ).scalar_one()
+        conn.execute(
+            sa.insert(Pair.__table__).values(
+                project_id=like.project_id, query_id=qid, fragment_id=fid, created_at=sa.func.now()
+            )
+        )
     report = add_control(engine, "demo", first.query_external_id, CONTROL, 2, REASON, "1/2", actor=OPERATOR)
     assert report.served.get("ana") == 1
     engine.dispose()
@@ -75,8 +90,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 def test_a_control_pair_looks_like_any_pair(server: Server, page) -> None:
     frames: list[bytes] = []
-    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(
-        payload if isinstance(payload, bytes) else payload.encode())))
+    page.on(
+        "websocket",
+        lambda ws: ws.on(
+            "framereceived", lambda payload: frames.append(payload if isinstance(payload, bytes) else payload.encode())
+        ),
+    )
     login(page, server.url, "ana", "ana-demo")
     seen: dict[str, tuple[list[str], list[bytes]]] = {}
     for _ in range(6):
@@ -93,7 +112,8 @@ def test_a_control_pair_looks_like_any_pair(server: Server, page) -> None:
     control_tree, control_frames = seen[CONTROL]
     nearest = min(regular, key=lambda f: len(set(seen[f][0]) ^ set(control_tree)))
     assert seen[nearest][0] == control_tree, "the control pair's page is built differently: " + "\n".join(
-        difflib.unified_diff(seen[nearest][0], control_tree, nearest, CONTROL, lineterm="", n=1))
+        difflib.unified_diff(seen[nearest][0], control_tree, nearest, CONTROL, lineterm="", n=1)
+    )
     html = page.content()
     received = b"".join(b for _, fs in seen.values() for b in fs)
     for secret in (REASON, "control pair", "control_pair", "settled"):
@@ -102,4 +122,5 @@ def test_a_control_pair_looks_like_any_pair(server: Server, page) -> None:
     words = re.compile(rb"control", re.IGNORECASE)
     # whatever Streamlit itself sends that contains the word, a control pair's page sends no more of it
     assert len(words.findall(b"".join(control_frames))) <= max(
-        len(words.findall(b"".join(seen[f][1]))) for f in regular)
+        len(words.findall(b"".join(seen[f][1]))) for f in regular
+    )

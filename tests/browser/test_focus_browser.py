@@ -43,9 +43,13 @@ def two_projects(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         create_project(engine, project, actor=OPERATOR)
         initial = project[0]
         queries = write_jsonl(folder / f"{project}-q.jsonl", [{"id": f"{initial}q", "text": "return deadline"}])
-        fragments = write_jsonl(folder / f"{project}-f.jsonl", [
-            {"id": f"{initial}{i}", "text": f"{project} fragment {i}: the return deadline is {10 * i} days."}
-            for i in (1, 2, 3)])
+        fragments = write_jsonl(
+            folder / f"{project}-f.jsonl",
+            [
+                {"id": f"{initial}{i}", "text": f"{project} fragment {i}: the return deadline is {10 * i} days."}
+                for i in (1, 2, 3)
+            ],
+        )
         import_queries(engine, project, queries, actor=OPERATOR)
         import_fragments(engine, project, fragments, actor=OPERATOR)
         pool(engine, project, depth=10, actor=OPERATOR)

@@ -31,8 +31,9 @@ def sleeps_outside_loops(source: str) -> list[int]:
 
 
 def test_the_check_catches_what_it_forbids() -> None:
-    assert sleeps_outside_loops("page.wait_for_timeout(300)\nwhile x:\n    time.sleep(0.2)\n"
-                                "def f():\n    sleep(1)\n") == [1, 5]
+    assert sleeps_outside_loops(
+        "page.wait_for_timeout(300)\nwhile x:\n    time.sleep(0.2)\ndef f():\n    sleep(1)\n"
+    ) == [1, 5]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.name for m in MODULES])

@@ -38,8 +38,15 @@ def labelled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     set_grade_labels(engine, PROJECT, LABELS, actor=OPERATOR)
     engine.dispose()
     accounts(db, ("ana", "annotator"))
-    qrelkit("import", "queries", write_jsonl(folder / "q.jsonl", [{"id": "q", "text": "plazo de envío"}]),
-            "--project", PROJECT, "--db", db)
+    qrelkit(
+        "import",
+        "queries",
+        write_jsonl(folder / "q.jsonl", [{"id": "q", "text": "plazo de envío"}]),
+        "--project",
+        PROJECT,
+        "--db",
+        db,
+    )
     fragments = [{"id": f"f{i}", "text": f"Fragmento {i} sobre envíos."} for i in (1, 2, 3)]
     qrelkit("import", "fragments", write_jsonl(folder / "f.jsonl", fragments), "--project", PROJECT, "--db", db)
     (folder / "r.run").write_text("q Q0 f1 1 3 x\nq Q0 f2 2 2 x\nq Q0 f3 3 1 x\n", encoding="utf-8")

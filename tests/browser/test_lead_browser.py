@@ -87,11 +87,14 @@ def test_every_release_download_shows_its_whole_label(demo_server: Server, page)
     assert [label for label, clipped in shown if clipped] == []
 
 
-@pytest.mark.parametrize(("title", "shot"), [
-    ("Project", "lead_project"),
-    ("Guidelines", "lead_guidelines"),
-    ("Evaluate", "lead_evaluate"),
-])
+@pytest.mark.parametrize(
+    ("title", "shot"),
+    [
+        ("Project", "lead_project"),
+        ("Guidelines", "lead_guidelines"),
+        ("Evaluate", "lead_evaluate"),
+    ],
+)
 def test_screenshot_of_each_lead_page(demo_server: Server, page, title: str, shot: str) -> None:
     from db.releases import create_release, list_releases
 

@@ -20,15 +20,23 @@ pytestmark = pytest.mark.browser
 
 # What Streamlit 1.67 rewrites after parsing (escapes do not stop it), plus markup that escaping must stop.
 SAMPLES = [
-    "see http://127.0.0.1:9/x now", "visit www.example.com today", "write to ana@example.com please",
-    "WWW.EXAMPLE.COM", "mailto:ana@x.org xmpp:bo@x.org ftp://127.0.0.1:9/f", "https://www.example.com/a?b=c&d=e#f",
-    "a -> b <- c <-> d -- e >= f <= g ~= h", ":material/home: is an icon name", ":streamlit: is a logo",
-    ":smile: :+1: are emoji codes", "q000: ¿plazo? ends with a colon:", "@start and end@",
+    "see http://127.0.0.1:9/x now",
+    "visit www.example.com today",
+    "write to ana@example.com please",
+    "WWW.EXAMPLE.COM",
+    "mailto:ana@x.org xmpp:bo@x.org ftp://127.0.0.1:9/f",
+    "https://www.example.com/a?b=c&d=e#f",
+    "a -> b <- c <-> d -- e >= f <= g ~= h",
+    ":material/home: is an icon name",
+    ":streamlit: is a logo",
+    ":smile: :+1: are emoji codes",
+    "q000: ¿plazo? ends with a colon:",
+    "@start and end@",
     "**b** <b>x</b> [l](http://127.0.0.1:9/) ![i](http://127.0.0.1:9/i.png) $x^2$ :red[zz] :small[zz]",
     "<https://127.0.0.1:9/> <ana@x.org> <!-- c --> a:b::c ::: :---:",
 ]
 CONTEXTS = ("markdown", "caption", "info", "radio", "table", "expander")
-SCRIPT = '''
+SCRIPT = """
 import json, sys
 import pandas as pd
 import streamlit as st
@@ -47,7 +55,7 @@ for i, text in enumerate(json.loads(open(sys.argv[1], encoding="utf-8").read()))
         st.table(pd.DataFrame({"Text": [literal(text)]}))
     with st.container(key=f"s{i}_expander"), st.expander(literal(text)):
         st.write("inside")
-'''
+"""
 # The Markdown of each box that holds the sample (a radio's option, not its label; a table's cell, not its header).
 READ = """([i, context]) => {
     const box = document.querySelector(`.st-key-s${i}_${context}`);
@@ -75,11 +83,26 @@ def literal_page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     (folder / "show.py").write_text(SCRIPT, encoding="utf-8")
     port = free_port()
     with (folder / "serve.log").open("w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(folder / "show.py"), "--server.headless=true",
-                                 f"--server.port={port}", "--browser.gatherUsageStats=false",
-                                 "--server.fileWatcherType=none", "--", str(folder / "samples.json")],
-                                cwd=folder, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                str(folder / "show.py"),
+                "--server.headless=true",
+                f"--server.port={port}",
+                "--browser.gatherUsageStats=false",
+                "--server.fileWatcherType=none",
+                "--",
+                str(folder / "samples.json"),
+            ],
+            cwd=folder,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         wait_healthy(f"http://127.0.0.1:{port}", proc)
         yield f"http://127.0.0.1:{port}"
@@ -102,6 +125,9 @@ def test_literal_text_makes_no_link_image_or_icon(literal_page: str, page) -> No
 
 def test_literal_text_shows_and_copies_exactly_as_typed(literal_page: str, page) -> None:
     boxes = read_all(page, literal_page)
-    wrong = {(SAMPLES[i], context): (box["shown"], box["copied"]) for (i, context), box in boxes.items()
-             if box["shown"].strip() != SAMPLES[i] or box["copied"].strip() != SAMPLES[i]}
+    wrong = {
+        (SAMPLES[i], context): (box["shown"], box["copied"])
+        for (i, context), box in boxes.items()
+        if box["shown"].strip() != SAMPLES[i] or box["copied"].strip() != SAMPLES[i]
+    }
     assert wrong == {}

@@ -19,8 +19,14 @@ LOCAL = re.compile(r"^(data:|blob:|about:)")
 
 def test_no_page_sends_a_request_outside_the_app(demo_server: Server, page) -> None:
     elsewhere: list[str] = []
-    page.on("request", lambda request: None if request.url.startswith(demo_server.url) or LOCAL.match(request.url)
-            else elsewhere.append(request.url))
+    page.on(
+        "request",
+        lambda request: (
+            None
+            if request.url.startswith(demo_server.url) or LOCAL.match(request.url)
+            else elsewhere.append(request.url)
+        ),
+    )
     login(page, demo_server.url, *DEMO_LEAD)
     settled(page)  # the first page, Annotate, is open
     nav = page.get_by_test_id("stSidebarNav")

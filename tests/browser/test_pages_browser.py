@@ -46,17 +46,23 @@ pytestmark = pytest.mark.browser
 PROJECT = "**zzproj** <b>zzp</b>"
 QUERY_ID = "**zzq1**<b>zzx</b>"
 QUERY_TEXT = f'plazo de devolución **zzurgente** <img src="{PLANT}/query.png"> [zzx]({PLANT}/qlink)'
-FRAGMENT = {"id": f"![zzf]({PLANT}/fid.png)", "doc_id": "<i>zzmanual</i>",
-            "title": f"Devoluciones <b>zzya</b> ![zzt]({PLANT}/t.png)",
-            "text": f"El plazo de devolución es de 30 días. <script>alert(1)</script> **zzno** ![zzi]({PLANT}/i.png)"}
-OTHERS = [{"id": "f2", "title": "Envíos", "text": "Envíos en 24 horas; el plazo no cambia."},
-          {"id": "f3", "title": "Pagos", "text": "Pago con tarjeta o transferencia."}]
+FRAGMENT = {
+    "id": f"![zzf]({PLANT}/fid.png)",
+    "doc_id": "<i>zzmanual</i>",
+    "title": f"Devoluciones <b>zzya</b> ![zzt]({PLANT}/t.png)",
+    "text": f"El plazo de devolución es de 30 días. <script>alert(1)</script> **zzno** ![zzi]({PLANT}/i.png)",
+}
+OTHERS = [
+    {"id": "f2", "title": "Envíos", "text": "Envíos en 24 horas; el plazo no cambia."},
+    {"id": "f3", "title": "Pagos", "text": "Pago con tarjeta o transferencia."},
+]
 RUN = "**zzrun**<b>zzr</b>"
 ANNOTATOR = f"![zza]({PLANT}/annotator.png) <b>zzmal</b>"
 NOTE = f'**zznota** <img src="{PLANT}/note.png">'
 REASON = f"[zzrazón]({PLANT}/reason) <b>zzr</b>"
 LABELS = {1: "Partly", 2: "Mostly", 3: "Fully"}
-MADE_FROM_DATA = """els => els.filter(e => e.tagName === 'IMG' || (e.tagName === 'SCRIPT' && e.textContent.includes('alert('))
+MADE_FROM_DATA = """els => els.filter(e => e.tagName === 'IMG'
+    || (e.tagName === 'SCRIPT' && e.textContent.includes('alert('))
     || (e.getAttribute('href') || e.getAttribute('src') || '').startsWith('http://127.0.0.1:9')
     || e.innerText.startsWith('zz')).map(e => e.tagName + ':' + e.innerText)"""
 
@@ -72,20 +78,43 @@ def three(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     qrelkit("init", "--db", db)
     qrelkit("project", "create", PROJECT, "--scale", "1-3", "--labels", "1=Partly,2=Mostly,3=Fully", "--db", db)
     accounts(db, ("ana", "annotator"), ("bo", "annotator"), ("lea", "lead"))
-    qrelkit("import", "queries", write_jsonl(folder / "q.jsonl", [{"id": QUERY_ID, "text": QUERY_TEXT}]),
-            "--project", PROJECT, "--db", db)
-    qrelkit("import", "fragments", write_jsonl(folder / "f.jsonl", [FRAGMENT, *OTHERS]), "--project", PROJECT, "--db", db)
-    (folder / "r.run").write_text("".join(f"{QUERY_ID} Q0 {f['id']} {i} {9 - i} x\n"
-                                          for i, f in enumerate([FRAGMENT, *OTHERS], 1)), encoding="utf-8")
+    qrelkit(
+        "import",
+        "queries",
+        write_jsonl(folder / "q.jsonl", [{"id": QUERY_ID, "text": QUERY_TEXT}]),
+        "--project",
+        PROJECT,
+        "--db",
+        db,
+    )
+    qrelkit(
+        "import", "fragments", write_jsonl(folder / "f.jsonl", [FRAGMENT, *OTHERS]), "--project", PROJECT, "--db", db
+    )
+    (folder / "r.run").write_text(
+        "".join(f"{QUERY_ID} Q0 {f['id']} {i} {9 - i} x\n" for i, f in enumerate([FRAGMENT, *OTHERS], 1)),
+        encoding="utf-8",
+    )
     qrelkit("import", "run", str(folder / "r.run"), "--name", RUN, "--project", PROJECT, "--db", db)
     qrelkit("pool", "--project", PROJECT, "--depth", "10", "--db", db)
     qrelkit("assign", "--project", PROJECT, "--overlap", "2", "--annotators", "ana,bo", "--db", db)
-    judged = [{"query_id": QUERY_ID, "fragment_id": f, "annotator": a, "grade": g, "note": n}
-              for f, a, g, n in ((FRAGMENT["id"], ANNOTATOR, 1, NOTE), (FRAGMENT["id"], "ben", 3, None),
-                                 ("f2", ANNOTATOR, 3, None), ("f2", "ben", 1, None))]
+    judged = [
+        {"query_id": QUERY_ID, "fragment_id": f, "annotator": a, "grade": g, "note": n}
+        for f, a, g, n in (
+            (FRAGMENT["id"], ANNOTATOR, 1, NOTE),
+            (FRAGMENT["id"], "ben", 3, None),
+            ("f2", ANNOTATOR, 3, None),
+            ("f2", "ben", 1, None),
+        )
+    ]
     qrelkit("import", "judgments", write_jsonl(folder / "j.jsonl", judged), "--project", PROJECT, "--db", db)
-    decided = [{"query_id": QUERY_ID, "fragment_id": "f2", "grades": {ANNOTATOR: 3, "ben": 1},
-                "adjudication": {"grade": 2, "reason": REASON, "by": "lea"}}]
+    decided = [
+        {
+            "query_id": QUERY_ID,
+            "fragment_id": "f2",
+            "grades": {ANNOTATOR: 3, "ben": 1},
+            "adjudication": {"grade": 2, "reason": REASON, "by": "lea"},
+        }
+    ]
     qrelkit("import", "judgments", write_jsonl(folder / "a.jsonl", decided), "--project", PROJECT, "--db", db)
     yield from serve(db, PROJECT, folder)
 
@@ -99,10 +128,24 @@ def five(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     qrelkit("init", "--db", db)
     qrelkit("project", "create", "five", "--scale", "1-5", "--overlap", "1", "--db", db)
     accounts(db, ("cai", "annotator"))
-    qrelkit("import", "queries", write_jsonl(folder / "q.jsonl", [{"id": "q", "text": "plazo de envío"}]),
-            "--project", "five", "--db", db)
-    qrelkit("import", "fragments", write_jsonl(folder / "f.jsonl", [FRAGMENT | {"id": "f1"}, *OTHERS]),
-            "--project", "five", "--db", db)
+    qrelkit(
+        "import",
+        "queries",
+        write_jsonl(folder / "q.jsonl", [{"id": "q", "text": "plazo de envío"}]),
+        "--project",
+        "five",
+        "--db",
+        db,
+    )
+    qrelkit(
+        "import",
+        "fragments",
+        write_jsonl(folder / "f.jsonl", [FRAGMENT | {"id": "f1"}, *OTHERS]),
+        "--project",
+        "five",
+        "--db",
+        db,
+    )
     (folder / "r.run").write_text("q Q0 f1 1 3 x\nq Q0 f2 2 2 x\nq Q0 f3 3 1 x\n", encoding="utf-8")
     qrelkit("import", "run", str(folder / "r.run"), "--project", "five", "--db", db)
     qrelkit("pool", "--project", "five", "--depth", "10", "--db", db)
@@ -122,12 +165,28 @@ def returns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     name = "devoluciones 1-3"
     wanted = ("q000", "A1")
     qrelkit("init", "--db", db)
-    qrelkit("project", "create", name, "--scale", "1-3", "--labels", "1=Menciona,2=Responde en parte,3=Responde del "
-            "todo", "--db", db)
+    qrelkit(
+        "project",
+        "create",
+        name,
+        "--scale",
+        "1-3",
+        "--labels",
+        "1=Menciona,2=Responde en parte,3=Responde del todo",
+        "--db",
+        db,
+    )
     accounts(db, ("ana", "annotator"), ("lea", "lead"))
     queries = [json.loads(line) for line in (data / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
-    qrelkit("import", "queries", write_jsonl(folder / "q.jsonl", [q for q in queries if q["id"] in wanted]),
-            "--project", name, "--db", db)
+    qrelkit(
+        "import",
+        "queries",
+        write_jsonl(folder / "q.jsonl", [q for q in queries if q["id"] in wanted]),
+        "--project",
+        name,
+        "--db",
+        db,
+    )
     qrelkit("import", "fragments", str(data / "fragments.jsonl"), "--project", name, "--db", db)
     ranked = [line.split() for line in (data / "baseline.run").read_text(encoding="utf-8").splitlines()]
     ranked = [r for r in ranked if r[0] in wanted]
@@ -135,13 +194,17 @@ def returns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     qrelkit("import", "run", str(folder / "baseline.run"), "--project", name, "--db", db)
     qrelkit("pool", "--project", name, "--depth", "10", "--bm25", "0", "--db", db)
     qrelkit("assign", "--project", name, "--overlap", "1", "--annotators", "ana", "--db", db)
-    truth = {(g["query_id"], g["fragment_id"]): g["grade"]
-             for g in map(json.loads, (data / "grades.jsonl").read_text(encoding="utf-8").splitlines())}
+    truth = {
+        (g["query_id"], g["fragment_id"]): g["grade"]
+        for g in map(json.loads, (data / "grades.jsonl").read_text(encoding="utf-8").splitlines())
+    }
     judged = []
     for i, (qid, _, fid, *_) in enumerate(ranked):
         grade = max(1, truth.get((qid, fid), 0))
-        judged += [{"query_id": qid, "fragment_id": fid, "annotator": "ben", "grade": grade},
-                   {"query_id": qid, "fragment_id": fid, "annotator": "carla", "grade": min(3, grade + i % 2)}]
+        judged += [
+            {"query_id": qid, "fragment_id": fid, "annotator": "ben", "grade": grade},
+            {"query_id": qid, "fragment_id": fid, "annotator": "carla", "grade": min(3, grade + i % 2)},
+        ]
     qrelkit("import", "judgments", write_jsonl(folder / "j.jsonl", judged), "--project", name, "--db", db)
     qrelkit("release", "--project", name, "--user", "lea", "--db", db)  # so Releases and Evaluate have content
     yield from serve(db, name, folder)
@@ -193,8 +256,15 @@ def test_annotate_shows_every_planted_field_literally_and_loads_nothing(three: S
     login(page, three.url, "ana", "ana-password")
     box = page.locator(FRAGMENT_BOX)
     expect(box).to_contain_text(FRAGMENT["text"])
-    planted_fields = (PROJECT, QUERY_ID, QUERY_TEXT, FRAGMENT["id"], FRAGMENT["doc_id"], FRAGMENT["title"],
-                      FRAGMENT["text"])
+    planted_fields = (
+        PROJECT,
+        QUERY_ID,
+        QUERY_TEXT,
+        FRAGMENT["id"],
+        FRAGMENT["doc_id"],
+        FRAGMENT["title"],
+        FRAGMENT["text"],
+    )
     wait_for_texts(page, *planted_fields)
     text = main_text(page)
     for planted in planted_fields:

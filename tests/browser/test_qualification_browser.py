@@ -39,9 +39,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, d
     engine = init_db(db_url)
     build_demo(engine)
     with engine.connect() as conn:
-        firsts = conn.execute(sa.select(Query.external_id, Fragment.external_id).select_from(Pair)
-                              .join(Query, Query.id == Pair.query_id).join(Fragment, Fragment.id == Pair.fragment_id)
-                              .order_by(Pair.id).limit(len(SETTLED))).all()
+        firsts = conn.execute(
+            sa.select(Query.external_id, Fragment.external_id)
+            .select_from(Pair)
+            .join(Query, Query.id == Pair.query_id)
+            .join(Fragment, Fragment.id == Pair.fragment_id)
+            .order_by(Pair.id)
+            .limit(len(SETTLED))
+        ).all()
     controls = {}
     for (query, fragment), grade in zip(firsts, SETTLED, strict=True):
         reason = REASON.format(grade=grade, fragment=fragment)

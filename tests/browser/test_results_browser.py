@@ -49,20 +49,41 @@ def build_project(db_url: str, folder: Path) -> None:
     create_user(engine, LEAD[0], "lead", password=LEAD[1], actor=OPERATOR)
     create_user(engine, PLANTED_LEAD, "lead", actor=OPERATOR)
     create_project(engine, "demo", actor=OPERATOR)
-    import_queries(engine, "demo", write_jsonl(folder / "queries.jsonl", [
-        {"id": q, "text": f"question {q}", "category": "shipping" if i % 2 else "returns"}
-        for i, q in enumerate(QUERIES)]), actor=OPERATOR)
+    import_queries(
+        engine,
+        "demo",
+        write_jsonl(
+            folder / "queries.jsonl",
+            [
+                {"id": q, "text": f"question {q}", "category": "shipping" if i % 2 else "returns"}
+                for i, q in enumerate(QUERIES)
+            ],
+        ),
+        actor=OPERATOR,
+    )
     docs = {q: [f"{q}-d{j}" for j in range(8)] for q in QUERIES}
     docs["q1"][7] = FORMULA_FRAGMENT
-    import_fragments(engine, "demo", write_jsonl(folder / "fragments.jsonl", [
-        {"id": d, "text": f"text of {d}"} for ds in docs.values() for d in ds]), actor=OPERATOR)
+    import_fragments(
+        engine,
+        "demo",
+        write_jsonl(
+            folder / "fragments.jsonl", [{"id": d, "text": f"text of {d}"} for ds in docs.values() for d in ds]
+        ),
+        actor=OPERATOR,
+    )
     judgments = []
     for q, ds in docs.items():
         for d in ds[:7] if q != "q1" else ds:  # each query but q1 leaves one fragment unjudged
             truth = rng.randint(0, 3)
             for annotator in ("ann", "bob"):
-                judgments.append({"query_id": q, "fragment_id": d, "annotator": annotator,
-                                  "grade": max(0, min(3, truth + rng.choice((-1, 0, 0, 1))))})
+                judgments.append(
+                    {
+                        "query_id": q,
+                        "fragment_id": d,
+                        "annotator": annotator,
+                        "grade": max(0, min(3, truth + rng.choice((-1, 0, 0, 1)))),
+                    }
+                )
     import_judgments(engine, "demo", write_jsonl(folder / "judgments.jsonl", judgments), actor=OPERATOR)
     for name, queries in (("good", QUERIES), ("partial", ["q1"]), (PLANTED_RUN, QUERIES)):
         lines = []
@@ -94,15 +115,52 @@ def cli_means(server: Server, run_name: str, folder: Path, rel_level: int) -> di
     from db.store.engine import get_engine
 
     qrels = folder / "release.qrels"
-    subprocess.run([sys.executable, "-m", "annotator", "export", "--project", "demo", "--release", "1",
-                    "--format", "trec", "-o", str(qrels), "--db", server.db_url], cwd=ROOT, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "annotator",
+            "export",
+            "--project",
+            "demo",
+            "--release",
+            "1",
+            "--format",
+            "trec",
+            "-o",
+            str(qrels),
+            "--db",
+            server.db_url,
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
     run = stored_run_frame(get_engine(server.db_url), "demo", run_name)
     path = folder / "stored.run"
     path.write_text("".join(f"{q} Q0 {d} 0 {float(s)!r} stored\n" for q, d, s in run.itertuples(index=False)))
-    out = subprocess.run([sys.executable, "-m", "annotator", "eval", str(qrels), str(path), "--k", KS,
-                          "--rel-level", str(rel_level), "--metrics", PAGE_METRICS, "--format", "json"], cwd=ROOT,
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "annotator",
+            "eval",
+            str(qrels),
+            str(path),
+            "--k",
+            KS,
+            "--rel-level",
+            str(rel_level),
+            "--metrics",
+            PAGE_METRICS,
+            "--format",
+            "json",
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return json.loads(out)["runs"][0]["mean"]
 
 

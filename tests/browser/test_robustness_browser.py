@@ -40,20 +40,26 @@ def build_project(db_url: str, folder: Path) -> None:
     create_user(engine, LEAD[0], "lead", password=LEAD[1], actor=OPERATOR)
     create_project(engine, "demo", actor=OPERATOR)
     queries, docs = ("q1", "q2"), ("d1", "d2")
-    (folder / "queries.jsonl").write_text("".join(json.dumps({"id": q, "text": f"question {q}"}) + "\n"
-                                                  for q in queries))
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"id": q, "text": f"question {q}"}) + "\n" for q in queries)
+    )
     import_queries(engine, "demo", folder / "queries.jsonl", actor=OPERATOR)
-    (folder / "fragments.jsonl").write_text("".join(json.dumps({"id": d, "text": f"text of {d}"}) + "\n"
-                                                    for d in docs))
+    (folder / "fragments.jsonl").write_text("".join(json.dumps({"id": d, "text": f"text of {d}"}) + "\n" for d in docs))
     import_fragments(engine, "demo", folder / "fragments.jsonl", actor=OPERATOR)
-    (folder / "judgments.jsonl").write_text("".join(
-        json.dumps({"query_id": q, "fragment_id": d, "annotator": a, "grade": g}) + "\n"
-        for q in queries for a, by in GRADES.items() for d, g in by.items()))
+    (folder / "judgments.jsonl").write_text(
+        "".join(
+            json.dumps({"query_id": q, "fragment_id": d, "annotator": a, "grade": g}) + "\n"
+            for q in queries
+            for a, by in GRADES.items()
+            for d, g in by.items()
+        )
+    )
     import_judgments(engine, "demo", folder / "judgments.jsonl", actor=OPERATOR)
     for name, ranking in RUNS.items():
         path = folder / f"{name}.trec"
-        path.write_text("".join(f"{q} Q0 {d} {r} {10 - r} {name}\n" for q in queries
-                                for r, d in enumerate(ranking, start=1)))
+        path.write_text(
+            "".join(f"{q} Q0 {d} {r} {10 - r} {name}\n" for q in queries for r, d in enumerate(ranking, start=1))
+        )
         import_run(engine, "demo", path, name=name, actor=OPERATOR)
     create_release(engine, "demo", actor=OPERATOR)
     engine.dispose()
@@ -78,12 +84,29 @@ def test_the_flip_sentence_is_the_clis_and_literal(robust_server: Server, page) 
     page.get_by_text(TOGGLE).click(timeout=SLOW)
     alert = page.locator("[data-testid='stAlert']", has_text="the order flips")
     alert.first.wait_for(timeout=SLOW)
-    out = subprocess.run([sys.executable, "-m", "annotator", "robustness", "--project", "demo", "--db",
-                          robust_server.db_url, "--format", "json"], cwd=ROOT, check=True, capture_output=True,
-                         text=True).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "annotator",
+            "robustness",
+            "--project",
+            "demo",
+            "--db",
+            robust_server.db_url,
+            "--format",
+            "json",
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     (pair,) = json.loads(out)["pairs"]
-    assert pair["sentence"].startswith(f"first beats second on ndcg@10 under all 4 rules and 2 of 3 annotators; "
-                                       f"under {PLANTED}'s labels the order flips")
+    assert pair["sentence"].startswith(
+        f"first beats second on ndcg@10 under all 4 rules and 2 of 3 annotators; "
+        f"under {PLANTED}'s labels the order flips"
+    )
     text = alert.first.locator("[data-testid='stMarkdownContainer']").inner_text()  # the words, not the icon
     assert text.strip() == pair["sentence"]
     assert not seen, f"Markdown in an annotator name was rendered: requests to {seen}"

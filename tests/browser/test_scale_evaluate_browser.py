@@ -21,6 +21,7 @@ from tests.helpers import build_scale_project as build_project
 
 pytestmark = pytest.mark.browser
 
+
 @pytest.fixture(scope="module")
 def scale_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """The app over the 1–3 project above."""
@@ -38,20 +39,59 @@ def cli_means(server: Server, folder: Path, grades: str, *options: str) -> dict[
     from db.store.engine import get_engine
 
     qrels = folder / f"release.{grades}.qrels"
-    subprocess.run([sys.executable, "-m", "annotator", "export", "--project", PROJECT, "--release", "1",
-                    "--format", "trec", "--grades", grades, "-o", str(qrels), "--db", server.db_url], cwd=ROOT,
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "annotator",
+            "export",
+            "--project",
+            PROJECT,
+            "--release",
+            "1",
+            "--format",
+            "trec",
+            "--grades",
+            grades,
+            "-o",
+            str(qrels),
+            "--db",
+            server.db_url,
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
     run = stored_run_frame(get_engine(server.db_url), PROJECT, "bm25")
     path = folder / "stored.run"
     path.write_text("".join(f"{q} Q0 {d} 0 {float(s)!r} stored\n" for q, d, s in run.itertuples(index=False)))
-    out = subprocess.run([sys.executable, "-m", "annotator", "eval", str(qrels), str(path), *options, "--k", KS,
-                          "--metrics", PAGE_METRICS, "--format", "json"], cwd=ROOT,
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "annotator",
+            "eval",
+            str(qrels),
+            str(path),
+            *options,
+            "--k",
+            KS,
+            "--metrics",
+            PAGE_METRICS,
+            "--format",
+            "json",
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return json.loads(out)["runs"][0]["mean"]
 
 
-def test_every_evaluate_cell_of_a_1_to_3_project_equals_qrelkit_eval_on_its_scale(scale_server: Server, page,
-                                                                                   tmp_path) -> None:
+def test_every_evaluate_cell_of_a_1_to_3_project_equals_qrelkit_eval_on_its_scale(
+    scale_server: Server, page, tmp_path
+) -> None:
     # The TREC export holds gains (grade − 1): plain `qrelkit eval`, relevant from gain 1 (grade 2), is what the
     # page shows, and so is `--scale 1-3 --rel-level 2` on the grades as judged.
     expected = cli_means(scale_server, tmp_path, "gains", "--rel-level", "1")

@@ -116,7 +116,8 @@ def test_pairs_sent_back_reach_the_annotator_marked_as_rejudging(fresh_demo: Ser
     page.get_by_role("button", name="Send back for re-judging").click()
     sent = len(queue[queue["query_id"] == query])
     expect(page.get_by_text(f"{sent} assignment(s) reopened for re-judging under version 2.")).to_be_visible(
-        timeout=SLOW)
+        timeout=SLOW
+    )
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
     try:
         ben = context.new_page()
@@ -137,8 +138,9 @@ def test_evaluate_says_the_golden_set_changed_not_the_run(fresh_demo: Server, pa
     engine = engine_of(fresh_demo)
     for qid in [q["id"] for q in generated()[0]][:15]:
         for grade in (1, 2, 3):
-            adjudication.adjudicate(engine, pair_id(engine, "demo", qid, f"{qid}-f{grade}"), 0, "off topic",
-                                    actor="lea")
+            adjudication.adjudicate(
+                engine, pair_id(engine, "demo", qid, f"{qid}-f{grade}"), 0, "off topic", actor="lea"
+            )
     releases.create_release(engine, "demo", actor="lea")
     open_lead_page(page, fresh_demo, "Evaluate", LEAD)
     alerts = page.get_by_text(re.compile(r"^The golden set changed, not the run: "))

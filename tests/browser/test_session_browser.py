@@ -62,8 +62,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 def qrelkit(*args: str) -> subprocess.CompletedProcess:
     """Run the CLI as an operator would, from another process than the server."""
-    return subprocess.run([sys.executable, "-m", "annotator", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, check=True)
+    return subprocess.run(
+        [sys.executable, "-m", "annotator", *args], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
+    )
 
 
 def logged_in_as(page, username: str) -> bool:
@@ -90,8 +91,11 @@ def session_cookie(page) -> dict | None:
 def wait_for_cookie(page, present: bool = True) -> None:
     """Wait until the page's script has set (or removed) the login cookie: it runs once st.html draws it, after
     the run that sends it has ended."""
-    page.wait_for_function("want => document.cookie.split('; ').some(c => c.startsWith('qrelkit_session=')) === want",
-                           arg=present, polling=100)
+    page.wait_for_function(
+        "want => document.cookie.split('; ').some(c => c.startsWith('qrelkit_session=')) === want",
+        arg=present,
+        polling=100,
+    )
 
 
 def test_the_login_password_is_a_current_password_for_password_managers(server: Server, page) -> None:
@@ -144,8 +148,12 @@ def test_a_tab_logged_out_elsewhere_cannot_grade_by_key_press(server: Server, pa
 
     def judged_by_ben() -> int:
         with get_engine(server.db_url).connect() as conn:
-            return conn.execute(sa.select(sa.func.count()).select_from(Judgment).join(User, User.id == Judgment.user_id)
-                                .where(User.username == "ben")).scalar_one()
+            return conn.execute(
+                sa.select(sa.func.count())
+                .select_from(Judgment)
+                .join(User, User.id == Judgment.user_id)
+                .where(User.username == "ben")
+            ).scalar_one()
 
     login(page, server.url, "ben", "ben-demo")
     page.get_by_role("button", name=re.compile("Answers fully")).wait_for()
@@ -240,8 +248,13 @@ def test_a_lead_unlocks_an_account_that_wrong_passwords_locked(server: Server, p
     engine = get_engine(server.db_url)
     create_user(engine, LOCKED[0], "annotator", LOCKED[1], actor=OPERATOR)
     with engine.begin() as conn:  # nine failures just now (five, then one after each of four waits): 160 s to wait
-        conn.execute(sa.insert(LoginAttempt), [{"username": LOCKED[0], "client": f"10.8.0.{i}", "succeeded": False,
-                                                "attempted_at": utcnow()} for i in range(9)])
+        conn.execute(
+            sa.insert(LoginAttempt),
+            [
+                {"username": LOCKED[0], "client": f"10.8.0.{i}", "succeeded": False, "attempted_at": utcnow()}
+                for i in range(9)
+            ],
+        )
     assert logins.locked_accounts(engine)[LOCKED[0]] > 100
     page.goto(server.url)
     wait_idle(page)
@@ -276,8 +289,11 @@ def failed_attempts(server: Server, username: str) -> int:
     from db.store.models import LoginAttempt
 
     with get_engine(server.db_url).connect() as conn:
-        return conn.execute(sa.select(sa.func.count()).select_from(LoginAttempt).where(
-            LoginAttempt.username == username, LoginAttempt.succeeded.is_(False))).scalar_one()
+        return conn.execute(
+            sa.select(sa.func.count())
+            .select_from(LoginAttempt)
+            .where(LoginAttempt.username == username, LoginAttempt.succeeded.is_(False))
+        ).scalar_one()
 
 
 def countdown(message: str) -> int:
@@ -296,8 +312,12 @@ def backoff_left(server: Server, username: str) -> int:
 
     engine = get_engine(server.db_url)
     with engine.connect() as conn:
-        client = conn.execute(sa.select(LoginAttempt.client).where(LoginAttempt.username == username)
-                              .order_by(LoginAttempt.id.desc()).limit(1)).scalar_one()
+        client = conn.execute(
+            sa.select(LoginAttempt.client)
+            .where(LoginAttempt.username == username)
+            .order_by(LoginAttempt.id.desc())
+            .limit(1)
+        ).scalar_one()
     return retry_after(engine, username, client)
 
 

@@ -89,25 +89,36 @@ def cached_judgments(_engine: Engine, url: str, project: str, fingerprint: tuple
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def cached_agreement(_engine: Engine, url: str, project: str, fingerprint: tuple,
-                     scale: tuple[int, int], threshold: float, in_force: str | None = None) -> ProjectAgreement | None:
+def cached_agreement(
+    _engine: Engine,
+    url: str,
+    project: str,
+    fingerprint: tuple,
+    scale: tuple[int, int],
+    threshold: float,
+    in_force: str | None = None,
+) -> ProjectAgreement | None:
     """The agreement report (α by query, by guideline version; by category when queries have one), computed
     once per judgments fingerprint: 1M judgments take seconds, a cached rerun milliseconds."""
     frame = cached_judgments(_engine, url, project, fingerprint)
     if frame.empty:
         return None
-    report = agreement_report(frame, scale=scale, threshold=threshold, by="query", bootstrap=APP_BOOTSTRAP,
-                              top=DISPUTED_SHOWN)
+    report = agreement_report(
+        frame, scale=scale, threshold=threshold, by="query", bootstrap=APP_BOOTSTRAP, top=DISPUTED_SHOWN
+    )
     by_category: list[GroupAlpha] = []
     if "category" in frame.columns and frame["category"].notna().any():
-        by_category = agreement_report(frame, scale=scale, threshold=threshold, by="category", bootstrap=0,
-                                       top=0).diagnostics.by or []
+        by_category = (
+            agreement_report(frame, scale=scale, threshold=threshold, by="category", bootstrap=0, top=0).diagnostics.by
+            or []
+        )
     by_version = {}
     current = None
     if "guideline" in frame.columns:
         for version, part in frame.dropna(subset=["guideline"]).groupby("guideline", sort=False):
-            sub = agreement_report(part.drop(columns=["guideline"]), scale=scale, threshold=threshold,
-                                   bootstrap=APP_BOOTSTRAP, top=0)
+            sub = agreement_report(
+                part.drop(columns=["guideline"]), scale=scale, threshold=threshold, bootstrap=APP_BOOTSTRAP, top=0
+            )
             by_version[version_label(version)] = VersionAgreement(sub.alpha["ordinal"], sub.weakest, sub.n_units)
             if version_label(version) == in_force:
                 current = sub
@@ -121,8 +132,15 @@ def project_agreement(engine: Engine, project: Any) -> tuple[pd.DataFrame, Proje
     guideline = current_guideline(engine, project.name)
     with st.spinner("Computing agreement…"):
         frame = cached_judgments(engine, url, project.name, fingerprint)
-        agreement = cached_agreement(engine, url, project.name, fingerprint, scale_of(project),
-                                     float(project.threshold), None if guideline is None else str(guideline.version))
+        agreement = cached_agreement(
+            engine,
+            url,
+            project.name,
+            fingerprint,
+            scale_of(project),
+            float(project.threshold),
+            None if guideline is None else str(guideline.version),
+        )
     return frame, agreement
 
 
@@ -160,12 +178,21 @@ def headline(report: AgreementReport, scope: str = "all judgments") -> list[Tile
     kappa = report.light_kappa
     suffix = ("" if pairs <= 1 else f" · mean of {pairs} annotator pairs (Light's κ)") + f" · {scope}"
     why = no_ci_reason(report)
-    return [Tile("Cohen's κ, weighted", value_text(kappa["quadratic"]),
-                 f"{ci_caption(kappa['quadratic'], why=why)} · quadratic weights{suffix}"),
-            Tile("Cohen's κ, unweighted", value_text(kappa["unweighted"]),
-                 ci_caption(kappa["unweighted"], why=why) + suffix),
-            Tile("Krippendorff's α", value_text(report.alpha["ordinal"]),
-                 f"{ci_caption(report.alpha['ordinal'], why=why)} · ordinal, all annotators · {scope}")]
+    return [
+        Tile(
+            "Cohen's κ, weighted",
+            value_text(kappa["quadratic"]),
+            f"{ci_caption(kappa['quadratic'], why=why)} · quadratic weights{suffix}",
+        ),
+        Tile(
+            "Cohen's κ, unweighted", value_text(kappa["unweighted"]), ci_caption(kappa["unweighted"], why=why) + suffix
+        ),
+        Tile(
+            "Krippendorff's α",
+            value_text(report.alpha["ordinal"]),
+            f"{ci_caption(report.alpha['ordinal'], why=why)} · ordinal, all annotators · {scope}",
+        ),
+    ]
 
 
 def pooled_line(agreement: ProjectAgreement) -> str | None:
@@ -174,8 +201,10 @@ def pooled_line(agreement: ProjectAgreement) -> str | None:
     if current is None or current.n_units == agreement.report.n_units:  # every judgment is under it
         return None
     alpha = agreement.report.alpha["ordinal"]
-    return (f"All guideline versions pooled: ordinal α {alpha.text(2)} on {agreement.report.n_units} pairs — not "
-            f"the agreement under the guideline in force (version {agreement.in_force}, above).")
+    return (
+        f"All guideline versions pooled: ordinal α {alpha.text(2)} on {agreement.report.n_units} pairs — not "
+        f"the agreement under the guideline in force (version {agreement.in_force}, above)."
+    )
 
 
 def status_text(c: Coefficient, threshold: float) -> str:
@@ -196,9 +225,19 @@ TABLE_COLUMNS = ["coefficient", "value", "95% CI", "status", "scope"]
 def _frame(rows: list[tuple[str, Coefficient]], threshold: float, scope: str) -> pd.DataFrame:
     """Rows of eval_core.agreement.table as a page table: value, CI, status (the reason when undefined, "below
     threshold" under the project's threshold) and which judgments it covers."""
-    return pd.DataFrame([{"coefficient": name, "value": c.value, "95% CI": c.ci_text(DIGITS, " – ") or MISSING,
-                          "status": status_text(c, threshold), "scope": scope} for name, c in rows],
-                        columns=TABLE_COLUMNS)
+    return pd.DataFrame(
+        [
+            {
+                "coefficient": name,
+                "value": c.value,
+                "95% CI": c.ci_text(DIGITS, " – ") or MISSING,
+                "status": status_text(c, threshold),
+                "scope": scope,
+            }
+            for name, c in rows
+        ],
+        columns=TABLE_COLUMNS,
+    )
 
 
 def coefficients_table(report: AgreementReport, threshold: float, scope: str) -> pd.DataFrame:
@@ -213,9 +252,17 @@ def cuts_table(report: AgreementReport, threshold: float, scope: str) -> pd.Data
 
 def kappa_table(report: AgreementReport) -> pd.DataFrame:
     """Cohen's κ of every annotator pair, each weighting as `value [CI]`, "—" when undefined."""
-    return pd.DataFrame([{"annotator A": k.a, "annotator B": k.b, "pairs both graded": k.n,
-                          **{f"κ {w}": (c.text(2) if c.defined else MISSING) for w, c in k.kappa.items()}}
-                         for k in report.kappa])
+    return pd.DataFrame(
+        [
+            {
+                "annotator A": k.a,
+                "annotator B": k.b,
+                "pairs both graded": k.n,
+                **{f"κ {w}": (c.text(2) if c.defined else MISSING) for w, c in k.kappa.items()},
+            }
+            for k in report.kappa
+        ]
+    )
 
 
 @dataclass(frozen=True)
@@ -233,19 +280,27 @@ def agreement_flags(agreement: ProjectAgreement, threshold: float) -> list[Flag]
     for version, sub in sorted(agreement.by_version.items(), key=lambda item: _version_key(item[0])):
         if sub.alpha.value is not None and sub.alpha.value < threshold:
             boundary = sub.weakest
-            flags.append(Flag(f"Guideline version {version} flagged: ordinal α {sub.alpha.text(2)} < {threshold:g} "
-                              f"on its {sub.n_units} pairs."
-                              + (f" The ambiguous boundary is {boundary.label} (α {boundary.alpha:.2f})."
-                                 if boundary else ""), []))
+            flags.append(
+                Flag(
+                    f"Guideline version {version} flagged: ordinal α {sub.alpha.text(2)} < {threshold:g} "
+                    f"on its {sub.n_units} pairs."
+                    + (f" The ambiguous boundary is {boundary.label} (α {boundary.alpha:.2f})." if boundary else ""),
+                    [],
+                )
+            )
     report = agreement.report
     alpha = report.alpha["ordinal"]
     if alpha.value is not None and alpha.value < threshold:
         boundary = report.weakest
-        flags.append(Flag(f"All judgments: ordinal α {alpha.text(2)} < {threshold:g}"
-                          + (f"; the ambiguous boundary is {boundary.label} (α {boundary.alpha:.2f})" if boundary
-                             else "") + f". Verdict: {report.assessment.verdict}. Scope: "
-                          + (f"{POOLED}." if agreement.by_version else "no guideline version."),
-                          report.assessment.reasons))
+        flags.append(
+            Flag(
+                f"All judgments: ordinal α {alpha.text(2)} < {threshold:g}"
+                + (f"; the ambiguous boundary is {boundary.label} (α {boundary.alpha:.2f})" if boundary else "")
+                + f". Verdict: {report.assessment.verdict}. Scope: "
+                + (f"{POOLED}." if agreement.by_version else "no guideline version."),
+                report.assessment.reasons,
+            )
+        )
     return flags
 
 
@@ -285,15 +340,27 @@ def group_status(r: GroupAlpha, threshold: float) -> str:
 
 def _group_table(rows: list[GroupAlpha], name: str, threshold: float) -> pd.DataFrame:
     """α per group (query or category) as a table, lowest first."""
-    return pd.DataFrame([{name: r.group, "ordinal α": r.alpha.value, "status": group_status(r, threshold),
-                          "pairs": r.n_units, "pairs with ≥ 2 grades": r.n_pairable} for r in rows],
-                        columns=[name, "ordinal α", "status", "pairs", "pairs with ≥ 2 grades"])
+    return pd.DataFrame(
+        [
+            {
+                name: r.group,
+                "ordinal α": r.alpha.value,
+                "status": group_status(r, threshold),
+                "pairs": r.n_units,
+                "pairs with ≥ 2 grades": r.n_pairable,
+            }
+            for r in rows
+        ],
+        columns=[name, "ordinal α", "status", "pairs", "pairs with ≥ 2 grades"],
+    )
 
 
 def breakdown_tables(agreement: ProjectAgreement, threshold: float) -> tuple[pd.DataFrame, pd.DataFrame]:
     """α per query and per category (over every judgment)."""
-    return (_group_table(agreement.report.diagnostics.by or [], "query", threshold),
-            _group_table(agreement.by_category, "category", threshold))
+    return (
+        _group_table(agreement.report.diagnostics.by or [], "query", threshold),
+        _group_table(agreement.by_category, "category", threshold),
+    )
 
 
 def disputed_pairs(agreement: ProjectAgreement | None) -> list[DisputedPair]:
@@ -314,20 +381,32 @@ def disputed_line(pair: DisputedPair) -> str:
 
 # ---- model judges beside the humans ----
 
-COMPARISON_HEADERS = {"against": "Against", "n": "Pairs graded by both", "unweighted": "κ unweighted",
-                      "linear": "κ linear", "quadratic": "κ quadratic", "alpha": "α ordinal",
-                      "mean_difference": "Mean diff."}
+COMPARISON_HEADERS = {
+    "against": "Against",
+    "n": "Pairs graded by both",
+    "unweighted": "κ unweighted",
+    "linear": "κ linear",
+    "quadratic": "κ quadratic",
+    "alpha": "α ordinal",
+    "mean_difference": "Mean diff.",
+}
 SIDE_HEADERS = {"who": "Who", "on": "On", "n": "Pairs", "quadratic": "κ quadratic", "alpha": "α ordinal"}
-GROUP_HEADERS = {"group": "Group", "n": "Pairs graded by both", "quadratic": "κ quadratic vs consensus",
-                 "alpha": "α ordinal vs consensus", "mean_difference": "Mean difference",
-                 "humans": "Humans' α on the same pairs"}
+GROUP_HEADERS = {
+    "group": "Group",
+    "n": "Pairs graded by both",
+    "quadratic": "κ quadratic vs consensus",
+    "alpha": "α ordinal vs consensus",
+    "mean_difference": "Mean difference",
+    "humans": "Humans' α on the same pairs",
+}
 COMPARISON_DIGITS = {"unweighted": 3, "linear": 3, "quadratic": 3, "alpha": 3, "mean_difference": 2}
 GROUP_DIGITS = {"quadratic": 3, "alpha": 3, "mean_difference": 2, "humans": 3}
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def cached_calibration(_engine: Engine, url: str, project: str, fingerprint: tuple,
-                       scale: tuple[int, int]) -> CalibrationReport | None:
+def cached_calibration(
+    _engine: Engine, url: str, project: str, fingerprint: tuple, scale: tuple[int, int]
+) -> CalibrationReport | None:
     """Every model judge against the humans (None when no model judge graded), once per judgments fingerprint;
     the consensus takes the lead's decisions like a release does."""
     frame = cached_judgments(_engine, url, project, fingerprint)
@@ -346,39 +425,80 @@ def project_calibration(engine: Engine, project: Any) -> CalibrationReport | Non
 
 def _comparison_row(against: str, c: Comparison) -> dict[str, Any]:
     """One reference a model is compared with (κ, α and mean difference; None where undefined)."""
-    return {"against": against, "n": c.n, **{w: k.value for w, k in c.kappa.items()}, "alpha": c.alpha.value,
-            "mean_difference": c.bias.mean_difference}
+    return {
+        "against": against,
+        "n": c.n,
+        **{w: k.value for w, k in c.kappa.items()},
+        "alpha": c.alpha.value,
+        "mean_difference": c.bias.mean_difference,
+    }
 
 
 def comparison_table(m: ModelCalibration) -> pd.DataFrame:
     """A model against the human consensus and each human, then the humans among themselves on its pairs."""
     rows = [_comparison_row(CONSENSUS, m.vs_consensus), *(_comparison_row(c.reference, c) for c in m.vs_humans)]
-    rows.append({"against": "humans with each other (same pairs, mean pairwise κ)", "n": m.humans.n_pairable,
-                 **{w: k.value for w, k in m.humans.kappa.items()}, "alpha": m.humans.alpha.value,
-                 "mean_difference": None})
+    rows.append(
+        {
+            "against": "humans with each other (same pairs, mean pairwise κ)",
+            "n": m.humans.n_pairable,
+            **{w: k.value for w, k in m.humans.kappa.items()},
+            "alpha": m.humans.alpha.value,
+            "mean_difference": None,
+        }
+    )
     return pd.DataFrame(rows, columns=list(COMPARISON_HEADERS))
 
 
 def side_by_side(report: AgreementReport, calibrated: CalibrationReport) -> pd.DataFrame:
     """Human–human agreement on all pairs, then per model judge: the model with the consensus and the humans
     with each other on the model's pairs (quadratic κ, ordinal α)."""
-    rows = [{"who": "human–human", "on": "all pairs with two human grades", "n": report.n_pairable_units,
-             "quadratic": report.light_kappa["quadratic"].value, "alpha": report.alpha["ordinal"].value}]
+    rows = [
+        {
+            "who": "human–human",
+            "on": "all pairs with two human grades",
+            "n": report.n_pairable_units,
+            "quadratic": report.light_kappa["quadratic"].value,
+            "alpha": report.alpha["ordinal"].value,
+        }
+    ]
     for m in calibrated.models:
-        rows.append({"who": f"{m.model} vs human consensus", "on": f"pairs {m.model} graded",
-                     "n": m.vs_consensus.n, "quadratic": m.vs_consensus.kappa["quadratic"].value,
-                     "alpha": m.vs_consensus.alpha.value})
-        rows.append({"who": "human–human", "on": f"pairs {m.model} graded", "n": m.humans.n_pairable,
-                     "quadratic": m.humans.kappa["quadratic"].value, "alpha": m.humans.alpha.value})
+        rows.append(
+            {
+                "who": f"{m.model} vs human consensus",
+                "on": f"pairs {m.model} graded",
+                "n": m.vs_consensus.n,
+                "quadratic": m.vs_consensus.kappa["quadratic"].value,
+                "alpha": m.vs_consensus.alpha.value,
+            }
+        )
+        rows.append(
+            {
+                "who": "human–human",
+                "on": f"pairs {m.model} graded",
+                "n": m.humans.n_pairable,
+                "quadratic": m.humans.kappa["quadratic"].value,
+                "alpha": m.humans.alpha.value,
+            }
+        )
     return pd.DataFrame(rows, columns=list(SIDE_HEADERS))
 
 
 def group_table(groups: list[GroupCalibration]) -> pd.DataFrame:
     """A model against the consensus within each category or guideline version, beside the humans there."""
-    return pd.DataFrame([{"group": g.group, "n": g.vs_consensus.n,
-                          "quadratic": g.vs_consensus.kappa["quadratic"].value, "alpha": g.vs_consensus.alpha.value,
-                          "mean_difference": g.vs_consensus.bias.mean_difference, "humans": g.humans.alpha.value}
-                         for g in groups], columns=list(GROUP_HEADERS))
+    return pd.DataFrame(
+        [
+            {
+                "group": g.group,
+                "n": g.vs_consensus.n,
+                "quadratic": g.vs_consensus.kappa["quadratic"].value,
+                "alpha": g.vs_consensus.alpha.value,
+                "mean_difference": g.vs_consensus.bias.mean_difference,
+                "humans": g.humans.alpha.value,
+            }
+            for g in groups
+        ],
+        columns=list(GROUP_HEADERS),
+    )
 
 
 def confusion_table(c: Comparison, scale: tuple[int, int]) -> pd.DataFrame:

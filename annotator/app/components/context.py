@@ -52,8 +52,13 @@ def beside(engine: Engine, project: str, view: PairView, draw_fragment: Callable
         return
     if shown is None:
         draw_fragment(view)
-        st.button(f"Read it in its document ({OPEN_KEY})", key="context_open", shortcut=OPEN_KEY,
-                  on_click=_set, args=(NEIGHBOURS,))
+        st.button(
+            f"Read it in its document ({OPEN_KEY})",
+            key="context_open",
+            shortcut=OPEN_KEY,
+            on_click=_set,
+            args=(NEIGHBOURS,),
+        )
         return
     context = pair_context(engine, project, view.pair_id)
     left, right = st.columns(2)
@@ -69,6 +74,11 @@ def beside(engine: Engine, project: str, view: PairView, draw_fragment: Callable
             st.caption("No other fragment of this document was imported.")
         one, two = st.columns(2)
         if shown == NEIGHBOURS:
-            one.button(f"Whole document ({OPEN_KEY})", key="context_document", shortcut=OPEN_KEY,
-                       on_click=_set, args=(DOCUMENT,))
+            one.button(
+                f"Whole document ({OPEN_KEY})",
+                key="context_document",
+                shortcut=OPEN_KEY,
+                on_click=_set,
+                args=(DOCUMENT,),
+            )
         two.button("Close (Esc)", key="context_close", shortcut="Escape", on_click=_set, args=(None,))

@@ -28,8 +28,12 @@ def score_table(scores: list[ControlScore], group: str | None = None) -> pd.Data
     rows = {"Annotator": [literal(s.annotator) for s in scores]}
     if group:
         rows[group] = [literal(s.group) for s in scores]
-    rows |= {"Pairs": [str(s.pairs) for s in scores], "Queries": [str(s.queries) for s in scores],
-             "Accuracy": [s.accuracy.text() for s in scores], "κ": [s.kappa.text() for s in scores]}
+    rows |= {
+        "Pairs": [str(s.pairs) for s in scores],
+        "Queries": [str(s.queries) for s in scores],
+        "Accuracy": [s.accuracy.text() for s in scores],
+        "κ": [s.kappa.text() for s in scores],
+    }
     return pd.DataFrame(rows)
 
 
@@ -38,15 +42,20 @@ def control_section(engine: Engine, project: str) -> None:
     st.subheader(TITLE)
     every, controls = list_controls(engine, project)
     if not controls:
-        st.caption("No control pairs: turn an adjudicated release's pairs into control pairs with "
-                   "`qrelkit control set --project P --release N --rate 1/20`.")
+        st.caption(
+            "No control pairs: turn an adjudicated release's pairs into control pairs with "
+            "`qrelkit control set --project P --release N --rate 1/20`."
+        )
         return
-    report = _report(engine, str(engine.url), project, queries_frames.judgments_fingerprint(engine, project),
-                     len(controls))
+    report = _report(
+        engine, str(engine.url), project, queries_frames.judgments_fingerprint(engine, project), len(controls)
+    )
     rate = f"one in every {every} of each annotator's pairs" if every else "not served (no rate set)"
-    st.caption(f"{len(controls)} control pairs, {rate}, served like any pair. {report.weights.capitalize()}-"
-               f"weighted κ on the full scale; 95% CIs from a bootstrap over queries; only grades given after "
-               "a pair became a control count.")
+    st.caption(
+        f"{len(controls)} control pairs, {rate}, served like any pair. {report.weights.capitalize()}-"
+        f"weighted κ on the full scale; 95% CIs from a bootstrap over queries; only grades given after "
+        "a pair became a control count."
+    )
     for alert in report.alerts:
         st.warning(literal(f"Drift: {alert.sentence}"))
     if not report.per_annotator:

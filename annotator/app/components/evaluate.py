@@ -59,33 +59,67 @@ def fragment_texts(engine: Engine, project: str) -> dict[str, str]:
     return _fragment_texts(engine, str(engine.url), project)
 
 
-def evaluate_run(qrels: pd.DataFrame, run: pd.DataFrame, ks: Sequence[int], categories: Mapping[str, str] | None,
-                 name: str, rel_level: int, scale: tuple[int, int]) -> Evaluation:
+def evaluate_run(
+    qrels: pd.DataFrame,
+    run: pd.DataFrame,
+    ks: Sequence[int],
+    categories: Mapping[str, str] | None,
+    name: str,
+    rel_level: int,
+    scale: tuple[int, int],
+) -> Evaluation:
     """eval_core's evaluation of one run at the chosen cutoffs: the call `qrelkit eval --scale … --k …
     --rel-level …` makes, so every cell can be checked against the CLI."""
-    return evaluate(qrels, run, metrics=table_metrics(), k=tuple(sorted(ks)), rel_level=rel_level,
-                    categories=dict(categories or {}) or None, name=name, scale=scale)
+    return evaluate(
+        qrels,
+        run,
+        metrics=table_metrics(),
+        k=tuple(sorted(ks)),
+        rel_level=rel_level,
+        categories=dict(categories or {}) or None,
+        name=name,
+        scale=scale,
+    )
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def scored_run(qrels: pd.DataFrame, run: pd.DataFrame, ks: tuple[int, ...], categories: dict[str, str] | None,
-               name: str, rel_level: int, scale: tuple[int, int], texts_of: tuple[str, str],
-               _texts: Mapping[str, str]) -> tuple[Evaluation, Diagnosis]:
+def scored_run(
+    qrels: pd.DataFrame,
+    run: pd.DataFrame,
+    ks: tuple[int, ...],
+    categories: dict[str, str] | None,
+    name: str,
+    rel_level: int,
+    scale: tuple[int, int],
+    texts_of: tuple[str, str],
+    _texts: Mapping[str, str],
+) -> tuple[Evaluation, Diagnosis]:
     """The run's evaluation and diagnosis, each computed once per release qrels, run and options: every widget
     on the page reruns it, and none of these changed. `texts_of` (database URL, project) keys the fragment
     texts the diagnosis quotes, which are not hashed."""
     evaluation = evaluate_run(qrels, run, ks, categories, name, rel_level, scale)
-    diagnosis = diagnose(qrels, run, fragments=_texts, categories=categories or None, name=name,
-                         rel_level=rel_level, scale=scale)
+    diagnosis = diagnose(
+        qrels, run, fragments=_texts, categories=categories or None, name=name, rel_level=rel_level, scale=scale
+    )
     return evaluation, diagnosis
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def compared_runs(database: str, project: str, version: int, name: str, run: pd.DataFrame,
-                  rivals: tuple[str, ...], metrics: tuple[str, ...], rel_level: int, _engine: Engine) -> Comparison:
+def compared_runs(
+    database: str,
+    project: str,
+    version: int,
+    name: str,
+    run: pd.DataFrame,
+    rivals: tuple[str, ...],
+    metrics: tuple[str, ...],
+    rel_level: int,
+    _engine: Engine,
+) -> Comparison:
     """db.evaluations.compare_runs once per database, release, run, rivals, metrics and relevance level."""
-    return evaluations.compare_runs(_engine, project, version, (name, run), list(rivals), list(metrics),
-                                    rel_level=rel_level)
+    return evaluations.compare_runs(
+        _engine, project, version, (name, run), list(rivals), list(metrics), rel_level=rel_level
+    )
 
 
 def _number(value: float | None) -> str:
@@ -120,8 +154,11 @@ def _grid(evaluation: Evaluation, cell: Any) -> pd.DataFrame:
     """Metric family × `@k` table of `cell(column)` strings, "—" where a family lacks that k."""
     grid = _by_cutoff(evaluation)
     ks = sorted({k for cuts in grid.values() for k in cuts})
-    rows = {family: {f"@{k}": cell(cuts[k]) if k in cuts else MISSING for k in ks}
-            for family in CUTOFF_FAMILIES if (cuts := grid.get(family))}
+    rows = {
+        family: {f"@{k}": cell(cuts[k]) if k in cuts else MISSING for k in ks}
+        for family in CUTOFF_FAMILIES
+        if (cuts := grid.get(family))
+    }
     table = pd.DataFrame.from_dict(rows, orient="index", columns=[f"@{k}" for k in ks])
     table.index.name = "Metric"
     return table
@@ -141,10 +178,15 @@ def cutoff_ci_table(evaluation: Evaluation) -> pd.DataFrame:
 def whole_ranking_table(evaluation: Evaluation) -> pd.DataFrame:
     """The cutoff-free metrics (the whole ranking counts): mean, 95% CI and what each measures."""
     ci, cis = f"{evaluations.CONFIDENCE:.0%} CI", _cis(evaluation.per_query)
-    rows = [{"Metric": name, "Mean": _number(evaluation.mean.get(name)),
-             ci: cis.get(name, MISSING),
-             "What it measures": literal(REGISTRY[name].definition)}
-            for name in WHOLE_RANKING]
+    rows = [
+        {
+            "Metric": name,
+            "Mean": _number(evaluation.mean.get(name)),
+            ci: cis.get(name, MISSING),
+            "What it measures": literal(REGISTRY[name].definition),
+        }
+        for name in WHOLE_RANKING
+    ]
     return pd.DataFrame(rows).set_index("Metric")
 
 
@@ -161,10 +203,21 @@ def show_categories(rows: list[dict[str, Any]]) -> None:
     table(frame, headers, {m: DIGITS for m in metrics})
 
 
-COMPARISON_HEADERS = {"metric": "Metric", "run_a": "Run A", "run_b": "Run B", "mean_a": "Mean A",
-                      "mean_b": "Mean B", "diff": "B − A", "ci_low": "95% CI low", "ci_high": "95% CI high",
-                      "p_value": "p", "p_adjusted": "Holm-adjusted p", "better": "Queries better",
-                      "worse": "Queries worse", "unchanged": "Unchanged"}
+COMPARISON_HEADERS = {
+    "metric": "Metric",
+    "run_a": "Run A",
+    "run_b": "Run B",
+    "mean_a": "Mean A",
+    "mean_b": "Mean B",
+    "diff": "B − A",
+    "ci_low": "95% CI low",
+    "ci_high": "95% CI high",
+    "p_value": "p",
+    "p_adjusted": "Holm-adjusted p",
+    "better": "Queries better",
+    "worse": "Queries worse",
+    "unchanged": "Unchanged",
+}
 
 
 def show_comparison(comparison: Comparison) -> None:
@@ -178,22 +231,32 @@ def alert_text(alert: evaluations.DropAlert) -> str:
     """A drop alert as Markdown-safe sentences (the run name escaped) that keep apart what the run did on the
     queries both releases label alike and what the golden set's change (queries added, removed, relabelled) did."""
     d = DIGITS
-    changes = (f"{alert.added} quer{'y' if alert.added == 1 else 'ies'} added, {alert.removed} removed, "
-               f"{alert.relabelled} relabelled")
+    changes = (
+        f"{alert.added} quer{'y' if alert.added == 1 else 'ies'} added, {alert.removed} removed, "
+        f"{alert.relabelled} relabelled"
+    )
     releases = f"releases {alert.previous_version} and {alert.version}"
     if alert.same_value is None or alert.same_previous is None:
         same = f"no query is labelled alike in {releases}"
     else:
-        same = (f"on the {alert.n_same} quer{'y' if alert.n_same == 1 else 'ies'} {releases} label alike it went "
-                f"{alert.same_previous:.{d}f} → {alert.same_value:.{d}f}")
-    whole = (f"over all queries {alert.previous:.{d}f} at release {alert.previous_version} → {alert.value:.{d}f} "
-             f"at release {alert.version}")
+        same = (
+            f"on the {alert.n_same} quer{'y' if alert.n_same == 1 else 'ies'} {releases} label alike it went "
+            f"{alert.same_previous:.{d}f} → {alert.same_value:.{d}f}"
+        )
+    whole = (
+        f"over all queries {alert.previous:.{d}f} at release {alert.previous_version} → {alert.value:.{d}f} "
+        f"at release {alert.version}"
+    )
     if alert.cause is evaluations.AlertCause.RUN:
         assert alert.same_ci is not None
         low, high = alert.same_ci
-        return (f"The run fell: {alert.metric} of {literal(alert.run)} {same}, below the "
-                f"{evaluations.CONFIDENCE:.0%} CI \\[{low:.{d}f}, {high:.{d}f}\\] of its earlier value there "
-                f"({whole}; the golden set: {changes}).")
+        return (
+            f"The run fell: {alert.metric} of {literal(alert.run)} {same}, below the "
+            f"{evaluations.CONFIDENCE:.0%} CI \\[{low:.{d}f}, {high:.{d}f}\\] of its earlier value there "
+            f"({whole}; the golden set: {changes})."
+        )
     low, high = alert.previous_ci
-    return (f"The golden set changed, not the run: {alert.metric} of {literal(alert.run)} went {whole}, below the "
-            f"{evaluations.CONFIDENCE:.0%} CI \\[{low:.{d}f}, {high:.{d}f}\\], because of {changes}; {same}.")
+    return (
+        f"The golden set changed, not the run: {alert.metric} of {literal(alert.run)} went {whole}, below the "
+        f"{evaluations.CONFIDENCE:.0%} CI \\[{low:.{d}f}, {high:.{d}f}\\], because of {changes}; {same}."
+    )

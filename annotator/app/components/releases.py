@@ -13,16 +13,29 @@ from annotator.app.views import MISSING, literal, table
 from db import releases
 
 # How each export format is offered; a format the store adds without an entry here is offered by file name.
-FORMAT_LABELS = {"trec": ("TREC qrels (gains)", "text/plain"),
-                 "beir": ("BEIR qrels (TSV, gains)", "text/tab-separated-values"),
-                 "jsonl": ("JSONL (every grade)", "application/x-ndjson"), "csv": ("CSV", "text/csv"),
-                 "card": ("Card (JSON)", "application/json")}
+FORMAT_LABELS = {
+    "trec": ("TREC qrels (gains)", "text/plain"),
+    "beir": ("BEIR qrels (TSV, gains)", "text/tab-separated-values"),
+    "jsonl": ("JSONL (every grade)", "application/x-ndjson"),
+    "csv": ("CSV", "text/csv"),
+    "card": ("Card (JSON)", "application/json"),
+}
 # The TREC and BEIR qrels with the grades as judged, offered after the formats.
-AS_JUDGED_LABELS = {"qrels.as-judged.trec": ("TREC qrels (grades as judged)", "text/plain"),
-                    "qrels.as-judged.tsv": ("BEIR qrels (TSV, grades as judged)", "text/tab-separated-values")}
-RELEASE_HEADERS = {"version": "Version", "rule": "Consensus rule", "min_grades": "Min. grades per pair",
-                   "queries": "Queries", "pairs": "Pairs", "adjudicated": "Adjudicated", "hash": "Content hash",
-                   "created_by": "Created by", "created_at": "Created at"}
+AS_JUDGED_LABELS = {
+    "qrels.as-judged.trec": ("TREC qrels (grades as judged)", "text/plain"),
+    "qrels.as-judged.tsv": ("BEIR qrels (TSV, grades as judged)", "text/tab-separated-values"),
+}
+RELEASE_HEADERS = {
+    "version": "Version",
+    "rule": "Consensus rule",
+    "min_grades": "Min. grades per pair",
+    "queries": "Queries",
+    "pairs": "Pairs",
+    "adjudicated": "Adjudicated",
+    "hash": "Content hash",
+    "created_by": "Created by",
+    "created_at": "Created at",
+}
 
 
 def downloads() -> list[tuple[str, str, str]]:
@@ -48,10 +61,19 @@ def show_releases(listed: Sequence[Any]) -> None:
     rows = []
     for release in listed:
         counts = (release.card or {}).get("counts", {})
-        rows.append({"version": release.version, "rule": release.rule, "min_grades": release.min_grades,
-                     "queries": counts.get("queries"), "pairs": counts.get("pairs"),
-                     "adjudicated": counts.get("adjudicated"), "hash": _hash(release.content_hash),
-                     "created_by": release.created_by, "created_at": release.created_at})
+        rows.append(
+            {
+                "version": release.version,
+                "rule": release.rule,
+                "min_grades": release.min_grades,
+                "queries": counts.get("queries"),
+                "pairs": counts.get("pairs"),
+                "adjudicated": counts.get("adjudicated"),
+                "hash": _hash(release.content_hash),
+                "created_by": release.created_by,
+                "created_at": release.created_at,
+            }
+        )
     table(pd.DataFrame(rows), RELEASE_HEADERS, {"queries": 0, "pairs": 0, "adjudicated": 0}, width="stretch")
 
 
@@ -64,18 +86,28 @@ def card_headline(card: Mapping[str, Any]) -> list[tuple[str, str]]:
     def count(key: str) -> str:
         return MISSING if counts.get(key) is None else f"{counts[key]:,}"
 
-    return [("Queries", count("queries")), ("Pairs", count("pairs")), ("Judgments", count("judgments")),
-            (f"Ordinal α · 95% CI {ci[0]:.2f}–{ci[1]:.2f}" if ci else "Ordinal α",
-             "undefined" if value is None else f"{value:.2f}")]
+    return [
+        ("Queries", count("queries")),
+        ("Pairs", count("pairs")),
+        ("Judgments", count("judgments")),
+        (
+            f"Ordinal α · 95% CI {ci[0]:.2f}–{ci[1]:.2f}" if ci else "Ordinal α",
+            "undefined" if value is None else f"{value:.2f}",
+        ),
+    ]
 
 
 def grade_distribution(card: Mapping[str, Any], labels: Mapping[int, str]) -> pd.DataFrame:
     """Released labels and individual grades per grade of the scale, each grade with its name."""
     released = card.get("grade_distribution", {})
     grades = card.get("judgment_grade_distribution", {})
-    return pd.DataFrame({"Grade": [f"{g} · {labels.get(int(g), '')}".rstrip(" ·") for g in released],
-                         "Released labels": list(released.values()),
-                         "Individual grades": [grades.get(g, 0) for g in released]})
+    return pd.DataFrame(
+        {
+            "Grade": [f"{g} · {labels.get(int(g), '')}".rstrip(" ·") for g in released],
+            "Released labels": list(released.values()),
+            "Individual grades": [grades.get(g, 0) for g in released],
+        }
+    )
 
 
 def card_caption(card: Mapping[str, Any], release: Any) -> str:
@@ -83,9 +115,11 @@ def card_caption(card: Mapping[str, Any], release: Any) -> str:
     versions = ", ".join(map(str, card.get("guideline_versions") or [])) or MISSING
     author = literal(release.created_by) if release.created_by else MISSING
     when = release.created_at.strftime("%Y-%m-%d %H:%M UTC")
-    return (f"Rule {literal(card.get('rule', release.rule))} · at least {card.get('min_grades', release.min_grades)} "
-            f"grade(s) per pair · guideline versions {versions} · created by {author} on {when} · content hash "
-            f"{literal(card.get('content_hash', release.content_hash))}")
+    return (
+        f"Rule {literal(card.get('rule', release.rule))} · at least {card.get('min_grades', release.min_grades)} "
+        f"grade(s) per pair · guideline versions {versions} · created by {author} on {when} · content hash "
+        f"{literal(card.get('content_hash', release.content_hash))}"
+    )
 
 
 CHANGED_HEADERS = {"query_id": "Query", "fragment_id": "Fragment", "what": "Text changed"}
@@ -97,17 +131,24 @@ def show_changed_texts(changed: Mapping[str, Any] | None) -> None:
     if not changed or not changed.get("pairs"):
         return
     pairs = changed["pairs"]
-    st.warning(f"{len(pairs):,} labelled pair(s) of this release point at text that changed since it was cut "
-               f"({len(changed.get('queries', [])):,} quer(y/ies), {len(changed.get('fragments', [])):,} "
-               "fragment(s)): their labels judged the old text. Re-judge them and cut a new release.",
-               icon=":material/difference:")
+    st.warning(
+        f"{len(pairs):,} labelled pair(s) of this release point at text that changed since it was cut "
+        f"({len(changed.get('queries', [])):,} quer(y/ies), {len(changed.get('fragments', [])):,} "
+        "fragment(s)): their labels judged the old text. Re-judge them and cut a new release.",
+        icon=":material/difference:",
+    )
     with st.expander("Pairs whose text changed"):
         frame = pd.DataFrame(pairs, columns=list(CHANGED_HEADERS))
         table(frame, CHANGED_HEADERS)
 
 
-DIFF_HEADERS = {"query_id": "Query", "fragment_id": "Fragment", "grade": "Grade", "old": "Old grade",
-                "new": "New grade"}
+DIFF_HEADERS = {
+    "query_id": "Query",
+    "fragment_id": "Fragment",
+    "grade": "Grade",
+    "old": "Old grade",
+    "new": "New grade",
+}
 MOVE_HEADERS = {"run": "Run", "metric": "Metric", "old": "Old release", "new": "New release", "delta": "Change"}
 
 
@@ -123,8 +164,11 @@ def show_release_diff(diff: Mapping[str, Any]) -> None:
             with st.expander(f"{key.capitalize()} labels (first {shown:,} of {counts.get(key, shown):,})"):
                 frame = pd.DataFrame(diff[key])
                 table(frame, {c: h for c, h in DIFF_HEADERS.items() if c in frame.columns})
-    moves = [{"run": run, "metric": metric, **move} for run, metrics in (diff.get("runs") or {}).items()
-             for metric, move in metrics.items()]
+    moves = [
+        {"run": run, "metric": metric, **move}
+        for run, metrics in (diff.get("runs") or {}).items()
+        for metric, move in metrics.items()
+    ]
     if moves:
         st.markdown("**How the stored runs moved**")
         table(pd.DataFrame(moves), MOVE_HEADERS, {"old": 4, "new": 4, "delta": 4})
@@ -142,10 +186,12 @@ def policy_line(card: Mapping[str, Any]) -> str:
     if policy.get("model") is not None:
         kappa = policy.get("model_kappa_quadratic")
         version = policy.get("guideline_version")
-        words += (f" · model judge {policy['model']}: quadratic κ "
-                  f"{MISSING if kappa is None else f'{kappa:.2f}'} with the human consensus "
-                  f"{'on all its grades' if version is None else f'on guideline version {version}'} "
-                  f"({policy.get('calibration_pairs', 0):,} pairs)")
+        words += (
+            f" · model judge {policy['model']}: quadratic κ "
+            f"{MISSING if kappa is None else f'{kappa:.2f}'} with the human consensus "
+            f"{'on all its grades' if version is None else f'on guideline version {version}'} "
+            f"({policy.get('calibration_pairs', 0):,} pairs)"
+        )
     if policy.get("threshold") is not None:
         words += f" · threshold {policy['threshold']:.2f}"
     return words + "."
@@ -153,9 +199,14 @@ def policy_line(card: Mapping[str, Any]) -> str:
 
 def provenance_frame(card: Mapping[str, Any]) -> pd.DataFrame:
     """Labels per provenance (human consensus, adjudication, model) with their share of the release in %."""
-    rows = [{"provenance": name, "pairs": entry.get("pairs"),
-             "share": None if entry.get("share") is None else 100 * entry["share"]}
-            for name, entry in (card.get("provenance") or {}).items()]
+    rows = [
+        {
+            "provenance": name,
+            "pairs": entry.get("pairs"),
+            "share": None if entry.get("share") is None else 100 * entry["share"],
+        }
+        for name, entry in (card.get("provenance") or {}).items()
+    ]
     return pd.DataFrame(rows, columns=list(PROVENANCE_HEADERS))
 
 

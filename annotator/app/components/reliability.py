@@ -18,13 +18,16 @@ from db.reliability import project_reliability
 from eval_core.reliability import Correction, MetricReliability, ReliabilityReport, Settings
 
 TITLE = "Is this release reliable?"
-NOT_ON_CARD = ("Release {version} was cut before release cards kept a reliability sentence: "
-               "\"Is this release reliable?\" on the Evaluate page sizes it against the stored runs.")
+NOT_ON_CARD = (
+    "Release {version} was cut before release cards kept a reliability sentence: "
+    '"Is this release reliable?" on the Evaluate page sizes it against the stored runs.'
+)
 
 
 @st.cache_data(ttl=600, max_entries=8, show_spinner=False)
-def _report(_engine: Engine, url: str, project: str, version: int, metric: str, delta: float,
-            runs: tuple[str, ...]) -> ReliabilityReport:
+def _report(
+    _engine: Engine, url: str, project: str, version: int, metric: str, delta: float, runs: tuple[str, ...]
+) -> ReliabilityReport:
     """The store's reliability report; a release never changes, so its version and the runs' hashes key it."""
     return project_reliability(_engine, project, version, metrics=[metric], settings=Settings(delta=delta))
 
@@ -32,25 +35,34 @@ def _report(_engine: Engine, url: str, project: str, version: int, metric: str, 
 def asl_chart(m: MetricReliability, alpha: float) -> alt.LayerChart:
     """Every run pair's ASL, pairs sorted from most to least significant, with the α line (Sakai's ASL curve)."""
     curve = m.asl_curve()
-    line = alt.Chart(curve).mark_line(point=True).encode(
-        x=alt.X("rank:Q", title="run pairs, sorted by ASL", axis=alt.Axis(tickMinStep=1, format="d")),
-        y=alt.Y("asl:Q", title="achieved significance level", scale=alt.Scale(domain=[0, 1])),
-        tooltip=[alt.Tooltip("pair:N", title="pair"), alt.Tooltip("asl:Q", title="ASL", format=".4f")])
-    rule = alt.Chart(pd.DataFrame({"alpha": [alpha]})).mark_rule(strokeDash=[4, 4], color="firebrick").encode(
-        y="alpha:Q")
+    line = (
+        alt.Chart(curve)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("rank:Q", title="run pairs, sorted by ASL", axis=alt.Axis(tickMinStep=1, format="d")),
+            y=alt.Y("asl:Q", title="achieved significance level", scale=alt.Scale(domain=[0, 1])),
+            tooltip=[alt.Tooltip("pair:N", title="pair"), alt.Tooltip("asl:Q", title="ASL", format=".4f")],
+        )
+    )
+    rule = (
+        alt.Chart(pd.DataFrame({"alpha": [alpha]})).mark_rule(strokeDash=[4, 4], color="firebrick").encode(y="alpha:Q")
+    )
     return (line + rule).properties(height=260)
 
 
 def drop_table(m: MetricReliability, runs: list[str]) -> pd.DataFrame:
     """Per run: mean, per-query variance, judged@k and the leave-own-pairs-out drop (— for unpooled runs)."""
     drops = {b.run: b for b in m.pool_bias}
-    return pd.DataFrame({
-        "Mean": [f"{m.means[r]:.4f}" for r in runs],
-        "Per-query variance": [f"{m.query_variance[r]:.4f}" for r in runs],
-        "Judged@k": [f"{m.judged.get(r, float('nan')):.3f}" for r in runs],
-        "Own judged pairs": [str(drops[r].own_pairs) if r in drops else "—" for r in runs],
-        "Drop without them": [f"{drops[r].drop:.4f}" if r in drops else "—" for r in runs]},
-        index=pd.Index([literal(r) for r in runs], name="Run"))
+    return pd.DataFrame(
+        {
+            "Mean": [f"{m.means[r]:.4f}" for r in runs],
+            "Per-query variance": [f"{m.query_variance[r]:.4f}" for r in runs],
+            "Judged@k": [f"{m.judged.get(r, float('nan')):.3f}" for r in runs],
+            "Own judged pairs": [str(drops[r].own_pairs) if r in drops else "—" for r in runs],
+            "Drop without them": [f"{drops[r].drop:.4f}" if r in drops else "—" for r in runs],
+        },
+        index=pd.Index([literal(r) for r in runs], name="Run"),
+    )
 
 
 def reliability_section(engine: Engine, project: str, version: int) -> None:
@@ -62,26 +74,42 @@ def reliability_section(engine: Engine, project: str, version: int) -> None:
         return
     left, right = st.columns([2, 1])
     metric = left.selectbox("Metric", evaluations.HEADLINE, key="reliability-metric")
-    delta = float(right.number_input("Difference to detect (δ)", min_value=0.001, max_value=0.5, value=0.02,
-                                     step=0.005, format="%.3f", key="reliability-delta"))
+    delta = float(
+        right.number_input(
+            "Difference to detect (δ)",
+            min_value=0.001,
+            max_value=0.5,
+            value=0.02,
+            step=0.005,
+            format="%.3f",
+            key="reliability-delta",
+        )
+    )
     with st.spinner("Sizing the release…"):
-        report = _report(engine, str(engine.url), project, version, metric, delta,
-                         tuple(f"{r.name}:{r.content_hash}" for r in runs))
+        report = _report(
+            engine, str(engine.url), project, version, metric, delta, tuple(f"{r.name}:{r.content_hash}" for r in runs)
+        )
     m = report.metrics[0]
     s = report.settings
     st.info(literal(report.sentence()))
-    st.caption(f"Sizes from the {literal(m.variance_source)} = {m.variance:.5f}; paired t-test, α = {s.alpha:g}, "
-               f"power {s.power:g} (`qrelkit reliability --project`).")
+    st.caption(
+        f"Sizes from the {literal(m.variance_source)} = {m.variance:.5f}; paired t-test, α = {s.alpha:g}, "
+        f"power {s.power:g} (`qrelkit reliability --project`)."
+    )
     if m.pairs:
         power = m.discriminative_power or 0.0
-        st.markdown(f"**Discriminative power**: {m.significant} of {len(m.pairs)} run pairs ({power:.0%}) differ "
-                    f"at α = {s.alpha:g} after the {s.correction.label} ({s.resamples} resamples).")
+        st.markdown(
+            f"**Discriminative power**: {m.significant} of {len(m.pairs)} run pairs ({power:.0%}) differ "
+            f"at α = {s.alpha:g} after the {s.correction.label} ({s.resamples} resamples)."
+        )
         st.altair_chart(asl_chart(m, s.alpha), width="stretch")
         tau = m.tau_summary
         if tau["mean"] is not None:
-            st.caption(f"Ranking stability: Kendall τ between the run rankings on two random halves of the queries, "
-                       f"mean {tau['mean']:.3f} (sd {tau['sd']:.3f}, 5–95% {tau['p5']:.3f}–{tau['p95']:.3f}) "
-                       f"over {s.resamples} splits.")
+            st.caption(
+                f"Ranking stability: Kendall τ between the run rankings on two random halves of the queries, "
+                f"mean {tau['mean']:.3f} (sd {tau['sd']:.3f}, 5–95% {tau['p5']:.3f}–{tau['p95']:.3f}) "
+                f"over {s.resamples} splits."
+            )
     st.dataframe(drop_table(m, report.runs))
     for note in report.notes:
         st.caption(literal(note))
@@ -101,15 +129,21 @@ def card_details(card: Mapping[str, Any]) -> str | None:
         return None
     m, s = entry["metrics"][0], entry.get("settings", {})
     runs = entry.get("runs", [])
-    words = [f"Measured when the release was cut, on {m['metric']} over {m['queries']:,} queries against the "
-             f"{len(runs)} run(s) stored then ({', '.join(runs)}; pooled: {', '.join(entry.get('pooled') or []) or 'none'})"]
+    words = [
+        f"Measured when the release was cut, on {m['metric']} over {m['queries']:,} queries against the "
+        f"{len(runs)} run(s) stored then ({', '.join(runs)}; pooled: {', '.join(entry.get('pooled') or []) or 'none'})"
+    ]
     if m.get("variance") is not None:
-        words.append(f"variance of a per-query difference {m['variance']:.5f} ({m['variance_source']}), "
-                     f"α = {s.get('alpha', 0.05):g}, power {s.get('power', 0.8):g}")
+        words.append(
+            f"variance of a per-query difference {m['variance']:.5f} ({m['variance_source']}), "
+            f"α = {s.get('alpha', 0.05):g}, power {s.get('power', 0.8):g}"
+        )
     if m.get("pairs"):
         correction = Correction(s.get("correction", Correction.TUKEY_HSD)).label
-        words.append(f"{m['significant_pairs']} of {len(m['pairs'])} run pairs differ ({correction}, "
-                     f"{s.get('resamples', 0):,} resamples)")
+        words.append(
+            f"{m['significant_pairs']} of {len(m['pairs'])} run pairs differ ({correction}, "
+            f"{s.get('resamples', 0):,} resamples)"
+        )
     tau = m.get("split_half_tau") or {}
     if tau.get("mean") is not None:
         words.append(f"split-half Kendall τ mean {tau['mean']:.3f} (5–95% {tau['p5']:.3f}–{tau['p95']:.3f})")

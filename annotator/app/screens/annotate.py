@@ -53,8 +53,9 @@ def save_grade(username: str, view: PairView, grade: int | None) -> None:
     seconds = round(time.monotonic() - shown_at, 3) if shown_at else None
     note = (st.session_state.get(f"note_{pair_id}") or "").strip() or None
     try:
-        saved = record_judgment(state.engine(), pair_id, username, grade, note=note, cant_judge_reason=reason,
-                                seconds_spent=seconds)
+        saved = record_judgment(
+            state.engine(), pair_id, username, grade, note=note, cant_judge_reason=reason, seconds_spent=seconds
+        )
     except PAGE_ERRORS as exc:
         st.session_state["flash"] = f"Not saved: {views.literal(exc)}."
         return
@@ -92,9 +93,11 @@ def focus_reason(pair_id: int) -> None:
         return
     st.session_state[FOCUSED_KEY] = opened
     selector = f".st-key-reason_{pair_id} input"
-    auth.page_script(f"(function f(n){{const e=document.querySelector('{selector}');"
-                     f"if(e){{e.focus();}}else if(n>0){{setTimeout(function(){{f(n-1);}},50);}}}})(100);"
-                     f" // open {opened}")
+    auth.page_script(
+        f"(function f(n){{const e=document.querySelector('{selector}');"
+        f"if(e){{e.focus();}}else if(n>0){{setTimeout(function(){{f(n-1);}},50);}}}})(100);"
+        f" // open {opened}"
+    )
 
 
 def current_view(project: str, username: str) -> PairView | None:
@@ -112,8 +115,11 @@ def current_view(project: str, username: str) -> PairView | None:
 def load_progress(project: str, username: str) -> None:
     """Fetch done / assigned from the store (on every full page run, so a reload or another tab is reflected)."""
     prog = progress(state.engine(), project, username)
-    st.session_state["progress"] = {"done": prog.done, "assigned": prog.assigned,
-                                    "per_query": [list(row) for row in prog.per_query]}
+    st.session_state["progress"] = {
+        "done": prog.done,
+        "assigned": prog.assigned,
+        "per_query": [list(row) for row in prog.per_query],
+    }
 
 
 def count_done(query: str, step: int) -> None:
@@ -135,8 +141,10 @@ def progress_panel(project: str, username: str, view: PairView | None) -> list[l
         load_progress(project, username)
     prog = st.session_state["progress"]
     overall, here = st.columns([3, 1], vertical_alignment="bottom")
-    overall.progress(prog["done"] / prog["assigned"] if prog["assigned"] else 0.0,
-                     text=f"Overall: {prog['done']} / {prog['assigned']} judged")
+    overall.progress(
+        prog["done"] / prog["assigned"] if prog["assigned"] else 0.0,
+        text=f"Overall: {prog['done']} / {prog['assigned']} judged",
+    )
     current = [row for row in prog["per_query"] if view is not None and row[0] == view.query_external_id]
     if current:
         here.caption(f"This query: {current[0][1]} / {current[0][2]} judged")
@@ -147,9 +155,16 @@ def grade_buttons(project: ProjectInfo, username: str, view: PairView) -> None:
     """One button per grade of the project's scale, named by the project's labels, each with its digit as the
     keyboard shortcut; the annotator's own current grade is highlighted."""
     for column, (grade, label) in zip(st.columns(len(project.labels)), project.labels.items(), strict=True):
-        column.button(f"{grade} · {views.literal(label)}", key=f"grade_{grade}", shortcut=str(grade), width="stretch",
-                      wrap=True, type="primary" if view.grade == grade else "secondary",
-                      on_click=save_grade, args=(username, view, grade))
+        column.button(
+            f"{grade} · {views.literal(label)}",
+            key=f"grade_{grade}",
+            shortcut=str(grade),
+            width="stretch",
+            wrap=True,
+            type="primary" if view.grade == grade else "secondary",
+            on_click=save_grade,
+            args=(username, view, grade),
+        )
 
 
 def fragment_box(view: PairView) -> None:
@@ -168,8 +183,9 @@ def cant_judge_row(project: str, username: str, view: PairView) -> None:
         right.button("Next open pair →", key="next", shortcut="Right", on_click=show, args=(None,))
         right.button("Clear my grade", key="undo", on_click=clear_grade, args=(username, view))
     if st.session_state.get("cant_judge_asked") or view.cant_judge_reason:
-        st.text_input("Why can't you judge this pair?", value=view.cant_judge_reason or "",
-                      key=f"reason_{view.pair_id}")
+        st.text_input(
+            "Why can't you judge this pair?", value=view.cant_judge_reason or "", key=f"reason_{view.pair_id}"
+        )
         st.button("Save as can't judge", key="cant_judge", on_click=save_grade, args=(username, view, None))
         focus_reason(view.pair_id)
 
@@ -179,19 +195,28 @@ def pair_panel(project: ProjectInfo, username: str, view: PairView) -> None:
     st.markdown(f"#### {views.literal(view.query_text)}")
     st.caption(f"Query {views.literal(view.query_external_id)} · pair {view.position} of {view.total}")
     if view.rejudge_version is not None:
-        st.warning(f"Re-judging under guideline v{view.rejudge_version}: a lead sent this pair back because it was "
-                   "graded under an older version. Read the guideline again and grade it as it says now; your new "
-                   "grade replaces the old one, which stays in the history.", icon=":material/replay:")
+        st.warning(
+            f"Re-judging under guideline v{view.rejudge_version}: a lead sent this pair back because it was "
+            "graded under an older version. Read the guideline again and grade it as it says now; your new "
+            "grade replaces the old one, which stays in the history.",
+            icon=":material/replay:",
+        )
     views_context.query_lines(state.engine(), project.name, view)
     views_context.beside(state.engine(), project.name, view, fragment_box)
     if view.grade is not None:
-        st.info(f"Your grade: {view.grade} · {views.literal(project.labels.get(view.grade, ''))}. "
-                "Press another grade to change it.")
+        st.info(
+            f"Your grade: {view.grade} · {views.literal(project.labels.get(view.grade, ''))}. "
+            "Press another grade to change it."
+        )
     elif view.cant_judge_reason:
         st.info(f"You marked this pair can't judge: {views.literal(view.cant_judge_reason)}")
     grade_buttons(project, username, view)
-    st.text_input("Note (optional)", value=view.note or "", key=f"note_{view.pair_id}",
-                  placeholder="Why this grade? Leads read notes when adjudicating.")
+    st.text_input(
+        "Note (optional)",
+        value=view.note or "",
+        key=f"note_{view.pair_id}",
+        placeholder="Why this grade? Leads read notes when adjudicating.",
+    )
     cant_judge_row(project.name, username, view)
 
 
@@ -227,8 +252,13 @@ def grading_panel(project: ProjectInfo, username: str) -> None:
 
 
 ROUND_FEEDBACK = "round_feedback"  # the round pair just graded, whose settled grade and reason are on screen
-ROUND_HEADERS = {"query": "Query", "fragment": "Fragment", "grade": "Your grade", "settled": "Settled grade",
-                 "reason": "Lead's reason"}
+ROUND_HEADERS = {
+    "query": "Query",
+    "fragment": "Fragment",
+    "grade": "Your grade",
+    "settled": "Settled grade",
+    "reason": "Lead's reason",
+}
 
 
 def grade_round(project: str, username: str, pair: RoundPair, grade: int) -> None:
@@ -245,9 +275,20 @@ def grade_round(project: str, username: str, pair: RoundPair, grade: int) -> Non
 
 def round_view(pair: RoundPair) -> PairView:
     """A round pair in the shape the fragment box and the context read."""
-    return PairView(pair.pair_id, pair.query_external_id, pair.query_text, pair.fragment_external_id,
-                    pair.fragment_title, pair.fragment_text, pair.position, pair.total, None, None, None,
-                    pair.fragment_doc_id)
+    return PairView(
+        pair.pair_id,
+        pair.query_external_id,
+        pair.query_text,
+        pair.fragment_external_id,
+        pair.fragment_title,
+        pair.fragment_text,
+        pair.position,
+        pair.total,
+        None,
+        None,
+        None,
+        pair.fragment_doc_id,
+    )
 
 
 def round_pair_panel(project: ProjectInfo, username: str, pair: RoundPair) -> None:
@@ -258,8 +299,15 @@ def round_pair_panel(project: ProjectInfo, username: str, pair: RoundPair) -> No
     views_context.query_lines(state.engine(), project.name, view)
     views_context.beside(state.engine(), project.name, view, fragment_box)
     for column, (grade, label) in zip(st.columns(len(project.labels)), project.labels.items(), strict=True):
-        column.button(f"{grade} · {views.literal(label)}", key=f"round_grade_{grade}", shortcut=str(grade),
-                      width="stretch", wrap=True, on_click=grade_round, args=(project.name, username, pair, grade))
+        column.button(
+            f"{grade} · {views.literal(label)}",
+            key=f"round_grade_{grade}",
+            shortcut=str(grade),
+            width="stretch",
+            wrap=True,
+            on_click=grade_round,
+            args=(project.name, username, pair, grade),
+        )
 
 
 def round_feedback(project: ProjectInfo, pair: RoundPair, finished: bool) -> None:
@@ -269,13 +317,20 @@ def round_feedback(project: ProjectInfo, pair: RoundPair, finished: bool) -> Non
     same = pair.grade == pair.settled
     with st.container(border=True, key="round_feedback"):
         st.text(f"Your grade: {pair.grade} · {project.labels.get(int(pair.grade or 0), '')}")
-        st.text(f"Settled grade: {pair.settled} · {project.labels.get(int(pair.settled or 0), '')}"
-                + (" (the same as yours)" if same else ""))
+        st.text(
+            f"Settled grade: {pair.settled} · {project.labels.get(int(pair.settled or 0), '')}"
+            + (" (the same as yours)" if same else "")
+        )
         st.text("The lead's reason:")
         st.text(pair.reason or "")
     if not finished:
-        st.button("Next pair →", key="round_next", shortcut="Right", type="primary",
-                  on_click=lambda: st.session_state.pop(ROUND_FEEDBACK, None))
+        st.button(
+            "Next pair →",
+            key="round_next",
+            shortcut="Right",
+            type="primary",
+            on_click=lambda: st.session_state.pop(ROUND_FEEDBACK, None),
+        )
 
 
 def round_outcome(round_state: RoundState, pairs: list[RoundPair]) -> None:
@@ -286,10 +341,14 @@ def round_outcome(round_state: RoundState, pairs: list[RoundPair]) -> None:
             st.session_state.pop(ROUND_FEEDBACK, None)
             st.rerun(scope="app")
     else:
-        st.warning(views.literal(round_state.sentence()) + " Read the guideline meanwhile; a lead can see your "
-                   "round and open your queue or grant you a retake.")
-    table = pd.DataFrame([(p.query_external_id, p.fragment_external_id, p.grade, p.settled, p.reason)
-                          for p in pairs], columns=list(ROUND_HEADERS))
+        st.warning(
+            views.literal(round_state.sentence()) + " Read the guideline meanwhile; a lead can see your "
+            "round and open your queue or grant you a retake."
+        )
+    table = pd.DataFrame(
+        [(p.query_external_id, p.fragment_external_id, p.grade, p.settled, p.reason) for p in pairs],
+        columns=list(ROUND_HEADERS),
+    )
     views.table(table, ROUND_HEADERS, width="stretch")
 
 
@@ -309,12 +368,16 @@ def qualification_panel(project: ProjectInfo, username: str) -> None:
         st.warning(views.literal(round_state.sentence()))
         return
     st.subheader("Qualification round")
-    retake = (f"Retake granted by lead {views.literal(round_state.granted_by)}. " if round_state.granted_by else "")
-    st.caption(f"{retake}Before your regular queue opens, grade these {round_state.pairs} pairs. After each grade you "
-               "see the settled grade and the lead's reason. Your queue opens when your weighted κ against the "
-               f"settled grades reaches {round_state.threshold:g}; otherwise a lead decides.")
-    st.progress(round_state.graded / round_state.pairs if round_state.pairs else 1.0,
-                text=f"Qualification: {round_state.graded} / {round_state.pairs} graded")
+    retake = f"Retake granted by lead {views.literal(round_state.granted_by)}. " if round_state.granted_by else ""
+    st.caption(
+        f"{retake}Before your regular queue opens, grade these {round_state.pairs} pairs. After each grade you "
+        "see the settled grade and the lead's reason. Your queue opens when your weighted κ against the "
+        f"settled grades reaches {round_state.threshold:g}; otherwise a lead decides."
+    )
+    st.progress(
+        round_state.graded / round_state.pairs if round_state.pairs else 1.0,
+        text=f"Qualification: {round_state.graded} / {round_state.pairs} graded",
+    )
     if st.session_state.get("flash"):
         st.warning(st.session_state.pop("flash"))
     pairs = round_pairs(state.engine(), project.name, username)

@@ -18,6 +18,8 @@ guideline = current_guideline(state.engine(), project)
 if guideline is None:
     st.info("This project has no guideline yet; a lead adds one on the Guidelines page.")
     st.stop()
-st.caption(f"Project {views.literal(project)} · guideline version {guideline.version} — judgments you make now are "
-           "stamped with this version.")
+st.caption(
+    f"Project {views.literal(project)} · guideline version {guideline.version} — judgments you make now are "
+    "stamped with this version."
+)
 views.guideline_markdown(guideline.text)

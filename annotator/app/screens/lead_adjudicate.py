@@ -20,17 +20,32 @@ SAVED_KEY = "adjudicate_saved"
 PAIR_LABEL = "Pair"
 ALL_QUERIES = "All queries"
 ALL_BOUNDARIES = "All boundaries"
-JUDGMENT_HEADERS = {"annotator": "Annotator", "grade": "Grade", "note": "Note", "cant_judge_reason": "Can't judge because",
-                    "guideline": "Guideline version", "seconds_spent": "Seconds", "revision": "Revision",
-                    "updated_at": "Updated"}
-HISTORY_HEADERS = {"action": "Action", "annotator": "Annotator", "old_grade": "Old grade", "new_grade": "New grade",
-                   "old_note": "Old note", "new_note": "New note", "at": "When"}
+JUDGMENT_HEADERS = {
+    "annotator": "Annotator",
+    "grade": "Grade",
+    "note": "Note",
+    "cant_judge_reason": "Can't judge because",
+    "guideline": "Guideline version",
+    "seconds_spent": "Seconds",
+    "revision": "Revision",
+    "updated_at": "Updated",
+}
+HISTORY_HEADERS = {
+    "action": "Action",
+    "annotator": "Annotator",
+    "old_grade": "Old grade",
+    "new_grade": "New grade",
+    "old_note": "Old note",
+    "new_note": "New note",
+    "at": "When",
+}
 
 
 def queue_label(row: Any) -> str:
     """One dispute in the picker: query · fragment · spread and every person's grade."""
-    return (f"{row.query_id} · {row.fragment_id} · spread {row.spread} · {row.grades}"
-            + (" · adjudicated" if row.adjudicated else ""))
+    return f"{row.query_id} · {row.fragment_id} · spread {row.spread} · {row.grades}" + (
+        " · adjudicated" if row.adjudicated else ""
+    )
 
 
 engine, user = views.lead_page("Adjudication")
@@ -41,8 +56,11 @@ if project is None:
 judgments, _ = views_agreement.project_agreement(engine, project)
 decided = queries_frames.adjudications_frame(engine, project.name)
 done = set(zip(decided["query_id"].astype(str), decided["fragment_id"].astype(str), strict=True))
-every = adjudication.disputes_of(judgments, done) if not judgments.empty else pd.DataFrame(
-    columns=adjudication.DISPUTE_COLUMNS)
+every = (
+    adjudication.disputes_of(judgments, done)
+    if not judgments.empty
+    else pd.DataFrame(columns=adjudication.DISPUTE_COLUMNS)
+)
 if every.empty:
     st.success("No disputed pairs: nothing to adjudicate.")
     st.stop()
@@ -51,14 +69,20 @@ low, high = views.scale_of(project)
 left, right = st.columns(2)
 query_filter = left.selectbox("Query", [ALL_QUERIES, *sorted(every["query_id"].unique())])
 boundaries = {f"{b}|{b + 1}": b for b in range(low, high)}
-boundary_filter = right.selectbox("Grade boundary", [ALL_BOUNDARIES, *boundaries],
-                                  help="b|b+1 keeps the pairs someone graded b or lower and someone else above b.")
-queue = adjudication.filter_disputes(every, None if query_filter == ALL_QUERIES else query_filter,
-                                     boundaries.get(boundary_filter))
+boundary_filter = right.selectbox(
+    "Grade boundary",
+    [ALL_BOUNDARIES, *boundaries],
+    help="b|b+1 keeps the pairs someone graded b or lower and someone else above b.",
+)
+queue = adjudication.filter_disputes(
+    every, None if query_filter == ALL_QUERIES else query_filter, boundaries.get(boundary_filter)
+)
 current = st.session_state.get(views_agreement.ADJUDICATE_KEY)
 n_open = int((~every["adjudicated"].astype(bool)).sum())
-st.caption(f"{len(every)} disputed pair(s) among people (human grades differ; model judges never count), "
-           f"{n_open} open; showing {len(queue)}, largest spread first. {len(done)} pair(s) adjudicated so far.")
+st.caption(
+    f"{len(every)} disputed pair(s) among people (human grades differ; model judges never count), "
+    f"{n_open} open; showing {len(queue)}, largest spread first. {len(done)} pair(s) adjudicated so far."
+)
 if SAVED_KEY in st.session_state:
     st.success(views.literal(st.session_state.pop(SAVED_KEY)))
 if queue.empty:
@@ -85,18 +109,27 @@ judged = pd.DataFrame(detail["judgments"], columns=list(JUDGMENT_HEADERS))
 views.table(judged, JUDGMENT_HEADERS, {"grade": 0, "guideline": 0, "seconds_spent": 1}, width="stretch")
 if detail["adjudication"]:
     decided = detail["adjudication"]
-    st.info(f"In force: final grade {decided['grade']} by {views.literal(decided['by'])} — "
-            f"{views.literal(decided['reason'])}")
+    st.info(
+        f"In force: final grade {decided['grade']} by {views.literal(decided['by'])} — "
+        f"{views.literal(decided['reason'])}"
+    )
 with st.expander("Change history"):
     history = pd.DataFrame(detail["history"], columns=list(HISTORY_HEADERS))
     views.table(history, HISTORY_HEADERS, {"old_grade": 0, "new_grade": 0})
 
 with st.form("adjudicate"):
     fresh = f"{detail['pair_id']}_{len(detail['adjudications'])}"  # a new decision starts from an empty form
-    grade = st.radio("Final grade", list(project.labels), index=None, horizontal=True, key=f"final_grade_{fresh}",
-                     format_func=lambda g: f"{g} · {views.literal(project.labels[g])}")
-    reason = st.text_area("Reason", placeholder="Why this grade: which guideline rule decides it",
-                          key=f"final_reason_{fresh}")
+    grade = st.radio(
+        "Final grade",
+        list(project.labels),
+        index=None,
+        horizontal=True,
+        key=f"final_grade_{fresh}",
+        format_func=lambda g: f"{g} · {views.literal(project.labels[g])}",
+    )
+    reason = st.text_area(
+        "Reason", placeholder="Why this grade: which guideline rule decides it", key=f"final_reason_{fresh}"
+    )
     if st.form_submit_button("Save final grade"):
         if grade is None:
             st.error("Pick a final grade first.")
@@ -107,9 +140,9 @@ with st.form("adjudicate"):
                 adjudication.adjudicate(engine, pair_id, int(grade), reason.strip(), actor=user.username)
                 after = queue.assign(adjudicated=queue["adjudicated"].astype(bool) | (queue["pair_id"] == pair_id))
                 following = adjudication.next_open(after, pair_id)
-                st.session_state[SAVED_KEY] = (
-                    f"Final grade {grade} saved for {query['id']} · {fragment['id']}. "
-                    + ("Every dispute shown is decided." if following is None else "Next open dispute:"))
+                st.session_state[SAVED_KEY] = f"Final grade {grade} saved for {query['id']} · {fragment['id']}. " + (
+                    "Every dispute shown is decided." if following is None else "Next open dispute:"
+                )
                 if following is not None:
                     st.session_state[views_agreement.ADJUDICATE_KEY] = following
                 st.rerun()

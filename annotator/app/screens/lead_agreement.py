@@ -29,10 +29,12 @@ low, high = views.scale_of(project)
 for col, tile in zip(st.columns(3), views_agreement.headline(report, scope), strict=True):
     col.metric(tile.label, tile.value)
     col.caption(tile.caption)
-st.caption(f"Scope: {scope}. {report.n_units} pairs graded by {report.n_annotators} annotators "
-           f"({report.n_pairable_units} pairs with at least two grades) on the {low}–{high} scale. "
-           f"CIs resample queries. Threshold {threshold:g}. Krippendorff's bands: α ≥ 0.800 reliable, "
-           "0.667–0.800 tentative.")
+st.caption(
+    f"Scope: {scope}. {report.n_units} pairs graded by {report.n_annotators} annotators "
+    f"({report.n_pairable_units} pairs with at least two grades) on the {low}–{high} scale. "
+    f"CIs resample queries. Threshold {threshold:g}. Krippendorff's bands: α ≥ 0.800 reliable, "
+    "0.667–0.800 tentative."
+)
 pooled = views_agreement.pooled_line(agreement)
 if pooled and report is not agreement.report:
     st.caption(pooled)
@@ -45,17 +47,29 @@ for flag in views_agreement.agreement_flags(agreement, threshold):
 calibrated = views_agreement.project_calibration(engine, project)
 if calibrated is not None:
     st.subheader("Model judges vs humans")
-    st.caption("Every number above is human–human: model judges never count in it. Here each model judge is "
-               "compared with the human consensus (median of the people's grades, lead decisions winning) and "
-               "with each person, on the pairs graded by both, beside what the people reach with each other on "
-               "the same pairs.")
-    views.table(views_agreement.side_by_side(report, calibrated), views_agreement.SIDE_HEADERS,
-                {"quadratic": 3, "alpha": 3}, width="stretch")
+    st.caption(
+        "Every number above is human–human: model judges never count in it. Here each model judge is "
+        "compared with the human consensus (median of the people's grades, lead decisions winning) and "
+        "with each person, on the pairs graded by both, beside what the people reach with each other on "
+        "the same pairs."
+    )
+    views.table(
+        views_agreement.side_by_side(report, calibrated),
+        views_agreement.SIDE_HEADERS,
+        {"quadratic": 3, "alpha": 3},
+        width="stretch",
+    )
     for model in calibrated.models:
-        st.text(f"Model judge {model.model}: {model.n_grades} grades. Against the human consensus it "
-                f"{model.vs_consensus.bias.sentence(calibrated.scale)}.")
-        views.table(views_agreement.comparison_table(model), views_agreement.COMPARISON_HEADERS,
-                    views_agreement.COMPARISON_DIGITS, width="stretch")
+        st.text(
+            f"Model judge {model.model}: {model.n_grades} grades. Against the human consensus it "
+            f"{model.vs_consensus.bias.sentence(calibrated.scale)}."
+        )
+        views.table(
+            views_agreement.comparison_table(model),
+            views_agreement.COMPARISON_HEADERS,
+            views_agreement.COMPARISON_DIGITS,
+            width="stretch",
+        )
         left, right = st.columns(2)
         with left:
             st.caption("Confusion against the human consensus (rows: consensus grade; columns: the model's).")
@@ -65,18 +79,23 @@ if calibrated is not None:
             for title, groups in (("By category", model.by_category), ("By guideline version", model.by_guideline)):
                 if groups:
                     st.caption(title)
-                    views.table(views_agreement.group_table(groups), views_agreement.GROUP_HEADERS,
-                                views_agreement.GROUP_DIGITS)
+                    views.table(
+                        views_agreement.group_table(groups), views_agreement.GROUP_HEADERS, views_agreement.GROUP_DIGITS
+                    )
 
 st.subheader("Every coefficient")
 st.caption(f"Side by side, so high raw agreement with low κ and α (the kappa paradox) is visible. Scope: {scope}.")
-st.dataframe(views_agreement.styled(views_agreement.coefficients_table(report, threshold, scope)), hide_index=True,
-             width="stretch")
+st.dataframe(
+    views_agreement.styled(views_agreement.coefficients_table(report, threshold, scope)),
+    hide_index=True,
+    width="stretch",
+)
 
 st.subheader("Grade boundaries")
 st.caption(f"α with the scale cut in two at each grade: the lowest marks the ambiguous boundary. Scope: {scope}.")
-st.dataframe(views_agreement.styled(views_agreement.cuts_table(report, threshold, scope)), hide_index=True,
-             width="stretch")
+st.dataframe(
+    views_agreement.styled(views_agreement.cuts_table(report, threshold, scope)), hide_index=True, width="stretch"
+)
 st.text("Grades: " + " · ".join(f"{g} = {name}" for g, name in sorted(project.labels.items())))
 
 st.subheader("Cohen's κ per annotator pair")
@@ -102,8 +121,10 @@ if len(annotators) >= 2:
     st.altair_chart(charts.confusion_chart(frame, a, b))
 
 st.subheader("By query and by category")
-st.caption(f"Scope: {views_agreement.POOLED if agreement.by_version else 'all judgments'}. Over fewer than "
-           f"{views_agreement.MIN_VERDICT_PAIRS} pairs with two grades α is shown with its n and no verdict.")
+st.caption(
+    f"Scope: {views_agreement.POOLED if agreement.by_version else 'all judgments'}. Over fewer than "
+    f"{views_agreement.MIN_VERDICT_PAIRS} pairs with two grades α is shown with its n and no verdict."
+)
 by_query, by_category = views_agreement.breakdown_tables(agreement, threshold)
 left, right = st.columns(2)
 left.dataframe(views_agreement.styled(by_query), hide_index=True)
@@ -117,8 +138,10 @@ else:
     st.info("No guideline version has enough overlapping grades yet.")
 
 st.subheader("Most disputed pairs")
-st.caption(f"At most {views_agreement.DISPUTED_SHOWN} of the widest, all guideline versions pooled; the Adjudication "
-           "page offers every disputed pair.")
+st.caption(
+    f"At most {views_agreement.DISPUTED_SHOWN} of the widest, all guideline versions pooled; the Adjudication "
+    "page offers every disputed pair."
+)
 for i, pair in enumerate(views_agreement.disputed_pairs(agreement)):
     text, button = st.columns([5, 1])
     text.text(views_agreement.disputed_line(pair))

@@ -16,15 +16,37 @@ from db.accounts.users import list_users
 from db.store.models import RoundStatus
 from eval_core.vocab import AnnotatorKind, Role
 
-CONTROL_HEADERS = {"query_id": "Query", "fragment_id": "Fragment", "grade": "Settled grade", "source": "From",
-                   "reason": "Reason", "created_at": "Since"}
-ROUND_HEADERS = {"username": "Annotator", "attempt": "Round", "status": "Status", "graded": "Graded",
-                 "pairs": "Round pairs", "kappa": "κ", "threshold": "Threshold", "finished_at": "Finished",
-                 "granted_by": "Retake granted by", "opened_by": "Opened by", "opened_at": "Opened at",
-                 "closed_by": "Closed by", "closed_at": "Closed at", "closed_reason": "Why closed"}
-STATUS_NAMES = {RoundStatus.IN_ROUND: "in the round", RoundStatus.PASSED: "passed",
-                RoundStatus.FAILED: "failed: waits for a lead", RoundStatus.OPENED: "opened by a lead",
-                RoundStatus.CLOSED: "closed by a lead"}
+CONTROL_HEADERS = {
+    "query_id": "Query",
+    "fragment_id": "Fragment",
+    "grade": "Settled grade",
+    "source": "From",
+    "reason": "Reason",
+    "created_at": "Since",
+}
+ROUND_HEADERS = {
+    "username": "Annotator",
+    "attempt": "Round",
+    "status": "Status",
+    "graded": "Graded",
+    "pairs": "Round pairs",
+    "kappa": "κ",
+    "threshold": "Threshold",
+    "finished_at": "Finished",
+    "granted_by": "Retake granted by",
+    "opened_by": "Opened by",
+    "opened_at": "Opened at",
+    "closed_by": "Closed by",
+    "closed_at": "Closed at",
+    "closed_reason": "Why closed",
+}
+STATUS_NAMES = {
+    RoundStatus.IN_ROUND: "in the round",
+    RoundStatus.PASSED: "passed",
+    RoundStatus.FAILED: "failed: waits for a lead",
+    RoundStatus.OPENED: "opened by a lead",
+    RoundStatus.CLOSED: "closed by a lead",
+}
 DECIDED = "queue_decided"  # the sentence of a lead's decision just made (open, close, retake), shown once
 CLOSE_WHO, CLOSE_REASON = "close-queue-who", "close-queue-reason"
 RATE_HELP = "One control pair in every N of each annotator's pairs: 1/20, 0.05 or 20."
@@ -68,8 +90,10 @@ def rounds_table(rounds: list[qualification.RoundState]) -> None:
     table = pd.DataFrame([r.to_dict() for r in rounds]).assign(
         status=[STATUS_NAMES[r.status] for r in rounds],
         kappa=[views.MISSING if r.kappa is None else f"{r.kappa:.3f}" for r in rounds],
-        finished_at=[r.finished_at for r in rounds], opened_at=[r.opened_at for r in rounds],
-        closed_at=[r.closed_at for r in rounds])
+        finished_at=[r.finished_at for r in rounds],
+        opened_at=[r.opened_at for r in rounds],
+        closed_at=[r.closed_at for r in rounds],
+    )
     views.table(table, ROUND_HEADERS, width="stretch")
 
 
@@ -80,25 +104,51 @@ if project is None:
 
 st.subheader("Control pairs")
 every, controls = control.list_controls(engine, project.name)
-st.caption(f"{len(controls)} control pair(s), " + (f"one in every {every} of each annotator's pairs, served blind "
-           "like any pair." if every else "not served yet (no rate set)."))
+st.caption(
+    f"{len(controls)} control pair(s), "
+    + (
+        f"one in every {every} of each annotator's pairs, served blind like any pair."
+        if every
+        else "not served yet (no rate set)."
+    )
+)
 if controls:
-    frame = pd.DataFrame([{"query_id": c.query_id, "fragment_id": c.fragment_id, "grade": c.grade,
-                           "source": f"release {c.release}" if c.release else "set by hand", "reason": c.reason,
-                           "created_at": c.created_at} for c in controls])
+    frame = pd.DataFrame(
+        [
+            {
+                "query_id": c.query_id,
+                "fragment_id": c.fragment_id,
+                "grade": c.grade,
+                "source": f"release {c.release}" if c.release else "set by hand",
+                "reason": c.reason,
+                "created_at": c.created_at,
+            }
+            for c in controls
+        ]
+    )
     views.table(frame, CONTROL_HEADERS, width="stretch")
 
 from_release, by_hand = st.columns(2)
 with from_release, st.form("controls-from-release"):
     st.markdown("**From a release**: its adjudicated pairs become control pairs, the adjudication's reason kept.")
     versions = [r.version for r in releases.list_releases(engine, project.name)]
-    version = st.selectbox("Release", versions, index=len(versions) - 1 if versions else None,
-                           format_func=lambda v: f"version {v}", placeholder="no release yet")
+    version = st.selectbox(
+        "Release",
+        versions,
+        index=len(versions) - 1 if versions else None,
+        format_func=lambda v: f"version {v}",
+        placeholder="no release yet",
+    )
     rate = st.text_input("Rate", value=f"1/{every}" if every else "1/20", help=RATE_HELP, key="rate-release")
     if st.form_submit_button("Make control pairs", disabled=not versions) and version is not None:
         with user_errors("No control pairs made"):
-            st.success(literal(served(control.controls_from_release(engine, project.name, version, rate.strip(),
-                                                                    actor=user.username))))
+            st.success(
+                literal(
+                    served(
+                        control.controls_from_release(engine, project.name, version, rate.strip(), actor=user.username)
+                    )
+                )
+            )
 
 with by_hand, st.form("control-by-hand"):
     st.markdown("**By hand**: one pooled pair, the grade it must get and why.")
@@ -111,25 +161,46 @@ with by_hand, st.form("control-by-hand"):
     hand_rate = st.text_input("Rate (optional)", value="", help=RATE_HELP + " Empty: keep the project's.")
     if st.form_submit_button("Add control pair") and grade is not None:
         with user_errors("Not added"):
-            st.success(literal(served(control.add_control(engine, project.name, query.strip(), fragment.strip(),
-                                                          int(grade), reason, hand_rate.strip() or None,
-                                                          actor=user.username))))
+            st.success(
+                literal(
+                    served(
+                        control.add_control(
+                            engine,
+                            project.name,
+                            query.strip(),
+                            fragment.strip(),
+                            int(grade),
+                            reason,
+                            hand_rate.strip() or None,
+                            actor=user.username,
+                        )
+                    )
+                )
+            )
 
 st.subheader("Qualification round")
 settings = qualification.qualification_settings(engine, project.name)
 st.caption(literal(settings.sentence()))
 with st.form("qualify"):
     c1, c2, c3 = st.columns(3)
-    pairs = c1.number_input("Control pairs in the round (0: no round)", min_value=0, max_value=max(settings.controls, 2),
-                            value=settings.pairs or 0, step=1)
-    own = c2.checkbox("Own κ threshold", value=not settings.threshold_is_default,
-                      help=f"Unticked: the project's agreement threshold ({project.threshold:g}).")
-    threshold = c3.number_input("κ threshold", min_value=-1.0, max_value=1.0, step=0.05,
-                                value=settings.threshold)
+    pairs = c1.number_input(
+        "Control pairs in the round (0: no round)",
+        min_value=0,
+        max_value=max(settings.controls, 2),
+        value=settings.pairs or 0,
+        step=1,
+    )
+    own = c2.checkbox(
+        "Own κ threshold",
+        value=not settings.threshold_is_default,
+        help=f"Unticked: the project's agreement threshold ({project.threshold:g}).",
+    )
+    threshold = c3.number_input("κ threshold", min_value=-1.0, max_value=1.0, step=0.05, value=settings.threshold)
     if st.form_submit_button("Save qualification round"):
         with user_errors("Not saved"):
-            saved = qualification.set_qualification(engine, project.name, int(pairs),
-                                                    float(threshold) if own else None, actor=user.username)
+            saved = qualification.set_qualification(
+                engine, project.name, int(pairs), float(threshold) if own else None, actor=user.username
+            )
             st.success(literal(saved.sentence()))
 
 rounds = qualification.list_rounds(engine, project.name)
@@ -142,27 +213,46 @@ else:
             continue
         st.text(f"{r.username}: {r.sentence()}")
         opens, retakes = st.columns(2)
-        opens.button(f"Open {literal(r.username)}'s queue", key=f"open-queue-{r.username}", on_click=open_queue,
-                     args=(project.name, r.username))
+        opens.button(
+            f"Open {literal(r.username)}'s queue",
+            key=f"open-queue-{r.username}",
+            on_click=open_queue,
+            args=(project.name, r.username),
+        )
         if r.status in (RoundStatus.FAILED, RoundStatus.CLOSED) and settings.pairs is not None:
-            retakes.button(f"Grant {literal(r.username)} a retake", key=f"retake-{r.username}", on_click=grant_retake,
-                           args=(project.name, r.username),
-                           help=f"A new round of {settings.pairs} control pairs they have not met in a round.")
+            retakes.button(
+                f"Grant {literal(r.username)} a retake",
+                key=f"retake-{r.username}",
+                on_click=grant_retake,
+                args=(project.name, r.username),
+                help=f"A new round of {settings.pairs} control pairs they have not met in a round.",
+            )
 
 not_open = {r.username for r in rounds if not r.open}
-can_close = [u.username for u in list_users(engine, Role.ANNOTATOR)
-             if u.active and u.kind == AnnotatorKind.HUMAN and u.username not in not_open]
+can_close = [
+    u.username
+    for u in list_users(engine, Role.ANNOTATOR)
+    if u.active and u.kind == AnnotatorKind.HUMAN and u.username not in not_open
+]
 with st.form("close-queue"):
-    st.markdown("**Close a queue again**: the store refuses the annotator's regular grades until a lead reopens "
-                "the queue or they pass a retake.")
-    st.selectbox("Annotator", can_close, index=None, key=CLOSE_WHO,
-                 placeholder="choose an annotator" if can_close else "no open queue")
+    st.markdown(
+        "**Close a queue again**: the store refuses the annotator's regular grades until a lead reopens "
+        "the queue or they pass a retake."
+    )
+    st.selectbox(
+        "Annotator",
+        can_close,
+        index=None,
+        key=CLOSE_WHO,
+        placeholder="choose an annotator" if can_close else "no open queue",
+    )
     st.text_area("Why (the annotator reads it)", key=CLOSE_REASON)
     st.form_submit_button("Close the queue", disabled=not can_close, on_click=close_queue, args=(project.name,))
 
 in_force = {(r.username, r.attempt) for r in rounds}
-earlier = [r for r in qualification.list_rounds(engine, project.name, history=True)
-           if (r.username, r.attempt) not in in_force]
+earlier = [
+    r for r in qualification.list_rounds(engine, project.name, history=True) if (r.username, r.attempt) not in in_force
+]
 if earlier:
     with st.expander(f"Earlier rounds ({len(earlier)})"):
         rounds_table(earlier)

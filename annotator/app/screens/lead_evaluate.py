@@ -62,17 +62,29 @@ low, high = views.scale_of(project)
 grades = list(range(relevant_from((low, high)), high + 1))  # the lowest grade means not relevant
 left, right = st.columns([2, 1])
 ks = left.multiselect("Cutoffs k", K_CHOICES, default=list(DEFAULT_K)) or [10]
-rel_level = right.selectbox("Relevant from grade", grades, index=0,
-                            format_func=lambda g: f"{g} · {project.labels.get(g, g)}",
-                            help="Binary metrics count a fragment as relevant from this grade on "
-                                 "(`qrelkit eval --rel-level`); nDCG gains grade − lowest grade whatever "
-                                 "is chosen here (`--scale`).")
+rel_level = right.selectbox(
+    "Relevant from grade",
+    grades,
+    index=0,
+    format_func=lambda g: f"{g} · {project.labels.get(g, g)}",
+    help="Binary metrics count a fragment as relevant from this grade on "
+    "(`qrelkit eval --rel-level`); nDCG gains grade − lowest grade whatever "
+    "is chosen here (`--scale`).",
+)
 categories = views_evaluate.query_categories(engine, project)
 texts = views_evaluate.fragment_texts(engine, project.name)
 with st.spinner(f"Evaluating {literal(name)}…"):
-    evaluation, diagnosis = views_evaluate.scored_run(qrels, run, tuple(sorted(ks)), dict(categories or {}) or None,
-                                                      name, rel_level, (low, high),
-                                                      (str(engine.url), project.name), texts)
+    evaluation, diagnosis = views_evaluate.scored_run(
+        qrels,
+        run,
+        tuple(sorted(ks)),
+        dict(categories or {}) or None,
+        name,
+        rel_level,
+        (low, high),
+        (str(engine.url), project.name),
+        texts,
+    )
     if run_name is not None:
         evaluations.ensure_evaluation(engine, project.name, run_name, version)
 
@@ -82,18 +94,19 @@ if diagnosis.judged.flagged:
     st.warning(literal(diagnosis.judged.message), icon=":material/warning:")
     holes = len(diagnosis.judged.unjudged)
     if run_name is not None and holes and st.button(f"Send the {holes} unjudged pairs to annotation"):
-        created = evaluations.judge_holes(engine, project.name, run_name, k=diagnosis.judged.k,
-                                          actor=user.username)
+        created = evaluations.judge_holes(engine, project.name, run_name, k=diagnosis.judged.k, actor=user.username)
         st.success(f"{created} new pair(s) created; assign them on the Project page.")
     elif run_name is None and holes:
         st.caption("Import this run on the Project page to send its holes to annotation.")
 
 st.subheader(f"Metrics of {literal(name)} on release {version}")
 k_list = ",".join(map(str, sorted(ks)))
-st.caption(f"Means over the release's {len(evaluation.per_query)} queries, as `qrelkit eval --k {k_list} --rel-level "
-           f"{rel_level - low}` prints them on the release's TREC export (grades written as gains, grade − {low}), "
-           f"and `qrelkit eval --scale {low}-{high} --k {k_list} --rel-level {rel_level}` on its as-judged export; "
-           "95% CIs from a bootstrap over queries.")
+st.caption(
+    f"Means over the release's {len(evaluation.per_query)} queries, as `qrelkit eval --k {k_list} --rel-level "
+    f"{rel_level - low}` prints them on the release's TREC export (grades written as gains, grade − {low}), "
+    f"and `qrelkit eval --scale {low}-{high} --k {k_list} --rel-level {rel_level}` on its as-judged export; "
+    "95% CIs from a bootstrap over queries."
+)
 st.markdown("**At cutoff k**")
 st.table(views_evaluate.cutoff_table(evaluation))
 st.caption(views_evaluate.family_legend())
@@ -118,8 +131,7 @@ if diagnosis.categories is not None:
 
 st.subheader(f"Low-recall queries ({len(diagnosis.low_recall)})")
 for query in diagnosis.low_recall:
-    with st.expander(f"{literal(query.query_id)}: recall@{query.k} = {query.recall:.3f} "
-                     f"({query.n_relevant} relevant)"):
+    with st.expander(f"{literal(query.query_id)}: recall@{query.k} = {query.recall:.3f} ({query.n_relevant} relevant)"):
         for issue in query.issues:
             st.text(issue)
 
@@ -130,8 +142,9 @@ if others:
     metrics = st.multiselect("Metrics", evaluations.HEADLINE, default=[evaluations.HEADLINE[0]])
     if rivals and metrics:
         with st.spinner("Paired randomization tests…"):
-            comparison = views_evaluate.compared_runs(str(engine.url), project.name, version, name, run,
-                                                      tuple(rivals), tuple(metrics), rel_level, engine)
+            comparison = views_evaluate.compared_runs(
+                str(engine.url), project.name, version, name, run, tuple(rivals), tuple(metrics), rel_level, engine
+            )
         for sentence in comparison.sentences():
             st.markdown(f"- {literal(sentence)}")
         views_evaluate.show_comparison(comparison)
@@ -140,15 +153,20 @@ if others:
 
 st.subheader(f"Drops at release {version}")
 alerts = evaluations.drop_alerts(engine, project.name, version)
-st.caption("One alert per stored run and headline metric that fell below the 95% CI of the run's previous "
-           "evaluated release, saying whether the run fell on the queries both releases label alike or the golden "
-           "set changed (queries added, removed, relabelled); an interval of zero width raises none. Stored "
-           f"evaluations count grades ≥ {relevant_from((low, high))} as relevant.")
+st.caption(
+    "One alert per stored run and headline metric that fell below the 95% CI of the run's previous "
+    "evaluated release, saying whether the run fell on the queries both releases label alike or the golden "
+    "set changed (queries added, removed, relabelled); an interval of zero width raises none. Stored "
+    f"evaluations count grades ≥ {relevant_from((low, high))} as relevant."
+)
 for alert in alerts:
     st.warning(views_evaluate.alert_text(alert), icon=":material/trending_down:")
 if not alerts:
-    st.caption(f"Release {version} is the first: there is no earlier evaluation to fall from."
-               if version == min(versions) else "No headline metric of any stored run fell beyond its CI.")
+    st.caption(
+        f"Release {version} is the first: there is no earlier evaluation to fall from."
+        if version == min(versions)
+        else "No headline metric of any stored run fell beyond its CI."
+    )
 
 if run_name is not None:
     st.subheader("History across releases")

@@ -14,9 +14,15 @@ from annotator.app.errors import user_errors
 from db import adjudication, projects
 from db.accounts import users
 
-REJUDGE_HEADERS = {"query_id": "Query", "fragment_id": "Fragment", "annotator": "Annotator", "grade": "Grade",
-                   "guideline": "Judged under version", "current": "Current version",
-                   "sent": "Sent back for re-judging"}
+REJUDGE_HEADERS = {
+    "query_id": "Query",
+    "fragment_id": "Fragment",
+    "annotator": "Annotator",
+    "grade": "Grade",
+    "guideline": "Judged under version",
+    "current": "Current version",
+    "sent": "Sent back for re-judging",
+}
 ALL_QUERIES = "every listed query"
 OWN_ANNOTATORS = "the annotators who judged them"
 SENT_KEY = "rejudge_sent"
@@ -35,9 +41,14 @@ if len(numbers) >= 2:
     left, right = st.columns(2)
     old = left.selectbox("Older", numbers, index=len(numbers) - 2)
     new = right.selectbox("Newer", numbers, index=len(numbers) - 1)
-    diff = "".join(difflib.unified_diff(
-        by_version[old].text.splitlines(keepends=True), by_version[new].text.splitlines(keepends=True),
-        fromfile=f"version {old}", tofile=f"version {new}"))
+    diff = "".join(
+        difflib.unified_diff(
+            by_version[old].text.splitlines(keepends=True),
+            by_version[new].text.splitlines(keepends=True),
+            fromfile=f"version {old}",
+            tofile=f"version {new}",
+        )
+    )
     st.code(diff or "(no difference)", language="diff")
     with left:
         views.guideline_markdown(by_version[old].text)
@@ -48,8 +59,10 @@ elif numbers:
 
 st.subheader("Edit")
 current = by_version[numbers[-1]].text if numbers else ""
-st.caption(f"Current version: {numbers[-1] if numbers else 'none'}. Saving creates a new version; "
-           "judgments keep the version they were made under.")
+st.caption(
+    f"Current version: {numbers[-1] if numbers else 'none'}. Saving creates a new version; "
+    "judgments keep the version they were made under."
+)
 with st.form("edit-guideline"):
     text = st.text_area("Guideline (Markdown)", value=current, height=360)
     if st.form_submit_button("Save as new version"):
@@ -67,27 +80,40 @@ queue = adjudication.rejudge_queue(engine, project.name)
 if SENT_KEY in st.session_state:
     st.success(st.session_state.pop(SENT_KEY))
 if len(queue):
-    st.caption(f"{len(queue)} judgment(s) made under an older guideline version; "
-               f"{int(queue['sent'].sum())} of them sent back and not re-judged yet.")
+    st.caption(
+        f"{len(queue)} judgment(s) made under an older guideline version; "
+        f"{int(queue['sent'].sum())} of them sent back and not re-judged yet."
+    )
     views.table(queue, REJUDGE_HEADERS, width="stretch")
     people = [u.username for u in users.list_users(engine) if u.active and u.kind == "human" and u.can_login]
     with st.form("rejudge"):
         st.markdown(f"**Send back for re-judging under version {numbers[-1]}**")
         left, right = st.columns(2)
-        which = left.selectbox("Pairs", [ALL_QUERIES, *sorted(queue["query_id"].unique())],
-                               format_func=lambda q: q if q == ALL_QUERIES else f"the pairs of query {q}")
-        to = right.multiselect("Send to", people, placeholder=OWN_ANNOTATORS,
-                               help="Empty: each pair goes back to the annotators who judged it under the older "
-                                    "version. Named people get every chosen pair.")
-        st.caption("Each person then finds the pairs in their queue, marked as re-judging under the new version; "
-                   "the new grade replaces the current one and the old stays in the history.")
+        which = left.selectbox(
+            "Pairs",
+            [ALL_QUERIES, *sorted(queue["query_id"].unique())],
+            format_func=lambda q: q if q == ALL_QUERIES else f"the pairs of query {q}",
+        )
+        to = right.multiselect(
+            "Send to",
+            people,
+            placeholder=OWN_ANNOTATORS,
+            help="Empty: each pair goes back to the annotators who judged it under the older "
+            "version. Named people get every chosen pair.",
+        )
+        st.caption(
+            "Each person then finds the pairs in their queue, marked as re-judging under the new version; "
+            "the new grade replaces the current one and the old stays in the history."
+        )
         if st.form_submit_button("Send back for re-judging"):
             chosen = queue if which == ALL_QUERIES else queue[queue["query_id"] == which]
             with user_errors("Not sent"):
-                opened = adjudication.send_for_rejudging(engine, project.name, sorted(set(chosen["pair_id"])),
-                                                         to=to or None, actor=user.username)
-                st.session_state[SENT_KEY] = (f"{opened} assignment(s) reopened for re-judging under version "
-                                              f"{numbers[-1]}.")
+                opened = adjudication.send_for_rejudging(
+                    engine, project.name, sorted(set(chosen["pair_id"])), to=to or None, actor=user.username
+                )
+                st.session_state[SENT_KEY] = (
+                    f"{opened} assignment(s) reopened for re-judging under version {numbers[-1]}."
+                )
                 st.rerun()
 else:
     st.success("Every judgment was made under the current guideline.")

@@ -22,20 +22,36 @@ BM25_MODES = ("top-k for queries no run covers", "top-N for every query", "off")
 IMPORT_HELP = {
     "queries": "JSONL/CSV with id, text (+ category), BEIR queries.jsonl, MS MARCO qid<TAB>text, or TREC topics",
     "fragments": "JSONL/CSV with id, text (+ doc_id, chunk, title), BEIR corpus.jsonl, Pyserini (id, contents), "
-                 "ir_datasets (doc_id, text), or MS MARCO pid<TAB>text; gzipped or not",
+    "ir_datasets (doc_id, text), or MS MARCO pid<TAB>text; gzipped or not",
     "run": "TREC run (qid Q0 docid rank score tag), JSONL or CSV",
     "judgments": "CSV/JSONL with query_id, fragment_id, annotator, grade[, note], a release JSONL, or TREC / BEIR "
-                 "qrels with the annotator whose grades they are",
+    "qrels with the annotator whose grades they are",
 }
-PROGRESS_HEADERS = {"username": "Annotator", "progress": "Progress", "assigned": "Assigned", "done": "Done",
-                    "judged": "Judged (all)", "median_seconds": "Median s/pair", "last_active": "Last active"}
-USER_HEADERS = {"username": "Username", "role": "Role", "kind": "Kind", "active": "Active", "can_login": "Can log in",
-                "login_wait": "Login back-off (s)"}
+PROGRESS_HEADERS = {
+    "username": "Annotator",
+    "progress": "Progress",
+    "assigned": "Assigned",
+    "done": "Done",
+    "judged": "Judged (all)",
+    "median_seconds": "Median s/pair",
+    "last_active": "Last active",
+}
+USER_HEADERS = {
+    "username": "Username",
+    "role": "Role",
+    "kind": "Kind",
+    "active": "Active",
+    "can_login": "Can log in",
+    "login_wait": "Login back-off (s)",
+}
 UNLOCKED_KEY = "unlocked-account"  # the account just unlocked, confirmed on the run after the unlock
 # Who the annotators of an imported judgments file are: None lets each line's annotator_kind column say (a
 # judgments export carries it), else people.
-KIND_NAMES = {None: "As the file says (people if it does not say)", "human": "People",
-              "model": "Model judges (e.g. an LLM assessor's output)"}
+KIND_NAMES = {
+    None: "As the file says (people if it does not say)",
+    "human": "People",
+    "model": "Model judges (e.g. an LLM assessor's output)",
+}
 
 engine, user = views.lead_page("Project")
 
@@ -46,15 +62,27 @@ with st.expander("Create a project", expanded=not projects.list_projects(engine)
     high = c2.number_input("Highest grade", min_value=1, max_value=100, value=3)
     overlap = c3.number_input("Annotators per pair", min_value=1, max_value=20, value=2)
     fraction = c4.number_input("Fraction with overlap", min_value=0.01, max_value=1.0, value=1.0, step=0.05)
-    threshold = c5.number_input("Agreement threshold", min_value=-1.0, max_value=1.0, value=AGREEMENT_THRESHOLD, step=0.05)
-    names = st.text_input("Grade names (optional)", placeholder="1=Partly,2=Mostly,3=Fully — unnamed grades keep "
-                          "the default (the bundled guideline's names on 0–3, else 'Grade g')")
+    threshold = c5.number_input(
+        "Agreement threshold", min_value=-1.0, max_value=1.0, value=AGREEMENT_THRESHOLD, step=0.05
+    )
+    names = st.text_input(
+        "Grade names (optional)",
+        placeholder="1=Partly,2=Mostly,3=Fully — unnamed grades keep "
+        "the default (the bundled guideline's names on 0–3, else 'Grade g')",
+    )
     if st.form_submit_button("Create project"):
         with user_errors("Not created"):
             scale = (int(low), int(high))
-            made = projects.create_project(engine, name.strip(), scale=scale, overlap=int(overlap),
-                                           overlap_fraction=float(fraction), threshold=float(threshold),
-                                           labels=projects.parse_labels(names, scale), actor=user.username)
+            made = projects.create_project(
+                engine,
+                name.strip(),
+                scale=scale,
+                overlap=int(overlap),
+                overlap_fraction=float(fraction),
+                threshold=float(threshold),
+                labels=projects.parse_labels(names, scale),
+                actor=user.username,
+            )
             st.success(f"Project {views.literal(made.name)} created; pick it in the sidebar.")
 
 project = views.pick_project(engine)
@@ -63,19 +91,26 @@ if project is None:
 st.caption(views.project_caption(project))
 
 with st.expander("Grade names"), st.form("grade-names"):
-    st.caption("What annotators read on the grade buttons (each grade keeps its number and key). Renaming "
-               "changes no judgment.")
+    st.caption(
+        "What annotators read on the grade buttons (each grade keeps its number and key). Renaming changes no judgment."
+    )
     # One full-width field per grade: side by side, a name of MAX_LABEL_CHARS was cut off in its box.
-    names = {g: st.text_input(f"Grade {g}", value=label, key=f"grade-name-{project.name}-{g}",
-                              max_chars=projects.MAX_LABEL_CHARS)
-             for g, label in project.labels.items()}
+    names = {
+        g: st.text_input(
+            f"Grade {g}", value=label, key=f"grade-name-{project.name}-{g}", max_chars=projects.MAX_LABEL_CHARS
+        )
+        for g, label in project.labels.items()
+    }
     if st.form_submit_button("Save grade names"):
         with user_errors("Not saved"):
             project = projects.set_grade_labels(engine, project.name, names, actor=user.username)
-            st.success("Grade names saved: " + ", ".join(f"{g} · {views.literal(n)}" for g, n in project.labels.items()))
+            st.success(
+                "Grade names saved: " + ", ".join(f"{g} · {views.literal(n)}" for g, n in project.labels.items())
+            )
 
-import_tab, pool_tab, assign_tab, people_tab, judges_tab = st.tabs(["Import", "Pool", "Assign", "Annotators",
-                                                                    "Model judges"])
+import_tab, pool_tab, assign_tab, people_tab, judges_tab = st.tabs(
+    ["Import", "Pool", "Assign", "Annotators", "Model judges"]
+)
 
 with import_tab:
     kind = st.radio("What", list(IMPORTERS), horizontal=True)
@@ -92,8 +127,9 @@ with import_tab:
         except ValueError as exc:
             bad_kind = exc
             st.error(views.literal(exc))
-        annotator_kind = st.radio("The file's annotators are", [None, *ANNOTATOR_KINDS], format_func=KIND_NAMES.get,
-                                  horizontal=True)
+        annotator_kind = st.radio(
+            "The file's annotators are", [None, *ANNOTATOR_KINDS], format_func=KIND_NAMES.get, horizontal=True
+        )
         if annotator_kind == "human":
             judges = imports.AnnotatorKind("human")
         elif annotator_kind == "model":
@@ -109,11 +145,13 @@ with import_tab:
         with views.saved_upload(upload) as path, st.spinner(f"Importing {views.literal(upload.name)}…"):
             try:
                 if kind == "run":
-                    report = imports.import_run(engine, project.name, path, name=run_name.strip() or None,
-                                                actor=user.username)
+                    report = imports.import_run(
+                        engine, project.name, path, name=run_name.strip() or None, actor=user.username
+                    )
                 elif kind == "judgments":
-                    report = imports.import_judgments(engine, project.name, path, actor=user.username, judges=judges,
-                                                      source=source)
+                    report = imports.import_judgments(
+                        engine, project.name, path, actor=user.username, judges=judges, source=source
+                    )
                 else:
                     report = IMPORTERS[kind](engine, project.name, path, actor=user.username)
             except imports.ImportRejected as exc:
@@ -134,31 +172,52 @@ with pool_tab:
         if st.form_submit_button("Pool"):
             bm25 = {BM25_MODES[0]: None, BM25_MODES[1]: int(bm25_k), BM25_MODES[2]: 0}[bm25_mode]
             with st.spinner("Pooling…"):
-                report = pooling.pool(engine, project.name, int(depth), runs=chosen or None, bm25=bm25,
-                                      actor=user.username)
-            st.success(f"{report.created} new pair(s); {report.existing} already pooled, {report.duplicates} "
-                       "same-text duplicate(s) merged.")
+                report = pooling.pool(
+                    engine, project.name, int(depth), runs=chosen or None, bm25=bm25, actor=user.username
+                )
+            st.success(
+                f"{report.created} new pair(s); {report.existing} already pooled, {report.duplicates} "
+                "same-text duplicate(s) merged."
+            )
             st.json(report.to_dict(), expanded=False)
 
 with assign_tab:
     annotators = [u.username for u in users.list_users(engine, role="annotator") if u.active and u.kind == "human"]
     with st.form("assign"):
         overlap = st.number_input("Annotators per pair", min_value=1, max_value=20, value=int(project.overlap))
-        fraction = st.number_input("Fraction of pairs with that overlap (the rest get one)", min_value=0.01,
-                                   max_value=1.0, value=float(project.overlap_fraction), step=0.05)
+        fraction = st.number_input(
+            "Fraction of pairs with that overlap (the rest get one)",
+            min_value=0.01,
+            max_value=1.0,
+            value=float(project.overlap_fraction),
+            step=0.05,
+        )
         who = st.multiselect("Annotators", annotators, default=annotators)
         if st.form_submit_button("Save policy and assign"):
             with st.spinner("Assigning…"):
-                projects.update_policy(engine, project.name, overlap=int(overlap), overlap_fraction=float(fraction),
-                                       actor=user.username)
-                report = assignment.assign(engine, project.name, overlap=int(overlap), fraction=float(fraction),
-                                           annotators=who or None, actor=user.username)
-            st.success(f"{report.created} new assignment(s); {report.pairs_with_overlap} of {report.pairs_total} "
-                       f"pairs get {report.overlap} annotators.")
+                projects.update_policy(
+                    engine, project.name, overlap=int(overlap), overlap_fraction=float(fraction), actor=user.username
+                )
+                report = assignment.assign(
+                    engine,
+                    project.name,
+                    overlap=int(overlap),
+                    fraction=float(fraction),
+                    annotators=who or None,
+                    actor=user.username,
+                )
+            st.success(
+                f"{report.created} new assignment(s); {report.pairs_with_overlap} of {report.pairs_total} "
+                f"pairs get {report.overlap} annotators."
+            )
             st.json(report.to_dict(), expanded=False)
     with st.form("queue-order"):
-        order = st.selectbox("Queue order (which of an annotator's pairs comes next, within the query in progress)",
-                             ORDER_NAMES, index=ORDER_NAMES.index(project.queue_order), format_func=ORDERS.get)
+        order = st.selectbox(
+            "Queue order (which of an annotator's pairs comes next, within the query in progress)",
+            ORDER_NAMES,
+            index=ORDER_NAMES.index(project.queue_order),
+            format_func=ORDERS.get,
+        )
         if st.form_submit_button("Save queue order"):
             with user_errors("Not saved"):
                 saved = projects.set_queue_order(engine, project.name, order, actor=user.username)
@@ -167,9 +226,15 @@ with assign_tab:
 with people_tab:
     stats = judging.annotator_stats(engine, project.name)
     if len(stats):
-        views.table(views.progress_table(stats), PROGRESS_HEADERS, {"median_seconds": 1}, width="stretch",
-                    column_config={"Progress": st.column_config.ProgressColumn(
-                        "Progress", min_value=0.0, max_value=1.0, format="percent")})
+        views.table(
+            views.progress_table(stats),
+            PROGRESS_HEADERS,
+            {"median_seconds": 1},
+            width="stretch",
+            column_config={
+                "Progress": st.column_config.ProgressColumn("Progress", min_value=0.0, max_value=1.0, format="percent")
+            },
+        )
     else:
         st.info("No annotator has been assigned pairs yet.")
     with st.form("add-annotator"):
@@ -179,8 +244,7 @@ with people_tab:
         password = c2.text_input("Password", type="password", key="new-annotator-password")
         if st.form_submit_button("Add annotator"):
             with user_errors("Not added"):
-                users.create_user(engine, username.strip(), "annotator", password=password or None,
-                                  actor=user.username)
+                users.create_user(engine, username.strip(), "annotator", password=password or None, actor=user.username)
                 st.success(f"Annotator {views.literal(username.strip())} added.")
     unlocked = st.session_state.pop(UNLOCKED_KEY, None)
     if unlocked is not None:

@@ -16,12 +16,16 @@ from eval_core.errors import USER_ERRORS
 from eval_core.thresholds import MODEL_THRESHOLD
 from eval_core.vocab import RELEASE_POLICIES
 
-POLICY_HELP = ("humans-only: labels come from people alone (default) · model-fills-gaps: a pair no person graded "
-               "gets the model judge's grade, allowed only when its quadratic-weighted κ with the human consensus on "
-               "the guideline version in force reaches the threshold. Every label records where it came from.")
-RULE_HELP = ("median: lower median on ties (default) · majority: ties go to the lower grade · "
-             "mean: rounded half up · min: pessimistic. An adjudicated grade always wins; "
-             "\"can't judge\" never counts.")
+POLICY_HELP = (
+    "humans-only: labels come from people alone (default) · model-fills-gaps: a pair no person graded "
+    "gets the model judge's grade, allowed only when its quadratic-weighted κ with the human consensus on "
+    "the guideline version in force reaches the threshold. Every label records where it came from."
+)
+RULE_HELP = (
+    "median: lower median on ties (default) · majority: ties go to the lower grade · "
+    "mean: rounded half up · min: pessimistic. An adjudicated grade always wins; "
+    '"can\'t judge" never counts.'
+)
 
 engine, user = views.lead_page("Releases")
 project = views.pick_project(engine)
@@ -34,19 +38,28 @@ with st.form("create-release"):
     rule = left.selectbox("Consensus rule", RULES, help=RULE_HELP)
     min_grades = right.number_input("Minimum grades per pair", min_value=1, max_value=20, value=1, step=1)
     policy = left.selectbox("Label policy", RELEASE_POLICIES, help=POLICY_HELP)
-    model_threshold = right.number_input("Least model κ (quadratic) for model-fills-gaps", min_value=0.0,
-                                         max_value=1.0, value=MODEL_THRESHOLD, step=0.05)
+    model_threshold = right.number_input(
+        "Least model κ (quadratic) for model-fills-gaps", min_value=0.0, max_value=1.0, value=MODEL_THRESHOLD, step=0.05
+    )
     if st.form_submit_button("Create release"):
         try:
             with st.spinner("Building the release…"):
-                made = releases.create_release(engine, project.name, rule=rule, min_grades=int(min_grades),
-                                               actor=user.username, policy=policy,
-                                               model_threshold=float(model_threshold))
+                made = releases.create_release(
+                    engine,
+                    project.name,
+                    rule=rule,
+                    min_grades=int(min_grades),
+                    actor=user.username,
+                    policy=policy,
+                    model_threshold=float(model_threshold),
+                )
         except USER_ERRORS as exc:
             st.error(f"No release: {literal(exc)}")
         else:
-            st.success(f"Release {made.version} created ({rule}, at least {int(min_grades)} grade(s) per pair, "
-                       f"policy {policy}).")
+            st.success(
+                f"Release {made.version} created ({rule}, at least {int(min_grades)} grade(s) per pair, "
+                f"policy {policy})."
+            )
 
 listed = releases.list_releases(engine, project.name)
 if not listed:
@@ -79,9 +92,14 @@ offered = [d for d in views_release.downloads() if d[0] in files]
 # to "TREC qrels…", so the gains and the as-judged TREC files could not be told apart.
 buttons = st.container(horizontal=True, wrap=True)
 for name, label, mime in offered:
-    buttons.download_button(label, auth.lead_only(lambda name=name: files[name]),
-                            file_name=f"{project.name}-v{version}-{name}", mime=mime, key=f"download-{name}",
-                            on_click="ignore")
+    buttons.download_button(
+        label,
+        auth.lead_only(lambda name=name: files[name]),
+        file_name=f"{project.name}-v{version}-{name}",
+        mime=mime,
+        key=f"download-{name}",
+        on_click="ignore",
+    )
 
 older = [v for v in versions if v < version]
 if older:

@@ -96,8 +96,9 @@ def _last_run_id(path: str | Path) -> str | None:
     return fields[5].decode("utf-8", "surrogateescape")
 
 
-def read_ranked(path: str | Path, qrels: Qrels, *, float32: bool = False, workers: int = 1,
-                block_bytes: int = BLOCK_BYTES) -> RankedRun | None:
+def read_ranked(
+    path: str | Path, qrels: Qrels, *, float32: bool = False, workers: int = 1, block_bytes: int = BLOCK_BYTES
+) -> RankedRun | None:
     """The run's hits against the qrels, read by pyarrow in blocks of whole queries by `workers` threads (whole,
     when its queries are not grouped), scores compared as float64 (trec_eval 10.0) or float32 (`float32`,
     version 9). None when the line reader has to read the run (see NotColumnar); its errors are the line
@@ -130,8 +131,16 @@ def read_ranked(path: str | Path, qrels: Qrels, *, float32: bool = False, worker
     return RankedRun(ranked, index, run_id)
 
 
-def build_columnar(qrels: Qrels, run: RankedRun, *, rel_level: int = 1, max_docs: int | None = None,
-                   judged_only: bool = False, complete: bool = False, bogus_missing: bool = True) -> RelMatrix:
+def build_columnar(
+    qrels: Qrels,
+    run: RankedRun,
+    *,
+    rel_level: int = 1,
+    max_docs: int | None = None,
+    judged_only: bool = False,
+    complete: bool = False,
+    bogus_missing: bool = True,
+) -> RelMatrix:
     """The same RelMatrix as rels.build for the same inputs, from the run's hits; the other retrieved documents
     are only counted."""
     qi, ranked = run.index, run.ranked
@@ -174,8 +183,16 @@ def build_columnar(qrels: Qrels, run: RankedRun, *, rel_level: int = 1, max_docs
     levels_all = np.zeros((nq, top + 1), dtype=np.int64)
     ok = (qi.grades >= 0) & (qi.grades <= top)
     np.add.at(levels_all, (qi.key_q[ok], qi.grades[ok]), 1)
-    return RelMatrix.from_hits([q for q, e in zip(qids, evaluated, strict=True) if e], row_of[hq], rank, value,
-                               num_ret[evaluated], levels_all[evaluated], bogus[evaluated], rel_level)
+    return RelMatrix.from_hits(
+        [q for q, e in zip(qids, evaluated, strict=True) if e],
+        row_of[hq],
+        rank,
+        value,
+        num_ret[evaluated],
+        levels_all[evaluated],
+        bogus[evaluated],
+        rel_level,
+    )
 
 
 def _ranks_in_groups(group: np.ndarray) -> np.ndarray:

@@ -95,8 +95,10 @@ def _relstrings(m: RelMatrix, params: Params) -> list[str]:
     shown = m.hit & (m.rank < length)
     v = m.value[shown].astype(np.int64)
     chars[np.nonzero(shown)[0], m.rank[shown]] = np.where(
-        v > 9, ord(">"), np.where(v >= 0, ord("0") + v, np.where(v == NONPOOL, ord("-"),
-                                                                   np.where(v == UNJUDGED, ord("."), ord("<")))))
+        v > 9,
+        ord(">"),
+        np.where(v >= 0, ord("0") + v, np.where(v == NONPOOL, ord("-"), np.where(v == UNJUDGED, ord("."), ord("<")))),
+    )
     lengths = np.where(m.bogus, 0, np.minimum(length, m.num_ret))
     return [row[:n].tobytes().decode("ascii") for row, n in zip(chars, lengths.tolist(), strict=True)]
 

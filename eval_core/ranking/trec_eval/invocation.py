@@ -36,4 +36,4 @@ class Invocation:
     zscores_file: str | None = None
     version: int = 10
     debug_query: str | None = None  # -D 0.QID: evaluate only this query (the -c averages still divide by all)
-    old_format: bool = False        # -o: 10.0 ignores it; 9 prints the -q lines, then refuses (exit 10)
+    old_format: bool = False  # -o: 10.0 ignores it; 9 prints the -q lines, then refuses (exit 10)

@@ -107,8 +107,7 @@ def _map(rels: list[int], num_rel: int, rel_level: int) -> float | None:
     return total / num_rel if num_rel else float("inf")  # only with -l below 0, as C's division gives
 
 
-def _rprec_mult(rels: list[int], num_rel: int, num_rel_ret: int, mults: list[float],
-                rel_level: int) -> list[float]:
+def _rprec_mult(rels: list[int], num_rel: int, num_rel_ret: int, mults: list[float], rel_level: int) -> list[float]:
     """Precision at int(m·R + 0.9) docs for one group, the backward walk of m_Rprec_mult_avgjg.c (a cutoff past
     the end counts the missing docs as nonrelevant; a cutoff of 0 or above the last relevant doc adds 0)."""
     cuts = [int(m * num_rel + 0.9) for m in mults]
@@ -131,8 +130,14 @@ def _rprec_mult(rels: list[int], num_rel: int, num_rel_ret: int, mults: list[flo
     return out
 
 
-def _query(groups: Mapping[str, Mapping[str, int]], ranked: Sequence[str], cuts: list[int], mults: list[float],
-           rel_level: int, judged_only: bool) -> dict[str, float]:
+def _query(
+    groups: Mapping[str, Mapping[str, int]],
+    ranked: Sequence[str],
+    cuts: list[int],
+    mults: list[float],
+    rel_level: int,
+    judged_only: bool,
+) -> dict[str, float]:
     """One query's values: each group's, summed in group order, divided by the number of groups."""
     map_sum = 0.0
     p_sums = [0.0] * len(cuts)
@@ -164,11 +169,19 @@ def _query(groups: Mapping[str, Mapping[str, int]], ranked: Sequence[str], cuts:
     return values
 
 
-def jg_measures(qrels_jg: QrelsJG, ranked: Mapping[str, Sequence[str]],
-                params: Mapping[str, Sequence[float]] | None = None, *, rel_level: int = 1,
-                judged_only: bool = False) -> dict[str, dict[str, float]]:
+def jg_measures(
+    qrels_jg: QrelsJG,
+    ranked: Mapping[str, Sequence[str]],
+    params: Mapping[str, Sequence[float]] | None = None,
+    *,
+    rel_level: int = 1,
+    judged_only: bool = False,
+) -> dict[str, dict[str, float]]:
     """map_avgjg, P_avgjg_<k> and Rprec_mult_avgjg_<m> per query in both `qrels_jg` and `ranked`, in trec_eval's
     print order; each is the mean over the query's judgment groups, and the `all` value the mean over queries."""
     cuts, mults = _params(params)
-    return {qid: _query(groups, ranked[qid], cuts, mults, rel_level, judged_only)
-            for qid, groups in qrels_jg.by_query.items() if qid in ranked}
+    return {
+        qid: _query(groups, ranked[qid], cuts, mults, rel_level, judged_only)
+        for qid, groups in qrels_jg.by_query.items()
+        if qid in ranked
+    }

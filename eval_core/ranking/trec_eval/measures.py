@@ -27,11 +27,11 @@ RECALL_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 class Average(StrEnum):
     """How a family's summary (`all`) row combines the per-query values."""
 
-    MEAN = "mean"    # arithmetic mean over queries (with -c over every qrels query)
-    GM = "gm"        # geometric mean: per-query log(max(v, 1e-5)), summed, exp(sum / n)
-    SUM = "sum"      # summed (num_ret, num_rel, num_rel_ret, num_nonrel_judged_ret)
+    MEAN = "mean"  # arithmetic mean over queries (with -c over every qrels query)
+    GM = "gm"  # geometric mean: per-query log(max(v, 1e-5)), summed, exp(sum / n)
+    SUM = "sum"  # summed (num_ret, num_rel, num_rel_ret, num_nonrel_judged_ret)
     COUNT = "count"  # num_q: the number of queries
-    NONE = "none"    # runid, relstring: no summary value
+    NONE = "none"  # runid, relstring: no summary value
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,8 @@ class Family:
     defaults: tuple
     average: Average
     compute: Callable[[RelMatrix, Params, Options], np.ndarray] | None
-    integer: bool = False      # printed as %ld
-    per_query: bool = True     # printed for each query with -q
+    integer: bool = False  # printed as %ld
+    per_query: bool = True  # printed for each query with -q
     doc: str = ""
     zero_if_missing: bool = False  # trec_eval 10.0 -c zeroes it for a missing query's stand-in ranking
     extra: dict = field(default_factory=dict)
@@ -73,6 +73,7 @@ class Family:
 # A RelMatrix holds each query's hits (retrieved documents the qrels name) in rank order; every other
 # retrieved rank is NONPOOL. Counts over ranks come from the hits and num_ret; cumulative sums run over the
 # hits of a row in rank order, which is the same sum as over every rank (the others add nothing).
+
 
 def _nrr(m: RelMatrix) -> np.ndarray:
     """Relevant documents retrieved, per query."""
@@ -152,7 +153,7 @@ def _bpref(m: RelMatrix) -> np.ndarray:
     rl, R = m.rel_level, m.num_rel
     rel, nonrel = _judged_split(m)
     before = np.cumsum(nonrel, axis=1)
-    num_nonrel = m.levels[:, :max(rl, 0)].sum(axis=1)
+    num_nonrel = m.levels[:, : max(rl, 0)].sum(axis=1)
     denom = np.minimum(num_nonrel, R)[:, None]
     part = np.where(before > 0, 1.0 - _div(np.minimum(before, R[:, None]), denom), 1.0)
     total = _seqsum(np.where(rel, part, 0.0))
@@ -174,8 +175,9 @@ def _interpolated(m: RelMatrix, fractions: tuple, opts: Options) -> np.ndarray:
     out = np.zeros((len(m.qids), len(fractions)))
     for j, frac in enumerate(fractions):
         scaled = frac * R
-        cut = (np.floor(np.abs(scaled) + 0.5) * np.sign(scaled) if opts.version >= 10
-               else np.trunc(scaled + 0.9)).astype(np.int64)
+        cut = (
+            np.floor(np.abs(scaled) + 0.5) * np.sign(scaled) if opts.version >= 10 else np.trunc(scaled + 0.9)
+        ).astype(np.int64)
         reach = np.maximum(cut, 1)
         ok = (cut <= nrr) & (nrr > 0)
         flat = np.where(ok, start + reach - 1, 0)
@@ -216,6 +218,7 @@ def _result_gains(m: RelMatrix, table: dict[int, float]) -> np.ndarray:
 def _ideal(m: RelMatrix, table: dict[int, float], width: int) -> np.ndarray:
     """The ideal ranking's gains per query: positive-gain grades, highest gain first, each repeated as often
     as the query has judged documents of that grade; zeros after."""
+
     def by_gain(a: tuple[float, int], b: tuple[float, int]) -> int:
         return int(a[0] - b[0])  # trec_eval's comparator truncates the gain difference to an int
 
@@ -261,6 +264,7 @@ def _hit_dcg(m: RelMatrix, res: np.ndarray) -> np.ndarray:
 
 
 # ---- families -------------------------------------------------------------------------------------------
+
 
 def _num_ret(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     return _col(m.num_ret)
@@ -323,8 +327,9 @@ def _infap(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     unj_so_far = np.cumsum(m.hit & (m.value == UNJUDGED), axis=1)
     j = m.rank.astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        later = (1.0 / (j + 1.0) + (j / (j + 1.0)) * ((rel_so_far - 1 + nonrel_so_far + unj_so_far) / j)
-                 * ((rel_so_far - 1 + INFAP_EPSILON) / (rel_so_far - 1 + nonrel_so_far + 2 * INFAP_EPSILON)))
+        later = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((rel_so_far - 1 + nonrel_so_far + unj_so_far) / j) * (
+            (rel_so_far - 1 + INFAP_EPSILON) / (rel_so_far - 1 + nonrel_so_far + 2 * INFAP_EPSILON)
+        )
     term = np.where(j == 0, 1.0, later)
     total = _seqsum(np.where(rel, term, 0.0))
     return _col(np.where(m.num_rel > 0, _div(total, m.num_rel), total))
@@ -365,8 +370,11 @@ def _g(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     width = ideal.shape[1]
     cost_ideal = np.cumsum(np.maximum(ideal, 1.0), axis=1)  # past the ideal ranking each rank costs 1
     r = m.rank
-    cost = np.where(r < width, np.take_along_axis(cost_ideal, np.minimum(r, width - 1), axis=1),
-                    cost_ideal[:, -1:] + (r - width + 1))
+    cost = np.where(
+        r < width,
+        np.take_along_axis(cost_ideal, np.minimum(r, width - 1), axis=1),
+        cost_ideal[:, -1:] + (r - width + 1),
+    )
     got = np.cumsum(res, axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         term = np.where(res != 0, res / np.log2(2.0 + cost - got), 0.0)
@@ -461,8 +469,13 @@ def _ndcg_cut(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
 
 def _map_cut(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     rows, ranks, prec = _rel_hits(m)
-    return np.stack([_div(np.bincount(rows, weights=np.where(ranks < k, prec, 0.0), minlength=len(m.qids)),
-                          m.num_rel) for k in p.values], axis=1)
+    return np.stack(
+        [
+            _div(np.bincount(rows, weights=np.where(ranks < k, prec, 0.0), minlength=len(m.qids)), m.num_rel)
+            for k in p.values
+        ],
+        axis=1,
+    )
 
 
 def _relative_p(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
@@ -567,7 +580,7 @@ def _rbp_resid(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     rows = np.flatnonzero(m.num_ret > judged.sum(axis=1))
     step = max(1, (1 << 18) // max(width, 1))  # slices of at most 256k weights (2 MiB): they stay in cache
     for lo in range(0, len(rows), step):
-        part = rows[lo:lo + step]
+        part = rows[lo : lo + step]
         dense = np.tile(powers[:width], (len(part), 1))
         at, col = np.nonzero(judged[part])
         dense[at, m.rank[part][at, col]] = 0.0  # adding 0.0 leaves the running sum as it is
@@ -581,8 +594,9 @@ def _rbp_resid(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
 def _unj(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     judged = _judged_hits(m)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.stack([(np.maximum(np.minimum(k, m.num_ret), 0) - m.count_before(judged, k)) / k
-                         for k in p.values], axis=1)
+        return np.stack(
+            [(np.maximum(np.minimum(k, m.num_ret), 0) - m.count_before(judged, k)) / k for k in p.values], axis=1
+        )
 
 
 class MeasureError(RuntimeError):
@@ -610,15 +624,35 @@ FAMILIES: tuple[Family, ...] = (
     Family("recip_rank", N, (), MEAN, _recip_rank, doc="reciprocal rank of the first relevant document"),
     Family("iprec_at_recall", DC, RECALL_POINTS, MEAN, _iprec, doc="interpolated precision at recall levels"),
     Family("P", LC, CUTS, MEAN, _p, doc="precision at cutoffs"),
-    Family("relstring", D, (10.0,), Average.NONE, None, zero_if_missing=True,
-           doc="relevance values of the first N documents as a string"),
+    Family(
+        "relstring",
+        D,
+        (10.0,),
+        Average.NONE,
+        None,
+        zero_if_missing=True,
+        doc="relevance values of the first N documents as a string",
+    ),
     Family("recall", LC, CUTS, MEAN, _recall, doc="recall at cutoffs"),
     Family("infAP", N, (), MEAN, _infap, doc="inferred AP (Yilmaz & Aslam 2006); -2 grades: pooled, unjudged"),
     Family("gm_bpref", N, (), GM, _gm_bpref, per_query=False, doc="geometric mean of bpref"),
-    Family("Rprec_mult", DC, (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0), MEAN, _rprec_mult,
-           doc="precision at multiples of R"),
-    Family("utility", D, (1.0, -1.0, 0.0, 0.0), MEAN, _utility, zero_if_missing=True,
-           doc="set utility a·rel_ret + b·nonrel_ret + c·rel_missed + d·nonrel_missed"),
+    Family(
+        "Rprec_mult",
+        DC,
+        (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0),
+        MEAN,
+        _rprec_mult,
+        doc="precision at multiples of R",
+    ),
+    Family(
+        "utility",
+        D,
+        (1.0, -1.0, 0.0, 0.0),
+        MEAN,
+        _utility,
+        zero_if_missing=True,
+        doc="set utility a·rel_ret + b·nonrel_ret + c·rel_missed + d·nonrel_missed",
+    ),
     Family("11pt_avg", D, RECALL_POINTS, MEAN, _11pt, doc="interpolated precision averaged over recall points"),
     Family("binG", N, (), MEAN, _bin_g, doc="binary G"),
     Family("G", PR, (), MEAN, _g, doc="normalised gain G"),
@@ -636,8 +670,15 @@ FAMILIES: tuple[Family, ...] = (
     Family("set_recall", N, (), MEAN, _set_recall, doc="recall of the retrieved set"),
     Family("set_map", N, (), MEAN, _set_map, doc="set precision × set recall"),
     Family("set_F", D, (1.0,), MEAN, _set_f, doc="set F measure (x+1)PR/(xP+R)"),
-    Family("num_nonrel_judged_ret", N, (), SUM, _num_nonrel_judged_ret, integer=True,
-           doc="judged non-relevant documents retrieved"),
+    Family(
+        "num_nonrel_judged_ret",
+        N,
+        (),
+        SUM,
+        _num_nonrel_judged_ret,
+        integer=True,
+        doc="judged non-relevant documents retrieved",
+    ),
     Family("yaap", N, (), MEAN, _yaap, doc="yet another AP (Robertson 2012)"),
     Family("rbp", PR, (), MEAN, _rbp, doc="rank-biased precision, p = 0.9 (Moffat & Zobel 2008)"),
     Family("rbp_resid", PR, (), MEAN, _rbp_resid, zero_if_missing=True, doc="RBP residual from unjudged documents"),
@@ -645,27 +686,103 @@ FAMILIES: tuple[Family, ...] = (
 )
 BY_NAME = {f.name: f for f in FAMILIES}
 
-OFFICIAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
-            "recip_rank", "iprec_at_recall", "P")
-ALL_TREC = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
-            "recip_rank", "iprec_at_recall", "P", "relstring", "recall", "unj", "rbp", "rbp_resid", "infAP",
-            "gm_bpref", "utility", "11pt_avg", "ndcg", "relative_P", "Rprec_mult", "success", "map_cut",
-            "ndcg_cut", "ndcg_rel", "Rndcg", "binG", "G", "set_P", "set_recall", "set_relative_P", "set_map",
-            "set_F", "num_nonrel_judged_ret")
-SET = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall",
-       "set_relative_P", "set_map", "set_F")
+OFFICIAL = (
+    "runid",
+    "num_q",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "map",
+    "gm_map",
+    "Rprec",
+    "bpref",
+    "recip_rank",
+    "iprec_at_recall",
+    "P",
+)
+ALL_TREC = (
+    "runid",
+    "num_q",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "map",
+    "gm_map",
+    "Rprec",
+    "bpref",
+    "recip_rank",
+    "iprec_at_recall",
+    "P",
+    "relstring",
+    "recall",
+    "unj",
+    "rbp",
+    "rbp_resid",
+    "infAP",
+    "gm_bpref",
+    "utility",
+    "11pt_avg",
+    "ndcg",
+    "relative_P",
+    "Rprec_mult",
+    "success",
+    "map_cut",
+    "ndcg_cut",
+    "ndcg_rel",
+    "Rndcg",
+    "binG",
+    "G",
+    "set_P",
+    "set_recall",
+    "set_relative_P",
+    "set_map",
+    "set_F",
+    "num_nonrel_judged_ret",
+)
+SET = (
+    "runid",
+    "num_q",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "utility",
+    "set_P",
+    "set_recall",
+    "set_relative_P",
+    "set_map",
+    "set_F",
+)
 NICKNAMES: dict[str, tuple[str, ...]] = {"official": OFFICIAL, "set": SET, "all_trec": ALL_TREC}
 
 # Every measure name trec_eval 10.0 knows, in its order (measures.c), and its nicknames for sets of them.
-PREFS_NAMES = ("prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp", "prefs_pair",
-               "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret",
-               "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp", "prefs_avgjg_imp")
+PREFS_NAMES = (
+    "prefs_num_prefs_poss",
+    "prefs_num_prefs_ful",
+    "prefs_num_prefs_ful_ret",
+    "prefs_simp",
+    "prefs_pair",
+    "prefs_avgjg",
+    "prefs_avgjg_Rnonrel",
+    "prefs_simp_ret",
+    "prefs_pair_ret",
+    "prefs_avgjg_ret",
+    "prefs_avgjg_Rnonrel_ret",
+    "prefs_simp_imp",
+    "prefs_pair_imp",
+    "prefs_avgjg_imp",
+)
 JG_NAMES = ("map_avgjg", "P_avgjg", "Rprec_mult_avgjg")
 _QRELS_ORDER = tuple(f.name for f in FAMILIES)
-ORDER: tuple[str, ...] = (*_QRELS_ORDER[:_QRELS_ORDER.index("yaap")], *PREFS_NAMES, *JG_NAMES,
-                          *_QRELS_ORDER[_QRELS_ORDER.index("yaap"):])
-NICKNAMES.update({
-    "all_prefs": ("runid", "num_q", *PREFS_NAMES),
-    "prefs": ("runid", "num_q", *PREFS_NAMES[:6]),
-    "qrels_jg": ("runid", "num_q", *JG_NAMES),
-})
+ORDER: tuple[str, ...] = (
+    *_QRELS_ORDER[: _QRELS_ORDER.index("yaap")],
+    *PREFS_NAMES,
+    *JG_NAMES,
+    *_QRELS_ORDER[_QRELS_ORDER.index("yaap") :],
+)
+NICKNAMES.update(
+    {
+        "all_prefs": ("runid", "num_q", *PREFS_NAMES),
+        "prefs": ("runid", "num_q", *PREFS_NAMES[:6]),
+        "qrels_jg": ("runid", "num_q", *JG_NAMES),
+    }
+)

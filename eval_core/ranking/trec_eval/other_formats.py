@@ -17,8 +17,10 @@ from eval_core.ranking.trec_eval.params import ParamError, ParamKind, parse
 from eval_core.ranking.trec_eval.reading import ranked_docids, read_results
 from eval_core.ranking.trec_eval.zscores import read_zscores
 
-_JG_KINDS = {"P_avgjg": (ParamKind.LONG_CUTS, ms.CUTS),
-             "Rprec_mult_avgjg": (ParamKind.DOUBLE_CUTS, (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0))}
+_JG_KINDS = {
+    "P_avgjg": (ParamKind.LONG_CUTS, ms.CUTS),
+    "Rprec_mult_avgjg": (ParamKind.DOUBLE_CUTS, (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)),
+}
 
 
 def run_other(inv: Invocation) -> Iterator[str]:
@@ -45,7 +47,7 @@ def run_other(inv: Invocation) -> Iterator[str]:
             rel_info = prefs.read_qrels_prefs(inv.rel_info_file)
     except InputError as exc:
         raise TrecEvalError(str(exc), 2) from None
-    ranked = (ranked_docids(results, inv.max_docs) if jg else prefs.prefs_ranking(results.by_query, inv.max_docs))
+    ranked = ranked_docids(results, inv.max_docs) if jg else prefs.prefs_ranking(results.by_query, inv.max_docs)
     qids = list(rel_info.by_query)
     if inv.debug_query is not None:  # -D 0.qid: that query alone is evaluated; -c still averages over every query
         ranked = {q: r for q, r in ranked.items() if q == inv.debug_query}
@@ -63,8 +65,9 @@ def run_other(inv: Invocation) -> Iterator[str]:
                 params[name] = parse(kind, selection.params.get(name), default).values
             except ParamError as exc:
                 raise TrecEvalError(f"cannot initialize measure '{name}': {exc}", 2) from None
-        per_query = judge_groups.jg_measures(rel_info, ranked, params, rel_level=inv.rel_level,
-                                             judged_only=inv.judged_only)
+        per_query = judge_groups.jg_measures(
+            rel_info, ranked, params, rel_level=inv.rel_level, judged_only=inv.judged_only
+        )
     else:
         per_query = prefs.prefs_measures(rel_info, ranked)
     evaluated = [q for q in qids if q in per_query]
@@ -79,8 +82,9 @@ def run_other(inv: Invocation) -> Iterator[str]:
         first = per_query[evaluated[0]]
         names = [n for n in first if n == name or (jg and name != "map_avgjg" and n.startswith(name + "_"))]
         summed = not jg and name in prefs.SUMMED_MEASURES
-        family = ms.Family(name, ParamKind.NONE, (), ms.Average.SUM if summed else ms.Average.MEAN, None,
-                           integer=summed)
+        family = ms.Family(
+            name, ParamKind.NONE, (), ms.Average.SUM if summed else ms.Average.MEAN, None, integer=summed
+        )
         values = np.array([[per_query[q][n] for n in names] for q in evaluated], dtype=np.float64)
         blocks.append(Block(family, names, values.reshape(len(evaluated), len(names))))
     z = inv.zscores_file is not None

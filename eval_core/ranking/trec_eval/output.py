@@ -52,8 +52,7 @@ def _column(values: np.ndarray, integer: bool) -> list[str]:
     return [f"{v:6.4f}" for v in values.tolist()]
 
 
-def summary_lines(blocks: list[Block], run_id: str, evaluated: int, denominator: int,
-                  z: bool = False) -> Iterator[str]:
+def summary_lines(blocks: list[Block], run_id: str, evaluated: int, denominator: int, z: bool = False) -> Iterator[str]:
     """The `all` lines (runid first when selected; relstring has none)."""
     for block in blocks:
         name = block.family.name

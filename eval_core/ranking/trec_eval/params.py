@@ -13,11 +13,11 @@ _INT = re.compile(r"\s*[+-]?\d+")
 class ParamKind(StrEnum):
     """How a family takes parameters (trec_eval's init_meas kinds)."""
 
-    NONE = "none"              # no parameters
-    LONG_CUTS = "long_cuts"    # integer cutoffs, sorted, positive, distinct: one value each (P_5, P_10 …)
+    NONE = "none"  # no parameters
+    LONG_CUTS = "long_cuts"  # integer cutoffs, sorted, positive, distinct: one value each (P_5, P_10 …)
     DOUBLE_CUTS = "double_cuts"  # real cutoffs, sorted, distinct: one value each, named %3.2f
-    DOUBLES = "doubles"        # real parameters in the order given, one value named name_PARAMS
-    PAIRS = "pairs"            # name=value pairs (gains, rbp's p), one value named name_PARAMS
+    DOUBLES = "doubles"  # real parameters in the order given, one value named name_PARAMS
+    PAIRS = "pairs"  # name=value pairs (gains, rbp's p), one value named name_PARAMS
 
 
 class ParamError(ValueError):

@@ -106,8 +106,9 @@ def _read(path: str | Path, width: int, layout: str) -> Prefs:
         fields = [_decode(f) for f in line.split()]
         if len(fields) != width:  # a blank line too: trec_eval calls it malformed
             raise InputError(label, number, f"expected {width} fields {layout}, found {len(fields)}")
-        qid, jg, jsg, doc = (fields[0], fields[1], fields[2], fields[3]) if width == 5 else (
-            fields[0], fields[1], "0", fields[2])
+        qid, jg, jsg, doc = (
+            (fields[0], fields[1], fields[2], fields[3]) if width == 5 else (fields[0], fields[1], "0", fields[2])
+        )
         try:
             level = float(fields[-1])
         except ValueError:
@@ -132,8 +133,12 @@ def _check_query(label: str, qid: str, judgments: list[PrefJudgment], numbers: l
     for i, pj in enumerate(judgments):
         key = (pj.jg, pj.jsg, pj.docid)
         if key in seen and judgments[seen[key]].rel_level != pj.rel_level:
-            raise InputError(label, numbers[i], f"docid {pj.docid!r} has two rel_levels in sub-group {pj.jsg!r} "
-                             f"of judgment group {pj.jg!r} for query {qid!r} (first on line {numbers[seen[key]]})")
+            raise InputError(
+                label,
+                numbers[i],
+                f"docid {pj.docid!r} has two rel_levels in sub-group {pj.jsg!r} "
+                f"of judgment group {pj.jg!r} for query {qid!r} (first on line {numbers[seen[key]]})",
+            )
         seen.setdefault(key, i)
         groups.setdefault(pj.jg, []).append(i)
     for jg, members in groups.items():
@@ -145,15 +150,23 @@ def _check_query(label: str, qid: str, judgments: list[PrefJudgment], numbers: l
         for doc, where in levels.items():
             values = [judgments[i].rel_level for i in where]
             if any(v == 0.0 for v in values) and any(v > 0.0 for v in values):
-                raise InputError(label, numbers[where[-1]], f"docid {doc!r} has rel_level 0 in one sub-group and "
-                                 f"above 0 in another of judgment group {jg!r} for query {qid!r}")
+                raise InputError(
+                    label,
+                    numbers[where[-1]],
+                    f"docid {doc!r} has rel_level 0 in one sub-group and "
+                    f"above 0 in another of judgment group {jg!r} for query {qid!r}",
+                )
         docs = sorted(levels, key=byte_key)
         closed = _closure(docs, [judgments[i] for i in members])
         both = np.argwhere(closed & closed.T)
         if len(both):
             a, b = docs[both[0][0]], docs[both[0][1]]
-            raise InputError(label, numbers[levels[a][0]], f"judgment group {jg!r} of query {qid!r} prefers "
-                             f"{a!r} to {b!r} and {b!r} to {a!r} (through its sub-groups)")
+            raise InputError(
+                label,
+                numbers[levels[a][0]],
+                f"judgment group {jg!r} of query {qid!r} prefers "
+                f"{a!r} to {b!r} and {b!r} to {a!r} (through its sub-groups)",
+            )
 
 
 def _closure(docs: list[str], judgments: Sequence[PrefJudgment]) -> np.ndarray:
@@ -177,8 +190,9 @@ def _closure(docs: list[str], judgments: Sequence[PrefJudgment]) -> np.ndarray:
     return reach
 
 
-def prefs_ranking(by_query: Mapping[str, tuple[Sequence[str], np.ndarray]],
-                  max_docs: int | None = None) -> dict[str, list[str]]:
+def prefs_ranking(
+    by_query: Mapping[str, tuple[Sequence[str], np.ndarray]], max_docs: int | None = None
+) -> dict[str, list[str]]:
     """Each query's docids as trec_eval ranks them for preferences: score descending, ties by docid ascending
     (bytes), then the first `max_docs` (`-M`). `by_query` is `reading.Results.by_query`."""
     out: dict[str, list[str]] = {}
@@ -245,8 +259,9 @@ def _groups(judgments: Sequence[PrefJudgment], ranked: Sequence[str]) -> tuple[l
     by_jg: dict[str, list[PrefJudgment]] = {}
     for pj in judgments:
         by_jg.setdefault(pj.jg, []).append(pj)
-    if len({(pj.jg, pj.jsg, pj.docid) for pj in judgments}) != len({(pj.jg, pj.jsg, pj.docid, pj.rel_level)
-                                                                      for pj in judgments}):
+    if len({(pj.jg, pj.jsg, pj.docid) for pj in judgments}) != len(
+        {(pj.jg, pj.jsg, pj.docid, pj.rel_level) for pj in judgments}
+    ):
         raise ValueError("a docid has two rel_levels in one sub-group (trec_eval refuses it)")
     groups = []
     for jg in sorted(by_jg, key=byte_key):
@@ -402,14 +417,16 @@ def _query_measures(judgments: Sequence[PrefJudgment], ranked: Sequence[str]) ->
         "prefs_num_prefs_ful_ret": float(ful_ret),
         "prefs_simp": simple(ful_ret + ful_imp, poss),
         "prefs_avgjg": _avg_over_groups(
-            [(g.ful_ret + g.ful_imp) / p for g in groups if (p := g.poss_ret + g.poss_imp + g.notoccur)], n),
+            [(g.ful_ret + g.ful_imp) / p for g in groups if (p := g.poss_ret + g.poss_imp + g.notoccur)], n
+        ),
         "prefs_avgjg_Rnonrel": _avg_over_groups([_rnonrel(g, n_judged, n_ret, False) for g in groups], n),
         "prefs_simp_ret": simple(ful_ret, poss_ret),
         "prefs_avgjg_ret": _avg_over_groups([g.ful_ret / g.poss_ret for g in groups if g.poss_ret], n),
         "prefs_avgjg_Rnonrel_ret": _avg_over_groups([_rnonrel(g, n_judged, n_ret, True) for g in groups], n),
         "prefs_simp_imp": simple(ful_ret + ful_imp, poss_ret + poss_imp),
         "prefs_avgjg_imp": _avg_over_groups(
-            [(g.ful_ret + g.ful_imp) / p for g in groups if (p := g.poss_ret + g.poss_imp)], n),
+            [(g.ful_ret + g.ful_imp) / p for g in groups if (p := g.poss_ret + g.poss_imp)], n
+        ),
     }
     values.update(_pair_sums(groups, n_judged, n_ret))
     return {name: values[name] for name in PREFS_MEASURES}
@@ -421,7 +438,7 @@ def prefs_measures(prefs: Prefs, ranked: Mapping[str, Sequence[str]]) -> dict[st
     `ranked` holds each query's docids in trec_eval's preference order (`prefs_ranking`). Averaging over queries
     (`all`): `prefs_num_prefs_poss`, `_ful`, `_ful_ret` are summed; every other measure is the mean over queries.
     trec_eval's `-l` and `-J` do not apply to preferences; `-M` does, through `prefs_ranking`. A `Prefs` built in
-    Python with a doc at two levels in one sub-group or contradicting sub-groups raises ValueError (the readers say where).
+    Python with a doc at two levels in one sub-group or contradicting sub-groups raises ValueError
+    (the readers say where).
     """
-    return {qid: _query_measures(judgments, ranked[qid])
-            for qid, judgments in prefs.by_query.items() if qid in ranked}
+    return {qid: _query_measures(judgments, ranked[qid]) for qid, judgments in prefs.by_query.items() if qid in ranked}

@@ -103,12 +103,23 @@ def _arrow_qrels(path: str | Path) -> Qrels | None:
 
     try:
         table = pacsv.read_csv(
-            str(path), read_options=pacsv.ReadOptions(column_names=["q", "it", "d", "g"]),
-            parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False,
-                                             newlines_in_values=False, ignore_empty_lines=False),
-            convert_options=pacsv.ConvertOptions(include_columns=["q", "d", "g"], null_values=[],
-                                                 column_types={"q": pa.string(), "d": pa.string(), "g": pa.int64()},
-                                                 strings_can_be_null=False))
+            str(path),
+            read_options=pacsv.ReadOptions(column_names=["q", "it", "d", "g"]),
+            parse_options=pacsv.ParseOptions(
+                delimiter=" ",
+                quote_char=False,
+                double_quote=False,
+                escape_char=False,
+                newlines_in_values=False,
+                ignore_empty_lines=False,
+            ),
+            convert_options=pacsv.ConvertOptions(
+                include_columns=["q", "d", "g"],
+                null_values=[],
+                column_types={"q": pa.string(), "d": pa.string(), "g": pa.int64()},
+                strings_can_be_null=False,
+            ),
+        )
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError):
         return None
     if table.num_rows == 0 or pc.any(pc.starts_with(table["q"], "#")).as_py():
@@ -204,7 +215,9 @@ def read_results(path: str | Path, float32: bool = False) -> Results:
             seen: set[str] = set()
             dup = next(d for d in ids if d in seen or seen.add(d))  # type: ignore[func-returns-value]
             first, again = _lines_of(lines, qid, dup)
-            raise InputError(label, again, f"docid {dup!r} is retrieved twice for query {qid!r} (first on line {first})")
+            raise InputError(
+                label, again, f"docid {dup!r} is retrieved twice for query {qid!r} (first on line {first})"
+            )
         by_query[qid] = (ids, np.asarray(scores[qid], dtype=np.float64).astype(dtype))
     return Results(by_query, run_id)
 
@@ -215,8 +228,12 @@ def _lines_of(lines: list[bytes], qid: str, doc: str) -> tuple[int, int]:
     found = []
     for number, line in enumerate(lines, 1):
         fields = line.split()
-        if len(fields) >= 6 and not fields[0].startswith(b"#") and _decode(fields[0]) == qid \
-                and _decode(fields[2]) == doc:
+        if (
+            len(fields) >= 6
+            and not fields[0].startswith(b"#")
+            and _decode(fields[0]) == qid
+            and _decode(fields[2]) == doc
+        ):
             found.append(number)
             if len(found) == 2:
                 break
@@ -246,5 +263,11 @@ def qrels_from_dict(judged: dict[str, dict[str, int]]) -> Qrels:
 def results_from_dict(run: dict[str, dict[str, float]], run_id: str = "run", float32: bool = False) -> Results:
     """A run from Python (qid → docid → score), scores as trec_eval 10.0 (float64) or 9 (float32) holds them."""
     dtype = np.float32 if float32 else np.float64
-    return Results({q: (list(run[q]), np.asarray(list(run[q].values()), dtype=np.float64).astype(dtype))
-                    for q in sorted(run, key=byte_key) if run[q]}, run_id)
+    return Results(
+        {
+            q: (list(run[q]), np.asarray(list(run[q].values()), dtype=np.float64).astype(dtype))
+            for q in sorted(run, key=byte_key)
+            if run[q]
+        },
+        run_id,
+    )

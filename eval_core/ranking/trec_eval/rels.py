@@ -32,35 +32,53 @@ class RelMatrix:
     """What the measures read: ranked hits, judged counts per grade, and which rows stand for a missing query."""
 
     qids: list[str]
-    rank: np.ndarray       # int64 [queries, max hits]: 0-based rank of each hit, PAD_RANK past the row's hits
-    value: np.ndarray      # int [queries, max hits]: each hit's value, PAD past the row's hits
-    num_ret: np.ndarray    # int64 [queries]
-    levels: np.ndarray     # int64 [queries, grades]
-    bogus: np.ndarray      # bool [queries]: trec_eval 10.0's stand-in ranking of a query missing from the run
+    rank: np.ndarray  # int64 [queries, max hits]: 0-based rank of each hit, PAD_RANK past the row's hits
+    value: np.ndarray  # int [queries, max hits]: each hit's value, PAD past the row's hits
+    num_ret: np.ndarray  # int64 [queries]
+    levels: np.ndarray  # int64 [queries, grades]
+    bogus: np.ndarray  # bool [queries]: trec_eval 10.0's stand-in ranking of a query missing from the run
     rel_level: int
     complete: bool = False  # every retrieved rank is a hit (NONPOOL ones too)
 
     @classmethod
-    def from_hits(cls, qids: list[str], row: np.ndarray, rank: np.ndarray, value: np.ndarray,
-                  num_ret: np.ndarray, levels: np.ndarray, bogus: np.ndarray, rel_level: int,
-                  complete: bool = False) -> RelMatrix:
+    def from_hits(
+        cls,
+        qids: list[str],
+        row: np.ndarray,
+        rank: np.ndarray,
+        value: np.ndarray,
+        num_ret: np.ndarray,
+        levels: np.ndarray,
+        bogus: np.ndarray,
+        rel_level: int,
+        complete: bool = False,
+    ) -> RelMatrix:
         """From flat hit arrays sorted by (row, rank)."""
         n = len(qids)
         counts = np.bincount(row, minlength=n) if len(row) else np.zeros(n, dtype=np.int64)
         width = int(counts.max(initial=0))
         starts = np.concatenate(([0], np.cumsum(counts)[:-1])) if n else np.zeros(0, dtype=np.int64)
         col = np.arange(len(row)) - starts[row] if len(row) else np.zeros(0, dtype=np.int64)
-        small = len(value) == 0 or (int(value.max()) < 2**15 and int(value.min()) > -2**15)
+        small = len(value) == 0 or (int(value.max()) < 2**15 and int(value.min()) > -(2**15))
         ranks = np.full((n, width), PAD_RANK, dtype=np.int64)
         values = np.full((n, width), PAD, dtype=np.int16 if small else np.int64)
         ranks[row, col] = rank
         values[row, col] = value
-        return cls(qids, ranks, values, np.asarray(num_ret, dtype=np.int64), levels, np.asarray(bogus, dtype=bool),
-                   rel_level, complete)
+        return cls(
+            qids,
+            ranks,
+            values,
+            np.asarray(num_ret, dtype=np.int64),
+            levels,
+            np.asarray(bogus, dtype=bool),
+            rel_level,
+            complete,
+        )
 
     @classmethod
-    def from_rows(cls, qids: list[str], rows: Sequence[Sequence[int]], levels: np.ndarray, bogus: np.ndarray,
-                  rel_level: int) -> RelMatrix:
+    def from_rows(
+        cls, qids: list[str], rows: Sequence[Sequence[int]], levels: np.ndarray, bogus: np.ndarray, rel_level: int
+    ) -> RelMatrix:
         """From each query's values in rank order (NONPOOL included)."""
         row_i, rank_i, value_i = [], [], []
         for i, r in enumerate(rows):
@@ -69,10 +87,20 @@ class RelMatrix:
             row_i.append(np.full(len(keep), i, dtype=np.int64))
             rank_i.append(keep)
             value_i.append(arr[keep])
+
         def cat(parts: list[np.ndarray]) -> np.ndarray:
             return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-        return cls.from_hits(qids, cat(row_i), cat(rank_i), cat(value_i),
-                             np.array([len(r) for r in rows], dtype=np.int64), levels, bogus, rel_level)
+
+        return cls.from_hits(
+            qids,
+            cat(row_i),
+            cat(rank_i),
+            cat(value_i),
+            np.array([len(r) for r in rows], dtype=np.int64),
+            levels,
+            bogus,
+            rel_level,
+        )
 
     def materialized(self) -> RelMatrix:
         """The same matrix with every retrieved rank a hit (NONPOOL ones too)."""
@@ -104,7 +132,7 @@ class RelMatrix:
 
     @cached_property
     def num_rel(self) -> np.ndarray:
-        return self.levels[:, max(self.rel_level, 0):].sum(axis=1)
+        return self.levels[:, max(self.rel_level, 0) :].sum(axis=1)
 
     @property
     def num_rel_levels(self) -> np.ndarray:
@@ -125,8 +153,16 @@ def ranked_values(judged: dict[str, int], ranked: list[str], judged_only: bool) 
     return [v for v in values if v >= 0] if judged_only else values
 
 
-def build(qrels: Qrels, results: Results, *, rel_level: int = 1, max_docs: int | None = None,
-          judged_only: bool = False, complete: bool = False, bogus_missing: bool = True) -> RelMatrix:
+def build(
+    qrels: Qrels,
+    results: Results,
+    *,
+    rel_level: int = 1,
+    max_docs: int | None = None,
+    judged_only: bool = False,
+    complete: bool = False,
+    bogus_missing: bool = True,
+) -> RelMatrix:
     """The matrix for the queries trec_eval evaluates: every qrels query found in the run, and with
     `complete` (-c) the missing ones too — as trec_eval 10.0's one-unjudged-document stand-in when
     `bogus_missing`, else (version 9) not at all (they only count in the averages' denominators)."""

@@ -27,12 +27,23 @@ def from_namespace(args: object) -> Invocation:
     """The Invocation for `qrelkit trec_eval`'s parsed arguments (numbers read as C's atol reads them)."""
     g = args.__getattribute__
     return Invocation(
-        g("rel_info_file"), g("results_file"), list(g("measure")), bool(g("query_eval_wanted")),
-        bool(g("complete_rel_info_wanted")), atol(g("level_for_rel")), not g("nosummary"),
-        bool(g("Judged_docs_only")), atol(g("Number_docs_in_coll")),
+        g("rel_info_file"),
+        g("results_file"),
+        list(g("measure")),
+        bool(g("query_eval_wanted")),
+        bool(g("complete_rel_info_wanted")),
+        atol(g("level_for_rel")),
+        not g("nosummary"),
+        bool(g("Judged_docs_only")),
+        atol(g("Number_docs_in_coll")),
         None if g("Max_retrieved_per_topic") is None else atol(g("Max_retrieved_per_topic")),
-        g("Rel_info_format"), g("Results_format"), g("Zscore"), int(g("trec_eval_version")),
-        _debug_query(g("Debug_level")), bool(g("old_format")) or g("Output_old_results_format") is not None)
+        g("Rel_info_format"),
+        g("Results_format"),
+        g("Zscore"),
+        int(g("trec_eval_version")),
+        _debug_query(g("Debug_level")),
+        bool(g("old_format")) or g("Output_old_results_format") is not None,
+    )
 
 
 def _debug_query(debug: str | None) -> str | None:
@@ -64,14 +75,31 @@ def score(inv: Invocation, qrels: Qrels, results: Results | RankedRun) -> Scored
     else:
         missing = [q for q in qrels.by_query if q not in results.by_query]
     if missing and not inv.complete and inv.version >= 10:
-        raise TrecEvalError(f"query '{missing[0]}' is in the qrels but has no results in {inv.results_file} "
-                            f"({len(missing)} such); pass -c to score such queries 0", 4)
+        raise TrecEvalError(
+            f"query '{missing[0]}' is in the qrels but has no results in {inv.results_file} "
+            f"({len(missing)} such); pass -c to score such queries 0",
+            4,
+        )
     if isinstance(results, RankedRun):
-        m = build_columnar(qrels, results, rel_level=inv.rel_level, max_docs=inv.max_docs,
-                           judged_only=inv.judged_only, complete=inv.complete, bogus_missing=inv.version >= 10)
+        m = build_columnar(
+            qrels,
+            results,
+            rel_level=inv.rel_level,
+            max_docs=inv.max_docs,
+            judged_only=inv.judged_only,
+            complete=inv.complete,
+            bogus_missing=inv.version >= 10,
+        )
     else:
-        m = build(qrels, results, rel_level=inv.rel_level, max_docs=inv.max_docs, judged_only=inv.judged_only,
-                  complete=inv.complete, bogus_missing=inv.version >= 10)
+        m = build(
+            qrels,
+            results,
+            rel_level=inv.rel_level,
+            max_docs=inv.max_docs,
+            judged_only=inv.judged_only,
+            complete=inv.complete,
+            bogus_missing=inv.version >= 10,
+        )
     if not m.qids:
         raise TrecEvalError("No queries with both results and relevance info", 7)
     opts = ms.Options(inv.rel_level, inv.num_docs_in_coll, inv.version)
@@ -95,8 +123,9 @@ def load(inv: Invocation) -> tuple[Qrels, Results | RankedRun]:
     try:
         qrels = read_qrels(inv.rel_info_file)
         if inv.debug_query is not None:  # -D 0.qid: only that query is evaluated
-            qrels = Qrels({q: j for q, j in qrels.by_query.items() if q == inv.debug_query},
-                          averaged_over=len(qrels.by_query))
+            qrels = Qrels(
+                {q: j for q, j in qrels.by_query.items() if q == inv.debug_query}, averaged_over=len(qrels.by_query)
+            )
         ranked = read_ranked(inv.results_file, qrels, float32=inv.version < 10, workers=default_workers())
         return qrels, ranked if ranked is not None else _read_results(inv)
     except InputError as exc:
@@ -172,15 +201,33 @@ def diff_versions(inv: Invocation) -> Iterator[str]:
     yield "".join(line + "\n" for line in out)
 
 
-def per_query(qrels: Qrels, results: Results, measures: tuple[str, ...] = ("all_trec",), *, version: int = 10,
-              rel_level: int = 1, complete: bool = False, judged_only: bool = False,
-              max_docs: int | None = None, num_docs_in_coll: int = 0) -> dict[str, dict[str, float]]:
+def per_query(
+    qrels: Qrels,
+    results: Results,
+    measures: tuple[str, ...] = ("all_trec",),
+    *,
+    version: int = 10,
+    rel_level: int = 1,
+    complete: bool = False,
+    judged_only: bool = False,
+    max_docs: int | None = None,
+    num_docs_in_coll: int = 0,
+) -> dict[str, dict[str, float]]:
     """The Python API: every selected measure's value per query, named as trec_eval prints them (relstring and
     the summary-only gm_map/gm_bpref give their per-query value: the string's length is not kept, gm_* the log).
 
     Same rules as the command line (`version` 9 or 10); raises TrecEvalError as it refuses."""
-    inv = Invocation("<qrels>", "<run>", list(measures), complete=complete, rel_level=rel_level,
-                     judged_only=judged_only, max_docs=max_docs, num_docs_in_coll=num_docs_in_coll, version=version)
+    inv = Invocation(
+        "<qrels>",
+        "<run>",
+        list(measures),
+        complete=complete,
+        rel_level=rel_level,
+        judged_only=judged_only,
+        max_docs=max_docs,
+        num_docs_in_coll=num_docs_in_coll,
+        version=version,
+    )
     scored = score(inv, qrels, results)
     out: dict[str, dict[str, float]] = {q: {} for q in scored.qids}
     for block in scored.blocks:
