@@ -20,8 +20,8 @@ from tqdm import tqdm
 from db.accounts.permissions import OPERATOR
 from db.accounts.users import create_user
 from db.assignment import assign
+from db.grading import next_pair, progress, record_judgment
 from db.imports import import_fragments, import_queries, import_run
-from db.judging import next_pair, progress, record_judgment
 from db.pooling import pool
 from db.projects import add_guideline, create_project, list_projects
 from db.releases import create_release

@@ -1,5 +1,5 @@
 """Running a model judge over a project's pairs: a bounded thread pool of judge calls, the CLI's progress bar and
-the app's callback, and the run's honest report; the store reads and writes are db.judges'.
+the app's callback, and the run's honest report; the store reads and writes are db.model_judges'.
 
 A judge is `judge(query_text, fragment_text, guideline_text) -> grade`, or an eval_core.judges.prompt.Answer
 whose text must hold exactly one grade on the project's scale. It sees only the query, the fragment and the
@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from db.accounts.permissions import Actor
 from db.accounts.users import delete_user
-from db.judges import JudgePair, judge_pairs, judge_setup, kept_answers, model_annotator, write_grades
+from db.model_judges import JudgePair, judge_pairs, judge_setup, kept_answers, model_annotator, write_grades
 from eval_core.judges.prompt import Answer, parse_grade
 
 JudgeFn = Callable[[str, str, str], "int | Answer"]

@@ -31,11 +31,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from bench_store_judging import PG_URL, UNJUDGED_PER_USER, build  # noqa: E402  (the store benchmark's 1M-judgment loader)
+from bench_store_grading import PG_URL, UNJUDGED_PER_USER, build  # noqa: E402  (the store benchmark's 1M-judgment loader)
 
 from db.accounts.permissions import OPERATOR  # noqa: E402
 from db.accounts.users import set_password  # noqa: E402
-from db.judging import next_pair, progress  # noqa: E402
+from db.grading import next_pair, progress  # noqa: E402
 from db.projects import BUNDLED_GUIDELINE, add_guideline  # noqa: E402
 from db.store.schema import init_db  # noqa: E402
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, start_server, stop_server, wait_idle  # noqa: E402

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db.accounts.permissions import Actor, require_lead
-from db.judging import check_grade
+from db.grading import check_grade
 from db.projects import project_row
 from db.qualification import round_pair_ids
 from db.store.engine import session_scope

@@ -15,7 +15,7 @@ from db.accounts.permissions import Actor, require_lead
 from db.store.engine import session_scope
 from db.store.models import Guideline, Project, User
 from eval_core.errors import Conflict, NotFound
-from eval_core.judging_order import DEFAULT_ORDER
+from eval_core.queue_order import DEFAULT_ORDER
 from eval_core.thresholds import AGREEMENT_THRESHOLD
 from eval_core.vocab import ORDER_NAMES
 from guidelines import GRADING as BUNDLED_GUIDELINE

@@ -10,14 +10,14 @@ from sqlalchemy.orm import Session
 
 from db.store.models import Assignment, Judgment, Pair, Project, Run, RunEntry, User
 from eval_core.io.judgments import relevant_from
-from eval_core.judging_order import QueryPool, make_order, replay_next
+from eval_core.queue_order import QueryPool, make_order, replay_next
 from eval_core.vocab import AnnotatorKind
 
 A, J, P, PR, R, RE, U = (m.__table__ for m in (Assignment, Judgment, Pair, Project, Run, RunEntry, User))
 MODEL_KIND: str = AnnotatorKind.MODEL.value
 POOL_CACHE_SIZE = 512
 _pools: dict[tuple, QueryPool] = {}
-# Built once (as db.judging's hot statements are): per-call statement building cost more than the reads.
+# Built once (as db.grading's hot statements are): per-call statement building cost more than the reads.
 _QUERY = (
     select(P.c.query_id, PR.c.scale_min, PR.c.scale_max)
     .join(PR, PR.c.id == P.c.project_id)

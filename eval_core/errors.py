@@ -49,5 +49,5 @@ class Conflict(ValueError):
 
 # What the CLI's one error path and the app's `user_errors` show as one sentence: the domain errors above
 # (subclasses of the first three), the built-ins the store still raises for a bad value, and RuntimeError,
-# how a model judge's endpoint fails (db.judges.JudgeFailed, annotator.judge_client.EndpointError).
+# how a model judge's endpoint fails (db.model_judges.JudgeFailed, annotator.judge_client.EndpointError).
 USER_ERRORS: tuple[type[Exception], ...] = (PermissionError, LookupError, ValueError, RuntimeError)

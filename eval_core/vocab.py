@@ -32,7 +32,7 @@ class ReleasePolicy(StrEnum):
 
 
 class QueueOrder(StrEnum):
-    """The order an annotator's assigned pairs are served in (eval_core.judging_order implements each)."""
+    """The order an annotator's assigned pairs are served in (eval_core.queue_order implements each)."""
 
     POOL = "pool"
     MOVE_TO_FRONT = "move-to-front"

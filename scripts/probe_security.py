@@ -35,8 +35,8 @@ from annotator.judge_run import JudgeFailed  # noqa: E402
 from db.accounts import users  # noqa: E402
 from db.accounts.logins import FREE_FAILURES, login  # noqa: E402
 from db.accounts.permissions import OPERATOR  # noqa: E402
+from db.grading import record_judgment  # noqa: E402
 from db.imports import import_fragments, import_judgments, import_queries, import_run  # noqa: E402
-from db.judging import record_judgment  # noqa: E402
 from db.projects import create_project  # noqa: E402
 from db.store.engine import StoreUnavailable, get_engine  # noqa: E402
 from db.store.models import Judgment, JudgmentHistory, Pair  # noqa: E402

@@ -259,7 +259,7 @@ def build(
 
 def logged_in(at: AppTest, username: str, url: str) -> AppTest:
     """Put a store-issued login session for `username` (password checked) into the app, as the form does."""
-    from annotator.app.session import TOKEN_KEY
+    from annotator.app.auth import TOKEN_KEY
     from db.accounts.sessions import create_session
     from db.accounts.users import authenticate
     from db.store.schema import init_db
@@ -329,7 +329,7 @@ def write_run(path: Path, ranking: list[str], tag: str) -> Path:
 def build_store(url: str) -> None:
     """Seed 000's query judged by two annotators under guideline v1 (v2 added after), two pooled runs and
     one unpooled run, written through the store's own operations."""
-    from db import assignment, imports, judging, pooling, projects
+    from db import assignment, grading, imports, pooling, projects
     from db.accounts import users
     from db.accounts.permissions import OPERATOR
     from db.store.schema import init_db
@@ -367,8 +367,8 @@ def build_store(url: str) -> None:
     )
     assignment.assign(engine, PROJECT, overlap=2, annotators=["ana", "ben"], actor=OPERATOR)
     for who, grade_of in (("ana", lambda g: g), ("ben", ben_grade)):
-        while (pair := judging.next_pair(engine, PROJECT, who)) is not None:
-            judging.record_judgment(engine, pair.pair_id, who, grade_of(SEED_GRADES[pair.fragment_external_id]))
+        while (pair := grading.next_pair(engine, PROJECT, who)) is not None:
+            grading.record_judgment(engine, pair.pair_id, who, grade_of(SEED_GRADES[pair.fragment_external_id]))
     projects.add_guideline(engine, PROJECT, GUIDELINE_V2, actor="lea")
     engine.dispose()
 
@@ -398,7 +398,7 @@ def user_info(engine, username: str):
 
 def log_in(at: AppTest, engine, username: str) -> AppTest:
     """Give the AppTest session a store-issued login token, as the login form does (pages resolve it)."""
-    from annotator.app.session import TOKEN_KEY
+    from annotator.app.auth import TOKEN_KEY
     from db.accounts.sessions import create_session
 
     at.session_state[TOKEN_KEY] = create_session(engine, user_info(engine, username).id, client="apptest").token

@@ -57,7 +57,7 @@ def page_for(
     labels: dict[int, str],
 ) -> tuple[AppTest, list[dict]]:
     """A project on `scale` whose judgments come in through the store's import, and its Agreement page run."""
-    from annotator.app.session import TOKEN_KEY
+    from annotator.app.auth import TOKEN_KEY
     from db import imports, projects
     from db.accounts import users
     from db.accounts.permissions import OPERATOR

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
-from annotator.app.session import TOKEN_KEY
+from annotator.app.auth import TOKEN_KEY
 from annotator.app.text import literal
 from db.accounts.logins import UNLOCK_CLIENT, locked_accounts, login
 from db.accounts.permissions import OPERATOR

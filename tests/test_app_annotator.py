@@ -13,13 +13,13 @@ from hypothesis import given
 from hypothesis import strategies as hs
 from streamlit.testing.v1 import AppTest
 
+from annotator.app.auth import NOT_ALLOWED, TOKEN_KEY
 from annotator.app.main import LEAD_PAGES
-from annotator.app.session import NOT_ALLOWED, TOKEN_KEY
 from annotator.app.text import BREAK, literal
 from db.accounts.sessions import create_session
 from db.accounts.users import authenticate
 from db.adjudication import adjudicate
-from db.judging import check_grade, get_pair, next_pair, progress, record_judgment
+from db.grading import check_grade, get_pair, next_pair, progress, record_judgment
 from db.projects import add_guideline
 from db.store.frames import adjudications_frame
 from db.store.schema import init_db
@@ -187,7 +187,7 @@ def test_a_grade_the_store_refuses_is_one_sentence_and_the_pair_stays(project_db
     def refuse(*args, **kwargs):
         return check_grade(0, (1, 3), None)  # the store's own refusal of a grade off the scale
 
-    monkeypatch.setattr("db.judging.record_judgment", refuse)
+    monkeypatch.setattr("db.grading.record_judgment", refuse)
     at = app_as("ana", project_db)
     at.button(key="grade_0").click().run()
     assert not at.exception

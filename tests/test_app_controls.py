@@ -12,7 +12,7 @@ from db.accounts.permissions import OPERATOR
 from db.accounts.users import create_user
 from db.adjudication import adjudicate
 from db.qualification import grade_round_pair, list_rounds, round_for, round_pairs
-from db.store import frames as queries_frames
+from db.store import frames
 from tests.helpers import PROJECT, page_test, release, shown
 
 pytestmark = pytest.mark.usefixtures("scan_components_once")  # AppTest: scan for components once
@@ -28,7 +28,7 @@ def test_lead_makes_control_pairs_from_a_release_and_by_hand(store):
     at = page_test(store, "lead_controls.py")
     assert not at.exception
     assert any(c.value.startswith("0 control pair(s), not served yet") for c in at.caption)
-    adjudicate(store, queries_frames.pair_id(store, PROJECT, "q000", "d20"), 2, "answers with context", actor="lea")
+    adjudicate(store, frames.pair_id(store, PROJECT, "q000", "d20"), 2, "answers with context", actor="lea")
     release(store)
     at = page_test(store, "lead_controls.py")
     next(t for t in at.text_input if t.label == "Rate").set_value("1/4")

@@ -237,7 +237,7 @@ def test_agreement_cuts_match_binarised_krippendorff(store):
 
 def test_disputed_pair_opens_adjudication_and_the_grade_is_stored(store):
     """Adjudicate on a disputed pair switches page with the pair selected; the final grade lands in the store."""
-    from db.store import frames as queries_frames
+    from db.store import frames
 
     at = app_test(store)
     at.switch_page(str(PAGES / "lead_agreement.py")).run()
@@ -250,14 +250,14 @@ def test_disputed_pair_opens_adjudication_and_the_grade_is_stored(store):
     assert at.title[0].value == "Adjudication"
     # AppTest keeps the page it was told to show; follow the switch the page made so reruns stay here.
     at.switch_page(str(PAGES / "lead_adjudicate.py"))
-    assert at.session_state["adjudicate_pair"] == queries_frames.pair_id(store, PROJECT, *first)
+    assert at.session_state["adjudicate_pair"] == frames.pair_id(store, PROJECT, *first)
     assert pair_picker(at).value.startswith(f"{pair.query_id} · {pair.fragment_id}")
     at.radio[0].set_value(2)
     at.text_area[0].input("Partial answer: the deadline without the refund rule")
     next(b for b in at.button if b.label == "Save final grade").click().run()
     assert not at.exception
     assert at.success, "no confirmation shown"
-    decided = queries_frames.adjudications_frame(store, PROJECT)
+    decided = frames.adjudications_frame(store, PROJECT)
     assert decided[["query_id", "fragment_id", "grade", "by"]].values.tolist() == [
         [pair.query_id, pair.fragment_id, 2, "lea"]
     ]
@@ -323,10 +323,10 @@ def test_release_diff_lists_the_adjudicated_change(store):
     from db import adjudication
 
     release(store)
-    from db.store import frames as queries_frames
+    from db.store import frames
 
     adjudication.adjudicate(
-        store, queries_frames.pair_id(store, PROJECT, "q000", "d20"), 2, "answers with context", actor="lea"
+        store, frames.pair_id(store, PROJECT, "q000", "d20"), 2, "answers with context", actor="lea"
     )
     at = page_test(store, "lead_releases.py")
     at.button[0].click().run()
@@ -514,10 +514,10 @@ def test_evaluate_page_relevance_level_matches_trec_eval_cut(store):
 def adjudicate(engine, fragment: str, grade: int) -> None:
     """The lead's final grade for (q000, fragment)."""
     from db import adjudication
-    from db.store import frames as queries_frames
+    from db.store import frames
 
     adjudication.adjudicate(
-        engine, queries_frames.pair_id(engine, PROJECT, "q000", fragment), grade, "lead's call", actor="lea"
+        engine, frames.pair_id(engine, PROJECT, "q000", fragment), grade, "lead's call", actor="lea"
     )
 
 
@@ -571,7 +571,7 @@ def test_evaluate_page_warns_on_judged_and_sends_the_holes(store):
 
 def test_project_import_reports_rejected_lines_by_upload_name_and_writes_nothing(store):
     """A queries file with a bad second line: the error names queries.jsonl:2, and no query is added."""
-    from db.store import frames as queries_frames
+    from db.store import frames
 
     at = page_test(store, "lead_project.py")
     assert not at.exception
@@ -581,14 +581,14 @@ def test_project_import_reports_rejected_lines_by_upload_name_and_writes_nothing
     next(b for b in at.button if b.label == "Import").click().run()
     assert not at.exception
     assert at.error and shown(at.error[0].value).startswith("Nothing imported: queries.jsonl:2: ")
-    assert list(queries_frames.queries_frame(store, PROJECT)["query_id"]) == ["q000"]
+    assert list(frames.queries_frame(store, PROJECT)["query_id"]) == ["q000"]
     good = b'{"id": "q9", "text": "Can I change the delivery address?", "category": "shipping"}\n'
     at.file_uploader[0].set_value(("queries.jsonl", good, "application/x-ndjson")).run()
     next(b for b in at.button if b.label == "Import").click().run()
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
     assert (metrics["Created"], metrics["Rejected lines"]) == ("1", "0")
-    assert list(queries_frames.queries_frame(store, PROJECT)["query_id"]) == ["q000", "q9"]
+    assert list(frames.queries_frame(store, PROJECT)["query_id"]) == ["q000", "q9"]
 
 
 def test_project_page_shows_each_annotators_progress(store):
@@ -601,14 +601,14 @@ def test_project_page_shows_each_annotators_progress(store):
 
 def test_new_judgment_invalidates_the_cached_agreement(store):
     """ben moves d3 from 3 to 0: the next render shows the new α (krippendorff on the changed grades)."""
-    from db import judging
+    from db import grading
 
     at = page_test(store, "lead_agreement.py")
     before = at.dataframe[0].value.set_index("coefficient").loc["Krippendorff α (ordinal)", "value"]
-    from db.store import frames as queries_frames
+    from db.store import frames
 
-    pair_id = queries_frames.pair_id(store, PROJECT, "q000", "d3")
-    judging.record_judgment(store, pair_id, "ben", 0)  # stamped v2, the version in force: read the pooled scope
+    pair_id = frames.pair_id(store, PROJECT, "q000", "d3")
+    grading.record_judgment(store, pair_id, "ben", 0)  # stamped v2, the version in force: read the pooled scope
     at.run()
     next(r for r in at.radio if r.label == "Scope").set_value("all guideline versions pooled").run()
     after = at.dataframe[0].value.set_index("coefficient").loc["Krippendorff α (ordinal)", "value"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from db.judging import get_pair, next_pair, progress
+from db.grading import get_pair, next_pair, progress
 from db.store.engine import retry_once
 from db.store.schema import init_db
 from tests.helpers import app_as, build
@@ -16,9 +16,9 @@ def test_a_grade_during_an_outage_is_one_sentence_and_the_next_key_press_saves(t
     url = build(tmp_path, monkeypatch)
     engine = init_db(url)
     first = next_pair(engine, "t", "ana")
-    import db.judging
+    import db.grading
 
-    real, calls = db.judging.record_judgment.__wrapped__, []
+    real, calls = db.grading.record_judgment.__wrapped__, []
 
     @retry_once
     def down_twice(*args, **kwargs):
@@ -32,7 +32,7 @@ def test_a_grade_during_an_outage_is_one_sentence_and_the_next_key_press_saves(t
             )
         return real(*args, **kwargs)
 
-    monkeypatch.setattr("db.judging.record_judgment", down_twice)
+    monkeypatch.setattr("db.grading.record_judgment", down_twice)
     at = app_as("ana", url)
     at.button(key="grade_2").click().run()
     assert not at.exception

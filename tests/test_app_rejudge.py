@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from db.accounts.permissions import OPERATOR
 from db.adjudication import send_for_rejudging
-from db.judging import next_pair
+from db.grading import next_pair
 from db.store.models import Judgment, User
 from tests.conftest import ROOT
 from tests.helpers import log_in

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
-from annotator.app.session import SESSION_ENDED, TOKEN_KEY
+from annotator.app.auth import SESSION_ENDED, TOKEN_KEY
 from annotator.app.text import BREAK
 from db.accounts.permissions import OPERATOR
 from db.accounts.sessions import IDLE_TIMEOUT, create_session, resolve

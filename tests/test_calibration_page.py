@@ -42,7 +42,7 @@ def grades(seed: int = 3) -> tuple[list[dict], list[dict]]:
 
 def page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_model: bool) -> tuple[AppTest, list[dict], list[dict]]:
     """A 0–3 project whose human (and model) judgments come in through the store's import; its Agreement page."""
-    from annotator.app.session import TOKEN_KEY
+    from annotator.app.auth import TOKEN_KEY
     from db import imports, projects
     from db.accounts import users
     from db.accounts.permissions import OPERATOR

@@ -26,7 +26,7 @@ def test_agreement_page_shows_each_annotator_against_the_controls(store):
     measured; lea grades them 3, 2, 1 afterwards: accuracy 2/3, κ = scikit-learn's linear-weighted κ."""
     from db.accounts.permissions import OPERATOR
     from db.control import add_control
-    from db.judging import record_judgment
+    from db.grading import record_judgment
 
     for fragment, grade in (("d3", 3), ("d7", 2), ("d12", 2)):
         add_control(store, PROJECT, "q000", fragment, grade, f"settled by the lead: {fragment}", actor=OPERATOR)

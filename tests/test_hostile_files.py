@@ -17,8 +17,8 @@ import sqlalchemy as sa
 
 from annotator.cli import main, os_sentence
 from db.accounts.permissions import OPERATOR
+from db.grading import record_judgment
 from db.imports import import_fragments, import_judgments, import_queries, import_run
-from db.judging import record_judgment
 from db.store.models import Query
 from eval_core.errors import InputError
 from eval_core.io.formats import read_run, write_atomically

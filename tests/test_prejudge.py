@@ -24,7 +24,7 @@ from annotator.judge_client import ChatJudge, EndpointError, retry_after
 from annotator.judge_run import prejudge
 from db.accounts.permissions import OPERATOR
 from db.assignment import assign
-from db.judges import model_annotator
+from db.model_judges import model_annotator
 from db.projects import add_guideline
 from db.store.frames import judgments_frame
 from db.store.models import JudgeCall, JudgmentHistory, User
@@ -133,7 +133,7 @@ def server():
 @pytest.fixture
 def judged_project(engine, queue):
     """The `queue` project with a guideline in force, grade labels as LABELS, and one human grade with a note."""
-    from db.judging import record_judgment
+    from db.grading import record_judgment
     from db.projects import set_grade_labels
 
     add_guideline(engine, "demo", GUIDELINE, actor=OPERATOR)
@@ -803,7 +803,7 @@ def _project_page(engine, store_url, monkeypatch):
     """The Project page run by AppTest with lead `boss` logged in on project demo."""
     from streamlit.testing.v1 import AppTest
 
-    from annotator.app.session import TOKEN_KEY
+    from annotator.app.auth import TOKEN_KEY
     from db.accounts.sessions import create_session
     from db.accounts.users import get_user
     from tests.conftest import ROOT

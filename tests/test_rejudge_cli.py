@@ -9,7 +9,7 @@ from annotator.cli import main
 from db.accounts.permissions import OPERATOR
 from db.accounts.users import create_user
 from db.adjudication import rejudge_queue
-from db.judging import next_pair, record_judgment
+from db.grading import next_pair, record_judgment
 from db.projects import add_guideline
 
 # Graded under v1 by both annotators, then v2 is published: 3 pairs × 2 annotators = 6 judgments to re-judge.

@@ -195,7 +195,7 @@ def test_releases_page_policy_select_and_provenance_shares(tmp_path, monkeypatch
     # The page is the same on both stores (the store functions above run on both): one SQLite store here.
     from streamlit.testing.v1 import AppTest
 
-    from annotator.app.session import TOKEN_KEY
+    from annotator.app.auth import TOKEN_KEY
     from db.accounts.sessions import create_session
     from db.accounts.users import create_user
     from db.projects import create_project

@@ -381,7 +381,7 @@ def test_store_mode_reads_model_judges_from_the_store(engine, project, store_url
     """A model judge stored as such (users.kind = model) is a model condition, and "humans + models" appears,
     exactly as when the same judgments are given as a file with --model."""
     from db.accounts.permissions import OPERATOR
-    from db.judges import model_annotator
+    from db.model_judges import model_annotator
 
     seed(engine, project.id, {"q1": "what is recall"}, {"d1": "one", "d2": "two"}, {"A": RUN_A, "B": RUN_B})
     model_annotator(engine, "llm", "some-model", actor=OPERATOR)

@@ -14,8 +14,8 @@ from annotator.cli import main
 from db.accounts.permissions import OPERATOR
 from db.accounts.users import create_user
 from db.assignment import assign
+from db.grading import record_judgment
 from db.imports import import_fragments, import_queries
-from db.judging import record_judgment
 from db.projects import BUNDLED_GUIDELINE, current_guideline, list_guidelines
 from db.releases import create_release
 from db.store.models import Fragment, Pair, Query

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from db.adjudication import adjudicate, pair_detail
-from db.judging import record_judgment, undo_judgment
+from db.grading import record_judgment, undo_judgment
 from db.store.frames import adjudications_frame, qrels_frame
 
 
@@ -73,7 +73,7 @@ def test_every_disputed_pair_among_people_is_listed_widest_first(engine, project
     """Disputes are pairs whose people differ (a model judge's grade never makes one), widest spread first; the
     boundary filter b keeps pairs graded ≤ b by someone and > b by someone else; decided ones are marked."""
     from db.adjudication import disputes, filter_disputes, next_open
-    from db.judges import model_annotator
+    from db.model_judges import model_annotator
     from db.store.engine import session_scope
     from db.store.models import Assignment
 
@@ -121,7 +121,7 @@ def test_pairs_sent_back_are_rejudged_under_the_guideline_in_force(engine, queue
     the pair in that person's queue; accounts that cannot log in are refused."""
     from db.accounts.users import create_user
     from db.adjudication import rejudge_queue, send_for_rejudging
-    from db.judging import annotator_stats, get_pair, next_pair, progress
+    from db.grading import annotator_stats, get_pair, next_pair, progress
     from db.projects import add_guideline
     from db.store.frames import judgments_frame
 

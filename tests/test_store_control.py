@@ -9,7 +9,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from db.accounts.permissions import OPERATOR
 from db.control import add_control, controls_from_release, list_controls, parse_rate, project_control_report
-from db.judging import next_pair, progress, record_judgment
+from db.grading import next_pair, progress, record_judgment
 from db.releases import create_release
 from db.store.frames import judgments_frame
 from db.store.models import Fragment, Query

@@ -12,7 +12,7 @@ from annotator.cli import main
 from db.accounts.permissions import OPERATOR
 from db.accounts.users import create_user
 from db.assignment import assign
-from db.judging import record_judgment
+from db.grading import record_judgment
 from db.pooling import pool
 from db.projects import BUNDLED_GUIDELINE, current_guideline, list_guidelines
 from db.releases import changed_texts, create_release, release_files

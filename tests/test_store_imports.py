@@ -449,7 +449,7 @@ def test_adjudication_must_name_an_active_lead(engine, corpus):
 def test_imported_judgments_in_a_project_with_a_guideline(engine, corpus):
     """Imports without a guideline version carry the version in force (said in the report), beside app judgments
     under it: one frame, one guideline type."""
-    from db.judging import record_judgment
+    from db.grading import record_judgment
     from db.projects import add_guideline
     from db.releases import create_release
 
@@ -565,7 +565,7 @@ KIND_CONFLICTS = {
 @pytest.fixture
 def people_and_judge(engine, corpus):
     """Person `ann` and model judge `llm` (model gpt-4o) already in the store."""
-    from db.judges import model_annotator
+    from db.model_judges import model_annotator
 
     create_user(engine, "ann", "annotator", actor=OPERATOR)
     model_annotator(engine, "llm", "gpt-4o", "v1", actor=OPERATOR)

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from db.accounts.sessions import create_session, resolve
-from db.judging import next_pair, record_judgment
+from db.grading import next_pair, record_judgment
 from db.store.engine import get_engine
 from db.store.models import Judgment, JudgmentHistory, User
 

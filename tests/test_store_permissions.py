@@ -15,8 +15,8 @@ from db.accounts.users import create_user, deactivate
 from db.adjudication import adjudicate
 from db.assignment import assign
 from db.evaluations import judge_holes
+from db.grading import record_judgment
 from db.imports import import_fragments, import_judgments, import_queries, import_run
-from db.judging import record_judgment
 from db.pooling import pool
 from db.projects import add_guideline, create_project, set_grade_labels, update_policy
 from db.releases import create_release

@@ -15,7 +15,7 @@ from db.accounts.users import create_user, set_password
 from db.adjudication import rejudge_queue, send_for_rejudging
 from db.assignment import assign
 from db.control import add_control, project_control_report
-from db.judging import next_pair, progress, record_judgment
+from db.grading import next_pair, progress, record_judgment
 from db.projects import add_guideline
 from db.qualification import (
     choose_round,

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from db.accounts.permissions import OPERATOR
 from db.accounts.users import create_user
-from db.judging import record_judgment
+from db.grading import record_judgment
 from db.store.engine import get_engine
 from db.store.models import Assignment, Judgment, JudgmentHistory, User, utcnow
 

@@ -18,7 +18,7 @@ from annotator.cli import main
 from db.accounts.permissions import OPERATOR
 from db.accounts.users import create_user
 from db.assignment import assign
-from db.judging import record_judgment
+from db.grading import record_judgment
 from db.pooling import pool
 from db.projects import create_project
 from db.releases import create_release
@@ -196,7 +196,7 @@ def _disputed(engine) -> None:
     pair 5 (with it q1/f2 would be 3), ann1 cannot judge q3/f6 (ann2's 1 stands), and lead boss adjudicates
     q2/f1 as 4."""
     from db.adjudication import adjudicate
-    from db.judges import model_annotator
+    from db.model_judges import model_annotator
 
     with engine.connect() as conn:
         pid = {

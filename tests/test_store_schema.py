@@ -11,7 +11,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlmodel import SQLModel
 
-from db.judging import next_pair
+from db.grading import next_pair
 from db.projects import default_labels, stored_labels
 from db.store.engine import get_engine
 from db.store.schema import MIGRATIONS, alembic_config, current_revision, head_revision, init_db, upgrade

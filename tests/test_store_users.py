@@ -193,7 +193,7 @@ def test_distinct_names_in_any_one_script_are_accepted(engine):
 
 def test_delete_removes_an_account_without_grades_and_refuses_one_with_them(engine, queue):
     from db.accounts.users import delete_user
-    from db.judging import record_judgment
+    from db.grading import record_judgment
 
     assert delete_user(engine, "ann2", **OP) == {"assignments": 12, "sessions": 0}  # open work goes with it
     assert "ann2" not in [u.username for u in list_users(engine)]

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from annotator.app import errors, state
-from annotator.app import session as auth
+from annotator.app import auth, errors, state
 from annotator.app.sidebar import project_picker
 from annotator.app.text import literal
 from eval_core.vocab import Role

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from annotator.app import state
-from annotator.app.session import page_script
+from annotator.app.auth import page_script
 from annotator.app.text import literal
 
 PICKS_KEY = "project_picks"  # how many times this session picked a project in the sidebar

@@ -16,7 +16,7 @@ import streamlit as st
 from sqlalchemy.engine import Engine
 
 from annotator.app import state
-from annotator.app.session import require_role
+from annotator.app.auth import require_role
 from annotator.app.text import highlighted, literal
 from db import projects
 from eval_core.vocab import Role

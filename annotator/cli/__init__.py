@@ -24,7 +24,7 @@ COMMANDS = {
     "agreement": "annotator.cli.agreement",
     "consensus": "annotator.cli.agreement",
     "control": "annotator.cli.control",
-    "prejudge": "annotator.cli.judge",
+    "prejudge": "annotator.cli.prejudge",
     "init": "annotator.cli.store",
     "db": "annotator.cli.store",
     "project": "annotator.cli.store",

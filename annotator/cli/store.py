@@ -222,7 +222,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="ORDER",
         choices=LazyChoices("eval_core.vocab", "ORDER_NAMES"),
         help="the order annotators get their pairs in, within the query in progress: %(choices)s "
-        "(see docs/judging_order.md)",
+        "(see docs/queue_order.md)",
     )
     db_option(p)
     report_option(p)

@@ -51,7 +51,7 @@ class UserInfo:
     role: str
     active: bool
     can_login: bool
-    kind: str = AnnotatorKind.HUMAN.value  # or a model judge (see db.judges)
+    kind: str = AnnotatorKind.HUMAN.value  # or a model judge (see db.model_judges)
 
 
 def check_password(password: str) -> str:

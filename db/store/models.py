@@ -10,7 +10,7 @@ from sqlalchemy import JSON, CheckConstraint, DateTime, Index, Text, TypeDecorat
 from sqlmodel import Field, SQLModel
 
 from eval_core.consensus import RULES
-from eval_core.judging_order import DEFAULT_ORDER
+from eval_core.queue_order import DEFAULT_ORDER
 from eval_core.thresholds import AGREEMENT_THRESHOLD
 from eval_core.vocab import ANNOTATOR_KINDS, ORDER_NAMES, ROLES, AnnotatorKind
 

@@ -45,7 +45,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     from annotator.demo import build_demo
     from db.accounts.permissions import OPERATOR
     from db.control import add_control
-    from db.judging import next_pair
+    from db.grading import next_pair
     from db.store.models import Fragment, Pair, Query
     from db.store.schema import init_db
 

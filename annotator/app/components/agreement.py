@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 
 from annotator.app.views import scale_of
 from db.projects import current_guideline
-from db.store import frames as queries_frames
+from db.store import frames
 from eval_core.agreement.report import agreement_report
 from eval_core.agreement.table import DIGITS, coefficient_rows, cut_rows
 from eval_core.agreement.types import OK, AgreementReport, Boundary, Coefficient, DisputedPair, GroupAlpha
@@ -79,13 +79,13 @@ class Tile:
 
 def pair_id_of(engine: Engine, project: str, pair: DisputedPair) -> int:
     """The store's pair id of a disputed pair."""
-    return queries_frames.pair_id(engine, project, pair.query_id, pair.fragment_id)
+    return frames.pair_id(engine, project, pair.query_id, pair.fragment_id)
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
 def cached_judgments(_engine: Engine, url: str, project: str, fingerprint: tuple) -> pd.DataFrame:
     """The project's judgments, shared read-only across reruns and sessions until the fingerprint moves."""
-    return queries_frames.judgments_frame(_engine, project)
+    return frames.judgments_frame(_engine, project)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -127,7 +127,7 @@ def cached_agreement(
 
 def project_agreement(engine: Engine, project: Any) -> tuple[pd.DataFrame, ProjectAgreement | None]:
     """Judgments and agreement of a project (None without judgments), from cache when nothing changed."""
-    fingerprint = queries_frames.judgments_fingerprint(engine, project.name)
+    fingerprint = frames.judgments_fingerprint(engine, project.name)
     url = str(engine.url)
     guideline = current_guideline(engine, project.name)
     with st.spinner("Computing agreement…"):
@@ -412,13 +412,13 @@ def cached_calibration(
     frame = cached_judgments(_engine, url, project, fingerprint)
     if frame.empty or not frame["annotator_kind"].eq(AnnotatorKind.MODEL).any():
         return None
-    adjudications = queries_frames.adjudications_frame(_engine, project)[["query_id", "fragment_id", "grade"]]
+    adjudications = frames.adjudications_frame(_engine, project)[["query_id", "fragment_id", "grade"]]
     return calibration(frame, scale=scale, adjudications=adjudications)
 
 
 def project_calibration(engine: Engine, project: Any) -> CalibrationReport | None:
     """The project's model-judge calibration, from cache when nothing changed."""
-    fingerprint = queries_frames.judgments_fingerprint(engine, project.name)
+    fingerprint = frames.judgments_fingerprint(engine, project.name)
     with st.spinner("Comparing model judges with the humans…"):
         return cached_calibration(engine, str(engine.url), project.name, fingerprint, scale_of(project))
 

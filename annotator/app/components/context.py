@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 from annotator.app.text import highlighted, literal
 from annotator.app.views import FRAGMENT_STYLE
 from db.context import ContextFragment, pair_context, query_context
-from db.judging import PairView
+from db.grading import PairView
 
 OPEN_KEY = "D"
 STATE = "context_view"  # None (closed), "neighbours" or "document"

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 
 from annotator.app.views import literal
 from db.control import list_controls, project_control_report
-from db.store import frames as queries_frames
+from db.store import frames
 from eval_core.agreement.control import ControlReport, ControlScore
 
 TITLE = "Against the control pairs"
@@ -47,9 +47,7 @@ def control_section(engine: Engine, project: str) -> None:
             "`qrelkit control set --project P --release N --rate 1/20`."
         )
         return
-    report = _report(
-        engine, str(engine.url), project, queries_frames.judgments_fingerprint(engine, project), len(controls)
-    )
+    report = _report(engine, str(engine.url), project, frames.judgments_fingerprint(engine, project), len(controls))
     rate = f"one in every {every} of each annotator's pairs" if every else "not served (no rate set)"
     st.caption(
         f"{len(controls)} control pairs, {rate}, served like any pair. {report.weights.capitalize()}-"

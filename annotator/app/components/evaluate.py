@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from annotator.app.components.agreement import project_agreement
 from annotator.app.views import MISSING, literal, table
 from db import evaluations
-from db.store import frames as queries_frames
+from db.store import frames
 from eval_core.ranking.evaluation import Evaluation, evaluate
 from eval_core.ranking.registry import REGISTRY, base_of, cutoff_free
 from eval_core.ranking.report import Diagnosis, diagnose
@@ -51,7 +51,7 @@ def query_categories(engine: Engine, project: Any) -> dict[str, str]:
 @st.cache_data(ttl=300, max_entries=4, show_spinner=False)
 def _fragment_texts(_engine: Engine, url: str, project: str) -> dict[str, str]:
     """Fragment texts for snippets, reread at most every five minutes."""
-    return queries_frames.fragments_text(_engine, project)
+    return frames.fragments_text(_engine, project)
 
 
 def fragment_texts(engine: Engine, project: str) -> dict[str, str]:

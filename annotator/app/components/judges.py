@@ -9,10 +9,9 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from annotator import judge_client as prejudge
-from annotator import judge_run
+from annotator import judge_client, judge_run
 from annotator.app import views
-from db import judges as model_judges
+from db import model_judges
 from eval_core.errors import USER_ERRORS
 from guidelines import JUDGE_PROMPT
 
@@ -55,7 +54,7 @@ def model_judges_tab(engine: Engine, project: Any, user: Any) -> None:
     """List the model judges, then offer a prejudge run with a progress bar and its report. The list is read
     after the run, into its place above the form, so a run's judge and grades show without a reload."""
     listing = st.container()
-    source = prejudge.key_source()
+    source = judge_client.key_source()
     with st.form("prejudge"):
         st.markdown(
             "**Grade pairs with a model** (any OpenAI-compatible chat-completions endpoint: vLLM, llama.cpp "
@@ -118,13 +117,13 @@ def _run(
         bar.progress(done / total if total else 1.0, text=f"{done} of {total} pairs")
 
     try:
-        judge = prejudge.ChatJudge(
+        judge = judge_client.ChatJudge(
             base_url,
             model,
             JUDGE_PROMPT.read_text(encoding="utf-8"),
             project.labels,
             timeout=timeout,
-            api_key=prejudge.api_key(),
+            api_key=judge_client.api_key(),
         )
         report = judge_run.prejudge(
             engine,

@@ -11,7 +11,7 @@ from sqlalchemy.engine import Engine
 
 from annotator.app.views import literal
 from db import evaluations
-from db.store import frames as queries_frames
+from db.store import frames
 from eval_core.robustness import CONFIDENCE, DEFAULT_BOOTSTRAP, Bootstrap, RobustnessReport
 
 TITLE = "Robustness under disagreement"
@@ -44,7 +44,7 @@ def robustness_report(engine: Engine, project: str, runs: list[str], metric: str
         tuple(runs),
         metric,
         bootstrap,
-        queries_frames.judgments_fingerprint(engine, project),
+        frames.judgments_fingerprint(engine, project),
         hashes,
     )
 

@@ -15,11 +15,10 @@ import time
 import pandas as pd
 import streamlit as st
 
-from annotator.app import session as auth
-from annotator.app import state, views
+from annotator.app import auth, state, views
 from annotator.app.components import context as views_context
 from annotator.app.errors import PAGE_ERRORS
-from db.judging import PairView, get_pair, next_pair, previous_pair, progress, record_judgment, undo_judgment
+from db.grading import PairView, get_pair, next_pair, previous_pair, progress, record_judgment, undo_judgment
 from db.projects import ProjectInfo, current_guideline, get_project
 from db.qualification import RoundPair, RoundState, grade_round_pair, round_for, round_pairs
 from db.store.models import RoundStatus

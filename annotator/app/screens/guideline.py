@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from annotator.app import session as auth
-from annotator.app import state, views
+from annotator.app import auth, state, views
 from db.projects import current_guideline
 
 auth.require_user()

@@ -14,7 +14,7 @@ from annotator.app import views
 from annotator.app.components import agreement as views_agreement
 from annotator.app.errors import user_errors
 from db import adjudication
-from db.store import frames as queries_frames
+from db.store import frames
 
 SAVED_KEY = "adjudicate_saved"
 PAIR_LABEL = "Pair"
@@ -54,7 +54,7 @@ if project is None:
     st.stop()
 
 judgments, _ = views_agreement.project_agreement(engine, project)
-decided = queries_frames.adjudications_frame(engine, project.name)
+decided = frames.adjudications_frame(engine, project.name)
 done = set(zip(decided["query_id"].astype(str), decided["fragment_id"].astype(str), strict=True))
 every = (
     adjudication.disputes_of(judgments, done)

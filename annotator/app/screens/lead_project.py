@@ -10,10 +10,10 @@ import streamlit as st
 from annotator.app import views
 from annotator.app.components import judges as views_judges
 from annotator.app.errors import user_errors
-from db import assignment, evaluations, imports, judging, pooling, projects
+from db import assignment, evaluations, grading, imports, pooling, projects
 from db.accounts import logins, users
 from eval_core.errors import InputError
-from eval_core.judging_order import ORDERS
+from eval_core.queue_order import ORDERS
 from eval_core.thresholds import AGREEMENT_THRESHOLD
 from eval_core.vocab import ANNOTATOR_KINDS, ORDER_NAMES
 
@@ -224,7 +224,7 @@ with assign_tab:
                 st.success(f"Annotators now get their pairs in this order: {ORDERS[saved.queue_order]}.")
 
 with people_tab:
-    stats = judging.annotator_stats(engine, project.name)
+    stats = grading.annotator_stats(engine, project.name)
     if len(stats):
         views.table(
             views.progress_table(stats),

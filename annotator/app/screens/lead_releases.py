@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from annotator.app import session as auth
-from annotator.app import views
+from annotator.app import auth, views
 from annotator.app.components import releases as views_release
 from annotator.app.components import reliability as views_reliability
 from annotator.app.views import literal

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from db.accounts.permissions import OPERATOR
 from db.accounts.users import create_user
 from db.adjudication import adjudicate, rejudge_queue
-from db.judging import (
+from db.grading import (
     annotator_stats,
     get_pair,
     next_pair,

@@ -1,4 +1,4 @@
-"""Judging orders: which unjudged fragment of a query's pool to judge next, so relevant ones are found sooner.
+"""Queue orders: which unjudged fragment of a query's pool to judge next, so relevant ones are found sooner.
 
 A query's pool is the union of the top of several runs. Each order is an incremental policy over that pool:
 `next()` names the fragment to judge, `observe(fragment, relevant)` feeds back its binary relevance
@@ -248,7 +248,7 @@ def make_order(
         return Bandit(pool, seed=seed, discount=discount, draw=name == QueueOrder.BANDIT)
     if name == QueueOrder.MODEL_UNCERTAIN:
         return ModelUncertain(pool, model_grades=dict(model_grades or {}), boundary=rel_level - 0.5)
-    raise ValueError(f"unknown judging order {name!r} (known: {', '.join(ORDER_NAMES)})")
+    raise ValueError(f"unknown queue order {name!r} (known: {', '.join(ORDER_NAMES)})")
 
 
 def replay_next(policy: _Base, known: Mapping[Hashable, bool], todo: Collection[Hashable]) -> Hashable | None:

@@ -1,10 +1,10 @@
-"""Judging orders compared: relevant fragments found after judging 10/20/30/50% of each query's pool.
+"""Queue orders compared: relevant fragments found after judging 10/20/30/50% of each query's pool.
 
 Simulation (default): 50 queries, 20 runs of varied quality ranking the same candidates (so runs overlap as
 real ones do), pooled at depth 100; the simulated qrels are the truth each order is fed as it judges. With
 `--qrels FILE --runs RUN1 RUN2 …` the same is done on real TREC qrels and runs (fragments of the pool with
 no qrels line count as non-relevant). Prints a table and writes an Altair chart (HTML) and, with
-matplotlib, a PNG. Run: `python3 benchmarks/bench_judging_order.py [--seeds 5] [--png docs/judging_order.png]`.
+matplotlib, a PNG. Run: `python3 benchmarks/bench_queue_order.py [--seeds 5] [--png docs/queue_order.png]`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from eval_core.judging_order import ORDERS, QueryPool, found_at, judging_curve, make_order
+from eval_core.queue_order import ORDERS, QueryPool, found_at, judging_curve, make_order
 
 FRACTIONS = (0.1, 0.2, 0.3, 0.5)
 CURVE_POINTS = np.linspace(0.01, 1.0, 100)
@@ -186,7 +186,7 @@ def store_latency(pools: list[QueryPool], relevant: list[set], queries: int, sam
     from db.accounts.permissions import OPERATOR
     from db.accounts.users import create_user
     from db.assignment import assign
-    from db.judging import next_pair, record_judgment
+    from db.grading import next_pair, record_judgment
     from db.pooling import pool
     from db.projects import create_project, set_queue_order
     from db.store.models import Fragment, Query, Run, RunEntry
@@ -284,8 +284,8 @@ def main() -> int:
     parser.add_argument("--qrels", help="real TREC qrels (with --runs)")
     parser.add_argument("--runs", nargs="+", help="TREC run files pooled at --depth")
     parser.add_argument("--rel-level", type=int, default=1)
-    parser.add_argument("--html", default="docs/judging_order.html", help="Altair chart (default %(default)s)")
-    parser.add_argument("--png", help="also draw a PNG here (e.g. docs/judging_order.png)")
+    parser.add_argument("--html", default="docs/queue_order.html", help="Altair chart (default %(default)s)")
+    parser.add_argument("--png", help="also draw a PNG here (e.g. docs/queue_order.png)")
     parser.add_argument(
         "--store",
         metavar="URL",

@@ -1,7 +1,7 @@
 """Store benchmark: next_pair / record_judgment latency with 1M judgments stored (SQLite and PostgreSQL), and the
 import benchmark (100k fragments + 1k queries + a 1M-line run, then pooling at depth 20) on SQLite.
 
-    python3 benchmarks/bench_store_judging.py [--judgments 1000000] [--engines sqlite,postgresql] [--samples 400]
+    python3 benchmarks/bench_store_grading.py [--judgments 1000000] [--engines sqlite,postgresql] [--samples 400]
                                               [--skip-imports] [--skip-judging]
 
 Targets (issue 4): p95 < 10 ms for both operations on both engines; import + pool < 60 s on SQLite.
@@ -25,7 +25,7 @@ import sqlalchemy as sa
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from db.accounts.permissions import OPERATOR
-from db.judging import next_pair, record_judgment
+from db.grading import next_pair, record_judgment
 from db.store.engine import get_engine
 from db.store.schema import init_db
 
@@ -183,7 +183,7 @@ def baseline(engine: sa.Engine, samples: int) -> dict[str, list[float]]:
 
 def plans(engine: sa.Engine) -> list[str]:
     """The next_pair query plan, to show it probes ix_assignments_todo instead of scanning."""
-    from db.judging import _TODO
+    from db.grading import _TODO
 
     stmt = _TODO.params(project="bench", username="ann1")
     sql = str(stmt.compile(engine, compile_kwargs={"literal_binds": True}))

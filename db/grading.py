@@ -31,7 +31,7 @@ from db.store.models import (
 )
 from eval_core.errors import NotFound, Refused
 from eval_core.io.records import check_note
-from eval_core.judging_order import DEFAULT_ORDER
+from eval_core.queue_order import DEFAULT_ORDER
 from eval_core.vocab import Role
 
 A, F, G, H, J, P, PR, Q, R, U = (

@@ -1,4 +1,4 @@
-"""Judging orders: each policy's first picks follow its definition on hand-built pools, the bandit is seeded,
+"""Queue orders: each policy's first picks follow its definition on hand-built pools, the bandit is seeded,
 and the store serves an annotator's next pair in the project's queue order (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from annotator.cli import main
 from db.accounts.permissions import OPERATOR
 from db.accounts.users import create_user
 from db.assignment import assign
-from db.judging import next_pair, record_judgment
+from db.grading import next_pair, record_judgment
 from db.pooling import pool
 from db.projects import get_project, set_queue_order
 from db.store.models import Assignment, Fragment, Judgment, Pair, Project, Query, Run, RunEntry
-from eval_core.judging_order import (
+from eval_core.queue_order import (
     ORDER_NAMES,
     ORDERS,
     Bandit,
@@ -136,7 +136,7 @@ def test_found_at_takes_the_ceiling_of_each_budget():
 
 
 def test_unknown_order_and_bad_pool_are_refused():
-    with pytest.raises(ValueError, match="unknown judging order 'best'"):
+    with pytest.raises(ValueError, match="unknown queue order 'best'"):
         make_order("best", POOL)
     with pytest.raises(ValueError, match="not in the pool"):
         QueryPool(("a",), (("a", "b"),))
@@ -293,7 +293,7 @@ def test_project_page_sets_the_queue_order(tmp_path, monkeypatch):
 
     from streamlit.testing.v1 import AppTest
 
-    from annotator.app.session import TOKEN_KEY
+    from annotator.app.auth import TOKEN_KEY
     from db.accounts.sessions import create_session
     from db.projects import create_project
     from db.store.engine import get_engine
@@ -335,14 +335,14 @@ def test_max_mean_bandit_pulls_the_largest_posterior_mean():
 def test_docs_table_lists_exactly_the_registered_orders():
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parent.parent / "docs" / "judging_order.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parent.parent / "docs" / "queue_order.md").read_text(encoding="utf-8")
     section = text[text.index("## The orders") : text.index("### What the bandit implements")]
     documented = [line.split("`")[1] for line in section.splitlines() if line.startswith("| `")]
     assert documented == list(ORDER_NAMES)
 
 
 def test_back_follows_the_grading_order_under_an_order(pooled):
-    from db.judging import previous_pair
+    from db.grading import previous_pair
 
     set_queue_order(pooled, "demo", "move-to-front", actor=OPERATOR)
     for _ in range(2):  # a1 (relevant), a2 (not: run A to the back)
