@@ -1,4 +1,4 @@
-"""Helpers the tests share, one definition each (no test module imports another: tests/test_hygiene.py): files
+"""Helpers the tests share, one definition each (no test module imports another: tests/browser/test_hygiene.py): files
 written into a test's tmp_path, qrelkit's CLI run in this process, rows stored straight into the tables, the
 annotator pages' small project, the seed-000 lead store of the AppTests, the demo's disputes among people and a
 1–3 project. Fixtures live in tests/conftest.py; the browser tests' own helpers in tests/browser/pages.py and
@@ -435,7 +435,7 @@ def shown(markdown: str) -> str:
 def human_disputes(engine) -> list[tuple[str, str, int, int]]:
     """(query, fragment, lowest grade, spread) of every pair whose people gave different grades, read straight
     from the judgments table (model judges and can't-judge left out), widest spread first: the tests' own count,
-    independent of the app's queue (tests/test_app_seams.py with AppTest, test_seams_browser.py in a browser)."""
+    independent of the app's queue (tests/app/test_app_seams.py with AppTest, test_seams_browser.py in a browser)."""
     import sqlalchemy as sa
 
     from db.store.models import Fragment, Judgment, Pair, Query, User

@@ -58,7 +58,7 @@ def test_every_module_under_tests_is_checked() -> None:
     assert {
         "conftest.py",
         "helpers.py",
-        "test_app_lead.py",
+        "app/test_app_lead.py",
         "browser/pages.py",
         "browser/test_scale_evaluate_browser.py",
     } <= names
@@ -67,3 +67,21 @@ def test_every_module_under_tests_is_checked() -> None:
 @pytest.mark.parametrize("module", MODULES, ids=[m.relative_to(TESTS).as_posix() for m in MODULES])
 def test_no_test_module_imports_another_test_module(module: Path) -> None:
     assert imports_of_test_modules(module.read_text(encoding="utf-8")) == []
+
+
+# Test modules sit in folders that mirror the packages; only the guards over the whole repository stay at the top.
+TEST_FOLDERS = {"eval_core", "db", "app", "cli", "browser"}
+REPO_GUARDS = {"test_architecture.py", "test_docs.py", "test_hygiene.py", "test_packaging.py", "test_typecheck.py"}
+
+
+def test_test_modules_mirror_the_packages() -> None:
+    misplaced = [
+        m.relative_to(TESTS).as_posix()
+        for m in MODULES
+        if m.name.startswith("test_")
+        and not (m.parent == TESTS and m.name in REPO_GUARDS)
+        and not (m.parent.parent == TESTS and m.parent.name in TEST_FOLDERS)
+    ]
+    assert misplaced == [], f"put these under tests/{{{','.join(sorted(TEST_FOLDERS))}}}/: {misplaced}"
+    for folder in TEST_FOLDERS:
+        assert (TESTS / folder / "__init__.py").is_file(), f"tests/{folder}/ needs an __init__.py (unique module names)"

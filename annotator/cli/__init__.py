@@ -12,7 +12,7 @@ import sys
 from eval_core.errors import USER_ERRORS
 
 # Every command and the module whose `register(subparsers)` adds it, in the order `qrelkit --help` lists them.
-# `qrelkit CMD …` imports and registers only CMD's module (tests/test_metrics_startup.py checks this table
+# `qrelkit CMD …` imports and registers only CMD's module (tests/cli/test_metrics_startup.py checks this table
 # against what each module registers, and that every command's help is the same either way).
 COMMANDS = {
     "eval": "annotator.cli.eval",

@@ -1,6 +1,6 @@
 """A rule for the browser tests themselves, read from their source (no browser, so this runs in the fast suite):
 a test module waits for what it needs, never for a fixed time outside a polling loop. (That no test module
-imports another, here or anywhere under tests/, is tests/test_hygiene.py's rule.)"""
+imports another, here or anywhere under tests/, is tests/browser/test_hygiene.py's rule.)"""
 
 from __future__ import annotations
 

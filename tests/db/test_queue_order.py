@@ -305,7 +305,7 @@ def test_project_page_sets_the_queue_order(tmp_path, monkeypatch):
     lead = create_user(engine, "lea", "lead", actor=OPERATOR)
     monkeypatch.setenv("QRELKIT_DB_URL", url)
     monkeypatch.setenv("QRELKIT_PROJECT", "demo")
-    page = Path(__file__).resolve().parent.parent / "annotator" / "app" / "screens" / "lead_project.py"
+    page = Path(__file__).resolve().parents[2] / "annotator" / "app" / "screens" / "lead_project.py"
     at = AppTest.from_file(str(page), default_timeout=60)
     at.session_state[TOKEN_KEY] = create_session(engine, lead.id, client="apptest").token
     at.session_state["project"] = "demo"
@@ -335,7 +335,7 @@ def test_max_mean_bandit_pulls_the_largest_posterior_mean():
 def test_docs_table_lists_exactly_the_registered_orders():
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parent.parent / "docs" / "queue_order.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "queue_order.md").read_text(encoding="utf-8")
     section = text[text.index("## The orders") : text.index("### What the bandit implements")]
     documented = [line.split("`")[1] for line in section.splitlines() if line.startswith("| `")]
     assert documented == list(ORDER_NAMES)

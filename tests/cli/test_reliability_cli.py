@@ -23,7 +23,7 @@ def _files(tmp_path: Path) -> list[str]:
 
 
 def test_json_on_the_hand_built_case(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The case of tests/test_reliability.py's docstring, depth-3 pool: P@3 drops A 1/3, B 1/6; judged@3 A 1,
+    """The case of tests/eval_core/test_reliability.py's docstring, depth-3 pool: P@3 drops A 1/3, B 1/6; judged@3 A 1,
     B 7/12. Two runs: the variance is that of the per-query P@3 differences, A − B = (0, 1/3), i.e. 1/18."""
     code = main(
         [

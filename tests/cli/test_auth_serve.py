@@ -17,7 +17,7 @@ import pytest
 from annotator.cli import app as cli_app
 from annotator.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_streamlit_command_listens_locally_with_a_viewer_toolbar_and_no_error_details():

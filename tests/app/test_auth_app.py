@@ -21,7 +21,7 @@ from db.store.engine import get_engine
 from db.store.models import UserSession, utcnow
 from db.store.schema import init_db
 
-APP = str(Path(__file__).resolve().parent.parent / "annotator" / "app" / "main.py")
+APP = str(Path(__file__).resolve().parents[2] / "annotator" / "app" / "main.py")
 AGREEMENT = "screens/lead_agreement.py"
 
 

@@ -21,7 +21,7 @@ from db.store.engine import get_engine
 from db.store.models import LoginAttempt, utcnow
 from db.store.schema import init_db
 
-PROJECT_PAGE = str(Path(__file__).resolve().parent.parent / "annotator" / "app" / "screens" / "lead_project.py")
+PROJECT_PAGE = str(Path(__file__).resolve().parents[2] / "annotator" / "app" / "screens" / "lead_project.py")
 MARKUP = "**bo** <b>x</b> [y](http://127.0.0.1:9/y)"  # an annotator whose name is Markdown, HTML and a link
 PASSWORD = "bo-password-1"
 WAITS = "Login back-off (s)"

@@ -144,7 +144,7 @@ def test_a_killed_writers_temporary_file_is_removed_by_the_next_run(tmp_path):
                 f"write_atomically({str(target)!r}, lines())"
             ),
         ],
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
     )
     assert child.returncode == -9
     left = list(tmp_path.glob(".out.jsonl.*.tmp"))
@@ -176,7 +176,7 @@ def test_a_reader_that_leaves_early_gets_no_error_line(tmp_path):
         [sys.executable, "-m", "annotator", "eval", str(qrels), str(run), "--per-query", "--format", "csv"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent)),
+        env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])),
     )
     assert proc.stdout is not None and proc.stderr is not None
     assert proc.stdout.readline().startswith(b"run,query_id,")

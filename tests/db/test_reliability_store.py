@@ -21,7 +21,7 @@ GRADES = {("q1", "a"): 2, ("q1", "b"): 1, ("q1", "c"): 0, ("q1", "d"): 1, ("q2",
 
 
 def _released(engine, project) -> None:
-    """The hand-built case of tests/test_reliability.py pooled at depth 3 from runs A and B, x and g left
+    """The hand-built case of tests/eval_core/test_reliability.py pooled at depth 3 from runs A and B, x and g left
     unjudged, released."""
     seed(engine, project.id, {"q1": "one", "q2": "two"}, TEXTS, RUNS)
     pool(engine, "demo", depth=3, bm25=0, actor=OPERATOR)
@@ -30,7 +30,7 @@ def _released(engine, project) -> None:
 
 
 def test_pool_bias_from_the_pool_sources(engine, project):
-    """Same numbers as the file case (tests/test_reliability.py derives them): P@3 drops A 1/3, B 1/6."""
+    """Same numbers as the file case (tests/eval_core/test_reliability.py derives them): P@3 drops A 1/3, B 1/6."""
     _released(engine, project)
     report = project_reliability(engine, "demo", metrics=["P@3"], settings=Settings(resamples=50, judged_k=3))
     m = report.metrics[0]
@@ -45,7 +45,7 @@ def test_pool_bias_from_the_pool_sources(engine, project):
 
 def test_no_runs_no_report(engine, project):
     """No stored run: the report refuses, naming the way out; the card's sentence says so
-    (tests/test_release_reliability.py)."""
+    (tests/db/test_release_reliability.py)."""
     seed(engine, project.id, {"q1": "one"}, TEXTS)
     judge(engine, project.id, {("q1", "a"): {"ann": 2}})
     create_release(engine, "demo", actor=OPERATOR)
