@@ -9,6 +9,14 @@ from dataclasses import dataclass
 AGREEMENT_THRESHOLD = 0.6
 # The least quadratic-weighted κ with the human consensus that lets a model judge fill a release's gaps.
 MODEL_THRESHOLD = 0.6
+# A model rule's pair whose most probable grade has a posterior below this is named as doubtful on the card.
+DOUBT_THRESHOLD = 0.6
+# An annotator is flagged a spammer when both say their answers carry next to nothing: MACE's competence (its
+# bootstrap CI's upper end) is below SPAMMER_COMPETENCE, and their Dawid–Skene confusion rows barely differ
+# (Raykar & Yu's spammer score below SPAMMER_INFORMATION: 0 when the grade given ignores the truth, 1 when
+# perfect) — MACE alone also marks a consistently harsh or lenient annotator, whom Dawid–Skene decodes.
+SPAMMER_COMPETENCE = 0.25
+SPAMMER_INFORMATION = 0.2
 
 
 @dataclass(frozen=True)

@@ -1,21 +1,36 @@
-"""One graded label per (query, fragment) from several annotators' grades, by an explicit recorded rule."""
+"""One graded label per (query, fragment) from several annotators' grades, by an explicit recorded rule: a rule
+over each pair's own grades (median, majority, mean, min) or an annotator model over all of them (Dawid–Skene,
+MACE, GLAD: eval_core.consensus.models), which also gives each pair's posterior over the grades."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import pairwise
 
 import numpy as np
 import pandas as pd
 
+from eval_core.consensus.models import MODELS, NO_TRUTH, Crowd, Fit
 from eval_core.io.judgments import check_judgments
 
-RULES = ("median", "majority", "mean", "min")
+# Rules over each pair's own grades, then the annotator models (fitted on every grade at once).
+PAIR_RULES = ("median", "majority", "mean", "min")
+MODEL_RULES = tuple(MODELS)
+RULES = (*PAIR_RULES, *MODEL_RULES)
+# How a model rule turns a posterior into a grade: the most probable grade (crowd-kit's label), or the ordinal
+# choice, the grade with the least expected absolute error (the posterior's lower median).
+DECISIONS = ("most-probable", "least-abs-error")
+DECISION_HELP = {
+    "most-probable": "the grade with the highest posterior (crowd-kit's label; grades as unordered classes)",
+    "least-abs-error": "the grade with the smallest expected absolute error under the posterior (its lower "
+    "median): grades as ordered, so a posterior split between 1 and 3 gives 2, not the slightly likelier end",
+}
 # A release's labels come from people only (default) or, by eval_core.vocab.ReleasePolicy.MODEL_FILLS_GAPS, from a
 # model judge's grade where no person graded, allowed only when the model agrees well enough with the humans.
 # Where each released label came from (recorded on every label and counted on the card).
 PROVENANCES = ("human consensus", "adjudication", "model")
 PAIR = ["query_id", "fragment_id"]
-COLUMNS = ["query_id", "fragment_id", "grade", "n_grades", "grades", "rule", "adjudicated"]
+COLUMNS = ["query_id", "fragment_id", "grade", "n_grades", "grades", "rule", "adjudicated", "posterior"]
 
 
 def _lower_median(grade: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -42,6 +57,10 @@ def _mean_half_up(grade_sum: np.ndarray, counts: np.ndarray) -> np.ndarray:
 def combine_grades(pair: np.ndarray, grade: np.ndarray, n_pairs: int, rule: str) -> tuple[np.ndarray, np.ndarray]:
     """`rule`'s label and the grade count per pair code 0…n_pairs−1, from grades sorted by (pair, grade): one
     implementation for `consensus` and the robustness bootstrap's replicates (label undefined at count 0)."""
+    if rule not in PAIR_RULES:
+        raise ValueError(
+            f"{rule} is fitted over every pair at once, not per pair (rules per pair: {', '.join(PAIR_RULES)})"
+        )
     counts = np.bincount(pair, minlength=n_pairs)
     value = np.zeros(n_pairs, dtype=np.int64)
     has = counts > 0
@@ -101,20 +120,89 @@ def _adjudication_table(adjudications: pd.DataFrame | None, scale: tuple[int, in
     )
 
 
+def decide(posterior: np.ndarray, decision: str) -> np.ndarray:
+    """Column index per row of a posterior matrix: the most probable (first on ties) or the lower median."""
+    if decision == "most-probable":
+        return posterior.argmax(axis=1)
+    cumulative = np.cumsum(posterior, axis=1) / posterior.sum(axis=1, keepdims=True)
+    return (cumulative < 0.5 - 1e-12).sum(axis=1)
+
+
+@dataclass(frozen=True)
+class ModelConsensus:
+    """A model rule's fit over a project's grades: the fit, which pair code each task is, the grades its label
+    codes stand for, and the annotators its worker codes stand for."""
+
+    fit: Fit
+    pairs: np.ndarray  # task code → pair code
+    grades: np.ndarray  # label code → grade
+    annotators: list[str]
+    crowd: Crowd
+
+
+def fit_model(
+    rule: str, pair: np.ndarray, annotator: np.ndarray, grade: np.ndarray, truth: dict[int, int] | None = None
+) -> ModelConsensus:
+    """Fit a model rule on real grades (pair code, annotator name, grade per row); `truth` maps pair codes to
+    settled grades (controls, adjudications), fixed in the model as known truth."""
+    tasks, task = np.unique(pair, return_inverse=True)
+    names, worker = np.unique(annotator.astype(str), return_inverse=True)
+    settled = truth or {}
+    grades = np.unique(np.concatenate([grade, np.fromiter(settled.values(), dtype=np.int64, count=len(settled))]))
+    label = np.searchsorted(grades, grade)
+    crowd = Crowd.of(task, worker, label, len(tasks), len(names), len(grades))
+    if settled:
+        known = np.full(len(tasks), NO_TRUTH, dtype=np.int64)
+        where = np.searchsorted(tasks, list(settled))
+        hit = (where < len(tasks)) & (tasks[np.minimum(where, len(tasks) - 1)] == list(settled))
+        known[where[hit]] = np.searchsorted(grades, np.fromiter(settled.values(), dtype=np.int64))[hit]
+        crowd = crowd.with_truth(known)
+    return ModelConsensus(MODELS[rule](crowd), tasks, grades, names.tolist(), crowd)
+
+
+def _truth(
+    codes: np.ndarray, keys: pd.DataFrame, controls: pd.DataFrame | None, n_frame: int, adj: pd.DataFrame
+) -> dict[int, int]:
+    """Pair code → settled grade: control pairs, then adjudications (a lead's decision wins)."""
+    out: dict[int, int] = {}
+    if controls is not None and len(controls):
+        lookup = pd.DataFrame(
+            {"query_id": keys["query_id"].astype(str), "fragment_id": keys["fragment_id"].astype(str)}
+        )
+        lookup["code"] = codes
+        lookup = lookup.drop_duplicates(PAIR)
+        known = controls.assign(
+            query_id=controls["query_id"].astype(str), fragment_id=controls["fragment_id"].astype(str)
+        ).merge(lookup, on=PAIR)
+        out.update(zip(known["code"].astype(int), known["grade"].astype(int), strict=True))
+    if len(adj):
+        out.update(
+            zip(codes[n_frame:].astype(int).tolist(), adj["adjudicated_grade"].astype(int).tolist(), strict=True)
+        )
+    return out
+
+
 def consensus(
     judgments: pd.DataFrame,
     rule: str = "median",
     adjudications: pd.DataFrame | None = None,
     min_grades: int = 1,
     scale: tuple[int, int] = (0, 3),
+    controls: pd.DataFrame | None = None,
+    decision: str = "most-probable",
 ) -> pd.DataFrame:
     """Graded qrels with provenance: adjudicated grade if any, else the rule over real (non-can't-judge) grades.
 
     Pairs with fewer than `min_grades` real grades are left out unless adjudicated. Columns:
-    query_id, fragment_id, grade, n_grades, grades (annotator → grade, None = can't judge), rule, adjudicated.
+    query_id, fragment_id, grade, n_grades, grades (annotator → grade, None = can't judge), rule, adjudicated,
+    posterior (a model rule's {grade: probability} over the scale as strings, else None). A model rule fits
+    every real grade at once, takes adjudications and `controls` (query_id, fragment_id, grade) as known truth
+    and turns each posterior into a grade by `decision`.
     """
     if rule not in RULES:
         raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
+    if decision not in DECISIONS:
+        raise ValueError(f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
     if min_grades < 1:
         raise ValueError(f"min_grades must be at least 1, got {min_grades}")
     frame = check_judgments(judgments, scale)
@@ -138,18 +226,49 @@ def consensus(
     pair = pair_all[real]
     grade = frame["grade"].to_numpy(dtype="float64", na_value=np.nan)[real].astype(np.int64)
     sort = np.lexsort((grade, pair))
-    value, counts = combine_grades(pair[sort], grade[sort], n_pairs, rule)
+    posteriors: list[dict[str, float] | None] = [None] * n_pairs
+    if rule in MODEL_RULES:
+        counts = np.bincount(pair, minlength=n_pairs)
+        value = np.zeros(n_pairs, dtype=np.int64)
+        truth = _truth(codes, keys, controls, len(frame), adj)
+        if len(pair):
+            model = fit_model(rule, pair, frame["annotator"].to_numpy()[real], grade, truth)
+            value[model.pairs] = model.grades[decide(model.fit.posterior, decision)]
+            posteriors = _posteriors(model, n_pairs, scale)
+    else:
+        value, counts = combine_grades(pair[sort], grade[sort], n_pairs, rule)
 
     adjudicated = np.zeros(n_pairs, dtype=bool)
     if len(adj):
         where = codes[len(frame) :]
         adjudicated[where] = True
         value[where] = adj["adjudicated_grade"].to_numpy()
+        if rule in MODEL_RULES:
+            for code, g in zip(where.tolist(), value[where].tolist(), strict=True):
+                posteriors[code] = {str(s): float(s == g) for s in range(scale[0], scale[1] + 1)}
     keep = adjudicated | (counts >= min_grades)
     out = pairs.assign(
-        grade=value, n_grades=counts.astype(np.int64), grades=provenance, rule=rule, adjudicated=adjudicated
+        grade=value,
+        n_grades=counts.astype(np.int64),
+        grades=provenance,
+        rule=rule,
+        adjudicated=adjudicated,
+        posterior=posteriors,
     )
     return out[keep].reset_index(drop=True)[COLUMNS]
+
+
+def _posteriors(model: ModelConsensus, n_pairs: int, scale: tuple[int, int]) -> list[dict[str, float] | None]:
+    """Each pair's posterior over every grade of the scale (0 for a grade nobody gave), None for pairs the
+    model did not see."""
+    low, high = scale
+    full = np.zeros((len(model.pairs), high - low + 1))
+    full[:, model.grades - low] = model.fit.posterior
+    names = [str(g) for g in range(low, high + 1)]
+    out: list[dict[str, float] | None] = [None] * n_pairs
+    for code, row in zip(model.pairs.tolist(), full.tolist(), strict=True):
+        out[code] = dict(zip(names, row, strict=True))
+    return out
 
 
 def fill_gaps(labels: pd.DataFrame, model_grades: pd.DataFrame | None, rule: str) -> pd.DataFrame:
@@ -180,6 +299,7 @@ def fill_gaps(labels: pd.DataFrame, model_grades: pd.DataFrame | None, rule: str
             "adjudicated": False,
             "provenance": model,
             "model_judge": fresh["annotator"].astype(str).to_numpy(),
+            "posterior": None,
         }
     )
     both = pd.concat([out, filled], ignore_index=True) if len(filled) else out

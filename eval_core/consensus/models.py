@@ -1,0 +1,357 @@
+"""Annotator models over integer-coded judgments: Dawid–Skene, MACE and GLAD, computed as crowd-kit 1.4 computes
+them (its defaults, its clipping, its stopping rules), vectorised with numpy and SciPy, plus known truth.
+
+Every model reads a `Crowd` (one row per real grade: task, worker and label codes; the labels are the grades that
+occur, ascending) and returns a `Fit`: each task's posterior over those labels and what it learned about each
+worker. Known truth (control pairs, adjudications) fixes a task's posterior to its grade after every E-step, as
+crowd-kit's DawidSkene does with `true_labels` and as MACE's `--controls` does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, special, stats
+
+EPS = 1e-10  # crowd-kit's _EPS: probabilities are clipped from below here
+NO_TRUTH = -1
+
+
+@dataclass(frozen=True)
+class Crowd:
+    """Judgments as codes. `task`, `worker`, `label` hold one row per real grade; `truth` holds, per task, the
+    label code a lead settled or NO_TRUTH."""
+
+    task: np.ndarray
+    worker: np.ndarray
+    label: np.ndarray
+    n_tasks: int
+    n_workers: int
+    n_labels: int
+    truth: np.ndarray
+
+    @classmethod
+    def of(
+        cls, task: np.ndarray, worker: np.ndarray, label: np.ndarray, n_tasks: int, n_workers: int, n_labels: int
+    ) -> Crowd:
+        return cls(
+            np.asarray(task, dtype=np.int64),
+            np.asarray(worker, dtype=np.int64),
+            np.asarray(label, dtype=np.int64),
+            n_tasks,
+            n_workers,
+            n_labels,
+            np.full(n_tasks, NO_TRUTH, dtype=np.int64),
+        )
+
+    def with_truth(self, truth: np.ndarray) -> Crowd:
+        return Crowd(self.task, self.worker, self.label, self.n_tasks, self.n_workers, self.n_labels, truth)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A fitted model: posterior (tasks × labels), the iterations run, and per worker what the model has:
+    Dawid–Skene's confusion (workers × true label × given label, rows sum to 1 over the labels the worker
+    used), MACE's competence (the probability of not spamming), GLAD's ability (and each task's difficulty)."""
+
+    model: str
+    posterior: np.ndarray
+    iterations: int
+    confusion: np.ndarray | None = None
+    priors: np.ndarray | None = None
+    competence: np.ndarray | None = None
+    spamming: np.ndarray | None = None  # MACE: workers × [spamming, knowing] (variational, rows need not sum to 1)
+    strategies: np.ndarray | None = None
+    ability: np.ndarray | None = None
+    difficulty: np.ndarray | None = None
+
+
+def _fix_truth(posterior: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """Tasks with a settled label get a one-hot posterior."""
+    known = truth != NO_TRUTH
+    if known.any():
+        posterior[known] = 0.0
+        posterior[np.flatnonzero(known), truth[known]] = 1.0
+    return posterior
+
+
+def _per_task(crowd: Crowd, values: np.ndarray) -> np.ndarray:
+    """Sum of per-judgment rows (judgments × labels) for each task."""
+    out = np.empty((crowd.n_tasks, values.shape[1]))
+    for c in range(values.shape[1]):
+        out[:, c] = np.bincount(crowd.task, weights=values[:, c], minlength=crowd.n_tasks)
+    return out
+
+
+def majority_posterior(crowd: Crowd) -> np.ndarray:
+    """Each task's share of votes per label (crowd-kit's MajorityVote probabilities)."""
+    counts = np.bincount(crowd.task * crowd.n_labels + crowd.label, minlength=crowd.n_tasks * crowd.n_labels)
+    counts = counts.reshape(crowd.n_tasks, crowd.n_labels).astype(np.float64)
+    return counts / counts.sum(axis=1, keepdims=True)
+
+
+# Dawid–Skene ----------------------------------------------------------------------------------------------------
+
+
+def _ds_errors(crowd: Crowd, posterior: np.ndarray, used: np.ndarray) -> np.ndarray:
+    """M-step: errors[w, given, true] = expected count of w giving `given` when the truth is `true`, clipped at
+    EPS where w gave that label at least once (crowd-kit keeps only those rows) and normalised per true label."""
+    k = crowd.n_labels
+    cell = crowd.worker * k + crowd.label
+    counts = np.empty((crowd.n_workers * k, k))
+    for c in range(k):
+        counts[:, c] = np.bincount(cell, weights=posterior[crowd.task, c], minlength=crowd.n_workers * k)
+    counts = np.where(used[:, None], np.maximum(counts, EPS), 0.0).reshape(crowd.n_workers, k, k)
+    return counts / counts.sum(axis=1, keepdims=True)
+
+
+def _ds_posterior(crowd: Crowd, priors: np.ndarray, log2_errors: np.ndarray) -> np.ndarray:
+    """E-step in base 2, shifted by each task's maximum before exponentiating (as crowd-kit does)."""
+    rows = log2_errors[crowd.worker, crowd.label]  # judgments × true labels
+    ll = _per_task(crowd, rows) + np.log2(np.maximum(priors, EPS))
+    scaled = np.exp2(ll - ll.max(axis=1, keepdims=True))
+    return scaled / scaled.sum(axis=1, keepdims=True)
+
+
+def _ds_elbo(crowd: Crowd, posterior: np.ndarray, priors: np.ndarray, errors: np.ndarray) -> float:
+    """crowd-kit's evidence lower bound per judgment: the expected joint log-likelihood, with the log prior
+    counted once per judgment, plus the entropy of the EPS-clipped posterior."""
+    with np.errstate(divide="ignore"):
+        rows = np.log(errors[crowd.worker, crowd.label]) + np.log(np.maximum(priors, EPS))
+    joint = float((posterior[crowd.task] * rows).sum())
+    clipped = np.maximum(posterior, EPS)
+    entropy = -float((np.log(clipped) * clipped).sum())
+    return (joint + entropy) / len(crowd.task)
+
+
+def dawid_skene(crowd: Crowd, n_iter: int = 100, tol: float = 1e-5) -> Fit:
+    """Dawid & Skene (1979) by EM from the majority vote, as crowd-kit's DawidSkene: stops when the evidence
+    lower bound per judgment gains less than `tol`; the returned posterior is clipped at EPS (not renormalised),
+    as crowd-kit returns it."""
+    k = crowd.n_labels
+    used = np.zeros(crowd.n_workers * k, dtype=bool)
+    used[crowd.worker * k + crowd.label] = True
+    posterior = _fix_truth(majority_posterior(crowd), crowd.truth)
+    priors = posterior.mean(axis=0)
+    errors = _ds_errors(crowd, posterior, used)
+    loss = -np.inf
+    iterations = 0
+    for _ in range(n_iter):
+        iterations += 1
+        with np.errstate(divide="ignore"):
+            log2_errors = np.log2(errors)
+        posterior = _fix_truth(_ds_posterior(crowd, priors, log2_errors), crowd.truth)
+        priors = posterior.mean(axis=0)
+        errors = _ds_errors(crowd, posterior, used)
+        new_loss = _ds_elbo(crowd, posterior, priors, errors)
+        posterior = np.maximum(posterior, EPS)
+        if new_loss - loss < tol:
+            break
+        loss = new_loss
+    return Fit("dawid-skene", posterior, iterations, confusion=errors.transpose(0, 2, 1), priors=priors)
+
+
+# MACE -----------------------------------------------------------------------------------------------------------
+
+
+def _variational_normalize(x: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """MACE's variational-Bayes M-step: exp(ψ(x + prior)) / exp(ψ(Σ(x + prior)))."""
+    norm = np.exp(special.digamma((x + prior).sum(axis=1)))[:, None]
+    out = np.zeros_like(x)
+    np.divide(np.exp(special.digamma(x + prior)), norm, out=out, where=~np.isclose(norm, 0.0))
+    return out
+
+
+def _mace_e_step(
+    crowd: Crowd, order: np.ndarray, starts: np.ndarray, spamming: np.ndarray, thetas: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gold-label marginals (tasks × labels, before normalising), the strategy counts (workers × labels) and the
+    knowing counts (workers × [spamming, knowing])."""
+    k = crowd.n_labels
+    w, lab, t = crowd.worker, crowd.label, crowd.task
+    spam_part = spamming[w, 0] * thetas[w, lab]
+    know = spamming[w, 1]
+    gold = np.empty((crowd.n_tasks, k))
+    for c in range(k):
+        factor = spam_part + know * (lab == c)
+        gold[:, c] = np.multiply.reduceat(factor[order], starts) / k
+    gold = _fix_truth_marginals(gold, crowd.truth)
+    instance = gold.sum(axis=1)
+    strategy = np.zeros(len(t))
+    for c in range(k):
+        strategy += gold[t, c] / (spam_part + know * (lab == c))
+    strategy = strategy * spam_part / instance[t]
+    counts = np.bincount(w * k + lab, weights=strategy, minlength=crowd.n_workers * k).reshape(crowd.n_workers, k)
+    knowing = gold[t, lab] * know / (spam_part + know) / instance[t]
+    kn = np.stack(
+        [
+            np.bincount(w, weights=strategy, minlength=crowd.n_workers),
+            np.bincount(w, weights=knowing, minlength=crowd.n_workers),
+        ],
+        axis=1,
+    )
+    return gold, counts, kn
+
+
+def _fix_truth_marginals(gold: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """MACE's controls: a settled task keeps only its settled label's marginal."""
+    known = truth != NO_TRUTH
+    if known.any():
+        keep = gold[np.flatnonzero(known), truth[known]]
+        gold[known] = 0.0
+        gold[np.flatnonzero(known), truth[known]] = keep
+    return gold
+
+
+def mace_start(n_workers: int, n_labels: int, seed: int, noise: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """crowd-kit's start: draws from U(1, 2 + noise) (`scipy.stats.uniform(1, 1 + noise)`), the same seed for
+    both matrices, rows normalised."""
+    spamming = stats.uniform(1, 1 + noise).rvs(size=(n_workers, 2), random_state=seed)
+    thetas = stats.uniform(1, 1 + noise).rvs(size=(n_workers, n_labels), random_state=seed)
+    return spamming / spamming.sum(axis=1, keepdims=True), thetas / thetas.sum(axis=1, keepdims=True)
+
+
+def mace(
+    crowd: Crowd, n_iter: int = 50, alpha: float = 0.5, beta: float = 0.5, strategy_prior: float = 10.0, seed: int = 0
+) -> Fit:
+    """MACE (Hovy et al. 2013) with variational Bayes, as crowd-kit's MACE with its defaults. crowd-kit's ten
+    restarts all draw their start from the same `random_state`, so they are one run; this runs it once."""
+    order = np.argsort(crowd.task, kind="stable")
+    starts = np.searchsorted(crowd.task[order], np.arange(crowd.n_tasks))
+    spamming, thetas = mace_start(crowd.n_workers, crowd.n_labels, seed)
+    theta_prior = np.tile([alpha, beta], (crowd.n_workers, 1))
+    strategy_priors = np.full((crowd.n_workers, crowd.n_labels), strategy_prior)
+    gold, counts, knowing = _mace_e_step(crowd, order, starts, spamming, thetas)
+    for _ in range(n_iter):
+        spamming = _variational_normalize(knowing, theta_prior)
+        thetas = _variational_normalize(counts, strategy_priors)
+        gold, counts, knowing = _mace_e_step(crowd, order, starts, spamming, thetas)
+    posterior = gold / gold.sum(axis=1, keepdims=True)
+    return Fit("mace", posterior, n_iter, competence=spamming[:, 1].copy(), spamming=spamming, strategies=thetas)
+
+
+def knowing(crowd: Crowd, fit: Fit) -> np.ndarray:
+    """Per judgment, MACE's posterior probability that the worker knew the answer (was not spamming)."""
+    assert fit.spamming is not None and fit.strategies is not None
+    w, lab = crowd.worker, crowd.label
+    know = fit.spamming[w, 1]
+    spam = fit.spamming[w, 0] * fit.strategies[w, lab]
+    return fit.posterior[crowd.task, lab] * know / (spam + know)
+
+
+# GLAD -----------------------------------------------------------------------------------------------------------
+
+
+def _softplus(x: np.ndarray, limit: float = 30.0) -> np.ndarray:
+    """crowd-kit's softplus: log(1 + e^x), x itself above `limit` and 0 below −limit."""
+    mask = (x > limit) | (x < -limit)
+    keep = 1 - mask
+    return np.log1p(np.exp(x * keep)) * keep + x * (x > limit)
+
+
+class _Glad:
+    """GLAD's objective and gradient over one E-step's posterior, evaluated once per point (SciPy's CG asks for
+    the value and the gradient at the same points)."""
+
+    def __init__(self, crowd: Crowd) -> None:
+        self.crowd = crowd
+        self.log_k1 = np.log(crowd.n_labels - 1)
+        self.posterior = np.zeros((crowd.n_tasks, crowd.n_labels))
+        self._at: np.ndarray | None = None
+        self._value = 0.0
+        self._grad = np.zeros(0)
+
+    def terms(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        c = self.crowd
+        alphas, betas = x[: c.n_workers], x[c.n_workers :]
+        scale = np.exp(betas)[c.task]
+        ab = alphas[c.worker] * scale
+        return alphas, betas, ab, scale
+
+    def e_step(self, x: np.ndarray) -> np.ndarray:
+        c = self.crowd
+        _, _, ab, _ = self.terms(x)
+        log_sigma, log_other = -_softplus(-ab), -_softplus(ab) - self.log_k1
+        rows = np.repeat(log_other[:, None], c.n_labels, axis=1)
+        rows[np.arange(len(c.task)), c.label] = log_sigma
+        ll = _per_task(c, rows) + np.log(1.0 / c.n_labels)
+        post = np.exp(ll - special.logsumexp(ll, axis=1, keepdims=True))
+        self.posterior = _fix_truth(post, c.truth)
+        self._at = None
+        return self.posterior
+
+    def q(self, x: np.ndarray) -> float:
+        c = self.crowd
+        alphas, betas, ab, _ = self.terms(x)
+        log_sigma, log_other = -_softplus(-ab), -_softplus(ab) - self.log_k1
+        p = self.posterior[c.task]
+        mine = p[np.arange(len(c.task)), c.label]
+        total = float((mine * log_sigma + (p.sum(axis=1) - mine) * log_other).sum())
+        with np.errstate(divide="ignore"):
+            total += float(np.log(stats.norm.pdf(alphas - 1.0)).sum()) + float(
+                np.log(stats.norm.pdf(betas - 1.0)).sum()
+            )
+        return -np.inf if np.isnan(total) else total
+
+    def _evaluate(self, x: np.ndarray) -> None:
+        if self._at is not None and np.array_equal(self._at, x):
+            return
+        c = self.crowd
+        alphas, betas, ab, scale = self.terms(x)
+        p = self.posterior[c.task]
+        mine = p[np.arange(len(c.task)), c.label]
+        miss = mine - special.expit(ab) * p.sum(axis=1)
+        d_beta = np.bincount(c.task, weights=miss * alphas[c.worker] * scale, minlength=c.n_tasks) - (betas - 1.0)
+        d_alpha = np.bincount(c.worker, weights=miss * scale, minlength=c.n_workers) - (alphas - 1.0)
+        self._value = -self.q(x)
+        self._grad = -np.concatenate([d_alpha, d_beta])
+        self._at = x.copy()
+
+    def value(self, x: np.ndarray) -> float:
+        self._evaluate(x)
+        return self._value
+
+    def gradient(self, x: np.ndarray) -> np.ndarray:
+        self._evaluate(x)
+        return self._grad
+
+
+def glad(
+    crowd: Crowd, n_iter: int = 100, tol: float = 1e-5, m_step_max_iter: int = 25, m_step_tol: float = 1e-2
+) -> Fit:
+    """GLAD (Whitehill et al. 2009) as crowd-kit's GLAD: uniform label prior, abilities and log inverse
+    difficulties start at 1 with N(1, 1) priors, each M-step is SciPy's CG; stops when Q per (judgment × label)
+    gains less than `tol` (crowd-kit compares the first normalised Q with the unnormalised start, so the first
+    step always continues). The posterior is the last E-step's."""
+    model = _Glad(crowd)
+    x = np.ones(crowd.n_workers + crowd.n_tasks)
+    model.e_step(x)
+    q = model.q(x)
+    size = len(crowd.task) * crowd.n_labels
+    iterations = 0
+    for _ in range(n_iter):
+        iterations += 1
+        last = q
+        model.e_step(x)
+        x = optimize.minimize(
+            model.value,
+            x,
+            method="CG",
+            jac=model.gradient,
+            tol=m_step_tol,
+            options={"disp": False, "maxiter": m_step_max_iter},
+        ).x
+        q = model.q(x) / size
+        if q - last < tol:
+            break
+    return Fit(
+        "glad",
+        model.posterior,
+        iterations,
+        ability=x[: crowd.n_workers].copy(),
+        difficulty=x[crowd.n_workers :].copy(),
+    )
+
+
+MODELS = {"dawid-skene": dawid_skene, "mace": mace, "glad": glad}
