@@ -32,14 +32,15 @@ def test_packaged_chain_and_head():
         "0010_qualification.py",
         "0011_fragment_documents.py",
         "0012_qualification_retakes.py",
+        "0013_model_consensus_rules.py",
     ]
-    assert head_revision() == "0012"
+    assert head_revision() == "0013"
 
 
 def test_upgrade_is_idempotent_and_matches_models(empty_store_url):
     engine = init_db(empty_store_url)
-    assert upgrade(engine) == "0012"
-    assert upgrade(engine) == "0012"
+    assert upgrade(engine) == "0013"
+    assert upgrade(engine) == "0013"
     with engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), SQLModel.metadata)
     assert diff == []
@@ -85,7 +86,7 @@ def test_database_at_0001_with_data_upgrades_intact(empty_store_url):
                 f"INSERT INTO judgments (project_id, pair_id, user_id, grade, revision, created_at, updated_at) "
                 f"VALUES (1, {pid}, 1, {pid + 1}, 1, '{now}', '{now}')"
             )
-    assert upgrade(engine) == "0012"
+    assert upgrade(engine) == "0013"
     with engine.connect() as conn:
         done = dict(conn.execute(sa.text("SELECT pair_id, done FROM assignments WHERE user_id = 1")).all())
         other = conn.execute(sa.text("SELECT done FROM assignments WHERE user_id = 2")).scalar_one()
@@ -140,7 +141,7 @@ def test_a_round_at_0011_becomes_attempt_1_with_its_grades_and_retakes_block_the
             "INSERT INTO qualification_grades (round_id, pair_id, position, settled, reason, grade) "
             "VALUES (7, 1, 1, 3, 'why', 0)"
         )
-    assert upgrade(engine) == "0012"
+    assert upgrade(engine) == "0013"
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT id, attempt, status, kappa FROM qualification_rounds")).one() == (
             7,
@@ -174,7 +175,7 @@ def test_a_round_at_0011_becomes_attempt_1_with_its_grades_and_retakes_block_the
     ):
         config.attributes["connection"] = conn
         command.downgrade(config, "0011")
-    assert current_revision(engine) == "0012"
+    assert current_revision(engine) == "0013"
     with engine.begin() as conn:
         conn.exec_driver_sql("DELETE FROM qualification_rounds WHERE attempt = 2")
     with engine.begin() as conn:
@@ -182,5 +183,57 @@ def test_a_round_at_0011_becomes_attempt_1_with_its_grades_and_retakes_block_the
         command.downgrade(config, "0011")
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT round_id, grade FROM qualification_grades")).one() == (7, 0)
+    engine.dispose()
+    get_engine.cache_clear()
+
+
+def test_0013_lets_releases_name_a_model_rule_and_keeps_their_evaluations(empty_store_url):
+    """0013 rebuilds releases on SQLite while evaluations and control pairs point at it: they survive; a
+    release by dawid-skene is refused at 0012 and accepted at 0013, and blocks the way down with a reason."""
+    engine = get_engine(empty_store_url)
+    assert upgrade(engine, "0012") == "0012"
+    now = "2026-01-02 03:04:05"
+    release = (
+        "INSERT INTO releases (id, project_id, version, rule, min_grades, content_hash, card, qrels_trec, "
+        "judgments_jsonl, created_at) VALUES ({id}, 1, {id}, '{rule}', 1, 'h', '{{}}', '', '', '{now}')"
+    )
+    with engine.begin() as conn:
+        run = conn.exec_driver_sql
+        run(
+            f"INSERT INTO projects (id, name, scale_min, scale_max, overlap, overlap_fraction, agreement_threshold, "
+            f"created_at) VALUES (1, 'old', 0, 3, 2, 1.0, 0.6, '{now}')"
+        )
+        run(
+            f"INSERT INTO runs (id, project_id, name, content_hash, n_lines, created_at) VALUES (1, 1, 'bm25', 'h', 0, '{now}')"
+        )
+        run(release.format(id=1, rule="median", now=now))
+        run(
+            f"INSERT INTO evaluations (run_id, release_id, means, per_query, created_at) "
+            f"VALUES (1, 1, '{{}}', '{{}}', '{now}')"
+        )
+    with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+        conn.exec_driver_sql(release.format(id=2, rule="dawid-skene", now=now))
+    assert upgrade(engine) == "0013"
+    with engine.begin() as conn:
+        conn.exec_driver_sql(release.format(id=2, rule="dawid-skene", now=now))
+    with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+        conn.exec_driver_sql(release.format(id=3, rule="vote", now=now))
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT run_id, release_id FROM evaluations")).one() == (1, 1)
+        assert conn.execute(sa.text("SELECT id, rule FROM releases ORDER BY id")).all() == [
+            (1, "median"),
+            (2, "dawid-skene"),
+        ]
+    config = alembic_config()
+    with pytest.raises(RuntimeError, match="cannot downgrade below 0013: 1 release"), engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0012")
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DELETE FROM releases WHERE id = 2")
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0012")
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT run_id, release_id FROM evaluations")).one() == (1, 1)
     engine.dispose()
     get_engine.cache_clear()
