@@ -6,14 +6,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
 import pandas as pd
 from sqlalchemy import and_, func, select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db.accounts.permissions import Actor, require_lead
+from db.control import control_frames
 from db.grading import check_grade
-from db.projects import project_row
+from db.projects import project_row, project_scale
 from db.qualification import round_pair_ids
 from db.store.engine import session_scope
 from db.store.frames import project_adjudications, project_judgments
@@ -30,6 +32,7 @@ from db.store.models import (
     User,
     utcnow,
 )
+from eval_core.consensus import consensus
 from eval_core.errors import Conflict, NotFound, Refused
 
 DISPUTE_COLUMNS = [
@@ -43,6 +46,12 @@ DISPUTE_COLUMNS = [
     "by_annotator",
     "adjudicated",
 ]
+# The adjudication queue's orders: name → what comes first.
+DISPUTE_ORDERS = {
+    "spread": "widest spread of people's grades first, then most varied",
+    "doubt": "the pairs Dawid-Skene is least sure of first (highest posterior entropy, with the lead's "
+    "settled grades as known truth); decided pairs last",
+}
 
 
 @dataclass(frozen=True)
@@ -213,13 +222,54 @@ def filter_disputes(disputes: pd.DataFrame, query: str | None = None, boundary: 
     return disputes[keep].reset_index(drop=True)
 
 
-def disputes(engine: Engine, project: str) -> pd.DataFrame:
-    """Every disputed pair of the project among people (see disputes_of), marking those a lead decided."""
+def by_doubt(
+    frame: pd.DataFrame,
+    judgments: pd.DataFrame,
+    decided: pd.DataFrame,
+    scale: tuple[int, int],
+    controls: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """The disputes `frame` ordered by the entropy (bits) of each pair's Dawid–Skene posterior over people's
+    grades, most doubtful first, adding `entropy` and `top` (the most probable grade's posterior); control
+    pairs and decided pairs are known truth to the model (entropy 0)."""
+    people = judgments[(judgments["annotator_kind"] == "human").to_numpy()]
+    labels = consensus(
+        people[["query_id", "fragment_id", "annotator", "grade"]],
+        rule="dawid-skene",
+        adjudications=decided[["query_id", "fragment_id", "grade"]],
+        scale=scale,
+        controls=controls,
+    )
+    posterior = {
+        (q, f): np.fromiter(p.values(), dtype=np.float64)
+        for q, f, p in zip(labels["query_id"], labels["fragment_id"], labels["posterior"], strict=True)
+    }
+    entropy, top = [], []
+    for key in zip(frame["query_id"], frame["fragment_id"], strict=True):
+        p = posterior[key]
+        nonzero = p[p > 0]
+        entropy.append(float(-(nonzero * np.log2(nonzero)).sum()) + 0.0)
+        top.append(float(p.max()))
+    out = frame.assign(entropy=entropy, top=top)
+    out = out.sort_values(["entropy", "query_id", "fragment_id"], ascending=[False, True, True], kind="stable")
+    return out.reset_index(drop=True)
+
+
+def disputes(engine: Engine, project: str, order: str = "spread") -> pd.DataFrame:
+    """Every disputed pair of the project among people (see disputes_of), marking those a lead decided, in
+    `order` (DISPUTE_ORDERS; "doubt" adds the columns entropy and top)."""
+    if order not in DISPUTE_ORDERS:
+        raise ValueError(f"order must be one of {', '.join(DISPUTE_ORDERS)}, got {order!r}")
     with session_scope(engine) as session:
-        project_id = project_row(session, project).id
-        judged = project_judgments(session, project_id)
-        decided = project_adjudications(session, project_id)
-    return disputes_of(judged, set(zip(decided["query_id"], decided["fragment_id"], strict=True)))
+        proj = project_row(session, project)
+        judged = project_judgments(session, proj.id)
+        decided = project_adjudications(session, proj.id)
+        controls = control_frames(session, proj.id)[1] if order == "doubt" else None
+        scale = project_scale(proj)
+    frame = disputes_of(judged, set(zip(decided["query_id"], decided["fragment_id"], strict=True)))
+    if order == "doubt" and len(frame):
+        frame = by_doubt(frame, judged, decided, scale, controls)
+    return frame
 
 
 def next_open(disputes: pd.DataFrame, after: int) -> int | None:

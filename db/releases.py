@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db.accounts.permissions import Actor, require_lead
+from db.control import control_frames
 from db.evaluations import (
     HEADLINE,
     load_release,
@@ -42,7 +43,7 @@ from db.store.models import (
     utcnow,
 )
 from eval_core.agreement.report import agreement_report
-from eval_core.consensus import PROVENANCES, consensus, fill_gaps
+from eval_core.consensus import DECISION_HELP, DECISIONS, MODEL_RULES, PROVENANCES, consensus, doubt, fill_gaps
 from eval_core.io.formats import QrelsGrades, write_atomically
 from eval_core.io.spreadsheet import escape_cell
 from eval_core.judges.calibration import HumanBaseline, calibration
@@ -109,10 +110,14 @@ def render_files(labels: pd.DataFrame, adjudications: pd.DataFrame) -> tuple[str
     trec, lines = [], []
     columns = (labels[c].tolist() for c in ("query_id", "fragment_id", "grade", "grades", "rule", "adjudicated"))
     sources = labels["provenance"].tolist() if "provenance" in labels.columns else [None] * len(labels)
+    posteriors = labels["posterior"].tolist() if "posterior" in labels.columns else [None] * len(labels)
     judges = labels["model_judge"].tolist() if "model_judge" in labels.columns else [None] * len(labels)
-    for q, f, g, grades, rule, adjudicated, source, judge in zip(*columns, sources, judges, strict=True):
+    for q, f, g, grades, rule, adjudicated, source, judge, posterior in zip(
+        *columns, sources, judges, posteriors, strict=True
+    ):
         trec.append(f"{q} 0 {f} {g}\n")
-        extra = f', "adjudication": {adj[(q, f)]}' if adjudicated else ""
+        extra = f', "posterior": {json.dumps(posterior)}' if posterior is not None else ""
+        extra += f', "adjudication": {adj[(q, f)]}' if adjudicated else ""
         if source is not None:
             extra += f', "provenance": {quote(source)}'
         if judge is not None:
@@ -360,6 +365,7 @@ def create_release(
     actor: Actor,
     policy: str = "humans-only",
     model_threshold: float = MODEL_THRESHOLD,
+    decision: str = "most-probable",
 ) -> ReleaseInfo:
     """Snapshot the consensus labels as the next version, with card, files, the diff against the previous release,
     and every stored run evaluated against it; the card's `reliability` holds the release's sentence and the
@@ -368,9 +374,13 @@ def create_release(
     transaction, refusing if another release appeared meanwhile or the actor lost the right. `progress` is
     called after each of the RELEASE_STEPS stages. The consensus is over people's grades only; `policy`
     model-fills-gaps adds a model judge's grade where no person graded, only when its κ clears `model_threshold`
-    (see _model_policy); every label records its provenance."""
+    (see _model_policy); every label records its provenance. A model rule (dawid-skene, mace, glad) takes the
+    control pairs and adjudications as known truth, turns each posterior into a grade by `decision`, writes each
+    pair's posterior in the JSONL and names the doubtful pairs on the card."""
     if policy not in RELEASE_POLICIES:
         raise ValueError(f"policy must be one of {', '.join(RELEASE_POLICIES)}, got {policy!r}")
+    if decision not in DECISIONS:
+        raise ValueError(f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
     step = progress or (lambda _label: None)
     with session_scope(engine) as session:
         require_lead(session, actor)
@@ -383,12 +393,15 @@ def create_release(
         fills, policy_entry = _model_policy(
             policy, judged, humans, adjudications, scale, rule, in_force, model_threshold
         )
+        controls = control_frames(session, proj.id)[1] if rule in MODEL_RULES else None
         labels = consensus(
             humans,
             rule=rule,
             adjudications=adjudications[["query_id", "fragment_id", "grade"]],
             min_grades=min_grades,
             scale=scale,
+            controls=controls,
+            decision=decision,
         )
         labels = fill_gaps(labels, fills, rule)
         if labels.empty:
@@ -416,6 +429,18 @@ def create_release(
         "provenance": {
             p: {"pairs": int(provenance.get(p, 0)), "share": float(provenance.get(p, 0) / len(labels))}
             for p in PROVENANCES
+        },
+        "model": None
+        if rule not in MODEL_RULES
+        else {
+            "rule": rule,
+            "decision": decision,
+            "decision_means": DECISION_HELP[decision],
+            "known_truth": {
+                "adjudications": len(adjudications),
+                "control_pairs": 0 if controls is None else len(controls),
+            },
+            "doubt": doubt(labels),
         },
         "text_hashes": {
             "queries": len(text_hashes["queries"]),

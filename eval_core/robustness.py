@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from eval_core.consensus import RULES, combine_grades, consensus
+from eval_core.consensus import PAIR_RULES, RULES, combine_grades, consensus
 from eval_core.io.formats import Columns, load_qrels, load_run
 from eval_core.io.judgments import annotator_kinds, relevant_from
 from eval_core.ranking.evaluation import EvalOptions, evaluate
@@ -535,6 +535,11 @@ def robustness(
     rel_level = relevant_from(scale) if rel_level is None else rel_level
     if rule not in RULES:
         raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
+    if bootstrap and rule not in PAIR_RULES:
+        raise ValueError(
+            f"the bootstrap redraws each pair's own grades, so its rule must be one of {', '.join(PAIR_RULES)}; "
+            f"{rule} is fitted over every pair at once (make it the reference with no bootstrap, 0 replicates)"
+        )
     if len(runs) < 2:
         raise ValueError("robustness compares runs: give at least two")
     if bootstrap < 0:

@@ -115,7 +115,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=LazyChoices("eval_core.consensus", "RULES"),
         metavar="RULE",
         default="median",
-        help="median (lower on ties), majority (ties → lower), mean (half up) or min",
+        help="median (lower on ties), majority (ties → lower), mean (half up), min, or an annotator model: "
+        "dawid-skene, mace, glad (crowd-kit's defaults; adjudications are known truth; JSONL lines carry each "
+        "pair's posterior)",
+    )
+    c.add_argument(
+        "--decision",
+        default="most-probable",
+        metavar="DECISION",
+        choices=LazyChoices("eval_core.consensus", "DECISIONS"),
+        help="a model rule's grade from the posterior: %(choices)s (default most-probable; least-abs-error: "
+        "smallest expected absolute error, grades as ordered)",
     )
     c.add_argument(
         "--adjudications",
@@ -396,6 +406,7 @@ def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str, shift: int 
                     "grades": row.grades,
                     "rule": row.rule,
                     "adjudicated": bool(row.adjudicated),
+                    **({"posterior": row.posterior} if getattr(row, "posterior", None) is not None else {}),
                 },
                 ensure_ascii=False,
             )
@@ -408,7 +419,7 @@ def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str, shift: int 
 def cmd_consensus(args: argparse.Namespace) -> int:
     """Apply the rule and write the qrels; a summary goes to stderr."""
     from eval_core.agreement.report import human_judgments
-    from eval_core.consensus import consensus
+    from eval_core.consensus import MODEL_RULES, consensus
     from eval_core.io.formats import QrelsGrades
     from eval_core.io.judgments import read_adjudications
 
@@ -418,7 +429,12 @@ def cmd_consensus(args: argparse.Namespace) -> int:
     adjudications = read_adjudications(args.adjudications, args.scale) if args.adjudications else None
     try:
         qrels = consensus(
-            frame, rule=args.rule, adjudications=adjudications, min_grades=args.min_grades, scale=args.scale
+            frame,
+            rule=args.rule,
+            adjudications=adjudications,
+            min_grades=args.min_grades,
+            scale=args.scale,
+            decision=args.decision,
         )
     except ValueError as exc:
         raise InputError(args.adjudications or args.judgments, None, str(exc)) from None
@@ -430,4 +446,9 @@ def cmd_consensus(args: argparse.Namespace) -> int:
         f"{args.rule} → {args.output}",
         file=sys.stderr,
     )
+    if args.rule in MODEL_RULES:
+        from annotator.cli.release import report_doubt
+        from eval_core.consensus import doubt
+
+        report_doubt(doubt(qrels))
     return 0

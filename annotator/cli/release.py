@@ -76,9 +76,30 @@ def cmd_release(args: argparse.Namespace) -> int:
             actor=args.user or OPERATOR,
             policy=args.policy,
             model_threshold=MODEL_THRESHOLD if args.model_threshold is None else args.model_threshold,
+            decision=args.decision,
         )
     emit(args, info.card)
+    if info.card.get("model"):
+        report_doubt(info.card["model"]["doubt"])
     return 0
+
+
+def report_doubt(doubt: dict) -> None:
+    """A model rule's doubtful pairs on stderr: how many, then each (query, fragment, grade, top posterior)."""
+    listed = doubt["listed"]
+    more = doubt["pairs"] - len(listed)
+    print(
+        f"qrelkit: {doubt['pairs']} pair(s) with a top posterior below {doubt['threshold']:g}"
+        + (f" ({more} more on the card's count than listed)" if more else "")
+        + (":" if listed else ""),
+        file=sys.stderr,
+    )
+    for item in listed:
+        print(
+            f"  {item['query_id']}\t{item['fragment_id']}\tgrade {item['grade']}\ttop posterior "
+            f"{item['top_posterior']:.3f}",
+            file=sys.stderr,
+        )
 
 
 def cmd_adjudicate(args: argparse.Namespace) -> int:
@@ -111,11 +132,13 @@ def cmd_adjudicate(args: argparse.Namespace) -> int:
 
 
 def cmd_disputes(args: argparse.Namespace) -> int:
-    """Every pair whose people disagree, widest spread first (the Adjudicate page's queue): tab-separated lines
-    `query_id fragment_id spread grades decided` a shell loop can feed to `qrelkit adjudicate`, or JSON."""
+    """Every pair whose people disagree, widest spread first or (--order doubt) least sure first (the Adjudicate
+    page's queue): tab-separated lines `query_id fragment_id spread grades decided` (plus `entropy top` by
+    doubt) a shell loop can feed to `qrelkit adjudicate`, or JSON."""
     from db.adjudication import disputes, filter_disputes
 
-    frame = filter_disputes(disputes(store_engine(args), args.project), args.query, args.boundary)
+    frame = filter_disputes(disputes(store_engine(args), args.project, args.order), args.query, args.boundary)
+    doubt = "entropy" in frame.columns
     total, decided = len(frame), int(frame["adjudicated"].sum())
     if args.open:
         frame = frame[~frame["adjudicated"]]
@@ -130,14 +153,16 @@ def cmd_disputes(args: argparse.Namespace) -> int:
                     "high": int(r.high),
                     "grades": r.by_annotator,
                     "adjudicated": bool(r.adjudicated),
+                    **({"entropy": float(r.entropy), "top_posterior": float(r.top)} if doubt else {}),
                 }
                 for r in frame.itertuples(index=False)
             ]
         )
         return 0
-    print("query_id\tfragment_id\tspread\tgrades\tdecided")
+    print("query_id\tfragment_id\tspread\tgrades\tdecided" + ("\tentropy\ttop" if doubt else ""))
     for r in frame.itertuples(index=False):
-        print(f"{r.query_id}\t{r.fragment_id}\t{int(r.spread)}\t{r.grades}\t{'yes' if r.adjudicated else 'no'}")
+        tail = f"\t{float(r.entropy):.3f}\t{float(r.top):.3f}" if doubt else ""
+        print(f"{r.query_id}\t{r.fragment_id}\t{int(r.spread)}\t{r.grades}\t{'yes' if r.adjudicated else 'no'}{tail}")
     print(f"{total} disputed pair(s) among people, {decided} decided, {total - decided} open", file=sys.stderr)
     return 0
 
@@ -267,7 +292,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="median",
         metavar="RULE",
         choices=LazyChoices("eval_core.consensus", "RULES"),
-        help="consensus rule: %(choices)s (default median)",
+        help="consensus rule: %(choices)s (default median); dawid-skene, mace and glad fit annotator models "
+        "with control pairs and adjudications as known truth, write each pair's posterior and list the doubtful "
+        "pairs",
+    )
+    p.add_argument(
+        "--decision",
+        default="most-probable",
+        metavar="DECISION",
+        choices=LazyChoices("eval_core.consensus", "DECISIONS"),
+        help="how a model rule picks a grade from a posterior: %(choices)s (default most-probable; "
+        "least-abs-error: the grade with the smallest expected absolute error, grades as ordered)",
     )
     p.add_argument("--min-grades", type=int, default=1, help="real grades a pair needs unless adjudicated")
     p.add_argument("--user", default=None, help="act as this lead, recorded as the release's author (checked)")
@@ -292,8 +327,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "disputes",
         cmd_disputes,
         "List every pair whose people gave different grades, widest spread "
-        "first (model judges left out), with each person's grade and whether a "
-        "lead decided it.",
+        "first or least sure first (--order doubt; model judges left out), with each person's grade and "
+        "whether a lead decided it.",
     )
     p.add_argument("--query", default=None, metavar="QUERY_ID", help="only this query's disputes")
     p.add_argument(
@@ -304,6 +339,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="only pairs graded B or lower by someone and above B by someone else",
     )
     p.add_argument("--open", action="store_true", help="only the disputes no lead has decided")
+    p.add_argument(
+        "--order",
+        default="spread",
+        metavar="ORDER",
+        choices=LazyChoices("db.adjudication", "DISPUTE_ORDERS"),
+        help="%(choices)s (default spread); doubt: highest Dawid-Skene posterior entropy first",
+    )
     report_option(p)
 
     p = command(

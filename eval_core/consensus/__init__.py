@@ -12,6 +12,7 @@ import pandas as pd
 
 from eval_core.consensus.models import MODELS, NO_TRUTH, Crowd, Fit
 from eval_core.io.judgments import check_judgments
+from eval_core.thresholds import DOUBT_THRESHOLD
 
 # Rules over each pair's own grades, then the annotator models (fitted on every grade at once).
 PAIR_RULES = ("median", "majority", "mean", "min")
@@ -30,6 +31,7 @@ DECISION_HELP = {
 # Where each released label came from (recorded on every label and counted on the card).
 PROVENANCES = ("human consensus", "adjudication", "model")
 PAIR = ["query_id", "fragment_id"]
+DOUBT_LISTED = 1000  # doubtful pairs listed by name (all are counted)
 COLUMNS = ["query_id", "fragment_id", "grade", "n_grades", "grades", "rule", "adjudicated", "posterior"]
 
 
@@ -304,3 +306,23 @@ def fill_gaps(labels: pd.DataFrame, model_grades: pd.DataFrame | None, rule: str
     )
     both = pd.concat([out, filled], ignore_index=True) if len(filled) else out
     return both.sort_values(PAIR, kind="stable", ignore_index=True)
+
+
+def doubt(labels: pd.DataFrame, threshold: float = DOUBT_THRESHOLD, listed: int = DOUBT_LISTED) -> dict:
+    """A model rule's doubtful pairs: those whose most probable grade has a posterior below `threshold`, least
+    sure first (the first `listed` of them), for the card and the CLI."""
+    rows = [
+        (max(p.values()), q, f, int(g))
+        for q, f, g, p in zip(
+            labels["query_id"], labels["fragment_id"], labels["grade"], labels["posterior"], strict=True
+        )
+        if p is not None and max(p.values()) < threshold
+    ]
+    rows.sort(key=lambda r: (r[0], r[1], r[2]))
+    return {
+        "threshold": threshold,
+        "pairs": len(rows),
+        "listed": [
+            {"query_id": q, "fragment_id": f, "grade": g, "top_posterior": top} for top, q, f, g in rows[:listed]
+        ],
+    }

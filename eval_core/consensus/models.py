@@ -9,6 +9,7 @@ crowd-kit's DawidSkene does with `true_labels` and as MACE's `--controls` does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,8 +103,8 @@ def _ds_errors(crowd: Crowd, posterior: np.ndarray, used: np.ndarray) -> np.ndar
     counts = np.empty((crowd.n_workers * k, k))
     for c in range(k):
         counts[:, c] = np.bincount(cell, weights=posterior[crowd.task, c], minlength=crowd.n_workers * k)
-    counts = np.where(used[:, None], np.maximum(counts, EPS), 0.0).reshape(crowd.n_workers, k, k)
-    return counts / counts.sum(axis=1, keepdims=True)
+    cube = np.where(used[:, None], np.maximum(counts, EPS), 0.0).reshape(crowd.n_workers, k, k)
+    return cube / cube.sum(axis=1, keepdims=True)
 
 
 def _ds_posterior(crowd: Crowd, priors: np.ndarray, log2_errors: np.ndarray) -> np.ndarray:
@@ -354,4 +355,4 @@ def glad(
     )
 
 
-MODELS = {"dawid-skene": dawid_skene, "mace": mace, "glad": glad}
+MODELS: dict[str, Callable[[Crowd], Fit]] = {"dawid-skene": dawid_skene, "mace": mace, "glad": glad}

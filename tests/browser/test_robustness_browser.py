@@ -104,7 +104,7 @@ def test_the_flip_sentence_is_the_clis_and_literal(robust_server: Server, page) 
     ).stdout
     (pair,) = json.loads(out)["pairs"]
     assert pair["sentence"].startswith(
-        f"first beats second on ndcg@10 under all 4 rules and 2 of 3 annotators; "
+        f"first beats second on ndcg@10 under all 7 rules and 2 of 3 annotators; "
         f"under {PLANTED}'s labels the order flips"
     )
     text = alert.first.locator("[data-testid='stMarkdownContainer']").inner_text()  # the words, not the icon

@@ -60,9 +60,9 @@ def test_a_human_annotators_flip_is_in_the_sentence_and_the_data():
     (pair,) = report.pairs
     assert (pair.winner, pair.loser, pair.holds) == ("A", "B", False)
     assert pair.flips == ["annotator carol"] and pair.ties == []
-    assert pair.agree == {"rule": (4, 4), "annotator": (2, 3)}
+    assert pair.agree == {"rule": (7, 7), "annotator": (2, 3)}  # the three models side with alice and bob too
     assert (
-        pair.sentence == "A beats B on ndcg@10 under all 4 rules and 2 of 3 annotators; under carol's labels "
+        pair.sentence == "A beats B on ndcg@10 under all 7 rules and 2 of 3 annotators; under carol's labels "
         "the order flips"
     )
     assert report.flips() == [pair]
@@ -78,7 +78,7 @@ def test_a_model_judges_flip_is_told_apart_from_the_humans():
     report = robustness(judgments, {"A": RUN_A, "B": RUN_B}, bootstrap=50, seed=3)
     (pair,) = report.pairs
     assert pair.sentence.startswith(
-        "B beats A on ndcg@10 under all 4 rules and 3 of 3 annotators, also with "
+        "B beats A on ndcg@10 under all 7 rules and 3 of 3 annotators, also with "
         "humans' and models' labels together; under the model's labels the order flips"
     )
     assert pair.flips == ["model llm"] and pair.agree["model"] == (0, 1) and pair.agree["labels"] == (1, 1)
@@ -121,10 +121,20 @@ def test_runs_tied_under_the_reference_are_told_so():
     (pair,) = report.pairs
     assert report.conditions[0].values == {"A": 1.0, "B": 1.0}
     assert (pair.winner, pair.holds) == (None, False)
-    assert pair.ties == ["rule median", "rule majority", "rule mean", "rule min", "annotator carol"]
+    # the data are symmetric under swapping alice and bob (and d1 with d2), so every model labels both alike too
+    assert pair.ties == [
+        "rule median",
+        "rule majority",
+        "rule mean",
+        "rule min",
+        "rule dawid-skene",
+        "rule mace",
+        "rule glad",
+        "annotator carol",
+    ]
     assert pair.flips == ["annotator alice", "annotator bob"]  # the conditions that do order them
     assert pair.sentence == (
-        "A and B tie on ndcg@10 under the median rule; A is ahead under 1 and B under 1 of the 7 conditions"
+        "A and B tie on ndcg@10 under the median rule; A is ahead under 1 and B under 1 of the 10 conditions"
     )
 
 
@@ -289,7 +299,7 @@ def test_cli_file_mode_reports_the_flip(tmp_path, capsys):
     (pair,) = data["pairs"]
     assert pair["flips"] == ["annotator carol", "model llm"] and pair["holds"] is False
     assert pair["sentence"].startswith(
-        "A beats B on ndcg@10 under all 4 rules and 2 of 3 annotators, also with "
+        "A beats B on ndcg@10 under all 7 rules and 2 of 3 annotators, also with "
         "humans' and models' labels together; under carol's labels and the model's "
         "labels the order flips"
     )
@@ -323,7 +333,7 @@ def test_store_mode_matches_file_mode(engine, project, store_url, tmp_path, caps
     files = json.loads(capsys.readouterr().out)
     assert stored == files
     assert stored["pairs"][0]["sentence"].startswith(
-        "A beats B on ndcg@10 under all 4 rules and 2 of 3 annotators; under carol's labels the order flips"
+        "A beats B on ndcg@10 under all 7 rules and 2 of 3 annotators; under carol's labels the order flips"
     )
     assert main(["robustness", "--db", store_url, "--project", "demo", "--runs", "A,nope", *args]) == 2
     assert "no run named 'nope'" in capsys.readouterr().err
@@ -369,7 +379,7 @@ def test_evaluate_page_section_shows_the_flip_literally(tmp_path, monkeypatch):
     assert [shown(v) for v in flips] == [expected.pairs[0].sentence]
     assert "\\*carol\\*" in flips[0]  # shown literally, never as emphasis
     assert expected.pairs[0].sentence.startswith(
-        "A beats B on ndcg@10 under all 4 rules and 2 of 3 annotators; under *carol*'s labels the order flips"
+        "A beats B on ndcg@10 under all 7 rules and 2 of 3 annotators; under *carol*'s labels the order flips"
     )
     table = next(d.value for d in at.dataframe if "A" in d.value.columns and "B" in d.value.columns)
     np.testing.assert_allclose(table.to_numpy(dtype=float), expected.table().to_numpy(), rtol=0, atol=1e-12)
