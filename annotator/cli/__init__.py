@@ -23,6 +23,7 @@ COMMANDS = {
     "reliability": "annotator.cli.reliability",
     "agreement": "annotator.cli.agreement",
     "consensus": "annotator.cli.agreement",
+    "annotators": "annotator.cli.annotators",
     "control": "annotator.cli.control",
     "prejudge": "annotator.cli.prejudge",
     "init": "annotator.cli.store",

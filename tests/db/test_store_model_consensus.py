@@ -102,3 +102,34 @@ def test_disputes_by_doubt_follow_the_posterior_entropy(engine, project, store_u
     rows = [line.split("\t") for line in out.splitlines()]
     assert rows[0][-2:] == ["entropy", "top"]
     assert [f"{r[0]}|{r[1]}" for r in rows[1:]] == keys
+
+
+def test_annotators_cli_shows_crowdkits_confusion_and_flags_the_spammer(engine, project, store_url):
+    judgments, _ = simulate_crowd(400, ["good", "good", "lenient", "harsh", "spammer"], per_pair=3, seed=8)
+    queries = {q: f"query {q}" for q in judgments["query_id"].unique()}
+    fragments = {f: f"text {f}" for f in judgments["fragment_id"].unique()}
+    seed(engine, project.id, queries, fragments)
+    grades: dict[tuple[str, str], dict[str, int | None]] = {}
+    for q, f, a, g in judgments.itertuples(index=False):
+        grades.setdefault((q, f), {})[a] = int(g)
+    judge(engine, project.id, grades)
+    code, out, err = run(["annotators", "--project", "demo", "--format", "json", "--db", store_url])
+    assert code == 0, err
+    data = json.loads(out)
+    df = pd.DataFrame(
+        {
+            "task": judgments["query_id"] + "|" + judgments["fragment_id"],
+            "worker": judgments["annotator"],
+            "label": judgments["grade"].astype(int),
+        }
+    )
+    ref = crowdkit.DawidSkene(n_iter=100, tol=1e-5).fit(df)
+    flagged = [a["annotator"] for a in data["annotators"] if a["spammer"]]
+    assert flagged == ["spammer-004"]
+    for entry in data["annotators"]:
+        errors = ref.errors_.loc[entry["annotator"]]  # rows: grade given; columns: true grade
+        for given in errors.index:
+            for true in errors.columns:
+                assert entry["confusion"][true][given] == pytest.approx(errors.loc[given, true], abs=1e-6)
+        assert entry["control_accuracy"] is None  # the project has no control pairs
+    assert "spammer-004's MACE competence" in err and "qualification round" in err

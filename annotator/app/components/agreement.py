@@ -6,12 +6,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import altair as alt
 import pandas as pd
 import streamlit as st
 from pandas.io.formats.style import Styler
 from sqlalchemy.engine import Engine
 
 from annotator.app.views import scale_of
+from db.annotator_models import project_annotator_report
 from db.projects import current_guideline
 from db.store import frames
 from eval_core.agreement.report import agreement_report
@@ -25,6 +27,7 @@ from eval_core.judges.calibration import (
     ModelCalibration,
     calibration,
 )
+from eval_core.thresholds import SPAMMER_COMPETENCE, SPAMMER_INFORMATION
 from eval_core.vocab import AnnotatorKind
 
 PAGES = Path(__file__).resolve().parent.parent / "screens"
@@ -506,3 +509,135 @@ def confusion_table(c: Comparison, scale: tuple[int, int]) -> pd.DataFrame:
     grades = [str(g) for g in range(scale[0], scale[1] + 1)]
     frame = pd.DataFrame(c.confusion, columns=[f"model {g}" for g in grades])
     return frame.assign(**{"consensus": grades})[["consensus", *frame.columns]]
+
+
+# --- Annotators as the models see them (Dawid–Skene's confusion, MACE's competence, the spammer flag)
+
+MODEL_HEADERS = {
+    "annotator": "Annotator",
+    "n": "Grades",
+    "n_queries": "Queries",
+    "competence": "MACE competence",
+    "ci": "95% CI",
+    "information": "Spammer score",
+    "control_accuracy": "Control accuracy",
+    "spammer": "Spammer",
+}
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def cached_annotator_models(_engine: Engine, url: str, project: str, fingerprint: tuple) -> dict[str, Any]:
+    """The annotator models' report (db.annotator_models) as a dict with control accuracy on each annotator,
+    computed once per judgments fingerprint with the app's bootstrap and seed 0 (`qrelkit annotators`'s)."""
+    report, accuracy = project_annotator_report(_engine, project, APP_BOOTSTRAP, 0)
+    data = report.to_dict()
+    for entry in data["annotators"]:
+        entry["control_accuracy"] = accuracy.get(entry["annotator"])
+    return data
+
+
+def _three(value: float | None) -> str:
+    return MISSING if value is None else f"{value:.3f}"
+
+
+def annotator_models_table(data: dict[str, Any]) -> pd.DataFrame:
+    """One row per annotator: grades, queries, competence and its CI, spammer score, control accuracy, flag
+    (numbers as text with three decimals, as `qrelkit annotators` prints them)."""
+    rows = [
+        {
+            "annotator": a["annotator"],
+            "n": str(a["n"]),
+            "n_queries": str(a["n_queries"]),
+            "competence": _three(a["competence"]),
+            "ci": MISSING
+            if a["competence_ci"] is None
+            else f"{a['competence_ci'][0]:.3f} – {a['competence_ci'][1]:.3f}",
+            "information": _three(a["information"]),
+            "control_accuracy": _three(a["control_accuracy"]),
+            "spammer": "yes" if a["spammer"] else "no",
+        }
+        for a in data["annotators"]
+    ]
+    return pd.DataFrame(rows, columns=list(MODEL_HEADERS)).rename(columns=MODEL_HEADERS)
+
+
+def model_confusion_frame(data: dict[str, Any], annotator: str) -> pd.DataFrame:
+    """Long frame (true, given, p) of one annotator's Dawid–Skene confusion (p None where the model has no such
+    true grade)."""
+    entry = next(a for a in data["annotators"] if a["annotator"] == annotator)
+    grades = data["grades"]
+    return pd.DataFrame(
+        [
+            {"true": t, "given": g, "p": entry["confusion"][i][j]}
+            for i, t in enumerate(grades)
+            for j, g in enumerate(grades)
+        ]
+    )
+
+
+def model_confusion_table(data: dict[str, Any], annotator: str) -> pd.DataFrame:
+    """The confusion matrix as the page's table: a row per true grade, a column per grade given."""
+    entry = next(a for a in data["annotators"] if a["annotator"] == annotator)
+    grades = data["grades"]
+    return pd.DataFrame(
+        [[f"true {t}", *(_three(v) for v in row)] for t, row in zip(grades, entry["confusion"], strict=True)],
+        columns=["", *(f"given {g}" for g in grades)],
+    )
+
+
+def model_confusion_chart(frame: pd.DataFrame, annotator: str) -> alt.LayerChart:
+    """One annotator's estimated confusion as a heatmap with each probability printed in its cell."""
+    frame = frame.assign(label=[MISSING if v is None or pd.isna(v) else f"{v:.2f}" for v in frame["p"]])
+    base = alt.Chart(frame).encode(
+        x=alt.X("given:O", title="grade given"),
+        y=alt.Y("true:O", title="true grade (Dawid-Skene)"),
+        tooltip=[
+            alt.Tooltip("true:O", title="true grade"),
+            alt.Tooltip("given:O", title="grade given"),
+            alt.Tooltip("p:Q", format=".3f", title="P(given | true)"),
+        ],
+    )
+    cells = base.mark_rect(stroke="white").encode(
+        color=alt.Color("p:Q", title="P(given | true)", scale=alt.Scale(domain=[0, 1], scheme="blues"))
+    )
+    text = base.mark_text(baseline="middle", fontSize=14, fontWeight="bold").encode(text="label:N")
+    return (cells + text).properties(
+        title=alt.Title(
+            f"Estimated confusion of {annotator}", subtitle="rows: the true grade; columns: the grade given"
+        ),
+        width=alt.Step(70),
+        height=alt.Step(70),
+        autosize=alt.AutoSizeParams(type="pad", contains="padding"),
+    )
+
+
+def annotator_models_section(engine: Engine, project: Any) -> None:
+    """Agreement-page section: every person under Dawid–Skene and MACE — the table, spammer advice, and the
+    chosen annotator's confusion matrix as a heatmap and a table (user strings shown literally)."""
+    st.subheader("Annotators as the models see them")
+    st.caption(
+        "Dawid-Skene learns each person's confusion matrix and MACE their competence (the chance they grade "
+        "from knowledge, not at random), with control pairs and adjudications as known truth; the CI resamples "
+        f"queries ({APP_BOOTSTRAP} replicates). Spammer: competence CI below {SPAMMER_COMPETENCE:g} and a "
+        f"spammer score (how much the confusion rows differ; 0 = grades ignore the truth) below "
+        f"{SPAMMER_INFORMATION:g}. Same numbers: `qrelkit annotators --project`."
+    )
+    fingerprint = frames.judgments_fingerprint(engine, project.name)
+    with st.spinner("Fitting the annotator models…"):
+        data = cached_annotator_models(engine, str(engine.url), project.name, fingerprint)
+    if not data["annotators"]:
+        st.info("No human grades to fit a model on yet.")
+        return
+    st.table(annotator_models_table(data))
+    for a in data["annotators"]:
+        if a["spammer"]:
+            st.error("Spammer flagged", icon=":material/person_off:")
+            st.text(a["advice"])
+    names = [a["annotator"] for a in data["annotators"]]
+    chosen = st.selectbox("Annotator (confusion matrix)", names, index=0)
+    left, right = st.columns(2)
+    with left:
+        st.altair_chart(model_confusion_chart(model_confusion_frame(data, chosen), chosen), width="content")
+    with right:
+        st.caption("P(grade given | true grade), each row sums to 1 over the grades given.")
+        st.table(model_confusion_table(data, chosen))

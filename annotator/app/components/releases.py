@@ -11,6 +11,7 @@ import streamlit as st
 
 from annotator.app.views import MISSING, literal, table
 from db import releases
+from eval_core.consensus import DECISION_HELP, DECISIONS
 
 # How each export format is offered; a format the store adds without an entry here is offered by file name.
 FORMAT_LABELS = {
@@ -216,3 +217,37 @@ def show_policy(card: Mapping[str, Any]) -> None:
     frame = provenance_frame(card)
     if len(frame):
         table(frame, PROVENANCE_HEADERS, {"pairs": 0, "share": 1})
+
+
+def decision_input(column: Any) -> str:
+    """The decision a model rule uses (eval_core.consensus.DECISIONS), chosen in `column` of the release form."""
+    return column.selectbox(
+        "Model rule's decision",
+        DECISIONS,
+        help=" · ".join(f"{name}: {text}" for name, text in DECISION_HELP.items()),
+    )
+
+
+def doubt_frame(doubt: Mapping[str, Any]) -> pd.DataFrame:
+    """The card's doubtful pairs as a table, least sure first."""
+    return pd.DataFrame(
+        [(d["query_id"], d["fragment_id"], d["grade"], d["top_posterior"]) for d in doubt["listed"]],
+        columns=["Query", "Fragment", "Grade", "Top posterior"],
+    )
+
+
+def show_model_card(card: Mapping[str, Any]) -> None:
+    """A model rule's part of the card: the decision, the known truth it used and the doubtful pairs."""
+    model = card.get("model")
+    if not model:
+        return
+    doubt, known = model["doubt"], model["known_truth"]
+    st.text(
+        f"Annotator model {model['rule']}, decision {model['decision']} ({model['decision_means']}); known truth: "
+        f"{known['adjudications']} adjudicated pair(s), {known['control_pairs']} control pair(s). "
+        f"{doubt['pairs']} pair(s) had a top posterior below {doubt['threshold']:g}"
+        + (f" (the first {len(doubt['listed'])} listed)" if doubt["pairs"] > len(doubt["listed"]) else "")
+        + "."
+    )
+    if doubt["listed"]:
+        table(doubt_frame(doubt), {c: c for c in ("Query", "Fragment", "Grade", "Top posterior")}, {"Top posterior": 3})

@@ -22,8 +22,9 @@ POLICY_HELP = (
 )
 RULE_HELP = (
     "median: lower median on ties (default) · majority: ties go to the lower grade · "
-    "mean: rounded half up · min: pessimistic. An adjudicated grade always wins; "
-    '"can\'t judge" never counts.'
+    "mean: rounded half up · min: pessimistic · dawid-skene, mace, glad: annotator models fitted on every "
+    "grade (crowd-kit's), control pairs and adjudications as known truth, each pair's posterior kept. "
+    'An adjudicated grade always wins; "can\'t judge" never counts.'
 )
 
 engine, user = views.lead_page("Releases")
@@ -37,6 +38,7 @@ with st.form("create-release"):
     rule = left.selectbox("Consensus rule", RULES, help=RULE_HELP)
     min_grades = right.number_input("Minimum grades per pair", min_value=1, max_value=20, value=1, step=1)
     policy = left.selectbox("Label policy", RELEASE_POLICIES, help=POLICY_HELP)
+    decision = views_release.decision_input(right)
     model_threshold = right.number_input(
         "Least model κ (quadratic) for model-fills-gaps", min_value=0.0, max_value=1.0, value=MODEL_THRESHOLD, step=0.05
     )
@@ -51,6 +53,7 @@ with st.form("create-release"):
                     actor=user.username,
                     policy=policy,
                     model_threshold=float(model_threshold),
+                    decision=decision,
                 )
         except USER_ERRORS as exc:
             st.error(f"No release: {literal(exc)}")
@@ -77,6 +80,7 @@ for col, (label, value) in zip(st.columns(4), views_release.card_headline(card),
     col.metric(label, value)
 st.dataframe(views_release.grade_distribution(card, project.labels), hide_index=True, placeholder=views.MISSING)
 st.caption(views_release.card_caption(card, release))
+views_release.show_model_card(card)
 st.markdown("**Reliability**")
 views_reliability.show_card_reliability(card, version)
 views_release.show_policy(card)
