@@ -17,7 +17,7 @@ SHIFT = 0.6  # a lenient (harsh) annotator's chance of grading one above (below)
 def simulate_crowd(
     n_pairs: int,
     kinds: Sequence[str],
-    per_pair: int = 3,
+    per_pair: float = 3,
     queries: int | None = None,
     hard: float = 0.1,
     prior: Sequence[float] = (0.4, 0.3, 0.2, 0.1),
@@ -25,11 +25,13 @@ def simulate_crowd(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(judgments: query_id, fragment_id, annotator, grade; truth: query_id, fragment_id, grade, hard) on the
     scale 0…len(prior)−1. `kinds` gives each annotator's kind (KINDS), named `kind-NNN`; each pair is graded by
-    `per_pair` distinct annotators; pairs spread evenly over `queries` queries (n_pairs // 10 by default)."""
+    `per_pair` distinct annotators (a fraction: that many on average, e.g. 3.33 gives a third of the pairs a
+    fourth); pairs spread evenly over `queries` queries (n_pairs // 10 by default)."""
     unknown = sorted(set(kinds) - set(KINDS))
     if unknown:
         raise ValueError(f"annotator kinds must be among {', '.join(KINDS)}, got {', '.join(unknown)}")
     n = len(kinds)
+    most = int(np.ceil(per_pair))
     if not 1 <= per_pair <= n:
         raise ValueError(f"per_pair must be between 1 and the {n} annotators, got {per_pair}")
     rng = np.random.default_rng(seed)
@@ -37,10 +39,12 @@ def simulate_crowd(
     truth = rng.choice(len(prior), size=n_pairs, p=np.asarray(prior) / np.sum(prior))
     is_hard = rng.random(n_pairs) < hard
     base = rng.integers(n, size=n_pairs)
-    stride = rng.integers(1, max(2, n // per_pair + (n % per_pair > 0)), size=n_pairs) if per_pair > 1 else 0
-    who = (base[:, None] + np.arange(per_pair)[None, :] * np.asarray(stride).reshape(-1, 1)) % n
-    pair = np.repeat(np.arange(n_pairs), per_pair)
-    who = who.ravel()
+    stride = rng.integers(1, max(2, -(-n // most)), size=n_pairs) if most > 1 else np.zeros(n_pairs, dtype=np.int64)
+    who_all = (base[:, None] + np.arange(most)[None, :] * stride[:, None]) % n
+    count = np.floor(per_pair).astype(np.int64) + (rng.random(n_pairs) < per_pair - np.floor(per_pair))
+    keep = np.arange(most)[None, :] < count[:, None]
+    pair = np.broadcast_to(np.arange(n_pairs)[:, None], keep.shape)[keep]
+    who = who_all[keep]
     kind = np.asarray([KINDS.index(k) for k in kinds])[who]
     true = truth[pair]
     accuracy = np.where(is_hard[pair], HARD_ACCURACY, ACCURACY)

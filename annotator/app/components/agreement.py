@@ -631,7 +631,7 @@ def annotator_models_section(engine: Engine, project: Any) -> None:
     st.table(annotator_models_table(data))
     for a in data["annotators"]:
         if a["spammer"]:
-            st.error("Spammer flagged", icon=":material/person_off:")
+            st.warning("Spammer flagged", icon=":material/person_off:")
             st.text(a["advice"])
     names = [a["annotator"] for a in data["annotators"]]
     chosen = st.selectbox("Annotator (confusion matrix)", names, index=0)
