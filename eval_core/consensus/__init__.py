@@ -147,8 +147,9 @@ def fit_model(
 ) -> ModelConsensus:
     """Fit a model rule on real grades (pair code, annotator name, grade per row); `truth` maps pair codes to
     settled grades (controls, adjudications), fixed in the model as known truth."""
-    tasks, task = np.unique(pair, return_inverse=True)
-    names, worker = np.unique(annotator.astype(str), return_inverse=True)
+    task, tasks = pd.factorize(pair, sort=True)
+    worker, names = pd.factorize(annotator.astype(str), sort=True)
+    tasks = np.asarray(tasks)
     settled = truth or {}
     grades = np.unique(np.concatenate([grade, np.fromiter(settled.values(), dtype=np.int64, count=len(settled))]))
     label = np.searchsorted(grades, grade)

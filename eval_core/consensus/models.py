@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import optimize, sparse, special, stats
 
 EPS = 1e-10  # crowd-kit's _EPS: probabilities are clipped from below here
 NO_TRUTH = -1
@@ -95,35 +95,54 @@ def majority_posterior(crowd: Crowd) -> np.ndarray:
 # Dawid–Skene ----------------------------------------------------------------------------------------------------
 
 
-def _ds_errors(crowd: Crowd, posterior: np.ndarray, used: np.ndarray) -> np.ndarray:
-    """M-step: errors[w, given, true] = expected count of w giving `given` when the truth is `true`, clipped at
-    EPS where w gave that label at least once (crowd-kit keeps only those rows) and normalised per true label."""
-    k = crowd.n_labels
-    cell = crowd.worker * k + crowd.label
-    counts = np.empty((crowd.n_workers * k, k))
-    for c in range(k):
-        counts[:, c] = np.bincount(cell, weights=posterior[crowd.task, c], minlength=crowd.n_workers * k)
-    cube = np.where(used[:, None], np.maximum(counts, EPS), 0.0).reshape(crowd.n_workers, k, k)
-    return cube / cube.sum(axis=1, keepdims=True)
+def _incidence(crowd: Crowd) -> sparse.csr_matrix:
+    """Tasks × (worker, label) cells, 1 where the worker gave the task that label: both EM steps are products
+    with it (the E-step sums each task's cells' log-errors, the M-step each cell's tasks' posteriors)."""
+    cells = crowd.n_workers * crowd.n_labels
+    ones = np.ones(len(crowd.task))
+    return sparse.csr_matrix(
+        (ones, (crowd.task, crowd.worker * crowd.n_labels + crowd.label)), shape=(crowd.n_tasks, cells)
+    )
 
 
-def _ds_posterior(crowd: Crowd, priors: np.ndarray, log2_errors: np.ndarray) -> np.ndarray:
+def _ds_errors(
+    incidence_t: sparse.csr_matrix, posterior: np.ndarray, used: np.ndarray, n_workers: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """M-step: (errors[w, given, true], the expected counts behind them). The count of w giving `given` when
+    the truth is `true` is clipped at EPS where w gave that label at least once (crowd-kit keeps only those
+    rows) and normalised per true label."""
+    counts = np.asarray(incidence_t @ posterior)
+    k = posterior.shape[1]
+    cube = np.where(used[:, None], np.maximum(counts, EPS), 0.0).reshape(n_workers, k, k)
+    return cube / cube.sum(axis=1, keepdims=True), counts
+
+
+def _ds_posterior(incidence: sparse.csr_matrix, priors: np.ndarray, errors: np.ndarray, used: np.ndarray) -> np.ndarray:
     """E-step in base 2, shifted by each task's maximum before exponentiating (as crowd-kit does)."""
-    rows = log2_errors[crowd.worker, crowd.label]  # judgments × true labels
-    ll = _per_task(crowd, rows) + np.log2(np.maximum(priors, EPS))
+    k = errors.shape[1]
+    table = np.zeros((len(used), k))
+    table[used] = np.log2(errors.reshape(len(used), k)[used])
+    ll = np.asarray(incidence @ table) + np.log2(np.maximum(priors, EPS))
     scaled = np.exp2(ll - ll.max(axis=1, keepdims=True))
     return scaled / scaled.sum(axis=1, keepdims=True)
 
 
-def _ds_elbo(crowd: Crowd, posterior: np.ndarray, priors: np.ndarray, errors: np.ndarray) -> float:
-    """crowd-kit's evidence lower bound per judgment: the expected joint log-likelihood, with the log prior
-    counted once per judgment, plus the entropy of the EPS-clipped posterior."""
-    with np.errstate(divide="ignore"):
-        rows = np.log(errors[crowd.worker, crowd.label]) + np.log(np.maximum(priors, EPS))
-    joint = float((posterior[crowd.task] * rows).sum())
+def _ds_elbo(
+    counts: np.ndarray,
+    per_task: np.ndarray,
+    posterior: np.ndarray,
+    priors: np.ndarray,
+    errors: np.ndarray,
+    used: np.ndarray,
+) -> float:
+    """crowd-kit's evidence lower bound per judgment: the expected joint log-likelihood — Σ counts · log errors,
+    plus the log prior counted once per judgment — and the entropy of the EPS-clipped posterior."""
+    k = posterior.shape[1]
+    joint = float((counts[used] * np.log(errors.reshape(len(used), k)[used])).sum())
+    joint += float((per_task @ posterior) @ np.log(np.maximum(priors, EPS)))
     clipped = np.maximum(posterior, EPS)
     entropy = -float((np.log(clipped) * clipped).sum())
-    return (joint + entropy) / len(crowd.task)
+    return (joint + entropy) / float(per_task.sum())
 
 
 def dawid_skene(crowd: Crowd, n_iter: int = 100, tol: float = 1e-5) -> Fit:
@@ -131,21 +150,22 @@ def dawid_skene(crowd: Crowd, n_iter: int = 100, tol: float = 1e-5) -> Fit:
     lower bound per judgment gains less than `tol`; the returned posterior is clipped at EPS (not renormalised),
     as crowd-kit returns it."""
     k = crowd.n_labels
+    incidence = _incidence(crowd)
+    incidence_t = incidence.T.tocsr()
+    per_task = np.bincount(crowd.task, minlength=crowd.n_tasks).astype(np.float64)
     used = np.zeros(crowd.n_workers * k, dtype=bool)
     used[crowd.worker * k + crowd.label] = True
     posterior = _fix_truth(majority_posterior(crowd), crowd.truth)
     priors = posterior.mean(axis=0)
-    errors = _ds_errors(crowd, posterior, used)
+    errors, _ = _ds_errors(incidence_t, posterior, used, crowd.n_workers)
     loss = -np.inf
     iterations = 0
     for _ in range(n_iter):
         iterations += 1
-        with np.errstate(divide="ignore"):
-            log2_errors = np.log2(errors)
-        posterior = _fix_truth(_ds_posterior(crowd, priors, log2_errors), crowd.truth)
+        posterior = _fix_truth(_ds_posterior(incidence, priors, errors, used), crowd.truth)
         priors = posterior.mean(axis=0)
-        errors = _ds_errors(crowd, posterior, used)
-        new_loss = _ds_elbo(crowd, posterior, priors, errors)
+        errors, counts = _ds_errors(incidence_t, posterior, used, crowd.n_workers)
+        new_loss = _ds_elbo(counts, per_task, posterior, priors, errors, used)
         posterior = np.maximum(posterior, EPS)
         if new_loss - loss < tol:
             break
@@ -165,34 +185,30 @@ def _variational_normalize(x: np.ndarray, prior: np.ndarray) -> np.ndarray:
 
 
 def _mace_e_step(
-    crowd: Crowd, order: np.ndarray, starts: np.ndarray, spamming: np.ndarray, thetas: np.ndarray
+    incidence: sparse.csr_matrix,
+    incidence_t: sparse.csr_matrix,
+    truth: np.ndarray,
+    spamming: np.ndarray,
+    thetas: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Gold-label marginals (tasks × labels, before normalising), the strategy counts (workers × labels) and the
-    knowing counts (workers × [spamming, knowing])."""
-    k = crowd.n_labels
-    w, lab, t = crowd.worker, crowd.label, crowd.task
-    spam_part = spamming[w, 0] * thetas[w, lab]
-    know = spamming[w, 1]
-    gold = np.empty((crowd.n_tasks, k))
-    for c in range(k):
-        factor = spam_part + know * (lab == c)
-        gold[:, c] = np.multiply.reduceat(factor[order], starts) / k
-    gold = _fix_truth_marginals(gold, crowd.truth)
-    instance = gold.sum(axis=1)
-    strategy = np.zeros(len(t))
-    for c in range(k):
-        strategy += gold[t, c] / (spam_part + know * (lab == c))
-    strategy = strategy * spam_part / instance[t]
-    counts = np.bincount(w * k + lab, weights=strategy, minlength=crowd.n_workers * k).reshape(crowd.n_workers, k)
-    knowing = gold[t, lab] * know / (spam_part + know) / instance[t]
-    kn = np.stack(
-        [
-            np.bincount(w, weights=strategy, minlength=crowd.n_workers),
-            np.bincount(w, weights=knowing, minlength=crowd.n_workers),
-        ],
-        axis=1,
-    )
-    return gold, counts, kn
+    """Posterior over the gold label (tasks × labels), the strategy counts (workers × labels) and the knowing
+    counts (workers × [spamming, knowing]). A judgment's factor for gold label c depends only on its (worker,
+    label) cell, spamming·θ[label] + knowing·[label = c], so each task's product of factors is exp of a sparse
+    sum of log-factors, and every count a sum over cells of the posterior summed per cell."""
+    n_workers, k = thetas.shape
+    spam_part = (spamming[:, 0:1] * thetas).reshape(-1)  # per cell (worker, label)
+    know = np.repeat(spamming[:, 1], k)
+    factor = spam_part[:, None] + know[:, None] * (np.arange(k)[None, :] == np.tile(np.arange(k), n_workers)[:, None])
+    gold = np.exp(np.asarray(incidence @ np.log(factor))) / k
+    gold = _fix_truth_marginals(gold, truth)
+    posterior = gold / gold.sum(axis=1, keepdims=True)
+    per_cell = np.asarray(incidence_t @ posterior)  # cells × gold labels: Σ posterior over the cell's tasks
+    strategy = spam_part * (per_cell / factor).sum(axis=1)
+    label = np.tile(np.arange(k), n_workers)
+    knowing_cell = per_cell[np.arange(len(label)), label] * know / (spam_part + know)
+    counts = strategy.reshape(n_workers, k)
+    kn = np.stack([counts.sum(axis=1), knowing_cell.reshape(n_workers, k).sum(axis=1)], axis=1)
+    return posterior, counts, kn
 
 
 def _fix_truth_marginals(gold: np.ndarray, truth: np.ndarray) -> np.ndarray:
@@ -218,17 +234,16 @@ def mace(
 ) -> Fit:
     """MACE (Hovy et al. 2013) with variational Bayes, as crowd-kit's MACE with its defaults. crowd-kit's ten
     restarts all draw their start from the same `random_state`, so they are one run; this runs it once."""
-    order = np.argsort(crowd.task, kind="stable")
-    starts = np.searchsorted(crowd.task[order], np.arange(crowd.n_tasks))
+    incidence = _incidence(crowd)
+    incidence_t = incidence.T.tocsr()
     spamming, thetas = mace_start(crowd.n_workers, crowd.n_labels, seed)
     theta_prior = np.tile([alpha, beta], (crowd.n_workers, 1))
     strategy_priors = np.full((crowd.n_workers, crowd.n_labels), strategy_prior)
-    gold, counts, knowing = _mace_e_step(crowd, order, starts, spamming, thetas)
+    posterior, counts, knowing = _mace_e_step(incidence, incidence_t, crowd.truth, spamming, thetas)
     for _ in range(n_iter):
         spamming = _variational_normalize(knowing, theta_prior)
         thetas = _variational_normalize(counts, strategy_priors)
-        gold, counts, knowing = _mace_e_step(crowd, order, starts, spamming, thetas)
-    posterior = gold / gold.sum(axis=1, keepdims=True)
+        posterior, counts, knowing = _mace_e_step(incidence, incidence_t, crowd.truth, spamming, thetas)
     return Fit("mace", posterior, n_iter, competence=spamming[:, 1].copy(), spamming=spamming, strategies=thetas)
 
 
