@@ -13,6 +13,7 @@ from pandas.io.formats.style import Styler
 from sqlalchemy.engine import Engine
 
 from annotator.app.views import scale_of
+from db.adjudication import DISPUTE_ORDERS, disputes
 from db.annotator_models import project_annotator_report
 from db.projects import current_guideline
 from db.store import frames
@@ -641,3 +642,24 @@ def annotator_models_section(engine: Engine, project: Any) -> None:
     with right:
         st.caption("P(grade given | true grade), each row sums to 1 over the grades given.")
         st.table(model_confusion_table(data, chosen))
+
+
+def dispute_order(engine: Engine, project: Any, every: pd.DataFrame) -> pd.DataFrame:
+    """Adjudicate-page picker of the queue's order (db.adjudication.DISPUTE_ORDERS) and the disputes in it: by
+    doubt, the pairs Dawid–Skene is least sure of come first (posterior entropy, the lead's settled grades as
+    known truth)."""
+    order = st.segmented_control(
+        "Order",
+        list(DISPUTE_ORDERS),
+        default="spread",
+        help=" · ".join(f"{name}: {text}" for name, text in DISPUTE_ORDERS.items()),
+    )
+    if order in (None, "spread"):
+        return every
+    with st.spinner("Fitting Dawid-Skene…"):
+        ordered = disputes(engine, project.name, order)
+    st.caption(
+        "Least sure first: each pair's posterior entropy in bits (0 = settled; 2 = all four grades equally "
+        "likely) and its top posterior — " + ", ".join(f"{e:.2f} bits" for e in ordered["entropy"].head(3)) + " …"
+    )
+    return ordered

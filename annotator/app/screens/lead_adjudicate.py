@@ -64,6 +64,7 @@ every = (
 if every.empty:
     st.success("No disputed pairs: nothing to adjudicate.")
     st.stop()
+every = views_agreement.dispute_order(engine, project, every)
 
 low, high = views.scale_of(project)
 left, right = st.columns(2)
