@@ -29,7 +29,7 @@ import pyarrow.json as pa_json
 from tqdm import tqdm
 
 from eval_core.errors import InputError, Problems
-from eval_core.io.formats import detect_format, read_qrels, read_qrels_jg
+from eval_core.io.formats import detect_format, read_qrels
 from eval_core.io.records import (
     BAD_ID_CHARS,
     BAD_NAME_CHARS,
@@ -47,6 +47,7 @@ from eval_core.io.records import (
     semicolon_separated,
 )
 from eval_core.io.spreadsheet import escape_cell, unescape_cell
+from eval_core.io.trec_text import read_qrels_jg
 from eval_core.vocab import ANNOTATOR_KINDS
 
 KEY = ("query_id", "fragment_id", "annotator")
