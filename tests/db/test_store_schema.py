@@ -204,7 +204,8 @@ def test_0013_lets_releases_name_a_model_rule_and_keeps_their_evaluations(empty_
             f"created_at) VALUES (1, 'old', 0, 3, 2, 1.0, 0.6, '{now}')"
         )
         run(
-            f"INSERT INTO runs (id, project_id, name, content_hash, n_lines, created_at) VALUES (1, 1, 'bm25', 'h', 0, '{now}')"
+            "INSERT INTO runs (id, project_id, name, content_hash, n_lines, created_at) "
+            f"VALUES (1, 1, 'bm25', 'h', 0, '{now}')"
         )
         run(release.format(id=1, rule="median", now=now))
         run(
