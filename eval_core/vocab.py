@@ -18,10 +18,13 @@ class Role(StrEnum):
 
 
 class AnnotatorKind(StrEnum):
-    """Who made a grade: a person, or a model judge (which never counts in human–human agreement)."""
+    """Who made a grade: a person, a model judge (which never counts in human–human agreement), or a reference
+    (grades imported from an existing qrels, e.g. NIST's: people are measured against it, it never fills an
+    overlap slot, holds a queue or counts in human–human agreement)."""
 
     HUMAN = "human"
     MODEL = "model"
+    REFERENCE = "reference"
 
 
 class ReleasePolicy(StrEnum):
