@@ -220,8 +220,9 @@ def import_adjudications(
 ) -> DecisionsReport:
     """A file of lead decisions (TREC qrels with the reason after the grade, or JSONL/CSV with query_id,
     fragment_id, grade, reason; eval_core.io.judgments.read_adjudications) recorded as the named lead's,
-    through the same writer as one decision: all or nothing, every bad line told as path:line (an unknown
-    pair, a grade off the scale, no reason and no default `reason`, a `by` naming another lead). A decision
+    through the same writer as one decision: all or nothing, bad lines told as path:line (the reader's: a
+    grade off the scale, a pair twice; then the store's: an unknown pair, no reason and no default `reason`,
+    a `by` naming another lead). A decision
     equal to the one in force (same grade, reason and lead) is not recorded again; every other is appended,
     so the earlier ones stay in the history."""
     lead = _lead_name(actor)

@@ -376,15 +376,19 @@ def field_map(items: list[str] | None, kind: str) -> dict[str, str]:
 
 
 def _mapped(rec: dict, fields: dict[str, str]) -> dict:
-    """The record with each mapped file field under the reader's name (a _Missing naming the line's fields when
-    a mapped field is absent)."""
+    """The record with each mapped file field under the reader's name; a mapped id or text the line lacks is a
+    _Missing naming the line's fields (a mapped optional field may be absent)."""
     if not fields:
         return rec
-    absent = [f"{source} (--field {name}={source})" for name, source in fields.items() if source not in rec]
+    absent = [
+        f"{source} (--field {name}={source})"
+        for name, source in fields.items()
+        if source not in rec and name in ("id", "text")
+    ]
     if absent:
         raise _Missing(f"no field {', '.join(absent)}")
     out = {k: v for k, v in rec.items() if k not in fields.values()}
-    out.update({name: rec[source] for name, source in fields.items()})
+    out.update({name: rec[source] for name, source in fields.items() if source in rec})
     return out
 
 
