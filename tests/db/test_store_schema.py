@@ -194,7 +194,10 @@ def test_0013_lets_users_be_references_and_refuses_to_drop_one(empty_store_url):
     engine = get_engine(empty_store_url)
     assert upgrade(engine, "0012") == "0012"
     now = "2026-01-02 03:04:05"
-    insert = "INSERT INTO users (username, role, active, created_at, kind) VALUES ('{name}', 'annotator', true, '{now}', '{kind}')"
+    insert = (
+        "INSERT INTO users (username, role, active, created_at, kind) "
+        "VALUES ('{name}', 'annotator', true, '{now}', '{kind}')"
+    )
     with engine.begin() as conn:
         conn.exec_driver_sql(insert.format(name="ann", now=now, kind="human"))
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
