@@ -6,18 +6,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from sqlalchemy import and_, func, select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db.accounts.permissions import Actor, require_lead
-from db.grading import check_grade
-from db.projects import project_row
-from db.qualification import round_pair_ids
+from db.projects import check_grade, project_row
 from db.store.engine import session_scope
-from db.store.frames import project_adjudications, project_judgments
 from db.store.models import (
     Adjudication,
     Assignment,
@@ -32,8 +29,10 @@ from db.store.models import (
     utcnow,
 )
 from eval_core.errors import Conflict, NotFound, Problems, Refused
-from eval_core.io.judgments import read_adjudications
 from eval_core.vocab import AnnotatorKind
+
+if TYPE_CHECKING:  # pandas is imported where a frame is built, so `qrelkit adjudicate` starts without it
+    import pandas as pd
 
 DISPUTE_COLUMNS = [
     "pair_id",
@@ -200,6 +199,24 @@ def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: 
         return AdjudicationInfo(new_id, pair_id, checked, reason, lead, now)
 
 
+def adjudicate_pair(
+    engine: Engine, project: str, query_id: str, fragment_id: str, grade: int, reason: str, *, actor: Actor
+) -> AdjudicationInfo:
+    """`adjudicate` on the pair named by its query and fragment ids (what `qrelkit adjudicate` is given)."""
+    with session_scope(engine) as session:
+        found = session.execute(
+            select(Pair.id)
+            .join(Project, Project.id == Pair.project_id)
+            .join(Query, Query.id == Pair.query_id)
+            .join(Fragment, Fragment.id == Pair.fragment_id)
+            .where(Project.name == project, Query.external_id == query_id, Fragment.external_id == fragment_id)
+        ).scalar_one_or_none()
+        if found is None:
+            project_row(session, project)  # an unknown project says so
+            raise NotFound(f"no pair ({query_id}, {fragment_id}) in project {project!r}")
+    return adjudicate(engine, int(found), grade, reason, actor=actor)
+
+
 @dataclass
 class DecisionsReport:
     """What `import adjudications` did: decisions read, recorded, and already in force (not recorded again)."""
@@ -225,6 +242,9 @@ def import_adjudications(
     a `by` naming another lead). A decision
     equal to the one in force (same grade, reason and lead) is not recorded again; every other is appended,
     so the earlier ones stay in the history."""
+    from db.store.frames import project_adjudications
+    from eval_core.io.judgments import read_adjudications
+
     lead = _lead_name(actor)
     default = (reason or "").strip() or None
     with session_scope(engine) as session:
@@ -299,6 +319,8 @@ def disputes_of(judgments: pd.DataFrame, adjudicated: set[tuple[str, str]]) -> p
 def filter_disputes(disputes: pd.DataFrame, query: str | None = None, boundary: int | None = None) -> pd.DataFrame:
     """The disputes of one query and/or across one grade boundary: `boundary` b keeps the pairs graded b or
     lower by someone and above b by someone else (the b|b+1 boundary)."""
+    import pandas as pd
+
     keep = pd.Series(True, index=disputes.index)
     if query is not None:
         keep &= disputes["query_id"] == query
@@ -309,6 +331,8 @@ def filter_disputes(disputes: pd.DataFrame, query: str | None = None, boundary: 
 
 def disputes(engine: Engine, project: str) -> pd.DataFrame:
     """Every disputed pair of the project among people (see disputes_of), marking those a lead decided."""
+    from db.store.frames import project_adjudications, project_judgments
+
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
         judged = project_judgments(session, project_id)
@@ -369,6 +393,8 @@ def rejudge_queue(engine: Engine, project: str) -> pd.DataFrame:
                 .order_by(Query.external_id, Fragment.external_id, User.username)
             ).all()
         )
+    import pandas as pd
+
     frame = pd.DataFrame(
         rows, columns=["pair_id", "query_id", "fragment_id", "annotator", "grade", "guideline", "sent"]
     )
@@ -436,6 +462,8 @@ def send_for_rejudging(
 
 def _refuse_seen(session: Session, project_id: int, targets: Sequence[tuple[int, int]]) -> None:
     """Conflict naming the first (pair, person) of `targets` the person met in a qualification round."""
+    from db.qualification import round_pair_ids
+
     seen = round_pair_ids(session, project_id)
     blocked = [(p, u) for p, u in targets if p in seen.get(u, set())]
     if not blocked:

@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 
 from eval_core.io.judgments import check_judgments
+from eval_core.vocab import RULES as _RULES
 
-RULES = ("median", "majority", "mean", "min")
+RULES = _RULES  # eval_core.vocab.ConsensusRule, the one source (light: the store's CHECK reads it)
 # A release's labels come from people only (default) or, by eval_core.vocab.ReleasePolicy.MODEL_FILLS_GAPS, from a
 # model judge's grade where no person graded, allowed only when the model agrees well enough with the humans.
 # Where each released label came from (recorded on every label and counted on the card).

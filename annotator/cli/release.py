@@ -86,13 +86,13 @@ def cmd_release(args: argparse.Namespace) -> int:
 def cmd_adjudicate(args: argparse.Namespace) -> int:
     """Record a lead's final grade for a pair, in the name of the lead given with --user (checked)."""
     from db.accounts.permissions import OPERATOR
-    from db.adjudication import adjudicate
-    from db.store.frames import pair_id
+    from db.adjudication import adjudicate_pair
 
-    engine = store_engine(args)
-    info = adjudicate(
-        engine,
-        pair_id(engine, args.project, args.query, args.fragment),
+    info = adjudicate_pair(
+        store_engine(args),
+        args.project,
+        args.query,
+        args.fragment,
         args.grade,
         args.reason,
         actor=args.user or OPERATOR,

@@ -35,6 +35,9 @@ def test_packaged_chain_and_head():
         "0013_reference_annotators.py",
     ]
     assert head_revision() == "0013"
+    from alembic.script import ScriptDirectory  # the cheap read (file names) agrees with Alembic's own chain
+
+    assert ScriptDirectory.from_config(alembic_config()).get_current_head() == head_revision()
 
 
 def test_upgrade_is_idempotent_and_matches_models(empty_store_url):
