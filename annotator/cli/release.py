@@ -235,10 +235,14 @@ def cmd_evaluate_run(args: argparse.Namespace) -> int:
 def cmd_holes(args: argparse.Namespace) -> int:
     """Turn a run's unjudged top-k into new pairs."""
     from db.accounts.permissions import OPERATOR
-    from db.evaluations import judge_holes
+    from db.evaluations import holes_without_text, judge_holes, no_text_advice
 
-    created = judge_holes(store_engine(args), args.project, args.run_name, k=args.k, actor=OPERATOR)
+    engine = store_engine(args)
+    created = judge_holes(engine, args.project, args.run_name, k=args.k, actor=OPERATOR)
     print(f"{created} new pairs from the unjudged top-{args.k} of {args.run_name}")
+    missing = holes_without_text(engine, args.project, args.run_name, k=args.k)
+    if missing:
+        print(f"note: {no_text_advice(missing)}", file=sys.stderr)
     return 0
 
 

@@ -110,3 +110,14 @@ def test_cli_imports_decisions_and_exports_pairs(engine, store_url, queue, tmp_p
     out = tmp_path / "p.csv"
     assert main(["export", "--pairs", "--format", "csv", "-o", str(out), "--project", "demo", "--db", store_url]) == 0
     assert "wrote 12 pair(s)" in capsys.readouterr().err
+
+
+def test_holes_says_how_many_unjudged_documents_have_no_text(engine, store_url, queue, capsys):
+    from tests.helpers import seed
+
+    seed(engine, 1, {}, {}, {"R": {"q1": ["f1", "ghost1", "f2", "ghost2", "ghost3"]}})
+    assert main(["holes", "R", "--k", "4", "--project", "demo", "--db", store_url]) == 0
+    out, err = capsys.readouterr()
+    assert out == "0 new pairs from the unjudged top-4 of R\n"  # f1 and f2 are pairs already
+    assert "note: 2 unjudged document(s) have no text in the project (never imported)" in err
+    assert "import their texts (`qrelkit import fragments FILE`" in err
