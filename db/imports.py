@@ -544,7 +544,11 @@ def _parse_judgments(
             if pd.isna(qid):
                 problems.add(line, f"unknown query id {qext!r} (not imported into this project)")
             elif pd.isna(fid):
-                problems.add(line, f"unknown fragment id {fext!r} (not imported into this project)")
+                problems.add(
+                    line,
+                    f"unknown fragment id {fext!r} (not imported into this project) — import their texts first "
+                    "(`qrelkit import fragments FILE`, `--field` for other field names)",
+                )
     if "guideline" in frame.columns:
         frame["guideline_id"] = frame["guideline"].map(lambda v: None if v is None else versions.get(_version(v)))
         known = ", ".join(map(str, sorted(versions))) or "none yet"

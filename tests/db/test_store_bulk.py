@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from annotator.cli import main
+from db.accounts.permissions import OPERATOR
 from db.adjudication import adjudicate, import_adjudications
 from db.assignment import pairs_from_file
 from db.exports import export_assignments, export_pairs
@@ -121,3 +122,16 @@ def test_holes_says_how_many_unjudged_documents_have_no_text(engine, store_url, 
     assert out == "0 new pairs from the unjudged top-4 of R\n"  # f1 and f2 are pairs already
     assert "note: 2 unjudged document(s) have no text in the project (never imported)" in err
     assert "import their texts (`qrelkit import fragments FILE`" in err
+
+
+def test_qrels_naming_fragments_without_text_are_refused_in_one_line_with_the_way_out(engine, queue, tmp_path):
+    from db.imports import JudgmentsSource, import_judgments
+
+    qrels = tmp_path / "nist.qrels"
+    qrels.write_text("q1 0 f1 2\n" + "".join(f"q1 0 D{i} 1\n" for i in range(250)))
+    with pytest.raises(InputError) as err:
+        import_judgments(engine, "demo", qrels, actor=OPERATOR, source=JudgmentsSource("nist"))
+    assert err.value.more == [
+        f"{qrels}: 250 lines like line 2: unknown fragment id 'D0' (not imported into this project) — import their "
+        "texts first (`qrelkit import fragments FILE`, `--field` for other field names)"
+    ]
