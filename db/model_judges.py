@@ -19,11 +19,16 @@ from sqlalchemy.engine import Engine
 
 from db.accounts.permissions import Actor, require_lead
 from db.accounts.users import check_new_username
+from db.evaluations import robustness_inputs
 from db.imports import ImportReport, write_judgments
 from db.projects import ProjectInfo, project_info, project_row
 from db.store.engine import session_scope
-from db.store.models import Fragment, Guideline, JudgeCall, Judgment, Pair, Query, User, utcnow
+from db.store.models import Fragment, Guideline, JudgeCall, Judgment, Pair, Query, Run, User, utcnow
+from eval_core.consensus import consensus
+from eval_core.errors import NotFound
 from eval_core.judges.prompt import Answer, fragment_text, input_hash
+from eval_core.judges.trust import TrustReport, circularity, judge_trust
+from eval_core.vocab import AnnotatorKind
 
 
 @dataclass(frozen=True)
@@ -232,3 +237,66 @@ def list_model_judges(engine: Engine, project: str) -> list[ModelJudgeInfo]:
         ModelJudgeInfo(name, model, prompt, dict(params or {}), int(counts.get(uid, 0)))
         for uid, name, model, prompt, params in rows
     ]
+
+
+def run_models(engine: Engine, project: str) -> dict[str, str | None]:
+    """Each stored run's name → the model it was produced with (`import run --produced-by`), or None."""
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        rows = session.execute(select(Run.name, Run.produced_by).where(Run.project_id == project_id)).all()
+    return {name: produced for name, produced in rows}
+
+
+def _judge_named(engine: Engine, project: str, name: str) -> ModelJudgeInfo:
+    """The model judge whose account or model is `name` (an account name wins; a model several judges use is
+    refused with their names)."""
+    judges = list_model_judges(engine, project)
+    by_account = [j for j in judges if j.username == name]
+    if by_account:
+        return by_account[0]
+    by_model = [j for j in judges if j.model == name]
+    if len(by_model) > 1:
+        raise ValueError(f"model {name!r} has several judges ({', '.join(j.username for j in by_model)}): name one")
+    if not by_model:
+        raise NotFound(f"no model judge {name!r} in project {project!r}")
+    return by_model[0]
+
+
+def project_judge_trust(
+    engine: Engine,
+    project: str,
+    model: str,
+    metric: str = "ndcg@10",
+    weights: str = "linear",
+    top: int = 5,
+    target_width: float | None = None,
+) -> TrustReport:
+    """The judge-trust report of one model judge against the project's people (their median consensus, lead
+    decisions winning) on the stored runs, with a warning for each run produced with the judge's model family."""
+    judge = _judge_named(engine, project, model)
+    inputs = robustness_inputs(engine, project)
+    if not inputs.runs:
+        raise ValueError(f"project {project!r} has no stored runs (import them with `qrelkit import run`)")
+    frame = inputs.judgments[inputs.judgments["grade"].notna()]
+    kinds = frame["annotator_kind"] if "annotator_kind" in frame.columns else pd.Series("human", index=frame.index)
+    humans = frame[kinds.eq(AnnotatorKind.HUMAN).to_numpy()]
+    mine = frame[frame["annotator"].eq(judge.username).to_numpy()]
+    if humans.empty or mine.empty:
+        raise ValueError(
+            f"judge-trust needs grades from people and from {judge.username} in project {project!r}; "
+            f"found {len(humans)} and {len(mine)}"
+        )
+    agreed = consensus(humans, rule="median", adjudications=inputs.adjudications, scale=inputs.scale)
+    human_qrels = agreed.rename(columns={"fragment_id": "doc_id"})[["query_id", "doc_id", "grade"]]
+    judge_qrels = mine.rename(columns={"fragment_id": "doc_id"})[["query_id", "doc_id", "grade"]]
+    return judge_trust(
+        human_qrels.astype({"grade": "int64"}),
+        judge_qrels.astype({"grade": "int64"}),
+        inputs.runs,
+        metric=metric,
+        scale=inputs.scale,
+        weights=weights,
+        top=top,
+        target_width=target_width,
+        warnings=circularity(judge.model, run_models(engine, project)),
+    )

@@ -396,6 +396,7 @@ class Run(SQLModel, table=True):
     content_hash: str = Field(max_length=64)
     n_lines: int = 0
     created_at: datetime = _ts()
+    produced_by: str | None = Field(default=None, max_length=200)  # the model it was produced with, if any
 
 
 class RunEntry(SQLModel, table=True):
