@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -135,10 +135,12 @@ class TrustReport:
     queries_needed: int | None  # people-judged queries for every hybrid interval to be ≤ target_width
     warnings: list[str] = field(default_factory=list)
     verdict: str = ""
+    values: pd.DataFrame | None = field(default=None, repr=False, compare=False)  # run, query_id, human, judge
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON object."""
-        out = asdict(self)
+        """JSON object (per-query values left out: `values` is for the plot)."""
+        out = asdict(replace(self, values=None))
+        del out["values"]
         out["ranking"]["flips"] = [{**asdict(f), "noise": f.noise} for f in self.ranking.flips]
         return out
 
@@ -447,4 +449,12 @@ def judge_trust(
         needed,
         notes,
     )
-    return TrustReport(**{**report.__dict__, "verdict": verdict(report)})
+    values = pd.DataFrame(
+        {
+            "run": np.repeat(np.asarray(hs.columns, dtype=object), len(hs)),
+            "query_id": np.tile(np.asarray(hs.index, dtype=object), hs.shape[1]),
+            "human": hs.to_numpy().T.ravel(),
+            "judge": js.to_numpy().T.ravel(),
+        }
+    )
+    return replace(report, verdict=verdict(report), values=values)
