@@ -300,3 +300,26 @@ def project_judge_trust(
         target_width=target_width,
         warnings=circularity(judge.model, run_models(engine, project)),
     )
+
+
+def trust_card(engine: Engine, project: str, judge: str) -> dict:
+    """The release card's entry for the model judge that filled gaps: judge-trust's verdict and warnings on the
+    stored runs with the numbers behind them, or why there is none (no runs, no shared queries)."""
+    try:
+        report = project_judge_trust(engine, project, judge)
+    except (ValueError, LookupError) as exc:
+        return {"model": judge, "verdict": None, "reason": str(exc), "warnings": []}
+    r = report.ranking
+    return {
+        "model": judge,
+        "verdict": report.verdict,
+        "warnings": list(report.warnings),
+        "metric": report.metric,
+        "runs": r.n_runs,
+        "queries": r.n_queries,
+        "tau": r.tau,
+        "tau_ap": r.tau_ap,
+        "real_flips": len(r.real_flips),
+        "bias": report.leniency.bias,
+        "limits": list(report.leniency.limits) if report.leniency.limits else None,
+    }

@@ -94,8 +94,20 @@ def test_the_report_is_the_clis_and_literal(trust_server: Server, page) -> None:
     page.get_by_role("button", name="Measure against people").click(timeout=SLOW)
     wait_for_texts(page, "Can this judge stand in for people?", "Kendall τ", "Leniency")
     out = subprocess.run(
-        [sys.executable, "-m", "annotator", "judge-trust", "--project", "demo", "--model", "umbrela"]
-        + ["--db", trust_server.db_url, "--format", "json"],
+        [
+            sys.executable,
+            "-m",
+            "annotator",
+            "judge-trust",
+            "--project",
+            "demo",
+            "--model",
+            "umbrela",
+            "--db",
+            trust_server.db_url,
+            "--format",
+            "json",
+        ],
         cwd=ROOT,
         check=True,
         capture_output=True,
