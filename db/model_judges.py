@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 from sqlalchemy import func, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -23,9 +24,11 @@ from db.evaluations import robustness_inputs
 from db.imports import ImportReport, write_judgments
 from db.projects import ProjectInfo, project_info, project_row
 from db.store.engine import session_scope
+from db.store.frames import judgments_frame
 from db.store.models import Fragment, Guideline, JudgeCall, Judgment, Pair, Query, Run, User, utcnow
 from eval_core.consensus import consensus
 from eval_core.errors import NotFound
+from eval_core.judges.probes import ProbeSummary
 from eval_core.judges.prompt import Answer, fragment_text, input_hash
 from eval_core.judges.trust import TrustReport, circularity, judge_trust
 from eval_core.vocab import AnnotatorKind
@@ -215,6 +218,7 @@ class ModelJudgeInfo:
     prompt_version: str | None
     params: dict
     judged: int
+    probes: dict | None = None  # the last judge-probe summary (eval_core.judges.probes.ProbeSummary.to_dict)
 
 
 def list_model_judges(engine: Engine, project: str) -> list[ModelJudgeInfo]:
@@ -229,13 +233,13 @@ def list_model_judges(engine: Engine, project: str) -> list[ModelJudgeInfo]:
             ).all()
         )
         rows = session.execute(
-            select(User.id, User.username, User.model_name, User.prompt_version, User.model_params)
+            select(User.id, User.username, User.model_name, User.prompt_version, User.model_params, User.probes)
             .where(User.kind == "model")
             .order_by(User.username)
         ).all()
     return [
-        ModelJudgeInfo(name, model, prompt, dict(params or {}), int(counts.get(uid, 0)))
-        for uid, name, model, prompt, params in rows
+        ModelJudgeInfo(name, model, prompt, dict(params or {}), int(counts.get(uid, 0)), probes)
+        for uid, name, model, prompt, params, probes in rows
     ]
 
 
@@ -298,7 +302,7 @@ def project_judge_trust(
         weights=weights,
         top=top,
         target_width=target_width,
-        warnings=circularity(judge.model, run_models(engine, project)),
+        warnings=circularity(judge.model, run_models(engine, project)) + _probe_warning(judge),
     )
 
 
@@ -323,3 +327,68 @@ def trust_card(engine: Engine, project: str, judge: str) -> dict:
         "bias": report.leniency.bias,
         "limits": list(report.leniency.limits) if report.leniency.limits else None,
     }
+
+
+def _probe_warning(judge: ModelJudgeInfo) -> list[str]:
+    """The judge's probe flag, when its last probes found it gamed."""
+    if not judge.probes:
+        return []
+    summary = ProbeSummary.from_dict(judge.probes)
+    return [summary.sentence()] if summary.flagged else []
+
+
+@dataclass(frozen=True)
+class ProbePair:
+    """A pair people graded low, what the judge reads of it, its grades and another query's fragment."""
+
+    pair: JudgePair
+    human: int  # people's consensus grade (median)
+    judge: int | None  # the judge's current grade of the unaltered pair, if it has one
+    other: str  # a fragment of another query, as the judge would read it
+
+
+def probe_pairs(
+    engine: Engine, project: str, name: str, sample: int, seed: int = 0
+) -> tuple[ProjectInfo, Guideline, ModelJudgeInfo, list[ProbePair]]:
+    """The `sample` pairs people graded lowest (lowest consensus grade first, seeded random order within a
+    grade), with the judge's grade where it has one and a fragment of another query for each."""
+    if sample < 1:
+        raise ValueError(f"sample must be at least 1, got {sample}")
+    judge = _judge_named(engine, project, name)
+    info, in_force = judge_setup(engine, project)
+    judged = judgments_frame(engine, project)
+    judged = judged[judged["grade"].notna()]
+    humans = judged[judged["annotator_kind"].eq(AnnotatorKind.HUMAN).to_numpy()]
+    if humans.empty:
+        raise ValueError(f"project {project!r} has no grades from people to probe the judge on")
+    agreed = consensus(humans, rule="median", scale=info.scale)
+    mine = judged[judged["annotator"].eq(judge.username).to_numpy()]
+    theirs = {f"{q}/{f}": int(g) for q, f, g in zip(mine["query_id"], mine["fragment_id"], mine["grade"], strict=True)}
+    pairs = {p.label: p for p in judge_pairs(engine, project, None, info.labels, in_force.text, judge.params)}
+    rng = np.random.default_rng(seed)
+    agreed = agreed.assign(order=rng.random(len(agreed))).sort_values(["grade", "order"])
+    chosen = []
+    for q, f, g in zip(agreed["query_id"], agreed["fragment_id"], agreed["grade"], strict=True):
+        label = f"{q}/{f}"
+        if label in pairs:
+            chosen.append((pairs[label], int(g), theirs.get(label)))
+        if len(chosen) == sample:
+            break
+    all_pairs = list(pairs.values())
+    out = []
+    for pair, human, grade in chosen:
+        others = [p for p in all_pairs if p.query != pair.query]
+        other = others[int(rng.integers(len(others)))].fragment_text if others else ""
+        out.append(ProbePair(pair, human, grade, other))
+    return info, in_force, judge, out
+
+
+def save_probes(engine: Engine, name: str, summary: dict, *, actor: Actor) -> None:
+    """Keep the judge's last probe summary on its account (its card and judge-trust read it)."""
+    with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
+        user = session.execute(select(User).where(User.username == name, User.kind == "model")).scalar_one_or_none()
+        if user is None:
+            raise NotFound(f"no model judge {name!r}")
+        user.probes = summary
+        session.add(user)

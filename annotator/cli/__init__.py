@@ -25,6 +25,7 @@ COMMANDS = {
     "consensus": "annotator.cli.agreement",
     "control": "annotator.cli.control",
     "prejudge": "annotator.cli.prejudge",
+    "judge-probe": "annotator.cli.prejudge",
     "judge-trust": "annotator.cli.judge_trust",
     "init": "annotator.cli.store",
     "db": "annotator.cli.store",

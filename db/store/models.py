@@ -65,6 +65,7 @@ class User(SQLModel, table=True):
     model_name: str | None = Field(default=None, max_length=200)
     prompt_version: str | None = Field(default=None, max_length=64)
     model_params: dict | None = Field(default=None, sa_type=JSON)
+    probes: dict | None = Field(default=None, sa_type=JSON)  # a model judge's last judge-probe summary
 
 
 class Project(SQLModel, table=True):

@@ -32,7 +32,7 @@ def test_packaged_chain_and_head():
         "0010_qualification.py",
         "0011_fragment_documents.py",
         "0012_qualification_retakes.py",
-        "0013_run_produced_by.py",
+        "0013_judge_trust.py",
     ]
     assert head_revision() == "0013"
 

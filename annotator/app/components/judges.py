@@ -14,6 +14,7 @@ from annotator.app import views
 from annotator.app.components.charts import bland_altman_chart
 from db import model_judges
 from eval_core.errors import USER_ERRORS
+from eval_core.judges.probes import ProbeSummary
 from guidelines import JUDGE_PROMPT
 
 JUDGE_HEADERS = {
@@ -22,6 +23,7 @@ JUDGE_HEADERS = {
     "prompt": "Prompt version",
     "params": "Parameters",
     "judged": "Grades in this project",
+    "probes": "Probes (qrelkit judge-probe)",
 }
 PREJUDGE_COUNTS = {
     "pairs": "Pairs",
@@ -45,6 +47,7 @@ def judges_frame(engine: Engine, project: str) -> pd.DataFrame:
             "prompt": (j.prompt_version or "")[:12] or None,
             "params": ", ".join(f"{k}={v}" for k, v in sorted(j.params.items())) or None,
             "judged": j.judged,
+            "probes": ProbeSummary.from_dict(j.probes).sentence() if j.probes else "not probed",
         }
         for j in model_judges.list_model_judges(engine, project)
     ]
