@@ -9,29 +9,44 @@ nothing. No API key ever reaches this module.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
 from db.accounts.permissions import Actor, require_lead
 from db.accounts.users import check_new_username
+from db.adjudication import judging_people, open_assignments, refuse_seen
 from db.evaluations import robustness_inputs
 from db.imports import ImportReport, write_judgments
 from db.projects import ProjectInfo, project_info, project_row
 from db.store.engine import session_scope
 from db.store.frames import judgments_frame
-from db.store.models import Fragment, Guideline, JudgeCall, Judgment, Pair, Query, Run, User, utcnow
+from db.store.models import (
+    Assignment,
+    Fragment,
+    Guideline,
+    JudgeCall,
+    Judgment,
+    Pair,
+    Query,
+    Run,
+    User,
+    utcnow,
+)
 from eval_core.consensus import consensus
 from eval_core.errors import NotFound
+from eval_core.judges.post_edit import EditStats, edit_stats, post_edit_order
 from eval_core.judges.probes import ProbeSummary
 from eval_core.judges.prompt import Answer, fragment_text, input_hash
 from eval_core.judges.trust import TrustReport, circularity, judge_trust
 from eval_core.vocab import AnnotatorKind
+
+PAIR = ["query_id", "fragment_id"]
 
 
 @dataclass(frozen=True)
@@ -392,3 +407,93 @@ def save_probes(engine: Engine, name: str, summary: dict, *, actor: Actor) -> No
             raise NotFound(f"no model judge {name!r}")
         user.probes = summary
         session.add(user)
+
+
+def _judge_id(engine: Engine, project: str, name: str) -> tuple[str, int]:
+    """The model judge's account name and user id."""
+    username = _judge_named(engine, project, name).username
+    with session_scope(engine) as session:
+        return username, int(session.execute(select(User.id).where(User.username == username)).scalar_one())
+
+
+def _post_edit_inputs(engine: Engine, project: str, name: str):
+    """(the judge's user id, scale, people's real grades, the judge's real grades, stored runs)."""
+    username, user_id = _judge_id(engine, project, name)
+    inputs = robustness_inputs(engine, project)
+    frame = inputs.judgments[inputs.judgments["grade"].notna()]
+    humans = frame[frame["annotator_kind"].eq(AnnotatorKind.HUMAN).to_numpy()]
+    mine = frame[frame["annotator"].eq(username).to_numpy()]
+    return user_id, inputs.scale, humans, mine, inputs.runs
+
+
+def post_edit_queue(engine: Engine, project: str, name: str) -> pd.DataFrame:
+    """The model judge's grades on pairs no person graded, most likely wrong first (eval_core.judges.post_edit):
+    pair_id, query_id, fragment_id, grade, p_wrong, impact, score, sent (already in someone's queue)."""
+    user_id, scale, humans, mine, runs = _post_edit_inputs(engine, project, name)
+    agreed = consensus(humans, rule="median", scale=scale) if len(humans) else pd.DataFrame(columns=[*PAIR, "grade"])
+    shared = mine[[*PAIR, "grade"]].merge(agreed[[*PAIR, "grade"]], on=PAIR, suffixes=("", "_people"))
+    shared = shared.rename(columns={"grade": "model", "grade_people": "people"})
+    graded = humans[PAIR].drop_duplicates()
+    gaps = mine[[*PAIR, "grade"]].merge(graded, on=PAIR, how="left", indicator=True)
+    gaps = gaps[(gaps["_merge"] == "left_only").to_numpy()].drop(columns="_merge")
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        ids = session.execute(
+            select(Pair.id, Query.external_id, Fragment.external_id)
+            .join(Query, Query.id == Pair.query_id)
+            .join(Fragment, Fragment.id == Pair.fragment_id)
+            .where(Pair.project_id == project_id)
+        ).all()
+        marked = select(Assignment.pair_id).where(
+            Assignment.project_id == project_id, Assignment.post_edit_of == user_id
+        )
+        sent = set(session.execute(marked).scalars())
+    pair_ids = pd.DataFrame(ids, columns=["pair_id", *PAIR])
+    gaps = gaps.merge(pair_ids, on=PAIR)
+    ordered = post_edit_order(gaps, shared, runs, scale)
+    ordered["sent"] = ordered["pair_id"].isin(sent)
+    columns = ["pair_id", *PAIR, "grade", "p_wrong", "impact", "score", "sent"]
+    return ordered[columns].reset_index(drop=True)
+
+
+def send_for_post_editing(
+    engine: Engine, project: str, name: str, to: Sequence[str], limit: int, *, actor: Actor
+) -> int:
+    """Put the first `limit` unsent pairs of the post-edit queue in the queues of the people named in `to`, in
+    turn (each pair to one person), marked as post-editing `name`'s grade; they grade blind, as in re-judging.
+    Returns how many were sent. Leads and the operator only."""
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+    if not to:
+        raise ValueError("name the people who post-edit the model's grades")
+    queue = post_edit_queue(engine, project, name)
+    todo = queue[~queue["sent"].to_numpy()].head(limit)
+    _, judge_id = _judge_id(engine, project, name)
+    with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
+        project_id = int(project_row(session, project).id or 0)
+        people = judging_people(session, list(to))
+        targets = [(int(p), people[i % len(people)]) for i, p in enumerate(todo["pair_id"])]
+        refuse_seen(session, project_id, targets)
+        open_assignments(session, project_id, targets, post_edit_of=judge_id)
+    return len(targets)
+
+
+def post_edit_stats(engine: Engine, project: str, name: str, weights: str = "linear") -> EditStats:
+    """People's post-edits of the model judge's grades so far: the edit rate per model grade and the model's κ
+    against the post-edited grades (each post-edited pair's grade from the person it was sent to)."""
+    user_id, scale, _, mine, _ = _post_edit_inputs(engine, project, name)
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        rows = session.execute(
+            select(Query.external_id, Fragment.external_id, Judgment.grade)
+            .select_from(Assignment)
+            .join(Judgment, and_(Judgment.pair_id == Assignment.pair_id, Judgment.user_id == Assignment.user_id))
+            .join(Pair, Pair.id == Assignment.pair_id)
+            .join(Query, Query.id == Pair.query_id)
+            .join(Fragment, Fragment.id == Pair.fragment_id)
+            .where(Assignment.project_id == project_id, Assignment.post_edit_of == user_id, Judgment.grade.is_not(None))
+        ).all()
+    edited = pd.DataFrame(rows, columns=[*PAIR, "edited"])
+    both = mine[[*PAIR, "grade"]].merge(edited, on=PAIR)
+    return edit_stats(both["grade"].to_numpy(), both["edited"].to_numpy(), scale, weights)

@@ -27,6 +27,7 @@ COMMANDS = {
     "prejudge": "annotator.cli.prejudge",
     "judge-probe": "annotator.cli.prejudge",
     "judge-trust": "annotator.cli.judge_trust",
+    "post-edit": "annotator.cli.judge_trust",
     "init": "annotator.cli.store",
     "db": "annotator.cli.store",
     "project": "annotator.cli.store",

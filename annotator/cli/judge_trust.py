@@ -25,7 +25,7 @@ def _positive_float(text: str) -> float:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `judge-trust` to the `qrelkit` parser."""
+    """Add `judge-trust` and `post-edit` to the `qrelkit` parser."""
     p = subparsers.add_parser(
         "judge-trust",
         help="does a model judge rank the runs as people do? τ, τ_ap, flips, leniency, hybrid intervals",
@@ -59,6 +59,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scale", type=scale_type, default=None, help="files: grading scale (default 0-3)")
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=cmd_judge_trust)
+    p = subparsers.add_parser(
+        "post-edit",
+        help="people check a model judge's grades where it is most likely wrong (blind, as re-judging)",
+        description="The model judge's grades on pairs no person graded, most likely wrong first: how often people "
+        "disagree with that grade where both graded, times how much the pair can move the stored runs' ranking. "
+        "--send N --to a,b puts the first N unsent ones in those people's queues (each pair to one, in turn), "
+        "graded blind as re-judging is. Prints the edit rate per model grade and the model's κ against the "
+        "post-edited grades so far.",
+    )
+    db_option(p)
+    p.add_argument("--project", required=True)
+    p.add_argument("--model", required=True, metavar="NAME", help="the model judge (its account or model name)")
+    p.add_argument("--send", type=int, metavar="N", help="send the first N unsent pairs (with --to)")
+    p.add_argument("--to", metavar="A,B", help="the people who post-edit")
+    p.add_argument("--top", type=int, default=20, help="queue rows to print (default 20)")
+    p.add_argument(
+        "--weights",
+        choices=LazyChoices("eval_core.agreement.coefficients", "WEIGHTS"),
+        metavar="W",
+        default="linear",
+        help="κ weighting against the post-edited grades (default linear)",
+    )
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(func=cmd_post_edit)
 
 
 def labels(path: str, scale: tuple[int, int]) -> pd.DataFrame:
@@ -209,3 +233,49 @@ def format_table(report: TrustReport) -> str:
             lines.append(f"intervals {report.target_width} wide for every run need {needed}")
     lines += [f"warning: {w}" for w in report.warnings]
     return "\n".join(lines) + "\n"
+
+
+def cmd_post_edit(args: argparse.Namespace) -> int:
+    """Send (with --send/--to), then print the edit statistics and the head of the queue."""
+    from db.accounts.permissions import OPERATOR
+    from db.model_judges import post_edit_queue, post_edit_stats, send_for_post_editing
+
+    if (args.send is None) != (args.to is None):
+        raise ValueError("--send N and --to A,B go together")
+    engine = store_engine(args)
+    sent = 0
+    if args.send is not None:
+        people = [p.strip() for p in args.to.split(",") if p.strip()]
+        sent = send_for_post_editing(engine, args.project, args.model, people, args.send, actor=OPERATOR)
+    stats = post_edit_stats(engine, args.project, args.model, args.weights)
+    queue = post_edit_queue(engine, args.project, args.model)
+    if args.format == "json":
+        print_json(
+            {
+                "sent": sent,
+                "post_edited": stats.n,
+                "edited": stats.edited,
+                "edit_rate": {str(g): stats.edit_rate(g) for g in stats.by_grade},
+                "by_grade": {str(g): {"n": n, "changed": c} for g, (n, c) in stats.by_grade.items()},
+                "kappa": stats.kappa,
+                "kappa_status": stats.kappa_status,
+                "weights": stats.weights,
+                "queue": queue.head(args.top).to_dict(orient="records"),
+                "queue_length": len(queue),
+            }
+        )
+        return 0
+    lines = [f"sent {sent} pair(s) for post-editing"] if args.send is not None else []
+    kappa = f"{stats.kappa:.3f}" if stats.kappa is not None else stats.kappa_status
+    lines.append(f"post-edited so far: {stats.n} pair(s), {stats.edited} changed; {stats.weights} κ {kappa}")
+    for g, (n, changed) in stats.by_grade.items():
+        rate = stats.edit_rate(g)
+        lines.append(f"  model grade {g}: {changed} of {n} changed" + (f" ({rate:.0%})" if rate is not None else ""))
+    lines.append(f"queue: {len(queue)} model-only grade(s), {int(queue['sent'].sum())} sent; most likely wrong first:")
+    for row in queue.head(args.top).itertuples(index=False):
+        lines.append(
+            f"  {row.query_id} {row.fragment_id} grade {row.grade}  p_wrong {row.p_wrong:.2f}  impact "
+            f"{row.impact:.3f}{'  (sent)' if row.sent else ''}"
+        )
+    print("\n".join(lines))
+    return 0

@@ -193,6 +193,7 @@ class Assignment(SQLModel, table=True):
     position: int
     done: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
     rejudge_version: int | None = None
+    post_edit_of: int | None = None  # a model judge's user id: this person post-edits (grades blind) its grade
     created_at: datetime = _ts()
 
 
