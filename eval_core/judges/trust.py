@@ -292,17 +292,21 @@ def classical_mean(y: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float
     return mean, (mean - half, mean + half)
 
 
-def width_at(y: np.ndarray, yhat: np.ndarray, yhat_all: np.ndarray, n: int, total: int, confidence: float) -> float:
-    """The PPI++ interval's width with n people-judged queries of `total` (the rest judge-only), from the
-    variances and covariance measured now and λ tuned for that n."""
-    if n >= total:
-        return 2.0 * _z(confidence) * float(np.std(y)) / np.sqrt(total)
-    big_n = total - n
+def width_at(
+    y: np.ndarray, yhat: np.ndarray, yhat_all: np.ndarray, n: Any, total: int, confidence: float
+) -> np.ndarray:
+    """The PPI++ interval's width with n people-judged queries of `total` (the rest judge-only; n may be an
+    array), from the variances and covariance measured now and λ tuned for that n; n = total: people's own
+    interval."""
+    n = np.asarray(n, dtype=float)
+    z = _z(confidence)
+    big_n = np.maximum(total - n, 1.0)
     cov = float(np.mean((y - y.mean()) * (yhat - yhat.mean())))
     var_hat = float(np.var(yhat_all, ddof=1))
-    lam = 0.0 if var_hat == 0.0 else float(np.clip(cov / ((1.0 + n / big_n) * var_hat), 0.0, 1.0))
-    rect = float(np.var(y) - 2.0 * lam * cov + lam * lam * np.var(yhat))
-    return 2.0 * _z(confidence) * float(np.sqrt(lam * lam * np.var(yhat_all) / big_n + max(rect, 0.0) / n))
+    lam = np.zeros_like(n) if var_hat == 0.0 else np.clip(cov / ((1.0 + n / big_n) * var_hat), 0.0, 1.0)
+    rect = np.maximum(float(np.var(y)) - 2.0 * lam * cov + lam * lam * float(np.var(yhat)), 0.0)
+    width = 2.0 * z * np.sqrt(lam * lam * float(np.var(yhat_all)) / big_n + rect / n)
+    return np.where(n >= total, 2.0 * z * float(np.std(y)) / np.sqrt(total), width)
 
 
 def queries_needed(
@@ -310,10 +314,12 @@ def queries_needed(
 ) -> int | None:
     """The fewest people-judged queries (of `total`) that make every run's PPI++ interval ≤ `target` wide;
     None when even all of them would not."""
-    for n in range(2, total + 1):
-        if all(width_at(y, yh, ya, n, total, confidence) <= target for y, yh, ya in samples):
-            return n
-    return None
+    n = np.arange(2, total + 1)
+    ok = np.ones(len(n), dtype=bool)
+    for y, yh, ya in samples:
+        ok &= width_at(y, yh, ya, n, total, confidence) <= target
+    hits = np.flatnonzero(ok)
+    return int(n[hits[0]]) if len(hits) else None
 
 
 # ---------------------------------------------------------------------------------------------- report
@@ -366,15 +372,21 @@ def verdict(report: TrustReport) -> str:
     if not r.flips:
         parts.append("no pair of runs changes order")
     else:
+        verb = "changes" if len(r.flips) == 1 else "change"
         parts.append(
-            f"{_n(len(r.flips), 'pair')} of runs change order, {len(real)} beyond people's own noise"
+            f"{_n(len(r.flips), 'pair')} of runs {verb} order, {len(real)} beyond people's own noise"
             + (f" ({len(top_real)} among the top {r.top_k})" if real else "")
         )
     if not top_real and r.n_runs > 1:
         parts.append(f"no real flip among the top {r.top_k} (top-{r.top_k} overlap {r.top_overlap}/{r.top_k})")
-    if report.queries_needed is not None and report.target_width is not None:
+    if report.hybrid and report.target_width is not None:
+        h = report.hybrid[0]
+        total, now = h.n_human + h.n_judge_only, h.n_human
         parts.append(
-            f"people need to judge {report.queries_needed} queries for hybrid intervals ±{report.target_width / 2:.3f}"
+            f"hybrid intervals {report.target_width:g} wide need {report.queries_needed} people-judged queries of "
+            f"{total} ({now} now)"
+            if report.queries_needed is not None
+            else f"hybrid intervals {report.target_width:g} wide are out of reach with {total} queries"
         )
     text = "; ".join(parts) + "."
     if report.warnings:

@@ -142,6 +142,7 @@ def test_hybrid_equals_ppi_py():
         y = np.array([human[h.run][q] for q in labelled])
         yhat = np.array([jud[h.run][q] for q in labelled])
         samples.append((y, yhat, np.array([jud[h.run][q] for q in sorted(qrels)])))
+    assert f"hybrid intervals 0.1 wide need {n} people-judged queries of 40 (15 now)" in report.verdict
     assert all(width_at(*s, n, 40, 0.95) <= 0.1 for s in samples)
     assert any(width_at(*s, n - 1, 40, 0.95) > 0.1 for s in samples)
     assert queries_needed(samples, 40, 1e-6, 0.95) is None

@@ -208,6 +208,14 @@ def trust_section(engine: Engine, project: Any, judges: pd.DataFrame) -> None:
         st.error(f"Stopped: {views.literal(exc)}")
         return
     show_trust(report)
+    stats = model_judges.post_edit_stats(engine, project.name, name)
+    if stats.n:
+        kappa = f"{stats.kappa:.3f}" if stats.kappa is not None else stats.kappa_status
+        rates = ", ".join(f"grade {g}: {changed} of {n}" for g, (n, changed) in stats.by_grade.items() if n)
+        st.text(
+            f"Post-edited by people so far: {stats.n} of the judge's grades, {stats.edited} changed ({rates}); "
+            f"{stats.weights} κ against the post-edited grades {kappa} (qrelkit post-edit)"
+        )
 
 
 def show_trust(report: Any) -> None:
