@@ -334,16 +334,25 @@ def model_family(model: str) -> str:
 
 
 def circularity(judge_model: str | None, produced_by: Mapping[str, str | None]) -> list[str]:
-    """A warning per run produced with a model of the judge's family."""
+    """A warning per run produced with a model of the judge's family: recorded (`import run --produced-by`), or,
+    when nothing is recorded, named in the run's name (its tag): the family as a word start, e.g. `rerank-gpt4o`
+    for a gpt judge (families shorter than three letters are not guessed from names)."""
     if not judge_model:
         return []
     family = model_family(judge_model)
-    return [
-        f"run {run} was produced with {model}, of the judge's model family ({family}): the judge grades its own "
-        "family's output, and may favour it"
-        for run, model in produced_by.items()
-        if model and model_family(model) == family
-    ]
+    out = []
+    for run, model in produced_by.items():
+        if model and model_family(model) == family:
+            out.append(
+                f"run {run} was produced with {model}, of the judge's model family ({family}): the judge grades "
+                "its own family's output, and may favour it"
+            )
+        elif not model and len(family) >= 3 and re.search(rf"(?<![a-z]){re.escape(family)}", run.lower()):
+            out.append(
+                f"run {run} names the judge's model family ({family}) and may have been produced with it: the "
+                "judge may favour it (record the model with `import run --produced-by`)"
+            )
+    return out
 
 
 def _n(count: int, what: str) -> str:

@@ -166,6 +166,10 @@ def test_circularity_warns_on_the_judges_family():
     warnings = circularity("gpt-4o", {"a": "gpt-4.1-mini", "b": "llama-3", "c": None})
     assert len(warnings) == 1 and "run a" in warnings[0] and "gpt" in warnings[0]
     assert circularity(None, {"a": "gpt-4"}) == []
+    # no recorded model: the run's name (its tag) may name the family, as a word start
+    named = circularity("gpt-4o", {"bm25+gpt4o-rerank": None, "chatgpt": None, "bm25": None, "x": "llama"})
+    assert len(named) == 1 and named[0].startswith("run bm25+gpt4o-rerank names the judge's model family (gpt)")
+    assert circularity("o1", {"o1-run": None}) == []  # too short a family to guess from a name
 
 
 def test_refusals():
