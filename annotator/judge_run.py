@@ -368,7 +368,7 @@ def probe(
     run = ProbeRun(ProbeSummary(who.username, len(pairs), []))
     run.cached = sum(p.judge is not None for p in pairs)
     grades: dict[tuple[int, str], int] = {(i, ""): p.judge for i, p in enumerate(pairs) if p.judge is not None}
-    bar = tqdm(total=len(tasks), desc=f"probing {who.username}", unit="call", disable=not progress, leave=False)
+    bar = progress_bar(total=len(tasks), desc=f"probing {who.username}", unit="call", show=progress, leave=False)
     try:
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="probe") as pool:
             for start in range(0, len(tasks), concurrency * 4):  # bounded submission, as prejudge's
