@@ -85,9 +85,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_post_edit)
 
 
-def labels(path: str, scale: tuple[int, int]) -> pd.DataFrame:
+def labels(path: str, scale: tuple[int, int], kind: str) -> pd.DataFrame:
     """One label per pair from a qrels file, or from a judgments file (JSONL/CSV with an annotator field; several
-    annotators: the median rule over their real grades)."""
+    annotators: the median rule over their real grades). A judgments export that names each annotator's kind
+    (`annotator_kind`, as `qrelkit export --judgments` writes) gives only its `kind` rows: people for HUMAN, the
+    model judge for JUDGE, so one export can be both."""
     from eval_core.consensus import consensus
     from eval_core.io.formats import read_qrels
     from eval_core.io.judgments import judgments_file_hint, read_judgments
@@ -96,6 +98,10 @@ def labels(path: str, scale: tuple[int, int]) -> pd.DataFrame:
         return read_qrels(path)
     frame = read_judgments(path, scale)
     frame = frame[frame["grade"].notna()]
+    if "annotator_kind" in frame.columns:
+        frame = frame[frame["annotator_kind"].astype(str).eq(kind).to_numpy()]
+        if frame.empty:
+            raise ValueError(f"{path}: no grades by an annotator of kind {kind} (annotator_kind)")
     agreed = consensus(frame, rule="median", scale=scale)
     return agreed.rename(columns={"fragment_id": "doc_id"})[["query_id", "doc_id", "grade"]].astype({"grade": "int64"})
 
@@ -120,8 +126,8 @@ def _from_files(args: argparse.Namespace) -> TrustReport:
     if len(set(names)) != len(names):
         raise ValueError("the same run file is given twice")
     return judge_trust(
-        labels(human, scale),
-        labels(judge, scale),
+        labels(human, scale, "human"),
+        labels(judge, scale, "model"),
         dict(zip(names, runs, strict=True)),
         metric=args.metric,
         scale=scale,

@@ -52,6 +52,30 @@ def test_judgments_file_as_human_gives_the_same_report(tmp_path):
     assert a["leniency"]["confusion"] == b["leniency"]["confusion"]
 
 
+def test_one_export_with_annotator_kinds_is_both_human_and_judge(tmp_path):
+    qrels, _, human, judge, paths = _files(tmp_path)
+    swapped = swapping(qrels, "r2", "r3")
+    records = [
+        {"query_id": q, "fragment_id": d, "annotator": "ann1", "annotator_kind": "human", "grade": g}
+        for q, docs in qrels.items()
+        for d, g in docs.items()
+    ] + [
+        {"query_id": q, "fragment_id": d, "annotator": "umbrela", "annotator_kind": "model", "grade": g}
+        for q, docs in swapped.items()
+        for d, g in docs.items()
+    ]
+    export = str(write_jsonl(tmp_path / "export.jsonl", records))
+    _, a, _ = run(["judge-trust", str(human), str(judge), *paths, "--format", "json"])
+    code, b, err = run(["judge-trust", export, export, *paths, "--format", "json"])
+    assert code == 0, err
+    a, b = json.loads(a), json.loads(b)
+    assert b["ranking"]["tau"] == a["ranking"]["tau"] == pytest.approx(13 / 15)
+    assert b["leniency"]["confusion"] == a["leniency"]["confusion"]
+    people_only = str(write_jsonl(tmp_path / "people.jsonl", records[: len(records) // 2]))
+    code, _, err = run(["judge-trust", people_only, people_only, *paths])
+    assert code == 2 and "no grades by an annotator of kind model" in err
+
+
 def test_hybrid_and_target_width_in_the_table(tmp_path):
     qrels, run_dicts = trust_collection(queries=40, runs=3)
     people = write_trec_qrels(tmp_path / "people.qrels", {q: d for q, d in qrels.items() if int(q[1:]) < 15})
