@@ -128,7 +128,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                 f"{kind.replace('|', '` and `import ')}` only"
             )
     engine = store_engine(args)
-    extra: dict = {"name": args.name} if args.kind == "run" else {}
+    extra: dict = {"name": args.name, "produced_by": args.produced_by} if args.kind == "run" else {}
     if args.kind in ("queries", "fragments"):
         from eval_core.io.collection import field_map
 
@@ -158,7 +158,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 IMPORT_OPTIONS = {
     "queries|fragments": ("--format", "--field"),
     "queries": ("--topic-field",),
-    "run": ("--name",),
+    "run": ("--name", "--produced-by"),
     "judgments": (
         "--annotator-kind",
         "--reference",
@@ -260,6 +260,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("file")
     p.add_argument("--project", required=True)
     p.add_argument("--name", help="run name (default: the file name without .trec/.txt/.gz)")
+    p.add_argument(
+        "--produced-by",
+        metavar="MODEL",
+        help="run: the model it was produced with (judge-trust warns when a judge of its family grades it)",
+    )
     p.add_argument(
         "--format",
         default=None,

@@ -217,6 +217,9 @@ def show_policy(card: Mapping[str, Any]) -> None:
     base = (card.get("reference") or {}).get("note")
     if base:
         st.text(f"Reference: {base} ({card['reference'].get('pairs', 0)} pairs from the reference).")
+    trust = card.get("judge_trust")
+    if trust:
+        st.text(f"Judge trust ({trust['model']}): {trust['verdict'] or trust.get('reason')}")
     frame = provenance_frame(card)
     if len(frame):
         table(frame, PROVENANCE_HEADERS, {"pairs": 0, "share": 1})

@@ -1,7 +1,7 @@
 """Reference annotators: users.kind may be 'reference' (grades imported from an existing qrels)
 
-Revision ID: 0013
-Revises: 0012
+Revision ID: 0014
+Revises: 0013
 Create Date: 2026-12-05
 
 A reference's grades (e.g. NIST's qrels) are measured against, never an overlap slot or a person in assignment.
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0013'
-down_revision = '0012'
+revision = '0014'
+down_revision = '0013'
 branch_labels = None
 depends_on = None
 
@@ -58,7 +58,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     held = op.get_bind().execute(sa.text("SELECT count(*) FROM users WHERE kind = 'reference'")).scalar_one()
     if held:
-        raise RuntimeError(f"cannot downgrade below 0013: {held} reference annotator(s), which 0012 cannot hold; "
+        raise RuntimeError(f"cannot downgrade below 0014: {held} reference annotator(s), which 0013 cannot hold; "
                            "delete them first")
     if op.get_bind().dialect.name == 'sqlite':
         _sqlite_check(KINDS, OLD_KINDS)
