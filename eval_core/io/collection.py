@@ -370,6 +370,8 @@ def read_queries(path: str | Path, fmt: str | None = None, topic_field: str = "t
     chosen = {"title": ("title",), "desc": ("desc", "description")}[topic_field]
     first: dict[str, int] = {}
     for lineno, rec in _raw(label, out.format):
+        if out.total_problems >= MAX_PROBLEMS:
+            break  # enough to fix the file by; the rest is not read
         try:
             ident = check_id(_text(rec, ("num", *QUERY_ID_FIELDS), "query id") or "", "query id")
             text = _text(rec, (*QUERY_TEXT_FIELDS, *chosen), "query text")
@@ -398,6 +400,8 @@ def read_fragments(path: str | Path, fmt: str | None = None) -> Collection:
     first: dict[str, int] = {}
     ordered: dict[tuple[str, int], int] = {}
     for lineno, rec in _raw(label, out.format):
+        if out.total_problems >= MAX_PROBLEMS:
+            break  # enough to fix the file by; the rest is not read
         try:
             own = _text(rec, FRAGMENT_ID_FIELDS, "fragment id", required=False)
             doc = _text(rec, ("doc_id",), "doc_id", required=False)
