@@ -119,7 +119,7 @@ def iter_blocks(path: str | Path, block_bytes: int = BLOCK_BYTES) -> Iterator[tu
             end = data.rfind(b"\n") + 1 if chunk else len(data)
             if chunk and end == 0 and len(data) > MAX_LINE_BYTES:
                 raise InputError(label, lines + 1, f"line longer than {MAX_LINE_BYTES} bytes")
-            block, carry = data[:end], data[end:]
+            block, carry = (data, b"") if end == len(data) else (data[:end], data[end:])
             first = lines + 1
             lines += block.count(b"\n") + (1 if not chunk and block and not block.endswith(b"\n") else 0)
             problem = over_limit(label, lines, size, limits)

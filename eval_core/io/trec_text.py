@@ -76,7 +76,7 @@ _SPACE_RUNS = re.compile(rb" {2,}")
 _EDGE_SPACES = re.compile(rb"(?m)^ +| +(?=\r?$)")
 
 
-def single_spaced(data: bytes) -> bytes | None:
+def single_spaced(data: bytes | bytearray) -> bytes | bytearray | None:
     """TREC lines with each run of spaces and tabs between fields made one space and those around the fields
     dropped (trec_eval splits its fields at any such run); None when they already are so. Other whitespace
     (\\v, \\f, a lone \\r) is left for the readers to refuse or split."""
@@ -88,12 +88,17 @@ def single_spaced(data: bytes) -> bytes | None:
     return None if out is data else out
 
 
-def _as_bytes(source: Any) -> bytes | None:
-    """The bytes of a parse's source (a buffer or a path, gzip looked through), for a second, normalised try."""
+def _as_bytes(source: Any) -> bytes | bytearray | None:
+    """The bytes of a parse's source (bytes as they are; a buffer, a view or a path — gzip looked through — copied)."""
+    if isinstance(source, bytes | bytearray):
+        return source
+    if isinstance(source, memoryview):
+        whole = source.obj
+        if isinstance(whole, bytes | bytearray) and source.contiguous and source.nbytes == len(whole):
+            return whole
+        return bytes(source)
     if isinstance(source, pa.Buffer):
         return source.to_pybytes()
-    if isinstance(source, bytes | bytearray | memoryview):
-        return bytes(source)
     if isinstance(source, str | Path):
         return b"".join(block for block, _ in iter_blocks(source))
     return None
@@ -352,7 +357,7 @@ def read_trec_chunk(data: bytes | memoryview, path: str, first_line: int, kind: 
 def fast_trec_chunk(data: bytes | memoryview, path: str, kind: str = "run") -> Columns | None:
     """The columnar read of whole TREC lines when it applies and validates (no pair repeated); None when the
     line-by-line scan has to read them (`scan_trec_chunk`), which needs their line numbers."""
-    cols = _arrow_trec(pa.py_buffer(data), kind, path, threads=False)
+    cols = _arrow_trec(data, kind, path, threads=False)
     return None if cols is None or first_duplicate(cols) is not None else cols
 
 
