@@ -430,6 +430,8 @@ def read_queries(
     chosen = {"title": ("title",), "desc": ("desc", "description")}[topic_field]
     first: dict[str, int] = {}
     for lineno, given in _raw(label, out.format):
+        if out.total_problems >= MAX_PROBLEMS:
+            break  # enough to fix the file by; the rest is not read
         try:
             rec = _mapped(given, fields)
             ident = check_id(_text(rec, ("num", *QUERY_ID_FIELDS), "query id") or "", "query id")
@@ -460,6 +462,8 @@ def read_fragments(path: str | Path, fmt: str | None = None, fields: dict[str, s
     first: dict[str, int] = {}
     ordered: dict[tuple[str, int], int] = {}
     for lineno, given in _raw(label, out.format):
+        if out.total_problems >= MAX_PROBLEMS:
+            break  # enough to fix the file by; the rest is not read
         try:
             rec = _mapped(given, fields)
             own = _text(rec, FRAGMENT_ID_FIELDS, "fragment id", required=False)

@@ -27,13 +27,14 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 
-from eval_core.errors import InputError, Problems
+from eval_core.errors import MAX_PROBLEMS, InputError, Problems
 from eval_core.io.formats import detect_format, read_qrels
 from eval_core.io.records import (
     BAD_ID_CHARS,
     BAD_NAME_CHARS,
     MAX_NOTE_CHARS,
     SEMICOLON_HINT,
+    bounded_bytes,
     check_id,
     check_name,
     check_note,
@@ -41,9 +42,9 @@ from eval_core.io.records import (
     format_by_name,
     iter_lines,
     iter_records,
-    open_binary,
     record_format,
     semicolon_separated,
+    strict_json,
 )
 from eval_core.io.spreadsheet import escape_cell, unescape_cell
 from eval_core.io.trec_text import read_qrels_jg
@@ -272,7 +273,7 @@ def _json_object(rec: dict, name: str, path: str | Path, shape: str) -> dict:
     value = _field(rec, name, path)
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = strict_json(value)
         except json.JSONDecodeError:
             value = None
     if not isinstance(value, dict):
@@ -354,6 +355,8 @@ def read_judgments_file(
         iter_records(path), desc="reading judgments", unit=" rec", show=progress, leave=False, mininterval=0.5
     )
     for lineno, rec in records:
+        if problems.total >= MAX_PROBLEMS:
+            break  # enough to fix the file by: the rest is not read (a file of 42M repeated lines stops here)
         try:
             parsed = _flat_rows(rec, path, scale)
             decision = None
@@ -395,11 +398,17 @@ def read_judgments_file(
     return JudgmentsFile(_typed(frame), decided, problems.items, problems.total)
 
 
+COLUMNAR_BYTES = 512 * 1024 * 1024  # the columnar reader holds the whole (decompressed) file: at most this
+
+
 def _columnar_table(path: str | Path) -> pa.Table | None:
     """The whole file as an Arrow table (ids and grades as text for CSV/TSV), or None if Arrow cannot read it."""
     fmt = record_format(path)
+    data = bounded_bytes(path, COLUMNAR_BYTES)
+    if data is None:
+        return None  # bigger: the line reader, which holds what it keeps, not the file
     try:
-        with open_binary(path) as fh:
+        with pa.BufferReader(data) as fh:
             if fmt == "jsonl":
                 # Optional fields are text (Arrow would read an ISO time as a timestamp and drop its offset).
                 schema = pa.schema([(name, pa.string()) for name in OPTIONAL])
