@@ -109,6 +109,7 @@ else:
     st.dataframe(views_agreement.kappa_table(report), hide_index=True, width="stretch")
 
 views_control.control_section(engine, project.name)
+views_control.reference_section(engine, project.name)
 views_agreement.annotator_models_section(engine, project)
 
 st.subheader("Confusion matrix")
