@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from annotator.app import auth, state, views
-from annotator.app.components import context as views_context
+from annotator.app.components import context
 from annotator.app.errors import PAGE_ERRORS
 from db.grading import PairView, get_pair, next_pair, previous_pair, progress, record_judgment, undo_judgment
 from db.projects import ProjectInfo, current_guideline, get_project
@@ -200,8 +200,8 @@ def pair_panel(project: ProjectInfo, username: str, view: PairView) -> None:
             "grade replaces the old one, which stays in the history.",
             icon=":material/replay:",
         )
-    views_context.query_lines(state.engine(), project.name, view)
-    views_context.beside(state.engine(), project.name, view, fragment_box)
+    context.query_lines(state.engine(), project.name, view)
+    context.beside(state.engine(), project.name, view, fragment_box)
     if view.grade is not None:
         st.info(
             f"Your grade: {view.grade} · {views.literal(project.labels.get(view.grade, ''))}. "
@@ -295,8 +295,8 @@ def round_pair_panel(project: ProjectInfo, username: str, pair: RoundPair) -> No
     view = round_view(pair)
     st.markdown(f"#### {views.literal(pair.query_text)}")
     st.caption(f"Query {views.literal(pair.query_external_id)} · qualification pair {pair.position} of {pair.total}")
-    views_context.query_lines(state.engine(), project.name, view)
-    views_context.beside(state.engine(), project.name, view, fragment_box)
+    context.query_lines(state.engine(), project.name, view)
+    context.beside(state.engine(), project.name, view, fragment_box)
     for column, (grade, label) in zip(st.columns(len(project.labels)), project.labels.items(), strict=True):
         column.button(
             f"{grade} · {views.literal(label)}",
