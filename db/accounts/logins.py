@@ -16,11 +16,12 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
 from db.accounts.permissions import Actor, require_lead
 from db.accounts.sessions import NewSession, create_session
 from db.accounts.users import UserInfo, authenticate, user_row
-from db.store.engine import is_sqlite, session_scope
+from db.store.engine import affected, is_sqlite, session_scope
 from db.store.models import LoginAttempt, User, UserSession, utcnow
 
 FREE_FAILURES = 5  # failures allowed before any wait
@@ -55,13 +56,13 @@ def _failures(conn, key_column, key: str, since: datetime, reset_on_success: boo
     if reset_on_success:
         last_ok = conn.execute(
             select(func.max(LoginAttempt.attempted_at)).where(
-                key_column == key, LoginAttempt.succeeded.is_(True), LoginAttempt.attempted_at > since
+                key_column == key, col(LoginAttempt.succeeded).is_(True), col(LoginAttempt.attempted_at) > since
             )
         ).scalar()
         since = max(since, last_ok) if last_ok is not None else since
     count, latest = conn.execute(
         select(func.count(), func.max(LoginAttempt.attempted_at)).where(
-            key_column == key, LoginAttempt.succeeded.is_(False), LoginAttempt.attempted_at > since
+            key_column == key, col(LoginAttempt.succeeded).is_(False), col(LoginAttempt.attempted_at) > since
         )
     ).one()
     return int(count), latest
@@ -100,12 +101,12 @@ def locked_accounts(engine: Engine, now: datetime | None = None) -> dict[str, in
         conn = session.connection()
         names = (
             conn.execute(
-                select(LoginAttempt.username)
+                select(col(LoginAttempt.username))
                 .distinct()
                 .where(
-                    LoginAttempt.succeeded.is_(False),
-                    LoginAttempt.attempted_at > now - WINDOW,
-                    LoginAttempt.username.in_(select(User.username)),
+                    col(LoginAttempt.succeeded).is_(False),
+                    col(LoginAttempt.attempted_at) > now - WINDOW,
+                    col(LoginAttempt.username).in_(select(col(User.username))),
                 )
             )
             .scalars()
@@ -128,7 +129,7 @@ def _claim_attempt(engine: Engine, username: str, client: str) -> tuple[int, int
         attempt_id = session.execute(
             insert(LoginAttempt)
             .values(username=username, client=client, succeeded=False, attempted_at=now)
-            .returning(LoginAttempt.id)
+            .returning(col(LoginAttempt.id))
         ).scalar_one()
         return 0, int(attempt_id)
 
@@ -138,11 +139,15 @@ def prune(engine: Engine, now: datetime | None = None) -> tuple[int, int]:
     tables stay small; returns (attempts, sessions) removed."""
     cutoff = (now or utcnow()) - KEEP
     with session_scope(engine, write=True) as session:
-        attempts = session.execute(delete(LoginAttempt).where(LoginAttempt.attempted_at < cutoff)).rowcount
-        ended = session.execute(
-            delete(UserSession).where((UserSession.expires_at < cutoff) | (UserSession.revoked_at < cutoff))
-        ).rowcount
-    return int(attempts or 0), int(ended or 0)
+        attempts = affected(session.execute(delete(LoginAttempt).where(col(LoginAttempt.attempted_at) < cutoff)))
+        ended = affected(
+            session.execute(
+                delete(UserSession).where(
+                    (col(UserSession.expires_at) < cutoff) | (col(UserSession.revoked_at) < cutoff)
+                )
+            )
+        )
+    return attempts, ended
 
 
 def login(engine: Engine, username: str, password: str, *, client: str) -> LoginResult:
@@ -160,7 +165,7 @@ def login(engine: Engine, username: str, password: str, *, client: str) -> Login
         log.warning("login failed: user %r from %s%s", name, client, f" (next attempt in {wait} s)" if wait else "")
         return LoginResult(None, None, wait)
     with session_scope(engine, write=True) as session:
-        session.execute(update(LoginAttempt).where(LoginAttempt.id == attempt_id).values(succeeded=True))
+        session.execute(update(LoginAttempt).where(col(LoginAttempt.id) == attempt_id).values(succeeded=True))
     log.info("login: user %r from %s", name, client)
     prune(engine)
     return LoginResult(user, create_session(engine, user.id, client=client), 0)
