@@ -14,11 +14,12 @@ import pandas as pd
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
+from sqlmodel import col
 
 from db.projects import project_row, project_scale
 from db.store.engine import session_scope
 from db.store.frames import frame_of, project_adjudications, project_judgments
-from db.store.models import Judgment, Query, Run, RunEntry, User
+from db.store.models import Judgment, Query, Run, RunEntry, User, pk
 from eval_core.io.formats import write_atomically, write_run
 from eval_core.io.judgments import ADJUDICATION_COLUMNS, render_judgments
 from eval_core.io.spreadsheet import escape_cell
@@ -37,7 +38,7 @@ def export_judgments(
     on it and an import into a project on another scale is refused."""
     with session_scope(engine) as session:
         row = project_row(session, project)
-        project_id, scale = row.id, project_scale(row)
+        project_id, scale = pk(row), project_scale(row)
         frame = project_judgments(session, project_id, times=True).rename(columns={"updated_at": "time"})
         frame = _with_model_fields(session, project_id, frame)
     if guideline_version is not None:
@@ -49,13 +50,19 @@ def export_judgments(
 def _with_model_fields(session: Session, project_id: int, frame: pd.DataFrame) -> pd.DataFrame:
     """The judgments frame plus `model` (the judge's model name) and `prompt_version` (the one stamped on the
     grade), None on people's lines; read in the frame's transaction, column-wise (a model may grade them all)."""
-    models = dict(session.execute(select(User.username, User.model_name).where(User.kind == AnnotatorKind.MODEL)).all())
+    models = dict(
+        session.execute(
+            select(col(User.username), col(User.model_name)).where(col(User.kind) == AnnotatorKind.MODEL)
+        ).all()
+    )
     stamped = frame_of(
         session,
-        select(Judgment.pair_id, User.username, Judgment.prompt_version)
-        .join(User, User.id == Judgment.user_id)
+        select(col(Judgment.pair_id), col(User.username), col(Judgment.prompt_version))
+        .join(User, col(User.id) == col(Judgment.user_id))
         .where(
-            Judgment.project_id == project_id, User.kind == AnnotatorKind.MODEL, Judgment.prompt_version.is_not(None)
+            col(Judgment.project_id) == project_id,
+            col(User.kind) == AnnotatorKind.MODEL,
+            col(Judgment.prompt_version).is_not(None),
         ),
         ["pair_id", "annotator", "prompt_version"],
     )
@@ -87,14 +94,16 @@ def export_run(engine: Engine, project: str, name: str, out: str | Path) -> int:
     name with whitespace made `_`), all or nothing; returns the lines written."""
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
-        run_id = session.execute(select(Run.id).where(Run.project_id == project_id, Run.name == name)).scalar()
+        run_id = session.execute(
+            select(col(Run.id)).where(col(Run.project_id) == project_id, col(Run.name) == name)
+        ).scalar()
         if run_id is None:
-            names = sorted(session.execute(select(Run.name).where(Run.project_id == project_id)).scalars())
+            names = sorted(session.execute(select(col(Run.name)).where(col(Run.project_id) == project_id)).scalars())
             raise RunNotFound(f"no run named {name!r} in project {project!r} (runs: {', '.join(names) or 'none'})")
         frame = frame_of(
             session,
-            select(Query.external_id, RunEntry.doc_external_id, RunEntry.score)
-            .join(Query, Query.id == RunEntry.query_id)
+            select(col(Query.external_id), col(RunEntry.doc_external_id), col(RunEntry.score))
+            .join(Query, col(Query.id) == col(RunEntry.query_id))
             .where(RunEntry.run_id == run_id),
             ["query_id", "doc_id", "score"],
         )
@@ -129,6 +138,6 @@ def render_adjudications(frame: pd.DataFrame, fmt: str) -> Iterator[str]:
 def export_adjudications(engine: Engine, project: str, fmt: str, out: str | Path) -> int:
     """Write the lead's decisions in force with their reasons, all or nothing; returns how many."""
     with session_scope(engine) as session:
-        frame = project_adjudications(session, project_row(session, project).id)
+        frame = project_adjudications(session, pk(project_row(session, project)))
     write_atomically(Path(out), render_adjudications(frame, fmt))
     return len(frame)

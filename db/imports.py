@@ -13,6 +13,7 @@ import pandas as pd
 from sqlalchemy import bindparam, select, tuple_
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
+from sqlmodel import col
 
 from db.accounts.permissions import Actor, require_lead
 from db.accounts.users import LOOKS_LIKE, account_keys, check_username, name_key
@@ -32,6 +33,8 @@ from db.store.models import (
     Run,
     RunEntry,
     User,
+    pk,
+    table_of,
     utcnow,
 )
 from eval_core.errors import MAX_PROBLEMS, InputError, Problems
@@ -59,7 +62,9 @@ QRELS_AS_RUN = (
 )
 MAX_TEXT_CHARS = 1_000_000
 CHUNK = 20_000
-Q, F, P, J, H, A = (m.__table__ for m in (Query, Fragment, Pair, Judgment, JudgmentHistory, Assignment))
+QUERIES, FRAGMENTS, PAIRS, JUDGMENTS, HISTORY, ASSIGNMENTS = (
+    table_of(m) for m in (Query, Fragment, Pair, Judgment, JudgmentHistory, Assignment)
+)
 
 
 @dataclass
@@ -261,7 +266,7 @@ def import_queries(
     report = ImportReport(kind="queries", path=str(path), records=len(parsed), format=found)
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
-        _upsert_by_external_id(session, Q, proj.id, parsed, report, progress)  # type: ignore[arg-type]
+        _upsert_by_external_id(session, QUERIES, pk(proj), parsed, report, progress)
     return report
 
 
@@ -275,7 +280,7 @@ def import_fragments(
     report = ImportReport(kind="fragments", path=str(path), records=len(parsed), format=found)
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
-        _upsert_by_external_id(session, F, proj.id, parsed, report, progress)  # type: ignore[arg-type]
+        _upsert_by_external_id(session, FRAGMENTS, pk(proj), parsed, report, progress)
     return report
 
 
@@ -345,35 +350,41 @@ def import_run(
     if not name or len(name) > 200:
         raise InputError(str(path), None, f"run name must be 1-200 characters, got {name!r}")
     with session_scope(engine) as session:
-        queries = dict(session.execute(select(Query.external_id, Query.id).where(Query.project_id == proj.id)).all())
+        queries = dict(
+            session.execute(select(col(Query.external_id), col(Query.id)).where(col(Query.project_id) == proj.id)).all()
+        )
     frame = _parse_run(path, queries, progress)
     digest = _run_hash(frame, {v: k for k, v in queries.items()})
     report = ImportReport(kind="run", path=str(path), records=len(frame), format=detect_format(path))
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         old = session.execute(
-            select(Run.id, Run.content_hash).where(Run.project_id == proj.id, Run.name == name)
+            select(col(Run.id), col(Run.content_hash)).where(col(Run.project_id) == proj.id, col(Run.name) == name)
         ).first()
         if old is not None and old.content_hash == digest:
             report.unchanged = 1
             return report
         fragments = dict(
-            session.execute(select(Fragment.external_id, Fragment.id).where(Fragment.project_id == proj.id)).all()
+            session.execute(
+                select(col(Fragment.external_id), col(Fragment.id)).where(col(Fragment.project_id) == proj.id)
+            ).all()
         )
         report.unknown_fragments = _unknown_fragments(path, frame, fragments)
         if old is None:
             run_id = session.execute(
-                Run.__table__.insert()
+                table_of(Run)
+                .insert()
                 .values(project_id=proj.id, name=name, content_hash=digest, n_lines=len(frame), created_at=utcnow())
-                .returning(Run.__table__.c.id)
+                .returning(table_of(Run).c.id)
             ).scalar_one()
             report.created = 1
         else:
             run_id = old.id
-            session.execute(RunEntry.__table__.delete().where(RunEntry.__table__.c.run_id == run_id))
+            session.execute(table_of(RunEntry).delete().where(table_of(RunEntry).c.run_id == run_id))
             session.execute(
-                Run.__table__.update()
-                .where(Run.__table__.c.id == run_id)
+                table_of(Run)
+                .update()
+                .where(table_of(Run).c.id == run_id)
                 .values(content_hash=digest, n_lines=len(frame), created_at=utcnow())
             )
             report.updated = 1
@@ -421,7 +432,9 @@ def _insert_run_entries(
     columns = "run_id, query_id, doc_external_id, fragment_id, rank, score"
     conn = session.connection()
     if conn.dialect.name == "postgresql":
-        cursor = conn.connection.driver_connection.cursor()
+        driver = conn.connection.driver_connection
+        assert driver is not None  # a checked-out connection has its driver's
+        cursor = driver.cursor()
         with cursor.copy(f"COPY run_entries ({columns}) FROM STDIN") as copy:
             for row in _progress(rows, show, "writing run"):
                 copy.write_row(row)
@@ -502,19 +515,23 @@ def _parse_judgments(
     frame, decided = read.judgments, read.adjudications
     with session_scope(engine) as session:
         versions = dict(
-            session.execute(select(Guideline.version, Guideline.id).where(Guideline.project_id == proj.id)).all()
+            session.execute(
+                select(col(Guideline.version), col(Guideline.id)).where(col(Guideline.project_id) == proj.id)
+            ).all()
         )
         leads = {
             name: (role, active)
             for name, role, active in session.execute(
-                select(User.username, User.role, User.active).where(User.username.in_(decided["by"].unique().tolist()))
+                select(col(User.username), col(User.role), col(User.active)).where(
+                    col(User.username).in_(decided["by"].unique().tolist())
+                )
             )
         }
         known = {
             name: (kind, model)
             for name, kind, model in session.execute(
-                select(User.username, User.kind, User.model_name).where(
-                    User.username.in_(frame["annotator"].unique().tolist())
+                select(col(User.username), col(User.kind), col(User.model_name)).where(
+                    col(User.username).in_(frame["annotator"].unique().tolist())
                 )
             )
         }
@@ -532,14 +549,14 @@ def _parse_judgments(
                 problems.add(line, f"unknown fragment id {fext!r} (not imported into this project)")
     if "guideline" in frame.columns:
         frame["guideline_id"] = frame["guideline"].map(lambda v: None if v is None else versions.get(_version(v)))
-        known = ", ".join(map(str, sorted(versions))) or "none yet"
+        listed = ", ".join(map(str, sorted(versions))) or "none yet"
         for line, given in frame.loc[
             frame["guideline"].notna() & frame["guideline_id"].isna(), ["line", "guideline"]
         ].itertuples(index=False):
             problems.add(
                 line,
                 f"guideline version {given!r} does not exist in project {proj.name!r} "
-                f"(versions: {known}); add it with `qrelkit guideline add`",
+                f"(versions: {listed}); add it with `qrelkit guideline add`",
             )
     stamp = _stamp_guideline(path, frame, versions, proj, source.guideline)
     for line, annotator in frame.loc[frame["annotator"].str.len() > MAX_NAME_CHARS, ["line", "annotator"]].itertuples(
@@ -720,9 +737,9 @@ def _annotators(
             f"they belong to model judges (annotator_kind model)",
         )
     model = np.where(has["model"], given["model"].to_numpy(dtype=object), judges.model)
-    model = np.where(is_model, model, None)
+    model = np.where(is_model, model, np.array(None))
     prompt = np.where(has["prompt_version"], given["prompt_version"].to_numpy(dtype=object), judges.prompt_version)
-    prompt = np.where(is_model, prompt, None)
+    prompt = np.where(is_model, prompt, np.array(None))
     first = dict(enumerate(np.unique(codes, return_index=True)[1].tolist()))  # codes run 0..k-1
     changed = _changes(codes, kind, np.arange(len(frame)))[1] if from_file.any() else []
     first_model, changed_model = _changes(codes, model, np.flatnonzero(pd.notna(model)))
@@ -785,15 +802,19 @@ def _ensure_users(
     model and prompt version `fields` gives (people by default). `prompt_version` (the import's option) becomes
     the current prompt of the model judges that already exist."""
     fields = fields or {}
-    have = dict(session.execute(select(User.username, User.id).where(User.username.in_(list(names)))).all())
+    have: dict[str, int] = dict(
+        session.execute(
+            select(col(User.username), table_of(User).c.id).where(col(User.username).in_(list(names)))
+        ).all()
+    )
     missing = [n for n in names if n not in have]
     judges = [have[n] for n in have if fields.get(n, {}).get("kind") == "model"]
     if prompt_version is not None and judges:
-        session.execute(User.__table__.update().where(User.id.in_(judges)).values(prompt_version=prompt_version))
+        session.execute(table_of(User).update().where(col(User.id).in_(judges)).values(prompt_version=prompt_version))
     if missing:
         now = utcnow()
         session.execute(
-            User.__table__.insert(),
+            table_of(User).insert(),
             [
                 {
                     "username": n,
@@ -809,7 +830,11 @@ def _ensure_users(
                 for n in missing
             ],
         )
-        have.update(session.execute(select(User.username, User.id).where(User.username.in_(missing))).all())
+        have.update(
+            session.execute(
+                select(col(User.username), table_of(User).c.id).where(col(User.username).in_(missing))
+            ).all()
+        )
     return have
 
 
@@ -818,7 +843,7 @@ def _ensure_pairs(session: Session, project_id: int, wanted: set[tuple[int, int]
     have = {
         (q, f): i
         for i, q, f in session.execute(
-            select(P.c.id, P.c.query_id, P.c.fragment_id).where(P.c.project_id == project_id)
+            select(PAIRS.c.id, PAIRS.c.query_id, PAIRS.c.fragment_id).where(PAIRS.c.project_id == project_id)
         )
     }
     missing = sorted(wanted - have.keys())
@@ -826,7 +851,7 @@ def _ensure_pairs(session: Session, project_id: int, wanted: set[tuple[int, int]
         now = utcnow()
         for chunk in _chunks(missing):
             session.execute(
-                P.insert(),
+                PAIRS.insert(),
                 [
                     {
                         "project_id": project_id,
@@ -842,7 +867,7 @@ def _ensure_pairs(session: Session, project_id: int, wanted: set[tuple[int, int]
         have = {
             (q, f): i
             for i, q, f in session.execute(
-                select(P.c.id, P.c.query_id, P.c.fragment_id).where(P.c.project_id == project_id)
+                select(PAIRS.c.id, PAIRS.c.query_id, PAIRS.c.fragment_id).where(PAIRS.c.project_id == project_id)
             )
         }
     return have
@@ -863,9 +888,13 @@ def import_judgments(
     `judges` says whether the file's annotators are people or model judges (e.g. an LLM assessor's output)."""
     proj = _project(engine, project, path, actor)
     with session_scope(engine) as session:
-        queries = dict(session.execute(select(Query.external_id, Query.id).where(Query.project_id == proj.id)).all())
+        queries = dict(
+            session.execute(select(col(Query.external_id), col(Query.id)).where(col(Query.project_id) == proj.id)).all()
+        )
         fragments = dict(
-            session.execute(select(Fragment.external_id, Fragment.id).where(Fragment.project_id == proj.id)).all()
+            session.execute(
+                select(col(Fragment.external_id), col(Fragment.id)).where(col(Fragment.project_id) == proj.id)
+            ).all()
         )
     judged, adjudications, people, stamp = _parse_judgments(
         engine, path, proj, queries, fragments, progress, judges, source
@@ -883,14 +912,16 @@ def import_judgments(
         users = _ensure_users(session, names, people, judges.prompt_version) if names else {}
         users.update(
             session.execute(
-                select(User.username, User.id).where(User.username.in_(adjudications["by"].unique().tolist()))
+                select(col(User.username), col(User.id)).where(
+                    col(User.username).in_(adjudications["by"].unique().tolist())
+                )
             ).all()
         )
         wanted = set(zip(judged["query"].tolist(), judged["fragment"].tolist(), strict=True))
         wanted |= set(zip(adjudications["query"].tolist(), adjudications["fragment"].tolist(), strict=True))
-        pairs = _ensure_pairs(session, proj.id, {(int(q), int(f)) for q, f in wanted})
-        write_judgments(session, proj.id, judged, users, pairs, report, progress)
-        _write_adjudications(session, proj.id, adjudications, users, pairs)
+        pairs = _ensure_pairs(session, pk(proj), {(int(q), int(f)) for q, f in wanted})
+        write_judgments(session, pk(proj), judged, users, pairs, report, progress)
+        _write_adjudications(session, pk(proj), adjudications, users, pairs)
     return report
 
 
@@ -911,18 +942,21 @@ def write_judgments(
     """Insert new judgments, update changed ones (revision + 1), count the unchanged; history for each change.
     The one writer of judgments that arrive in bulk: imported files and model judges' grades."""
     stmt = select(
-        J.c.id,
-        J.c.pair_id,
-        J.c.user_id,
-        J.c.grade,
-        J.c.note,
-        J.c.cant_judge_reason,
-        J.c.guideline_id,
-        J.c.prompt_version,
-    ).where(J.c.project_id == project_id, J.c.user_id.in_(sorted({users[a] for a in judged["annotator"].unique()})))
+        JUDGMENTS.c.id,
+        JUDGMENTS.c.pair_id,
+        JUDGMENTS.c.user_id,
+        JUDGMENTS.c.grade,
+        JUDGMENTS.c.note,
+        JUDGMENTS.c.cant_judge_reason,
+        JUDGMENTS.c.guideline_id,
+        JUDGMENTS.c.prompt_version,
+    ).where(
+        JUDGMENTS.c.project_id == project_id,
+        JUDGMENTS.c.user_id.in_(sorted({users[a] for a in judged["annotator"].unique()})),
+    )
     if len(judged) <= 500:  # a model judge's batch: read only its pairs' judgments
         stmt = stmt.where(
-            J.c.pair_id.in_(
+            JUDGMENTS.c.pair_id.in_(
                 sorted({pairs[(int(q), int(f))] for q, f in zip(judged["query"], judged["fragment"], strict=True)})
             )
         )
@@ -999,27 +1033,31 @@ def write_judgments(
             }
         )
     for chunk in _progress(list(_chunks(new)), show, "writing judgments"):
-        session.execute(J.insert(), chunk)
+        session.execute(JUDGMENTS.insert(), chunk)
     if changed:
         session.execute(
-            J.update()
-            .where(J.c.id == bindparam("_id"))
+            JUDGMENTS.update()
+            .where(JUDGMENTS.c.id == bindparam("_id"))
             .values(
                 grade=bindparam("grade"),
                 note=bindparam("note"),
                 cant_judge_reason=bindparam("cant_judge_reason"),
                 guideline_id=bindparam("guideline_id"),
                 prompt_version=bindparam("prompt_version"),
-                revision=J.c.revision + 1,
+                revision=JUDGMENTS.c.revision + 1,
                 updated_at=bindparam("updated_at"),
             ),
             changed,
         )
     for chunk in _chunks(history):
-        session.execute(H.insert(), chunk)
+        session.execute(HISTORY.insert(), chunk)
     done = sorted({(r["pair_id"], r["user_id"]) for r in history})
     for chunk in _chunks(done, 500):
-        session.execute(A.update().where(tuple_(A.c.pair_id, A.c.user_id).in_(chunk)).values(done=True))
+        session.execute(
+            ASSIGNMENTS.update()
+            .where(tuple_(ASSIGNMENTS.c.pair_id, ASSIGNMENTS.c.user_id).in_(chunk))
+            .values(done=True)
+        )
     report.created, report.updated = len(new), len(changed)
 
 
@@ -1033,7 +1071,7 @@ def _write_adjudications(
     """Append a release line's adjudication unless the one in force already says the same."""
     if adjudications.empty:
         return
-    table = Adjudication.__table__
+    table = table_of(Adjudication)
     current = {
         (q, f): (g, r, b) for q, f, g, r, b in project_adjudications(session, project_id).itertuples(index=False)
     }
