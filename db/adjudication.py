@@ -9,7 +9,7 @@ from datetime import datetime
 import pandas as pd
 from sqlalchemy import and_, func, select
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from db.accounts.permissions import Actor, require_lead
 from db.grading import check_grade
@@ -28,6 +28,7 @@ from db.store.models import (
     Project,
     Query,
     User,
+    pk,
     utcnow,
 )
 from eval_core.errors import Conflict, NotFound, Refused
@@ -63,62 +64,62 @@ def pair_detail(engine: Engine, project: str, pair_id: int, username: str | None
     with session_scope(engine) as session:
         if username is not None:
             require_lead(session, username)
-        project_id = project_row(session, project).id
+        project_id = pk(project_row(session, project))
         head = session.execute(
             select(
-                Query.external_id,
-                Query.text,
-                Query.category,
-                Fragment.external_id,
-                Fragment.title,
-                Fragment.text,
-                Fragment.doc_id,
-                Pair.sources,
-                Pair.best_rank,
+                col(Query.external_id),
+                col(Query.text),
+                col(Query.category),
+                col(Fragment.external_id),
+                col(Fragment.title),
+                col(Fragment.text),
+                col(Fragment.doc_id),
+                col(Pair.sources),
+                col(Pair.best_rank),
             )
             .select_from(Pair)
-            .join(Query, Query.id == Pair.query_id)
-            .join(Fragment, Fragment.id == Pair.fragment_id)
-            .where(Pair.id == pair_id, Pair.project_id == project_id)
+            .join(Query, col(Query.id) == col(Pair.query_id))
+            .join(Fragment, col(Fragment.id) == col(Pair.fragment_id))
+            .where(col(Pair.id) == pair_id, col(Pair.project_id) == project_id)
         ).first()
         if head is None:
             raise NotFound(f"no pair with id {pair_id} in project {project!r}")
         judgments = session.execute(
             select(
-                User.username,
-                Judgment.grade,
-                Judgment.note,
-                Judgment.cant_judge_reason,
-                Guideline.version,
-                Judgment.seconds_spent,
-                Judgment.revision,
-                Judgment.updated_at,
+                col(User.username),
+                col(Judgment.grade),
+                col(Judgment.note),
+                col(Judgment.cant_judge_reason),
+                col(Guideline.version),
+                col(Judgment.seconds_spent),
+                col(Judgment.revision),
+                col(Judgment.updated_at),
             )
             .select_from(Judgment)
-            .join(User, User.id == Judgment.user_id)
-            .outerjoin(Guideline, Guideline.id == Judgment.guideline_id)
-            .where(Judgment.pair_id == pair_id)
+            .join(User, col(User.id) == col(Judgment.user_id))
+            .outerjoin(Guideline, col(Guideline.id) == col(Judgment.guideline_id))
+            .where(col(Judgment.pair_id) == pair_id)
             .order_by(User.username)
         ).all()
         adjudications = session.execute(
-            select(Adjudication.grade, Adjudication.reason, User.username, Adjudication.created_at)
-            .join(User, User.id == Adjudication.user_id)
-            .where(Adjudication.pair_id == pair_id)
-            .order_by(Adjudication.created_at, Adjudication.id)
+            select(col(Adjudication.grade), col(Adjudication.reason), col(User.username), col(Adjudication.created_at))
+            .join(User, col(User.id) == col(Adjudication.user_id))
+            .where(col(Adjudication.pair_id) == pair_id)
+            .order_by(col(Adjudication.created_at), col(Adjudication.id))
         ).all()
         history = session.execute(
             select(
-                JudgmentHistory.action,
-                User.username,
-                JudgmentHistory.old_grade,
-                JudgmentHistory.new_grade,
-                JudgmentHistory.old_note,
-                JudgmentHistory.new_note,
-                JudgmentHistory.changed_at,
+                col(JudgmentHistory.action),
+                col(User.username),
+                col(JudgmentHistory.old_grade),
+                col(JudgmentHistory.new_grade),
+                col(JudgmentHistory.old_note),
+                col(JudgmentHistory.new_note),
+                col(JudgmentHistory.changed_at),
             )
-            .join(User, User.id == JudgmentHistory.user_id)
-            .where(JudgmentHistory.pair_id == pair_id)
-            .order_by(JudgmentHistory.id)
+            .join(User, col(User.id) == col(JudgmentHistory.user_id))
+            .where(col(JudgmentHistory.pair_id) == pair_id)
+            .order_by(col(JudgmentHistory.id))
         ).all()
     keys = ("annotator", "grade", "note", "cant_judge_reason", "guideline", "seconds_spent", "revision", "updated_at")
     return {
@@ -157,14 +158,14 @@ def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: 
     with session_scope(engine, write=True) as session:
         lead_id = require_lead(session, actor)
         scale = session.execute(
-            select(Pair.project_id, Project.scale_min, Project.scale_max)
-            .join(Project, Project.id == Pair.project_id)
-            .where(Pair.id == pair_id)
+            select(col(Pair.project_id), col(Project.scale_min), col(Project.scale_max))
+            .join(Project, col(Project.id) == col(Pair.project_id))
+            .where(col(Pair.id) == pair_id)
         ).first()
         if scale is None:
             raise NotFound(f"no pair with id {pair_id}")
         checked = check_grade(grade, (scale[1], scale[2]), reason)
-        assert checked is not None
+        assert checked is not None and lead_id is not None  # the operator was refused above: a lead decides
         row = Adjudication(
             project_id=scale[0], pair_id=pair_id, grade=checked, reason=reason, user_id=lead_id, created_at=utcnow()
         )
@@ -216,7 +217,7 @@ def filter_disputes(disputes: pd.DataFrame, query: str | None = None, boundary: 
 def disputes(engine: Engine, project: str) -> pd.DataFrame:
     """Every disputed pair of the project among people (see disputes_of), marking those a lead decided."""
     with session_scope(engine) as session:
-        project_id = project_row(session, project).id
+        project_id = pk(project_row(session, project))
         judged = project_judgments(session, project_id)
         decided = project_adjudications(session, project_id)
     return disputes_of(judged, set(zip(decided["query_id"], decided["fragment_id"], strict=True)))
@@ -240,33 +241,37 @@ def rejudge_queue(engine: Engine, project: str) -> pd.DataFrame:
     are not listed): pair_id, query_id, fragment_id, annotator, grade, guideline, current, and `sent` (the
     pair is back in that annotator's queue for re-judging)."""
     with session_scope(engine) as session:
-        project_id = project_row(session, project).id
+        project_id = pk(project_row(session, project))
         current = session.execute(
-            select(func.max(Guideline.version)).where(Guideline.project_id == project_id)
+            select(func.max(col(Guideline.version))).where(col(Guideline.project_id) == project_id)
         ).scalar_one()
         rows = (
             []
             if current is None
             else session.execute(
                 select(
-                    Pair.id,
-                    Query.external_id,
-                    Fragment.external_id,
-                    User.username,
-                    Judgment.grade,
-                    Guideline.version,
-                    Assignment.rejudge_version.is_not(None),
+                    col(Pair.id),
+                    col(Query.external_id),
+                    col(Fragment.external_id),
+                    col(User.username),
+                    col(Judgment.grade),
+                    col(Guideline.version),
+                    col(Assignment.rejudge_version).is_not(None),
                 )
                 .select_from(Judgment)
-                .join(Pair, Pair.id == Judgment.pair_id)
-                .join(Query, Query.id == Pair.query_id)
-                .join(Fragment, Fragment.id == Pair.fragment_id)
-                .join(User, User.id == Judgment.user_id)
-                .join(Guideline, Guideline.id == Judgment.guideline_id)
+                .join(Pair, col(Pair.id) == col(Judgment.pair_id))
+                .join(Query, col(Query.id) == col(Pair.query_id))
+                .join(Fragment, col(Fragment.id) == col(Pair.fragment_id))
+                .join(User, col(User.id) == col(Judgment.user_id))
+                .join(Guideline, col(Guideline.id) == col(Judgment.guideline_id))
                 .outerjoin(
-                    Assignment, and_(Assignment.pair_id == Judgment.pair_id, Assignment.user_id == Judgment.user_id)
+                    Assignment,
+                    and_(
+                        col(Assignment.pair_id) == col(Judgment.pair_id),
+                        col(Assignment.user_id) == col(Judgment.user_id),
+                    ),
                 )
-                .where(Judgment.project_id == project_id, Guideline.version < current)
+                .where(col(Judgment.project_id) == project_id, col(Guideline.version) < current)
                 .order_by(Query.external_id, Fragment.external_id, User.username)
             ).all()
         )
@@ -296,19 +301,19 @@ def send_for_rejudging(
     operator only."""
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
-        project_id = project_row(session, project).id
+        project_id = pk(project_row(session, project))
         current = session.execute(
-            select(func.max(Guideline.version)).where(Guideline.project_id == project_id)
+            select(func.max(col(Guideline.version))).where(col(Guideline.project_id) == project_id)
         ).scalar_one()
         if current is None:
             raise ValueError(f"project {project!r} has no guideline: nothing to re-judge under")
         older = (
-            select(Judgment.pair_id, Judgment.user_id)
-            .join(Guideline, Guideline.id == Judgment.guideline_id)
-            .where(Judgment.project_id == project_id, Guideline.version < current)
+            select(col(Judgment.pair_id), col(Judgment.user_id))
+            .join(Guideline, col(Guideline.id) == col(Judgment.guideline_id))
+            .where(col(Judgment.project_id) == project_id, col(Guideline.version) < current)
         )
         if pair_ids is not None:
-            older = older.where(Judgment.pair_id.in_(list(pair_ids)))
+            older = older.where(col(Judgment.pair_id).in_(list(pair_ids)))
         listed = session.execute(older).all()
         if to is None:
             targets = sorted({(int(p), int(u)) for p, u in listed})
@@ -318,14 +323,14 @@ def send_for_rejudging(
         _refuse_seen(session, int(project_id or 0), targets)
         ends = dict(
             session.execute(
-                select(Assignment.user_id, func.max(Assignment.position))
-                .where(Assignment.project_id == project_id)
-                .group_by(Assignment.user_id)
+                select(col(Assignment.user_id), func.max(col(Assignment.position)))
+                .where(col(Assignment.project_id) == project_id)
+                .group_by(col(Assignment.user_id))
             ).all()
         )
         for pair_id, user_id in targets:
             row = session.execute(
-                select(Assignment).where(Assignment.pair_id == pair_id, Assignment.user_id == user_id)
+                select(Assignment).where(col(Assignment.pair_id) == pair_id, col(Assignment.user_id) == user_id)
             ).scalar_one_or_none()
             if row is None:
                 ends[user_id] = (ends.get(user_id) or 0) + 1
@@ -343,13 +348,13 @@ def _refuse_seen(session: Session, project_id: int, targets: Sequence[tuple[int,
         return
     pair_id, user_id = blocked[0]
     query, fragment = session.execute(
-        select(Query.external_id, Fragment.external_id)
+        select(col(Query.external_id), col(Fragment.external_id))
         .select_from(Pair)
-        .join(Query, Query.id == Pair.query_id)
-        .join(Fragment, Fragment.id == Pair.fragment_id)
-        .where(Pair.id == pair_id)
+        .join(Query, col(Query.id) == col(Pair.query_id))
+        .join(Fragment, col(Fragment.id) == col(Pair.fragment_id))
+        .where(col(Pair.id) == pair_id)
     ).one()
-    name = session.execute(select(User.username).where(User.id == user_id)).scalar_one()
+    name = session.execute(select(col(User.username)).where(col(User.id) == user_id)).scalar_one()
     more = f" (and {len(blocked) - 1} more such pair(s))" if len(blocked) > 1 else ""
     raise Conflict(
         f"nothing was sent: pair {query} {fragment} would go to {name!r}{more}, who saw its settled grade "
@@ -362,11 +367,11 @@ def _judging_people(session: Session, names: Sequence[str]) -> list[int]:
     """Ids of the named people who can grade: active, able to log in, not model judges."""
     rows = dict(
         session.execute(
-            select(User.username, User.id).where(
-                User.username.in_(list(names)),
-                User.active.is_(True),
-                User.kind == "human",
-                User.password_hash.is_not(None),
+            select(col(User.username), col(User.id)).where(
+                col(User.username).in_(list(names)),
+                col(User.active).is_(True),
+                col(User.kind) == "human",
+                col(User.password_hash).is_not(None),
             )
         ).all()
     )

@@ -16,13 +16,14 @@ import pandas as pd
 from sqlalchemy import func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
 from db.accounts.permissions import Actor, require_lead
 from db.accounts.users import check_new_username
 from db.imports import ImportReport, write_judgments
 from db.projects import ProjectInfo, project_info, project_row
 from db.store.engine import session_scope
-from db.store.models import Fragment, Guideline, JudgeCall, Judgment, Pair, Query, User, utcnow
+from db.store.models import Fragment, Guideline, JudgeCall, Judgment, Pair, Query, User, pk, table_of, utcnow
 from eval_core.judges.prompt import Answer, fragment_text, input_hash
 
 
@@ -56,7 +57,7 @@ def model_annotator(
         raise ValueError(f"a model judge needs a name and a model of 1-200 characters, got {name!r}, {model!r}")
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
-        user = session.execute(select(User).where(User.username == name)).scalar_one_or_none()
+        user = session.execute(select(User).where(col(User.username) == name)).scalar_one_or_none()
         created = user is None
         if user is None:
             check_new_username(session, name)
@@ -74,7 +75,7 @@ def model_annotator(
         user.prompt_version, user.model_params = prompt_version, dict(params or {})
         session.add(user)
         session.flush()
-        return int(user.id), created
+        return pk(user), created
 
 
 def judge_setup(engine: Engine, project: str) -> tuple[ProjectInfo, Guideline]:
@@ -83,7 +84,10 @@ def judge_setup(engine: Engine, project: str) -> tuple[ProjectInfo, Guideline]:
         proj = project_row(session, project)
         info = project_info(proj)
         in_force = session.execute(
-            select(Guideline).where(Guideline.project_id == proj.id).order_by(Guideline.version.desc()).limit(1)
+            select(Guideline)
+            .where(col(Guideline.project_id) == proj.id)
+            .order_by(col(Guideline.version).desc())
+            .limit(1)
         ).scalar_one_or_none()
     if in_force is None:
         raise ValueError(
@@ -100,19 +104,19 @@ def judge_pairs(
         project_id = project_row(session, project).id
         stmt = (
             select(
-                Pair.id,
-                Pair.query_id,
-                Pair.fragment_id,
-                Query.external_id,
-                Query.text,
-                Fragment.external_id,
-                Fragment.title,
-                Fragment.text,
+                col(Pair.id),
+                col(Pair.query_id),
+                col(Pair.fragment_id),
+                col(Query.external_id),
+                col(Query.text),
+                col(Fragment.external_id),
+                col(Fragment.title),
+                col(Fragment.text),
             )
-            .join(Query, Query.id == Pair.query_id)
-            .join(Fragment, Fragment.id == Pair.fragment_id)
-            .where(Pair.project_id == project_id)
-            .order_by(Pair.id)
+            .join(Query, col(Query.id) == col(Pair.query_id))
+            .join(Fragment, col(Fragment.id) == col(Pair.fragment_id))
+            .where(col(Pair.project_id) == project_id)
+            .order_by(col(Pair.id))
         )
         rows = session.execute(stmt.limit(limit) if limit is not None else stmt).all()
     out = []
@@ -134,9 +138,9 @@ def kept_answers(engine: Engine, pairs: list[JudgePair], model: str, prompt: str
         for start in range(0, len(ids), 500):
             for call in session.execute(
                 select(JudgeCall).where(
-                    JudgeCall.pair_id.in_(ids[start : start + 500]),
-                    JudgeCall.model == model,
-                    JudgeCall.prompt_version == prompt,
+                    col(JudgeCall.pair_id).in_(ids[start : start + 500]),
+                    col(JudgeCall.model) == model,
+                    col(JudgeCall.prompt_version) == prompt,
                 )
             ).scalars():
                 found[(call.pair_id, call.input_hash)] = call
@@ -188,7 +192,7 @@ def write_grades(
         require_lead(session, actor)
         if fresh:
             insert = postgresql.insert if session.connection().dialect.name == "postgresql" else sqlite.insert
-            session.execute(insert(JudgeCall.__table__).on_conflict_do_nothing(), fresh)
+            session.execute(insert(table_of(JudgeCall)).on_conflict_do_nothing(), fresh)
         write_judgments(
             session,
             project_id,
@@ -218,14 +222,16 @@ def list_model_judges(engine: Engine, project: str) -> list[ModelJudgeInfo]:
         project_id = project_row(session, project).id
         counts = dict(
             session.execute(
-                select(Judgment.user_id, func.count(Judgment.id))
-                .where(Judgment.project_id == project_id)
-                .group_by(Judgment.user_id)
+                select(col(Judgment.user_id), func.count(col(Judgment.id)))
+                .where(col(Judgment.project_id) == project_id)
+                .group_by(col(Judgment.user_id))
             ).all()
         )
         rows = session.execute(
-            select(User.id, User.username, User.model_name, User.prompt_version, User.model_params)
-            .where(User.kind == "model")
+            select(
+                col(User.id), col(User.username), col(User.model_name), col(User.prompt_version), col(User.model_params)
+            )
+            .where(col(User.kind) == "model")
             .order_by(User.username)
         ).all()
     return [
