@@ -3,8 +3,6 @@ the project's pairs with a model behind an OpenAI-compatible endpoint (what `qre
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
@@ -12,6 +10,8 @@ from sqlalchemy.engine import Engine
 from annotator import judge_client, judge_run
 from annotator.app import views
 from db import model_judges
+from db.accounts.users import UserInfo
+from db.projects import ProjectInfo
 from eval_core.errors import USER_ERRORS
 from guidelines import JUDGE_PROMPT
 
@@ -50,7 +50,7 @@ def judges_frame(engine: Engine, project: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(JUDGE_HEADERS))
 
 
-def model_judges_tab(engine: Engine, project: Any, user: Any) -> None:
+def model_judges_tab(engine: Engine, project: ProjectInfo, user: UserInfo) -> None:
     """List the model judges, then offer a prejudge run with a progress bar and its report. The list is read
     after the run, into its place above the form, so a run's judge and grades show without a reload."""
     listing = st.container()
@@ -101,8 +101,8 @@ def model_judges_tab(engine: Engine, project: Any, user: Any) -> None:
 
 def _run(
     engine: Engine,
-    project: Any,
-    user: Any,
+    project: ProjectInfo,
+    user: UserInfo,
     base_url: str,
     model: str,
     annotator: str | None,

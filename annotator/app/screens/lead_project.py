@@ -143,7 +143,7 @@ def import_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> None
             except ValueError as exc:
                 bad_kind = exc
                 st.error(views.literal(exc))
-    if st.button("Import", disabled=upload is None or bad_kind is not None):
+    if st.button("Import", disabled=upload is None or bad_kind is not None) and upload is not None:
         with views.saved_upload(upload) as path, st.spinner(f"Importing {views.literal(upload.name)}…"):
             try:
                 if kind == "run":
@@ -222,9 +222,9 @@ def assign_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> None
             "Queue order (which of an annotator's pairs comes next, within the query in progress)",
             ORDER_NAMES,
             index=ORDER_NAMES.index(project.queue_order),
-            format_func=ORDERS.get,
+            format_func=ORDERS.__getitem__,
         )
-        if st.form_submit_button("Save queue order"):
+        if st.form_submit_button("Save queue order") and order is not None:
             with user_errors("Not saved"):
                 saved = projects.set_queue_order(engine, project.name, order, actor=user.username)
                 st.success(f"Annotators now get their pairs in this order: {ORDERS[saved.queue_order]}.")

@@ -3,6 +3,8 @@ Names, rules and formats come from the store's constants; every user-supplied st
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 from sqlalchemy.engine import Engine
 
@@ -109,6 +111,11 @@ def card_section(engine: Engine, project: ProjectInfo, release: ReleaseInfo) -> 
         st.json(card)
 
 
+def file_of(files: dict[str, bytes], name: str) -> Callable[[], bytes]:
+    """The release file `name`, made when its download button is clicked."""
+    return lambda: files[name]
+
+
 def downloads_section(engine: Engine, project: ProjectInfo, version: int) -> None:
     """The release's files, one download button each (leads only)."""
     st.subheader("Downloads")
@@ -120,7 +127,7 @@ def downloads_section(engine: Engine, project: ProjectInfo, version: int) -> Non
     for name, label, mime in offered:
         buttons.download_button(
             label,
-            auth.lead_only(lambda name=name: files[name]),
+            auth.lead_only(file_of(files, name)),
             file_name=f"{project.name}-v{version}-{name}",
             mime=mime,
             key=f"download-{name}",
