@@ -5,18 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from sqlalchemy import and_, func, select
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col
+from sqlmodel import Session
 
 from db.accounts.permissions import Actor, require_lead
-from db.grading import check_grade
-from db.projects import project_row
-from db.qualification import round_pair_ids
+from db.projects import check_grade, project_row
 from db.store.engine import session_scope
-from db.store.frames import project_adjudications, project_judgments
 from db.store.models import (
     Adjudication,
     Assignment,
@@ -28,10 +26,13 @@ from db.store.models import (
     Project,
     Query,
     User,
-    pk,
     utcnow,
 )
-from eval_core.errors import Conflict, NotFound, Refused
+from eval_core.errors import Conflict, NotFound, Problems, Refused
+from eval_core.vocab import AnnotatorKind
+
+if TYPE_CHECKING:  # pandas is imported where a frame is built, so `qrelkit adjudicate` starts without it
+    import pandas as pd
 
 DISPUTE_COLUMNS = [
     "pair_id",
@@ -64,62 +65,62 @@ def pair_detail(engine: Engine, project: str, pair_id: int, username: str | None
     with session_scope(engine) as session:
         if username is not None:
             require_lead(session, username)
-        project_id = pk(project_row(session, project))
+        project_id = project_row(session, project).id
         head = session.execute(
             select(
-                col(Query.external_id),
-                col(Query.text),
-                col(Query.category),
-                col(Fragment.external_id),
-                col(Fragment.title),
-                col(Fragment.text),
-                col(Fragment.doc_id),
-                col(Pair.sources),
-                col(Pair.best_rank),
+                Query.external_id,
+                Query.text,
+                Query.category,
+                Fragment.external_id,
+                Fragment.title,
+                Fragment.text,
+                Fragment.doc_id,
+                Pair.sources,
+                Pair.best_rank,
             )
             .select_from(Pair)
-            .join(Query, col(Query.id) == col(Pair.query_id))
-            .join(Fragment, col(Fragment.id) == col(Pair.fragment_id))
-            .where(col(Pair.id) == pair_id, col(Pair.project_id) == project_id)
+            .join(Query, Query.id == Pair.query_id)
+            .join(Fragment, Fragment.id == Pair.fragment_id)
+            .where(Pair.id == pair_id, Pair.project_id == project_id)
         ).first()
         if head is None:
             raise NotFound(f"no pair with id {pair_id} in project {project!r}")
         judgments = session.execute(
             select(
-                col(User.username),
-                col(Judgment.grade),
-                col(Judgment.note),
-                col(Judgment.cant_judge_reason),
-                col(Guideline.version),
-                col(Judgment.seconds_spent),
-                col(Judgment.revision),
-                col(Judgment.updated_at),
+                User.username,
+                Judgment.grade,
+                Judgment.note,
+                Judgment.cant_judge_reason,
+                Guideline.version,
+                Judgment.seconds_spent,
+                Judgment.revision,
+                Judgment.updated_at,
             )
             .select_from(Judgment)
-            .join(User, col(User.id) == col(Judgment.user_id))
-            .outerjoin(Guideline, col(Guideline.id) == col(Judgment.guideline_id))
-            .where(col(Judgment.pair_id) == pair_id)
+            .join(User, User.id == Judgment.user_id)
+            .outerjoin(Guideline, Guideline.id == Judgment.guideline_id)
+            .where(Judgment.pair_id == pair_id)
             .order_by(User.username)
         ).all()
         adjudications = session.execute(
-            select(col(Adjudication.grade), col(Adjudication.reason), col(User.username), col(Adjudication.created_at))
-            .join(User, col(User.id) == col(Adjudication.user_id))
-            .where(col(Adjudication.pair_id) == pair_id)
-            .order_by(col(Adjudication.created_at), col(Adjudication.id))
+            select(Adjudication.grade, Adjudication.reason, User.username, Adjudication.created_at)
+            .join(User, User.id == Adjudication.user_id)
+            .where(Adjudication.pair_id == pair_id)
+            .order_by(Adjudication.created_at, Adjudication.id)
         ).all()
         history = session.execute(
             select(
-                col(JudgmentHistory.action),
-                col(User.username),
-                col(JudgmentHistory.old_grade),
-                col(JudgmentHistory.new_grade),
-                col(JudgmentHistory.old_note),
-                col(JudgmentHistory.new_note),
-                col(JudgmentHistory.changed_at),
+                JudgmentHistory.action,
+                User.username,
+                JudgmentHistory.old_grade,
+                JudgmentHistory.new_grade,
+                JudgmentHistory.old_note,
+                JudgmentHistory.new_note,
+                JudgmentHistory.changed_at,
             )
-            .join(User, col(User.id) == col(JudgmentHistory.user_id))
-            .where(col(JudgmentHistory.pair_id) == pair_id)
-            .order_by(col(JudgmentHistory.id))
+            .join(User, User.id == JudgmentHistory.user_id)
+            .where(JudgmentHistory.pair_id == pair_id)
+            .order_by(JudgmentHistory.id)
         ).all()
     keys = ("annotator", "grade", "note", "cant_judge_reason", "guideline", "seconds_spent", "revision", "updated_at")
     return {
@@ -142,6 +143,28 @@ def pair_detail(engine: Engine, project: str, pair_id: int, username: str | None
     }
 
 
+def _lead_name(actor: Actor) -> str:
+    """The lead a decision is recorded under: a name, never the anonymous CLI operator."""
+    if not isinstance(actor, str):
+        raise Refused(
+            "an adjudication records which lead decided, so the CLI operator cannot adjudicate "
+            "anonymously: name an active lead (actor=USERNAME; from the CLI, --user LEAD)"
+        )
+    return actor
+
+
+def record_decisions(session: Session, rows: list[dict]) -> int | None:
+    """Append decisions (project_id, pair_id, grade, reason, user_id, created_at) in the caller's transaction:
+    the one writer of adjudications a lead makes (one at a time or from a file); nothing is ever overwritten,
+    the latest row per pair is in force. Returns the new row's id when there is one decision."""
+    table = Adjudication.__table__
+    if len(rows) == 1:
+        return int(session.execute(table.insert().values(rows[0]).returning(table.c.id)).scalar_one())
+    if rows:
+        session.execute(table.insert(), rows)
+    return None
+
+
 def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: Actor) -> AdjudicationInfo:
     """Record a lead's final grade for a pair (append-only: the latest decision is in force). Only an active
     lead, by name — never the anonymous CLI operator, on purpose: the decision records who made it
@@ -150,29 +173,119 @@ def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: 
     reason = (reason or "").strip()
     if not reason:
         raise ValueError("an adjudication needs a reason")
-    if not isinstance(actor, str):
-        raise Refused(
-            "an adjudication records which lead decided, so the CLI operator cannot adjudicate "
-            "anonymously: name an active lead (actor=USERNAME; from the CLI, --user LEAD)"
-        )
+    lead = _lead_name(actor)
     with session_scope(engine, write=True) as session:
-        lead_id = require_lead(session, actor)
+        lead_id = require_lead(session, lead)
         scale = session.execute(
-            select(col(Pair.project_id), col(Project.scale_min), col(Project.scale_max))
-            .join(Project, col(Project.id) == col(Pair.project_id))
-            .where(col(Pair.id) == pair_id)
+            select(Pair.project_id, Project.scale_min, Project.scale_max)
+            .join(Project, Project.id == Pair.project_id)
+            .where(Pair.id == pair_id)
         ).first()
         if scale is None:
             raise NotFound(f"no pair with id {pair_id}")
         checked = check_grade(grade, (scale[1], scale[2]), reason)
-        assert checked is not None and lead_id is not None  # the operator was refused above: a lead decides
-        row = Adjudication(
-            project_id=scale[0], pair_id=pair_id, grade=checked, reason=reason, user_id=lead_id, created_at=utcnow()
-        )
-        session.add(row)
-        session.flush()
-        assert row.id is not None
-        return AdjudicationInfo(row.id, pair_id, checked, reason, actor, row.created_at)
+        assert checked is not None
+        now = utcnow()
+        row = {
+            "project_id": scale[0],
+            "pair_id": pair_id,
+            "grade": checked,
+            "reason": reason,
+            "user_id": lead_id,
+            "created_at": now,
+        }
+        new_id = record_decisions(session, [row])
+        assert new_id is not None
+        return AdjudicationInfo(new_id, pair_id, checked, reason, lead, now)
+
+
+def adjudicate_pair(
+    engine: Engine, project: str, query_id: str, fragment_id: str, grade: int, reason: str, *, actor: Actor
+) -> AdjudicationInfo:
+    """`adjudicate` on the pair named by its query and fragment ids (what `qrelkit adjudicate` is given)."""
+    with session_scope(engine) as session:
+        found = session.execute(
+            select(Pair.id)
+            .join(Project, Project.id == Pair.project_id)
+            .join(Query, Query.id == Pair.query_id)
+            .join(Fragment, Fragment.id == Pair.fragment_id)
+            .where(Project.name == project, Query.external_id == query_id, Fragment.external_id == fragment_id)
+        ).scalar_one_or_none()
+        if found is None:
+            project_row(session, project)  # an unknown project says so
+            raise NotFound(f"no pair ({query_id}, {fragment_id}) in project {project!r}")
+    return adjudicate(engine, int(found), grade, reason, actor=actor)
+
+
+@dataclass
+class DecisionsReport:
+    """What `import adjudications` did: decisions read, recorded, and already in force (not recorded again)."""
+
+    path: str
+    lead: str
+    decisions: int = 0
+    recorded: int = 0
+    unchanged: int = 0
+
+    def to_dict(self) -> dict:
+        """JSON-able form for the CLI."""
+        return dict(self.__dict__)
+
+
+def import_adjudications(
+    engine: Engine, project: str, path: str | Path, *, actor: Actor, reason: str | None = None
+) -> DecisionsReport:
+    """A file of lead decisions (TREC qrels with the reason after the grade, or JSONL/CSV with query_id,
+    fragment_id, grade, reason; eval_core.io.judgments.read_adjudications) recorded as the named lead's,
+    through the same writer as one decision: all or nothing, bad lines told as path:line (the reader's: a
+    grade off the scale, a pair twice; then the store's: an unknown pair, no reason and no default `reason`,
+    a `by` naming another lead). A decision
+    equal to the one in force (same grade, reason and lead) is not recorded again; every other is appended,
+    so the earlier ones stay in the history."""
+    from db.store.frames import project_adjudications
+    from eval_core.io.judgments import read_adjudications
+
+    lead = _lead_name(actor)
+    default = (reason or "").strip() or None
+    with session_scope(engine) as session:
+        require_lead(session, lead)
+        proj = project_row(session, project)
+        scale = (proj.scale_min, proj.scale_max)
+        pairs = {
+            (q, f): pid
+            for pid, q, f in session.execute(
+                select(Pair.id, Query.external_id, Fragment.external_id)
+                .join(Query, Query.id == Pair.query_id)
+                .join(Fragment, Fragment.id == Pair.fragment_id)
+                .where(Pair.project_id == proj.id)
+            ).all()
+        }
+        in_force = {
+            (q, f): (g, r, b) for q, f, g, r, b in project_adjudications(session, proj.id).itertuples(index=False)
+        }
+    decided = read_adjudications(path, scale, lines=True)
+    problems = Problems(path)
+    rows, report = [], DecisionsReport(path=str(path), lead=lead, decisions=len(decided))
+    for query, fragment, grade, why, by, line in decided.itertuples(index=False):
+        why = why.strip() if isinstance(why, str) and why.strip() else default
+        pid = pairs.get((query, fragment))
+        if pid is None:
+            problems.add(line, f"no pair ({query!r}, {fragment!r}) in project {project!r}")
+        elif why is None:
+            problems.add(line, "an adjudication needs a reason: give one on the line or with --reason")
+        elif by is not None and by != lead:
+            problems.add(line, f"decided by {by!r}, but the import records {lead!r}'s decisions: leave out `by`")
+        elif in_force.get((query, fragment)) == (int(grade), why, lead):
+            report.unchanged += 1
+        else:
+            rows.append({"project_id": proj.id, "pair_id": pid, "grade": int(grade), "reason": why})
+    problems.check()
+    with session_scope(engine, write=True) as session:
+        lead_id = require_lead(session, lead)
+        now = utcnow()
+        record_decisions(session, [{**row, "user_id": lead_id, "created_at": now} for row in rows])
+    report.recorded = len(rows)
+    return report
 
 
 def disputes_of(judgments: pd.DataFrame, adjudicated: set[tuple[str, str]]) -> pd.DataFrame:
@@ -206,6 +319,8 @@ def disputes_of(judgments: pd.DataFrame, adjudicated: set[tuple[str, str]]) -> p
 def filter_disputes(disputes: pd.DataFrame, query: str | None = None, boundary: int | None = None) -> pd.DataFrame:
     """The disputes of one query and/or across one grade boundary: `boundary` b keeps the pairs graded b or
     lower by someone and above b by someone else (the b|b+1 boundary)."""
+    import pandas as pd
+
     keep = pd.Series(True, index=disputes.index)
     if query is not None:
         keep &= disputes["query_id"] == query
@@ -216,8 +331,10 @@ def filter_disputes(disputes: pd.DataFrame, query: str | None = None, boundary: 
 
 def disputes(engine: Engine, project: str) -> pd.DataFrame:
     """Every disputed pair of the project among people (see disputes_of), marking those a lead decided."""
+    from db.store.frames import project_adjudications, project_judgments
+
     with session_scope(engine) as session:
-        project_id = pk(project_row(session, project))
+        project_id = project_row(session, project).id
         judged = project_judgments(session, project_id)
         decided = project_adjudications(session, project_id)
     return disputes_of(judged, set(zip(decided["query_id"], decided["fragment_id"], strict=True)))
@@ -237,44 +354,47 @@ def next_open(disputes: pd.DataFrame, after: int) -> int | None:
 
 
 def rejudge_queue(engine: Engine, project: str) -> pd.DataFrame:
-    """Judgments made under an older guideline version than the current one (imports carry no version and
-    are not listed): pair_id, query_id, fragment_id, annotator, grade, guideline, current, and `sent` (the
-    pair is back in that annotator's queue for re-judging)."""
+    """Judgments made under an older guideline version than the current one (a reference's grades, e.g. an
+    imported qrels, are never re-judged, so never listed; imports without a version are not listed either):
+    pair_id, query_id, fragment_id, annotator, grade, guideline, current, and `sent` (the pair is back in that
+    annotator's queue for re-judging)."""
     with session_scope(engine) as session:
-        project_id = pk(project_row(session, project))
+        project_id = project_row(session, project).id
         current = session.execute(
-            select(func.max(col(Guideline.version))).where(col(Guideline.project_id) == project_id)
+            select(func.max(Guideline.version)).where(Guideline.project_id == project_id)
         ).scalar_one()
         rows = (
             []
             if current is None
             else session.execute(
                 select(
-                    col(Pair.id),
-                    col(Query.external_id),
-                    col(Fragment.external_id),
-                    col(User.username),
-                    col(Judgment.grade),
-                    col(Guideline.version),
-                    col(Assignment.rejudge_version).is_not(None),
+                    Pair.id,
+                    Query.external_id,
+                    Fragment.external_id,
+                    User.username,
+                    Judgment.grade,
+                    Guideline.version,
+                    Assignment.rejudge_version.is_not(None),
                 )
                 .select_from(Judgment)
-                .join(Pair, col(Pair.id) == col(Judgment.pair_id))
-                .join(Query, col(Query.id) == col(Pair.query_id))
-                .join(Fragment, col(Fragment.id) == col(Pair.fragment_id))
-                .join(User, col(User.id) == col(Judgment.user_id))
-                .join(Guideline, col(Guideline.id) == col(Judgment.guideline_id))
+                .join(Pair, Pair.id == Judgment.pair_id)
+                .join(Query, Query.id == Pair.query_id)
+                .join(Fragment, Fragment.id == Pair.fragment_id)
+                .join(User, User.id == Judgment.user_id)
+                .join(Guideline, Guideline.id == Judgment.guideline_id)
                 .outerjoin(
-                    Assignment,
-                    and_(
-                        col(Assignment.pair_id) == col(Judgment.pair_id),
-                        col(Assignment.user_id) == col(Judgment.user_id),
-                    ),
+                    Assignment, and_(Assignment.pair_id == Judgment.pair_id, Assignment.user_id == Judgment.user_id)
                 )
-                .where(col(Judgment.project_id) == project_id, col(Guideline.version) < current)
+                .where(
+                    Judgment.project_id == project_id,
+                    Guideline.version < current,
+                    User.kind != AnnotatorKind.REFERENCE,
+                )
                 .order_by(Query.external_id, Fragment.external_id, User.username)
             ).all()
         )
+    import pandas as pd
+
     frame = pd.DataFrame(
         rows, columns=["pair_id", "query_id", "fragment_id", "annotator", "grade", "guideline", "sent"]
     )
@@ -301,60 +421,71 @@ def send_for_rejudging(
     operator only."""
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
-        project_id = pk(project_row(session, project))
+        project_id = project_row(session, project).id
         current = session.execute(
-            select(func.max(col(Guideline.version))).where(col(Guideline.project_id) == project_id)
+            select(func.max(Guideline.version)).where(Guideline.project_id == project_id)
         ).scalar_one()
         if current is None:
             raise ValueError(f"project {project!r} has no guideline: nothing to re-judge under")
         older = (
-            select(col(Judgment.pair_id), col(Judgment.user_id))
-            .join(Guideline, col(Guideline.id) == col(Judgment.guideline_id))
-            .where(col(Judgment.project_id) == project_id, col(Guideline.version) < current)
+            select(Judgment.pair_id, Judgment.user_id)
+            .join(Guideline, Guideline.id == Judgment.guideline_id)
+            .where(Judgment.project_id == project_id, Guideline.version < current)
         )
         if pair_ids is not None:
-            older = older.where(col(Judgment.pair_id).in_(list(pair_ids)))
+            older = older.where(Judgment.pair_id.in_(list(pair_ids)))
         listed = session.execute(older).all()
         if to is None:
             targets = sorted({(int(p), int(u)) for p, u in listed})
         else:
-            people = _judging_people(session, to)
+            people = judging_people(session, to)
             targets = sorted({(int(p), u) for p, _ in listed for u in people})
-        _refuse_seen(session, int(project_id or 0), targets)
-        ends = dict(
-            session.execute(
-                select(col(Assignment.user_id), func.max(col(Assignment.position)))
-                .where(col(Assignment.project_id) == project_id)
-                .group_by(col(Assignment.user_id))
-            ).all()
-        )
-        for pair_id, user_id in targets:
-            row = session.execute(
-                select(Assignment).where(col(Assignment.pair_id) == pair_id, col(Assignment.user_id) == user_id)
-            ).scalar_one_or_none()
-            if row is None:
-                ends[user_id] = (ends.get(user_id) or 0) + 1
-                row = Assignment(project_id=project_id, pair_id=pair_id, user_id=user_id, position=ends[user_id])
-            row.done, row.rejudge_version = False, int(current)
-            session.add(row)
+        refuse_seen(session, int(project_id or 0), targets)
+        open_assignments(session, int(project_id or 0), targets, rejudge_version=int(current))
         return len(targets)
 
 
-def _refuse_seen(session: Session, project_id: int, targets: Sequence[tuple[int, int]]) -> None:
+def open_assignments(session: Session, project_id: int, targets: Sequence[tuple[int, int]], **marks: int) -> None:
+    """Open each (pair, person) of `targets` — reopened when the person has the assignment, else created at the end
+    of their queue — with `marks` set on it (rejudge_version, post_edit_of): the one queue re-judging and
+    post-editing a model judge's grades share, served blind by db.grading."""
+    ends = dict(
+        session.execute(
+            select(Assignment.user_id, func.max(Assignment.position))
+            .where(Assignment.project_id == project_id)
+            .group_by(Assignment.user_id)
+        ).all()
+    )
+    for pair_id, user_id in targets:
+        row = session.execute(
+            select(Assignment).where(Assignment.pair_id == pair_id, Assignment.user_id == user_id)
+        ).scalar_one_or_none()
+        if row is None:
+            ends[user_id] = (ends.get(user_id) or 0) + 1
+            row = Assignment(project_id=project_id, pair_id=pair_id, user_id=user_id, position=ends[user_id])
+        row.done = False
+        for name, value in marks.items():
+            setattr(row, name, value)
+        session.add(row)
+
+
+def refuse_seen(session: Session, project_id: int, targets: Sequence[tuple[int, int]]) -> None:
     """Conflict naming the first (pair, person) of `targets` the person met in a qualification round."""
+    from db.qualification import round_pair_ids
+
     seen = round_pair_ids(session, project_id)
     blocked = [(p, u) for p, u in targets if p in seen.get(u, set())]
     if not blocked:
         return
     pair_id, user_id = blocked[0]
     query, fragment = session.execute(
-        select(col(Query.external_id), col(Fragment.external_id))
+        select(Query.external_id, Fragment.external_id)
         .select_from(Pair)
-        .join(Query, col(Query.id) == col(Pair.query_id))
-        .join(Fragment, col(Fragment.id) == col(Pair.fragment_id))
-        .where(col(Pair.id) == pair_id)
+        .join(Query, Query.id == Pair.query_id)
+        .join(Fragment, Fragment.id == Pair.fragment_id)
+        .where(Pair.id == pair_id)
     ).one()
-    name = session.execute(select(col(User.username)).where(col(User.id) == user_id)).scalar_one()
+    name = session.execute(select(User.username).where(User.id == user_id)).scalar_one()
     more = f" (and {len(blocked) - 1} more such pair(s))" if len(blocked) > 1 else ""
     raise Conflict(
         f"nothing was sent: pair {query} {fragment} would go to {name!r}{more}, who saw its settled grade "
@@ -363,15 +494,15 @@ def _refuse_seen(session: Session, project_id: int, targets: Sequence[tuple[int,
     )
 
 
-def _judging_people(session: Session, names: Sequence[str]) -> list[int]:
+def judging_people(session: Session, names: Sequence[str]) -> list[int]:
     """Ids of the named people who can grade: active, able to log in, not model judges."""
     rows = dict(
         session.execute(
-            select(col(User.username), col(User.id)).where(
-                col(User.username).in_(list(names)),
-                col(User.active).is_(True),
-                col(User.kind) == "human",
-                col(User.password_hash).is_not(None),
+            select(User.username, User.id).where(
+                User.username.in_(list(names)),
+                User.active.is_(True),
+                User.kind == "human",
+                User.password_hash.is_not(None),
             )
         ).all()
     )

@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
 
 import numpy as np
 from sqlalchemy import insert, select
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col
+from sqlmodel import Session
 
 from db.accounts.permissions import Actor, require_lead
 from db.projects import project_row
 from db.qualification import round_pair_ids
 from db.store.engine import session_scope
-from db.store.models import Assignment, Judgment, Pair, User, pk, table_of, utcnow
-from eval_core.errors import NotFound
+from db.store.models import Assignment, Fragment, Judgment, Pair, Query, User, utcnow
+from eval_core.errors import InputError, NotFound, Problems
+from eval_core.io.records import format_by_name, iter_lines, iter_records
 from eval_core.vocab import AnnotatorKind
+
+IMPORTED = "import"  # the source of a pair only a judgments import named (db.imports), never pooled
 
 
 @dataclass
@@ -26,7 +29,8 @@ class AssignReport:
     """What one assignment pass did: new assignments per annotator; of the pairs asked to have the full overlap
     (`pairs_asked_overlap`), how many will have it in people's grades and assignments (`pairs_with_overlap`);
     the pairs that will still have fewer than they were asked (`pairs_short`); named annotators who cannot log
-    in (no password yet), whose new assignments wait for one."""
+    in (no password yet), whose new assignments wait for one; the pairs left out because only a judgments
+    import named them (`imported_only`: pool them, or name them with `pair_ids`)."""
 
     created: int = 0
     pairs_topped_up: int = 0
@@ -38,6 +42,7 @@ class AssignReport:
     pairs_total: int = 0
     pairs_short: int = 0
     cannot_log_in: list[str] = field(default_factory=list)
+    imported_only: int = 0
 
     def to_dict(self) -> dict:
         """JSON-able form for the CLI and the app."""
@@ -66,38 +71,37 @@ def _annotators(session: Session, names: list[str] | None) -> list[tuple[int, st
     queue; a model judge grades by `qrelkit prejudge`, never from a queue)."""
     if names is None:
         rows = session.execute(
-            select(col(User.id), col(User.username))
+            select(User.id, User.username)
             .where(
-                col(User.role) == "annotator",
-                col(User.active),
-                col(User.kind) == AnnotatorKind.HUMAN,
-                col(User.password_hash).is_not(None),
+                User.role == "annotator", User.active, User.kind == AnnotatorKind.HUMAN, User.password_hash.is_not(None)
             )
-            .order_by(col(User.id))
+            .order_by(User.id)
         ).all()
         return [(r.id, r.username, True) for r in rows]
-    by_name = {
+    rows = {
         r.username: r
         for r in session.execute(
             select(
-                col(User.id),
-                col(User.username),
-                col(User.active),
-                col(User.kind),
-                col(User.password_hash).is_not(None).label("can_login"),
-            ).where(col(User.username).in_(names))
+                User.id, User.username, User.active, User.kind, User.password_hash.is_not(None).label("can_login")
+            ).where(User.username.in_(names))
         ).all()
     }
-    unknown = [n for n in names if n not in by_name]
+    unknown = [n for n in names if n not in rows]
     if unknown:
         raise NotFound(f"no user named {', '.join(map(repr, unknown))}")
-    models = [n for n in names if by_name[n].kind != AnnotatorKind.HUMAN]
+    references = [n for n in names if rows[n].kind == AnnotatorKind.REFERENCE]
+    if references:
+        raise ValueError(
+            f"reference annotator(s) get no queue: {', '.join(references)} (their grades are a reference "
+            "people are measured against, never an overlap slot)"
+        )
+    models = [n for n in names if rows[n].kind != AnnotatorKind.HUMAN]
     if models:
         raise ValueError(f"model judge(s) get no queue: {', '.join(models)}")
-    inactive = [n for n in names if not by_name[n].active]
+    inactive = [n for n in names if not rows[n].active]
     if inactive:
         raise ValueError(f"inactive user(s) cannot be assigned: {', '.join(inactive)}")
-    return [(by_name[n].id, n, bool(by_name[n].can_login)) for n in dict.fromkeys(names)]
+    return [(rows[n].id, n, bool(rows[n].can_login)) for n in dict.fromkeys(names)]
 
 
 def _counted(session: Session, project_id: int) -> dict[int, set[int]]:
@@ -106,20 +110,15 @@ def _counted(session: Session, project_id: int) -> dict[int, set[int]]:
     in, or a deactivated one, will never be judged)."""
     have: dict[int, set[int]] = defaultdict(set)
     for pid, uid in session.execute(
-        select(col(Judgment.pair_id), col(Judgment.user_id))
-        .join(User, col(User.id) == col(Judgment.user_id))
-        .where(col(Judgment.project_id) == project_id, col(User.kind) == "human")
+        select(Judgment.pair_id, Judgment.user_id)
+        .join(User, User.id == Judgment.user_id)
+        .where(Judgment.project_id == project_id, User.kind == "human")
     ).all():
         have[pid].add(uid)
     for pid, uid in session.execute(
-        select(col(Assignment.pair_id), col(Assignment.user_id))
-        .join(User, col(User.id) == col(Assignment.user_id))
-        .where(
-            col(Assignment.project_id) == project_id,
-            col(User.kind) == "human",
-            col(User.active),
-            col(User.password_hash).is_not(None),
-        )
+        select(Assignment.pair_id, Assignment.user_id)
+        .join(User, User.id == Assignment.user_id)
+        .where(Assignment.project_id == project_id, User.kind == "human", User.active, User.password_hash.is_not(None))
     ).all():
         have[pid].add(uid)
     return have
@@ -134,10 +133,13 @@ def assign(
     seed: int = 0,
     *,
     actor: Actor,
+    pair_ids: Collection[int] | None = None,
 ) -> AssignReport:
-    """Give every pair `overlap` distinct annotators (or only a seeded `fraction` of pairs, the rest one), filling
-    each query's pairs annotator by annotator so a query is read once; re-running tops up only what is missing.
-    Leads and the operator only."""
+    """Give every pooled pair `overlap` distinct annotators (or only a seeded `fraction` of pairs, the rest one),
+    filling each query's pairs annotator by annotator so a query is read once; re-running tops up only what is
+    missing. A pair that only a judgments import named (e.g. a reference's qrels) is not pooled and not
+    assigned, unless `pair_ids` (the pairs to assign, see pairs_from_file) names it. Leads and the operator
+    only."""
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         proj = project_row(session, project, lock=True)
@@ -155,40 +157,44 @@ def assign(
                 + (f" ({', '.join(u for _, u in people)})" if people else "")
             )
         report = AssignReport(overlap=n, fraction=frac, cannot_log_in=[u for _, u, ok in chosen if not ok])
-        rows = session.execute(
-            select(col(Pair.id), col(Pair.query_id))
-            .where(col(Pair.project_id) == proj.id)
-            .order_by(col(Pair.query_id), col(Pair.best_rank).is_(None), col(Pair.best_rank), col(Pair.id))
+        every = session.execute(
+            select(Pair.id, Pair.query_id, Pair.sources)
+            .where(Pair.project_id == proj.id)
+            .order_by(Pair.query_id, Pair.best_rank.is_(None), Pair.best_rank, Pair.id)
         ).all()
+        if pair_ids is not None:
+            wanted = set(pair_ids)
+            rows = [r for r in every if r.id in wanted]
+        else:
+            rows = [r for r in every if list(r.sources or ()) != [IMPORTED]]
+            report.imported_only = len(every) - len(rows)
         pair_ids = np.array([r.id for r in rows], dtype=np.int64)
         full = overlap_sample(pair_ids, frac, seed)
         report.pairs_total, report.pairs_asked_overlap = len(rows), int(full.sum())
-        have = _counted(session, pk(proj))
+        have = _counted(session, proj.id)
         held: dict[int, set[int]] = defaultdict(set, {pid: set(users) for pid, users in have.items()})
         next_pos: dict[int, int] = defaultdict(int)
         load: dict[int, int] = defaultdict(int)
         for pid, uid, pos in session.execute(
-            select(col(Assignment.pair_id), col(Assignment.user_id), col(Assignment.position)).where(
-                col(Assignment.project_id) == proj.id
-            )
+            select(Assignment.pair_id, Assignment.user_id, Assignment.position).where(Assignment.project_id == proj.id)
         ).all():
             held[pid].add(uid)  # never a second assignment of a pair to one queue, even one that does not count
             next_pos[uid] = max(next_pos[uid], pos + 1)
             load[uid] += 1
-        for uid, pairs in round_pair_ids(session, pk(proj)).items():  # seen with its settled grade: never again
+        for uid, pairs in round_pair_ids(session, proj.id).items():  # seen with its settled grade: never again
             for pid in pairs:
                 held[pid].add(uid)
         new = plan_assignments(rows, full, n, people, have, load, next_pos, held)
         if new:
             now = utcnow()
             session.execute(
-                insert(table_of(Assignment)),
+                insert(Assignment.__table__),
                 [
                     {"project_id": proj.id, "pair_id": p, "user_id": u, "position": pos, "created_at": now}
                     for p, u, pos in new
                 ],
             )
-        after = _counted(session, pk(proj))  # what will exist, new assignments included
+        after = _counted(session, proj.id)  # what will exist, new assignments included
         report.pairs_with_overlap = sum(1 for r, f in zip(rows, full, strict=True) if f and len(after[r.id]) >= n)
         report.pairs_short = sum(1 for r, f in zip(rows, full, strict=True) if len(after[r.id]) < (n if f else 1))
         names = dict(people)
@@ -200,7 +206,7 @@ def assign(
 
 
 def plan_assignments(
-    rows: Sequence[Any],
+    rows: list,
     full: np.ndarray,
     n: int,
     people: list[tuple[int, str]],
@@ -241,3 +247,56 @@ def plan_assignments(
                 need -= 1
         start = end
     return out
+
+
+def _pair_keys(path: str | Path) -> Iterator[tuple[int, str, str]]:
+    """(line, query id, fragment id) of a pairs file: JSONL/CSV/TSV records with query_id and fragment_id (or
+    doc_id), as `qrelkit export --pairs` writes them; else whitespace-separated lines `qid fid`, TREC qrels
+    `qid iter docid grade` or a TREC run `qid Q0 docid rank score tag`."""
+    if format_by_name(path) is not None:
+        for line, rec in iter_records(path, ("query_id",)):
+            fragment = rec.get("fragment_id", rec.get("doc_id"))
+            if fragment is None:
+                raise InputError(str(path), line, "a pair needs fragment_id (or doc_id)")
+            yield line, str(rec["query_id"]).strip(), str(fragment).strip()
+        return
+    for line, text in iter_lines(path):
+        fields = text.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if len(fields) not in (2, 4, 6):
+            raise InputError(
+                str(path),
+                line,
+                f"expected `query_id fragment_id`, TREC qrels (4 fields) or a TREC run (6 fields); found "
+                f"{len(fields)} field(s)",
+            )
+        yield line, fields[0], fields[1 if len(fields) == 2 else 2]
+
+
+def pairs_from_file(engine: Engine, project: str, path: str | Path) -> list[int]:
+    """The pair ids a file names (see _pair_keys), for `assign --pairs`: every line must name a pair the project
+    has (pooled or imported), else nothing is assigned and every bad line is told."""
+    with session_scope(engine) as session:
+        proj = project_row(session, project)
+        known = {
+            (q, f): pid
+            for pid, q, f in session.execute(
+                select(Pair.id, Query.external_id, Fragment.external_id)
+                .join(Query, Query.id == Pair.query_id)
+                .join(Fragment, Fragment.id == Pair.fragment_id)
+                .where(Pair.project_id == proj.id)
+            ).all()
+        }
+    problems = Problems(path)
+    out: dict[int, None] = {}
+    for line, query, fragment in _pair_keys(path):
+        pid = known.get((query, fragment))
+        if pid is None:
+            problems.add(line, f"no pair ({query!r}, {fragment!r}) in project {project!r}: pool or import it first")
+        else:
+            out[pid] = None
+    problems.check()
+    if not out:
+        raise InputError(str(path), None, "names no pair")
+    return list(out)

@@ -1,5 +1,6 @@
 """A project's files before any release: every current judgment (what agreement, consensus and import read), a
-stored run as a TREC run (what eval and import run read), the lead's decisions (what consensus applies)."""
+stored run as a TREC run (what eval and import run read), the lead's decisions (what consensus applies), the
+pairs and the assignments (what a script grades or checks)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
-from sqlalchemy import select
+from sqlalchemy import and_, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
-from sqlmodel import col
 
 from db.projects import project_row, project_scale
 from db.store.engine import session_scope
 from db.store.frames import frame_of, project_adjudications, project_judgments
-from db.store.models import Judgment, Query, Run, RunEntry, User, pk
+from db.store.models import Assignment, Fragment, Judgment, Pair, Query, Run, RunEntry, User
 from eval_core.io.judgments import ADJUDICATION_COLUMNS, render_judgments
 from eval_core.io.spreadsheet import escape_cell
 from eval_core.io.writers import write_atomically, write_run
@@ -38,7 +38,7 @@ def export_judgments(
     on it and an import into a project on another scale is refused."""
     with session_scope(engine) as session:
         row = project_row(session, project)
-        project_id, scale = pk(row), project_scale(row)
+        project_id, scale = row.id, project_scale(row)
         frame = project_judgments(session, project_id, times=True).rename(columns={"updated_at": "time"})
         frame = _with_model_fields(session, project_id, frame)
     if guideline_version is not None:
@@ -50,19 +50,13 @@ def export_judgments(
 def _with_model_fields(session: Session, project_id: int, frame: pd.DataFrame) -> pd.DataFrame:
     """The judgments frame plus `model` (the judge's model name) and `prompt_version` (the one stamped on the
     grade), None on people's lines; read in the frame's transaction, column-wise (a model may grade them all)."""
-    models = dict(
-        session.execute(
-            select(col(User.username), col(User.model_name)).where(col(User.kind) == AnnotatorKind.MODEL)
-        ).all()
-    )
+    models = dict(session.execute(select(User.username, User.model_name).where(User.kind == AnnotatorKind.MODEL)).all())
     stamped = frame_of(
         session,
-        select(col(Judgment.pair_id), col(User.username), col(Judgment.prompt_version))
-        .join(User, col(User.id) == col(Judgment.user_id))
+        select(Judgment.pair_id, User.username, Judgment.prompt_version)
+        .join(User, User.id == Judgment.user_id)
         .where(
-            col(Judgment.project_id) == project_id,
-            col(User.kind) == AnnotatorKind.MODEL,
-            col(Judgment.prompt_version).is_not(None),
+            Judgment.project_id == project_id, User.kind == AnnotatorKind.MODEL, Judgment.prompt_version.is_not(None)
         ),
         ["pair_id", "annotator", "prompt_version"],
     )
@@ -94,16 +88,14 @@ def export_run(engine: Engine, project: str, name: str, out: str | Path) -> int:
     name with whitespace made `_`), all or nothing; returns the lines written."""
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
-        run_id = session.execute(
-            select(col(Run.id)).where(col(Run.project_id) == project_id, col(Run.name) == name)
-        ).scalar()
+        run_id = session.execute(select(Run.id).where(Run.project_id == project_id, Run.name == name)).scalar()
         if run_id is None:
-            names = sorted(session.execute(select(col(Run.name)).where(col(Run.project_id) == project_id)).scalars())
+            names = sorted(session.execute(select(Run.name).where(Run.project_id == project_id)).scalars())
             raise RunNotFound(f"no run named {name!r} in project {project!r} (runs: {', '.join(names) or 'none'})")
         frame = frame_of(
             session,
-            select(col(Query.external_id), col(RunEntry.doc_external_id), col(RunEntry.score))
-            .join(Query, col(Query.id) == col(RunEntry.query_id))
+            select(Query.external_id, RunEntry.doc_external_id, RunEntry.score)
+            .join(Query, Query.id == RunEntry.query_id)
             .where(RunEntry.run_id == run_id),
             ["query_id", "doc_id", "score"],
         )
@@ -138,6 +130,138 @@ def render_adjudications(frame: pd.DataFrame, fmt: str) -> Iterator[str]:
 def export_adjudications(engine: Engine, project: str, fmt: str, out: str | Path) -> int:
     """Write the lead's decisions in force with their reasons, all or nothing; returns how many."""
     with session_scope(engine) as session:
-        frame = project_adjudications(session, pk(project_row(session, project)))
+        frame = project_adjudications(session, project_row(session, project).id)
     write_atomically(Path(out), render_adjudications(frame, fmt))
     return len(frame)
+
+
+PAIR_COLUMNS = ["query_id", "fragment_id", "query", "title", "text", "sources", "best_rank", "graded_by", "assigned_to"]
+ASSIGNMENT_COLUMNS = ["annotator", "query_id", "fragment_id", "position", "done", "rejudge_version", "grade"]
+
+
+def render_records(rows: list[dict], columns: list[str], fmt: str) -> Iterator[str]:
+    """Rows as JSONL (lists stay lists) or CSV (lists joined by `;`, text cells escaped for spreadsheets)."""
+    if fmt not in ADJUDICATION_FORMATS:
+        raise ValueError(f"format must be one of {', '.join(ADJUDICATION_FORMATS)}, got {fmt!r}")
+    if fmt == "jsonl":
+        for row in rows:
+            yield json.dumps({c: row[c] for c in columns}, ensure_ascii=False) + "\n"
+        return
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        cells = [row[c] for c in columns]
+        writer.writerow(
+            [
+                escape_cell(";".join(map(str, v)))
+                if isinstance(v, list)
+                else escape_cell(v)
+                if isinstance(v, str)
+                else v
+                for v in cells
+            ]
+        )
+        if buf.tell() > 1 << 20:
+            yield buf.getvalue()
+            buf.seek(0)
+            buf.truncate()
+    yield buf.getvalue()
+
+
+def export_pairs(engine: Engine, project: str, fmt: str, out: str | Path) -> int:
+    """Write every pair of the project, what a script needs to grade or check it: query and fragment ids and
+    texts (title, text; null when the text is not imported), where the pool found it (sources, best rank), the
+    people and references who graded it and the people it is assigned to; returns how many. `assign --pairs`
+    reads the file back."""
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        graded: dict[int, list[str]] = {}
+        for pid, name in session.execute(
+            select(Judgment.pair_id, User.username)
+            .join(User, User.id == Judgment.user_id)
+            .where(Judgment.project_id == project_id)
+            .order_by(User.username)
+        ):
+            graded.setdefault(pid, []).append(name)
+        assigned: dict[int, list[str]] = {}
+        for pid, name in session.execute(
+            select(Assignment.pair_id, User.username)
+            .join(User, User.id == Assignment.user_id)
+            .where(Assignment.project_id == project_id)
+            .order_by(User.username)
+        ):
+            assigned.setdefault(pid, []).append(name)
+        rows = [
+            {
+                "query_id": q,
+                "fragment_id": f,
+                "query": qt,
+                "title": title,
+                "text": text,
+                "sources": list(sources or ()),
+                "best_rank": rank,
+                "graded_by": graded.get(pid, []),
+                "assigned_to": assigned.get(pid, []),
+            }
+            for pid, q, f, qt, title, text, sources, rank in session.execute(
+                select(
+                    Pair.id,
+                    Query.external_id,
+                    Fragment.external_id,
+                    Query.text,
+                    Fragment.title,
+                    Fragment.text,
+                    Pair.sources,
+                    Pair.best_rank,
+                )
+                .join(Query, Query.id == Pair.query_id)
+                .join(Fragment, Fragment.id == Pair.fragment_id)
+                .where(Pair.project_id == project_id)
+                .order_by(Query.external_id, Pair.best_rank.is_(None), Pair.best_rank, Fragment.external_id)
+            )
+        ]
+    write_atomically(Path(out), render_records(rows, PAIR_COLUMNS, fmt))
+    return len(rows)
+
+
+def export_assignments(engine: Engine, project: str, fmt: str, out: str | Path) -> int:
+    """Write every assignment: who holds which pair, in their queue's order, whether it is done, whether it was
+    sent back for re-judging (the guideline version), and their current grade (null: none yet, or can't
+    judge); returns how many."""
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        rows = [
+            {
+                "annotator": name,
+                "query_id": q,
+                "fragment_id": f,
+                "position": int(pos),
+                "done": bool(done),
+                "rejudge_version": version,
+                "grade": grade,
+            }
+            for name, q, f, pos, done, version, grade in session.execute(
+                select(
+                    User.username,
+                    Query.external_id,
+                    Fragment.external_id,
+                    Assignment.position,
+                    Assignment.done,
+                    Assignment.rejudge_version,
+                    Judgment.grade,
+                )
+                .select_from(Assignment)
+                .join(User, User.id == Assignment.user_id)
+                .join(Pair, Pair.id == Assignment.pair_id)
+                .join(Query, Query.id == Pair.query_id)
+                .join(Fragment, Fragment.id == Pair.fragment_id)
+                .outerjoin(
+                    Judgment, and_(Judgment.pair_id == Assignment.pair_id, Judgment.user_id == Assignment.user_id)
+                )
+                .where(Assignment.project_id == project_id)
+                .order_by(User.username, Assignment.position)
+            )
+        ]
+    write_atomically(Path(out), render_records(rows, ASSIGNMENT_COLUMNS, fmt))
+    return len(rows)

@@ -13,15 +13,15 @@ import pandas as pd
 from sqlalchemy import bindparam, select, tuple_
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
-from sqlmodel import col
 
 from db.accounts.permissions import Actor, require_lead
 from db.accounts.users import LOOKS_LIKE, account_keys, check_username, name_key
+from db.adjudication import DecisionsReport, import_adjudications, record_decisions
+from db.assignment import IMPORTED
 from db.projects import ProjectNotFound, project_row, project_scale
 from db.store.engine import session_scope
 from db.store.frames import project_adjudications
 from db.store.models import (
-    Adjudication,
     Assignment,
     Fragment,
     Guideline,
@@ -33,8 +33,6 @@ from db.store.models import (
     Run,
     RunEntry,
     User,
-    pk,
-    table_of,
     utcnow,
 )
 from eval_core.errors import MAX_PROBLEMS, InputError, Problems
@@ -64,9 +62,7 @@ QRELS_AS_RUN = (
 )
 MAX_TEXT_CHARS = 1_000_000
 CHUNK = 20_000
-QUERIES, FRAGMENTS, PAIRS, JUDGMENTS, HISTORY, ASSIGNMENTS = (
-    table_of(m) for m in (Query, Fragment, Pair, Judgment, JudgmentHistory, Assignment)
-)
+Q, F, P, J, H, A = (m.__table__ for m in (Query, Fragment, Pair, Judgment, JudgmentHistory, Assignment))
 
 
 @dataclass
@@ -106,10 +102,10 @@ class ImportRejected(InputError):
 
     def __init__(self, problems: list[InputError], total: int, report: ImportReport) -> None:
         first = problems[0]
-        more = f" (and {total - 1} more problem(s))" if total > 1 else ""
+        more = f" (and {total - 1:,} more problem(s))" if total > 1 else ""
         super().__init__(first.path, first.line, first.problem + more)
         self.report = report
-        self.more = report.rejected[1:]  # every further bad line, for the CLI to print
+        self.more = report.rejected if total > 1 else []  # every bad line (near-identical collapsed), for the CLI
 
 
 class _Problems(Problems):
@@ -122,7 +118,7 @@ class _Problems(Problems):
     def check(self) -> None:
         """Raise ImportRejected when anything was wrong."""
         if self.total:
-            report = ImportReport(rejected=[str(e) for e in self.items], kind=self.kind, path=self.path)
+            report = ImportReport(rejected=self.lines(), kind=self.kind, path=self.path)
             raise ImportRejected(self.items, self.total, report)
 
 
@@ -167,9 +163,11 @@ def _limited(problems: _Problems, line: int, values: dict[str, str | None], limi
     return True
 
 
-def _parse_queries(path: str | Path, show: bool, fmt: str | None, topic_field: str) -> tuple[dict[str, dict], str]:
+def _parse_queries(
+    path: str | Path, show: bool, fmt: str | None, topic_field: str, fields: dict[str, str] | None = None
+) -> tuple[dict[str, dict], str]:
     """The queries of a file, read by eval_core's one queries reader, within the store's sizes."""
-    read = read_queries(path, fmt, topic_field)
+    read = read_queries(path, fmt, topic_field, fields)
     problems = _Problems(path, "queries")
     problems.items, problems.total = list(read.problems), read.total_problems
     out: dict[str, dict] = {}
@@ -194,9 +192,11 @@ def _parse_queries(path: str | Path, show: bool, fmt: str | None, topic_field: s
     return out, read.format
 
 
-def _parse_fragments(path: str | Path, show: bool, fmt: str | None) -> tuple[dict[str, dict], str]:
+def _parse_fragments(
+    path: str | Path, show: bool, fmt: str | None, fields: dict[str, str] | None = None
+) -> tuple[dict[str, dict], str]:
     """The fragments of a file, read by eval_core's one fragments reader, within the store's sizes."""
-    read = read_fragments(path, fmt)
+    read = read_fragments(path, fmt, fields)
     problems = _Problems(path, "fragments")
     problems.items, problems.total = list(read.problems), read.total_problems
     out: dict[str, dict] = {}
@@ -260,29 +260,39 @@ def import_queries(
     actor: Actor,
     fmt: str | None = None,
     topic_field: str = "title",
+    fields: dict[str, str] | None = None,
 ) -> ImportReport:
     """Queries in any layout eval_core.io.collection reads (JSONL/CSV/TSV records, BEIR, headerless qid<TAB>text,
-    TREC topics with `topic_field` as the text and the description and narrative kept as context)."""
+    TREC topics with `topic_field` as the text and the description and narrative kept as context); `fields`
+    maps the file's field names (eval_core.io.collection.field_map)."""
     proj = _project(engine, project, path, actor)
-    parsed, found = _parse_queries(path, progress, fmt, topic_field)
+    parsed, found = _parse_queries(path, progress, fmt, topic_field, fields)
     report = ImportReport(kind="queries", path=str(path), records=len(parsed), format=found)
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
-        _upsert_by_external_id(session, QUERIES, pk(proj), parsed, report, progress)
+        _upsert_by_external_id(session, Q, proj.id, parsed, report, progress)  # type: ignore[arg-type]
     return report
 
 
 def import_fragments(
-    engine: Engine, project: str, path: str | Path, progress: bool = False, *, actor: Actor, fmt: str | None = None
+    engine: Engine,
+    project: str,
+    path: str | Path,
+    progress: bool = False,
+    *,
+    actor: Actor,
+    fmt: str | None = None,
+    fields: dict[str, str] | None = None,
 ) -> ImportReport:
     """Fragments in any layout eval_core.io.collection reads (qrelkit/BEIR/Pyserini/ir_datasets records,
-    headerless pid<TAB>text, gzipped or not); `doc_id` and a chunk position are stored, other fields → meta."""
+    headerless pid<TAB>text, gzipped or not; `fields` maps other field names, e.g. {"text": "doc"}); `doc_id`
+    and a chunk position are stored, other fields → meta."""
     proj = _project(engine, project, path, actor)
-    parsed, found = _parse_fragments(path, progress, fmt)
+    parsed, found = _parse_fragments(path, progress, fmt, fields)
     report = ImportReport(kind="fragments", path=str(path), records=len(parsed), format=found)
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
-        _upsert_by_external_id(session, FRAGMENTS, pk(proj), parsed, report, progress)
+        _upsert_by_external_id(session, F, proj.id, parsed, report, progress)  # type: ignore[arg-type]
     return report
 
 
@@ -344,50 +354,62 @@ def _run_hash(frame: pd.DataFrame, qext: dict[int, str]) -> str:
 
 
 def import_run(
-    engine: Engine, project: str, path: str | Path, name: str | None = None, progress: bool = False, *, actor: Actor
+    engine: Engine,
+    project: str,
+    path: str | Path,
+    name: str | None = None,
+    progress: bool = False,
+    *,
+    actor: Actor,
+    produced_by: str | None = None,
 ) -> ImportReport:
-    """A TREC run stored under `name` (default: the file name); re-importing the same name replaces its lines."""
+    """A TREC run stored under `name` (default: the file name); re-importing the same name replaces its lines.
+    `produced_by`: the model the run was produced with (a judge of its family is warned about)."""
+    produced_by = (produced_by or "").strip() or None
+    if produced_by is not None and len(produced_by) > 200:
+        raise InputError(str(path), None, f"--produced-by must be 1-200 characters, got {len(produced_by)}")
     proj = _project(engine, project, path, actor)
     name = (name or run_name_from_path(path)).strip()
     if not name or len(name) > 200:
         raise InputError(str(path), None, f"run name must be 1-200 characters, got {name!r}")
     with session_scope(engine) as session:
-        queries = dict(
-            session.execute(select(col(Query.external_id), col(Query.id)).where(col(Query.project_id) == proj.id)).all()
-        )
+        queries = dict(session.execute(select(Query.external_id, Query.id).where(Query.project_id == proj.id)).all())
     frame = _parse_run(path, queries, progress)
     digest = _run_hash(frame, {v: k for k, v in queries.items()})
     report = ImportReport(kind="run", path=str(path), records=len(frame), format=detect_format(path))
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         old = session.execute(
-            select(col(Run.id), col(Run.content_hash)).where(col(Run.project_id) == proj.id, col(Run.name) == name)
+            select(Run.id, Run.content_hash).where(Run.project_id == proj.id, Run.name == name)
         ).first()
         if old is not None and old.content_hash == digest:
             report.unchanged = 1
             return report
         fragments = dict(
-            session.execute(
-                select(col(Fragment.external_id), col(Fragment.id)).where(col(Fragment.project_id) == proj.id)
-            ).all()
+            session.execute(select(Fragment.external_id, Fragment.id).where(Fragment.project_id == proj.id)).all()
         )
         report.unknown_fragments = _unknown_fragments(path, frame, fragments)
         if old is None:
             run_id = session.execute(
-                table_of(Run)
-                .insert()
-                .values(project_id=proj.id, name=name, content_hash=digest, n_lines=len(frame), created_at=utcnow())
-                .returning(table_of(Run).c.id)
+                Run.__table__.insert()
+                .values(
+                    project_id=proj.id,
+                    name=name,
+                    content_hash=digest,
+                    n_lines=len(frame),
+                    created_at=utcnow(),
+                    produced_by=produced_by,
+                )
+                .returning(Run.__table__.c.id)
             ).scalar_one()
             report.created = 1
         else:
             run_id = old.id
-            session.execute(table_of(RunEntry).delete().where(table_of(RunEntry).c.run_id == run_id))
+            session.execute(RunEntry.__table__.delete().where(RunEntry.__table__.c.run_id == run_id))
             session.execute(
-                table_of(Run)
-                .update()
-                .where(table_of(Run).c.id == run_id)
-                .values(content_hash=digest, n_lines=len(frame), created_at=utcnow())
+                Run.__table__.update()
+                .where(Run.__table__.c.id == run_id)
+                .values(content_hash=digest, n_lines=len(frame), created_at=utcnow(), produced_by=produced_by)
             )
             report.updated = 1
         _insert_run_entries(session, run_id, frame, fragments, progress)
@@ -434,9 +456,7 @@ def _insert_run_entries(
     columns = "run_id, query_id, doc_external_id, fragment_id, rank, score"
     conn = session.connection()
     if conn.dialect.name == "postgresql":
-        driver = conn.connection.driver_connection
-        assert driver is not None  # a checked-out connection has its driver's
-        cursor = driver.cursor()
+        cursor = conn.connection.driver_connection.cursor()
         with cursor.copy(f"COPY run_entries ({columns}) FROM STDIN") as copy:
             for row in _progress(rows, show, "writing run"):
                 copy.write_row(row)
@@ -517,23 +537,19 @@ def _parse_judgments(
     frame, decided = read.judgments, read.adjudications
     with session_scope(engine) as session:
         versions = dict(
-            session.execute(
-                select(col(Guideline.version), col(Guideline.id)).where(col(Guideline.project_id) == proj.id)
-            ).all()
+            session.execute(select(Guideline.version, Guideline.id).where(Guideline.project_id == proj.id)).all()
         )
         leads = {
             name: (role, active)
             for name, role, active in session.execute(
-                select(col(User.username), col(User.role), col(User.active)).where(
-                    col(User.username).in_(decided["by"].unique().tolist())
-                )
+                select(User.username, User.role, User.active).where(User.username.in_(decided["by"].unique().tolist()))
             )
         }
         known = {
             name: (kind, model)
             for name, kind, model in session.execute(
-                select(col(User.username), col(User.kind), col(User.model_name)).where(
-                    col(User.username).in_(frame["annotator"].unique().tolist())
+                select(User.username, User.kind, User.model_name).where(
+                    User.username.in_(frame["annotator"].unique().tolist())
                 )
             )
         }
@@ -548,17 +564,21 @@ def _parse_judgments(
             if pd.isna(qid):
                 problems.add(line, f"unknown query id {qext!r} (not imported into this project)")
             elif pd.isna(fid):
-                problems.add(line, f"unknown fragment id {fext!r} (not imported into this project)")
+                problems.add(
+                    line,
+                    f"unknown fragment id {fext!r} (not imported into this project) — import their texts first "
+                    "(`qrelkit import fragments FILE`, `--field` for other field names)",
+                )
     if "guideline" in frame.columns:
         frame["guideline_id"] = frame["guideline"].map(lambda v: None if v is None else versions.get(_version(v)))
-        listed = ", ".join(map(str, sorted(versions))) or "none yet"
+        known = ", ".join(map(str, sorted(versions))) or "none yet"
         for line, given in frame.loc[
             frame["guideline"].notna() & frame["guideline_id"].isna(), ["line", "guideline"]
         ].itertuples(index=False):
             problems.add(
                 line,
                 f"guideline version {given!r} does not exist in project {proj.name!r} "
-                f"(versions: {listed}); add it with `qrelkit guideline add`",
+                f"(versions: {known}); add it with `qrelkit guideline add`",
             )
     stamp = _stamp_guideline(path, frame, versions, proj, source.guideline)
     for line, annotator in frame.loc[frame["annotator"].str.len() > MAX_NAME_CHARS, ["line", "annotator"]].itertuples(
@@ -739,9 +759,9 @@ def _annotators(
             f"they belong to model judges (annotator_kind model)",
         )
     model = np.where(has["model"], given["model"].to_numpy(dtype=object), judges.model)
-    model = np.where(is_model, model, np.array(None))
+    model = np.where(is_model, model, None)
     prompt = np.where(has["prompt_version"], given["prompt_version"].to_numpy(dtype=object), judges.prompt_version)
-    prompt = np.where(is_model, prompt, np.array(None))
+    prompt = np.where(is_model, prompt, None)
     first = dict(enumerate(np.unique(codes, return_index=True)[1].tolist()))  # codes run 0..k-1
     changed = _changes(codes, kind, np.arange(len(frame)))[1] if from_file.any() else []
     first_model, changed_model = _changes(codes, model, np.flatnonzero(pd.notna(model)))
@@ -804,19 +824,15 @@ def _ensure_users(
     model and prompt version `fields` gives (people by default). `prompt_version` (the import's option) becomes
     the current prompt of the model judges that already exist."""
     fields = fields or {}
-    have: dict[str, int] = dict(
-        session.execute(
-            select(col(User.username), table_of(User).c.id).where(col(User.username).in_(list(names)))
-        ).all()
-    )
+    have = dict(session.execute(select(User.username, User.id).where(User.username.in_(list(names)))).all())
     missing = [n for n in names if n not in have]
     judges = [have[n] for n in have if fields.get(n, {}).get("kind") == "model"]
     if prompt_version is not None and judges:
-        session.execute(table_of(User).update().where(col(User.id).in_(judges)).values(prompt_version=prompt_version))
+        session.execute(User.__table__.update().where(User.id.in_(judges)).values(prompt_version=prompt_version))
     if missing:
         now = utcnow()
         session.execute(
-            table_of(User).insert(),
+            User.__table__.insert(),
             [
                 {
                     "username": n,
@@ -832,11 +848,7 @@ def _ensure_users(
                 for n in missing
             ],
         )
-        have.update(
-            session.execute(
-                select(col(User.username), table_of(User).c.id).where(col(User.username).in_(missing))
-            ).all()
-        )
+        have.update(session.execute(select(User.username, User.id).where(User.username.in_(missing))).all())
     return have
 
 
@@ -845,7 +857,7 @@ def _ensure_pairs(session: Session, project_id: int, wanted: set[tuple[int, int]
     have = {
         (q, f): i
         for i, q, f in session.execute(
-            select(PAIRS.c.id, PAIRS.c.query_id, PAIRS.c.fragment_id).where(PAIRS.c.project_id == project_id)
+            select(P.c.id, P.c.query_id, P.c.fragment_id).where(P.c.project_id == project_id)
         )
     }
     missing = sorted(wanted - have.keys())
@@ -853,13 +865,13 @@ def _ensure_pairs(session: Session, project_id: int, wanted: set[tuple[int, int]
         now = utcnow()
         for chunk in _chunks(missing):
             session.execute(
-                PAIRS.insert(),
+                P.insert(),
                 [
                     {
                         "project_id": project_id,
                         "query_id": q,
                         "fragment_id": f,
-                        "sources": ["import"],
+                        "sources": [IMPORTED],
                         "best_rank": None,
                         "created_at": now,
                     }
@@ -869,7 +881,7 @@ def _ensure_pairs(session: Session, project_id: int, wanted: set[tuple[int, int]
         have = {
             (q, f): i
             for i, q, f in session.execute(
-                select(PAIRS.c.id, PAIRS.c.query_id, PAIRS.c.fragment_id).where(PAIRS.c.project_id == project_id)
+                select(P.c.id, P.c.query_id, P.c.fragment_id).where(P.c.project_id == project_id)
             )
         }
     return have
@@ -890,13 +902,9 @@ def import_judgments(
     `judges` says whether the file's annotators are people or model judges (e.g. an LLM assessor's output)."""
     proj = _project(engine, project, path, actor)
     with session_scope(engine) as session:
-        queries = dict(
-            session.execute(select(col(Query.external_id), col(Query.id)).where(col(Query.project_id) == proj.id)).all()
-        )
+        queries = dict(session.execute(select(Query.external_id, Query.id).where(Query.project_id == proj.id)).all())
         fragments = dict(
-            session.execute(
-                select(col(Fragment.external_id), col(Fragment.id)).where(col(Fragment.project_id) == proj.id)
-            ).all()
+            session.execute(select(Fragment.external_id, Fragment.id).where(Fragment.project_id == proj.id)).all()
         )
     judged, adjudications, people, stamp = _parse_judgments(
         engine, path, proj, queries, fragments, progress, judges, source
@@ -914,16 +922,14 @@ def import_judgments(
         users = _ensure_users(session, names, people, judges.prompt_version) if names else {}
         users.update(
             session.execute(
-                select(col(User.username), col(User.id)).where(
-                    col(User.username).in_(adjudications["by"].unique().tolist())
-                )
+                select(User.username, User.id).where(User.username.in_(adjudications["by"].unique().tolist()))
             ).all()
         )
         wanted = set(zip(judged["query"].tolist(), judged["fragment"].tolist(), strict=True))
         wanted |= set(zip(adjudications["query"].tolist(), adjudications["fragment"].tolist(), strict=True))
-        pairs = _ensure_pairs(session, pk(proj), {(int(q), int(f)) for q, f in wanted})
-        write_judgments(session, pk(proj), judged, users, pairs, report, progress)
-        _write_adjudications(session, pk(proj), adjudications, users, pairs)
+        pairs = _ensure_pairs(session, proj.id, {(int(q), int(f)) for q, f in wanted})
+        write_judgments(session, proj.id, judged, users, pairs, report, progress)
+        _write_adjudications(session, proj.id, adjudications, users, pairs)
     return report
 
 
@@ -944,21 +950,18 @@ def write_judgments(
     """Insert new judgments, update changed ones (revision + 1), count the unchanged; history for each change.
     The one writer of judgments that arrive in bulk: imported files and model judges' grades."""
     stmt = select(
-        JUDGMENTS.c.id,
-        JUDGMENTS.c.pair_id,
-        JUDGMENTS.c.user_id,
-        JUDGMENTS.c.grade,
-        JUDGMENTS.c.note,
-        JUDGMENTS.c.cant_judge_reason,
-        JUDGMENTS.c.guideline_id,
-        JUDGMENTS.c.prompt_version,
-    ).where(
-        JUDGMENTS.c.project_id == project_id,
-        JUDGMENTS.c.user_id.in_(sorted({users[a] for a in judged["annotator"].unique()})),
-    )
+        J.c.id,
+        J.c.pair_id,
+        J.c.user_id,
+        J.c.grade,
+        J.c.note,
+        J.c.cant_judge_reason,
+        J.c.guideline_id,
+        J.c.prompt_version,
+    ).where(J.c.project_id == project_id, J.c.user_id.in_(sorted({users[a] for a in judged["annotator"].unique()})))
     if len(judged) <= 500:  # a model judge's batch: read only its pairs' judgments
         stmt = stmt.where(
-            JUDGMENTS.c.pair_id.in_(
+            J.c.pair_id.in_(
                 sorted({pairs[(int(q), int(f))] for q, f in zip(judged["query"], judged["fragment"], strict=True)})
             )
         )
@@ -1035,31 +1038,27 @@ def write_judgments(
             }
         )
     for chunk in _progress(list(_chunks(new)), show, "writing judgments"):
-        session.execute(JUDGMENTS.insert(), chunk)
+        session.execute(J.insert(), chunk)
     if changed:
         session.execute(
-            JUDGMENTS.update()
-            .where(JUDGMENTS.c.id == bindparam("_id"))
+            J.update()
+            .where(J.c.id == bindparam("_id"))
             .values(
                 grade=bindparam("grade"),
                 note=bindparam("note"),
                 cant_judge_reason=bindparam("cant_judge_reason"),
                 guideline_id=bindparam("guideline_id"),
                 prompt_version=bindparam("prompt_version"),
-                revision=JUDGMENTS.c.revision + 1,
+                revision=J.c.revision + 1,
                 updated_at=bindparam("updated_at"),
             ),
             changed,
         )
     for chunk in _chunks(history):
-        session.execute(HISTORY.insert(), chunk)
+        session.execute(H.insert(), chunk)
     done = sorted({(r["pair_id"], r["user_id"]) for r in history})
     for chunk in _chunks(done, 500):
-        session.execute(
-            ASSIGNMENTS.update()
-            .where(tuple_(ASSIGNMENTS.c.pair_id, ASSIGNMENTS.c.user_id).in_(chunk))
-            .values(done=True)
-        )
+        session.execute(A.update().where(tuple_(A.c.pair_id, A.c.user_id).in_(chunk)).values(done=True))
     report.created, report.updated = len(new), len(changed)
 
 
@@ -1073,7 +1072,6 @@ def _write_adjudications(
     """Append a release line's adjudication unless the one in force already says the same."""
     if adjudications.empty:
         return
-    table = table_of(Adjudication)
     current = {
         (q, f): (g, r, b) for q, f, g, r, b in project_adjudications(session, project_id).itertuples(index=False)
     }
@@ -1093,14 +1091,21 @@ def _write_adjudications(
                     "created_at": now,
                 }
             )
-    if rows:
-        session.execute(table.insert(), rows)
+    record_decisions(session, rows)
+
+
+def import_decisions(
+    engine: Engine, project: str, path: str | Path, progress: bool = False, *, actor: Actor, reason: str | None = None
+) -> DecisionsReport:
+    """A file of a lead's decisions (db.adjudication.import_adjudications), as an import kind."""
+    return import_adjudications(engine, project, path, actor=actor, reason=reason)
 
 
 # The import kinds, in the order the CLI and the Project page offer them: kind → importer.
-IMPORT_KINDS: dict[str, Callable[..., ImportReport]] = {
+IMPORT_KINDS: dict[str, Callable[..., ImportReport | DecisionsReport]] = {
     "queries": import_queries,
     "fragments": import_fragments,
     "run": import_run,
     "judgments": import_judgments,
+    "adjudications": import_decisions,
 }

@@ -6,17 +6,16 @@ import csv
 import hashlib
 import io
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from json.encoder import encode_basestring
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 from sqlalchemy import func, insert, select
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col
+from sqlmodel import Session
 
 from db.accounts.permissions import Actor, require_lead
 from db.evaluations import (
@@ -27,6 +26,7 @@ from db.evaluations import (
     score_run,
     store_evaluation,
 )
+from db.model_judges import trust_card
 from db.projects import project_row, project_scale
 from db.reliability import pool_contributions, reliability_card
 from db.store.engine import session_scope
@@ -40,8 +40,6 @@ from db.store.models import (
     Release,
     Run,
     User,
-    pk,
-    table_of,
     utcnow,
 )
 from eval_core.agreement.report import agreement_report
@@ -50,7 +48,7 @@ from eval_core.io.spreadsheet import escape_cell
 from eval_core.io.writers import QrelsGrades, write_atomically
 from eval_core.judges.calibration import HumanBaseline, calibration
 from eval_core.thresholds import MODEL_THRESHOLD
-from eval_core.vocab import RELEASE_POLICIES
+from eval_core.vocab import RELEASE_POLICIES, AnnotatorKind
 
 # The release export formats: format → file of the release.
 EXPORT_FORMATS = {
@@ -113,13 +111,16 @@ def render_files(labels: pd.DataFrame, adjudications: pd.DataFrame) -> tuple[str
     columns = (labels[c].tolist() for c in ("query_id", "fragment_id", "grade", "grades", "rule", "adjudicated"))
     sources = labels["provenance"].tolist() if "provenance" in labels.columns else [None] * len(labels)
     judges = labels["model_judge"].tolist() if "model_judge" in labels.columns else [None] * len(labels)
-    for q, f, g, grades, rule, adjudicated, source, judge in zip(*columns, sources, judges, strict=True):
+    bases = labels["reference"].tolist() if "reference" in labels.columns else [None] * len(labels)
+    for q, f, g, grades, rule, adjudicated, source, judge, base in zip(*columns, sources, judges, bases, strict=True):
         trec.append(f"{q} 0 {f} {g}\n")
         extra = f', "adjudication": {adj[(q, f)]}' if adjudicated else ""
         if source is not None:
             extra += f', "provenance": {quote(source)}'
         if judge is not None:
             extra += f', "model_judge": {quote(judge)}'
+        if base is not None:
+            extra += f', "reference": {quote(base)}'
         lines.append(
             f'{{"query_id": {quote(q)}, "fragment_id": {encode_basestring(f)}, "grade": {g}, '
             f'"grades": {{{grade_map(grades)}}}, "rule": {quote(rule)}{extra}}}\n'
@@ -319,7 +320,6 @@ def _model_policy(
             f"consensus {where} is undefined on {n} shared pairs; release with humans-only or "
             "improve the model"
         )
-    assert comp is not None  # κ is the comparison's
     if lower is None:
         raise ValueError(
             f"model-fills-gaps refused: model judge {name}'s quadratic-weighted κ with the human "
@@ -328,7 +328,6 @@ def _model_policy(
             f"the gate reads the interval's lower bound, so judge more queries by people and the "
             f"model{humans_there}"
         )
-    assert kappa.ci is not None  # the lower bound is the interval's
     if lower < threshold:
         raise ValueError(
             f"model-fills-gaps refused: model judge {name}'s quadratic-weighted κ with the human "
@@ -343,6 +342,23 @@ def _model_policy(
     gaps = mine.merge(graded, on=["query_id", "fragment_id"], how="left", indicator=True)
     gaps = gaps[(gaps["_merge"] == "left_only").to_numpy()]
     return gaps[["query_id", "fragment_id", "annotator", "grade"]], entry
+
+
+def _reference_base(judged: pd.DataFrame, rule: str, scale: tuple[int, int]) -> tuple[pd.DataFrame | None, dict]:
+    """The reference annotators' grades (e.g. an imported NIST qrels), one per pair by the release's rule, as the
+    base every pair no person graded takes; and the card's sentence saying so."""
+    refs = judged[judged["annotator_kind"].eq(AnnotatorKind.REFERENCE).to_numpy() & judged["grade"].notna().to_numpy()]
+    names = sorted(refs["annotator"].astype(str).unique())
+    entry: dict = {"annotators": names, "note": None}
+    if refs.empty:
+        return None, entry
+    one = consensus(refs[["query_id", "fragment_id", "annotator", "grade"]], rule=rule, scale=scale)
+    one = one.assign(annotator=", ".join(names))[["query_id", "fragment_id", "annotator", "grade"]]
+    entry["note"] = (
+        f"base: the reference grades of {', '.join(names)}; people's grades (and adjudications) are on top — a "
+        "pair any person graded takes their consensus, every other pair the reference's grade"
+    )
+    return one, entry
 
 
 def _humans_text(baseline: HumanBaseline | None) -> str:
@@ -381,12 +397,11 @@ def create_release(
         require_lead(session, actor)
         proj = project_row(session, project)
         scale = project_scale(proj)
-        judged = project_judgments(session, pk(proj))
-        adjudications = project_adjudications(session, pk(proj))
-        in_force = session.execute(
-            select(func.max(col(Guideline.version))).where(col(Guideline.project_id) == proj.id)
-        ).scalar()
-        humans = judged[judged["annotator_kind"].ne("model").to_numpy()]
+        judged = project_judgments(session, proj.id)
+        adjudications = project_adjudications(session, proj.id)
+        in_force = session.execute(select(func.max(Guideline.version)).where(Guideline.project_id == proj.id)).scalar()
+        humans = judged[judged["annotator_kind"].eq(AnnotatorKind.HUMAN).to_numpy()]
+        base, base_entry = _reference_base(judged, rule, scale)
         fills, policy_entry = _model_policy(
             policy, judged, humans, adjudications, scale, rule, in_force, model_threshold
         )
@@ -397,21 +412,19 @@ def create_release(
             min_grades=min_grades,
             scale=scale,
         )
-        labels = fill_gaps(labels, fills, rule)
+        labels = fill_gaps(labels, fills, rule, base)
         if labels.empty:
             raise ValueError(
                 f"project {project!r} has no judged pairs to release "
                 f"(rule {rule}, at least {min_grades} grade(s) per pair)"
             )
         previous = session.execute(
-            select(Release).where(col(Release.project_id) == proj.id).order_by(col(Release.version).desc()).limit(1)
+            select(Release).where(Release.project_id == proj.id).order_by(Release.version.desc()).limit(1)
         ).scalar_one_or_none()
-        runs = session.execute(
-            select(col(Run.id), col(Run.name)).where(col(Run.project_id) == proj.id).order_by(col(Run.name))
-        ).all()
+        runs = session.execute(select(Run.id, Run.name).where(Run.project_id == proj.id).order_by(Run.name)).all()
         run_frames = {r.id: (r.name, run_frame(session, r.id)) for r in runs}
-        pooled = pool_contributions(session, pk(proj), [r.name for r in runs])
-        text_hashes = _text_hashes(session, pk(proj), labels)
+        pooled = pool_contributions(session, proj.id, [r.name for r in runs])
+        text_hashes = _text_hashes(session, proj.id, labels)
     step("read")
     judged_released = humans
     if len(labels) < len(humans[["query_id", "fragment_id"]].drop_duplicates()):
@@ -422,6 +435,7 @@ def create_release(
     card = {
         **_card(proj, labels, judged_released, rule, min_grades, humans),
         "policy": policy_entry,
+        "reference": {**base_entry, "pairs": int((labels["provenance"] == "reference").sum())},
         "provenance": {
             p: {"pairs": int(provenance.get(p, 0)), "share": float(provenance.get(p, 0) / len(labels))}
             for p in PROVENANCES
@@ -436,7 +450,7 @@ def create_release(
     step("card")
     qrels = labels[["query_id", "fragment_id", "grade"]].rename(columns={"fragment_id": "doc_id"})
     results = {rid: score_run(qrels, frame, name, project_scale(proj)) for rid, (name, frame) in run_frames.items()}
-    diff: dict[str, Any] = {"previous": None}
+    diff = {"previous": None}
     old_results: dict = {}
     if previous is not None:
         old_qrels = qrels_of(previous)
@@ -454,13 +468,13 @@ def create_release(
     card["reliability"] = reliability_card(
         qrels, {name: frame for name, frame in run_frames.values()}, pooled, scale, f"release {number} of {project}"
     )
+    if policy == "model-fills-gaps":  # judge-trust's verdict on the model whose grades filled the gaps
+        card["judge_trust"] = trust_card(engine, project, policy_entry["model"])
     step("reliability")
     with session_scope(engine, write=True) as session:
         author = require_lead(session, actor)
         project_row(session, project, lock=True)
-        latest = session.execute(
-            select(func.max(col(Release.version))).where(col(Release.project_id) == proj.id)
-        ).scalar()
+        latest = session.execute(select(func.max(Release.version)).where(Release.project_id == proj.id)).scalar()
         if latest != (previous.version if previous is not None else None):
             raise RuntimeError(f"release {latest} of {project!r} was created meanwhile; run the release again")
         version = (latest or 0) + 1
@@ -474,7 +488,7 @@ def create_release(
             "created_at": now.isoformat(),
             "diff": diff,
         }
-        table = table_of(Release)
+        table = Release.__table__
         release_id = session.execute(
             insert(table).returning(table.c.id),
             {
@@ -495,9 +509,7 @@ def create_release(
             store_evaluation(session, rid, release_id, result)
         if previous is not None:
             stored = set(
-                session.execute(
-                    select(col(EvaluationRow.run_id)).where(col(EvaluationRow.release_id) == previous.id)
-                ).scalars()
+                session.execute(select(EvaluationRow.run_id).where(EvaluationRow.release_id == previous.id)).scalars()
             )
             for rid in old_results.keys() - stored:
                 store_evaluation(session, rid, previous.id, old_results[rid])
@@ -509,9 +521,9 @@ def _info(session: Session, project: Project, release: Release) -> ReleaseInfo:
     """ReleaseInfo from a row, resolving the author's name."""
     author = None
     if release.created_by_id is not None:
-        author = session.execute(select(col(User.username)).where(col(User.id) == release.created_by_id)).scalar_one()
+        author = session.execute(select(User.username).where(User.id == release.created_by_id)).scalar_one()
     return ReleaseInfo(
-        pk(release),
+        release.id,
         project.name,
         release.version,
         release.rule,
@@ -528,7 +540,7 @@ def list_releases(engine: Engine, project: str) -> list[ReleaseInfo]:
     with session_scope(engine) as session:
         proj = project_row(session, project)
         rows = (
-            session.execute(select(Release).where(col(Release.project_id) == proj.id).order_by(col(Release.version)))
+            session.execute(select(Release).where(Release.project_id == proj.id).order_by(Release.version))
             .scalars()
             .all()
         )
@@ -603,13 +615,11 @@ def _current_hashes(session: Session, project_id: int) -> tuple[dict[str, str], 
     """Every query's text hash and every fragment's content hash as they are now, by external id."""
     queries = {
         q: _query_hash(t)
-        for q, t in session.execute(
-            select(col(Query.external_id), col(Query.text)).where(col(Query.project_id) == project_id)
-        )
+        for q, t in session.execute(select(Query.external_id, Query.text).where(Query.project_id == project_id))
     }
     fragments = dict(
         session.execute(
-            select(col(Fragment.external_id), col(Fragment.content_hash)).where(col(Fragment.project_id) == project_id)
+            select(Fragment.external_id, Fragment.content_hash).where(Fragment.project_id == project_id)
         ).all()
     )
     return queries, fragments
@@ -633,12 +643,12 @@ def changed_texts(engine: Engine, project: str, version: int | str = "latest") -
         release = load_release(session, proj, version)
         if not release.text_hashes:
             return None
-        queries, fragments = _current_hashes(session, pk(proj))
+        queries, fragments = _current_hashes(session, proj.id)
         then, lines = release.text_hashes, release.judgments_jsonl.splitlines()
     moved_q = sorted(q for q, h in then["queries"].items() if queries.get(q) != h)
     moved_f = sorted(f for f, h in then["fragments"].items() if fragments.get(f) != h)
     q_set, f_set = set(moved_q), set(moved_f)
-    labelled: Iterator[dict[str, Any]] = (json.loads(line) for line in lines) if q_set or f_set else iter(())
+    labelled = (json.loads(line) for line in lines) if q_set or f_set else iter(())
     pairs = [
         [
             r["query_id"],
@@ -690,7 +700,7 @@ def export(
         name = AS_JUDGED_FILES.get(name, name)
     data = release_files(engine, project, version)[name]
     path = Path(out)
-    write_atomically(path, iter([data.decode("utf-8")]))  # all or nothing, like every other writer
+    write_atomically(path, [data.decode("utf-8")])  # all or nothing, like every other writer
     return path
 
 
@@ -702,15 +712,13 @@ def diff_releases(engine: Engine, project: str, old: int | str, new: int | str =
         a, b = load_release(session, proj, old), load_release(session, proj, new)
         qa, qb = qrels_of(a), qrels_of(b)
         out = {"old": a.version, "new": b.version, **label_diff(qa, qb), "runs": {}}
-        runs = session.execute(
-            select(col(Run.id), col(Run.name)).where(col(Run.project_id) == proj.id).order_by(col(Run.name))
-        ).all()
+        runs = session.execute(select(Run.id, Run.name).where(Run.project_id == proj.id).order_by(Run.name)).all()
         for run_id, name in runs:
-            means: list[dict[str, float]] = []
+            means = []
             for release, qrels in ((a, qa), (b, qb)):
                 stored = session.execute(
-                    select(col(EvaluationRow.means)).where(
-                        col(EvaluationRow.run_id) == run_id, col(EvaluationRow.release_id) == release.id
+                    select(EvaluationRow.means).where(
+                        EvaluationRow.run_id == run_id, EvaluationRow.release_id == release.id
                     )
                 ).scalar()
                 means.append(
@@ -718,5 +726,5 @@ def diff_releases(engine: Engine, project: str, old: int | str, new: int | str =
                     if stored is not None
                     else score_run(qrels, run_frame(session, run_id), name, project_scale(proj)).mean
                 )
-            out["runs"][name] = _moves(means[0], means[1])
+            out["runs"][name] = _moves(*means)
     return out

@@ -20,10 +20,8 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
-from eval_core.consensus import RULES
-from eval_core.queue_order import DEFAULT_ORDER
 from eval_core.thresholds import AGREEMENT_THRESHOLD
-from eval_core.vocab import ANNOTATOR_KINDS, ORDER_NAMES, ROLES, AnnotatorKind
+from eval_core.vocab import ANNOTATOR_KINDS, DEFAULT_ORDER, ORDER_NAMES, ROLES, RULES, AnnotatorKind
 
 
 def utcnow() -> datetime:
@@ -98,6 +96,7 @@ class User(SQLModel, table=True):
     model_name: str | None = Field(default=None, max_length=200)
     prompt_version: str | None = Field(default=None, max_length=64)
     model_params: dict | None = Field(default=None, sa_type=JSON)
+    probes: dict | None = Field(default=None, sa_type=JSON)  # a model judge's last judge-probe summary
 
 
 class Project(SQLModel, table=True):
@@ -225,6 +224,7 @@ class Assignment(SQLModel, table=True):
     position: int
     done: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
     rejudge_version: int | None = None
+    post_edit_of: int | None = None  # a model judge's user id: this person post-edits (grades blind) its grade
     created_at: datetime = _ts()
 
 
@@ -429,6 +429,7 @@ class Run(SQLModel, table=True):
     content_hash: str = Field(max_length=64)
     n_lines: int = 0
     created_at: datetime = _ts()
+    produced_by: str | None = Field(default=None, max_length=200)  # the model it was produced with, if any
 
 
 class RunEntry(SQLModel, table=True):

@@ -4,6 +4,8 @@ are shown literally."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
@@ -20,7 +22,7 @@ from eval_core.queue_order import ORDERS
 from eval_core.thresholds import AGREEMENT_THRESHOLD
 from eval_core.vocab import ANNOTATOR_KINDS, ORDER_NAMES
 
-IMPORTERS = imports.IMPORT_KINDS
+IMPORTERS = {kind: f for kind, f in imports.IMPORT_KINDS.items() if kind != "adjudications"}  # decisions: CLI
 BM25_MODES = ("top-k for queries no run covers", "top-N for every query", "off")
 IMPORT_HELP = {
     "queries": "JSONL/CSV with id, text (+ category), BEIR queries.jsonl, MS MARCO qid<TAB>text, or TREC topics",
@@ -54,6 +56,7 @@ KIND_NAMES = {
     None: "As the file says (people if it does not say)",
     "human": "People",
     "model": "Model judges (e.g. an LLM assessor's output)",
+    "reference": "A reference (e.g. NIST's qrels): people are measured against it; it holds no queue",
 }
 
 
@@ -132,8 +135,8 @@ def import_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> None
         annotator_kind = st.radio(
             "The file's annotators are", [None, *ANNOTATOR_KINDS], format_func=KIND_NAMES.get, horizontal=True
         )
-        if annotator_kind == "human":
-            file_kind = imports.AnnotatorKind("human")
+        if annotator_kind in ("human", "reference"):
+            file_kind = imports.AnnotatorKind(annotator_kind)
         elif annotator_kind == "model":
             c1, c2 = st.columns(2)
             model_name = c1.text_input("Model", placeholder="defaults to each annotator's name").strip()
@@ -145,6 +148,7 @@ def import_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> None
                 st.error(views.literal(exc))
     if st.button("Import", disabled=upload is None or bad_kind is not None) and upload is not None:
         with views.saved_upload(upload) as path, st.spinner(f"Importing {views.literal(upload.name)}…"):
+            report: Any
             try:
                 if kind == "run":
                     report = imports.import_run(
