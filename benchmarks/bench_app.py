@@ -22,6 +22,7 @@ import signal
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -218,8 +219,17 @@ def grader(base_url: str, user: str, presses: int, start, results) -> None:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.set_default_timeout(120_000)
-        log_in(page, base_url, user)
-        start.wait()
+        try:
+            log_in(page, base_url, user)
+        except Exception as exc:  # report at once and release the others from the barrier: no hang
+            results.put((user, None, f"could not log in ({type(exc).__name__}: {str(exc).splitlines()[0]})"))
+            start.abort()
+            return
+        try:
+            start.wait()
+        except threading.BrokenBarrierError:
+            results.put((user, None, "stopped: another grader could not log in"))
+            return
         timings, pressed = press_keys(page, presses)
         browser.close()
     results.put((user, timings, pressed))
@@ -278,7 +288,15 @@ def concurrent_run(backend: str, judgments: int, annotators: int, presses: int) 
         try:
             for w in workers:
                 w.start()
-            reports = [results.get(timeout=1800) for _ in workers]
+            reports = []
+            for _ in workers:
+                report = results.get(timeout=1800)
+                if report[1] is None:  # a grader could not log in: name it and stop now
+                    print(f"[{backend}] FAILED: grader {report[0]} {report[2]}", flush=True)
+                    for w in workers:
+                        w.terminate()
+                    return False
+                reports.append(report)
             for w in workers:
                 w.join()
         finally:
