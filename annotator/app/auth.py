@@ -18,7 +18,7 @@ from datetime import datetime
 import streamlit as st
 from sqlalchemy.exc import DBAPIError
 
-from annotator.app import state
+from annotator.app import server, state
 from db.accounts import logins, sessions
 from db.accounts.users import UserInfo, list_users
 from db.store.engine import STORE_DOWN, StoreUnavailable, is_outage
@@ -62,6 +62,14 @@ def client_label() -> str:
     return address if isinstance(address, str) and address else "local"
 
 
+def _session_id() -> str | None:
+    """Streamlit's id of this browser session (what its upload URLs carry), if a browser is behind this run."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return ctx.session_id if ctx is not None else None
+
+
 def _cookie_token() -> str | None:
     """The token the browser sent when this tab connected (a reload or a new tab), if any."""
     try:
@@ -75,6 +83,7 @@ def current_user() -> UserInfo | None:
     """The logged-in user, re-read from the store on every page run (active account, current role)."""
     token = st.session_state.get(TOKEN_KEY) or _cookie_token()
     user = sessions.resolve(state.engine(), token)
+    server.mark_session(_session_id(), user is not None)  # uploads are taken from logged-in sessions only
     if user is None:
         for key in SESSION_KEYS:
             st.session_state.pop(key, None)

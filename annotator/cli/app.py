@@ -64,7 +64,7 @@ def streamlit_command(port: int, address: str = DEFAULT_ADDRESS) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "streamlit",
+        "annotator.app.server",  # Streamlit's CLI, with uploads for logged-in sessions only and no metrics
         "run",
         str(APP),
         *STREAMLIT_OPTIONS,

@@ -571,5 +571,5 @@ def test_serve_runs_streamlit_headless_without_usage_stats() -> None:
     from annotator.cli.app import streamlit_command
 
     cmd = streamlit_command(8600)
-    assert cmd[1:4] == ["-m", "streamlit", "run"] and cmd[4] == APP
+    assert cmd[1:4] == ["-m", "annotator.app.server", "run"] and cmd[4] == APP  # Streamlit, guarded
     assert {"--server.headless=true", "--browser.gatherUsageStats=false", "--server.port=8600"} <= set(cmd)

@@ -108,3 +108,26 @@ def test_forged_headers_do_not_escape_the_per_client_limit(chromium, store) -> N
         page.get_by_text("Too many attempts").wait_for()
         context.close()
     assert clients(db_url, "guess9") == []  # refused before any password was checked
+
+
+def http(method: str, url: str, body: bytes | None = None) -> int:
+    """The status code of one plain HTTP request."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, data=body, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def test_no_metrics_and_no_uploads_without_a_login(store) -> None:
+    """Before issue 29 /_stcore/metrics answered 200 to anyone and a login page's session could upload 190 MB
+    files (here an unknown session got Streamlit's 400, a real one 200); now 404 and 403."""
+    db_url, folder = store
+    with serve(db_url, folder) as base:
+        assert http("GET", f"{base}/_stcore/metrics") == 404
+        assert http("GET", f"{base}/_stcore/health") == 200
+        assert http("PUT", f"{base}/_stcore/upload_file/not-logged-in/f1", b"x" * 1024) == 403
