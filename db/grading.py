@@ -254,7 +254,6 @@ def _lock(conn, pair_id: int, username: str) -> None:
         conn.execute(select(func.pg_advisory_xact_lock(pair_id, func.hashtext(username))))
 
 
-@retry_once
 def _may_write(conn, username: str, user_id, role, active, project_id, round_size, round_status) -> None:
     """Refused unless this account may change its judgments in this project now: active, and (an annotator)
     with a regular queue that is open (no round left to pass, not closed by a lead). Grading and undo alike."""
@@ -273,6 +272,7 @@ def _may_write(conn, username: str, user_id, role, active, project_id, round_siz
         )
 
 
+@retry_once
 def record_judgment(
     engine: Engine,
     pair_id: int,

@@ -552,7 +552,9 @@ def test_qrelkit_demo_prints_the_demo_logins_then_serves(demo_db: str, monkeypat
 
     served = []
     monkeypatch.setattr(
-        cli_app, "serve", lambda url, port, address, project=None: served.append((url, port, address, project)) or 0
+        cli_app,
+        "serve",
+        lambda url, port, address, project=None, proxies=None: served.append((url, port, address, project)) or 0,
     )
     assert main(["demo", "--db", demo_db, "--port", "8999"]) == 0
     out = capsys.readouterr().out
