@@ -153,7 +153,7 @@ def test_sixteen_colleagues_log_in_at_once_from_one_address(chromium, tmp_path_f
     names = [f"office{i}" for i in range(16)]
     for name in names:
         create_user(engine, name, "annotator", f"{name}-password", actor=OPERATOR)
-    assign(engine, info.project, overlap=1, annotators=names, actor=OPERATOR)
+    assign(engine, info.project, overlap=3, annotators=names, actor=OPERATOR)  # one more judge per pair
     with serve(db_url, folder) as base:
         contexts, pages = [], []
         for name in names:
@@ -176,6 +176,7 @@ def test_sixteen_colleagues_log_in_at_once_from_one_address(chromium, tmp_path_f
         assert page.get_by_text("Too many attempts").count() == 0
         for context in contexts:
             context.close()
+        print(f"16 logins at once: first pair after {min(reached):.1f}-{max(reached):.1f} s")
         assert max(reached) < 30, reached  # "a few seconds" on a quiet machine; a shared 2-core one is slower
         with get_engine(db_url).connect() as conn:
             ok = conn.execute(sa.select(sa.func.count()).where(LoginAttempt.succeeded.is_(True))).scalar_one()
