@@ -110,7 +110,7 @@ def test_an_outage_inside_clear_my_grade_is_one_sentence_and_the_next_press_work
 
 
 # Callbacks that write nothing and read nothing from the store, so need no guard.
-UNGUARDED = {"show", "open_cant_judge", "_set", "auth.logout", "submit_login", "_picked", "ignore"}
+UNGUARDED = {"show", "open_cant_judge", "_set", "auth.logout", "submit_login", "_picked", "ignore", "take_newer"}
 
 
 def test_every_write_callback_of_the_pages_goes_through_the_guard() -> None:
