@@ -26,6 +26,7 @@ from db.evaluations import (
     score_run,
     store_evaluation,
 )
+from db.model_judges import trust_card
 from db.projects import project_row, project_scale
 from db.reliability import pool_contributions, reliability_card
 from db.store.engine import session_scope
@@ -43,8 +44,8 @@ from db.store.models import (
 )
 from eval_core.agreement.report import agreement_report
 from eval_core.consensus import PROVENANCES, consensus, fill_gaps
-from eval_core.io.formats import QrelsGrades, write_atomically
 from eval_core.io.spreadsheet import escape_cell
+from eval_core.io.writers import QrelsGrades, write_atomically
 from eval_core.judges.calibration import HumanBaseline, calibration
 from eval_core.thresholds import MODEL_THRESHOLD
 from eval_core.vocab import RELEASE_POLICIES
@@ -445,6 +446,8 @@ def create_release(
     card["reliability"] = reliability_card(
         qrels, {name: frame for name, frame in run_frames.values()}, pooled, scale, f"release {number} of {project}"
     )
+    if policy == "model-fills-gaps":  # judge-trust's verdict on the model whose grades filled the gaps
+        card["judge_trust"] = trust_card(engine, project, policy_entry["model"])
     step("reliability")
     with session_scope(engine, write=True) as session:
         author = require_lead(session, actor)

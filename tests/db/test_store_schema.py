@@ -32,15 +32,16 @@ def test_packaged_chain_and_head():
         "0010_qualification.py",
         "0011_fragment_documents.py",
         "0012_qualification_retakes.py",
-        "0013_login_in_flight.py",
+        "0013_judge_trust.py",
+        "0014_login_in_flight.py",
     ]
-    assert head_revision() == "0013"
+    assert head_revision() == "0014"
 
 
 def test_upgrade_is_idempotent_and_matches_models(empty_store_url):
     engine = init_db(empty_store_url)
-    assert upgrade(engine) == "0013"
-    assert upgrade(engine) == "0013"
+    assert upgrade(engine) == "0014"
+    assert upgrade(engine) == "0014"
     with engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), SQLModel.metadata)
     assert diff == []
@@ -86,7 +87,7 @@ def test_database_at_0001_with_data_upgrades_intact(empty_store_url):
                 f"INSERT INTO judgments (project_id, pair_id, user_id, grade, revision, created_at, updated_at) "
                 f"VALUES (1, {pid}, 1, {pid + 1}, 1, '{now}', '{now}')"
             )
-    assert upgrade(engine) == "0013"
+    assert upgrade(engine) == "0014"
     with engine.connect() as conn:
         done = dict(conn.execute(sa.text("SELECT pair_id, done FROM assignments WHERE user_id = 1")).all())
         other = conn.execute(sa.text("SELECT done FROM assignments WHERE user_id = 2")).scalar_one()
@@ -141,7 +142,7 @@ def test_a_round_at_0011_becomes_attempt_1_with_its_grades_and_retakes_block_the
             "INSERT INTO qualification_grades (round_id, pair_id, position, settled, reason, grade) "
             "VALUES (7, 1, 1, 3, 'why', 0)"
         )
-    assert upgrade(engine) == "0013"
+    assert upgrade(engine, "0012") == "0012"
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT id, attempt, status, kappa FROM qualification_rounds")).one() == (
             7,
@@ -175,7 +176,7 @@ def test_a_round_at_0011_becomes_attempt_1_with_its_grades_and_retakes_block_the
     ):
         config.attributes["connection"] = conn
         command.downgrade(config, "0011")
-    assert current_revision(engine) == "0013"
+    assert current_revision(engine) == "0012"
     with engine.begin() as conn:
         conn.exec_driver_sql("DELETE FROM qualification_rounds WHERE attempt = 2")
     with engine.begin() as conn:
