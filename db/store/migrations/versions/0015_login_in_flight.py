@@ -1,7 +1,7 @@
 """Login attempts in flight: login_attempts.succeeded may be NULL while the password is being checked
 
-Revision ID: 0014
-Revises: 0013
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-12-05
 
 An attempt is recorded before its password is checked (so simultaneous guesses cannot all pass the back-off);
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0014'
-down_revision = '0013'
+revision = '0015'
+down_revision = '0014'
 branch_labels = None
 depends_on = None
 
