@@ -57,7 +57,7 @@ def test_the_next_key_press_stores_after_a_postgresql_restart(chromium, tmp_path
     from annotator.demo import build_demo
     from db.store.schema import init_db
 
-    admin = sa.create_engine(PG)
+    admin = sa.create_engine(PG, pool_pre_ping=True)  # its pooled connection dies with the restart
     schema = f"restart_{uuid.uuid4().hex[:8]}"
     with admin.begin() as conn:
         conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
