@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
-from annotator.app import views
+from annotator.app import auth, views
 from annotator.app.errors import user_errors
 from annotator.app.views import literal
 from db import control, qualification, releases
@@ -61,28 +61,28 @@ def served(report: control.ServeReport) -> str:
     return f"{report.added} new control pair(s); {rate}; served to: {to}."
 
 
-def open_queue(engine: Engine, lead: str, project: str, username: str) -> None:
+def open_queue(engine: Engine, project: str, username: str) -> None:
     """The button's decision: the logged-in lead opens the annotator's queue (recorded: who, when)."""
     with user_errors("Not opened"):
-        opened = qualification.open_queue(engine, project, username, actor=lead)
+        opened = qualification.open_queue(engine, project, username, actor=auth.acting())
         st.session_state[DECIDED] = f"{opened.username}: {opened.sentence()}"
 
 
-def grant_retake(engine: Engine, lead: str, project: str, username: str) -> None:
+def grant_retake(engine: Engine, project: str, username: str) -> None:
     """The button's decision: the logged-in lead grants the annotator a new round on fresh control pairs."""
     with user_errors("No retake"):
-        started = qualification.grant_retake(engine, project, username, actor=lead)
+        started = qualification.grant_retake(engine, project, username, actor=auth.acting())
         st.session_state[DECIDED] = f"{started.username}: {started.sentence()}"
 
 
-def close_queue(engine: Engine, lead: str, project: str) -> None:
+def close_queue(engine: Engine, project: str) -> None:
     """The form's decision: the logged-in lead closes the chosen annotator's open queue (recorded: who, when, why)."""
     who = st.session_state.get(CLOSE_WHO)
     if who is None:
         st.warning("Not closed: choose the annotator whose queue closes.")
         return
     with user_errors("Not closed"):
-        shut = qualification.close_queue(engine, project, who, st.session_state.get(CLOSE_REASON), actor=lead)
+        shut = qualification.close_queue(engine, project, who, st.session_state.get(CLOSE_REASON), actor=auth.acting())
         st.session_state[DECIDED] = f"{shut.username}: {shut.sentence()}"
         st.session_state[CLOSE_REASON] = ""
 
@@ -230,15 +230,15 @@ def rounds_section(
             opens.button(
                 f"Open {literal(r.username)}'s queue",
                 key=f"open-queue-{r.username}",
-                on_click=open_queue,
-                args=(engine, user.username, project.name, r.username),
+                on_click=auth.guarded(open_queue, role=Role.LEAD),
+                args=(engine, project.name, r.username),
             )
             if r.status in (RoundStatus.FAILED, RoundStatus.CLOSED) and settings.pairs is not None:
                 retakes.button(
                     f"Grant {literal(r.username)} a retake",
                     key=f"retake-{r.username}",
-                    on_click=grant_retake,
-                    args=(engine, user.username, project.name, r.username),
+                    on_click=auth.guarded(grant_retake, role=Role.LEAD),
+                    args=(engine, project.name, r.username),
                     help=f"A new round of {settings.pairs} control pairs they have not met in a round.",
                 )
     return rounds
@@ -268,7 +268,10 @@ def close_queue_form(
         )
         st.text_area("Why (the annotator reads it)", key=CLOSE_REASON)
         st.form_submit_button(
-            "Close the queue", disabled=not can_close, on_click=close_queue, args=(engine, user.username, project.name)
+            "Close the queue",
+            disabled=not can_close,
+            on_click=auth.guarded(close_queue, role=Role.LEAD),
+            args=(engine, project.name),
         )
 
 
