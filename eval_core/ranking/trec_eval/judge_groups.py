@@ -3,7 +3,8 @@
 API (names kept for the `qrelkit trec_eval` command line):
 
 - `read_qrels_jg(path) -> QrelsJG`: a `qid jg docid rel` file, one set of judgments per judgment group (judge),
-  lines starting with `#` skipped; bad input raises `InputError` naming `path:line`.
+  read by `eval_core.io.formats.read_qrels_jg` (blank and `#` lines skipped); bad input raises `InputError`
+  naming `path:line`.
 - `JG_MEASURES`: the three families in trec_eval's print order; `DEFAULT_PARAMS` their default cutoffs.
 - `jg_measures(qrels_jg, ranked, params=None, *, rel_level=1, judged_only=False) -> dict[qid, dict[name, float]]`:
   per query in both (byte order of ids), values named as trec_eval prints them (`map_avgjg`, `P_avgjg_5`,
@@ -23,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from eval_core.errors import InputError
+from eval_core.io.formats import read_qrels_jg as io_read_qrels_jg
 from eval_core.ranking.kernels import KERNELS, Args
-from eval_core.ranking.trec_eval.reading import _decode, _read_bytes, byte_key
+from eval_core.ranking.trec_eval.reading import byte_key
 from eval_core.ranking.trec_eval.rels import RelMatrix
 
 JG_MEASURES: tuple[str, ...] = ("map_avgjg", "P_avgjg", "Rprec_mult_avgjg")
@@ -45,29 +46,12 @@ class QrelsJG:
 
 
 def read_qrels_jg(path: str | Path) -> QrelsJG:
-    """A `qid jg docid rel` file (`-R qrels_jg`); a docid judged twice by one group for one query is refused."""
-    label = str(path)
+    """A `qid jg docid rel` file (`-R qrels_jg`) read by the one judge-group reader (`eval_core.io.formats`,
+    which `qrelkit eval --qrels-format jg` and imports use too), grouped in trec_eval's byte order."""
+    frame = io_read_qrels_jg(path)
     out: dict[str, dict[str, dict[str, int]]] = {}
-    lines = _read_bytes(path).split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()
-    for number, line in enumerate(lines, 1):
-        if line.startswith(b"#"):
-            continue
-        fields = [_decode(f) for f in line.split()]
-        if len(fields) != 4:  # a blank line too: trec_eval calls it malformed
-            raise InputError(label, number, f"expected 4 fields 'qid jg docid rel', found {len(fields)}")
-        qid, jg, doc, rel = fields
-        try:
-            grade = int(rel)
-        except ValueError:
-            raise InputError(label, number, f"relevance {rel!r} is not an integer") from None
-        judged = out.setdefault(qid, {}).setdefault(jg, {})
-        if doc in judged:
-            raise InputError(label, number, f"docid {doc!r} is judged twice by group {jg!r} for query {qid!r}")
-        judged[doc] = grade
-    if not out:
-        raise InputError(label, None, "no qrels lines")
+    for qid, jg, doc, grade in frame.itertuples(index=False, name=None):
+        out.setdefault(qid, {}).setdefault(jg, {})[doc] = int(grade)
     return QrelsJG({q: {g: out[q][g] for g in sorted(out[q], key=byte_key)} for q in sorted(out, key=byte_key)})
 
 
