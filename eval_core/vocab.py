@@ -41,6 +41,13 @@ class QueueOrder(StrEnum):
     MODEL_UNCERTAIN = "model-uncertain"
 
 
+class MissingQueries(StrEnum):
+    """How `qrelkit eval` averages qrels queries a run lacks."""
+
+    ZERO = "zero"  # scored 0 and averaged over every qrels query (trec_eval -c)
+    SKIP = "skip"  # left out: the mean over the run's queries (pytrec_eval, ranx)
+
+
 class CutoffKind(StrEnum):
     """How a metric takes its argument: a required cutoff k (expanded over --k when not given), an optional
     one (left off, the whole ranking counts), none, or a persistence p."""

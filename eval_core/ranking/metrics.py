@@ -265,8 +265,9 @@ def _greater_in_group(
     return slot[mine] - offset[inv]
 
 
-def rank_run(qi: QrelsIndex, run: Columns) -> Ranked:
-    """Order the run and keep its judged rows with their ranks; run queries absent from the qrels are ignored."""
+def rank_run(qi: QrelsIndex, run: Columns, float32: bool = False) -> Ranked:
+    """Order the run and keep its judged rows with their ranks; run queries absent from the qrels are ignored.
+    `float32`: compare scores as float32 (trec_eval 9 and pytrec_eval), so scores equal in float32 tie."""
     nq = len(qi.qids)
     to_qrels = pc.index_in(run.qvalues, value_set=qi.qids)
     unknown = sorted(run.qvalues.filter(to_qrels.is_null()).to_pylist()) if to_qrels.null_count else []
@@ -284,7 +285,8 @@ def rank_run(qi: QrelsIndex, run: Columns) -> Ranked:
     same = numpy_values(pc.equal(run.docid.take(arrow_ints(rows)), qi.docids.take(arrow_ints(qi.key_row[at]))))
     ok = same & (qi.key_q[at] == rq)
     rows, grade, rq = rows[ok], qi.grades[at[ok]], rq[ok]
-    rank = _ranks(run.qcode, run.value, run.docid, rows, per_run_query)
+    score = np.asarray(run.value, dtype=np.float32).astype(np.float64) if float32 else run.value
+    rank = _ranks(run.qcode, score, run.docid, rows, per_run_query)
     srt = np.lexsort((rank, run.qcode[rows]))  # query by query in ranked order, best first
     return Ranked(rq[srt], rank[srt], grade[srt], num_ret, unknown)
 
