@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast, overload
 
 import numpy as np
 
@@ -50,6 +50,12 @@ if TYPE_CHECKING:  # pandas is imported when a DataFrame is first asked for: `qr
     import pandas as pd
 
 MAX_LISTED = 10
+
+# What evaluate() reads: a file (TREC, BEIR TSV, JSONL, CSV; gzip fine), a DataFrame, a dict, or read Columns.
+QrelsSource: TypeAlias = "str | os.PathLike[str] | pd.DataFrame | Mapping[str, Mapping[str, int]] | Columns"
+RunSource: TypeAlias = (
+    "str | os.PathLike[str] | pd.DataFrame | Mapping[str, Mapping[str, float]] | Mapping[str, list[str]] | Columns"
+)
 
 
 def _listed(ids: Sequence[str]) -> str:
@@ -273,9 +279,10 @@ def _line_of(label: str, qid: str, doc: str) -> int | None:
     return None
 
 
+@overload
 def evaluate(
-    qrels: Any,
-    run: Any,
+    qrels: QrelsSource,
+    run: list[RunSource] | tuple[RunSource, ...],
     metrics: Sequence[str] | None = None,
     k: Sequence[int] = DEFAULT_K,
     rel_level: int | None = None,
@@ -289,8 +296,69 @@ def evaluate(
     block_bytes: int = BLOCK_BYTES,
     progress: Callable[[int], object] | None = None,
     workers: int | None = None,
-) -> Any:
-    """Evaluate a run (path, DataFrame or dict) against qrels; several runs give a list or dict of results.
+) -> list[Evaluation]: ...
+
+
+@overload
+def evaluate(
+    qrels: QrelsSource,
+    run: dict[str, str | os.PathLike[str]],
+    metrics: Sequence[str] | None = None,
+    k: Sequence[int] = DEFAULT_K,
+    rel_level: int | None = None,
+    categories: Any = None,
+    name: str | None = None,
+    max_grade: int | None = None,
+    scale: tuple[int, int] | None = None,
+    *,
+    missing: MissingQueries | str = MissingQueries.ZERO,
+    trec_eval_version: int = 10,
+    block_bytes: int = BLOCK_BYTES,
+    progress: Callable[[int], object] | None = None,
+    workers: int | None = None,
+) -> dict[str, Evaluation]: ...
+
+
+@overload
+def evaluate(
+    qrels: QrelsSource,
+    run: RunSource,
+    metrics: Sequence[str] | None = None,
+    k: Sequence[int] = DEFAULT_K,
+    rel_level: int | None = None,
+    categories: Any = None,
+    name: str | None = None,
+    max_grade: int | None = None,
+    scale: tuple[int, int] | None = None,
+    *,
+    missing: MissingQueries | str = MissingQueries.ZERO,
+    trec_eval_version: int = 10,
+    block_bytes: int = BLOCK_BYTES,
+    progress: Callable[[int], object] | None = None,
+    workers: int | None = None,
+) -> Evaluation: ...
+
+
+def evaluate(
+    qrels: QrelsSource,
+    run: RunSource | Sequence[RunSource] | Mapping[str, RunSource],
+    metrics: Sequence[str] | None = None,
+    k: Sequence[int] = DEFAULT_K,
+    rel_level: int | None = None,
+    categories: Any = None,
+    name: str | None = None,
+    max_grade: int | None = None,
+    scale: tuple[int, int] | None = None,
+    *,
+    missing: MissingQueries | str = MissingQueries.ZERO,
+    trec_eval_version: int = 10,
+    block_bytes: int = BLOCK_BYTES,
+    progress: Callable[[int], object] | None = None,
+    workers: int | None = None,
+) -> Evaluation | list[Evaluation] | dict[str, Evaluation]:
+    """Evaluate a run (path, DataFrame, dict or read Columns) against qrels; several runs give a list or dict of
+    results: one run → `Evaluation`, a list or tuple of runs → `list[Evaluation]`, `{name: run}` → `{name:
+    Evaluation}`.
 
     The options are `EvalOptions`' (metrics, k, rel_level, categories, name, max_grade, scale). A dict
     `{name: run}` returns `{name: Evaluation}`.
@@ -334,7 +402,7 @@ def evaluate(
         return _evaluate_one(qi, r, specs, cats, name, top, block_bytes, progress, workers, offset, rules)
 
     if _is_multi(run):
-        items = run.items() if isinstance(run, Mapping) else ((None, r) for r in run)
+        items = run.items() if isinstance(run, Mapping) else ((None, r) for r in cast("Sequence[Any]", run))
         results = [one(r, n) for n, r in items]
         return {e.name: e for e in results} if isinstance(run, Mapping) else results
     return one(run, opts.name)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -351,7 +352,8 @@ def _by_kernels(m: RelMatrix, specs: Sequence[Spec], max_grade: int) -> dict[str
     for (base, p), group in groups.items():
         metric = REGISTRY[base]
         cuts = tuple(INF if (p is not None or s.arg is None) else float(s.arg) for s in group)
-        args = Args(cuts=cuts, max_grade=max_grade, **dict(metric.kernel_args))
+        named: dict[str, Any] = dict(metric.kernel_args)  # the registry's semantics flags, by Args field name
+        args = replace(Args(cuts=cuts, max_grade=max_grade), **named)
         if p is not None:
             args = replace(args, p=float(p))
         values = KERNELS[metric.kernel](m, args)
