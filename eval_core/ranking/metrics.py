@@ -1,8 +1,9 @@
-"""Ranking metrics for every query at once: order the run trec_eval's way, join grades, segment sums.
+"""`qrelkit eval`'s metrics for every query at once: order the run trec_eval's way, join grades, call the kernels.
 
 The hot path never loops over queries in Python. A run is reduced to its *judged* rows (the only
 rows any metric needs, besides each query's retrieved count), each with its query code, 1-based
-rank and grade; every metric is then a weighted `np.bincount` over those rows.
+rank and grade; those become the kernels' `RelMatrix` and each metric is computed by the one kernel
+the registry names for it (eval_core/ranking/kernels.py), shared with `qrelkit trec_eval`.
 """
 
 from __future__ import annotations
