@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.engine import Engine
-from tqdm import tqdm
 
 from db.accounts.permissions import OPERATOR
 from db.accounts.users import create_user
@@ -25,6 +24,7 @@ from db.imports import import_fragments, import_queries, import_run
 from db.pooling import pool
 from db.projects import add_guideline, create_project, list_projects
 from db.releases import create_release
+from eval_core.progress import bar as progress_bar
 from guidelines import DEMO_AMBIGUOUS, GRADING
 
 DATA = Path(__file__).resolve().parent / "demo_data"
@@ -171,7 +171,7 @@ def judge(
     truth: dict[str, dict[str, int]],
     ambiguous: bool,
     rng: random.Random,
-    bar: tqdm,
+    bar: Any,
     stop: str,
 ) -> int:
     """Grade up to `count` pairs from the head of the user's queue, stopping at query `stop`."""
@@ -242,9 +242,7 @@ def build_demo(engine: Engine, show_progress: bool = False) -> DemoInfo:
     assign(engine, PROJECT, overlap=2, annotators=["ana", "ben"], actor="lea")
     truth, rng, stop = true_grades(), random.Random(11), first_open_query()
     todo = {username: pairs_before(engine, username, stop) for username in ("ana", "ben")}
-    with tqdm(
-        total=sum(todo.values()), desc="demo judgments", unit="grade", file=sys.stderr, disable=not show_progress
-    ) as bar:
+    with progress_bar(total=sum(todo.values()), desc="demo judgments", unit="grade", show=show_progress) as bar:
         for username, count in todo.items():
             judge(engine, username, count // 2, truth, ambiguous=True, rng=rng, bar=bar, stop=stop)
         add_guideline(engine, PROJECT, GRADING.read_text(encoding="utf-8"), actor="lea")

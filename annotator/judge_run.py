@@ -15,14 +15,15 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from numbers import Integral
+from typing import Any
 
 from sqlalchemy.engine import Engine
-from tqdm import tqdm
 
 from db.accounts.permissions import Actor
 from db.accounts.users import delete_user
 from db.model_judges import JudgePair, judge_pairs, judge_setup, kept_answers, model_annotator, write_grades
 from eval_core.judges.prompt import Answer, parse_grade
+from eval_core.progress import bar as progress_bar
 
 JudgeFn = Callable[[str, str, str], "int | Answer"]
 FLUSH_EVERY = 50  # grades per write transaction: a stopped run keeps all but the last few
@@ -132,7 +133,7 @@ def prejudge(
             grades.clear()
 
     bar = _Bar(
-        tqdm(total=len(pairs), desc=f"judging with {model}", unit="pair", disable=not progress, leave=False),
+        progress_bar(total=len(pairs), desc=f"judging with {model}", unit="pair", show=progress, leave=False),
         on_progress,
     )
     todo = []
@@ -217,7 +218,7 @@ def _run(
 class _Bar:
     """The CLI's tqdm bar and the app's callback, advanced together."""
 
-    def __init__(self, bar: tqdm, callback: Callable[[int, int], None] | None) -> None:
+    def __init__(self, bar: Any, callback: Callable[[int, int], None] | None) -> None:
         self.bar, self.callback, self.done = bar, callback, 0
 
     def step(self, **counts: int) -> None:

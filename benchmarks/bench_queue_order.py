@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
+
+from eval_core.progress import bar as progress_bar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -98,7 +99,7 @@ def measure(pools: list[QueryPool], relevant: list[set], seeds: int) -> tuple[pd
     """Table at FRACTIONS and curve at CURVE_POINTS per order (bandit: mean over seeds), and seconds per order."""
     rows, curve_rows, seconds = [], [], {}
     in_pool = sum(len(rel & set(p.fragments)) for p, rel in zip(pools, relevant, strict=True))
-    for order in tqdm(RUN_ORDERS, desc="orders"):
+    for order in progress_bar(RUN_ORDERS, desc="orders"):
         runs = range(seeds) if order in SEEDED else range(1)
         start = time.perf_counter()
         tables = [found_at(curves_for(pools, relevant, order, s), FRACTIONS + tuple(CURVE_POINTS)) for s in runs]
@@ -245,7 +246,7 @@ def store_latency(pools: list[QueryPool], relevant: list[set], queries: int, sam
             )
         ).all()
     truth = {f"q{i}-d{d}" for i, rel in enumerate(relevant[:queries]) for d in rel}
-    for pid, ext in tqdm(pairs[::2], desc="judging half the pool", leave=False):
+    for pid, ext in progress_bar(pairs[::2], desc="judging half the pool", leave=False):
         record_judgment(engine, pid, "ann", 2 if ext in truth else 0)
     rows = []
     for order in ORDERS:

@@ -1,4 +1,8 @@
-"""An annotator's queue: next pair, record / undo a judgment (upsert + history in one transaction), progress."""
+"""An annotator's queue: next pair, record / undo a judgment (upsert + history in one transaction), progress.
+
+A view carries the version of the (pair, annotator) it saw: the id of the latest history row, which every write
+(grade, undo, import) appends, so it only grows. Saving with that version refuses, as ChangedMeanwhile, a grade
+whose pair changed after the view was drawn (another tab, another device), instead of overwriting it unseen."""
 
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ from db.store.models import (
     User,
     utcnow,
 )
-from eval_core.errors import NotFound, Refused
+from eval_core.errors import Conflict, NotFound, Refused
 from eval_core.io.records import check_note
 from eval_core.queue_order import DEFAULT_ORDER
 from eval_core.vocab import Role
@@ -68,6 +72,29 @@ class PairView:
     cant_judge_reason: str | None
     fragment_doc_id: str | None = None
     rejudge_version: int | None = None  # a lead sent this judged pair back to be graded under this version
+    version: int = 0  # the (pair, user)'s latest history id when the view was read; 0 = never graded
+
+
+class ChangedMeanwhile(Conflict):
+    """A grade saved from a view older than the pair's last change (another tab graded or cleared it since):
+    nothing was written. Carries what is stored now, so the page can ask "keep yours, or take the newer?"."""
+
+    def __init__(self, pair_id: int, grade: int | None, note: str | None, reason: str | None, version: int) -> None:
+        self.pair_id, self.grade, self.note, self.cant_judge_reason, self.version = (
+            pair_id,
+            grade,
+            note,
+            reason,
+            version,
+        )
+        if grade is not None:
+            now = f"graded {grade}"
+        elif reason is not None:
+            now = "marked can't judge"
+        else:
+            now = "cleared"
+        self.now = now
+        super().__init__(f"pair {pair_id} was {now} meanwhile (in another tab or window): nothing was saved")
 
 
 @dataclass(frozen=True)
@@ -84,6 +111,7 @@ class JudgmentInfo:
     revision: int
     changed: bool
     updated_at: datetime | None
+    version: int = 0  # the (pair, user)'s latest history id after the write
 
 
 @dataclass(frozen=True)
@@ -153,6 +181,7 @@ _BEFORE_WRITE = (
         .order_by(R.c.attempt.desc())
         .limit(1)
         .scalar_subquery(),
+        select(func.max(H.c.id)).where(H.c.pair_id == P.c.id, H.c.user_id == U.c.id).scalar_subquery(),
     )
     .select_from(
         U.join(P, P.c.id == bindparam("pair_id"))
@@ -161,7 +190,7 @@ _BEFORE_WRITE = (
     )
     .where(U.c.username == bindparam("username"))
 )
-_HISTORY = H.insert()
+_HISTORY = H.insert().returning(H.c.id)
 # A write closes the assignment, re-judging included.
 _MARK = A.update().where(A.c.id == bindparam("assignment_id")).values(done=bindparam("done"), rejudge_version=None)
 # Open: not done, and either not judged yet or sent back by a lead for re-judging.
@@ -204,6 +233,7 @@ _VIEW = (
         select(func.max(A.c.position)).where(_QUEUE).scalar_subquery(),
         F.c.doc_id,
         select(A.c.rejudge_version).where(A.c.pair_id == P.c.id, A.c.user_id == bindparam("user_id")).scalar_subquery(),
+        select(func.max(H.c.id)).where(H.c.pair_id == P.c.id, H.c.user_id == bindparam("user_id")).scalar_subquery(),
     )
     .select_from(
         P.join(Q, Q.c.id == P.c.query_id)
@@ -263,9 +293,16 @@ def record_judgment(
     note: str | None = None,
     cant_judge_reason: str | None = None,
     seconds_spent: float | None = None,
+    seen_version: int | None = None,
 ) -> JudgmentInfo:
     """Store the user's grade for a pair: one upsert + one history row in one transaction; repeats are no-ops,
-    so a transaction that lost its connection is run again once (retry_once) without doubling anything."""
+    so a transaction that lost its connection is run again once (retry_once) without doubling anything.
+
+    `seen_version` is the PairView.version the grade was given on (None: no check, for scripts and imports).
+    The check and the write share the transaction that holds the (pair, user) write lock (BEGIN IMMEDIATE on
+    SQLite, an advisory lock on PostgreSQL), so two tabs cannot both pass it: when the pair changed since that
+    view, ChangedMeanwhile is raised with the stored grade and nothing is written — unless what is stored is
+    already what is submitted."""
     note, reason = _clean(note, "note"), _clean(cant_judge_reason, "can't-judge reason")
     if grade is not None:
         reason = None
@@ -297,7 +334,9 @@ def record_judgment(
             rejudge,
             round_size,
             round_status,
+            version,
         ) = row
+        version = version or 0
         if not active:
             raise Refused(f"user {username!r} is deactivated")
         closed = round_status == RoundStatus.CLOSED
@@ -317,8 +356,10 @@ def record_judgment(
         # Re-judging writes even the same grade: the judgment is now made under the version in force.
         if old_id is not None and (old_grade, old_note, old_reason) == (grade, note, reason) and rejudge is None:
             return JudgmentInfo(
-                old_id, pair_id, username, grade, note, reason, old_guideline, old_revision, False, old_updated
+                old_id, pair_id, username, grade, note, reason, old_guideline, old_revision, False, old_updated, version
             )
+        if seen_version is not None and seen_version != version:
+            raise ChangedMeanwhile(pair_id, old_grade, old_note, old_reason, version)
         now = utcnow()
         new_id, revision = conn.execute(
             _upsert(conn.dialect.name),
@@ -335,7 +376,7 @@ def record_judgment(
                 "updated_at": now,
             },
         ).one()
-        conn.execute(
+        new_version = conn.execute(
             _HISTORY,
             {
                 "project_id": project_id,
@@ -352,14 +393,22 @@ def record_judgment(
                 "changed_by_id": user_id,
                 "changed_at": now,
             },
-        )
+        ).scalar_one()
         if assignment_id is not None:
             conn.execute(_MARK, {"assignment_id": assignment_id, "done": True})
-        return JudgmentInfo(new_id, pair_id, username, grade, note, reason, guideline_id, revision, True, now)
+        return JudgmentInfo(
+            new_id, pair_id, username, grade, note, reason, guideline_id, revision, True, now, new_version
+        )
 
 
-def undo_judgment(engine: Engine, pair_id: int, username: str) -> JudgmentInfo | None:
-    """Remove the user's own judgment (the pair returns to their queue); history keeps what it was."""
+def _version(conn, pair_id: int, user_id: int) -> int:
+    """The (pair, user)'s latest history id, 0 when it was never graded."""
+    return conn.execute(select(func.max(H.c.id)).where(H.c.pair_id == pair_id, H.c.user_id == user_id)).scalar() or 0
+
+
+def undo_judgment(engine: Engine, pair_id: int, username: str, seen_version: int | None = None) -> JudgmentInfo | None:
+    """Remove the user's own judgment (the pair returns to their queue); history keeps what it was. With
+    `seen_version` (the view's), a pair changed since that view raises ChangedMeanwhile and stays as it is."""
     with session_scope(engine, write=True) as session:
         conn = session.connection()
         _lock(conn, pair_id, username)
@@ -367,9 +416,11 @@ def undo_judgment(engine: Engine, pair_id: int, username: str) -> JudgmentInfo |
         old = conn.execute(select(J).where(J.c.pair_id == pair_id, J.c.user_id == user_id)).first()
         if old is None:
             return None
+        if seen_version is not None and (version := _version(conn, pair_id, user_id)) != seen_version:
+            raise ChangedMeanwhile(pair_id, old.grade, old.note, old.cant_judge_reason, version)
         now = utcnow()
         conn.execute(J.delete().where(J.c.id == old.id))
-        conn.execute(
+        new_version = conn.execute(
             _HISTORY,
             {
                 "project_id": old.project_id,
@@ -386,7 +437,7 @@ def undo_judgment(engine: Engine, pair_id: int, username: str) -> JudgmentInfo |
                 "changed_by_id": user_id,
                 "changed_at": now,
             },
-        )
+        ).scalar_one()
         conn.execute(A.update().where(A.c.pair_id == pair_id, A.c.user_id == user_id).values(done=False))
         return JudgmentInfo(
             old.id,
@@ -399,6 +450,7 @@ def undo_judgment(engine: Engine, pair_id: int, username: str) -> JudgmentInfo |
             old.revision,
             True,
             now,
+            new_version,
         )
 
 
@@ -417,12 +469,13 @@ def _view(session: Session, project_id: int, user_id: int, pair_id: int, positio
     first, last = row[8], row[9]
     total = 0 if first is None else last - first + 1
     rank = None if position is None else position - first + 1
+    version = row[12] or 0
     if row[11] is not None:  # sent back for re-judging: blind, like a first grading (history keeps the old one)
         return PairView(
-            pair_id, row[0], row[1], row[2], row[3], row[4], rank, total, None, None, None, row[10], row[11]
+            pair_id, row[0], row[1], row[2], row[3], row[4], rank, total, None, None, None, row[10], row[11], version
         )
     return PairView(
-        pair_id, row[0], row[1], row[2], row[3], row[4], rank, total, row[5], row[6], row[7], row[10], row[11]
+        pair_id, row[0], row[1], row[2], row[3], row[4], rank, total, row[5], row[6], row[7], row[10], row[11], version
     )
 
 

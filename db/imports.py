@@ -13,7 +13,6 @@ import pandas as pd
 from sqlalchemy import bindparam, select, tuple_
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
-from tqdm import tqdm
 
 from db.accounts.permissions import Actor, require_lead
 from db.accounts.users import LOOKS_LIKE, account_keys, check_username, name_key
@@ -47,6 +46,7 @@ from eval_core.io.judgments import (
     read_qrels_judgments,
 )
 from eval_core.io.records import iter_lines
+from eval_core.progress import bar as progress_bar
 
 MAX_ID_CHARS = 500
 MAX_NAME_CHARS = 200
@@ -137,7 +137,7 @@ def content_hash(text: str) -> str:
 
 def _progress(items: Iterable, show: bool, desc: str, total: int | None = None) -> Iterable:
     # delay: an import done in under half a second shows no bar at all, rather than a "0 rec" that never moves
-    return tqdm(items, desc=desc, total=total, unit=" rec", disable=not show, leave=False, delay=0.5)
+    return progress_bar(items, desc=desc, total=total, unit=" rec", show=show, leave=False, delay=0.5)
 
 
 def _chunks(rows: list, size: int = CHUNK) -> Iterator[list]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -199,9 +198,9 @@ def store_engine(args: argparse.Namespace):
 
 def stage_bar(total: int, desc: str) -> tuple[Any, Callable[[str], None]]:
     """A stage-by-stage progress bar on stderr and the callback that advances it."""
-    from tqdm import tqdm
+    from eval_core.progress import bar as progress_bar
 
-    bar = tqdm(total=total, desc=desc, file=sys.stderr, unit="step", leave=False)
+    bar = progress_bar(total=total, desc=desc, unit="step", leave=False)
 
     def step(label: str) -> None:
         bar.set_postfix_str(label)

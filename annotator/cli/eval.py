@@ -197,9 +197,9 @@ def _byte_bar(total: int) -> Any:
     (5 % of a small evaluation's start-up)."""
     if total < PROGRESS_BYTES:
         return _NoBar()
-    from tqdm import tqdm
+    from eval_core.progress import bar
 
-    return tqdm(total=total, desc="evaluating", unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr)
+    return bar(total=total, desc="evaluating", unit="B", unit_scale=True, unit_divisor=1024)
 
 
 def _labels(runs: list[str]) -> list[str]:

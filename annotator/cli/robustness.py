@@ -117,7 +117,7 @@ def _from_store(args: argparse.Namespace, progress: Callable[[int], object]) -> 
 
 def cmd_robustness(args: argparse.Namespace) -> int:
     """Print the conditions, τ and one sentence per pair of runs (or the JSON report)."""
-    from tqdm import tqdm
+    from eval_core.progress import bar as progress_bar
 
     if bool(args.project) == bool(args.judgments):
         raise ValueError("give either --project (stored runs) or --judgments FILE with run files")
@@ -128,9 +128,7 @@ def cmd_robustness(args: argparse.Namespace) -> int:
         )
     if args.judgments and args.run_names:
         raise ValueError("--runs names stored runs (with --project); with --judgments give run files")
-    bar = tqdm(
-        total=args.bootstrap, desc="bootstrap", unit=" rep", file=sys.stderr, leave=False, disable=not args.bootstrap
-    )
+    bar = progress_bar(total=args.bootstrap, desc="bootstrap", unit=" rep", leave=False, show=bool(args.bootstrap))
     try:
         report = _from_store(args, bar.update) if args.project else _from_files(args, bar.update)
     finally:

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 import numpy as np
 from scipy import sparse
 from threadpoolctl import threadpool_limits
-from tqdm import tqdm
+
+from eval_core.progress import bar as progress_bar
 
 CHUNK = 64  # replicates drawn per matrix product; fixed so results do not depend on the machine
 
@@ -34,7 +35,7 @@ def bootstrap_sums(
     n_clusters = blocks[0].shape[0]
     out = [np.empty((replicates, block.shape[1])) for block in blocks]
     chunks = cluster_weights(n_clusters, replicates, seed)
-    bar = tqdm(total=replicates, desc="bootstrap", unit="rep", disable=not progress, leave=False)
+    bar = progress_bar(total=replicates, desc="bootstrap", unit="rep", show=progress, leave=False)
     done = 0
     with threadpool_limits(1):  # a single BLAS thread: on a shared, loaded machine threads only spin
         for weights in chunks:

@@ -26,7 +26,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
-from tqdm import tqdm
 
 from eval_core.errors import InputError, Problems
 from eval_core.io.formats import detect_format, read_qrels, read_qrels_jg
@@ -47,6 +46,7 @@ from eval_core.io.records import (
     semicolon_separated,
 )
 from eval_core.io.spreadsheet import escape_cell, unescape_cell
+from eval_core.progress import bar as progress_bar
 from eval_core.vocab import ANNOTATOR_KINDS
 
 KEY = ("query_id", "fragment_id", "annotator")
@@ -323,8 +323,8 @@ def read_judgments_file(
     first_line: dict[tuple[str, str, str], int] = {}
     adjudications: dict[tuple[str, str], tuple] = {}
     optional_seen: set[str] = set()
-    records = tqdm(
-        iter_records(path), desc="reading judgments", unit=" rec", disable=not progress, leave=False, mininterval=0.5
+    records = progress_bar(
+        iter_records(path), desc="reading judgments", unit=" rec", show=progress, leave=False, mininterval=0.5
     )
     for lineno, rec in records:
         try:

@@ -12,7 +12,6 @@ import asyncio
 import inspect
 import math
 import numbers
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -22,10 +21,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
 from eval_core.io.collection import query_texts
 from eval_core.io.formats import read_qrels, write_run
+from eval_core.progress import bar as progress_bar
 from eval_core.ranking.evaluation import Evaluation, evaluate
 from eval_core.ranking.metrics import DEFAULT_K
 
@@ -78,7 +77,7 @@ async def collect(
     pool = None if is_async(retriever) else ThreadPoolExecutor(concurrency, thread_name_prefix="qrelkit-retriever")
     results: dict[str, list[tuple[str, float | None]]] = {}
     errors: dict[str, str] = {}
-    bar = tqdm(total=len(texts), desc="retrieving", unit="query", file=sys.stderr, disable=not progress)
+    bar = progress_bar(total=len(texts), desc="retrieving", unit="query", show=progress)
 
     async def one(qid: str, text: str) -> None:
         async with gate:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -11,9 +10,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
 from eval_core.io.formats import qrels_scale, read_qrels
+from eval_core.progress import bar as progress_bar
 from eval_core.ranking.evaluation import evaluate
 from eval_core.ranking.paired_tests import TEST_NAMES, TESTS
 
@@ -381,7 +380,7 @@ def compare(
     qdf = read_qrels(qrels)
     scores: dict[str, pd.DataFrame] = {}
     warnings: list[str] = []
-    for name, run in tqdm(named, desc="evaluating", unit="run", file=sys.stderr, disable=not progress):
+    for name, run in progress_bar(named, desc="evaluating", unit="run", show=progress):
         ev = evaluate(
             qdf,
             run,

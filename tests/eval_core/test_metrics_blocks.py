@@ -242,6 +242,7 @@ def test_cli_progress_bar_counts_run_bytes(
     other = tmp_path / "other.run"
     other.write_bytes(rp.read_bytes())
     monkeypatch.setattr(cli_eval, "PROGRESS_BYTES", 0)
+    monkeypatch.setattr("eval_core.progress.on_terminal", lambda: True)  # a bar is drawn on a terminal only
     assert main(["eval", str(qp), str(rp), str(other), "--metrics", "map"]) == 0
     bar = capsys.readouterr().err.split("\r")[-1]
     total = f"{2 * rp.stat().st_size / 1024:.2f}k"  # tqdm's unit_scale with unit_divisor 1024

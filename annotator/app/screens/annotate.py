@@ -4,6 +4,8 @@ The annotator sees only their own grade. Buttons, their names and their keys com
 and grade labels. A new annotator of a project with a qualification round grades its control pairs first and,
 after each, sees the settled grade and the lead's reason (shown as plain text); their queue opens after it.
 A queue a lead closed again says who closed it, when and why, until a lead reopens it or grants a retake.
+A grade given on a pair that another tab graded or cleared after this one drew it is not saved at once: the page
+says what the pair holds now and asks whether to keep this grade or take the newer one; the counters recount.
 The grading panel is an st.fragment, so a key press reruns the panel alone; user text is shown escaped
 (Markdown-escaped in captions, HTML-escaped with highlighted query terms in the fragment box).
 """
@@ -18,7 +20,16 @@ import streamlit as st
 from annotator.app import auth, state, views
 from annotator.app.components import context as views_context
 from annotator.app.errors import PAGE_ERRORS
-from db.grading import PairView, get_pair, next_pair, previous_pair, progress, record_judgment, undo_judgment
+from db.grading import (
+    ChangedMeanwhile,
+    PairView,
+    get_pair,
+    next_pair,
+    previous_pair,
+    progress,
+    record_judgment,
+    undo_judgment,
+)
 from db.projects import ProjectInfo, current_guideline, get_project
 from db.qualification import RoundPair, RoundState, grade_round_pair, round_for, round_pairs
 from db.store.models import RoundStatus
@@ -27,12 +38,13 @@ from eval_core.errors import NotFound, Refused
 CANT_JUDGE_KEY = "X"
 FOCUS_KEY = "cant_judge_opened"  # how many times the reason field was opened in this session
 FOCUSED_KEY = "cant_judge_focused"  # the opening whose focus script was drawn
+STALE_KEY = "changed_meanwhile"  # a grade not saved because the pair changed in another tab: what to ask about
 
 
 def show(pair_id: int | None) -> None:
     """Open `pair_id` (None = the first pair not judged yet) and restart the time-spent clock."""
     st.session_state["pair_id"] = pair_id
-    for key in ("shown_at", "flash", "cant_judge_asked"):
+    for key in ("shown_at", "flash", "cant_judge_asked", STALE_KEY):
         st.session_state.pop(key, None)
 
 
@@ -51,10 +63,45 @@ def save_grade(username: str, view: PairView, grade: int | None) -> None:
     shown_at = st.session_state.get("shown_at")
     seconds = round(time.monotonic() - shown_at, 3) if shown_at else None
     note = (st.session_state.get(f"note_{pair_id}") or "").strip() or None
+    store(username, view, grade, note, reason, seconds, view.version)
+
+
+def store(
+    username: str,
+    view: PairView,
+    grade: int | None,
+    note: str | None,
+    reason: str | None,
+    seconds: float | None,
+    seen_version: int,
+) -> None:
+    """Save against the version the view was drawn from; a pair changed meanwhile is kept on screen with the
+    question (keep mine / take the newer) instead of being overwritten, and the counters are recounted."""
+    pair_id = view.pair_id
     try:
         saved = record_judgment(
-            state.engine(), pair_id, username, grade, note=note, cant_judge_reason=reason, seconds_spent=seconds
+            state.engine(),
+            pair_id,
+            username,
+            grade,
+            note=note,
+            cant_judge_reason=reason,
+            seconds_spent=seconds,
+            seen_version=seen_version,
         )
+    except ChangedMeanwhile as exc:
+        show(pair_id)
+        st.session_state["recount"] = True
+        st.session_state[STALE_KEY] = {
+            "pair_id": pair_id,
+            "now": exc.now,
+            "version": exc.version,
+            "grade": grade,
+            "note": note,
+            "reason": reason,
+            "seconds": seconds,
+        }
+        return
     except PAGE_ERRORS as exc:
         st.session_state["flash"] = f"Not saved: {views.literal(exc)}."
         return
@@ -71,10 +118,53 @@ def go_back(project: str, username: str, view: PairView | None) -> None:
 
 
 def clear_grade(username: str, view: PairView) -> None:
-    """Take back this annotator's own grade for the pair; it goes back into the open queue."""
-    if undo_judgment(state.engine(), view.pair_id, username) is not None:
+    """Take back this annotator's own grade for the pair; it goes back into the open queue. A pair graded again
+    in another tab since this view is left as it is, and the page says so."""
+    try:
+        cleared = undo_judgment(state.engine(), view.pair_id, username, seen_version=view.version)
+    except ChangedMeanwhile as exc:
+        show(view.pair_id)
+        st.session_state["recount"] = True
+        st.session_state["flash"] = f"Not cleared: this pair was {exc.now} meanwhile in another tab; it shows that now."
+        return
+    if cleared is not None:
         count_done(view.query_external_id, -1)
     show(view.pair_id)
+
+
+def keep_mine(username: str, view: PairView) -> None:
+    """The annotator keeps the grade the other tab's change stopped: saved over the version they were shown."""
+    asked = st.session_state.get(STALE_KEY)
+    if asked is None or asked["pair_id"] != view.pair_id:
+        return
+    st.session_state["recount"] = True
+    store(username, view, asked["grade"], asked["note"], asked["reason"], asked["seconds"], asked["version"])
+
+
+def take_newer(view: PairView) -> None:
+    """Keep what the other tab saved: drop the question and show the pair as stored."""
+    show(view.pair_id)
+
+
+def stale_question(project: ProjectInfo, username: str, view: PairView) -> None:
+    """Asked after a grade met a newer change from another tab: what the pair holds now, keep mine or the newer."""
+    asked = st.session_state.get(STALE_KEY)
+    if asked is None or asked["pair_id"] != view.pair_id:
+        return
+    mine = (
+        f"{asked['grade']} · {views.literal(project.labels.get(asked['grade'], ''))}"
+        if asked["grade"] is not None
+        else "can't judge"
+    )
+    newer = f"{view.grade}" if view.grade is not None else ("can't judge" if view.cant_judge_reason else "none")
+    with st.container(border=True, key="stale_question"):
+        st.warning(
+            f"This pair was {asked['now']} meanwhile in another tab — keep {mine}?",
+            icon=":material/sync_problem:",
+        )
+        left, right = st.columns(2)
+        left.button(f"Keep mine: {mine}", key="keep_mine", type="primary", on_click=keep_mine, args=(username, view))
+        right.button(f"Take the newer: {newer}", key="take_newer", on_click=take_newer, args=(view,))
 
 
 def open_cant_judge() -> None:
@@ -202,6 +292,7 @@ def pair_panel(project: ProjectInfo, username: str, view: PairView) -> None:
         )
     views_context.query_lines(state.engine(), project.name, view)
     views_context.beside(state.engine(), project.name, view, fragment_box)
+    stale_question(project, username, view)
     if view.grade is not None:
         st.info(
             f"Your grade: {view.grade} · {views.literal(project.labels.get(view.grade, ''))}. "
