@@ -270,7 +270,7 @@ def dcg(m: RelMatrix, a: Args) -> np.ndarray:
 
 
 def ideal_dcg(m: RelMatrix, a: Args) -> np.ndarray:
-    """The DCG of the judged documents sorted by gain, cut at k."""
+    """ideal DCG@k = Σ_{i≤k} gain_i / log2(i + 1) over the judged documents sorted by gain, best first."""
     _, _, ideal, _ = gain_setup(m, a)
     cum = ideal_cum(ideal)
     return _stack([_at(cum, k) for k in a.cuts], len(m.qids))
@@ -341,8 +341,8 @@ def rbp(m: RelMatrix, a: Args) -> np.ndarray:
 
 
 def rbp_resid(m: RelMatrix, a: Args) -> np.ndarray:
-    """p^num_ret + (1 − p) × the weights of the ranks holding a NONPOOL or UNJUDGED document (how much RBP could
-    still grow), added rank by rank as m_rbp_resid.c does. With `zero_when_all_judged` (trec_eval's) a query
+    """residual = p^num_ret + (1 − p)·Σ_{unjudged retrieved i} p^(i−1) (how much RBP could still grow), added
+    rank by rank as m_rbp_resid.c does. With `zero_when_all_judged` (trec_eval's) a query
     whose retrieved documents are all judged gets 0, as m_rbp_resid.c leaves it; else p^num_ret."""
     p = a.p
     judged_ = judged_hits(m)
