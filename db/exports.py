@@ -19,9 +19,9 @@ from db.projects import project_row, project_scale
 from db.store.engine import session_scope
 from db.store.frames import frame_of, project_adjudications, project_judgments
 from db.store.models import Judgment, Query, Run, RunEntry, User
-from eval_core.io.formats import write_atomically, write_run
 from eval_core.io.judgments import ADJUDICATION_COLUMNS, render_judgments
 from eval_core.io.spreadsheet import escape_cell
+from eval_core.io.writers import write_atomically, write_run
 from eval_core.vocab import AnnotatorKind
 
 ADJUDICATION_FORMATS = ("jsonl", "csv")

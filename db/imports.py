@@ -36,7 +36,7 @@ from db.store.models import (
 )
 from eval_core.errors import MAX_PROBLEMS, InputError, Problems
 from eval_core.io.collection import read_fragments, read_queries
-from eval_core.io.formats import SWAPPED_ADVICE, detect_format, load_run, ranked
+from eval_core.io.formats import detect_format, load_run
 from eval_core.io.judgments import (
     ANNOTATOR_KINDS,
     QRELS_FORMATS,
@@ -46,6 +46,8 @@ from eval_core.io.judgments import (
     read_qrels_judgments,
 )
 from eval_core.io.records import iter_lines
+from eval_core.io.trec_text import SWAPPED_ADVICE
+from eval_core.io.writers import ranked
 from eval_core.progress import bar as progress_bar
 
 MAX_ID_CHARS = 500

@@ -43,8 +43,8 @@ from db.store.models import (
 )
 from eval_core.agreement.report import agreement_report
 from eval_core.consensus import PROVENANCES, consensus, fill_gaps
-from eval_core.io.formats import QrelsGrades, write_atomically
 from eval_core.io.spreadsheet import escape_cell
+from eval_core.io.writers import QrelsGrades, write_atomically
 from eval_core.judges.calibration import HumanBaseline, calibration
 from eval_core.thresholds import MODEL_THRESHOLD
 from eval_core.vocab import RELEASE_POLICIES

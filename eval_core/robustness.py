@@ -18,7 +18,8 @@ import pandas as pd
 import pyarrow as pa
 
 from eval_core.consensus import RULES, combine_grades, consensus
-from eval_core.io.formats import Columns, load_qrels, load_run
+from eval_core.io.columns import Columns
+from eval_core.io.formats import load_qrels, load_run
 from eval_core.io.judgments import annotator_kinds, relevant_from
 from eval_core.ranking.evaluation import EvalOptions, evaluate
 from eval_core.ranking.metrics import Ranked, compute, index_qrels, parse_metrics, rank_run

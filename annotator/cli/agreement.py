@@ -138,7 +138,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--grades",
         default="gains",
         metavar="GRADES",
-        choices=LazyChoices("eval_core.io.formats", "QrelsGrades"),
+        choices=LazyChoices("eval_core.io.writers", "QrelsGrades"),
         help="%(choices)s (default gains): TREC and BEIR qrels hold grade minus the scale's lowest "
         "grade, as a release's export does; JSONL keeps the grades as judged",
     )
@@ -376,7 +376,7 @@ def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str, shift: int 
     gains); JSONL here, as judged, since it carries every grade and the rule."""
     import pandas as pd
 
-    from eval_core.io.formats import write_atomically, write_qrels
+    from eval_core.io.writers import write_atomically, write_qrels
 
     if fmt in ("trec", "beir"):
         frame = pd.DataFrame(
@@ -409,8 +409,8 @@ def cmd_consensus(args: argparse.Namespace) -> int:
     """Apply the rule and write the qrels; a summary goes to stderr."""
     from eval_core.agreement.report import human_judgments
     from eval_core.consensus import consensus
-    from eval_core.io.formats import QrelsGrades
     from eval_core.io.judgments import read_adjudications
+    from eval_core.io.writers import QrelsGrades
 
     frame = judgments_on_scale(args)
     if not args.with_models:

@@ -100,7 +100,8 @@ def _gates(specs: list[str]) -> list[tuple[str, float]]:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Evaluate every run, print the chosen format, then apply the gates (exit 1 if any fails)."""
-    from eval_core.io.formats import load_qrels, qrels_scale, read_categories, read_qrels_jg
+    from eval_core.io.formats import load_qrels, qrels_scale, read_categories
+    from eval_core.io.trec_text import read_qrels_jg
     from eval_core.ranking.evaluation import evaluate, evaluate_judge_groups
     from eval_core.ranking.metrics import parse_metrics
 

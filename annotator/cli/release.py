@@ -358,7 +358,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--grades",
         default="gains",
         metavar="GRADES",
-        choices=LazyChoices("eval_core.io.formats", "QrelsGrades"),
+        choices=LazyChoices("eval_core.io.writers", "QrelsGrades"),
         help="%(choices)s (default gains): a release's TREC and BEIR qrels hold gains, grade minus the "
         "scale's lowest grade, so the lowest grade is 0 (not relevant) for trec_eval, pytrec_eval, "
         "ranx and ir-measures with default options; as-judged writes the project's grades (evaluate "

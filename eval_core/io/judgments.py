@@ -28,7 +28,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 
 from eval_core.errors import InputError, Problems
-from eval_core.io.formats import detect_format, read_qrels, read_qrels_jg
+from eval_core.io.formats import detect_format, read_qrels
 from eval_core.io.records import (
     BAD_ID_CHARS,
     BAD_NAME_CHARS,
@@ -46,6 +46,7 @@ from eval_core.io.records import (
     semicolon_separated,
 )
 from eval_core.io.spreadsheet import escape_cell, unescape_cell
+from eval_core.io.trec_text import read_qrels_jg
 from eval_core.progress import bar as progress_bar
 from eval_core.vocab import ANNOTATOR_KINDS
 

@@ -39,6 +39,14 @@ def open_binary(path: str | Path) -> BinaryIO:
     return fh
 
 
+def require_file(path: str | Path) -> None:
+    """A clear error for a path that is a directory or does not exist, before any reader opens it."""
+    if Path(path).is_dir():
+        raise InputError(str(path), None, "is a directory, not a file")
+    if not Path(path).is_file():
+        raise InputError(str(path), None, "no such file")
+
+
 def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """Yield (line number, text without newline), naming the exact line that is not UTF-8 or too long."""
     label = str(path)

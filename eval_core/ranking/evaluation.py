@@ -20,18 +20,10 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast, overload
 import numpy as np
 
 from eval_core.errors import InputError
-from eval_core.io.formats import (
-    Columns,
-    detect_format,
-    extra_fields_warning,
-    is_frame,
-    load_qrels,
-    load_run,
-    qrels_scale,
-    read_categories,
-    read_qrels_jg,
-)
+from eval_core.io.columns import Columns
+from eval_core.io.formats import detect_format, is_frame, load_qrels, load_run, qrels_scale, read_categories
 from eval_core.io.records import iter_lines
+from eval_core.io.trec_text import extra_fields_warning, read_qrels_jg
 from eval_core.ranking.metrics import (
     DEFAULT_K,
     QrelsIndex,

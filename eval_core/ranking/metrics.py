@@ -16,7 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from eval_core.io.formats import Columns, arrow_ints, numpy_values, pair_keys
+from eval_core.io.columns import Columns
+from eval_core.io.keys import arrow_ints, numpy_values, pair_keys
 from eval_core.ranking.kernels import INF, KERNELS, Args
 from eval_core.ranking.registry import (
     CONDENSED,

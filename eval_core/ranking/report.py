@@ -18,7 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from eval_core.io.formats import qrels_scale, ranked, read_qrels, read_run
+from eval_core.io.formats import qrels_scale, read_qrels, read_run
+from eval_core.io.writers import ranked
 from eval_core.ranking.evaluation import EvalOptions, Evaluation, evaluate
 from eval_core.thresholds import Thresholds
 

@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from eval_core.io.collection import query_texts
-from eval_core.io.formats import read_qrels, write_run
+from eval_core.io.formats import read_qrels
+from eval_core.io.writers import write_run
 from eval_core.progress import bar as progress_bar
 from eval_core.ranking.evaluation import Evaluation, evaluate
 from eval_core.ranking.metrics import DEFAULT_K

@@ -26,7 +26,9 @@ from typing import Any, TypeVar
 import numpy as np
 
 from eval_core.errors import InputError
-from eval_core.io.formats import Columns, fast_trec_chunk, scan_trec_chunk, string_keys
+from eval_core.io.columns import Columns
+from eval_core.io.keys import string_keys
+from eval_core.io.trec_text import fast_trec_chunk, scan_trec_chunk
 
 BLOCK_BYTES = 16 * 1024 * 1024
 T = TypeVar("T")

@@ -21,8 +21,9 @@ from db.grading import record_judgment
 from db.imports import import_fragments, import_judgments, import_queries, import_run
 from db.store.models import Query
 from eval_core.errors import InputError
-from eval_core.io.formats import read_run, write_atomically
+from eval_core.io.formats import read_run
 from eval_core.io.records import MAX_JSON_DEPTH, MAX_NOTE_CHARS, iter_records
+from eval_core.io.writers import write_atomically
 
 # Whitespace other than the ASCII space and tab, and invisible characters, none of which an id may hold.
 ODD = {
@@ -139,7 +140,7 @@ def test_a_killed_writers_temporary_file_is_removed_by_the_next_run(tmp_path):
             sys.executable,
             "-c",
             (
-                "import os, sys; sys.path.insert(0, os.getcwd()); from eval_core.io.formats import write_atomically\n"
+                "import os, sys; sys.path.insert(0, os.getcwd()); from eval_core.io.writers import write_atomically\n"
                 "def lines():\n    yield 'a\\n'\n    os.kill(os.getpid(), 9)\n"
                 f"write_atomically({str(target)!r}, lines())"
             ),

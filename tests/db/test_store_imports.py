@@ -389,9 +389,9 @@ def test_fast_and_line_readers_agree(engine, corpus, monkeypatch):
     text = "".join(f"q{1 + i % 2} Q0 d{j} {j} {float(j % 3)} t\n" for i in range(2) for j in range(1, 6))
     (corpus / "fast.trec").write_text(text)
     import_run(engine, "demo", corpus / "fast.trec", name="fast", actor=OPERATOR)
-    from eval_core.io import formats
+    from eval_core.io import trec_text
 
-    monkeypatch.setattr(formats, "_fast_trec", lambda path, kind: None)
+    monkeypatch.setattr(trec_text, "_fast_trec", lambda path, kind: None)
     import_run(engine, "demo", corpus / "fast.trec", name="slow", actor=OPERATOR)
     with engine.connect() as conn:
         rows = conn.execute(

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from eval_core.errors import InputError
-from eval_core.io.formats import detect_format, read_categories, read_qrels, read_run, write_qrels, write_run
+from eval_core.io.formats import detect_format, read_categories, read_qrels, read_run
+from eval_core.io.writers import write_qrels, write_run
 
 QRELS = "q1 0 d3 3\nq1 0 d7 2\nq2 0 d1 0\n"
 RUN = "q1 Q0 d7 1 2.5 t\nq1 Q0 d3 2 1.5 t\nq2 Q0 d1 1 0.5 t\n"

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from annotator.cli import main
-from eval_core.io.formats import string_keys
+from eval_core.io.keys import string_keys
 from eval_core.ranking.trec_eval.columnar import NotColumnar, build_columnar, read_lines, read_ranked
 from eval_core.ranking.trec_eval.reading import read_qrels, read_results
 from eval_core.ranking.trec_eval.rels import build

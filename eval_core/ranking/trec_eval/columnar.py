@@ -15,14 +15,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from eval_core.io.formats import (
-    Columns,
-    arrow_trec_table,
-    first_duplicate,
-    holds_split_byte,
-    ids_as_text,
-    string_keys,
-)
+from eval_core.io.columns import Columns, first_duplicate
+from eval_core.io.keys import string_keys
+from eval_core.io.trec_text import arrow_trec_table, holds_split_byte, ids_as_text
 from eval_core.ranking.metrics import KeyCollision, QrelsIndex, Ranked, index_qrels, merge_ranked, rank_run
 from eval_core.ranking.run_blocks import BLOCK_BYTES, Scattered, map_run_blocks
 from eval_core.ranking.trec_eval.reading import Qrels

@@ -3,7 +3,7 @@
 API (names kept for the `qrelkit trec_eval` command line):
 
 - `read_qrels_jg(path) -> QrelsJG`: a `qid jg docid rel` file, one set of judgments per judgment group (judge),
-  read by `eval_core.io.formats.read_qrels_jg` (blank and `#` lines skipped); bad input raises `InputError`
+  read by `eval_core.io.trec_text.read_qrels_jg` (blank and `#` lines skipped); bad input raises `InputError`
   naming `path:line`.
 - `JG_MEASURES`: the three families in trec_eval's print order; `DEFAULT_PARAMS` their default cutoffs.
 - `jg_measures(qrels_jg, ranked, params=None, *, rel_level=1, judged_only=False) -> dict[qid, dict[name, float]]`:
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eval_core.io.formats import read_qrels_jg as io_read_qrels_jg
+from eval_core.io.trec_text import read_qrels_jg as io_read_qrels_jg
 from eval_core.ranking.kernels import KERNELS, Args
 from eval_core.ranking.trec_eval.reading import byte_key
 from eval_core.ranking.trec_eval.rels import RelMatrix
@@ -46,7 +46,7 @@ class QrelsJG:
 
 
 def read_qrels_jg(path: str | Path) -> QrelsJG:
-    """A `qid jg docid rel` file (`-R qrels_jg`) read by the one judge-group reader (`eval_core.io.formats`,
+    """A `qid jg docid rel` file (`-R qrels_jg`) read by the one judge-group reader (`eval_core.io.trec_text`,
     which `qrelkit eval --qrels-format jg` and imports use too), grouped in trec_eval's byte order."""
     frame = io_read_qrels_jg(path)
     out: dict[str, dict[str, dict[str, int]]] = {}

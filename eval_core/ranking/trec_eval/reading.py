@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from eval_core.errors import InputError
-from eval_core.io.formats import arrow_ints, numpy_values, pair_keys, string_keys
+from eval_core.io.keys import arrow_ints, numpy_values, pair_keys, string_keys
 
 
 @dataclass
