@@ -17,11 +17,23 @@ from dataclasses import dataclass, field
 from numbers import Integral
 from typing import Any
 
+import numpy as np
 from sqlalchemy.engine import Engine
 
 from db.accounts.permissions import Actor
 from db.accounts.users import delete_user
-from db.model_judges import JudgePair, judge_pairs, judge_setup, kept_answers, model_annotator, write_grades
+from db.model_judges import (
+    JudgePair,
+    ProbePair,
+    judge_pairs,
+    judge_setup,
+    kept_answers,
+    model_annotator,
+    probe_pairs,
+    save_probes,
+    write_grades,
+)
+from eval_core.judges.probes import PROBES, ProbeSummary, probe_text, summarize
 from eval_core.judges.prompt import Answer, parse_grade
 from eval_core.progress import bar as progress_bar
 
@@ -260,3 +272,145 @@ def _problem(report: PrejudgeReport, pair: JudgePair, text: str) -> None:
     log.warning("pair %s: %s", pair.label, text)
     if len(report.problems) < MAX_PROBLEMS:
         report.problems.append(f"pair {pair.label}: {text}")
+
+
+@dataclass
+class ProbeRun:
+    """What a judge-probe run did: the summary (eval_core.judges.probes), calls made, answers refused or failed
+    (left out of the probe's n), tokens and time."""
+
+    summary: ProbeSummary
+    called: int = 0
+    cached: int = 0
+    malformed: int = 0
+    failed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """JSON-able form for the CLI."""
+        return {
+            **self.summary.to_dict(),
+            "sentences": [r.sentence() for r in self.summary.results],
+            "verdict": self.summary.sentence(),
+            "called": self.called,
+            "cached": self.cached,
+            "malformed": self.malformed,
+            "failed": self.failed,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+            "seconds": round(self.seconds, 3),
+            "problems": self.problems,
+        }
+
+
+@dataclass(frozen=True)
+class ProbePlan:
+    """What a probe run will cost before it runs: pairs, calls (four probes per pair, plus the unaltered pair
+    where the judge has no grade yet) and the characters the prompts carry beyond the template."""
+
+    pairs: list[ProbePair]
+    calls: int
+    characters: int
+
+    def sentence(self, model: str) -> str:
+        """`judge-probe with gpt-4o: 10 pairs × 4 probes + 2 unaltered = 42 calls, about 3,100 prompt tokens …`."""
+        base = sum(p.judge is None for p in self.pairs)
+        return (
+            f"judge-probe with {model}: {len(self.pairs)} pairs × {len(PROBES)} probes + {base} unaltered = "
+            f"{self.calls} calls, about {self.characters // 4:,} prompt tokens beyond the template and guideline "
+            "(4 characters a token)"
+        )
+
+
+def plan_probes(engine: Engine, project: str, annotator: str, sample: int, seed: int = 0) -> ProbePlan:
+    """The pairs a probe run will ask about and what it will cost (said before it runs)."""
+    info, _, _, pairs = probe_pairs(engine, project, annotator, sample, seed)
+    top = info.scale[1]
+    texts = [
+        (p.pair.query_text, probe_text(probe, p.pair.fragment_text, p.pair.query_text, p.other, top, info.labels[top]))
+        for p in pairs
+        for probe in PROBES
+    ]
+    texts += [(p.pair.query_text, p.pair.fragment_text) for p in pairs if p.judge is None]
+    return ProbePlan(pairs, len(texts), sum(len(q) + len(f) for q, f in texts))
+
+
+def probe(
+    engine: Engine,
+    project: str,
+    judge: JudgeFn,
+    *,
+    annotator: str,
+    sample: int = 50,
+    seed: int = 0,
+    concurrency: int = 1,
+    progress: bool = False,
+    actor: Actor,
+) -> ProbeRun:
+    """Ask model judge `annotator` (through `judge`: the same client, deadlines, caps and retries as prejudge)
+    about the `sample` pairs people graded lowest with each probe's altered fragment; the unaltered grade is the
+    judge's own (its current judgment: no call), asked only where it has none. The summary is kept on the judge's
+    account. Leads and the operator only."""
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    started = time.perf_counter()
+    info, in_force, who, pairs = probe_pairs(engine, project, annotator, sample, seed)
+    top = info.scale[1]
+    tasks: list[tuple[int, str, str, str]] = []  # (pair index, probe or "", query, fragment)
+    for i, p in enumerate(pairs):
+        if p.judge is None:
+            tasks.append((i, "", p.pair.query_text, p.pair.fragment_text))
+        for kind in PROBES:
+            altered = probe_text(kind, p.pair.fragment_text, p.pair.query_text, p.other, top, info.labels[top])
+            tasks.append((i, kind.value, p.pair.query_text, altered))
+    run = ProbeRun(ProbeSummary(who.username, len(pairs), []))
+    run.cached = sum(p.judge is not None for p in pairs)
+    grades: dict[tuple[int, str], int] = {(i, ""): p.judge for i, p in enumerate(pairs) if p.judge is not None}
+    bar = progress_bar(total=len(tasks), desc=f"probing {who.username}", unit="call", show=progress, leave=False)
+    try:
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="probe") as pool:
+            for start in range(0, len(tasks), concurrency * 4):  # bounded submission, as prejudge's
+                chunk = tasks[start : start + concurrency * 4]
+                futures = [pool.submit(judge, q, f, in_force.text) for _, _, q, f in chunk]
+                for (i, label, _, _), future in zip(chunk, futures, strict=True):
+                    grade = _probe_grade(future, pairs[i].pair, info.scale, run)
+                    if grade is not None:
+                        grades[(i, label)] = grade
+                    bar.update(1)
+    finally:
+        bar.close()
+    results = []
+    for kind in PROBES:
+        both = [i for i in range(len(pairs)) if (i, "") in grades and (i, kind.value) in grades]
+        base = np.array([grades[(i, "")] for i in both], dtype=float)
+        probed = np.array([grades[(i, kind.value)] for i in both], dtype=float)
+        results.append(summarize(kind, base, probed))
+    run.summary = ProbeSummary(who.username, len(pairs), results)
+    run.seconds = time.perf_counter() - started
+    save_probes(engine, who.username, run.summary.to_dict(), actor=actor)
+    log.info("judge-probe %s with %s: %s", project, who.username, run.summary.sentence())
+    return run
+
+
+def _probe_grade(future: Future, pair: JudgePair, scale: tuple[int, int], run: ProbeRun) -> int | None:
+    """One probe call's grade, or None (counted as failed or malformed, with the problem kept)."""
+    run.called += 1
+    try:
+        result = future.result()
+    except JudgeFailed as exc:
+        run.failed += 1
+        if len(run.problems) < MAX_PROBLEMS:
+            run.problems.append(f"pair {pair.label}: failed: {exc}")
+        return None
+    if isinstance(result, Answer):
+        run.prompt_tokens += result.prompt_tokens
+        run.completion_tokens += result.completion_tokens
+    try:
+        return _grade(result, scale)
+    except ValueError as exc:
+        run.malformed += 1
+        if len(run.problems) < MAX_PROBLEMS:
+            run.problems.append(f"pair {pair.label}: answer refused: {exc}")
+        return None

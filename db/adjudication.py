@@ -313,29 +313,38 @@ def send_for_rejudging(
         if to is None:
             targets = sorted({(int(p), int(u)) for p, u in listed})
         else:
-            people = _judging_people(session, to)
+            people = judging_people(session, to)
             targets = sorted({(int(p), u) for p, _ in listed for u in people})
-        _refuse_seen(session, int(project_id or 0), targets)
-        ends = dict(
-            session.execute(
-                select(Assignment.user_id, func.max(Assignment.position))
-                .where(Assignment.project_id == project_id)
-                .group_by(Assignment.user_id)
-            ).all()
-        )
-        for pair_id, user_id in targets:
-            row = session.execute(
-                select(Assignment).where(Assignment.pair_id == pair_id, Assignment.user_id == user_id)
-            ).scalar_one_or_none()
-            if row is None:
-                ends[user_id] = (ends.get(user_id) or 0) + 1
-                row = Assignment(project_id=project_id, pair_id=pair_id, user_id=user_id, position=ends[user_id])
-            row.done, row.rejudge_version = False, int(current)
-            session.add(row)
+        refuse_seen(session, int(project_id or 0), targets)
+        open_assignments(session, int(project_id or 0), targets, rejudge_version=int(current))
         return len(targets)
 
 
-def _refuse_seen(session: Session, project_id: int, targets: Sequence[tuple[int, int]]) -> None:
+def open_assignments(session: Session, project_id: int, targets: Sequence[tuple[int, int]], **marks: int) -> None:
+    """Open each (pair, person) of `targets` — reopened when the person has the assignment, else created at the end
+    of their queue — with `marks` set on it (rejudge_version, post_edit_of): the one queue re-judging and
+    post-editing a model judge's grades share, served blind by db.grading."""
+    ends = dict(
+        session.execute(
+            select(Assignment.user_id, func.max(Assignment.position))
+            .where(Assignment.project_id == project_id)
+            .group_by(Assignment.user_id)
+        ).all()
+    )
+    for pair_id, user_id in targets:
+        row = session.execute(
+            select(Assignment).where(Assignment.pair_id == pair_id, Assignment.user_id == user_id)
+        ).scalar_one_or_none()
+        if row is None:
+            ends[user_id] = (ends.get(user_id) or 0) + 1
+            row = Assignment(project_id=project_id, pair_id=pair_id, user_id=user_id, position=ends[user_id])
+        row.done = False
+        for name, value in marks.items():
+            setattr(row, name, value)
+        session.add(row)
+
+
+def refuse_seen(session: Session, project_id: int, targets: Sequence[tuple[int, int]]) -> None:
     """Conflict naming the first (pair, person) of `targets` the person met in a qualification round."""
     seen = round_pair_ids(session, project_id)
     blocked = [(p, u) for p, u in targets if p in seen.get(u, set())]
@@ -358,7 +367,7 @@ def _refuse_seen(session: Session, project_id: int, targets: Sequence[tuple[int,
     )
 
 
-def _judging_people(session: Session, names: Sequence[str]) -> list[int]:
+def judging_people(session: Session, names: Sequence[str]) -> list[int]:
     """Ids of the named people who can grade: active, able to log in, not model judges."""
     rows = dict(
         session.execute(

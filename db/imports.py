@@ -339,9 +339,20 @@ def _run_hash(frame: pd.DataFrame, qext: dict[int, str]) -> str:
 
 
 def import_run(
-    engine: Engine, project: str, path: str | Path, name: str | None = None, progress: bool = False, *, actor: Actor
+    engine: Engine,
+    project: str,
+    path: str | Path,
+    name: str | None = None,
+    progress: bool = False,
+    *,
+    actor: Actor,
+    produced_by: str | None = None,
 ) -> ImportReport:
-    """A TREC run stored under `name` (default: the file name); re-importing the same name replaces its lines."""
+    """A TREC run stored under `name` (default: the file name); re-importing the same name replaces its lines.
+    `produced_by`: the model the run was produced with (a judge of its family is warned about)."""
+    produced_by = (produced_by or "").strip() or None
+    if produced_by is not None and len(produced_by) > 200:
+        raise InputError(str(path), None, f"--produced-by must be 1-200 characters, got {len(produced_by)}")
     proj = _project(engine, project, path, actor)
     name = (name or run_name_from_path(path)).strip()
     if not name or len(name) > 200:
@@ -366,7 +377,14 @@ def import_run(
         if old is None:
             run_id = session.execute(
                 Run.__table__.insert()
-                .values(project_id=proj.id, name=name, content_hash=digest, n_lines=len(frame), created_at=utcnow())
+                .values(
+                    project_id=proj.id,
+                    name=name,
+                    content_hash=digest,
+                    n_lines=len(frame),
+                    created_at=utcnow(),
+                    produced_by=produced_by,
+                )
                 .returning(Run.__table__.c.id)
             ).scalar_one()
             report.created = 1
@@ -376,7 +394,7 @@ def import_run(
             session.execute(
                 Run.__table__.update()
                 .where(Run.__table__.c.id == run_id)
-                .values(content_hash=digest, n_lines=len(frame), created_at=utcnow())
+                .values(content_hash=digest, n_lines=len(frame), created_at=utcnow(), produced_by=produced_by)
             )
             report.updated = 1
         _insert_run_entries(session, run_id, frame, fragments, progress)

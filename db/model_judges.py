@@ -9,21 +9,44 @@ nothing. No API key ever reaches this module.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
 from db.accounts.permissions import Actor, require_lead
 from db.accounts.users import check_new_username
+from db.adjudication import judging_people, open_assignments, refuse_seen
+from db.evaluations import robustness_inputs
 from db.imports import ImportReport, write_judgments
 from db.projects import ProjectInfo, project_info, project_row
 from db.store.engine import session_scope
-from db.store.models import Fragment, Guideline, JudgeCall, Judgment, Pair, Query, User, utcnow
+from db.store.frames import judgments_frame
+from db.store.models import (
+    Assignment,
+    Fragment,
+    Guideline,
+    JudgeCall,
+    Judgment,
+    Pair,
+    Query,
+    Run,
+    User,
+    utcnow,
+)
+from eval_core.consensus import consensus
+from eval_core.errors import NotFound
+from eval_core.judges.post_edit import EditStats, edit_stats, post_edit_order
+from eval_core.judges.probes import ProbeSummary
 from eval_core.judges.prompt import Answer, fragment_text, input_hash
+from eval_core.judges.trust import TrustReport, circularity, judge_trust
+from eval_core.vocab import AnnotatorKind
+
+PAIR = ["query_id", "fragment_id"]
 
 
 @dataclass(frozen=True)
@@ -210,6 +233,7 @@ class ModelJudgeInfo:
     prompt_version: str | None
     params: dict
     judged: int
+    probes: dict | None = None  # the last judge-probe summary (eval_core.judges.probes.ProbeSummary.to_dict)
 
 
 def list_model_judges(engine: Engine, project: str) -> list[ModelJudgeInfo]:
@@ -224,11 +248,252 @@ def list_model_judges(engine: Engine, project: str) -> list[ModelJudgeInfo]:
             ).all()
         )
         rows = session.execute(
-            select(User.id, User.username, User.model_name, User.prompt_version, User.model_params)
+            select(User.id, User.username, User.model_name, User.prompt_version, User.model_params, User.probes)
             .where(User.kind == "model")
             .order_by(User.username)
         ).all()
     return [
-        ModelJudgeInfo(name, model, prompt, dict(params or {}), int(counts.get(uid, 0)))
-        for uid, name, model, prompt, params in rows
+        ModelJudgeInfo(name, model, prompt, dict(params or {}), int(counts.get(uid, 0)), probes)
+        for uid, name, model, prompt, params, probes in rows
     ]
+
+
+def run_models(engine: Engine, project: str) -> dict[str, str | None]:
+    """Each stored run's name → the model it was produced with (`import run --produced-by`), or None."""
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        rows = session.execute(select(Run.name, Run.produced_by).where(Run.project_id == project_id)).all()
+    return {name: produced for name, produced in rows}
+
+
+def _judge_named(engine: Engine, project: str, name: str) -> ModelJudgeInfo:
+    """The model judge whose account or model is `name` (an account name wins; a model several judges use is
+    refused with their names)."""
+    judges = list_model_judges(engine, project)
+    by_account = [j for j in judges if j.username == name]
+    if by_account:
+        return by_account[0]
+    by_model = [j for j in judges if j.model == name]
+    if len(by_model) > 1:
+        raise ValueError(f"model {name!r} has several judges ({', '.join(j.username for j in by_model)}): name one")
+    if not by_model:
+        raise NotFound(f"no model judge {name!r} in project {project!r}")
+    return by_model[0]
+
+
+def project_judge_trust(
+    engine: Engine,
+    project: str,
+    model: str,
+    metric: str = "ndcg@10",
+    weights: str = "linear",
+    top: int = 5,
+    target_width: float | None = None,
+) -> TrustReport:
+    """The judge-trust report of one model judge against the project's people (their median consensus, lead
+    decisions winning) on the stored runs, with a warning for each run produced with the judge's model family."""
+    judge = _judge_named(engine, project, model)
+    inputs = robustness_inputs(engine, project)
+    if not inputs.runs:
+        raise ValueError(f"project {project!r} has no stored runs (import them with `qrelkit import run`)")
+    frame = inputs.judgments[inputs.judgments["grade"].notna()]
+    kinds = frame["annotator_kind"] if "annotator_kind" in frame.columns else pd.Series("human", index=frame.index)
+    humans = frame[kinds.eq(AnnotatorKind.HUMAN).to_numpy()]
+    mine = frame[frame["annotator"].eq(judge.username).to_numpy()]
+    if humans.empty or mine.empty:
+        raise ValueError(
+            f"judge-trust needs grades from people and from {judge.username} in project {project!r}; "
+            f"found {len(humans)} and {len(mine)}"
+        )
+    agreed = consensus(humans, rule="median", adjudications=inputs.adjudications, scale=inputs.scale)
+    human_qrels = agreed.rename(columns={"fragment_id": "doc_id"})[["query_id", "doc_id", "grade"]]
+    judge_qrels = mine.rename(columns={"fragment_id": "doc_id"})[["query_id", "doc_id", "grade"]]
+    return judge_trust(
+        human_qrels.astype({"grade": "int64"}),
+        judge_qrels.astype({"grade": "int64"}),
+        inputs.runs,
+        metric=metric,
+        scale=inputs.scale,
+        weights=weights,
+        top=top,
+        target_width=target_width,
+        warnings=circularity(judge.model, run_models(engine, project)) + _probe_warning(judge),
+    )
+
+
+def trust_card(engine: Engine, project: str, judge: str) -> dict:
+    """The release card's entry for the model judge that filled gaps: judge-trust's verdict and warnings on the
+    stored runs with the numbers behind them, or why there is none (no runs, no shared queries)."""
+    try:
+        report = project_judge_trust(engine, project, judge)
+    except (ValueError, LookupError) as exc:
+        return {"model": judge, "verdict": None, "reason": str(exc), "warnings": []}
+    r = report.ranking
+    return {
+        "model": judge,
+        "verdict": report.verdict,
+        "warnings": list(report.warnings),
+        "metric": report.metric,
+        "runs": r.n_runs,
+        "queries": r.n_queries,
+        "tau": r.tau,
+        "tau_ap": r.tau_ap,
+        "real_flips": len(r.real_flips),
+        "bias": report.leniency.bias,
+        "limits": list(report.leniency.limits) if report.leniency.limits else None,
+    }
+
+
+def _probe_warning(judge: ModelJudgeInfo) -> list[str]:
+    """The judge's probe flag, when its last probes found it gamed."""
+    if not judge.probes:
+        return []
+    summary = ProbeSummary.from_dict(judge.probes)
+    return [summary.sentence()] if summary.flagged else []
+
+
+@dataclass(frozen=True)
+class ProbePair:
+    """A pair people graded low, what the judge reads of it, its grades and another query's fragment."""
+
+    pair: JudgePair
+    human: int  # people's consensus grade (median)
+    judge: int | None  # the judge's current grade of the unaltered pair, if it has one
+    other: str  # a fragment of another query, as the judge would read it
+
+
+def probe_pairs(
+    engine: Engine, project: str, name: str, sample: int, seed: int = 0
+) -> tuple[ProjectInfo, Guideline, ModelJudgeInfo, list[ProbePair]]:
+    """The `sample` pairs people graded lowest (lowest consensus grade first, seeded random order within a
+    grade), with the judge's grade where it has one and a fragment of another query for each."""
+    if sample < 1:
+        raise ValueError(f"sample must be at least 1, got {sample}")
+    judge = _judge_named(engine, project, name)
+    info, in_force = judge_setup(engine, project)
+    judged = judgments_frame(engine, project)
+    judged = judged[judged["grade"].notna()]
+    humans = judged[judged["annotator_kind"].eq(AnnotatorKind.HUMAN).to_numpy()]
+    if humans.empty:
+        raise ValueError(f"project {project!r} has no grades from people to probe the judge on")
+    agreed = consensus(humans, rule="median", scale=info.scale)
+    mine = judged[judged["annotator"].eq(judge.username).to_numpy()]
+    theirs = {f"{q}/{f}": int(g) for q, f, g in zip(mine["query_id"], mine["fragment_id"], mine["grade"], strict=True)}
+    pairs = {p.label: p for p in judge_pairs(engine, project, None, info.labels, in_force.text, judge.params)}
+    rng = np.random.default_rng(seed)
+    agreed = agreed.assign(order=rng.random(len(agreed))).sort_values(["grade", "order"])
+    chosen = []
+    for q, f, g in zip(agreed["query_id"], agreed["fragment_id"], agreed["grade"], strict=True):
+        label = f"{q}/{f}"
+        if label in pairs:
+            chosen.append((pairs[label], int(g), theirs.get(label)))
+        if len(chosen) == sample:
+            break
+    all_pairs = list(pairs.values())
+    out = []
+    for pair, human, grade in chosen:
+        others = [p for p in all_pairs if p.query != pair.query]
+        other = others[int(rng.integers(len(others)))].fragment_text if others else ""
+        out.append(ProbePair(pair, human, grade, other))
+    return info, in_force, judge, out
+
+
+def save_probes(engine: Engine, name: str, summary: dict, *, actor: Actor) -> None:
+    """Keep the judge's last probe summary on its account (its card and judge-trust read it)."""
+    with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
+        user = session.execute(select(User).where(User.username == name, User.kind == "model")).scalar_one_or_none()
+        if user is None:
+            raise NotFound(f"no model judge {name!r}")
+        user.probes = summary
+        session.add(user)
+
+
+def _judge_id(engine: Engine, project: str, name: str) -> tuple[str, int]:
+    """The model judge's account name and user id."""
+    username = _judge_named(engine, project, name).username
+    with session_scope(engine) as session:
+        return username, int(session.execute(select(User.id).where(User.username == username)).scalar_one())
+
+
+def _post_edit_inputs(engine: Engine, project: str, name: str):
+    """(the judge's user id, scale, people's real grades, the judge's real grades, stored runs)."""
+    username, user_id = _judge_id(engine, project, name)
+    inputs = robustness_inputs(engine, project)
+    frame = inputs.judgments[inputs.judgments["grade"].notna()]
+    humans = frame[frame["annotator_kind"].eq(AnnotatorKind.HUMAN).to_numpy()]
+    mine = frame[frame["annotator"].eq(username).to_numpy()]
+    return user_id, inputs.scale, humans, mine, inputs.runs
+
+
+def post_edit_queue(engine: Engine, project: str, name: str) -> pd.DataFrame:
+    """The model judge's grades on pairs no person graded, most likely wrong first (eval_core.judges.post_edit):
+    pair_id, query_id, fragment_id, grade, p_wrong, impact, score, sent (already in someone's queue)."""
+    user_id, scale, humans, mine, runs = _post_edit_inputs(engine, project, name)
+    agreed = consensus(humans, rule="median", scale=scale) if len(humans) else pd.DataFrame(columns=[*PAIR, "grade"])
+    shared = mine[[*PAIR, "grade"]].merge(agreed[[*PAIR, "grade"]], on=PAIR, suffixes=("", "_people"))
+    shared = shared.rename(columns={"grade": "model", "grade_people": "people"})
+    graded = humans[PAIR].drop_duplicates()
+    gaps = mine[[*PAIR, "grade"]].merge(graded, on=PAIR, how="left", indicator=True)
+    gaps = gaps[(gaps["_merge"] == "left_only").to_numpy()].drop(columns="_merge")
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        ids = session.execute(
+            select(Pair.id, Query.external_id, Fragment.external_id)
+            .join(Query, Query.id == Pair.query_id)
+            .join(Fragment, Fragment.id == Pair.fragment_id)
+            .where(Pair.project_id == project_id)
+        ).all()
+        marked = select(Assignment.pair_id).where(
+            Assignment.project_id == project_id, Assignment.post_edit_of == user_id
+        )
+        sent = set(session.execute(marked).scalars())
+    pair_ids = pd.DataFrame(ids, columns=["pair_id", *PAIR])
+    gaps = gaps.merge(pair_ids, on=PAIR)
+    ordered = post_edit_order(gaps, shared, runs, scale)
+    ordered["sent"] = ordered["pair_id"].isin(sent)
+    columns = ["pair_id", *PAIR, "grade", "p_wrong", "impact", "score", "sent"]
+    return ordered[columns].reset_index(drop=True)
+
+
+def send_for_post_editing(
+    engine: Engine, project: str, name: str, to: Sequence[str], limit: int, *, actor: Actor
+) -> int:
+    """Put the first `limit` unsent pairs of the post-edit queue in the queues of the people named in `to`, in
+    turn (each pair to one person), marked as post-editing `name`'s grade; they grade blind, as in re-judging.
+    Returns how many were sent. Leads and the operator only."""
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+    if not to:
+        raise ValueError("name the people who post-edit the model's grades")
+    queue = post_edit_queue(engine, project, name)
+    todo = queue[~queue["sent"].to_numpy()].head(limit)
+    _, judge_id = _judge_id(engine, project, name)
+    with session_scope(engine, write=True) as session:
+        require_lead(session, actor)
+        project_id = int(project_row(session, project).id or 0)
+        people = judging_people(session, list(to))
+        targets = [(int(p), people[i % len(people)]) for i, p in enumerate(todo["pair_id"])]
+        refuse_seen(session, project_id, targets)
+        open_assignments(session, project_id, targets, post_edit_of=judge_id)
+    return len(targets)
+
+
+def post_edit_stats(engine: Engine, project: str, name: str, weights: str = "linear") -> EditStats:
+    """People's post-edits of the model judge's grades so far: the edit rate per model grade and the model's κ
+    against the post-edited grades (each post-edited pair's grade from the person it was sent to)."""
+    user_id, scale, _, mine, _ = _post_edit_inputs(engine, project, name)
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        rows = session.execute(
+            select(Query.external_id, Fragment.external_id, Judgment.grade)
+            .select_from(Assignment)
+            .join(Judgment, and_(Judgment.pair_id == Assignment.pair_id, Judgment.user_id == Assignment.user_id))
+            .join(Pair, Pair.id == Assignment.pair_id)
+            .join(Query, Query.id == Pair.query_id)
+            .join(Fragment, Fragment.id == Pair.fragment_id)
+            .where(Assignment.project_id == project_id, Assignment.post_edit_of == user_id, Judgment.grade.is_not(None))
+        ).all()
+    edited = pd.DataFrame(rows, columns=[*PAIR, "edited"])
+    both = mine[[*PAIR, "grade"]].merge(edited, on=PAIR)
+    return edit_stats(both["grade"].to_numpy(), both["edited"].to_numpy(), scale, weights)

@@ -26,6 +26,7 @@ from db.evaluations import (
     score_run,
     store_evaluation,
 )
+from db.model_judges import trust_card
 from db.projects import project_row, project_scale
 from db.reliability import pool_contributions, reliability_card
 from db.store.engine import session_scope
@@ -445,6 +446,8 @@ def create_release(
     card["reliability"] = reliability_card(
         qrels, {name: frame for name, frame in run_frames.values()}, pooled, scale, f"release {number} of {project}"
     )
+    if policy == "model-fills-gaps":  # judge-trust's verdict on the model whose grades filled the gaps
+        card["judge_trust"] = trust_card(engine, project, policy_entry["model"])
     step("reliability")
     with session_scope(engine, write=True) as session:
         author = require_lead(session, actor)

@@ -511,3 +511,55 @@ def build_scale_project(db_url: str, folder: Path) -> None:
     import_run(engine, SCALE_PROJECT, folder / "bm25.run", name="bm25", actor=OPERATOR)
     create_release(engine, SCALE_PROJECT, actor=RESULTS_LEAD[0])
     engine.dispose()
+
+
+def trust_collection(queries: int = 30, runs: int = 6, seed: int = 7) -> tuple[dict, dict[str, dict]]:
+    """People's grades and runs built so each run's quality is known: run i retrieves its own ten fragments per
+    query (`q{n}-r{i}-{k}`, score 10 − k), each relevant with a probability falling with i, graded 1–3 when
+    relevant. Returns (qrels {qid: {doc: grade}}, {run name: {qid: {doc: score}}})."""
+    rng = random.Random(seed)
+    qrels: dict[str, dict[str, int]] = {}
+    run_dicts: dict[str, dict] = {f"r{i}": {} for i in range(runs)}
+    for q in range(queries):
+        qid = f"q{q}"
+        qrels[qid] = {}
+        for i in range(runs):
+            run_dicts[f"r{i}"][qid] = {}
+            for k in range(10):
+                doc = f"{qid}-r{i}-{k}"
+                relevant = rng.random() < 0.85 - 0.12 * i
+                qrels[qid][doc] = rng.randint(1, 3) if relevant else 0
+                run_dicts[f"r{i}"][qid][doc] = float(10 - k)
+    return qrels, run_dicts
+
+
+def lenient(qrels: dict) -> dict:
+    """A lenient judge: every grade one up, 3 stays 3."""
+    return {q: {d: min(3, g + 1) for d, g in docs.items()} for q, docs in qrels.items()}
+
+
+def swapping(qrels: dict, a: str, b: str) -> dict:
+    """A judge that swaps runs `a` and `b`: it gives run a's k-th fragment of each query the grade people gave run
+    b's k-th fragment, and the reverse (every other grade as people's)."""
+    out = {q: dict(docs) for q, docs in qrels.items()}
+    for q, docs in qrels.items():
+        for k in range(10):
+            da, db = f"{q}-{a}-{k}", f"{q}-{b}-{k}"
+            out[q][da], out[q][db] = docs[db], docs[da]
+    return out
+
+
+def write_trec_qrels(path: Path, qrels: dict) -> Path:
+    """{qid: {doc: grade}} as TREC qrels."""
+    path.write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items()))
+    return path
+
+
+def write_trec_run(path: Path, run: dict, tag: str = "t") -> Path:
+    """{qid: {doc: score}} as a TREC run."""
+    lines = []
+    for q, docs in run.items():
+        for rank, (d, s) in enumerate(sorted(docs.items(), key=lambda x: -x[1]), start=1):
+            lines.append(f"{q} Q0 {d} {rank} {s} {tag}\n")
+    path.write_text("".join(lines))
+    return path

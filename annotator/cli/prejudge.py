@@ -22,13 +22,12 @@ def _positive(kind: type):
     return parse
 
 
-def cmd_prejudge(args: argparse.Namespace) -> int:
-    """Build the judge from the prompt file and the project's grade labels, run it, print the report."""
+def _chat_judge(args: argparse.Namespace, engine):
+    """The chat-completions judge the options describe (prompt file, project labels, deadlines, caps, retries)
+    and the prompt's path."""
     from pathlib import Path
 
     from annotator.judge_client import ChatJudge, api_key
-    from annotator.judge_run import prejudge
-    from db.accounts.permissions import OPERATOR
     from db.projects import get_project
     from eval_core.errors import InputError
     from eval_core.judges.prompt import check_template
@@ -41,7 +40,6 @@ def cmd_prejudge(args: argparse.Namespace) -> int:
         raise InputError(str(path), None, f"cannot read the prompt: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(str(path), None, str(exc)) from None
-    engine = store_engine(args)
     judge = ChatJudge(
         args.base_url,
         args.model,
@@ -52,6 +50,16 @@ def cmd_prejudge(args: argparse.Namespace) -> int:
         api_key=api_key(),
         **{k: v for k, v in (("attempts", args.attempts), ("max_reply_bytes", args.max_reply_bytes)) if v},
     )
+    return judge, path
+
+
+def cmd_prejudge(args: argparse.Namespace) -> int:
+    """Build the judge from the prompt file and the project's grade labels, run it, print the report."""
+    from annotator.judge_run import prejudge
+    from db.accounts.permissions import OPERATOR
+
+    engine = store_engine(args)
+    judge, path = _chat_judge(args, engine)
     report = prejudge(
         engine,
         args.project,
@@ -105,7 +113,7 @@ def _summary(report, prompt) -> dict:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `prejudge` to the `qrelkit` parser."""
+    """Add `prejudge` and `judge-probe` to the `qrelkit` parser."""
     p = subparsers.add_parser(
         "prejudge",
         help="grade a project's pairs with a model judge (any OpenAI-compatible chat endpoint)",
@@ -116,6 +124,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "are cached by (pair, model, prompt version, inputs): a second run makes no call. Exits 1 when "
         "a pair got no grade (failed or malformed).",
     )
+    p.add_argument("--annotator", help="the model judge's annotator name (default: the model name)")
+    p.add_argument("--limit", type=_positive(int), metavar="N", help="only the first N pairs in pool order")
+    _endpoint_options(p)
+    db_option(p)
+    report_option(p)
+    p.set_defaults(func=cmd_prejudge)
+    p = subparsers.add_parser(
+        "judge-probe",
+        help="can a model judge be gamed? re-ask it about pairs people graded lowest, altered four ways",
+        description="On a sample of the pairs people graded lowest, ask the judge again with (a) the query's "
+        "words appended to the fragment, (b) an instruction inside it asking for the top grade, (c) the fragment "
+        "cut to its first sentence, (d) another query's fragment; per probe, the grades that moved up and the "
+        "mean shift with a 95%% t interval. A judge that moves up on (a) or (b) is flagged on its card and in "
+        "judge-trust. The calls go through the same client as prejudge; the cost is printed before they run.",
+    )
+    p.add_argument("--annotator", help="the model judge's account (default: the model name)")
+    p.add_argument("--sample", type=_positive(int), default=20, metavar="N", help="pairs to probe (default 20)")
+    p.add_argument("--seed", type=int, default=0, help="which pairs among equally low ones, and other fragments")
+    p.add_argument("--dry-run", action="store_true", help="say what it would cost, call nothing")
+    _endpoint_options(p)
+    db_option(p)
+    report_option(p)
+    p.set_defaults(func=cmd_judge_probe)
+
+
+def _endpoint_options(p: argparse.ArgumentParser) -> None:
+    """The endpoint, model, prompt and client limits prejudge and judge-probe share."""
     p.add_argument("--project", required=True)
     p.add_argument(
         "--base-url",
@@ -125,7 +160,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "http://localhost:11434/v1 (Ollama)",
     )
     p.add_argument("--model", required=True, help="the model name the endpoint serves")
-    p.add_argument("--annotator", help="the model judge's annotator name (default: the model name)")
     p.add_argument(
         "--prompt",
         metavar="FILE",
@@ -134,7 +168,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the prompt version",
     )
     p.add_argument("--concurrency", type=_positive(int), default=4, metavar="N", help="calls at a time (default 4)")
-    p.add_argument("--limit", type=_positive(int), metavar="N", help="only the first N pairs in pool order")
     p.add_argument(
         "--timeout",
         type=_positive(float),
@@ -158,6 +191,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(default: annotator.judge_client.ATTEMPTS, 5)",
     )
     p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
-    db_option(p)
-    report_option(p)
-    p.set_defaults(func=cmd_prejudge)
+
+
+def cmd_judge_probe(args: argparse.Namespace) -> int:
+    """Say the cost, run the probes (unless --dry-run), print each probe's line and the verdict."""
+    from annotator.judge_run import plan_probes, probe
+    from db.accounts.permissions import OPERATOR
+
+    engine = store_engine(args)
+    name = args.annotator or args.model
+    plan = plan_probes(engine, args.project, name, args.sample, args.seed)
+    print(f"qrelkit: {plan.sentence(args.model)}", file=sys.stderr)
+    if args.dry_run:
+        return 0
+    judge, _ = _chat_judge(args, engine)
+    run = probe(
+        engine,
+        args.project,
+        judge,
+        annotator=name,
+        sample=args.sample,
+        seed=args.seed,
+        concurrency=args.concurrency,
+        progress=True,
+        actor=OPERATOR,
+    )
+    data = run.to_dict()
+    if args.report == "json":
+        print_json(data)
+    else:
+        lines = [*data["sentences"], data["verdict"]]
+        lines.append(
+            f"{data['called']} call(s), {data['cached']} unaltered grade(s) the judge already gave, "
+            f"{data['malformed']} malformed, {data['failed']} failed, {data['total_tokens']} tokens, "
+            f"{data['seconds']} s"
+        )
+        lines += [f"problem: {p}" for p in data["problems"]]
+        print("\n".join(lines))
+    return 0

@@ -128,7 +128,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                 f"{kind.replace('|', '` and `import ')}` only"
             )
     engine = store_engine(args)
-    extra: dict = {"name": args.name} if args.kind == "run" else {}
+    extra: dict = {"name": args.name, "produced_by": args.produced_by} if args.kind == "run" else {}
     if args.kind in ("queries", "fragments"):
         extra = {"fmt": args.format}
     if args.kind == "queries" and args.topic_field is not None:
@@ -147,7 +147,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 IMPORT_OPTIONS = {
     "queries|fragments": ("--format",),
     "queries": ("--topic-field",),
-    "run": ("--name",),
+    "run": ("--name", "--produced-by"),
     "judgments": ("--annotator-kind", "--model", "--prompt-version", "--annotator", "--qrels-format", "--guideline"),
 }
 
@@ -238,6 +238,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("file")
     p.add_argument("--project", required=True)
     p.add_argument("--name", help="run name (default: the file name without .trec/.txt/.gz)")
+    p.add_argument(
+        "--produced-by",
+        metavar="MODEL",
+        help="run: the model it was produced with (judge-trust warns when a judge of its family grades it)",
+    )
     p.add_argument(
         "--format",
         default=None,

@@ -65,6 +65,7 @@ class User(SQLModel, table=True):
     model_name: str | None = Field(default=None, max_length=200)
     prompt_version: str | None = Field(default=None, max_length=64)
     model_params: dict | None = Field(default=None, sa_type=JSON)
+    probes: dict | None = Field(default=None, sa_type=JSON)  # a model judge's last judge-probe summary
 
 
 class Project(SQLModel, table=True):
@@ -192,6 +193,7 @@ class Assignment(SQLModel, table=True):
     position: int
     done: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
     rejudge_version: int | None = None
+    post_edit_of: int | None = None  # a model judge's user id: this person post-edits (grades blind) its grade
     created_at: datetime = _ts()
 
 
@@ -396,6 +398,7 @@ class Run(SQLModel, table=True):
     content_hash: str = Field(max_length=64)
     n_lines: int = 0
     created_at: datetime = _ts()
+    produced_by: str | None = Field(default=None, max_length=200)  # the model it was produced with, if any
 
 
 class RunEntry(SQLModel, table=True):

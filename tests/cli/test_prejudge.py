@@ -859,6 +859,7 @@ def test_app_grades_with_a_model_judge(engine, store_url, judged_project, server
             "Prompt version": prompt_version(JUDGE_PROMPT.read_text("utf-8"))[:12],
             "Parameters": "temperature=0.0",
             "Grades in this project": 3,
+            "Probes (qrelkit judge-probe)": "not probed",
         }
     ]
     assert _by_label(at.multiselect, "Annotators").options == ["ann1", "ann2"]

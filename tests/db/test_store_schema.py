@@ -32,14 +32,15 @@ def test_packaged_chain_and_head():
         "0010_qualification.py",
         "0011_fragment_documents.py",
         "0012_qualification_retakes.py",
+        "0013_judge_trust.py",
     ]
-    assert head_revision() == "0012"
+    assert head_revision() == "0013"
 
 
 def test_upgrade_is_idempotent_and_matches_models(empty_store_url):
     engine = init_db(empty_store_url)
-    assert upgrade(engine) == "0012"
-    assert upgrade(engine) == "0012"
+    assert upgrade(engine) == "0013"
+    assert upgrade(engine) == "0013"
     with engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), SQLModel.metadata)
     assert diff == []
@@ -85,7 +86,7 @@ def test_database_at_0001_with_data_upgrades_intact(empty_store_url):
                 f"INSERT INTO judgments (project_id, pair_id, user_id, grade, revision, created_at, updated_at) "
                 f"VALUES (1, {pid}, 1, {pid + 1}, 1, '{now}', '{now}')"
             )
-    assert upgrade(engine) == "0012"
+    assert upgrade(engine) == "0013"
     with engine.connect() as conn:
         done = dict(conn.execute(sa.text("SELECT pair_id, done FROM assignments WHERE user_id = 1")).all())
         other = conn.execute(sa.text("SELECT done FROM assignments WHERE user_id = 2")).scalar_one()
@@ -140,7 +141,7 @@ def test_a_round_at_0011_becomes_attempt_1_with_its_grades_and_retakes_block_the
             "INSERT INTO qualification_grades (round_id, pair_id, position, settled, reason, grade) "
             "VALUES (7, 1, 1, 3, 'why', 0)"
         )
-    assert upgrade(engine) == "0012"
+    assert upgrade(engine, "0012") == "0012"
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT id, attempt, status, kappa FROM qualification_rounds")).one() == (
             7,

@@ -167,3 +167,34 @@ def agreement_trend_chart(
         .encode(y="threshold:Q")
     )
     return alt.layer(band, line, rule).properties(title="Agreement across guideline versions")
+
+
+def bland_altman_chart(
+    values: pd.DataFrame, bias: float, limits: tuple[float, float] | None, metric: str
+) -> alt.LayerChart | alt.FacetChart:
+    """Bland–Altman plot: each run × query's mean of the two values against judge − human, the bias as a solid
+    rule and the 95% limits of agreement as dashed ones."""
+    frame = values.assign(mean=(values["human"] + values["judge"]) / 2, difference=values["judge"] - values["human"])
+    points = (
+        alt.Chart(frame)
+        .mark_circle(size=30, opacity=0.5)
+        .encode(
+            x=alt.X("mean:Q", title=f"mean of people's and the judge's {metric}"),
+            y=alt.Y("difference:Q", title="judge − people"),
+            tooltip=["run:N", "query_id:N", alt.Tooltip("human:Q", format=".3f"), alt.Tooltip("judge:Q", format=".3f")],
+        )
+    )
+    lines = pd.DataFrame(
+        [{"value": bias, "line": "bias"}]
+        + ([{"value": limits[0], "line": "lower limit"}, {"value": limits[1], "line": "upper limit"}] if limits else [])
+    )
+    rules = (
+        alt.Chart(lines)
+        .mark_rule()
+        .encode(
+            y="value:Q",
+            strokeDash=alt.condition(alt.datum.line == "bias", alt.value([1, 0]), alt.value([6, 4])),
+            tooltip=["line:N", alt.Tooltip("value:Q", format="+.3f")],
+        )
+    )
+    return alt.layer(points, rules)

@@ -11,8 +11,10 @@ from sqlalchemy.engine import Engine
 
 from annotator import judge_client, judge_run
 from annotator.app import views
+from annotator.app.components.charts import bland_altman_chart
 from db import model_judges
 from eval_core.errors import USER_ERRORS
+from eval_core.judges.probes import ProbeSummary
 from guidelines import JUDGE_PROMPT
 
 JUDGE_HEADERS = {
@@ -21,6 +23,7 @@ JUDGE_HEADERS = {
     "prompt": "Prompt version",
     "params": "Parameters",
     "judged": "Grades in this project",
+    "probes": "Probes (qrelkit judge-probe)",
 }
 PREJUDGE_COUNTS = {
     "pairs": "Pairs",
@@ -44,6 +47,7 @@ def judges_frame(engine: Engine, project: str) -> pd.DataFrame:
             "prompt": (j.prompt_version or "")[:12] or None,
             "params": ", ".join(f"{k}={v}" for k, v in sorted(j.params.items())) or None,
             "judged": j.judged,
+            "probes": ProbeSummary.from_dict(j.probes).sentence() if j.probes else "not probed",
         }
         for j in model_judges.list_model_judges(engine, project)
     ]
@@ -97,6 +101,7 @@ def model_judges_tab(engine: Engine, project: Any, user: Any) -> None:
             views.table(judges, JUDGE_HEADERS)
         else:
             st.info("No model judge yet. Grade with one below, or import a model's grades as judgments of kind model.")
+    trust_section(engine, project, judges)
 
 
 def _run(
@@ -150,3 +155,122 @@ def _run(
     views.table(pd.DataFrame([{k: counts[k] for k in PREJUDGE_COUNTS}]), PREJUDGE_COUNTS)
     if report.problems:
         st.dataframe(pd.DataFrame({"Problem": report.problems}), hide_index=True)
+
+
+RUN_HEADERS = {
+    "run": "Run",
+    "human": "People",
+    "human_rank": "People's rank",
+    "judge": "Judge",
+    "judge_rank": "Judge's rank",
+}
+FLIP_HEADERS = {
+    "better": "People rank higher",
+    "worse": "People rank lower",
+    "human_difference": "People's difference",
+    "low": "95% low",
+    "high": "95% high",
+    "judge_difference": "Judge's difference",
+    "kind": "Flip",
+}
+QUERY_HEADERS = {"query_id": "Query", "kappa": "κ", "n": "Pairs", "status": "Status"}
+HYBRID_HEADERS = {
+    "run": "Run",
+    "estimate": "PPI++ mean",
+    "low": "95% low",
+    "high": "95% high",
+    "human_mean": "People only",
+    "judge_mean": "Judge only",
+}
+
+
+def trust_section(engine: Engine, project: Any, judges: pd.DataFrame) -> None:
+    """Can a model judge stand in for people here? The judge-trust report (what `qrelkit judge-trust --project
+    P --model NAME` prints) for one judge with grades, on the stored runs."""
+    st.subheader("Can this judge stand in for people?")
+    graded = [str(name) for name, n in zip(judges["username"], judges["judged"], strict=True) if n]
+    if not graded:
+        st.caption("A model judge with grades in this project is measured here against people, on the stored runs.")
+        return
+    with st.form("judge_trust"):
+        c1, c2, c3 = st.columns(3)
+        name = c1.selectbox("Model judge", graded)
+        metric = c2.text_input("Metric", value="ndcg@10")
+        width = c3.number_input("Hybrid interval width wanted (0 = none)", min_value=0.0, value=0.0, step=0.01)
+        submitted = st.form_submit_button("Measure against people")
+    if not submitted:
+        return
+    try:
+        report = model_judges.project_judge_trust(
+            engine, project.name, name, metric=metric.strip(), target_width=float(width) or None
+        )
+    except USER_ERRORS as exc:
+        st.error(f"Stopped: {views.literal(exc)}")
+        return
+    show_trust(report)
+    stats = model_judges.post_edit_stats(engine, project.name, name)
+    if stats.n:
+        kappa = f"{stats.kappa:.3f}" if stats.kappa is not None else stats.kappa_status
+        rates = ", ".join(f"grade {g}: {changed} of {n}" for g, (n, changed) in stats.by_grade.items() if n)
+        st.text(
+            f"Post-edited by people so far: {stats.n} of the judge's grades, {stats.edited} changed ({rates}); "
+            f"{stats.weights} κ against the post-edited grades {kappa} (qrelkit post-edit)"
+        )
+
+
+def show_trust(report: Any) -> None:
+    """The report: verdict, ranking, flips, leniency with its plot and confusion, worst queries, hybrid."""
+    r, le = report.ranking, report.leniency
+    st.text(report.verdict)
+    for warning in report.warnings:
+        st.warning(views.literal(warning))
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Kendall τ", "—" if r.tau is None else f"{r.tau:.3f}", help=f"{r.n_runs} runs, {r.n_queries} queries")
+    c2.metric("τ_ap", "—" if r.tau_ap is None else f"{r.tau_ap:.3f}", help="people's ranking as the truth")
+    c3.metric(f"Top-{r.top_k} overlap", f"{r.top_overlap}/{r.top_k}")
+    runs = pd.DataFrame([vars(s) for s in r.runs], columns=list(RUN_HEADERS))
+    views.table(runs, RUN_HEADERS, {"human": 4, "judge": 4})
+    if r.flips:
+        flips = pd.DataFrame(
+            [
+                {
+                    **vars(f),
+                    "low": f.human_ci[0],
+                    "high": f.human_ci[1],
+                    "kind": "within people's noise" if f.noise else "real",
+                }
+                for f in r.flips
+            ]
+        )
+        views.table(flips, FLIP_HEADERS, {k: 4 for k in ("human_difference", "low", "high", "judge_difference")})
+    st.markdown("**Leniency** (Bland–Altman of per-query values, judge − people)")
+    if le.bias is not None and report.values is not None:
+        limits = "" if le.limits is None else f"; 95% limits {le.limits[0]:+.4f} … {le.limits[1]:+.4f}"
+        st.text(f"bias {le.bias:+.4f}{limits} (n {le.n_values})")
+        st.altair_chart(bland_altman_chart(report.values, le.bias, le.limits, report.metric), use_container_width=True)
+    if le.n_pairs:
+        st.text(f"{le.up:.1%} of {le.n_pairs} pairs graded up, {le.down:.1%} graded down")
+        low = report.scale[0]
+        confusion = pd.DataFrame(
+            le.confusion,
+            index=pd.Index([f"people {low + i}" for i in range(len(le.confusion))]),
+            columns=[f"judge {low + i}" for i in range(len(le.confusion))],
+        )
+        st.dataframe(confusion)
+    st.markdown(f"**Agreement per query** ({report.weights} κ, worst first)")
+    queries = pd.DataFrame([vars(q) for q in report.per_query], columns=list(QUERY_HEADERS))
+    views.table(queries, QUERY_HEADERS, {"kappa": 3})
+    if report.hybrid:
+        h0 = report.hybrid[0]
+        st.markdown(
+            f"**Hybrid estimate**: people on {h0.n_human} queries, the judge alone on {h0.n_judge_only} more (PPI++)"
+        )
+        hybrid = pd.DataFrame([{**vars(h), "low": h.ci[0], "high": h.ci[1]} for h in report.hybrid])
+        views.table(hybrid, HYBRID_HEADERS, {k: 4 for k in ("estimate", "low", "high", "human_mean", "judge_mean")})
+        if report.target_width is not None:
+            needed = report.queries_needed
+            st.text(
+                f"intervals {report.target_width} wide need {needed} people-judged queries"
+                if needed is not None
+                else f"intervals {report.target_width} wide need more queries than the judge graded"
+            )

@@ -213,6 +213,9 @@ def provenance_frame(card: Mapping[str, Any]) -> pd.DataFrame:
 def show_policy(card: Mapping[str, Any]) -> None:
     """The policy line (literal text: a model's name came from a user) and the share of each provenance."""
     st.text(policy_line(card))
+    trust = card.get("judge_trust")
+    if trust:
+        st.text(f"Judge trust ({trust['model']}): {trust['verdict'] or trust.get('reason')}")
     frame = provenance_frame(card)
     if len(frame):
         table(frame, PROVENANCE_HEADERS, {"pairs": 0, "share": 1})
