@@ -2,6 +2,13 @@
 
 Usage: python3 benchmarks/bench_eval.py [--size 10kx1000] [--data tie-heavy,tie-free,3-decimals]
          [--repeat 3] [--tools qrelkit,qrelkit-1,qrelkit-cli,pytrec_eval,ranx] [--dir bench_data]
+       python3 benchmarks/bench_eval.py --user seed,1run,17runs,10kx1000 [--repeat 3] [--dir bench_data]
+
+`--user`: the sizes a user has — (a) the seed example, (b) one run of 200 queries × 1,000 lines, tab-separated,
+43 queries judged 0–3 (a TREC Deep Learning run's shape), (c) 17 such runs in one call, (d) 10k × 1,000 — each a
+whole process, start-up included, side by side with a script that reads the same files and calls pytrec_eval:
+`qrelkit eval` against the measures it reports by default, `qrelkit trec_eval -c -m all_trec` (once per run) against
+every measure pytrec_eval has. Median of `--repeat` rounds, the tools taking turns.
 
 End-to-end = parse both files + the full default metric set at k = 1,3,5,10,20,100. Every measurement
 runs in its own fresh subprocess; the tools take turns within each round (so a load spike on this shared
@@ -209,6 +216,166 @@ def measure(tool: str, qrels: Path, run: Path, child: str | None = None) -> dict
     return res
 
 
+# ------------------------------------------------------------------------------------------ sizes a user has
+
+USER_SIZES = ("seed", "1run", "17runs", "10kx1000")
+# A whole process each, start-up included, as a shell user waits for it: qrelkit's two commands and a script that
+# reads the same files (any whitespace, as trec_eval does) and calls pytrec_eval on the same measures.
+USER_CHILD = r"""
+import sys
+tool, qrels_path, *runs = sys.argv[1:]
+if tool in ("eval", "trec_eval"):
+    from annotator.cli import main
+    args = ["eval", qrels_path, *runs] if tool == "eval" else ["trec_eval", "-c", "-m", "all_trec", qrels_path, *runs]
+    import io, contextlib
+    with contextlib.redirect_stdout(io.StringIO()):
+        sys.exit(main(args))
+import pytrec_eval
+def load(path, run):
+    d = {}
+    with open(path) as fh:
+        for line in fh:
+            f = line.split()
+            if f:
+                d.setdefault(f[0], {})[f[2]] = float(f[4]) if run else int(f[3])
+    return d
+qrels = load(qrels_path, False)
+if tool == "pytrec_eval":  # the measures `qrelkit eval` reports by default
+    KS = "1,3,5,10,20,100"
+    measures = {"map", "recip_rank", "Rprec", "ndcg", "bpref"}
+    measures |= {f"{m}.{KS}" for m in ("P", "recall", "success", "ndcg_cut", "map_cut")}
+else:  # pytrec_eval-all: every measure it has, as -m all_trec asks of trec_eval
+    measures = pytrec_eval.supported_measures
+evaluator = pytrec_eval.RelevanceEvaluator(qrels, measures)
+for path in runs:
+    res = evaluator.evaluate(load(path, True))
+    means = {m: sum(r[m] for r in res.values()) / len(res) for m in next(iter(res.values()))}
+"""
+
+
+def generate_user_runs(dir_: Path, n_runs: int = 17, queries: int = 200, depth: int = 1000, judged: int = 43) -> Path:
+    """TREC Deep Learning's shape: `n_runs` tab-separated runs of `queries` × `depth` lines (numeric query ids,
+    scores with 6 decimals), qrels of `judged` of those queries with 0–3 grades, ~150 judged docs a query, about
+    a third of them from the run's top 100. Seeded; returns the folder."""
+    out = dir_ / f"user_{queries}x{depth}"
+    if (out / f"run{n_runs - 1:02d}.tsv").exists():
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(26)
+    qids = np.sort(rng.choice(np.arange(1000, 1_200_000), queries, replace=False))
+    pool = {int(q): rng.choice(8_841_823, 600, replace=False) for q in qids}  # docs the runs tend to share
+    judged_q = np.sort(rng.choice(qids, judged, replace=False))
+    lines = []
+    for q in judged_q:
+        docs = np.unique(np.concatenate([pool[int(q)][:50], rng.choice(8_841_823, 100, replace=False)]))
+        grades = rng.choice(4, len(docs), p=[0.55, 0.2, 0.15, 0.1])
+        lines += [f"{q} 0 {d} {g}\n" for d, g in zip(docs, grades, strict=True)]
+    (out / "qrels.txt").write_text("".join(lines))
+    for r in range(n_runs):
+        text = []
+        for q in qids:
+            shared = rng.choice(pool[int(q)], 300, replace=False)
+            docs = np.unique(np.concatenate([shared, rng.choice(8_841_823, depth, replace=False)]))[:depth]
+            docs = rng.permutation(docs)
+            scores = np.sort(rng.uniform(5, 40, depth))[::-1]
+            text += [
+                f"{q}\tQ0\t{d}\t{i + 1}\t{s:.6f}\trun{r:02d}\n"
+                for i, (d, s) in enumerate(zip(docs, scores, strict=True))
+            ]
+        (out / f"run{r:02d}.tsv").write_text("".join(text))
+    return out
+
+
+def user_cases(dir_: Path) -> dict[str, tuple[Path, list[Path]]]:
+    """Each size's qrels and runs: (a) the seed example, (b) one DL-shaped run, (c) 17 of them, (d) 10k × 1000."""
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, __file__, "--dir", str(dir_), "--generate-user"], check=True)
+    dl = dir_ / "user_200x1000"
+    runs = sorted(dl.glob("run*.tsv"))
+    subprocess.run([sys.executable, __file__, "--dir", str(dir_), "--generate", "10000", "1000", "3"], check=True)
+    return {
+        "seed": (root / "examples/seed000.qrels", [root / "examples/seed000.run"]),
+        "1run": (dl / "qrels.txt", runs[:1]),
+        "17runs": (dl / "qrels.txt", runs),
+        "10kx1000": (dir_ / "q10000x1000.qrels", [dir_ / "q10000x1000.run"]),
+    }
+
+
+# Children as an installed package runs: with its bytecode cached (here outside the repository), which a checkout
+# run with PYTHONDONTWRITEBYTECODE lacks (compiling qrelkit's modules anew costs ~0.1 s a process).
+USER_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {
+    "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+    "PYTHONPYCACHEPREFIX": str(Path(tempfile.gettempdir()) / "qrelkit-bench-pycache"),
+}
+
+
+def measure_process(tool: str, qrels: Path, runs: list[Path]) -> dict:
+    """One whole child process (start-up and imports included): wall seconds, CPU seconds (user + system, from
+    wait4) and its own peak RSS. The peak comes from GNU time's %M when /usr/bin/time exists (its child is forked
+    from a small process; Linux's ru_maxrss of a child forked from this benchmark starts at this one's RSS)."""
+    root = Path(__file__).resolve().parent.parent
+    gnu_time = ["/usr/bin/time", "-f", "maxrss=%M"] if Path("/usr/bin/time").exists() else []
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [*gnu_time, sys.executable, "-c", USER_CHILD, tool, str(qrels), *map(str, runs)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=root,
+        env=USER_ENV,
+    )
+    err = proc.stderr.read().decode() if proc.stderr else ""  # type: ignore[union-attr]
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status):
+        raise RuntimeError(f"{tool} failed: {err[-2000:]}")
+    peak = next((int(x.split("=")[1]) for x in reversed(err.splitlines()) if x.startswith("maxrss=")), usage.ru_maxrss)
+    return {"seconds": seconds, "peak_mib": peak / 1024, "cpu": usage.ru_utime + usage.ru_stime}
+
+
+def user_main(dir_: Path, repeat: int, sizes: list[str]) -> None:
+    """Median of `repeat` rounds, tools taking turns in each; `qrelkit trec_eval` is called once per run (as
+    trec_eval users call it), its time summed over the runs."""
+    cases = user_cases(dir_)
+    for tool in ("eval", "trec_eval", "pytrec_eval", "pytrec_eval-all"):  # warm: bytecode and page cache
+        measure_process(tool, *cases["seed"])
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores")
+    print(
+        "| size | qrelkit eval s | pytrec_eval script s | × | qrelkit trec_eval -m all_trec s "
+        "| pytrec_eval script, all measures s | × | CPU s eval / pytrec / trec_eval / pytrec all "
+        "| peak MiB eval / trec_eval / pytrec_eval / all |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for size in sizes:
+        qrels, runs = cases[size]
+        got: dict[str, list[dict]] = {t: [] for t in ("eval", "pytrec_eval", "trec_eval", "pytrec_eval-all")}
+        for _ in range(repeat):
+            for tool in got:
+                if tool == "trec_eval":  # one call per run
+                    each = [measure_process(tool, qrels, [run]) for run in runs]
+                    got[tool].append(
+                        {
+                            "seconds": sum(e["seconds"] for e in each),
+                            "cpu": sum(e["cpu"] for e in each),
+                            "peak_mib": max(e["peak_mib"] for e in each),
+                        }
+                    )
+                else:
+                    got[tool].append(measure_process(tool, qrels, runs))
+        med = {t: statistics.median(r["seconds"] for r in rs) for t, rs in got.items()}
+        cpu = {t: statistics.median(r["cpu"] for r in rs) for t, rs in got.items()}
+        peak = {t: max(r["peak_mib"] for r in rs) for t, rs in got.items()}
+        ratio_eval = med["pytrec_eval"] / med["eval"]
+        ratio_all = med["pytrec_eval-all"] / med["trec_eval"]
+        peaks = " / ".join(f"{peak[t]:.0f}" for t in ("eval", "trec_eval", "pytrec_eval", "pytrec_eval-all"))
+        cpus = " / ".join(f"{cpu[t]:.2f}" for t in ("eval", "pytrec_eval", "trec_eval", "pytrec_eval-all"))
+        print(
+            f"| {size} | {med['eval']:.2f} | {med['pytrec_eval']:.2f} | {ratio_eval:.1f}× "
+            f"| {med['trec_eval']:.2f} | {med['pytrec_eval-all']:.2f} | {ratio_all:.1f}× | {cpus} | {peaks} |",
+            flush=True,
+        )
+    print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def main() -> None:
     """Generate data (in a subprocess), run every tool side by side, print medians, ratios, peaks and floors."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -218,9 +385,22 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="rounds; each round runs every tool once, in turn")
     ap.add_argument("--tools", default=",".join(TOOLS), help="comma list of " + ", ".join(TOOLS))
     ap.add_argument("--generate", nargs=3, metavar=("QUERIES", "DEPTH", "DECIMALS"), help=argparse.SUPPRESS)
+    ap.add_argument("--generate-user", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--user",
+        metavar="SIZES",
+        help=f"the sizes a user has instead, whole processes side by side with a pytrec_eval script: comma list of "
+        f"{', '.join(USER_SIZES)}",
+    )
     args = ap.parse_args()
     if args.generate:
         generate(Path(args.dir), *map(int, args.generate))
+        return
+    if args.generate_user:
+        generate_user_runs(Path(args.dir))
+        return
+    if args.user:
+        user_main(Path(args.dir), args.repeat, args.user.split(","))
         return
     nq, depth = SIZES[args.size]
     tools = args.tools.split(",")

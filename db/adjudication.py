@@ -5,18 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from sqlalchemy import and_, func, select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db.accounts.permissions import Actor, require_lead
-from db.grading import check_grade
-from db.projects import project_row
-from db.qualification import round_pair_ids
+from db.projects import check_grade, project_row
 from db.store.engine import session_scope
-from db.store.frames import project_adjudications, project_judgments
 from db.store.models import (
     Adjudication,
     Assignment,
@@ -30,7 +28,11 @@ from db.store.models import (
     User,
     utcnow,
 )
-from eval_core.errors import Conflict, NotFound, Refused
+from eval_core.errors import Conflict, NotFound, Problems, Refused
+from eval_core.vocab import AnnotatorKind
+
+if TYPE_CHECKING:  # pandas is imported where a frame is built, so `qrelkit adjudicate` starts without it
+    import pandas as pd
 
 DISPUTE_COLUMNS = [
     "pair_id",
@@ -141,6 +143,28 @@ def pair_detail(engine: Engine, project: str, pair_id: int, username: str | None
     }
 
 
+def _lead_name(actor: Actor) -> str:
+    """The lead a decision is recorded under: a name, never the anonymous CLI operator."""
+    if not isinstance(actor, str):
+        raise Refused(
+            "an adjudication records which lead decided, so the CLI operator cannot adjudicate "
+            "anonymously: name an active lead (actor=USERNAME; from the CLI, --user LEAD)"
+        )
+    return actor
+
+
+def record_decisions(session: Session, rows: list[dict]) -> int | None:
+    """Append decisions (project_id, pair_id, grade, reason, user_id, created_at) in the caller's transaction:
+    the one writer of adjudications a lead makes (one at a time or from a file); nothing is ever overwritten,
+    the latest row per pair is in force. Returns the new row's id when there is one decision."""
+    table = Adjudication.__table__
+    if len(rows) == 1:
+        return int(session.execute(table.insert().values(rows[0]).returning(table.c.id)).scalar_one())
+    if rows:
+        session.execute(table.insert(), rows)
+    return None
+
+
 def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: Actor) -> AdjudicationInfo:
     """Record a lead's final grade for a pair (append-only: the latest decision is in force). Only an active
     lead, by name — never the anonymous CLI operator, on purpose: the decision records who made it
@@ -149,13 +173,9 @@ def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: 
     reason = (reason or "").strip()
     if not reason:
         raise ValueError("an adjudication needs a reason")
-    if not isinstance(actor, str):
-        raise Refused(
-            "an adjudication records which lead decided, so the CLI operator cannot adjudicate "
-            "anonymously: name an active lead (actor=USERNAME; from the CLI, --user LEAD)"
-        )
+    lead = _lead_name(actor)
     with session_scope(engine, write=True) as session:
-        lead_id = require_lead(session, actor)
+        lead_id = require_lead(session, lead)
         scale = session.execute(
             select(Pair.project_id, Project.scale_min, Project.scale_max)
             .join(Project, Project.id == Pair.project_id)
@@ -165,13 +185,107 @@ def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: 
             raise NotFound(f"no pair with id {pair_id}")
         checked = check_grade(grade, (scale[1], scale[2]), reason)
         assert checked is not None
-        row = Adjudication(
-            project_id=scale[0], pair_id=pair_id, grade=checked, reason=reason, user_id=lead_id, created_at=utcnow()
-        )
-        session.add(row)
-        session.flush()
-        assert row.id is not None
-        return AdjudicationInfo(row.id, pair_id, checked, reason, actor, row.created_at)
+        now = utcnow()
+        row = {
+            "project_id": scale[0],
+            "pair_id": pair_id,
+            "grade": checked,
+            "reason": reason,
+            "user_id": lead_id,
+            "created_at": now,
+        }
+        new_id = record_decisions(session, [row])
+        assert new_id is not None
+        return AdjudicationInfo(new_id, pair_id, checked, reason, lead, now)
+
+
+def adjudicate_pair(
+    engine: Engine, project: str, query_id: str, fragment_id: str, grade: int, reason: str, *, actor: Actor
+) -> AdjudicationInfo:
+    """`adjudicate` on the pair named by its query and fragment ids (what `qrelkit adjudicate` is given)."""
+    with session_scope(engine) as session:
+        found = session.execute(
+            select(Pair.id)
+            .join(Project, Project.id == Pair.project_id)
+            .join(Query, Query.id == Pair.query_id)
+            .join(Fragment, Fragment.id == Pair.fragment_id)
+            .where(Project.name == project, Query.external_id == query_id, Fragment.external_id == fragment_id)
+        ).scalar_one_or_none()
+        if found is None:
+            project_row(session, project)  # an unknown project says so
+            raise NotFound(f"no pair ({query_id}, {fragment_id}) in project {project!r}")
+    return adjudicate(engine, int(found), grade, reason, actor=actor)
+
+
+@dataclass
+class DecisionsReport:
+    """What `import adjudications` did: decisions read, recorded, and already in force (not recorded again)."""
+
+    path: str
+    lead: str
+    decisions: int = 0
+    recorded: int = 0
+    unchanged: int = 0
+
+    def to_dict(self) -> dict:
+        """JSON-able form for the CLI."""
+        return dict(self.__dict__)
+
+
+def import_adjudications(
+    engine: Engine, project: str, path: str | Path, *, actor: Actor, reason: str | None = None
+) -> DecisionsReport:
+    """A file of lead decisions (TREC qrels with the reason after the grade, or JSONL/CSV with query_id,
+    fragment_id, grade, reason; eval_core.io.judgments.read_adjudications) recorded as the named lead's,
+    through the same writer as one decision: all or nothing, bad lines told as path:line (the reader's: a
+    grade off the scale, a pair twice; then the store's: an unknown pair, no reason and no default `reason`,
+    a `by` naming another lead). A decision
+    equal to the one in force (same grade, reason and lead) is not recorded again; every other is appended,
+    so the earlier ones stay in the history."""
+    from db.store.frames import project_adjudications
+    from eval_core.io.judgments import read_adjudications
+
+    lead = _lead_name(actor)
+    default = (reason or "").strip() or None
+    with session_scope(engine) as session:
+        require_lead(session, lead)
+        proj = project_row(session, project)
+        scale = (proj.scale_min, proj.scale_max)
+        pairs = {
+            (q, f): pid
+            for pid, q, f in session.execute(
+                select(Pair.id, Query.external_id, Fragment.external_id)
+                .join(Query, Query.id == Pair.query_id)
+                .join(Fragment, Fragment.id == Pair.fragment_id)
+                .where(Pair.project_id == proj.id)
+            ).all()
+        }
+        in_force = {
+            (q, f): (g, r, b) for q, f, g, r, b in project_adjudications(session, proj.id).itertuples(index=False)
+        }
+    decided = read_adjudications(path, scale, lines=True)
+    problems = Problems(path)
+    rows, report = [], DecisionsReport(path=str(path), lead=lead, decisions=len(decided))
+    for query, fragment, grade, why, by, line in decided.itertuples(index=False):
+        why = why.strip() if isinstance(why, str) and why.strip() else default
+        pid = pairs.get((query, fragment))
+        if pid is None:
+            problems.add(line, f"no pair ({query!r}, {fragment!r}) in project {project!r}")
+        elif why is None:
+            problems.add(line, "an adjudication needs a reason: give one on the line or with --reason")
+        elif by is not None and by != lead:
+            problems.add(line, f"decided by {by!r}, but the import records {lead!r}'s decisions: leave out `by`")
+        elif in_force.get((query, fragment)) == (int(grade), why, lead):
+            report.unchanged += 1
+        else:
+            rows.append({"project_id": proj.id, "pair_id": pid, "grade": int(grade), "reason": why})
+    problems.check()
+    with session_scope(engine, write=True) as session:
+        lead_id = require_lead(session, lead)
+        now = utcnow()
+        record_decisions(session, [{**row, "user_id": lead_id, "created_at": now} for row in rows])
+    report.recorded = len(rows)
+    return report
 
 
 def disputes_of(judgments: pd.DataFrame, adjudicated: set[tuple[str, str]]) -> pd.DataFrame:
@@ -205,6 +319,8 @@ def disputes_of(judgments: pd.DataFrame, adjudicated: set[tuple[str, str]]) -> p
 def filter_disputes(disputes: pd.DataFrame, query: str | None = None, boundary: int | None = None) -> pd.DataFrame:
     """The disputes of one query and/or across one grade boundary: `boundary` b keeps the pairs graded b or
     lower by someone and above b by someone else (the b|b+1 boundary)."""
+    import pandas as pd
+
     keep = pd.Series(True, index=disputes.index)
     if query is not None:
         keep &= disputes["query_id"] == query
@@ -215,6 +331,8 @@ def filter_disputes(disputes: pd.DataFrame, query: str | None = None, boundary: 
 
 def disputes(engine: Engine, project: str) -> pd.DataFrame:
     """Every disputed pair of the project among people (see disputes_of), marking those a lead decided."""
+    from db.store.frames import project_adjudications, project_judgments
+
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
         judged = project_judgments(session, project_id)
@@ -236,9 +354,10 @@ def next_open(disputes: pd.DataFrame, after: int) -> int | None:
 
 
 def rejudge_queue(engine: Engine, project: str) -> pd.DataFrame:
-    """Judgments made under an older guideline version than the current one (imports carry no version and
-    are not listed): pair_id, query_id, fragment_id, annotator, grade, guideline, current, and `sent` (the
-    pair is back in that annotator's queue for re-judging)."""
+    """Judgments made under an older guideline version than the current one (a reference's grades, e.g. an
+    imported qrels, are never re-judged, so never listed; imports without a version are not listed either):
+    pair_id, query_id, fragment_id, annotator, grade, guideline, current, and `sent` (the pair is back in that
+    annotator's queue for re-judging)."""
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
         current = session.execute(
@@ -266,10 +385,16 @@ def rejudge_queue(engine: Engine, project: str) -> pd.DataFrame:
                 .outerjoin(
                     Assignment, and_(Assignment.pair_id == Judgment.pair_id, Assignment.user_id == Judgment.user_id)
                 )
-                .where(Judgment.project_id == project_id, Guideline.version < current)
+                .where(
+                    Judgment.project_id == project_id,
+                    Guideline.version < current,
+                    User.kind != AnnotatorKind.REFERENCE,
+                )
                 .order_by(Query.external_id, Fragment.external_id, User.username)
             ).all()
         )
+    import pandas as pd
+
     frame = pd.DataFrame(
         rows, columns=["pair_id", "query_id", "fragment_id", "annotator", "grade", "guideline", "sent"]
     )
@@ -346,6 +471,8 @@ def open_assignments(session: Session, project_id: int, targets: Sequence[tuple[
 
 def refuse_seen(session: Session, project_id: int, targets: Sequence[tuple[int, int]]) -> None:
     """Conflict naming the first (pair, person) of `targets` the person met in a qualification round."""
+    from db.qualification import round_pair_ids
+
     seen = round_pair_ids(session, project_id)
     blocked = [(p, u) for p, u in targets if p in seen.get(u, set())]
     if not blocked:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from sqlalchemy import insert, select
@@ -14,9 +16,12 @@ from db.accounts.permissions import Actor, require_lead
 from db.projects import project_row
 from db.qualification import round_pair_ids
 from db.store.engine import session_scope
-from db.store.models import Assignment, Judgment, Pair, User, utcnow
-from eval_core.errors import NotFound
+from db.store.models import Assignment, Fragment, Judgment, Pair, Query, User, utcnow
+from eval_core.errors import InputError, NotFound, Problems
+from eval_core.io.records import format_by_name, iter_lines, iter_records
 from eval_core.vocab import AnnotatorKind
+
+IMPORTED = "import"  # the source of a pair only a judgments import named (db.imports), never pooled
 
 
 @dataclass
@@ -24,7 +29,8 @@ class AssignReport:
     """What one assignment pass did: new assignments per annotator; of the pairs asked to have the full overlap
     (`pairs_asked_overlap`), how many will have it in people's grades and assignments (`pairs_with_overlap`);
     the pairs that will still have fewer than they were asked (`pairs_short`); named annotators who cannot log
-    in (no password yet), whose new assignments wait for one."""
+    in (no password yet), whose new assignments wait for one; the pairs left out because only a judgments
+    import named them (`imported_only`: pool them, or name them with `pair_ids`)."""
 
     created: int = 0
     pairs_topped_up: int = 0
@@ -36,6 +42,7 @@ class AssignReport:
     pairs_total: int = 0
     pairs_short: int = 0
     cannot_log_in: list[str] = field(default_factory=list)
+    imported_only: int = 0
 
     def to_dict(self) -> dict:
         """JSON-able form for the CLI and the app."""
@@ -82,6 +89,12 @@ def _annotators(session: Session, names: list[str] | None) -> list[tuple[int, st
     unknown = [n for n in names if n not in rows]
     if unknown:
         raise NotFound(f"no user named {', '.join(map(repr, unknown))}")
+    references = [n for n in names if rows[n].kind == AnnotatorKind.REFERENCE]
+    if references:
+        raise ValueError(
+            f"reference annotator(s) get no queue: {', '.join(references)} (their grades are a reference "
+            "people are measured against, never an overlap slot)"
+        )
     models = [n for n in names if rows[n].kind != AnnotatorKind.HUMAN]
     if models:
         raise ValueError(f"model judge(s) get no queue: {', '.join(models)}")
@@ -120,10 +133,13 @@ def assign(
     seed: int = 0,
     *,
     actor: Actor,
+    pair_ids: Collection[int] | None = None,
 ) -> AssignReport:
-    """Give every pair `overlap` distinct annotators (or only a seeded `fraction` of pairs, the rest one), filling
-    each query's pairs annotator by annotator so a query is read once; re-running tops up only what is missing.
-    Leads and the operator only."""
+    """Give every pooled pair `overlap` distinct annotators (or only a seeded `fraction` of pairs, the rest one),
+    filling each query's pairs annotator by annotator so a query is read once; re-running tops up only what is
+    missing. A pair that only a judgments import named (e.g. a reference's qrels) is not pooled and not
+    assigned, unless `pair_ids` (the pairs to assign, see pairs_from_file) names it. Leads and the operator
+    only."""
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         proj = project_row(session, project, lock=True)
@@ -141,11 +157,17 @@ def assign(
                 + (f" ({', '.join(u for _, u in people)})" if people else "")
             )
         report = AssignReport(overlap=n, fraction=frac, cannot_log_in=[u for _, u, ok in chosen if not ok])
-        rows = session.execute(
-            select(Pair.id, Pair.query_id)
+        every = session.execute(
+            select(Pair.id, Pair.query_id, Pair.sources)
             .where(Pair.project_id == proj.id)
             .order_by(Pair.query_id, Pair.best_rank.is_(None), Pair.best_rank, Pair.id)
         ).all()
+        if pair_ids is not None:
+            wanted = set(pair_ids)
+            rows = [r for r in every if r.id in wanted]
+        else:
+            rows = [r for r in every if list(r.sources or ()) != [IMPORTED]]
+            report.imported_only = len(every) - len(rows)
         pair_ids = np.array([r.id for r in rows], dtype=np.int64)
         full = overlap_sample(pair_ids, frac, seed)
         report.pairs_total, report.pairs_asked_overlap = len(rows), int(full.sum())
@@ -225,3 +247,56 @@ def plan_assignments(
                 need -= 1
         start = end
     return out
+
+
+def _pair_keys(path: str | Path) -> Iterator[tuple[int, str, str]]:
+    """(line, query id, fragment id) of a pairs file: JSONL/CSV/TSV records with query_id and fragment_id (or
+    doc_id), as `qrelkit export --pairs` writes them; else whitespace-separated lines `qid fid`, TREC qrels
+    `qid iter docid grade` or a TREC run `qid Q0 docid rank score tag`."""
+    if format_by_name(path) is not None:
+        for line, rec in iter_records(path, ("query_id",)):
+            fragment = rec.get("fragment_id", rec.get("doc_id"))
+            if fragment is None:
+                raise InputError(str(path), line, "a pair needs fragment_id (or doc_id)")
+            yield line, str(rec["query_id"]).strip(), str(fragment).strip()
+        return
+    for line, text in iter_lines(path):
+        fields = text.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if len(fields) not in (2, 4, 6):
+            raise InputError(
+                str(path),
+                line,
+                f"expected `query_id fragment_id`, TREC qrels (4 fields) or a TREC run (6 fields); found "
+                f"{len(fields)} field(s)",
+            )
+        yield line, fields[0], fields[1 if len(fields) == 2 else 2]
+
+
+def pairs_from_file(engine: Engine, project: str, path: str | Path) -> list[int]:
+    """The pair ids a file names (see _pair_keys), for `assign --pairs`: every line must name a pair the project
+    has (pooled or imported), else nothing is assigned and every bad line is told."""
+    with session_scope(engine) as session:
+        proj = project_row(session, project)
+        known = {
+            (q, f): pid
+            for pid, q, f in session.execute(
+                select(Pair.id, Query.external_id, Fragment.external_id)
+                .join(Query, Query.id == Pair.query_id)
+                .join(Fragment, Fragment.id == Pair.fragment_id)
+                .where(Pair.project_id == proj.id)
+            ).all()
+        }
+    problems = Problems(path)
+    out: dict[int, None] = {}
+    for line, query, fragment in _pair_keys(path):
+        pid = known.get((query, fragment))
+        if pid is None:
+            problems.add(line, f"no pair ({query!r}, {fragment!r}) in project {project!r}: pool or import it first")
+        else:
+            out[pid] = None
+    problems.check()
+    if not out:
+        raise InputError(str(path), None, "names no pair")
+    return list(out)

@@ -468,6 +468,29 @@ def compare_runs(
     return compare(qrels, {base[0]: base[1], **frames}, list(metrics), rel_level=rel_level, scale=scale)
 
 
+def holes_without_text(engine: Engine, project: str, run_name: str, k: int = 10) -> int:
+    """How many documents in a run's top-k have no text in the project (their fragments were never imported):
+    they can be neither pooled nor judged until their texts are imported (`qrelkit import fragments`)."""
+    with session_scope(engine) as session:
+        run = load_run(session, project_row(session, project), run_name)
+        return int(
+            session.execute(
+                select(func.count()).where(
+                    RunEntry.run_id == run.id, RunEntry.rank <= k, RunEntry.fragment_id.is_(None)
+                )
+            ).scalar_one()
+        )
+
+
+def no_text_advice(missing: int) -> str:
+    """What to do about top-k documents without a text: one sentence for the CLI and the Evaluate page."""
+    return (
+        f"{missing} unjudged document(s) have no text in the project (never imported), so no pair could be "
+        "made for them: import their texts (`qrelkit import fragments FILE`, or the Project page's Import tab; "
+        "`--field` maps other field names), then send the holes again"
+    )
+
+
 def judge_holes(engine: Engine, project: str, run_name: str, k: int = 10, *, actor: Actor) -> int:
     """Turn the fragments in a run's top-k that no pair covers yet (same text counts as covered) into new pairs
     with provenance 'holes:<run>', ready for assignment (a lead's call); returns how many were created."""

@@ -1,5 +1,6 @@
 """A project's files before any release: every current judgment (what agreement, consensus and import read), a
-stored run as a TREC run (what eval and import run read), the lead's decisions (what consensus applies)."""
+stored run as a TREC run (what eval and import run read), the lead's decisions (what consensus applies), the
+pairs and the assignments (what a script grades or checks)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
-from sqlalchemy import select
+from sqlalchemy import and_, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from db.projects import project_row, project_scale
 from db.store.engine import session_scope
 from db.store.frames import frame_of, project_adjudications, project_judgments
-from db.store.models import Judgment, Query, Run, RunEntry, User
+from db.store.models import Assignment, Fragment, Judgment, Pair, Query, Run, RunEntry, User
 from eval_core.io.judgments import ADJUDICATION_COLUMNS, render_judgments
 from eval_core.io.spreadsheet import escape_cell
 from eval_core.io.writers import write_atomically, write_run
@@ -132,3 +133,135 @@ def export_adjudications(engine: Engine, project: str, fmt: str, out: str | Path
         frame = project_adjudications(session, project_row(session, project).id)
     write_atomically(Path(out), render_adjudications(frame, fmt))
     return len(frame)
+
+
+PAIR_COLUMNS = ["query_id", "fragment_id", "query", "title", "text", "sources", "best_rank", "graded_by", "assigned_to"]
+ASSIGNMENT_COLUMNS = ["annotator", "query_id", "fragment_id", "position", "done", "rejudge_version", "grade"]
+
+
+def render_records(rows: list[dict], columns: list[str], fmt: str) -> Iterator[str]:
+    """Rows as JSONL (lists stay lists) or CSV (lists joined by `;`, text cells escaped for spreadsheets)."""
+    if fmt not in ADJUDICATION_FORMATS:
+        raise ValueError(f"format must be one of {', '.join(ADJUDICATION_FORMATS)}, got {fmt!r}")
+    if fmt == "jsonl":
+        for row in rows:
+            yield json.dumps({c: row[c] for c in columns}, ensure_ascii=False) + "\n"
+        return
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        cells = [row[c] for c in columns]
+        writer.writerow(
+            [
+                escape_cell(";".join(map(str, v)))
+                if isinstance(v, list)
+                else escape_cell(v)
+                if isinstance(v, str)
+                else v
+                for v in cells
+            ]
+        )
+        if buf.tell() > 1 << 20:
+            yield buf.getvalue()
+            buf.seek(0)
+            buf.truncate()
+    yield buf.getvalue()
+
+
+def export_pairs(engine: Engine, project: str, fmt: str, out: str | Path) -> int:
+    """Write every pair of the project, what a script needs to grade or check it: query and fragment ids and
+    texts (title, text; null when the text is not imported), where the pool found it (sources, best rank), the
+    people and references who graded it and the people it is assigned to; returns how many. `assign --pairs`
+    reads the file back."""
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        graded: dict[int, list[str]] = {}
+        for pid, name in session.execute(
+            select(Judgment.pair_id, User.username)
+            .join(User, User.id == Judgment.user_id)
+            .where(Judgment.project_id == project_id)
+            .order_by(User.username)
+        ):
+            graded.setdefault(pid, []).append(name)
+        assigned: dict[int, list[str]] = {}
+        for pid, name in session.execute(
+            select(Assignment.pair_id, User.username)
+            .join(User, User.id == Assignment.user_id)
+            .where(Assignment.project_id == project_id)
+            .order_by(User.username)
+        ):
+            assigned.setdefault(pid, []).append(name)
+        rows = [
+            {
+                "query_id": q,
+                "fragment_id": f,
+                "query": qt,
+                "title": title,
+                "text": text,
+                "sources": list(sources or ()),
+                "best_rank": rank,
+                "graded_by": graded.get(pid, []),
+                "assigned_to": assigned.get(pid, []),
+            }
+            for pid, q, f, qt, title, text, sources, rank in session.execute(
+                select(
+                    Pair.id,
+                    Query.external_id,
+                    Fragment.external_id,
+                    Query.text,
+                    Fragment.title,
+                    Fragment.text,
+                    Pair.sources,
+                    Pair.best_rank,
+                )
+                .join(Query, Query.id == Pair.query_id)
+                .join(Fragment, Fragment.id == Pair.fragment_id)
+                .where(Pair.project_id == project_id)
+                .order_by(Query.external_id, Pair.best_rank.is_(None), Pair.best_rank, Fragment.external_id)
+            )
+        ]
+    write_atomically(Path(out), render_records(rows, PAIR_COLUMNS, fmt))
+    return len(rows)
+
+
+def export_assignments(engine: Engine, project: str, fmt: str, out: str | Path) -> int:
+    """Write every assignment: who holds which pair, in their queue's order, whether it is done, whether it was
+    sent back for re-judging (the guideline version), and their current grade (null: none yet, or can't
+    judge); returns how many."""
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        rows = [
+            {
+                "annotator": name,
+                "query_id": q,
+                "fragment_id": f,
+                "position": int(pos),
+                "done": bool(done),
+                "rejudge_version": version,
+                "grade": grade,
+            }
+            for name, q, f, pos, done, version, grade in session.execute(
+                select(
+                    User.username,
+                    Query.external_id,
+                    Fragment.external_id,
+                    Assignment.position,
+                    Assignment.done,
+                    Assignment.rejudge_version,
+                    Judgment.grade,
+                )
+                .select_from(Assignment)
+                .join(User, User.id == Assignment.user_id)
+                .join(Pair, Pair.id == Assignment.pair_id)
+                .join(Query, Query.id == Pair.query_id)
+                .join(Fragment, Fragment.id == Pair.fragment_id)
+                .outerjoin(
+                    Judgment, and_(Judgment.pair_id == Assignment.pair_id, Judgment.user_id == Assignment.user_id)
+                )
+                .where(Assignment.project_id == project_id)
+                .order_by(User.username, Assignment.position)
+            )
+        ]
+    write_atomically(Path(out), render_records(rows, ASSIGNMENT_COLUMNS, fmt))
+    return len(rows)

@@ -15,7 +15,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from db.projects import project_row
+from db.projects import check_grade, project_row
 from db.qualification import queue_open
 from db.queue_order import ordered_next
 from db.store.engine import retry_once, session_scope
@@ -35,8 +35,7 @@ from db.store.models import (
 )
 from eval_core.errors import Conflict, NotFound, Refused
 from eval_core.io.records import check_note
-from eval_core.queue_order import DEFAULT_ORDER
-from eval_core.vocab import Role
+from eval_core.vocab import DEFAULT_ORDER, Role
 
 A, F, G, H, J, P, PR, Q, R, U = (
     m.__table__
@@ -139,19 +138,6 @@ def _clean(text: str | None, what: str) -> str | None:
     if "\x00" in text:
         raise ValueError(f"the {what} holds a NUL character")
     return check_note(text, f"the {what}") or None
-
-
-def check_grade(grade: object, scale: tuple[int, int], reason: str | None) -> int | None:
-    """A grade on the project scale, or None (can't judge) which needs a reason."""
-    if grade is None:
-        if reason is None:
-            raise ValueError("a can't-judge (no grade) needs a reason")
-        return None
-    if isinstance(grade, bool) or not isinstance(grade, int):
-        raise ValueError(f"grade must be an integer, got {grade!r}")
-    if not scale[0] <= grade <= scale[1]:
-        raise ValueError(f"grade {grade} is outside the scale {scale[0]}-{scale[1]}")
-    return int(grade)
 
 
 # The hot paths (next pair, record) run prebuilt Core statements on the session's connection: building and

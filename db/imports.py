@@ -16,11 +16,12 @@ from sqlalchemy.orm import Session
 
 from db.accounts.permissions import Actor, require_lead
 from db.accounts.users import LOOKS_LIKE, account_keys, check_username, name_key
+from db.adjudication import DecisionsReport, import_adjudications, record_decisions
+from db.assignment import IMPORTED
 from db.projects import ProjectNotFound, project_row, project_scale
 from db.store.engine import session_scope
 from db.store.frames import project_adjudications
 from db.store.models import (
-    Adjudication,
     Assignment,
     Fragment,
     Guideline,
@@ -101,10 +102,10 @@ class ImportRejected(InputError):
 
     def __init__(self, problems: list[InputError], total: int, report: ImportReport) -> None:
         first = problems[0]
-        more = f" (and {total - 1} more problem(s))" if total > 1 else ""
+        more = f" (and {total - 1:,} more problem(s))" if total > 1 else ""
         super().__init__(first.path, first.line, first.problem + more)
         self.report = report
-        self.more = report.rejected[1:]  # every further bad line, for the CLI to print
+        self.more = report.rejected if total > 1 else []  # every bad line (near-identical collapsed), for the CLI
 
 
 class _Problems(Problems):
@@ -117,7 +118,7 @@ class _Problems(Problems):
     def check(self) -> None:
         """Raise ImportRejected when anything was wrong."""
         if self.total:
-            report = ImportReport(rejected=[str(e) for e in self.items], kind=self.kind, path=self.path)
+            report = ImportReport(rejected=self.lines(), kind=self.kind, path=self.path)
             raise ImportRejected(self.items, self.total, report)
 
 
@@ -162,9 +163,11 @@ def _limited(problems: _Problems, line: int, values: dict[str, str | None], limi
     return True
 
 
-def _parse_queries(path: str | Path, show: bool, fmt: str | None, topic_field: str) -> tuple[dict[str, dict], str]:
+def _parse_queries(
+    path: str | Path, show: bool, fmt: str | None, topic_field: str, fields: dict[str, str] | None = None
+) -> tuple[dict[str, dict], str]:
     """The queries of a file, read by eval_core's one queries reader, within the store's sizes."""
-    read = read_queries(path, fmt, topic_field)
+    read = read_queries(path, fmt, topic_field, fields)
     problems = _Problems(path, "queries")
     problems.items, problems.total = list(read.problems), read.total_problems
     out: dict[str, dict] = {}
@@ -189,9 +192,11 @@ def _parse_queries(path: str | Path, show: bool, fmt: str | None, topic_field: s
     return out, read.format
 
 
-def _parse_fragments(path: str | Path, show: bool, fmt: str | None) -> tuple[dict[str, dict], str]:
+def _parse_fragments(
+    path: str | Path, show: bool, fmt: str | None, fields: dict[str, str] | None = None
+) -> tuple[dict[str, dict], str]:
     """The fragments of a file, read by eval_core's one fragments reader, within the store's sizes."""
-    read = read_fragments(path, fmt)
+    read = read_fragments(path, fmt, fields)
     problems = _Problems(path, "fragments")
     problems.items, problems.total = list(read.problems), read.total_problems
     out: dict[str, dict] = {}
@@ -255,11 +260,13 @@ def import_queries(
     actor: Actor,
     fmt: str | None = None,
     topic_field: str = "title",
+    fields: dict[str, str] | None = None,
 ) -> ImportReport:
     """Queries in any layout eval_core.io.collection reads (JSONL/CSV/TSV records, BEIR, headerless qid<TAB>text,
-    TREC topics with `topic_field` as the text and the description and narrative kept as context)."""
+    TREC topics with `topic_field` as the text and the description and narrative kept as context); `fields`
+    maps the file's field names (eval_core.io.collection.field_map)."""
     proj = _project(engine, project, path, actor)
-    parsed, found = _parse_queries(path, progress, fmt, topic_field)
+    parsed, found = _parse_queries(path, progress, fmt, topic_field, fields)
     report = ImportReport(kind="queries", path=str(path), records=len(parsed), format=found)
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
@@ -268,12 +275,20 @@ def import_queries(
 
 
 def import_fragments(
-    engine: Engine, project: str, path: str | Path, progress: bool = False, *, actor: Actor, fmt: str | None = None
+    engine: Engine,
+    project: str,
+    path: str | Path,
+    progress: bool = False,
+    *,
+    actor: Actor,
+    fmt: str | None = None,
+    fields: dict[str, str] | None = None,
 ) -> ImportReport:
     """Fragments in any layout eval_core.io.collection reads (qrelkit/BEIR/Pyserini/ir_datasets records,
-    headerless pid<TAB>text, gzipped or not); `doc_id` and a chunk position are stored, other fields → meta."""
+    headerless pid<TAB>text, gzipped or not; `fields` maps other field names, e.g. {"text": "doc"}); `doc_id`
+    and a chunk position are stored, other fields → meta."""
     proj = _project(engine, project, path, actor)
-    parsed, found = _parse_fragments(path, progress, fmt)
+    parsed, found = _parse_fragments(path, progress, fmt, fields)
     report = ImportReport(kind="fragments", path=str(path), records=len(parsed), format=found)
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
@@ -549,7 +564,11 @@ def _parse_judgments(
             if pd.isna(qid):
                 problems.add(line, f"unknown query id {qext!r} (not imported into this project)")
             elif pd.isna(fid):
-                problems.add(line, f"unknown fragment id {fext!r} (not imported into this project)")
+                problems.add(
+                    line,
+                    f"unknown fragment id {fext!r} (not imported into this project) — import their texts first "
+                    "(`qrelkit import fragments FILE`, `--field` for other field names)",
+                )
     if "guideline" in frame.columns:
         frame["guideline_id"] = frame["guideline"].map(lambda v: None if v is None else versions.get(_version(v)))
         known = ", ".join(map(str, sorted(versions))) or "none yet"
@@ -852,7 +871,7 @@ def _ensure_pairs(session: Session, project_id: int, wanted: set[tuple[int, int]
                         "project_id": project_id,
                         "query_id": q,
                         "fragment_id": f,
-                        "sources": ["import"],
+                        "sources": [IMPORTED],
                         "best_rank": None,
                         "created_at": now,
                     }
@@ -1053,7 +1072,6 @@ def _write_adjudications(
     """Append a release line's adjudication unless the one in force already says the same."""
     if adjudications.empty:
         return
-    table = Adjudication.__table__
     current = {
         (q, f): (g, r, b) for q, f, g, r, b in project_adjudications(session, project_id).itertuples(index=False)
     }
@@ -1073,14 +1091,21 @@ def _write_adjudications(
                     "created_at": now,
                 }
             )
-    if rows:
-        session.execute(table.insert(), rows)
+    record_decisions(session, rows)
+
+
+def import_decisions(
+    engine: Engine, project: str, path: str | Path, progress: bool = False, *, actor: Actor, reason: str | None = None
+) -> DecisionsReport:
+    """A file of a lead's decisions (db.adjudication.import_adjudications), as an import kind."""
+    return import_adjudications(engine, project, path, actor=actor, reason=reason)
 
 
 # The import kinds, in the order the CLI and the Project page offer them: kind → importer.
-IMPORT_KINDS: dict[str, Callable[..., ImportReport]] = {
+IMPORT_KINDS: dict[str, Callable[..., ImportReport | DecisionsReport]] = {
     "queries": import_queries,
     "fragments": import_fragments,
     "run": import_run,
     "judgments": import_judgments,
+    "adjudications": import_decisions,
 }

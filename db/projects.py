@@ -15,9 +15,8 @@ from db.accounts.permissions import Actor, require_lead
 from db.store.engine import session_scope
 from db.store.models import Guideline, Project, User
 from eval_core.errors import Conflict, NotFound
-from eval_core.queue_order import DEFAULT_ORDER
 from eval_core.thresholds import AGREEMENT_THRESHOLD
-from eval_core.vocab import ORDER_NAMES
+from eval_core.vocab import DEFAULT_ORDER, ORDER_NAMES
 from guidelines import GRADING as BUNDLED_GUIDELINE
 from guidelines.scale import scale_guideline
 
@@ -326,3 +325,16 @@ def list_guidelines(engine: Engine, project: str) -> list[GuidelineInfo]:
             .order_by(Guideline.version)
         ).all()
         return [_guideline_info(g, proj.name, who) for g, who in rows]
+
+
+def check_grade(grade: object, scale: tuple[int, int], reason: str | None) -> int | None:
+    """A grade on the project scale, or None (can't judge) which needs a reason."""
+    if grade is None:
+        if reason is None:
+            raise ValueError("a can't-judge (no grade) needs a reason")
+        return None
+    if isinstance(grade, bool) or not isinstance(grade, int):
+        raise ValueError(f"grade must be an integer, got {grade!r}")
+    if not scale[0] <= grade <= scale[1]:
+        raise ValueError(f"grade {grade} is outside the scale {scale[0]}-{scale[1]}")
+    return int(grade)

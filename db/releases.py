@@ -48,7 +48,7 @@ from eval_core.io.spreadsheet import escape_cell
 from eval_core.io.writers import QrelsGrades, write_atomically
 from eval_core.judges.calibration import HumanBaseline, calibration
 from eval_core.thresholds import MODEL_THRESHOLD
-from eval_core.vocab import RELEASE_POLICIES
+from eval_core.vocab import RELEASE_POLICIES, AnnotatorKind
 
 # The release export formats: format → file of the release.
 EXPORT_FORMATS = {
@@ -111,13 +111,16 @@ def render_files(labels: pd.DataFrame, adjudications: pd.DataFrame) -> tuple[str
     columns = (labels[c].tolist() for c in ("query_id", "fragment_id", "grade", "grades", "rule", "adjudicated"))
     sources = labels["provenance"].tolist() if "provenance" in labels.columns else [None] * len(labels)
     judges = labels["model_judge"].tolist() if "model_judge" in labels.columns else [None] * len(labels)
-    for q, f, g, grades, rule, adjudicated, source, judge in zip(*columns, sources, judges, strict=True):
+    bases = labels["reference"].tolist() if "reference" in labels.columns else [None] * len(labels)
+    for q, f, g, grades, rule, adjudicated, source, judge, base in zip(*columns, sources, judges, bases, strict=True):
         trec.append(f"{q} 0 {f} {g}\n")
         extra = f', "adjudication": {adj[(q, f)]}' if adjudicated else ""
         if source is not None:
             extra += f', "provenance": {quote(source)}'
         if judge is not None:
             extra += f', "model_judge": {quote(judge)}'
+        if base is not None:
+            extra += f', "reference": {quote(base)}'
         lines.append(
             f'{{"query_id": {quote(q)}, "fragment_id": {encode_basestring(f)}, "grade": {g}, '
             f'"grades": {{{grade_map(grades)}}}, "rule": {quote(rule)}{extra}}}\n'
@@ -341,6 +344,23 @@ def _model_policy(
     return gaps[["query_id", "fragment_id", "annotator", "grade"]], entry
 
 
+def _reference_base(judged: pd.DataFrame, rule: str, scale: tuple[int, int]) -> tuple[pd.DataFrame | None, dict]:
+    """The reference annotators' grades (e.g. an imported NIST qrels), one per pair by the release's rule, as the
+    base every pair no person graded takes; and the card's sentence saying so."""
+    refs = judged[judged["annotator_kind"].eq(AnnotatorKind.REFERENCE).to_numpy() & judged["grade"].notna().to_numpy()]
+    names = sorted(refs["annotator"].astype(str).unique())
+    entry: dict = {"annotators": names, "note": None}
+    if refs.empty:
+        return None, entry
+    one = consensus(refs[["query_id", "fragment_id", "annotator", "grade"]], rule=rule, scale=scale)
+    one = one.assign(annotator=", ".join(names))[["query_id", "fragment_id", "annotator", "grade"]]
+    entry["note"] = (
+        f"base: the reference grades of {', '.join(names)}; people's grades (and adjudications) are on top — a "
+        "pair any person graded takes their consensus, every other pair the reference's grade"
+    )
+    return one, entry
+
+
 def _humans_text(baseline: HumanBaseline | None) -> str:
     """`; people on the same pairs: mean pairwise quadratic κ 0.71 [0.52, 0.85], ordinal α 0.69 …` or ""."""
     if baseline is None:
@@ -380,7 +400,8 @@ def create_release(
         judged = project_judgments(session, proj.id)
         adjudications = project_adjudications(session, proj.id)
         in_force = session.execute(select(func.max(Guideline.version)).where(Guideline.project_id == proj.id)).scalar()
-        humans = judged[judged["annotator_kind"].ne("model").to_numpy()]
+        humans = judged[judged["annotator_kind"].eq(AnnotatorKind.HUMAN).to_numpy()]
+        base, base_entry = _reference_base(judged, rule, scale)
         fills, policy_entry = _model_policy(
             policy, judged, humans, adjudications, scale, rule, in_force, model_threshold
         )
@@ -391,7 +412,7 @@ def create_release(
             min_grades=min_grades,
             scale=scale,
         )
-        labels = fill_gaps(labels, fills, rule)
+        labels = fill_gaps(labels, fills, rule, base)
         if labels.empty:
             raise ValueError(
                 f"project {project!r} has no judged pairs to release "
@@ -414,6 +435,7 @@ def create_release(
     card = {
         **_card(proj, labels, judged_released, rule, min_grades, humans),
         "policy": policy_entry,
+        "reference": {**base_entry, "pairs": int((labels["provenance"] == "reference").sum())},
         "provenance": {
             p: {"pairs": int(provenance.get(p, 0)), "share": float(provenance.get(p, 0) / len(labels))}
             for p in PROVENANCES

@@ -8,12 +8,13 @@ import numpy as np
 import pandas as pd
 
 from eval_core.io.judgments import check_judgments
+from eval_core.vocab import RULES as _RULES
 
-RULES = ("median", "majority", "mean", "min")
+RULES = _RULES  # eval_core.vocab.ConsensusRule, the one source (light: the store's CHECK reads it)
 # A release's labels come from people only (default) or, by eval_core.vocab.ReleasePolicy.MODEL_FILLS_GAPS, from a
 # model judge's grade where no person graded, allowed only when the model agrees well enough with the humans.
 # Where each released label came from (recorded on every label and counted on the card).
-PROVENANCES = ("human consensus", "adjudication", "model")
+PROVENANCES = ("human consensus", "adjudication", "reference", "model")
 PAIR = ["query_id", "fragment_id"]
 COLUMNS = ["query_id", "fragment_id", "grade", "n_grades", "grades", "rule", "adjudicated"]
 
@@ -152,35 +153,45 @@ def consensus(
     return out[keep].reset_index(drop=True)[COLUMNS]
 
 
-def fill_gaps(labels: pd.DataFrame, model_grades: pd.DataFrame | None, rule: str) -> pd.DataFrame:
-    """Consensus labels with `provenance` and `model_judge` columns, plus the model's grade for every pair no
-    person labelled.
+def fill_gaps(
+    labels: pd.DataFrame, model_grades: pd.DataFrame | None, rule: str, reference: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """Consensus labels with `provenance`, `model_judge` and `reference` columns, plus, for every pair no person
+    labelled, the reference's grade (e.g. NIST's qrels: the base, people's grades on top), else the model's.
 
-    `model_grades`: query_id, fragment_id, annotator (the model judge), grade (real grades only); `rule` is the
-    release's consensus rule, recorded on filled pairs too. A filled pair has n_grades 0 and an empty grades
-    map (the map holds people's grades only), provenance "model" and the model judge's name in model_judge
-    (None on every other label).
+    `model_grades`, `reference`: query_id, fragment_id, annotator (the model judge, the reference), grade (real
+    grades only; one per pair for the reference); `rule` is the release's consensus rule, recorded on filled
+    pairs too. A filled pair has n_grades 0 and an empty grades map (the map holds people's grades only),
+    provenance "reference" or "model", and the reference's or the model judge's name in its column (None on
+    every other label).
     """
-    human, adjudication, model = PROVENANCES
+    human, adjudication, by_reference, model = PROVENANCES
     out = labels.assign(
-        provenance=np.where(labels["adjudicated"].to_numpy(dtype=bool), adjudication, human), model_judge=None
+        provenance=np.where(labels["adjudicated"].to_numpy(dtype=bool), adjudication, human),
+        model_judge=None,
+        reference=None,
     )
-    if model_grades is None or model_grades.empty:
-        return out
-    fresh = model_grades.merge(labels[PAIR], on=PAIR, how="left", indicator=True)
-    fresh = fresh[fresh["_merge"] == "left_only"]
-    filled = pd.DataFrame(
-        {
-            "query_id": fresh["query_id"].astype(str).to_numpy(),
-            "fragment_id": fresh["fragment_id"].astype(str).to_numpy(),
-            "grade": fresh["grade"].to_numpy(dtype=np.int64),
-            "n_grades": 0,
-            "grades": [{} for _ in range(len(fresh))],
-            "rule": rule,
-            "adjudicated": False,
-            "provenance": model,
-            "model_judge": fresh["annotator"].astype(str).to_numpy(),
-        }
-    )
-    both = pd.concat([out, filled], ignore_index=True) if len(filled) else out
-    return both.sort_values(PAIR, kind="stable", ignore_index=True)
+    for grades, provenance, column in ((reference, by_reference, "reference"), (model_grades, model, "model_judge")):
+        if grades is None or grades.empty:
+            continue
+        fresh = grades.merge(out[PAIR], on=PAIR, how="left", indicator=True)
+        fresh = fresh[fresh["_merge"] == "left_only"]
+        if not len(fresh):
+            continue
+        filled = pd.DataFrame(
+            {
+                "query_id": fresh["query_id"].astype(str).to_numpy(),
+                "fragment_id": fresh["fragment_id"].astype(str).to_numpy(),
+                "grade": fresh["grade"].to_numpy(dtype=np.int64),
+                "n_grades": 0,
+                "grades": [{} for _ in range(len(fresh))],
+                "rule": rule,
+                "adjudicated": False,
+                "provenance": provenance,
+                "model_judge": None,
+                "reference": None,
+            }
+        )
+        filled[column] = fresh["annotator"].astype(str).to_numpy()
+        out = pd.concat([out, filled], ignore_index=True)
+    return out.sort_values(PAIR, kind="stable", ignore_index=True)

@@ -49,7 +49,6 @@ ORDERS: dict[str, str] = {
     QueueOrder.BANDIT_MAX_MEAN: "Bayesian bandit over the runs (largest posterior mean, MM-NS; Losada et al. 2017)",
     QueueOrder.MODEL_UNCERTAIN: "Model-uncertain first (model grade nearest the relevance boundary)",
 }
-DEFAULT_ORDER: str = QueueOrder.POOL.value
 PRIOR = (1.0, 1.0)
 DISCOUNT = 0.9
 

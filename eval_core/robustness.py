@@ -23,7 +23,7 @@ from eval_core.io.formats import load_qrels, load_run
 from eval_core.io.judgments import annotator_kinds, relevant_from
 from eval_core.ranking.evaluation import EvalOptions, evaluate
 from eval_core.ranking.metrics import Ranked, compute, index_qrels, parse_metrics, rank_run
-from eval_core.vocab import ANNOTATOR_KINDS, AnnotatorKind
+from eval_core.vocab import AnnotatorKind
 
 DEFAULT_METRIC = "ndcg@10"
 DEFAULT_BOOTSTRAP = 200
@@ -256,7 +256,7 @@ def _conditions(
             continue
         group = "annotator" if kinds[annotator] == AnnotatorKind.HUMAN else "model"
         out.append(score(f"{group} {annotator}", group, annotator, _qrels(own)))
-    if set(kinds.values()) == set(ANNOTATOR_KINDS):
+    if {AnnotatorKind.HUMAN, AnnotatorKind.MODEL} <= set(kinds.values()):
         labels = consensus(everyone, rule, adjudications, scale=scale)
         out.append(score("humans + models", "labels", f"{rule} of humans + models", _qrels(labels)))
     return out

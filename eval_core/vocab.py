@@ -1,4 +1,5 @@
-"""The fixed vocabularies, one StrEnum each: roles, annotator kinds, release policies, queue orders, cutoff kinds.
+"""The fixed vocabularies, one StrEnum each: roles, annotator kinds, release policies, queue orders, consensus
+rules, cutoff kinds.
 
 Standard library only, so the CLI's `--help`, the store's CHECK constraints and the docs read the same names
 without loading pandas. A member is its string (`Role.LEAD == "lead"`), so stored values and JSON need no
@@ -18,10 +19,13 @@ class Role(StrEnum):
 
 
 class AnnotatorKind(StrEnum):
-    """Who made a grade: a person, or a model judge (which never counts in human–human agreement)."""
+    """Who made a grade: a person, a model judge (which never counts in human–human agreement), or a reference
+    (grades imported from an existing qrels, e.g. NIST's: people are measured against it, it never fills an
+    overlap slot, holds a queue or counts in human–human agreement)."""
 
     HUMAN = "human"
     MODEL = "model"
+    REFERENCE = "reference"
 
 
 class ReleasePolicy(StrEnum):
@@ -48,6 +52,15 @@ class MissingQueries(StrEnum):
     SKIP = "skip"  # left out: the mean over the run's queries (pytrec_eval, ranx)
 
 
+class ConsensusRule(StrEnum):
+    """How a release combines several people's grades of a pair into one (eval_core.consensus implements each)."""
+
+    MEDIAN = "median"
+    MAJORITY = "majority"
+    MEAN = "mean"
+    MIN = "min"
+
+
 class CutoffKind(StrEnum):
     """How a metric takes its argument: a required cutoff k (expanded over --k when not given), an optional
     one (left off, the whole ranking counts), none, or a persistence p."""
@@ -62,4 +75,6 @@ ROLES: tuple[str, ...] = tuple(r.value for r in Role)
 ANNOTATOR_KINDS: tuple[str, ...] = tuple(k.value for k in AnnotatorKind)
 RELEASE_POLICIES: tuple[str, ...] = tuple(p.value for p in ReleasePolicy)
 ORDER_NAMES: tuple[str, ...] = tuple(o.value for o in QueueOrder)
+DEFAULT_ORDER: str = QueueOrder.POOL.value
+RULES: tuple[str, ...] = tuple(r.value for r in ConsensusRule)
 CUTOFF_KINDS: tuple[str, ...] = tuple(c.value for c in CutoffKind)

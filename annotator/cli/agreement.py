@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,22 @@ if TYPE_CHECKING:
     from eval_core.agreement.reference import ReferenceCheck
     from eval_core.agreement.types import AgreementReport, Coefficient
     from eval_core.judges.calibration import CalibrationReport, Comparison
+
+
+def with_references(frame, names: Sequence[str]):
+    """The judgments with the annotators `names` marked as references (annotator_kind 'reference'); a
+    ValueError when one has no judgment in the file."""
+    if not names:
+        return frame
+    have = set(frame["annotator"].astype(str))
+    missing = [n for n in names if n not in have]
+    if missing:
+        raise ValueError(f"--reference {', '.join(missing)}: no judgments by that annotator in the file")
+    frame = frame.copy()
+    if "annotator_kind" not in frame.columns:
+        frame["annotator_kind"] = "human"
+    frame.loc[frame["annotator"].astype(str).isin(list(names)).to_numpy(), "annotator_kind"] = "reference"
+    return frame
 
 
 def judgments_on_scale(args: argparse.Namespace):
@@ -102,6 +119,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="settled grades of control pairs (TREC qrels, grade − LOW as gain): each annotator's "
         "accuracy and linear-weighted κ against them, by guideline and over time, with drift alerts",
     )
+    p.add_argument(
+        "--reference",
+        action="append",
+        metavar="NAME",
+        help="annotator NAME is a reference (e.g. nist; repeatable; a file's annotator_kind column may say so "
+        "too): left out of human-human agreement, and each person is measured against it (vs reference: "
+        "accuracy and linear-weighted κ with 95%% CIs over queries)",
+    )
     p.set_defaults(func=cmd_agreement)
 
     c = subparsers.add_parser(
@@ -166,7 +191,7 @@ def cmd_agreement(args: argparse.Namespace) -> int:
             reference_libraries()
         except ImportError as exc:  # the optional [reference] extra is missing: the CLI's one error path, exit 2
             raise RuntimeError(str(exc)) from None
-    frame = judgments_on_scale(args)
+    frame = with_references(judgments_on_scale(args), args.reference or ())
     by_kind = args.by == "kind"
     calibrated = None
     try:
@@ -198,12 +223,17 @@ def cmd_agreement(args: argparse.Namespace) -> int:
     from annotator.cli.control import format_control, read_control
 
     control = read_control(args.control, frame, args) if args.control else None
+    from eval_core.agreement.control import vs_reference
+
+    references = vs_reference(frame, args.scale, replicates=args.bootstrap, seed=args.seed, threshold=args.threshold)
     if args.format == "json":
         data = report.to_dict()
         if calibrated is not None:
             data = {"human_human": data, "calibration": calibrated.to_dict()}
         if control is not None:
             data["control"] = control.to_dict()
+        if references:
+            data["vs_reference"] = {name: r.to_dict() for name, r in references.items()}
         if checks is not None:
             data["cross_check"] = [c.to_dict() for c in checks]
         json.dump(data, sys.stdout, ensure_ascii=False, indent=2)
@@ -218,6 +248,8 @@ def cmd_agreement(args: argparse.Namespace) -> int:
             sys.stdout.write(format_cross_check(checks))
         if control is not None:
             sys.stdout.write(format_control(control))
+        for name, against in references.items():
+            sys.stdout.write("\n" + format_control(against, f"vs reference {name}"))
     return 1 if checks is not None and not all(c.agrees for c in checks) else 0
 
 

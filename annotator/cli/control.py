@@ -256,9 +256,10 @@ def _row(s: ControlScore) -> str:
     )
 
 
-def format_control(report: ControlReport) -> str:
-    """Each annotator against the control grades, by guideline and over time, and the drift alerts."""
-    lines = [f"against the control grades ({report.weights}-weighted κ, 95% CIs over queries):"]
+def format_control(report: ControlReport, title: str = "against the control grades") -> str:
+    """Each annotator against the control (or a reference's) grades, by guideline and over time, and the drift
+    alerts."""
+    lines = [f"{title} ({report.weights}-weighted κ, 95% CIs over queries):"]
     lines += [_row(s) for s in report.per_annotator]
     if report.by_guideline:
         lines += ["by guideline version:", *(_row(s) for s in report.by_guideline)]

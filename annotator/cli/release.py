@@ -43,17 +43,19 @@ def cmd_pool(args: argparse.Namespace) -> int:
 def cmd_assign(args: argparse.Namespace) -> int:
     """Give pairs to annotators."""
     from db.accounts.permissions import OPERATOR
-    from db.assignment import assign
+    from db.assignment import assign, pairs_from_file
 
     names = [n.strip() for n in args.annotators.split(",") if n.strip()] if args.annotators else None
+    engine = store_engine(args)
     report = assign(
-        store_engine(args),
+        engine,
         args.project,
         overlap=args.overlap,
         fraction=args.fraction,
         annotators=names,
         seed=args.seed,
         actor=OPERATOR,
+        pair_ids=None if args.pairs is None else pairs_from_file(engine, args.project, args.pairs),
     )
     emit(args, report.to_dict())
     return 0
@@ -84,13 +86,13 @@ def cmd_release(args: argparse.Namespace) -> int:
 def cmd_adjudicate(args: argparse.Namespace) -> int:
     """Record a lead's final grade for a pair, in the name of the lead given with --user (checked)."""
     from db.accounts.permissions import OPERATOR
-    from db.adjudication import adjudicate
-    from db.store.frames import pair_id
+    from db.adjudication import adjudicate_pair
 
-    engine = store_engine(args)
-    info = adjudicate(
-        engine,
-        pair_id(engine, args.project, args.query, args.fragment),
+    info = adjudicate_pair(
+        store_engine(args),
+        args.project,
+        args.query,
+        args.fragment,
         args.grade,
         args.reason,
         actor=args.user or OPERATOR,
@@ -151,6 +153,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             ("--judgments", args.judgments),
             ("--run", args.run is not None),
             ("--adjudications", args.adjudications),
+            ("--pairs", args.pairs),
+            ("--assignments", args.assignments),
         )
         if on
     ]
@@ -160,7 +164,14 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise ValueError("--guideline-version applies to --judgments only")
     engine = store_engine(args)
     if picked:
-        from db.exports import ADJUDICATION_FORMATS, export_adjudications, export_judgments, export_run
+        from db.exports import (
+            ADJUDICATION_FORMATS,
+            export_adjudications,
+            export_assignments,
+            export_judgments,
+            export_pairs,
+            export_run,
+        )
 
         fmt = args.format or ("trec" if args.run is not None else "jsonl")
         allowed = ("trec",) if args.run is not None else ADJUDICATION_FORMATS
@@ -170,6 +181,10 @@ def cmd_export(args: argparse.Namespace) -> int:
             count, what = export_run(engine, args.project, args.run, args.output), "run line(s)"
         elif args.adjudications:
             count, what = export_adjudications(engine, args.project, fmt, args.output), "adjudication(s)"
+        elif args.pairs:
+            count, what = export_pairs(engine, args.project, fmt, args.output), "pair(s)"
+        elif args.assignments:
+            count, what = export_assignments(engine, args.project, fmt, args.output), "assignment(s)"
         else:
             count = export_judgments(engine, args.project, fmt, args.output, args.guideline_version)
             what = "judgment(s)"
@@ -220,10 +235,14 @@ def cmd_evaluate_run(args: argparse.Namespace) -> int:
 def cmd_holes(args: argparse.Namespace) -> int:
     """Turn a run's unjudged top-k into new pairs."""
     from db.accounts.permissions import OPERATOR
-    from db.evaluations import judge_holes
+    from db.evaluations import holes_without_text, judge_holes, no_text_advice
 
-    created = judge_holes(store_engine(args), args.project, args.run_name, k=args.k, actor=OPERATOR)
+    engine = store_engine(args)
+    created = judge_holes(engine, args.project, args.run_name, k=args.k, actor=OPERATOR)
     print(f"{created} new pairs from the unjudged top-{args.k} of {args.run_name}")
+    missing = holes_without_text(engine, args.project, args.run_name, k=args.k)
+    if missing:
+        print(f"note: {no_text_advice(missing)}", file=sys.stderr)
     return 0
 
 
@@ -259,6 +278,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--annotators", default=None, metavar="A,B", help="usernames (default: every active annotator)")
     p.add_argument("--seed", type=int, default=0, help="seed for choosing the overlap sample")
+    p.add_argument(
+        "--pairs",
+        metavar="FILE",
+        help="assign only these pairs (JSONL/CSV with query_id, fragment_id as `export --pairs` writes, "
+        "`qid fid` lines, TREC qrels or a run); default: every pooled pair (a pair only a judgments import "
+        "named, e.g. a reference's qrels, is not pooled)",
+    )
     report_option(p)
 
     p = command("release", cmd_release, "Create the next immutable release from the judgments.")
@@ -348,11 +374,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "`qrelkit consensus --adjudications` applies",
     )
     p.add_argument(
+        "--pairs",
+        action="store_true",
+        help="every pair with what a script needs to grade or check it (query and fragment ids and texts, "
+        "sources, best rank, who graded it, who holds it), jsonl (default) or csv: `assign --pairs` reads it",
+    )
+    p.add_argument(
+        "--assignments",
+        action="store_true",
+        help="every assignment (annotator, pair, queue position, done, sent back for re-judging, their "
+        "grade), jsonl (default) or csv",
+    )
+    p.add_argument(
         "--format",
         default=None,
         metavar="FORMAT",
         choices=LazyChoices("db.releases", "EXPORT_FORMATS"),
-        help="%(choices)s (a release; jsonl or csv with --judgments or --adjudications; --run writes trec)",
+        help="%(choices)s (a release; jsonl or csv with --judgments, --adjudications, --pairs or "
+        "--assignments; --run writes trec)",
     )
     p.add_argument(
         "--grades",

@@ -130,25 +130,45 @@ def cmd_import(args: argparse.Namespace) -> int:
     engine = store_engine(args)
     extra: dict = {"name": args.name, "produced_by": args.produced_by} if args.kind == "run" else {}
     if args.kind in ("queries", "fragments"):
-        extra = {"fmt": args.format}
+        from eval_core.io.collection import field_map
+
+        extra = {"fmt": args.format, "fields": field_map(args.field, args.kind)}
     if args.kind == "queries" and args.topic_field is not None:
         extra["topic_field"] = args.topic_field
+    if args.reference:
+        if args.annotator_kind not in (None, "reference"):
+            raise ValueError(f"--reference and --annotator-kind {args.annotator_kind}: give one")
+        args.annotator_kind = "reference"
+    if args.kind == "adjudications":
+        if not args.lead:
+            raise ValueError("import adjudications records a lead's decisions: name the lead with --lead NAME")
+        extra = {"reason": args.reason}
     if args.kind == "judgments":
         extra = {
             "judges": AnnotatorKind(args.annotator_kind, args.model, args.prompt_version),
             "source": JudgmentsSource(args.annotator, args.qrels_format, args.guideline),
         }
-    report = IMPORT_KINDS[args.kind](engine, args.project, args.file, progress=True, actor=OPERATOR, **extra)
+    actor = args.lead if args.kind == "adjudications" else OPERATOR
+    report = IMPORT_KINDS[args.kind](engine, args.project, args.file, progress=True, actor=actor, **extra)
     emit(args, report.to_dict())
     return 0
 
 
 # The import options that belong to some kinds only: kinds → options (checked before anything is read).
 IMPORT_OPTIONS = {
-    "queries|fragments": ("--format",),
+    "queries|fragments": ("--format", "--field"),
     "queries": ("--topic-field",),
     "run": ("--name", "--produced-by"),
-    "judgments": ("--annotator-kind", "--model", "--prompt-version", "--annotator", "--qrels-format", "--guideline"),
+    "judgments": (
+        "--annotator-kind",
+        "--reference",
+        "--model",
+        "--prompt-version",
+        "--annotator",
+        "--qrels-format",
+        "--guideline",
+    ),
+    "adjudications": ("--lead", "--reason"),
 }
 
 
@@ -228,7 +248,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     report_option(p)
     p.set_defaults(func=cmd_project_set)
 
-    p = subparsers.add_parser("import", help="import queries, fragments, a TREC run or judgments (all or nothing)")
+    p = subparsers.add_parser(
+        "import", help="import queries, fragments, a TREC run, judgments or a lead's adjudications (all or nothing)"
+    )
     p.add_argument(
         "kind",
         metavar="KIND",
@@ -249,6 +271,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="FORMAT",
         help="queries and fragments: the file's layout, when its content should not decide: jsonl, csv, "
         "tsv (with a header), id-text-tsv (MS MARCO: no header), trec-topics (queries)",
+    )
+    p.add_argument(
+        "--field",
+        action="append",
+        metavar="NAME=FILE_FIELD",
+        help="queries and fragments: read the file's field FILE_FIELD as NAME (repeatable), e.g. --field "
+        "id=docid --field text=doc [--field title=…]; queries take id, text, category, description, "
+        "narrative; fragments id, text, title, doc_id, position",
     )
     p.add_argument(
         "--topic-field",
@@ -284,6 +314,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="judgments: the file's annotators are %(choices)s (default: as its annotator_kind column "
         "says, else human; a line that says otherwise refuses the file); model judges never count "
         "in human-human agreement (see docs/judges.md)",
+    )
+    p.add_argument(
+        "--reference",
+        action="store_const",
+        const=True,
+        default=None,
+        help="judgments: the file's annotators are a reference (--annotator-kind reference), e.g. NIST's qrels: "
+        "people are measured against it (`qrelkit agreement`: vs reference), it never fills an overlap slot "
+        "or holds a queue, is never re-judged, and a release takes its grade where no person graded",
+    )
+    p.add_argument(
+        "--lead",
+        metavar="NAME",
+        help="adjudications: the active lead whose decisions the file holds (required; recorded as theirs)",
+    )
+    p.add_argument(
+        "--reason",
+        help="adjudications: the reason of decisions whose line gives none (default: every line needs one)",
     )
     p.add_argument(
         "--model",

@@ -9,10 +9,8 @@ from typing import Any
 from sqlalchemy import JSON, CheckConstraint, DateTime, Index, Text, TypeDecorator, UniqueConstraint, false
 from sqlmodel import Field, SQLModel
 
-from eval_core.consensus import RULES
-from eval_core.queue_order import DEFAULT_ORDER
 from eval_core.thresholds import AGREEMENT_THRESHOLD
-from eval_core.vocab import ANNOTATOR_KINDS, ORDER_NAMES, ROLES, AnnotatorKind
+from eval_core.vocab import ANNOTATOR_KINDS, DEFAULT_ORDER, ORDER_NAMES, ROLES, RULES, AnnotatorKind
 
 
 def utcnow() -> datetime:

@@ -19,7 +19,9 @@ from eval_core.agreement.coefficients import (
     kappa_from_confusion,
 )
 from eval_core.agreement.types import Coefficient
+from eval_core.io.judgments import annotator_kinds
 from eval_core.thresholds import AGREEMENT_THRESHOLD
+from eval_core.vocab import AnnotatorKind
 
 DEFAULT_WEIGHTS = "linear"
 DEFAULT_RECENT = 20  # the drift check reads each annotator's last this many control judgments
@@ -204,3 +206,38 @@ def control_report(
         if len(own) >= recent and last.kappa.value is not None and last.kappa.value < threshold:
             alerts.append(DriftAlert(annotator, min(recent, len(own)), last.kappa.value, threshold))
     return ControlReport(weights, threshold, recent, per, by_guideline, over_time, alerts, notes)
+
+
+def vs_reference(
+    judgments: pd.DataFrame,
+    scale: tuple[int, int] = (0, 3),
+    weights: str = DEFAULT_WEIGHTS,
+    replicates: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> dict[str, ControlReport]:
+    """Each reference annotator's grades (annotator_kind 'reference', e.g. NIST's qrels) as settled grades, and
+    every person against them: accuracy and weighted κ with query-clustered CIs, exactly as against control
+    pairs. Model judges are left out; an empty dict when the frame names no reference."""
+    kinds = annotator_kinds(judgments)
+    references = sorted(a for a, kind in kinds.items() if kind == AnnotatorKind.REFERENCE)
+    if not references:
+        return {}
+    names = judgments["annotator"].astype(str)
+    people = judgments[names.map(kinds).eq(AnnotatorKind.HUMAN).to_numpy()]
+    out = {}
+    for reference in references:
+        own = judgments[(names == reference).to_numpy() & judgments["grade"].notna().to_numpy()]
+        settled = own[["query_id", "fragment_id", "grade"]].astype({"grade": "int64"})
+        out[reference] = control_report(
+            people,
+            settled,
+            scale,
+            weights=weights,
+            replicates=replicates,
+            seed=seed,
+            confidence=confidence,
+            threshold=threshold,
+        )
+    return out

@@ -13,6 +13,10 @@ A fragment's id is `id` / `_id` / `fragment_id` / `docid`, else `doc_id` (ir_dat
 document); when both an id and `doc_id` are given, `doc_id` is the document the fragment belongs to, and a
 `position` / `chunk` / `chunk_index` / `offset` field is its order within that document.
 
+Fields named otherwise are mapped (`fields`, the CLI's `--field text=doc`): the file's field becomes the one
+named, e.g. `{"docid": …, "doc": …}` with `text=doc`; a line without a mapped field, or without a field the
+reader needs, is told which fields it has.
+
 The format is told by content — a JSON record, a header naming known columns, a `<top>` tag, a line of
 exactly two tab-separated fields — or named (`fmt`); a file that fits none is refused with every format tried
 and why it did not fit, never read by a guess that drops columns.
@@ -41,6 +45,11 @@ POSITION_FIELDS = ("position", "chunk", "chunk_index", "offset")
 _QUERY_FIELDS = {*QUERY_ID_FIELDS, *QUERY_TEXT_FIELDS, "category", "title", "description", "narrative", "metadata"}
 _FRAGMENT_FIELDS = {*FRAGMENT_ID_FIELDS, *FRAGMENT_TEXT_FIELDS, *POSITION_FIELDS, "doc_id", "title", "metadata"}
 MAX_PROBLEMS = 100
+# What `fields` may map, per kind: the reader's own field names.
+MAPPABLE = {
+    "queries": ("id", "text", "category", "description", "narrative"),
+    "fragments": ("id", "text", "title", "doc_id", "position"),
+}
 _TAG = re.compile(r"<(/?)(top|num|title|desc|narr)>", re.IGNORECASE)
 # The XML layout's elements: the root, a topic (its id in `number`), and a topic's fields as the SGML layout's.
 _XML_FIELDS = {"query": "title", "question": "desc", "description": "desc", "narrative": "narr"}
@@ -113,9 +122,10 @@ def _first_line(path: str) -> tuple[int, str] | None:
     return None
 
 
-def detect(path: str | Path, kind: str) -> str:
-    """The format of a queries or fragments file (`kind`), told by its first record; an InputError naming every
-    format tried and why it did not fit when none does."""
+def detect(path: str | Path, kind: str, mapped: tuple[str, ...] = ()) -> str:
+    """The format of a queries or fragments file (`kind`), told by its first record (a header may name the
+    `mapped` fields instead of known ones); an InputError naming every format tried and why it did not fit when
+    none does."""
     label = str(path)
     first = _first_line(label)
     if first is None:
@@ -125,7 +135,7 @@ def detect(path: str | Path, kind: str) -> str:
     ids, texts = (
         (QUERY_ID_FIELDS, QUERY_TEXT_FIELDS) if kind == "queries" else (FRAGMENT_ID_FIELDS, FRAGMENT_TEXT_FIELDS)
     )
-    known = {*ids, *texts, "doc_id", "title", "description"}
+    known = {*ids, *texts, "doc_id", "title", "description", *mapped}
     if line.startswith("{"):
         return "jsonl"
     if (_TAG.match(line) and line.lower().startswith(("<top>", "<num>"))) or line.lower().startswith(_XML_START):
@@ -167,9 +177,9 @@ def _trec_hint(line: str, kind: str) -> str:
     return ""
 
 
-def _format(path: str, kind: str, fmt: str | None, formats: tuple[str, ...]) -> str:
+def _format(path: str, kind: str, fmt: str | None, formats: tuple[str, ...], mapped: tuple[str, ...] = ()) -> str:
     if fmt is None:
-        return detect(path, kind)
+        return detect(path, kind, mapped)
     if fmt not in formats:
         raise ValueError(f"{kind} format must be one of {', '.join(formats)}, got {fmt!r}")
     return fmt
@@ -340,8 +350,55 @@ def _text(rec: dict, names: tuple[str, ...], what: str, required: bool = True) -
                 return text
             break
     if required:
-        raise ValueError(f"{what} is missing or empty (field {' or '.join(names)})")
+        raise _Missing(f"{what} is missing or empty (field {' or '.join(names)})")
     return None
+
+
+class _Missing(ValueError):
+    """A field the reader needs is not on the line (told with the fields the line has)."""
+
+
+def field_map(items: list[str] | None, kind: str) -> dict[str, str]:
+    """`--field NAME=FILE_FIELD` options as {reader's field: the file's field}; a ValueError for a malformed
+    item, a field the reader does not take, or one named twice."""
+    out: dict[str, str] = {}
+    for item in items or ():
+        name, sep, source = item.partition("=")
+        name, source = name.strip(), source.strip()
+        if not sep or not name or not source:
+            raise ValueError(f"--field {item!r}: write NAME=FILE_FIELD, e.g. text=doc")
+        if name not in MAPPABLE[kind]:
+            raise ValueError(f"--field {item!r}: {kind} take {', '.join(MAPPABLE[kind])}, not {name!r}")
+        if name in out:
+            raise ValueError(f"--field {name}= is given twice")
+        out[name] = source
+    return out
+
+
+def _mapped(rec: dict, fields: dict[str, str]) -> dict:
+    """The record with each mapped file field under the reader's name; a mapped id or text the line lacks is a
+    _Missing naming the line's fields (a mapped optional field may be absent)."""
+    if not fields:
+        return rec
+    absent = [
+        f"{source} (--field {name}={source})"
+        for name, source in fields.items()
+        if source not in rec and name in ("id", "text")
+    ]
+    if absent:
+        raise _Missing(f"no field {', '.join(absent)}")
+    out = {k: v for k, v in rec.items() if k not in fields.values()}
+    out.update({name: rec[source] for name, source in fields.items() if source in rec})
+    return out
+
+
+def _problem(exc: ValueError, rec: dict, fields: dict[str, str]) -> str:
+    """A field problem, with the fields the line has when one is missing."""
+    if not isinstance(exc, _Missing):
+        return str(exc)
+    have = ", ".join(map(repr, rec)) or "none"
+    how = "" if fields else "; name the file's fields with --field, e.g. --field text=NAME"
+    return f"{exc}; the line has field(s) {have}{how}"
 
 
 def _position(rec: dict) -> int | None:
@@ -360,17 +417,23 @@ def _position(rec: dict) -> int | None:
     return int(text)
 
 
-def read_queries(path: str | Path, fmt: str | None = None, topic_field: str = "title") -> Collection:
+def read_queries(
+    path: str | Path, fmt: str | None = None, topic_field: str = "title", fields: dict[str, str] | None = None
+) -> Collection:
     """Every query of a file (format told by content unless `fmt` names it); `topic_field` is the TREC topic
-    field (title or desc) that becomes the query text. Problems are collected, not raised (see `checked`)."""
+    field (title or desc) that becomes the query text; `fields` maps the file's field names (see field_map).
+    Problems are collected, not raised (see `checked`)."""
     if topic_field not in TOPIC_FIELDS:
         raise ValueError(f"topic field must be one of {', '.join(TOPIC_FIELDS)}, got {topic_field!r}")
-    label = str(path)
-    out = Collection(_format(label, "queries", fmt, QUERY_FORMATS))
+    label, fields = str(path), fields or {}
+    out = Collection(_format(label, "queries", fmt, QUERY_FORMATS, tuple(fields.values())))
     chosen = {"title": ("title",), "desc": ("desc", "description")}[topic_field]
     first: dict[str, int] = {}
-    for lineno, rec in _raw(label, out.format):
+    for lineno, given in _raw(label, out.format):
+        if out.total_problems >= MAX_PROBLEMS:
+            break  # enough to fix the file by; the rest is not read
         try:
+            rec = _mapped(given, fields)
             ident = check_id(_text(rec, ("num", *QUERY_ID_FIELDS), "query id") or "", "query id")
             text = _text(rec, (*QUERY_TEXT_FIELDS, *chosen), "query text")
             category = _text(rec, ("category",), "category", required=False)
@@ -379,7 +442,7 @@ def read_queries(path: str | Path, fmt: str | None = None, topic_field: str = "t
             description = _text(rec, ("desc", "description"), "description", required=False)
             narrative = _text(rec, ("narr", "narrative"), "narrative", required=False)
         except ValueError as exc:
-            out.add(label, lineno, str(exc))
+            out.add(label, lineno, _problem(exc, given, fields))
             continue
         if ident in first:
             out.add(label, lineno, f"duplicate query id {ident!r} (first at line {first[ident]})")
@@ -391,18 +454,22 @@ def read_queries(path: str | Path, fmt: str | None = None, topic_field: str = "t
     return out
 
 
-def read_fragments(path: str | Path, fmt: str | None = None) -> Collection:
-    """Every fragment of a file (format told by content unless `fmt` names it). Problems are collected."""
-    label = str(path)
-    out = Collection(_format(label, "fragments", fmt, FRAGMENT_FORMATS))
+def read_fragments(path: str | Path, fmt: str | None = None, fields: dict[str, str] | None = None) -> Collection:
+    """Every fragment of a file (format told by content unless `fmt` names it; `fields` maps the file's field
+    names, see field_map). Problems are collected."""
+    label, fields = str(path), fields or {}
+    out = Collection(_format(label, "fragments", fmt, FRAGMENT_FORMATS, tuple(fields.values())))
     first: dict[str, int] = {}
     ordered: dict[tuple[str, int], int] = {}
-    for lineno, rec in _raw(label, out.format):
+    for lineno, given in _raw(label, out.format):
+        if out.total_problems >= MAX_PROBLEMS:
+            break  # enough to fix the file by; the rest is not read
         try:
+            rec = _mapped(given, fields)
             own = _text(rec, FRAGMENT_ID_FIELDS, "fragment id", required=False)
             doc = _text(rec, ("doc_id",), "doc_id", required=False)
             if own is None and doc is None:
-                raise ValueError(
+                raise _Missing(
                     f"fragment id is missing or empty (field {' or '.join(FRAGMENT_ID_FIELDS)}, or "
                     f"doc_id for a record that is a whole document)"
                 )
@@ -416,7 +483,7 @@ def read_fragments(path: str | Path, fmt: str | None = None) -> Collection:
                     "and the doc_id it belongs to"
                 )
         except ValueError as exc:
-            out.add(label, lineno, str(exc))
+            out.add(label, lineno, _problem(exc, given, fields))
             continue
         if ident in first:
             out.add(label, lineno, f"duplicate fragment id {ident!r} (first at line {first[ident]})")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -97,3 +98,20 @@ def check_pair_once(path: str, lineno: int, seen: dict[tuple[str, str], int], qi
     if first is not None:
         raise InputError(path, lineno, f"doc {doc!r} repeated for query {qid!r} (first on line {first})")
     seen[qid, doc] = lineno
+
+
+GRADE_LIMIT = 2**63 - 1  # a grade is held as a 64-bit integer
+_INTEGER = re.compile(r"\s*[+-]?\d+\s*")
+
+
+def integer_grade(path: str, lineno: int | None, raw: Any) -> int:
+    """A qrels grade written as an integer (`2`, never `2.0` or `1e3`) that a 64-bit integer holds, or an
+    InputError naming the line."""
+    if isinstance(raw, bool) or not (isinstance(raw, int) or (isinstance(raw, str) and _INTEGER.fullmatch(raw))):
+        raise InputError(path, lineno, f"grade {raw!r} is not an integer")
+    if isinstance(raw, str) and len(raw.strip().lstrip("+-")) > 19:
+        raise InputError(path, lineno, f"grade {raw.strip()[:40]!r} is out of range (a grade is a small integer)")
+    grade = int(raw)
+    if abs(grade) > GRADE_LIMIT:
+        raise InputError(path, lineno, f"grade {str(raw)[:40]!r} is out of range (a grade is a small integer)")
+    return grade

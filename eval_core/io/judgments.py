@@ -27,13 +27,14 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 
-from eval_core.errors import InputError, Problems
+from eval_core.errors import MAX_PROBLEMS, InputError, Problems
 from eval_core.io.formats import detect_format, read_qrels
 from eval_core.io.records import (
     BAD_ID_CHARS,
     BAD_NAME_CHARS,
     MAX_NOTE_CHARS,
     SEMICOLON_HINT,
+    bounded_bytes,
     check_id,
     check_name,
     check_note,
@@ -41,9 +42,9 @@ from eval_core.io.records import (
     format_by_name,
     iter_lines,
     iter_records,
-    open_binary,
     record_format,
     semicolon_separated,
+    strict_json,
 )
 from eval_core.io.spreadsheet import escape_cell, unescape_cell
 from eval_core.io.trec_text import read_qrels_jg
@@ -184,12 +185,36 @@ def read_judgments(
     return _read_records(path, scale, keep, progress)
 
 
-def read_adjudications(path: str | Path, scale: tuple[int, int] = (0, 3)) -> pd.DataFrame:
-    """Lead decisions: flat records (query_id, fragment_id, grade, optional reason and by) or the
-    `adjudication` of a release's lines; one integer grade on the scale per pair, else path:line."""
+def _trec_decisions(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """(line, record) of TREC qrels lines `qid iter docid grade [reason …]`: a decision's reason is the rest of
+    its line."""
+    for lineno, text in iter_lines(path):
+        fields = text.split(None, 4)
+        if not fields or fields[0].startswith("#"):
+            continue
+        if len(fields) < 4:
+            raise InputError(
+                str(path), lineno, f"expected `qid iter docid grade [reason]`, found {len(fields)} field(s)"
+            )
+        yield (
+            lineno,
+            {
+                "query_id": fields[0],
+                "fragment_id": fields[2],
+                "grade": fields[3],
+                "reason": fields[4] if len(fields) > 4 else None,
+            },
+        )
+
+
+def read_adjudications(path: str | Path, scale: tuple[int, int] = (0, 3), lines: bool = False) -> pd.DataFrame:
+    """Lead decisions: flat records (query_id, fragment_id, grade, optional reason and by), the
+    `adjudication` of a release's lines, or TREC qrels lines with the reason after the grade; one integer grade
+    on the scale per pair, else path:line. `lines` adds each decision's line number (column `line`)."""
     adjudications, problems = [], Problems(path)
     seen: dict[tuple[str, str], int] = {}
-    for lineno, rec in iter_records(path):
+    records = iter_records(path) if format_by_name(path) is not None else _trec_decisions(path)
+    for lineno, rec in records:
         if ("grades" in rec or "annotator" in rec) and _field(rec, "adjudication", path) in (None, ""):
             continue
         try:
@@ -208,15 +233,17 @@ def read_adjudications(path: str | Path, scale: tuple[int, int] = (0, 3)) -> pd.
             problems.add(lineno, f"second adjudication of ({pair[0]}, {pair[1]}) (first at line {seen[pair]})")
             continue
         seen[pair] = lineno
-        adjudications.append((*pair, grade, _optional(rec, "reason", path), _optional(rec, "by", path)))
+        row = (*pair, grade, _optional(rec, "reason", path), _optional(rec, "by", path))
+        adjudications.append((*row, lineno) if lines else row)
     JudgmentsFile(pd.DataFrame(), pd.DataFrame(), problems.items, problems.total).raise_problems()
-    return pd.DataFrame(adjudications, columns=ADJUDICATION_COLUMNS).astype({"grade": "int64"})
+    columns = [*ADJUDICATION_COLUMNS, "line"] if lines else ADJUDICATION_COLUMNS
+    return pd.DataFrame(adjudications, columns=columns).astype({"grade": "int64"})
 
 
 def _field(rec: dict, name: str, path: str | Path) -> object:
     """A raw field; in CSV/TSV a leading `'` (the spreadsheet escape qrelkit writes) is removed."""
     value = rec.get(name)
-    return unescape_cell(value) if isinstance(value, str) and record_format(path) != "jsonl" else value
+    return unescape_cell(value) if isinstance(value, str) and format_by_name(path) in ("csv", "tsv") else value
 
 
 def _id_field(rec: dict, name: str, path: str | Path) -> str:
@@ -246,7 +273,7 @@ def _json_object(rec: dict, name: str, path: str | Path, shape: str) -> dict:
     value = _field(rec, name, path)
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = strict_json(value)
         except json.JSONDecodeError:
             value = None
     if not isinstance(value, dict):
@@ -328,6 +355,8 @@ def read_judgments_file(
         iter_records(path), desc="reading judgments", unit=" rec", show=progress, leave=False, mininterval=0.5
     )
     for lineno, rec in records:
+        if problems.total >= MAX_PROBLEMS:
+            break  # enough to fix the file by: the rest is not read (a file of 42M repeated lines stops here)
         try:
             parsed = _flat_rows(rec, path, scale)
             decision = None
@@ -369,11 +398,17 @@ def read_judgments_file(
     return JudgmentsFile(_typed(frame), decided, problems.items, problems.total)
 
 
+COLUMNAR_BYTES = 512 * 1024 * 1024  # the columnar reader holds the whole (decompressed) file: at most this
+
+
 def _columnar_table(path: str | Path) -> pa.Table | None:
     """The whole file as an Arrow table (ids and grades as text for CSV/TSV), or None if Arrow cannot read it."""
     fmt = record_format(path)
+    data = bounded_bytes(path, COLUMNAR_BYTES)
+    if data is None:
+        return None  # bigger: the line reader, which holds what it keeps, not the file
     try:
-        with open_binary(path) as fh:
+        with pa.BufferReader(data) as fh:
             if fmt == "jsonl":
                 # Optional fields are text (Arrow would read an ISO time as a timestamp and drop its offset).
                 schema = pa.schema([(name, pa.string()) for name in OPTIONAL])

@@ -10,7 +10,15 @@ import numpy as np
 import pyarrow as pa
 
 from eval_core.errors import InputError
-from eval_core.io.columns import Columns, check_pair_once, columns_of, finite_number, first_duplicate, typed_values
+from eval_core.io.columns import (
+    Columns,
+    check_pair_once,
+    columns_of,
+    finite_number,
+    first_duplicate,
+    integer_grade,
+    typed_values,
+)
 from eval_core.io.records import format_by_name, iter_lines, iter_records, parse_scale
 from eval_core.io.trec_text import SWAPPED_ADVICE
 
@@ -44,10 +52,7 @@ def read_beir(path: str) -> Columns:
                 path, lineno, f"expected {len(header)} tab-separated fields ({', '.join(header)}), found {len(cells)}"
             )
         rec = dict(zip(header, cells, strict=True))
-        try:
-            g = int(rec["score"])
-        except ValueError:
-            raise InputError(path, lineno, f"grade {rec['score']!r} is not an integer") from None
+        g = integer_grade(path, lineno, rec["score"])
         check_pair_once(path, lineno, seen, rec["query-id"], rec["corpus-id"])
         q.append(rec["query-id"])
         d.append(rec["corpus-id"])
@@ -109,9 +114,9 @@ def read_named_columns(path: str, kind: str) -> Columns:
             without_score += 1
             num = math.nan
         else:
-            num = finite_number(path, lineno, value, raw)
-            if kind == "qrels" and num != int(num):
-                raise InputError(path, lineno, f"grade {raw!r} is not an integer")
+            num = finite_number(path, lineno, value, raw)  # "is not a number" before "is not an integer"
+            if kind == "qrels":
+                num = integer_grade(path, lineno, raw)
             with_score += 1
         if with_score and without_score:
             raise InputError(path, lineno, "some rows have a score and others do not")
@@ -187,7 +192,7 @@ def from_frame(df: pd.DataFrame, kind: str, label: str = FRAME) -> Columns:
     num = pd.to_numeric(df[pick[value]], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     bad = ~np.isfinite(num)
     if kind == "qrels":
-        bad |= np.where(bad, False, num != np.round(num))
+        bad |= np.where(bad, False, (num != np.round(num)) | (np.abs(num) >= 2.0**63))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         what = "an integer" if kind == "qrels" else "a finite number"

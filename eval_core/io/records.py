@@ -8,11 +8,15 @@ opened on), and ids holding whitespace, control or invisible characters (BAD_ID_
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import json
+import math
+import os
 import re
 import sys
 import unicodedata
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -20,6 +24,12 @@ from typing import BinaryIO
 from eval_core.errors import InputError
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
+# What one file may hold once decompressed, in bytes and in lines: a 2 MB gzip can inflate to 2 GB of one line
+# repeated, and a reader must refuse it in seconds, not hold it. Raised with QRELKIT_MAX_READ_BYTES and
+# QRELKIT_MAX_READ_LINES (docs/eval.md, "Limits").
+MAX_READ_BYTES = 8 * 1024**3
+MAX_READ_LINES = 100_000_000
+BLOCK_BYTES = 16 * 1024 * 1024
 MAX_JSON_DEPTH = 32  # records are flat objects with a few nested lists or objects; deeper is not a record
 MAX_NOTE_CHARS = 10_000  # a note or a reason is a sentence or a paragraph, not a document
 # An id may hold none of these: whitespace of any kind, control characters, format characters (zero-width,
@@ -34,7 +44,12 @@ def open_binary(path: str | Path) -> BinaryIO:
         fh = Path(path).open("rb")  # noqa: SIM115 — returned to the caller, who closes it
     except OSError as exc:
         raise InputError(str(path), None, f"cannot open: {exc.strerror or exc}") from None
-    if fh.peek(2)[:2] == b"\x1f\x8b":
+    try:
+        magic = fh.peek(2)[:2]
+    except OSError as exc:
+        fh.close()
+        raise read_error(str(path), 1, exc) from None
+    if magic == b"\x1f\x8b":
         return gzip.GzipFile(fileobj=fh)  # type: ignore[return-value]
     return fh
 
@@ -47,19 +62,106 @@ def require_file(path: str | Path) -> None:
         raise InputError(str(path), None, "no such file")
 
 
+def read_limits() -> tuple[int, int]:
+    """The decompressed bytes and lines one file may hold: MAX_READ_BYTES and MAX_READ_LINES, or what the
+    environment's QRELKIT_MAX_READ_BYTES and QRELKIT_MAX_READ_LINES say (whole numbers)."""
+    out = []
+    for name, default in (("QRELKIT_MAX_READ_BYTES", MAX_READ_BYTES), ("QRELKIT_MAX_READ_LINES", MAX_READ_LINES)):
+        raw = os.environ.get(name, "").strip().replace("_", "")
+        if not raw:
+            out.append(default)
+            continue
+        if not raw.isdigit() or int(raw) < 1:
+            raise ValueError(f"{name} must be a whole number above 0, got {raw!r}")
+        out.append(int(raw))
+    return out[0], out[1]
+
+
+def over_limit(label: str, lines: int, size: int, limits: tuple[int, int]) -> InputError | None:
+    """The refusal of a file past its limits (`read_limits`) after `lines` lines and `size` bytes, or None."""
+    if size > limits[0]:
+        return InputError(
+            label,
+            lines or None,
+            f"holds more than {limits[0]:,} bytes (decompressed); a file this big is refused unless "
+            f"QRELKIT_MAX_READ_BYTES allows it",
+        )
+    if lines > limits[1]:
+        return InputError(
+            label,
+            limits[1] + 1,
+            f"holds more than {limits[1]:,} lines; a file this long is refused unless QRELKIT_MAX_READ_LINES allows it",
+        )
+    return None
+
+
+def read_error(label: str, lineno: int | None, exc: BaseException) -> InputError:
+    """`path:line: cannot read the file (…)` for an I/O error or a corrupt gzip stream met while reading."""
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
+    return InputError(label, lineno, f"cannot read the file ({reason})")
+
+
+def iter_blocks(path: str | Path, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[bytes, int]]:
+    """Yield (whole lines, number of their first line) in blocks of about `block_bytes`, gzip looked through;
+    memory follows the block, and a file past `read_limits` is refused as soon as the block that passes them is
+    read. Every block but the last ends with a newline."""
+    label = str(path)
+    limits = read_limits()
+    lines, size, carry = 0, 0, b""
+    with open_binary(path) as fh:
+        while True:
+            try:
+                chunk = fh.read(block_bytes)
+            except (OSError, EOFError, zlib.error) as exc:
+                raise read_error(label, lines + 1, exc) from None
+            size += len(chunk)
+            data = carry + chunk if carry else chunk
+            end = data.rfind(b"\n") + 1 if chunk else len(data)
+            if chunk and end == 0 and len(data) > MAX_LINE_BYTES:
+                raise InputError(label, lines + 1, f"line longer than {MAX_LINE_BYTES} bytes")
+            block, carry = (data, b"") if end == len(data) else (data[:end], data[end:])
+            first = lines + 1
+            lines += block.count(b"\n") + (1 if not chunk and block and not block.endswith(b"\n") else 0)
+            problem = over_limit(label, lines, size, limits)
+            if problem is not None:
+                raise problem
+            if block:
+                yield block, first
+            if not chunk:
+                return
+
+
+def bounded_bytes(path: str | Path, limit: int) -> bytes | None:
+    """A whole file's (decompressed) bytes when there are at most `limit` of them, else None; never holds more."""
+    label = str(path)
+    with open_binary(path) as fh:
+        try:
+            data = fh.read(limit + 1)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise read_error(label, None, exc) from None
+    return data if len(data) <= limit else None
+
+
 def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    """Yield (line number, text without newline), naming the exact line that is not UTF-8 or too long."""
+    """Yield (line number, text without newline), naming the exact line that is not UTF-8 or too long, and
+    refusing a file past `read_limits` at the line that passes them."""
     label = str(path)
     lineno = 0
+    size = 0
+    limits = read_limits()
     with open_binary(path) as fh:
         while True:
             try:
                 raw = fh.readline(MAX_LINE_BYTES + 1)
-            except (OSError, EOFError) as exc:
-                raise InputError(label, lineno + 1, f"cannot read: {exc}") from None
+            except (OSError, EOFError, zlib.error) as exc:
+                raise read_error(label, lineno + 1, exc) from None
             if not raw:
                 return
             lineno += 1
+            size += len(raw)
+            problem = over_limit(label, lineno, size, limits)
+            if problem is not None:
+                raise problem
             if len(raw) > MAX_LINE_BYTES:
                 raise InputError(label, lineno, f"line longer than {MAX_LINE_BYTES} bytes")
             try:
@@ -75,11 +177,22 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
 
 
 def bad_id_char(text: str) -> str | None:
-    """The first character of `text` an id may not hold (BAD_ID_CHARS), or None."""
-    for ch in text:
-        if ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zs", "Zl", "Zp"):
-            return ch
-    return None
+    """The first character of `text` an id may not hold (BAD_ID_CHARS), or None. ASCII text is tested by one
+    compiled regex; other text by its distinct characters (each judged once per process), never char by char."""
+    if text.isascii():
+        found = _BAD_ASCII.search(text)
+        return found.group() if found else None
+    bad = [ch for ch in set(text) if _bad_char(ch)]
+    return min(bad, key=text.index) if bad else None
+
+
+_BAD_ASCII = re.compile("[\x00-\x20\x7f]")
+
+
+@functools.lru_cache(maxsize=65536)
+def _bad_char(ch: str) -> bool:
+    """True for whitespace of any kind, a control, format (zero-width, bidi), surrogate or separator character."""
+    return ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zs", "Zl", "Zp")
 
 
 def check_id(text: str, what: str) -> str:
@@ -137,7 +250,7 @@ def check_json_value(value: object) -> None:
         if isinstance(item, str):
             if "\x00" in item:
                 raise ValueError("a string holds a NUL character (\\u0000)")
-            if _SURROGATE.search(item):
+            if not item.isascii() and _holds_surrogate(item):
                 raise ValueError("a string holds a lone surrogate (\\ud800-\\udfff), which is not a character")
             continue
         children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
@@ -150,7 +263,13 @@ def check_json_value(value: object) -> None:
         stack.extend((child, depth + 1) for child in children)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+def _holds_surrogate(text: str) -> bool:
+    """True when `text` holds a lone surrogate (UTF-8 cannot encode one)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def format_by_name(path: str | Path) -> str | None:
@@ -184,13 +303,45 @@ def iter_records(path: str | Path, required: tuple[str, ...] = ()) -> Iterator[t
         raise InputError(str(path), None, "empty file: no records")
 
 
+def strict_json(text: str) -> object:
+    """JSON as the standard reads it: a key repeated in one object, a number no float holds (`1e400`) and
+    Infinity (which Python's json accepts) raise ValueError."""
+    return json.loads(text, object_pairs_hook=_unique_keys, parse_float=_finite_float, parse_constant=_no_constant)
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object whose keys are all distinct (json.loads would keep a repeated key's last value silently)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise ValueError(f"the key {key!r} appears twice in one object")
+    return out
+
+
+def _finite_float(text: str) -> float:
+    """A JSON number with a fraction or exponent, refused when a float cannot hold it (`1e400` is not infinity)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large")
+    return value
+
+
+def _no_constant(text: str) -> float:
+    """Infinity and -Infinity are not JSON (Python's json reads them): refused. NaN is read as Python reads it,
+    for the readers to refuse where a number must be one (a grade, a score)."""
+    if text == "NaN":
+        return math.nan
+    raise ValueError(f"{text} is not a JSON value")
+
+
 def _iter_jsonl(path: str | Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict]]:
     label = str(path)
     for lineno, line in iter_lines(path):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
-            rec = json.loads(line)
+            rec = strict_json(line)
             check_json_value(rec)
         except json.JSONDecodeError as exc:
             raise InputError(label, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None

@@ -4,7 +4,7 @@ multi-judge qrels of trec_eval's `-R qrels_jg`."""
 
 from __future__ import annotations
 
-import gzip
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,9 +16,17 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from eval_core.errors import InputError
-from eval_core.io.columns import Columns, check_pair_once, columns_of, finite_number, first_duplicate, typed_values
+from eval_core.io.columns import (
+    Columns,
+    check_pair_once,
+    columns_of,
+    finite_number,
+    first_duplicate,
+    integer_grade,
+    typed_values,
+)
 from eval_core.io.keys import numpy_values, string_keys
-from eval_core.io.records import BAD_ID_CHARS, bad_id_char, char_name, iter_lines, open_binary, require_file
+from eval_core.io.records import BAD_ID_CHARS, bad_id_char, char_name, iter_blocks, iter_lines, require_file
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,10 +35,73 @@ _TREC = {"qrels": (4, "qid iter docid grade"), "run": (6, "qid Q0 docid rank sco
 
 
 def _fast_trec(path: str, kind: str) -> Columns | None:
-    """Columnar read of a single-space-delimited TREC file; None when the file does not fit that shape."""
-    with open_binary(path) as probe:
-        gz = isinstance(probe, gzip.GzipFile)
-    return _arrow_trec(pa.CompressedInputStream(pa.OSFile(path), "gzip") if gz else path, kind, path)
+    """Columnar read of a TREC file in blocks of whole lines (memory follows the block; a repeated pair, a bad
+    line or a file past its limits is met in the block that holds it); None when some block needs the scan, or
+    a pair repeats across blocks."""
+    parts: list[Columns] = []
+    for data, _ in iter_blocks(path):
+        if data.isspace():
+            continue  # blank lines only: nothing to parse
+        cols = fast_trec_chunk(data, path, kind)
+        if cols is None:
+            return None
+        parts.append(cols)
+    if not parts:
+        return None
+    cols = parts[0] if len(parts) == 1 else concat_columns(parts, path)
+    return None if len(parts) > 1 and first_duplicate(cols) is not None else cols
+
+
+def concat_columns(parts: list[Columns], label: str) -> Columns:
+    """Blocks' Columns as one: query codes re-keyed into the query ids' first-seen order over all blocks."""
+    both = pa.concat_arrays([p.qvalues for p in parts])
+    enc = pc.dictionary_encode(both)
+    codes = numpy_values(enc.indices).astype(np.int64)
+    qcode, at = [], 0
+    for p in parts:
+        qcode.append(codes[at : at + len(p.qvalues)][p.qcode])
+        at += len(p.qvalues)
+    return Columns(
+        np.concatenate(qcode),
+        enc.dictionary,
+        pa.concat_arrays([p.docid for p in parts]),
+        np.concatenate([p.value for p in parts]),
+        label,
+        np.concatenate([p.doc_keys for p in parts]),
+    )
+
+
+_TAB_TO_SPACE = bytes.maketrans(b"\t", b" ")
+_SPACE_RUNS = re.compile(rb" {2,}")
+_EDGE_SPACES = re.compile(rb"(?m)^ +| +(?=\r?$)")
+
+
+def single_spaced(data: bytes | bytearray) -> bytes | bytearray | None:
+    """TREC lines with each run of spaces and tabs between fields made one space and those around the fields
+    dropped (trec_eval splits its fields at any such run); None when they already are so. Other whitespace
+    (\\v, \\f, a lone \\r) is left for the readers to refuse or split."""
+    out = data.translate(_TAB_TO_SPACE) if b"\t" in data else data
+    if b"  " in out:
+        out = _SPACE_RUNS.sub(b" ", out)
+    if out[:1] == b" " or b"\n " in out or b" \n" in out or b" \r" in out or out[-1:] == b" ":
+        out = _EDGE_SPACES.sub(b"", out)
+    return None if out is data else out
+
+
+def _as_bytes(source: Any) -> bytes | bytearray | None:
+    """The bytes of a parse's source (bytes as they are; a buffer, a view or a path — gzip looked through — copied)."""
+    if isinstance(source, bytes | bytearray):
+        return source
+    if isinstance(source, memoryview):
+        whole = source.obj
+        if isinstance(whole, bytes | bytearray) and source.contiguous and source.nbytes == len(whole):
+            return whole
+        return bytes(source)
+    if isinstance(source, pa.Buffer):
+        return source.to_pybytes()
+    if isinstance(source, str | Path):
+        return b"".join(block for block, _ in iter_blocks(source))
+    return None
 
 
 @dataclass
@@ -45,6 +116,35 @@ class TrecTable:
 
 
 def arrow_trec_table(source: Any, kind: str, threads: bool = True) -> TrecTable | None:
+    """`parse_trec_table` of the source's lines single-spaced (`single_spaced`): tab-separated files, and any mix
+    of spaces and tabs trec_eval reads, take the columnar path too. Bytes are single-spaced before the parse; a
+    file (the whole-file path) is parsed as it is first, and again single-spaced when that fails or leaves a tab
+    in an id."""
+    if isinstance(source, str | Path):
+        table = parse_trec_table(source, kind, threads)
+        if table is not None and not _holds_tab(table.qids) and not _holds_tab(table.docid):
+            return table
+    data = _as_bytes(source)
+    if data is None:
+        return parse_trec_table(source, kind, threads)
+    if b"\t" not in data:
+        table = parse_trec_table(pa.py_buffer(data), kind, threads)
+    elif b" " not in data:  # tab-separated as shipped: parsed as it is, without a copy
+        table = parse_trec_table(pa.py_buffer(data), kind, threads, delimiter="\t")
+    else:
+        table = None
+    if table is None:
+        spaced = single_spaced(data)
+        table = None if spaced is None else parse_trec_table(pa.py_buffer(spaced), kind, threads)
+    return table
+
+
+def _holds_tab(ids: pa.Array) -> bool:
+    """True when some id holds a tab (a space-delimited parse of tab-separated fields)."""
+    return not _printable_ascii(ids) and bool((_id_bytes(ids) == 9).any())
+
+
+def parse_trec_table(source: Any, kind: str, threads: bool = True, delimiter: str = " ") -> TrecTable | None:
     """pyarrow's CSV reader over a file or buffer of TREC lines; None when they do not fit its shape: not
     single-space separated fields of the kind's count, a comment line, an empty id, or no line at all.
 
@@ -63,7 +163,7 @@ def arrow_trec_table(source: Any, kind: str, threads: bool = True) -> TrecTable 
             source,
             read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 22, use_threads=threads),
             parse_options=pacsv.ParseOptions(
-                delimiter=" ",
+                delimiter=delimiter,
                 quote_char=False,
                 double_quote=False,
                 escape_char=False,
@@ -196,10 +296,7 @@ def _scan_lines(lines: Iterable[tuple[int, str]], path: str, kind: str) -> Colum
                 f"with --qrels-format jg",
             )
         if kind == "qrels":
-            try:
-                v: float = int(f[3])
-            except ValueError:
-                raise InputError(path, lineno, f"grade {f[3]!r} is not an integer") from None
+            v: float = integer_grade(path, lineno, f[3])
         else:
             v = finite_number(path, lineno, "score", f[4])
         check_pair_once(path, lineno, seen, f[0], f[2])
@@ -260,22 +357,22 @@ def read_trec_chunk(data: bytes | memoryview, path: str, first_line: int, kind: 
 def fast_trec_chunk(data: bytes | memoryview, path: str, kind: str = "run") -> Columns | None:
     """The columnar read of whole TREC lines when it applies and validates (no pair repeated); None when the
     line-by-line scan has to read them (`scan_trec_chunk`), which needs their line numbers."""
-    cols = _arrow_trec(pa.py_buffer(data), kind, path, threads=False)
+    cols = _arrow_trec(data, kind, path, threads=False)
     return None if cols is None or first_duplicate(cols) is not None else cols
 
 
 def scan_trec_chunk(data: bytes | memoryview, path: str, first_line: int, kind: str = "run") -> Columns | None:
     """The line-by-line read of whole TREC lines starting at line `first_line`: reads them, or raises an
     InputError naming the first bad line; None if they are only blanks and comments."""
+    if not data or bytes(data).isspace():
+        return None  # blank lines only (a block of a blank-line bomb costs a C scan, not a Python loop)
     return _scan_lines(_chunk_lines(data, path, first_line), path, kind)
 
 
 def read_trec(path: str, kind: str) -> Columns:
     """Fast path when it applies and validates; otherwise the scan, which reads or explains."""
     cols = _fast_trec(path, kind)
-    if cols is None or first_duplicate(cols) is not None:
-        return _scan_trec(path, kind)
-    return cols
+    return cols if cols is not None else _scan_trec(path, kind)
 
 
 def read_qrels_jg(path: str | Path) -> pd.DataFrame:
@@ -300,10 +397,7 @@ def read_qrels_jg(path: str | Path) -> pd.DataFrame:
         f = line.split()
         if len(f) != 4:
             raise InputError(label, lineno, f"expected 4 fields (qid judge docid grade), found {len(f)}")
-        try:
-            grade = int(f[3])
-        except ValueError:
-            raise InputError(label, lineno, f"grade {f[3]!r} is not an integer") from None
+        grade = integer_grade(label, lineno, f[3])
         first = seen.setdefault((f[0], f[1], f[2]), lineno)
         if first != lineno:
             raise InputError(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import os
 import threading
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -28,6 +29,7 @@ import numpy as np
 from eval_core.errors import InputError
 from eval_core.io.columns import Columns
 from eval_core.io.keys import string_keys
+from eval_core.io.records import over_limit, read_error, read_limits
 from eval_core.io.trec_text import fast_trec_chunk, scan_trec_chunk
 
 BLOCK_BYTES = 16 * 1024 * 1024
@@ -70,22 +72,34 @@ def _query_cut(buf: bytes | bytearray, known: int = 0, known_qid: bytes | None =
     return 0, qid
 
 
-def _byte_blocks(raw: BufferedIOBase, block_bytes: int) -> Iterator[tuple[memoryview, int]]:
+def _byte_blocks(
+    raw: BufferedIOBase,
+    block_bytes: int,
+    check: Callable[[memoryview, int], object] | None = None,
+    bounds: Callable[[int, int], object] | None = None,
+) -> Iterator[tuple[memoryview, int]]:
     """Yield (whole-query chunk, number of its first line) from a binary stream (a gzip file's, read in
     order), without copying chunks.
 
     Each block is read straight into a buffer that already holds the carried-over tail (no second copy
     of the block). While one query fills the buffer, reads double in size, so a huge query costs
-    linear time.
+    linear time; before it doubles, `check(lines, first line)` looks at the complete lines held so far (so a
+    bad line inside one huge query is refused when it is read, not once the query ends). `bounds(lines, bytes)`
+    gets the lines and bytes read so far after every read (to refuse a file past its limits).
     """
     carry, qid = b"", None
-    first_line, size = 1, block_bytes
+    first_line, size, total = 1, block_bytes, 0
     while True:
         buf = bytearray(len(carry) + size)
         buf[: len(carry)] = carry
         got = _fill(raw, memoryview(buf)[len(carry) :])
         del buf[len(carry) + got :]
+        total += got
+        if bounds is not None:
+            bounds(first_line - 1 + buf.count(b"\n"), total)
         cut, qid = (len(buf), None) if not got else _query_cut(buf, carry.rfind(b"\n") + 1, qid)
+        if not cut and check is not None:
+            check(memoryview(buf)[: buf.rfind(b"\n") + 1], first_line)
         carry = bytes(buf[cut:])
         size = block_bytes if cut else 2 * size
         if cut:
@@ -118,10 +132,13 @@ class _Piece:
     first_line: int | None = None
 
 
-def _spans(fd: int, size: int, block_bytes: int) -> Iterator[tuple[int, int]]:
+def _spans(
+    fd: int, size: int, block_bytes: int, check: Callable[[int, int], object] | None = None
+) -> Iterator[tuple[int, int]]:
     """The byte ranges of an uncompressed file's blocks, each cut where its last complete line's query begins
     (as `_byte_blocks` cuts). Only the bytes around each cut are read here; while one query fills a block, the
-    block doubles, so a huge query costs linear time."""
+    block doubles, so a huge query costs linear time, and `check(start, end)` looks at the lines held so far
+    before each doubling."""
     start, span = 0, block_bytes
     while start < size:
         end = start + span
@@ -130,6 +147,8 @@ def _spans(fd: int, size: int, block_bytes: int) -> Iterator[tuple[int, int]]:
             return
         cut = _cut_before(fd, start, end)
         if cut is None:
+            if check is not None:
+                check(start, end)
             span *= 2
             continue
         yield start, cut
@@ -206,6 +225,26 @@ def map_run_blocks(
     seen: list[np.ndarray] = []
     rows = 0
     lines = _LineCounter(label)
+    limits = read_limits()
+
+    def bounds(n_lines: int, n_bytes: int) -> None:
+        problem = over_limit(label, n_lines, n_bytes, limits)
+        if problem is not None:
+            raise problem
+
+    def check(data: memoryview | bytes, first_line: int) -> None:
+        """Lines of one query so long it fills a block: refused now if one of them is bad (a docid repeated at
+        line 2 of a 42M-line query is named at once, not after the whole query is held)."""
+        if data and read(memoryview(data), label) is None:
+            if before is not None:
+                before()  # its problems come first, as for any block
+            scan_trec_chunk(data, label, first_line)
+
+    check_lines = _LineCounter(label)  # its own counter: checks run ahead of the blocks still in flight
+
+    def check_span(fd: int, start: int, end: int) -> None:
+        data = os.pread(fd, end - start, start)
+        check(data[: data.rfind(b"\n") + 1], check_lines.before(start))
 
     def in_order(outcome: tuple[tuple[np.ndarray, int, T] | None, bytes | None], piece: _Piece) -> Iterator[T]:
         nonlocal rows
@@ -219,6 +258,7 @@ def map_run_blocks(
                 return
             done = string_keys(cols.qvalues), len(cols.qcode), fn(cols)
         keys, n, result = done
+        bounds(rows + n, 0)
         if seen and np.isin(keys, np.concatenate(seen)).any():
             raise Scattered(label)  # a 64-bit key match may be a collision: the whole-file path is exact
         seen.append(keys)
@@ -226,16 +266,19 @@ def map_run_blocks(
         yield result
 
     pending: deque[tuple[Future, _Piece]] = deque()
-    with ThreadPoolExecutor(max_workers=workers) as pool, Path(path).open("rb") as fh:
+    with Path(path).open("rb") as fh, _pool(workers, fh, block_bytes) as pool:
         try:
             fd = fh.fileno()
             written = _version(fh)
             pieces: Iterator[_Piece]
             if fh.peek(2)[:2] != b"\x1f\x8b" and hasattr(os, "preadv"):
-                pieces = (_Piece(a, b) for a, b in _spans(fd, written[0], block_bytes))
+                bounds(0, written[0])
+                spans = _spans(fd, written[0], block_bytes, lambda a, b: check_span(fd, a, b))
+                pieces = (_Piece(a, b) for a, b in spans)
             else:  # a gzip stream is read in order, here
                 stream = gzip.GzipFile(fileobj=fh) if fh.peek(2)[:2] == b"\x1f\x8b" else fh
-                pieces = (_Piece(0, 0, chunk, first) for chunk, first in _byte_blocks(stream, block_bytes))
+                blocks = _byte_blocks(stream, block_bytes, check, bounds)
+                pieces = (_Piece(0, 0, chunk, first) for chunk, first in _guarded(blocks, label))
             done = 0
             for piece in pieces:
                 if progress is not None:
@@ -257,6 +300,39 @@ def map_run_blocks(
         before()
     if not rows:
         raise InputError(label, 1, "empty file: no run lines")
+
+
+def _guarded(blocks: Iterator[T], label: str) -> Iterator[T]:
+    """The blocks of a gzip stream, a corrupt or cut-short stream refused as `path: cannot read the file (…)`."""
+    try:
+        yield from blocks
+    except (OSError, EOFError, zlib.error) as exc:
+        raise read_error(label, None, exc) from None
+
+
+class _Inline:
+    """An executor that runs each job at once in the calling thread: one worker, or a file of one block, needs
+    no thread (starting one costs more than a small run takes to read)."""
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # handed to the caller through the future, as a pool does
+            future.set_exception(exc)
+        return future
+
+    def __enter__(self) -> _Inline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _pool(workers: int, fh: BufferedIOBase, block_bytes: int) -> ThreadPoolExecutor | _Inline:
+    """Threads for the blocks of a big file; none for one worker or an uncompressed file of one block."""
+    small = fh.peek(2)[:2] != b"\x1f\x8b" and os.fstat(fh.fileno()).st_size <= block_bytes  # type: ignore[attr-defined]
+    return _Inline() if workers == 1 or small else ThreadPoolExecutor(max_workers=workers)
 
 
 class FileChanged(Exception):

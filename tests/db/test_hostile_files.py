@@ -79,6 +79,8 @@ def test_ids_with_odd_whitespace_or_invisible_characters_are_refused_in_every_im
         (import_queries, "q.jsonl", json.dumps({"id": odd, "text": "t"}) + "\n"),
         (import_fragments, "f.jsonl", json.dumps({"id": odd, "text": "t"}) + "\n"),
         (import_run, "r.run", f"q1 Q0 {odd} 1 2.0 tag\nq1 Q0 d2 2 1.0 tag\n"),
+        (import_run, "t.run", f"q1\tQ0\t{odd}\t1\t2.0\ttag\nq1\tQ0\td2\t2\t1.0\ttag\n"),  # tab-separated
+        (import_run, "m.run", f"q1 \tQ0\t {odd}  1\t2.0 tag\nq1 Q0 d2 2 1.0 tag\n"),  # spaces and tabs mixed
         (
             import_judgments,
             "j.jsonl",
@@ -94,6 +96,14 @@ def test_ids_with_odd_whitespace_or_invisible_characters_are_refused_in_every_im
 def test_a_big_trec_run_with_a_no_break_space_in_one_id_is_refused_on_that_line(tmp_path):
     lines = [f"q{i % 50} Q0 d{i} 1 {1.0 / (i + 1)} tag\n" for i in range(5000)]
     lines[4321] = "q21 Q0 d\u00a04321 1 0.5 tag\n"
+    with pytest.raises(InputError, match=r"run:4322: holds U\+00A0 NO-BREAK SPACE"):
+        read_run(write(tmp_path / "run", "".join(lines)))
+
+
+@pytest.mark.parametrize("sep", ["\t", " \t "])
+def test_a_big_tab_separated_run_with_a_no_break_space_in_one_id_is_refused_on_that_line(tmp_path, sep):
+    lines = [sep.join(f"q{i % 50} Q0 d{i} 1 {1.0 / (i + 1)} tag".split()) + "\n" for i in range(5000)]
+    lines[4321] = sep.join(["q21", "Q0", "d\u00a04321", "1", "0.5", "tag"]) + "\n"
     with pytest.raises(InputError, match=r"run:4322: holds U\+00A0 NO-BREAK SPACE"):
         read_run(write(tmp_path / "run", "".join(lines)))
 

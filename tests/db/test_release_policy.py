@@ -80,6 +80,7 @@ def test_humans_only_is_the_default_and_leaves_the_model_out(engine, project):
     assert card["provenance"] == {
         "human consensus": {"pairs": 25, "share": 1.0},
         "adjudication": {"pairs": 0, "share": 0.0},
+        "reference": {"pairs": 0, "share": 0.0},
         "model": {"pairs": 0, "share": 0.0},
     }
 
@@ -234,7 +235,7 @@ def test_releases_page_policy_select_and_provenance_shares(tmp_path, monkeypatch
     ) in texts
     shares = next(d.value for d in at.dataframe if "Labels from" in d.value.columns)
     assert shares.set_index("Labels from")["Share (%)"].to_dict() == pytest.approx(
-        {"human consensus": 500 / 7, "adjudication": 0.0, "model": 200 / 7}
+        {"human consensus": 500 / 7, "adjudication": 0.0, "reference": 0.0, "model": 200 / 7}
     )
 
 

@@ -20,6 +20,7 @@ from db.evaluations import (
     drop_alerts,
     ensure_evaluation,
     evaluate_stored_run,
+    holes_without_text,
     judge_holes,
     list_runs,
     release_qrels,
@@ -272,6 +273,8 @@ def test_judge_the_holes(engine, project):
     assert (
         judge_holes(engine, "demo", "S", k=4, actor=OPERATOR) == 0
     )  # d14 covered, z9 same text, ghost unknown, d3 judged
+    # ghost (rank 3 of S) has no text in the project: it can become no pair until its text is imported
+    assert (holes_without_text(engine, "demo", "S", k=4), holes_without_text(engine, "demo", "S", k=2)) == (1, 0)
     assert judge_holes(engine, "demo", "R", k=20, actor=OPERATOR) == 1  # d6 at rank 10
     create_user(engine, "bob", "annotator", actor=OPERATOR)
     assert assign(engine, "demo", overlap=1, annotators=["bob"], actor=OPERATOR).created == 6

@@ -33,14 +33,18 @@ def test_packaged_chain_and_head():
         "0011_fragment_documents.py",
         "0012_qualification_retakes.py",
         "0013_judge_trust.py",
+        "0014_reference_annotators.py",
     ]
-    assert head_revision() == "0013"
+    assert head_revision() == "0014"
+    from alembic.script import ScriptDirectory  # the cheap read (file names) agrees with Alembic's own chain
+
+    assert ScriptDirectory.from_config(alembic_config()).get_current_head() == head_revision()
 
 
 def test_upgrade_is_idempotent_and_matches_models(empty_store_url):
     engine = init_db(empty_store_url)
-    assert upgrade(engine) == "0013"
-    assert upgrade(engine) == "0013"
+    assert upgrade(engine) == "0014"
+    assert upgrade(engine) == "0014"
     with engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), SQLModel.metadata)
     assert diff == []
@@ -86,7 +90,7 @@ def test_database_at_0001_with_data_upgrades_intact(empty_store_url):
                 f"INSERT INTO judgments (project_id, pair_id, user_id, grade, revision, created_at, updated_at) "
                 f"VALUES (1, {pid}, 1, {pid + 1}, 1, '{now}', '{now}')"
             )
-    assert upgrade(engine) == "0013"
+    assert upgrade(engine) == "0014"
     with engine.connect() as conn:
         done = dict(conn.execute(sa.text("SELECT pair_id, done FROM assignments WHERE user_id = 1")).all())
         other = conn.execute(sa.text("SELECT done FROM assignments WHERE user_id = 2")).scalar_one()
@@ -183,5 +187,45 @@ def test_a_round_at_0011_becomes_attempt_1_with_its_grades_and_retakes_block_the
         command.downgrade(config, "0011")
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT round_id, grade FROM qualification_grades")).one() == (7, 0)
+    engine.dispose()
+    get_engine.cache_clear()
+
+
+def test_0014_lets_users_be_references_and_refuses_to_drop_one(empty_store_url):
+    """0014 widens users.kind to 'reference' in place (SQLite: the stored CHECK is rewritten, no rebuild): an
+    account made at 0013 survives, a reference account can be made, any other kind is still refused, and the
+    way back to 0013 is refused while a reference account exists."""
+    engine = get_engine(empty_store_url)
+    assert upgrade(engine, "0013") == "0013"
+    now = "2026-01-02 03:04:05"
+    insert = (
+        "INSERT INTO users (username, role, active, created_at, kind) "
+        "VALUES ('{name}', 'annotator', true, '{now}', '{kind}')"
+    )
+    with engine.begin() as conn:
+        conn.exec_driver_sql(insert.format(name="ann", now=now, kind="human"))
+    with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+        conn.exec_driver_sql(insert.format(name="nist", now=now, kind="reference"))
+    assert upgrade(engine) == "0014"
+    with engine.begin() as conn:
+        conn.exec_driver_sql(insert.format(name="nist", now=now, kind="reference"))
+    with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+        conn.exec_driver_sql(insert.format(name="bot", now=now, kind="robot"))
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT username, kind FROM users ORDER BY id")).all() == [
+            ("ann", "human"),
+            ("nist", "reference"),
+        ]
+    config = alembic_config()
+    with pytest.raises(RuntimeError, match="cannot downgrade below 0014: 1 reference"), engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0013")
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DELETE FROM users WHERE kind = 'reference'")
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0013")
+    with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+        conn.exec_driver_sql(insert.format(name="nist", now=now, kind="reference"))
     engine.dispose()
     get_engine.cache_clear()

@@ -124,3 +124,32 @@ def test_agreement_cli_with_a_control_file(tmp_path, capsys) -> None:
     assert main(["agreement", str(path), "--control", str(qrels), "--bootstrap", "0"]) == 0
     table = capsys.readouterr().out
     assert "against the control grades (linear-weighted κ" in table and "by guideline version:" in table
+
+
+def test_each_person_against_a_reference_is_cohen_s_kappa_with_it():
+    """vs reference: nist's grades are the settled ones; ann and bob are each measured against them on the pairs
+    they share (scikit-learn's linear-weighted κ on the full label set); nist itself and a model are not."""
+    from eval_core.agreement.control import vs_reference
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for q in range(10):
+        for f in range(6):
+            truth = int(rng.integers(0, 4))
+            rows.append((f"q{q}", f"f{f}", "nist", truth, "reference"))
+            for name, noise in (("ann", 0.2), ("bob", 0.5), ("gpt", 0.1)):
+                given = truth if rng.random() > noise else int(rng.integers(0, 4))
+                rows.append((f"q{q}", f"f{f}", name, given, "model" if name == "gpt" else "human"))
+    frame = pd.DataFrame(rows, columns=["query_id", "fragment_id", "annotator", "grade", "annotator_kind"])
+    reports = vs_reference(frame, (0, 3), replicates=200, seed=1)
+    assert list(reports) == ["nist"]
+    report = reports["nist"]
+    assert [s.annotator for s in report.per_annotator] == ["ann", "bob"]
+    truth = frame[frame["annotator"] == "nist"]["grade"].to_numpy()
+    for s in report.per_annotator:
+        own = frame[frame["annotator"] == s.annotator]["grade"].to_numpy()
+        expected = cohen_kappa_score(truth, own, labels=LABELS, weights="linear")
+        assert s.kappa.value == pytest.approx(expected, abs=1e-12)
+        assert s.accuracy.value == pytest.approx(float(np.mean(truth == own)), abs=1e-12)
+        assert s.kappa.ci is not None and s.kappa.ci[0] <= s.kappa.value <= s.kappa.ci[1]
+    assert vs_reference(frame[frame["annotator"] != "nist"]) == {}

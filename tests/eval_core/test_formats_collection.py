@@ -306,3 +306,58 @@ def test_semicolon_csv_is_named_by_every_reader(tmp_path: Path) -> None:
     run = put(tmp_path, "j.txt", "# a comment\nq1 Q0 d1 1 2.5 bm25\n")
     assert str(judgments_file_hint(run)).startswith(f"{run}:2: this looks like a TREC run")
     assert judgments_file_hint(put(tmp_path, "ok.csv", "query_id,fragment_id,annotator,grade\nq1,d1,a;b,2\n")) is None
+
+
+def test_fields_named_otherwise_are_mapped_and_a_missing_one_names_the_line_s_fields(tmp_path):
+    from eval_core.io.collection import field_map
+
+    jsonl = put(
+        tmp_path, "p.jsonl", '{"docid": "d1", "doc": "first passage", "t": "T1"}\n{"docid": "d2", "doc": "two"}\n'
+    )
+    plain = read_fragments(jsonl)
+    assert plain.total_problems == 2
+    assert plain.problems[0].problem == (
+        "fragment text is missing or empty (field text or contents); the line has field(s) 'docid', 'doc', 't'; "
+        "name the file's fields with --field, e.g. --field text=NAME"
+    )
+    mapped = read_fragments(jsonl, fields=field_map(["text=doc", "title=t"], "fragments")).checked()
+    assert [(r.id, r.text, r.title) for r in mapped] == [("d1", "first passage", "T1"), ("d2", "two", None)]
+    wrong = read_fragments(jsonl, fields={"text": "body"})
+    assert wrong.problems[0].problem == "no field body (--field text=body); the line has field(s) 'docid', 'doc', 't'"
+    # a header naming none of the known columns is read once its fields are mapped
+    tsv = put(tmp_path, "q.tsv", "qno\tquestion\tlang\nq1\twhat is recall\ten\n")
+    with pytest.raises(InputError, match="not a queries file qrelkit reads"):
+        read_queries(tsv)
+    queries = read_queries(tsv, fields=field_map(["id=qno", "text=question"], "queries")).checked()
+    assert [(r.id, r.text) for r in queries] == [("q1", "what is recall")]
+    csv_file = put(tmp_path, "c.csv", "pid,passage\np1,hello\n")
+    assert [(r.id, r.text) for r in read_fragments(csv_file, fields={"id": "pid", "text": "passage"}).checked()] == [
+        ("p1", "hello")
+    ]
+    for bad, why in (
+        (["text"], "write NAME=FILE_FIELD"),
+        (["body=doc"], "fragments take id, text, title, doc_id, position, not 'body'"),
+        (["text=a", "text=b"], "--field text= is given twice"),
+    ):
+        with pytest.raises(ValueError, match=why):
+            field_map(bad, "fragments")
+
+
+def test_near_identical_problems_collapse_into_one_line(tmp_path):
+    from eval_core.errors import Problems, problem_shape
+
+    problems = Problems("run.qrels")
+    for i in range(11_386):
+        problems.add(i + 3, f"unknown fragment id 'D{i}' (not imported into this project)")
+    problems.add(20_000, "grade 7 is outside the scale 0-3")
+    assert problems.lines() == [
+        "run.qrels: 11,386 lines like line 3: unknown fragment id 'D0' (not imported into this project)",
+        "run.qrels:20000: grade 7 is outside the scale 0-3",
+    ]
+    assert problem_shape("no pair ('q1', 'f9') in 'demo'") == "no pair (…, …) in …"
+    with pytest.raises(InputError) as err:
+        problems.check()
+    assert str(err.value) == (
+        "run.qrels:3: unknown fragment id 'D0' (not imported into this project) (and 11,386 more problem(s))"
+    )
+    assert err.value.more == problems.lines()

@@ -18,7 +18,9 @@ from eval_core.ranking.trec_eval.reading import read_qrels, read_results
 from eval_core.ranking.trec_eval.rels import build
 
 
-def _write(tmp_path: Path, seed: int, ranked: bool = False) -> tuple[Path, Path, Path]:
+def _write(tmp_path: Path, seed: int, ranked: bool = False) -> tuple[Path, Path, Path, Path]:
+    """Qrels, and one run three ways: single spaces, tabs (both read by the fast path) and tabs after a comment
+    line (which only the line reader reads)."""
     rng = np.random.default_rng(seed)
     qrels, spaced, tabbed = [], [], []
     for q in range(12):
@@ -33,8 +35,8 @@ def _write(tmp_path: Path, seed: int, ranked: bool = False) -> tuple[Path, Path,
             for rank, (d, score) in enumerate(zip(docs, scores.tolist(), strict=True)):
                 spaced.append(f"q{q} Q0 d{d} {rank} {score} run{seed}")
                 tabbed.append(f"q{q}\tQ0\td{d}\t{rank}\t{score}\trun{seed}")
-    paths = tmp_path / "qrels", tmp_path / "spaced.run", tmp_path / "tabbed.run"
-    for path, lines in zip(paths, (qrels, spaced, tabbed), strict=True):
+    paths = tmp_path / "qrels", tmp_path / "spaced.run", tmp_path / "tabbed.run", tmp_path / "commented.run"
+    for path, lines in zip(paths, (qrels, spaced, tabbed, ["# a comment", *tabbed]), strict=True):
         path.write_text("\n".join(lines) + "\n")
     return paths
 
@@ -58,13 +60,14 @@ def _write(tmp_path: Path, seed: int, ranked: bool = False) -> tuple[Path, Path,
 def test_fast_path_equals_line_reader(
     tmp_path: Path, capsys: pytest.CaptureFixture, seed: int, ranked: bool, extra: list[str]
 ) -> None:
-    qrels, spaced, tabbed = _write(tmp_path, seed, ranked)
-    assert read_ranked(spaced, read_qrels(qrels)) is not None and read_ranked(tabbed, read_qrels(qrels)) is None
+    qrels, spaced, tabbed, commented = _write(tmp_path, seed, ranked)
+    assert read_ranked(spaced, read_qrels(qrels)) is not None and read_ranked(tabbed, read_qrels(qrels)) is not None
+    assert read_ranked(commented, read_qrels(qrels)) is None
     outs = []
-    for run in (spaced, tabbed):
+    for run in (spaced, tabbed, commented):
         assert main(["trec_eval", "-q", "-c", "-m", "all_trec", *extra, str(qrels), str(run)]) == 0
         outs.append(capsys.readouterr().out)
-    assert outs[0] == outs[1]
+    assert outs[0] == outs[1] == outs[2]
     assert "num_q                 \tall\t" in outs[0]
 
 
@@ -158,7 +161,7 @@ def test_blocks_of_whole_queries_rank_as_the_line_reader(
 ) -> None:
     """Whatever the block size (1 byte: one query a block; 16 MiB: the whole file) and the number of threads, the
     blocks' hits make the line reader's matrix — with -c, -M and -J applied after the merge."""
-    qrels_path, spaced, _ = _write(tmp_path, 3, ranked=False)
+    qrels_path, spaced, _, _ = _write(tmp_path, 3, ranked=False)
     qrels = read_qrels(qrels_path)
     fast = read_ranked(spaced, qrels, float32=float32, workers=workers, block_bytes=block_bytes)
     assert fast is not None
@@ -190,7 +193,7 @@ def test_a_run_whose_queries_are_not_grouped_is_read_whole(tmp_path: Path, capsy
     [
         b"q1 Q0 d1 1 1 r\nq1 Q0 d1 2 0.5 r\n",  # d1 twice: the line reader names it
         b"q1 Q0 d1 1 nan r\n",  # NaN: ranked by the line reader's comparison
-        b"q1 Q0 d1\t 1 1 r\n",  # a tab: the line reader splits there
+        b"q1 Q0 d1\v1 1 r\n",  # a vertical tab: the line reader splits there (tabs and spaces the fast path reads)
         b"# a comment line\nq1 Q0 d1 1 1 r\n",
         b"q1 Q0 d1 1 1 r extra\n",
         b"\x1f\x8b\x08\x00",  # gzip, which trec_eval does not read

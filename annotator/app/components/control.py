@@ -1,6 +1,6 @@
-"""Agreement-page section "Against the control pairs": each annotator's accuracy and weighted κ against the
-settled grades (with CIs over queries), by guideline version, and the drift alerts — beside the human–human
-agreement above it (user strings literal)."""
+"""Agreement-page sections "Against the control pairs" and "vs reference": each annotator's accuracy and
+weighted κ against the settled grades or a reference's (e.g. NIST's imported qrels), with CIs over queries, by
+guideline version, and the drift alerts — beside the human–human agreement above it (user strings literal)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from sqlalchemy.engine import Engine
 
 from annotator.app.views import literal
 from db.control import list_controls, project_control_report
+from db.projects import get_project
 from db.store import frames
-from eval_core.agreement.control import ControlReport, ControlScore
+from eval_core.agreement.control import ControlReport, ControlScore, vs_reference
 
 TITLE = "Against the control pairs"
 APP_BOOTSTRAP = 200
@@ -64,3 +65,26 @@ def control_section(engine: Engine, project: str) -> None:
     if report.by_guideline:
         st.markdown("**By guideline version**")
         st.dataframe(score_table(report.by_guideline, "Guideline"), hide_index=True)
+
+
+@st.cache_data(ttl=600, max_entries=8, show_spinner=False)
+def _references(_engine: Engine, url: str, project: str, judged: tuple[int, int]) -> dict[str, ControlReport]:
+    """Each reference annotator's report (eval_core.agreement.control.vs_reference), recomputed on a new grade."""
+    scale = get_project(_engine, project).scale
+    return vs_reference(frames.judgments_frame(_engine, project), scale, replicates=APP_BOOTSTRAP)
+
+
+def reference_section(engine: Engine, project: str) -> None:
+    """Each reference (annotator kind 'reference') and every person against it, or nothing without one."""
+    reports = _references(engine, str(engine.url), project, frames.judgments_fingerprint(engine, project))
+    for name, report in reports.items():
+        st.subheader(f"vs reference {literal(name)}")
+        st.caption(
+            f"Each person's grades against {literal(name)}'s on the pairs both graded: accuracy and "
+            f"{report.weights}-weighted κ on the full scale, 95% CIs from a bootstrap over queries. A reference "
+            "never counts in the agreement between people above."
+        )
+        if report.per_annotator:
+            st.dataframe(score_table(report.per_annotator), hide_index=True)
+        for note in report.notes:
+            st.caption(literal(note))

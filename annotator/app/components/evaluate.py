@@ -260,3 +260,20 @@ def alert_text(alert: evaluations.DropAlert) -> str:
         f"The golden set changed, not the run: {alert.metric} of {literal(alert.run)} went {whole}, below the "
         f"{evaluations.CONFIDENCE:.0%} CI \\[{low:.{d}f}, {high:.{d}f}\\], because of {changes}; {same}."
     )
+
+
+def send_holes(engine: Engine, project: str, run_name: str | None, k: int, holes: int, lead: str) -> None:
+    """The Evaluate page's "Send the N unjudged pairs to annotation": creates the pairs, says how many, and how
+    many of the N have no text in the project (never imported) with what to do about them."""
+    if run_name is None:
+        if holes:
+            st.caption("Import this run on the Project page to send its holes to annotation.")
+        return
+    missing = evaluations.holes_without_text(engine, project, run_name, k=k)
+    if missing:
+        st.caption(literal(f"Of these, {evaluations.no_text_advice(missing)}."))
+    if holes and st.button(f"Send the {holes} unjudged pairs to annotation"):
+        created = evaluations.judge_holes(engine, project, run_name, k=k, actor=lead)
+        st.success(f"{created} new pair(s) created; assign them on the Project page.")
+        if missing:
+            st.warning(literal(f"{evaluations.no_text_advice(missing)}."), icon=":material/text_snippet:")

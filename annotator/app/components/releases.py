@@ -198,7 +198,7 @@ def policy_line(card: Mapping[str, Any]) -> str:
 
 
 def provenance_frame(card: Mapping[str, Any]) -> pd.DataFrame:
-    """Labels per provenance (human consensus, adjudication, model) with their share of the release in %."""
+    """Labels per provenance (human consensus, adjudication, reference, model) with their share in %."""
     rows = [
         {
             "provenance": name,
@@ -211,8 +211,12 @@ def provenance_frame(card: Mapping[str, Any]) -> pd.DataFrame:
 
 
 def show_policy(card: Mapping[str, Any]) -> None:
-    """The policy line (literal text: a model's name came from a user) and the share of each provenance."""
+    """The policy line (literal text: a model's name came from a user), the reference base when there is one,
+    and the share of each provenance."""
     st.text(policy_line(card))
+    base = (card.get("reference") or {}).get("note")
+    if base:
+        st.text(f"Reference: {base} ({card['reference'].get('pairs', 0)} pairs from the reference).")
     trust = card.get("judge_trust")
     if trust:
         st.text(f"Judge trust ({trust['model']}): {trust['verdict'] or trust.get('reason')}")

@@ -109,6 +109,7 @@ else:
     st.dataframe(views_agreement.kappa_table(report), hide_index=True, width="stretch")
 
 views_control.control_section(engine, project.name)
+views_control.reference_section(engine, project.name)
 
 st.subheader("Confusion matrix")
 st.caption("Scope: all judgments of the two annotators, every guideline version.")

@@ -92,12 +92,9 @@ if diagnosis.coverage.flagged:
     st.warning(literal(diagnosis.coverage.message), icon=":material/search_off:")
 if diagnosis.judged.flagged:
     st.warning(literal(diagnosis.judged.message), icon=":material/warning:")
-    holes = len(diagnosis.judged.unjudged)
-    if run_name is not None and holes and st.button(f"Send the {holes} unjudged pairs to annotation"):
-        created = evaluations.judge_holes(engine, project.name, run_name, k=diagnosis.judged.k, actor=user.username)
-        st.success(f"{created} new pair(s) created; assign them on the Project page.")
-    elif run_name is None and holes:
-        st.caption("Import this run on the Project page to send its holes to annotation.")
+    views_evaluate.send_holes(
+        engine, project.name, run_name, diagnosis.judged.k, len(diagnosis.judged.unjudged), user.username
+    )
 
 st.subheader(f"Metrics of {literal(name)} on release {version}")
 k_list = ",".join(map(str, sorted(ks)))

@@ -17,7 +17,7 @@ from eval_core.queue_order import ORDERS
 from eval_core.thresholds import AGREEMENT_THRESHOLD
 from eval_core.vocab import ANNOTATOR_KINDS, ORDER_NAMES
 
-IMPORTERS = imports.IMPORT_KINDS
+IMPORTERS = {kind: f for kind, f in imports.IMPORT_KINDS.items() if kind != "adjudications"}  # decisions: CLI
 BM25_MODES = ("top-k for queries no run covers", "top-N for every query", "off")
 IMPORT_HELP = {
     "queries": "JSONL/CSV with id, text (+ category), BEIR queries.jsonl, MS MARCO qid<TAB>text, or TREC topics",
@@ -51,6 +51,7 @@ KIND_NAMES = {
     None: "As the file says (people if it does not say)",
     "human": "People",
     "model": "Model judges (e.g. an LLM assessor's output)",
+    "reference": "A reference (e.g. NIST's qrels): people are measured against it; it holds no queue",
 }
 
 engine, user = views.lead_page("Project")
@@ -130,8 +131,8 @@ with import_tab:
         annotator_kind = st.radio(
             "The file's annotators are", [None, *ANNOTATOR_KINDS], format_func=KIND_NAMES.get, horizontal=True
         )
-        if annotator_kind == "human":
-            judges = imports.AnnotatorKind("human")
+        if annotator_kind in ("human", "reference"):
+            judges = imports.AnnotatorKind(annotator_kind)
         elif annotator_kind == "model":
             c1, c2 = st.columns(2)
             model_name = c1.text_input("Model", placeholder="defaults to each annotator's name").strip()

@@ -1,8 +1,8 @@
-"""The fast path for big runs: a single-space TREC run read by pyarrow in blocks of whole queries (the whole file
-at once when its queries are not grouped), each block joined to the qrels and reduced to its hits — the lines
-some qrels line judges, ranked as trec_eval ranks — by the code `qrelkit eval` ranks with (`metrics.rank_run`:
-score descending, ties by docid descending in byte order, docids compared only inside tied groups). The
-line-by-line reader handles every other layout, with the same result.
+"""The fast path for big runs: a TREC run (fields separated by spaces, tabs or any mix of them) read by pyarrow in
+blocks of whole queries (the whole file at once when its queries are not grouped), each block joined to the qrels
+and reduced to its hits — the lines some qrels line judges, ranked as trec_eval ranks — by the code `qrelkit eval`
+ranks with (`metrics.rank_run`: score descending, ties by docid descending in byte order, docids compared only
+inside tied groups). The line-by-line reader handles every other layout, with the same result.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from eval_core.io.columns import Columns, first_duplicate
 from eval_core.io.keys import string_keys
-from eval_core.io.trec_text import arrow_trec_table, holds_split_byte, ids_as_text
+from eval_core.io.trec_text import arrow_trec_table, holds_split_byte, ids_as_text, single_spaced
 from eval_core.ranking.metrics import KeyCollision, QrelsIndex, Ranked, index_qrels, merge_ranked, rank_run
 from eval_core.ranking.run_blocks import BLOCK_BYTES, Scattered, map_run_blocks
 from eval_core.ranking.trec_eval.reading import Qrels
@@ -25,9 +25,9 @@ from eval_core.ranking.trec_eval.rels import BOGUS_DOCID, NONPOOL, UNJUDGED, Rel
 
 
 class NotColumnar(Exception):
-    """The run needs trec_eval's line reader: a layout pyarrow does not take (tabs, repeated spaces, comments,
-    extra fields) or what only the line reader decides (a repeated docid, a NaN score, a query id that is not
-    UTF-8)."""
+    """The run needs trec_eval's line reader: a layout pyarrow does not take once spaces and tabs are made single
+    spaces (comments, extra fields) or what only the line reader decides (a repeated docid, a NaN score, a query
+    id that is not UTF-8)."""
 
 
 @dataclass
@@ -85,8 +85,8 @@ def _last_run_id(path: str | Path) -> str | None:
         size = fh.tell()
         fh.seek(max(0, size - 65536))
         tail = fh.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
-    fields = tail.split(b" ")
-    if len(fields) != 6 or b"\r" in tail or b"\t" in tail:
+    fields = (single_spaced(tail) or tail).split(b" ")
+    if len(fields) != 6 or any(c in tail for c in (b"\r", b"\v", b"\f")):
         return None
     return fields[5].decode("utf-8", "surrogateescape")
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from eval_core.errors import InputError
 from eval_core.io.keys import arrow_ints, numpy_values, pair_keys, string_keys
+from eval_core.io.trec_text import single_spaced
 
 
 @dataclass
@@ -98,12 +99,29 @@ def _arrow_qrels(path: str | Path) -> Qrels | None:
     """The qrels through pyarrow when every line is `qid iter docid rel` with single spaces, no comment, no
     repeated pair; None otherwise (the line reader then reads it, and names any bad line)."""
     import pyarrow as pa
+
+    table = _qrels_table(str(path))
+    if table is None:
+        try:
+            spaced = single_spaced(Path(path).read_bytes())
+        except OSError:
+            return None
+        table = None if spaced is None else _qrels_table(pa.py_buffer(spaced))
+    if table is None:
+        return None
+    return _qrels_of(table)
+
+
+def _qrels_table(source: Any) -> Any:
+    """pyarrow's parse of `qid iter docid rel` lines with single spaces, no comment, no blank line; None when
+    the lines are not so."""
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
     try:
         table = pacsv.read_csv(
-            str(path),
+            source,
             read_options=pacsv.ReadOptions(column_names=["q", "it", "d", "g"]),
             parse_options=pacsv.ParseOptions(
                 delimiter=" ",
@@ -126,6 +144,14 @@ def _arrow_qrels(path: str | Path) -> Qrels | None:
         return None
     if min(pc.min(pc.binary_length(table[c])).as_py() for c in ("q", "d")) == 0:
         return None
+    return table
+
+
+def _qrels_of(table: Any) -> Qrels | None:
+    """Qrels from the parsed table, queries in byte order; None when a docid may be judged twice in a query."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     q = pc.dictionary_encode(table["q"].combine_chunks())
     names = q.dictionary.to_pylist()
     by_bytes = sorted(range(len(names)), key=lambda i: byte_key(names[i]))

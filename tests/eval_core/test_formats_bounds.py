@@ -1,0 +1,235 @@
+"""Readers on the layouts people have and on files built to hurt: tab- and mixed-separated TREC files take the
+columnar path; decompression bombs (identical lines, blank lines, repeated records) are refused within seconds and
+a set memory; overflowing numbers, I/O errors, repeated JSON keys, infinite ids and float grades are path:line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import zlib
+from pathlib import Path
+
+import pytest
+
+from eval_core.errors import InputError
+from eval_core.io import trec_text
+from eval_core.io.collection import read_queries
+from eval_core.io.formats import load_qrels, load_run, read_qrels, read_run
+from eval_core.io.records import iter_lines, read_limits
+from eval_core.io.trec_text import single_spaced
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN = "q1 Q0 d7 1 2.5 t\nq1 Q0 d3 2 1.5 t\nq2 Q0 d1 1 0.5 t\n"
+QRELS = "q1 0 d3 3\nq1 0 d7 2\nq2 0 d1 0\n"
+
+
+def rows(df, value):
+    return sorted(zip(df["query_id"], df["doc_id"], df[value].tolist(), strict=True))
+
+
+@pytest.fixture
+def no_scan(monkeypatch):
+    """Fail if the line-by-line scan reads anything: the columnar path must take the file."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the line scan read a file the columnar path should take")
+
+    monkeypatch.setattr(trec_text, "_scan_lines", refuse)
+
+
+@pytest.mark.parametrize(
+    "sep", ["\t", "  ", " \t", "\t\t ", "mixed"], ids=["tab", "two-spaces", "space-tab", "tabs-space", "mixed"]
+)
+def test_runs_and_qrels_separated_by_tabs_or_any_mix_take_the_columnar_path(tmp_path, no_scan, sep):
+    def spaced(text: str) -> str:
+        out = []
+        for i, line in enumerate(text.splitlines()):
+            fields = line.split(" ")
+            if sep == "mixed":  # every line its own mix, with leading and trailing blanks
+                out.append(" \t"[i % 2] + (" \t ", "\t", "  ")[i % 3].join(fields) + "\t \r\n")
+            else:
+                out.append(sep.join(fields) + "\n")
+        return "".join(out)
+
+    run, qrels = tmp_path / "r.run", tmp_path / "q.qrels.gz"
+    run.write_text(spaced(RUN))
+    qrels.write_bytes(gzip.compress(spaced(QRELS).encode()))
+    assert rows(read_run(run), "score") == [("q1", "d3", 1.5), ("q1", "d7", 2.5), ("q2", "d1", 0.5)]
+    assert rows(read_qrels(qrels), "grade") == [("q1", "d3", 3), ("q1", "d7", 2), ("q2", "d1", 0)]
+
+
+def test_single_spaced_makes_one_space_of_each_run_and_drops_the_edges():
+    assert single_spaced(b"a\tb  c \t d\n") == b"a b c d\n"
+    assert single_spaced(b" \ta b\t\r\nc\t d \n") == b"a b\r\nc d\n"
+    assert single_spaced(b"a b c\n") is None  # already single-spaced: no copy
+    assert single_spaced(b"a\vb c\n") is None  # \v is not a separator here: the id check refuses it
+
+
+@pytest.mark.parametrize("odd", ["\u00a0", "\v", "\f", "\x85", "\u200b", "\u202e", "\x01", "\u3000"])
+def test_a_tab_separated_run_with_an_odd_character_in_an_id_is_refused_on_its_line(tmp_path, odd):
+    lines = [f"q{i % 7}\tQ0\td{i}\t1\t{1.0 / (i + 1)}\ttag\n" for i in range(3000)]
+    lines[2345] = f"q1\tQ0\td{odd}x\t1\t0.5\ttag\n"
+    with pytest.raises(InputError, match=r"run:2346: holds U\+"):
+        load_run(_write(tmp_path / "run", "".join(lines)))
+
+
+def test_a_tab_separated_run_with_a_repeated_doc_is_refused_on_its_line(tmp_path):
+    text = "".join(f"q1\tQ0\td{i}\t{i}\t{-i}\tt\n" for i in range(50)) + "q1\tQ0\td7\t51\t-51\tt\n"
+    with pytest.raises(InputError, match=r"run:51: doc 'd7' repeated for query 'q1' \(first on line 8\)"):
+        load_run(_write(tmp_path / "run", text))
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _gzip_of(path: Path, chunk: bytes, times: int, head: bytes = b"") -> Path:
+    """A gzip of `head` then `chunk` repeated, written without ever holding the whole."""
+    z = zlib.compressobj(1, zlib.DEFLATED, 31)
+    with path.open("wb") as fh:
+        fh.write(z.compress(head))
+        for _ in range(times):
+            fh.write(z.compress(chunk))
+        fh.write(z.flush())
+    return path
+
+
+BOMB = textwrap.dedent(
+    """
+    import json, resource, sys, time
+    from eval_core.errors import InputError
+    kind, path = sys.argv[1:3]
+    t0 = time.perf_counter()
+    try:
+        if kind == "run":
+            from eval_core.io.formats import load_run
+            load_run(path)
+        elif kind == "evaluate":
+            from eval_core import evaluate
+            evaluate(sys.argv[3], path)
+        elif kind == "queries":
+            from eval_core.io.collection import read_queries
+            out = read_queries(path)
+            raise InputError(path, out.problems[0].line, f"{out.total_problems} problems; " + out.problems[0].problem)
+        error = None
+    except InputError as exc:
+        error = str(exc)
+    print(json.dumps({"error": error, "seconds": time.perf_counter() - t0,
+                      "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    """
+)
+
+
+def _bomb(kind: str, path: Path, *extra: str, env: dict | None = None) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", BOMB, kind, str(path), *extra],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+# 8M identical run lines: 240 MB once decompressed, 1 MB of gzip; read whole, they took ~1 GB before refusal.
+IDENTICAL = b"q1 Q0 doc7 1 1.5 bomb\n" * 4096
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["run", "evaluate"])
+def test_a_gzip_of_identical_lines_is_refused_at_line_2_within_seconds_and_bounded_memory(tmp_path, kind):
+    bomb = _gzip_of(tmp_path / "bomb.run.gz", IDENTICAL, 2000)
+    qrels = _write(tmp_path / "q.qrels", QRELS)
+    got = _bomb(kind, bomb, str(qrels))
+    assert got["error"] is not None and ":2: doc 'doc7' repeated for query 'q1' (first on line 1)" in got["error"]
+    assert got["seconds"] < 20, got
+    assert got["peak_mib"] < 400, got  # imports take ~150 MB; one 16 MiB block and its parse, not 240 MB of lines
+
+
+@pytest.mark.slow
+def test_a_gzip_of_blank_lines_is_refused_past_the_line_limit_which_the_environment_sets(tmp_path):
+    bomb = _gzip_of(tmp_path / "blank.run.gz", b"\n" * 65536, 80, head=b"q1 Q0 d1 1 1.0 t\n")  # 5.2M lines
+    got = _bomb("run", bomb, env={"QRELKIT_MAX_READ_LINES": "1000000"})
+    assert got["error"] is not None and "holds more than 1,000,000 lines" in got["error"], got
+    assert "QRELKIT_MAX_READ_LINES" in got["error"]
+    assert got["seconds"] < 20, got
+
+
+@pytest.mark.slow
+def test_a_gzip_of_repeated_query_records_stops_after_the_problems_kept(tmp_path):
+    head = b'{"id": "q1", "text": "one"}\n'
+    bomb = _gzip_of(tmp_path / "queries.jsonl.gz", head * 4096, 250, head=head)  # 1M records
+    got = _bomb("queries", bomb)
+    assert got["error"] is not None and "100 problems; duplicate query id 'q1' (first at line 1)" in got["error"]
+    assert got["seconds"] < 20, got
+
+
+def test_the_byte_limit_refuses_a_file_that_inflates_past_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("QRELKIT_MAX_READ_BYTES", "100000")
+    bomb = _gzip_of(tmp_path / "big.run.gz", b"".join(f"q1 Q0 d{i} 1 1.0 t\n".encode() for i in range(10_000)), 1)
+    with pytest.raises(InputError, match=r"big\.run\.gz.*holds more than 100,000 bytes \(decompressed\)"):
+        load_run(bomb)
+    with pytest.raises(InputError, match=r"holds more than 100,000 bytes"):
+        list(iter_lines(bomb))
+
+
+def test_a_limit_that_is_not_a_whole_number_is_refused(monkeypatch):
+    monkeypatch.setenv("QRELKIT_MAX_READ_LINES", "lots")
+    with pytest.raises(ValueError, match="QRELKIT_MAX_READ_LINES must be a whole number"):
+        read_limits()
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("q.qrels", "q1 0 d1 1\nq1 0 d2 100000000000000000000000\n"),
+        (
+            "q.jsonl",
+            '{"query_id": "q1", "doc_id": "d1", "grade": 1}\n'
+            '{"query_id": "q1", "doc_id": "d2", "grade": 100000000000000000000000}\n',
+        ),
+        ("q.csv", "query_id,doc_id,grade\nq1,d1,1\nq1,d2,100000000000000000000000\n"),
+        ("q.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\t100000000000000000000000\n"),
+    ],
+)
+def test_a_grade_no_integer_holds_is_path_line(tmp_path, name, text):
+    line = 2 if name in ("q.qrels", "q.jsonl") else 3  # CSV and TSV: after the header
+    with pytest.raises(InputError, match=rf"{name.replace('.', '[.]')}:{line}: grade .* is out of range"):
+        load_qrels(_write(tmp_path / name, text))
+
+
+def test_a_float_grade_in_json_qrels_is_refused(tmp_path):
+    path = _write(
+        tmp_path / "q.jsonl",
+        '{"query_id": "q1", "doc_id": "d1", "grade": 1}\n{"query_id": "q1", "doc_id": "d2", "grade": 1.0}\n',
+    )
+    with pytest.raises(InputError, match=r"q\.jsonl:2: grade 1\.0 is not an integer"):
+        load_qrels(path)
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('{"id": 1e400, "text": "x"}', "the number 1e400 is too large"),
+        ('{"id": "q2", "text": "x", "text": "y"}', "the key 'text' appears twice"),
+        ('{"id": -Infinity, "text": "x"}', "-Infinity is not a JSON value"),
+    ],
+)
+def test_json_an_id_cannot_be_read_from_is_path_line(tmp_path, line, problem):
+    path = _write(tmp_path / "q.jsonl", '{"id": "q1", "text": "fine"}\n' + line + "\n")
+    with pytest.raises(InputError, match=rf"q\.jsonl:2: invalid JSON: {re.escape(problem)}"):
+        read_queries(path)
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="Linux only")
+def test_an_io_error_names_the_file():
+    with pytest.raises(InputError, match=r"^/proc/self/mem:1: cannot read the file \(Input/output error\)"):
+        load_run("/proc/self/mem")
