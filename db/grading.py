@@ -270,6 +270,24 @@ def _lock(conn, pair_id: int, username: str) -> None:
         conn.execute(select(func.pg_advisory_xact_lock(pair_id, func.hashtext(username))))
 
 
+def _may_write(conn, username: str, user_id, role, active, project_id, round_size, round_status) -> None:
+    """Refused unless this account may change its judgments in this project now: active, and (an annotator)
+    with a regular queue that is open (no round left to pass, not closed by a lead). Grading and undo alike."""
+    if not active:
+        raise Refused(f"user {username!r} is deactivated")
+    closed = round_status == RoundStatus.CLOSED
+    if (round_size is not None or closed) and role == Role.ANNOTATOR and not queue_open(conn, project_id, user_id):
+        if closed:
+            raise Refused(
+                f"a lead closed the regular queue of {username!r} in this project: it stays closed "
+                "until a lead reopens it or grants a retake they pass"
+            )
+        raise Refused(
+            f"{username!r} has a qualification round to pass in this project before grading its "
+            "pairs (or a lead opens their queue)"
+        )
+
+
 @retry_once
 def record_judgment(
     engine: Engine,
@@ -323,19 +341,7 @@ def record_judgment(
             version,
         ) = row
         version = version or 0
-        if not active:
-            raise Refused(f"user {username!r} is deactivated")
-        closed = round_status == RoundStatus.CLOSED
-        if (round_size is not None or closed) and role == Role.ANNOTATOR and not queue_open(conn, project_id, user_id):
-            if closed:
-                raise Refused(
-                    f"a lead closed the regular queue of {username!r} in this project: it stays closed "
-                    "until a lead reopens it or grants a retake they pass"
-                )
-            raise Refused(
-                f"{username!r} has a qualification round to pass in this project before grading its "
-                "pairs (or a lead opens their queue)"
-            )
+        _may_write(conn, username, user_id, role, active, project_id, round_size, round_status)
         if assignment_id is None and role != Role.LEAD:
             raise Refused(f"pair {pair_id} is not assigned to {username!r}")
         grade = check_grade(grade, (low, high), reason)
@@ -393,12 +399,18 @@ def _version(conn, pair_id: int, user_id: int) -> int:
 
 
 def undo_judgment(engine: Engine, pair_id: int, username: str, seen_version: int | None = None) -> JudgmentInfo | None:
-    """Remove the user's own judgment (the pair returns to their queue); history keeps what it was. With
+    """Remove the user's own judgment (the pair returns to their queue); history keeps what it was. Refused as
+    a grade would be: a deactivated account, or a queue closed or behind a qualification round. With
     `seen_version` (the view's), a pair changed since that view raises ChangedMeanwhile and stays as it is."""
     with session_scope(engine, write=True) as session:
         conn = session.connection()
         _lock(conn, pair_id, username)
-        user_id = _user(session, username)[0]
+        row = conn.execute(_BEFORE_WRITE, {"pair_id": pair_id, "username": username}).first()
+        if row is None:
+            _user(session, username)
+            raise NotFound(f"no pair with id {pair_id}")
+        user_id, role, active, project_id = row[0], row[1], row[2], row[3]
+        _may_write(conn, username, user_id, role, active, project_id, row[16], row[17])
         old = conn.execute(select(J).where(J.c.pair_id == pair_id, J.c.user_id == user_id)).first()
         if old is None:
             return None

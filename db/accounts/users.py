@@ -3,7 +3,7 @@
 Every change names its actor (db.accounts.permissions): the CLI passes OPERATOR, the app the logged-in username.
 Deactivating an account, changing its password or its role ends all of its sessions in the same transaction,
 so an open tab (or a copied cookie) can do nothing more. Names are compared by their look (NFKC, case-folded,
-common Cyrillic and Greek look-alikes mapped to Latin): a name that looks like an existing one is refused.
+Unicode's confusables skeleton, db.accounts.lookalikes): a name that looks like an existing one is refused.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from sqlalchemy import delete, func, or_, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from db.accounts.lookalikes import FORMULA_STARTS, hidden_character, mixes_scripts, name_key, scripts
 from db.accounts.permissions import Actor, Operator, require_lead, require_role
 from db.store.engine import session_scope
 from db.store.models import (
@@ -102,63 +103,11 @@ def user_row(session: Session, username: str) -> User:
 
 
 # Cyrillic and Greek letters drawn like Latin ones once case-folded (from Unicode's confusables list).
-_LOOK_ALIKES = str.maketrans(
-    {
-        "а": "a",
-        "в": "b",
-        "е": "e",
-        "ё": "e",
-        "һ": "h",
-        "н": "h",
-        "і": "i",
-        "ї": "i",
-        "ј": "j",
-        "к": "k",
-        "ӏ": "l",
-        "м": "m",
-        "о": "o",
-        "р": "p",
-        "ԛ": "q",
-        "ѕ": "s",
-        "т": "t",
-        "у": "y",
-        "х": "x",
-        "ԁ": "d",
-        "ԝ": "w",
-        "с": "c",
-        "α": "a",
-        "β": "b",
-        "ε": "e",
-        "η": "n",
-        "ι": "i",
-        "κ": "k",
-        "μ": "m",
-        "ν": "v",
-        "ο": "o",
-        "ρ": "p",
-        "τ": "t",
-        "υ": "u",
-        "χ": "x",
-    }
-)
-_LATIN_LIKE = {"LATIN", "CYRILLIC", "GREEK"}  # scripts whose letters pass for each other
-
-
-def name_key(username: str) -> str:
-    """What two account names are compared by: NFKC, case-folded, look-alike letters mapped to Latin, so
-    `LEA`, fullwidth `ｌｅａ` and `lеa` with a Cyrillic е are all the name `lea`."""
-    return unicodedata.normalize("NFKC", username).casefold().translate(_LOOK_ALIKES)
-
-
-def _scripts(name: str) -> set[str]:
-    """Which of Latin, Cyrillic and Greek the letters of `name` (NFKC) are written in."""
-    found = {unicodedata.name(ch, "?").split()[0] for ch in unicodedata.normalize("NFKC", name) if ch.isalpha()}
-    return found & _LATIN_LIKE
-
-
 def check_username(username: str) -> str:
     """Usernames are trimmed, 1-200 characters, with no control, format (zero-width, bidi), separator other
-    than a plain space, and letters of one script (a Latin name with one Cyrillic letter is a disguise)."""
+    than a plain space, default-ignorable, blank or unattached combining character, letters of one script (a
+    Latin name with one Cyrillic letter is a disguise; Japanese, Chinese and Korean combinations are one), and
+    no first character a spreadsheet would run as a formula (=, +, -, @)."""
     name = (username or "").strip()
     if not name or len(name) > 200:
         raise ValueError(f"username must be 1-200 characters, got {username!r}")
@@ -168,16 +117,27 @@ def check_username(username: str) -> str:
                 f"username {name!r} holds the invisible or control character U+{ord(ch):04X} "
                 f"({unicodedata.name(ch, 'unnamed')}); use visible characters only"
             )
-    scripts = _scripts(name)
-    if len(scripts) > 1:
+    hidden = hidden_character(name)
+    if hidden is not None:
         raise ValueError(
-            f"username {name!r} mixes letters of the {' and '.join(sorted(scripts))} scripts; "
+            f"username {name!r} holds the invisible or blank character U+{ord(hidden):04X} "
+            f"({unicodedata.name(hidden, 'unnamed')}); use visible characters only"
+        )
+    if mixes_scripts(name):
+        raise ValueError(
+            f"username {name!r} mixes letters of the {' and '.join(sorted(scripts(name)))} scripts; "
             f"such a name can pass for another one"
+        )
+    if name[0] in FORMULA_STARTS:
+        raise ValueError(
+            f"username {name!r} starts with {name[0]!r}, which a spreadsheet opening an export would run as a "
+            f"formula; start it with a letter or digit"
         )
     return name
 
 
 LOOKS_LIKE = "same letters once case, width and look-alike characters are set aside"
+__all__ = ["name_key"]  # re-exported: db.imports compares names by it
 
 
 def account_keys(session: Session) -> dict[str, str]:

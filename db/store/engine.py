@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache, wraps
@@ -77,6 +78,9 @@ def is_outage(exc: BaseException) -> bool:
     return isinstance(exc, OperationalError) or (isinstance(exc, DBAPIError) and bool(exc.connection_invalidated))
 
 
+RETRY_PAUSE_SECONDS = 0.5
+
+
 def retry_once(fn: Callable[P, R]) -> Callable[P, R]:
     """Run `fn` again, once, when the database was unreachable or its connection was lost; a second failure is
     StoreUnavailable. Only for reads and for writes that are idempotent (recording the same grade twice is a
@@ -90,6 +94,7 @@ def retry_once(fn: Callable[P, R]) -> Callable[P, R]:
             if not is_outage(exc):
                 raise
             log.warning("%s lost its database connection (%s); retrying once", fn.__qualname__, exc.orig)
+        time.sleep(RETRY_PAUSE_SECONDS)  # a restarting server needs a moment; an immediate retry finds it down
         try:
             return fn(*args, **kwargs)
         except DBAPIError as exc:

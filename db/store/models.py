@@ -461,7 +461,7 @@ class LoginAttempt(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     username: str = Field(max_length=200)
     client: str = Field(max_length=200)
-    succeeded: bool
+    succeeded: bool | None = Field(default=None)  # None: in flight, its password still being checked
     attempted_at: datetime = _ts()
 
 

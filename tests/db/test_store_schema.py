@@ -34,8 +34,9 @@ def test_packaged_chain_and_head():
         "0012_qualification_retakes.py",
         "0013_judge_trust.py",
         "0014_reference_annotators.py",
+        "0015_login_in_flight.py",
     ]
-    assert head_revision() == "0014"
+    assert head_revision() == "0015"
     from alembic.script import ScriptDirectory  # the cheap read (file names) agrees with Alembic's own chain
 
     assert ScriptDirectory.from_config(alembic_config()).get_current_head() == head_revision()
@@ -43,8 +44,8 @@ def test_packaged_chain_and_head():
 
 def test_upgrade_is_idempotent_and_matches_models(empty_store_url):
     engine = init_db(empty_store_url)
-    assert upgrade(engine) == "0014"
-    assert upgrade(engine) == "0014"
+    assert upgrade(engine) == "0015"
+    assert upgrade(engine) == "0015"
     with engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), SQLModel.metadata)
     assert diff == []
@@ -90,7 +91,7 @@ def test_database_at_0001_with_data_upgrades_intact(empty_store_url):
                 f"INSERT INTO judgments (project_id, pair_id, user_id, grade, revision, created_at, updated_at) "
                 f"VALUES (1, {pid}, 1, {pid + 1}, 1, '{now}', '{now}')"
             )
-    assert upgrade(engine) == "0014"
+    assert upgrade(engine) == "0015"
     with engine.connect() as conn:
         done = dict(conn.execute(sa.text("SELECT pair_id, done FROM assignments WHERE user_id = 1")).all())
         other = conn.execute(sa.text("SELECT done FROM assignments WHERE user_id = 2")).scalar_one()
@@ -206,7 +207,7 @@ def test_0014_lets_users_be_references_and_refuses_to_drop_one(empty_store_url):
         conn.exec_driver_sql(insert.format(name="ann", now=now, kind="human"))
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
         conn.exec_driver_sql(insert.format(name="nist", now=now, kind="reference"))
-    assert upgrade(engine) == "0014"
+    assert upgrade(engine, "0014") == "0014"
     with engine.begin() as conn:
         conn.exec_driver_sql(insert.format(name="nist", now=now, kind="reference"))
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:

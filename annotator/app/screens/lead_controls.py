@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from annotator.app import views
+from annotator.app import auth, views
 from annotator.app.errors import user_errors
 from annotator.app.views import literal
 from db import control, qualification, releases
@@ -62,14 +62,14 @@ def served(report: control.ServeReport) -> str:
 def open_queue(project: str, username: str) -> None:
     """The button's decision: the logged-in lead opens the annotator's queue (recorded: who, when)."""
     with user_errors("Not opened"):
-        opened = qualification.open_queue(engine, project, username, actor=user.username)
+        opened = qualification.open_queue(engine, project, username, actor=auth.acting())
         st.session_state[DECIDED] = f"{opened.username}: {opened.sentence()}"
 
 
 def grant_retake(project: str, username: str) -> None:
     """The button's decision: the logged-in lead grants the annotator a new round on fresh control pairs."""
     with user_errors("No retake"):
-        started = qualification.grant_retake(engine, project, username, actor=user.username)
+        started = qualification.grant_retake(engine, project, username, actor=auth.acting())
         st.session_state[DECIDED] = f"{started.username}: {started.sentence()}"
 
 
@@ -80,7 +80,7 @@ def close_queue(project: str) -> None:
         st.warning("Not closed: choose the annotator whose queue closes.")
         return
     with user_errors("Not closed"):
-        shut = qualification.close_queue(engine, project, who, st.session_state.get(CLOSE_REASON), actor=user.username)
+        shut = qualification.close_queue(engine, project, who, st.session_state.get(CLOSE_REASON), actor=auth.acting())
         st.session_state[DECIDED] = f"{shut.username}: {shut.sentence()}"
         st.session_state[CLOSE_REASON] = ""
 
@@ -216,14 +216,14 @@ else:
         opens.button(
             f"Open {literal(r.username)}'s queue",
             key=f"open-queue-{r.username}",
-            on_click=open_queue,
+            on_click=auth.guarded(open_queue, role=Role.LEAD),
             args=(project.name, r.username),
         )
         if r.status in (RoundStatus.FAILED, RoundStatus.CLOSED) and settings.pairs is not None:
             retakes.button(
                 f"Grant {literal(r.username)} a retake",
                 key=f"retake-{r.username}",
-                on_click=grant_retake,
+                on_click=auth.guarded(grant_retake, role=Role.LEAD),
                 args=(project.name, r.username),
                 help=f"A new round of {settings.pairs} control pairs they have not met in a round.",
             )
@@ -247,7 +247,12 @@ with st.form("close-queue"):
         placeholder="choose an annotator" if can_close else "no open queue",
     )
     st.text_area("Why (the annotator reads it)", key=CLOSE_REASON)
-    st.form_submit_button("Close the queue", disabled=not can_close, on_click=close_queue, args=(project.name,))
+    st.form_submit_button(
+        "Close the queue",
+        disabled=not can_close,
+        on_click=auth.guarded(close_queue, role=Role.LEAD),
+        args=(project.name,),
+    )
 
 in_force = {(r.username, r.attempt) for r in rounds}
 earlier = [
