@@ -14,6 +14,7 @@ error message or a report.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import email.utils
 import http.client
@@ -28,7 +29,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from annotator.judge_run import JudgeFailed
@@ -225,7 +226,8 @@ class ChatJudge:
         body = json.dumps(
             {"model": self.model, "messages": [{"role": "user", "content": prompt}], **self.params}
         ).encode("utf-8")
-        return _answer(self._post(body))
+        answer = _answer(self._post(body))
+        return replace(answer, text=redact(answer.text, self.api_key))
 
     def _attempt(self, body: bytes, headers: dict[str, str], seconds: float) -> dict:
         """One request within `seconds` of wall-clock time, its reply read up to max_reply_bytes."""
@@ -305,6 +307,19 @@ def _refusal(url: str, exc: urllib.error.HTTPError, key: str | None) -> str:
     except (OSError, http.client.HTTPException):
         detail = ""
     return f"{url} answered HTTP {exc.code}" + (f": {detail}" if detail else "")
+
+
+def redact(text: str, key: str | None) -> str:
+    """`text` with the key, and the key reversed, base64'd or hex'd, replaced by `[…]`: what a reply says is
+    kept (judge_calls) and shown, and a model that echoes the key it was sent must not get it stored."""
+    if not key:
+        return text
+    raw = key.encode("utf-8")
+    forms = {key, key[::-1], base64.b64encode(raw).decode().rstrip("="), raw.hex(), raw.hex().upper()}
+    for form in sorted(forms, key=len, reverse=True):
+        if len(form) >= 8:
+            text = text.replace(form, "[…]")
+    return text
 
 
 def excerpt(body: str, key: str | None = None) -> str:

@@ -22,6 +22,7 @@ import signal
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -218,8 +219,17 @@ def grader(base_url: str, user: str, presses: int, start, results) -> None:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.set_default_timeout(120_000)
-        log_in(page, base_url, user)
-        start.wait()
+        try:
+            log_in(page, base_url, user)
+        except Exception as exc:  # report at once and release the others from the barrier: no hang
+            results.put((user, None, f"could not log in ({type(exc).__name__}: {str(exc).splitlines()[0]})"))
+            start.abort()
+            return
+        try:
+            start.wait()
+        except threading.BrokenBarrierError:
+            results.put((user, None, "stopped: another grader could not log in"))
+            return
         timings, pressed = press_keys(page, presses)
         browser.close()
     results.put((user, timings, pressed))
@@ -260,8 +270,10 @@ def database(backend: str, folder: Path) -> Iterator[str]:
         admin.dispose()
 
 
-def concurrent_run(backend: str, judgments: int, annotators: int, presses: int) -> bool:
-    """8 (or `annotators`) browsers grading at once against one server; prints p50/p95 and the store check."""
+def concurrent_run(backend: str, judgments: int, annotators: int, presses: int, replicas: int = 1) -> bool:
+    """8 (or `annotators`) browsers grading at once against one server (or `annotators` on each of `replicas`
+    servers over one database); prints p50/p95 and the store check."""
+    annotators *= replicas
     users = [f"ann{u}" for u in range(1, annotators + 1)]
     with tempfile.TemporaryDirectory(prefix="qrelkit-bench-app-") as tmp, database(backend, Path(tmp)) as url:
         engine = init_db(url)
@@ -271,22 +283,35 @@ def concurrent_run(backend: str, judgments: int, annotators: int, presses: int) 
             set_password(engine, user, PASSWORD, actor=OPERATOR)
         print(f"[{backend}] built {judgments:,} judgments in {time.perf_counter() - t:.1f} s", flush=True)
         before, history_before = stored(engine, users)
-        proc, base_url = start_server(url, Path(tmp) / "serve.log")
+        servers = [start_server(url, Path(tmp) / f"serve{r}.log") for r in range(replicas)]
         ctx = multiprocessing.get_context("spawn")
         start, results = ctx.Barrier(annotators), ctx.Queue()
-        workers = [ctx.Process(target=grader, args=(base_url, u, presses, start, results), daemon=True) for u in users]
+        workers = [
+            ctx.Process(target=grader, args=(servers[i % replicas][1], u, presses, start, results), daemon=True)
+            for i, u in enumerate(users)
+        ]
         try:
             for w in workers:
                 w.start()
-            reports = [results.get(timeout=1800) for _ in workers]
+            reports = []
+            for _ in workers:
+                report = results.get(timeout=1800)
+                if report[1] is None:  # a grader could not log in: name it and stop now
+                    print(f"[{backend}] FAILED: grader {report[0]} {report[2]}", flush=True)
+                    for w in workers:
+                        w.terminate()
+                    return False
+                reports.append(report)
             for w in workers:
                 w.join()
         finally:
-            stop_server(proc)
+            for proc, _ in servers:
+                stop_server(proc)
         after, history_after = stored(engine, users)
         engine.dispose()
     timings = [ms for _, per_user, _ in reports for ms in per_user]
-    print(summary(f"[{backend}] {annotators} at once: key press -> next", timings, 600))
+    label = f"{annotators} at once" + (f" on {replicas} servers" if replicas > 1 else "")
+    print(summary(f"[{backend}] {label}: key press -> next", timings, 600 if replicas == 1 else 800))
     lost = shown_twice = extra = wrong = 0
     for user, _, pressed in reports:
         new = {f: g for f, g in after.get(user, {}).items() if f not in before.get(user, {})}
@@ -322,12 +347,19 @@ def main() -> int:
         action="append",
         help="with --annotators (repeatable; default both, SQLite first)",
     )
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="with --annotators: this many servers over one database, --annotators browsers on each "
+        "(PostgreSQL; target p95 800 ms)",
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanups: stop the server, drop the schema
     if args.annotators:
         ok = [
-            concurrent_run(backend, args.judgments or 100_000, args.annotators, args.presses or 40)
-            for backend in args.backend or ("sqlite", "postgresql")
+            concurrent_run(backend, args.judgments or 100_000, args.annotators, args.presses or 40, args.replicas)
+            for backend in args.backend or (("postgresql",) if args.replicas > 1 else ("sqlite", "postgresql"))
         ]
         return 0 if all(ok) else 1
     args.judgments, args.presses = args.judgments or 1_000_000, args.presses or 60

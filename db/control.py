@@ -35,6 +35,7 @@ from db.store.models import (
     Query,
     Release,
     User,
+    table_of,
     utcnow,
 )
 from eval_core.agreement.control import (
@@ -201,8 +202,9 @@ def _insert(
 
 def serve(session: Session, project_id: int, every: int | None, seed: int = 0) -> dict[str, int]:
     """Give each annotator with a queue about one control pair in every `every` of their pending pairs, among
-    the control pairs they have neither been assigned nor judged, placed in their queue: beside their pending
-    pairs of the same query if they have some, else between two queries, spread evenly. Positions are then
+    the control pairs they have neither been assigned nor judged (those of queries they are grading first),
+    placed at random among their pending pairs of the same query, else at random in the pending part of the
+    queue (_placed). Positions are then
     renumbered, so a queue stays contiguous and a control pair looks like any pair. Returns added per user."""
     if not every:
         return {}
@@ -248,8 +250,13 @@ def serve(session: Session, project_id: int, every: int | None, seed: int = 0) -
         free = sorted(p for p in controls if p not in seen)
         if want <= 0 or not free:
             continue
-        chosen = [free[i] for i in sorted(rng.choice(len(free), size=min(want, len(free)), replace=False))]
-        order = _placed(queue, chosen, controls)
+        # Controls of the queries the annotator is grading first (they hide among those pairs), then others.
+        mine = {a[2] for a in pending}
+        own = [p for p in free if controls[p] in mine]
+        other = [p for p in free if controls[p] not in mine]
+        picked = [own[i] for i in rng.permutation(len(own))] + [other[i] for i in rng.permutation(len(other))]
+        chosen = sorted(picked[:want])
+        order = _placed(queue, chosen, controls, rng)
         now = utcnow()
         new_ids = {}
         for pair in chosen:
@@ -258,7 +265,7 @@ def serve(session: Session, project_id: int, every: int | None, seed: int = 0) -
                 {"project_id": project_id, "pair_id": pair, "user_id": uid, "position": 0, "created_at": now},
             ).scalar_one()
         ids = [new_ids[item[1]] if item[0] is None else item[0] for item in order]
-        table = Assignment.__table__  # type: ignore[attr-defined]
+        table = table_of(Assignment)
         session.connection().execute(
             update(table).where(table.c.id == bindparam("aid")).values(position=bindparam("pos")),
             [{"aid": a, "pos": i + 1} for i, a in enumerate(ids)],
@@ -268,27 +275,21 @@ def serve(session: Session, project_id: int, every: int | None, seed: int = 0) -
 
 
 def _placed(
-    queue: list[tuple[int, int, int, bool]], chosen: list[int], controls: dict[int, int]
+    queue: list[tuple[int, int, int, bool]], chosen: list[int], controls: dict[int, int], rng: np.random.Generator
 ) -> list[tuple[int | None, int]]:
-    """The queue in its new order as (assignment id or None for a new one, pair): a chosen control goes right
-    after the annotator's first pending pair of its query when there is one, else at the query boundary nearest
-    an even spread over the pending part of the queue."""
+    """The queue in its new order as (assignment id or None for a new one, pair). No fixed slot gives a control
+    away: one whose query the annotator has pending pairs of goes to a random place among those pairs (before,
+    between or after them); any other goes to a random place in the pending part of the queue (issue 29: always
+    between two queries, a lone pair of a query seen nowhere else stood out)."""
     order: list[tuple[int | None, int]] = [(a[0], a[1]) for a in queue]
     query_of = {a[1]: a[2] for a in queue}
     pending_at = [i for i, a in enumerate(queue) if not a[3]]
     start = pending_at[0] if pending_at else len(queue)
-    boundaries = [
-        i for i in range(start, len(queue) + 1) if i == len(queue) or i == start or queue[i][2] != queue[i - 1][2]
-    ]
     inserts: list[tuple[int, int]] = []
-    spread = max(1, len(queue) - start)
-    for n, pair in enumerate(chosen):
+    for pair in chosen:
         same = [i for i in pending_at if query_of[queue[i][1]] == controls[pair]]
-        if same:
-            inserts.append((same[0] + 1, pair))
-            continue
-        target = start + (n + 1) * spread // (len(chosen) + 1)
-        inserts.append((min(boundaries, key=lambda b: (abs(b - target), b)), pair))
+        slots = range(same[0], same[-1] + 2) if same else range(start, len(queue) + 1)
+        inserts.append((int(rng.choice(slots)), pair))
     for at, pair in sorted(inserts, key=lambda t: t[0], reverse=True):
         order.insert(at, (None, pair))
     return order

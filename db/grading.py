@@ -13,7 +13,7 @@ import pandas as pd
 from sqlalchemy import and_, bindparam, exists, false, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import Session
+from sqlmodel import Session, col
 
 from db.projects import check_grade, project_row
 from db.qualification import queue_open
@@ -31,6 +31,7 @@ from db.store.models import (
     Query,
     RoundStatus,
     User,
+    table_of,
     utcnow,
 )
 from eval_core.errors import Conflict, NotFound, Refused
@@ -38,7 +39,7 @@ from eval_core.io.records import check_note
 from eval_core.vocab import DEFAULT_ORDER, Role
 
 A, F, G, H, J, P, PR, Q, R, U = (
-    m.__table__
+    table_of(m)
     for m in (
         Assignment,
         Fragment,
@@ -270,6 +271,24 @@ def _lock(conn, pair_id: int, username: str) -> None:
         conn.execute(select(func.pg_advisory_xact_lock(pair_id, func.hashtext(username))))
 
 
+def _may_write(conn, username: str, user_id, role, active, project_id, round_size, round_status) -> None:
+    """Refused unless this account may change its judgments in this project now: active, and (an annotator)
+    with a regular queue that is open (no round left to pass, not closed by a lead). Grading and undo alike."""
+    if not active:
+        raise Refused(f"user {username!r} is deactivated")
+    closed = round_status == RoundStatus.CLOSED
+    if (round_size is not None or closed) and role == Role.ANNOTATOR and not queue_open(conn, project_id, user_id):
+        if closed:
+            raise Refused(
+                f"a lead closed the regular queue of {username!r} in this project: it stays closed "
+                "until a lead reopens it or grants a retake they pass"
+            )
+        raise Refused(
+            f"{username!r} has a qualification round to pass in this project before grading its "
+            "pairs (or a lead opens their queue)"
+        )
+
+
 @retry_once
 def record_judgment(
     engine: Engine,
@@ -323,19 +342,7 @@ def record_judgment(
             version,
         ) = row
         version = version or 0
-        if not active:
-            raise Refused(f"user {username!r} is deactivated")
-        closed = round_status == RoundStatus.CLOSED
-        if (round_size is not None or closed) and role == Role.ANNOTATOR and not queue_open(conn, project_id, user_id):
-            if closed:
-                raise Refused(
-                    f"a lead closed the regular queue of {username!r} in this project: it stays closed "
-                    "until a lead reopens it or grants a retake they pass"
-                )
-            raise Refused(
-                f"{username!r} has a qualification round to pass in this project before grading its "
-                "pairs (or a lead opens their queue)"
-            )
+        _may_write(conn, username, user_id, role, active, project_id, round_size, round_status)
         if assignment_id is None and role != Role.LEAD:
             raise Refused(f"pair {pair_id} is not assigned to {username!r}")
         grade = check_grade(grade, (low, high), reason)
@@ -393,12 +400,18 @@ def _version(conn, pair_id: int, user_id: int) -> int:
 
 
 def undo_judgment(engine: Engine, pair_id: int, username: str, seen_version: int | None = None) -> JudgmentInfo | None:
-    """Remove the user's own judgment (the pair returns to their queue); history keeps what it was. With
+    """Remove the user's own judgment (the pair returns to their queue); history keeps what it was. Refused as
+    a grade would be: a deactivated account, or a queue closed or behind a qualification round. With
     `seen_version` (the view's), a pair changed since that view raises ChangedMeanwhile and stays as it is."""
     with session_scope(engine, write=True) as session:
         conn = session.connection()
         _lock(conn, pair_id, username)
-        user_id = _user(session, username)[0]
+        row = conn.execute(_BEFORE_WRITE, {"pair_id": pair_id, "username": username}).first()
+        if row is None:
+            _user(session, username)
+            raise NotFound(f"no pair with id {pair_id}")
+        user_id, role, active, project_id = row[0], row[1], row[2], row[3]
+        _may_write(conn, username, user_id, role, active, project_id, row[16], row[17])
         old = conn.execute(select(J).where(J.c.pair_id == pair_id, J.c.user_id == user_id)).first()
         if old is None:
             return None
@@ -553,10 +566,10 @@ def progress(engine: Engine, project: str, username: str) -> Progress:
         project_id, user_id = _ids(session, project, username)
         judged = _DONE
         rows = session.execute(
-            select(Query.external_id, func.count(J.c.id), func.count(A.c.id))
+            select(col(Query.external_id), func.count(J.c.id), func.count(A.c.id))
             .select_from(A)
             .join(P, P.c.id == A.c.pair_id)
-            .join(Query, Query.id == P.c.query_id)
+            .join(Query, col(Query.id) == P.c.query_id)
             .outerjoin(J, judged)
             .where(A.c.project_id == project_id, A.c.user_id == user_id)
             .group_by(Query.external_id)
@@ -593,7 +606,7 @@ def annotator_stats(engine: Engine, project: str) -> pd.DataFrame:
             .execute(select(J.c.user_id, J.c.seconds_spent).where(J.c.project_id == project_id))
             .cursor.fetchall()
         )
-        names = dict(session.execute(select(User.id, User.username)).all())
+        names = dict(session.execute(select(col(User.id), col(User.username))).all())
     frame = pd.DataFrame(seconds, columns=["user_id", "seconds"]).astype({"seconds": "float64"})
     per_user = frame.groupby("user_id").agg(judged=("seconds", "size"), median_seconds=("seconds", "median"))
     per_user["last_active"] = pd.Series(last, dtype=object)

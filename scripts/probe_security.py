@@ -37,7 +37,7 @@ from db.accounts.logins import FREE_FAILURES, login  # noqa: E402
 from db.accounts.permissions import OPERATOR  # noqa: E402
 from db.grading import record_judgment  # noqa: E402
 from db.imports import import_fragments, import_judgments, import_queries, import_run  # noqa: E402
-from db.projects import create_project  # noqa: E402
+from db.projects import add_guideline, create_project  # noqa: E402
 from db.store.engine import StoreUnavailable, get_engine  # noqa: E402
 from db.store.models import Judgment, JudgmentHistory, Pair  # noqa: E402
 from db.store.schema import init_db  # noqa: E402
@@ -288,6 +288,288 @@ def probe_logins(url: str, kind: str) -> None:
     engine.dispose()
 
 
+# --- issue 29: the app and the HTTP layer ------------------------------------------------------------------------
+# Each finding of issue 29 and the probe that re-tries it here (the readers' bounds are probed by their own tests).
+ISSUE_29 = {
+    "forged X-Forwarded-For escapes the per-client limit": "http+websocket: forged headers vs the login limit",
+    "colleagues at one address told to wait": "16 simultaneous right passwords from one client",
+    "revoked/deactivated tab clears a grade": "undo by a deactivated account; app guard: tests/app",
+    "outage inside a callback: Streamlit's error page": "not probed here (tests/app/test_app_write_guard.py)",
+    "look-alike and invisible account names": "9 names x user add, judgments import, jg, prejudge --annotator",
+    "judge key stored from a reply": "echoing judge through prejudge, every table searched",
+    "uploads before login, /_stcore/metrics open": "http: PUT upload without login, GET metrics",
+    "control pair alone between two queries": "placement of 300 controls",
+    "decompression bombs, numeric overflow, JSON lows": "not probed here (the readers' issue 29 tests)",
+}
+NAMES_29 = [
+    "lea\u034f",
+    "lea\ufe00",
+    "lea\u180b",
+    "lea\u3164",
+    "lea\u2800",
+    "\u0251na",
+    "a\u0578a",
+    "\u13aana",
+    "\ua4eena",
+]
+
+
+def probe_colleagues(url: str, kind: str) -> None:
+    engine = init_db(url)
+    saved = dict(users._SCRYPT)
+    users._SCRYPT["n"] = 2**10  # cheap hashes for the probe's own accounts; the limit is what is probed
+    try:
+        names = [f"colleague{i}" for i in range(16)]
+        for name in names:
+            users.create_user(engine, name, "annotator", f"{name}-password", actor=OPERATOR)
+    finally:
+        users._SCRYPT.update(saved)
+    start = threading.Barrier(len(names))
+
+    def attempt(name: str):
+        start.wait()
+        return login(engine, name, f"{name}-password", client="10.7.7.7")
+
+    began = time.monotonic()
+    with ThreadPoolExecutor(len(names)) as pool:
+        outcomes = list(pool.map(attempt, names))
+    took = time.monotonic() - began
+    logged = sum(o.user is not None for o in outcomes)
+    held(
+        f"16 colleagues log in at once from one address ({kind})",
+        logged == 16 and all(o.retry_after == 0 for o in outcomes),
+        f"{logged}/16 logged in, {sum(o.retry_after > 0 for o in outcomes)} told to wait, {took:.1f} s for all",
+    )
+    engine.dispose()
+
+
+def probe_names_and_undo(url: str, kind: str, tmp: Path) -> None:
+    from db.grading import undo_judgment
+    from db.imports import JudgmentsSource
+    from db.model_judges import model_annotator
+
+    engine = init_db(url)
+    existing = ["ana", "ana-jg1", "lea", "lea-jg1"]  # what the names pass for (jg names are NAME-jg<group>)
+    for name in existing:
+        users.create_user(engine, name, "annotator", actor=OPERATOR)
+    create_project(engine, "names", actor=OPERATOR)
+    (tmp / "names-q.jsonl").write_text('{"id": "q1", "text": "q"}\n', encoding="utf-8")
+    (tmp / "names-f.jsonl").write_text('{"id": "d1", "text": "t"}\n', encoding="utf-8")
+    import_queries(engine, "names", tmp / "names-q.jsonl", actor=OPERATOR)
+    import_fragments(engine, "names", tmp / "names-f.jsonl", actor=OPERATOR)
+    refused = 0
+    paths = 0
+    for i, name in enumerate(NAMES_29):
+        for how in ("user add", "import", "jg", "prejudge"):
+            paths += 1
+            try:
+                if how == "user add":
+                    users.create_user(engine, name, "annotator", actor=OPERATOR)
+                elif how == "prejudge":
+                    model_annotator(engine, name, "probe-model", actor=OPERATOR)
+                else:
+                    path = tmp / f"names{i}-{how}.txt"
+                    if how == "import":
+                        quoted = '"' + name.replace('"', '""') + '"'
+                        path.write_text(f"query_id,fragment_id,annotator,grade\nq1,d1,{quoted},1\n", encoding="utf-8")
+                        import_judgments(engine, "names", path, actor=OPERATOR)
+                    else:
+                        path.write_text("q1 1 d1 1\n", encoding="utf-8")
+                        import_judgments(engine, "names", path, actor=OPERATOR, source=JudgmentsSource(name, "jg"))
+            except (ValueError, InputError) as exc:
+                refused += "names" not in str(exc) or "project" not in str(exc)
+    with engine.connect() as conn:
+        accounts = sorted(conn.execute(sa.text("SELECT username FROM users")).scalars())
+    held(
+        f"look-alike and invisible account names refused on every path ({kind})",
+        refused == paths and accounts == existing,
+        f"{refused}/{paths} (9 names x user add, judgments import, jg, prejudge --annotator) refused; accounts "
+        f"{accounts}",
+    )
+    create_project(engine, "undo", actor=OPERATOR)
+    with engine.begin() as conn:
+        project = conn.execute(sa.text("SELECT id FROM projects WHERE name = 'undo'")).scalar_one()
+        conn.execute(
+            sa.text("INSERT INTO queries (project_id, external_id, text) VALUES (:p, 'q', 'q')"), {"p": project}
+        )
+        conn.execute(
+            sa.text("INSERT INTO fragments (project_id, external_id, text, content_hash) VALUES (:p, 'f', 't', 'h')"),
+            {"p": project},
+        )
+        conn.execute(
+            sa.text(
+                "INSERT INTO pairs (project_id, query_id, fragment_id, created_at) "
+                "SELECT :p, q.id, f.id, CURRENT_TIMESTAMP "
+                "FROM queries q, fragments f WHERE q.project_id = :p AND f.project_id = :p"
+            ),
+            {"p": project},
+        )
+        pair = conn.execute(sa.text("SELECT id FROM pairs WHERE project_id = :p"), {"p": project}).scalar_one()
+    users.create_user(engine, "gone", "lead", actor=OPERATOR)
+    record_judgment(engine, pair, "gone", 2)
+    users.deactivate(engine, "gone", actor=OPERATOR)
+    before = table_counts(engine)
+    try:
+        undo_judgment(engine, pair, "gone")
+        outcome = "undone"
+    except Exception as exc:
+        outcome = f"refused: {exc}"
+    held(
+        f"a deactivated account cannot clear its grade ({kind})",
+        outcome.startswith("refused") and table_counts(engine) == before,
+        f"{outcome}; tables {'unchanged' if table_counts(engine) == before else 'CHANGED'}",
+    )
+    engine.dispose()
+
+
+def echo_key_in_reply(h: BaseHTTPRequestHandler) -> None:
+    sent = h.headers.get("Authorization", "").removeprefix("Bearer ")
+    content = f"Grade: 1\nkey {sent} {sent[::-1]} {base64.b64encode(sent.encode()).decode()}"
+    reply(h, 200, json.dumps({"choices": [{"message": {"content": content}}]}).encode())
+
+
+def probe_key_in_replies(url: str, kind: str) -> None:
+    import os
+
+    from annotator.cli import main as cli
+
+    engine = init_db(url)
+    create_project(engine, "keys", actor=OPERATOR)
+    with engine.begin() as conn:
+        project = conn.execute(sa.text("SELECT id FROM projects WHERE name = 'keys'")).scalar_one()
+        for i in range(5):
+            conn.execute(
+                sa.text("INSERT INTO queries (project_id, external_id, text) VALUES (:p, :e, 'q')"),
+                {"p": project, "e": f"q{i}"},
+            )
+            conn.execute(
+                sa.text("INSERT INTO fragments (project_id, external_id, text, content_hash) VALUES (:p, :e, 't', :e)"),
+                {"p": project, "e": f"f{i}"},
+            )
+        conn.execute(
+            sa.text(
+                "INSERT INTO pairs (project_id, query_id, fragment_id, created_at) "
+                "SELECT :p, q.id, f.id, CURRENT_TIMESTAMP "
+                "FROM queries q JOIN fragments f ON substr(q.external_id, 2) = substr(f.external_id, 2) "
+                "WHERE q.project_id = :p AND f.project_id = :p"
+            ),
+            {"p": project},
+        )
+    add_guideline(engine, "keys", "Grade 3 when the fragment answers the query.", actor=OPERATOR)
+    server = FakeJudge(echo_key_in_reply)
+    os.environ["QRELKIT_JUDGE_API_KEY"] = KEY
+    try:
+        code = cli(["prejudge", "--project", "keys", "--base-url", server.url, "--model", "echo", "--db", url])
+    finally:
+        os.environ.pop("QRELKIT_JUDGE_API_KEY", None)
+        server.close()
+    found, rows = 0, 0
+    forms = (KEY, KEY[::-1], base64.b64encode(KEY.encode()).decode())
+    with engine.connect() as conn:
+        for table in sa.inspect(conn).get_table_names():
+            for row in conn.execute(sa.text(f'SELECT * FROM "{table}"')):
+                rows += 1
+                found += any(form in repr(tuple(row)) for form in forms)
+        kept = conn.execute(sa.text("SELECT count(*) FROM judge_calls")).scalar_one()
+    held(
+        f"the judge key is never stored from a reply ({kind})",
+        code == 0 and kept == 5 and found == 0,
+        f"prejudge exit {code}; {kept} replies kept, each echoing the key 3 ways; {found} of {rows} rows hold it",
+    )
+    engine.dispose()
+
+
+def probe_controls() -> None:
+    import numpy as np
+
+    from db.control import _placed
+
+    queue = [(100 + i, 200 + i, 1 + i // 10, False) for i in range(30)]
+    rng = np.random.default_rng(29)
+    slots = {_placed(queue, [999], {999: 9}, rng).index((None, 999)) for _ in range(300)}
+    own = {_placed(queue, [999], {999: 2}, rng).index((None, 999)) for _ in range(300)}
+    held(
+        "no fixed slot gives a control pair away",
+        len(slots) > 4 and own <= set(range(10, 21)) and len(own) > 2,
+        f"300 foreign controls in {len(slots)} different slots (boundaries alone are 4); 300 of query 2 in "
+        f"{len(own)} slots, all among query 2's pairs",
+    )
+
+
+def probe_http(url: str, kind: str, tmp: Path) -> None:
+    """The app through its real HTTP and websocket layer: `qrelkit serve` and Chromium with forged headers."""
+    import os
+    import subprocess
+    import urllib.error
+    import urllib.request
+
+    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, free_port, stop_server, wait_healthy, wait_idle
+
+    def status(method: str, address: str, body: bytes | None = None) -> int:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(address, data=body, method=method), timeout=30) as r:
+                return r.status
+        except urllib.error.HTTPError as err:
+            return err.code
+
+    init_db(url).dispose()
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("QRELKIT_TRUSTED_PROXIES", None)
+    env.pop("FORWARDED_ALLOW_IPS", None)
+    with (tmp / f"serve-{kind}.log").open("w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "annotator", "serve", "--db", url, "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base, proc)
+        metrics = status("GET", f"{base}/_stcore/metrics")
+        upload = status("PUT", f"{base}/_stcore/upload_file/anyone/f1", b"x" * 65536)
+        held(
+            f"no metrics and no uploads without a login, through HTTP ({kind})",
+            metrics == 404 and upload == 403,
+            f"GET /_stcore/metrics {metrics}, PUT /_stcore/upload_file/… {upload}",
+        )
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            waits = []
+            for i in range(8):
+                context = browser.new_context(extra_http_headers={"X-Forwarded-For": f"198.51.100.{i}"})
+                page = context.new_page()
+                page.set_default_timeout(60_000)
+                page.goto(base)
+                wait_idle(page)
+                page.get_by_role("textbox", name="Username").fill(f"forger{i}")
+                page.get_by_role("textbox", name="Password").fill("wrong-password")
+                page.get_by_role("button", name="Log in").click()
+                wrong = page.get_by_text("Unknown username or wrong password.")
+                wait = page.get_by_text("Too many attempts")
+                wrong.or_(wait).first.wait_for()
+                waits.append(wait.count() > 0)
+                context.close()
+            browser.close()
+        with get_engine(url).connect() as conn:
+            clients = list(conn.execute(sa.text("SELECT client FROM login_attempts")).scalars())
+        checked = len(clients)  # one row per password checked; a refused wait records none
+        clients = sorted(set(clients))
+        held(
+            f"forged X-Forwarded-For does not escape the per-client limit, through the websocket ({kind})",
+            checked <= FREE_FAILURES and not any(c.startswith("198.51.100.") for c in clients),
+            f"8 wrong passwords each forging another address: {checked} checked, {sum(waits)} told to wait "
+            f"(limit {FREE_FAILURES}); clients recorded {clients}",
+        )
+    finally:
+        stop_server(proc)
+
+
 # --- killed PostgreSQL connections ---------------------------------------------------------------------------
 
 
@@ -383,6 +665,19 @@ def main() -> int:
             for kind, url in urls:
                 if kind == "postgresql" and pg:
                     probe_outage(url, pg)
+        for probe in (probe_colleagues, probe_names_and_undo, probe_key_in_replies, probe_http):
+            (tmp / "probe.db").unlink(missing_ok=True)
+            get_engine.cache_clear()
+            with stores(pg, tmp) as urls:
+                for kind, url in urls:
+                    if probe is probe_colleagues or probe is probe_key_in_replies:
+                        probe(url, kind)
+                    else:
+                        probe(url, kind, tmp)
+        probe_controls()
+    print("\nIssue 29 findings and the probe that re-tries each:")
+    for finding, probe in ISSUE_29.items():
+        print(f"  - {finding}: {probe}")
     failed = [what for what, ok, _ in results if not ok]
     print(f"\n{len(results) - len(failed)} of {len(results)} held" + (f"; failed: {failed}" if failed else ""))
     return 1 if failed else 0

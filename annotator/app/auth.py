@@ -7,7 +7,10 @@ against the store, so logout, expiry, deactivation and a changed role take effec
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
+import os
 import re
 from collections.abc import Callable
 from datetime import datetime
@@ -15,10 +18,10 @@ from datetime import datetime
 import streamlit as st
 from sqlalchemy.exc import DBAPIError
 
-from annotator.app import state
+from annotator.app import server, state
 from db.accounts import logins, sessions
 from db.accounts.users import UserInfo, list_users
-from db.store.engine import STORE_DOWN, is_outage
+from db.store.engine import STORE_DOWN, StoreUnavailable, is_outage
 
 COOKIE = "qrelkit_session"
 USER_KEY = "user"  # the resolved UserInfo of this run, for pages
@@ -36,15 +39,35 @@ NOT_ALLOWED = "Not allowed for your role"
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{1,200}")  # what secrets.token_urlsafe produces
 COOKIE_ATTRIBUTES = "; path=/; SameSite=Strict"
 SESSION_KEYS = (USER_KEY, TOKEN_KEY, EXPIRES_KEY, "pair_id", "shown_at")
+GUARD_FLASH = "guard_flash"  # the one sentence a guarded write left for the next run to show
+log = logging.getLogger("qrelkit.app")
+
+
+UNTRUSTED_FORWARD = "forwarded, proxy not trusted"  # one client for every request whose forwarding we cannot check
 
 
 def client_label() -> str:
-    """Who is knocking, for back-off and the session record: the browser's IP address as Streamlit sees it."""
+    """Who is knocking, for back-off and the session record: the connection's address, or the one a trusted
+    proxy put in X-Forwarded-For (`qrelkit serve --trusted-proxies`: uvicorn's FORWARDED_ALLOW_IPS, which
+    serve always sets, to none by default). A server started some other way keeps uvicorn's default trust in
+    127.0.0.1, where anyone on the machine could name any client: then every request carrying the header is
+    one client, whatever it claims."""
     try:
         address = st.context.ip_address
+        forwarded = st.context.headers.get("X-Forwarded-For")
     except Exception:  # no browser behind this run (AppTest)
-        address = None
+        address, forwarded = None, None
+    if forwarded and os.environ.get("FORWARDED_ALLOW_IPS") is None:
+        return UNTRUSTED_FORWARD
     return address if isinstance(address, str) and address else "local"
+
+
+def _session_id() -> str | None:
+    """Streamlit's id of this browser session (what its upload URLs carry), if a browser is behind this run."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return ctx.session_id if ctx is not None else None
 
 
 def _cookie_token() -> str | None:
@@ -60,6 +83,7 @@ def current_user() -> UserInfo | None:
     """The logged-in user, re-read from the store on every page run (active account, current role)."""
     token = st.session_state.get(TOKEN_KEY) or _cookie_token()
     user = sessions.resolve(state.engine(), token)
+    server.mark_session(_session_id(), user is not None)  # uploads are taken from logged-in sessions only
     if user is None:
         for key in SESSION_KEYS:
             st.session_state.pop(key, None)
@@ -165,6 +189,7 @@ def submit_login() -> None:
     if result.user is None:
         st.session_state["login_failed"] = result.retry_after
         return
+    assert result.session is not None  # a login that returns the user opened a session
     _remember(result.user, result.session)
 
 
@@ -250,3 +275,48 @@ def logout() -> None:
     st.session_state.pop(ENDED_KEY, None)
     if oidc_configured() and st.user.is_logged_in:
         st.logout()
+
+
+def store_down_sentence(action: str = "Not saved") -> str:
+    """The documented sentence for a database out of reach (docs/security.md, errors.store_outage)."""
+    return f"{action}: {STORE_DOWN}."
+
+
+def guarded(write: Callable[..., object], *, role: str | None = None) -> Callable[..., None]:
+    """The one gate every write from the app passes through (a button's on_click, a form's on_submit): the
+    tab's session is resolved against the store again, so a logged-out, expired or revoked session or a
+    deactivated account writes nothing (the rerun shows the login form); a write for `role` from another role
+    is refused with "Not allowed"; a database out of reach, here or inside the write, is the one sentence of
+    STORE_DOWN left for the page to show (GUARD_FLASH, see take_flash), never Streamlit's error inside a
+    callback, and the next press tries again. The store checks the account once more in the write's own
+    transaction (active, role, a closed queue)."""
+
+    @functools.wraps(write)
+    def run(*args, **kwargs) -> None:
+        try:
+            user = current_user()
+            if user is None:
+                return
+            if role is not None and user.role != role:
+                st.session_state[GUARD_FLASH] = f"{NOT_ALLOWED}: this is for the {role} role."
+                return
+            write(*args, **kwargs)
+        except StoreUnavailable:
+            st.session_state[GUARD_FLASH] = store_down_sentence()
+        except DBAPIError as exc:
+            if not is_outage(exc):
+                raise
+            log.warning("database unavailable during %s: %s", write.__qualname__, exc.orig)
+            st.session_state[GUARD_FLASH] = store_down_sentence()
+
+    return run
+
+
+def acting() -> str:
+    """Inside a guarded write: the username its session resolved to just now (not the one a page run saw)."""
+    return st.session_state[USER_KEY].username
+
+
+def take_flash() -> str | None:
+    """The sentence a guarded write left (once): the page or fragment that runs next shows it."""
+    return st.session_state.pop(GUARD_FLASH, None)

@@ -4,8 +4,9 @@ to the server log, never to the browser."""
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import streamlit as st
@@ -52,3 +53,15 @@ def store_outage() -> Iterator[None]:
             raise
         log.warning("database unavailable during a page run: %s", exc.orig)
         st.error(sentence(ValueError(STORE_DOWN)))
+
+
+def survives_outage(panel: Callable[..., None]) -> Callable[..., None]:
+    """For an st.fragment (whose reruns skip the page-level store_outage): a database out of reach while the
+    fragment runs is the same one sentence, and the next key press runs it afresh."""
+
+    @functools.wraps(panel)
+    def run(*args, **kwargs) -> None:
+        with store_outage():
+            panel(*args, **kwargs)
+
+    return run

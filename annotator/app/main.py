@@ -72,6 +72,8 @@ def _run_page() -> None:
         auth.login_page()
         return
     sidebar(user)
+    if flash := auth.take_flash():  # a guarded write's sentence (a fragment shows its own on a fragment rerun)
+        st.warning(flash)
     if not is_lead and page.url_path in {p.url_path for p in lead}:
         auth.not_allowed(user, Role.LEAD)
         return

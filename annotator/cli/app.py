@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import ipaddress
 import os
 import signal
 import socket
@@ -39,12 +40,31 @@ STREAMLIT_OPTIONS = (
 )
 
 
+TRUSTED_PROXIES_ENV = "QRELKIT_TRUSTED_PROXIES"  # the config value behind --trusted-proxies
+FORWARDED_ALLOW_IPS = "FORWARDED_ALLOW_IPS"  # uvicorn's setting (its default trusts 127.0.0.1 and ::1)
+
+
+def trusted_proxies(value: str | None) -> str:
+    """The proxies whose X-Forwarded-For header names the client, as uvicorn's FORWARDED_ALLOW_IPS wants them:
+    comma-separated addresses or networks; '' (the default) trusts none, so forwarded headers are ignored and
+    the socket's peer is the client. ValueError names a value that is neither an address nor a network."""
+    items = [item.strip() for item in (value or "").split(",") if item.strip()]
+    for item in items:
+        try:
+            ipaddress.ip_network(item, strict=False) if "/" in item else ipaddress.ip_address(item)
+        except ValueError:
+            raise ValueError(
+                f"--trusted-proxies: {item!r} is neither an IP address nor a network (e.g. 10.0.0.5 or 10.0.0.0/24)"
+            ) from None
+    return ",".join(items)
+
+
 def streamlit_command(port: int, address: str = DEFAULT_ADDRESS) -> list[str]:
     """The `streamlit run` command line for the app on `address:port`."""
     return [
         sys.executable,
         "-m",
-        "streamlit",
+        "annotator.app.server",  # Streamlit's CLI, with uploads for logged-in sessions only and no metrics
         "run",
         str(APP),
         *STREAMLIT_OPTIONS,
@@ -112,13 +132,18 @@ def check_port(address: str, port: int) -> None:
     )
 
 
-def serve(url: str, port: int, address: str = DEFAULT_ADDRESS, project: str | None = None) -> int:
-    """Run the app against `url` until stopped; the URL reaches the app through QRELKIT_DB_URL."""
+def serve(
+    url: str, port: int, address: str = DEFAULT_ADDRESS, project: str | None = None, proxies: str | None = None
+) -> int:
+    """Run the app against `url` until stopped; the URL reaches the app through QRELKIT_DB_URL. Only the
+    `proxies` (default: $QRELKIT_TRUSTED_PROXIES, else none) may name the client with X-Forwarded-For."""
     from db.store.engine import database_url
     from db.store.schema import init_db
 
     check_port(address, port)
+    trusted = trusted_proxies(os.environ.get(TRUSTED_PROXIES_ENV) if proxies is None else proxies)
     env = dict(os.environ, QRELKIT_DB_URL=url)
+    env[TRUSTED_PROXIES_ENV] = env[FORWARDED_ALLOW_IPS] = trusted
     if project:
         env["QRELKIT_PROJECT"] = project
     init_db(url)
@@ -131,8 +156,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """`qrelkit serve`: the app over the given (or configured) database, which must exist at the newest schema."""
     from db.store.engine import database_url
 
+    trusted_proxies(args.trusted_proxies)
     store_engine(args)
-    return serve(database_url(args.db), args.port, args.address)
+    return serve(database_url(args.db), args.port, args.address, proxies=args.trusted_proxies)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -141,6 +167,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from db.store.schema import init_db
 
     check_port(args.address, args.port)  # before the build and the demo logins, not after them
+    trusted_proxies(args.trusted_proxies)
     url = args.db or DEMO_URL
     info = build_demo(init_db(url), show_progress=True)
     state = "created" if info.created else "already present"
@@ -149,7 +176,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     for username, role, password in info.users:
         print(f"  {username:<5} {role:<10} password: {password}")
     sys.stdout.flush()
-    return serve(url, args.port, address=args.address, project=info.project)
+    return serve(url, args.port, address=args.address, project=info.project, proxies=args.trusted_proxies)
 
 
 def _listen_options(parser: argparse.ArgumentParser) -> None:
@@ -160,6 +187,14 @@ def _listen_options(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_ADDRESS,
         help=f"interface to listen on (default {DEFAULT_ADDRESS}: this machine only; to reach it "
         "from others, put a TLS reverse proxy in front, see docs/security.md)",
+    )
+    parser.add_argument(
+        "--trusted-proxies",
+        metavar="ADDRS",
+        default=None,
+        help=f"comma-separated addresses or networks of the reverse proxies whose X-Forwarded-For names the "
+        f"client (default: ${TRUSTED_PROXIES_ENV}, else none: forwarded headers are ignored and the "
+        "connection's own address is the client, for the login back-off)",
     )
 
 

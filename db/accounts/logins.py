@@ -3,18 +3,23 @@
 Attempts are rows in the store, so the back-off holds across browser sessions, tabs, processes and restarts.
 An account's failures count since its last successful login; a client's failures count whatever account they
 named (a client cannot reset its counter by logging in to an account it holds). Both look back WINDOW only.
-An attempt is recorded as a failure in the same locked transaction that decides it may go ahead, before its
-password is checked, and turned into a success afterwards: N simultaneous attempts check at most FREE_FAILURES.
+An attempt is recorded as in flight (succeeded NULL) in the same locked transaction that decides it may go
+ahead, before its password is checked, and becomes a failure or a success afterwards. An in-flight attempt is
+no failure: colleagues logging in at the same moment from one address never wait on each other's correct
+passwords. But while a key's failures plus its attempts in flight reach FREE_FAILURES, a further attempt is
+held (a short poll, not a refusal) until those checks end: N simultaneous wrong guesses still check at most
+FREE_FAILURES. An attempt left in flight longer than STALE_SECONDS (its process died) counts as a failure.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import and_, delete, func, insert, or_, select, text, update
 from sqlalchemy.engine import Engine
 
 from db.accounts.permissions import Actor, require_lead
@@ -29,6 +34,9 @@ MAX_WAIT_SECONDS = 900.0
 WINDOW = timedelta(minutes=30)
 KEEP = timedelta(days=30)  # attempts and ended sessions stay this long for audits, then a login prunes them
 LOGIN_LOCK_KEY = 0x71726C6B  # PostgreSQL advisory lock ('qrlk') that serialises the short go/wait decisions
+STALE_SECONDS = 60.0  # an attempt in flight this long was never finished (its process died): a failure
+HOLD_SECONDS = 30.0  # how long an attempt may be held behind others' checks before it is told to retry
+HOLD_POLL_SECONDS = 0.2
 UNLOCK_CLIENT = "unlocked by "  # an unlock is a success row whose client says who lifted the back-off
 log = logging.getLogger("qrelkit.auth")
 
@@ -49,9 +57,21 @@ def wait_after(failures: int) -> float:
     return min(FIRST_WAIT_SECONDS * 2 ** (failures - FREE_FAILURES), MAX_WAIT_SECONDS)
 
 
-def _failures(conn, key_column, key: str, since: datetime, reset_on_success: bool) -> tuple[int, datetime | None]:
-    """How many failures `key` has since `since` (and its last success, if that resets the count), and when
-    the latest was."""
+def _failed(now: datetime):
+    """A failure: checked and wrong, or left in flight longer than STALE_SECONDS."""
+    stale = now - timedelta(seconds=STALE_SECONDS)
+    return or_(
+        LoginAttempt.succeeded.is_(False), and_(LoginAttempt.succeeded.is_(None), LoginAttempt.attempted_at < stale)
+    )
+
+
+def _failures(
+    conn, key_column, key: str, since: datetime, reset_on_success: bool, now: datetime | None = None
+) -> tuple[int, datetime | None, int]:
+    """`key`'s failures since `since` (and its last success, if that resets the count), when the latest was,
+    and how many of its attempts are in flight: failures and attempts in flight in ONE statement, so a check
+    ending between two reads cannot be missed by both."""
+    now = now or utcnow()
     if reset_on_success:
         last_ok = conn.execute(
             select(func.max(LoginAttempt.attempted_at)).where(
@@ -59,31 +79,43 @@ def _failures(conn, key_column, key: str, since: datetime, reset_on_success: boo
             )
         ).scalar()
         since = max(since, last_ok) if last_ok is not None else since
-    count, latest = conn.execute(
-        select(func.count(), func.max(LoginAttempt.attempted_at)).where(
-            key_column == key, LoginAttempt.succeeded.is_(False), LoginAttempt.attempted_at > since
-        )
+    failed = _failed(now)
+    in_flight = and_(
+        LoginAttempt.succeeded.is_(None), LoginAttempt.attempted_at >= now - timedelta(seconds=STALE_SECONDS)
+    )
+    count, latest, flying = conn.execute(
+        select(
+            func.count().filter(failed),
+            func.max(LoginAttempt.attempted_at).filter(failed),
+            func.count().filter(in_flight),
+        ).where(key_column == key, LoginAttempt.attempted_at > since)
     ).one()
-    return int(count), latest
+    return int(count), latest, int(flying)
 
 
-def _wait_of(conn, key_column, key: str, resets: bool, now: datetime) -> float:
-    """Seconds `key` (an account name or a client) must still wait by its own failures; 0 or less = go."""
-    count, latest = _failures(conn, key_column, key, now - WINDOW, resets)
+def _wait_of(conn, key_column, key: str, resets: bool, now: datetime) -> tuple[float, bool]:
+    """Seconds `key` (an account name or a client) must still wait by its own failures (0 or less = go), and
+    whether its checks in flight, were they all to fail, would make it wait (then one more attempt is held)."""
+    count, latest, flying = _failures(conn, key_column, key, now - WINDOW, resets, now)
+    held = bool(flying) and count + flying >= FREE_FAILURES
     if latest is None:
-        return 0.0
+        return 0.0, held
     latest = latest if latest.tzinfo else latest.replace(tzinfo=now.tzinfo)
-    return wait_after(count) - (now - latest).total_seconds()
+    return wait_after(count) - (now - latest).total_seconds(), held
+
+
+def _decide(conn, username: str, client: str, now: datetime) -> tuple[int, bool]:
+    """Whole seconds this account name or this client must still wait, and whether an attempt must be held
+    behind checks in flight; read inside the caller's transaction."""
+    by_name = _wait_of(conn, LoginAttempt.username, username, True, now)
+    by_client = _wait_of(conn, LoginAttempt.client, client, False, now)
+    wait = max(0, math.ceil(max(0.0, by_name[0], by_client[0])))
+    return wait, by_name[1] or by_client[1]
 
 
 def _wait(conn, username: str, client: str, now: datetime) -> int:
     """Whole seconds this account name or this client must still wait, read inside the caller's transaction."""
-    wait = max(
-        0.0,
-        _wait_of(conn, LoginAttempt.username, username, True, now),
-        _wait_of(conn, LoginAttempt.client, client, False, now),
-    )
-    return max(0, math.ceil(wait))
+    return _decide(conn, username, client, now)[0]
 
 
 def retry_after(engine: Engine, username: str, client: str, now: datetime | None = None) -> int:
@@ -111,26 +143,41 @@ def locked_accounts(engine: Engine, now: datetime | None = None) -> dict[str, in
             .scalars()
             .all()
         )
-        waits = {name: math.ceil(_wait_of(conn, LoginAttempt.username, name, True, now)) for name in names}
+        waits = {name: math.ceil(_wait_of(conn, LoginAttempt.username, name, True, now)[0]) for name in names}
     return {name: wait for name, wait in sorted(waits.items()) if wait > 0}
 
 
-def _claim_attempt(engine: Engine, username: str, client: str) -> tuple[int, int | None]:
-    """Decide and record in one serialised transaction: (wait > 0, None) with nothing recorded, or (0, the id
-    of a new attempt row written as a failure before any password is checked)."""
+def _try_claim(engine: Engine, username: str, client: str) -> tuple[int, int | None]:
+    """One serialised decision: (wait > 0, None) refused, (0, None) held behind checks in flight, or (0, the
+    id of a new attempt row written as in flight before any password is checked)."""
     with session_scope(engine, write=True) as session:  # SQLite: BEGIN IMMEDIATE serialises
         if not is_sqlite(engine):
             session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": LOGIN_LOCK_KEY})
         now = utcnow()
-        wait = _wait(session.connection(), username, client, now)
+        wait, held = _decide(session.connection(), username, client, now)
         if wait:
             return wait, None
+        if held:
+            return 0, None
         attempt_id = session.execute(
             insert(LoginAttempt)
-            .values(username=username, client=client, succeeded=False, attempted_at=now)
+            .values(username=username, client=client, succeeded=None, attempted_at=now)
             .returning(LoginAttempt.id)
         ).scalar_one()
         return 0, int(attempt_id)
+
+
+def _claim_attempt(engine: Engine, username: str, client: str) -> tuple[int, int | None]:
+    """Decide and record: (wait > 0, None) with nothing recorded, or (0, the id of an attempt in flight). An
+    attempt held behind others' checks polls until they end (at most HOLD_SECONDS, then it is told to retry)."""
+    deadline = time.monotonic() + HOLD_SECONDS
+    while True:
+        wait, attempt_id = _try_claim(engine, username, client)
+        if wait or attempt_id is not None:
+            return wait, attempt_id
+        if time.monotonic() > deadline:
+            return 1, None
+        time.sleep(HOLD_POLL_SECONDS)
 
 
 def prune(engine: Engine, now: datetime | None = None) -> tuple[int, int]:
@@ -145,6 +192,22 @@ def prune(engine: Engine, now: datetime | None = None) -> tuple[int, int]:
     return int(attempts or 0), int(ended or 0)
 
 
+def _finish(engine: Engine, attempt_id: int, succeeded: bool) -> None:
+    """Turn an attempt in flight into a success, or a failure dated now (the wait runs from when the password
+    was found wrong, however long the check took). If the store is out of reach now, the row stays
+    in flight and counts as a failure after STALE_SECONDS."""
+    try:
+        with session_scope(engine, write=True) as session:
+            values = {"succeeded": succeeded} if succeeded else {"succeeded": False, "attempted_at": utcnow()}
+            session.execute(update(LoginAttempt).where(LoginAttempt.id == attempt_id).values(**values))
+    except Exception:
+        if succeeded:
+            raise
+        log.warning(
+            "login attempt %d could not be marked failed; it counts as one after %d s", attempt_id, STALE_SECONDS
+        )
+
+
 def login(engine: Engine, username: str, password: str, *, client: str) -> LoginResult:
     """Check a password unless this account or client must wait; on success open a session. Every failure
     and every refused wait is logged with the account name and client."""
@@ -154,13 +217,17 @@ def login(engine: Engine, username: str, password: str, *, client: str) -> Login
     if attempt_id is None:
         log.warning("login throttled: user %r from %s must wait %d s", name, client, wait)
         return LoginResult(None, None, wait)
-    user = authenticate(engine, name, password)
+    try:
+        user = authenticate(engine, name, password)
+    except BaseException:
+        _finish(engine, attempt_id, False)
+        raise
     if user is None:
+        _finish(engine, attempt_id, False)
         wait = retry_after(engine, name, client)
         log.warning("login failed: user %r from %s%s", name, client, f" (next attempt in {wait} s)" if wait else "")
         return LoginResult(None, None, wait)
-    with session_scope(engine, write=True) as session:
-        session.execute(update(LoginAttempt).where(LoginAttempt.id == attempt_id).values(succeeded=True))
+    _finish(engine, attempt_id, True)
     log.info("login: user %r from %s", name, client)
     prune(engine)
     return LoginResult(user, create_session(engine, user.id, client=client), 0)

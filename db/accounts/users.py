@@ -3,7 +3,7 @@
 Every change names its actor (db.accounts.permissions): the CLI passes OPERATOR, the app the logged-in username.
 Deactivating an account, changing its password or its role ends all of its sessions in the same transaction,
 so an open tab (or a copied cookie) can do nothing more. Names are compared by their look (NFKC, case-folded,
-common Cyrillic and Greek look-alikes mapped to Latin): a name that looks like an existing one is refused.
+Unicode's confusables skeleton, db.accounts.lookalikes): a name that looks like an existing one is refused.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from dataclasses import dataclass
 
 from sqlalchemy import delete, func, or_, update
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
+from db.accounts.lookalikes import FORMULA_STARTS, hidden_character, mixes_scripts, name_key, scripts
 from db.accounts.permissions import Actor, Operator, require_lead, require_role
-from db.store.engine import session_scope
+from db.store.engine import affected, session_scope
 from db.store.models import (
     Adjudication,
     Assignment,
@@ -30,6 +31,7 @@ from db.store.models import (
     Release,
     User,
     UserSession,
+    pk,
     utcnow,
 )
 from eval_core.errors import Conflict, NotFound
@@ -102,63 +104,11 @@ def user_row(session: Session, username: str) -> User:
 
 
 # Cyrillic and Greek letters drawn like Latin ones once case-folded (from Unicode's confusables list).
-_LOOK_ALIKES = str.maketrans(
-    {
-        "а": "a",
-        "в": "b",
-        "е": "e",
-        "ё": "e",
-        "һ": "h",
-        "н": "h",
-        "і": "i",
-        "ї": "i",
-        "ј": "j",
-        "к": "k",
-        "ӏ": "l",
-        "м": "m",
-        "о": "o",
-        "р": "p",
-        "ԛ": "q",
-        "ѕ": "s",
-        "т": "t",
-        "у": "y",
-        "х": "x",
-        "ԁ": "d",
-        "ԝ": "w",
-        "с": "c",
-        "α": "a",
-        "β": "b",
-        "ε": "e",
-        "η": "n",
-        "ι": "i",
-        "κ": "k",
-        "μ": "m",
-        "ν": "v",
-        "ο": "o",
-        "ρ": "p",
-        "τ": "t",
-        "υ": "u",
-        "χ": "x",
-    }
-)
-_LATIN_LIKE = {"LATIN", "CYRILLIC", "GREEK"}  # scripts whose letters pass for each other
-
-
-def name_key(username: str) -> str:
-    """What two account names are compared by: NFKC, case-folded, look-alike letters mapped to Latin, so
-    `LEA`, fullwidth `ｌｅａ` and `lеa` with a Cyrillic е are all the name `lea`."""
-    return unicodedata.normalize("NFKC", username).casefold().translate(_LOOK_ALIKES)
-
-
-def _scripts(name: str) -> set[str]:
-    """Which of Latin, Cyrillic and Greek the letters of `name` (NFKC) are written in."""
-    found = {unicodedata.name(ch, "?").split()[0] for ch in unicodedata.normalize("NFKC", name) if ch.isalpha()}
-    return found & _LATIN_LIKE
-
-
 def check_username(username: str) -> str:
     """Usernames are trimmed, 1-200 characters, with no control, format (zero-width, bidi), separator other
-    than a plain space, and letters of one script (a Latin name with one Cyrillic letter is a disguise)."""
+    than a plain space, default-ignorable, blank or unattached combining character, letters of one script (a
+    Latin name with one Cyrillic letter is a disguise; Japanese, Chinese and Korean combinations are one), and
+    no first character a spreadsheet would run as a formula (=, +, -, @)."""
     name = (username or "").strip()
     if not name or len(name) > 200:
         raise ValueError(f"username must be 1-200 characters, got {username!r}")
@@ -168,16 +118,27 @@ def check_username(username: str) -> str:
                 f"username {name!r} holds the invisible or control character U+{ord(ch):04X} "
                 f"({unicodedata.name(ch, 'unnamed')}); use visible characters only"
             )
-    scripts = _scripts(name)
-    if len(scripts) > 1:
+    hidden = hidden_character(name)
+    if hidden is not None:
         raise ValueError(
-            f"username {name!r} mixes letters of the {' and '.join(sorted(scripts))} scripts; "
+            f"username {name!r} holds the invisible or blank character U+{ord(hidden):04X} "
+            f"({unicodedata.name(hidden, 'unnamed')}); use visible characters only"
+        )
+    if mixes_scripts(name):
+        raise ValueError(
+            f"username {name!r} mixes letters of the {' and '.join(sorted(scripts(name)))} scripts; "
             f"such a name can pass for another one"
+        )
+    if name[0] in FORMULA_STARTS:
+        raise ValueError(
+            f"username {name!r} starts with {name[0]!r}, which a spreadsheet opening an export would run as a "
+            f"formula; start it with a letter or digit"
         )
     return name
 
 
 LOOKS_LIKE = "same letters once case, width and look-alike characters are set aside"
+__all__ = ["name_key"]  # re-exported: db.imports compares names by it
 
 
 def account_keys(session: Session) -> dict[str, str]:
@@ -198,10 +159,10 @@ def check_new_username(session: Session, username: str) -> str:
                 f"the account): give it one with `qrelkit user set-password {name}` so they can log in"
             )
         raise Conflict(f"user {name!r} already exists")
-    existing = account_keys(session).get(name_key(name))
-    if existing is not None:
+    taken = account_keys(session).get(name_key(name))
+    if taken is not None:
         raise Conflict(
-            f"username {name!r} looks like the existing account {existing!r} ({LOOKS_LIKE}); choose a distinct name"
+            f"username {name!r} looks like the existing account {taken!r} ({LOOKS_LIKE}); choose a distinct name"
         )
     return name
 
@@ -243,7 +204,7 @@ def set_password(engine: Engine, username: str, password: str, *, actor: Actor) 
         user.password_hash = hashed
         session.add(user)
         session.flush()
-        ended = end_sessions(session, user.id)
+        ended = end_sessions(session, pk(user))
         log.warning("password of %r set by %r; %d session(s) ended", username, actor, ended)
         return user_info(user)
 
@@ -283,10 +244,10 @@ def end_sessions(session: Session, user_id: int) -> int:
     """Revoke every open session of a user inside the caller's transaction; returns how many were open."""
     result = session.execute(
         update(UserSession)
-        .where(UserSession.user_id == user_id, UserSession.revoked_at.is_(None))
+        .where(col(UserSession.user_id) == user_id, col(UserSession.revoked_at).is_(None))
         .values(revoked_at=utcnow())
     )
-    return int(result.rowcount or 0)
+    return affected(result)
 
 
 def deactivate(engine: Engine, username: str, *, actor: Actor) -> UserInfo:
@@ -298,7 +259,7 @@ def deactivate(engine: Engine, username: str, *, actor: Actor) -> UserInfo:
         user.active = False
         session.add(user)
         session.flush()
-        ended = end_sessions(session, user.id)
+        ended = end_sessions(session, pk(user))
         log.warning("user %r deactivated by %r; %d session(s) ended", username, actor, ended)
         return user_info(user)
 
@@ -326,7 +287,7 @@ def set_role(engine: Engine, username: str, role: str, *, actor: Actor) -> UserI
         user.role = role
         session.add(user)
         session.flush()
-        ended = end_sessions(session, user.id) if changed else 0
+        ended = end_sessions(session, pk(user)) if changed else 0
         log.warning("user %r is now %s (set by %r); %d session(s) ended", username, role, actor, ended)
         return user_info(user)
 
@@ -344,7 +305,7 @@ def delete_user(engine: Engine, username: str, *, actor: Actor) -> dict[str, int
                 (
                     "judgment history rows",
                     JudgmentHistory,
-                    or_(JudgmentHistory.user_id == user.id, JudgmentHistory.changed_by_id == user.id),
+                    or_(col(JudgmentHistory.user_id) == user.id, col(JudgmentHistory.changed_by_id) == user.id),
                 ),
                 ("adjudications", Adjudication, Adjudication.user_id == user.id),
                 ("guidelines", Guideline, Guideline.created_by_id == user.id),
@@ -357,8 +318,8 @@ def delete_user(engine: Engine, username: str, *, actor: Actor) -> dict[str, int
                 f"user {username!r} holds {', '.join(f'{n} {what}' for what, n in held.items())}; "
                 f"an account with work in the store is kept (deactivate it instead)"
             )
-        assignments = session.execute(delete(Assignment).where(Assignment.user_id == user.id)).rowcount
-        ended = session.execute(delete(UserSession).where(UserSession.user_id == user.id)).rowcount
+        assignments = affected(session.execute(delete(Assignment).where(col(Assignment.user_id) == user.id)))
+        ended = affected(session.execute(delete(UserSession).where(col(UserSession.user_id) == user.id)))
         session.delete(user)
         log.warning(
             "user %r deleted by %r (%d assignment(s), %d session(s) removed)", username, actor, assignments, ended

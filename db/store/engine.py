@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache, wraps
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 from sqlalchemy import event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import CursorResult, Engine, Result
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlmodel import Session, create_engine
 
@@ -77,6 +78,9 @@ def is_outage(exc: BaseException) -> bool:
     return isinstance(exc, OperationalError) or (isinstance(exc, DBAPIError) and bool(exc.connection_invalidated))
 
 
+RETRY_PAUSE_SECONDS = 0.5
+
+
 def retry_once(fn: Callable[P, R]) -> Callable[P, R]:
     """Run `fn` again, once, when the database was unreachable or its connection was lost; a second failure is
     StoreUnavailable. Only for reads and for writes that are idempotent (recording the same grade twice is a
@@ -90,6 +94,7 @@ def retry_once(fn: Callable[P, R]) -> Callable[P, R]:
             if not is_outage(exc):
                 raise
             log.warning("%s lost its database connection (%s); retrying once", fn.__qualname__, exc.orig)
+        time.sleep(RETRY_PAUSE_SECONDS)  # a restarting server needs a moment; an immediate retry finds it down
         try:
             return fn(*args, **kwargs)
         except DBAPIError as exc:
@@ -98,6 +103,12 @@ def retry_once(fn: Callable[P, R]) -> Callable[P, R]:
             raise StoreUnavailable(STORE_DOWN) from exc
 
     return run
+
+
+def affected(result: Result[Any]) -> int:
+    """How many rows an UPDATE or DELETE changed: `rowcount` belongs to the CursorResult that session.execute
+    returns for them, though it is typed as a plain Result."""
+    return int(cast(CursorResult[Any], result).rowcount or 0)
 
 
 def is_sqlite(engine: Engine) -> bool:

@@ -552,7 +552,9 @@ def test_qrelkit_demo_prints_the_demo_logins_then_serves(demo_db: str, monkeypat
 
     served = []
     monkeypatch.setattr(
-        cli_app, "serve", lambda url, port, address, project=None: served.append((url, port, address, project)) or 0
+        cli_app,
+        "serve",
+        lambda url, port, address, project=None, proxies=None: served.append((url, port, address, project)) or 0,
     )
     assert main(["demo", "--db", demo_db, "--port", "8999"]) == 0
     out = capsys.readouterr().out
@@ -571,5 +573,5 @@ def test_serve_runs_streamlit_headless_without_usage_stats() -> None:
     from annotator.cli.app import streamlit_command
 
     cmd = streamlit_command(8600)
-    assert cmd[1:4] == ["-m", "streamlit", "run"] and cmd[4] == APP
+    assert cmd[1:4] == ["-m", "annotator.app.server", "run"] and cmd[4] == APP  # Streamlit, guarded
     assert {"--server.headless=true", "--browser.gatherUsageStats=false", "--server.port=8600"} <= set(cmd)

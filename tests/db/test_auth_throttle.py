@@ -205,3 +205,49 @@ def test_locked_accounts_lists_the_accounts_waiting_now_until_unlocked(engine, a
     unlock(engine, "ana", actor=OPERATOR)
     assert locked_accounts(engine) == {}
     assert login(engine, "ana", "right-password", client="10.4.9.9").user == ana
+
+
+def test_sixteen_colleagues_logging_in_at_once_from_one_address_never_wait(engine, monkeypatch):
+    """An office behind one proxy at 9:00: every correct password logs in, none is told to wait (an attempt in
+    flight is no failure). Before, each attempt counted as a failure until checked, so the sixth waited."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import db.accounts.users as users
+
+    monkeypatch.setitem(users._SCRYPT, "n", 2**10)  # cheap hashes: the test is about the back-off, not scrypt
+    names = [f"colleague{i}" for i in range(16)]
+    for name in names:
+        create_user(engine, name, "annotator", f"{name}-password", actor=OPERATOR)
+    start = threading.Barrier(len(names))
+
+    def attempt(name: str):
+        start.wait()
+        return login(engine, name, f"{name}-password", client="10.9.0.1")
+
+    with ThreadPoolExecutor(len(names)) as pool:
+        results = list(pool.map(attempt, names))
+    assert [r.retry_after for r in results] == [0] * 16
+    assert sorted(r.user.username for r in results if r.user is not None) == sorted(names)
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(LoginAttempt.succeeded)).scalars().all() == [True] * 16
+    assert fail(engine, 6, username="nobody", client="10.9.0.1") == [0, 0, 0, 0, 10, 10]  # guesses still held
+
+
+def test_an_attempt_left_in_flight_counts_as_a_failure_once_stale(engine, ana):
+    """A process that died while checking a password leaves its attempt in flight: after STALE_SECONDS it
+    counts as a failure (before that it only holds further attempts, it never refuses them)."""
+    from db.accounts.logins import STALE_SECONDS
+
+    with engine.begin() as conn:
+        for _ in range(5):
+            conn.execute(
+                sa.insert(LoginAttempt).values(
+                    username="ana", client="10.3.0.1", succeeded=None, attempted_at=utcnow() - timedelta(seconds=1)
+                )
+            )
+    assert retry_after(engine, "ana", "10.4.0.1") == 0  # in flight: not failures (and nothing to wait for)
+    age_attempts(engine, STALE_SECONDS)
+    # stale: five failures, so a sixth wrong password asks for the doubled wait (20 s); were they not
+    # counted, one failure would ask for none
+    assert fail(engine, 1, client="10.4.0.1") == [20]

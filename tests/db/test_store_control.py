@@ -49,8 +49,8 @@ def _queue_of(engine, user: str) -> list[tuple[str, str]]:
 
 def test_release_controls_are_served_as_ordinary_pairs(engine, project, queue):
     """Rate 1/4: 12 regular pending pairs want 12 // 3 = 4 controls, 3 exist, so each annotator gets all 3.
-    No pending q9 pair to sit beside: they go to query boundaries nearest an even spread (targets 3, 6, 9 of
-    12 → boundaries 4, 4, 8): after q1's four pairs two controls, after q2's four one."""
+    No pending q9 pair to sit beside: they go to random places in the pending queue (issue 29: no fixed slot,
+    such as between two queries, gives them away)."""
     _settled_release(engine, project)
     report = controls_from_release(engine, "demo", 1, "1/4", actor="boss")
     assert (report.added, report.every, report.served) == (3, 4, {"ann1": 3, "ann2": 3})
@@ -62,7 +62,8 @@ def test_release_controls_are_served_as_ordinary_pairs(engine, project, queue):
         ("q9", "g3", 2, "settled g3", 1),
     ]
     order = _queue_of(engine, "ann1")
-    assert [q for q, _ in order] == ["q1"] * 4 + ["q9", "q9"] + ["q2"] * 4 + ["q9"] + ["q3"] * 4
+    assert sorted(order) == sorted([(q, f"f{i}") for q in ("q1", "q2", "q3") for i in range(1, 5)] + list(SETTLED))
+    assert [q for q, _ in order if q != "q9"] == ["q1"] * 4 + ["q2"] * 4 + ["q3"] * 4  # regular order kept
     assert progress(engine, "demo", "ann1").done == 15
     again = controls_from_release(engine, "demo", 1, "1/4", actor="boss")  # idempotent: nothing new to serve
     assert (again.added, again.served) == (0, {})
@@ -125,3 +126,20 @@ def test_cli_set_list_report(engine, project, queue, store_url, capsys):
     assert "q9\tg1\t3\trelease 1\tsettled g1" in capsys.readouterr().out
     assert main(["control", "report", "--project", "demo", "--db", store_url]) == 0
     assert "no annotator has graded a control pair yet" in capsys.readouterr().out
+
+
+def test_no_fixed_slot_gives_a_control_pair_away():
+    """Issue 29: a control pair was always placed right after the annotator's first pending pair of its query,
+    or alone at a query boundary. Placed 300 times (3 queries x 10 pending pairs, 30 in all), a control of q2
+    lands anywhere from before q2's first pair to after its last (slots 10-20), a control of a query outside
+    the queue anywhere in it (slots 0-30), never elsewhere."""
+    import numpy as np
+
+    from db.control import _placed
+
+    queue = [(100 + i, 200 + i, 1 + i // 10, False) for i in range(30)]  # (assignment, pair, query, done)
+    rng = np.random.default_rng(7)
+    own = {_placed(queue, [999], {999: 2}, rng).index((None, 999)) for _ in range(300)}
+    foreign = {_placed(queue, [999], {999: 9}, rng).index((None, 999)) for _ in range(300)}
+    assert own == set(range(10, 21))
+    assert len(foreign) >= 25 and foreign <= set(range(31)) and not foreign <= {0, 10, 20, 30}

@@ -34,9 +34,10 @@ def test_packaged_chain_and_head():
         "0012_qualification_retakes.py",
         "0013_judge_trust.py",
         "0014_reference_annotators.py",
-        "0015_model_consensus_rules.py",
+        "0015_login_in_flight.py",
+        "0016_model_consensus_rules.py",
     ]
-    assert head_revision() == "0015"
+    assert head_revision() == "0016"
     from alembic.script import ScriptDirectory  # the cheap read (file names) agrees with Alembic's own chain
 
     assert ScriptDirectory.from_config(alembic_config()).get_current_head() == head_revision()
@@ -44,8 +45,8 @@ def test_packaged_chain_and_head():
 
 def test_upgrade_is_idempotent_and_matches_models(empty_store_url):
     engine = init_db(empty_store_url)
-    assert upgrade(engine) == "0015"
-    assert upgrade(engine) == "0015"
+    assert upgrade(engine) == "0016"
+    assert upgrade(engine) == "0016"
     with engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), SQLModel.metadata)
     assert diff == []
@@ -91,7 +92,7 @@ def test_database_at_0001_with_data_upgrades_intact(empty_store_url):
                 f"INSERT INTO judgments (project_id, pair_id, user_id, grade, revision, created_at, updated_at) "
                 f"VALUES (1, {pid}, 1, {pid + 1}, 1, '{now}', '{now}')"
             )
-    assert upgrade(engine) == "0015"
+    assert upgrade(engine) == "0016"
     with engine.connect() as conn:
         done = dict(conn.execute(sa.text("SELECT pair_id, done FROM assignments WHERE user_id = 1")).all())
         other = conn.execute(sa.text("SELECT done FROM assignments WHERE user_id = 2")).scalar_one()
@@ -207,7 +208,7 @@ def test_0014_lets_users_be_references_and_refuses_to_drop_one(empty_store_url):
         conn.exec_driver_sql(insert.format(name="ann", now=now, kind="human"))
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
         conn.exec_driver_sql(insert.format(name="nist", now=now, kind="reference"))
-    assert upgrade(engine) == "0015"
+    assert upgrade(engine, "0014") == "0014"
     with engine.begin() as conn:
         conn.exec_driver_sql(insert.format(name="nist", now=now, kind="reference"))
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
@@ -232,11 +233,11 @@ def test_0014_lets_users_be_references_and_refuses_to_drop_one(empty_store_url):
     get_engine.cache_clear()
 
 
-def test_0015_lets_releases_name_a_model_rule_and_keeps_their_evaluations(empty_store_url):
-    """0015 rebuilds releases on SQLite while evaluations and control pairs point at it: they survive; a
-    release by dawid-skene is refused at 0014 and accepted at 0015, and blocks the way down with a reason."""
+def test_0016_lets_releases_name_a_model_rule_and_keeps_their_evaluations(empty_store_url):
+    """0016 rebuilds releases on SQLite while evaluations and control pairs point at it: they survive; a
+    release by dawid-skene is refused at 0015 and accepted at 0016, and blocks the way down with a reason."""
     engine = get_engine(empty_store_url)
-    assert upgrade(engine, "0014") == "0014"
+    assert upgrade(engine, "0015") == "0015"
     now = "2026-01-02 03:04:05"
     release = (
         "INSERT INTO releases (id, project_id, version, rule, min_grades, content_hash, card, qrels_trec, "
@@ -259,7 +260,7 @@ def test_0015_lets_releases_name_a_model_rule_and_keeps_their_evaluations(empty_
         )
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
         conn.exec_driver_sql(release.format(id=2, rule="dawid-skene", now=now))
-    assert upgrade(engine) == "0015"
+    assert upgrade(engine) == "0016"
     with engine.begin() as conn:
         conn.exec_driver_sql(release.format(id=2, rule="dawid-skene", now=now))
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
@@ -271,14 +272,14 @@ def test_0015_lets_releases_name_a_model_rule_and_keeps_their_evaluations(empty_
             (2, "dawid-skene"),
         ]
     config = alembic_config()
-    with pytest.raises(RuntimeError, match="cannot downgrade below 0015: 1 release"), engine.begin() as conn:
+    with pytest.raises(RuntimeError, match="cannot downgrade below 0016: 1 release"), engine.begin() as conn:
         config.attributes["connection"] = conn
-        command.downgrade(config, "0014")
+        command.downgrade(config, "0015")
     with engine.begin() as conn:
         conn.exec_driver_sql("DELETE FROM releases WHERE id = 2")
     with engine.begin() as conn:
         config.attributes["connection"] = conn
-        command.downgrade(config, "0014")
+        command.downgrade(config, "0015")
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT run_id, release_id FROM evaluations")).one() == (1, 1)
     engine.dispose()

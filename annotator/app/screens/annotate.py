@@ -17,8 +17,8 @@ import time
 import pandas as pd
 import streamlit as st
 
-from annotator.app import auth, state, views
-from annotator.app.components import context as views_context
+from annotator.app import auth, errors, state, views
+from annotator.app.components import context
 from annotator.app.errors import PAGE_ERRORS
 from db.grading import (
     ChangedMeanwhile,
@@ -50,9 +50,8 @@ def show(pair_id: int | None) -> None:
 
 def save_grade(username: str, view: PairView, grade: int | None) -> None:
     """Record the grade at once (a reload or a second tab loses nothing), then open the next open pair; a grade
-    the store refuses leaves the pair open with the store's reason."""
-    if auth.current_user() is None:  # logged out, expired or deactivated meanwhile: the panel's rerun shows the login
-        return
+    the store refuses leaves the pair open with the store's reason. Runs through auth.guarded (session,
+    account, outage)."""
     pair_id = view.pair_id
     reason = None
     if grade is None:
@@ -163,7 +162,13 @@ def stale_question(project: ProjectInfo, username: str, view: PairView) -> None:
             icon=":material/sync_problem:",
         )
         left, right = st.columns(2)
-        left.button(f"Keep mine: {mine}", key="keep_mine", type="primary", on_click=keep_mine, args=(username, view))
+        left.button(
+            f"Keep mine: {mine}",
+            key="keep_mine",
+            type="primary",
+            on_click=auth.guarded(keep_mine),
+            args=(username, view),
+        )
         right.button(f"Take the newer: {newer}", key="take_newer", on_click=take_newer, args=(view,))
 
 
@@ -251,7 +256,7 @@ def grade_buttons(project: ProjectInfo, username: str, view: PairView) -> None:
             width="stretch",
             wrap=True,
             type="primary" if view.grade == grade else "secondary",
-            on_click=save_grade,
+            on_click=auth.guarded(save_grade),
             args=(username, view, grade),
         )
 
@@ -266,16 +271,18 @@ def fragment_box(view: PairView) -> None:
 def cant_judge_row(project: str, username: str, view: PairView) -> None:
     """Back, can't judge (with its reason) and, for a judged pair, next / clear."""
     left, middle, right = st.columns(3)
-    left.button("← Back", key="back", shortcut="Left", on_click=go_back, args=(project, username, view))
+    left.button("← Back", key="back", shortcut="Left", on_click=auth.guarded(go_back), args=(project, username, view))
     middle.button("Can't judge…", key="cant_judge_open", shortcut=CANT_JUDGE_KEY, on_click=open_cant_judge)
     if view.grade is not None or view.cant_judge_reason:
         right.button("Next open pair →", key="next", shortcut="Right", on_click=show, args=(None,))
-        right.button("Clear my grade", key="undo", on_click=clear_grade, args=(username, view))
+        right.button("Clear my grade", key="undo", on_click=auth.guarded(clear_grade), args=(username, view))
     if st.session_state.get("cant_judge_asked") or view.cant_judge_reason:
         st.text_input(
             "Why can't you judge this pair?", value=view.cant_judge_reason or "", key=f"reason_{view.pair_id}"
         )
-        st.button("Save as can't judge", key="cant_judge", on_click=save_grade, args=(username, view, None))
+        st.button(
+            "Save as can't judge", key="cant_judge", on_click=auth.guarded(save_grade), args=(username, view, None)
+        )
         focus_reason(view.pair_id)
 
 
@@ -290,8 +297,8 @@ def pair_panel(project: ProjectInfo, username: str, view: PairView) -> None:
             "grade replaces the old one, which stays in the history.",
             icon=":material/replay:",
         )
-    views_context.query_lines(state.engine(), project.name, view)
-    views_context.beside(state.engine(), project.name, view, fragment_box)
+    context.query_lines(state.engine(), project.name, view)
+    context.beside(state.engine(), project.name, view, fragment_box)
     stale_question(project, username, view)
     if view.grade is not None:
         st.info(
@@ -311,6 +318,7 @@ def pair_panel(project: ProjectInfo, username: str, view: PairView) -> None:
 
 
 @st.fragment
+@errors.survives_outage
 def grading_panel(project: ProjectInfo, username: str) -> None:
     """Everything that changes on a key press, so a grade reruns only this part of the page."""
     if auth.current_user() is None:  # a fragment rerun skips the app's session check: do it here
@@ -323,13 +331,20 @@ def grading_panel(project: ProjectInfo, username: str) -> None:
         st.session_state["shown_at"] = time.monotonic()
     if st.session_state.get("flash"):
         st.warning(st.session_state["flash"])
+    if guard_flash := auth.take_flash():
+        st.warning(guard_flash)
     top = st.container()
     if view is None:
         with top:
             rows = progress_panel(project.name, username, view)
         if rows:
             st.success("All your assigned pairs are judged. Thank you!")
-            st.button("← Back to my last pair", key="back", on_click=go_back, args=(project.name, username, None))
+            st.button(
+                "← Back to my last pair",
+                key="back",
+                on_click=auth.guarded(go_back),
+                args=(project.name, username, None),
+            )
         else:
             st.info("No pairs are assigned to you in this project.")
     else:
@@ -352,9 +367,8 @@ ROUND_HEADERS = {
 
 
 def grade_round(project: str, username: str, pair: RoundPair, grade: int) -> None:
-    """Record a round grade (once), then show that pair's settled grade and reason until "Next"."""
-    if auth.current_user() is None:
-        return
+    """Record a round grade (once), then show that pair's settled grade and reason until "Next". Runs through
+    auth.guarded."""
     try:
         grade_round_pair(state.engine(), project, username, pair.pair_id, grade)
     except PAGE_ERRORS as exc:
@@ -386,8 +400,8 @@ def round_pair_panel(project: ProjectInfo, username: str, pair: RoundPair) -> No
     view = round_view(pair)
     st.markdown(f"#### {views.literal(pair.query_text)}")
     st.caption(f"Query {views.literal(pair.query_external_id)} · qualification pair {pair.position} of {pair.total}")
-    views_context.query_lines(state.engine(), project.name, view)
-    views_context.beside(state.engine(), project.name, view, fragment_box)
+    context.query_lines(state.engine(), project.name, view)
+    context.beside(state.engine(), project.name, view, fragment_box)
     for column, (grade, label) in zip(st.columns(len(project.labels)), project.labels.items(), strict=True):
         column.button(
             f"{grade} · {views.literal(label)}",
@@ -395,7 +409,7 @@ def round_pair_panel(project: ProjectInfo, username: str, pair: RoundPair) -> No
             shortcut=str(grade),
             width="stretch",
             wrap=True,
-            on_click=grade_round,
+            on_click=auth.guarded(grade_round),
             args=(project.name, username, pair, grade),
         )
 
@@ -443,6 +457,7 @@ def round_outcome(round_state: RoundState, pairs: list[RoundPair]) -> None:
 
 
 @st.fragment
+@errors.survives_outage
 def qualification_panel(project: ProjectInfo, username: str) -> None:
     """The round: one control pair at a time, the settled grade and reason after each, then the outcome."""
     if auth.current_user() is None:
@@ -470,6 +485,8 @@ def qualification_panel(project: ProjectInfo, username: str) -> None:
     )
     if st.session_state.get("flash"):
         st.warning(st.session_state.pop("flash"))
+    if guard_flash := auth.take_flash():
+        st.warning(guard_flash)
     pairs = round_pairs(state.engine(), project.name, username)
     finished = round_state.status != RoundStatus.IN_ROUND
     shown = next((p for p in pairs if p.pair_id == st.session_state.get(ROUND_FEEDBACK)), None)

@@ -1,7 +1,7 @@
 """Consensus by annotator models: releases.rule may be dawid-skene, mace or glad
 
-Revision ID: 0015
-Revises: 0014
+Revision ID: 0016
+Revises: 0015
 Create Date: 2026-12-05
 
 The releases table's CHECK on the rule name gains the three annotator-model rules. On SQLite the table is
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = '0015'
-down_revision = '0014'
+revision = '0016'
+down_revision = '0015'
 branch_labels = None
 depends_on = None
 
@@ -34,15 +34,15 @@ def _swap(rules: tuple[str, ...]) -> None:
     sqlite = op.get_bind().dialect.name == 'sqlite'
     if sqlite:
         for table in CHILDREN:
-            op.execute(f'CREATE TEMPORARY TABLE _{table}_0015 AS SELECT * FROM {table}')
+            op.execute(f'CREATE TEMPORARY TABLE _{table}_0016 AS SELECT * FROM {table}')
             op.execute(f'DELETE FROM {table}')
     with op.batch_alter_table('releases', schema=None) as batch_op:
         batch_op.drop_constraint('ck_releases_rule', type_='check')
         batch_op.create_check_constraint('ck_releases_rule', _rule_check(rules))
     if sqlite:
         for table in CHILDREN:
-            op.execute(f'INSERT INTO {table} SELECT * FROM _{table}_0015')
-            op.execute(f'DROP TABLE _{table}_0015')
+            op.execute(f'INSERT INTO {table} SELECT * FROM _{table}_0016')
+            op.execute(f'DROP TABLE _{table}_0016')
 
 
 def upgrade() -> None:
@@ -53,6 +53,6 @@ def downgrade() -> None:
     modelled = op.get_bind().exec_driver_sql(
         f"SELECT count(*) FROM releases WHERE NOT ({_rule_check(OLD_RULES)})").scalar_one()
     if modelled:
-        raise RuntimeError(f"cannot downgrade below 0015: {modelled} release(s) were made by an annotator-model "
-                           "rule (dawid-skene, mace, glad), which revision 0014 cannot hold; delete them first")
+        raise RuntimeError(f"cannot downgrade below 0016: {modelled} release(s) were made by an annotator-model "
+                           "rule (dawid-skene, mace, glad), which revision 0015 cannot hold; delete them first")
     _swap(OLD_RULES)
