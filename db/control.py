@@ -35,6 +35,7 @@ from db.store.models import (
     Query,
     Release,
     User,
+    table_of,
     utcnow,
 )
 from eval_core.agreement.control import (
@@ -264,7 +265,7 @@ def serve(session: Session, project_id: int, every: int | None, seed: int = 0) -
                 {"project_id": project_id, "pair_id": pair, "user_id": uid, "position": 0, "created_at": now},
             ).scalar_one()
         ids = [new_ids[item[1]] if item[0] is None else item[0] for item in order]
-        table = Assignment.__table__  # type: ignore[attr-defined]
+        table = table_of(Assignment)
         session.connection().execute(
             update(table).where(table.c.id == bindparam("aid")).values(position=bindparam("pos")),
             [{"aid": a, "pos": i + 1} for i, a in enumerate(ids)],

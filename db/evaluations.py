@@ -13,7 +13,7 @@ import pandas as pd
 from sqlalchemy import delete, func, insert, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from db.accounts.permissions import Actor, require_lead
 from db.pooling import add_candidates
@@ -21,7 +21,7 @@ from db.projects import project_row, project_scale
 from db.store.engine import session_scope
 from db.store.frames import adjudications_frame, frame_of, judgments_frame
 from db.store.models import Evaluation as EvaluationRow
-from db.store.models import Fragment, Pair, Project, Query, Release, Run, RunEntry, utcnow
+from db.store.models import Fragment, Pair, Project, Query, Release, Run, RunEntry, pk, table_of, utcnow
 from eval_core.errors import NotFound
 from eval_core.ranking.evaluation import Evaluation, evaluate
 from eval_core.ranking.significance import Comparison, bootstrap_ci, compare
@@ -92,8 +92,10 @@ def parse_version(version: int | str) -> int | None:
 def load_release(session: Session, project: Project, version: int | str = "latest") -> Release:
     """The release row `version` (or the newest); LookupError when there is none."""
     number = parse_version(version)
-    stmt = select(Release).where(Release.project_id == project.id)
-    stmt = stmt.where(Release.version == number) if number is not None else stmt.order_by(Release.version.desc())
+    stmt = select(Release).where(col(Release.project_id) == project.id)
+    stmt = (
+        stmt.where(col(Release.version) == number) if number is not None else stmt.order_by(col(Release.version).desc())
+    )
     release = session.execute(stmt.limit(1)).scalar_one_or_none()
     if release is None:
         what = f"release {number}" if number is not None else "releases yet"
@@ -114,9 +116,13 @@ def qrels_of(release: Release) -> pd.DataFrame:
 
 def load_run(session: Session, project: Project, name: str) -> Run:
     """The stored run row by name; LookupError lists the runs that exist."""
-    run = session.execute(select(Run).where(Run.project_id == project.id, Run.name == name)).scalar_one_or_none()
+    run = session.execute(
+        select(Run).where(col(Run.project_id) == project.id, col(Run.name) == name)
+    ).scalar_one_or_none()
     if run is None:
-        known = session.execute(select(Run.name).where(Run.project_id == project.id).order_by(Run.name)).scalars()
+        known = session.execute(
+            select(col(Run.name)).where(col(Run.project_id) == project.id).order_by(col(Run.name))
+        ).scalars()
         raise NotFound(f"project {project.name!r} has no run named {name!r} (known: {', '.join(known) or 'none'})")
     return run
 
@@ -125,15 +131,17 @@ def run_frame(session: Session, run_id: int) -> pd.DataFrame:
     """A stored run rebuilt as the run frame (query_id, doc_id, score) from its entries, in ranked order."""
     frame = frame_of(
         session,
-        select(RunEntry.query_id, RunEntry.doc_external_id, RunEntry.score)
-        .where(RunEntry.run_id == run_id)
-        .order_by(RunEntry.query_id, RunEntry.rank),
+        select(col(RunEntry.query_id), col(RunEntry.doc_external_id), col(RunEntry.score))
+        .where(col(RunEntry.run_id) == run_id)
+        .order_by(col(RunEntry.query_id), col(RunEntry.rank)),
         ["query_id", "doc_id", "score"],
     )
     external = dict(
         session.connection()
         .execute(
-            select(Query.id, Query.external_id).join(Run, Run.project_id == Query.project_id).where(Run.id == run_id)
+            select(col(Query.id), col(Query.external_id))
+            .join(Run, col(Run.project_id) == col(Query.project_id))
+            .where(col(Run.id) == run_id)
         )
         .fetchall()
     )
@@ -144,7 +152,7 @@ def run_frame(session: Session, run_id: int) -> pd.DataFrame:
 def stored_run_frame(engine: Engine, project: str, run_name: str) -> pd.DataFrame:
     """A stored run as the run frame, for callers without a session (the app's Evaluate page)."""
     with session_scope(engine) as session:
-        return run_frame(session, load_run(session, project_row(session, project), run_name).id)
+        return run_frame(session, pk(load_run(session, project_row(session, project), run_name)))
 
 
 def release_qrels(engine: Engine, project: str, version: int | str = "latest") -> pd.DataFrame:
@@ -171,9 +179,11 @@ def robustness_inputs(engine: Engine, project: str, runs: Sequence[str] | None =
         names = (
             list(runs)
             if runs
-            else session.execute(select(Run.name).where(Run.project_id == proj.id).order_by(Run.name)).scalars().all()
+            else session.execute(select(col(Run.name)).where(col(Run.project_id) == proj.id).order_by(col(Run.name)))
+            .scalars()
+            .all()
         )
-        frames = {name: run_frame(session, load_run(session, proj, name).id) for name in names}
+        frames = {name: run_frame(session, pk(load_run(session, proj, name))) for name in names}
         scale = project_scale(proj)
     return RobustnessInputs(judgments_frame(engine, project), adjudications_frame(engine, project), scale, frames)
 
@@ -223,7 +233,7 @@ def score_run(qrels: pd.DataFrame, run: pd.DataFrame, name: str, scale: tuple[in
 
 def store_evaluation(session: Session, run_id: int, release_id: int, result: Evaluation) -> int:
     """Write one run × release evaluation, replacing an earlier one; returns its row id."""
-    table = EvaluationRow.__table__
+    table = table_of(EvaluationRow)
     session.execute(delete(table).where(table.c.run_id == run_id, table.c.release_id == release_id))
     per_query = result.to_dict(per_query=True)["per_query"]
     row = {
@@ -245,8 +255,8 @@ def evaluate_stored_run(
         proj = project_row(session, project)
         release = load_release(session, proj, version)
         run = load_run(session, proj, run_name)
-        result = score_run(qrels_of(release), run_frame(session, run.id), run.name, project_scale(proj))
-        run_id, release_id = run.id, release.id
+        result = score_run(qrels_of(release), run_frame(session, pk(run)), run.name, project_scale(proj))
+        run_id, release_id = pk(run), pk(release)
     with session_scope(engine, write=True) as session:
         stored = store_evaluation(session, run_id, release_id, result)
     return result, stored
@@ -258,13 +268,15 @@ def list_runs(engine: Engine, project: str) -> list[RunInfo]:
         proj = project_row(session, project)
         counts = dict(
             session.execute(
-                select(EvaluationRow.run_id, func.count())
+                select(col(EvaluationRow.run_id), func.count())
                 .join(Run)
-                .where(Run.project_id == proj.id)
-                .group_by(EvaluationRow.run_id)
+                .where(col(Run.project_id) == proj.id)
+                .group_by(col(EvaluationRow.run_id))
             ).all()
         )
-        runs = session.execute(select(Run).where(Run.project_id == proj.id).order_by(Run.name)).scalars().all()
+        runs = (
+            session.execute(select(Run).where(col(Run.project_id) == proj.id).order_by(col(Run.name))).scalars().all()
+        )
         return [RunInfo(r.id, r.name, r.n_lines, r.content_hash, r.created_at, counts.get(r.id, 0)) for r in runs]
 
 
@@ -274,13 +286,13 @@ def _stored(
     """A run's stored evaluations (only at `versions` when given), oldest release first: (version,
     released_at, means, per_query)."""
     stmt = (
-        select(Release.version, Release.created_at, EvaluationRow.means, EvaluationRow.per_query)
-        .join(Release, Release.id == EvaluationRow.release_id)
-        .where(EvaluationRow.run_id == run_id)
+        select(col(Release.version), col(Release.created_at), col(EvaluationRow.means), col(EvaluationRow.per_query))
+        .join(Release, col(Release.id) == col(EvaluationRow.release_id))
+        .where(col(EvaluationRow.run_id) == run_id)
     )
     if versions is not None:
-        stmt = stmt.where(Release.version.in_(list(versions)))
-    return [tuple(r) for r in session.execute(stmt.order_by(Release.version)).all()]
+        stmt = stmt.where(col(Release.version).in_(list(versions)))
+    return [tuple(r) for r in session.execute(stmt.order_by(col(Release.version))).all()]
 
 
 def mean_ci(values: Sequence[float]) -> tuple[float, float]:
@@ -308,7 +320,7 @@ def run_history(engine: Engine, project: str, run_name: str, metrics: Sequence[s
     columns = ["version", "released_at", "metric", "value", "low", "high", "change", "drop"]
     with session_scope(engine) as session:
         run = load_run(session, project_row(session, project), run_name)
-        stored = _stored(session, run.id)
+        stored = _stored(session, pk(run))
     if stored:
         unknown = sorted(set(metrics) - {m for _, _, means, _ in stored for m in means})
         if unknown:
@@ -351,11 +363,11 @@ def drop_alerts(
         proj = project_row(session, project)
         number = load_release(session, proj, version).version
         evaluated = session.execute(
-            select(Run.id, Run.name, Release.version)
-            .join(EvaluationRow, EvaluationRow.run_id == Run.id)
-            .join(Release, Release.id == EvaluationRow.release_id)
-            .where(Run.project_id == proj.id, Release.version <= number)
-            .order_by(Run.name, Release.version)
+            select(col(Run.id), col(Run.name), col(Release.version))
+            .join(EvaluationRow, col(EvaluationRow.run_id) == col(Run.id))
+            .join(Release, col(Release.id) == col(EvaluationRow.release_id))
+            .where(col(Run.project_id) == proj.id, col(Release.version) <= number)
+            .order_by(col(Run.name), col(Release.version))
         ).all()
         versions: dict[tuple[int, str], list[int]] = {}
         for run_id, name, v in evaluated:
@@ -387,10 +399,10 @@ def drop_alerts(
             same = sorted(
                 q for q in alike if metric in (older[3] or {}).get(q, {}) and metric in (current[3] or {}).get(q, {})
             )
-            was = [float(older[3][q][metric]) for q in same]
-            now = [float(current[3][q][metric]) for q in same]
+            was = [float((older[3] or {})[q][metric]) for q in same]
+            now = [float((current[3] or {})[q][metric]) for q in same]
             same_ci = mean_ci(was) if same else None
-            if same and _widens(same_ci) and float(np.mean(now)) < same_ci[0]:
+            if same and same_ci is not None and _widens(same_ci) and float(np.mean(now)) < same_ci[0]:
                 cause = AlertCause.RUN
             elif any(changes) and _widens((low, high)) and value < low:
                 cause = AlertCause.GOLDEN_SET
@@ -424,10 +436,10 @@ def ensure_evaluation(engine: Engine, project: str, run_name: str, version: int 
         proj = project_row(session, project)
         release = load_release(session, proj, version)
         run = load_run(session, proj, run_name)
-        if _has_evaluation(session, run.id, release.id):
+        if _has_evaluation(session, pk(run), pk(release)):
             return False
-        result = score_run(qrels_of(release), run_frame(session, run.id), run.name, project_scale(proj))
-        run_id, release_id = run.id, release.id
+        result = score_run(qrels_of(release), run_frame(session, pk(run)), run.name, project_scale(proj))
+        run_id, release_id = pk(run), pk(release)
     try:
         with session_scope(engine, write=True) as session:
             if _has_evaluation(session, run_id, release_id):  # another session stored it meanwhile
@@ -442,7 +454,9 @@ def _has_evaluation(session: Session, run_id: int, release_id: int) -> bool:
     """Whether the run × release evaluation is stored."""
     return (
         session.execute(
-            select(EvaluationRow.id).where(EvaluationRow.run_id == run_id, EvaluationRow.release_id == release_id)
+            select(col(EvaluationRow.id)).where(
+                col(EvaluationRow.run_id) == run_id, col(EvaluationRow.release_id) == release_id
+            )
         ).first()
         is not None
     )
@@ -464,7 +478,7 @@ def compare_runs(
         proj = project_row(session, project)
         scale = project_scale(proj)
         qrels = qrels_of(load_release(session, proj, version))
-        frames = {name: run_frame(session, load_run(session, proj, name).id) for name in rivals if name != base[0]}
+        frames = {name: run_frame(session, pk(load_run(session, proj, name))) for name in rivals if name != base[0]}
     return compare(qrels, {base[0]: base[1], **frames}, list(metrics), rel_level=rel_level, scale=scale)
 
 
@@ -476,7 +490,7 @@ def holes_without_text(engine: Engine, project: str, run_name: str, k: int = 10)
         return int(
             session.execute(
                 select(func.count()).where(
-                    RunEntry.run_id == run.id, RunEntry.rank <= k, RunEntry.fragment_id.is_(None)
+                    col(RunEntry.run_id) == run.id, col(RunEntry.rank) <= k, col(RunEntry.fragment_id).is_(None)
                 )
             ).scalar_one()
         )
@@ -502,16 +516,16 @@ def judge_holes(engine: Engine, project: str, run_name: str, k: int = 10, *, act
         run = load_run(session, proj, run_name)
         covered = set(
             session.execute(
-                select(Pair.query_id, Fragment.content_hash)
-                .join(Fragment, Fragment.id == Pair.fragment_id)
-                .where(Pair.project_id == proj.id)
+                select(col(Pair.query_id), col(Fragment.content_hash))
+                .join(Fragment, col(Fragment.id) == col(Pair.fragment_id))
+                .where(col(Pair.project_id) == proj.id)
             ).all()
         )
         top = session.execute(
-            select(RunEntry.query_id, RunEntry.fragment_id, RunEntry.rank, Fragment.content_hash)
-            .join(Fragment, Fragment.id == RunEntry.fragment_id)
-            .where(RunEntry.run_id == run.id, RunEntry.rank <= k)
+            select(col(RunEntry.query_id), col(RunEntry.fragment_id), col(RunEntry.rank), col(Fragment.content_hash))
+            .join(Fragment, col(Fragment.id) == col(RunEntry.fragment_id))
+            .where(col(RunEntry.run_id) == run.id, col(RunEntry.rank) <= k)
         ).all()
         source = f"holes:{run.name}"
         holes = [(q, f, r, source) for q, f, r, h in top if (q, h) not in covered]
-        return add_candidates(session, proj.id, holes).created if holes else 0
+        return add_candidates(session, pk(proj), holes).created if holes else 0

@@ -13,7 +13,7 @@ import pandas as pd
 from sqlalchemy import and_, bindparam, exists, false, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import Session
+from sqlmodel import Session, col
 
 from db.projects import check_grade, project_row
 from db.qualification import queue_open
@@ -31,6 +31,7 @@ from db.store.models import (
     Query,
     RoundStatus,
     User,
+    table_of,
     utcnow,
 )
 from eval_core.errors import Conflict, NotFound, Refused
@@ -38,7 +39,7 @@ from eval_core.io.records import check_note
 from eval_core.vocab import DEFAULT_ORDER, Role
 
 A, F, G, H, J, P, PR, Q, R, U = (
-    m.__table__
+    table_of(m)
     for m in (
         Assignment,
         Fragment,
@@ -565,10 +566,10 @@ def progress(engine: Engine, project: str, username: str) -> Progress:
         project_id, user_id = _ids(session, project, username)
         judged = _DONE
         rows = session.execute(
-            select(Query.external_id, func.count(J.c.id), func.count(A.c.id))
+            select(col(Query.external_id), func.count(J.c.id), func.count(A.c.id))
             .select_from(A)
             .join(P, P.c.id == A.c.pair_id)
-            .join(Query, Query.id == P.c.query_id)
+            .join(Query, col(Query.id) == P.c.query_id)
             .outerjoin(J, judged)
             .where(A.c.project_id == project_id, A.c.user_id == user_id)
             .group_by(Query.external_id)
@@ -605,7 +606,7 @@ def annotator_stats(engine: Engine, project: str) -> pd.DataFrame:
             .execute(select(J.c.user_id, J.c.seconds_spent).where(J.c.project_id == project_id))
             .cursor.fetchall()
         )
-        names = dict(session.execute(select(User.id, User.username)).all())
+        names = dict(session.execute(select(col(User.id), col(User.username))).all())
     frame = pd.DataFrame(seconds, columns=["user_id", "seconds"]).astype({"seconds": "float64"})
     per_user = frame.groupby("user_id").agg(judged=("seconds", "size"), median_seconds=("seconds", "median"))
     per_user["last_active"] = pd.Series(last, dtype=object)

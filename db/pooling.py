@@ -5,16 +5,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from db.accounts.permissions import Actor, require_lead
 from db.projects import project_row
 from db.store.engine import session_scope
-from db.store.models import Fragment, Pair, Query, Run, RunEntry, utcnow
+from db.store.models import Fragment, Pair, Query, Run, RunEntry, pk, table_of, utcnow
 from eval_core.errors import NotFound
 
 BM25 = "bm25"
@@ -34,7 +35,8 @@ class PoolReport:
     provenance_updated: int = 0
     per_source: dict[str, dict[str, int]] = field(default_factory=dict)
     unknown_docs: dict[str, dict] = field(default_factory=dict)
-    duplicate_pairs: list[tuple[str, str, str]] = field(default_factory=list)
+    # (query, fragment, its same-text duplicate): the query's store id while pooling, its external id after
+    duplicate_pairs: list[tuple[Any, str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """JSON-able form for the CLI and the app."""
@@ -71,7 +73,7 @@ def bm25_candidates(docs: dict[int, str], queries: dict[int, str], k: int) -> li
     top, scores = retriever.retrieve(
         bm25s.tokenization.Tokenized(ids=qtokens, vocab=vocab), k=min(k, len(doc_ids)), show_progress=False
     )
-    out = []
+    out: list[tuple[int, int, int]] = []
     for qid, row, srow in zip(qids, np.asarray(top), np.asarray(scores), strict=True):
         ranked = [doc_ids[i] for i, s in zip(row, srow, strict=True) if s > 0]
         out.extend((qid, fid, rank) for rank, fid in enumerate(ranked, start=1))
@@ -91,14 +93,16 @@ def add_candidates(
     provenance of existing ones, and fold fragments with identical text into the query's one pair."""
     report = report or PoolReport()
     frags = session.execute(
-        select(Fragment.id, Fragment.content_hash, Fragment.external_id).where(Fragment.project_id == project_id)
+        select(col(Fragment.id), col(Fragment.content_hash), col(Fragment.external_id)).where(
+            col(Fragment.project_id) == project_id
+        )
     ).all()
     digest = {f.id: f.content_hash for f in frags}
     ext = {f.id: f.external_id for f in frags}
     pairs: dict[tuple[int, str], dict] = {}
     for p in session.execute(
-        select(Pair.id, Pair.query_id, Pair.fragment_id, Pair.sources, Pair.best_rank).where(
-            Pair.project_id == project_id
+        select(col(Pair.id), col(Pair.query_id), col(Pair.fragment_id), col(Pair.sources), col(Pair.best_rank)).where(
+            col(Pair.project_id) == project_id
         )
     ).all():
         pairs.setdefault(
@@ -156,14 +160,14 @@ def add_candidates(
         for source in pair["sources"]:
             report.per_source[source]["found_new"] += 1
     if rows:
-        session.execute(insert(Pair.__table__), rows)
+        session.execute(insert(table_of(Pair)), rows)
     changed = [
         {"pid": p["id"], "s": sorted(p["sources"]), "r": p["best_rank"]}
         for p in pairs.values()
         if p["id"] is not None and (p["sources"] != p["old_sources"] or p["best_rank"] != p["old_rank"])
     ]
     if changed:
-        table = Pair.__table__
+        table = table_of(Pair)
         session.execute(
             update(table)
             .where(table.c.id == bindparam("pid"))
@@ -176,7 +180,11 @@ def add_candidates(
     report.provenance_updated += len(changed)
     report.duplicates = len(report.duplicate_pairs)
     if report.duplicate_pairs:
-        qext = dict(session.execute(select(Query.id, Query.external_id).where(Query.project_id == project_id)).all())
+        qext = dict(
+            session.execute(
+                select(col(Query.id), col(Query.external_id)).where(col(Query.project_id) == project_id)
+            ).all()
+        )
         report.duplicate_pairs = [(qext[q], a, b) for q, a, b in report.duplicate_pairs]
     return report
 
@@ -186,7 +194,9 @@ def _run_candidates(
 ) -> tuple[list[tuple[int, int, int, str]], set[int]]:
     """Top-`depth` entries of the chosen runs (all stored runs by default) and the queries they cover; documents
     the corpus does not hold are counted per run and the first UNKNOWN_LISTED named."""
-    runs = session.execute(select(Run.id, Run.name).where(Run.project_id == project_id).order_by(Run.name)).all()
+    runs = session.execute(
+        select(col(Run.id), col(Run.name)).where(col(Run.project_id) == project_id).order_by(col(Run.name))
+    ).all()
     by_name = {r.name: r.id for r in runs}
     if names is not None:
         unknown = [n for n in names if n not in by_name]
@@ -199,9 +209,9 @@ def _run_candidates(
     covered: set[int] = set()
     for name, run_id in by_name.items():
         rows = session.execute(
-            select(RunEntry.query_id, RunEntry.fragment_id, RunEntry.rank, RunEntry.doc_external_id)
-            .where(RunEntry.run_id == run_id, RunEntry.rank <= depth)
-            .order_by(RunEntry.query_id, RunEntry.rank)
+            select(col(RunEntry.query_id), col(RunEntry.fragment_id), col(RunEntry.rank), col(RunEntry.doc_external_id))
+            .where(col(RunEntry.run_id) == run_id, col(RunEntry.rank) <= depth)
+            .order_by(col(RunEntry.query_id), col(RunEntry.rank))
         ).all()
         missing: dict[str, None] = {}
         for qid, fid, rank, doc in rows:
@@ -239,20 +249,22 @@ def pool(
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         proj = project_row(session, project, lock=True)
-        candidates, covered = _run_candidates(session, proj.id, depth, runs, report)
+        candidates, covered = _run_candidates(session, pk(proj), depth, runs, report)
         step("runs")
-        queries = dict(session.execute(select(Query.id, Query.text).where(Query.project_id == proj.id)).all())
+        queries = dict(
+            session.execute(select(col(Query.id), col(Query.text)).where(col(Query.project_id) == proj.id)).all()
+        )
         if bm25 is None:
             want, k = {q: t for q, t in queries.items() if q not in covered}, depth
         else:
             want, k = (queries if bm25 > 0 else {}), bm25
         if want:
-            docs = _unique_texts(session, proj.id)
+            docs = _unique_texts(session, pk(proj))
             found = bm25_candidates(docs, want, k)
             candidates.extend((q, f, r, BM25) for q, f, r in found)
             report.per_source.setdefault(BM25, _source_stats())
         step("bm25")
-        add_candidates(session, proj.id, candidates, report)
+        add_candidates(session, pk(proj), candidates, report)
         step("pairs")
     return report
 
@@ -260,9 +272,9 @@ def pool(
 def _unique_texts(session: Session, project_id: int) -> dict[int, str]:
     """Title + text of one fragment per distinct content (the lowest id), so BM25 never returns twins."""
     rows = session.execute(
-        select(Fragment.id, Fragment.content_hash, Fragment.title, Fragment.text)
-        .where(Fragment.project_id == project_id)
-        .order_by(Fragment.id)
+        select(col(Fragment.id), col(Fragment.content_hash), col(Fragment.title), col(Fragment.text))
+        .where(col(Fragment.project_id) == project_id)
+        .order_by(col(Fragment.id))
     ).all()
     out: dict[int, str] = {}
     seen: set[str] = set()

@@ -9,11 +9,11 @@ from datetime import datetime
 from functools import cache
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from db.accounts.permissions import Actor, require_lead
 from db.store.engine import session_scope
-from db.store.models import Guideline, Project, User
+from db.store.models import Guideline, Project, User, pk
 from eval_core.errors import Conflict, NotFound
 from eval_core.thresholds import AGREEMENT_THRESHOLD
 from eval_core.vocab import DEFAULT_ORDER, ORDER_NAMES
@@ -280,12 +280,12 @@ def add_guideline(engine: Engine, project: str, text: str, *, actor: Actor, note
     with session_scope(engine, write=True) as session:
         creator_id = require_lead(session, actor)
         proj = project_row(session, project)
-        current = _current_row(session, proj.id)  # type: ignore[arg-type]
+        current = _current_row(session, pk(proj))
         if current is not None and current.content_hash == digest:
             creator = session.get(User, current.created_by_id) if current.created_by_id else None
             return _guideline_info(current, proj.name, creator.username if creator else None)
         row = Guideline(
-            project_id=proj.id,
+            project_id=pk(proj),
             version=(current.version + 1) if current else 1,
             text=text,
             content_hash=digest,
@@ -299,15 +299,15 @@ def add_guideline(engine: Engine, project: str, text: str, *, actor: Actor, note
 
 def _current_row(session: Session, project_id: int) -> Guideline | None:
     return session.exec(
-        select(Guideline).where(Guideline.project_id == project_id).order_by(Guideline.version.desc()).limit(1)
-    ).first()  # type: ignore[union-attr]
+        select(Guideline).where(Guideline.project_id == project_id).order_by(col(Guideline.version).desc()).limit(1)
+    ).first()
 
 
 def current_guideline(engine: Engine, project: str) -> GuidelineInfo | None:
     """The guideline version in force, None before the first one is published."""
     with session_scope(engine) as session:
         proj = project_row(session, project)
-        row = _current_row(session, proj.id)  # type: ignore[arg-type]
+        row = _current_row(session, pk(proj))
         if row is None:
             return None
         creator = session.get(User, row.created_by_id) if row.created_by_id else None
@@ -320,9 +320,9 @@ def list_guidelines(engine: Engine, project: str) -> list[GuidelineInfo]:
         proj = project_row(session, project)
         rows = session.exec(
             select(Guideline, User.username)
-            .join(User, Guideline.created_by_id == User.id, isouter=True)
+            .join(User, col(Guideline.created_by_id) == User.id, isouter=True)
             .where(Guideline.project_id == proj.id)
-            .order_by(Guideline.version)
+            .order_by(col(Guideline.version))
         ).all()
         return [_guideline_info(g, proj.name, who) for g, who in rows]
 

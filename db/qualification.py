@@ -43,6 +43,7 @@ from db.store.models import (
     Query,
     RoundStatus,
     User,
+    table_of,
     utcnow,
 )
 from eval_core.agreement.control import DEFAULT_WEIGHTS, score
@@ -51,7 +52,10 @@ from eval_core.io.records import check_note
 from eval_core.vocab import AnnotatorKind, Role
 
 MIN_PAIRS = 2  # κ needs at least two pairs to mean anything
-R, G = QualificationRound.__table__, QualificationGrade.__table__  # type: ignore[attr-defined]
+ROUNDS, ROUND_GRADES = table_of(QualificationRound), table_of(QualificationGrade)
+ASSIGNMENTS, FRAGMENTS, JUDGMENTS, PAIRS, QUERIES, USERS = (
+    table_of(m) for m in (Assignment, Fragment, Judgment, Pair, Query, User)
+)
 
 
 @dataclass(frozen=True)
@@ -214,9 +218,9 @@ def _control_count(session: Session, proj: Project) -> int:
 def _latest(conn: Connection | Session, project_id: int, user_id: int, lock: bool = False) -> Any:
     """The user's round in force in the project (their latest attempt): id, status, attempt; None if none."""
     stmt = (
-        select(R.c.id, R.c.status, R.c.attempt)
-        .where(R.c.project_id == project_id, R.c.user_id == user_id)
-        .order_by(R.c.attempt.desc())
+        select(ROUNDS.c.id, ROUNDS.c.status, ROUNDS.c.attempt)
+        .where(ROUNDS.c.project_id == project_id, ROUNDS.c.user_id == user_id)
+        .order_by(ROUNDS.c.attempt.desc())
         .limit(1)
     )
     return conn.execute(stmt.with_for_update() if lock else stmt).first()
@@ -228,9 +232,9 @@ def queue_open(conn: Connection, project_id: int, user_id: int) -> bool:
     project has no round, when their latest round passed or a lead opened their queue, or when they have no
     round and graded before it was switched on (no judgment: new)."""
     row = conn.execute(
-        select(Project.__table__.c.qualify_pairs, User.__table__.c.role, User.__table__.c.kind)  # type: ignore[attr-defined]
-        .select_from(Project.__table__.join(User.__table__, User.__table__.c.id == user_id))  # type: ignore[attr-defined]
-        .where(Project.__table__.c.id == project_id)  # type: ignore[attr-defined]
+        select(table_of(Project).c.qualify_pairs, USERS.c.role, USERS.c.kind)
+        .select_from(table_of(Project).join(USERS, USERS.c.id == user_id))
+        .where(table_of(Project).c.id == project_id)
     ).first()
     if row is None or row[1] != Role.ANNOTATOR or row[2] != AnnotatorKind.HUMAN:
         return True
@@ -241,8 +245,11 @@ def queue_open(conn: Connection, project_id: int, user_id: int) -> bool:
         return True
     if latest is not None:
         return latest.status in OPEN_STATUSES
-    J = Judgment.__table__  # type: ignore[attr-defined]
-    return bool(conn.execute(select(exists().where(J.c.project_id == project_id, J.c.user_id == user_id))).scalar())
+    return bool(
+        conn.execute(
+            select(exists().where(JUDGMENTS.c.project_id == project_id, JUDGMENTS.c.user_id == user_id))
+        ).scalar()
+    )
 
 
 def round_pair_ids(session: Session, project_id: int) -> dict[int, set[int]]:
@@ -250,7 +257,9 @@ def round_pair_ids(session: Session, project_id: int) -> dict[int, set[int]]:
     to them again: they know the settled grade)."""
     out: dict[int, set[int]] = defaultdict(set)
     for uid, pid in session.execute(
-        select(R.c.user_id, G.c.pair_id).join(G, G.c.round_id == R.c.id).where(R.c.project_id == project_id)
+        select(ROUNDS.c.user_id, ROUND_GRADES.c.pair_id)
+        .join(ROUND_GRADES, ROUND_GRADES.c.round_id == ROUNDS.c.id)
+        .where(ROUNDS.c.project_id == project_id)
     ).all():
         out[int(uid)].add(int(pid))
     return out
@@ -286,11 +295,12 @@ def round_for(engine: Engine, project: str, username: str) -> RoundState | None:
 def _fresh_controls(session: Session, project_id: int, user_id: int) -> list[Any]:
     """The project's control pairs (pair, settled grade, reason) the user has neither met in a round nor judged:
     the only ones a round of theirs may hold (a round shows the settled grade)."""
-    J = Judgment.__table__  # type: ignore[attr-defined]
     met = (
-        select(G.c.pair_id).join(R, R.c.id == G.c.round_id).where(R.c.project_id == project_id, R.c.user_id == user_id)
+        select(ROUND_GRADES.c.pair_id)
+        .join(ROUNDS, ROUNDS.c.id == ROUND_GRADES.c.round_id)
+        .where(ROUNDS.c.project_id == project_id, ROUNDS.c.user_id == user_id)
     )
-    judged = select(J.c.pair_id).where(J.c.project_id == project_id, J.c.user_id == user_id)
+    judged = select(JUDGMENTS.c.pair_id).where(JUDGMENTS.c.project_id == project_id, JUDGMENTS.c.user_id == user_id)
     return list(
         session.execute(
             select(col(ControlPair.pair_id), col(ControlPair.grade), col(ControlPair.reason))
@@ -326,7 +336,7 @@ def _start(
     chosen = choose_round(controls, queued, proj.qualify_pairs, seed=user_id if attempt == 1 else [user_id, attempt])
     threshold = proj.agreement_threshold if proj.qualify_threshold is None else proj.qualify_threshold
     round_id = session.execute(
-        insert(R).returning(R.c.id),
+        insert(ROUNDS).returning(ROUNDS.c.id),
         {
             "project_id": proj.id,
             "user_id": user_id,
@@ -340,7 +350,7 @@ def _start(
         },
     ).scalar_one()
     session.execute(
-        insert(G),
+        insert(ROUND_GRADES),
         [
             {"round_id": round_id, "pair_id": p, "position": i + 1, "settled": g, "reason": why}
             for i, (p, g, why) in enumerate(chosen)
@@ -348,20 +358,19 @@ def _start(
     )
     taken = [p for p, _, _ in chosen if p in queued]
     if taken:
-        A = Assignment.__table__  # type: ignore[attr-defined]
-        session.execute(delete(A).where(A.c.user_id == user_id, A.c.pair_id.in_(taken)))
+        session.execute(delete(ASSIGNMENTS).where(ASSIGNMENTS.c.user_id == user_id, ASSIGNMENTS.c.pair_id.in_(taken)))
         left = (
             session.execute(
-                select(A.c.id)
-                .where(A.c.project_id == proj.id, A.c.user_id == user_id)
-                .order_by(A.c.position, A.c.pair_id)
+                select(ASSIGNMENTS.c.id)
+                .where(ASSIGNMENTS.c.project_id == proj.id, ASSIGNMENTS.c.user_id == user_id)
+                .order_by(ASSIGNMENTS.c.position, ASSIGNMENTS.c.pair_id)
             )
             .scalars()
             .all()
         )
         if left:
             session.connection().execute(
-                update(A).where(A.c.id == bindparam("aid")).values(position=bindparam("pos")),
+                update(ASSIGNMENTS).where(ASSIGNMENTS.c.id == bindparam("aid")).values(position=bindparam("pos")),
                 [{"aid": a, "pos": i + 1} for i, a in enumerate(left)],
             )
 
@@ -421,7 +430,11 @@ def grade_round_pair(
         low, high = project_scale(proj)
         if isinstance(grade, bool) or not isinstance(grade, int) or not low <= grade <= high:
             raise ValueError(f"grade {grade!r} is outside the scale {low}-{high}")
-        item = session.execute(select(G.c.id, G.c.grade).where(G.c.round_id == row.id, G.c.pair_id == pair_id)).first()
+        item = session.execute(
+            select(ROUND_GRADES.c.id, ROUND_GRADES.c.grade).where(
+                ROUND_GRADES.c.round_id == row.id, ROUND_GRADES.c.pair_id == pair_id
+            )
+        ).first()
         if item is None:
             raise Refused(f"pair {pair_id} is not in {username!r}'s qualification round")
         if item[1] is not None:
@@ -429,7 +442,9 @@ def grade_round_pair(
                 f"pair {pair_id} of the qualification round is already graded ({item[1]}): a round grade "
                 "is given once, before the settled grade is shown"
             )
-        session.execute(update(G).where(G.c.id == item[0]).values(grade=grade, graded_at=utcnow()))
+        session.execute(
+            update(ROUND_GRADES).where(ROUND_GRADES.c.id == item[0]).values(grade=grade, graded_at=utcnow())
+        )
         pairs = _pairs(session, proj.id, user_id)
         if row.status == RoundStatus.IN_ROUND and all(p.grade is not None for p in pairs):
             _finish(session, row.id, pairs, (low, high))
@@ -455,12 +470,14 @@ def round_kappa(pairs: list[RoundPair], scale: tuple[int, int], weights: str = D
 
 def _finish(session: Session, round_id: int, pairs: list[RoundPair], scale: tuple[int, int]) -> None:
     """Score a graded-through round: passed at κ ≥ threshold, else failed (an undefined κ cannot pass)."""
-    threshold, weights = session.execute(select(R.c.threshold, R.c.weights).where(R.c.id == round_id)).one()
+    threshold, weights = session.execute(
+        select(ROUNDS.c.threshold, ROUNDS.c.weights).where(ROUNDS.c.id == round_id)
+    ).one()
     kappa = round_kappa(pairs, scale, weights)
     passed = kappa is not None and kappa >= threshold
     session.execute(
-        update(R)
-        .where(R.c.id == round_id)
+        update(ROUNDS)
+        .where(ROUNDS.c.id == round_id)
         .values(status=(RoundStatus.PASSED if passed else RoundStatus.FAILED).value, kappa=kappa, finished_at=utcnow())
     )
 
@@ -503,7 +520,7 @@ def open_queue(engine: Engine, project: str, username: str, *, actor: Actor) -> 
         now = utcnow()
         if latest is None or latest.status == RoundStatus.CLOSED:
             session.execute(
-                insert(R),
+                insert(ROUNDS),
                 {
                     "project_id": proj.id,
                     "user_id": user_id,
@@ -519,8 +536,8 @@ def open_queue(engine: Engine, project: str, username: str, *, actor: Actor) -> 
             )
         elif latest.status not in OPEN_STATUSES:
             session.execute(
-                update(R)
-                .where(R.c.id == latest.id)
+                update(ROUNDS)
+                .where(ROUNDS.c.id == latest.id)
                 .values(status=RoundStatus.OPENED.value, opened_by_id=lead_id, opened_at=now)
             )
         opened = _state(session, proj.id, user_id)
@@ -558,7 +575,7 @@ def close_queue(engine: Engine, project: str, username: str, reason: str | None 
         }
         if latest is None:
             session.execute(
-                insert(R),
+                insert(ROUNDS),
                 {
                     "project_id": proj.id,
                     "user_id": user_id,
@@ -571,7 +588,7 @@ def close_queue(engine: Engine, project: str, username: str, reason: str | None 
                 },
             )
         else:
-            session.execute(update(R).where(R.c.id == latest.id).values(**closed))
+            session.execute(update(ROUNDS).where(ROUNDS.c.id == latest.id).values(**closed))
         state = _state(session, proj.id, user_id)
         assert state is not None
         return state
@@ -625,14 +642,13 @@ def list_rounds(engine: Engine, project: str, history: bool = False) -> list[Rou
     attempt order."""
     with session_scope(engine) as session:
         proj = project_row(session, project)
-        U = User.__table__  # type: ignore[attr-defined]
         rows = [
             (int(uid), int(attempt))
             for uid, attempt in session.execute(
-                select(R.c.user_id, R.c.attempt)
-                .join(U, U.c.id == R.c.user_id)
-                .where(R.c.project_id == proj.id)
-                .order_by(U.c.username, R.c.attempt)
+                select(ROUNDS.c.user_id, ROUNDS.c.attempt)
+                .join(USERS, USERS.c.id == ROUNDS.c.user_id)
+                .where(ROUNDS.c.project_id == proj.id)
+                .order_by(USERS.c.username, ROUNDS.c.attempt)
             ).all()
         ]
         if not history:
@@ -679,38 +695,41 @@ def _annotator_id(session: Session, username: str) -> int:
 
 def _state(session: Session, project_id: int, user_id: int, attempt: int | None = None) -> RoundState | None:
     """The user's round `attempt` in the project (default: the latest), or None."""
-    U = User.__table__  # type: ignore[attr-defined]
-    opener, closer, granter = U.alias("opener"), U.alias("closer"), U.alias("granter")
+    opener, closer, granter = USERS.alias("opener"), USERS.alias("closer"), USERS.alias("granter")
     which = (
-        R.c.attempt == attempt
+        ROUNDS.c.attempt == attempt
         if attempt is not None
-        else R.c.attempt
-        == select(func.max(R.c.attempt)).where(R.c.project_id == project_id, R.c.user_id == user_id).scalar_subquery()
+        else ROUNDS.c.attempt
+        == select(func.max(ROUNDS.c.attempt))
+        .where(ROUNDS.c.project_id == project_id, ROUNDS.c.user_id == user_id)
+        .scalar_subquery()
     )
     row = session.execute(
         select(
-            U.c.username,
-            R.c.status,
-            R.c.pairs,
-            R.c.threshold,
-            R.c.weights,
-            R.c.kappa,
-            R.c.started_at,
-            R.c.finished_at,
+            USERS.c.username,
+            ROUNDS.c.status,
+            ROUNDS.c.pairs,
+            ROUNDS.c.threshold,
+            ROUNDS.c.weights,
+            ROUNDS.c.kappa,
+            ROUNDS.c.started_at,
+            ROUNDS.c.finished_at,
             opener.c.username,
-            R.c.opened_at,
-            select(func.count()).where(G.c.round_id == R.c.id, G.c.grade.is_not(None)).scalar_subquery(),
-            R.c.attempt,
+            ROUNDS.c.opened_at,
+            select(func.count())
+            .where(ROUND_GRADES.c.round_id == ROUNDS.c.id, ROUND_GRADES.c.grade.is_not(None))
+            .scalar_subquery(),
+            ROUNDS.c.attempt,
             granter.c.username,
             closer.c.username,
-            R.c.closed_at,
-            R.c.closed_reason,
+            ROUNDS.c.closed_at,
+            ROUNDS.c.closed_reason,
         )
-        .join(U, U.c.id == R.c.user_id)
-        .outerjoin(opener, opener.c.id == R.c.opened_by_id)
-        .outerjoin(closer, closer.c.id == R.c.closed_by_id)
-        .outerjoin(granter, granter.c.id == R.c.granted_by_id)
-        .where(R.c.project_id == project_id, R.c.user_id == user_id, which)
+        .join(USERS, USERS.c.id == ROUNDS.c.user_id)
+        .outerjoin(opener, opener.c.id == ROUNDS.c.opened_by_id)
+        .outerjoin(closer, closer.c.id == ROUNDS.c.closed_by_id)
+        .outerjoin(granter, granter.c.id == ROUNDS.c.granted_by_id)
+        .where(ROUNDS.c.project_id == project_id, ROUNDS.c.user_id == user_id, which)
     ).first()
     if row is None:
         return None
@@ -736,30 +755,29 @@ def _state(session: Session, project_id: int, user_id: int, attempt: int | None 
 
 def _pairs(session: Session, project_id: int, user_id: int) -> list[RoundPair]:
     """The pairs of the user's round in force."""
-    Q = Query.__table__  # type: ignore[attr-defined]
-    F = Fragment.__table__  # type: ignore[attr-defined]
-    P = Pair.__table__  # type: ignore[attr-defined]
-    latest = select(func.max(R.c.attempt)).where(R.c.project_id == project_id, R.c.user_id == user_id)
+    latest = select(func.max(ROUNDS.c.attempt)).where(ROUNDS.c.project_id == project_id, ROUNDS.c.user_id == user_id)
     rows = session.execute(
         select(
-            G.c.pair_id,
-            G.c.position,
-            Q.c.external_id,
-            Q.c.text,
-            F.c.external_id,
-            F.c.title,
-            F.c.text,
-            F.c.doc_id,
-            G.c.grade,
-            G.c.settled,
-            G.c.reason,
+            ROUND_GRADES.c.pair_id,
+            ROUND_GRADES.c.position,
+            QUERIES.c.external_id,
+            QUERIES.c.text,
+            FRAGMENTS.c.external_id,
+            FRAGMENTS.c.title,
+            FRAGMENTS.c.text,
+            FRAGMENTS.c.doc_id,
+            ROUND_GRADES.c.grade,
+            ROUND_GRADES.c.settled,
+            ROUND_GRADES.c.reason,
         )
-        .join(R, R.c.id == G.c.round_id)
-        .join(P, P.c.id == G.c.pair_id)
-        .join(Q, Q.c.id == P.c.query_id)
-        .join(F, F.c.id == P.c.fragment_id)
-        .where(R.c.project_id == project_id, R.c.user_id == user_id, R.c.attempt == latest.scalar_subquery())
-        .order_by(G.c.position)
+        .join(ROUNDS, ROUNDS.c.id == ROUND_GRADES.c.round_id)
+        .join(PAIRS, PAIRS.c.id == ROUND_GRADES.c.pair_id)
+        .join(QUERIES, QUERIES.c.id == PAIRS.c.query_id)
+        .join(FRAGMENTS, FRAGMENTS.c.id == PAIRS.c.fragment_id)
+        .where(
+            ROUNDS.c.project_id == project_id, ROUNDS.c.user_id == user_id, ROUNDS.c.attempt == latest.scalar_subquery()
+        )
+        .order_by(ROUND_GRADES.c.position)
     ).all()
     return [
         RoundPair(

@@ -4,40 +4,45 @@ progress comes next, recomputed from the grades already recorded in the project.
 from __future__ import annotations
 
 import statistics
+import typing
+from collections.abc import Hashable
 
 from sqlalchemy import Text, bindparam, cast, false, func, select
 from sqlalchemy.orm import Session
 
-from db.store.models import Assignment, Judgment, Pair, Project, Run, RunEntry, User
+from db.store.models import Assignment, Judgment, Pair, Project, Run, RunEntry, User, table_of
 from eval_core.io.judgments import relevant_from
 from eval_core.queue_order import QueryPool, make_order, replay_next
 from eval_core.vocab import AnnotatorKind
 
-A, J, P, PR, R, RE, U = (m.__table__ for m in (Assignment, Judgment, Pair, Project, Run, RunEntry, User))
+ASSIGNMENTS, JUDGMENTS, PAIRS, PROJECTS = (table_of(m) for m in (Assignment, Judgment, Pair, Project))
+RUNS, RUN_ENTRIES, USERS = (table_of(m) for m in (Run, RunEntry, User))
 MODEL_KIND: str = AnnotatorKind.MODEL.value
 POOL_CACHE_SIZE = 512
 _pools: dict[tuple, QueryPool] = {}
 # Built once (as db.grading's hot statements are): per-call statement building cost more than the reads.
 _QUERY = (
-    select(P.c.query_id, PR.c.scale_min, PR.c.scale_max)
-    .join(PR, PR.c.id == P.c.project_id)
-    .where(P.c.id == bindparam("pair_id"))
+    select(PAIRS.c.query_id, PROJECTS.c.scale_min, PROJECTS.c.scale_max)
+    .join(PROJECTS, PROJECTS.c.id == PAIRS.c.project_id)
+    .where(PAIRS.c.id == bindparam("pair_id"))
 )
-_VERSION = select(func.count(), func.max(P.c.id), func.sum(func.length(cast(P.c.sources, Text)))).where(
-    P.c.query_id == bindparam("query_id")
+_VERSION = select(func.count(), func.max(PAIRS.c.id), func.sum(func.length(cast(PAIRS.c.sources, Text)))).where(
+    PAIRS.c.query_id == bindparam("query_id")
 )
-_RUNS = select(R.c.id, R.c.content_hash).where(R.c.project_id == bindparam("project_id")).order_by(R.c.id)
+_RUN_HASHES = (
+    select(RUNS.c.id, RUNS.c.content_hash).where(RUNS.c.project_id == bindparam("project_id")).order_by(RUNS.c.id)
+)
 # driven from the query's pairs (ix_pairs_query_id, then uq_assignments_pair_user), not the user's whole backlog
-_TODO = select(A.c.pair_id, A.c.position).where(
-    A.c.pair_id.in_(select(P.c.id).where(P.c.query_id == bindparam("query_id"))),
-    A.c.user_id == bindparam("user_id"),
-    A.c.done == false(),
+_TODO = select(ASSIGNMENTS.c.pair_id, ASSIGNMENTS.c.position).where(
+    ASSIGNMENTS.c.pair_id.in_(select(PAIRS.c.id).where(PAIRS.c.query_id == bindparam("query_id"))),
+    ASSIGNMENTS.c.user_id == bindparam("user_id"),
+    ASSIGNMENTS.c.done == false(),
 )
 _GRADES = (
-    select(J.c.pair_id, J.c.grade, U.c.kind)
-    .join(P, P.c.id == J.c.pair_id)
-    .join(U, U.c.id == J.c.user_id)
-    .where(P.c.query_id == bindparam("query_id"), J.c.grade.is_not(None))
+    select(JUDGMENTS.c.pair_id, JUDGMENTS.c.grade, USERS.c.kind)
+    .join(PAIRS, PAIRS.c.id == JUDGMENTS.c.pair_id)
+    .join(USERS, USERS.c.id == JUDGMENTS.c.user_id)
+    .where(PAIRS.c.query_id == bindparam("query_id"), JUDGMENTS.c.grade.is_not(None))
 )
 
 
@@ -47,7 +52,7 @@ def _query_pool(session: Session, project_id: int, query_id: int) -> QueryPool:
     or a re-imported run changes the key."""
     conn = session.connection()
     pairs = conn.execute(_VERSION, {"query_id": query_id}).cursor.fetchall()
-    runs = conn.execute(_RUNS, {"project_id": project_id}).cursor.fetchall()
+    runs = conn.execute(_RUN_HASHES, {"project_id": project_id}).cursor.fetchall()
     key = (str(conn.engine.url), query_id, tuple(pairs), tuple(runs))
     if key not in _pools:
         if len(_pools) >= POOL_CACHE_SIZE:
@@ -61,18 +66,18 @@ def _build_pool(session: Session, project_id: int, query_id: int) -> QueryPool:
     a run ranks only the pairs it contributed (its name is in the pair's sources)."""
     conn = session.connection()
     pairs = conn.execute(
-        select(P.c.id, P.c.fragment_id, P.c.sources)
-        .where(P.c.query_id == query_id)
-        .order_by(P.c.best_rank.is_(None), P.c.best_rank, P.c.id)
+        select(PAIRS.c.id, PAIRS.c.fragment_id, PAIRS.c.sources)
+        .where(PAIRS.c.query_id == query_id)
+        .order_by(PAIRS.c.best_rank.is_(None), PAIRS.c.best_rank, PAIRS.c.id)
     ).all()
     by_fragment = {f: (pid, set(sources or ())) for pid, f, sources in pairs}
-    names = dict(conn.execute(select(R.c.id, R.c.name).where(R.c.project_id == project_id)).all())
+    names = dict(conn.execute(select(RUNS.c.id, RUNS.c.name).where(RUNS.c.project_id == project_id)).all())
     rankings: dict[str, list[int]] = {}
     # run id IN (…) and the query id walk ix_run_entries_rank (run, query, rank): no scan of the other queries
     for run_id, fragment_id in conn.execute(
-        select(RE.c.run_id, RE.c.fragment_id)
-        .where(RE.c.run_id.in_(list(names)), RE.c.query_id == query_id)
-        .order_by(RE.c.run_id, RE.c.rank)
+        select(RUN_ENTRIES.c.run_id, RUN_ENTRIES.c.fragment_id)
+        .where(RUN_ENTRIES.c.run_id.in_(list(names)), RUN_ENTRIES.c.query_id == query_id)
+        .order_by(RUN_ENTRIES.c.run_id, RUN_ENTRIES.c.rank)
     ):
         hit = by_fragment.get(fragment_id)
         if hit is not None and names[run_id] in hit[1]:
@@ -97,11 +102,13 @@ def ordered_next(
     assigned, ungraded pairs, replaying the policy over the grades recorded by everyone (median ≥ the
     relevance level counts as relevant). Falls back to `first` if the order names nothing."""
     conn = session.connection()
-    query_id, *scale = conn.execute(_QUERY, {"pair_id": first[0]}).cursor.fetchone()
+    query_id, low, high = typing.cast(
+        tuple[int, int, int], conn.execute(_QUERY, {"pair_id": first[0]}).cursor.fetchone()
+    )
     todo = dict(conn.execute(_TODO, {"user_id": user_id, "query_id": query_id}).cursor.fetchall())
     human, model = _grades(session, query_id)
-    level = relevant_from(tuple(scale))
-    known = {
+    level = relevant_from((low, high))
+    known: dict[Hashable, bool] = {
         pid: (g[0] if len(g) == 1 else statistics.median(g)) >= level for pid, g in human.items() if pid not in todo
     }
     policy = make_order(
@@ -112,4 +119,4 @@ def ordered_next(
         model_grades={pid: statistics.fmean(g) for pid, g in model.items()},
     )
     pick = replay_next(policy, known, todo)
-    return (pick, todo[pick]) if pick is not None else first
+    return (typing.cast(int, pick), todo[pick]) if pick is not None else first

@@ -45,6 +45,13 @@ class QueueOrder(StrEnum):
     MODEL_UNCERTAIN = "model-uncertain"
 
 
+class MissingQueries(StrEnum):
+    """How `qrelkit eval` averages qrels queries a run lacks."""
+
+    ZERO = "zero"  # scored 0 and averaged over every qrels query (trec_eval -c)
+    SKIP = "skip"  # left out: the mean over the run's queries (pytrec_eval, ranx)
+
+
 class ConsensusRule(StrEnum):
     """How a release combines several people's grades of a pair into one (eval_core.consensus implements each)."""
 

@@ -177,3 +177,39 @@ def test_migrations_import_nothing_of_qrelkit() -> None:
     assert versions
     bad = {p.name: sorted(imported(p) & set(PACKAGES)) for p in versions}
     assert {k: v for k, v in bad.items() if v} == {}
+
+
+def module_aliases(path: Path, root: Path = ROOT) -> list[str]:
+    """`from pkg import module as other` and `import pkg.module as other` of a module of the repository: the
+    reader meets `other` and cannot find its file (names of functions and classes may be aliased)."""
+
+    def is_module(dotted: str) -> bool:
+        base = root.joinpath(*dotted.split("."))
+        return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found += [
+                f"{node.module}.{a.name} as {a.asname}"
+                for a in node.names
+                if a.asname and a.asname != a.name and is_module(f"{node.module}.{a.name}")
+            ]
+        elif isinstance(node, ast.Import):
+            found += [f"{a.name} as {a.asname}" for a in node.names if a.asname and is_module(a.name)]
+    return found
+
+
+def test_no_alias_hides_a_module_name_in_the_app_or_the_store() -> None:
+    paths = [p for layer in ("annotator", "db") for p in sorted((ROOT / layer).rglob("*.py"))]
+    bad = {str(p.relative_to(ROOT)): module_aliases(p) for p in paths}
+    assert {k: v for k, v in bad.items() if v} == {}
+
+
+def test_a_module_alias_is_found_and_a_function_alias_is_not(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "judges.py").write_text("def tab():\n    pass\n")
+    page = tmp_path / "page.py"
+    page.write_text("from pkg import judges as views_judges\nfrom pkg.judges import tab as judges_tab\n")
+    assert module_aliases(page, tmp_path) == ["pkg.judges as views_judges"]

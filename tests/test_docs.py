@@ -4,8 +4,13 @@ appears in it, and every relative link of the README and the docs leads to a fil
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import importlib.util
+import io
+import json
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -150,3 +155,185 @@ def test_the_link_checker_catches_a_missing_file(tmp_path: Path) -> None:
 def test_every_relative_link_leads_to_a_file(page: str) -> None:
     """docs/judges.md once linked the bundled prompt at eval_core/guidelines/, where it never was."""
     assert broken_links(ROOT / page) == []
+
+
+# --- The examples in README and docs/ (issue #25): Python blocks run, `qrelkit …` lines parse ---------------------
+
+PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+FENCE = re.compile(r"^\s*```(\w*)")
+SHELL = ("bash", "sh", "console", "")
+SYNOPSIS = re.compile(r"\[|\||…|\.\.\.|\s\(|\b[A-Z][A-Z_]*[A-Z]\b|\b[A-Z]\b")  # optional parts, choices, names
+
+
+def fenced(text: str, kinds: tuple[str, ...]) -> list[tuple[int, str]]:
+    """(first line number, code) of each fenced block of one of `kinds` (`""`: no language given)."""
+    blocks: list[tuple[int, str]] = []
+    kind, start, body = None, 0, []
+    for number, line in enumerate(text.split("\n"), start=1):
+        fence = FENCE.match(line)
+        if fence and kind is None:
+            kind, start, body = fence.group(1), number + 1, []
+        elif fence:
+            if kind in kinds:
+                blocks.append((start, "\n".join(body)))
+            kind = None
+        elif kind is not None:
+            body.append(line)
+    return blocks
+
+
+def cli_examples(text: str) -> list[tuple[int, str]]:
+    """Every `qrelkit …` command of a shell block (a `$ ` prompt dropped, `\\` continuations joined, commands
+    chained with `;` or `&&` taken one by one, a trailing `# comment` and anything after a pipe or redirection
+    left out)."""
+    found = []
+    for start, code in fenced(text, SHELL):
+        lines = code.split("\n")
+        i = 0
+        while i < len(lines):
+            number, command = start + i, lines[i].strip().removeprefix("$ ")
+            while command.endswith("\\") and i + 1 < len(lines):
+                i += 1
+                command = command[:-1].rstrip() + " " + lines[i].strip()
+            for part in re.split(r"\s*(?:;|&&)\s*", re.split(r"\s+#\s", command)[0]):
+                if part.startswith("qrelkit "):
+                    found.append((number, re.split(r"\s+[|>]\s", part)[0].strip()))
+            i += 1
+    return found
+
+
+def command_parser(words: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
+    """The parser of the (sub)command the words name, and the words after the command's name."""
+    from annotator.cli import build_parser
+
+    parser = build_parser(words[0] if words else None)
+    rest = list(words)
+    while rest:
+        subcommands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subcommands or rest[0] not in subcommands[0].choices:
+            break
+        parser, rest = subcommands[0].choices[rest[0]], rest[1:]
+    return parser, rest
+
+
+def cli_problem(command: str) -> str | None:
+    """Why a documented `qrelkit …` line would not run, or None. A concrete example must parse as it stands; a
+    synopsis (optional [parts], a|b choices, NAMES to fill in) must name a real command, only options that
+    command has, and only choices an option offers."""
+    words = shlex.split(command)[1:]
+    if not SYNOPSIS.search(command):
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(out), contextlib.redirect_stdout(io.StringIO()):
+                command_parser(words)[0].parse_args(command_parser(words)[1])
+        except SystemExit as exit_:
+            return out.getvalue().strip().splitlines()[-1] if exit_.code else None
+        return None
+    parser, _ = command_parser(words)
+    options = parser._option_string_actions
+    for flag, value in re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)(?:[ =]([\w.-]+(?:\|[\w.-]+)+))?", command):
+        known = flag if flag in options else flag[:2] if flag[1] != "-" else None  # -l2: -l with its value
+        if known not in options:
+            return f"{parser.prog} has no option {flag}"
+        choices = options[known].choices
+        if value and choices is not None and not set(value.split("|")) <= set(map(str, choices)):
+            return f"{parser.prog} {flag} offers {sorted(map(str, choices))}, not all of {value}"
+    return None
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_every_documented_command_parses(page: Path) -> None:
+    problems = [f"{page.name}:{n}: {c}: {why}" for n, c in cli_examples(page.read_text()) if (why := cli_problem(c))]
+    assert problems == []
+
+
+def test_the_command_checker_catches_a_wrong_option_and_a_wrong_choice() -> None:
+    assert cli_problem("qrelkit eval qrels.txt run.txt --k 10") is None
+    assert "unrecognized arguments: --kay" in (cli_problem("qrelkit eval qrels.txt run.txt --kay 10") or "")
+    assert cli_problem("qrelkit consensus JUDGMENTS --rule median|majority") is None
+    assert "not all of median|modal" in (cli_problem("qrelkit consensus JUDGMENTS --rule median|modal") or "")
+    assert "has no option --colour" in (cli_problem("qrelkit agreement FILE [--colour red]") or "")
+    assert cli_examples("```bash\n$ qrelkit eval a b \\\n  --k 5  # five\n```\n") == [(2, "qrelkit eval a b --k 5")]
+
+
+# Blocks that are compiled but not run, and why (each needs what a test may not do).
+NOT_RUN = {
+    ("store.md", "command.revision("): "autogenerates a migration file inside the repository",
+    ("judges.md", "prejudge("): "grades a project of a live store named in the example (`support`)",
+}
+QUERIES = ("q1", "q2", "q3", "q4")
+FRAGMENTS = ("d1", "d2", "d3")
+
+
+def example_files(folder: Path) -> None:
+    """The files the examples name, small and hand-made: qrels and runs over four queries, the queries, a
+    category file, and judgments by two people and a model judge."""
+    grades = {"ana": [3, 2, 0, 1, 2, 0, 3, 1, 0, 2, 1, 0], "ben": [3, 1, 0, 1, 2, 1, 2, 1, 0, 3, 1, 0]}
+    grades["gpt"] = [3, 2, 1, 1, 3, 0, 3, 2, 0, 2, 2, 0]
+    pairs = [(q, d) for q in QUERIES for d in FRAGMENTS]
+    qrels = "".join(f"{q} 0 {d} {g}\n" for (q, d), g in zip(pairs, grades["ana"], strict=True))
+    (folder / "golden").mkdir()
+    (folder / "runs").mkdir()
+    for name in ("golden.qrels", "qrels.txt", "golden/qrels.txt"):
+        (folder / name).write_text(qrels)
+    for name, order in (("bm25.run", FRAGMENTS), ("dense.run", FRAGMENTS[::-1]), ("a.run", FRAGMENTS)):
+        (folder / name).write_text(
+            "".join(f"{q} Q0 {d} {r} {10 - r} {name}\n" for q in QUERIES for r, d in enumerate(order, start=1))
+        )
+    (folder / "b.run").write_text((folder / "dense.run").read_text())
+    queries = "".join(json.dumps({"id": q, "text": f"query {q}"}) + "\n" for q in QUERIES)
+    for name in ("queries.jsonl", "golden/queries.jsonl"):
+        (folder / name).write_text(queries)
+    (folder / "cats.tsv").write_text(
+        "query_id\tcategory\n" + "".join(f"{q}\t{'odd' if int(q[1]) % 2 else 'even'}\n" for q in QUERIES)
+    )
+    (folder / "judgments.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {"query_id": q, "fragment_id": d, "annotator": who, "grade": g}
+                | ({"annotator_kind": "model", "model": "gpt-x"} if who == "gpt" else {"annotator_kind": "human"})
+            )
+            + "\n"
+            for who, row in grades.items()
+            for (q, d), g in zip(pairs, row, strict=True)
+        )
+    )
+
+
+def example_names() -> dict[str, object]:
+    """What the examples take as already there: `qrels`, `run` and `dense_df` (paths and a frame), the
+    judgments read, and a retriever (`search` stands for a retrieval call)."""
+    from eval_core.io.formats import read_run
+    from eval_core.io.judgments import read_judgments
+
+    async def my_async_retriever(text: str) -> list[str]:
+        return list(FRAGMENTS)
+
+    async def search(text: str) -> list[str]:
+        return list(FRAGMENTS)
+
+    return {
+        "qrels": "qrels.txt",
+        "run": "bm25.run",
+        "dense_df": read_run("dense.run"),
+        "judgments": read_judgments("judgments.jsonl"),
+        "my_async_retriever": my_async_retriever,
+        "search": search,
+    }
+
+
+PYTHON_BLOCKS = [(page, line, code) for page in PAGES for line, code in fenced(page.read_text(), ("python",))]
+
+
+def test_the_docs_have_python_examples() -> None:
+    assert len(PYTHON_BLOCKS) >= 8
+
+
+@pytest.mark.parametrize(("page", "line", "code"), PYTHON_BLOCKS, ids=[f"{p.name}:{n}" for p, n, _ in PYTHON_BLOCKS])
+def test_a_python_example_runs(page: Path, line: int, code: str, tmp_path: Path, monkeypatch) -> None:
+    compile(code, f"{page.name}:{line}", "exec")
+    if any(page.name == name and marker in code for name, marker in NOT_RUN):
+        return
+    monkeypatch.chdir(tmp_path)
+    example_files(tmp_path)
+    exec(compile(code, f"{page.name}:{line}", "exec"), example_names())

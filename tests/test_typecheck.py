@@ -1,5 +1,5 @@
 """The mypy baseline in pyproject.toml: modules of db/ and annotator/ still allowed to fail, a list that only
-shrinks (eval_core and guidelines are never on it)."""
+shrinks (eval_core and guidelines are never on it), and no other way around the checker."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# The baseline's length when it was written (26 modules of db/ and annotator/; 21 now). Lower this number
-# when you fix a module; a test that fails because the list grew is the point.
-MAX_BASELINE = 21
+# The baseline's length: 21 modules before issue #25, 7 now (store modules other work changed meanwhile).
+# Lower this number when you fix a module; a test that fails because the list grew is the point.
+MAX_BASELINE = 7
 
 
 def _config() -> dict:
@@ -17,9 +17,13 @@ def _config() -> dict:
 
 
 def _baseline() -> list[str]:
-    overrides = [o for o in _config().get("overrides", []) if o.get("ignore_errors")]
-    assert len(overrides) == 1, "one ignore_errors override: the baseline"
-    return list(overrides[0]["module"])
+    """Every module an override exempts from errors (ignore_errors), over all overrides."""
+    modules: list[str] = []
+    for override in _config().get("overrides", []):
+        if override.get("ignore_errors"):
+            names = override["module"]
+            modules += [names] if isinstance(names, str) else list(names)
+    return modules
 
 
 def test_mypy_checks_every_package():
@@ -34,3 +38,9 @@ def test_baseline_only_shrinks_and_names_real_modules():
         assert name.split(".")[0] in ("db", "annotator"), f"{name}: eval_core and guidelines have no baseline"
         assert "*" not in name, f"{name}: list modules one by one, no wildcards"
         assert (ROOT / (name.replace(".", "/") + ".py")).is_file(), f"{name} is not a module (renamed? remove it)"
+
+
+def test_no_override_switches_checking_off_another_way():
+    """No override disables error codes or skips following imports."""
+    for override in _config().get("overrides", []):
+        assert not {"disable_error_code", "follow_imports"} & set(override), override

@@ -189,6 +189,7 @@ def submit_login() -> None:
     if result.user is None:
         st.session_state["login_failed"] = result.retry_after
         return
+    assert result.session is not None  # a login that returns the user opened a session
     _remember(result.user, result.session)
 
 

@@ -13,12 +13,16 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
+from pandas.io.formats.style import Styler
 from sqlalchemy.engine import Engine
+from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from annotator.app import state
 from annotator.app.auth import require_role
 from annotator.app.text import highlighted, literal
 from db import projects
+from db.accounts.users import UserInfo
+from db.projects import ProjectInfo
 from eval_core.vocab import Role
 
 MISSING = "—"
@@ -49,7 +53,7 @@ def guideline_markdown(text: str) -> None:
     st.markdown((text or "").replace("<", "\\<").replace("![", "!\\["))
 
 
-def readable(frame: pd.DataFrame, headers: dict[str, str], digits: dict[str, int] | None = None) -> Any:
+def readable(frame: pd.DataFrame, headers: dict[str, str], digits: dict[str, int] | None = None) -> Styler:
     """A table for people: only the columns in `headers`, renamed to them, numbers rounded to `digits`,
     times as `YYYY-MM-DD HH:MM UTC`, and "—" wherever a value is missing (a Styler st.dataframe shows)."""
     table = frame[list(headers)].rename(columns=headers)
@@ -66,14 +70,14 @@ def table(frame: pd.DataFrame, headers: dict[str, str], digits: dict[str, int] |
     st.dataframe(readable(frame, headers, digits), hide_index=True, placeholder=MISSING, **options)
 
 
-def lead_page(title: str) -> tuple[Engine, Any]:
+def lead_page(title: str) -> tuple[Engine, UserInfo]:
     """Stop anyone who is not a lead (also when the page is opened by URL), then title the page."""
     user = require_role(Role.LEAD)
     st.title(title)
     return state.engine(), user
 
 
-def pick_project(engine: Engine) -> Any | None:
+def pick_project(engine: Engine) -> ProjectInfo | None:
     """The project this session works on (the sidebar's picker), with its scale and threshold."""
     name = state.current_project()
     if name is None:
@@ -88,7 +92,7 @@ def as_dict(report: Any) -> dict[str, Any]:
 
 
 @contextmanager
-def saved_upload(upload: Any) -> Iterator[Path]:
+def saved_upload(upload: UploadedFile) -> Iterator[Path]:
     """An uploaded file written to a temporary path that keeps its name (the readers go by extension)."""
     with tempfile.TemporaryDirectory(prefix="qrelkit-upload-") as tmp:
         path = Path(tmp) / Path(upload.name).name
@@ -101,12 +105,12 @@ def upload_error(exc: Exception, path: Path, upload_name: str) -> str:
     return str(exc).replace(str(path), upload_name)
 
 
-def scale_of(project: Any) -> tuple[int, int]:
+def scale_of(project: ProjectInfo) -> tuple[int, int]:
     """The project's grading scale as a plain (low, high) pair."""
     return int(project.scale[0]), int(project.scale[1])
 
 
-def project_caption(project: Any) -> str:
+def project_caption(project: ProjectInfo) -> str:
     """One line with the project's policy and its grade names."""
     low, high = scale_of(project)
     names = ", ".join(f"{g} {literal(name)}" for g, name in project.labels.items())

@@ -139,6 +139,24 @@ def relevance_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def averaging_options(parser: argparse.ArgumentParser) -> None:
+    """--missing and --trec-eval-version, read the same way by eval and compare."""
+    parser.add_argument(
+        "--missing",
+        choices=("zero", "skip"),
+        default="zero",
+        help="qrels queries a run lacks: zero = scored 0 and averaged over every qrels query (trec_eval -c); "
+        "skip = left out, the mean over the run's queries (as pytrec_eval and ranx report) (default zero)",
+    )
+    parser.add_argument(
+        "--trec-eval-version",
+        choices=("9", "10"),
+        default="10",
+        help="ranking rules: 10 compares scores as float64; 9 as float32, as trec_eval 9 and pytrec_eval do, so "
+        "scores equal in float32 tie (default 10)",
+    )
+
+
 def db_option(parser: argparse.ArgumentParser) -> None:
     """The one `--db URL` option every command that opens the store takes."""
     parser.add_argument(

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from annotator.cli.common import relevance_options
+from annotator.cli.common import averaging_options, relevance_options
 from eval_core.ranking.paired_tests import TEST_NAMES, TESTS
 from eval_core.thresholds import Thresholds
 
@@ -44,6 +44,7 @@ def format_comparison(result: Comparison) -> str:
         f"{TEST_NAMES[result.test]} over {result.n_queries} queries, alpha = {result.alpha:g}"
         + (", Holm-corrected per metric" if result.correction == "holm" else "")
         + (f", each run against {result.baseline}" if result.baseline else "")
+        + f"; missing queries: {result.missing}, trec_eval {result.trec_eval_version} ranking"
     ]
     out += [
         "",
@@ -150,6 +151,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         rel_level=args.rel_level,
         scale=args.scale,
         progress=True,
+        missing=args.missing,
+        trec_eval_version=args.trec_eval_version,
     )
     _warn(result.warnings)
     print(
@@ -219,6 +222,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap", type=int, default=10_000, help="bootstrap resamples for the randomization test's CI")
     p.add_argument("--seed", type=int, default=0)
     relevance_options(p)
+    averaging_options(p)
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.set_defaults(func=cmd_compare)
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from annotator.cli.common import relevance_options
+from annotator.cli.common import averaging_options, relevance_options
 from eval_core.ranking.registry import DEFAULT_K, DEFAULT_METRICS, help_text
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="cutoffs for metrics given without one (default %(default)s)",
     )
     relevance_options(p)
+    averaging_options(p)
     p.add_argument(
         "--max-grade",
         type=int,
@@ -133,6 +134,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         "categories": categories,
         "max_grade": args.max_grade,
         "scale": scale,
+        "missing": args.missing,
+        "trec_eval_version": int(args.trec_eval_version),
     }
     for run, label, size in zip(args.runs, _labels(args.runs), sizes, strict=True):
         bar.set_postfix_str(label)
@@ -241,6 +244,8 @@ def _print_table(results: list[Evaluation], per_query: bool) -> None:
     width = max(len(m) for m in metrics) + 2
     cols = [ev.name for ev in results]
     colw = [max(len(c), 8) + 2 for c in cols]
+    first = results[0]
+    print(f"missing queries: {first.missing}; trec_eval {first.trec_eval_version} ranking")
     print("metric".ljust(width) + "".join(c.rjust(w) for c, w in zip(cols, colw, strict=True)))
     for m in metrics:
         print(m.ljust(width) + "".join(f"{ev.mean[m]:.4f}".rjust(w) for ev, w in zip(results, colw, strict=True)))

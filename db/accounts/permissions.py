@@ -11,6 +11,7 @@ from typing import Final
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from sqlmodel import col
 
 from db.store.models import User
 from eval_core.errors import Refused
@@ -33,7 +34,9 @@ def require_role(session: Session, actor: Actor, role: str = Role.LEAD) -> int |
     may); None for the CLI operator. Raises Refused (a PermissionError) naming who and why."""
     if isinstance(actor, Operator):
         return None
-    row = session.execute(select(User.id, User.role, User.active).where(User.username == actor)).first()
+    row = session.execute(
+        select(col(User.id), col(User.role), col(User.active)).where(col(User.username) == actor)
+    ).first()
     if row is None:
         raise Refused(f"no user named {actor!r}")
     if not row.active:

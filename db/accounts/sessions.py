@@ -13,9 +13,10 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
 from db.accounts.users import UserInfo, end_sessions, user_row
-from db.store.engine import retry_once, session_scope
+from db.store.engine import affected, retry_once, session_scope
 from db.store.models import User, UserSession, utcnow
 
 SESSION_LIFETIME = timedelta(hours=12)  # one working day; then log in again
@@ -45,7 +46,7 @@ def create_session(
     token = secrets.token_urlsafe(32)
     now = utcnow()
     with session_scope(engine, write=True) as session:
-        active = session.execute(select(User.active).where(User.id == user_id)).scalar_one_or_none()
+        active = session.execute(select(col(User.active)).where(col(User.id) == user_id)).scalar_one_or_none()
         if not active:
             raise PermissionError(f"user id {user_id} is unknown or deactivated")
         row = UserSession(
@@ -71,21 +72,21 @@ def resolve(engine: Engine, token: str | None) -> UserInfo | None:
     with session_scope(engine) as session:
         row = session.execute(
             select(
-                UserSession.id,
-                UserSession.last_seen_at,
-                User.id.label("user_id"),
-                User.username,
-                User.role,
-                User.password_hash.is_not(None).label("has_password"),
-                User.kind,
+                col(UserSession.id),
+                col(UserSession.last_seen_at),
+                col(User.id).label("user_id"),
+                col(User.username),
+                col(User.role),
+                col(User.password_hash).is_not(None).label("has_password"),
+                col(User.kind),
             )
-            .join(User, User.id == UserSession.user_id)
+            .join(User, col(User.id) == col(UserSession.user_id))
             .where(
-                UserSession.token_hash == token_hash(token),
-                UserSession.revoked_at.is_(None),
-                UserSession.expires_at > now,
-                UserSession.last_seen_at > now - IDLE_TIMEOUT,
-                User.active.is_(True),
+                col(UserSession.token_hash) == token_hash(token),
+                col(UserSession.revoked_at).is_(None),
+                col(UserSession.expires_at) > now,
+                col(UserSession.last_seen_at) > now - IDLE_TIMEOUT,
+                col(User.active).is_(True),
             )
         ).first()
     if row is None:
@@ -104,10 +105,10 @@ def revoke(engine: Engine, token: str | None) -> bool:
     with session_scope(engine, write=True) as session:
         result = session.execute(
             update(UserSession)
-            .where(UserSession.token_hash == token_hash(token), UserSession.revoked_at.is_(None))
+            .where(col(UserSession.token_hash) == token_hash(token), col(UserSession.revoked_at).is_(None))
             .values(revoked_at=utcnow())
         )
-        return bool(result.rowcount)
+        return bool(affected(result))
 
 
 def revoke_all_for_user(engine: Engine, username: str) -> int:

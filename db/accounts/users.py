@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 from sqlalchemy import delete, func, or_, update
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from db.accounts.lookalikes import FORMULA_STARTS, hidden_character, mixes_scripts, name_key, scripts
 from db.accounts.permissions import Actor, Operator, require_lead, require_role
-from db.store.engine import session_scope
+from db.store.engine import affected, session_scope
 from db.store.models import (
     Adjudication,
     Assignment,
@@ -31,6 +31,7 @@ from db.store.models import (
     Release,
     User,
     UserSession,
+    pk,
     utcnow,
 )
 from eval_core.errors import Conflict, NotFound
@@ -158,10 +159,10 @@ def check_new_username(session: Session, username: str) -> str:
                 f"the account): give it one with `qrelkit user set-password {name}` so they can log in"
             )
         raise Conflict(f"user {name!r} already exists")
-    existing = account_keys(session).get(name_key(name))
-    if existing is not None:
+    taken = account_keys(session).get(name_key(name))
+    if taken is not None:
         raise Conflict(
-            f"username {name!r} looks like the existing account {existing!r} ({LOOKS_LIKE}); choose a distinct name"
+            f"username {name!r} looks like the existing account {taken!r} ({LOOKS_LIKE}); choose a distinct name"
         )
     return name
 
@@ -203,7 +204,7 @@ def set_password(engine: Engine, username: str, password: str, *, actor: Actor) 
         user.password_hash = hashed
         session.add(user)
         session.flush()
-        ended = end_sessions(session, user.id)
+        ended = end_sessions(session, pk(user))
         log.warning("password of %r set by %r; %d session(s) ended", username, actor, ended)
         return user_info(user)
 
@@ -243,10 +244,10 @@ def end_sessions(session: Session, user_id: int) -> int:
     """Revoke every open session of a user inside the caller's transaction; returns how many were open."""
     result = session.execute(
         update(UserSession)
-        .where(UserSession.user_id == user_id, UserSession.revoked_at.is_(None))
+        .where(col(UserSession.user_id) == user_id, col(UserSession.revoked_at).is_(None))
         .values(revoked_at=utcnow())
     )
-    return int(result.rowcount or 0)
+    return affected(result)
 
 
 def deactivate(engine: Engine, username: str, *, actor: Actor) -> UserInfo:
@@ -258,7 +259,7 @@ def deactivate(engine: Engine, username: str, *, actor: Actor) -> UserInfo:
         user.active = False
         session.add(user)
         session.flush()
-        ended = end_sessions(session, user.id)
+        ended = end_sessions(session, pk(user))
         log.warning("user %r deactivated by %r; %d session(s) ended", username, actor, ended)
         return user_info(user)
 
@@ -286,7 +287,7 @@ def set_role(engine: Engine, username: str, role: str, *, actor: Actor) -> UserI
         user.role = role
         session.add(user)
         session.flush()
-        ended = end_sessions(session, user.id) if changed else 0
+        ended = end_sessions(session, pk(user)) if changed else 0
         log.warning("user %r is now %s (set by %r); %d session(s) ended", username, role, actor, ended)
         return user_info(user)
 
@@ -304,7 +305,7 @@ def delete_user(engine: Engine, username: str, *, actor: Actor) -> dict[str, int
                 (
                     "judgment history rows",
                     JudgmentHistory,
-                    or_(JudgmentHistory.user_id == user.id, JudgmentHistory.changed_by_id == user.id),
+                    or_(col(JudgmentHistory.user_id) == user.id, col(JudgmentHistory.changed_by_id) == user.id),
                 ),
                 ("adjudications", Adjudication, Adjudication.user_id == user.id),
                 ("guidelines", Guideline, Guideline.created_by_id == user.id),
@@ -317,8 +318,8 @@ def delete_user(engine: Engine, username: str, *, actor: Actor) -> dict[str, int
                 f"user {username!r} holds {', '.join(f'{n} {what}' for what, n in held.items())}; "
                 f"an account with work in the store is kept (deactivate it instead)"
             )
-        assignments = session.execute(delete(Assignment).where(Assignment.user_id == user.id)).rowcount
-        ended = session.execute(delete(UserSession).where(UserSession.user_id == user.id)).rowcount
+        assignments = affected(session.execute(delete(Assignment).where(col(Assignment.user_id) == user.id)))
+        ended = affected(session.execute(delete(UserSession).where(col(UserSession.user_id) == user.id)))
         session.delete(user)
         log.warning(
             "user %r deleted by %r (%d assignment(s), %d session(s) removed)", username, actor, assignments, ended

@@ -8,10 +8,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache, wraps
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 from sqlalchemy import event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import CursorResult, Engine, Result
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlmodel import Session, create_engine
 
@@ -103,6 +103,12 @@ def retry_once(fn: Callable[P, R]) -> Callable[P, R]:
             raise StoreUnavailable(STORE_DOWN) from exc
 
     return run
+
+
+def affected(result: Result[Any]) -> int:
+    """How many rows an UPDATE or DELETE changed: `rowcount` belongs to the CursorResult that session.execute
+    returns for them, though it is typed as a plain Result."""
+    return int(cast(CursorResult[Any], result).rowcount or 0)
 
 
 def is_sqlite(engine: Engine) -> bool:

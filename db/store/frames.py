@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 from sqlalchemy import Select, func, select
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlalchemy.orm import Session
+from sqlmodel import col
 
 from db.projects import project_row, project_scale
 from db.store.engine import session_scope
-from db.store.models import Adjudication, Fragment, Guideline, Judgment, JudgmentHistory, Pair, Query, User
+from db.store.models import Adjudication, Fragment, Guideline, Judgment, JudgmentHistory, Pair, Query, User, pk
 from eval_core.consensus import consensus
 from eval_core.errors import NotFound
 
@@ -30,7 +33,7 @@ JUDGMENT_COLUMNS = [
 def judgments_frame(engine: Engine, project: str, *, times: bool = False) -> pd.DataFrame:
     """Every current judgment of the project (see project_judgments)."""
     with session_scope(engine) as session:
-        return project_judgments(session, project_row(session, project).id, times=times)
+        return project_judgments(session, pk(project_row(session, project)), times=times)
 
 
 def project_judgments(session: Session, project_id: int, *, times: bool = False) -> pd.DataFrame:
@@ -44,7 +47,7 @@ def project_judgments(session: Session, project_id: int, *, times: bool = False)
 
     Judgments are read as bare ids and mapped to names column-wise through the (much smaller) pair, user and
     guideline tables: joining and sorting strings in the database took ~20 s at 1M judgments."""
-    columns = [
+    columns: list[Any] = [
         Judgment.pair_id,
         Judgment.user_id,
         Judgment.grade,
@@ -53,24 +56,24 @@ def project_judgments(session: Session, project_id: int, *, times: bool = False)
         Judgment.cant_judge_reason,
         *([Judgment.updated_at] if times else []),
     ]
-    judged = frame_of(session, select(*columns).where(Judgment.project_id == project_id))
+    judged = frame_of(session, select(*columns).where(col(Judgment.project_id) == project_id))
     pairs = frame_of(
         session,
-        select(Pair.id, Query.external_id, Fragment.external_id, Query.category)
+        select(col(Pair.id), col(Query.external_id), col(Fragment.external_id), col(Query.category))
         .select_from(Pair)
-        .join(Query, Query.id == Pair.query_id)
-        .join(Fragment, Fragment.id == Pair.fragment_id)
-        .where(Pair.project_id == project_id),
+        .join(Query, col(Query.id) == col(Pair.query_id))
+        .join(Fragment, col(Fragment.id) == col(Pair.fragment_id))
+        .where(col(Pair.project_id) == project_id),
         ["pair_id", "query_id", "fragment_id", "category"],
     ).set_index("pair_id")
     conn = session.connection()
     users, kinds = {}, {}
-    for uid, name, kind in conn.execute(select(User.id, User.username, User.kind)).fetchall():
+    for uid, name, kind in conn.execute(select(col(User.id), col(User.username), col(User.kind))).fetchall():
         users[uid], kinds[uid] = name, kind
     versions = {
         gid: str(v)
         for gid, v in conn.execute(
-            select(Guideline.id, Guideline.version).where(Guideline.project_id == project_id)
+            select(col(Guideline.id), col(Guideline.version)).where(col(Guideline.project_id) == project_id)
         ).fetchall()
     }
     where = pairs.index.get_indexer(judged["pair_id"])
@@ -126,10 +129,10 @@ def judgments_fingerprint(engine: Engine, project: str) -> tuple[int, int]:
         project_id = project_row(session, project).id
         conn = session.connection()
         history = conn.execute(
-            select(func.max(JudgmentHistory.id)).where(JudgmentHistory.project_id == project_id)
+            select(func.max(col(JudgmentHistory.id))).where(col(JudgmentHistory.project_id) == project_id)
         ).scalar_one()
         adjudication = conn.execute(
-            select(func.max(Adjudication.id)).where(Adjudication.project_id == project_id)
+            select(func.max(col(Adjudication.id))).where(col(Adjudication.project_id) == project_id)
         ).scalar_one()
     return (history or 0, adjudication or 0)
 
@@ -139,10 +142,14 @@ def pair_id(engine: Engine, project: str, query_id: str, fragment_id: str) -> in
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
         found = session.execute(
-            select(Pair.id)
-            .join(Query, Query.id == Pair.query_id)
-            .join(Fragment, Fragment.id == Pair.fragment_id)
-            .where(Pair.project_id == project_id, Query.external_id == query_id, Fragment.external_id == fragment_id)
+            select(col(Pair.id))
+            .join(Query, col(Query.id) == col(Pair.query_id))
+            .join(Fragment, col(Fragment.id) == col(Pair.fragment_id))
+            .where(
+                col(Pair.project_id) == project_id,
+                col(Query.external_id) == query_id,
+                col(Fragment.external_id) == fragment_id,
+            )
         ).scalar_one_or_none()
     if found is None:
         raise NotFound(f"no pair ({query_id}, {fragment_id}) in project {project!r}")
@@ -152,21 +159,27 @@ def pair_id(engine: Engine, project: str, query_id: str, fragment_id: str) -> in
 def adjudications_frame(engine: Engine, project: str) -> pd.DataFrame:
     """The adjudication in force per pair (see project_adjudications)."""
     with session_scope(engine) as session:
-        return project_adjudications(session, project_row(session, project).id)
+        return project_adjudications(session, pk(project_row(session, project)))
 
 
 def project_adjudications(session: Session, project_id: int) -> pd.DataFrame:
     """The adjudication in force per pair (the latest): query_id, fragment_id, grade, reason, by — the one
     adjudications query (pages, live qrels, releases)."""
     rows = session.execute(
-        select(Query.external_id, Fragment.external_id, Adjudication.grade, Adjudication.reason, User.username)
+        select(
+            col(Query.external_id),
+            col(Fragment.external_id),
+            col(Adjudication.grade),
+            col(Adjudication.reason),
+            col(User.username),
+        )
         .select_from(Adjudication)
-        .join(Pair, Pair.id == Adjudication.pair_id)
-        .join(Query, Query.id == Pair.query_id)
-        .join(Fragment, Fragment.id == Pair.fragment_id)
-        .join(User, User.id == Adjudication.user_id)
-        .where(Adjudication.project_id == project_id)
-        .order_by(Adjudication.created_at, Adjudication.id)
+        .join(Pair, col(Pair.id) == col(Adjudication.pair_id))
+        .join(Query, col(Query.id) == col(Pair.query_id))
+        .join(Fragment, col(Fragment.id) == col(Pair.fragment_id))
+        .join(User, col(User.id) == col(Adjudication.user_id))
+        .where(col(Adjudication.project_id) == project_id)
+        .order_by(col(Adjudication.created_at), col(Adjudication.id))
     ).all()
     frame = pd.DataFrame(rows, columns=["query_id", "fragment_id", "grade", "reason", "by"])
     frame = frame.drop_duplicates(["query_id", "fragment_id"], keep="last")
@@ -195,8 +208,8 @@ def queries_frame(engine: Engine, project: str) -> pd.DataFrame:
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
         rows = session.execute(
-            select(Query.external_id, Query.text, Query.category)
-            .where(Query.project_id == project_id)
+            select(col(Query.external_id), col(Query.text), col(Query.category))
+            .where(col(Query.project_id) == project_id)
             .order_by(Query.external_id)
         ).all()
     return pd.DataFrame(rows, columns=["query_id", "text", "category"])
@@ -207,5 +220,7 @@ def fragments_text(engine: Engine, project: str) -> dict[str, str]:
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
         return dict(
-            session.execute(select(Fragment.external_id, Fragment.text).where(Fragment.project_id == project_id)).all()
+            session.execute(
+                select(col(Fragment.external_id), col(Fragment.text)).where(col(Fragment.project_id) == project_id)
+            ).all()
         )

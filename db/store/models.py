@@ -4,9 +4,20 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
-from sqlalchemy import JSON, CheckConstraint, DateTime, Index, Text, TypeDecorator, UniqueConstraint, false
+from sqlalchemy import (
+    JSON,
+    CheckConstraint,
+    DateTime,
+    Index,
+    Table,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+    false,
+    inspect,
+)
 from sqlmodel import Field, SQLModel
 
 from eval_core.thresholds import AGREEMENT_THRESHOLD
@@ -31,6 +42,28 @@ class UTCDateTime(TypeDecorator):
         if value is None:
             return None
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def table_of(model: type[SQLModel]) -> Table:
+    """A table model's Core table, typed: SQLModel sets `Model.__table__` without declaring it, so Core
+    statements (bulk inserts, updates, joins on `.c`) take the table from here."""
+    table = inspect(model).local_table
+    if not isinstance(table, Table):
+        raise TypeError(f"{model.__name__} is not a table model")
+    return table
+
+
+class _Stored(Protocol):
+    @property
+    def id(self) -> int | None: ...
+
+
+def pk(row: _Stored) -> int:
+    """A stored row's id as an int: SQLModel types `id` as `int | None` (None until the row is flushed), and a
+    row read from the store always has one."""
+    if row.id is None:
+        raise ValueError(f"{type(row).__name__} has no id: it was never flushed")
+    return row.id
 
 
 def _ts(**kw: Any) -> Any:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast, overload
 
 import numpy as np
 
@@ -36,11 +36,18 @@ from eval_core.ranking.metrics import (
     rank_run,
 )
 from eval_core.ranking.run_blocks import BLOCK_BYTES, Scattered, default_workers, map_run_blocks
+from eval_core.vocab import MissingQueries
 
 if TYPE_CHECKING:  # pandas is imported when a DataFrame is first asked for: `qrelkit eval` prints means only
     import pandas as pd
 
 MAX_LISTED = 10
+
+# What evaluate() reads: a file (TREC, BEIR TSV, JSONL, CSV; gzip fine), a DataFrame, a dict, or read Columns.
+QrelsSource: TypeAlias = "str | os.PathLike[str] | pd.DataFrame | Mapping[str, Mapping[str, int]] | Columns"
+RunSource: TypeAlias = (
+    "str | os.PathLike[str] | pd.DataFrame | Mapping[str, Mapping[str, float]] | Mapping[str, list[str]] | Columns"
+)
 
 
 def _listed(ids: Sequence[str]) -> str:
@@ -76,6 +83,8 @@ class Evaluation:
     warnings: list[str] = field(default_factory=list)
     by_category: pd.DataFrame | None = None
     per_judge: dict[str, pd.DataFrame] | None = None  # judge group → its own per-query values (multi-judge qrels)
+    missing: MissingQueries = MissingQueries.ZERO  # how qrels queries the run lacks entered the means
+    trec_eval_version: int = 10  # whose ranking rules: 10 (float64 scores) or 9 (float32, pytrec_eval's)
 
     @property
     def judge_means(self) -> dict[str, dict[str, float]]:
@@ -94,7 +103,12 @@ class Evaluation:
 
     def to_dict(self, per_query: bool = False) -> dict:
         """JSON-able form used by `qrelkit eval --format json`."""
-        out: dict[str, Any] = {"name": self.name, "mean": dict(self.mean)}
+        out: dict[str, Any] = {
+            "name": self.name,
+            "missing": str(self.missing),
+            "trec_eval_version": self.trec_eval_version,
+            "mean": dict(self.mean),
+        }
         if self.per_judge is not None:
             out["judges"] = self.judge_means
             out["spread"] = {m: {"min": lo, "max": hi} for m, (lo, hi) in self.judge_spread.items()}
@@ -147,6 +161,35 @@ setattr(  # noqa: B010
 )
 
 
+@dataclass(frozen=True)
+class Rules:
+    """How a run's queries are averaged and ranked: `missing` (zero or skip) and trec_eval's version (9 or 10)."""
+
+    missing: MissingQueries = MissingQueries.ZERO
+    version: int = 10
+
+    @property
+    def float32(self) -> bool:
+        """trec_eval 9 (and pytrec_eval) compare scores as float32."""
+        return self.version < 10
+
+
+def missing_rule(value: MissingQueries | str) -> MissingQueries:
+    """`zero` or `skip`; anything else is a ValueError naming the choices."""
+    try:
+        return MissingQueries(value)
+    except ValueError:
+        choices = ", ".join(m.value for m in MissingQueries)
+        raise ValueError(f"missing must be one of {choices}, got {value!r}") from None
+
+
+def version_rule(value: int | str) -> int:
+    """9 or 10; anything else is a ValueError."""
+    if str(value) not in ("9", "10"):
+        raise ValueError(f"trec_eval_version must be 9 or 10, got {value!r}")
+    return int(value)
+
+
 def _mean(values: np.ndarray) -> float:
     """pandas' Series.mean, without pandas: the sum over the non-NaN values divided by their number."""
     values = np.asarray(values)
@@ -167,7 +210,10 @@ class EvalOptions:
     scale's top grade for ERR (default 3, or the scale's top); `scale` (low, high) says the qrels' grades are
     on that scale, whose lowest grade means not relevant: graded metrics (nDCG, ERR) then gain from
     grade − low, as if the scale started at 0 (None: the scale the qrels file names — a release's JSONL or
-    CSV, grades as judged — else grades are gains as written, trec_eval's way).
+    CSV, grades as judged — else grades are gains as written, trec_eval's way); `missing` says how qrels
+    queries the run lacks enter the means (`zero`: as 0, trec_eval -c's; `skip`: left out, the mean over the
+    run's queries as pytrec_eval and ranx report it); `trec_eval_version` 9 ranks on scores read as float32 (so
+    scores equal in float32 tie, as in trec_eval 9 and pytrec_eval), 10 on float64.
     """
 
     metrics: Sequence[str] | None = None
@@ -177,6 +223,8 @@ class EvalOptions:
     name: str | None = None
     max_grade: int | None = None
     scale: tuple[int, int] | None = None
+    missing: MissingQueries | str = MissingQueries.ZERO
+    trec_eval_version: int = 10
 
     def levels(self) -> tuple[int, int, int]:
         """(offset, rel_level, max_grade) on the shifted grades the metrics see; ValueError for a rel_level or
@@ -223,9 +271,10 @@ def _line_of(label: str, qid: str, doc: str) -> int | None:
     return None
 
 
+@overload
 def evaluate(
-    qrels: Any,
-    run: Any,
+    qrels: QrelsSource,
+    run: list[RunSource] | tuple[RunSource, ...],
     metrics: Sequence[str] | None = None,
     k: Sequence[int] = DEFAULT_K,
     rel_level: int | None = None,
@@ -234,11 +283,74 @@ def evaluate(
     max_grade: int | None = None,
     scale: tuple[int, int] | None = None,
     *,
+    missing: MissingQueries | str = MissingQueries.ZERO,
+    trec_eval_version: int = 10,
     block_bytes: int = BLOCK_BYTES,
     progress: Callable[[int], object] | None = None,
     workers: int | None = None,
-) -> Any:
-    """Evaluate a run (path, DataFrame or dict) against qrels; several runs give a list or dict of results.
+) -> list[Evaluation]: ...
+
+
+@overload
+def evaluate(
+    qrels: QrelsSource,
+    run: dict[str, str | os.PathLike[str]],
+    metrics: Sequence[str] | None = None,
+    k: Sequence[int] = DEFAULT_K,
+    rel_level: int | None = None,
+    categories: Any = None,
+    name: str | None = None,
+    max_grade: int | None = None,
+    scale: tuple[int, int] | None = None,
+    *,
+    missing: MissingQueries | str = MissingQueries.ZERO,
+    trec_eval_version: int = 10,
+    block_bytes: int = BLOCK_BYTES,
+    progress: Callable[[int], object] | None = None,
+    workers: int | None = None,
+) -> dict[str, Evaluation]: ...
+
+
+@overload
+def evaluate(
+    qrels: QrelsSource,
+    run: RunSource,
+    metrics: Sequence[str] | None = None,
+    k: Sequence[int] = DEFAULT_K,
+    rel_level: int | None = None,
+    categories: Any = None,
+    name: str | None = None,
+    max_grade: int | None = None,
+    scale: tuple[int, int] | None = None,
+    *,
+    missing: MissingQueries | str = MissingQueries.ZERO,
+    trec_eval_version: int = 10,
+    block_bytes: int = BLOCK_BYTES,
+    progress: Callable[[int], object] | None = None,
+    workers: int | None = None,
+) -> Evaluation: ...
+
+
+def evaluate(
+    qrels: QrelsSource,
+    run: RunSource | Sequence[RunSource] | Mapping[str, RunSource],
+    metrics: Sequence[str] | None = None,
+    k: Sequence[int] = DEFAULT_K,
+    rel_level: int | None = None,
+    categories: Any = None,
+    name: str | None = None,
+    max_grade: int | None = None,
+    scale: tuple[int, int] | None = None,
+    *,
+    missing: MissingQueries | str = MissingQueries.ZERO,
+    trec_eval_version: int = 10,
+    block_bytes: int = BLOCK_BYTES,
+    progress: Callable[[int], object] | None = None,
+    workers: int | None = None,
+) -> Evaluation | list[Evaluation] | dict[str, Evaluation]:
+    """Evaluate a run (path, DataFrame, dict or read Columns) against qrels; several runs give a list or dict of
+    results: one run → `Evaluation`, a list or tuple of runs → `list[Evaluation]`, `{name: run}` → `{name:
+    Evaluation}`.
 
     The options are `EvalOptions`' (metrics, k, rel_level, categories, name, max_grade, scale). A dict
     `{name: run}` returns `{name: Evaluation}`.
@@ -246,7 +358,18 @@ def evaluate(
     block, not the file); `progress(n)` is told of every n bytes of run files read. `workers` threads
     (default: every core) rank blocks in parallel; the result is bit-identical for any number.
     """
-    opts = EvalOptions(metrics, k, rel_level, categories, name, max_grade, qrels_scale(qrels, scale))
+    opts = EvalOptions(
+        metrics,
+        k,
+        rel_level,
+        categories,
+        name,
+        max_grade,
+        qrels_scale(qrels, scale),
+        missing_rule(missing),
+        version_rule(trec_eval_version),
+    )
+    rules = Rules(MissingQueries(opts.missing), opts.trec_eval_version)
     workers = default_workers() if workers is None else max(1, int(workers))
     specs = parse_metrics(opts.metrics, opts.k)
     offset, level, top = opts.levels()
@@ -262,15 +385,16 @@ def evaluate(
             progress,
             workers,
             offset,
+            rules,
         )
     qi = index_qrels(on_scale(load_qrels(qrels), opts.scale), level)
     cats = None if opts.categories is None else read_categories(opts.categories)
 
     def one(r: Any, name: str | None) -> Evaluation:
-        return _evaluate_one(qi, r, specs, cats, name, top, block_bytes, progress, workers, offset)
+        return _evaluate_one(qi, r, specs, cats, name, top, block_bytes, progress, workers, offset, rules)
 
     if _is_multi(run):
-        items = run.items() if isinstance(run, Mapping) else ((None, r) for r in run)
+        items = run.items() if isinstance(run, Mapping) else ((None, r) for r in cast("Sequence[Any]", run))
         results = [one(r, n) for n, r in items]
         return {e.name: e for e in results} if isinstance(run, Mapping) else results
     return one(run, opts.name)
@@ -287,6 +411,7 @@ def _evaluate_overlapped(
     progress: Callable[[int], object] | None,
     workers: int,
     offset: int,
+    rules: Rules,
 ) -> Evaluation:
     """One big TREC run: its first blocks are parsed while a side thread reads and indexes the qrels.
 
@@ -301,9 +426,9 @@ def _evaluate_overlapped(
 
     with ThreadPoolExecutor(max_workers=1) as side:
         prepared = side.submit(prepare)
-        ranked, label, warnings = _rank(prepared.result, run, block_bytes, progress, workers, before)
+        ranked, label, warnings = _rank(prepared.result, run, block_bytes, progress, workers, before, rules.float32)
         before()
-    return _finish(ready["qi"], ranked, label, warnings, specs, ready["cats"], name, max_grade, offset)
+    return _finish(ready["qi"], ranked, label, warnings, specs, ready["cats"], name, max_grade, offset, rules)
 
 
 def _blockable(run: Any, block_bytes: int) -> bool:
@@ -322,6 +447,7 @@ def rank_file_blocks(
     progress: Callable[[int], object] | None = None,
     workers: int = 1,
     before: Callable[[], object] | None = None,
+    float32: bool = False,
 ) -> tuple[Ranked, tuple[int, int] | None]:
     """Rank a TREC run block by block of whole queries — identical to `rank_run` on the whole file.
 
@@ -334,7 +460,12 @@ def rank_file_blocks(
     get = qi if callable(qi) else lambda: qi
     parts, extra = [], None
     for ranked, line in map_run_blocks(
-        path, lambda cols: (rank_run(get(), cols), cols.extra_fields_line), block_bytes, progress, workers, before
+        path,
+        lambda cols: (rank_run(get(), cols, float32), cols.extra_fields_line),
+        block_bytes,
+        progress,
+        workers,
+        before,
     ):
         extra = extra or line
         parts.append(ranked)
@@ -348,11 +479,12 @@ def _rank(
     progress: Callable[[int], object] | None,
     workers: int,
     before: Callable[[], object] | None = None,
+    float32: bool = False,
 ) -> tuple[Ranked, str, list[str]]:
     """The run ranked (in blocks when it is a big TREC file), its label, and any note on how it was read."""
     if _blockable(run, block_bytes):
         try:
-            ranked, extra = rank_file_blocks(qi, run, block_bytes, progress, workers, before)
+            ranked, extra = rank_file_blocks(qi, run, block_bytes, progress, workers, before, float32)
             return ranked, str(run), extra_fields_warning(str(run), extra)
         except Scattered:
             note = (
@@ -360,9 +492,10 @@ def _rank(
                 "(memory grows with the file); group its lines by query to evaluate it in blocks"
             )
             cols = load_run(run)
-            return rank_run(qi(), cols), str(run), [note, *extra_fields_warning(str(run), cols.extra_fields_line)]
+            ranked = rank_run(qi(), cols, float32)
+            return ranked, str(run), [note, *extra_fields_warning(str(run), cols.extra_fields_line)]
     cols = load_run(run)
-    return rank_run(qi(), cols), cols.label, extra_fields_warning(cols.label, cols.extra_fields_line)
+    return rank_run(qi(), cols, float32), cols.label, extra_fields_warning(cols.label, cols.extra_fields_line)
 
 
 def _err_clip_warning(qi: QrelsIndex, specs: list[Spec], max_grade: int) -> list[str]:
@@ -390,10 +523,12 @@ def _evaluate_one(
     progress: Callable[[int], object] | None = None,
     workers: int = 1,
     offset: int = 0,
+    rules: Rules | None = None,
 ) -> Evaluation:
     """Score one run against prepared qrels and gather the warnings a person needs to trust the numbers."""
-    ranked, label, warnings = _rank(lambda: qi, run, block_bytes, progress, workers)
-    return _finish(qi, ranked, label, warnings, specs, cats, name, max_grade, offset)
+    rules = rules or Rules()
+    ranked, label, warnings = _rank(lambda: qi, run, block_bytes, progress, workers, None, rules.float32)
+    return _finish(qi, ranked, label, warnings, specs, cats, name, max_grade, offset, rules)
 
 
 def _finish(
@@ -406,18 +541,26 @@ def _finish(
     name: str | None,
     max_grade: int,
     offset: int,
+    rules: Rules | None = None,
 ) -> Evaluation:
     """The metrics of a ranked run, its means, and the warnings a person needs to trust the numbers."""
+    rules = rules or Rules()
     if name is None:
         name = "run" if label.startswith("<") else Path(label).name
     values = compute(qi, ranked, specs, max_grade=max_grade)
-    qids = qi.qids.to_pylist()
+    qids = qi.qid_list
+    missing = [q for q, n in zip(qids, ranked.num_ret, strict=True) if n == 0]
+    if missing and rules.missing is MissingQueries.SKIP:
+        kept = ranked.num_ret > 0
+        values = {m: v[kept] for m, v in values.items()}
+        qids = [q for q, k in zip(qids, kept.tolist(), strict=True) if k]
     per_query = cast("pd.DataFrame", _LazyFrame(values, qids))  # most callers read only the means
     mean = {m: _mean(v) if len(qids) else 0.0 for m, v in values.items()}
-    missing = [q for q, n in zip(qids, ranked.num_ret, strict=True) if n == 0]
     if missing:
+        fate = "are left out of the means (--missing skip)" if rules.missing is MissingQueries.SKIP else "score 0"
         warnings.append(
-            f"{len(missing)} of {len(qids)} qrels queries are missing from the run and score 0: {_listed(missing)}"
+            f"{len(missing)} of {len(qi.qid_list)} qrels queries are missing from the run and {fate}: "
+            f"{_listed(missing)}"
         )
     if ranked.unknown_qids:
         warnings.append(
@@ -425,13 +568,13 @@ def _finish(
             f"{_listed(ranked.unknown_qids)}"
         )
     warnings += _err_clip_warning(qi, specs, max_grade)
-    no_rel = [q for q, r in zip(qids, qi.n_rel, strict=True) if r == 0]
+    no_rel = [q for q, r in zip(qi.qid_list, qi.n_rel, strict=True) if r == 0]
     if no_rel:
         warnings.append(
             f"{len(no_rel)} qrels queries have no relevant fragment (grade ≥ {qi.rel_level + offset}) "
             f"and score 0 on binary metrics: {_listed(no_rel)}"
         )
-    evaluation = Evaluation(name, per_query, mean, warnings)
+    evaluation = Evaluation(name, per_query, mean, warnings, missing=rules.missing, trec_eval_version=rules.version)
     if cats is not None:
         evaluation.by_category = _by_category(evaluation.per_query, cats, warnings)
     return evaluation
@@ -488,4 +631,6 @@ def evaluate_judge_groups(qrels: Any, run: Any, *args: Any, **options: Any) -> E
         warnings,
         _by_category(per_query, cats, warnings),
         per_judge={j: ev.per_query for j, ev in per_judge.items()},
+        missing=missing_rule(opts.missing),
+        trec_eval_version=version_rule(opts.trec_eval_version),
     )

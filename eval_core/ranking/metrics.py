@@ -1,14 +1,16 @@
-"""Ranking metrics for every query at once: order the run trec_eval's way, join grades, segment sums.
+"""`qrelkit eval`'s metrics for every query at once: order the run trec_eval's way, join grades, call the kernels.
 
 The hot path never loops over queries in Python. A run is reduced to its *judged* rows (the only
 rows any metric needs, besides each query's retrieved count), each with its query code, 1-based
-rank and grade; every metric is then a weighted `np.bincount` over those rows.
+rank and grade; those become the kernels' `RelMatrix` and each metric is computed by the one kernel
+the registry names for it (eval_core/ranking/kernels.py), shared with `qrelkit trec_eval`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -16,6 +18,7 @@ import pyarrow.compute as pc
 
 from eval_core.io.columns import Columns
 from eval_core.io.keys import arrow_ints, numpy_values, pair_keys
+from eval_core.ranking.kernels import INF, KERNELS, Args
 from eval_core.ranking.registry import (
     CONDENSED,
     DEFAULT_K,
@@ -26,8 +29,9 @@ from eval_core.ranking.registry import (
     resolve_alias,
     trec_only,
 )
+from eval_core.ranking.trec_eval.rels import UNJUDGED, RelMatrix
 
-__all__ = ["DEFAULT_K", "DEFAULT_METRICS", "KERNELS", "Spec", "compute", "index_qrels", "parse_metrics", "rank_run"]
+__all__ = ["DEFAULT_K", "DEFAULT_METRICS", "Spec", "compute", "index_qrels", "parse_metrics", "rank_run"]
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,7 @@ class KeyCollision(RuntimeError):
 
 @dataclass
 class QrelsIndex:
-    """Qrels prepared once: sorted (query, doc) pair keys with grades and docids, R and N per query."""
+    """Qrels prepared once: sorted (query, doc) pair keys with grades and docids, R and the grade counts per query."""
 
     qids: pa.Array
     keys: np.ndarray
@@ -97,12 +101,12 @@ class QrelsIndex:
     docids: pa.Array
     grades: np.ndarray
     n_rel: np.ndarray
-    n_nonrel: np.ndarray
     rel_level: int
     bitmap: np.ndarray
-    ideal: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
     bucket_start: np.ndarray  # keys[bucket_start[b]:bucket_start[b + 1]] are the keys whose top bits are b
     bucket_shift: int
+    levels: np.ndarray  # [queries, grades]: judged documents of each grade ≥ 0
+    qid_list: list[str] = field(default_factory=list)
 
 
 BITMAP_BITS = 22  # 4 MiB of flags: small enough to stay mostly in cache while 9M rows probe it
@@ -151,15 +155,7 @@ def index_qrels(qrels: Columns, rel_level: int) -> QrelsIndex:
     bitmap[_bucket(qrels.doc_keys)] = True
     nq = len(qrels.qvalues)
     rel = grade >= rel_level
-    # The ideal ranking for nDCG: every judged grade of the query, best first (negative grades gain 0).
-    g = np.clip(grade, 0, None)
-    top = int(g.max()) if len(g) else 0
-    # One sort on (query, grade descending) packed in an int64; rows tied on both carry the same values.
-    ideal_order = np.argsort((qc << 32) | (top - g)) if top < 2**31 else np.lexsort((-g, qc))
-    iq = qc[ideal_order]
-    ig = g[ideal_order].astype(np.float64)
-    disc = 1.0 / np.log2(_within(iq) + 2.0)
-    ideal = (iq, _within(iq) + 1, ig * disc, (2.0**ig - 1.0) * disc)
+    top = max(int(grade.max()), 0) if len(grade) else 0
     return QrelsIndex(
         qrels.qvalues,
         keys,
@@ -168,12 +164,19 @@ def index_qrels(qrels: Columns, rel_level: int) -> QrelsIndex:
         qrels.docid,
         grade[order],
         np.bincount(qc[rel], minlength=nq),
-        np.bincount(qc[~rel & (grade >= 0)], minlength=nq),
         rel_level,
         bitmap,
-        ideal,
         *_buckets(keys),
+        _levels(qc, grade, nq, top),
+        qrels.qvalues.to_pylist(),
     )
+
+
+def _levels(qc: np.ndarray, grade: np.ndarray, nq: int, top: int) -> np.ndarray:
+    """How many judged documents of each grade ≥ 0 each query has ([queries, top + 1])."""
+    ok = grade >= 0
+    flat = np.bincount(qc[ok] * (top + 1) + grade[ok], minlength=nq * (top + 1))
+    return flat.reshape(nq, top + 1)
 
 
 @dataclass
@@ -265,8 +268,9 @@ def _greater_in_group(
     return slot[mine] - offset[inv]
 
 
-def rank_run(qi: QrelsIndex, run: Columns) -> Ranked:
-    """Order the run and keep its judged rows with their ranks; run queries absent from the qrels are ignored."""
+def rank_run(qi: QrelsIndex, run: Columns, float32: bool = False) -> Ranked:
+    """Order the run and keep its judged rows with their ranks; run queries absent from the qrels are ignored.
+    `float32`: compare scores as float32 (trec_eval 9 and pytrec_eval), so scores equal in float32 tie."""
     nq = len(qi.qids)
     to_qrels = pc.index_in(run.qvalues, value_set=qi.qids)
     unknown = sorted(run.qvalues.filter(to_qrels.is_null()).to_pylist()) if to_qrels.null_count else []
@@ -284,7 +288,8 @@ def rank_run(qi: QrelsIndex, run: Columns) -> Ranked:
     same = numpy_values(pc.equal(run.docid.take(arrow_ints(rows)), qi.docids.take(arrow_ints(qi.key_row[at]))))
     ok = same & (qi.key_q[at] == rq)
     rows, grade, rq = rows[ok], qi.grades[at[ok]], rq[ok]
-    rank = _ranks(run.qcode, run.value, run.docid, rows, per_run_query)
+    score = np.asarray(run.value, dtype=np.float32).astype(np.float64) if float32 else run.value
+    rank = _ranks(run.qcode, score, run.docid, rows, per_run_query)
     srt = np.lexsort((rank, run.qcode[rows]))  # query by query in ranked order, best first
     return Ranked(rq[srt], rank[srt], grade[srt], num_ret, unknown)
 
@@ -306,220 +311,54 @@ def _within(q: np.ndarray) -> np.ndarray:
     return np.arange(len(q)) - np.repeat(starts, np.diff(np.append(starts, len(q))))
 
 
-def _sum(q: np.ndarray, w: np.ndarray, nq: int) -> np.ndarray:
-    return np.bincount(q, weights=w, minlength=nq)
-
-
-def _div(a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
-    """a / b with 0 where b is 0 (trec_eval's convention for undefined ratios)."""
-    b = np.broadcast_to(np.asarray(b, dtype=np.float64), np.shape(a))
-    return np.divide(a, b, out=np.zeros(np.shape(a), dtype=np.float64), where=b != 0)
-
-
-def _ideal_dcg(qi: QrelsIndex, cut: float, exp: bool) -> np.ndarray:
-    """DCG of the ideal ranking: all judged grades of the query, best first."""
-    q, rank, lin, expo = qi.ideal
-    w = expo if exp else lin
-    if cut != np.inf:
-        w = np.where(rank <= cut, w, 0.0)
-    return _sum(q, w, len(qi.qids))
-
-
 def compute(qi: QrelsIndex, ranked: Ranked, specs: Sequence[Spec], max_grade: int = 3) -> dict[str, np.ndarray]:
-    """Per-query values (aligned with `qi.qids`) for every spec, condensed variants included."""
+    """Per-query values (aligned with `qi.qids`) for every spec, condensed variants included, each by the one
+    kernel the registry names for its metric (`eval_core.ranking.kernels`)."""
     nq = len(qi.qids)
     out: dict[str, np.ndarray] = {}
     plain = [s for s in specs if not s.condensed]
     condensed = [s for s in specs if s.condensed]
     if plain:
-        out.update(_compute(qi, ranked.q, ranked.rank, ranked.grade, ranked.num_ret, plain, max_grade, nq))
+        rank0 = ranked.rank - 1
+        out.update(_by_kernels(relmatrix(qi, ranked.q, rank0, ranked.grade, ranked.num_ret), plain, max_grade))
     if condensed:
         # Judged rows only, re-ranked: unjudged removed before scoring, and (as trec_eval -J does)
         # negatively graded rows too.
         keep = ranked.grade >= 0
         q, grade = ranked.q[keep], ranked.grade[keep]
         num_ret = np.bincount(q, minlength=nq)
-        out.update(_compute(qi, q, _within(q) + 1, grade, num_ret, condensed, max_grade, nq))
+        out.update(_by_kernels(relmatrix(qi, q, _within(q), grade, num_ret), condensed, max_grade))
     return {s.name: out[s.name] for s in specs}
 
 
-@dataclass
-class _Rows:
-    """Judged rows grouped by query in rank order, with what several kernels share (computed once)."""
-
-    qi: QrelsIndex
-    q: np.ndarray
-    rank: np.ndarray
-    grade: np.ndarray
-    num_ret: np.ndarray
-    max_grade: int
-    nq: int
-    R: np.ndarray
-    relm: np.ndarray
-    rq: np.ndarray
-    rr: np.ndarray
-    first: np.ndarray
-    cache: dict
-
-    def hits(self, cut: float) -> np.ndarray:
-        """Relevant rows at rank ≤ cut, per query."""
-        if ("hits", cut) not in self.cache:
-            self.cache["hits", cut] = _sum(self.rq, (self.rr <= cut).astype(np.float64), self.nq)
-        return self.cache["hits", cut]
-
-    def dcg(self, cut: float, exp: bool) -> np.ndarray:
-        """Σ_{rank ≤ cut} gain / log2(rank + 1), gain = grade or 2^grade − 1 (negative grades gain 0)."""
-        if ("gain", exp) not in self.cache:
-            g = np.clip(self.grade, 0, None).astype(np.float64)
-            self.cache["gain", exp] = ((2.0**g - 1.0) if exp else g) / np.log2(self.rank + 1.0)
-        w = self.cache["gain", exp]
-        return _sum(self.q, w if cut == np.inf else np.where(self.rank <= cut, w, 0.0), self.nq)
+def relmatrix(qi: QrelsIndex, q: np.ndarray, rank0: np.ndarray, grade: np.ndarray, num_ret: np.ndarray) -> RelMatrix:
+    """The kernels' input from judged rows grouped by query in rank order (0-based ranks): a negative grade is
+    trec_eval's pooled-but-unjudged value. Rows come grouped in the run's query order: ordered here by qrels
+    query (stable, so each query keeps its rank order)."""
+    value = np.where(grade < 0, UNJUDGED, grade)
+    if len(q) > 1 and (q[1:] < q[:-1]).any():
+        order = np.argsort(q, kind="stable")
+        q, rank0, value = q[order], rank0[order], value[order]
+    return RelMatrix.from_hits(
+        qi.qid_list, q, rank0, value, num_ret, qi.levels, np.zeros(len(qi.qid_list), dtype=bool), qi.rel_level
+    )
 
 
-def _rows(
-    qi: QrelsIndex, q: np.ndarray, rank: np.ndarray, grade: np.ndarray, num_ret: np.ndarray, max_grade: int, nq: int
-) -> _Rows:
-    relm = grade >= qi.rel_level
-    rq, rr = q[relm], rank[relm].astype(np.float64)
-    first = np.full(nq, np.inf)
-    rel_starts = _segment_starts(rq)
-    first[rq[rel_starts]] = rr[rel_starts]
-    return _Rows(qi, q, rank, grade, num_ret, max_grade, nq, qi.n_rel.astype(np.float64), relm, rq, rr, first, {})
-
-
-def _precision(x: _Rows, c: float) -> np.ndarray:
-    """P@k = |rel ∩ top k| / k."""
-    return x.hits(c) / c
-
-
-def _p_ceiling(x: _Rows, c: float) -> np.ndarray:
-    """P_ceiling@k = min(k, R) / k."""
-    return np.minimum(c, x.R) / c
-
-
-def _recall(x: _Rows, c: float) -> np.ndarray:
-    """recall@k = |rel ∩ top k| / R (0 when R = 0)."""
-    return _div(x.hits(c), x.R)
-
-
-def _success(x: _Rows, c: float) -> np.ndarray:
-    """success@k = 1[|rel ∩ top k| > 0]."""
-    return (x.hits(c) > 0).astype(np.float64)
-
-
-def _f1(x: _Rows, c: float) -> np.ndarray:
-    """F1@k = 2·P@k·recall@k / (P@k + recall@k)."""
-    p, r = x.hits(c) / c, _div(x.hits(c), x.R)
-    return _div(2 * p * r, p + r)
-
-
-def _ndcg(x: _Rows, c: float) -> np.ndarray:
-    """nDCG@k = Σ_{i≤k} g_i / log2(i+1) over the same sum for the query's judged grades sorted best first."""
-    return _div(x.dcg(c, False), _ideal_dcg(x.qi, c, False))
-
-
-def _ndcg_exp(x: _Rows, c: float) -> np.ndarray:
-    """nDCG_exp@k = Σ_{i≤k} (2^g_i − 1) / log2(i+1) over the ideal ranking's same sum."""
-    return _div(x.dcg(c, True), _ideal_dcg(x.qi, c, True))
-
-
-def _dcg(x: _Rows, c: float) -> np.ndarray:
-    """DCG@k = Σ_{i≤k} g_i / log2(i+1)."""
-    return x.dcg(c, False)
-
-
-def _map(x: _Rows, c: float) -> np.ndarray:
-    """AP@k = Σ_{relevant at rank r ≤ k} (hits up to r / r) / R."""
-    cum_rel = _within(x.rq) + 1.0
-    return _div(_sum(x.rq, np.where(x.rr <= c, cum_rel / x.rr, 0.0), x.nq), x.R)
-
-
-def _mrr(x: _Rows, c: float) -> np.ndarray:
-    """RR@k = 1 / rank of the first relevant row if it is ≤ k, else 0."""
-    return np.where(x.first <= c, 1.0 / x.first, 0.0)
-
-
-def _rprec(x: _Rows, c: float) -> np.ndarray:
-    """R-prec = |rel ∩ top R| / R."""
-    return _div(_sum(x.rq, (x.rr <= x.R[x.rq]).astype(np.float64), x.nq), x.R)
-
-
-def _judged(x: _Rows, c: float) -> np.ndarray:
-    """judged@k = |judged ∩ top k| / min(k, retrieved)."""
-    return _div(_sum(x.q, (x.rank <= c).astype(np.float64), x.nq), np.minimum(x.num_ret, c))
-
-
-def _bpref_kernel(x: _Rows, c: float) -> np.ndarray:
-    """bpref = Σ_{retrieved relevant} (1 − min(nonrel above, R) / min(R, N)) / R."""
-    return _bpref(x.q, x.grade, x.relm, x.R, x.qi.n_nonrel, x.nq)
-
-
-def _err(x: _Rows, c: float) -> np.ndarray:
-    """ERR@k = Σ_{r≤k} (1/r)·R_r·Π_{i<r}(1 − R_i), R_i = (2^g_i − 1) / 2^max_grade (grades clipped to the scale)."""
-    g = np.clip(x.grade, 0, x.max_grade).astype(np.float64)
-    m = (g > 0) & (x.rank <= c)
-    sq, sr, p = x.q[m], x.rank[m].astype(np.float64), (2.0 ** g[m] - 1.0) / 2.0**x.max_grade
-    logs = np.log1p(-p)
-    csum = np.cumsum(logs)
-    starts = _segment_starts(sq)
-    before = csum - logs - np.repeat((csum - logs)[starts], np.diff(np.append(starts, len(sq))))
-    return _sum(sq, np.exp(before) * p / sr, x.nq)
-
-
-def _rbp(x: _Rows, p: float) -> np.ndarray:
-    """RBP(p) = (1 − p)·Σ_i rel_i·p^(i−1)."""
-    return (1.0 - p) * _sum(x.q[x.relm], p ** (x.rank[x.relm] - 1.0), x.nq)
-
-
-def _rbp_residual(x: _Rows, p: float) -> np.ndarray:
-    """RBP residual(p) = 1 − (1 − p)·Σ_{judged retrieved i} p^(i−1)."""
-    return 1.0 - (1.0 - p) * _sum(x.q, p ** (x.rank - 1.0), x.nq)
-
-
-# One vectorised kernel per registered metric: kernel(rows, cutoff k (inf = none) or persistence p).
-KERNELS = {
-    "P": _precision,
-    "P_ceiling": _p_ceiling,
-    "recall": _recall,
-    "success": _success,
-    "F1": _f1,
-    "ndcg": _ndcg,
-    "ndcg_exp": _ndcg_exp,
-    "dcg": _dcg,
-    "map": _map,
-    "mrr": _mrr,
-    "judged": _judged,
-    "rprec": _rprec,
-    "bpref": _bpref_kernel,
-    "err": _err,
-    "rbp": _rbp,
-    "rbp_residual": _rbp_residual,
-}
-
-
-def _compute(
-    qi: QrelsIndex,
-    q: np.ndarray,
-    rank: np.ndarray,
-    grade: np.ndarray,
-    num_ret: np.ndarray,
-    specs: Sequence[Spec],
-    max_grade: int,
-    nq: int,
-) -> dict[str, np.ndarray]:
-    """Every metric from judged rows grouped by query in rank order (see `Ranked`)."""
-    rows = _rows(qi, q, rank, grade, num_ret, max_grade, nq)
-    return {s.name: KERNELS[s.base](rows, np.inf if s.arg is None else s.arg) for s in specs}
-
-
-def _bpref(q: np.ndarray, grade: np.ndarray, relm: np.ndarray, R: np.ndarray, N: np.ndarray, nq: int) -> np.ndarray:
-    """trec_eval bpref: Σ over retrieved relevant of 1 − min(nonrel above, R)/min(R, N), over R."""
-    nonrel = (~relm) & (grade >= 0)
-    cum_nonrel = np.cumsum(nonrel)
-    starts = _segment_starts(q)
-    base = np.repeat(cum_nonrel[starts] - nonrel[starts], np.diff(np.append(starts, len(q))))
-    above = (cum_nonrel - nonrel - base)[relm].astype(np.float64)
-    rq = q[relm]
-    denom = np.minimum(R, N)[rq].astype(np.float64)
-    term = np.where(denom > 0, 1.0 - _div(np.minimum(above, R[rq]), denom), 1.0)
-    return _div(_sum(rq, term, nq), R)
+def _by_kernels(m: RelMatrix, specs: Sequence[Spec], max_grade: int) -> dict[str, np.ndarray]:
+    """Every spec's per-query values: one kernel call per metric, over all of that metric's cutoffs."""
+    groups: dict[tuple[str, float | None], list[Spec]] = {}
+    for s in specs:
+        p = s.arg if REGISTRY[s.base].cutoff == "p" else None
+        groups.setdefault((s.base, p), []).append(s)
+    out: dict[str, np.ndarray] = {}
+    for (base, p), group in groups.items():
+        metric = REGISTRY[base]
+        cuts = tuple(INF if (p is not None or s.arg is None) else float(s.arg) for s in group)
+        named: dict[str, Any] = dict(metric.kernel_args)  # the registry's semantics flags, by Args field name
+        args = replace(Args(cuts=cuts, max_grade=max_grade), **named)
+        if p is not None:
+            args = replace(args, p=float(p))
+        values = KERNELS[metric.kernel](m, args)
+        for j, s in enumerate(group):
+            out[s.name] = values[:, 0 if values.shape[1] == 1 else j]
+    return out

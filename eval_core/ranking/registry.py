@@ -16,7 +16,9 @@ DEFAULT_P = 0.8
 
 @dataclass(frozen=True)
 class Metric:
-    """One metric: its name, how it takes a cutoff, its definition, where it comes from, its name elsewhere."""
+    """One metric: its name, how it takes a cutoff, its definition, where it comes from, its name elsewhere, and
+    the one kernel that computes it (`eval_core.ranking.kernels.KERNELS`) with the named arguments that make the
+    kernel compute qrelkit's documented semantics (`kernels.Args` fields)."""
 
     name: str
     cutoff: CutoffKind | str  # how it takes its argument (eval_core.vocab.CutoffKind)
@@ -26,6 +28,8 @@ class Metric:
     pytrec_eval: str = "—"
     ir_measures: str = "—"
     ranx: str = "—"
+    kernel: str = ""
+    kernel_args: tuple[tuple[str, bool], ...] = ()
 
 
 METRICS: tuple[Metric, ...] = (
@@ -38,12 +42,14 @@ METRICS: tuple[Metric, ...] = (
         "P_k",
         "P@k",
         "precision@k",
+        kernel="precision",
     ),
     Metric(
         "P_ceiling",
         "k",
         "min(k, R) / k: the best P@k any ranking can reach for the query",
         "the precision@k ceiling (Manning et al. 2008, §8.4)",
+        kernel="precision_ceiling",
     ),
     Metric(
         "recall",
@@ -54,6 +60,7 @@ METRICS: tuple[Metric, ...] = (
         "recall_k",
         "R@k; R",
         "recall@k",
+        kernel="recall",
     ),
     Metric(
         "success",
@@ -64,8 +71,19 @@ METRICS: tuple[Metric, ...] = (
         "success_k",
         "Success@k",
         "hit_rate@k",
+        kernel="success",
     ),
-    Metric("F1", "k", "2·P@k·recall@k / (P@k + recall@k)", "van Rijsbergen 1979 (F measure)", "—", "—", "—", "f1@k"),
+    Metric(
+        "F1",
+        "k",
+        "2·P@k·recall@k / (P@k + recall@k)",
+        "van Rijsbergen 1979 (F measure)",
+        "—",
+        "—",
+        "—",
+        "f1@k",
+        kernel="f1",
+    ),
     Metric(
         "ndcg",
         "optional",
@@ -75,6 +93,7 @@ METRICS: tuple[Metric, ...] = (
         "ndcg_cut_k; ndcg",
         "nDCG@k; nDCG",
         "ndcg@k",
+        kernel="ndcg",
     ),
     Metric(
         "ndcg_exp",
@@ -85,6 +104,8 @@ METRICS: tuple[Metric, ...] = (
         "—",
         "nDCG(dcg='exp-log2')@k",
         "ndcg_burges@k",
+        kernel="ndcg",
+        kernel_args=(("exp_gain", True),),
     ),
     Metric(
         "dcg",
@@ -95,6 +116,7 @@ METRICS: tuple[Metric, ...] = (
         "—",
         "—",
         "dcg@k",
+        kernel="dcg",
     ),
     Metric(
         "map",
@@ -105,6 +127,7 @@ METRICS: tuple[Metric, ...] = (
         "map_cut_k; map",
         "AP@k; AP",
         "map@k",
+        kernel="average_precision",
     ),
     Metric(
         "mrr",
@@ -115,6 +138,7 @@ METRICS: tuple[Metric, ...] = (
         "recip_rank",
         "RR@k; RR",
         "mrr@k",
+        kernel="reciprocal_rank",
     ),
     Metric(
         "judged",
@@ -125,6 +149,7 @@ METRICS: tuple[Metric, ...] = (
         "—",
         "Judged@k",
         "—",
+        kernel="judged",
     ),
     Metric(
         "rprec",
@@ -135,6 +160,7 @@ METRICS: tuple[Metric, ...] = (
         "Rprec",
         "Rprec",
         "r-precision",
+        kernel="r_precision",
     ),
     Metric(
         "bpref",
@@ -145,6 +171,7 @@ METRICS: tuple[Metric, ...] = (
         "bpref",
         "Bpref",
         "bpref",
+        kernel="bpref",
     ),
     Metric(
         "err",
@@ -155,6 +182,7 @@ METRICS: tuple[Metric, ...] = (
         "—",
         "ERR@k (gdeval)",
         "—",
+        kernel="err",
     ),
     Metric(
         "rbp",
@@ -165,6 +193,8 @@ METRICS: tuple[Metric, ...] = (
         "—",
         "RBP(p=p, rel=1)",
         "rbp.p",
+        kernel="rbp",
+        kernel_args=(("binary", True),),
     ),
     Metric(
         "rbp_residual",
@@ -175,6 +205,8 @@ METRICS: tuple[Metric, ...] = (
         "—",
         "—",
         "—",
+        kernel="rbp_resid",
+        kernel_args=(("zero_when_all_judged", False),),
     ),
 )
 REGISTRY = {m.name: m for m in METRICS}

@@ -364,11 +364,14 @@ def compare(
     rel_level: int | None = None,
     scale: tuple[int, int] | None = None,
     progress: bool = False,
+    missing: str = "zero",
+    trec_eval_version: int = 10,
 ) -> Comparison:
     """Evaluate two or more runs (files, DataFrames or dicts; a list or a name → run mapping) and test each pair.
 
     Every run is scored on the same qrels queries (missing ones score 0, as trec_eval -c); `rel_level` and
-    `scale` as for `evaluate`; see `compare_scores` for the pairs and the correction.
+    `scale` as for `evaluate`; see `compare_scores` for the pairs and the correction. `missing` and
+    `trec_eval_version` as for `evaluate`: with `skip` the runs are compared on the queries all of them have.
     """
     named = run_names(runs)
     if len(named) < 2:
@@ -378,9 +381,25 @@ def compare(
     scores: dict[str, pd.DataFrame] = {}
     warnings: list[str] = []
     for name, run in progress_bar(named, desc="evaluating", unit="run", show=progress):
-        ev = evaluate(qdf, run, metrics=list(metrics), rel_level=rel_level, name=name, scale=scale)
+        ev = evaluate(
+            qdf,
+            run,
+            metrics=list(metrics),
+            rel_level=rel_level,
+            name=name,
+            scale=scale,
+            missing=missing,
+            trec_eval_version=trec_eval_version,
+        )
         scores[name] = ev.per_query
         warnings += [f"{name}: {w}" for w in ev.warnings]
+    if ev.missing == "skip":
+        common = scores[named[0][0]].index
+        for frame in scores.values():
+            common = common.intersection(frame.index, sort=False)
+        if any(len(frame) != len(common) for frame in scores.values()):
+            warnings.append(f"--missing skip: the runs are compared on the {len(common)} queries every run has")
+        scores = {n: frame.loc[common] for n, frame in scores.items()}
     columns = list(scores[named[0][0]].columns)  # metric names as expanded by evaluate (ndcg@k → ndcg@1 …)
     result = compare_scores(
         scores,
@@ -394,6 +413,7 @@ def compare(
         seed=seed,
     )
     result.warnings = warnings + result.warnings
+    result.missing, result.trec_eval_version = str(ev.missing), ev.trec_eval_version
     return result
 
 
@@ -523,6 +543,8 @@ class Comparison:
     means: dict[str, dict[str, float]]
     pairs: list[PairComparison]
     warnings: list[str] = field(default_factory=list)
+    missing: str = "zero"  # how qrels queries a run lacks were averaged (evaluate's `missing`)
+    trec_eval_version: int = 10  # whose ranking rules (evaluate's `trec_eval_version`)
 
     def sentences(self) -> list[str]:
         """One readable sentence per pair and metric."""
@@ -543,6 +565,8 @@ class Comparison:
             "baseline": self.baseline,
             "correction": self.correction,
             "n_queries": self.n_queries,
+            "missing": self.missing,
+            "trec_eval_version": self.trec_eval_version,
             "means": self.means,
             "pairs": [p.to_dict() for p in self.pairs],
             "warnings": self.warnings,

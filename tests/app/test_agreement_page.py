@@ -161,7 +161,7 @@ def test_headline_of_a_single_annotator_says_why_instead_of_a_number() -> None:
     """One annotator: no κ pair, α undefined — the tiles show "—" and the reason, never NaN or 0."""
     import pandas as pd
 
-    from annotator.app.components import agreement as views_agreement
+    from annotator.app.components import agreement
     from eval_core.agreement.report import agreement_report
 
     frame = pd.DataFrame(
@@ -173,9 +173,9 @@ def test_headline_of_a_single_annotator_says_why_instead_of_a_number() -> None:
         }
     )
     report = agreement_report(frame, bootstrap=50)
-    tiles = views_agreement.headline(report)
+    tiles = agreement.headline(report)
     assert [(t.value, t.caption.split(" · ")[0]) for t in tiles] == [("—", "undefined: one annotator")] * 3
-    assert views_agreement.kappa_table(report).empty
+    assert agreement.kappa_table(report).empty
 
 
 def test_headline_without_a_ci_gives_the_reports_reason() -> None:
@@ -184,7 +184,7 @@ def test_headline_without_a_ci_gives_the_reports_reason() -> None:
     rule the four queries already meet ("needs ≥ 2 queries")."""
     import pandas as pd
 
-    from annotator.app.components import agreement as views_agreement
+    from annotator.app.components import agreement
     from eval_core.agreement.report import MIN_CI_QUERIES, agreement_report
 
     grades = {"ana": [0, 1, 2, 3, 0, 1, 2, 3], "ben": [0, 1, 2, 2, 0, 1, 3, 3]}
@@ -198,5 +198,5 @@ def test_headline_without_a_ci_gives_the_reports_reason() -> None:
     frame["grade"] = frame["grade"].astype("Int64")
     report = agreement_report(frame, bootstrap=200)
     assert MIN_CI_QUERIES == 5 and report.alpha["ordinal"].value is not None and report.alpha["ordinal"].ci is None
-    captions = [t.caption.split(" · ")[0] for t in views_agreement.headline(report)]
+    captions = [t.caption.split(" · ")[0] for t in agreement.headline(report)]
     assert captions == ["no CI: 4 queries, too few to resample (a query-clustered interval needs at least 5)"] * 3

@@ -485,12 +485,12 @@ def test_evaluate_page_shows_every_chosen_cutoff(store):
 def test_evaluate_page_scores_the_run_once_across_reruns(store, monkeypatch):
     """A rerun that changes nothing the scores depend on (here: a widget below them) evaluates nothing again;
     a new cutoff does, once."""
-    from annotator.app.components import evaluate as views_evaluate
+    from annotator.app.components import evaluate
 
     calls: list[tuple] = []
-    real = views_evaluate.evaluate
-    monkeypatch.setattr(views_evaluate, "evaluate", lambda *a, **kw: calls.append(kw["k"]) or real(*a, **kw))
-    views_evaluate.scored_run.clear()
+    real = evaluate.evaluate
+    monkeypatch.setattr(evaluate, "evaluate", lambda *a, **kw: calls.append(kw["k"]) or real(*a, **kw))
+    evaluate.scored_run.clear()
     release(store)
     at = page_test(store, "lead_evaluate.py")
     assert not at.exception and len(calls) == 1

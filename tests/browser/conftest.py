@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import signal
 import socket
@@ -164,12 +165,23 @@ def wait_idle(page, timeout: float | None = None) -> None:
     page.wait_for_function(IDLE, timeout=timeout, polling=100)
 
 
-def until(page, holds: Callable[[], bool], timeout: float = TIMEOUT) -> None:
-    """Re-read the page until `holds()` (an exact check the caller then asserts again, so a timeout fails with
-    the real values), for checks `expect` cannot state, such as text with the app's word joiners dropped."""
+def until(page, holds: Callable[[], bool], timeout: float = TIMEOUT, what: str | None = None) -> None:
+    """Re-read the page until `holds()`, for checks `expect` cannot state, such as text with the app's word
+    joiners dropped. On timeout it raises, naming what it waited for (`what`, else the check's source line), as
+    Streamlit's e2e `wait_until` does: a caller never goes on as if the check had held."""
     deadline = time.monotonic() + timeout / 1000
-    while not holds() and time.monotonic() < deadline:
+    while not holds():
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"waited {timeout / 1000:g} s for {what or described(holds)}")
         page.wait_for_timeout(200)
+
+
+def described(check: Callable[[], bool]) -> str:
+    """A check as its source says it (a lambda's line), for the timeout's message."""
+    try:
+        return inspect.getsource(check).strip()
+    except (OSError, TypeError):
+        return repr(check)
 
 
 def login(page, base_url: str | None, username: str, password: str) -> None:

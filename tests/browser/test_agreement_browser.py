@@ -25,7 +25,7 @@ from tests.helpers import write_jsonl
 pytestmark = pytest.mark.browser
 
 PLANTED_HOST = "127.0.0.1:9"
-BOOTSTRAP = 200  # the app's replicates (views_agreement.APP_BOOTSTRAP); the CLI gets the same and the same seed
+BOOTSTRAP = 200  # the app's replicates (components.agreement.APP_BOOTSTRAP); the CLI gets the same and the same seed
 
 
 @dataclass

@@ -39,3 +39,35 @@ def test_the_check_catches_what_it_forbids() -> None:
 @pytest.mark.parametrize("module", MODULES, ids=[m.name for m in MODULES])
 def test_fixed_waits_only_inside_polling_loops(module: Path) -> None:
     assert sleeps_outside_loops(module.read_text(encoding="utf-8")) == []
+
+
+class _Clock:
+    """A page stand-in for until(): each wait moves a fake clock on, so no time passes."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.now, self.waits = 0.0, 0
+        monkeypatch.setattr("tests.browser.conftest.time.monotonic", lambda: self.now)
+
+    def wait_for_timeout(self, ms: float) -> None:
+        self.now += ms / 1000
+        self.waits += 1
+
+
+def test_until_raises_on_timeout_naming_what_it_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.browser.conftest import until
+
+    page = _Clock(monkeypatch)
+    with pytest.raises(TimeoutError, match=r"waited 1 s for the round's feedback to go"):
+        until(page, lambda: False, timeout=1000, what="the round's feedback to go")
+    assert page.waits == 5  # polled every 200 ms over the second
+    with pytest.raises(TimeoutError, match=r"lambda: 1 \+ 1 == 3"):  # unnamed: the check's own source
+        until(page, lambda: 1 + 1 == 3, timeout=400)
+
+
+def test_until_returns_once_the_check_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.browser.conftest import until
+
+    page = _Clock(monkeypatch)
+    answers = iter([False, False, True])
+    until(page, lambda: next(answers), timeout=1000)
+    assert page.waits == 2

@@ -79,7 +79,7 @@ def test_new_annotator_sees_each_settled_grade_and_reason_then_the_queue_opens(s
         assert feedback.locator("strong, a, i").count() == 0
         if n < len(SETTLED) - 1:
             page.get_by_role("button", name="Next pair →").click()
-            until(page, lambda: page.locator(".st-key-round_feedback").count() == 0)
+            until(page, lambda: page.locator(".st-key-round_feedback").count() == 0, what="the next round pair")
     expect(page.get_by_text("Passed the qualification round", exact=False)).to_be_visible()
     screenshot(page, "qualification-passed")
     page.get_by_role("button", name="Start my regular queue →").click()

@@ -331,14 +331,14 @@ def test_five_wrong_passwords_make_the_next_attempt_wait(server: Server, page) -
         page.get_by_role("textbox", name="Password").fill("not-bens-password")
         page.get_by_role("button", name="Log in").click()
         # each click must reach the server before the next (a click during a run can replace the one before)
-        until(page, lambda n=failed + attempt: failed_attempts(server, "ben") >= n)
+        until(page, lambda n=failed + attempt: failed_attempts(server, "ben") >= n, what=f"failed login {attempt}")
         wait_idle(page)
     message = page.get_by_test_id("stAlert").filter(has_text="Too many attempts; try again in")
     message.wait_for()  # the 5th answer
     fifth = message.inner_text()
     # The next answer must be told apart from this one: wait until the store's countdown (what the server will
     # answer) is a second below the one shown.
-    until(page, lambda: backoff_left(server, "ben") < countdown(fifth))
+    until(page, lambda: backoff_left(server, "ben") < countdown(fifth), what="the back-off to tick below the 5th's")
     page.get_by_role("textbox", name="Username").fill("ben")
     page.get_by_role("textbox", name="Password").fill("ben-demo")  # the right one, too soon
     page.get_by_role("button", name="Log in").click()

@@ -344,3 +344,18 @@ def test_debug_query_with_preference_and_judge_group_files(
     assert (_value(one, "num_q"), _value(one, name)) == ("1", "1.0000")
     status, both, _ = _run(capsys, "-R", rel_format, "-D", "0.q2", "-c", *m, str(qrels), str(run))
     assert (_value(both, "num_q"), _value(both, name)) == ("2", "0.5000")
+
+
+def test_num_rel_summary_with_c_counts_every_positive_qrels_line_whatever_l_says(capsys, tmp_path: Path) -> None:
+    """m_num_rel.c's te_calc_avg_num_rel: under -c the `all` value is the number of qrels lines with rel > 0, over
+    every qrels query (q2 is missing from the run), not the sum of the per-query counts at -l. Here grades 2, 1, 0
+    on q1 and 2, 1 on q2: four lines with rel > 0, while the per-query num_rel at -l2 is 1 each (sum 2)."""
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("q1 0 a 2\nq1 0 b 1\nq1 0 c 0\nq2 0 a 2\nq2 0 b 1\n")
+    run.write_text("q1 Q0 a 1 2 t\nq1 Q0 c 2 1 t\n")
+    status, out, _ = _run(capsys, "-q", "-c", "-l2", "-m", "num_rel", str(qrels), str(run))
+    assert status == 0
+    assert _value(out, "num_rel", "q1") == "1" and _value(out, "num_rel", "q2") == "1"
+    assert _value(out, "num_rel") == "4"
+    _, out, _ = _run(capsys, "-c", "-l2", "-m", "num_rel", "--trec-eval-version", "9", str(qrels), str(run))
+    assert _value(out, "num_rel") == "1"  # trec_eval 9 sums the evaluated queries' counts

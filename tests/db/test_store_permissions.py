@@ -84,8 +84,8 @@ def test_annotators_deactivated_leads_and_strangers_change_nothing(engine, setup
         with pytest.raises(Refused, match=why):
             OPERATIONS[name](engine, queue, files, actor)
         assert _snapshot(engine) == before, f"{name} by {actor} wrote something"
-    OPERATIONS[name](engine, queue, files, "lea")  # an active lead may
-    assert _snapshot(engine) != before
+    OPERATIONS[name](engine, queue, files, "lea")  # an active lead may, and writes what the operator would
+    assert _changes(before, _snapshot(engine)) == {**OPERATOR_CHANGES, "adjudicate": {"adjudications": (1, 0)}}[name]
 
 
 @pytest.mark.parametrize("name", [n for n in OPERATIONS if n != "adjudicate"])
@@ -93,7 +93,38 @@ def test_the_cli_operator_may(engine, setup, name):
     queue, files = setup
     before = _snapshot(engine)
     OPERATIONS[name](engine, queue, files, OPERATOR)
-    assert _snapshot(engine) != before
+    assert _changes(before, _snapshot(engine)) == OPERATOR_CHANGES[name]
+
+
+def _changes(before: dict[str, list], after: dict[str, list]) -> dict[str, tuple[int, int]]:
+    """Per table that changed: (rows now there that were not, rows there before that are gone); an updated row
+    counts once in each."""
+    return {
+        table: (len(set(rows) - set(before[table])), len(set(before[table]) - set(rows)))
+        for table, rows in after.items()
+        if rows != before[table]
+    }
+
+
+# What each operation writes, derived from the setup (12 pairs q1-q3 × f1-f4, each assigned to ann1 and ann2;
+# fragment f8 and the run "stored" ranking q1 f8 imported; ann2 has not graded q2 f2).
+OPERATOR_CHANGES = {
+    "create_project": {"projects": (1, 0)},  # the project "other"
+    "update_policy": {"projects": (1, 1)},  # demo's row, overlap now 1
+    "add_guideline": {"guidelines": (1, 0)},  # a new version
+    "set_grade_labels": {"projects": (1, 1)},  # demo's row, labels renamed
+    "import_queries": {"queries": (1, 0)},  # q9
+    "import_fragments": {"fragments": (1, 0)},  # f9
+    "import_run": {"runs": (1, 0), "run_entries": (2, 0)},  # "new", two ranked lines
+    # ann2's grade of q2 f2: the judgment, its history line, and ann2's assignment of the pair closed
+    "import_judgments": {"judgments": (1, 0), "judgment_history": (1, 0), "assignments": (1, 1)},
+    # "stored" ranks q1 f8: a new pair; BM25 for the queries no run covers finds "2" in f2 for q2 and "3" in f3
+    # for q3: those two pairs gain the bm25 source
+    "pool": {"pairs": (3, 2)},
+    "assign": {"assignments": (12, 0)},  # overlap 3: ann3 joins ann1 and ann2 on each of the 12 pairs
+    "create_release": {"releases": (1, 0), "evaluations": (1, 0)},  # version 1, and "stored" scored on it
+    "judge_holes": {"pairs": (1, 0)},  # "stored"'s unjudged top-5 fragment: q1 f8 becomes a pair
+}
 
 
 def test_an_adjudication_names_its_lead(engine, setup):

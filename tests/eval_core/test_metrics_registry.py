@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from eval_core.ranking.metrics import KERNELS, parse_metrics
+from eval_core.ranking.kernels import KERNELS
+from eval_core.ranking.metrics import parse_metrics
 from eval_core.ranking.registry import METRICS, REGISTRY, cutoff_free
 from eval_core.vocab import CUTOFF_KINDS
 
 
-def test_every_registered_metric_has_one_kernel_with_its_formula() -> None:
-    assert set(KERNELS) == set(REGISTRY)
+def test_every_registered_metric_names_one_kernel_with_its_formula() -> None:
+    assert all(m.kernel in KERNELS for m in REGISTRY.values())
     for name, kernel in KERNELS.items():
         doc = kernel.__doc__ or ""
-        assert "=" in doc, f"kernel of {name} has no formula in its docstring"
+        assert "=" in doc or "/" in doc, f"kernel {name} has no formula in its docstring"
     assert all(m.cutoff in CUTOFF_KINDS for m in METRICS)
 
 

@@ -171,8 +171,9 @@ def test_cli_table_and_csv(capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["metric", "seed002.run", "seed000.run"]
-    assert lines[1].split() == ["P@5", "0.4000", "0.0000"]
+    assert lines[0] == "missing queries: zero; trec_eval 10 ranking"  # the averaging and ranking rules used
+    assert lines[1].split() == ["metric", "seed002.run", "seed000.run"]
+    assert lines[2].split() == ["P@5", "0.4000", "0.0000"]
     assert "seed000.run: 1 of 1 qrels queries are missing from the run" in err
     code, out, _ = _cli(
         capsys,

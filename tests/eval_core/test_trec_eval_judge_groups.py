@@ -97,13 +97,13 @@ def test_read_qrels_jg(tmp_path: Path) -> None:
     ("text", "line", "words"),
     [
         ("q g1 A 1\nq g1 B\n", 2, "expected 4 fields"),
-        ("q g1 A 1\n\n", 2, "found 0"),
+        ("q g1 A 1\nq g1 B 1 x\n", 2, "found 5"),
         ("q g1 A one\n", 1, "not an integer"),
-        ("q g1 A 1\nq g2 A 0\nq g1 A 0\n", 3, "twice"),
+        ("q g1 A 1\nq g2 A 0\nq g1 A 0\n", 3, "repeated"),
     ],
 )
 def test_read_qrels_jg_refuses_with_path_and_line(tmp_path: Path, text: str, line: int, words: str) -> None:
-    """A short or blank line, a grade that is not an integer, a doc graded twice by one judge (by two is fine)."""
+    """A short or long line, a grade that is not an integer, a doc graded twice by one judge (by two is fine)."""
     path = tmp_path / "qrels_jg"
     path.write_text(text)
     with pytest.raises(InputError) as err:

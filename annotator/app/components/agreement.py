@@ -12,7 +12,7 @@ from pandas.io.formats.style import Styler
 from sqlalchemy.engine import Engine
 
 from annotator.app.views import scale_of
-from db.projects import current_guideline
+from db.projects import ProjectInfo, current_guideline
 from db.store import frames
 from eval_core.agreement.report import agreement_report
 from eval_core.agreement.table import DIGITS, coefficient_rows, cut_rows
@@ -125,7 +125,7 @@ def cached_agreement(
     return ProjectAgreement(report, by_category, by_version, in_force, current)
 
 
-def project_agreement(engine: Engine, project: Any) -> tuple[pd.DataFrame, ProjectAgreement | None]:
+def project_agreement(engine: Engine, project: ProjectInfo) -> tuple[pd.DataFrame, ProjectAgreement | None]:
     """Judgments and agreement of a project (None without judgments), from cache when nothing changed."""
     fingerprint = frames.judgments_fingerprint(engine, project.name)
     url = str(engine.url)
@@ -416,7 +416,7 @@ def cached_calibration(
     return calibration(frame, scale=scale, adjudications=adjudications)
 
 
-def project_calibration(engine: Engine, project: Any) -> CalibrationReport | None:
+def project_calibration(engine: Engine, project: ProjectInfo) -> CalibrationReport | None:
     """The project's model-judge calibration, from cache when nothing changed."""
     fingerprint = frames.judgments_fingerprint(engine, project.name)
     with st.spinner("Comparing model judges with the humans…"):

@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 from annotator.app.components.agreement import project_agreement
 from annotator.app.views import MISSING, literal, table
 from db import evaluations
+from db.projects import ProjectInfo
 from db.store import frames
 from eval_core.ranking.evaluation import Evaluation, evaluate
 from eval_core.ranking.registry import REGISTRY, base_of, cutoff_free
@@ -39,7 +40,7 @@ def stored_run_names(engine: Engine, project: str) -> list[str]:
     return [r.name for r in evaluations.list_runs(engine, project)]
 
 
-def query_categories(engine: Engine, project: Any) -> dict[str, str]:
+def query_categories(engine: Engine, project: ProjectInfo) -> dict[str, str]:
     """query id → category for the per-category breakdown (queries without one are left out)."""
     frame, _ = project_agreement(engine, project)
     if "category" not in frame.columns:

@@ -13,6 +13,8 @@ from annotator import judge_client, judge_run
 from annotator.app import views
 from annotator.app.components.charts import bland_altman_chart
 from db import model_judges
+from db.accounts.users import UserInfo
+from db.projects import ProjectInfo
 from eval_core.errors import USER_ERRORS
 from eval_core.judges.probes import ProbeSummary
 from guidelines import JUDGE_PROMPT
@@ -54,7 +56,7 @@ def judges_frame(engine: Engine, project: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(JUDGE_HEADERS))
 
 
-def model_judges_tab(engine: Engine, project: Any, user: Any) -> None:
+def model_judges_tab(engine: Engine, project: ProjectInfo, user: UserInfo) -> None:
     """List the model judges, then offer a prejudge run with a progress bar and its report. The list is read
     after the run, into its place above the form, so a run's judge and grades show without a reload."""
     listing = st.container()
@@ -106,8 +108,8 @@ def model_judges_tab(engine: Engine, project: Any, user: Any) -> None:
 
 def _run(
     engine: Engine,
-    project: Any,
-    user: Any,
+    project: ProjectInfo,
+    user: UserInfo,
     base_url: str,
     model: str,
     annotator: str | None,

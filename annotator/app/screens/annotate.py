@@ -18,7 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from annotator.app import auth, errors, state, views
-from annotator.app.components import context as views_context
+from annotator.app.components import context
 from annotator.app.errors import PAGE_ERRORS
 from db.grading import (
     ChangedMeanwhile,
@@ -297,8 +297,8 @@ def pair_panel(project: ProjectInfo, username: str, view: PairView) -> None:
             "grade replaces the old one, which stays in the history.",
             icon=":material/replay:",
         )
-    views_context.query_lines(state.engine(), project.name, view)
-    views_context.beside(state.engine(), project.name, view, fragment_box)
+    context.query_lines(state.engine(), project.name, view)
+    context.beside(state.engine(), project.name, view, fragment_box)
     stale_question(project, username, view)
     if view.grade is not None:
         st.info(
@@ -400,8 +400,8 @@ def round_pair_panel(project: ProjectInfo, username: str, pair: RoundPair) -> No
     view = round_view(pair)
     st.markdown(f"#### {views.literal(pair.query_text)}")
     st.caption(f"Query {views.literal(pair.query_external_id)} · qualification pair {pair.position} of {pair.total}")
-    views_context.query_lines(state.engine(), project.name, view)
-    views_context.beside(state.engine(), project.name, view, fragment_box)
+    context.query_lines(state.engine(), project.name, view)
+    context.beside(state.engine(), project.name, view, fragment_box)
     for column, (grade, label) in zip(st.columns(len(project.labels)), project.labels.items(), strict=True):
         column.button(
             f"{grade} · {views.literal(label)}",

@@ -4,14 +4,19 @@ are shown literally."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
+from sqlalchemy.engine import Engine
 
 from annotator.app import views
-from annotator.app.components import judges as views_judges
+from annotator.app.components import judges
 from annotator.app.errors import user_errors
 from db import assignment, evaluations, grading, imports, pooling, projects
 from db.accounts import logins, users
+from db.accounts.users import UserInfo
+from db.projects import ProjectInfo
 from eval_core.errors import InputError
 from eval_core.queue_order import ORDERS
 from eval_core.thresholds import AGREEMENT_THRESHOLD
@@ -54,71 +59,70 @@ KIND_NAMES = {
     "reference": "A reference (e.g. NIST's qrels): people are measured against it; it holds no queue",
 }
 
-engine, user = views.lead_page("Project")
 
-with st.expander("Create a project", expanded=not projects.list_projects(engine)), st.form("create-project"):
-    name = st.text_input("Name")
-    c1, c2, c3, c4, c5 = st.columns(5)
-    low = c1.number_input("Lowest grade", min_value=0, max_value=99, value=0)
-    high = c2.number_input("Highest grade", min_value=1, max_value=100, value=3)
-    overlap = c3.number_input("Annotators per pair", min_value=1, max_value=20, value=2)
-    fraction = c4.number_input("Fraction with overlap", min_value=0.01, max_value=1.0, value=1.0, step=0.05)
-    threshold = c5.number_input(
-        "Agreement threshold", min_value=-1.0, max_value=1.0, value=AGREEMENT_THRESHOLD, step=0.05
-    )
-    names = st.text_input(
-        "Grade names (optional)",
-        placeholder="1=Partly,2=Mostly,3=Fully — unnamed grades keep "
-        "the default (the bundled guideline's names on 0–3, else 'Grade g')",
-    )
-    if st.form_submit_button("Create project"):
-        with user_errors("Not created"):
-            scale = (int(low), int(high))
-            made = projects.create_project(
-                engine,
-                name.strip(),
-                scale=scale,
-                overlap=int(overlap),
-                overlap_fraction=float(fraction),
-                threshold=float(threshold),
-                labels=projects.parse_labels(names, scale),
-                actor=user.username,
-            )
-            st.success(f"Project {views.literal(made.name)} created; pick it in the sidebar.")
-
-project = views.pick_project(engine)
-if project is None:
-    st.stop()
-st.caption(views.project_caption(project))
-
-with st.expander("Grade names"), st.form("grade-names"):
-    st.caption(
-        "What annotators read on the grade buttons (each grade keeps its number and key). Renaming changes no judgment."
-    )
-    # One full-width field per grade: side by side, a name of MAX_LABEL_CHARS was cut off in its box.
-    names = {
-        g: st.text_input(
-            f"Grade {g}", value=label, key=f"grade-name-{project.name}-{g}", max_chars=projects.MAX_LABEL_CHARS
+def create_project_form(engine: Engine, user: UserInfo) -> None:
+    """Create a project: its scale, overlap policy, agreement threshold and grade names (open when none exists)."""
+    with st.expander("Create a project", expanded=not projects.list_projects(engine)), st.form("create-project"):
+        name = st.text_input("Name")
+        c1, c2, c3, c4, c5 = st.columns(5)
+        low = c1.number_input("Lowest grade", min_value=0, max_value=99, value=0)
+        high = c2.number_input("Highest grade", min_value=1, max_value=100, value=3)
+        overlap = c3.number_input("Annotators per pair", min_value=1, max_value=20, value=2)
+        fraction = c4.number_input("Fraction with overlap", min_value=0.01, max_value=1.0, value=1.0, step=0.05)
+        threshold = c5.number_input(
+            "Agreement threshold", min_value=-1.0, max_value=1.0, value=AGREEMENT_THRESHOLD, step=0.05
         )
-        for g, label in project.labels.items()
-    }
-    if st.form_submit_button("Save grade names"):
-        with user_errors("Not saved"):
-            project = projects.set_grade_labels(engine, project.name, names, actor=user.username)
-            st.success(
-                "Grade names saved: " + ", ".join(f"{g} · {views.literal(n)}" for g, n in project.labels.items())
+        names = st.text_input(
+            "Grade names (optional)",
+            placeholder="1=Partly,2=Mostly,3=Fully — unnamed grades keep "
+            "the default (the bundled guideline's names on 0–3, else 'Grade g')",
+        )
+        if st.form_submit_button("Create project"):
+            with user_errors("Not created"):
+                scale = (int(low), int(high))
+                made = projects.create_project(
+                    engine,
+                    name.strip(),
+                    scale=scale,
+                    overlap=int(overlap),
+                    overlap_fraction=float(fraction),
+                    threshold=float(threshold),
+                    labels=projects.parse_labels(names, scale),
+                    actor=user.username,
+                )
+                st.success(f"Project {views.literal(made.name)} created; pick it in the sidebar.")
+
+
+def grade_names_form(engine: Engine, project: ProjectInfo, user: UserInfo) -> ProjectInfo:
+    """Rename the grades; returns the project as saved (the tabs below show the new names at once)."""
+    with st.expander("Grade names"), st.form("grade-names"):
+        st.caption(
+            "What annotators read on the grade buttons (each grade keeps its number and key). "
+            "Renaming changes no judgment."
+        )
+        # One full-width field per grade: side by side, a name of MAX_LABEL_CHARS was cut off in its box.
+        names = {
+            g: st.text_input(
+                f"Grade {g}", value=label, key=f"grade-name-{project.name}-{g}", max_chars=projects.MAX_LABEL_CHARS
             )
+            for g, label in project.labels.items()
+        }
+        if st.form_submit_button("Save grade names"):
+            with user_errors("Not saved"):
+                project = projects.set_grade_labels(engine, project.name, names, actor=user.username)
+                st.success(
+                    "Grade names saved: " + ", ".join(f"{g} · {views.literal(n)}" for g, n in project.labels.items())
+                )
+    return project
 
-import_tab, pool_tab, assign_tab, people_tab, judges_tab = st.tabs(
-    ["Import", "Pool", "Assign", "Annotators", "Model judges"]
-)
 
-with import_tab:
+def import_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> None:
+    """Import queries, fragments, a run or judgments, with the file's annotators for judgments."""
     kind = st.radio("What", list(IMPORTERS), horizontal=True)
     st.caption(IMPORT_HELP[kind])
     upload = st.file_uploader("File", key=f"upload-{kind}")
     run_name = st.text_input("Run name", placeholder="defaults to the file name") if kind == "run" else ""
-    judges, bad_kind, source = imports.AnnotatorKind(), None, imports.JudgmentsSource()
+    file_kind, bad_kind, source = imports.AnnotatorKind(), None, imports.JudgmentsSource()
     if kind == "judgments":
         c1, c2 = st.columns(2)
         qrels_by = c1.text_input("Qrels graded by", placeholder="for TREC or BEIR qrels: their annotator, e.g. nist")
@@ -132,18 +136,19 @@ with import_tab:
             "The file's annotators are", [None, *ANNOTATOR_KINDS], format_func=KIND_NAMES.get, horizontal=True
         )
         if annotator_kind in ("human", "reference"):
-            judges = imports.AnnotatorKind(annotator_kind)
+            file_kind = imports.AnnotatorKind(annotator_kind)
         elif annotator_kind == "model":
             c1, c2 = st.columns(2)
             model_name = c1.text_input("Model", placeholder="defaults to each annotator's name").strip()
             prompt = c2.text_input("Prompt version", placeholder="optional, stamped on every grade").strip()
             try:
-                judges = imports.AnnotatorKind("model", model_name or None, prompt or None)
+                file_kind = imports.AnnotatorKind("model", model_name or None, prompt or None)
             except ValueError as exc:
                 bad_kind = exc
                 st.error(views.literal(exc))
-    if st.button("Import", disabled=upload is None or bad_kind is not None):
+    if st.button("Import", disabled=upload is None or bad_kind is not None) and upload is not None:
         with views.saved_upload(upload) as path, st.spinner(f"Importing {views.literal(upload.name)}…"):
+            report: Any
             try:
                 if kind == "run":
                     report = imports.import_run(
@@ -151,7 +156,7 @@ with import_tab:
                     )
                 elif kind == "judgments":
                     report = imports.import_judgments(
-                        engine, project.name, path, actor=user.username, judges=judges, source=source
+                        engine, project.name, path, actor=user.username, judges=file_kind, source=source
                     )
                 else:
                     report = IMPORTERS[kind](engine, project.name, path, actor=user.username)
@@ -163,7 +168,9 @@ with import_tab:
             else:
                 views.show_import_report(report, path, upload.name)
 
-with pool_tab:
+
+def pool_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> None:
+    """Pool the stored runs' top-k (and BM25) into query–fragment pairs."""
     stored = [r.name for r in evaluations.list_runs(engine, project.name)]
     with st.form("pool"):
         chosen = st.multiselect("Runs to pool", stored, default=stored)
@@ -182,7 +189,9 @@ with pool_tab:
             )
             st.json(report.to_dict(), expanded=False)
 
-with assign_tab:
+
+def assign_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> None:
+    """Save the overlap policy and assign pairs; set the queue order."""
     annotators = [u.username for u in users.list_users(engine, role="annotator") if u.active and u.kind == "human"]
     with st.form("assign"):
         overlap = st.number_input("Annotators per pair", min_value=1, max_value=20, value=int(project.overlap))
@@ -217,14 +226,16 @@ with assign_tab:
             "Queue order (which of an annotator's pairs comes next, within the query in progress)",
             ORDER_NAMES,
             index=ORDER_NAMES.index(project.queue_order),
-            format_func=ORDERS.get,
+            format_func=ORDERS.__getitem__,
         )
-        if st.form_submit_button("Save queue order"):
+        if st.form_submit_button("Save queue order") and order is not None:
             with user_errors("Not saved"):
                 saved = projects.set_queue_order(engine, project.name, order, actor=user.username)
                 st.success(f"Annotators now get their pairs in this order: {ORDERS[saved.queue_order]}.")
 
-with people_tab:
+
+def annotators_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> None:
+    """The annotators' progress, adding an annotator, unlocking an account and every account."""
     stats = grading.annotator_stats(engine, project.name)
     if len(stats):
         views.table(
@@ -264,5 +275,29 @@ with people_tab:
     accounts["login_wait"] = accounts["username"].map(locked).astype("Int64")
     views.table(accounts, USER_HEADERS)
 
-with judges_tab:
-    views_judges.model_judges_tab(engine, project, user)
+
+def project_tabs(engine: Engine, project: ProjectInfo, user: UserInfo) -> None:
+    """The project's tabs: import, pool, assign, annotators and model judges."""
+    import_tab, pool_tab, assign_tab, people_tab, judges_tab = st.tabs(
+        ["Import", "Pool", "Assign", "Annotators", "Model judges"]
+    )
+    with import_tab:
+        import_section(engine, project, user)
+    with pool_tab:
+        pool_section(engine, project, user)
+    with assign_tab:
+        assign_section(engine, project, user)
+    with people_tab:
+        annotators_section(engine, project, user)
+    with judges_tab:
+        judges.model_judges_tab(engine, project, user)
+
+
+engine, user = views.lead_page("Project")
+create_project_form(engine, user)
+project = views.pick_project(engine)
+if project is None:
+    st.stop()
+st.caption(views.project_caption(project))
+project = grade_names_form(engine, project, user)
+project_tabs(engine, project, user)

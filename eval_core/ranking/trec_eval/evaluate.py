@@ -58,6 +58,7 @@ class Block:
     names: list[str]
     values: np.ndarray
     strings: list[str] | None = None
+    total: np.ndarray | None = None  # the summary value when the family's average replaces the usual one
 
 
 def compute(m: RelMatrix, selection: Selection, opts: ms.Options) -> list[Block]:
@@ -78,10 +79,10 @@ def compute(m: RelMatrix, selection: Selection, opts: ms.Options) -> list[Block]
         if name == "relstring":
             blocks.append(Block(family, names, np.zeros((len(m.qids), 1)), _relstrings(m, params)))
             continue
-        if family.compute is None:
+        if family.compute is None and not family.kernel:
             blocks.append(Block(family, names, np.ones((len(m.qids), 1 if name == "num_q" else 0))))
             continue
-        values = np.asarray(family.compute(m, params, opts), dtype=np.float64)
+        values = np.asarray(family.values(m, params, opts), dtype=np.float64)
         if family.zero_if_missing and m.bogus.any():
             values[m.bogus] = 0.0
         blocks.append(Block(family, names, values))
@@ -119,6 +120,8 @@ def summary(block: Block, evaluated: int, denominator: int) -> np.ndarray:
     """A block's `all` values: `evaluated` queries were scored, the means divide by `denominator` (the qrels'
     query count with -c, else `evaluated`)."""
     family = block.family
+    if block.total is not None:
+        return block.total
     # summed query by query in order, as trec_eval accumulates (not numpy's pairwise sum)
     total = np.cumsum(block.values, axis=0)[-1] if len(block.values) else block.values.sum(axis=0)
     if family.average is ms.Average.COUNT:  # num_q: the queries averaged over (with -c every qrels query, in 9 too)

@@ -3,7 +3,8 @@
 API (names kept for the `qrelkit trec_eval` command line):
 
 - `read_qrels_jg(path) -> QrelsJG`: a `qid jg docid rel` file, one set of judgments per judgment group (judge),
-  lines starting with `#` skipped; bad input raises `InputError` naming `path:line`.
+  read by `eval_core.io.trec_text.read_qrels_jg` (blank and `#` lines skipped); bad input raises `InputError`
+  naming `path:line`.
 - `JG_MEASURES`: the three families in trec_eval's print order; `DEFAULT_PARAMS` their default cutoffs.
 - `jg_measures(qrels_jg, ranked, params=None, *, rel_level=1, judged_only=False) -> dict[qid, dict[name, float]]`:
   per query in both (byte order of ids), values named as trec_eval prints them (`map_avgjg`, `P_avgjg_5`,
@@ -21,8 +22,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval_core.errors import InputError
-from eval_core.ranking.trec_eval.reading import _decode, _read_bytes, byte_key
+import numpy as np
+
+from eval_core.io.trec_text import read_qrels_jg as io_read_qrels_jg
+from eval_core.ranking.kernels import KERNELS, Args
+from eval_core.ranking.trec_eval.reading import byte_key
+from eval_core.ranking.trec_eval.rels import RelMatrix
 
 JG_MEASURES: tuple[str, ...] = ("map_avgjg", "P_avgjg", "Rprec_mult_avgjg")
 DEFAULT_PARAMS: dict[str, tuple[float, ...]] = {
@@ -41,29 +46,12 @@ class QrelsJG:
 
 
 def read_qrels_jg(path: str | Path) -> QrelsJG:
-    """A `qid jg docid rel` file (`-R qrels_jg`); a docid judged twice by one group for one query is refused."""
-    label = str(path)
+    """A `qid jg docid rel` file (`-R qrels_jg`) read by the one judge-group reader (`eval_core.io.trec_text`,
+    which `qrelkit eval --qrels-format jg` and imports use too), grouped in trec_eval's byte order."""
+    frame = io_read_qrels_jg(path)
     out: dict[str, dict[str, dict[str, int]]] = {}
-    lines = _read_bytes(path).split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()
-    for number, line in enumerate(lines, 1):
-        if line.startswith(b"#"):
-            continue
-        fields = [_decode(f) for f in line.split()]
-        if len(fields) != 4:  # a blank line too: trec_eval calls it malformed
-            raise InputError(label, number, f"expected 4 fields 'qid jg docid rel', found {len(fields)}")
-        qid, jg, doc, rel = fields
-        try:
-            grade = int(rel)
-        except ValueError:
-            raise InputError(label, number, f"relevance {rel!r} is not an integer") from None
-        judged = out.setdefault(qid, {}).setdefault(jg, {})
-        if doc in judged:
-            raise InputError(label, number, f"docid {doc!r} is judged twice by group {jg!r} for query {qid!r}")
-        judged[doc] = grade
-    if not out:
-        raise InputError(label, None, "no qrels lines")
+    for qid, jg, doc, grade in frame.itertuples(index=False, name=None):
+        out.setdefault(qid, {}).setdefault(jg, {})[doc] = int(grade)
     return QrelsJG({q: {g: out[q][g] for g in sorted(out[q], key=byte_key)} for q in sorted(out, key=byte_key)})
 
 
@@ -95,16 +83,22 @@ def _group_list(ranked: Sequence[str], judged: Mapping[str, int], judged_only: b
     return [r for r in rels if r >= 0] if judged_only else rels
 
 
-def _map(rels: list[int], num_rel: int, rel_level: int) -> float | None:
-    """Average precision of one group (m_map_avgjg.c), None when no relevant doc is retrieved (adds nothing)."""
-    found, total = 0, 0.0
-    for i, r in enumerate(rels):
-        if r >= rel_level:
-            found += 1
-            total += found / (i + 1)
-    if not found:
+def _group_matrix(rels: list[int], judged: Mapping[str, int], rel_level: int) -> RelMatrix:
+    """One group's ranking as the kernels' input (every retrieved rank a hit when -l ≤ −1 makes NONPOOL count)."""
+    grades = np.asarray([g for g in judged.values() if g >= 0], dtype=np.int64)
+    levels = np.bincount(grades, minlength=1)[None, :]
+    m = RelMatrix.from_rows(["q"], [rels], levels, np.array([False]), rel_level)
+    return m.materialized() if rel_level <= _NONPOOL else m
+
+
+def _group_ap(m: RelMatrix, num_rel: int) -> float | None:
+    """Average precision of one group by the one AP kernel (m_map_avgjg.c), None when no relevant document is
+    retrieved (adds nothing); with -l below 0 and no relevant judged document, C's division by 0 gives inf."""
+    if not m.isrel.any():
         return None
-    return total / num_rel if num_rel else float("inf")  # only with -l below 0, as C's division gives
+    if not num_rel:
+        return float("inf")
+    return float(KERNELS["average_precision"](m, Args())[0, 0])
 
 
 def _rprec_mult(rels: list[int], num_rel: int, num_rel_ret: int, mults: list[float], rel_level: int) -> list[float]:
@@ -146,16 +140,12 @@ def _query(
         rels = _group_list(ranked, judged, judged_only)
         num_rel = sum(1 for r in judged.values() if r >= 0 and r >= rel_level)
         num_rel_ret = sum(1 for r in rels if r >= 0 and r >= rel_level)
-        ap = _map(rels, num_rel, rel_level)
+        m = _group_matrix(rels, judged, rel_level)
+        ap = _group_ap(m, num_rel)
         if ap is not None:
             map_sum += ap
-        hits = 0
-        top = []
-        for r in rels:
-            hits += r >= rel_level
-            top.append(hits)
-        for k, cut in enumerate(cuts):
-            p_sums[k] += (top[cut - 1] if cut <= len(rels) else hits) / cut
+        for k, value in enumerate(KERNELS["precision"](m, Args(cuts=tuple(map(float, cuts))))[0]):
+            p_sums[k] += float(value)
         for k, value in enumerate(_rprec_mult(rels, num_rel, num_rel_ret, mults, rel_level)):
             r_sums[k] += value
     n = len(groups)

@@ -11,10 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cmp_to_key
 
 import numpy as np
 
+from eval_core.ranking.kernels import KERNELS, Args, gain_setup, gain_table
+from eval_core.ranking.kernels import ap_sum as _ap_sum
+from eval_core.ranking.kernels import div as _div
+from eval_core.ranking.kernels import hit_dcg as _hit_dcg
+from eval_core.ranking.kernels import ideal_cum as _ideal_cum
+from eval_core.ranking.kernels import judged_hits as _judged_hits
+from eval_core.ranking.kernels import rel_at as _rel_at
+from eval_core.ranking.kernels import seqsum as _seqsum
 from eval_core.ranking.trec_eval.params import ParamKind, Params, valid_int
 from eval_core.ranking.trec_eval.rels import NONPOOL, UNJUDGED, RelMatrix
 
@@ -57,6 +64,15 @@ class Family:
     doc: str = ""
     zero_if_missing: bool = False  # trec_eval 10.0 -c zeroes it for a missing query's stand-in ranking
     extra: dict = field(default_factory=dict)
+    kernel: str = ""  # the one kernel (eval_core.ranking.kernels.KERNELS) computing it, when `qrelkit eval` shares it
+    kernel_args: Callable[[Params], Args] | None = None  # the kernel's arguments for these parameters
+
+    def values(self, m: RelMatrix, params: Params, opts: Options) -> np.ndarray:
+        """[queries × names] values: by the shared kernel, or by this family's own function."""
+        if self.kernel:
+            return KERNELS[self.kernel](m, self.kernel_args(params) if self.kernel_args else Args())
+        assert self.compute is not None
+        return self.compute(m, params, opts)
 
     def names(self, params: Params) -> list[str]:
         """The value names printed for these parameters (`P_5`, `iprec_at_recall_0.10`, `ndcg_1=3`)."""
@@ -80,65 +96,30 @@ def _nrr(m: RelMatrix) -> np.ndarray:
     return m.isrel.sum(axis=1)
 
 
-def _rel_at(m: RelMatrix, k: int | np.ndarray) -> np.ndarray:
-    """Relevant documents in the first k ranks (k ≤ 0: none), per query."""
-    return m.count_before(m.isrel, k)
-
-
-def _at(cum: np.ndarray, k: int | np.ndarray) -> np.ndarray:
-    """A dense cumulative row's value after the first k cells (past the end: its last value; k ≤ 0: 0)."""
-    n, width = cum.shape
-    if width == 0:
-        return np.zeros(n)
-    k = np.broadcast_to(np.asarray(k), (n,))
-    idx = np.clip(k, 1, width) - 1
-    return np.where(k > 0, cum[np.arange(n), idx], 0)
-
-
-def _prefix(m: RelMatrix, cum: np.ndarray, k: int | np.ndarray) -> np.ndarray:
-    """A cumulative sum over each row's hits, taken over the hits ranked below k, per query."""
-    c = m.count_before(m.hit, k)
-    padded = np.concatenate([np.zeros((len(m.qids), 1)), cum], axis=1)
-    return padded[np.arange(len(m.qids)), c]
-
-
-def _seqsum(x: np.ndarray) -> np.ndarray:
-    """Each row summed left to right (trec_eval's loops over ranks), not numpy's pairwise sum."""
-    return np.cumsum(x, axis=1)[:, -1] if x.shape[1] else np.zeros(len(x))
-
-
-def _div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    num = np.asarray(num, dtype=np.float64)
-    den = np.asarray(den, dtype=np.float64)
-    return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den != 0)
-
-
 def _col(v: np.ndarray) -> np.ndarray:
     return np.asarray(v, dtype=np.float64)[:, None]
 
 
-def _disc(rank: np.ndarray) -> np.ndarray:
-    """log2(rank + 2): the DCG discount of a 0-based rank."""
-    return np.log2(np.asarray(rank, dtype=np.float64) + 2.0)
+def _pairs(p: Params) -> tuple[tuple[int, float], ...]:
+    """The `level=gain` pairs among a family's parameters (rbp's `p=` is not one)."""
+    return tuple((int(n), float(v)) for n, v in p.values if valid_int(n)) if p.values else ()
 
 
-def _rel_hits(m: RelMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every relevant retrieved document as (query row, 0-based rank, precision at its rank), in rank order."""
-    rows, cols = np.nonzero(m.isrel)
-    ranks = m.rank[rows, cols]
-    return rows, ranks, m.cum[rows, cols] / (ranks + 1.0)
+def _gain_setup(m: RelMatrix, p: Params) -> tuple[RelMatrix, np.ndarray, np.ndarray, np.ndarray]:
+    return gain_setup(m, Args(gains=_pairs(p)))
 
 
-def _ap_sum(m: RelMatrix) -> np.ndarray:
-    """Σ over relevant retrieved docs of (relevant so far / rank): average precision's numerator, summed in
-    rank order as trec_eval does."""
-    rows, _, prec = _rel_hits(m)
-    return np.bincount(rows, weights=prec, minlength=len(m.qids))
+def _kernel_values(name: str, m: RelMatrix) -> np.ndarray:
+    """A kernel's whole-ranking value per query (gm_map and gm_bpref take the log of map's and bpref's)."""
+    return KERNELS[name](m, Args())[:, 0]
 
 
-def _ap(m: RelMatrix) -> np.ndarray:
-    nrr = _nrr(m)
-    return np.where(nrr > 0, _div(_ap_sum(m), m.num_rel), 0.0)
+def _cuts(p: Params) -> Args:
+    return Args(cuts=tuple(float(k) for k in p.values))
+
+
+def _gains(p: Params) -> Args:
+    return Args(gains=_pairs(p))
 
 
 def _judged_split(m: RelMatrix) -> tuple[np.ndarray, np.ndarray]:
@@ -147,17 +128,6 @@ def _judged_split(m: RelMatrix) -> tuple[np.ndarray, np.ndarray]:
     judged = m.hit & (v != NONPOOL) & (v != UNJUDGED)
     nonrel = judged & (v >= 0) & (v < m.rel_level)
     return judged & ~nonrel, nonrel
-
-
-def _bpref(m: RelMatrix) -> np.ndarray:
-    rl, R = m.rel_level, m.num_rel
-    rel, nonrel = _judged_split(m)
-    before = np.cumsum(nonrel, axis=1)
-    num_nonrel = m.levels[:, : max(rl, 0)].sum(axis=1)
-    denom = np.minimum(num_nonrel, R)[:, None]
-    part = np.where(before > 0, 1.0 - _div(np.minimum(before, R[:, None]), denom), 1.0)
-    total = _seqsum(np.where(rel, part, 0.0))
-    return np.where(R > 0, _div(total, R), total)
 
 
 def _interpolated(m: RelMatrix, fractions: tuple, opts: Options) -> np.ndarray:
@@ -186,83 +156,6 @@ def _interpolated(m: RelMatrix, fractions: tuple, opts: Options) -> np.ndarray:
     return out
 
 
-def _gain_table(params: Params, m: RelMatrix) -> tuple[dict[int, float], list[tuple[int, float]]]:
-    """trec_eval's setup_gains: gain per grade (a given `level=gain` pair, else the grade itself) and the
-    pairs' own levels (which count even when no document has them)."""
-    pairs = [(int(n), float(v)) for n, v in params.values if valid_int(n)] if params.values else []
-    table: dict[int, float] = {}
-    for level, gain in pairs:
-        table.setdefault(level, gain)  # get_gain takes the first pair for a level
-    for level in range(m.levels.shape[1]):
-        table.setdefault(level, float(level))
-    return table, pairs
-
-
-def _for_gains(m: RelMatrix, table: dict[int, float]) -> RelMatrix:
-    """The matrix a gain measure reads: with every retrieved rank when the gains name NONPOOL's level."""
-    return m.materialized() if NONPOOL in table else m
-
-
-def _result_gains(m: RelMatrix, table: dict[int, float]) -> np.ndarray:
-    """Each hit's gain (0 for a grade with no gain, unjudged, padding)."""
-    lo, hi = int(min(table, default=0)), int(max(table, default=0))
-    lo = min(lo, -3)
-    lut = np.zeros(hi - lo + 1)
-    for level, gain in table.items():
-        lut[level - lo] = gain
-    gains = lut[np.clip(m.value, lo, hi) - lo]
-    gains[(m.value > hi) | ~m.hit] = 0.0
-    return gains
-
-
-def _ideal(m: RelMatrix, table: dict[int, float], width: int) -> np.ndarray:
-    """The ideal ranking's gains per query: positive-gain grades, highest gain first, each repeated as often
-    as the query has judged documents of that grade; zeros after."""
-
-    def by_gain(a: tuple[float, int], b: tuple[float, int]) -> int:
-        return int(a[0] - b[0])  # trec_eval's comparator truncates the gain difference to an int
-
-    order = sorted(((gain, level) for level, gain in table.items()), key=cmp_to_key(by_gain))
-    positive = [(g, lv) for g, lv in reversed(order) if g > 0 and 0 <= lv < m.levels.shape[1]]
-    out = np.zeros((len(m.qids), width))
-    pos = np.arange(width)
-    done = np.zeros(len(m.qids), dtype=np.int64)
-    for gain, level in positive:
-        count = m.levels[:, level]
-        out[(pos >= done[:, None]) & (pos < (done + count)[:, None])] = gain
-        done = done + count
-    return out
-
-
-def _positive_total(m: RelMatrix, table: dict[int, float]) -> np.ndarray:
-    """How many judged documents have a positive gain (the ideal ranking's length), per query."""
-    total = np.zeros(len(m.qids), dtype=np.int64)
-    for level, gain in table.items():
-        if gain > 0 and 0 <= level < m.levels.shape[1]:
-            total += m.levels[:, level]
-    return total
-
-
-def _gain_setup(m: RelMatrix, params: Params) -> tuple[RelMatrix, np.ndarray, np.ndarray, np.ndarray]:
-    """The matrix read, its hits' gains, the ideal gains (at least one column: zeros past the ideal ranking's
-    end), and the ideal ranking's length."""
-    table, _ = _gain_table(params, m)
-    m = _for_gains(m, table)
-    npos = _positive_total(m, table)
-    return m, _result_gains(m, table), _ideal(m, table, max(int(npos.max(initial=0)), 1)), npos
-
-
-def _ideal_cum(ideal: np.ndarray) -> np.ndarray:
-    """The ideal DCG after each ideal rank."""
-    return np.cumsum(ideal / _disc(np.arange(ideal.shape[1])), axis=1)
-
-
-def _hit_dcg(m: RelMatrix, res: np.ndarray) -> np.ndarray:
-    """Each hit's discounted gain (0 where the gain is 0)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(res != 0, res / _disc(m.rank), 0.0)
-
-
 # ---- families -------------------------------------------------------------------------------------------
 
 
@@ -278,46 +171,16 @@ def _num_rel_ret(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     return _col(_nrr(m))
 
 
-def _map(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    return _col(_ap(m))
-
-
 def _gm_map(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    return _col(np.log(np.maximum(_ap(m), MIN_GEO_MEAN)))
-
-
-def _rprec(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    n = np.minimum(m.num_ret, m.num_rel)
-    return _col(np.where(n > 0, _div(_rel_at(m, n), m.num_rel), 0.0))
-
-
-def _bpref_f(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    return _col(_bpref(m))
+    return _col(np.log(np.maximum(_kernel_values("average_precision", m), MIN_GEO_MEAN)))
 
 
 def _gm_bpref(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    return _col(np.log(np.maximum(_bpref(m), MIN_GEO_MEAN)))
-
-
-def _recip_rank(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    isrel = m.isrel
-    if not isrel.shape[1]:
-        return _col(np.zeros(len(m.qids)))
-    first = m.rank[np.arange(len(m.qids)), np.argmax(isrel, axis=1)]
-    return _col(np.where(isrel.any(axis=1), 1.0 / (first + 1.0), 0.0))
+    return _col(np.log(np.maximum(_kernel_values("bpref", m), MIN_GEO_MEAN)))
 
 
 def _iprec(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     return _interpolated(m, p.values, o)
-
-
-def _p(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.stack([_rel_at(m, k) / k for k in p.values], axis=1)
-
-
-def _recall(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    return np.stack([_div(_rel_at(m, k), m.num_rel) for k in p.values], axis=1)
 
 
 def _infap(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
@@ -382,24 +245,6 @@ def _g(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     return _col(np.where(sum_ideal > 0, _div(_seqsum(term), sum_ideal), 0.0))
 
 
-def _dcg_parts(m: RelMatrix, p: Params) -> tuple[np.ndarray, np.ndarray]:
-    m, res, ideal, _ = _gain_setup(m, p)
-    return _seqsum(_hit_dcg(m, res)), _ideal_cum(ideal)[:, -1]
-
-
-def _dcg(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    return _col(_dcg_parts(m, p)[0])
-
-
-def _ideal_dcg(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    return _col(_dcg_parts(m, p)[1])
-
-
-def _ndcg(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    dcg, idcg = _dcg_parts(m, p)
-    return _col(np.where(idcg > 0, _div(dcg, idcg), 0.0))
-
-
 def _ndcg_rel(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     m, res, ideal, npos = _gain_setup(m, p)
     dcg = np.cumsum(_hit_dcg(m, res), axis=1)
@@ -415,7 +260,7 @@ def _ndcg_rel(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
 
 
 def _rndcg(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    table, _ = _gain_table(p, m)
+    table = gain_table(_pairs(p), m)
     m, res, ideal, E = _gain_setup(m, p)
     n = len(m.qids)
     dcg = np.concatenate([np.zeros((n, 1)), np.cumsum(_hit_dcg(m, res), axis=1)], 1)
@@ -451,39 +296,8 @@ def _rndcg(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
         return _col(np.where(m.num_rel > 0, total / count, 0.0))
 
 
-def _ndcg_cut(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    gains = np.where(m.hit & (m.value > 0), m.value, 0).astype(np.float64)
-    dcg = np.cumsum(gains / _disc(m.rank), axis=1)
-    npos = m.levels[:, 1:].sum(axis=1)
-    iwidth = int(npos.max(initial=0))
-    table = {lv: float(lv) for lv in range(1, m.levels.shape[1])}
-    ideal = _ideal(m, table, iwidth)
-    idcg = np.cumsum(ideal / _disc(np.arange(iwidth)), axis=1)
-    cols = []
-    for k in p.values:
-        d = _prefix(m, dcg, k)
-        i = _at(idcg, k) if iwidth else np.zeros(len(m.qids))
-        cols.append(np.where(i > 0, _div(d, i), d))
-    return np.stack(cols, axis=1)
-
-
-def _map_cut(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    rows, ranks, prec = _rel_hits(m)
-    return np.stack(
-        [
-            _div(np.bincount(rows, weights=np.where(ranks < k, prec, 0.0), minlength=len(m.qids)), m.num_rel)
-            for k in p.values
-        ],
-        axis=1,
-    )
-
-
 def _relative_p(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     return np.stack([_div(_rel_at(m, k), np.minimum(k, m.num_rel)) for k in p.values], axis=1)
-
-
-def _success(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    return np.stack([(_rel_at(m, k) > 0).astype(np.float64) for k in p.values], axis=1)
 
 
 def _set_p(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
@@ -511,11 +325,6 @@ def _set_f(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     return _col(np.where(nrr > 0, _div((x + 1.0) * P * R, x * P + R), 0.0))
 
 
-def _judged_hits(m: RelMatrix) -> np.ndarray:
-    """Hits with a grade ≥ 0 (every other retrieved rank is NONPOOL or UNJUDGED)."""
-    return m.hit & (m.value >= 0)
-
-
 def _num_nonrel_judged_ret(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
     return _col(_judged_hits(m).sum(axis=1) - _nrr(m))
 
@@ -534,61 +343,12 @@ def _persistence(p: Params) -> float:
     return value
 
 
-def _rbp(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    table, pairs = _gain_table(p, m)
-    m = _for_gains(m, table)
-    persistence = _persistence(p)
-    res = _result_gains(m, table)
-    # trec_eval scales gains into [0, 1] when any lies outside, per query over the gains it set up
-    # (its running min and max start at 0 in practice: uninitialised locals)
-    nlev = m.num_rel_levels
-    qgains = np.zeros((len(m.qids), max(m.levels.shape[1], 1)))
-    present = np.arange(qgains.shape[1]) < nlev[:, None]
-    for lv in range(qgains.shape[1]):
-        qgains[:, lv] = table.get(lv, float(lv))
-    pair_g = [g for _, g in pairs]
-    lo = np.minimum(np.where(present, qgains, 0.0).min(axis=1), min(pair_g, default=0.0))
-    hi = np.maximum(np.where(present, qgains, 0.0).max(axis=1), max(pair_g, default=0.0))
-    lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
-    scale = (lo < 0) | (hi > 1)
-    scaled = _div(res - lo[:, None], (hi - lo)[:, None])
-    known = m.hit & np.isin(m.value, list(table))
-    res = np.where(scale[:, None] & known, scaled, res)
-    powers = _powers(persistence, int(m.num_ret.max(initial=0)) + 1)
-    with np.errstate(over="ignore", invalid="ignore"):
-        weights = powers[np.minimum(m.rank, len(powers) - 1)]
-        return _col((1.0 - persistence) * _seqsum(np.where(res != 0, res * weights, 0.0)))
+def _ndcg_cut_args(p: Params) -> Args:
+    return Args(cuts=tuple(float(k) for k in p.values), zero_without_ideal=False)
 
 
-def _powers(p: float, n: int) -> np.ndarray:
-    """p^0 … p^(n−1) as trec_eval's loops make them, each the one before times p (`cur_p = cur_p * p`): pow's
-    result can differ in the last bit."""
-    steps = np.full(n, p, dtype=np.float64)
-    steps[:1] = 1.0
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.multiply.accumulate(steps)
-
-
-def _rbp_resid(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
-    """rbp_resid: p^num_ret + (1 − p) × the weights of the ranks holding a NONPOOL or UNJUDGED document, added
-    rank by rank as m_rbp_resid.c does (so the rounding is its own); 0 when every retrieved document is judged."""
-    persistence = _persistence(p)
-    judged = _judged_hits(m)
-    width = int(m.num_ret.max(initial=0))
-    powers = _powers(persistence, width + 1)
-    out = np.zeros(len(m.qids))
-    rows = np.flatnonzero(m.num_ret > judged.sum(axis=1))
-    step = max(1, (1 << 18) // max(width, 1))  # slices of at most 256k weights (2 MiB): they stay in cache
-    for lo in range(0, len(rows), step):
-        part = rows[lo : lo + step]
-        dense = np.tile(powers[:width], (len(part), 1))
-        at, col = np.nonzero(judged[part])
-        dense[at, m.rank[part][at, col]] = 0.0  # adding 0.0 leaves the running sum as it is
-        np.cumsum(dense, axis=1, out=dense)
-        total = dense[np.arange(len(part)), m.num_ret[part] - 1]
-        with np.errstate(over="ignore", invalid="ignore"):
-            out[part] = powers[m.num_ret[part]] + (1 - persistence) * total
-    return _col(out)
+def _rbp_args(p: Params) -> Args:
+    return Args(p=_persistence(p), gains=_pairs(p))
 
 
 def _unj(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
@@ -617,13 +377,15 @@ FAMILIES: tuple[Family, ...] = (
     Family("num_ret", N, (), SUM, _num_ret, integer=True, zero_if_missing=True, doc="documents retrieved"),
     Family("num_rel", N, (), SUM, _num_rel, integer=True, doc="relevant documents (grade ≥ -l)"),
     Family("num_rel_ret", N, (), SUM, _num_rel_ret, integer=True, doc="relevant documents retrieved"),
-    Family("map", N, (), MEAN, _map, doc="mean average precision"),
+    Family("map", N, (), MEAN, None, doc="mean average precision", kernel="average_precision"),
     Family("gm_map", N, (), GM, _gm_map, per_query=False, doc="geometric mean of AP (floor 1e-5)"),
-    Family("Rprec", N, (), MEAN, _rprec, doc="precision after R documents"),
-    Family("bpref", N, (), MEAN, _bpref_f, doc="binary preference (Buckley & Voorhees 2004)"),
-    Family("recip_rank", N, (), MEAN, _recip_rank, doc="reciprocal rank of the first relevant document"),
+    Family("Rprec", N, (), MEAN, None, doc="precision after R documents", kernel="r_precision"),
+    Family("bpref", N, (), MEAN, None, doc="binary preference (Buckley & Voorhees 2004)", kernel="bpref"),
+    Family(
+        "recip_rank", N, (), MEAN, None, doc="reciprocal rank of the first relevant document", kernel="reciprocal_rank"
+    ),
     Family("iprec_at_recall", DC, RECALL_POINTS, MEAN, _iprec, doc="interpolated precision at recall levels"),
-    Family("P", LC, CUTS, MEAN, _p, doc="precision at cutoffs"),
+    Family("P", LC, CUTS, MEAN, None, doc="precision at cutoffs", kernel="precision", kernel_args=_cuts),
     Family(
         "relstring",
         D,
@@ -633,7 +395,7 @@ FAMILIES: tuple[Family, ...] = (
         zero_if_missing=True,
         doc="relevance values of the first N documents as a string",
     ),
-    Family("recall", LC, CUTS, MEAN, _recall, doc="recall at cutoffs"),
+    Family("recall", LC, CUTS, MEAN, None, doc="recall at cutoffs", kernel="recall", kernel_args=_cuts),
     Family("infAP", N, (), MEAN, _infap, doc="inferred AP (Yilmaz & Aslam 2006); -2 grades: pooled, unjudged"),
     Family("gm_bpref", N, (), GM, _gm_bpref, per_query=False, doc="geometric mean of bpref"),
     Family(
@@ -656,15 +418,44 @@ FAMILIES: tuple[Family, ...] = (
     Family("11pt_avg", D, RECALL_POINTS, MEAN, _11pt, doc="interpolated precision averaged over recall points"),
     Family("binG", N, (), MEAN, _bin_g, doc="binary G"),
     Family("G", PR, (), MEAN, _g, doc="normalised gain G"),
-    Family("dcg", PR, (), MEAN, _dcg, doc="discounted cumulative gain"),
-    Family("ideal_dcg", PR, (), MEAN, _ideal_dcg, doc="ideal discounted cumulative gain"),
-    Family("ndcg", PR, (), MEAN, _ndcg, doc="nDCG over the whole ranking (Järvelin & Kekäläinen 2002)"),
+    Family("dcg", PR, (), MEAN, None, doc="discounted cumulative gain", kernel="dcg", kernel_args=_gains),
+    Family(
+        "ideal_dcg", PR, (), MEAN, None, doc="ideal discounted cumulative gain", kernel="ideal_dcg", kernel_args=_gains
+    ),
+    Family(
+        "ndcg",
+        PR,
+        (),
+        MEAN,
+        None,
+        doc="nDCG over the whole ranking (Järvelin & Kekäläinen 2002)",
+        kernel="ndcg",
+        kernel_args=_gains,
+    ),
     Family("ndcg_rel", PR, (), MEAN, _ndcg_rel, doc="nDCG averaged over the relevant documents"),
     Family("Rndcg", PR, (), MEAN, _rndcg, doc="nDCG averaged at the R levels"),
-    Family("ndcg_cut", LC, CUTS, MEAN, _ndcg_cut, doc="nDCG at cutoffs"),
-    Family("map_cut", LC, CUTS, MEAN, _map_cut, doc="average precision at cutoffs"),
+    Family("ndcg_cut", LC, CUTS, MEAN, None, doc="nDCG at cutoffs", kernel="ndcg", kernel_args=_ndcg_cut_args),
+    Family(
+        "map_cut",
+        LC,
+        CUTS,
+        MEAN,
+        None,
+        doc="average precision at cutoffs",
+        kernel="average_precision",
+        kernel_args=_cuts,
+    ),
     Family("relative_P", LC, CUTS, MEAN, _relative_p, doc="precision at k over the best possible at k"),
-    Family("success", LC, (1, 5, 10), MEAN, _success, doc="1 if a relevant document is in the top k"),
+    Family(
+        "success",
+        LC,
+        (1, 5, 10),
+        MEAN,
+        None,
+        doc="1 if a relevant document is in the top k",
+        kernel="success",
+        kernel_args=_cuts,
+    ),
     Family("set_P", N, (), MEAN, _set_p, doc="precision of the retrieved set"),
     Family("set_relative_P", N, (), MEAN, _set_relative_p, doc="set precision over the best possible"),
     Family("set_recall", N, (), MEAN, _set_recall, doc="recall of the retrieved set"),
@@ -680,8 +471,27 @@ FAMILIES: tuple[Family, ...] = (
         doc="judged non-relevant documents retrieved",
     ),
     Family("yaap", N, (), MEAN, _yaap, doc="yet another AP (Robertson 2012)"),
-    Family("rbp", PR, (), MEAN, _rbp, doc="rank-biased precision, p = 0.9 (Moffat & Zobel 2008)"),
-    Family("rbp_resid", PR, (), MEAN, _rbp_resid, zero_if_missing=True, doc="RBP residual from unjudged documents"),
+    Family(
+        "rbp",
+        PR,
+        (),
+        MEAN,
+        None,
+        doc="rank-biased precision, p = 0.9 (Moffat & Zobel 2008)",
+        kernel="rbp",
+        kernel_args=_rbp_args,
+    ),
+    Family(
+        "rbp_resid",
+        PR,
+        (),
+        MEAN,
+        None,
+        zero_if_missing=True,
+        doc="RBP residual from unjudged documents",
+        kernel="rbp_resid",
+        kernel_args=_rbp_args,
+    ),
     Family("unj", LC, (5, 10, 20), MEAN, _unj, zero_if_missing=True, doc="fraction of unjudged documents at cutoffs"),
 )
 BY_NAME = {f.name: f for f in FAMILIES}

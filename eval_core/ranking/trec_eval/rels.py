@@ -141,7 +141,7 @@ class RelMatrix:
         top = self.levels.shape[1] - np.argmax(nz[:, ::-1], axis=1)
         return np.where(nz.any(axis=1), top, 0)
 
-    def count_before(self, mask: np.ndarray, k: int | np.ndarray) -> np.ndarray:
+    def count_before(self, mask: np.ndarray, k: float | np.ndarray) -> np.ndarray:
         """Per query: the cells of `mask` (a subset of the hits) at a rank below k (a number or one per query)."""
         bound = np.asarray(k)[:, None] if np.ndim(k) else k
         return (mask & (self.rank < bound)).sum(axis=1)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
+
 from eval_core.errors import InputError
 from eval_core.ranking.run_blocks import default_workers
 from eval_core.ranking.trec_eval import measures as ms
@@ -109,9 +111,23 @@ def score(inv: Invocation, qrels: Qrels, results: Results | RankedRun) -> Scored
         raise TrecEvalError(str(exc), 2) from None
     except ms.MeasureError as exc:
         raise TrecEvalError(f"Can't calculate {exc}", 4) from None
+    if inv.complete and inv.version >= 10:
+        _num_rel_complete(blocks, qrels)
     all_queries = qrels.averaged_over if qrels.averaged_over is not None else len(qrels.by_query)
     denominator = all_queries if inv.complete else len(m.qids)
     return Scored(m.qids, blocks, results.run_id, len(m.qids), denominator)
+
+
+def _num_rel_complete(blocks: list[Block], qrels: Qrels) -> None:
+    """trec_eval 10.0's num_rel average under -c (m_num_rel.c te_calc_avg_num_rel): the `all` value is the
+    number of qrels lines with rel > 0 over every qrels query, whatever -l, -J or -M say."""
+    for block in blocks:
+        if block.family.name == "num_rel":
+            if qrels.lines is not None:
+                count = int(np.count_nonzero(np.asarray(qrels.lines[2]) > 0))
+            else:
+                count = sum(1 for judged in qrels.by_query.values() for g in judged.values() if g > 0)
+            block.total = np.array([float(count)])
 
 
 def load(inv: Invocation) -> tuple[Qrels, Results | RankedRun]:
