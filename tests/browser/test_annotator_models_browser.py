@@ -106,7 +106,8 @@ def test_the_confusion_matrix_and_competence_the_user_reads_are_the_clis(served,
     assert "Spammer flagged" in page.get_by_test_id("stMain").inner_text()
     header = ["", *(f"given {g}" for g in cli["grades"])]
     for name in (cli["annotators"][0]["annotator"], SPAMMER):
-        choose(page, "Annotator (confusion matrix)", name)
+        if name != cli["annotators"][0]["annotator"]:  # the first is preselected
+            choose(page, "Annotator (confusion matrix)", name)
         wait_drawn(page)
         until(page, lambda n=name: f"Estimated confusion of {n}" in page.content(), timeout=SLOW)
         entry = next(a for a in cli["annotators"] if a["annotator"] == name)
