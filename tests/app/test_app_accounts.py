@@ -90,8 +90,7 @@ def test_a_lead_unlocks_a_locked_account_which_then_logs_in(store):
     at = project_page(store)
     assert not at.exception
     [picker] = unlock_pickers(at)
-    seconds = locked_accounts(store)[MARKUP]
-    assert picker.options in ([f"{MARKUP} · {seconds} s left"], [f"{MARKUP} · {seconds + 1} s left"])
+    assert picker.options == [MARKUP]  # the name alone: a ticking label would reset the choice between runs
     assert picker.value == MARKUP
     waits = waits_shown(at)
     assert waits["ana"] is None and waits["lea"] is None and 100 < waits[MARKUP] <= 160

@@ -265,7 +265,9 @@ def annotators_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> 
     if locked:
         with st.form("unlock-account"):
             st.markdown("**Locked out by wrong passwords**")
-            who = st.selectbox("Account", list(locked), format_func=lambda name: f"{name} · {locked[name]} s left")
+            # the label is the name alone: Streamlit keys the choice by its label, and a ticking "s left" in it
+            # reset the choice to the first account between picking and Unlock (the wait is in the table below)
+            who = st.selectbox("Account", list(locked))
             if st.form_submit_button("Unlock"):
                 with user_errors("Not unlocked"):
                     logins.unlock(engine, who, actor=user.username)
