@@ -102,7 +102,7 @@ def _gzip_of(path: Path, chunk: bytes, times: int, head: bytes = b"") -> Path:
 
 BOMB = textwrap.dedent(
     """
-    import json, resource, sys, time
+    import json, sys, time
     from eval_core.errors import InputError
     kind, path = sys.argv[1:3]
     t0 = time.perf_counter()
@@ -120,8 +120,10 @@ BOMB = textwrap.dedent(
         error = None
     except InputError as exc:
         error = str(exc)
-    print(json.dumps({"error": error, "seconds": time.perf_counter() - t0,
-                      "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    # VmHWM, not ru_maxrss: Linux carries the parent's peak into ru_maxrss across fork and exec, so a child of a
+    # large pytest process would report pytest's memory; VmHWM belongs to this process's own address space.
+    hwm = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+    print(json.dumps({"error": error, "seconds": time.perf_counter() - t0, "peak_mib": int(hwm.split()[1]) / 1024}))
     """
 )
 
