@@ -62,7 +62,7 @@ def _pg_schema(base: str):
     import sqlalchemy as sa
 
     schema = f"t_{uuid.uuid4().hex[:16]}"
-    admin = sa.create_engine(base)
+    admin = sa.create_engine(base, pool_pre_ping=True)  # a browser test restarts the server mid-session
     with admin.begin() as conn:
         conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
 

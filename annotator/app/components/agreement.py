@@ -12,6 +12,7 @@ import streamlit as st
 from pandas.io.formats.style import Styler
 from sqlalchemy.engine import Engine
 
+from annotator.app.text import literal
 from annotator.app.views import scale_of
 from db.adjudication import DISPUTE_ORDERS, disputes
 from db.annotator_models import project_annotator_report
@@ -543,10 +544,10 @@ def _three(value: float | None) -> str:
 
 def annotator_models_table(data: dict[str, Any]) -> pd.DataFrame:
     """One row per annotator: grades, queries, competence and its CI, spammer score, control accuracy, flag
-    (numbers as text with three decimals, as `qrelkit annotators` prints them)."""
+    (numbers as text with three decimals, as `qrelkit annotators` prints them; names escaped for st.table)."""
     rows = [
         {
-            "annotator": a["annotator"],
+            "annotator": literal(a["annotator"]),  # st.table renders Markdown in its cells
             "n": str(a["n"]),
             "n_queries": str(a["n_queries"]),
             "competence": _three(a["competence"]),
