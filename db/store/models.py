@@ -16,6 +16,7 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
     false,
+    true,
     inspect,
 )
 from sqlmodel import Field, SQLModel
@@ -179,10 +180,12 @@ class Fragment(SQLModel, table=True):
     external_id: str = Field(max_length=500)
     doc_id: str | None = Field(default=None, max_length=500)
     title: str | None = Field(default=None, sa_type=Text)
-    text: str = Field(sa_type=Text)
+    text: str = Field(sa_type=Text)  # "" while has_text is false
     content_hash: str = Field(max_length=64)
     meta: dict | None = Field(default=None, sa_type=JSON)
     position: int | None = None
+    # false: named by a judgment, qrels or run before its text was imported; never served until the text comes (0017)
+    has_text: bool = Field(default=True, sa_column_kwargs={"server_default": true()})
 
 
 class Pair(SQLModel, table=True):
@@ -430,6 +433,7 @@ class Run(SQLModel, table=True):
     n_lines: int = 0
     created_at: datetime = _ts()
     produced_by: str | None = Field(default=None, max_length=200)  # the model it was produced with, if any
+    request: dict | None = Field(default=None, sa_type=JSON)  # a live-search pool's endpoint and template (0017)
 
 
 class RunEntry(SQLModel, table=True):

@@ -36,8 +36,9 @@ def test_packaged_chain_and_head():
         "0014_reference_annotators.py",
         "0015_login_in_flight.py",
         "0016_model_consensus_rules.py",
+        "0017_textless_fragments_run_request.py",
     ]
-    assert head_revision() == "0016"
+    assert head_revision() == "0017"
     from alembic.script import ScriptDirectory  # the cheap read (file names) agrees with Alembic's own chain
 
     assert ScriptDirectory.from_config(alembic_config()).get_current_head() == head_revision()
@@ -45,8 +46,8 @@ def test_packaged_chain_and_head():
 
 def test_upgrade_is_idempotent_and_matches_models(empty_store_url):
     engine = init_db(empty_store_url)
-    assert upgrade(engine) == "0016"
-    assert upgrade(engine) == "0016"
+    assert upgrade(engine) == "0017"
+    assert upgrade(engine) == "0017"
     with engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), SQLModel.metadata)
     assert diff == []
@@ -92,7 +93,7 @@ def test_database_at_0001_with_data_upgrades_intact(empty_store_url):
                 f"INSERT INTO judgments (project_id, pair_id, user_id, grade, revision, created_at, updated_at) "
                 f"VALUES (1, {pid}, 1, {pid + 1}, 1, '{now}', '{now}')"
             )
-    assert upgrade(engine) == "0016"
+    assert upgrade(engine) == "0017"
     with engine.connect() as conn:
         done = dict(conn.execute(sa.text("SELECT pair_id, done FROM assignments WHERE user_id = 1")).all())
         other = conn.execute(sa.text("SELECT done FROM assignments WHERE user_id = 2")).scalar_one()
@@ -260,7 +261,7 @@ def test_0016_lets_releases_name_a_model_rule_and_keeps_their_evaluations(empty_
         )
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
         conn.exec_driver_sql(release.format(id=2, rule="dawid-skene", now=now))
-    assert upgrade(engine) == "0016"
+    assert upgrade(engine) == "0017"
     with engine.begin() as conn:
         conn.exec_driver_sql(release.format(id=2, rule="dawid-skene", now=now))
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
@@ -282,5 +283,41 @@ def test_0016_lets_releases_name_a_model_rule_and_keeps_their_evaluations(empty_
         command.downgrade(config, "0015")
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT run_id, release_id FROM evaluations")).one() == (1, 1)
+    engine.dispose()
+    get_engine.cache_clear()
+
+
+def test_0017_keeps_every_fragment_textful_and_guards_the_way_down(empty_store_url):
+    """Fragments stored at 0016 have their text (has_text true after 0017); a run's request round-trips as JSON;
+    a fragment waiting for its text blocks the way down with a reason, and once it has it the way down is open."""
+    engine = get_engine(empty_store_url)
+    assert upgrade(engine, "0016") == "0016"
+    now = "2026-01-01 00:00:00"
+    with engine.begin() as conn:
+        run = conn.exec_driver_sql
+        run(
+            f"INSERT INTO projects (id, name, scale_min, scale_max, overlap, overlap_fraction, agreement_threshold, "
+            f"created_at) VALUES (1, 'p', 0, 3, 2, 1.0, 0.6, '{now}')"
+        )
+        run("INSERT INTO fragments (id, project_id, external_id, text, content_hash) VALUES (1, 1, 'f1', 'x', 'h')")
+        run(
+            f"INSERT INTO runs (id, project_id, name, content_hash, n_lines, created_at) VALUES (1, 1, 'r', 'h', 0, '{now}')"
+        )
+    assert upgrade(engine) == "0017"
+    with engine.begin() as conn:
+        assert conn.execute(sa.text("SELECT has_text FROM fragments")).scalar_one() in (True, 1)
+        conn.execute(sa.text("UPDATE runs SET request = :r"), {"r": json.dumps({"url": "http://127.0.0.1:9200"})})
+        stored = conn.execute(sa.text("SELECT request FROM runs")).scalar_one()  # PostgreSQL's driver decodes
+        assert (json.loads(stored) if isinstance(stored, str) else stored) == {"url": "http://127.0.0.1:9200"}
+        conn.execute(sa.text("UPDATE fragments SET has_text = false, text = ''"))
+    config = alembic_config()
+    with pytest.raises(RuntimeError, match="cannot downgrade below 0017: 1 fragment"), engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0016")
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE fragments SET has_text = true, text = 'x'"))
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0016")
+    assert current_revision(engine) == "0016"
     engine.dispose()
     get_engine.cache_clear()
