@@ -25,7 +25,7 @@ from db.pooling import pool
 from db.projects import add_guideline, create_project, list_projects
 from db.releases import create_release
 from eval_core.progress import bar as progress_bar
-from guidelines import DEMO_AMBIGUOUS, GRADING
+from guidelines import DEMO_AMBIGUOUS, DEMO_GRADING
 
 DATA = Path(__file__).resolve().parent / "demo_data"
 PROJECT = "demo"
@@ -245,7 +245,7 @@ def build_demo(engine: Engine, show_progress: bool = False) -> DemoInfo:
     with progress_bar(total=sum(todo.values()), desc="demo judgments", unit="grade", show=show_progress) as bar:
         for username, count in todo.items():
             judge(engine, username, count // 2, truth, ambiguous=True, rng=rng, bar=bar, stop=stop)
-        add_guideline(engine, PROJECT, GRADING.read_text(encoding="utf-8"), actor="lea")
+        add_guideline(engine, PROJECT, DEMO_GRADING.read_text(encoding="utf-8"), actor="lea")
         for username, count in todo.items():
             judge(engine, username, count - count // 2, truth, ambiguous=False, rng=rng, bar=bar, stop=stop)
     create_release(engine, PROJECT, rule="median", actor="lea")

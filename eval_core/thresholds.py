@@ -7,6 +7,9 @@ from dataclasses import dataclass
 
 # Agreement (α, κ) below this marks a guideline version ambiguous: a project's default threshold.
 AGREEMENT_THRESHOLD = 0.6
+# Fewer pairs with two grades than this (a project, a guideline version, a query, a category): agreement is shown
+# with its n and "too few to judge", never as a verdict or a flag — one pair more or less swings it.
+MIN_VERDICT_PAIRS = 10
 # The least quadratic-weighted κ with the human consensus that lets a model judge fill a release's gaps.
 MODEL_THRESHOLD = 0.6
 # A model rule's pair whose most probable grade has a posterior below this is named as doubtful on the card.

@@ -1,5 +1,5 @@
 """A first guideline for a project on a scale other than the bundled 0–3: the bundled guideline's structure (the
-question to ask, the grade table, a worked example, the hard boundaries, tie-breaking, can't judge) written for
+question to ask, the grade table, an invented illustration, the hard boundaries, tie-breaking, can't judge) written for
 the project's grades and their names, so annotators of a 1–5 project read a guideline from the start.
 
 Grade names are the lead's text: every ASCII punctuation mark in them is backslash-escaped, so a name shows
@@ -145,21 +145,14 @@ def scale_guideline(labels: dict[int, str]) -> str:
     else:
         out += ["Click the grade's button to grade; the next pair opens at once and the grade is saved.", ""]
     out += [
-        "## Worked example",
+        "## An illustration",
         "",
-        "### Return deadline for international orders",
-        "",
-        "Query: «¿cuál es el plazo de devolución para pedidos internacionales?»",
-        "",
-        f"- **d3 → {roles['full']}.** States the deadline for international orders and from when it counts. "
-        "Nothing else is needed to answer.",
-        f"- **d12 → {roles['some']}.** Explains that the deadline counts from the delivery date, not the order "
-        "date. It does not give the number of days, but an answer without it would be wrong: *essential "
-        "context*.",
-        f"- **d20 → {roles['related']}.** Mentions international returns in passing (e.g. a list of help "
-        "topics) without any deadline.",
-        f'- **d5, d11, … → {low}.** Domestic shipping prices, payment methods: they share words ("pedido", '
-        '"envío") but not the question.',
+        'An invented example (not from any project): for the query *"what time does the museum close on '
+        'Sundays?"*, a fragment saying the museum is open on Sundays from 10:00 to 18:00 is a '
+        f"{g('full')}; one saying that Sunday hours follow a separate winter timetable from November to March, "
+        f'without the times, is a {g("some")} (an answer without it could be wrong); a page listing "opening '
+        f"hours\" among its help topics is a {g('related')}; a history of the museum's coin collection is a "
+        f"{g('not')}.",
         "",
         "## The hard boundaries",
         "",

@@ -16,8 +16,8 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
     false,
-    true,
     inspect,
+    true,
 )
 from sqlmodel import Field, SQLModel
 

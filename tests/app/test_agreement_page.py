@@ -55,8 +55,10 @@ def page_for(
     annotators: list[str],
     scale: tuple[int, int],
     labels: dict[int, str],
+    rows: list[dict] | None = None,
 ) -> tuple[AppTest, list[dict]]:
-    """A project on `scale` whose judgments come in through the store's import, and its Agreement page run."""
+    """A project on `scale` whose judgments (`rows`, else seeded ones) come in through the store's import, and
+    its Agreement page run."""
     from annotator.app.auth import TOKEN_KEY
     from db import imports, projects
     from db.accounts import users
@@ -68,7 +70,7 @@ def page_for(
     engine = init_db(url)
     lead = users.create_user(engine, LEAD, "lead", password="lead-password-1", actor=OPERATOR)
     projects.create_project(engine, "scaled", scale=scale, threshold=0.99, labels=labels, actor=OPERATOR)
-    rows = grades(annotators, scale, seed=scale[1] + len(annotators))
+    rows = grades(annotators, scale, seed=scale[1] + len(annotators)) if rows is None else rows
     imports.import_queries(
         engine,
         "scaled",
@@ -125,7 +127,7 @@ def test_kappa_and_alpha_come_first_on_any_scale(tmp_path, monkeypatch, annotato
     alpha = krippendorff.alpha(mat, level_of_measurement="ordinal", value_domain=list(range(scale[0], scale[1] + 1)))
     metrics = [(m.label, m.value) for m in at.metric]
     assert metrics[:3] == [
-        ("Cohen's κ, weighted", f"{expected_kappa(mat, scale, 'quadratic'):.2f}"),
+        ("Cohen's κ, quadratic-weighted", f"{expected_kappa(mat, scale, 'quadratic'):.2f}"),
         ("Cohen's κ, unweighted", f"{expected_kappa(mat, scale, None):.2f}"),
         ("Krippendorff's α", f"{alpha:.2f}"),
     ]
@@ -179,18 +181,18 @@ def test_headline_of_a_single_annotator_says_why_instead_of_a_number() -> None:
 
 
 def test_headline_without_a_ci_gives_the_reports_reason() -> None:
-    """Four queries: the report draws no bootstrap (a query-clustered interval needs at least five, so `qrelkit
-    agreement` prints "CIs: none (… 4 queries, too few to resample …)"); the tiles say that same reason — not a
-    rule the four queries already meet ("needs ≥ 2 queries")."""
+    """Four queries, 12 pairs (enough for a verdict): the report draws no bootstrap (a query-clustered interval
+    needs at least five, so `qrelkit agreement` prints "CIs: none (… 4 queries, too few to resample …)"); the
+    tiles say that same reason — not a rule the four queries already meet ("needs ≥ 2 queries")."""
     import pandas as pd
 
     from annotator.app.components import agreement
     from eval_core.agreement.report import MIN_CI_QUERIES, agreement_report
 
-    grades = {"ana": [0, 1, 2, 3, 0, 1, 2, 3], "ben": [0, 1, 2, 2, 0, 1, 3, 3]}
+    grades = {"ana": [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3], "ben": [0, 1, 2, 2, 0, 1, 3, 3, 0, 0, 2, 3]}
     frame = pd.DataFrame(
         [
-            {"query_id": f"q{i // 2}", "fragment_id": f"d{i}", "annotator": who, "grade": g}
+            {"query_id": f"q{i // 3}", "fragment_id": f"d{i}", "annotator": who, "grade": g}
             for who, row in grades.items()
             for i, g in enumerate(row)
         ]
@@ -200,3 +202,63 @@ def test_headline_without_a_ci_gives_the_reports_reason() -> None:
     assert MIN_CI_QUERIES == 5 and report.alpha["ordinal"].value is not None and report.alpha["ordinal"].ci is None
     captions = [t.caption.split(" · ")[0] for t in agreement.headline(report)]
     assert captions == ["no CI: 4 queries, too few to resample (a query-clustered interval needs at least 5)"] * 3
+
+
+def _pairs(a: list[int], b: list[int]) -> list[dict]:
+    """ana's and ben's grades of the same pairs, one query per pair."""
+    return [
+        {"query_id": f"q{i}", "fragment_id": f"f{i}", "annotator": who, "grade": g}
+        for who, row in (("ana", a), ("ben", b))
+        for i, g in enumerate(row)
+    ]
+
+
+def test_headline_over_three_pairs_says_too_few_to_judge(tmp_path, monkeypatch) -> None:
+    """Three overlapping pairs, graded 0/1/2 by one and 3/3/0 by the other: α is far under the threshold, but three
+    pairs judge no guideline. The tiles show "too few to judge" with n = 3 (no big number), no flag is raised and
+    no coefficient is called "below threshold"."""
+    from eval_core.thresholds import MIN_VERDICT_PAIRS
+
+    assert MIN_VERDICT_PAIRS == 10
+    labels = {0: "No", 1: "Some", 2: "Most", 3: "All"}
+    at, rows = page_for(tmp_path, monkeypatch, ["ana", "ben"], (0, 3), labels, _pairs([0, 1, 2], [3, 3, 0]))
+    assert not at.exception
+    mat = matrix(rows, ["ana", "ben"])
+    alpha = krippendorff.alpha(mat, level_of_measurement="ordinal", value_domain=[0, 1, 2, 3])
+    assert alpha < 0  # what a number would have claimed
+    metrics = [(m.label, m.value) for m in at.metric]
+    assert metrics[:3] == [
+        ("Cohen's κ, quadratic-weighted", "too few to judge"),
+        ("Cohen's κ, unweighted", "too few to judge"),
+        ("Krippendorff's α", "too few to judge"),
+    ]
+    captions = [c.value for c in at.caption[:3]]
+    prefix = "n = 3 pairs with two grades, fewer than the 10 a verdict needs (the value on them"
+    assert all(c.startswith(prefix) for c in captions), captions
+    assert not at.error  # no ambiguity flag, for the project or its guideline version
+    statuses = set(at.dataframe[0].value["status"]) | set(at.dataframe[1].value["status"])
+    assert statuses == {"no verdict: n = 3 < 10 pairs"}
+
+
+def test_headline_at_ten_pairs_gives_numbers_and_flags() -> None:
+    """The same disagreement on ten pairs is a verdict: the tiles give κ and α as numbers (scikit-learn's and
+    krippendorff's) and the project is flagged."""
+    import pandas as pd
+
+    from annotator.app.components import agreement
+    from eval_core.agreement.report import agreement_report
+
+    a, b = [0, 1, 2, 3, 0, 1, 2, 3, 0, 1], [3, 3, 0, 0, 2, 3, 0, 1, 3, 3]
+    frame = pd.DataFrame(_pairs(a, b))
+    frame["grade"] = frame["grade"].astype("Int64")
+    report = agreement_report(frame, bootstrap=0)
+    tiles = agreement.headline(report)
+    quadratic = cohen_kappa_score(a, b, labels=[0, 1, 2, 3], weights="quadratic")
+    alpha = krippendorff.alpha(np.array([a, b], dtype=float), level_of_measurement="ordinal", value_domain=[0, 1, 2, 3])
+    assert [t.value for t in tiles] == [f"{quadratic:.2f}", f"{cohen_kappa_score(a, b):.2f}", f"{alpha:.2f}"]
+    three = agreement_report(frame[frame["query_id"].isin(["q0", "q1", "q2"])], bootstrap=0)
+    assert [t.value for t in agreement.headline(three)] == ["too few to judge"] * 3
+    measured = agreement.ProjectAgreement(report, [], {})
+    [flag] = agreement.agreement_flags(measured, 0.6)
+    assert flag.banner.startswith(f"All judgments: ordinal α {alpha:.2f} < 0.6")
+    assert agreement.agreement_flags(agreement.ProjectAgreement(three, [], {}), 0.6) == []

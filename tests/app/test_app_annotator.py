@@ -444,6 +444,20 @@ def test_project_page_messages_show_a_project_name_literally(project_db: str) ->
     assert [e.value for e in at.error] == [r"Not created\:" + BREAK + r" Project \'t\' already exists\."]
 
 
+def test_a_project_created_on_the_page_starts_from_the_neutral_template(project_db: str) -> None:
+    """The page gives a new project the same version 1 as `qrelkit project create`: the neutral 0-3 template."""
+    from db.projects import BUNDLED_GUIDELINE, list_guidelines
+
+    at = app_as("lea", project_db)
+    at.switch_page("screens/lead_project.py").run()
+    next(t for t in at.text_input if t.label == "Name").input("fresh")
+    next(b for b in at.button if b.label == "Create project").click().run()
+    assert not at.exception and at.success
+    [v1] = list_guidelines(init_db(project_db), "fresh")
+    assert (v1.version, v1.created_by, v1.note) == (1, "lea", "bundled guideline grading-0-3.md")
+    assert v1.text == BUNDLED_GUIDELINE.read_text(encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The demo project, built once for the demo tests (takes ~15 s: every demo grade goes through the store)."""
@@ -458,10 +472,14 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.mark.slow
 def test_demo_is_built_once(demo_db: str) -> None:
     from annotator.demo import build_demo
+    from db.projects import current_guideline
+    from guidelines import DEMO_GRADING
 
     engine = init_db(demo_db)
     assert not build_demo(engine).created
     assert progress(engine, "demo", "ana").assigned == progress(engine, "demo", "ben").assigned
+    # the demo keeps its own guideline (worked examples from its data), not the neutral template of new projects
+    assert current_guideline(engine, "demo").text == DEMO_GRADING.read_text(encoding="utf-8")
 
 
 @pytest.mark.slow

@@ -142,14 +142,14 @@ def test_agreement_page_kappa_and_alpha_equal_the_cli(agreement: Agreement, page
     requests: list[str] = []
     open_agreement(page, agreement.server, requests)
     shown = tiles(page)
-    assert list(shown)[:3] == ["Cohen's κ, weighted", "Cohen's κ, unweighted", "Krippendorff's α"]
+    assert list(shown)[:3] == ["Cohen's κ, quadratic-weighted", "Cohen's κ, unweighted", "Krippendorff's α"]
     data = agreement.json
     alpha = data["alpha"]["ordinal"]
     assert shown["Krippendorff's α"][0] == f"{alpha['value']:.2f}"
     assert shown["Krippendorff's α"][1].startswith(ci_text(alpha["ci"]))
     n_pairs = len(agreement.annotators) * (len(agreement.annotators) - 1) // 2
     assert len(data["kappa"]) == n_pairs
-    for label, weight in (("Cohen's κ, weighted", "quadratic"), ("Cohen's κ, unweighted", "unweighted")):
+    for label, weight in (("Cohen's κ, quadratic-weighted", "quadratic"), ("Cohen's κ, unweighted", "unweighted")):
         value = np.mean([pair[weight]["value"] for pair in data["kappa"]])
         ci = data["kappa"][0][weight]["ci"] if n_pairs == 1 else light_kappa_ci(agreement.table, weight)
         assert shown[label][0] == f"{value:.2f}"

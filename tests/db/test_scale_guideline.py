@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -41,7 +43,9 @@ def test_a_five_grade_guideline_names_every_grade_and_its_lowest():
     assert "press **1**, **2**, **3**, **4** or **5** to grade" in text
     # the hard boundaries of the bundled guideline, on this scale: 2|3 is "mentions" vs "helps", 4|5 "part" vs "all"
     assert '### 2 vs 3 — "mentions" vs "helps answer"' in text and '### 4 vs 5 — "part" vs "all"' in text
-    assert "**d3 → 5.**" in text and "**d5, d11, … → 1.**" in text
+    # the invented illustration, its grades mapped to this scale: full answer 5, context 3, in passing 2, none 1
+    assert "open on Sundays from 10:00 to 18:00 is a **5**;" in text and "without the times, is a **3**" in text
+    assert "help topics is a **2**;" in text and "coin collection is a **1**." in text
     # the scale-free sections come from the bundled text, and nothing is left written for 0–3
     bundled = BUNDLED_GUIDELINE.read_text(encoding="utf-8")
     assert "### General tie-breaking" in text and '## When to use "can\'t judge"' in text
@@ -91,6 +95,47 @@ def test_project_create_on_1_to_5_starts_with_the_generated_guideline(engine, st
     assert current_guideline(engine, "bare") is None
     assert _cli(store_url, "project", "create", "std") == 0  # 0-3 keeps the bundled guideline
     assert current_guideline(engine, "std").text == BUNDLED_GUIDELINE.read_text(encoding="utf-8")
+
+
+def _demo_strings() -> set[str]:
+    """Every query text, fragment text and title, category and id the demo imports (its worked examples and its
+    generated data), and the seed examples' query ids and fragment ids the demo's own guideline cites."""
+    from annotator.demo import MARKUP_QUERY_TEXT, PRODUCTS, demo_files
+
+    strings: set[str] = {MARKUP_QUERY_TEXT, *PRODUCTS}
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind, path in demo_files(Path(tmp)):
+            if kind in ("queries", "fragments"):
+                for line in path.read_text(encoding="utf-8").splitlines():
+                    record = json.loads(line)
+                    strings |= {str(record[k]) for k in ("id", "text", "title", "category") if record.get(k)}
+    return strings
+
+
+def _cites(text: str, strings: set[str]) -> list[str]:
+    """The demo strings found in `text`: whole words for ids (`d3`, `q1`), anywhere for longer texts."""
+    return sorted(s for s in strings if re.search(rf"(?<!\w){re.escape(s)}(?!\w)", text))
+
+
+def test_a_new_project_starts_from_a_neutral_template_and_the_demo_keeps_its_own(engine, store_url, capsys):
+    """`project create` on 0-3 writes the neutral template as version 1: the grade table and the can't-judge
+    rules, but not one query, fragment, title, category or id of the demo's data (nor the seeds' `d023`,
+    `doc_015`). Generated guidelines on other scales are neutral too. The demo's current version is its own file,
+    which does cite them (the check finds what it looks for)."""
+    from guidelines import DEMO_GRADING
+
+    strings = _demo_strings()
+    assert {"d3", "q000", "doc_015", "¿cuál es el plazo de devolución para pedidos internacionales?"} <= strings
+    assert _cli(store_url, "project", "create", "fresh") == 0
+    capsys.readouterr()
+    [v1] = list_guidelines(engine, "fresh")
+    assert (v1.version, v1.note) == (1, "bundled guideline grading-0-3.md")
+    assert _cites(v1.text, strings) == []
+    assert _cites(v1.text, {"d023", "d028", "doc_015", "doc_022", "Redis", "A1"}) == []
+    assert "| **3** | Answers fully |" in v1.text and '## When to use "can\'t judge"' in v1.text
+    assert _cites(scale_guideline(FIVE), strings) == []
+    demo = DEMO_GRADING.read_text(encoding="utf-8")
+    assert {"d3", "q2", "d023", "doc_015"} <= set(_cites(demo, strings | {"d023", "doc_015"}))
 
 
 def test_the_guideline_page_shows_it_and_the_release_card_counts_it(tmp_path, monkeypatch, capsys):

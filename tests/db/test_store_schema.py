@@ -301,7 +301,8 @@ def test_0017_keeps_every_fragment_textful_and_guards_the_way_down(empty_store_u
         )
         run("INSERT INTO fragments (id, project_id, external_id, text, content_hash) VALUES (1, 1, 'f1', 'x', 'h')")
         run(
-            f"INSERT INTO runs (id, project_id, name, content_hash, n_lines, created_at) VALUES (1, 1, 'r', 'h', 0, '{now}')"
+            "INSERT INTO runs (id, project_id, name, content_hash, n_lines, created_at) "
+            f"VALUES (1, 1, 'r', 'h', 0, '{now}')"
         )
     assert upgrade(engine) == "0017"
     with engine.begin() as conn:

@@ -29,7 +29,7 @@ from eval_core.judges.calibration import (
     ModelCalibration,
     calibration,
 )
-from eval_core.thresholds import SPAMMER_COMPETENCE, SPAMMER_INFORMATION
+from eval_core.thresholds import MIN_VERDICT_PAIRS, SPAMMER_COMPETENCE, SPAMMER_INFORMATION
 from eval_core.vocab import AnnotatorKind
 
 PAGES = Path(__file__).resolve().parent.parent / "screens"
@@ -39,8 +39,7 @@ APP_BOOTSTRAP = 200
 DISPUTED_SHOWN = 25
 MISSING = "—"
 BELOW = "below threshold"
-# Fewer pairs with two grades than this in a group (a query, a category): α is shown with its n, no verdict.
-MIN_VERDICT_PAIRS = 10
+TOO_FEW = "too few to judge"
 POOLED = "all guideline versions pooled"
 
 
@@ -51,6 +50,7 @@ class VersionAgreement:
     alpha: Coefficient
     weakest: Boundary | None
     n_units: int
+    n_pairable: int  # pairs with at least two grades: under MIN_VERDICT_PAIRS the version is never flagged
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,9 @@ def cached_agreement(
             sub = agreement_report(
                 part.drop(columns=["guideline"]), scale=scale, threshold=threshold, bootstrap=APP_BOOTSTRAP, top=0
             )
-            by_version[version_label(version)] = VersionAgreement(sub.alpha["ordinal"], sub.weakest, sub.n_units)
+            by_version[version_label(version)] = VersionAgreement(
+                sub.alpha["ordinal"], sub.weakest, sub.n_units, sub.n_pairable_units
+            )
             if version_label(version) == in_force:
                 current = sub
     return ProjectAgreement(report, by_category, by_version, in_force, current)
@@ -175,27 +177,50 @@ def no_ci_reason(report: AgreementReport) -> str:
     return "undefined in most resamples"
 
 
+def too_few(n_pairable: int) -> bool:
+    """Fewer pairs with two grades than MIN_VERDICT_PAIRS: a coefficient on them swings by a pair, so it is
+    shown with its n and judged by nobody (no tile number, no flag, no "below threshold")."""
+    return n_pairable < MIN_VERDICT_PAIRS
+
+
+def _tile(label: str, c: Coefficient, caption: str, n_pairable: int, rest: str) -> Tile:
+    """A headline tile: the value and its CI, or — over too few pairs — "too few to judge" with the n, the
+    value on them only in the caption, named as no measurement."""
+    if c.value is None or not too_few(n_pairable):
+        return Tile(label, value_text(c), caption + rest)
+    return Tile(
+        label,
+        TOO_FEW,
+        f"n = {n_pairable} pairs with two grades, fewer than the {MIN_VERDICT_PAIRS} a verdict needs "
+        f"(the value on them, {value_text(c)}, is no measurement){rest}",
+    )
+
+
 def headline(report: AgreementReport, scope: str = "all judgments") -> list[Tile]:
     """Cohen's κ (quadratic-weighted, unweighted) and ordinal Krippendorff's α, each with its CI and its scope
     (which judgments): the numbers a lead reads first. With three or more annotators κ is the mean over
-    annotator pairs (Light's κ)."""
+    annotator pairs (Light's κ). Over fewer than MIN_VERDICT_PAIRS pairs with two grades each tile says
+    "too few to judge" and gives the n instead of a final-looking number."""
     pairs = len(report.kappa)
     kappa = report.light_kappa
     suffix = ("" if pairs <= 1 else f" · mean of {pairs} annotator pairs (Light's κ)") + f" · {scope}"
     why = no_ci_reason(report)
+    n = report.n_pairable_units
     return [
-        Tile(
-            "Cohen's κ, weighted",
-            value_text(kappa["quadratic"]),
-            f"{ci_caption(kappa['quadratic'], why=why)} · quadratic weights{suffix}",
+        _tile(
+            "Cohen's κ, quadratic-weighted",
+            kappa["quadratic"],
+            ci_caption(kappa["quadratic"], why=why),
+            n,
+            f" · quadratic weights{suffix}",
         ),
-        Tile(
-            "Cohen's κ, unweighted", value_text(kappa["unweighted"]), ci_caption(kappa["unweighted"], why=why) + suffix
-        ),
-        Tile(
+        _tile("Cohen's κ, unweighted", kappa["unweighted"], ci_caption(kappa["unweighted"], why=why), n, suffix),
+        _tile(
             "Krippendorff's α",
-            value_text(report.alpha["ordinal"]),
-            f"{ci_caption(report.alpha['ordinal'], why=why)} · ordinal, all annotators · {scope}",
+            report.alpha["ordinal"],
+            ci_caption(report.alpha["ordinal"], why=why),
+            n,
+            f" · ordinal, all annotators · {scope}",
         ),
     ]
 
@@ -212,10 +237,13 @@ def pooled_line(agreement: ProjectAgreement) -> str | None:
     )
 
 
-def status_text(c: Coefficient, threshold: float) -> str:
-    """A coefficient's status for people: why it is undefined, "below threshold" under it, else "ok"."""
+def status_text(c: Coefficient, threshold: float, n_pairable: int | None = None) -> str:
+    """A coefficient's status for people: why it is undefined, no verdict over fewer than MIN_VERDICT_PAIRS
+    pairs with two grades (when `n_pairable` is given), "below threshold" under it, else "ok"."""
     if c.value is None:
         return c.status
+    if n_pairable is not None and too_few(n_pairable):
+        return f"no verdict: n = {n_pairable} < {MIN_VERDICT_PAIRS} pairs"
     return BELOW if c.value < threshold else c.status
 
 
@@ -227,7 +255,7 @@ def styled(frame: pd.DataFrame) -> Styler:
 TABLE_COLUMNS = ["coefficient", "value", "95% CI", "status", "scope"]
 
 
-def _frame(rows: list[tuple[str, Coefficient]], threshold: float, scope: str) -> pd.DataFrame:
+def _frame(rows: list[tuple[str, Coefficient]], threshold: float, scope: str, n_pairable: int) -> pd.DataFrame:
     """Rows of eval_core.agreement.table as a page table: value, CI, status (the reason when undefined, "below
     threshold" under the project's threshold) and which judgments it covers."""
     return pd.DataFrame(
@@ -236,7 +264,7 @@ def _frame(rows: list[tuple[str, Coefficient]], threshold: float, scope: str) ->
                 "coefficient": name,
                 "value": c.value,
                 "95% CI": c.ci_text(DIGITS, " – ") or MISSING,
-                "status": status_text(c, threshold),
+                "status": status_text(c, threshold, n_pairable),
                 "scope": scope,
             }
             for name, c in rows
@@ -247,12 +275,12 @@ def _frame(rows: list[tuple[str, Coefficient]], threshold: float, scope: str) ->
 
 def coefficients_table(report: AgreementReport, threshold: float, scope: str) -> pd.DataFrame:
     """Every coefficient side by side (the CLI's table, eval_core.agreement.table.coefficient_rows)."""
-    return _frame(coefficient_rows(report), threshold, scope)
+    return _frame(coefficient_rows(report), threshold, scope, report.n_pairable_units)
 
 
 def cuts_table(report: AgreementReport, threshold: float, scope: str) -> pd.DataFrame:
     """α of the scale binarised at each grade, labelled by the boundary it tests (e.g. 1|2)."""
-    return _frame(cut_rows(report), threshold, scope)
+    return _frame(cut_rows(report), threshold, scope, report.n_pairable_units)
 
 
 def kappa_table(report: AgreementReport) -> pd.DataFrame:
@@ -280,10 +308,11 @@ class Flag:
 
 def agreement_flags(agreement: ProjectAgreement, threshold: float) -> list[Flag]:
     """One flag per guideline version whose ordinal α is under the threshold, naming its ambiguous boundary,
-    then one for the whole project when it is under too, with the report's reasons."""
+    then one for the whole project when it is under too, with the report's reasons; never over fewer than
+    MIN_VERDICT_PAIRS pairs with two grades (three pairs say nothing about a guideline)."""
     flags = []
     for version, sub in sorted(agreement.by_version.items(), key=lambda item: _version_key(item[0])):
-        if sub.alpha.value is not None and sub.alpha.value < threshold:
+        if sub.alpha.value is not None and sub.alpha.value < threshold and not too_few(sub.n_pairable):
             boundary = sub.weakest
             flags.append(
                 Flag(
@@ -295,7 +324,7 @@ def agreement_flags(agreement: ProjectAgreement, threshold: float) -> list[Flag]
             )
     report = agreement.report
     alpha = report.alpha["ordinal"]
-    if alpha.value is not None and alpha.value < threshold:
+    if alpha.value is not None and alpha.value < threshold and not too_few(report.n_pairable_units):
         boundary = report.weakest
         flags.append(
             Flag(
@@ -338,9 +367,7 @@ def guideline_trend(agreement: ProjectAgreement) -> pd.DataFrame:
 def group_status(r: GroupAlpha, threshold: float) -> str:
     """A group's verdict, or none over a handful of pairs: α on fewer than MIN_VERDICT_PAIRS pairs with two
     grades swings by a pair, so it is shown with its n and judged by nobody."""
-    if r.alpha.value is not None and r.n_pairable < MIN_VERDICT_PAIRS:
-        return f"no verdict: n = {r.n_pairable} < {MIN_VERDICT_PAIRS} pairs"
-    return status_text(r.alpha, threshold)
+    return status_text(r.alpha, threshold, r.n_pairable)
 
 
 def _group_table(rows: list[GroupAlpha], name: str, threshold: float) -> pd.DataFrame:

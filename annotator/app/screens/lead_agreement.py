@@ -12,6 +12,7 @@ from annotator.app.components.agreement import ProjectAgreement
 from db.projects import ProjectInfo
 from eval_core.agreement.coefficients import WEIGHTS
 from eval_core.agreement.types import AgreementReport
+from eval_core.thresholds import MIN_VERDICT_PAIRS
 
 
 def pick_scope(measured: ProjectAgreement) -> tuple[str, AgreementReport]:
@@ -131,7 +132,7 @@ def breakdown_section(project: ProjectInfo, measured: ProjectAgreement) -> None:
     st.subheader("By query and by category")
     st.caption(
         f"Scope: {agreement.POOLED if measured.by_version else 'all judgments'}. Over fewer than "
-        f"{agreement.MIN_VERDICT_PAIRS} pairs with two grades α is shown with its n and no verdict."
+        f"{MIN_VERDICT_PAIRS} pairs with two grades α is shown with its n and no verdict."
     )
     by_query, by_category = agreement.breakdown_tables(measured, threshold)
     left, right = st.columns(2)

@@ -90,6 +90,10 @@ def create_project_form(engine: Engine, user: UserInfo) -> None:
                     labels=projects.parse_labels(names, scale),
                     actor=user.username,
                 )
+                # the same first guideline as `qrelkit project create`: the neutral 0-3 template, or one
+                # generated for the scale from its grade names
+                text, note = projects.starting_guideline(made)
+                projects.add_guideline(engine, made.name, text, actor=user.username, note=note)
                 st.success(f"Project {views.literal(made.name)} created; pick it in the sidebar.")
 
 
