@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import and_, func, select
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from db.accounts.permissions import Actor, require_lead
 from db.projects import check_grade, project_row, project_scale
@@ -26,6 +26,8 @@ from db.store.models import (
     Project,
     Query,
     User,
+    pk,
+    table_of,
     utcnow,
 )
 from eval_core.errors import Conflict, NotFound, Problems, Refused
@@ -74,59 +76,59 @@ def pair_detail(engine: Engine, project: str, pair_id: int, username: str | None
         project_id = project_row(session, project).id
         head = session.execute(
             select(
-                Query.external_id,
-                Query.text,
-                Query.category,
-                Fragment.external_id,
-                Fragment.title,
-                Fragment.text,
-                Fragment.doc_id,
-                Pair.sources,
-                Pair.best_rank,
+                col(Query.external_id),
+                col(Query.text),
+                col(Query.category),
+                col(Fragment.external_id),
+                col(Fragment.title),
+                col(Fragment.text),
+                col(Fragment.doc_id),
+                col(Pair.sources),
+                col(Pair.best_rank),
             )
             .select_from(Pair)
-            .join(Query, Query.id == Pair.query_id)
-            .join(Fragment, Fragment.id == Pair.fragment_id)
-            .where(Pair.id == pair_id, Pair.project_id == project_id)
+            .join(Query, col(Query.id) == Pair.query_id)
+            .join(Fragment, col(Fragment.id) == Pair.fragment_id)
+            .where(col(Pair.id) == pair_id, col(Pair.project_id) == project_id)
         ).first()
         if head is None:
             raise NotFound(f"no pair with id {pair_id} in project {project!r}")
         judgments = session.execute(
             select(
-                User.username,
-                Judgment.grade,
-                Judgment.note,
-                Judgment.cant_judge_reason,
-                Guideline.version,
-                Judgment.seconds_spent,
-                Judgment.revision,
-                Judgment.updated_at,
+                col(User.username),
+                col(Judgment.grade),
+                col(Judgment.note),
+                col(Judgment.cant_judge_reason),
+                col(Guideline.version),
+                col(Judgment.seconds_spent),
+                col(Judgment.revision),
+                col(Judgment.updated_at),
             )
             .select_from(Judgment)
-            .join(User, User.id == Judgment.user_id)
-            .outerjoin(Guideline, Guideline.id == Judgment.guideline_id)
-            .where(Judgment.pair_id == pair_id)
-            .order_by(User.username)
+            .join(User, col(User.id) == Judgment.user_id)
+            .outerjoin(Guideline, col(Guideline.id) == Judgment.guideline_id)
+            .where(col(Judgment.pair_id) == pair_id)
+            .order_by(col(User.username))
         ).all()
         adjudications = session.execute(
-            select(Adjudication.grade, Adjudication.reason, User.username, Adjudication.created_at)
-            .join(User, User.id == Adjudication.user_id)
-            .where(Adjudication.pair_id == pair_id)
-            .order_by(Adjudication.created_at, Adjudication.id)
+            select(col(Adjudication.grade), col(Adjudication.reason), col(User.username), col(Adjudication.created_at))
+            .join(User, col(User.id) == Adjudication.user_id)
+            .where(col(Adjudication.pair_id) == pair_id)
+            .order_by(col(Adjudication.created_at), col(Adjudication.id))
         ).all()
         history = session.execute(
             select(
-                JudgmentHistory.action,
-                User.username,
-                JudgmentHistory.old_grade,
-                JudgmentHistory.new_grade,
-                JudgmentHistory.old_note,
-                JudgmentHistory.new_note,
-                JudgmentHistory.changed_at,
+                col(JudgmentHistory.action),
+                col(User.username),
+                col(JudgmentHistory.old_grade),
+                col(JudgmentHistory.new_grade),
+                col(JudgmentHistory.old_note),
+                col(JudgmentHistory.new_note),
+                col(JudgmentHistory.changed_at),
             )
-            .join(User, User.id == JudgmentHistory.user_id)
-            .where(JudgmentHistory.pair_id == pair_id)
-            .order_by(JudgmentHistory.id)
+            .join(User, col(User.id) == JudgmentHistory.user_id)
+            .where(col(JudgmentHistory.pair_id) == pair_id)
+            .order_by(col(JudgmentHistory.id))
         ).all()
     keys = ("annotator", "grade", "note", "cant_judge_reason", "guideline", "seconds_spent", "revision", "updated_at")
     return {
@@ -163,7 +165,7 @@ def record_decisions(session: Session, rows: list[dict]) -> int | None:
     """Append decisions (project_id, pair_id, grade, reason, user_id, created_at) in the caller's transaction:
     the one writer of adjudications a lead makes (one at a time or from a file); nothing is ever overwritten,
     the latest row per pair is in force. Returns the new row's id when there is one decision."""
-    table = Adjudication.__table__
+    table = table_of(Adjudication)
     if len(rows) == 1:
         return int(session.execute(table.insert().values(rows[0]).returning(table.c.id)).scalar_one())
     if rows:
@@ -183,9 +185,9 @@ def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: 
     with session_scope(engine, write=True) as session:
         lead_id = require_lead(session, lead)
         scale = session.execute(
-            select(Pair.project_id, Project.scale_min, Project.scale_max)
-            .join(Project, Project.id == Pair.project_id)
-            .where(Pair.id == pair_id)
+            select(col(Pair.project_id), col(Project.scale_min), col(Project.scale_max))
+            .join(Project, col(Project.id) == Pair.project_id)
+            .where(col(Pair.id) == pair_id)
         ).first()
         if scale is None:
             raise NotFound(f"no pair with id {pair_id}")
@@ -211,11 +213,15 @@ def adjudicate_pair(
     """`adjudicate` on the pair named by its query and fragment ids (what `qrelkit adjudicate` is given)."""
     with session_scope(engine) as session:
         found = session.execute(
-            select(Pair.id)
-            .join(Project, Project.id == Pair.project_id)
-            .join(Query, Query.id == Pair.query_id)
-            .join(Fragment, Fragment.id == Pair.fragment_id)
-            .where(Project.name == project, Query.external_id == query_id, Fragment.external_id == fragment_id)
+            select(col(Pair.id))
+            .join(Project, col(Project.id) == Pair.project_id)
+            .join(Query, col(Query.id) == Pair.query_id)
+            .join(Fragment, col(Fragment.id) == Pair.fragment_id)
+            .where(
+                col(Project.name) == project,
+                col(Query.external_id) == query_id,
+                col(Fragment.external_id) == fragment_id,
+            )
         ).scalar_one_or_none()
         if found is None:
             project_row(session, project)  # an unknown project says so
@@ -260,14 +266,14 @@ def import_adjudications(
         pairs = {
             (q, f): pid
             for pid, q, f in session.execute(
-                select(Pair.id, Query.external_id, Fragment.external_id)
-                .join(Query, Query.id == Pair.query_id)
-                .join(Fragment, Fragment.id == Pair.fragment_id)
-                .where(Pair.project_id == proj.id)
+                select(col(Pair.id), col(Query.external_id), col(Fragment.external_id))
+                .join(Query, col(Query.id) == Pair.query_id)
+                .join(Fragment, col(Fragment.id) == Pair.fragment_id)
+                .where(col(Pair.project_id) == pk(proj))
             ).all()
         }
         in_force = {
-            (q, f): (g, r, b) for q, f, g, r, b in project_adjudications(session, proj.id).itertuples(index=False)
+            (q, f): (g, r, b) for q, f, g, r, b in project_adjudications(session, pk(proj)).itertuples(index=False)
         }
     decided = read_adjudications(path, scale, lines=True)
     problems = Problems(path)
@@ -284,7 +290,7 @@ def import_adjudications(
         elif in_force.get((query, fragment)) == (int(grade), why, lead):
             report.unchanged += 1
         else:
-            rows.append({"project_id": proj.id, "pair_id": pid, "grade": int(grade), "reason": why})
+            rows.append({"project_id": pk(proj), "pair_id": pid, "grade": int(grade), "reason": why})
     problems.check()
     with session_scope(engine, write=True) as session:
         lead_id = require_lead(session, lead)
@@ -382,9 +388,9 @@ def disputes(engine: Engine, project: str, order: str = "spread") -> pd.DataFram
 
     with session_scope(engine) as session:
         proj = project_row(session, project)
-        judged = project_judgments(session, proj.id)
-        decided = project_adjudications(session, proj.id)
-        controls = control_frames(session, proj.id)[1] if order == "doubt" else None
+        judged = project_judgments(session, pk(proj))
+        decided = project_adjudications(session, pk(proj))
+        controls = control_frames(session, pk(proj))[1] if order == "doubt" else None
         scale = project_scale(proj)
     frame = disputes_of(judged, set(zip(decided["query_id"], decided["fragment_id"], strict=True)))
     if order == "doubt" and len(frame):
@@ -413,36 +419,37 @@ def rejudge_queue(engine: Engine, project: str) -> pd.DataFrame:
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
         current = session.execute(
-            select(func.max(Guideline.version)).where(Guideline.project_id == project_id)
+            select(func.max(col(Guideline.version))).where(col(Guideline.project_id) == project_id)
         ).scalar_one()
         rows = (
             []
             if current is None
             else session.execute(
                 select(
-                    Pair.id,
-                    Query.external_id,
-                    Fragment.external_id,
-                    User.username,
-                    Judgment.grade,
-                    Guideline.version,
-                    Assignment.rejudge_version.is_not(None),
+                    col(Pair.id),
+                    col(Query.external_id),
+                    col(Fragment.external_id),
+                    col(User.username),
+                    col(Judgment.grade),
+                    col(Guideline.version),
+                    col(Assignment.rejudge_version).is_not(None),
                 )
                 .select_from(Judgment)
-                .join(Pair, Pair.id == Judgment.pair_id)
-                .join(Query, Query.id == Pair.query_id)
-                .join(Fragment, Fragment.id == Pair.fragment_id)
-                .join(User, User.id == Judgment.user_id)
-                .join(Guideline, Guideline.id == Judgment.guideline_id)
+                .join(Pair, col(Pair.id) == Judgment.pair_id)
+                .join(Query, col(Query.id) == Pair.query_id)
+                .join(Fragment, col(Fragment.id) == Pair.fragment_id)
+                .join(User, col(User.id) == Judgment.user_id)
+                .join(Guideline, col(Guideline.id) == Judgment.guideline_id)
                 .outerjoin(
-                    Assignment, and_(Assignment.pair_id == Judgment.pair_id, Assignment.user_id == Judgment.user_id)
+                    Assignment,
+                    and_(col(Assignment.pair_id) == Judgment.pair_id, col(Assignment.user_id) == Judgment.user_id),
                 )
                 .where(
-                    Judgment.project_id == project_id,
-                    Guideline.version < current,
-                    User.kind != AnnotatorKind.REFERENCE,
+                    col(Judgment.project_id) == project_id,
+                    col(Guideline.version) < current,
+                    col(User.kind) != AnnotatorKind.REFERENCE,
                 )
-                .order_by(Query.external_id, Fragment.external_id, User.username)
+                .order_by(col(Query.external_id), col(Fragment.external_id), col(User.username))
             ).all()
         )
     import pandas as pd
@@ -475,17 +482,17 @@ def send_for_rejudging(
         require_lead(session, actor)
         project_id = project_row(session, project).id
         current = session.execute(
-            select(func.max(Guideline.version)).where(Guideline.project_id == project_id)
+            select(func.max(col(Guideline.version))).where(col(Guideline.project_id) == project_id)
         ).scalar_one()
         if current is None:
             raise ValueError(f"project {project!r} has no guideline: nothing to re-judge under")
         older = (
-            select(Judgment.pair_id, Judgment.user_id)
-            .join(Guideline, Guideline.id == Judgment.guideline_id)
-            .where(Judgment.project_id == project_id, Guideline.version < current)
+            select(col(Judgment.pair_id), col(Judgment.user_id))
+            .join(Guideline, col(Guideline.id) == Judgment.guideline_id)
+            .where(col(Judgment.project_id) == project_id, col(Guideline.version) < current)
         )
         if pair_ids is not None:
-            older = older.where(Judgment.pair_id.in_(list(pair_ids)))
+            older = older.where(col(Judgment.pair_id).in_(list(pair_ids)))
         listed = session.execute(older).all()
         if to is None:
             targets = sorted({(int(p), int(u)) for p, u in listed})
@@ -503,14 +510,14 @@ def open_assignments(session: Session, project_id: int, targets: Sequence[tuple[
     post-editing a model judge's grades share, served blind by db.grading."""
     ends = dict(
         session.execute(
-            select(Assignment.user_id, func.max(Assignment.position))
-            .where(Assignment.project_id == project_id)
-            .group_by(Assignment.user_id)
+            select(col(Assignment.user_id), func.max(col(Assignment.position)))
+            .where(col(Assignment.project_id) == project_id)
+            .group_by(col(Assignment.user_id))
         ).all()
     )
     for pair_id, user_id in targets:
         row = session.execute(
-            select(Assignment).where(Assignment.pair_id == pair_id, Assignment.user_id == user_id)
+            select(Assignment).where(col(Assignment.pair_id) == pair_id, col(Assignment.user_id) == user_id)
         ).scalar_one_or_none()
         if row is None:
             ends[user_id] = (ends.get(user_id) or 0) + 1
@@ -531,13 +538,13 @@ def refuse_seen(session: Session, project_id: int, targets: Sequence[tuple[int, 
         return
     pair_id, user_id = blocked[0]
     query, fragment = session.execute(
-        select(Query.external_id, Fragment.external_id)
+        select(col(Query.external_id), col(Fragment.external_id))
         .select_from(Pair)
-        .join(Query, Query.id == Pair.query_id)
-        .join(Fragment, Fragment.id == Pair.fragment_id)
-        .where(Pair.id == pair_id)
+        .join(Query, col(Query.id) == Pair.query_id)
+        .join(Fragment, col(Fragment.id) == Pair.fragment_id)
+        .where(col(Pair.id) == pair_id)
     ).one()
-    name = session.execute(select(User.username).where(User.id == user_id)).scalar_one()
+    name = session.execute(select(col(User.username)).where(col(User.id) == user_id)).scalar_one()
     more = f" (and {len(blocked) - 1} more such pair(s))" if len(blocked) > 1 else ""
     raise Conflict(
         f"nothing was sent: pair {query} {fragment} would go to {name!r}{more}, who saw its settled grade "
@@ -550,11 +557,11 @@ def judging_people(session: Session, names: Sequence[str]) -> list[int]:
     """Ids of the named people who can grade: active, able to log in, not model judges."""
     rows = dict(
         session.execute(
-            select(User.username, User.id).where(
-                User.username.in_(list(names)),
-                User.active.is_(True),
-                User.kind == "human",
-                User.password_hash.is_not(None),
+            select(col(User.username), col(User.id)).where(
+                col(User.username).in_(list(names)),
+                col(User.active).is_(True),
+                col(User.kind) == "human",
+                col(User.password_hash).is_not(None),
             )
         ).all()
     )

@@ -15,11 +15,12 @@ import pandas as pd
 from sqlalchemy import and_, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
+from sqlmodel import col
 
 from db.projects import project_row, project_scale
 from db.store.engine import session_scope
 from db.store.frames import frame_of, project_adjudications, project_judgments
-from db.store.models import Assignment, Fragment, Judgment, Pair, Query, Run, RunEntry, User
+from db.store.models import Assignment, Fragment, Judgment, Pair, Query, Run, RunEntry, User, pk
 from eval_core.io.judgments import ADJUDICATION_COLUMNS, render_judgments
 from eval_core.io.spreadsheet import escape_cell
 from eval_core.io.writers import write_atomically, write_run
@@ -38,7 +39,7 @@ def export_judgments(
     on it and an import into a project on another scale is refused."""
     with session_scope(engine) as session:
         row = project_row(session, project)
-        project_id, scale = row.id, project_scale(row)
+        project_id, scale = pk(row), project_scale(row)
         frame = project_judgments(session, project_id, times=True).rename(columns={"updated_at": "time"})
         frame = _with_model_fields(session, project_id, frame)
     if guideline_version is not None:
@@ -50,13 +51,19 @@ def export_judgments(
 def _with_model_fields(session: Session, project_id: int, frame: pd.DataFrame) -> pd.DataFrame:
     """The judgments frame plus `model` (the judge's model name) and `prompt_version` (the one stamped on the
     grade), None on people's lines; read in the frame's transaction, column-wise (a model may grade them all)."""
-    models = dict(session.execute(select(User.username, User.model_name).where(User.kind == AnnotatorKind.MODEL)).all())
+    models = dict(
+        session.execute(
+            select(col(User.username), col(User.model_name)).where(col(User.kind) == AnnotatorKind.MODEL)
+        ).all()
+    )
     stamped = frame_of(
         session,
-        select(Judgment.pair_id, User.username, Judgment.prompt_version)
-        .join(User, User.id == Judgment.user_id)
+        select(col(Judgment.pair_id), col(User.username), col(Judgment.prompt_version))
+        .join(User, col(User.id) == Judgment.user_id)
         .where(
-            Judgment.project_id == project_id, User.kind == AnnotatorKind.MODEL, Judgment.prompt_version.is_not(None)
+            col(Judgment.project_id) == project_id,
+            col(User.kind) == AnnotatorKind.MODEL,
+            col(Judgment.prompt_version).is_not(None),
         ),
         ["pair_id", "annotator", "prompt_version"],
     )
@@ -87,16 +94,18 @@ def export_run(engine: Engine, project: str, name: str, out: str | Path) -> int:
     """Write a stored run as a TREC run (`qid Q0 docid rank score tag`, ranked in trec_eval order, the tag its
     name with whitespace made `_`), all or nothing; returns the lines written."""
     with session_scope(engine) as session:
-        project_id = project_row(session, project).id
-        run_id = session.execute(select(Run.id).where(Run.project_id == project_id, Run.name == name)).scalar()
+        project_id = pk(project_row(session, project))
+        run_id = session.execute(
+            select(col(Run.id)).where(col(Run.project_id) == project_id, col(Run.name) == name)
+        ).scalar()
         if run_id is None:
-            names = sorted(session.execute(select(Run.name).where(Run.project_id == project_id)).scalars())
+            names = sorted(session.execute(select(col(Run.name)).where(col(Run.project_id) == project_id)).scalars())
             raise RunNotFound(f"no run named {name!r} in project {project!r} (runs: {', '.join(names) or 'none'})")
         frame = frame_of(
             session,
-            select(Query.external_id, RunEntry.doc_external_id, RunEntry.score)
-            .join(Query, Query.id == RunEntry.query_id)
-            .where(RunEntry.run_id == run_id),
+            select(col(Query.external_id), col(RunEntry.doc_external_id), col(RunEntry.score))
+            .join(Query, col(Query.id) == RunEntry.query_id)
+            .where(col(RunEntry.run_id) == run_id),
             ["query_id", "doc_id", "score"],
         )
     write_run(frame, out, tag=re.sub(r"\s+", "_", name))
@@ -130,7 +139,7 @@ def render_adjudications(frame: pd.DataFrame, fmt: str) -> Iterator[str]:
 def export_adjudications(engine: Engine, project: str, fmt: str, out: str | Path) -> int:
     """Write the lead's decisions in force with their reasons, all or nothing; returns how many."""
     with session_scope(engine) as session:
-        frame = project_adjudications(session, project_row(session, project).id)
+        frame = project_adjudications(session, pk(project_row(session, project)))
     write_atomically(Path(out), render_adjudications(frame, fmt))
     return len(frame)
 
@@ -175,21 +184,21 @@ def export_pairs(engine: Engine, project: str, fmt: str, out: str | Path) -> int
     people and references who graded it and the people it is assigned to; returns how many. `assign --pairs`
     reads the file back."""
     with session_scope(engine) as session:
-        project_id = project_row(session, project).id
+        project_id = pk(project_row(session, project))
         graded: dict[int, list[str]] = {}
         for pid, name in session.execute(
-            select(Judgment.pair_id, User.username)
-            .join(User, User.id == Judgment.user_id)
-            .where(Judgment.project_id == project_id)
-            .order_by(User.username)
+            select(col(Judgment.pair_id), col(User.username))
+            .join(User, col(User.id) == Judgment.user_id)
+            .where(col(Judgment.project_id) == project_id)
+            .order_by(col(User.username))
         ):
             graded.setdefault(pid, []).append(name)
         assigned: dict[int, list[str]] = {}
         for pid, name in session.execute(
-            select(Assignment.pair_id, User.username)
-            .join(User, User.id == Assignment.user_id)
-            .where(Assignment.project_id == project_id)
-            .order_by(User.username)
+            select(col(Assignment.pair_id), col(User.username))
+            .join(User, col(User.id) == Assignment.user_id)
+            .where(col(Assignment.project_id) == project_id)
+            .order_by(col(User.username))
         ):
             assigned.setdefault(pid, []).append(name)
         rows = [
@@ -206,19 +215,24 @@ def export_pairs(engine: Engine, project: str, fmt: str, out: str | Path) -> int
             }
             for pid, q, f, qt, title, text, sources, rank in session.execute(
                 select(
-                    Pair.id,
-                    Query.external_id,
-                    Fragment.external_id,
-                    Query.text,
-                    Fragment.title,
-                    Fragment.text,
-                    Pair.sources,
-                    Pair.best_rank,
+                    col(Pair.id),
+                    col(Query.external_id),
+                    col(Fragment.external_id),
+                    col(Query.text),
+                    col(Fragment.title),
+                    col(Fragment.text),
+                    col(Pair.sources),
+                    col(Pair.best_rank),
                 )
-                .join(Query, Query.id == Pair.query_id)
-                .join(Fragment, Fragment.id == Pair.fragment_id)
-                .where(Pair.project_id == project_id)
-                .order_by(Query.external_id, Pair.best_rank.is_(None), Pair.best_rank, Fragment.external_id)
+                .join(Query, col(Query.id) == Pair.query_id)
+                .join(Fragment, col(Fragment.id) == Pair.fragment_id)
+                .where(col(Pair.project_id) == project_id)
+                .order_by(
+                    col(Query.external_id),
+                    col(Pair.best_rank).is_(None),
+                    col(Pair.best_rank),
+                    col(Fragment.external_id),
+                )
             )
         ]
     write_atomically(Path(out), render_records(rows, PAIR_COLUMNS, fmt))
@@ -230,7 +244,7 @@ def export_assignments(engine: Engine, project: str, fmt: str, out: str | Path) 
     sent back for re-judging (the guideline version), and their current grade (null: none yet, or can't
     judge); returns how many."""
     with session_scope(engine) as session:
-        project_id = project_row(session, project).id
+        project_id = pk(project_row(session, project))
         rows = [
             {
                 "annotator": name,
@@ -243,24 +257,25 @@ def export_assignments(engine: Engine, project: str, fmt: str, out: str | Path) 
             }
             for name, q, f, pos, done, version, grade in session.execute(
                 select(
-                    User.username,
-                    Query.external_id,
-                    Fragment.external_id,
-                    Assignment.position,
-                    Assignment.done,
-                    Assignment.rejudge_version,
-                    Judgment.grade,
+                    col(User.username),
+                    col(Query.external_id),
+                    col(Fragment.external_id),
+                    col(Assignment.position),
+                    col(Assignment.done),
+                    col(Assignment.rejudge_version),
+                    col(Judgment.grade),
                 )
                 .select_from(Assignment)
-                .join(User, User.id == Assignment.user_id)
-                .join(Pair, Pair.id == Assignment.pair_id)
-                .join(Query, Query.id == Pair.query_id)
-                .join(Fragment, Fragment.id == Pair.fragment_id)
+                .join(User, col(User.id) == Assignment.user_id)
+                .join(Pair, col(Pair.id) == Assignment.pair_id)
+                .join(Query, col(Query.id) == Pair.query_id)
+                .join(Fragment, col(Fragment.id) == Pair.fragment_id)
                 .outerjoin(
-                    Judgment, and_(Judgment.pair_id == Assignment.pair_id, Judgment.user_id == Assignment.user_id)
+                    Judgment,
+                    and_(col(Judgment.pair_id) == Assignment.pair_id, col(Judgment.user_id) == Assignment.user_id),
                 )
-                .where(Assignment.project_id == project_id)
-                .order_by(User.username, Assignment.position)
+                .where(col(Assignment.project_id) == project_id)
+                .order_by(col(User.username), col(Assignment.position))
             )
         ]
     write_atomically(Path(out), render_records(rows, ASSIGNMENT_COLUMNS, fmt))

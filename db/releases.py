@@ -6,16 +6,17 @@ import csv
 import hashlib
 import io
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from json.encoder import encode_basestring
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from sqlalchemy import func, insert, select
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from db.accounts.permissions import Actor, require_lead
 from db.control import control_frames
@@ -41,6 +42,8 @@ from db.store.models import (
     Release,
     Run,
     User,
+    pk,
+    table_of,
     utcnow,
 )
 from eval_core.agreement.report import agreement_report
@@ -326,14 +329,16 @@ def _model_policy(
             "improve the model"
         )
     if lower is None:
+        status = comp.ci_status if comp is not None else "no shared pairs"
         raise ValueError(
             f"model-fills-gaps refused: model judge {name}'s quadratic-weighted κ with the human "
             f"consensus {where} is {kappa.value:.2f} on {n} shared pairs, but over {queries} "
-            f"quer{'y' if queries == 1 else 'ies'} it has no confidence interval ({comp.ci_status}); "
+            f"quer{'y' if queries == 1 else 'ies'} it has no confidence interval ({status}); "
             f"the gate reads the interval's lower bound, so judge more queries by people and the "
             f"model{humans_there}"
         )
     if lower < threshold:
+        assert kappa is not None and kappa.ci is not None  # lower is kappa.ci's first bound
         raise ValueError(
             f"model-fills-gaps refused: model judge {name}'s quadratic-weighted κ with the human "
             f"consensus {where} is {kappa.value:.2f} on {n} shared pairs ({queries} queries), 95% CI "
@@ -407,15 +412,17 @@ def create_release(
         require_lead(session, actor)
         proj = project_row(session, project)
         scale = project_scale(proj)
-        judged = project_judgments(session, proj.id)
-        adjudications = project_adjudications(session, proj.id)
-        in_force = session.execute(select(func.max(Guideline.version)).where(Guideline.project_id == proj.id)).scalar()
+        judged = project_judgments(session, pk(proj))
+        adjudications = project_adjudications(session, pk(proj))
+        in_force = session.execute(
+            select(func.max(col(Guideline.version))).where(col(Guideline.project_id) == pk(proj))
+        ).scalar()
         humans = judged[judged["annotator_kind"].eq(AnnotatorKind.HUMAN).to_numpy()]
         base, base_entry = _reference_base(judged, rule, scale)
         fills, policy_entry = _model_policy(
             policy, judged, humans, adjudications, scale, rule, in_force, model_threshold
         )
-        controls = control_frames(session, proj.id)[1] if rule in MODEL_RULES else None
+        controls = control_frames(session, pk(proj))[1] if rule in MODEL_RULES else None
         labels = consensus(
             humans,
             rule=rule,
@@ -432,12 +439,14 @@ def create_release(
                 f"(rule {rule}, at least {min_grades} grade(s) per pair)"
             )
         previous = session.execute(
-            select(Release).where(Release.project_id == proj.id).order_by(Release.version.desc()).limit(1)
+            select(Release).where(col(Release.project_id) == pk(proj)).order_by(col(Release.version).desc()).limit(1)
         ).scalar_one_or_none()
-        runs = session.execute(select(Run.id, Run.name).where(Run.project_id == proj.id).order_by(Run.name)).all()
+        runs = session.execute(
+            select(col(Run.id), col(Run.name)).where(col(Run.project_id) == pk(proj)).order_by(col(Run.name))
+        ).all()
         run_frames = {r.id: (r.name, run_frame(session, r.id)) for r in runs}
-        pooled = pool_contributions(session, proj.id, [r.name for r in runs])
-        text_hashes = _text_hashes(session, proj.id, labels)
+        pooled = pool_contributions(session, pk(proj), [r.name for r in runs])
+        text_hashes = _text_hashes(session, pk(proj), labels)
     step("read")
     judged_released = humans
     if len(labels) < len(humans[["query_id", "fragment_id"]].drop_duplicates()):
@@ -475,7 +484,7 @@ def create_release(
     step("card")
     qrels = labels[["query_id", "fragment_id", "grade"]].rename(columns={"fragment_id": "doc_id"})
     results = {rid: score_run(qrels, frame, name, project_scale(proj)) for rid, (name, frame) in run_frames.items()}
-    diff = {"previous": None}
+    diff: dict[str, Any] = {"previous": None}
     old_results: dict = {}
     if previous is not None:
         old_qrels = qrels_of(previous)
@@ -499,7 +508,9 @@ def create_release(
     with session_scope(engine, write=True) as session:
         author = require_lead(session, actor)
         project_row(session, project, lock=True)
-        latest = session.execute(select(func.max(Release.version)).where(Release.project_id == proj.id)).scalar()
+        latest = session.execute(
+            select(func.max(col(Release.version))).where(col(Release.project_id) == pk(proj))
+        ).scalar()
         if latest != (previous.version if previous is not None else None):
             raise RuntimeError(f"release {latest} of {project!r} was created meanwhile; run the release again")
         version = (latest or 0) + 1
@@ -513,11 +524,11 @@ def create_release(
             "created_at": now.isoformat(),
             "diff": diff,
         }
-        table = Release.__table__
+        table = table_of(Release)
         release_id = session.execute(
             insert(table).returning(table.c.id),
             {
-                "project_id": proj.id,
+                "project_id": pk(proj),
                 "version": version,
                 "rule": rule,
                 "min_grades": min_grades,
@@ -534,7 +545,9 @@ def create_release(
             store_evaluation(session, rid, release_id, result)
         if previous is not None:
             stored = set(
-                session.execute(select(EvaluationRow.run_id).where(EvaluationRow.release_id == previous.id)).scalars()
+                session.execute(
+                    select(col(EvaluationRow.run_id)).where(col(EvaluationRow.release_id) == previous.id)
+                ).scalars()
             )
             for rid in old_results.keys() - stored:
                 store_evaluation(session, rid, previous.id, old_results[rid])
@@ -546,9 +559,9 @@ def _info(session: Session, project: Project, release: Release) -> ReleaseInfo:
     """ReleaseInfo from a row, resolving the author's name."""
     author = None
     if release.created_by_id is not None:
-        author = session.execute(select(User.username).where(User.id == release.created_by_id)).scalar_one()
+        author = session.execute(select(col(User.username)).where(col(User.id) == release.created_by_id)).scalar_one()
     return ReleaseInfo(
-        release.id,
+        pk(release),
         project.name,
         release.version,
         release.rule,
@@ -565,7 +578,7 @@ def list_releases(engine: Engine, project: str) -> list[ReleaseInfo]:
     with session_scope(engine) as session:
         proj = project_row(session, project)
         rows = (
-            session.execute(select(Release).where(Release.project_id == proj.id).order_by(Release.version))
+            session.execute(select(Release).where(col(Release.project_id) == pk(proj)).order_by(col(Release.version)))
             .scalars()
             .all()
         )
@@ -640,11 +653,13 @@ def _current_hashes(session: Session, project_id: int) -> tuple[dict[str, str], 
     """Every query's text hash and every fragment's content hash as they are now, by external id."""
     queries = {
         q: _query_hash(t)
-        for q, t in session.execute(select(Query.external_id, Query.text).where(Query.project_id == project_id))
+        for q, t in session.execute(
+            select(col(Query.external_id), col(Query.text)).where(col(Query.project_id) == project_id)
+        )
     }
     fragments = dict(
         session.execute(
-            select(Fragment.external_id, Fragment.content_hash).where(Fragment.project_id == project_id)
+            select(col(Fragment.external_id), col(Fragment.content_hash)).where(col(Fragment.project_id) == project_id)
         ).all()
     )
     return queries, fragments
@@ -668,12 +683,12 @@ def changed_texts(engine: Engine, project: str, version: int | str = "latest") -
         release = load_release(session, proj, version)
         if not release.text_hashes:
             return None
-        queries, fragments = _current_hashes(session, proj.id)
+        queries, fragments = _current_hashes(session, pk(proj))
         then, lines = release.text_hashes, release.judgments_jsonl.splitlines()
     moved_q = sorted(q for q, h in then["queries"].items() if queries.get(q) != h)
     moved_f = sorted(f for f, h in then["fragments"].items() if fragments.get(f) != h)
     q_set, f_set = set(moved_q), set(moved_f)
-    labelled = (json.loads(line) for line in lines) if q_set or f_set else iter(())
+    labelled: Iterator[dict[str, Any]] = (json.loads(line) for line in lines) if q_set or f_set else iter(())
     pairs = [
         [
             r["query_id"],
@@ -737,13 +752,15 @@ def diff_releases(engine: Engine, project: str, old: int | str, new: int | str =
         a, b = load_release(session, proj, old), load_release(session, proj, new)
         qa, qb = qrels_of(a), qrels_of(b)
         out = {"old": a.version, "new": b.version, **label_diff(qa, qb), "runs": {}}
-        runs = session.execute(select(Run.id, Run.name).where(Run.project_id == proj.id).order_by(Run.name)).all()
+        runs = session.execute(
+            select(col(Run.id), col(Run.name)).where(col(Run.project_id) == pk(proj)).order_by(col(Run.name))
+        ).all()
         for run_id, name in runs:
-            means = []
+            means: list[dict[str, float]] = []
             for release, qrels in ((a, qa), (b, qb)):
                 stored = session.execute(
-                    select(EvaluationRow.means).where(
-                        EvaluationRow.run_id == run_id, EvaluationRow.release_id == release.id
+                    select(col(EvaluationRow.means)).where(
+                        col(EvaluationRow.run_id) == run_id, col(EvaluationRow.release_id) == release.id
                     )
                 ).scalar()
                 means.append(
@@ -751,5 +768,5 @@ def diff_releases(engine: Engine, project: str, old: int | str, new: int | str =
                     if stored is not None
                     else score_run(qrels, run_frame(session, run_id), name, project_scale(proj)).mean
                 )
-            out["runs"][name] = _moves(*means)
+            out["runs"][name] = _moves(means[0], means[1])
     return out

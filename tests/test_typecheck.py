@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # The baseline's length: 21 modules before issue #25, 7 now (store modules other work changed meanwhile).
 # Lower this number when you fix a module; a test that fails because the list grew is the point.
-MAX_BASELINE = 7
+MAX_BASELINE = 3
 
 
 def _config() -> dict:

@@ -21,11 +21,12 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import and_, delete, func, insert, or_, select, text, update
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
 from db.accounts.permissions import Actor, require_lead
 from db.accounts.sessions import NewSession, create_session
 from db.accounts.users import UserInfo, authenticate, user_row
-from db.store.engine import is_sqlite, session_scope
+from db.store.engine import affected, is_sqlite, session_scope
 from db.store.models import LoginAttempt, User, UserSession, utcnow
 
 FREE_FAILURES = 5  # failures allowed before any wait
@@ -61,7 +62,8 @@ def _failed(now: datetime):
     """A failure: checked and wrong, or left in flight longer than STALE_SECONDS."""
     stale = now - timedelta(seconds=STALE_SECONDS)
     return or_(
-        LoginAttempt.succeeded.is_(False), and_(LoginAttempt.succeeded.is_(None), LoginAttempt.attempted_at < stale)
+        col(LoginAttempt.succeeded).is_(False),
+        and_(col(LoginAttempt.succeeded).is_(None), col(LoginAttempt.attempted_at) < stale),
     )
 
 
@@ -74,21 +76,21 @@ def _failures(
     now = now or utcnow()
     if reset_on_success:
         last_ok = conn.execute(
-            select(func.max(LoginAttempt.attempted_at)).where(
-                key_column == key, LoginAttempt.succeeded.is_(True), LoginAttempt.attempted_at > since
+            select(func.max(col(LoginAttempt.attempted_at))).where(
+                key_column == key, col(LoginAttempt.succeeded).is_(True), col(LoginAttempt.attempted_at) > since
             )
         ).scalar()
         since = max(since, last_ok) if last_ok is not None else since
     failed = _failed(now)
     in_flight = and_(
-        LoginAttempt.succeeded.is_(None), LoginAttempt.attempted_at >= now - timedelta(seconds=STALE_SECONDS)
+        col(LoginAttempt.succeeded).is_(None), col(LoginAttempt.attempted_at) >= now - timedelta(seconds=STALE_SECONDS)
     )
     count, latest, flying = conn.execute(
         select(
             func.count().filter(failed),
-            func.max(LoginAttempt.attempted_at).filter(failed),
+            func.max(col(LoginAttempt.attempted_at)).filter(failed),
             func.count().filter(in_flight),
-        ).where(key_column == key, LoginAttempt.attempted_at > since)
+        ).where(key_column == key, col(LoginAttempt.attempted_at) > since)
     ).one()
     return int(count), latest, int(flying)
 
@@ -107,8 +109,8 @@ def _wait_of(conn, key_column, key: str, resets: bool, now: datetime) -> tuple[f
 def _decide(conn, username: str, client: str, now: datetime) -> tuple[int, bool]:
     """Whole seconds this account name or this client must still wait, and whether an attempt must be held
     behind checks in flight; read inside the caller's transaction."""
-    by_name = _wait_of(conn, LoginAttempt.username, username, True, now)
-    by_client = _wait_of(conn, LoginAttempt.client, client, False, now)
+    by_name = _wait_of(conn, col(LoginAttempt.username), username, True, now)
+    by_client = _wait_of(conn, col(LoginAttempt.client), client, False, now)
     wait = max(0, math.ceil(max(0.0, by_name[0], by_client[0])))
     return wait, by_name[1] or by_client[1]
 
@@ -132,18 +134,18 @@ def locked_accounts(engine: Engine, now: datetime | None = None) -> dict[str, in
         conn = session.connection()
         names = (
             conn.execute(
-                select(LoginAttempt.username)
+                select(col(LoginAttempt.username))
                 .distinct()
                 .where(
-                    LoginAttempt.succeeded.is_(False),
-                    LoginAttempt.attempted_at > now - WINDOW,
-                    LoginAttempt.username.in_(select(User.username)),
+                    col(LoginAttempt.succeeded).is_(False),
+                    col(LoginAttempt.attempted_at) > now - WINDOW,
+                    col(LoginAttempt.username).in_(select(col(User.username))),
                 )
             )
             .scalars()
             .all()
         )
-        waits = {name: math.ceil(_wait_of(conn, LoginAttempt.username, name, True, now)[0]) for name in names}
+        waits = {name: math.ceil(_wait_of(conn, col(LoginAttempt.username), name, True, now)[0]) for name in names}
     return {name: wait for name, wait in sorted(waits.items()) if wait > 0}
 
 
@@ -162,7 +164,7 @@ def _try_claim(engine: Engine, username: str, client: str) -> tuple[int, int | N
         attempt_id = session.execute(
             insert(LoginAttempt)
             .values(username=username, client=client, succeeded=None, attempted_at=now)
-            .returning(LoginAttempt.id)
+            .returning(col(LoginAttempt.id))
         ).scalar_one()
         return 0, int(attempt_id)
 
@@ -185,11 +187,15 @@ def prune(engine: Engine, now: datetime | None = None) -> tuple[int, int]:
     tables stay small; returns (attempts, sessions) removed."""
     cutoff = (now or utcnow()) - KEEP
     with session_scope(engine, write=True) as session:
-        attempts = session.execute(delete(LoginAttempt).where(LoginAttempt.attempted_at < cutoff)).rowcount
-        ended = session.execute(
-            delete(UserSession).where((UserSession.expires_at < cutoff) | (UserSession.revoked_at < cutoff))
-        ).rowcount
-    return int(attempts or 0), int(ended or 0)
+        attempts = affected(session.execute(delete(LoginAttempt).where(col(LoginAttempt.attempted_at) < cutoff)))
+        ended = affected(
+            session.execute(
+                delete(UserSession).where(
+                    (col(UserSession.expires_at) < cutoff) | (col(UserSession.revoked_at) < cutoff)
+                )
+            )
+        )
+    return attempts, ended
 
 
 def _finish(engine: Engine, attempt_id: int, succeeded: bool) -> None:
@@ -199,7 +205,7 @@ def _finish(engine: Engine, attempt_id: int, succeeded: bool) -> None:
     try:
         with session_scope(engine, write=True) as session:
             values = {"succeeded": succeeded} if succeeded else {"succeeded": False, "attempted_at": utcnow()}
-            session.execute(update(LoginAttempt).where(LoginAttempt.id == attempt_id).values(**values))
+            session.execute(update(LoginAttempt).where(col(LoginAttempt.id) == attempt_id).values(**values))
     except Exception:
         if succeeded:
             raise

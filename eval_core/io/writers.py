@@ -7,7 +7,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
 from glob import escape as glob_escape
 from pathlib import Path
@@ -77,7 +77,7 @@ def _create_temporary(path: Path) -> tuple[int, str]:
     raise FileExistsError(f"no free temporary name beside {path}")
 
 
-def write_atomically(path: str | Path, lines: Iterator[str]) -> None:
+def write_atomically(path: str | Path, lines: Iterable[str]) -> None:
     """Write all lines or nothing: a temporary file in the same directory (named with this process's id, so
     the next run can tell a killed writer's leftover from a live one and removes it), renamed into place, with
     the mode open() would give a new file (the user's umask)."""
