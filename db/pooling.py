@@ -37,6 +37,7 @@ class PoolReport:
     unknown_docs: dict[str, dict] = field(default_factory=dict)
     # (query, fragment, its same-text duplicate): the query's store id while pooling, its external id after
     duplicate_pairs: list[tuple[Any, str, str]] = field(default_factory=list)
+    search: dict[str, Any] = field(default_factory=dict)  # a live-search pool: its run, queries, hits, imports
 
     def to_dict(self) -> dict:
         """JSON-able form for the CLI and the app."""
@@ -48,6 +49,7 @@ class PoolReport:
             "per_source": self.per_source,
             "unknown_docs": self.unknown_docs,
             "duplicate_pairs": [list(t) for t in self.duplicate_pairs],
+            **({"search": self.search} if self.search else {}),
         }
 
 
@@ -189,7 +191,7 @@ def add_candidates(
     return report
 
 
-def _run_candidates(
+def run_candidates(
     session: Session, project_id: int, depth: int, names: list[str] | None, report: PoolReport
 ) -> tuple[list[tuple[int, int, int, str]], set[int]]:
     """Top-`depth` entries of the chosen runs (all stored runs by default) and the queries they cover; documents
@@ -249,7 +251,7 @@ def pool(
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         proj = project_row(session, project, lock=True)
-        candidates, covered = _run_candidates(session, pk(proj), depth, runs, report)
+        candidates, covered = run_candidates(session, pk(proj), depth, runs, report)
         step("runs")
         queries = dict(
             session.execute(select(col(Query.id), col(Query.text)).where(col(Query.project_id) == proj.id)).all()

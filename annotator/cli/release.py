@@ -26,10 +26,16 @@ CHANGED_LISTED = 20
 
 
 def cmd_pool(args: argparse.Namespace) -> int:
-    """Pool the stored runs (and BM25) into pairs to judge."""
+    """Pool the stored runs (and BM25) into pairs to judge, or (--search) a live search engine's top-k."""
     from db.accounts.permissions import OPERATOR
     from db.pooling import POOL_STEPS, pool
 
+    if args.search is not None:
+        return _pool_search(args)
+    if args.name is not None:
+        raise ValueError("--name names the run a --search pool stores; give --search CONFIG too")
+    if args.depth is None:
+        raise ValueError("pool needs --depth K (or --search CONFIG, whose k is the depth)")
     engine = store_engine(args)
     bar, step = stage_bar(POOL_STEPS, "pool")
     with bar:
@@ -37,6 +43,43 @@ def cmd_pool(args: argparse.Namespace) -> int:
             engine, args.project, args.depth, runs=args.run or None, bm25=args.bm25, progress=step, actor=OPERATOR
         )
     emit(args, report.to_dict())
+    return 0
+
+
+def _pool_search(args: argparse.Namespace) -> int:
+    """Search the engine a config names for every query of the project, store the top-k as a run with its
+    request, pool it; nothing is stored when any query fails."""
+    from pathlib import Path
+
+    from annotator.search_client import SearchClient, load_config
+    from db.accounts.permissions import OPERATOR
+    from db.search_pool import pool_search
+    from db.store.frames import queries_frame
+    from eval_core.progress import bar as progress_bar
+
+    if args.run or args.bm25 is not None:
+        raise ValueError("--search pools the engine's run alone: pool stored runs and BM25 in another call")
+    config = load_config(args.search)
+    depth = config.k if args.depth is None else args.depth
+    engine = store_engine(args)
+    frame = queries_frame(engine, args.project)
+    queries = list(zip(frame["query_id"], frame["text"], strict=True))
+    client = SearchClient(config)
+    with progress_bar(total=len(queries), desc="search", unit="query", leave=False) as bar:
+        hits = client.search_all(queries, progress=lambda: bar.update(1))
+    name = args.name or Path(args.search).stem
+    report = pool_search(engine, args.project, name, hits, config.request(), depth, actor=OPERATOR)
+    report.search["requests_sent"] = client.requests_sent()
+    emit(args, report.to_dict())
+    missing = report.unknown_docs.get(name)
+    if missing:
+        where = f"at {config.text!r}" if config.text else "(the config names no 'text' path)"
+        print(
+            f"note: {missing['count']} hit(s) of {name} name fragments this project does not hold and the reply "
+            f"carried no text for them {where}: they are kept in the run, not pooled; import their texts and "
+            f"pool again",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -281,8 +324,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser.set_defaults(func=func)
         return parser
 
-    p = command("pool", cmd_pool, "Pool candidate pairs: top-K of stored runs plus BM25, deduplicated.")
-    p.add_argument("--depth", type=int, required=True, help="pool depth K per run and query")
+    p = command(
+        "pool",
+        cmd_pool,
+        "Pool candidate pairs: top-K of stored runs plus BM25, deduplicated; or (--search CONFIG) a live search "
+        "engine's top-k, stored as a run with its request.",
+    )
+    p.add_argument("--depth", type=int, default=None, help="pool depth K per run and query (--search: default k)")
+    p.add_argument(
+        "--search",
+        metavar="CONFIG",
+        default=None,
+        help="a JSON or TOML file naming an HTTP search endpoint (url, method, body or params with {query}, k, "
+        "and the reply's hits, id, score and text paths; template elasticsearch, opensearch or solr fills them): "
+        "every query is searched, the top-k stored as a run and pooled; credentials only from "
+        "QRELKIT_SEARCH_API_KEY or QRELKIT_SEARCH_USER and QRELKIT_SEARCH_PASSWORD",
+    )
+    p.add_argument(
+        "--name", default=None, help="with --search: the run's name (default: the config file's name without suffix)"
+    )
     p.add_argument("--run", action="append", metavar="NAME", help="stored run to pool (repeatable; default all)")
     p.add_argument(
         "--bm25",

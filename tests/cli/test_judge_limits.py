@@ -12,8 +12,9 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
+from annotator.bounded_http import excerpt
 from annotator.cli import main
-from annotator.judge_client import ChatJudge, excerpt
+from annotator.judge_client import ChatJudge
 from annotator.judge_run import JudgeFailed, prejudge
 from db.accounts.permissions import OPERATOR
 from db.accounts.users import list_users

@@ -19,8 +19,9 @@ import pytest
 import sqlalchemy as sa
 
 from annotator.app.text import BREAK
+from annotator.bounded_http import retry_after
 from annotator.cli import main
-from annotator.judge_client import ChatJudge, EndpointError, retry_after
+from annotator.judge_client import ChatJudge, EndpointError
 from annotator.judge_run import prejudge
 from db.accounts.permissions import OPERATOR
 from db.assignment import assign
