@@ -1,5 +1,5 @@
 """The qualification round: a new annotator of a project first grades N of its control pairs and, after each,
-sees the settled grade and the lead's reason; their regular queue opens when their weighted κ against the
+sees the settled grade and the lead's reason; their regular queue opens when their linear-weighted κ against the
 settled grades on the round reaches the threshold, or when a lead opens it (who and when recorded). A lead may
 close an open queue again (who, when, why) and grant a retake after a failed round or a close: a new round on
 control pairs the annotator has not met in a round. An annotator's rounds are numbered (`attempt`); the latest
@@ -454,8 +454,8 @@ def grade_round_pair(
 
 
 def round_kappa(pairs: list[RoundPair], scale: tuple[int, int], weights: str = DEFAULT_WEIGHTS) -> float | None:
-    """Weighted κ of the round's grades against the settled grades on the full scale (the control report's κ);
-    None when undefined (no variation)."""
+    """κ (`weights`, linear by default) of the round's grades against the settled grades on the full scale (the
+    control report's κ); None when undefined (no variation)."""
     graded = [p for p in pairs if p.grade is not None and p.settled is not None]
     low = scale[0]
     frame = pd.DataFrame(

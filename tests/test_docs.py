@@ -337,3 +337,52 @@ def test_a_python_example_runs(page: Path, line: int, code: str, tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     example_files(tmp_path)
     exec(compile(code, f"{page.name}:{line}", "exec"), example_names())
+
+
+# "weighted κ" alone does not say which: linear and quadratic weights give different numbers on the same grades
+# (0.51 vs 0.89 on one table of tests/eval_core/test_agreement_coefficients.py). Every label, caption, report
+# line, help text and doc names the weighting (eval_core.agreement.coefficients.kappa_name writes it).
+BARE_WEIGHTED = re.compile(
+    r"(?<!linear-)(?<!quadratic-)(?<!linear )(?<!quadratic )(?<!un)weighted[ -](?:κ|kappa)"
+    r"|(?:κ|kappa)\)?,? weighted(?! \((?:linear|quadratic)\))",
+    re.IGNORECASE,
+)
+WEIGHTED_SOURCES = sorted(
+    [
+        *(p for package in ("annotator", "db", "eval_core", "guidelines") for p in (ROOT / package).rglob("*.py")),
+        *(ROOT / "guidelines").glob("*.md"),
+        *DOCS.glob("*.md"),
+        ROOT / "README.md",
+        ROOT / "CONTRIBUTING.md",
+    ]
+)
+
+
+def bare_weighted_kappa(text: str) -> list[str]:
+    """Each "weighted κ" / "weighted kappa" / "κ, weighted" in `text` that names no weighting; text wrapped across
+    lines (help output, docstrings, strings split in source) is read as one line."""
+    flat = re.sub(r"-\s+(?=weighted)", "-", re.sub(r"\s+", " ", text))
+    return [m.group(0) for m in BARE_WEIGHTED.finditer(flat)]
+
+
+def test_the_weighted_kappa_check_catches_a_bare_one() -> None:
+    assert bare_weighted_kappa("their weighted κ on the round") == ["weighted κ"]
+    assert bare_weighted_kappa("Weighted kappa of the judge") == ["Weighted kappa"]
+    assert bare_weighted_kappa('Tile("Cohen\'s κ, weighted", …)') == ["κ, weighted"]
+    assert bare_weighted_kappa('f"{report.weights}-"\n        f"weighted κ on the full scale"') == ["weighted κ"]
+    assert bare_weighted_kappa("accuracy and linear-\n    weighted κ with CIs") == []
+    named = "quadratic-weighted κ, linear weighted kappa, unweighted κ, Cohen's κ weighted (quadratic)"
+    assert bare_weighted_kappa(named) == []
+
+
+def test_kappa_name_says_the_weighting() -> None:
+    from eval_core.agreement.coefficients import WEIGHTS, kappa_name
+
+    assert [kappa_name(w) for w in WEIGHTS] == ["unweighted κ", "linear-weighted κ", "quadratic-weighted κ"]
+    with pytest.raises(ValueError, match="weights must be one of unweighted, linear, quadratic"):
+        kappa_name("cubic")
+
+
+@pytest.mark.parametrize("path", WEIGHTED_SOURCES, ids=[p.relative_to(ROOT).as_posix() for p in WEIGHTED_SOURCES])
+def test_weighted_kappa_always_says_linear_or_quadratic(path: Path) -> None:
+    assert bare_weighted_kappa(path.read_text(encoding="utf-8")) == [], f"{path.relative_to(ROOT)}: say which weights"

@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="new annotators first grade N control pairs, seeing each settled grade",
         description="A new annotator (no judgment in the project yet) first grades N control pairs "
         "and sees the settled grade and the lead's reason after each; their regular "
-        "queue opens when their weighted κ on the round reaches the threshold, or when a "
+        "queue opens when their linear-weighted κ on the round reaches the threshold, or when a "
         "lead opens it (qrelkit control open). A lead may close an open queue again "
         "(qrelkit control close) and grant a retake after a failed round or a close "
         "(qrelkit control retake).",
@@ -259,7 +259,9 @@ def _row(s: ControlScore) -> str:
 def format_control(report: ControlReport, title: str = "against the control grades") -> str:
     """Each annotator against the control (or a reference's) grades, by guideline and over time, and the drift
     alerts."""
-    lines = [f"{title} ({report.weights}-weighted κ, 95% CIs over queries):"]
+    from eval_core.agreement.coefficients import kappa_name
+
+    lines = [f"{title} ({kappa_name(report.weights)}, 95% CIs over queries):"]
     lines += [_row(s) for s in report.per_annotator]
     if report.by_guideline:
         lines += ["by guideline version:", *(_row(s) for s in report.by_guideline)]

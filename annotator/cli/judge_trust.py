@@ -31,10 +31,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="does a model judge rank the runs as people do? τ, τ_ap, flips, leniency, hybrid intervals",
         description="Each run's mean under people's and the judge's labels; Kendall's τ, τ_ap (people's ranking "
         "as the truth), top-k overlap and the run pairs whose order flips, against people's paired interval; "
-        "Bland–Altman of per-query values (judge − human) and the grade confusion; weighted κ per query, worst "
-        "first; and when people judged only some queries, each run's PPI++ mean and interval. Files: HUMAN and "
-        "JUDGE are qrels or judgments files (several annotators: median consensus), then run files. Or "
-        "--project P --model NAME.",
+        "Bland–Altman of per-query values (judge − human) and the grade confusion; κ per query (linear-weighted, "
+        "or --weights), worst first; and when people judged only some queries, each run's PPI++ mean and "
+        "interval. Files: HUMAN and JUDGE are qrels or judgments files (several annotators: median consensus), "
+        "then run files. Or --project P --model NAME.",
     )
     db_option(p)
     p.add_argument("files", nargs="*", metavar="FILE", help="HUMAN JUDGE RUN… (without --project)")

@@ -21,6 +21,17 @@ UNDEFINED_OVERLAP = "undefined: no overlapping pairs"
 UNDEFINED_VARIATION = "undefined: no variation"
 
 
+KAPPA_NAMES = {"unweighted": "unweighted κ", "linear": "linear-weighted κ", "quadratic": "quadratic-weighted κ"}
+
+
+def kappa_name(weights: str) -> str:
+    """Cohen's κ named by its weighting, as every label, caption and report line writes it (KAPPA_NAMES): never
+    weighted without saying linear or quadratic (tests/test_docs.py guards code and docs)."""
+    if weights not in KAPPA_NAMES:
+        raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
+    return KAPPA_NAMES[weights]
+
+
 def coef(value: float | None, status: str = OK, ci: tuple[float, float] | None = None) -> Coefficient:
     """A Coefficient whose value and CI are None unless it is defined (a non-finite value: no variation)."""
     if status != OK or value is None or not np.isfinite(value):

@@ -1,6 +1,6 @@
 """Control pairs: each annotator's grades against settled grades (from an adjudicated release or set by a lead)
-— accuracy and weighted κ with query-clustered bootstrap CIs, by guideline version and over time, and a drift
-alert when an annotator's recent κ falls below the threshold."""
+— accuracy and κ (linear-weighted by default, DEFAULT_WEIGHTS) with query-clustered bootstrap CIs, by guideline
+version and over time, and a drift alert when an annotator's recent κ falls below the threshold."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class ControlScore:
     pairs: int
     queries: int
     accuracy: Coefficient  # share graded exactly as settled
-    kappa: Coefficient  # weighted κ against the settled grades, on the full scale
+    kappa: Coefficient  # κ against the settled grades (the report's weights), on the full scale
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
@@ -218,8 +218,8 @@ def vs_reference(
     threshold: float = DEFAULT_THRESHOLD,
 ) -> dict[str, ControlReport]:
     """Each reference annotator's grades (annotator_kind 'reference', e.g. NIST's qrels) as settled grades, and
-    every person against them: accuracy and weighted κ with query-clustered CIs, exactly as against control
-    pairs. Model judges are left out; an empty dict when the frame names no reference."""
+    every person against them: accuracy and κ (the report's weights, linear by default) with query-clustered CIs,
+    exactly as against control pairs. Model judges are left out; an empty dict when the frame names no reference."""
     kinds = annotator_kinds(judgments)
     references = sorted(a for a, kind in kinds.items() if kind == AnnotatorKind.REFERENCE)
     if not references:

@@ -96,7 +96,7 @@ class Leniency:
 
 @dataclass(frozen=True)
 class QueryAgreement:
-    """Weighted κ of the judge against people on one query's pairs."""
+    """κ of the judge against people on one query's pairs (the report's weights: linear, quadratic or none)."""
 
     query_id: str
     n: int
@@ -246,7 +246,8 @@ def leniency(
 
 
 def per_query(pairs: pd.DataFrame, scale: tuple[int, int], weights: str) -> list[QueryAgreement]:
-    """Weighted κ per query on its pairs graded by both, worst first; undefined ones last, with the reason."""
+    """κ (`weights`: unweighted, linear or quadratic) per query on its pairs graded by both, worst first; undefined
+    ones last, with the reason."""
     out = []
     for qid, part in pairs.groupby("query_id", sort=True):
         c = cohen_kappa(part["human"].to_numpy(dtype=float), part["judge"].to_numpy(dtype=float), weights, scale)

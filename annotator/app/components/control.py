@@ -1,6 +1,7 @@
 """Agreement-page sections "Against the control pairs" and "vs reference": each annotator's accuracy and
-weighted κ against the settled grades or a reference's (e.g. NIST's imported qrels), with CIs over queries, by
-guideline version, and the drift alerts — beside the human–human agreement above it (user strings literal)."""
+linear-weighted κ (DEFAULT_WEIGHTS) against the settled grades or a reference's (e.g. NIST's imported qrels),
+with CIs over queries, by guideline version, and the drift alerts — beside the human–human agreement above it
+(user strings literal)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from annotator.app.views import literal
 from db.control import list_controls, project_control_report
 from db.projects import get_project
 from db.store import frames
+from eval_core.agreement.coefficients import kappa_name
 from eval_core.agreement.control import ControlReport, ControlScore, vs_reference
 
 TITLE = "Against the control pairs"
@@ -51,8 +53,8 @@ def control_section(engine: Engine, project: str) -> None:
     report = _report(engine, str(engine.url), project, frames.judgments_fingerprint(engine, project), len(controls))
     rate = f"one in every {every} of each annotator's pairs" if every else "not served (no rate set)"
     st.caption(
-        f"{len(controls)} control pairs, {rate}, served like any pair. {report.weights.capitalize()}-"
-        f"weighted κ on the full scale; 95% CIs from a bootstrap over queries; only grades given after "
+        f"{len(controls)} control pairs, {rate}, served like any pair. {kappa_name(report.weights).capitalize()} "
+        "on the full scale; 95% CIs from a bootstrap over queries; only grades given after "
         "a pair became a control count."
     )
     for alert in report.alerts:
@@ -81,7 +83,7 @@ def reference_section(engine: Engine, project: str) -> None:
         st.subheader(f"vs reference {literal(name)}")
         st.caption(
             f"Each person's grades against {literal(name)}'s on the pairs both graded: accuracy and "
-            f"{report.weights}-weighted κ on the full scale, 95% CIs from a bootstrap over queries. A reference "
+            f"{kappa_name(report.weights)} on the full scale, 95% CIs from a bootstrap over queries. A reference "
             "never counts in the agreement between people above."
         )
         if report.per_annotator:

@@ -33,6 +33,7 @@ from db.grading import (
 from db.projects import ProjectInfo, current_guideline, get_project
 from db.qualification import RoundPair, RoundState, grade_round_pair, round_for, round_pairs
 from db.store.models import RoundStatus
+from eval_core.agreement.coefficients import kappa_name
 from eval_core.errors import NotFound, Refused
 
 CANT_JUDGE_KEY = "X"
@@ -476,8 +477,9 @@ def qualification_panel(project: ProjectInfo, username: str) -> None:
     retake = f"Retake granted by lead {views.literal(round_state.granted_by)}. " if round_state.granted_by else ""
     st.caption(
         f"{retake}Before your regular queue opens, grade these {round_state.pairs} pairs. After each grade you "
-        "see the settled grade and the lead's reason. Your queue opens when your weighted κ against the "
-        f"settled grades reaches {round_state.threshold:g}; otherwise a lead decides."
+        "see the settled grade and the lead's reason. Your queue opens when your "
+        f"{kappa_name(round_state.weights)} against the settled grades reaches {round_state.threshold:g}; "
+        "otherwise a lead decides."
     )
     st.progress(
         round_state.graded / round_state.pairs if round_state.pairs else 1.0,
