@@ -64,9 +64,17 @@ def _need(evaluation: Evaluation, metric: str) -> float:
 
 
 def recall_curve(
-    evaluation: Evaluation, *, fast_k: int = 10, share: float = 0.8, min_gain: float = 0.02, min_recall: float = 0.8
+    evaluation: Evaluation,
+    *,
+    fast_k: int = 10,
+    share: float = 0.8,
+    min_gain: float = 0.02,
+    min_recall: float = 0.8,
+    run_depth: int | None = None,
 ) -> RecallCurve:
-    """Check the curve: healthy only if it rises fast (recall@fast_k ≥ share × the deepest) AND gets high enough."""
+    """Check the curve: healthy only if it rises fast (recall@fast_k ≥ share × the deepest) AND gets high enough.
+    A run only `run_depth` deep (its longest list) retrieves nothing below that rank, so a low recall at a deeper k
+    says nothing about retrieval: the verdict is then undetermined, not "too low"."""
     ks = curve_ks(evaluation)
     if not ks:
         raise ValueError(f"evaluation {evaluation.name!r} has no recall@k; evaluate with metrics=['recall@k']")
@@ -79,6 +87,17 @@ def recall_curve(
     )
     flat_from = next((k for k, v in zip(ks, values, strict=True) if top - v < min_gain), deepest)
     early = [(k, v) for k, v in zip(ks, values, strict=True) if k <= fast_k]
+    if run_depth is not None and run_depth < deepest and top < min_recall:
+        return RecallCurve(
+            ks,
+            values,
+            None,
+            None,
+            f"undetermined: the run is only {run_depth} deep, so recall@{deepest} = {top:.3f} is recall@{run_depth} "
+            f"and the curve is flat beyond k = {run_depth} because nothing is retrieved there; produce "
+            f"{deepest} candidates per query to see whether retrieval finds the rest",
+            rule,
+        )
     if top == 0:
         return RecallCurve(
             ks,
@@ -138,8 +157,12 @@ def two_depth_diagnosis(
     min_candidate_recall: float = 0.8,
     min_context_share: float = 0.8,
     min_context_ndcg: float = 0.5,
+    run_depth: int | None = None,
 ) -> DepthDiagnosis:
-    """Say whether to fix retrieval (index/chunking/embeddings) or ranking (a reranker): the two-depth diagnosis."""
+    """Say whether to fix retrieval (index/chunking/embeddings) or ranking (a reranker): the two-depth diagnosis.
+    `run_depth` is the run's longest list: a run shallower than the candidate depth has its recall@candidate_depth
+    cut at that depth, so a low value is "undetermined", never a retrieval verdict (a high one still clears
+    retrieval: recall only grows with depth)."""
     if context_depth >= candidate_depth:
         raise ValueError(f"context depth {context_depth} must be smaller than candidate depth {candidate_depth}")
     rc = _need(evaluation, f"recall@{candidate_depth}")
@@ -154,7 +177,15 @@ def two_depth_diagnosis(
         "min_context_ndcg": min_context_ndcg,
     }
     share = rx / rc if rc > 0 else 0.0
-    if rc < min_candidate_recall:
+    if run_depth is not None and run_depth < candidate_depth and rc < min_candidate_recall:
+        problem = "undetermined"
+        verdict = (
+            f"Undetermined: the run is only {run_depth} deep, so recall@{candidate_depth} = {rc:.3f} is "
+            f"recall@{run_depth}: the relevant fragments it misses may sit between ranks {run_depth + 1} and "
+            f"{candidate_depth}, which the run never returned. No retrieval verdict: produce {candidate_depth} "
+            f"candidates per query (or diagnose at a candidate depth of at most {run_depth})."
+        )
+    elif rc < min_candidate_recall:
         problem = "retrieval"
         verdict = (
             f"Retrieval problem: recall@{candidate_depth} = {rc:.3f} < {min_candidate_recall:g}, so "
@@ -400,7 +431,7 @@ def diagnose(
         name=name or (Path(run).name if isinstance(run, str | Path) else None),
     )
     warnings = list(ev.warnings)
-    longest = int(rdf.groupby("query_id").size().max()) if len(rdf) else 0
+    longest = int(rdf.groupby("query_id").size().max()) if len(rdf) else 0  # the run's depth
     if longest < candidate_depth:
         warnings.append(
             f"the run returns at most {longest} fragments per query, so recall@{candidate_depth} "
@@ -412,7 +443,12 @@ def diagnose(
         mean={m: ev.mean[m] for m in ev.mean},
         thresholds=asdict(t),
         curve=recall_curve(
-            ev, fast_k=t.curve_fast_k, share=t.curve_share, min_gain=t.curve_min_gain, min_recall=t.min_candidate_recall
+            ev,
+            fast_k=t.curve_fast_k,
+            share=t.curve_share,
+            min_gain=t.curve_min_gain,
+            min_recall=t.min_candidate_recall,
+            run_depth=longest,
         ),
         depth=two_depth_diagnosis(
             ev,
@@ -421,6 +457,7 @@ def diagnose(
             min_candidate_recall=t.min_candidate_recall,
             min_context_share=t.min_context_share,
             min_context_ndcg=t.min_context_ndcg,
+            run_depth=longest,
         ),
         coverage=coverage_check(ev, qdf, rdf),
         judged=judged_check(ev, qdf, rdf, k=context_depth, threshold=t.min_judged),
@@ -464,7 +501,7 @@ class DepthDiagnosis(_Record):
     recall_candidate: float
     recall_context: float
     ndcg_context: float
-    problem: str  # "retrieval", "ranking" or "none"
+    problem: str  # "retrieval", "ranking", "none", or "undetermined" (a run shallower than the candidate depth)
     verdict: str
     thresholds: dict[str, float]
     hopeless_queries: int

@@ -100,6 +100,35 @@ def test_seed002_low_candidate_recall_says_do_not_touch_the_reranker() -> None:
     assert d.depth.hopeless_queries == 4
 
 
+def test_a_20_deep_run_gets_no_retrieval_verdict_from_its_recall_at_100() -> None:
+    # 10 queries, one relevant each: 5 find it at rank 1, 5 not in their 20 results. recall@100 = recall@20 =
+    # 5/10 = 0.5 < 0.8, which for a 100-deep run is a retrieval problem; here ranks 21-100 were never returned.
+    qrels, run = one_relevant_at([1] * 5 + [None] * 5, depth=20)
+    d = diagnose(qrels, run, candidate_depth=100, context_depth=5)
+    assert d.depth.recall_candidate == pytest.approx(0.5)
+    assert d.depth.problem == "undetermined"
+    assert d.depth.verdict.startswith("Undetermined: the run is only 20 deep, so recall@100 = 0.500 is recall@20")
+    assert "Don't touch the reranker" not in d.depth.verdict
+    assert d.curve.healthy is None and d.curve.verdict.startswith("undetermined: the run is only 20 deep")
+    assert any("at most 20 fragments per query" in w for w in d.warnings)
+    # the same grades in a 100-deep run (the 5 misses really missing from all 100): a retrieval problem
+    deep_qrels, deep_run = one_relevant_at([1] * 5 + [None] * 5, depth=100)
+    deep = diagnose(deep_qrels, deep_run, candidate_depth=100, context_depth=5)
+    assert deep.depth.problem == "retrieval" and deep.curve.healthy is False
+    # the function alone, told the depth: the same rule
+    ev = evaluate(qrels, run, metrics=["recall@100", "recall@5", "ndcg@5"])
+    assert two_depth_diagnosis(ev, 100, 5, run_depth=20).problem == "undetermined"
+    assert two_depth_diagnosis(ev, 100, 5).problem == "retrieval"  # depth unknown: as before
+
+
+def test_a_shallow_run_with_high_recall_still_clears_retrieval() -> None:
+    # 9 of 10 queries have their relevant at rank 1 of 20: recall@20 = 0.9 ≥ 0.8, and recall only grows with
+    # depth, so retrieval is fine at 100 too; recall@5 = 0.9 (share 1.0), nDCG@5 = 9/10 × 1 = 0.9: healthy.
+    qrels, run = one_relevant_at([1] * 9 + [None], depth=20)
+    d = diagnose(qrels, run, candidate_depth=100, context_depth=5)
+    assert d.depth.problem == "none" and d.depth.ndcg_context == pytest.approx(0.9)
+
+
 def test_seed000_high_recall50_low_ndcg5_blames_the_reranker_and_thresholds_are_settable() -> None:
     # Seed 000: "si recall@50 es alto y nDCG@5 es bajo, el reranker es el culpable". Every query has its one
     # relevant at rank 5: recall@50 = recall@5 = 1, nDCG@5 = 1/log2(6) = 0.3869 < 0.5.
@@ -269,7 +298,9 @@ def test_cli_diagnose_table_and_json(tmp_path, capsys) -> None:
     assert main(["diagnose", qp, rp, "--fragments", str(frags), "--rel-level", "2", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["low_recall"][0]["missed"][0]["snippet"] == SEED004_DOCS["doc_015"]
-    assert out["depth"]["problem"] == "retrieval"  # recall@100 = 4/9 < 0.8
+    # recall@100 = 4/9 < 0.8, but the run is only 4 deep: no retrieval verdict from ranks it never returned
+    assert out["depth"]["problem"] == "undetermined"
+    assert out["depth"]["verdict"].startswith("Undetermined: the run is only 4 deep, so recall@100 = 0.444")
     assert main(["diagnose", qp, rp, "--context-depth", "5"]) == 0
     text = capsys.readouterr().out
     assert "Two-depth diagnosis" in text and "Incomplete annotation" in text
