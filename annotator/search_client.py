@@ -25,9 +25,15 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from annotator.bounded_http import Endpoint, Failed, Fatal, Hints
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from db.accounts.permissions import Actor
+    from db.pooling import PoolReport
 
 KEY_ENV = "QRELKIT_SEARCH_API_KEY"
 USER_ENV = "QRELKIT_SEARCH_USER"
@@ -457,3 +463,42 @@ class SearchClient:
                         out[futures[future]] = found
                         done()
         return {qid: out[qid] for qid, _ in queries}
+
+
+def pool_from_search(
+    engine: Engine,
+    project: str,
+    config_path: str | Path,
+    name: str | None = None,
+    depth: int | None = None,
+    *,
+    actor: Actor,
+    progress: Callable[[int], Callable[[], None]] | None = None,
+    env: dict[str, str] | None = None,
+) -> tuple[PoolReport, str | None]:
+    """Search the engine `config_path` names for every query of the project, store the top-k as the run `name`
+    (default: the config file's name without suffix) with its request, and pool its top-`depth` (default k):
+    the CLI's and the Project page's one path. `progress(total)` gives the callback each answered query calls.
+    Returns the report and, when some hits name fragments the project lacks and came without text, the
+    sentence that says so (else None). Nothing is stored when any query fails."""
+    from db.search_pool import pool_search
+    from db.store.frames import queries_frame
+
+    config = load_config(config_path)
+    frame = queries_frame(engine, project)
+    queries = list(zip(frame["query_id"], frame["text"], strict=True))
+    client = SearchClient(config, env=env)
+    hits = client.search_all(queries, progress(len(queries)) if progress else None)
+    name = name or Path(config_path).stem
+    report = pool_search(
+        engine, project, name, hits, config.request(), config.k if depth is None else depth, actor=actor
+    )
+    report.search["requests_sent"] = client.requests_sent()
+    missing = report.unknown_docs.get(name)
+    if not missing:
+        return report, None
+    where = f"at {config.text!r}" if config.text else "(the config names no 'text' path)"
+    return report, (
+        f"{missing['count']} hit(s) of {name} name fragments this project does not hold and the reply carried no "
+        f"text for them {where}: they are kept in the run, not pooled; import their texts and pool again"
+    )

@@ -49,37 +49,29 @@ def cmd_pool(args: argparse.Namespace) -> int:
 def _pool_search(args: argparse.Namespace) -> int:
     """Search the engine a config names for every query of the project, store the top-k as a run with its
     request, pool it; nothing is stored when any query fails."""
-    from pathlib import Path
-
-    from annotator.search_client import SearchClient, load_config
+    from annotator.search_client import pool_from_search
     from db.accounts.permissions import OPERATOR
-    from db.search_pool import pool_search
-    from db.store.frames import queries_frame
     from eval_core.progress import bar as progress_bar
 
     if args.run or args.bm25 is not None:
         raise ValueError("--search pools the engine's run alone: pool stored runs and BM25 in another call")
-    config = load_config(args.search)
-    depth = config.k if args.depth is None else args.depth
     engine = store_engine(args)
-    frame = queries_frame(engine, args.project)
-    queries = list(zip(frame["query_id"], frame["text"], strict=True))
-    client = SearchClient(config)
-    with progress_bar(total=len(queries), desc="search", unit="query", leave=False) as bar:
-        hits = client.search_all(queries, progress=lambda: bar.update(1))
-    name = args.name or Path(args.search).stem
-    report = pool_search(engine, args.project, name, hits, config.request(), depth, actor=OPERATOR)
-    report.search["requests_sent"] = client.requests_sent()
-    emit(args, report.to_dict())
-    missing = report.unknown_docs.get(name)
-    if missing:
-        where = f"at {config.text!r}" if config.text else "(the config names no 'text' path)"
-        print(
-            f"note: {missing['count']} hit(s) of {name} name fragments this project does not hold and the reply "
-            f"carried no text for them {where}: they are kept in the run, not pooled; import their texts and "
-            f"pool again",
-            file=sys.stderr,
+    bars = []
+
+    def progress(total: int) -> Callable[[], None]:
+        bars.append(progress_bar(total=total, desc="search", unit="query", leave=False))
+        return lambda: bars[0].update(1)
+
+    try:
+        report, note = pool_from_search(
+            engine, args.project, args.search, args.name, args.depth, actor=OPERATOR, progress=progress
         )
+    finally:
+        for bar in bars:
+            bar.close()
+    emit(args, report.to_dict())
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     return 0
 
 

@@ -8,13 +8,10 @@ PostgreSQL."""
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import re
 import time
 import urllib.parse
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -23,56 +20,13 @@ from sqlalchemy import select
 from annotator.search_client import SearchClient, SearchConfig, SearchFailed, load_config, render_body, render_url
 from db.store.engine import session_scope
 from db.store.models import Fragment, Run, RunEntry
-from tests.fake_judge import flood, reply, start, trickle
+from tests.fake_judge import flood, trickle
+from tests.fake_search import FakeEngine, elasticsearch_reply
 from tests.helpers import pairs_of, run, seed
 
 KEY = "es-key-7Hq2Lm9Xp4Rt8Wz1Vb6Nc3"
 QUERIES = {"q1": 'the "quoted" \\ backslash query', "q2": "plain words & more?"}
 TEXTS = {"d1": "first known passage", "d2": "second known passage", "d3": "third known passage"}
-
-
-class FakeEngine:
-    """A search endpoint whose replies come from `answer(request) -> (status, JSON-able body)`; it keeps every
-    request (method, path, query string, headers, parsed JSON body)."""
-
-    def __init__(self, answer: Callable[[dict], tuple[int, object]] | None = None, behave=None) -> None:
-        self.requests: list[dict] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def handle_one(self, method: str) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                parts = urllib.parse.urlsplit(self.path)
-                seen = {
-                    "method": method,
-                    "path": parts.path,
-                    "params": dict(urllib.parse.parse_qsl(parts.query)),
-                    "headers": dict(self.headers),
-                    "body": json.loads(raw) if raw else None,
-                }
-                outer.requests.append(seen)
-                with contextlib.suppress(OSError):  # the client gave up (its deadline or cap): expected here
-                    if behave is not None:
-                        behave(self)
-                    else:
-                        status, body = answer(seen)  # type: ignore[misc]
-                        reply(self, status, json.dumps(body).encode())
-
-            def do_POST(self) -> None:
-                self.handle_one("POST")
-
-            def do_GET(self) -> None:
-                self.handle_one("GET")
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.httpd, api = start(Handler)
-        self.root = api.removesuffix("/v1")
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture
@@ -97,12 +51,7 @@ FOUND = {
 
 def elasticsearch(request: dict) -> tuple[int, object]:
     """Elasticsearch's _search reply: hits.hits[] with _id, _score and _source, `size` hits at most."""
-    query = request["body"]["query"]["match"]["text"]
-    hits = [
-        {"_index": "passages", "_id": doc, "_score": score, "_source": {"text": text} if text else {}}
-        for doc, score, text in FOUND[query][: request["body"]["size"]]
-    ]
-    return 200, {"took": 1, "timed_out": False, "hits": {"total": {"value": len(hits)}, "max_score": 5.0, "hits": hits}}
+    return 200, elasticsearch_reply(FOUND[request["body"]["query"]["match"]["text"]][: request["body"]["size"]])
 
 
 def solr(request: dict) -> tuple[int, object]:

@@ -4,12 +4,14 @@ are shown literally."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 from sqlalchemy.engine import Engine
 
+from annotator import search_client
 from annotator.app import views
 from annotator.app.components import judges
 from annotator.app.errors import user_errors
@@ -17,7 +19,7 @@ from db import assignment, evaluations, grading, imports, pooling, projects
 from db.accounts import logins, users
 from db.accounts.users import UserInfo
 from db.projects import ProjectInfo
-from eval_core.errors import InputError
+from eval_core.errors import USER_ERRORS, InputError
 from eval_core.queue_order import ORDERS
 from eval_core.thresholds import AGREEMENT_THRESHOLD
 from eval_core.vocab import ANNOTATOR_KINDS, ORDER_NAMES
@@ -194,6 +196,41 @@ def pool_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> None:
             st.json(report.to_dict(), expanded=False)
 
 
+def search_pool_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> None:
+    """Pool a live search engine's top-k (as `qrelkit pool --search CONFIG`): every query searched, the top-k
+    stored as a run with its request, then pooled."""
+    st.subheader("From a live search engine")
+    st.caption(
+        "A JSON or TOML config naming the endpoint, the request with {query}, k and where the reply holds the "
+        "hits, id, score and text (template elasticsearch, opensearch or solr fills them; docs/store.md). "
+        f"Credentials come only from the server's environment ({search_client.KEY_ENV}, or "
+        f"{search_client.USER_ENV} and {search_client.PASSWORD_ENV}), never from the config."
+    )
+    upload = st.file_uploader("Search config", type=["json", "toml"], key="search-config")
+    name = st.text_input("Search run name", placeholder="defaults to the config file's name", key="search-run")
+    if st.button("Search and pool", disabled=upload is None) and upload is not None:
+        with (
+            views.saved_upload(upload) as path,
+            st.spinner(f"Searching with {views.literal(upload.name)}…"),
+            user_errors("Nothing pooled"),
+        ):
+            try:
+                report, note = search_client.pool_from_search(
+                    engine, project.name, path, name.strip() or Path(upload.name).stem, actor=user.username
+                )
+            except USER_ERRORS as exc:  # name the uploaded file, not its temporary copy
+                raise ValueError(views.upload_error(exc, path, upload.name)) from None
+            found = report.search
+            st.success(
+                f"{found['queries']} query(ies) searched, {found['hits']} hit(s) stored as run "
+                f"{views.literal(found['run'])}, {found['fragments_imported']} fragment(s) imported from the "
+                f"replies; {report.created} new pair(s), {report.existing} already pooled."
+            )
+            if note:
+                st.info(views.literal(note))
+            st.json(report.to_dict(), expanded=False)
+
+
 def assign_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> None:
     """Save the overlap policy and assign pairs; set the queue order."""
     annotators = [u.username for u in users.list_users(engine, role="annotator") if u.active and u.kind == "human"]
@@ -291,6 +328,7 @@ def project_tabs(engine: Engine, project: ProjectInfo, user: UserInfo) -> None:
         import_section(engine, project, user)
     with pool_tab:
         pool_section(engine, project, user)
+        search_pool_section(engine, project, user)
     with assign_tab:
         assign_section(engine, project, user)
     with people_tab:
