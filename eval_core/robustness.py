@@ -23,6 +23,7 @@ from eval_core.io.formats import load_qrels, load_run
 from eval_core.io.judgments import annotator_kinds, relevant_from
 from eval_core.ranking.evaluation import EvalOptions, evaluate
 from eval_core.ranking.metrics import Ranked, compute, index_qrels, parse_metrics, rank_run
+from eval_core.thresholds import MIN_MODEL_SHARE
 from eval_core.vocab import AnnotatorKind
 
 DEFAULT_METRIC = "ndcg@10"
@@ -236,8 +237,10 @@ def _conditions(
     rel_level: int,
     scale: tuple[int, int],
     notes: list[str],
+    min_model_share: float = MIN_MODEL_SHARE,
 ) -> list[Condition]:
-    """Rules over the base labels, each annotator alone, and (with model judges) humans + models."""
+    """Rules over the base labels, each annotator alone, and (with model judges) humans + models. A model judge
+    that graded under `min_model_share` of the pairs has no condition of its own (a note says which and why)."""
 
     def score(name: str, group: str, label: str, qrels: pd.DataFrame) -> Condition:
         return _condition(name, group, label, qrels, runs, metric, rel_level, scale)
@@ -249,12 +252,23 @@ def _conditions(
             raise ValueError("no pair has a grade: nothing to evaluate against")
         out.append(score(f"rule {r}", "rule", r, _qrels(labels)))
     real = _real(everyone)
+    n_pairs = len(everyone[PAIR].drop_duplicates())
     for annotator in sorted(kinds):
         own = real[real["annotator"].astype(str) == annotator].sort_values(PAIR)  # sums in one order, any input
         if len(own) == 0:
             notes.append(f"{annotator} has no grades (only can't-judge), so has no condition of their own")
             continue
         group = "annotator" if kinds[annotator] == AnnotatorKind.HUMAN else "model"
+        graded = len(own[PAIR].drop_duplicates())
+        if group == "model" and graded < min_model_share * n_pairs:
+            notes.append(
+                f"model judge {annotator} left out of the conditions: it graded {graded} of the {n_pairs} pairs "
+                f"({graded / n_pairs:.0%}), under the {min_model_share:.0%} a model judge needs for a condition "
+                "of its own (MIN_MODEL_SHARE); on so few pairs its ranking of the runs would say nothing about "
+                "the labels"
+                + (" (its grades still join 'humans + models')" if AnnotatorKind.HUMAN in kinds.values() else "")
+            )
+            continue
         out.append(score(f"{group} {annotator}", group, annotator, _qrels(own)))
     if {AnnotatorKind.HUMAN, AnnotatorKind.MODEL} <= set(kinds.values()):
         labels = consensus(everyone, rule, adjudications, scale=scale)
@@ -522,6 +536,7 @@ def robustness(
     rel_level: int | None = None,
     models: Sequence[str] = (),
     progress: Callable[[int], object] | None = None,
+    min_model_share: float = MIN_MODEL_SHARE,
 ) -> RobustnessReport:
     """How each pair of runs compares under every labelling the judgments allow.
 
@@ -531,7 +546,8 @@ def robustness(
     winning; each annotator's condition is that annotator's grades alone, on the pairs they graded. `rule` is
     the reference condition that names each pair's winner, and the rule the bootstrap combines draws with.
     `progress(n)` hears of every n bootstrap replicates done. `rel_level` defaults as in `evaluate`: the
-    scale's second grade.
+    scale's second grade. A model judge that graded under `min_model_share` of the pairs (MIN_MODEL_SHARE) gets
+    no condition of its own; the report's notes name it and its share.
     """
     rel_level = relevant_from(scale) if rel_level is None else rel_level
     if rule not in RULES:
@@ -545,6 +561,8 @@ def robustness(
         raise ValueError("robustness compares runs: give at least two")
     if bootstrap < 0:
         raise ValueError(f"bootstrap must be 0 (none) or more replicates, got {bootstrap}")
+    if not 0 <= min_model_share <= 1:
+        raise ValueError(f"min_model_share must be between 0 and 1, got {min_model_share:g}")
     spec = _one_metric(metric)
     kinds = annotator_kinds(judgments, models)
     columns = [c for c in (*PAIR, "annotator", "grade") if c in judgments.columns]
@@ -562,7 +580,9 @@ def robustness(
     bootstrap = _bootstrap_replicates(base, bootstrap, notes)
     loaded = {str(name): load_run(src) for name, src in runs.items()}
     names = list(loaded)
-    conditions = _conditions(base, everyone, kinds, adjudications, loaded, spec.name, rule, rel_level, scale, notes)
+    conditions = _conditions(
+        base, everyone, kinds, adjudications, loaded, spec.name, rule, rel_level, scale, notes, min_model_share
+    )
     values = np.array([[c.values[r] for r in names] for c in conditions], dtype=np.float64)
     signs = _signs(values)
     tau = [[None if np.isnan(v) else float(v) for v in row] for row in tau_b(signs, signs)]

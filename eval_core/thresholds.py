@@ -7,6 +7,10 @@ from dataclasses import dataclass
 
 # Agreement (α, κ) below this marks a guideline version ambiguous: a project's default threshold.
 AGREEMENT_THRESHOLD = 0.6
+# A model judge that graded (a grade, not can't judge) under this share of the pairs graded at all gets no robustness
+# condition of its own: its few pairs would rank the runs on other queries than everyone else's, and any flip there
+# says nothing about the labels (eval_core.robustness; its grades still join "humans + models").
+MIN_MODEL_SHARE = 0.5
 # Fewer pairs with two grades than this (a project, a guideline version, a query, a category): agreement is shown
 # with its n and "too few to judge", never as a verdict or a flag — one pair more or less swings it.
 MIN_VERDICT_PAIRS = 10

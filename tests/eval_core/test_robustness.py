@@ -89,6 +89,39 @@ def test_a_model_judges_flip_is_told_apart_from_the_humans():
     assert labels["humans + models"]["B"] == 1.0  # lower median of (3, 3, 3, 0) on d2 is 3
 
 
+def test_a_model_judge_that_graded_few_pairs_is_left_out_and_named():
+    # Four pairs, every one graded by ann and bob. llm grades one of them (1/4 = 25% < MIN_MODEL_SHARE = 50%), the
+    # opposite way: on that one pair its ranking would flip A and B. It gets no condition of its own and the notes
+    # say why; its grade still joins "humans + models". Grading two of the four (exactly 50%) is enough.
+    from eval_core.thresholds import MIN_MODEL_SHARE
+
+    assert MIN_MODEL_SHARE == 0.5
+    people = [(q, d, a, g) for a in ("ann", "bob") for q in ("q1", "q2") for d, g in (("d1", 3), ("d2", 0))]
+    runs = {"A": {"q1": ["d1", "d2"], "q2": ["d1", "d2"]}, "B": {"q1": ["d2", "d1"], "q2": ["d2", "d1"]}}
+
+    def with_model(*graded: tuple[str, str, int]) -> pd.DataFrame:
+        rows = [*people, *((q, d, "llm", g) for q, d, g in graded)]
+        return frame(rows).assign(annotator_kind=lambda f: np.where(f["annotator"] == "llm", "model", "human"))
+
+    sparse = robustness(with_model(("q1", "d1", 0)), runs, bootstrap=0)
+    names = [c.name for c in sparse.conditions]
+    assert "model llm" not in names and "humans + models" in names
+    assert (
+        "model judge llm left out of the conditions: it graded 1 of the 4 pairs (25%), under the 50% a model judge "
+        "needs for a condition of its own (MIN_MODEL_SHARE)" in " ".join(sparse.notes)
+    )
+    (pair,) = sparse.pairs
+    assert pair.holds and pair.flips == [] and "model" not in pair.agree
+    half = robustness(with_model(("q1", "d1", 0), ("q1", "d2", 3)), runs, bootstrap=0)
+    assert "model llm" in [c.name for c in half.conditions] and half.pairs[0].flips == ["model llm"]
+    assert not any("left out" in n for n in half.notes)
+    # the share is settable: 0 keeps every model judge
+    kept = robustness(with_model(("q1", "d1", 0)), runs, bootstrap=0, min_model_share=0)
+    assert "model llm" in [c.name for c in kept.conditions]
+    with pytest.raises(ValueError, match="min_model_share must be between 0 and 1"):
+        robustness(with_model(("q1", "d1", 0)), runs, bootstrap=0, min_model_share=1.5)
+
+
 def test_bootstrap_share_matches_the_exact_draw_probability():
     # Enumerate every draw of three grades with replacement per pair: the lower median of each draw gives the
     # labels, and A is ahead exactly when its nDCG@10 beats B's under them.
