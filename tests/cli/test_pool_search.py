@@ -356,3 +356,19 @@ def test_the_documented_configs_load(tmp_path):
         8388608,
     )
     assert (loaded[2].method, loaded[2].hits, loaded[2].params["qf"]) == ("GET", "response.docs", "text")
+
+
+def test_pool_asks_for_depth_or_a_search_config(collection, store_url, tmp_path):
+    assert run(["pool", "--project", "demo", "--db", store_url]) == (
+        2,
+        "",
+        "qrelkit: error: pool needs --depth K (or --search CONFIG, whose k is the depth)\n",
+    )
+    code, _, err = run(["pool", "--project", "demo", "--db", store_url, "--depth", "5", "--name", "x"])
+    assert (code, err) == (2, "qrelkit: error: --name names the run a --search pool stores; give --search CONFIG too\n")
+    cfg = config(tmp_path, template="elasticsearch", url="http://127.0.0.1:9/p/_search")
+    code, _, err = run(["pool", "--project", "demo", "--db", store_url, "--search", str(cfg), "--bm25", "10"])
+    assert (code, err) == (
+        2,
+        "qrelkit: error: --search pools the engine's run alone: pool stored runs and BM25 in another call\n",
+    )
