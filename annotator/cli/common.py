@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,18 +54,36 @@ def _flat(item: object) -> bool:
     return isinstance(item, dict) and all(not isinstance(v, dict | list) or not v for v in item.values())
 
 
-def readable(data: object, indent: int = 0) -> list[str]:
-    """Nested report data as indented `key: value` lines; a list of flat records as an aligned table."""
+# Report keys under which the keys are data — a run's, an annotator's or a query's name — not field names: the
+# release card's per-run means, variances and judged shares, the diff's runs, robustness values. They are printed as
+# typed (a run called bm25_rm3_k1 keeps its underscores), while a field name reads as words (min_grades → min grades).
+DATA_KEYED = frozenset(
+    {"means", "query_variance", "judged", "runs", "values", "interval", "mean", "per_annotator", "per_run", "labels"}
+)
+_FIELD_NAME = re.compile(r"[a-z]+(?:_[a-z]+)*")
+
+
+def _key(key: object, data_keyed: bool) -> str:
+    """A key as printed: a field name (lowercase words joined by single underscores) as words, anything else —
+    and every key of a DATA_KEYED dict — exactly as given."""
+    text = str(key)
+    return text.replace("_", " ") if not data_keyed and _FIELD_NAME.fullmatch(text) else text
+
+
+def readable(data: object, indent: int = 0, data_keyed: bool = False) -> list[str]:
+    """Nested report data as indented `key: value` lines; a list of flat records as an aligned table. Field
+    names read as words; names from data (run, annotator and query names) are printed as typed (DATA_KEYED)."""
     pad = "  " * indent
     if isinstance(data, dict):
         lines = []
         for key, value in data.items():
+            name, inner = _key(key, data_keyed), str(key) in DATA_KEYED
             if isinstance(value, list) and value and not any(isinstance(v, dict | list) for v in value):
-                lines.append(f"{pad}{str(key).replace('_', ' ')}: {', '.join(map(_scalar, value))}")
+                lines.append(f"{pad}{name}: {', '.join(map(_scalar, value))}")
             elif isinstance(value, dict | list) and value:
-                lines += [f"{pad}{str(key).replace('_', ' ')}:", *readable(value, indent + 1)]
+                lines += [f"{pad}{name}:", *readable(value, indent + 1, inner)]
             else:
-                lines.append(f"{pad}{str(key).replace('_', ' ')}: {_scalar(value)}")
+                lines.append(f"{pad}{name}: {_scalar(value)}")
         return lines
     if isinstance(data, list):
         if data and all(_flat(item) for item in data) and len({tuple(item) for item in data}) == 1:
@@ -73,7 +92,7 @@ def readable(data: object, indent: int = 0) -> list[str]:
             widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
             return [
                 pad + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-                for r in [[h.replace("_", " ") for h in header], *rows]
+                for r in [[_key(h, False) for h in header], *rows]
             ]
         lines = []
         for item in data:
