@@ -33,6 +33,7 @@ from db.model_judges import (
     save_probes,
     write_grades,
 )
+from db.textless import texts_waiting
 from eval_core.judges.probes import PROBES, ProbeSummary, probe_text, summarize
 from eval_core.judges.prompt import Answer, parse_grade
 from eval_core.progress import bar as progress_bar
@@ -52,7 +53,7 @@ class JudgeFailed(RuntimeError):
 class PrejudgeReport:
     """What a prejudge run did: pairs considered, requests the endpoint received (retries included; one per
     pair for a callable judge), answers reused from the cache, grades written, answers refused (malformed) or
-    failed, tokens used and the wall-clock time."""
+    failed, tokens used and the wall-clock time; the pairs left out because their fragment waits for its text."""
 
     project: str
     annotator: str
@@ -71,6 +72,7 @@ class PrejudgeReport:
     completion_tokens: int = 0
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
+    without_text: int = 0  # pairs left out: their fragment waits for its text (never sent to a model empty)
 
     @property
     def ok(self) -> bool:
@@ -131,6 +133,7 @@ def prejudge(
     started = time.perf_counter()
     pairs = judge_pairs(engine, project, limit, info.labels, in_force.text, params)
     report.pairs = len(pairs)
+    report.without_text = texts_waiting(engine, project).pairs
     kept = kept_answers(engine, pairs, model, prompt_version or "")
     grades: list[tuple[JudgePair, int, Answer | None]] = []
     sent_before = _sent(judge)

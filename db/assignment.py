@@ -30,7 +30,8 @@ class AssignReport:
     (`pairs_asked_overlap`), how many will have it in people's grades and assignments (`pairs_with_overlap`);
     the pairs that will still have fewer than they were asked (`pairs_short`); named annotators who cannot log
     in (no password yet), whose new assignments wait for one; the pairs left out because only a judgments
-    import named them (`imported_only`: pool them, or name them with `pair_ids`)."""
+    import named them (`imported_only`: pool them, or name them with `pair_ids`); the pairs left out because
+    their fragment has no text yet (`waiting_for_text`, db.textless: import the texts, then assign again)."""
 
     created: int = 0
     pairs_topped_up: int = 0
@@ -43,6 +44,7 @@ class AssignReport:
     pairs_short: int = 0
     cannot_log_in: list[str] = field(default_factory=list)
     imported_only: int = 0
+    waiting_for_text: int = 0
 
     def to_dict(self) -> dict:
         """JSON-able form for the CLI and the app."""
@@ -138,8 +140,9 @@ def assign(
     """Give every pooled pair `overlap` distinct annotators (or only a seeded `fraction` of pairs, the rest one),
     filling each query's pairs annotator by annotator so a query is read once; re-running tops up only what is
     missing. A pair that only a judgments import named (e.g. a reference's qrels) is not pooled and not
-    assigned, unless `pair_ids` (the pairs to assign, see pairs_from_file) names it. Leads and the operator
-    only."""
+    assigned, unless `pair_ids` (the pairs to assign, see pairs_from_file) names it; a pair whose fragment has
+    no text yet is never assigned (counted in `waiting_for_text`; assign again once the texts are imported).
+    Leads and the operator only."""
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         proj = project_row(session, project, lock=True)
@@ -158,7 +161,8 @@ def assign(
             )
         report = AssignReport(overlap=n, fraction=frac, cannot_log_in=[u for _, u, ok in chosen if not ok])
         every = session.execute(
-            select(Pair.id, Pair.query_id, Pair.sources)
+            select(Pair.id, Pair.query_id, Pair.sources, Fragment.has_text)
+            .join(Fragment, Fragment.id == Pair.fragment_id)
             .where(Pair.project_id == proj.id)
             .order_by(Pair.query_id, Pair.best_rank.is_(None), Pair.best_rank, Pair.id)
         ).all()
@@ -168,6 +172,9 @@ def assign(
         else:
             rows = [r for r in every if list(r.sources or ()) != [IMPORTED]]
             report.imported_only = len(every) - len(rows)
+        # a pair waiting for its fragment's text is never queued: it could not be served (db.grading)
+        readable = [r for r in rows if r.has_text]
+        report.waiting_for_text, rows = len(rows) - len(readable), readable
         pair_ids = np.array([r.id for r in rows], dtype=np.int64)
         full = overlap_sample(pair_ids, frac, seed)
         report.pairs_total, report.pairs_asked_overlap = len(rows), int(full.sum())

@@ -10,7 +10,7 @@ from enum import StrEnum
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import bindparam, delete, func, insert, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col
@@ -21,7 +21,8 @@ from db.projects import project_row, project_scale
 from db.store.engine import session_scope
 from db.store.frames import adjudications_frame, frame_of, judgments_frame
 from db.store.models import Evaluation as EvaluationRow
-from db.store.models import Fragment, Pair, Project, Query, Release, Run, RunEntry, pk, table_of, utcnow
+from db.store.models import Fragment, Judgment, Pair, Project, Query, Release, Run, RunEntry, pk, table_of, utcnow
+from db.textless import IMPORT_TEXTS, create_textless
 from eval_core.errors import NotFound
 from eval_core.ranking.evaluation import Evaluation, evaluate
 from eval_core.ranking.significance import Comparison, bootstrap_ci, compare
@@ -483,37 +484,53 @@ def compare_runs(
 
 
 def holes_without_text(engine: Engine, project: str, run_name: str, k: int = 10) -> int:
-    """How many documents in a run's top-k have no text in the project (their fragments were never imported):
-    they can be neither pooled nor judged until their texts are imported (`qrelkit import fragments`)."""
+    """How many documents in a run's top-k have no text in the project and no grade: their fragments were never
+    imported (kept as fragments waiting for their text, db.textless), so their pairs can be made and evaluated
+    but never served until `qrelkit import fragments` brings the texts."""
     with session_scope(engine) as session:
         run = load_run(session, project_row(session, project), run_name)
+        graded = (
+            select(col(Judgment.id))
+            .join(Pair, col(Pair.id) == col(Judgment.pair_id))
+            .where(col(Pair.query_id) == col(RunEntry.query_id), col(Pair.fragment_id) == col(RunEntry.fragment_id))
+        )
         return int(
             session.execute(
-                select(func.count()).where(
-                    col(RunEntry.run_id) == run.id, col(RunEntry.rank) <= k, col(RunEntry.fragment_id).is_(None)
+                select(func.count())
+                .select_from(RunEntry)
+                .outerjoin(Fragment, col(Fragment.id) == col(RunEntry.fragment_id))
+                .where(
+                    col(RunEntry.run_id) == run.id,
+                    col(RunEntry.rank) <= k,
+                    col(RunEntry.fragment_id).is_(None) | ~col(Fragment.has_text),
+                    ~graded.exists(),
                 )
             ).scalar_one()
         )
 
 
 def no_text_advice(missing: int) -> str:
-    """What to do about top-k documents without a text: one sentence for the CLI and the Evaluate page."""
+    """What to do about unjudged top-k documents without a text: one sentence for `qrelkit holes` and the
+    Evaluate page."""
     return (
-        f"{missing} unjudged document(s) have no text in the project (never imported), so no pair could be "
-        "made for them: import their texts (`qrelkit import fragments FILE`, or the Project page's Import tab; "
-        "`--field` maps other field names), then send the holes again"
+        f"{missing:,} unjudged pair(s) have no text yet (their fragments were never imported): they are kept as "
+        f"pairs waiting for their text and never served to an annotator; import their texts with {IMPORT_TEXTS}, "
+        "then assign them"
     )
 
 
 def judge_holes(engine: Engine, project: str, run_name: str, k: int = 10, *, actor: Actor) -> int:
     """Turn the fragments in a run's top-k that no pair covers yet (same text counts as covered) into new pairs
-    with provenance 'holes:<run>', ready for assignment (a lead's call); returns how many were created."""
+    with provenance 'holes:<run>', ready for assignment (a lead's call); returns how many were created. A
+    document a run stored before 0017 left without a fragment becomes one waiting for its text, so its pair
+    exists (and waits, counted by holes_without_text) like any other."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         proj = project_row(session, project, lock=True)
         run = load_run(session, proj, run_name)
+        _link_textless(session, pk(proj), pk(run), k)
         covered = set(
             session.execute(
                 select(col(Pair.query_id), col(Fragment.content_hash))
@@ -529,3 +546,33 @@ def judge_holes(engine: Engine, project: str, run_name: str, k: int = 10, *, act
         source = f"holes:{run.name}"
         holes = [(q, f, r, source) for q, f, r, h in top if (q, h) not in covered]
         return add_candidates(session, pk(proj), holes).created if holes else 0
+
+
+def _link_textless(session: Session, project_id: int, run_id: int, k: int) -> None:
+    """Give the run's top-k documents that have no fragment (a run stored before 0017) one waiting for its text,
+    or the fragment imported under their id since, in the caller's transaction."""
+    docs = {
+        doc
+        for (doc,) in session.execute(
+            select(col(RunEntry.doc_external_id)).where(
+                col(RunEntry.run_id) == run_id, col(RunEntry.rank) <= k, col(RunEntry.fragment_id).is_(None)
+            )
+        )
+    }
+    if not docs:
+        return
+    have = dict(
+        session.execute(
+            select(col(Fragment.external_id), col(Fragment.id)).where(
+                col(Fragment.project_id) == project_id, col(Fragment.external_id).in_(sorted(docs))
+            )
+        ).all()
+    )
+    have.update(create_textless(session, project_id, docs - have.keys()))
+    entries = table_of(RunEntry)
+    session.execute(
+        entries.update()
+        .where(entries.c.run_id == run_id, entries.c.doc_external_id == bindparam("doc"))
+        .values(fragment_id=bindparam("fid")),
+        [{"doc": doc, "fid": fid} for doc, fid in have.items()],
+    )

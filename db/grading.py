@@ -34,6 +34,7 @@ from db.store.models import (
     table_of,
     utcnow,
 )
+from db.textless import IMPORT_TEXTS
 from eval_core.errors import Conflict, NotFound, Refused
 from eval_core.io.records import check_note
 from eval_core.vocab import DEFAULT_ORDER, Role
@@ -73,6 +74,7 @@ class PairView:
     fragment_doc_id: str | None = None
     rejudge_version: int | None = None  # a lead sent this judged pair back to be graded under this version
     version: int = 0  # the (pair, user)'s latest history id when the view was read; 0 = never graded
+    has_text: bool = True  # false: the fragment waits for its text (db.textless); never served, shown to a lead only
 
 
 class ChangedMeanwhile(Conflict):
@@ -169,6 +171,7 @@ _BEFORE_WRITE = (
         .limit(1)
         .scalar_subquery(),
         select(func.max(H.c.id)).where(H.c.pair_id == P.c.id, H.c.user_id == U.c.id).scalar_subquery(),
+        select(F.c.has_text).where(F.c.id == P.c.fragment_id).scalar_subquery(),
     )
     .select_from(
         U.join(P, P.c.id == bindparam("pair_id"))
@@ -180,10 +183,12 @@ _BEFORE_WRITE = (
 _HISTORY = H.insert().returning(H.c.id)
 # A write closes the assignment, re-judging included.
 _MARK = A.update().where(A.c.id == bindparam("assignment_id")).values(done=bindparam("done"), rejudge_version=None)
-# Open: not done, and either not judged yet or sent back by a lead for re-judging.
+# Open: not done, either not judged yet or sent back by a lead for re-judging, and its fragment has a text
+# (assign never queues a pair still waiting for its text; this keeps any other path from serving one).
 _OPEN = and_(
     A.c.done == false(),
     or_(A.c.rejudge_version.is_not(None), ~exists().where(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id)),
+    exists().where(P.c.id == A.c.pair_id, F.c.id == P.c.fragment_id, F.c.has_text),
 )
 # An assignment is done when its pair has the user's judgment and was not sent back for re-judging.
 _DONE = and_(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id, A.c.rejudge_version.is_(None))
@@ -221,6 +226,7 @@ _VIEW = (
         F.c.doc_id,
         select(A.c.rejudge_version).where(A.c.pair_id == P.c.id, A.c.user_id == bindparam("user_id")).scalar_subquery(),
         select(func.max(H.c.id)).where(H.c.pair_id == P.c.id, H.c.user_id == bindparam("user_id")).scalar_subquery(),
+        F.c.has_text,
     )
     .select_from(
         P.join(Q, Q.c.id == P.c.query_id)
@@ -340,11 +346,17 @@ def record_judgment(
             round_size,
             round_status,
             version,
+            has_text,
         ) = row
         version = version or 0
         _may_write(conn, username, user_id, role, active, project_id, round_size, round_status)
         if assignment_id is None and role != Role.LEAD:
             raise Refused(f"pair {pair_id} is not assigned to {username!r}")
+        if not has_text:
+            raise Refused(
+                f"pair {pair_id} waits for its fragment's text (never imported): nobody grades what they cannot "
+                f"read; import the text with {IMPORT_TEXTS}"
+            )
         grade = check_grade(grade, (low, high), reason)
         # Re-judging writes even the same grade: the judgment is now made under the version in force.
         if old_id is not None and (old_grade, old_note, old_reason) == (grade, note, reason) and rejudge is None:
@@ -471,10 +483,38 @@ def _view(session: Session, project_id: int, user_id: int, pair_id: int, positio
     version = row[12] or 0
     if row[11] is not None:  # sent back for re-judging: blind, like a first grading (history keeps the old one)
         return PairView(
-            pair_id, row[0], row[1], row[2], row[3], row[4], rank, total, None, None, None, row[10], row[11], version
+            pair_id,
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            row[4],
+            rank,
+            total,
+            None,
+            None,
+            None,
+            row[10],
+            row[11],
+            version,
+            bool(row[13]),
         )
     return PairView(
-        pair_id, row[0], row[1], row[2], row[3], row[4], rank, total, row[5], row[6], row[7], row[10], row[11], version
+        pair_id,
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        rank,
+        total,
+        row[5],
+        row[6],
+        row[7],
+        row[10],
+        row[11],
+        version,
+        bool(row[13]),
     )
 
 

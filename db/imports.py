@@ -35,6 +35,7 @@ from db.store.models import (
     User,
     utcnow,
 )
+from db.textless import EXAMPLES, IMPORT_TEXTS, create_textless, textless_report
 from eval_core.errors import MAX_PROBLEMS, InputError, Problems
 from eval_core.io.collection import read_fragments, read_queries
 from eval_core.io.formats import detect_format, load_run
@@ -54,7 +55,6 @@ from eval_core.progress import bar as progress_bar
 MAX_ID_CHARS = 500
 MAX_NAME_CHARS = 200
 MAX_PROMPT_CHARS = 64  # users.prompt_version, judgments.prompt_version
-UNKNOWN_LISTED = 10
 # What `import run` says of grades given as a run, instead of eval's "were the qrels and the run swapped?"
 QRELS_AS_RUN = (
     ": grades go in with `qrelkit import judgments FILE` (TREC or BEIR qrels: with --annotator NAME, "
@@ -76,7 +76,8 @@ class ImportReport:
     kind: str = ""
     path: str = ""
     records: int = 0
-    unknown_fragments: dict = field(default_factory=dict)
+    without_text: dict = field(default_factory=dict)  # fragments this import created without a text (db.textless)
+    texts_filled: int = 0  # fragments that waited for their text and got it (an import of fragments)
     format: str = ""
     guideline: dict = field(default_factory=dict)
 
@@ -94,7 +95,9 @@ class ImportReport:
         }
         if self.guideline:
             out["guideline"] = self.guideline
-        return {**out, "unknown_fragments": self.unknown_fragments} if self.unknown_fragments else out
+        if self.texts_filled:
+            out["texts_filled"] = self.texts_filled
+        return {**out, "without_text": self.without_text} if self.without_text else out
 
 
 class ImportRejected(InputError):
@@ -215,6 +218,7 @@ def _parse_fragments(
                 "position": rec.position,
                 "meta": rec.meta,
                 "content_hash": content_hash(rec.text),
+                "has_text": True,
             }
     problems.check()
     return out, read.format
@@ -292,8 +296,26 @@ def import_fragments(
     report = ImportReport(kind="fragments", path=str(path), records=len(parsed), format=found)
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
+        waiting = {
+            ext for (ext,) in session.execute(select(F.c.external_id).where(F.c.project_id == proj.id, ~F.c.has_text))
+        }
         _upsert_by_external_id(session, F, proj.id, parsed, report, progress)  # type: ignore[arg-type]
+        report.texts_filled = len(waiting & parsed.keys())  # counted apart from the texts that changed
+        report.updated -= report.texts_filled
+        _link_run_entries(session, proj.id)
     return report
+
+
+def _link_run_entries(session: Session, project_id: int) -> None:
+    """Point the entries of runs stored before their documents were fragments (before 0017 a run kept them
+    with no fragment) at the fragments now imported under their ids."""
+    R, E = Run.__table__, RunEntry.__table__
+    match = select(F.c.id).where(F.c.project_id == project_id, F.c.external_id == E.c.doc_external_id).scalar_subquery()
+    session.execute(
+        E.update()
+        .where(E.c.fragment_id.is_(None), E.c.run_id.in_(select(R.c.id).where(R.c.project_id == project_id)))
+        .values(fragment_id=match)
+    )
 
 
 # --- runs ------------------------------------------------------------------------------------------------------
@@ -388,7 +410,10 @@ def import_run(
         fragments = dict(
             session.execute(select(Fragment.external_id, Fragment.id).where(Fragment.project_id == proj.id)).all()
         )
-        report.unknown_fragments = _unknown_fragments(path, frame, fragments)
+        unknown = set(frame.loc[~frame["doc"].isin(fragments.keys()), "doc"].unique())
+        if unknown:  # kept as fragments waiting for their text: pooled, evaluated, served once the text comes
+            report.without_text = textless_report(str(path), len(unknown), _first_lines(path, unknown))
+            fragments.update(create_textless(session, proj.id, unknown))
         if old is None:
             run_id = session.execute(
                 Run.__table__.insert()
@@ -416,30 +441,26 @@ def import_run(
     return report
 
 
-def _unknown_fragments(path: str | Path, frame: pd.DataFrame, fragments: dict[str, int]) -> dict:
-    """Run documents the corpus does not hold (kept, never pooled): how many, and the first UNKNOWN_LISTED
-    with the line that names them, found by one more pass over the file only when there are any."""
-    unknown = set(frame.loc[~frame["doc"].isin(fragments.keys()), "doc"].unique())
-    if not unknown:
-        return {}
-    examples: dict[str, int] = {}
+def _first_lines(path: str | Path, unknown: set[str]) -> dict[str, int | None]:
+    """The first EXAMPLES documents of a TREC run that the project lacked, with the line that first names each
+    (one more pass over the file, only when there are any); a JSONL/CSV run's are named without a line."""
+    examples: dict[str, int | None] = {}
     for lineno, line in iter_lines(path):
         fields = line.split()
         if len(fields) == 6 and fields[2] in unknown and fields[2] not in examples:
             examples[fields[2]] = lineno
-            if len(examples) == min(UNKNOWN_LISTED, len(unknown)):
-                break
-    return {
-        "count": len(unknown),
-        "examples": [f"{path}:{line}: unknown fragment id {doc!r}" for doc, line in examples.items()],
-    }
+            if len(examples) == min(EXAMPLES, len(unknown)):
+                return examples
+    for doc in sorted(unknown - examples.keys())[: EXAMPLES - len(examples)]:
+        examples[doc] = None
+    return examples
 
 
 def _insert_run_entries(
     session: Session, run_id: int, frame: pd.DataFrame, fragments: dict[str, int], show: bool
 ) -> None:
     """Bulk insert on the driver (SQLite executemany of tuples, PostgreSQL COPY) in the caller's transaction;
-    documents outside the corpus are kept with a NULL fragment."""
+    every document has a fragment (one without a text was created for a document the corpus lacked)."""
     fids = frame["doc"].map(fragments).astype("Int64").astype(object)
     fids = fids.where(fids.notna(), None)
     rows = list(
@@ -525,12 +546,14 @@ def _parse_judgments(
     show: bool,
     judges: AnnotatorKind,
     source: JudgmentsSource,
-) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], dict]:
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], dict, dict[str, int]]:
     """The judgments and adjudications of a file (eval_core's one judgments reader) with store ids: query,
     fragment, guideline (by version), a timestamp and each grade's prompt version, plus the users-row fields
     of every annotator (see _annotators); every line naming something the project does not have is a
     problem, an annotator must keep its kind (and a model judge its model), and an adjudication must name an
-    active lead. The last item says which guideline version the judgments without one were given."""
+    active lead. The fourth item says which guideline version the judgments without one were given; the last,
+    the fragment ids the project lacks with the line that first names each (to be created without a text;
+    with `source.require_texts`, each such line is a problem instead)."""
     read = _read_judgments(path, proj, show, source)
     problems = _Problems(path, "judgments")
     problems.items, problems.total = list(read.problems), read.total_problems
@@ -555,20 +578,25 @@ def _parse_judgments(
         }
         taken = account_keys(session)
     people = _annotators(frame, judges, known, problems)
+    textless: dict[str, int] = {}  # fragment id the project lacks → the line that first names it
     for table in (frame, decided):
         table["query"] = table["query_id"].map(queries)
         table["fragment"] = table["fragment_id"].map(fragments)
-        for line, qext, fext, qid, fid in table[["line", "query_id", "fragment_id", "query", "fragment"]].itertuples(
+        unknown = table["query"].isna() | table["fragment"].isna()
+        for line, qext, fext, qid in table.loc[unknown, ["line", "query_id", "fragment_id", "query"]].itertuples(
             index=False
         ):
             if pd.isna(qid):
                 problems.add(line, f"unknown query id {qext!r} (not imported into this project)")
-            elif pd.isna(fid):
+            elif source.require_texts:
                 problems.add(
                     line,
                     f"unknown fragment id {fext!r} (not imported into this project) — import their texts first "
-                    "(`qrelkit import fragments FILE`, `--field` for other field names)",
+                    f"with {IMPORT_TEXTS}, or leave out --require-texts to keep them as fragments waiting for "
+                    "their text",
                 )
+            else:
+                textless[fext] = min(line, textless.get(fext, line))
     if "guideline" in frame.columns:
         frame["guideline_id"] = frame["guideline"].map(lambda v: None if v is None else versions.get(_version(v)))
         known = ", ".join(map(str, sorted(versions))) or "none yet"
@@ -592,7 +620,7 @@ def _parse_judgments(
             why = "no such user" if role is None else ("deactivated" if not role[1] else f"role {role[0]}")
             problems.add(line, f"adjudication by {lead!r} ({why}): an adjudication must name an active lead")
     problems.check()
-    return frame, decided, people, stamp
+    return frame, decided, people, stamp, textless
 
 
 def _new_account_names(frame: pd.DataFrame, taken: dict[str, str], problems: Problems) -> None:
@@ -641,11 +669,14 @@ def _version(text: str) -> int | None:
 class JudgmentsSource:
     """What an import is told about a judgments file beyond who judged: `annotator` makes it qrels (TREC or BEIR;
     `qrels_format` 'jg': multi-judge, one annotator per judge group) graded by that annotator; `guideline` is
-    the version stamped on judgments whose line names none (default: the version in force)."""
+    the version stamped on judgments whose line names none (default: the version in force); `require_texts`
+    refuses a file naming a fragment whose text was never imported (default: it becomes a fragment waiting for
+    its text, db.textless, and the report names how many)."""
 
     annotator: str | None = None
     qrels_format: str | None = None
     guideline: int | None = None
+    require_texts: bool = False  # refuse a line naming a fragment the project lacks, instead of creating it text-less
 
     def __post_init__(self) -> None:
         if self.annotator is not None and not 0 < len(self.annotator.strip()) <= MAX_NAME_CHARS - 10:
@@ -906,7 +937,7 @@ def import_judgments(
         fragments = dict(
             session.execute(select(Fragment.external_id, Fragment.id).where(Fragment.project_id == proj.id)).all()
         )
-    judged, adjudications, people, stamp = _parse_judgments(
+    judged, adjudications, people, stamp, textless = _parse_judgments(
         engine, path, proj, queries, fragments, progress, judges, source
     )
     report = ImportReport(
@@ -918,6 +949,9 @@ def import_judgments(
     )
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
+        if textless:
+            _fill_textless(session, proj.id, (judged, adjudications), textless)
+            report.without_text = textless_report(str(path), len(textless), textless)
         names = dict.fromkeys(judged["annotator"].tolist(), "annotator")
         users = _ensure_users(session, names, people, judges.prompt_version) if names else {}
         users.update(
@@ -931,6 +965,23 @@ def import_judgments(
         write_judgments(session, proj.id, judged, users, pairs, report, progress)
         _write_adjudications(session, proj.id, adjudications, users, pairs)
     return report
+
+
+def _fill_textless(session: Session, project_id: int, tables: tuple[pd.DataFrame, ...], textless: dict) -> None:
+    """Create the fragments the file names but the project lacked, without a text, in the import's transaction,
+    and give the tables' lines that name them their ids (one created meanwhile by another import is reused)."""
+    have: dict[str, int] = {}
+    for chunk in _chunks(sorted(textless), 500):
+        have.update(
+            session.execute(
+                select(F.c.external_id, F.c.id).where(F.c.project_id == project_id, F.c.external_id.in_(chunk))
+            ).all()
+        )
+    have.update(create_textless(session, project_id, set(textless) - have.keys()))
+    for table in tables:
+        missing = table["fragment"].isna()
+        if missing.any():
+            table.loc[missing, "fragment"] = table.loc[missing, "fragment_id"].map(have)
 
 
 def _when(text: str | None, now: datetime) -> datetime:

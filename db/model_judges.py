@@ -118,7 +118,8 @@ def judge_setup(engine: Engine, project: str) -> tuple[ProjectInfo, Guideline]:
 def judge_pairs(
     engine: Engine, project: str, limit: int | None, labels: Mapping[int, str], guideline: str, params: Mapping
 ) -> list[JudgePair]:
-    """The project's pairs in pool order (the first `limit`), with the texts the judge reads."""
+    """The project's pairs in pool order (the first `limit`), with the texts the judge reads; a pair whose
+    fragment waits for its text is left out (a model is never sent an empty text; see pairs_without_text)."""
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
         stmt = (
@@ -134,7 +135,7 @@ def judge_pairs(
             )
             .join(Query, Query.id == Pair.query_id)
             .join(Fragment, Fragment.id == Pair.fragment_id)
-            .where(Pair.project_id == project_id)
+            .where(Pair.project_id == project_id, Fragment.has_text)
             .order_by(Pair.id)
         )
         rows = session.execute(stmt.limit(limit) if limit is not None else stmt).all()

@@ -272,10 +272,11 @@ def pool(
 
 
 def _unique_texts(session: Session, project_id: int) -> dict[int, str]:
-    """Title + text of one fragment per distinct content (the lowest id), so BM25 never returns twins."""
+    """Title + text of one fragment per distinct content (the lowest id), so BM25 never returns twins; a fragment
+    waiting for its text (db.textless) is not indexed."""
     rows = session.execute(
         select(col(Fragment.id), col(Fragment.content_hash), col(Fragment.title), col(Fragment.text))
-        .where(col(Fragment.project_id) == project_id)
+        .where(col(Fragment.project_id) == project_id, col(Fragment.has_text))
         .order_by(col(Fragment.id))
     ).all()
     out: dict[int, str] = {}

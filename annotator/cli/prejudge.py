@@ -86,6 +86,14 @@ def cmd_prejudge(args: argparse.Namespace) -> int:
             f"{report.completion_tokens} completion)",
             file=sys.stderr,
         )
+    if report.without_text:
+        from db.textless import IMPORT_TEXTS
+
+        print(
+            f"qrelkit: {report.without_text} pair(s) left out: their fragments wait for their text (a model is never "
+            f"sent an empty one); import the texts with {IMPORT_TEXTS}",
+            file=sys.stderr,
+        )
     if not report.ok:
         print(f"qrelkit: {report.failed + report.malformed} pair(s) got no grade; see `problems`", file=sys.stderr)
     return 0 if report.ok else 1

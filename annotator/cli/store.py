@@ -6,6 +6,7 @@ Handlers are named cmd_<command>[_<action>], import the store inside, and act as
 from __future__ import annotations
 
 import argparse
+import sys
 
 from annotator.cli.common import LazyChoices, db_option, emit, report_option, store_engine
 from eval_core.thresholds import AGREEMENT_THRESHOLD
@@ -146,11 +147,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.kind == "judgments":
         extra = {
             "judges": AnnotatorKind(args.annotator_kind, args.model, args.prompt_version),
-            "source": JudgmentsSource(args.annotator, args.qrels_format, args.guideline),
+            "source": JudgmentsSource(args.annotator, args.qrels_format, args.guideline, bool(args.require_texts)),
         }
     actor = args.lead if args.kind == "adjudications" else OPERATOR
     report = IMPORT_KINDS[args.kind](engine, args.project, args.file, progress=True, actor=actor, **extra)
     emit(args, report.to_dict())
+    without_text = getattr(report, "without_text", None)
+    if without_text:  # on the terminal even when stdout goes to a script; the report lists the first ids
+        print(f"note: {without_text['note']}", file=sys.stderr)
     return 0
 
 
@@ -167,6 +171,7 @@ IMPORT_OPTIONS = {
         "--annotator",
         "--qrels-format",
         "--guideline",
+        "--require-texts",
     ),
     "adjudications": ("--lead", "--reason"),
 }
@@ -249,7 +254,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_project_set)
 
     p = subparsers.add_parser(
-        "import", help="import queries, fragments, a TREC run, judgments or a lead's adjudications (all or nothing)"
+        "import",
+        help="import queries, fragments, a TREC run, judgments or a lead's adjudications (all or nothing)",
+        description="Import queries, fragments, a TREC run, judgments or a lead's adjudications: the whole file "
+        "is checked, then written all or nothing. A run, judgments or qrels may name fragments whose texts were "
+        "never imported: each becomes a fragment waiting for its text (the report counts them and names the "
+        "first with their lines), evaluated and released but never served to an annotator or sent to a model "
+        "judge; `import fragments` later fills the texts in.",
     )
     p.add_argument(
         "kind",
@@ -323,6 +334,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="judgments: the file's annotators are a reference (--annotator-kind reference), e.g. NIST's qrels: "
         "people are measured against it (`qrelkit agreement`: vs reference), it never fills an overlap slot "
         "or holds a queue, is never re-judged, and a release takes its grade where no person graded",
+    )
+    p.add_argument(
+        "--require-texts",
+        action="store_const",
+        const=True,
+        default=None,
+        help="judgments: refuse a file that names a fragment whose text was never imported (default: such a "
+        "fragment is kept without a text, evaluated and released but never served until `import fragments` "
+        "brings it, and the report names how many with the first lines that name them)",
     )
     p.add_argument(
         "--lead",

@@ -524,6 +524,7 @@ def test_cli_prints_a_readable_summary_and_the_json_report_on_request(store_url,
         "completion_tokens",
         "seconds",
         "problems",
+        "without_text",
         "total_tokens",
         "prompt",
     }

@@ -119,9 +119,10 @@ def test_holes_says_how_many_unjudged_documents_have_no_text(engine, store_url, 
     seed(engine, 1, {}, {}, {"R": {"q1": ["f1", "ghost1", "f2", "ghost2", "ghost3"]}})
     assert main(["holes", "R", "--k", "4", "--project", "demo", "--db", store_url]) == 0
     out, err = capsys.readouterr()
-    assert out == "0 new pairs from the unjudged top-4 of R\n"  # f1 and f2 are pairs already
-    assert "note: 2 unjudged document(s) have no text in the project (never imported)" in err
-    assert "import their texts (`qrelkit import fragments FILE`" in err
+    # f1 and f2 are pairs already; ghost1 and ghost2 become fragments waiting for their text, with their pairs
+    assert out == "2 new pairs from the unjudged top-4 of R\n"
+    assert "note: 2 unjudged pair(s) have no text yet (their fragments were never imported)" in err
+    assert "import their texts with `qrelkit import fragments FILE`" in err
 
 
 def test_qrels_naming_fragments_without_text_are_refused_in_one_line_with_the_way_out(engine, queue, tmp_path):
@@ -130,8 +131,9 @@ def test_qrels_naming_fragments_without_text_are_refused_in_one_line_with_the_wa
     qrels = tmp_path / "nist.qrels"
     qrels.write_text("q1 0 f1 2\n" + "".join(f"q1 0 D{i} 1\n" for i in range(250)))
     with pytest.raises(InputError) as err:
-        import_judgments(engine, "demo", qrels, actor=OPERATOR, source=JudgmentsSource("nist"))
+        import_judgments(engine, "demo", qrels, actor=OPERATOR, source=JudgmentsSource("nist", require_texts=True))
     assert err.value.more == [
         f"{qrels}: 250 lines like line 2: unknown fragment id 'D0' (not imported into this project) — import their "
-        "texts first (`qrelkit import fragments FILE`, `--field` for other field names)"
+        "texts first with `qrelkit import fragments FILE` (or the Project page's Import tab; `--field` maps other "
+        "field names), or leave out --require-texts to keep them as fragments waiting for their text"
     ]

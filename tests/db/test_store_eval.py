@@ -270,10 +270,11 @@ def test_judge_the_holes(engine, project):
     assert {f for (_, f), (src, _) in pairs.items() if src == ["holes:R"]} == {"d11", "d2", "d9", "d14", "d1"}
     assert pairs[("q1", "d11")] == (["holes:R"], 3)
     assert judge_holes(engine, "demo", "R", k=9, actor=OPERATOR) == 0
-    assert (
-        judge_holes(engine, "demo", "S", k=4, actor=OPERATOR) == 0
-    )  # d14 covered, z9 same text, ghost unknown, d3 judged
-    # ghost (rank 3 of S) has no text in the project: it can become no pair until its text is imported
+    # d14 covered, z9 same text, d3 judged; ghost (a run stored before 0017 left it without a fragment) becomes
+    # a fragment waiting for its text, and its pair waits with it
+    assert judge_holes(engine, "demo", "S", k=4, actor=OPERATOR) == 1
+    assert pairs_of(engine, project.id)[("q1", "ghost")] == (["holes:S"], 3)
+    # ghost (rank 3 of S) has no text in the project and no grade
     assert (holes_without_text(engine, "demo", "S", k=4), holes_without_text(engine, "demo", "S", k=2)) == (1, 0)
     assert judge_holes(engine, "demo", "R", k=20, actor=OPERATOR) == 1  # d6 at rank 10
     create_user(engine, "bob", "annotator", actor=OPERATOR)

@@ -15,6 +15,7 @@ from db.accounts.users import create_user, deactivate
 from db.imports import (
     AnnotatorKind,
     ImportRejected,
+    JudgmentsSource,
     import_fragments,
     import_judgments,
     import_queries,
@@ -127,7 +128,9 @@ def test_run_ranks_follow_trec_eval(engine, corpus):
             .order_by(RunEntry.query_id, RunEntry.rank)
         ).all()
     assert [(d, r) for d, r, _ in rows] == [("d2", 1), ("d3", 2), ("d1", 3), ("zz", 1)]
-    assert rows[-1][2] is None  # a document outside the corpus is kept, unlinked
+    with engine.connect() as conn:
+        zz = conn.execute(sa.select(Fragment.id, Fragment.has_text).where(Fragment.external_id == "zz")).one()
+    assert rows[-1][2] == zz.id and zz.has_text is False  # a document outside the corpus waits for its text
     # Cross-check with pytrec_eval: with only d3 relevant, reciprocal rank 1/2 means d3 ranks 2nd.
     # Cross-check with pytrec_eval (trec_eval's own tie-breaking): d3's reciprocal rank there is 1 / our rank.
     ev = pytrec_eval.RelevanceEvaluator({"q1": {"d3": 1}}, {"recip_rank"})
@@ -351,10 +354,18 @@ def test_every_bad_line_is_reported(engine, corpus):
     path = _write(
         corpus / "j.csv", "query_id,fragment_id,annotator,grade\nq1,d1,a,9\nq1,d1,b,1\nq5,d1,a,1\nq1,d8,a,1\n"
     )
+    before = _snapshot(engine)
     with pytest.raises(ImportRejected) as err:
         import_judgments(engine, "demo", path, actor=OPERATOR)
+    # d8 (line 5) would wait for its text; the grade 9 (line 2) and the query q5 (line 4) refuse the file, so
+    # nothing is written, d8 included
+    assert [r.split(": ", 1)[0] for r in err.value.report.rejected] == [f"{path}:2", f"{path}:4"]
+    assert "and 1 more" in str(err.value)
+    assert _snapshot(engine) == before
+    with pytest.raises(ImportRejected) as err:
+        import_judgments(engine, "demo", path, actor=OPERATOR, source=JudgmentsSource(require_texts=True))
     assert [r.split(": ", 1)[0] for r in err.value.report.rejected] == [f"{path}:2", f"{path}:4", f"{path}:5"]
-    assert "and 2 more" in str(err.value)
+    assert "or leave out --require-texts" in err.value.report.rejected[-1]
 
 
 def test_failure_while_writing_rolls_everything_back(engine, corpus, monkeypatch):
@@ -414,20 +425,32 @@ def test_fast_and_line_readers_agree(engine, corpus, monkeypatch):
     assert [d for _q, d, *_ in fast[:5]] == ["d5", "d2", "d4", "d1", "d3"]
 
 
-def test_run_report_names_unknown_fragments_with_lines(engine, corpus):
+def test_run_creates_the_fragments_it_names_without_text_and_reports_them_with_lines(engine, corpus):
     run = _write(
         corpus / "r.trec",
         "q1 Q0 d1 1 3.0 t\nq1 Q0 ghost 2 2.0 t\nq2 Q0 d2 1 1.0 t\nq2 Q0 spook 2 0.5 t\nq2 Q0 ghost 3 0.1 t\n",
     )
     report = import_run(engine, "demo", run, actor=OPERATOR)
     assert report.rejected == [] and report.records == 5
-    assert report.unknown_fragments == {
-        "count": 2,
-        "examples": [f"{run}:2: unknown fragment id 'ghost'", f"{run}:4: unknown fragment id 'spook'"],
-    }
-    assert report.to_dict()["unknown_fragments"]["count"] == 2
-    known = import_run(engine, "demo", _write(corpus / "k.trec", "q1 Q0 d1 1 3.0 t\n"), actor=OPERATOR)
-    assert "unknown_fragments" not in known.to_dict()
+    # ghost (lines 2 and 5) and spook (line 4): two fragments, each named at its first line
+    assert report.without_text["count"] == 2
+    assert report.without_text["examples"] == [f"{run}:2: 'ghost'", f"{run}:4: 'spook'"]
+    assert report.without_text["note"].startswith("2 fragment(s) have no text yet:")
+    assert "`qrelkit import fragments FILE`" in report.to_dict()["without_text"]["note"]
+    with engine.connect() as conn:
+        made = conn.execute(
+            sa.select(Fragment.external_id, Fragment.text, Fragment.has_text, Fragment.content_hash)
+            .where(~Fragment.has_text)
+            .order_by(Fragment.external_id)
+        ).all()
+    assert [(e, t, h) for e, t, h, _ in made] == [("ghost", "", False), ("spook", "", False)]
+    # never a real text's hash (64 hex digits), never each other's
+    assert all(not all(c in "0123456789abcdef" for c in d) and len(d) == 64 for *_, d in made)
+    assert made[0][3] != made[1][3]
+    again = import_run(
+        engine, "demo", _write(corpus / "k.trec", "q1 Q0 d1 1 3.0 t\nq1 Q0 ghost 2 1.0 t\n"), actor=OPERATOR
+    )
+    assert "without_text" not in again.to_dict()  # ghost exists now (still without text): nothing new
 
 
 def test_adjudication_must_name_an_active_lead(engine, corpus):

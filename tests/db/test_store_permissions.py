@@ -115,7 +115,8 @@ OPERATOR_CHANGES = {
     "set_grade_labels": {"projects": (1, 1)},  # demo's row, labels renamed
     "import_queries": {"queries": (1, 0)},  # q9
     "import_fragments": {"fragments": (1, 0)},  # f9
-    "import_run": {"runs": (1, 0), "run_entries": (2, 0)},  # "new", two ranked lines
+    # "new", two ranked lines; f9 is not in the corpus: a fragment waiting for its text
+    "import_run": {"runs": (1, 0), "run_entries": (2, 0), "fragments": (1, 0)},
     # ann2's grade of q2 f2: the judgment, its history line, and ann2's assignment of the pair closed
     "import_judgments": {"judgments": (1, 0), "judgment_history": (1, 0), "assignments": (1, 1)},
     # "stored" ranks q1 f8: a new pair; BM25 for the queries no run covers finds "2" in f2 for q2 and "3" in f3

@@ -275,6 +275,7 @@ def send_holes(engine: Engine, project: str, run_name: str | None, k: int, holes
         st.caption(literal(f"Of these, {evaluations.no_text_advice(missing)}."))
     if holes and st.button(f"Send the {holes} unjudged pairs to annotation"):
         created = evaluations.judge_holes(engine, project, run_name, k=k, actor=lead)
-        st.success(f"{created} new pair(s) created; assign them on the Project page.")
+        readable = f" ({missing} of the unjudged wait for their text)" if missing else ""
+        st.success(f"{created} new pair(s) created{readable}; assign them on the Project page.")
         if missing:
             st.warning(literal(f"{evaluations.no_text_advice(missing)}."), icon=":material/text_snippet:")

@@ -291,6 +291,13 @@ def pair_panel(project: ProjectInfo, username: str, view: PairView) -> None:
     """The query, the fragment, grade buttons, note, can't judge."""
     st.markdown(f"#### {views.literal(view.query_text)}")
     st.caption(f"Query {views.literal(view.query_external_id)} · pair {view.position} of {view.total}")
+    if not view.has_text:  # only a lead opening a pair by id gets here: a queue never serves one (db.grading)
+        st.warning(
+            f"Fragment {views.literal(view.fragment_external_id)} has no text yet (never imported): nobody grades "
+            "it until its text is imported (Project page, Import tab, Fragments).",
+            icon=":material/text_snippet:",
+        )
+        return
     if view.rejudge_version is not None:
         st.warning(
             f"Re-judging under guideline v{view.rejudge_version}: a lead sent this pair back because it was "

@@ -15,7 +15,7 @@ from annotator import search_client
 from annotator.app import views
 from annotator.app.components import judges
 from annotator.app.errors import user_errors
-from db import assignment, evaluations, grading, imports, pooling, projects
+from db import assignment, evaluations, grading, imports, pooling, projects, textless
 from db.accounts import logins, users
 from db.accounts.users import UserInfo
 from db.projects import ProjectInfo
@@ -261,6 +261,11 @@ def assign_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> None
                 f"{report.created} new assignment(s); {report.pairs_with_overlap} of {report.pairs_total} "
                 f"pairs get {report.overlap} annotators."
             )
+            if report.waiting_for_text:
+                st.warning(
+                    f"{report.waiting_for_text} pair(s) not assigned: their fragments wait for their text. Import "
+                    "the texts (Import tab, Fragments), then assign again."
+                )
             st.json(report.to_dict(), expanded=False)
     with st.form("queue-order"):
         order = st.selectbox(
@@ -319,6 +324,14 @@ def annotators_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> 
     views.table(accounts, USER_HEADERS)
 
 
+def waiting_for_text(engine: Engine, project: ProjectInfo) -> None:
+    """How many pairs wait for their fragment's text (a qrels, judgments or run import named it first), and what
+    to do: nothing is served to an annotator until the text comes."""
+    sentence = textless.texts_waiting(engine, project.name).sentence()
+    if sentence:
+        st.info(views.literal(sentence), icon=":material/text_snippet:")
+
+
 def project_tabs(engine: Engine, project: ProjectInfo, user: UserInfo) -> None:
     """The project's tabs: import, pool, assign, annotators and model judges."""
     import_tab, pool_tab, assign_tab, people_tab, judges_tab = st.tabs(
@@ -343,5 +356,6 @@ project = views.pick_project(engine)
 if project is None:
     st.stop()
 st.caption(views.project_caption(project))
+waiting_for_text(engine, project)
 project = grade_names_form(engine, project, user)
 project_tabs(engine, project, user)

@@ -1,0 +1,120 @@
+"""Fragments that wait for their text: created when a judgment, qrels or run names an id never imported, counted
+for the pages and commands that say how many pairs wait, and what to do (import the texts)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from sqlalchemy import exists, false, func, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from db.projects import project_row
+from db.store.engine import session_scope
+from db.store.models import Fragment, Judgment, Pair, table_of
+
+F, J, P = table_of(Fragment), table_of(Judgment), table_of(Pair)
+# A text-less fragment's content hash: this prefix then hex. A real text's hash is 64 hex digits (db.imports.
+# content_hash), so the two never collide, and two text-less fragments never share one (pooling would fold them).
+TEXTLESS_PREFIX = "notext:"
+IMPORT_TEXTS = "`qrelkit import fragments FILE` (or the Project page's Import tab; `--field` maps other field names)"
+EXAMPLES = 10  # text-less ids a report names, with the line that named them
+
+
+def textless_hash(external_id: str) -> str:
+    """The content hash of a fragment that has no text yet: unique per id, never a real text's hash."""
+    digest = hashlib.sha256(external_id.encode("utf-8")).hexdigest()
+    return TEXTLESS_PREFIX + digest[: 64 - len(TEXTLESS_PREFIX)]
+
+
+def create_textless(session: Session, project_id: int, external_ids: Collection[str]) -> dict[str, int]:
+    """Create fragments with no text (has_text false, text "") for these ids in the caller's transaction;
+    returns id → fragment id. The ids must be new to the project."""
+    wanted = sorted(set(external_ids))
+    for start in range(0, len(wanted), 20_000):
+        session.execute(
+            F.insert(),
+            [
+                {
+                    "project_id": project_id,
+                    "external_id": ext,
+                    "doc_id": None,
+                    "title": None,
+                    "text": "",
+                    "content_hash": textless_hash(ext),
+                    "meta": None,
+                    "position": None,
+                    "has_text": False,
+                }
+                for ext in wanted[start : start + 20_000]
+            ],
+        )
+    found: dict[str, int] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        found.update(
+            session.execute(
+                select(F.c.external_id, F.c.id).where(F.c.project_id == project_id, F.c.external_id.in_(chunk))
+            ).all()
+        )
+    return found
+
+
+def created_note(count: int) -> str:
+    """What an import says of the fragments it created without a text."""
+    return (
+        f"{count:,} fragment(s) have no text yet: their pairs are evaluated and released, but never served to "
+        f"an annotator until their texts are imported with {IMPORT_TEXTS}"
+    )
+
+
+def textless_report(path: str, count: int, first_lines: dict[str, int | None]) -> dict:
+    """The report of an import that created `count` text-less fragments: how many, the first EXAMPLES ids
+    (of `first_lines`: id → the line that first named it, None when the file has no such lines) with that
+    line, so a typo'd id shows here, and what to do."""
+    shown = sorted(first_lines.items(), key=lambda item: (item[1] is None, item[1] or 0, item[0]))[:EXAMPLES]
+    return {
+        "count": count,
+        "examples": [f"{path}:{line}: {ext!r}" if line is not None else f"{path}: {ext!r}" for ext, line in shown],
+        "note": created_note(count),
+    }
+
+
+@dataclass(frozen=True)
+class TextsWaiting:
+    """A project's fragments without a text, and its pairs that wait for one: `unjudged` of them have no grade."""
+
+    fragments: int
+    pairs: int
+    unjudged: int
+
+    def sentence(self) -> str:
+        """One sentence for the Project page and the CLI ("" when nothing waits)."""
+        if not self.pairs and not self.fragments:
+            return ""
+        return (
+            f"{self.pairs:,} pair(s) wait for their text ({self.unjudged:,} of them unjudged; {self.fragments:,} "
+            f"fragment(s) without a text): they are evaluated and released, but never served to an annotator. "
+            f"Import their texts with {IMPORT_TEXTS}, then assign."
+        )
+
+
+def texts_waiting(engine: Engine, project: str) -> TextsWaiting:
+    """How many fragments of the project have no text, and how many pairs (and unjudged pairs) wait for one."""
+    with session_scope(engine) as session:
+        project_id = project_row(session, project).id
+        fragments = session.execute(
+            select(func.count()).where(F.c.project_id == project_id, F.c.has_text == false())
+        ).scalar_one()
+        waiting = (P.c.project_id == project_id) & (F.c.has_text == false())
+        pairs = session.execute(
+            select(func.count()).select_from(P.join(F, F.c.id == P.c.fragment_id)).where(waiting)
+        ).scalar_one()
+        unjudged = session.execute(
+            select(func.count())
+            .select_from(P.join(F, F.c.id == P.c.fragment_id))
+            .where(waiting, ~exists().where(J.c.pair_id == P.c.id))
+        ).scalar_one()
+    return TextsWaiting(int(fragments), int(pairs), int(unjudged))

@@ -1,0 +1,54 @@
+"""The Project page says how many pairs wait for their text, and the Evaluate page's holes button says how many of
+the unjudged pairs it sends have none (AppTest)."""
+
+from __future__ import annotations
+
+import pytest
+
+from db.accounts.permissions import OPERATOR
+from db.imports import AnnotatorKind, JudgmentsSource, import_judgments, import_run
+from tests.helpers import PROJECT, page_test, release, shown
+
+pytestmark = pytest.mark.usefixtures("scan_components_once")  # AppTest: scan for components once
+
+
+def test_project_page_counts_the_pairs_waiting_for_their_text(store, tmp_path):
+    at = page_test(store, "lead_project.py")
+    assert not at.exception
+    assert not any("wait for their text" in shown(i.value) for i in at.info)  # every fragment has its text
+    qrels = tmp_path / "nist.qrels"
+    # m1 and m2 were never imported (d3 has its text): 2 pairs wait, q000-m1 and q000-m2, both graded by nist
+    qrels.write_text("q000 0 m1 2\nq000 0 m2 0\nq000 0 d3 3\n")
+    report = import_judgments(
+        store, PROJECT, qrels, actor=OPERATOR, source=JudgmentsSource("nist"), judges=AnnotatorKind("reference")
+    )
+    assert report.without_text["count"] == 2
+    run = tmp_path / "late.run"
+    run.write_text("q000 Q0 m3 1 2.0 late\nq000 Q0 d3 2 1.0 late\n")  # m3: a third fragment, no pair yet
+    import_run(store, PROJECT, run, actor=OPERATOR)
+    at.run()
+    assert not at.exception
+    waiting = [shown(i.value) for i in at.info if "wait for their text" in shown(i.value)]
+    assert waiting == [
+        "2 pair(s) wait for their text (0 of them unjudged; 3 fragment(s) without a text): they are evaluated "
+        "and released, but never served to an annotator. Import their texts with `qrelkit import fragments FILE` "
+        "(or the Project page's Import tab; `--field` maps other field names), then assign."
+    ]
+
+
+def test_evaluate_button_says_how_many_unjudged_pairs_have_no_text(store, tmp_path):
+    release(store)
+    run = tmp_path / "ghosts.run"
+    # top 10: d3 is judged; m1 .. m3 are neither imported nor judged
+    run.write_text("q000 Q0 d3 1 4.0 g\nq000 Q0 m1 2 3.0 g\nq000 Q0 m2 3 2.0 g\nq000 Q0 m3 4 1.0 g\n")
+    import_run(store, PROJECT, run, name="ghosts", actor=OPERATOR)
+    at = page_test(store, "lead_evaluate.py")
+    at.selectbox[0].set_value("ghosts").run()
+    assert not at.exception
+    assert any(shown(c.value).startswith("Of these, 3 unjudged pair(s) have no text yet") for c in at.caption)
+    send = next(b for b in at.button if b.label.startswith("Send the 3 unjudged pairs"))
+    send.click().run()
+    assert not at.exception
+    assert [s.value for s in at.success] == [
+        "3 new pair(s) created (3 of the unjudged wait for their text); assign them on the Project page."
+    ]

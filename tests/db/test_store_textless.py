@@ -1,0 +1,212 @@
+"""A collection without texts becomes a project: qrels and runs naming fragments never imported create them
+without a text; they are evaluated and released, never served or sent to a model, until `import fragments`
+fills them in (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from db.accounts.permissions import OPERATOR
+from db.accounts.users import create_user
+from db.assignment import assign
+from db.evaluations import evaluate_stored_run, holes_without_text, judge_holes
+from db.grading import next_pair, record_judgment
+from db.imports import (
+    AnnotatorKind,
+    JudgmentsSource,
+    content_hash,
+    import_fragments,
+    import_judgments,
+    import_queries,
+    import_run,
+)
+from db.projects import add_guideline
+from db.releases import create_release
+from db.store.models import Assignment, Fragment, Judgment, JudgmentHistory, Pair
+from db.textless import TextsWaiting, texts_waiting
+from eval_core.errors import Refused
+from tests.helpers import run
+
+# NIST-style qrels over a corpus the project does not hold: only d1 has a text.
+QRELS = "q1 0 d1 2\nq1 0 d2 1\nq2 0 d3 3\nq2 0 d2 0\n"
+TEXTS = {"d2": "the return window is thirty days", "d3": "shipping is free above fifty euros"}
+
+
+@pytest.fixture
+def nist(engine, project, tmp_path):
+    """Queries q1, q2; fragment d1 with its text; NIST's grades for d1, d2, d3 imported as a reference (d2, d3
+    have no text)."""
+    queries = tmp_path / "queries.tsv"
+    queries.write_text("q1\treturn window\nq2\tshipping cost\n")
+    import_queries(engine, "demo", queries, actor=OPERATOR)
+    corpus = tmp_path / "d1.jsonl"
+    corpus.write_text('{"id": "d1", "text": "returns are accepted"}\n')
+    import_fragments(engine, "demo", corpus, actor=OPERATOR)
+    qrels = tmp_path / "nist.qrels"
+    qrels.write_text(QRELS)
+    return import_judgments(
+        engine, "demo", qrels, actor=OPERATOR, source=JudgmentsSource("nist"), judges=AnnotatorKind("reference")
+    )
+
+
+def _fragments(engine) -> dict[str, tuple]:
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(Fragment.external_id, Fragment.text, Fragment.has_text, Fragment.content_hash))
+        return {ext: (text, has_text, digest) for ext, text, has_text, digest in rows}
+
+
+def _pair(engine, query: str, fragment: str) -> int:
+    from db.store.models import Query
+
+    with engine.connect() as conn:
+        return conn.execute(
+            sa.select(Pair.id)
+            .join(Query, Query.id == Pair.query_id)
+            .join(Fragment, Fragment.id == Pair.fragment_id)
+            .where(Query.external_id == query, Fragment.external_id == fragment)
+        ).scalar_one()
+
+
+def test_qrels_naming_unknown_fragments_create_them_without_text(engine, nist, tmp_path):
+    assert (nist.created, nist.records) == (4, 4)
+    qrels = tmp_path / "nist.qrels"
+    # d2 first named on line 2, d3 on line 3; d2 again on line 4 is the same fragment
+    assert nist.without_text["count"] == 2
+    assert nist.without_text["examples"] == [f"{qrels}:2: 'd2'", f"{qrels}:3: 'd3'"]
+    assert nist.without_text["note"].startswith("2 fragment(s) have no text yet: ")
+    frags = _fragments(engine)
+    assert sorted(frags) == ["d1", "d2", "d3"]
+    assert frags["d2"][:2] == ("", False) and frags["d3"][:2] == ("", False)
+    assert frags["d1"][1] is True
+    # a text-less hash is never a real text's (that of "" included) nor another text-less fragment's
+    assert content_hash("") not in {frags["d2"][2], frags["d3"][2]} and frags["d2"][2] != frags["d3"][2]
+    # 3 of the 4 pairs wait for their text (q1-d2, q2-d3, q2-d2), each graded by nist
+    assert texts_waiting(engine, "demo") == TextsWaiting(fragments=2, pairs=3, unjudged=0)
+
+
+def test_require_texts_refuses_the_file_in_one_collapsed_line_and_writes_nothing(engine, project, tmp_path):
+    from db.imports import ImportRejected
+
+    queries = tmp_path / "q.tsv"
+    queries.write_text("q1\treturn window\n")
+    import_queries(engine, "demo", queries, actor=OPERATOR)
+    qrels = tmp_path / "typo.qrels"
+    qrels.write_text("".join(f"q1 0 D{i} 1\n" for i in range(250)))
+    with pytest.raises(ImportRejected) as err:
+        import_judgments(engine, "demo", qrels, actor=OPERATOR, source=JudgmentsSource("nist", require_texts=True))
+    assert len(err.value.more) == 1  # 250 near-identical lines, one line
+    assert err.value.more[0].startswith(f"{qrels}: 250 lines like line 1: unknown fragment id 'D0' ")
+    assert _fragments(engine) == {}
+
+
+def test_textless_pairs_are_released_and_evaluated(engine, nist, tmp_path):
+    made = create_release(engine, "demo", actor=OPERATOR)
+    with engine.connect() as conn:
+        from db.store.models import Release
+
+        qrels = conn.execute(sa.select(Release.qrels_trec).where(Release.id == made.id)).scalar_one()
+    assert sorted(line.split() for line in qrels.splitlines()) == sorted(line.split() for line in QRELS.splitlines())
+    ranking = tmp_path / "R.trec"
+    ranking.write_text("q1 Q0 d2 1 2.0 R\nq1 Q0 d1 2 1.0 R\nq2 Q0 d3 1 1.0 R\n")
+    import_run(engine, "demo", ranking, actor=OPERATOR)
+    result, _ = evaluate_stored_run(engine, "demo", "R", 1)
+    # q1: d2 (gain 1) at rank 1, d1 (gain 2) at 2: DCG = 1 + 2/log2(3) = 2.2618595, ideal 2 + 1/log2(3) =
+    # 2.6309298, nDCG 0.8597190; q2: d3 (3) first of its ideal d3, d2 (0): 1. Mean 0.9298595.
+    assert result.mean["ndcg@10"] == pytest.approx(0.9298595, abs=1e-6)
+    # relevant at grade >= 1: q1 {d1, d2} both in the top 10 (P 2/10), q2 {d3} (P 1/10)
+    assert result.mean["P@10"] == pytest.approx(0.15) and result.mean["recall@10"] == pytest.approx(1.0)
+
+
+def test_next_pair_never_serves_a_textless_pair_until_its_text_is_imported(engine, project, nist, tmp_path):
+    create_user(engine, "ann", "annotator", actor=OPERATOR)
+    every = [_pair(engine, q, f) for q, f in (("q1", "d1"), ("q1", "d2"), ("q2", "d3"), ("q2", "d2"))]
+    report = assign(engine, "demo", overlap=1, annotators=["ann"], actor=OPERATOR, pair_ids=every)
+    assert (report.created, report.waiting_for_text) == (1, 3)  # only q1-d1 has its text
+    first = next_pair(engine, "demo", "ann")
+    assert first is not None and (first.query_external_id, first.fragment_external_id) == ("q1", "d1")
+    # an assignment of a text-less pair made by any other path is not served either, nor can it be graded
+    with engine.begin() as conn:
+        user_id = conn.execute(sa.text("SELECT id FROM users WHERE username = 'ann'")).scalar_one()
+        conn.execute(
+            sa.insert(Assignment.__table__).values(
+                project_id=project.id, pair_id=every[1], user_id=user_id, position=0, created_at=sa.func.now()
+            )
+        )
+    served = next_pair(engine, "demo", "ann")
+    assert served is not None and served.pair_id == every[0]
+    with pytest.raises(Refused, match=r"waits for its fragment's text"):
+        record_judgment(engine, every[1], "ann", 2)
+    record_judgment(engine, every[0], "ann", 2)
+    assert next_pair(engine, "demo", "ann") is None
+    with engine.connect() as conn:
+        history = conn.execute(sa.select(sa.func.count()).select_from(JudgmentHistory)).scalar_one()
+        judgments = sorted(map(tuple, conn.execute(sa.select(Judgment.pair_id, Judgment.user_id, Judgment.grade))))
+
+    corpus = tmp_path / "texts.jsonl"
+    corpus.write_text(
+        "".join(f'{{"id": "{ext}", "text": "{text}", "title": "T {ext}"}}\n' for ext, text in TEXTS.items())
+        + '{"id": "d1", "text": "returns are accepted"}\n'
+    )
+    filled = import_fragments(engine, "demo", corpus, actor=OPERATOR)
+    assert (filled.created, filled.updated, filled.unchanged, filled.texts_filled) == (0, 0, 1, 2)
+    assert filled.to_dict()["texts_filled"] == 2
+    frags = _fragments(engine)
+    assert sorted(frags) == ["d1", "d2", "d3"]  # filled in place, no duplicate
+    assert frags["d2"] == (TEXTS["d2"], True, content_hash(TEXTS["d2"]))
+    assert texts_waiting(engine, "demo").pairs == 0
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(JudgmentHistory)).scalar_one() == history
+        assert sorted(map(tuple, conn.execute(sa.select(Judgment.pair_id, Judgment.user_id, Judgment.grade)))) == (
+            judgments
+        )
+    now = next_pair(engine, "demo", "ann")  # the forced assignment (position 0) is servable now
+    assert now is not None and now.pair_id == every[1] and now.fragment_text == TEXTS["d2"]
+    again = assign(engine, "demo", overlap=1, annotators=["ann"], actor=OPERATOR, pair_ids=every)
+    assert (again.created, again.waiting_for_text) == (2, 0)  # q2-d3 and q2-d2; q1-d1 and q1-d2 already held
+
+
+def test_a_model_judge_is_never_sent_a_textless_pair(engine, nist):
+    from annotator.judge_run import prejudge
+
+    add_guideline(engine, "demo", "Grade 0-3 by relevance.", actor=OPERATOR)
+    sent = []
+
+    def judge(query: str, fragment: str, guideline: str) -> int:
+        sent.append((query, fragment))
+        return 1
+
+    report = prejudge(engine, "demo", judge, model="m", annotator="llm", actor=OPERATOR)
+    assert (report.pairs, report.without_text, report.created) == (1, 3, 1)
+    assert len(sent) == 1 and "returns are accepted" in sent[0][1]
+
+
+def test_holes_make_pairs_that_wait_for_their_text_and_say_so(engine, nist, store_url, tmp_path):
+    ranking = tmp_path / "S.trec"
+    ranking.write_text("q1 Q0 d1 1 3.0 S\nq1 Q0 d9 2 2.0 S\nq1 Q0 d2 3 1.0 S\nq1 Q0 d8 4 0.5 S\n")
+    made = import_run(engine, "demo", ranking, actor=OPERATOR)
+    assert made.without_text["count"] == 2  # d9 and d8 are new, without a text
+    # top 3: d1 has a text, d2 has none but nist graded it, d9 has none and no grade: one
+    assert (holes_without_text(engine, "demo", "S", k=3), holes_without_text(engine, "demo", "S", k=4)) == (1, 2)
+    code, out, err = run(["holes", "S", "--k", "3", "--project", "demo", "--db", store_url])
+    assert code == 0 and out == "1 new pairs from the unjudged top-3 of S\n"  # q1-d9; q1-d1 and q1-d2 exist
+    assert "note: 1 unjudged pair(s) have no text yet (their fragments were never imported)" in err
+    assert "import their texts with `qrelkit import fragments FILE`" in err
+    # pairs waiting: q1-d2, q2-d3, q2-d2 (graded) and q1-d9 (not); fragments without text: d2, d3, d9, d8
+    waiting = texts_waiting(engine, "demo")
+    assert (waiting.fragments, waiting.pairs, waiting.unjudged) == (4, 4, 1)
+    assert waiting.sentence().startswith("4 pair(s) wait for their text (1 of them unjudged; 4 fragment(s)")
+    assert judge_holes(engine, "demo", "S", k=3, actor=OPERATOR) == 0
+
+
+def test_a_run_stored_before_0017_gets_its_fragments_from_holes_and_imports(engine, project, nist, tmp_path):
+    from tests.helpers import seed
+
+    seed(engine, project.id, {}, {}, {"old": {"q1": ["d1", "ghost", "d7"]}})  # entries with no fragment, as before 0017
+    assert holes_without_text(engine, "demo", "old", k=3) == 2
+    assert judge_holes(engine, "demo", "old", k=2, actor=OPERATOR) == 1  # ghost, now a fragment without text
+    assert _fragments(engine)["ghost"][:2] == ("", False)
+    corpus = tmp_path / "d7.jsonl"
+    corpus.write_text('{"id": "d7", "text": "a late text"}\n')
+    import_fragments(engine, "demo", corpus, actor=OPERATOR)
+    assert holes_without_text(engine, "demo", "old", k=3) == 1  # d7 is linked to its new fragment: only ghost
