@@ -36,6 +36,31 @@ def test_project_page_counts_the_pairs_waiting_for_their_text(store, tmp_path):
     ]
 
 
+def test_project_page_import_names_the_fragments_it_created_without_text(store):
+    at = page_test(store, "lead_project.py")
+    at.radio[0].set_value("judgments").run()
+    next(t for t in at.text_input if t.label == "Qrels graded by").set_value("nist").run()
+    qrels = b"q000 0 d3 3\nq000 0 m1 2\nq000 0 m1x 0\n"  # m1 and the typo m1x were never imported
+    at.file_uploader[0].set_value(("2019qrels-pass.txt", qrels, "text/plain")).run()
+    next(b for b in at.button if b.label == "Import").click().run()
+    assert not at.exception and not at.error
+    assert {m.label: m.value for m in at.metric}["Created"] == "3"
+    assert [shown(w.value) for w in at.warning if "no text yet" in shown(w.value)] == [
+        "2 fragment(s) have no text yet: their pairs are evaluated and released, but never served to an "
+        "annotator until their texts are imported with `qrelkit import fragments FILE` (or the Project page's "
+        "Import tab; `--field` maps other field names). First: 2019qrels-pass.txt:2: 'm1'; "
+        "2019qrels-pass.txt:3: 'm1x'"
+    ]
+    at.radio[0].set_value("fragments").run()
+    body = b'{"id": "m1", "text": "Returns are accepted within 30 days."}\n'
+    at.file_uploader[0].set_value(("m1.jsonl", body, "application/x-ndjson")).run()
+    next(b for b in at.button if b.label == "Import").click().run()
+    assert not at.exception
+    assert [i.value for i in at.info if "waited for their text" in i.value] == [
+        "1 fragment(s) that waited for their text have it now: assign their pairs."
+    ]
+
+
 def test_evaluate_button_says_how_many_unjudged_pairs_have_no_text(store, tmp_path):
     release(store)
     run = tmp_path / "ghosts.run"

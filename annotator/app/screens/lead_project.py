@@ -173,6 +173,19 @@ def import_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> None
                 st.error(f"Nothing imported: {views.literal(views.upload_error(exc, path, upload.name))}")
             else:
                 views.show_import_report(report, path, upload.name)
+                textless_report(report, path, upload.name)
+
+
+def textless_report(report: Any, path: Path, upload_name: str) -> None:
+    """What an import did about texts: the fragments it created without one (with the first ids and the lines
+    that name them, so a typo'd id shows), and the waiting fragments an import of fragments filled in."""
+    without = getattr(report, "without_text", None)
+    if without:
+        first = "; ".join(views.upload_error(Exception(e), path, upload_name) for e in without["examples"])
+        more = " …" if without["count"] > len(without["examples"]) else ""
+        st.warning(views.literal(f"{without['note']}. First: {first}{more}"), icon=":material/text_snippet:")
+    if getattr(report, "texts_filled", 0):
+        st.info(f"{report.texts_filled} fragment(s) that waited for their text have it now: assign their pairs.")
 
 
 def pool_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> None:
