@@ -479,8 +479,8 @@ def pool_from_search(
     """Search the engine `config_path` names for every query of the project, store the top-k as the run `name`
     (default: the config file's name without suffix) with its request, and pool its top-`depth` (default k):
     the CLI's and the Project page's one path. `progress(total)` gives the callback each answered query calls.
-    Returns the report and, when some hits name fragments the project lacks and came without text, the
-    sentence that says so (else None). Nothing is stored when any query fails."""
+    Returns the report and, when some hits name fragments the project has no text for and came without one,
+    the sentence that says so (else None). Nothing is stored when any query fails."""
     from db.search_pool import pool_search
     from db.store.frames import queries_frame
 
@@ -494,11 +494,12 @@ def pool_from_search(
         engine, project, name, hits, config.request(), config.k if depth is None else depth, actor=actor
     )
     report.search["requests_sent"] = client.requests_sent()
-    missing = report.unknown_docs.get(name)
+    missing = report.search.get("hits_without_text")
     if not missing:
         return report, None
     where = f"at {config.text!r}" if config.text else "(the config names no 'text' path)"
     return report, (
-        f"{missing['count']} hit(s) of {name} name fragments this project does not hold and the reply carried no "
-        f"text for them {where}: they are kept in the run, not pooled; import their texts and pool again"
+        f"{missing} hit(s) of {name} name fragments this project has no text for and the reply carried none "
+        f"{where}: they wait as fragments without a text, pooled but never served; import their texts "
+        "(`qrelkit import fragments FILE`)"
     )

@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 
@@ -37,7 +37,8 @@ def pool_search(
 
     Hits naming a fragment the project lacks are imported as fragments when the reply carried their text, all
     in one import through db.imports.import_fragments (all or nothing), before the run is stored through
-    db.imports.import_run; hits without text stay in the run unpooled, counted in `unknown_docs`. Everything is
+    db.imports.import_run; a hit without a text becomes a fragment waiting for its text (db.textless), pooled
+    but never served, and `search["hits_without_text"]` counts the hits that have none. Everything is
     checked before the first write; the writes are those two imports and one transaction for the request and
     the pairs, each all or nothing, and repeating the call completes an interrupted one."""
     name = name.strip()
@@ -101,4 +102,15 @@ def pool_search(
         session.execute(update(run).where(run.c.project_id == proj.id, run.c.name == name).values(request=request))
         candidates, _covered = run_candidates(session, pk(proj), depth, [name], report)
         add_candidates(session, pk(proj), candidates, report)
+        docs = sorted({doc for found in hits.values() for doc, _, _ in found})
+        report.search["hits_without_text"] = sum(
+            session.execute(
+                select(func.count()).where(
+                    col(Fragment.project_id) == proj.id,
+                    col(Fragment.external_id).in_(docs[start : start + 500]),
+                    ~col(Fragment.has_text),
+                )
+            ).scalar_one()
+            for start in range(0, len(docs), 500)
+        )
     return report

@@ -41,7 +41,8 @@ def search_and_pool(at, config: dict, filename: str = "live-es.json"):
 
 def test_project_page_pools_a_live_engines_top_k(store, fake, monkeypatch):
     # Seed 000's one query: the engine answers d3 (a known fragment), d99 (new, its text in the reply) and d98
-    # (new, no text): d3 and d99 become pairs with the run as their source, d98 is named as waiting for text.
+    # (new, no text): d3, d99 and d98 become pairs with the run as their source, d98's waiting for its text
+    # (never served until it is imported), and the page says so.
     server = fake(
         lambda request: (
             200,
@@ -54,7 +55,7 @@ def test_project_page_pools_a_live_engines_top_k(store, fake, monkeypatch):
     assert not at.exception and not at.error
     assert [shown(s.value) for s in at.success if "searched" in s.value] == [
         "1 query(ies) searched, 3 hit(s) stored as run live-es, 1 fragment(s) imported from the replies; "
-        "1 new pair(s), 1 already pooled."
+        "2 new pair(s), 1 already pooled."
     ]
     assert any("1 hit(s) of live-es name fragments" in shown(i.value) for i in at.info)
     assert server.requests[0]["headers"]["Authorization"] == f"ApiKey {KEY}"
@@ -65,7 +66,7 @@ def test_project_page_pools_a_live_engines_top_k(store, fake, monkeypatch):
     pairs = pairs_of(store, project_id)
     assert pairs[("q000", "d99")] == (["live-es"], 2)
     assert "live-es" in pairs[("q000", "d3")][0]
-    assert ("q000", "d98") not in pairs
+    assert pairs[("q000", "d98")] == (["live-es"], 3)
 
 
 def test_a_refusal_names_the_uploaded_config_and_not_the_key(store, fake, monkeypatch):

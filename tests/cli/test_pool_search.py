@@ -132,17 +132,19 @@ def test_elasticsearch_top_k_becomes_a_run_with_its_request_and_pairs(
         ("d7", 2, 4.0),
         ("d1", 3, 0.5),
     ]
-    # d9's text came with the reply: imported. d7 came without: kept in the run, not pooled, and said so.
-    assert fragment_ids(collection) == {"d1", "d2", "d3", "d9"}
+    # d9's text came with the reply: imported. d7 came without: a fragment waiting for its text, its pair
+    # pooled (never served until the text comes), and said so.
+    assert fragment_ids(collection) == {"d1", "d2", "d3", "d7", "d9"}
     assert pairs_of(collection, project.id) == {
         ("q1", "d2"): (["es-bm25"], 1),
         ("q1", "d9"): (["es-bm25"], 2),
         ("q1", "d1"): (["es-bm25"], 3),
         ("q2", "d3"): (["es-bm25"], 1),
+        ("q2", "d7"): (["es-bm25"], 2),
         ("q2", "d1"): (["es-bm25"], 3),
     }
     report = json.loads(out)
-    assert report["created"] == 5
+    assert report["created"] == 6
     assert report["search"] == {
         "run": "es-bm25",
         "queries": 2,
@@ -150,9 +152,9 @@ def test_elasticsearch_top_k_becomes_a_run_with_its_request_and_pairs(
         "queries_without_hits": 0,
         "run_stored": "new",
         "fragments_imported": 1,
+        "hits_without_text": 1,
         "requests_sent": 2,
     }
-    assert report["unknown_docs"]["es-bm25"]["count"] == 1
     note = [line for line in err.splitlines() if line.startswith("note:")]
     assert len(note) == 1 and "1 hit(s) of es-bm25" in note[0] and "'_source.text'" in note[0]
     assert KEY not in out + err + json.dumps(runs)
@@ -184,6 +186,7 @@ def test_solr_select_with_basic_auth_from_the_environment(
         ("q1", "d2"): (["solr"], 1),
         ("q1", "d9"): (["solr"], 2),
         ("q2", "d3"): (["solr"], 1),
+        ("q2", "d7"): (["solr"], 2),  # no text in the reply: it waits for its text
     }
     stored = json.dumps(stored_runs(collection))
     assert "s3cret-pw" not in stored and token not in stored and "pooler" not in stored
