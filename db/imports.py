@@ -591,9 +591,9 @@ def _parse_judgments(
             elif source.require_texts:
                 problems.add(
                     line,
-                    f"unknown fragment id {fext!r} (not imported into this project) — import their texts first "
-                    f"with {IMPORT_TEXTS}, or leave out --require-texts to keep them as fragments waiting for "
-                    "their text",
+                    f"fragment id {fext!r} has no text in this project (never imported) — import their texts "
+                    f"first with {IMPORT_TEXTS}, or leave out --require-texts to keep them as fragments waiting "
+                    "for their text",
                 )
             else:
                 textless[fext] = min(line, textless.get(fext, line))
@@ -676,7 +676,7 @@ class JudgmentsSource:
     annotator: str | None = None
     qrels_format: str | None = None
     guideline: int | None = None
-    require_texts: bool = False  # refuse a line naming a fragment the project lacks, instead of creating it text-less
+    require_texts: bool = False  # refuse a line naming a fragment without a text, instead of creating it text-less
 
     def __post_init__(self) -> None:
         if self.annotator is not None and not 0 < len(self.annotator.strip()) <= MAX_NAME_CHARS - 10:
@@ -934,8 +934,11 @@ def import_judgments(
     proj = _project(engine, project, path, actor)
     with session_scope(engine) as session:
         queries = dict(session.execute(select(Query.external_id, Query.id).where(Query.project_id == proj.id)).all())
+        readable = [Fragment.has_text] if source.require_texts else []  # a text-less one is refused too
         fragments = dict(
-            session.execute(select(Fragment.external_id, Fragment.id).where(Fragment.project_id == proj.id)).all()
+            session.execute(
+                select(Fragment.external_id, Fragment.id).where(Fragment.project_id == proj.id, *readable)
+            ).all()
         )
     judged, adjudications, people, stamp, textless = _parse_judgments(
         engine, path, proj, queries, fragments, progress, judges, source

@@ -133,7 +133,7 @@ def test_qrels_naming_fragments_without_text_are_refused_in_one_line_with_the_wa
     with pytest.raises(InputError) as err:
         import_judgments(engine, "demo", qrels, actor=OPERATOR, source=JudgmentsSource("nist", require_texts=True))
     assert err.value.more == [
-        f"{qrels}: 250 lines like line 2: unknown fragment id 'D0' (not imported into this project) — import their "
-        "texts first with `qrelkit import fragments FILE` (or the Project page's Import tab; `--field` maps other "
-        "field names), or leave out --require-texts to keep them as fragments waiting for their text"
+        f"{qrels}: 250 lines like line 2: fragment id 'D0' has no text in this project (never imported) — import "
+        "their texts first with `qrelkit import fragments FILE` (or the Project page's Import tab; `--field` maps "
+        "other field names), or leave out --require-texts to keep them as fragments waiting for their text"
     ]

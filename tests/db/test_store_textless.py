@@ -96,8 +96,14 @@ def test_require_texts_refuses_the_file_in_one_collapsed_line_and_writes_nothing
     with pytest.raises(ImportRejected) as err:
         import_judgments(engine, "demo", qrels, actor=OPERATOR, source=JudgmentsSource("nist", require_texts=True))
     assert len(err.value.more) == 1  # 250 near-identical lines, one line
-    assert err.value.more[0].startswith(f"{qrels}: 250 lines like line 1: unknown fragment id 'D0' ")
+    assert err.value.more[0].startswith(f"{qrels}: 250 lines like line 1: fragment id 'D0' has no text ")
     assert _fragments(engine) == {}
+    # without the option they come in waiting for their text; with it, a file naming one of them is refused
+    import_judgments(engine, "demo", qrels, actor=OPERATOR, source=JudgmentsSource("nist"))
+    again = tmp_path / "again.qrels"
+    again.write_text("q1 0 D7 2\n")
+    with pytest.raises(ImportRejected, match=r"again\.qrels:1: fragment id 'D7' has no text in this project"):
+        import_judgments(engine, "demo", again, actor=OPERATOR, source=JudgmentsSource("ann", require_texts=True))
 
 
 def test_textless_pairs_are_released_and_evaluated(engine, nist, tmp_path):
