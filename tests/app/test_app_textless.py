@@ -77,3 +77,24 @@ def test_evaluate_button_says_how_many_unjudged_pairs_have_no_text(store, tmp_pa
     assert [s.value for s in at.success] == [
         "3 new pair(s) created (3 of the unjudged wait for their text); assign them on the Project page."
     ]
+
+
+def test_a_lead_opening_a_textless_pair_gets_no_grade_buttons(store, tmp_path):
+    from streamlit.testing.v1 import AppTest
+
+    from db.store.frames import pair_id
+    from tests.helpers import PAGES, log_in
+
+    qrels = tmp_path / "nist.qrels"
+    qrels.write_text("q000 0 m1 2\n")
+    import_judgments(store, PROJECT, qrels, actor=OPERATOR, source=JudgmentsSource("nist"))
+    at = log_in(AppTest.from_file(str(PAGES / "annotate.py"), default_timeout=60), store, "lea")
+    at.session_state["project"] = PROJECT
+    at.session_state["pair_id"] = pair_id(store, PROJECT, "q000", "m1")
+    at.run()
+    assert not at.exception
+    assert [shown(w.value) for w in at.warning] == [
+        "Fragment m1 has no text yet (never imported): nobody grades it until its text is imported (Project page, "
+        "Import tab, Fragments)."
+    ]
+    assert not [b for b in at.button if b.label.startswith(("0", "1", "2", "3"))]
