@@ -51,6 +51,7 @@ from eval_core.consensus import DECISION_HELP, DECISIONS, MODEL_RULES, PROVENANC
 from eval_core.io.spreadsheet import escape_cell
 from eval_core.io.writers import QrelsGrades, write_atomically
 from eval_core.judges.calibration import HumanBaseline, calibration
+from eval_core.ranking.evaluation import averaging
 from eval_core.thresholds import MODEL_THRESHOLD
 from eval_core.vocab import RELEASE_POLICIES, AnnotatorKind
 
@@ -480,6 +481,8 @@ def create_release(
             "note": "the text of every judged query and fragment is hashed; exporting this "
             "release later lists the pairs whose text changed since",
         },
+        # how the run metrics below (reliability, how the stored runs moved) were averaged: score_run's defaults
+        "averaging": {**averaging(), "applies_to": "the run metrics on this card (reliability, runs moved)"},
     }
     step("card")
     qrels = labels[["query_id", "fragment_id", "grade"]].rename(columns={"fragment_id": "doc_id"})

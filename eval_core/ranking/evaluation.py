@@ -190,6 +190,31 @@ def version_rule(value: int | str) -> int:
     return int(value)
 
 
+MISSING_MEANS = {
+    MissingQueries.ZERO: "missing queries as zero: a qrels query the run does not answer scores 0 and counts in "
+    "every mean (trec_eval -c, --missing zero)",
+    MissingQueries.SKIP: "missing queries skipped: each mean is over the run's own queries, as pytrec_eval and ranx "
+    "report (--missing skip)",
+}
+VERSION_MEANS = {
+    10: "runs ranked as trec_eval 10 ranks them: scores compared as float64, ties broken by docid descending "
+    "(--trec-eval-version 10)",
+    9: "runs ranked as trec_eval 9 and pytrec_eval rank them: scores compared as float32, so scores equal in "
+    "float32 tie and fall to docid descending (--trec-eval-version 9)",
+}
+
+
+def averaging(missing: MissingQueries | str = MissingQueries.ZERO, trec_eval_version: int = 10) -> dict[str, Any]:
+    """How means were taken, for a card or a page: the two choices (`qrelkit eval --missing`, `--trec-eval-version`)
+    and one sentence saying what they mean."""
+    rule, version = missing_rule(missing), version_rule(trec_eval_version)
+    return {
+        "missing": rule.value,
+        "trec_eval_version": version,
+        "sentence": f"Averaging: {MISSING_MEANS[rule]}; {VERSION_MEANS[version]}.",
+    }
+
+
 def _mean(values: np.ndarray) -> float:
     """pandas' Series.mean, without pandas: the sum over the non-NaN values divided by their number."""
     values = np.asarray(values)

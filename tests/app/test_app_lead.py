@@ -649,3 +649,21 @@ def test_project_page_renames_the_grades_and_refuses_an_empty_name(store):
     at = next(b for b in at.button if b.label == "Save grade names").click().run()
     assert at.error and "The label of grade 0 is empty" in at.error[0].value
     assert get_project(store, PROJECT).labels == {**before, 2: "*Mostly* on topic"}  # nothing half-saved
+
+
+def test_the_release_card_and_the_evaluate_page_name_their_averaging(store):
+    """The Releases page's card and the Evaluate page say how their means were taken: missing queries as zero
+    (trec_eval -c) and trec_eval 10's ranking; a card cut before cards named it says so, with what it used."""
+    from annotator.app.components.releases import averaging_line
+    from eval_core.ranking.evaluation import averaging
+
+    sentence = averaging("zero", 10)["sentence"]
+    release(store)
+    at = page_test(store, "lead_releases.py")
+    assert not at.exception
+    assert f"Run metrics on this card. {sentence}" in [t.value for t in at.text]
+    at = page_test(store, "lead_evaluate.py")
+    assert not at.exception
+    assert sentence in [t.value for t in at.text]
+    assert averaging_line({}).startswith("Run metrics on this card (not recorded: cut before cards named")
+    assert averaging_line({}).endswith(sentence)

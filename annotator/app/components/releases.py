@@ -12,6 +12,7 @@ import streamlit as st
 from annotator.app.views import MISSING, literal, table
 from db import releases
 from eval_core.consensus import DECISION_HELP, DECISIONS
+from eval_core.ranking.evaluation import averaging
 
 # How each export format is offered; a format the store adds without an entry here is offered by file name.
 FORMAT_LABELS = {
@@ -120,6 +121,18 @@ def card_caption(card: Mapping[str, Any], release: Any) -> str:
         f"Rule {literal(card.get('rule', release.rule))} · at least {card.get('min_grades', release.min_grades)} "
         f"grade(s) per pair · guideline versions {versions} · created by {author} on {when} · content hash "
         f"{literal(card.get('content_hash', release.content_hash))}"
+    )
+
+
+def averaging_line(card: Mapping[str, Any]) -> str:
+    """How the card's run metrics (reliability, how the stored runs moved) were averaged, as plain text; a card
+    cut before cards named it used the only averaging there was then: missing queries as zero, trec_eval 10."""
+    entry = card.get("averaging")
+    if entry:
+        return f"Run metrics on this card. {entry['sentence']}"
+    return (
+        "Run metrics on this card (not recorded: cut before cards named their averaging, when it was always "
+        f"this one). {averaging()['sentence']}"
     )
 
 

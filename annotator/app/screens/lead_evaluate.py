@@ -17,7 +17,7 @@ from db.projects import ProjectInfo
 from eval_core.errors import InputError
 from eval_core.io.formats import read_run
 from eval_core.io.judgments import relevant_from
-from eval_core.ranking.evaluation import Evaluation
+from eval_core.ranking.evaluation import Evaluation, averaging
 from eval_core.ranking.registry import DEFAULT_K
 from eval_core.ranking.report import Diagnosis
 
@@ -142,6 +142,7 @@ def metrics_section(
         f"and `qrelkit eval --scale {low}-{high} --k {k_list} --rel-level {rel_level}` on its as-judged export; "
         "95% CIs from a bootstrap over queries."
     )
+    st.text(averaging(evaluation.missing, evaluation.trec_eval_version)["sentence"])
     st.markdown("**At cutoff k**")
     st.table(evaluate.cutoff_table(evaluation))
     st.caption(evaluate.family_legend())

@@ -11,6 +11,7 @@ from sqlalchemy.engine import Engine
 from annotator.app import auth, views
 from annotator.app.components import reliability
 from annotator.app.components.releases import (
+    averaging_line,
     card_caption,
     card_headline,
     decision_input,
@@ -110,6 +111,7 @@ def card_section(engine: Engine, project: ProjectInfo, release: ReleaseInfo) -> 
     show_model_card(card)
     st.markdown("**Reliability**")
     reliability.show_card_reliability(card, version)
+    st.text(averaging_line(card))
     show_policy(card)
     show_changed_texts(releases.changed_texts(engine, project.name, version))
     with st.expander("Full card"):
