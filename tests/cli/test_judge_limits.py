@@ -118,7 +118,9 @@ def test_a_run_is_bounded_by_attempts_times_deadline_times_pairs_over_concurrenc
         engine, "demo", judge(server.url, timeout=0.5, attempts=2), model="m", limit=4, concurrency=2, actor=OPERATOR
     )
     assert report.failed == 4 and report.seconds < 2 * 0.5 * 4 / 2 + 1.0
-    assert report.called == len(server.prompts) == 8  # retries included: what the endpoint received
+    # retries included, what the endpoint received: two tries per pair, or one when the first try and the back-off
+    # left too little of the pair's budget (attempts × deadline) for a second (a loaded machine does that)
+    assert report.called == len(server.prompts) and 4 <= report.called <= 8
     assert "m" not in [u.username for u in list_users(engine)]  # graded nothing: no account left behind
 
 
