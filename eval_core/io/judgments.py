@@ -213,7 +213,8 @@ def read_adjudications(path: str | Path, scale: tuple[int, int] = (0, 3), lines:
     on the scale per pair, else path:line. `lines` adds each decision's line number (column `line`)."""
     adjudications, problems = [], Problems(path)
     seen: dict[tuple[str, str], int] = {}
-    records = iter_records(path) if format_by_name(path) is not None else _trec_decisions(path)
+    # no decisions is a state, not an error: what `export --adjudications` writes before the first one
+    records = iter_records(path, allow_empty=True) if format_by_name(path) is not None else _trec_decisions(path)
     for lineno, rec in records:
         if ("grades" in rec or "annotator" in rec) and _field(rec, "adjudication", path) in (None, ""):
             continue

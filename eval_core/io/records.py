@@ -291,15 +291,18 @@ def record_format(path: str | Path) -> str:
     raise InputError(str(path), None, "unknown record format: expected .jsonl, .csv or .tsv (optionally .gz)")
 
 
-def iter_records(path: str | Path, required: tuple[str, ...] = ()) -> Iterator[tuple[int, dict]]:
-    """Yield (line number, record) from JSONL, CSV or TSV with a header; reject empty files and missing fields."""
+def iter_records(
+    path: str | Path, required: tuple[str, ...] = (), allow_empty: bool = False
+) -> Iterator[tuple[int, dict]]:
+    """Yield (line number, record) from JSONL, CSV or TSV with a header; reject missing fields, and empty files
+    unless `allow_empty` (a file of decisions may hold none: `export --adjudications` before any)."""
     fmt = record_format(path)
     records = _iter_jsonl(path, required) if fmt == "jsonl" else _iter_delimited(path, required, fmt)
     seen_any = False
     for item in records:
         seen_any = True
         yield item
-    if not seen_any:
+    if not seen_any and not allow_empty:
         raise InputError(str(path), None, "empty file: no records")
 
 

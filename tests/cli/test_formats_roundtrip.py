@@ -405,3 +405,32 @@ def test_every_file_qrelkit_writes_is_read_back(engine, store_url, tmp_path, cap
         printed = json.loads(capsys.readouterr().out)
         means = printed[0]["mean"] if isinstance(printed, list) else printed["runs"][0]["mean"]
         assert means == pytest.approx({m: stored.mean[m] for m in ("ndcg@10", "map", "mrr")}), name
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_no_decisions_yet_is_a_file_every_reader_of_decisions_takes(engine, store_url, tmp_path, capsys, fmt):
+    """Before the first adjudication, `export --adjudications` writes a file with no decision; consensus reads it
+    as no decision (the same qrels as without it) and `import adjudications` records none."""
+    files = _msmarco(tmp_path)
+    assert _cli(store_url, "init", "--project", "w") == 0
+    for kind in ("queries", "fragments"):
+        assert _cli(store_url, "import", kind, *files[kind], "--project", "w") == 0
+    people = _put(
+        tmp_path / "people.csv",
+        "query_id,fragment_id,annotator,grade\n"
+        + "".join(f"{q},{d},ann{i},{g}\n" for q, d, g in QRELS for i in (1, 2)),
+    )
+    assert _cli(store_url, "import", "judgments", str(people), "--project", "w") == 0
+    assert _cli(store_url, "user", "add", "boss", "--role", "lead", "--no-password") == 0
+    decisions, judged = tmp_path / f"adj.{fmt}", tmp_path / "judgments.jsonl"
+    assert _cli(store_url, "export", "--project", "w", "--adjudications", "--format", fmt, "-o", str(decisions)) == 0
+    assert _cli(store_url, "export", "--project", "w", "--judgments", "-o", str(judged)) == 0
+    without, with_none = tmp_path / "without.trec", tmp_path / "with.trec"
+    assert main(["consensus", str(judged), "-o", str(without), "--format", "trec"]) == 0
+    assert main(["consensus", str(judged), "--adjudications", str(decisions), "-o", str(with_none)]) == 0
+    assert with_none.read_text() == without.read_text() != ""
+    capsys.readouterr()
+    assert _cli(store_url, "import", "adjudications", str(decisions), "--project", "w", "--lead", "boss") == 0, (
+        capsys.readouterr().err
+    )
+    assert adjudications_frame(engine, "w").empty
