@@ -45,6 +45,10 @@ def test_project_page_import_names_the_fragments_it_created_without_text(store):
     next(b for b in at.button if b.label == "Import").click().run()
     assert not at.exception and not at.error
     assert {m.label: m.value for m in at.metric}["Created"] == "3"
+    # counted in the same run, above the tabs: q000-m1 and q000-m1x wait (graded by nist); d3 has its text
+    assert [shown(i.value)[:61] for i in at.info if "wait for their text" in shown(i.value)] == [
+        "2 pair(s) wait for their text (0 of them unjudged; 2 fragment"
+    ]
     assert [shown(w.value) for w in at.warning if "no text yet" in shown(w.value)] == [
         "2 fragment(s) have no text yet: their pairs are evaluated and released, but never served to an "
         "annotator until their texts are imported with `qrelkit import fragments FILE` (or the Project page's "

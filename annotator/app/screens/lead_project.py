@@ -337,12 +337,13 @@ def annotators_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> 
     views.table(accounts, USER_HEADERS)
 
 
-def waiting_for_text(engine: Engine, project: ProjectInfo) -> None:
+def waiting_for_text(engine: Engine, project: ProjectInfo, slot: Any) -> None:
     """How many pairs wait for their fragment's text (a qrels, judgments or run import named it first), and what
-    to do: nothing is served to an annotator until the text comes."""
+    to do: nothing is served to an annotator until the text comes. Drawn into `slot` under the caption once the
+    tabs ran, so an import, pool or assign of this run is counted."""
     sentence = textless.texts_waiting(engine, project.name).sentence()
     if sentence:
-        st.info(views.literal(sentence), icon=":material/text_snippet:")
+        slot.info(views.literal(sentence), icon=":material/text_snippet:")
 
 
 def project_tabs(engine: Engine, project: ProjectInfo, user: UserInfo) -> None:
@@ -369,6 +370,7 @@ project = views.pick_project(engine)
 if project is None:
     st.stop()
 st.caption(views.project_caption(project))
-waiting_for_text(engine, project)
+waiting_slot = st.empty()
 project = grade_names_form(engine, project, user)
 project_tabs(engine, project, user)
+waiting_for_text(engine, project, waiting_slot)
