@@ -216,11 +216,14 @@ def queries_frame(engine: Engine, project: str) -> pd.DataFrame:
 
 
 def fragments_text(engine: Engine, project: str) -> dict[str, str]:
-    """Fragment external id → text (e.g. for a retriever under evaluation)."""
+    """Fragment external id → text (e.g. for a retriever under evaluation); a fragment waiting for its text
+    (db.textless) is left out, as one never imported is."""
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
         return dict(
             session.execute(
-                select(col(Fragment.external_id), col(Fragment.text)).where(col(Fragment.project_id) == project_id)
+                select(col(Fragment.external_id), col(Fragment.text)).where(
+                    col(Fragment.project_id) == project_id, col(Fragment.has_text)
+                )
             ).all()
         )

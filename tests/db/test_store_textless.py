@@ -23,6 +23,7 @@ from db.imports import (
 )
 from db.projects import add_guideline
 from db.releases import create_release
+from db.store.frames import fragments_text
 from db.store.models import Assignment, Fragment, Judgment, JudgmentHistory, Pair
 from db.textless import TextsWaiting, texts_waiting
 from eval_core.errors import Refused
@@ -83,6 +84,7 @@ def test_qrels_naming_unknown_fragments_create_them_without_text(engine, nist, t
     assert content_hash("") not in {frags["d2"][2], frags["d3"][2]} and frags["d2"][2] != frags["d3"][2]
     # 3 of the 4 pairs wait for their text (q1-d2, q2-d3, q2-d2), each graded by nist
     assert texts_waiting(engine, "demo") == TextsWaiting(fragments=2, pairs=3, unjudged=0)
+    assert fragments_text(engine, "demo") == {"d1": "returns are accepted"}  # no empty text for snippets
 
 
 def test_require_texts_refuses_the_file_in_one_collapsed_line_and_writes_nothing(engine, project, tmp_path):
