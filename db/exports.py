@@ -207,13 +207,13 @@ def export_pairs(engine: Engine, project: str, fmt: str, out: str | Path) -> int
                 "fragment_id": f,
                 "query": qt,
                 "title": title,
-                "text": text,
+                "text": text if has_text else None,  # a fragment waiting for its text (db.textless)
                 "sources": list(sources or ()),
                 "best_rank": rank,
                 "graded_by": graded.get(pid, []),
                 "assigned_to": assigned.get(pid, []),
             }
-            for pid, q, f, qt, title, text, sources, rank in session.execute(
+            for pid, q, f, qt, title, text, has_text, sources, rank in session.execute(
                 select(
                     col(Pair.id),
                     col(Query.external_id),
@@ -221,6 +221,7 @@ def export_pairs(engine: Engine, project: str, fmt: str, out: str | Path) -> int
                     col(Query.text),
                     col(Fragment.title),
                     col(Fragment.text),
+                    col(Fragment.has_text),
                     col(Pair.sources),
                     col(Pair.best_rank),
                 )

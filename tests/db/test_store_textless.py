@@ -218,3 +218,19 @@ def test_a_run_stored_before_0017_gets_its_fragments_from_holes_and_imports(engi
     corpus.write_text('{"id": "d7", "text": "a late text"}\n')
     import_fragments(engine, "demo", corpus, actor=OPERATOR)
     assert holes_without_text(engine, "demo", "old", k=3) == 1  # d7 is linked to its new fragment: only ghost
+
+
+def test_the_pairs_export_gives_a_script_no_empty_text_to_grade(engine, nist, tmp_path):
+    import json
+
+    from db.exports import export_pairs
+
+    out = tmp_path / "pairs.jsonl"
+    assert export_pairs(engine, "demo", "jsonl", out) == 4
+    texts = {(r["query_id"], r["fragment_id"]): r["text"] for r in map(json.loads, out.read_text().splitlines())}
+    assert texts == {
+        ("q1", "d1"): "returns are accepted",
+        ("q1", "d2"): None,
+        ("q2", "d3"): None,
+        ("q2", "d2"): None,
+    }
