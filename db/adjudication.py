@@ -68,8 +68,9 @@ class AdjudicationInfo:
 
 
 def pair_detail(engine: Engine, project: str, pair_id: int, username: str | None = None) -> dict:
-    """Everything about a pair for a lead: query, fragment, every annotator's grade and note, adjudications,
-    and the full change history. Pass `username` to have the lead role checked here too."""
+    """Everything about a pair for a lead: query, fragment (its text None while it waits for one), every
+    annotator's grade and note, adjudications, and the full change history. Pass `username` to have the lead
+    role checked here too."""
     with session_scope(engine) as session:
         if username is not None:
             require_lead(session, username)
@@ -85,6 +86,7 @@ def pair_detail(engine: Engine, project: str, pair_id: int, username: str | None
                 col(Fragment.doc_id),
                 col(Pair.sources),
                 col(Pair.best_rank),
+                col(Fragment.has_text),
             )
             .select_from(Pair)
             .join(Query, col(Query.id) == Pair.query_id)
@@ -134,7 +136,8 @@ def pair_detail(engine: Engine, project: str, pair_id: int, username: str | None
     return {
         "pair_id": pair_id,
         "query": {"id": head[0], "text": head[1], "category": head[2]},
-        "fragment": {"id": head[3], "title": head[4], "text": head[5], "doc_id": head[6]},
+        # text None: the fragment waits for its text (db.textless), never imported yet
+        "fragment": {"id": head[3], "title": head[4], "text": head[5] if head[9] else None, "doc_id": head[6]},
         "sources": head[7],
         "best_rank": head[8],
         "judgments": [dict(zip(keys, row, strict=True)) for row in judgments],

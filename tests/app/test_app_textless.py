@@ -102,3 +102,20 @@ def test_a_lead_opening_a_textless_pair_gets_no_grade_buttons(store, tmp_path):
         "Import tab, Fragments)."
     ]
     assert not [b for b in at.button if b.label.startswith(("0", "1", "2", "3"))]
+
+
+def test_adjudication_page_says_a_disputed_pair_has_no_text_yet(store, tmp_path):
+    qrels = tmp_path / "two.jsonl"
+    # two people disagree (0 vs 3) on m1, whose text was never imported: a dispute the lead may settle
+    qrels.write_text(
+        '{"query_id": "q000", "fragment_id": "m1", "annotator": "jo", "grade": 0}\n'
+        '{"query_id": "q000", "fragment_id": "m1", "annotator": "kim", "grade": 3}\n'
+    )
+    import_judgments(store, PROJECT, qrels, actor=OPERATOR)
+    at = page_test(store, "lead_adjudicate.py")
+    picker = next(s for s in at.selectbox if s.label == "Pair")
+    picker.set_value(next(label for label in picker.options if label.startswith("q000 · m1 "))).run()
+    assert not at.exception
+    assert [i.value for i in at.info if i.value.startswith("No text yet")] == [
+        "No text yet: this fragment was named by a run or qrels and its text was never imported."
+    ]

@@ -234,3 +234,10 @@ def test_the_pairs_export_gives_a_script_no_empty_text_to_grade(engine, nist, tm
         ("q2", "d3"): None,
         ("q2", "d2"): None,
     }
+
+
+def test_adjudication_shows_no_text_rather_than_an_empty_one(engine, nist):
+    from db.adjudication import pair_detail
+
+    assert pair_detail(engine, "demo", _pair(engine, "q1", "d2"))["fragment"]["text"] is None
+    assert pair_detail(engine, "demo", _pair(engine, "q1", "d1"))["fragment"]["text"] == "returns are accepted"

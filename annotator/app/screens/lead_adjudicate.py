@@ -112,7 +112,10 @@ def pair_section(engine: Engine, project: ProjectInfo, user: UserInfo, pair_id: 
     st.markdown("**Fragment**")
     with st.container(border=True, key="fragment_box"):
         st.caption(views.fragment_source(fragment["title"], fragment["doc_id"], fragment["id"]))
-        views.fragment_text(fragment["text"], query["text"])
+        if fragment["text"] is None:
+            st.info("No text yet: this fragment was named by a run or qrels and its text was never imported.")
+        else:
+            views.fragment_text(fragment["text"], query["text"])
 
     st.markdown("**Every grade and note**")
     judged = pd.DataFrame(detail["judgments"], columns=list(JUDGMENT_HEADERS))
