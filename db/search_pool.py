@@ -35,11 +35,12 @@ def pool_search(
     annotator.search_client — stored as the run `name` with `request` in runs.request (endpoint, template and
     paths; the caller leaves credentials out), then its top-`depth` pooled like any stored run.
 
-    Hits naming a fragment the project lacks are imported as fragments when the reply carried their text, all
-    in one import through db.imports.import_fragments (all or nothing), before the run is stored through
-    db.imports.import_run; a hit without a text becomes a fragment waiting for its text (db.textless), pooled
-    but never served, and `search["hits_without_text"]` counts the hits that have none. Everything is
-    checked before the first write; the writes are those two imports and one transaction for the request and
+    Hits naming a fragment the project lacks, or one still waiting for its text, get their text from the reply
+    when it carried one (`fragments_imported` new, `texts_filled` filled in), all in one import through
+    db.imports.import_fragments (all or nothing), before the run is stored through db.imports.import_run; a
+    hit without a text becomes a fragment waiting for its text (db.textless), pooled but never served, and
+    `search["hits_without_text"]` counts the hits that have none. Everything is checked before the first
+    write; the writes are those two imports and one transaction for the request and
     the pairs, each all or nothing, and repeating the call completes an interrupted one."""
     name = name.strip()
     if not name or len(name) > MAX_NAME_CHARS:
@@ -50,15 +51,17 @@ def pool_search(
         require_lead(session, actor)
         proj = project_row(session, project)
         queries = set(session.execute(select(col(Query.external_id)).where(col(Query.project_id) == proj.id)).scalars())
-        known = set(
-            session.execute(select(col(Fragment.external_id)).where(col(Fragment.project_id) == proj.id)).scalars()
+        known = set(  # a fragment still waiting for its text is not known: a reply that carries it fills it in
+            session.execute(
+                select(col(Fragment.external_id)).where(col(Fragment.project_id) == proj.id, col(Fragment.has_text))
+            ).scalars()
         )
     unknown_queries = sorted(set(hits) - queries)
     if unknown_queries:
         raise NotFound(f"query {unknown_queries[0]!r} is not in project {project!r}")
     if not any(hits.values()):
         raise ValueError(f"the engine found nothing for any of the {len(hits)} query(ies): no run to store")
-    texts: dict[str, tuple[str, str]] = {}  # new fragment id → (the query whose reply carried it, its text)
+    texts: dict[str, tuple[str, str]] = {}  # fragment id without text → (the query whose reply carried it, its text)
     for qid, found in hits.items():
         for doc, _score, carried in found:
             if len(doc) > MAX_ID_CHARS:
@@ -66,14 +69,15 @@ def pool_search(
             if doc not in known and carried is not None:
                 texts.setdefault(doc, (qid, carried))
     with tempfile.TemporaryDirectory(prefix="qrelkit-search-") as folder:
-        imported = 0
+        imported = filled = 0
         if texts:
             path = f"{folder}/fragments.jsonl"
             with open(path, "w", encoding="utf-8") as out:
                 for doc, (_qid, new_text) in texts.items():
                     out.write(json.dumps({"id": doc, "text": new_text}, ensure_ascii=False) + "\n")
             try:
-                imported = import_fragments(engine, project, path, actor=actor).created
+                done = import_fragments(engine, project, path, actor=actor)
+                imported, filled = done.created, done.texts_filled
             except InputError as exc:  # the temporary file's line n is the n-th new fragment
                 if exc.line is None or not 1 <= exc.line <= len(texts):
                     raise ValueError(f"the hits' texts cannot be imported: {exc.problem}") from None
@@ -93,6 +97,7 @@ def pool_search(
             "queries_without_hits": sum(1 for found in hits.values() if not found),
             "run_stored": "unchanged" if stored.unchanged else "replaced" if stored.updated else "new",
             "fragments_imported": imported,
+            "texts_filled": filled,
         }
     )
     with session_scope(engine, write=True) as session:

@@ -54,7 +54,8 @@ def test_project_page_pools_a_live_engines_top_k(store, fake, monkeypatch):
     search_and_pool(at, {"template": "elasticsearch", "url": f"{server.root}/shop/_search", "k": 3})
     assert not at.exception and not at.error
     assert [shown(s.value) for s in at.success if "searched" in s.value] == [
-        "1 query(ies) searched, 3 hit(s) stored as run live-es, 1 fragment(s) imported from the replies; "
+        "1 query(ies) searched, 3 hit(s) stored as run live-es, 1 fragment(s) imported and 0 text(s) filled in "
+        "from the replies; "
         "2 new pair(s), 1 already pooled."
     ]
     assert any("1 hit(s) of live-es name fragments" in shown(i.value) for i in at.info)

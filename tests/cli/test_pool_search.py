@@ -152,6 +152,7 @@ def test_elasticsearch_top_k_becomes_a_run_with_its_request_and_pairs(
         "queries_without_hits": 0,
         "run_stored": "new",
         "fragments_imported": 1,
+        "texts_filled": 0,
         "hits_without_text": 1,
         "requests_sent": 2,
     }
@@ -375,3 +376,27 @@ def test_pool_asks_for_depth_or_a_search_config(collection, store_url, tmp_path)
         2,
         "qrelkit: error: --search pools the engine's run alone: pool stored runs and BM25 in another call\n",
     )
+
+
+def test_a_later_reply_with_the_text_fills_a_fragment_that_waited(collection, project, store_url, engines, tmp_path):
+    server = engines(elasticsearch)
+    url = f"{server.root}/p/_search"
+    ids_only = config(tmp_path, "ids", template="elasticsearch", url=url, k=3, text=None)
+    code, out, err = run(
+        ["pool", "--project", "demo", "--search", str(ids_only), "--db", store_url, "--format", "json"]
+    )
+    assert code == 0, err
+    # Without texts, d9 and d7 (the two ids the project lacks) wait for their text.
+    assert (json.loads(out)["search"]["fragments_imported"], json.loads(out)["search"]["hits_without_text"]) == (0, 2)
+    with_texts = config(tmp_path, "texts", template="elasticsearch", url=url, k=3)
+    code, out, err = run(
+        ["pool", "--project", "demo", "--search", str(with_texts), "--db", store_url, "--format", "json"]
+    )
+    assert code == 0, err
+    found = json.loads(out)["search"]
+    # The second reply carries d9's text (not d7's): d9 is filled in, d7 still waits.
+    assert (found["fragments_imported"], found["texts_filled"], found["hits_without_text"]) == (0, 1, 1)
+    with session_scope(collection) as s:
+        rows = dict(s.execute(select(Fragment.external_id, Fragment.has_text)).all())
+        text = s.execute(select(Fragment.text).where(Fragment.external_id == "d9")).scalar_one()
+    assert (rows["d9"], rows["d7"], text) == (True, False, "a passage only the engine knows")

@@ -236,8 +236,9 @@ def search_pool_section(engine: Engine, project: ProjectInfo, user: UserInfo) ->
             found = report.search
             st.success(
                 f"{found['queries']} query(ies) searched, {found['hits']} hit(s) stored as run "
-                f"{views.literal(found['run'])}, {found['fragments_imported']} fragment(s) imported from the "
-                f"replies; {report.created} new pair(s), {report.existing} already pooled."
+                f"{views.literal(found['run'])}, {found['fragments_imported']} fragment(s) imported and "
+                f"{found['texts_filled']} text(s) filled in from the replies; {report.created} new pair(s), "
+                f"{report.existing} already pooled."
             )
             if note:
                 st.info(views.literal(note))
