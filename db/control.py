@@ -66,10 +66,12 @@ class ServeReport:
     added: int
     every: int | None
     served: dict[str, int]
+    without_text: int = 0  # pairs of the release left out: their fragment waits for its text (db.textless)
 
     def to_dict(self) -> dict:
         """JSON-able form."""
-        return {"added": self.added, "every": self.every, "served": dict(self.served)}
+        out = {"added": self.added, "every": self.every, "served": dict(self.served)}
+        return {**out, "without_text": self.without_text} if self.without_text else out
 
 
 def parse_rate(text: str) -> int:
@@ -129,12 +131,28 @@ def controls_from_release(engine: Engine, project: str, version: int | str, rate
             for r in settled
             if (r["query_id"], r["fragment_id"]) in ids
         ]
-        added = _insert(session, pid, rows, release.id, user_id)
+        readable = _with_text(session, [r[0] for r in rows])  # a control pair is served: it needs its text
+        waiting = len(rows) - len(readable)
+        added = _insert(session, pid, [r for r in rows if r[0] in readable], release.id, user_id)
         proj.control_every = every
         session.add(proj)
         session.flush()
         served = serve(session, pid, every)
-    return ServeReport(added, every, served)
+    return ServeReport(added, every, served, waiting)
+
+
+def _with_text(session: Session, pair_ids: list[int]) -> set[int]:
+    """The pairs among `pair_ids` whose fragment has its text (db.textless): only they can be served."""
+    out: set[int] = set()
+    for start in range(0, len(pair_ids), 500):
+        out.update(
+            session.execute(
+                select(col(Pair.id))
+                .join(Fragment, col(Fragment.id) == Pair.fragment_id)
+                .where(col(Pair.id).in_(pair_ids[start : start + 500]), col(Fragment.has_text))
+            ).scalars()
+        )
+    return out
 
 
 def add_control(
@@ -161,6 +179,11 @@ def add_control(
         pair = _pair_ids(session, pid).get((query, fragment))
         if pair is None:
             raise NotFound(f"project {project!r} has no pair ({query!r}, {fragment!r}): pool or import it first")
+        if not _with_text(session, [pair]):
+            raise ValueError(
+                f"pair ({query!r}, {fragment!r}) waits for its fragment's text: a control pair is served to "
+                "annotators, so import its text first (`qrelkit import fragments FILE`)"
+            )
         added = _insert(session, pid, [(pair, grade, reason.strip())], None, user_id)
         if rate is not None:
             proj.control_every = parse_rate(rate)

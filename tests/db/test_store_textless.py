@@ -241,3 +241,26 @@ def test_adjudication_shows_no_text_rather_than_an_empty_one(engine, nist):
 
     assert pair_detail(engine, "demo", _pair(engine, "q1", "d2"))["fragment"]["text"] is None
     assert pair_detail(engine, "demo", _pair(engine, "q1", "d1"))["fragment"]["text"] == "returns are accepted"
+
+
+def test_a_control_pair_needs_its_text(engine, nist):
+    from db.control import add_control
+
+    add_guideline(engine, "demo", "Grade 0-3 by relevance.", actor=OPERATOR)
+    with pytest.raises(ValueError, match=r"pair \('q1', 'd2'\) waits for its fragment's text"):
+        add_control(engine, "demo", "q1", "d2", 1, "the window is stated", actor=OPERATOR)
+    assert add_control(engine, "demo", "q1", "d1", 2, "returns are stated", actor=OPERATOR).added == 1
+
+
+def test_controls_from_a_release_leave_out_the_pairs_waiting_for_their_text(engine, nist):
+    from db.adjudication import adjudicate
+    from db.control import controls_from_release
+
+    create_user(engine, "boss", "lead", actor=OPERATOR)
+    adjudicate(engine, _pair(engine, "q1", "d1"), 2, "returns are stated", actor="boss")
+    adjudicate(engine, _pair(engine, "q1", "d2"), 1, "the window is stated", actor="boss")
+    create_release(engine, "demo", actor=OPERATOR)
+    report = controls_from_release(engine, "demo", 1, "1/10", actor="boss")
+    # two adjudicated pairs in the release; q1-d2 has no text: one control pair
+    assert (report.added, report.without_text) == (1, 1)
+    assert report.to_dict()["without_text"] == 1
