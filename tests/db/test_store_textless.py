@@ -4,6 +4,8 @@ fills them in (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import sqlalchemy as sa
 
@@ -221,8 +223,6 @@ def test_a_run_stored_before_0017_gets_its_fragments_from_holes_and_imports(engi
 
 
 def test_the_pairs_export_gives_a_script_no_empty_text_to_grade(engine, nist, tmp_path):
-    import json
-
     from db.exports import export_pairs
 
     out = tmp_path / "pairs.jsonl"
@@ -264,3 +264,24 @@ def test_controls_from_a_release_leave_out_the_pairs_waiting_for_their_text(engi
     # two adjudicated pairs in the release; q1-d2 has no text: one control pair
     assert (report.added, report.without_text) == (1, 1)
     assert report.to_dict()["without_text"] == 1
+
+
+def test_the_cli_says_how_many_fragments_came_without_text(engine, project, store_url, tmp_path):
+    queries = tmp_path / "q.tsv"
+    queries.write_text("q1\treturn window\n")
+    import_queries(engine, "demo", queries, actor=OPERATOR)
+    qrels = tmp_path / "nist.qrels"
+    qrels.write_text("q1 0 D1 2\nq1 0 D2 0\n")
+    argv = ["import", "judgments", str(qrels), "--annotator", "nist", "--project", "demo", "--db", store_url]
+    code, out, err = run([*argv, "--report-format", "json"])
+    assert code == 0
+    report = json.loads(out)
+    assert report["without_text"]["count"] == 2
+    assert report["without_text"]["examples"] == [f"{qrels}:1: 'D1'", f"{qrels}:2: 'D2'"]
+    assert err.startswith("note: 2 fragment(s) have no text yet: ")
+    code, _, err = run([*argv, "--require-texts"])  # D1 and D2 still wait for their texts
+    assert code == 2 and f"{qrels}:1: fragment id 'D1' has no text in this project (never imported)" in err
+    ranking = tmp_path / "r.trec"
+    ranking.write_text("q1 Q0 D1 1 1.0 r\n")
+    code, _, err = run(["import", "run", str(ranking), "--require-texts", "--project", "demo", "--db", store_url])
+    assert code == 2 and "--require-texts applies to `import judgments` only" in err
