@@ -106,3 +106,17 @@ def test_no_runs_and_old_releases_say_so(demo):
     assert not at.exception and NOT_ON_CARD.format(version=2) in _texts(at)
     evaluate = _demo_page(demo, "lead_evaluate.py")
     assert not evaluate.exception and NOT_ON_CARD.format(version=2) in _texts(evaluate)
+
+
+def test_a_run_name_keeps_its_underscores_on_the_card(store):
+    """A run called bm25_rm3_k1 (Markdown would read `_rm3_` as emphasis if it were not escaped) is named as
+    typed in the card's caption, in the order the card lists its runs (by name)."""
+    from db.store.models import Run
+
+    with store.begin() as conn:
+        conn.execute(sa.update(Run).where(Run.name == "dense").values(name="bm25_rm3_k1"))
+    at = page_test(store, "lead_releases.py")
+    at.button[0].click().run()
+    assert not at.exception
+    assert any("stored then (baseline, bm25_rm3_k1, fresh; pooled: " in c for c in _captions(at)), _captions(at)
+    assert any(r"bm25\_rm3\_k1" in c.value for c in at.caption)  # escaped, so Markdown shows the underscores
