@@ -10,13 +10,14 @@ from collections.abc import Hashable
 from sqlalchemy import Text, bindparam, cast, false, func, select
 from sqlalchemy.orm import Session
 
-from db.store.models import Assignment, Judgment, Pair, Project, Run, RunEntry, User, table_of
+from db.store.models import Assignment, Fragment, Judgment, Pair, Project, Run, RunEntry, User, table_of
 from eval_core.io.judgments import relevant_from
 from eval_core.queue_order import QueryPool, make_order, replay_next
 from eval_core.vocab import AnnotatorKind
 
 ASSIGNMENTS, JUDGMENTS, PAIRS, PROJECTS = (table_of(m) for m in (Assignment, Judgment, Pair, Project))
 RUNS, RUN_ENTRIES, USERS = (table_of(m) for m in (Run, RunEntry, User))
+FRAGMENTS = table_of(Fragment)
 MODEL_KIND: str = AnnotatorKind.MODEL.value
 POOL_CACHE_SIZE = 512
 _pools: dict[tuple, QueryPool] = {}
@@ -33,8 +34,13 @@ _RUN_HASHES = (
     select(RUNS.c.id, RUNS.c.content_hash).where(RUNS.c.project_id == bindparam("project_id")).order_by(RUNS.c.id)
 )
 # driven from the query's pairs (ix_pairs_query_id, then uq_assignments_pair_user), not the user's whole backlog
+# the query's open assignments whose fragment has its text (one waiting for it is never served: db.textless)
 _TODO = select(ASSIGNMENTS.c.pair_id, ASSIGNMENTS.c.position).where(
-    ASSIGNMENTS.c.pair_id.in_(select(PAIRS.c.id).where(PAIRS.c.query_id == bindparam("query_id"))),
+    ASSIGNMENTS.c.pair_id.in_(
+        select(PAIRS.c.id)
+        .join(FRAGMENTS, FRAGMENTS.c.id == PAIRS.c.fragment_id)
+        .where(PAIRS.c.query_id == bindparam("query_id"), FRAGMENTS.c.has_text)
+    ),
     ASSIGNMENTS.c.user_id == bindparam("user_id"),
     ASSIGNMENTS.c.done == false(),
 )

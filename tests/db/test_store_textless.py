@@ -23,7 +23,7 @@ from db.imports import (
     import_queries,
     import_run,
 )
-from db.projects import add_guideline
+from db.projects import add_guideline, set_queue_order
 from db.releases import create_release
 from db.store.frames import fragments_text
 from db.store.models import Assignment, Fragment, Judgment, JudgmentHistory, Pair
@@ -128,7 +128,9 @@ def test_textless_pairs_are_released_and_evaluated(engine, nist, tmp_path):
     assert result.mean["P@10"] == pytest.approx(0.15) and result.mean["recall@10"] == pytest.approx(1.0)
 
 
-def test_next_pair_never_serves_a_textless_pair_until_its_text_is_imported(engine, project, nist, tmp_path):
+def test_next_pair_never_serves_a_textless_pair_until_its_text_is_imported(
+    engine, project, nist, tmp_path, monkeypatch
+):
     create_user(engine, "ann", "annotator", actor=OPERATOR)
     every = [_pair(engine, q, f) for q, f in (("q1", "d1"), ("q1", "d2"), ("q2", "d3"), ("q2", "d2"))]
     report = assign(engine, "demo", overlap=1, annotators=["ann"], actor=OPERATOR, pair_ids=every)
@@ -145,6 +147,14 @@ def test_next_pair_never_serves_a_textless_pair_until_its_text_is_imported(engin
         )
     served = next_pair(engine, "demo", "ann")
     assert served is not None and served.pair_id == every[0]
+    # under another queue order, the order picks within the query in progress: offered the text-less q1-d2 it
+    # would take it (this stand-in policy takes the highest pair id), so it must never be offered
+    monkeypatch.setattr("db.queue_order.replay_next", lambda policy, known, todo: max(todo))
+    set_queue_order(engine, "demo", "move-to-front", actor=OPERATOR)
+    served = next_pair(engine, "demo", "ann")
+    assert served is not None and served.pair_id == every[0]
+    set_queue_order(engine, "demo", "pool", actor=OPERATOR)
+    monkeypatch.undo()
     with pytest.raises(Refused, match=r"waits for its fragment's text"):
         record_judgment(engine, every[1], "ann", 2)
     record_judgment(engine, every[0], "ann", 2)
