@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import insert, select
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from db.accounts.permissions import Actor, require_lead
 from db.projects import project_row
 from db.qualification import round_pair_ids
 from db.store.engine import session_scope
-from db.store.models import Assignment, Fragment, Judgment, Pair, Query, User, utcnow
+from db.store.models import Assignment, Fragment, Judgment, Pair, Query, User, pk, table_of, utcnow
 from eval_core.errors import InputError, NotFound, Problems
 from eval_core.io.records import format_by_name, iter_lines, iter_records
 from eval_core.vocab import AnnotatorKind
@@ -73,37 +73,44 @@ def _annotators(session: Session, names: list[str] | None) -> list[tuple[int, st
     queue; a model judge grades by `qrelkit prejudge`, never from a queue)."""
     if names is None:
         rows = session.execute(
-            select(User.id, User.username)
+            select(col(User.id), col(User.username))
             .where(
-                User.role == "annotator", User.active, User.kind == AnnotatorKind.HUMAN, User.password_hash.is_not(None)
+                col(User.role) == "annotator",
+                col(User.active),
+                col(User.kind) == AnnotatorKind.HUMAN,
+                col(User.password_hash).is_not(None),
             )
-            .order_by(User.id)
+            .order_by(col(User.id))
         ).all()
         return [(r.id, r.username, True) for r in rows]
-    rows = {
+    by_name = {
         r.username: r
         for r in session.execute(
             select(
-                User.id, User.username, User.active, User.kind, User.password_hash.is_not(None).label("can_login")
-            ).where(User.username.in_(names))
+                col(User.id),
+                col(User.username),
+                col(User.active),
+                col(User.kind),
+                col(User.password_hash).is_not(None).label("can_login"),
+            ).where(col(User.username).in_(names))
         ).all()
     }
-    unknown = [n for n in names if n not in rows]
+    unknown = [n for n in names if n not in by_name]
     if unknown:
         raise NotFound(f"no user named {', '.join(map(repr, unknown))}")
-    references = [n for n in names if rows[n].kind == AnnotatorKind.REFERENCE]
+    references = [n for n in names if by_name[n].kind == AnnotatorKind.REFERENCE]
     if references:
         raise ValueError(
             f"reference annotator(s) get no queue: {', '.join(references)} (their grades are a reference "
             "people are measured against, never an overlap slot)"
         )
-    models = [n for n in names if rows[n].kind != AnnotatorKind.HUMAN]
+    models = [n for n in names if by_name[n].kind != AnnotatorKind.HUMAN]
     if models:
         raise ValueError(f"model judge(s) get no queue: {', '.join(models)}")
-    inactive = [n for n in names if not rows[n].active]
+    inactive = [n for n in names if not by_name[n].active]
     if inactive:
         raise ValueError(f"inactive user(s) cannot be assigned: {', '.join(inactive)}")
-    return [(rows[n].id, n, bool(rows[n].can_login)) for n in dict.fromkeys(names)]
+    return [(by_name[n].id, n, bool(by_name[n].can_login)) for n in dict.fromkeys(names)]
 
 
 def _counted(session: Session, project_id: int) -> dict[int, set[int]]:
@@ -112,15 +119,20 @@ def _counted(session: Session, project_id: int) -> dict[int, set[int]]:
     in, or a deactivated one, will never be judged)."""
     have: dict[int, set[int]] = defaultdict(set)
     for pid, uid in session.execute(
-        select(Judgment.pair_id, Judgment.user_id)
-        .join(User, User.id == Judgment.user_id)
-        .where(Judgment.project_id == project_id, User.kind == "human")
+        select(col(Judgment.pair_id), col(Judgment.user_id))
+        .join(User, col(User.id) == Judgment.user_id)
+        .where(col(Judgment.project_id) == project_id, col(User.kind) == "human")
     ).all():
         have[pid].add(uid)
     for pid, uid in session.execute(
-        select(Assignment.pair_id, Assignment.user_id)
-        .join(User, User.id == Assignment.user_id)
-        .where(Assignment.project_id == project_id, User.kind == "human", User.active, User.password_hash.is_not(None))
+        select(col(Assignment.pair_id), col(Assignment.user_id))
+        .join(User, col(User.id) == Assignment.user_id)
+        .where(
+            col(Assignment.project_id) == project_id,
+            col(User.kind) == "human",
+            col(User.active),
+            col(User.password_hash).is_not(None),
+        )
     ).all():
         have[pid].add(uid)
     return have
@@ -146,6 +158,7 @@ def assign(
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         proj = project_row(session, project, lock=True)
+        project_id = pk(proj)
         n = proj.overlap if overlap is None else overlap
         frac = proj.overlap_fraction if fraction is None else fraction
         if n < 1:
@@ -161,10 +174,10 @@ def assign(
             )
         report = AssignReport(overlap=n, fraction=frac, cannot_log_in=[u for _, u, ok in chosen if not ok])
         every = session.execute(
-            select(Pair.id, Pair.query_id, Pair.sources, Fragment.has_text)
-            .join(Fragment, Fragment.id == Pair.fragment_id)
-            .where(Pair.project_id == proj.id)
-            .order_by(Pair.query_id, Pair.best_rank.is_(None), Pair.best_rank, Pair.id)
+            select(col(Pair.id), col(Pair.query_id), col(Pair.sources), col(Fragment.has_text))
+            .join(Fragment, col(Fragment.id) == Pair.fragment_id)
+            .where(col(Pair.project_id) == project_id)
+            .order_by(col(Pair.query_id), col(Pair.best_rank).is_(None), col(Pair.best_rank), col(Pair.id))
         ).all()
         if pair_ids is not None:
             wanted = set(pair_ids)
@@ -178,30 +191,32 @@ def assign(
         pair_ids = np.array([r.id for r in rows], dtype=np.int64)
         full = overlap_sample(pair_ids, frac, seed)
         report.pairs_total, report.pairs_asked_overlap = len(rows), int(full.sum())
-        have = _counted(session, proj.id)
+        have = _counted(session, project_id)
         held: dict[int, set[int]] = defaultdict(set, {pid: set(users) for pid, users in have.items()})
         next_pos: dict[int, int] = defaultdict(int)
         load: dict[int, int] = defaultdict(int)
         for pid, uid, pos in session.execute(
-            select(Assignment.pair_id, Assignment.user_id, Assignment.position).where(Assignment.project_id == proj.id)
+            select(col(Assignment.pair_id), col(Assignment.user_id), col(Assignment.position)).where(
+                col(Assignment.project_id) == project_id
+            )
         ).all():
             held[pid].add(uid)  # never a second assignment of a pair to one queue, even one that does not count
             next_pos[uid] = max(next_pos[uid], pos + 1)
             load[uid] += 1
-        for uid, pairs in round_pair_ids(session, proj.id).items():  # seen with its settled grade: never again
+        for uid, pairs in round_pair_ids(session, project_id).items():  # seen with its settled grade: never again
             for pid in pairs:
                 held[pid].add(uid)
         new = plan_assignments(rows, full, n, people, have, load, next_pos, held)
         if new:
             now = utcnow()
             session.execute(
-                insert(Assignment.__table__),
+                insert(table_of(Assignment)),
                 [
-                    {"project_id": proj.id, "pair_id": p, "user_id": u, "position": pos, "created_at": now}
+                    {"project_id": project_id, "pair_id": p, "user_id": u, "position": pos, "created_at": now}
                     for p, u, pos in new
                 ],
             )
-        after = _counted(session, proj.id)  # what will exist, new assignments included
+        after = _counted(session, project_id)  # what will exist, new assignments included
         report.pairs_with_overlap = sum(1 for r, f in zip(rows, full, strict=True) if f and len(after[r.id]) >= n)
         report.pairs_short = sum(1 for r, f in zip(rows, full, strict=True) if len(after[r.id]) < (n if f else 1))
         names = dict(people)
@@ -289,10 +304,10 @@ def pairs_from_file(engine: Engine, project: str, path: str | Path) -> list[int]
         known = {
             (q, f): pid
             for pid, q, f in session.execute(
-                select(Pair.id, Query.external_id, Fragment.external_id)
-                .join(Query, Query.id == Pair.query_id)
-                .join(Fragment, Fragment.id == Pair.fragment_id)
-                .where(Pair.project_id == proj.id)
+                select(col(Pair.id), col(Query.external_id), col(Fragment.external_id))
+                .join(Query, col(Query.id) == Pair.query_id)
+                .join(Fragment, col(Fragment.id) == Pair.fragment_id)
+                .where(col(Pair.project_id) == pk(proj))
             ).all()
         }
     problems = Problems(path)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import bindparam, select, tuple_
+from sqlalchemy import Table, bindparam, select, tuple_
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import Session
+from sqlmodel import Session, col
 
 from db.accounts.permissions import Actor, require_lead
 from db.accounts.users import LOOKS_LIKE, account_keys, check_username, name_key
@@ -33,6 +33,8 @@ from db.store.models import (
     Run,
     RunEntry,
     User,
+    pk,
+    table_of,
     utcnow,
 )
 from db.textless import EXAMPLES, IMPORT_TEXTS, create_textless, textless_report
@@ -62,7 +64,9 @@ QRELS_AS_RUN = (
 )
 MAX_TEXT_CHARS = 1_000_000
 CHUNK = 20_000
-Q, F, P, J, H, A = (m.__table__ for m in (Query, Fragment, Pair, Judgment, JudgmentHistory, Assignment))
+# The Core tables the bulk writers insert into and update
+QUERIES, FRAGMENTS, PAIRS = table_of(Query), table_of(Fragment), table_of(Pair)
+JUDGMENTS, JUDGMENT_HISTORY, ASSIGNMENTS = table_of(Judgment), table_of(JudgmentHistory), table_of(Assignment)
 
 
 @dataclass
@@ -134,6 +138,18 @@ def _project(engine: Engine, project: str, path: str | Path, actor: Actor) -> Pr
             return project_row(session, project)
     except ProjectNotFound as exc:
         raise InputError(str(path), None, str(exc)) from None
+
+
+def _ids_by_external_id(
+    session: Session, model: type[Query] | type[Fragment], project_id: int, *, readable_only: bool = False
+) -> dict[str, int]:
+    """The project's queries or fragments: external id → store id (with `readable_only`, fragments that have
+    their text)."""
+    table = table_of(model)
+    stmt = select(table.c.external_id, table.c.id).where(table.c.project_id == project_id)
+    if readable_only:
+        stmt = stmt.where(table.c.has_text)
+    return {external: id_ for external, id_ in session.execute(stmt).all()}
 
 
 def content_hash(text: str) -> str:
@@ -225,7 +241,7 @@ def _parse_fragments(
 
 
 def _upsert_by_external_id(
-    session: Session, table, project_id: int, parsed: dict[str, dict], report: ImportReport, show: bool
+    session: Session, table: Table, project_id: int, parsed: dict[str, dict], report: ImportReport, show: bool
 ) -> None:
     """Insert new external ids, update changed ones, count the unchanged — in the caller's transaction."""
     columns = list(next(iter(parsed.values())).keys())
@@ -274,7 +290,7 @@ def import_queries(
     report = ImportReport(kind="queries", path=str(path), records=len(parsed), format=found)
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
-        _upsert_by_external_id(session, Q, proj.id, parsed, report, progress)  # type: ignore[arg-type]
+        _upsert_by_external_id(session, QUERIES, pk(proj), parsed, report, progress)
     return report
 
 
@@ -297,23 +313,33 @@ def import_fragments(
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         waiting = {
-            ext for (ext,) in session.execute(select(F.c.external_id).where(F.c.project_id == proj.id, ~F.c.has_text))
+            ext
+            for (ext,) in session.execute(
+                select(FRAGMENTS.c.external_id).where(FRAGMENTS.c.project_id == pk(proj), ~FRAGMENTS.c.has_text)
+            )
         }
-        _upsert_by_external_id(session, F, proj.id, parsed, report, progress)  # type: ignore[arg-type]
+        _upsert_by_external_id(session, FRAGMENTS, pk(proj), parsed, report, progress)
         report.texts_filled = len(waiting & parsed.keys())  # counted apart from the texts that changed
         report.updated -= report.texts_filled
-        _link_run_entries(session, proj.id)
+        _link_run_entries(session, pk(proj))
     return report
 
 
 def _link_run_entries(session: Session, project_id: int) -> None:
     """Point the entries of runs stored before their documents were fragments (before 0017 a run kept them
     with no fragment) at the fragments now imported under their ids."""
-    R, E = Run.__table__, RunEntry.__table__
-    match = select(F.c.id).where(F.c.project_id == project_id, F.c.external_id == E.c.doc_external_id).scalar_subquery()
+    runs, entries = table_of(Run), table_of(RunEntry)
+    match = (
+        select(FRAGMENTS.c.id)
+        .where(FRAGMENTS.c.project_id == project_id, FRAGMENTS.c.external_id == entries.c.doc_external_id)
+        .scalar_subquery()
+    )
     session.execute(
-        E.update()
-        .where(E.c.fragment_id.is_(None), E.c.run_id.in_(select(R.c.id).where(R.c.project_id == project_id)))
+        entries.update()
+        .where(
+            entries.c.fragment_id.is_(None),
+            entries.c.run_id.in_(select(runs.c.id).where(runs.c.project_id == project_id)),
+        )
         .values(fragment_id=match)
     )
 
@@ -390,50 +416,50 @@ def import_run(
     produced_by = (produced_by or "").strip() or None
     if produced_by is not None and len(produced_by) > 200:
         raise InputError(str(path), None, f"--produced-by must be 1-200 characters, got {len(produced_by)}")
-    proj = _project(engine, project, path, actor)
+    project_id = pk(_project(engine, project, path, actor))
     name = (name or run_name_from_path(path)).strip()
     if not name or len(name) > 200:
         raise InputError(str(path), None, f"run name must be 1-200 characters, got {name!r}")
     with session_scope(engine) as session:
-        queries = dict(session.execute(select(Query.external_id, Query.id).where(Query.project_id == proj.id)).all())
+        queries = _ids_by_external_id(session, Query, project_id)
     frame = _parse_run(path, queries, progress)
     digest = _run_hash(frame, {v: k for k, v in queries.items()})
     report = ImportReport(kind="run", path=str(path), records=len(frame), format=detect_format(path))
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         old = session.execute(
-            select(Run.id, Run.content_hash).where(Run.project_id == proj.id, Run.name == name)
+            select(col(Run.id), col(Run.content_hash)).where(col(Run.project_id) == project_id, col(Run.name) == name)
         ).first()
         if old is not None and old.content_hash == digest:
             report.unchanged = 1
             return report
-        fragments = dict(
-            session.execute(select(Fragment.external_id, Fragment.id).where(Fragment.project_id == proj.id)).all()
-        )
+        fragments = _ids_by_external_id(session, Fragment, project_id)
         unknown = set(frame.loc[~frame["doc"].isin(fragments.keys()), "doc"].unique())
         if unknown:  # kept as fragments waiting for their text: pooled, evaluated, served once the text comes
             report.without_text = textless_report(str(path), len(unknown), _first_lines(path, unknown))
-            fragments.update(create_textless(session, proj.id, unknown))
+            fragments.update(create_textless(session, project_id, unknown))
+        runs = table_of(Run)
         if old is None:
             run_id = session.execute(
-                Run.__table__.insert()
+                runs.insert()
                 .values(
-                    project_id=proj.id,
+                    project_id=project_id,
                     name=name,
                     content_hash=digest,
                     n_lines=len(frame),
                     created_at=utcnow(),
                     produced_by=produced_by,
                 )
-                .returning(Run.__table__.c.id)
+                .returning(runs.c.id)
             ).scalar_one()
             report.created = 1
         else:
             run_id = old.id
-            session.execute(RunEntry.__table__.delete().where(RunEntry.__table__.c.run_id == run_id))
+            entries = table_of(RunEntry)
+            session.execute(entries.delete().where(entries.c.run_id == run_id))
             session.execute(
-                Run.__table__.update()
-                .where(Run.__table__.c.id == run_id)
+                runs.update()
+                .where(runs.c.id == run_id)
                 .values(content_hash=digest, n_lines=len(frame), created_at=utcnow(), produced_by=produced_by)
             )
             report.updated = 1
@@ -477,7 +503,9 @@ def _insert_run_entries(
     columns = "run_id, query_id, doc_external_id, fragment_id, rank, score"
     conn = session.connection()
     if conn.dialect.name == "postgresql":
-        cursor = conn.connection.driver_connection.cursor()
+        driver = conn.connection.driver_connection  # psycopg's connection: COPY is not in the DBAPI
+        assert driver is not None, "a live connection has its driver's"
+        cursor = driver.cursor()
         with cursor.copy(f"COPY run_entries ({columns}) FROM STDIN") as copy:
             for row in _progress(rows, show, "writing run"):
                 copy.write_row(row)
@@ -559,20 +587,25 @@ def _parse_judgments(
     problems.items, problems.total = list(read.problems), read.total_problems
     frame, decided = read.judgments, read.adjudications
     with session_scope(engine) as session:
-        versions = dict(
-            session.execute(select(Guideline.version, Guideline.id).where(Guideline.project_id == proj.id)).all()
-        )
+        versions: dict[int, int] = {
+            version: id_
+            for version, id_ in session.execute(
+                select(col(Guideline.version), col(Guideline.id)).where(col(Guideline.project_id) == pk(proj))
+            ).all()
+        }
         leads = {
             name: (role, active)
             for name, role, active in session.execute(
-                select(User.username, User.role, User.active).where(User.username.in_(decided["by"].unique().tolist()))
+                select(col(User.username), col(User.role), col(User.active)).where(
+                    col(User.username).in_(decided["by"].unique().tolist())
+                )
             )
         }
         known = {
             name: (kind, model)
             for name, kind, model in session.execute(
-                select(User.username, User.kind, User.model_name).where(
-                    User.username.in_(frame["annotator"].unique().tolist())
+                select(col(User.username), col(User.kind), col(User.model_name)).where(
+                    col(User.username).in_(frame["annotator"].unique().tolist())
                 )
             )
         }
@@ -598,15 +631,15 @@ def _parse_judgments(
             else:
                 textless[fext] = min(line, textless.get(fext, line))
     if "guideline" in frame.columns:
-        frame["guideline_id"] = frame["guideline"].map(lambda v: None if v is None else versions.get(_version(v)))
-        known = ", ".join(map(str, sorted(versions))) or "none yet"
+        frame["guideline_id"] = frame["guideline"].map(lambda v: None if v is None else _guideline_id(versions, v))
+        listed = ", ".join(map(str, sorted(versions))) or "none yet"
         for line, given in frame.loc[
             frame["guideline"].notna() & frame["guideline_id"].isna(), ["line", "guideline"]
         ].itertuples(index=False):
             problems.add(
                 line,
                 f"guideline version {given!r} does not exist in project {proj.name!r} "
-                f"(versions: {known}); add it with `qrelkit guideline add`",
+                f"(versions: {listed}); add it with `qrelkit guideline add`",
             )
     stamp = _stamp_guideline(path, frame, versions, proj, source.guideline)
     for line, annotator in frame.loc[frame["annotator"].str.len() > MAX_NAME_CHARS, ["line", "annotator"]].itertuples(
@@ -663,6 +696,12 @@ def _version(text: str) -> int | None:
     """A guideline version as written in a judgments file ("2"), None when it is not a number."""
     text = str(text).strip()
     return int(text) if text.isdigit() else None
+
+
+def _guideline_id(versions: dict[int, int], text: str) -> int | None:
+    """The id of the guideline version a judgments file names, None when there is no such version."""
+    version = _version(text)
+    return None if version is None else versions.get(version)
 
 
 @dataclass(frozen=True)
@@ -790,9 +829,10 @@ def _annotators(
             f"they belong to model judges (annotator_kind model)",
         )
     model = np.where(has["model"], given["model"].to_numpy(dtype=object), judges.model)
-    model = np.where(is_model, model, None)
+    none = np.array(None, dtype=object)  # what a person's line has for model and prompt version
+    model = np.where(is_model, model, none)
     prompt = np.where(has["prompt_version"], given["prompt_version"].to_numpy(dtype=object), judges.prompt_version)
-    prompt = np.where(is_model, prompt, None)
+    prompt = np.where(is_model, prompt, none)
     first = dict(enumerate(np.unique(codes, return_index=True)[1].tolist()))  # codes run 0..k-1
     changed = _changes(codes, kind, np.arange(len(frame)))[1] if from_file.any() else []
     first_model, changed_model = _changes(codes, model, np.flatnonzero(pd.notna(model)))
@@ -855,15 +895,16 @@ def _ensure_users(
     model and prompt version `fields` gives (people by default). `prompt_version` (the import's option) becomes
     the current prompt of the model judges that already exist."""
     fields = fields or {}
-    have = dict(session.execute(select(User.username, User.id).where(User.username.in_(list(names)))).all())
+    users = table_of(User)
+    have = _user_ids(session, list(names))
     missing = [n for n in names if n not in have]
     judges = [have[n] for n in have if fields.get(n, {}).get("kind") == "model"]
     if prompt_version is not None and judges:
-        session.execute(User.__table__.update().where(User.id.in_(judges)).values(prompt_version=prompt_version))
+        session.execute(users.update().where(users.c.id.in_(judges)).values(prompt_version=prompt_version))
     if missing:
         now = utcnow()
         session.execute(
-            User.__table__.insert(),
+            users.insert(),
             [
                 {
                     "username": n,
@@ -879,8 +920,14 @@ def _ensure_users(
                 for n in missing
             ],
         )
-        have.update(session.execute(select(User.username, User.id).where(User.username.in_(missing))).all())
+        have.update(_user_ids(session, missing))
     return have
+
+
+def _user_ids(session: Session, names: list[str]) -> dict[str, int]:
+    """Username → user id of the accounts these names have (an unknown name is left out)."""
+    found = session.execute(select(col(User.username), col(User.id)).where(col(User.username).in_(names))).all()
+    return {name: id_ for name, id_ in found}
 
 
 def _ensure_pairs(session: Session, project_id: int, wanted: set[tuple[int, int]]) -> dict[tuple[int, int], int]:
@@ -888,7 +935,7 @@ def _ensure_pairs(session: Session, project_id: int, wanted: set[tuple[int, int]
     have = {
         (q, f): i
         for i, q, f in session.execute(
-            select(P.c.id, P.c.query_id, P.c.fragment_id).where(P.c.project_id == project_id)
+            select(PAIRS.c.id, PAIRS.c.query_id, PAIRS.c.fragment_id).where(PAIRS.c.project_id == project_id)
         )
     }
     missing = sorted(wanted - have.keys())
@@ -896,7 +943,7 @@ def _ensure_pairs(session: Session, project_id: int, wanted: set[tuple[int, int]
         now = utcnow()
         for chunk in _chunks(missing):
             session.execute(
-                P.insert(),
+                PAIRS.insert(),
                 [
                     {
                         "project_id": project_id,
@@ -912,7 +959,7 @@ def _ensure_pairs(session: Session, project_id: int, wanted: set[tuple[int, int]
         have = {
             (q, f): i
             for i, q, f in session.execute(
-                select(P.c.id, P.c.query_id, P.c.fragment_id).where(P.c.project_id == project_id)
+                select(PAIRS.c.id, PAIRS.c.query_id, PAIRS.c.fragment_id).where(PAIRS.c.project_id == project_id)
             )
         }
     return have
@@ -932,14 +979,11 @@ def import_judgments(
     current judgment, with history; a release line's adjudication is kept when it names an active lead.
     `judges` says whether the file's annotators are people or model judges (e.g. an LLM assessor's output)."""
     proj = _project(engine, project, path, actor)
+    project_id = pk(proj)
     with session_scope(engine) as session:
-        queries = dict(session.execute(select(Query.external_id, Query.id).where(Query.project_id == proj.id)).all())
-        readable = [Fragment.has_text] if source.require_texts else []  # a text-less one is refused too
-        fragments = dict(
-            session.execute(
-                select(Fragment.external_id, Fragment.id).where(Fragment.project_id == proj.id, *readable)
-            ).all()
-        )
+        queries = _ids_by_external_id(session, Query, project_id)
+        # a text-less fragment is refused too
+        fragments = _ids_by_external_id(session, Fragment, project_id, readable_only=source.require_texts)
     judged, adjudications, people, stamp, textless = _parse_judgments(
         engine, path, proj, queries, fragments, progress, judges, source
     )
@@ -953,20 +997,16 @@ def import_judgments(
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
         if textless:
-            _fill_textless(session, proj.id, (judged, adjudications), textless)
+            _fill_textless(session, project_id, (judged, adjudications), textless)
             report.without_text = textless_report(str(path), len(textless), textless)
         names = dict.fromkeys(judged["annotator"].tolist(), "annotator")
         users = _ensure_users(session, names, people, judges.prompt_version) if names else {}
-        users.update(
-            session.execute(
-                select(User.username, User.id).where(User.username.in_(adjudications["by"].unique().tolist()))
-            ).all()
-        )
+        users.update(_user_ids(session, adjudications["by"].unique().tolist()))
         wanted = set(zip(judged["query"].tolist(), judged["fragment"].tolist(), strict=True))
         wanted |= set(zip(adjudications["query"].tolist(), adjudications["fragment"].tolist(), strict=True))
-        pairs = _ensure_pairs(session, proj.id, {(int(q), int(f)) for q, f in wanted})
-        write_judgments(session, proj.id, judged, users, pairs, report, progress)
-        _write_adjudications(session, proj.id, adjudications, users, pairs)
+        pairs = _ensure_pairs(session, project_id, {(int(q), int(f)) for q, f in wanted})
+        write_judgments(session, project_id, judged, users, pairs, report, progress)
+        _write_adjudications(session, project_id, adjudications, users, pairs)
     return report
 
 
@@ -977,7 +1017,9 @@ def _fill_textless(session: Session, project_id: int, tables: tuple[pd.DataFrame
     for chunk in _chunks(sorted(textless), 500):
         have.update(
             session.execute(
-                select(F.c.external_id, F.c.id).where(F.c.project_id == project_id, F.c.external_id.in_(chunk))
+                select(FRAGMENTS.c.external_id, FRAGMENTS.c.id).where(
+                    FRAGMENTS.c.project_id == project_id, FRAGMENTS.c.external_id.in_(chunk)
+                )
             ).all()
         )
     have.update(create_textless(session, project_id, set(textless) - have.keys()))
@@ -1004,18 +1046,21 @@ def write_judgments(
     """Insert new judgments, update changed ones (revision + 1), count the unchanged; history for each change.
     The one writer of judgments that arrive in bulk: imported files and model judges' grades."""
     stmt = select(
-        J.c.id,
-        J.c.pair_id,
-        J.c.user_id,
-        J.c.grade,
-        J.c.note,
-        J.c.cant_judge_reason,
-        J.c.guideline_id,
-        J.c.prompt_version,
-    ).where(J.c.project_id == project_id, J.c.user_id.in_(sorted({users[a] for a in judged["annotator"].unique()})))
+        JUDGMENTS.c.id,
+        JUDGMENTS.c.pair_id,
+        JUDGMENTS.c.user_id,
+        JUDGMENTS.c.grade,
+        JUDGMENTS.c.note,
+        JUDGMENTS.c.cant_judge_reason,
+        JUDGMENTS.c.guideline_id,
+        JUDGMENTS.c.prompt_version,
+    ).where(
+        JUDGMENTS.c.project_id == project_id,
+        JUDGMENTS.c.user_id.in_(sorted({users[a] for a in judged["annotator"].unique()})),
+    )
     if len(judged) <= 500:  # a model judge's batch: read only its pairs' judgments
         stmt = stmt.where(
-            J.c.pair_id.in_(
+            JUDGMENTS.c.pair_id.in_(
                 sorted({pairs[(int(q), int(f))] for q, f in zip(judged["query"], judged["fragment"], strict=True)})
             )
         )
@@ -1092,27 +1137,31 @@ def write_judgments(
             }
         )
     for chunk in _progress(list(_chunks(new)), show, "writing judgments"):
-        session.execute(J.insert(), chunk)
+        session.execute(JUDGMENTS.insert(), chunk)
     if changed:
         session.execute(
-            J.update()
-            .where(J.c.id == bindparam("_id"))
+            JUDGMENTS.update()
+            .where(JUDGMENTS.c.id == bindparam("_id"))
             .values(
                 grade=bindparam("grade"),
                 note=bindparam("note"),
                 cant_judge_reason=bindparam("cant_judge_reason"),
                 guideline_id=bindparam("guideline_id"),
                 prompt_version=bindparam("prompt_version"),
-                revision=J.c.revision + 1,
+                revision=JUDGMENTS.c.revision + 1,
                 updated_at=bindparam("updated_at"),
             ),
             changed,
         )
     for chunk in _chunks(history):
-        session.execute(H.insert(), chunk)
+        session.execute(JUDGMENT_HISTORY.insert(), chunk)
     done = sorted({(r["pair_id"], r["user_id"]) for r in history})
     for chunk in _chunks(done, 500):
-        session.execute(A.update().where(tuple_(A.c.pair_id, A.c.user_id).in_(chunk)).values(done=True))
+        session.execute(
+            ASSIGNMENTS.update()
+            .where(tuple_(ASSIGNMENTS.c.pair_id, ASSIGNMENTS.c.user_id).in_(chunk))
+            .values(done=True)
+        )
     report.created, report.updated = len(new), len(changed)
 
 

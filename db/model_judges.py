@@ -17,6 +17,7 @@ import pandas as pd
 from sqlalchemy import and_, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
+from sqlmodel import col
 
 from db.accounts.permissions import Actor, require_lead
 from db.accounts.users import check_new_username
@@ -36,6 +37,8 @@ from db.store.models import (
     Query,
     Run,
     User,
+    pk,
+    table_of,
     utcnow,
 )
 from eval_core.consensus import consensus
@@ -79,7 +82,7 @@ def model_annotator(
         raise ValueError(f"a model judge needs a name and a model of 1-200 characters, got {name!r}, {model!r}")
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
-        user = session.execute(select(User).where(User.username == name)).scalar_one_or_none()
+        user = session.execute(select(User).where(col(User.username) == name)).scalar_one_or_none()
         created = user is None
         if user is None:
             check_new_username(session, name)
@@ -97,7 +100,7 @@ def model_annotator(
         user.prompt_version, user.model_params = prompt_version, dict(params or {})
         session.add(user)
         session.flush()
-        return int(user.id), created
+        return pk(user), created
 
 
 def judge_setup(engine: Engine, project: str) -> tuple[ProjectInfo, Guideline]:
@@ -106,7 +109,10 @@ def judge_setup(engine: Engine, project: str) -> tuple[ProjectInfo, Guideline]:
         proj = project_row(session, project)
         info = project_info(proj)
         in_force = session.execute(
-            select(Guideline).where(Guideline.project_id == proj.id).order_by(Guideline.version.desc()).limit(1)
+            select(Guideline)
+            .where(col(Guideline.project_id) == pk(proj))
+            .order_by(col(Guideline.version).desc())
+            .limit(1)
         ).scalar_one_or_none()
     if in_force is None:
         raise ValueError(
@@ -121,22 +127,22 @@ def judge_pairs(
     """The project's pairs in pool order (the first `limit`), with the texts the judge reads; a pair whose
     fragment waits for its text is left out (a model is never sent an empty text; see pairs_without_text)."""
     with session_scope(engine) as session:
-        project_id = project_row(session, project).id
+        project_id = pk(project_row(session, project))
         stmt = (
             select(
-                Pair.id,
-                Pair.query_id,
-                Pair.fragment_id,
-                Query.external_id,
-                Query.text,
-                Fragment.external_id,
-                Fragment.title,
-                Fragment.text,
+                col(Pair.id),
+                col(Pair.query_id),
+                col(Pair.fragment_id),
+                col(Query.external_id),
+                col(Query.text),
+                col(Fragment.external_id),
+                col(Fragment.title),
+                col(Fragment.text),
             )
-            .join(Query, Query.id == Pair.query_id)
-            .join(Fragment, Fragment.id == Pair.fragment_id)
-            .where(Pair.project_id == project_id, Fragment.has_text)
-            .order_by(Pair.id)
+            .join(Query, col(Query.id) == Pair.query_id)
+            .join(Fragment, col(Fragment.id) == Pair.fragment_id)
+            .where(col(Pair.project_id) == project_id, col(Fragment.has_text))
+            .order_by(col(Pair.id))
         )
         rows = session.execute(stmt.limit(limit) if limit is not None else stmt).all()
     out = []
@@ -158,9 +164,9 @@ def kept_answers(engine: Engine, pairs: list[JudgePair], model: str, prompt: str
         for start in range(0, len(ids), 500):
             for call in session.execute(
                 select(JudgeCall).where(
-                    JudgeCall.pair_id.in_(ids[start : start + 500]),
-                    JudgeCall.model == model,
-                    JudgeCall.prompt_version == prompt,
+                    col(JudgeCall.pair_id).in_(ids[start : start + 500]),
+                    col(JudgeCall.model) == model,
+                    col(JudgeCall.prompt_version) == prompt,
                 )
             ).scalars():
                 found[(call.pair_id, call.input_hash)] = call
@@ -212,7 +218,7 @@ def write_grades(
         require_lead(session, actor)
         if fresh:
             insert = postgresql.insert if session.connection().dialect.name == "postgresql" else sqlite.insert
-            session.execute(insert(JudgeCall.__table__).on_conflict_do_nothing(), fresh)
+            session.execute(insert(table_of(JudgeCall)).on_conflict_do_nothing(), fresh)
         write_judgments(
             session,
             project_id,
@@ -240,18 +246,26 @@ class ModelJudgeInfo:
 def list_model_judges(engine: Engine, project: str) -> list[ModelJudgeInfo]:
     """Every model judge, with how many current judgments it has in the project, by name."""
     with session_scope(engine) as session:
-        project_id = project_row(session, project).id
-        counts = dict(
-            session.execute(
-                select(Judgment.user_id, func.count(Judgment.id))
-                .where(Judgment.project_id == project_id)
-                .group_by(Judgment.user_id)
+        project_id = pk(project_row(session, project))
+        counts: dict[int, int] = {
+            uid: n
+            for uid, n in session.execute(
+                select(col(Judgment.user_id), func.count(col(Judgment.id)))
+                .where(col(Judgment.project_id) == project_id)
+                .group_by(col(Judgment.user_id))
             ).all()
-        )
+        }
         rows = session.execute(
-            select(User.id, User.username, User.model_name, User.prompt_version, User.model_params, User.probes)
-            .where(User.kind == "model")
-            .order_by(User.username)
+            select(
+                col(User.id),
+                col(User.username),
+                col(User.model_name),
+                col(User.prompt_version),
+                col(User.model_params),
+                col(User.probes),
+            )
+            .where(col(User.kind) == "model")
+            .order_by(col(User.username))
         ).all()
     return [
         ModelJudgeInfo(name, model, prompt, dict(params or {}), int(counts.get(uid, 0)), probes)
@@ -262,8 +276,10 @@ def list_model_judges(engine: Engine, project: str) -> list[ModelJudgeInfo]:
 def run_models(engine: Engine, project: str) -> dict[str, str | None]:
     """Each stored run's name → the model it was produced with (`import run --produced-by`), or None."""
     with session_scope(engine) as session:
-        project_id = project_row(session, project).id
-        rows = session.execute(select(Run.name, Run.produced_by).where(Run.project_id == project_id)).all()
+        project_id = pk(project_row(session, project))
+        rows = session.execute(
+            select(col(Run.name), col(Run.produced_by)).where(col(Run.project_id) == project_id)
+        ).all()
     return {name: produced for name, produced in rows}
 
 
@@ -403,7 +419,9 @@ def save_probes(engine: Engine, name: str, summary: dict, *, actor: Actor) -> No
     """Keep the judge's last probe summary on its account (its card and judge-trust read it)."""
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
-        user = session.execute(select(User).where(User.username == name, User.kind == "model")).scalar_one_or_none()
+        user = session.execute(
+            select(User).where(col(User.username) == name, col(User.kind) == "model")
+        ).scalar_one_or_none()
         if user is None:
             raise NotFound(f"no model judge {name!r}")
         user.probes = summary
@@ -414,7 +432,7 @@ def _judge_id(engine: Engine, project: str, name: str) -> tuple[str, int]:
     """The model judge's account name and user id."""
     username = _judge_named(engine, project, name).username
     with session_scope(engine) as session:
-        return username, int(session.execute(select(User.id).where(User.username == username)).scalar_one())
+        return username, int(session.execute(select(col(User.id)).where(col(User.username) == username)).scalar_one())
 
 
 def _post_edit_inputs(engine: Engine, project: str, name: str):
@@ -438,15 +456,15 @@ def post_edit_queue(engine: Engine, project: str, name: str) -> pd.DataFrame:
     gaps = mine[[*PAIR, "grade"]].merge(graded, on=PAIR, how="left", indicator=True)
     gaps = gaps[(gaps["_merge"] == "left_only").to_numpy()].drop(columns="_merge")
     with session_scope(engine) as session:
-        project_id = project_row(session, project).id
+        project_id = pk(project_row(session, project))
         ids = session.execute(
-            select(Pair.id, Query.external_id, Fragment.external_id)
-            .join(Query, Query.id == Pair.query_id)
-            .join(Fragment, Fragment.id == Pair.fragment_id)
-            .where(Pair.project_id == project_id)
+            select(col(Pair.id), col(Query.external_id), col(Fragment.external_id))
+            .join(Query, col(Query.id) == Pair.query_id)
+            .join(Fragment, col(Fragment.id) == Pair.fragment_id)
+            .where(col(Pair.project_id) == project_id)
         ).all()
-        marked = select(Assignment.pair_id).where(
-            Assignment.project_id == project_id, Assignment.post_edit_of == user_id
+        marked = select(col(Assignment.pair_id)).where(
+            col(Assignment.project_id) == project_id, col(Assignment.post_edit_of) == user_id
         )
         sent = set(session.execute(marked).scalars())
     pair_ids = pd.DataFrame(ids, columns=["pair_id", *PAIR])
@@ -472,7 +490,7 @@ def send_for_post_editing(
     _, judge_id = _judge_id(engine, project, name)
     with session_scope(engine, write=True) as session:
         require_lead(session, actor)
-        project_id = int(project_row(session, project).id or 0)
+        project_id = pk(project_row(session, project))
         people = judging_people(session, list(to))
         targets = [(int(p), people[i % len(people)]) for i, p in enumerate(todo["pair_id"])]
         refuse_seen(session, project_id, targets)
@@ -485,15 +503,22 @@ def post_edit_stats(engine: Engine, project: str, name: str, weights: str = "lin
     against the post-edited grades (each post-edited pair's grade from the person it was sent to)."""
     user_id, scale, _, mine, _ = _post_edit_inputs(engine, project, name)
     with session_scope(engine) as session:
-        project_id = project_row(session, project).id
+        project_id = pk(project_row(session, project))
         rows = session.execute(
-            select(Query.external_id, Fragment.external_id, Judgment.grade)
+            select(col(Query.external_id), col(Fragment.external_id), col(Judgment.grade))
             .select_from(Assignment)
-            .join(Judgment, and_(Judgment.pair_id == Assignment.pair_id, Judgment.user_id == Assignment.user_id))
-            .join(Pair, Pair.id == Assignment.pair_id)
-            .join(Query, Query.id == Pair.query_id)
-            .join(Fragment, Fragment.id == Pair.fragment_id)
-            .where(Assignment.project_id == project_id, Assignment.post_edit_of == user_id, Judgment.grade.is_not(None))
+            .join(
+                Judgment,
+                and_(col(Judgment.pair_id) == Assignment.pair_id, col(Judgment.user_id) == Assignment.user_id),
+            )
+            .join(Pair, col(Pair.id) == Assignment.pair_id)
+            .join(Query, col(Query.id) == Pair.query_id)
+            .join(Fragment, col(Fragment.id) == Pair.fragment_id)
+            .where(
+                col(Assignment.project_id) == project_id,
+                col(Assignment.post_edit_of) == user_id,
+                col(Judgment.grade).is_not(None),
+            )
         ).all()
     edited = pd.DataFrame(rows, columns=[*PAIR, "edited"])
     both = mine[[*PAIR, "grade"]].merge(edited, on=PAIR)

@@ -4,7 +4,7 @@ for the pages and commands that say how many pairs wait, and what to do (import 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from sqlalchemy import exists, false, func, select
@@ -70,7 +70,7 @@ def created_note(count: int) -> str:
     )
 
 
-def textless_report(path: str, count: int, first_lines: dict[str, int | None]) -> dict:
+def textless_report(path: str, count: int, first_lines: Mapping[str, int | None]) -> dict:
     """The report of an import that created `count` text-less fragments: how many, the first EXAMPLES ids
     (of `first_lines`: id → the line that first named it, None when the file has no such lines) with that
     line, so a typo'd id shows here, and what to do."""
