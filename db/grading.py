@@ -39,7 +39,7 @@ from eval_core.errors import Conflict, NotFound, Refused
 from eval_core.io.records import check_note
 from eval_core.vocab import DEFAULT_ORDER, Role
 
-A, F, G, H, J, P, PR, Q, R, U = (
+ASSIGNMENTS, FRAGMENTS, GUIDELINES, JUDGMENT_HISTORY, JUDGMENTS, PAIRS, PROJECTS, QUERIES, ROUNDS, USERS = (
     table_of(m)
     for m in (
         Assignment,
@@ -145,95 +145,117 @@ def _clean(text: str | None, what: str) -> str | None:
 
 # The hot paths (next pair, record) run prebuilt Core statements on the session's connection: building and
 # ORM-executing statements per call cost more than the indexed lookups themselves.
-_USER = select(U.c.id, U.c.role, U.c.active).where(U.c.username == bindparam("username"))
+_USER = select(USERS.c.id, USERS.c.role, USERS.c.active).where(USERS.c.username == bindparam("username"))
 _BEFORE_WRITE = (
     select(
-        U.c.id,
-        U.c.role,
-        U.c.active,
-        P.c.project_id,
-        PR.c.scale_min,
-        PR.c.scale_max,
-        select(A.c.id).where(A.c.pair_id == P.c.id, A.c.user_id == U.c.id).scalar_subquery(),
-        select(func.max(G.c.id)).where(G.c.project_id == P.c.project_id).scalar_subquery(),
-        J.c.id,
-        J.c.grade,
-        J.c.note,
-        J.c.cant_judge_reason,
-        J.c.guideline_id,
-        J.c.revision,
-        J.c.updated_at,
-        select(A.c.rejudge_version).where(A.c.pair_id == P.c.id, A.c.user_id == U.c.id).scalar_subquery(),
-        PR.c.qualify_pairs,
-        select(R.c.status)
-        .where(R.c.project_id == P.c.project_id, R.c.user_id == U.c.id)
-        .order_by(R.c.attempt.desc())
+        USERS.c.id,
+        USERS.c.role,
+        USERS.c.active,
+        PAIRS.c.project_id,
+        PROJECTS.c.scale_min,
+        PROJECTS.c.scale_max,
+        select(ASSIGNMENTS.c.id)
+        .where(ASSIGNMENTS.c.pair_id == PAIRS.c.id, ASSIGNMENTS.c.user_id == USERS.c.id)
+        .scalar_subquery(),
+        select(func.max(GUIDELINES.c.id)).where(GUIDELINES.c.project_id == PAIRS.c.project_id).scalar_subquery(),
+        JUDGMENTS.c.id,
+        JUDGMENTS.c.grade,
+        JUDGMENTS.c.note,
+        JUDGMENTS.c.cant_judge_reason,
+        JUDGMENTS.c.guideline_id,
+        JUDGMENTS.c.revision,
+        JUDGMENTS.c.updated_at,
+        select(ASSIGNMENTS.c.rejudge_version)
+        .where(ASSIGNMENTS.c.pair_id == PAIRS.c.id, ASSIGNMENTS.c.user_id == USERS.c.id)
+        .scalar_subquery(),
+        PROJECTS.c.qualify_pairs,
+        select(ROUNDS.c.status)
+        .where(ROUNDS.c.project_id == PAIRS.c.project_id, ROUNDS.c.user_id == USERS.c.id)
+        .order_by(ROUNDS.c.attempt.desc())
         .limit(1)
         .scalar_subquery(),
-        select(func.max(H.c.id)).where(H.c.pair_id == P.c.id, H.c.user_id == U.c.id).scalar_subquery(),
-        select(F.c.has_text).where(F.c.id == P.c.fragment_id).scalar_subquery(),
+        select(func.max(JUDGMENT_HISTORY.c.id))
+        .where(JUDGMENT_HISTORY.c.pair_id == PAIRS.c.id, JUDGMENT_HISTORY.c.user_id == USERS.c.id)
+        .scalar_subquery(),
+        select(FRAGMENTS.c.has_text).where(FRAGMENTS.c.id == PAIRS.c.fragment_id).scalar_subquery(),
     )
     .select_from(
-        U.join(P, P.c.id == bindparam("pair_id"))
-        .join(PR, PR.c.id == P.c.project_id)
-        .outerjoin(J, and_(J.c.pair_id == P.c.id, J.c.user_id == U.c.id))
+        USERS.join(PAIRS, PAIRS.c.id == bindparam("pair_id"))
+        .join(PROJECTS, PROJECTS.c.id == PAIRS.c.project_id)
+        .outerjoin(JUDGMENTS, and_(JUDGMENTS.c.pair_id == PAIRS.c.id, JUDGMENTS.c.user_id == USERS.c.id))
     )
-    .where(U.c.username == bindparam("username"))
+    .where(USERS.c.username == bindparam("username"))
 )
-_HISTORY = H.insert().returning(H.c.id)
+_HISTORY = JUDGMENT_HISTORY.insert().returning(JUDGMENT_HISTORY.c.id)
 # A write closes the assignment, re-judging included.
-_MARK = A.update().where(A.c.id == bindparam("assignment_id")).values(done=bindparam("done"), rejudge_version=None)
+_MARK = (
+    ASSIGNMENTS.update()
+    .where(ASSIGNMENTS.c.id == bindparam("assignment_id"))
+    .values(done=bindparam("done"), rejudge_version=None)
+)
 # Open: not done, either not judged yet or sent back by a lead for re-judging, and its fragment has a text
 # (assign never queues a pair still waiting for its text; this keeps any other path from serving one).
 _OPEN = and_(
-    A.c.done == false(),
-    or_(A.c.rejudge_version.is_not(None), ~exists().where(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id)),
-    exists().where(P.c.id == A.c.pair_id, F.c.id == P.c.fragment_id, F.c.has_text),
+    ASSIGNMENTS.c.done == false(),
+    or_(
+        ASSIGNMENTS.c.rejudge_version.is_not(None),
+        ~exists().where(JUDGMENTS.c.pair_id == ASSIGNMENTS.c.pair_id, JUDGMENTS.c.user_id == ASSIGNMENTS.c.user_id),
+    ),
+    exists().where(PAIRS.c.id == ASSIGNMENTS.c.pair_id, FRAGMENTS.c.id == PAIRS.c.fragment_id, FRAGMENTS.c.has_text),
 )
 # An assignment is done when its pair has the user's judgment and was not sent back for re-judging.
-_DONE = and_(J.c.pair_id == A.c.pair_id, J.c.user_id == A.c.user_id, A.c.rejudge_version.is_(None))
-_QUEUE = (A.c.project_id == bindparam("project_id")) & (A.c.user_id == bindparam("user_id"))
+_DONE = and_(
+    JUDGMENTS.c.pair_id == ASSIGNMENTS.c.pair_id,
+    JUDGMENTS.c.user_id == ASSIGNMENTS.c.user_id,
+    ASSIGNMENTS.c.rejudge_version.is_(None),
+)
+_QUEUE = (ASSIGNMENTS.c.project_id == bindparam("project_id")) & (ASSIGNMENTS.c.user_id == bindparam("user_id"))
 # Project and user ids as uncorrelated scalar subqueries: both engines then treat them as constants and walk
 # ix_assignments_todo in queue order, stopping at the first hit (a join made PostgreSQL sort the whole backlog).
 _TODO = (
     select(
-        A.c.project_id,
-        A.c.user_id,
-        A.c.pair_id,
-        A.c.position,
-        select(PR.c.queue_order).where(PR.c.name == bindparam("project")).scalar_subquery(),
+        ASSIGNMENTS.c.project_id,
+        ASSIGNMENTS.c.user_id,
+        ASSIGNMENTS.c.pair_id,
+        ASSIGNMENTS.c.position,
+        select(PROJECTS.c.queue_order).where(PROJECTS.c.name == bindparam("project")).scalar_subquery(),
     )
     .where(
-        A.c.project_id == select(PR.c.id).where(PR.c.name == bindparam("project")).scalar_subquery(),
-        A.c.user_id == select(U.c.id).where(U.c.username == bindparam("username")).scalar_subquery(),
+        ASSIGNMENTS.c.project_id
+        == select(PROJECTS.c.id).where(PROJECTS.c.name == bindparam("project")).scalar_subquery(),
+        ASSIGNMENTS.c.user_id == select(USERS.c.id).where(USERS.c.username == bindparam("username")).scalar_subquery(),
         _OPEN,
     )
-    .order_by(A.c.position, A.c.pair_id)
+    .order_by(ASSIGNMENTS.c.position, ASSIGNMENTS.c.pair_id)
     .limit(1)
 )
 _VIEW = (
     select(
-        Q.c.external_id,
-        Q.c.text,
-        F.c.external_id,
-        F.c.title,
-        F.c.text,
-        J.c.grade,
-        J.c.note,
-        J.c.cant_judge_reason,
-        select(func.min(A.c.position)).where(_QUEUE).scalar_subquery(),
-        select(func.max(A.c.position)).where(_QUEUE).scalar_subquery(),
-        F.c.doc_id,
-        select(A.c.rejudge_version).where(A.c.pair_id == P.c.id, A.c.user_id == bindparam("user_id")).scalar_subquery(),
-        select(func.max(H.c.id)).where(H.c.pair_id == P.c.id, H.c.user_id == bindparam("user_id")).scalar_subquery(),
-        F.c.has_text,
+        QUERIES.c.external_id,
+        QUERIES.c.text,
+        FRAGMENTS.c.external_id,
+        FRAGMENTS.c.title,
+        FRAGMENTS.c.text,
+        JUDGMENTS.c.grade,
+        JUDGMENTS.c.note,
+        JUDGMENTS.c.cant_judge_reason,
+        select(func.min(ASSIGNMENTS.c.position)).where(_QUEUE).scalar_subquery(),
+        select(func.max(ASSIGNMENTS.c.position)).where(_QUEUE).scalar_subquery(),
+        FRAGMENTS.c.doc_id,
+        select(ASSIGNMENTS.c.rejudge_version)
+        .where(ASSIGNMENTS.c.pair_id == PAIRS.c.id, ASSIGNMENTS.c.user_id == bindparam("user_id"))
+        .scalar_subquery(),
+        select(func.max(JUDGMENT_HISTORY.c.id))
+        .where(JUDGMENT_HISTORY.c.pair_id == PAIRS.c.id, JUDGMENT_HISTORY.c.user_id == bindparam("user_id"))
+        .scalar_subquery(),
+        FRAGMENTS.c.has_text,
     )
     .select_from(
-        P.join(Q, Q.c.id == P.c.query_id)
-        .join(F, F.c.id == P.c.fragment_id)
-        .outerjoin(J, and_(J.c.pair_id == P.c.id, J.c.user_id == bindparam("user_id")))
+        PAIRS.join(QUERIES, QUERIES.c.id == PAIRS.c.query_id)
+        .join(FRAGMENTS, FRAGMENTS.c.id == PAIRS.c.fragment_id)
+        .outerjoin(JUDGMENTS, and_(JUDGMENTS.c.pair_id == PAIRS.c.id, JUDGMENTS.c.user_id == bindparam("user_id")))
     )
-    .where(P.c.id == bindparam("pair_id"), P.c.project_id == bindparam("project_id"))
+    .where(PAIRS.c.id == bindparam("pair_id"), PAIRS.c.project_id == bindparam("project_id"))
 )
 _upserts: dict[str, object] = {}
 
@@ -254,19 +276,19 @@ def _upsert(dialect: str):
             "created_at",
             "updated_at",
         )
-        stmt = insert(J).values({**{c: bindparam(c) for c in cols}, "revision": 1})
+        stmt = insert(JUDGMENTS).values({**{c: bindparam(c) for c in cols}, "revision": 1})
         _upserts[dialect] = stmt.on_conflict_do_update(
-            index_elements=[J.c.pair_id, J.c.user_id],
+            index_elements=[JUDGMENTS.c.pair_id, JUDGMENTS.c.user_id],
             set_={
                 "grade": stmt.excluded.grade,
                 "note": stmt.excluded.note,
                 "cant_judge_reason": stmt.excluded.cant_judge_reason,
                 "guideline_id": stmt.excluded.guideline_id,
-                "seconds_spent": func.coalesce(stmt.excluded.seconds_spent, J.c.seconds_spent),
-                "revision": J.c.revision + 1,
+                "seconds_spent": func.coalesce(stmt.excluded.seconds_spent, JUDGMENTS.c.seconds_spent),
+                "revision": JUDGMENTS.c.revision + 1,
                 "updated_at": stmt.excluded.updated_at,
             },
-        ).returning(J.c.id, J.c.revision)
+        ).returning(JUDGMENTS.c.id, JUDGMENTS.c.revision)
     return _upserts[dialect]
 
 
@@ -408,7 +430,14 @@ def record_judgment(
 
 def _version(conn, pair_id: int, user_id: int) -> int:
     """The (pair, user)'s latest history id, 0 when it was never graded."""
-    return conn.execute(select(func.max(H.c.id)).where(H.c.pair_id == pair_id, H.c.user_id == user_id)).scalar() or 0
+    return (
+        conn.execute(
+            select(func.max(JUDGMENT_HISTORY.c.id)).where(
+                JUDGMENT_HISTORY.c.pair_id == pair_id, JUDGMENT_HISTORY.c.user_id == user_id
+            )
+        ).scalar()
+        or 0
+    )
 
 
 def undo_judgment(engine: Engine, pair_id: int, username: str, seen_version: int | None = None) -> JudgmentInfo | None:
@@ -424,13 +453,15 @@ def undo_judgment(engine: Engine, pair_id: int, username: str, seen_version: int
             raise NotFound(f"no pair with id {pair_id}")
         user_id, role, active, project_id = row[0], row[1], row[2], row[3]
         _may_write(conn, username, user_id, role, active, project_id, row[16], row[17])
-        old = conn.execute(select(J).where(J.c.pair_id == pair_id, J.c.user_id == user_id)).first()
+        old = conn.execute(
+            select(JUDGMENTS).where(JUDGMENTS.c.pair_id == pair_id, JUDGMENTS.c.user_id == user_id)
+        ).first()
         if old is None:
             return None
         if seen_version is not None and (version := _version(conn, pair_id, user_id)) != seen_version:
             raise ChangedMeanwhile(pair_id, old.grade, old.note, old.cant_judge_reason, version)
         now = utcnow()
-        conn.execute(J.delete().where(J.c.id == old.id))
+        conn.execute(JUDGMENTS.delete().where(JUDGMENTS.c.id == old.id))
         new_version = conn.execute(
             _HISTORY,
             {
@@ -449,7 +480,11 @@ def undo_judgment(engine: Engine, pair_id: int, username: str, seen_version: int
                 "changed_at": now,
             },
         ).scalar_one()
-        conn.execute(A.update().where(A.c.pair_id == pair_id, A.c.user_id == user_id).values(done=False))
+        conn.execute(
+            ASSIGNMENTS.update()
+            .where(ASSIGNMENTS.c.pair_id == pair_id, ASSIGNMENTS.c.user_id == user_id)
+            .values(done=False)
+        )
         return JudgmentInfo(
             old.id,
             pair_id,
@@ -528,9 +563,9 @@ def _first_todo(session: Session, project_id: int, user_id: int) -> tuple[int, i
     """(pair id, position) of the first open assigned pair (not judged yet, or sent back for re-judging), in
     queue order."""
     row = session.execute(
-        select(A.c.pair_id, A.c.position)
-        .where(A.c.project_id == project_id, A.c.user_id == user_id, _OPEN)
-        .order_by(A.c.position, A.c.pair_id)
+        select(ASSIGNMENTS.c.pair_id, ASSIGNMENTS.c.position)
+        .where(ASSIGNMENTS.c.project_id == project_id, ASSIGNMENTS.c.user_id == user_id, _OPEN)
+        .order_by(ASSIGNMENTS.c.position, ASSIGNMENTS.c.pair_id)
         .limit(1)
     ).first()
     return (row[0], row[1]) if row else None
@@ -556,7 +591,9 @@ def get_pair(engine: Engine, project: str, username: str, pair_id: int) -> PairV
     """One pair with the user's own judgment (never anyone else's); annotators only see pairs assigned to them."""
     with session_scope(engine) as session:
         project_id, user_id = _ids(session, project, username)
-        position = session.execute(select(A.c.position).where(A.c.pair_id == pair_id, A.c.user_id == user_id)).first()
+        position = session.execute(
+            select(ASSIGNMENTS.c.position).where(ASSIGNMENTS.c.pair_id == pair_id, ASSIGNMENTS.c.user_id == user_id)
+        ).first()
         if position is None and _user(session, username)[1] != Role.LEAD:
             raise Refused(f"pair {pair_id} is not assigned to {username!r}")
         return _view(session, project_id, user_id, pair_id, position[0] if position else None)
@@ -569,32 +606,45 @@ def previous_pair(engine: Engine, project: str, username: str, before_pair_id: i
     user's grading order instead: the pair they graded just before this one (default: their last graded)."""
     with session_scope(engine) as session:
         project_id, user_id = _ids(session, project, username)
-        queue = (A.c.project_id == project_id) & (A.c.user_id == user_id)
+        queue = (ASSIGNMENTS.c.project_id == project_id) & (ASSIGNMENTS.c.user_id == user_id)
         if before_pair_id is not None:
-            ref = session.execute(select(A.c.position).where(queue, A.c.pair_id == before_pair_id)).first()
+            ref = session.execute(
+                select(ASSIGNMENTS.c.position).where(queue, ASSIGNMENTS.c.pair_id == before_pair_id)
+            ).first()
             if ref is None:
                 raise Refused(f"pair {before_pair_id} is not assigned to {username!r}")
             bound = ref[0]
-        if session.execute(select(PR.c.queue_order).where(PR.c.id == project_id)).scalar_one() != DEFAULT_ORDER:
+        if (
+            session.execute(select(PROJECTS.c.queue_order).where(PROJECTS.c.id == project_id)).scalar_one()
+            != DEFAULT_ORDER
+        ):
             return _graded_before(session, project_id, user_id, before_pair_id)
         if before_pair_id is None:
             todo = _first_todo(session, project_id, user_id)
             bound = todo[1] if todo else None
-        stmt = select(A.c.pair_id, A.c.position).where(queue)
+        stmt = select(ASSIGNMENTS.c.pair_id, ASSIGNMENTS.c.position).where(queue)
         if bound is not None:
-            stmt = stmt.where(A.c.position < bound)
-        row = session.execute(stmt.order_by(A.c.position.desc(), A.c.pair_id.desc()).limit(1)).first()
+            stmt = stmt.where(ASSIGNMENTS.c.position < bound)
+        row = session.execute(
+            stmt.order_by(ASSIGNMENTS.c.position.desc(), ASSIGNMENTS.c.pair_id.desc()).limit(1)
+        ).first()
         return _view(session, project_id, user_id, row[0], row[1]) if row else None
 
 
 def _graded_before(session: Session, project_id: int, user_id: int, pair_id: int | None) -> PairView | None:
     """The user's pair graded just before `pair_id` (judgment ids grow in grading order), or their last graded."""
-    mine = (J.c.project_id == project_id) & (J.c.user_id == user_id)
-    stmt = select(J.c.pair_id, A.c.position).outerjoin(A, and_(A.c.pair_id == J.c.pair_id, A.c.user_id == user_id))
-    ref = None if pair_id is None else session.execute(select(J.c.id).where(mine, J.c.pair_id == pair_id)).first()
+    mine = (JUDGMENTS.c.project_id == project_id) & (JUDGMENTS.c.user_id == user_id)
+    stmt = select(JUDGMENTS.c.pair_id, ASSIGNMENTS.c.position).outerjoin(
+        ASSIGNMENTS, and_(ASSIGNMENTS.c.pair_id == JUDGMENTS.c.pair_id, ASSIGNMENTS.c.user_id == user_id)
+    )
+    ref = (
+        None
+        if pair_id is None
+        else session.execute(select(JUDGMENTS.c.id).where(mine, JUDGMENTS.c.pair_id == pair_id)).first()
+    )
     if ref is not None:
-        stmt = stmt.where(J.c.id < ref[0])
-    row = session.execute(stmt.where(mine).order_by(J.c.id.desc()).limit(1)).first()
+        stmt = stmt.where(JUDGMENTS.c.id < ref[0])
+    row = session.execute(stmt.where(mine).order_by(JUDGMENTS.c.id.desc()).limit(1)).first()
     return _view(session, project_id, user_id, row[0], row[1]) if row else None
 
 
@@ -606,14 +656,14 @@ def progress(engine: Engine, project: str, username: str) -> Progress:
         project_id, user_id = _ids(session, project, username)
         judged = _DONE
         rows = session.execute(
-            select(col(Query.external_id), func.count(J.c.id), func.count(A.c.id))
-            .select_from(A)
-            .join(P, P.c.id == A.c.pair_id)
-            .join(Query, col(Query.id) == P.c.query_id)
-            .outerjoin(J, judged)
-            .where(A.c.project_id == project_id, A.c.user_id == user_id)
+            select(col(Query.external_id), func.count(JUDGMENTS.c.id), func.count(ASSIGNMENTS.c.id))
+            .select_from(ASSIGNMENTS)
+            .join(PAIRS, PAIRS.c.id == ASSIGNMENTS.c.pair_id)
+            .join(Query, col(Query.id) == PAIRS.c.query_id)
+            .outerjoin(JUDGMENTS, judged)
+            .where(ASSIGNMENTS.c.project_id == project_id, ASSIGNMENTS.c.user_id == user_id)
             .group_by(Query.external_id)
-            .order_by(func.min(A.c.position))
+            .order_by(func.min(ASSIGNMENTS.c.position))
         ).all()
         per_query = [(q, int(d), int(n)) for q, d, n in rows]
         return Progress(sum(d for _, d, _ in per_query), sum(n for _, _, n in per_query), per_query)
@@ -628,22 +678,24 @@ def annotator_stats(engine: Engine, project: str) -> pd.DataFrame:
         assigned = dict(
             (u, (int(n), int(d)))
             for u, n, d in session.execute(
-                select(A.c.user_id, func.count(A.c.id), func.count(J.c.id))
-                .select_from(A)
-                .outerjoin(J, judged)
-                .where(A.c.project_id == project_id)
-                .group_by(A.c.user_id)
+                select(ASSIGNMENTS.c.user_id, func.count(ASSIGNMENTS.c.id), func.count(JUDGMENTS.c.id))
+                .select_from(ASSIGNMENTS)
+                .outerjoin(JUDGMENTS, judged)
+                .where(ASSIGNMENTS.c.project_id == project_id)
+                .group_by(ASSIGNMENTS.c.user_id)
             )
         )
         last = dict(
             session.execute(
-                select(J.c.user_id, func.max(J.c.updated_at)).where(J.c.project_id == project_id).group_by(J.c.user_id)
+                select(JUDGMENTS.c.user_id, func.max(JUDGMENTS.c.updated_at))
+                .where(JUDGMENTS.c.project_id == project_id)
+                .group_by(JUDGMENTS.c.user_id)
             ).all()
         )
         # bare (user, seconds) tuples from the cursor: a Row and a datetime per judgment cost seconds at 1M
         seconds = (
             session.connection()
-            .execute(select(J.c.user_id, J.c.seconds_spent).where(J.c.project_id == project_id))
+            .execute(select(JUDGMENTS.c.user_id, JUDGMENTS.c.seconds_spent).where(JUDGMENTS.c.project_id == project_id))
             .cursor.fetchall()
         )
         names = dict(session.execute(select(col(User.id), col(User.username))).all())

@@ -15,7 +15,7 @@ from db.projects import project_row
 from db.store.engine import session_scope
 from db.store.models import Fragment, Judgment, Pair, table_of
 
-F, J, P = table_of(Fragment), table_of(Judgment), table_of(Pair)
+FRAGMENTS, JUDGMENTS, PAIRS = table_of(Fragment), table_of(Judgment), table_of(Pair)
 # A text-less fragment's content hash: this prefix then hex. A real text's hash is 64 hex digits (db.imports.
 # content_hash), so the two never collide, and two text-less fragments never share one (pooling would fold them).
 TEXTLESS_PREFIX = "notext:"
@@ -35,7 +35,7 @@ def create_textless(session: Session, project_id: int, external_ids: Collection[
     wanted = sorted(set(external_ids))
     for start in range(0, len(wanted), 20_000):
         session.execute(
-            F.insert(),
+            FRAGMENTS.insert(),
             [
                 {
                     "project_id": project_id,
@@ -56,7 +56,9 @@ def create_textless(session: Session, project_id: int, external_ids: Collection[
         chunk = wanted[start : start + 500]
         found.update(
             session.execute(
-                select(F.c.external_id, F.c.id).where(F.c.project_id == project_id, F.c.external_id.in_(chunk))
+                select(FRAGMENTS.c.external_id, FRAGMENTS.c.id).where(
+                    FRAGMENTS.c.project_id == project_id, FRAGMENTS.c.external_id.in_(chunk)
+                )
             ).all()
         )
     return found
@@ -106,15 +108,17 @@ def texts_waiting(engine: Engine, project: str) -> TextsWaiting:
     with session_scope(engine) as session:
         project_id = project_row(session, project).id
         fragments = session.execute(
-            select(func.count()).where(F.c.project_id == project_id, F.c.has_text == false())
+            select(func.count()).where(FRAGMENTS.c.project_id == project_id, FRAGMENTS.c.has_text == false())
         ).scalar_one()
-        waiting = (P.c.project_id == project_id) & (F.c.has_text == false())
+        waiting = (PAIRS.c.project_id == project_id) & (FRAGMENTS.c.has_text == false())
         pairs = session.execute(
-            select(func.count()).select_from(P.join(F, F.c.id == P.c.fragment_id)).where(waiting)
+            select(func.count())
+            .select_from(PAIRS.join(FRAGMENTS, FRAGMENTS.c.id == PAIRS.c.fragment_id))
+            .where(waiting)
         ).scalar_one()
         unjudged = session.execute(
             select(func.count())
-            .select_from(P.join(F, F.c.id == P.c.fragment_id))
-            .where(waiting, ~exists().where(J.c.pair_id == P.c.id))
+            .select_from(PAIRS.join(FRAGMENTS, FRAGMENTS.c.id == PAIRS.c.fragment_id))
+            .where(waiting, ~exists().where(JUDGMENTS.c.pair_id == PAIRS.c.id))
         ).scalar_one()
     return TextsWaiting(int(fragments), int(pairs), int(unjudged))
