@@ -282,7 +282,7 @@ def _pair_keys(path: str | Path) -> Iterator[tuple[int, str, str]]:
                 raise InputError(str(path), line, "a pair needs fragment_id (or doc_id)")
             yield line, str(rec["query_id"]).strip(), str(fragment).strip()
         return
-    for line, text in iter_lines(path):
+    for line, text in iter_lines(path, blank=False):
         fields = text.split()
         if not fields or fields[0].startswith("#"):
             continue

@@ -379,7 +379,7 @@ def _parse_run(path: str | Path, queries: dict[str, int], show: bool) -> pd.Data
 def _run_problems(path: str | Path, unknown: set[str], long_docs: set[str], show: bool) -> None:
     """Raise ImportRejected naming every line of a run with an unknown query id or an over-long document id."""
     problems = _Problems(path, "run")
-    for lineno, line in _progress(iter_lines(path), show, "locating problems"):
+    for lineno, line in _progress(iter_lines(path, blank=False), show, "locating problems"):
         fields = line.split()
         if len(fields) < 3 or fields[0].startswith("#"):
             continue
@@ -471,7 +471,7 @@ def _first_lines(path: str | Path, unknown: set[str]) -> dict[str, int | None]:
     """The first EXAMPLES documents of a TREC run that the project lacked, with the line that first names each
     (one more pass over the file, only when there are any); a JSONL/CSV run's are named without a line."""
     examples: dict[str, int | None] = {}
-    for lineno, line in iter_lines(path):
+    for lineno, line in iter_lines(path, blank=False):
         fields = line.split()
         if len(fields) == 6 and fields[2] in unknown and fields[2] not in examples:
             examples[fields[2]] = lineno

@@ -116,7 +116,7 @@ class Collection:
 
 
 def _first_line(path: str) -> tuple[int, str] | None:
-    for lineno, text in iter_lines(path):
+    for lineno, text in iter_lines(path, blank=False):
         if text.strip() and not text.lstrip().startswith("#"):
             return lineno, text
     return None
@@ -190,7 +190,7 @@ def _format(path: str, kind: str, fmt: str | None, formats: tuple[str, ...], map
 
 def _headerless(path: str) -> Iterator[tuple[int, dict]]:
     """`id<TAB>text` lines without a header (MS MARCO, TREC DL, ir_datasets); any other field count refused."""
-    for lineno, text in iter_lines(path):
+    for lineno, text in iter_lines(path, blank=False):
         if not text.strip():
             continue
         cells = text.split("\t")

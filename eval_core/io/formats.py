@@ -35,7 +35,7 @@ def detect_format(path: str | Path) -> str:
     by_name = format_by_name(path)
     if by_name in ("jsonl", "csv"):  # a .tsv may be BEIR qrels or plain TSV: its first line tells
         return by_name
-    for _, text in iter_lines(path):
+    for _, text in iter_lines(path, blank=False):
         line = text.strip()
         if not line or line.startswith("#"):
             continue

@@ -188,7 +188,7 @@ def read_judgments(
 def _trec_decisions(path: str | Path) -> Iterator[tuple[int, dict]]:
     """(line, record) of TREC qrels lines `qid iter docid grade [reason …]`: a decision's reason is the rest of
     its line."""
-    for lineno, text in iter_lines(path):
+    for lineno, text in iter_lines(path, blank=False):
         fields = text.split(None, 4)
         if not fields or fields[0].startswith("#"):
             continue
@@ -662,7 +662,7 @@ QRELS_FORMATS = ("trec", "beir", "jg")
 def _data_lines(path: str, header: bool) -> list[int]:
     """The line numbers of a qrels file's records in file order (blank and # lines skipped, as its readers do;
     a BEIR header line too), to name the line of a problem found after reading."""
-    lines = [n for n, text in iter_lines(path) if text.strip() and not text.lstrip().startswith("#")]
+    lines = [n for n, text in iter_lines(path, blank=False) if text.strip() and not text.lstrip().startswith("#")]
     return lines[1:] if header else lines
 
 
@@ -777,7 +777,7 @@ def judgments_file_hint(path: str | Path) -> InputError | None:
 def _first_content_line(path: str | Path, comments: bool = False) -> tuple[int, list[str]]:
     """The number and whitespace-split fields of the first line that is not blank (nor a `#` comment when
     `comments`): the line a hint about the whole file's layout is about."""
-    for number, text in iter_lines(path):
+    for number, text in iter_lines(path, blank=False):
         if text.strip() and not (comments and text.lstrip().startswith("#")):
             return number, text.split()
     return 1, []

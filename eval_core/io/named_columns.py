@@ -37,7 +37,7 @@ def read_beir(path: str) -> Columns:
     v: list[float] = []
     seen: dict[tuple[str, str], int] = {}
     header: list[str] | None = None
-    for lineno, text in iter_lines(path):
+    for lineno, text in iter_lines(path, blank=False):
         if not text.strip() or text.lstrip().startswith("#"):
             continue
         cells = [c.strip() for c in text.split("\t")]

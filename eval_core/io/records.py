@@ -142,9 +142,14 @@ def bounded_bytes(path: str | Path, limit: int) -> bytes | None:
     return data if len(data) <= limit else None
 
 
-def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+def iter_lines(path: str | Path, blank: bool = True) -> Iterator[tuple[int, str]]:
     """Yield (line number, text without newline), naming the exact line that is not UTF-8 or too long, and
-    refusing a file past `read_limits` at the line that passes them."""
+    refusing a file past `read_limits` at the line that passes them. `blank=False` leaves out lines of ASCII
+    whitespace alone, skipped in bulk at C speed (a readers that ignores them anyway stays fast on a gzip of
+    empty lines), with the same line numbers and refusals."""
+    if not blank:
+        yield from _nonblank_lines(path)
+        return
     label = str(path)
     lineno = 0
     size = 0
@@ -174,6 +179,32 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
             if nul >= 0:
                 raise InputError(label, lineno, f"holds a NUL byte (column {nul + 1}); text files hold none")
             yield lineno, text.rstrip("\r\n")
+
+
+_NONBLANK = re.compile(rb"[^\n]*[^ \t\n\r\f\v][^\n]*")  # a line holding anything but ASCII whitespace
+
+
+def _nonblank_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """iter_lines without its blank lines: whole blocks (iter_blocks: limits checked per block, lines counted by
+    bytes.count), then the regex jumps over runs of blank lines; each line it stops at is checked as in
+    iter_lines (UTF-8, a BOM on line 1, NUL)."""
+    label = str(path)
+    for block, first in iter_blocks(path):
+        lineno, pos = first, 0
+        for match in _NONBLANK.finditer(block):
+            lineno += block.count(b"\n", pos, match.start())
+            pos = match.start()
+            raw = match.group()
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(label, lineno, f"not valid UTF-8 (byte {exc.start + 1}: {exc.reason})") from None
+            if lineno == 1:
+                text = text.removeprefix("\ufeff")
+            nul = text.find("\x00")
+            if nul >= 0:
+                raise InputError(label, lineno, f"holds a NUL byte (column {nul + 1}); text files hold none")
+            yield lineno, text.rstrip("\r")
 
 
 def bad_id_char(text: str) -> str | None:
@@ -340,7 +371,7 @@ def _no_constant(text: str) -> float:
 
 def _iter_jsonl(path: str | Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict]]:
     label = str(path)
-    for lineno, line in iter_lines(path):
+    for lineno, line in iter_lines(path, blank=False):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
@@ -423,7 +454,7 @@ SEMICOLON_HINT = (
 def semicolon_separated(path: str | Path) -> bool:
     """Whether a file's first line splits by ';' into several cells and by ',' into one: a CSV whose delimiter
     is ';', which a header-keyed reader would read as one column."""
-    for _, text in iter_lines(path):
+    for _, text in iter_lines(path, blank=False):
         if text.strip():
             return text.count(";") > 0 and len(next(csv.reader([text]))) == 1
     return False

@@ -251,7 +251,7 @@ def _odd_ids(ids: pa.Array) -> bool:
 
 def _scan_trec(path: str, kind: str) -> Columns:
     """Line-by-line read that names the first bad line; whitespace-separated, comments and blanks skipped."""
-    cols = _scan_lines(iter_lines(path), path, kind)
+    cols = _scan_lines(iter_lines(path, blank=False), path, kind)
     if cols is None:
         raise InputError(path, 1, f"empty file: no {kind} lines")
     return cols
@@ -382,7 +382,7 @@ def read_qrels_jg(path: str | Path) -> pd.DataFrame:
     seen: dict[tuple[str, str, str], int] = {}
     label = str(path)
     require_file(label)
-    for lineno, text in iter_lines(label):
+    for lineno, text in iter_lines(label, blank=False):
         line = text.strip()
         if not line or line.startswith("#"):
             continue

@@ -289,7 +289,7 @@ def _line_of(label: str, qid: str, doc: str) -> int | None:
     """The first line of file `label` that names both ids (for an error message), or None."""
     if not Path(label).is_file():
         return None
-    for lineno, text in iter_lines(label):
+    for lineno, text in iter_lines(label, blank=False):
         tokens = set(re.split(r"[\s,;\"'{}\[\]:]+", text))
         if qid in tokens and doc in tokens:
             return lineno

@@ -166,6 +166,20 @@ def test_a_gzip_of_blank_lines_is_refused_past_the_line_limit_which_the_environm
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("head", [b"", b"q1 Q0 d1 1 1.0 t\n"], ids=["blank-only", "one-line-then-blank"])
+@pytest.mark.parametrize("kind", ["run", "evaluate"])
+def test_a_gzip_of_blank_lines_is_refused_in_seconds_at_the_default_limit(tmp_path, head, kind):
+    """101M blank lines (101 MB inflated from about 100 KB): every reader that ignores blank lines skips them in
+    bulk, so the default 100M-line limit is reached in seconds (reading them one by one took about 3 minutes)."""
+    bomb = _gzip_of(tmp_path / "blank.run.gz", b"\n" * 1_048_576, 97, head=head + b"\n" * 1_000_000)
+    qrels = _write(tmp_path / "q.qrels", QRELS)
+    got = _bomb(kind, bomb, str(qrels))
+    assert got["error"] is not None and "holds more than 100,000,000 lines" in got["error"], got
+    assert got["seconds"] < 20, got
+    assert got["peak_mib"] < 400, got
+
+
+@pytest.mark.slow
 def test_a_gzip_of_repeated_query_records_stops_after_the_problems_kept(tmp_path):
     head = b'{"id": "q1", "text": "one"}\n'
     bomb = _gzip_of(tmp_path / "queries.jsonl.gz", head * 4096, 250, head=head)  # 1M records
