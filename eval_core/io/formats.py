@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from eval_core.errors import InputError
 from eval_core.io.columns import Columns
@@ -28,6 +28,17 @@ from eval_core.io.trec_text import read_trec
 
 if TYPE_CHECKING:
     import pandas as pd
+    from typing_extensions import TypeIs  # typing's from Python 3.13; only the checker reads it
+
+# What the readers take (and so `evaluate()`): a file by its path (TREC, BEIR TSV, JSONL, CSV, TSV; gzip fine), a
+# DataFrame, a dict, or Columns already read. Never an open file object: errors name the file by its path.
+QrelsSource: TypeAlias = "str | os.PathLike[str] | pd.DataFrame | Mapping[str, Mapping[str, int]] | Columns"
+RunSource: TypeAlias = (
+    "str | os.PathLike[str] | pd.DataFrame | Mapping[str, Mapping[str, float]] "
+    "| Mapping[str, list[str] | tuple[str, ...]] | Columns"
+)
+# What read_categories takes: a dict query id → category, or a JSONL/CSV/TSV file with query_id and category.
+CategoriesSource: TypeAlias = "str | Path | Mapping[str, str]"
 
 
 def detect_format(path: str | Path) -> str:
@@ -50,7 +61,7 @@ def detect_format(path: str | Path) -> str:
     raise InputError(str(path), 1, "empty file: no records")
 
 
-def _load(src: Any, kind: str) -> Columns:
+def _load(src: QrelsSource | RunSource, kind: str) -> Columns:
     """Any accepted source (path, DataFrame, dict, Columns) as validated Columns."""
     if isinstance(src, Columns):
         return src
@@ -80,33 +91,33 @@ def _load(src: Any, kind: str) -> Columns:
     return read_named_columns(path, kind)
 
 
-def is_frame(obj: Any) -> bool:
+def is_frame(obj: object) -> TypeIs[pd.DataFrame]:
     """True for a pandas DataFrame, without importing pandas (none can exist before it is imported)."""
     pandas = sys.modules.get("pandas")
     return pandas is not None and isinstance(obj, pandas.DataFrame)
 
 
-def load_run(src: Any) -> Columns:
+def load_run(src: RunSource) -> Columns:
     """A run as validated Columns (what `evaluate()` uses, skipping pandas)."""
     return _load(src, "run")
 
 
-def load_qrels(src: Any) -> Columns:
+def load_qrels(src: QrelsSource) -> Columns:
     """Qrels as validated Columns (what `evaluate()` uses, skipping pandas)."""
     return _load(src, "qrels")
 
 
-def read_run(src: Any) -> pd.DataFrame:
+def read_run(src: RunSource) -> pd.DataFrame:
     """Run as DataFrame[query_id: str, doc_id: str, score: float64] from a path, DataFrame or dict."""
     return load_run(src).frame("score")
 
 
-def read_qrels(src: Any) -> pd.DataFrame:
+def read_qrels(src: QrelsSource) -> pd.DataFrame:
     """Qrels as DataFrame[query_id: str, doc_id: str, grade: int64] from a path, DataFrame or dict."""
     return load_qrels(src).frame("grade")
 
 
-def read_categories(src: Any) -> dict[str, str]:
+def read_categories(src: CategoriesSource) -> dict[str, str]:
     """A query → category mapping from a dict or a TSV/CSV/JSONL file with query_id and category columns."""
     if isinstance(src, Mapping):
         return {str(k): str(v) for k, v in src.items()}
@@ -119,7 +130,7 @@ def read_categories(src: Any) -> dict[str, str]:
     return out
 
 
-def named_scale(src: Any) -> tuple[int, int] | None:
+def named_scale(src: QrelsSource) -> tuple[int, int] | None:
     """The grading scale a qrels source names: a release's JSONL or CSV (qrelkit writes `"scale": "1-5"` on every
     line, the grades as judged). None for TREC and BEIR qrels (a release writes them as gains: grade − lowest),
     frames and dicts. Only the first record is read."""
@@ -133,7 +144,7 @@ def named_scale(src: Any) -> tuple[int, int] | None:
     return declared_scale(path)
 
 
-def qrels_scale(qrels: Any, scale: tuple[int, int] | None) -> tuple[int, int] | None:
+def qrels_scale(qrels: QrelsSource, scale: tuple[int, int] | None) -> tuple[int, int] | None:
     """The scale to evaluate `qrels` on: `scale` when given, else the one the file names (`named_scale`), else
     None (grades are gains, trec_eval's way). Read without it, a 1–5 release's JSONL would count grade 1 (not
     relevant) as relevant and give every nDCG gain one too many. A given scale the file contradicts is refused."""

@@ -15,13 +15,23 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias, cast, overload
+from typing import TYPE_CHECKING, Any, cast, overload
 
 import numpy as np
 
 from eval_core.errors import InputError
 from eval_core.io.columns import Columns
-from eval_core.io.formats import detect_format, is_frame, load_qrels, load_run, qrels_scale, read_categories
+from eval_core.io.formats import (
+    CategoriesSource,
+    QrelsSource,
+    RunSource,
+    detect_format,
+    is_frame,
+    load_qrels,
+    load_run,
+    qrels_scale,
+    read_categories,
+)
 from eval_core.io.records import iter_lines
 from eval_core.io.trec_text import extra_fields_warning, read_qrels_jg
 from eval_core.ranking.metrics import (
@@ -42,12 +52,6 @@ if TYPE_CHECKING:  # pandas is imported when a DataFrame is first asked for: `qr
     import pandas as pd
 
 MAX_LISTED = 10
-
-# What evaluate() reads: a file (TREC, BEIR TSV, JSONL, CSV; gzip fine), a DataFrame, a dict, or read Columns.
-QrelsSource: TypeAlias = "str | os.PathLike[str] | pd.DataFrame | Mapping[str, Mapping[str, int]] | Columns"
-RunSource: TypeAlias = (
-    "str | os.PathLike[str] | pd.DataFrame | Mapping[str, Mapping[str, float]] | Mapping[str, list[str]] | Columns"
-)
 
 
 def _listed(ids: Sequence[str]) -> str:
@@ -244,7 +248,7 @@ class EvalOptions:
     metrics: Sequence[str] | None = None
     k: Sequence[int] = DEFAULT_K
     rel_level: int | None = None
-    categories: Any = None
+    categories: CategoriesSource | None = None
     name: str | None = None
     max_grade: int | None = None
     scale: tuple[int, int] | None = None
@@ -303,7 +307,7 @@ def evaluate(
     metrics: Sequence[str] | None = None,
     k: Sequence[int] = DEFAULT_K,
     rel_level: int | None = None,
-    categories: Any = None,
+    categories: CategoriesSource | None = None,
     name: str | None = None,
     max_grade: int | None = None,
     scale: tuple[int, int] | None = None,
@@ -323,7 +327,7 @@ def evaluate(
     metrics: Sequence[str] | None = None,
     k: Sequence[int] = DEFAULT_K,
     rel_level: int | None = None,
-    categories: Any = None,
+    categories: CategoriesSource | None = None,
     name: str | None = None,
     max_grade: int | None = None,
     scale: tuple[int, int] | None = None,
@@ -343,7 +347,7 @@ def evaluate(
     metrics: Sequence[str] | None = None,
     k: Sequence[int] = DEFAULT_K,
     rel_level: int | None = None,
-    categories: Any = None,
+    categories: CategoriesSource | None = None,
     name: str | None = None,
     max_grade: int | None = None,
     scale: tuple[int, int] | None = None,
@@ -362,7 +366,7 @@ def evaluate(
     metrics: Sequence[str] | None = None,
     k: Sequence[int] = DEFAULT_K,
     rel_level: int | None = None,
-    categories: Any = None,
+    categories: CategoriesSource | None = None,
     name: str | None = None,
     max_grade: int | None = None,
     scale: tuple[int, int] | None = None,
@@ -427,9 +431,9 @@ def evaluate(
 
 def _evaluate_overlapped(
     prepare: Callable[[], QrelsIndex],
-    run: Any,
+    run: RunSource,
     specs: list[Spec],
-    categories: Any,
+    categories: CategoriesSource | None,
     name: str | None,
     max_grade: int,
     block_bytes: int,
@@ -623,7 +627,7 @@ def _by_category(per_query: pd.DataFrame, cats: dict[str, str] | None, warnings:
     return by_category
 
 
-def evaluate_judge_groups(qrels: Any, run: Any, *args: Any, **options: Any) -> Evaluation:
+def evaluate_judge_groups(qrels: str | Path | pd.DataFrame, run: RunSource, *args: Any, **options: Any) -> Evaluation:
     """Evaluate one run against each judge group's qrels (trec_eval `-R qrels_jg`) and average per query.
 
     `qrels` is a multi-judge qrels file (`qid judge docid grade`) or a DataFrame with a `judge` column;
