@@ -51,7 +51,7 @@ from eval_core.agreement.types import (
     KappaPair,
 )
 from eval_core.io.judgments import annotator_kinds, check_judgments, read_judgments
-from eval_core.thresholds import AGREEMENT_THRESHOLD
+from eval_core.thresholds import AGREEMENT_THRESHOLD, MIN_VERDICT_PAIRS
 from eval_core.vocab import AnnotatorKind
 
 BY_FIELDS = {"query": "query_id", "category": "category", "guideline": "guideline"}
@@ -216,6 +216,7 @@ def agreement_report(
             raw=raw.value,
             prevalence=prevalence,
             ac2=c("ac_quadratic").value,
+            n_pairable=n_pairable,
         ),
     )
 
@@ -295,9 +296,20 @@ def band(value: float | None) -> str | None:
     return "tentative" if value >= TENTATIVE else "unreliable"
 
 
-def verdict(c: Coefficient, threshold: float) -> str:
-    """ok if the CI's low end clears the threshold, ambiguous if its high end is below, else inconclusive."""
-    if c.value is None or c.ci is None:
+def too_few(n_pairable: int) -> bool:
+    """Fewer pairs with two grades than MIN_VERDICT_PAIRS: a coefficient on them swings by a pair, so it is
+    shown with its n and judged by nobody (no verdict, no flag, no "below threshold")."""
+    return n_pairable < MIN_VERDICT_PAIRS
+
+
+def too_few_reason(n_pairable: int) -> str:
+    return f"too few to judge: {n_pairable} pairs with two grades, fewer than the {MIN_VERDICT_PAIRS} a verdict needs"
+
+
+def verdict(c: Coefficient, threshold: float, n_pairable: int | None = None) -> str:
+    """ok if the CI's low end clears the threshold, ambiguous if its high end is below, else inconclusive;
+    insufficient_data without a value or a CI, or over too few pairs with two grades (`too_few`)."""
+    if c.value is None or c.ci is None or (n_pairable is not None and too_few(n_pairable)):
         return "insufficient_data"
     lo, hi = c.ci
     return "ok" if lo >= threshold else "ambiguous" if hi < threshold else "inconclusive"
@@ -322,10 +334,16 @@ def assess(
     raw: float | None,
     prevalence: dict[str, float | None],
     ac2: float | None,
+    n_pairable: int | None = None,
 ) -> Assessment:
-    """Verdict on α with reasons a lead can act on; guideline versions are judged the same way."""
+    """Verdict on α with reasons a lead can act on; guideline versions are judged the same way. Over fewer
+    than MIN_VERDICT_PAIRS pairs with two grades there is no verdict (`too_few`), whatever α is."""
     value = alpha.value
-    overall = verdict(alpha, threshold)
+    overall = verdict(alpha, threshold, n_pairable)
+    if value is not None and n_pairable is not None and too_few(n_pairable):
+        # nothing is judged on a handful of pairs: no band, no boundary, no hints
+        reasons = [f"{too_few_reason(n_pairable)} ({level} α {value:.2f} on them is no measurement)"]
+        return Assessment(threshold, overall, None, reasons, [])
     if value is None:
         reasons = [f"{level} α {alpha.status}"]
     elif alpha.ci is None:
@@ -343,9 +361,12 @@ def assess(
     if overall != "ok":
         reasons += _why(diagnostics, value, threshold, raw, prevalence, ac2)
     guidelines = [
-        GuidelineVerdict(row.group, row.alpha, verdict(row.alpha, threshold)) for row in diagnostics.guidelines or []
+        GuidelineVerdict(row.group, row.alpha, verdict(row.alpha, threshold, row.n_pairable))
+        for row in diagnostics.guidelines or []
     ]
-    for g in guidelines:
+    for g, row in zip(guidelines, diagnostics.guidelines or [], strict=True):
+        if too_few(row.n_pairable):
+            continue
         if g.verdict == "ambiguous":
             reasons.append(
                 f"guideline {g.guideline} is ambiguous: {level} α {g.alpha.text(2)} < {threshold:g}; revise it"

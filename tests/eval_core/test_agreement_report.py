@@ -466,3 +466,27 @@ def test_percentile_ci_gives_up_when_most_replicates_are_undefined() -> None:
     assert percentile_ci(np.array([0.1, 0.2, np.nan, np.nan, np.nan])) is None
     lo, hi = percentile_ci(np.array([0.0, 1.0, 2.0, 3.0, np.nan]), confidence=0.5)
     assert (lo, hi) == pytest.approx(np.quantile([0.0, 1.0, 2.0, 3.0], [0.25, 0.75]))
+
+
+def test_too_few_pairs_get_no_verdict_whatever_alpha_says() -> None:
+    """Two annotators agreeing exactly on 9 pairs (α = 1 with a CI of [1, 1] over 9 queries) get no verdict and no
+    band: 9 < MIN_VERDICT_PAIRS (10) pairs with two grades; on 10 such pairs the same agreement is 'ok'."""
+    import pandas as pd
+
+    def exact(n: int) -> pd.DataFrame:
+        return pd.DataFrame(
+            [
+                {"query_id": f"q{i}", "fragment_id": "f", "annotator": who, "grade": i % 4}
+                for i in range(n)
+                for who in ("a", "b")
+            ]
+        )
+
+    nine = agreement_report(exact(9), bootstrap=100).assessment
+    assert nine.verdict == "insufficient_data" and nine.band is None
+    assert nine.reasons == [
+        "too few to judge: 9 pairs with two grades, fewer than the 10 a verdict needs "
+        "(ordinal α 1.00 on them is no measurement)"
+    ]
+    ten = agreement_report(exact(10), bootstrap=100).assessment
+    assert ten.verdict == "ok" and ten.band == "reliable"

@@ -18,7 +18,7 @@ from db.adjudication import DISPUTE_ORDERS, disputes
 from db.annotator_models import project_annotator_report
 from db.projects import ProjectInfo, current_guideline
 from db.store import frames
-from eval_core.agreement.report import agreement_report
+from eval_core.agreement.report import agreement_report, too_few
 from eval_core.agreement.table import DIGITS, coefficient_rows, cut_rows
 from eval_core.agreement.types import OK, AgreementReport, Boundary, Coefficient, DisputedPair, GroupAlpha
 from eval_core.judges.calibration import (
@@ -175,12 +175,6 @@ def no_ci_reason(report: AgreementReport) -> str:
     if report.bootstrap.status != OK:
         return report.bootstrap.status.removeprefix("no CIs: ")
     return "undefined in most resamples"
-
-
-def too_few(n_pairable: int) -> bool:
-    """Fewer pairs with two grades than MIN_VERDICT_PAIRS: a coefficient on them swings by a pair, so it is
-    shown with its n and judged by nobody (no tile number, no flag, no "below threshold")."""
-    return n_pairable < MIN_VERDICT_PAIRS
 
 
 def _tile(label: str, c: Coefficient, caption: str, n_pairable: int, rest: str) -> Tile:
