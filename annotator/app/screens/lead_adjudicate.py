@@ -85,9 +85,10 @@ def pick_pair(project: ProjectInfo, every: pd.DataFrame, done: set[tuple[str, st
     )
     current = st.session_state.get(agreement.ADJUDICATE_KEY)
     n_open = int((~every["adjudicated"].astype(bool)).sum())
+    order = "least sure first" if "entropy" in every.columns else "largest spread first"  # dispute_order's choice
     st.caption(
         f"{len(every)} disputed pair(s) among people (human grades differ; model judges never count), "
-        f"{n_open} open; showing {len(queue)}, largest spread first. {len(done)} pair(s) adjudicated so far."
+        f"{n_open} open; showing {len(queue)}, {order}. {len(done)} pair(s) adjudicated so far."
     )
     if SAVED_KEY in st.session_state:
         st.success(views.literal(st.session_state.pop(SAVED_KEY)))
