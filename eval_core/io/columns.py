@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from eval_core.errors import InputError
+from eval_core.io import arrow_compute as pc
 from eval_core.io.keys import arrow_ints, numpy_values, pair_keys, string_keys
 
 if TYPE_CHECKING:  # pandas is imported where a DataFrame is made or read: evaluating files never needs it
@@ -59,7 +59,7 @@ def first_duplicate(cols: Columns) -> int | None:
     cand = np.flatnonzero(ks[1:] == ks[:-1])
     a, b = order[cand], order[cand + 1]
     same = (cols.qcode[a] == cols.qcode[b]) & numpy_values(
-        pc.equal(cols.docid.take(arrow_ints(a)), cols.docid.take(arrow_ints(b)))
+        pc.equal(pc.take(cols.docid, arrow_ints(a)), pc.take(cols.docid, arrow_ints(b)))
     )
     return int(np.max(np.stack([a, b])[:, same], axis=0).min()) if same.any() else None
 
@@ -69,7 +69,7 @@ def columns_of(q: pa.Array, d: pa.Array, value: np.ndarray, label: str) -> Colum
     enc = pc.dictionary_encode(q)
     return Columns(
         numpy_values(enc.indices).astype(np.int64),
-        enc.dictionary.cast(pa.large_string()),
+        pc.cast(enc.dictionary, pa.large_string()),
         d,
         value,
         label,

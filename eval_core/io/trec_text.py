@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from eval_core.errors import InputError
+from eval_core.io import arrow_compute as pc
 from eval_core.io.columns import (
     Columns,
     check_pair_once,
@@ -227,7 +227,7 @@ def ids_as_text(ids: pa.Array) -> pa.Array | None:
             if not _printable_ascii(ids):
                 text.validate(full=True)
             return text
-        return ids.cast(pa.large_string())
+        return pc.cast(ids, pa.large_string())
     except pa.ArrowInvalid:
         return None
 

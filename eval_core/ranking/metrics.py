@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from eval_core.io import arrow_compute as pc
 from eval_core.io.columns import Columns
 from eval_core.io.keys import arrow_ints, numpy_values, pair_keys
 from eval_core.ranking.kernels import INF, KERNELS, Args
@@ -260,7 +260,7 @@ def _greater_in_group(
     member = np.arange(int(size.sum())) + np.repeat(start - offset, size)
     group = np.repeat(np.arange(len(start)), size)
     rows = member if order is None else order[member]
-    table = pa.table({"g": arrow_ints(group), "d": docid.take(arrow_ints(rows))})
+    table = pa.table({"g": arrow_ints(group), "d": pc.take(docid, arrow_ints(rows))})
     perm = numpy_values(pc.sort_indices(table, sort_keys=[("g", "ascending"), ("d", "descending")]))
     slot = np.empty(len(perm), dtype=np.int64)
     slot[perm] = np.arange(len(perm))  # each member's place once its group is sorted by docid descending
@@ -273,7 +273,7 @@ def rank_run(qi: QrelsIndex, run: Columns, float32: bool = False) -> Ranked:
     `float32`: compare scores as float32 (trec_eval 9 and pytrec_eval), so scores equal in float32 tie."""
     nq = len(qi.qids)
     to_qrels = pc.index_in(run.qvalues, value_set=qi.qids)
-    unknown = sorted(run.qvalues.filter(to_qrels.is_null()).to_pylist()) if to_qrels.null_count else []
+    unknown = sorted(pc.filter(run.qvalues, pc.is_null(to_qrels)).to_pylist()) if to_qrels.null_count else []
     qmap = numpy_values(to_qrels, null=-1).astype(np.int64)
     per_run_query = np.bincount(run.qcode, minlength=len(qmap))
     num_ret = np.zeros(nq, dtype=np.int64)
@@ -285,7 +285,7 @@ def rank_run(qi: QrelsIndex, run: Columns, float32: bool = False) -> Ranked:
     at = _find(qi, pair_keys(run.doc_keys[cand], cq))
     found = at >= 0
     rows, at, rq = cand[found], at[found], cq[found]
-    same = numpy_values(pc.equal(run.docid.take(arrow_ints(rows)), qi.docids.take(arrow_ints(qi.key_row[at]))))
+    same = numpy_values(pc.equal(pc.take(run.docid, arrow_ints(rows)), pc.take(qi.docids, arrow_ints(qi.key_row[at]))))
     ok = same & (qi.key_q[at] == rq)
     rows, grade, rq = rows[ok], qi.grades[at[ok]], rq[ok]
     score = np.asarray(run.value, dtype=np.float32).astype(np.float64) if float32 else run.value

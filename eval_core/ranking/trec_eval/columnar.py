@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from eval_core.io import arrow_compute as pc
 from eval_core.io.columns import Columns, first_duplicate
 from eval_core.io.keys import string_keys
 from eval_core.io.trec_text import arrow_trec_table, holds_split_byte, ids_as_text, single_spaced
@@ -54,7 +55,7 @@ def qrels_index(qrels: Qrels) -> QrelsIndex | None:
             return None
         grade = np.fromiter((g for q in qids for g in qrels.by_query[q].values()), dtype=np.int64, count=len(docs))
         query = np.repeat(np.arange(len(qids), dtype=np.int64), [len(qrels.by_query[q]) for q in qids])
-    docs = docs.cast(pa.large_binary())
+    docs = pc.cast(docs, pa.large_binary())
     try:
         return index_qrels(Columns(query, qvalues, docs, grade, "<qrels>", string_keys(docs)), rel_level=1)
     except KeyCollision:

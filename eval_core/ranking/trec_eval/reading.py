@@ -116,8 +116,9 @@ def _qrels_table(source: Any) -> Any:
     """pyarrow's parse of `qid iter docid rel` lines with single spaces, no comment, no blank line; None when
     the lines are not so."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.csv as pacsv
+
+    from eval_core.io import arrow_compute as pc
 
     try:
         table = pacsv.read_csv(
@@ -150,7 +151,8 @@ def _qrels_table(source: Any) -> Any:
 def _qrels_of(table: Any) -> Qrels | None:
     """Qrels from the parsed table, queries in byte order; None when a docid may be judged twice in a query."""
     import pyarrow as pa
-    import pyarrow.compute as pc
+
+    from eval_core.io import arrow_compute as pc
 
     q = pc.dictionary_encode(table["q"].combine_chunks())
     names = q.dictionary.to_pylist()
@@ -160,7 +162,7 @@ def _qrels_of(table: Any) -> Qrels | None:
     query = index[numpy_values(q.indices)]
     lines = np.argsort(query, kind="stable")  # grouped by query, file order within each
     query = query[lines]
-    docs = table["d"].combine_chunks().take(arrow_ints(lines))
+    docs = pc.take(table["d"].combine_chunks(), arrow_ints(lines))
     grades = numpy_values(table["g"])[lines]
     bounds = np.concatenate(([0], np.cumsum(np.bincount(query, minlength=len(names))))).tolist()
     ordered = [names[k] for k in by_bytes]
@@ -171,7 +173,7 @@ def _qrels_of(table: Any) -> Qrels | None:
             a, b = bounds[i], bounds[i + 1]
             if len(set(doc_list[a:b])) != b - a:
                 return None  # a docid judged twice: the line reader names it
-    qvalues = q.dictionary.take(arrow_ints(np.asarray(by_bytes, dtype=np.int64))).cast(pa.large_string())
+    qvalues = pc.cast(pc.take(q.dictionary, arrow_ints(np.asarray(by_bytes, dtype=np.int64))), pa.large_string())
     return Qrels(_Judgments(ordered, docs, grades, bounds), (docs, query, grades, qvalues))
 
 
