@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
-import logging
 import os
 import sys
 
@@ -99,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"qrelkit: error: unexpected {type(exc).__name__}: {str(exc)[:300]} (please report it)", file=sys.stderr
             )
+        import logging  # only here: 5 ms of every command's start-up otherwise
+
         logging.getLogger("qrelkit").debug("command failed", exc_info=True)
         return 2
 

@@ -30,6 +30,7 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 MAX_READ_BYTES = 8 * 1024**3
 MAX_READ_LINES = 100_000_000
 BLOCK_BYTES = 16 * 1024 * 1024
+FIRST_BLOCK_BYTES = 64 * 1024  # line readers start small: detect_format reads one line of a 1 GB run
 MAX_JSON_DEPTH = 32  # records are flat objects with a few nested lists or objects; deeper is not a record
 MAX_NOTE_CHARS = 10_000  # a note or a reason is a sentence or a paragraph, not a document
 # An id may hold none of these: whitespace of any kind, control characters, format characters (zero-width,
@@ -101,17 +102,22 @@ def read_error(label: str, lineno: int | None, exc: BaseException) -> InputError
     return InputError(label, lineno, f"cannot read the file ({reason})")
 
 
-def iter_blocks(path: str | Path, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[bytes, int]]:
+def iter_blocks(
+    path: str | Path, block_bytes: int = BLOCK_BYTES, first_bytes: int | None = None
+) -> Iterator[tuple[bytes, int]]:
     """Yield (whole lines, number of their first line) in blocks of about `block_bytes`, gzip looked through;
     memory follows the block, and a file past `read_limits` is refused as soon as the block that passes them is
-    read. Every block but the last ends with a newline."""
+    read. Every block but the last ends with a newline. `first_bytes`: the first read's size, growing 4× a
+    read up to `block_bytes` (a caller that may stop after a few lines reads no more than it needs)."""
     label = str(path)
     limits = read_limits()
     lines, size, carry = 0, 0, b""
+    read_bytes = block_bytes if first_bytes is None else min(first_bytes, block_bytes)
     with open_binary(path) as fh:
         while True:
             try:
-                chunk = fh.read(block_bytes)
+                chunk = fh.read(read_bytes)
+                read_bytes = min(read_bytes * 4, block_bytes)
             except (OSError, EOFError, zlib.error) as exc:
                 raise read_error(label, lines + 1, exc) from None
             size += len(chunk)
@@ -189,7 +195,7 @@ def _nonblank_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     bytes.count), then the regex jumps over runs of blank lines; each line it stops at is checked as in
     iter_lines (UTF-8, a BOM on line 1, NUL)."""
     label = str(path)
-    for block, first in iter_blocks(path):
+    for block, first in iter_blocks(path, first_bytes=FIRST_BLOCK_BYTES):
         lineno, pos = first, 0
         for match in _NONBLANK.finditer(block):
             lineno += block.count(b"\n", pos, match.start())

@@ -147,3 +147,16 @@ def test_a_commands_help_is_the_same_from_its_module_alone(command: str, capsys:
         main([command, "--help"])
     assert capsys.readouterr().out == full
     assert f"usage: qrelkit {command} " in full
+
+
+def test_qrelkit_eval_and_trec_eval_load_no_pyarrow_compute(tmp_path) -> None:
+    """`import pyarrow.compute` wraps each of Arrow's ~300 kernels with a generated docstring (≈ 40 ms, an eighth of
+    a small evaluation): the readers and the ranking call the kernels through eval_core.io.arrow_compute, and
+    Array.take/cast/filter/is_null (which import it on first use) are not called on the way. A tab-separated run
+    with a query the qrels lack takes the tab parse and the run-only-query listing."""
+    run = (ROOT / "examples" / "seed000.run").read_text().replace(" ", "\t") + "qx\tQ0\tdx\t1\t1.0\tt\n"
+    (tmp_path / "tabs.run").write_text(run)
+    argv = [SEED[0], str(tmp_path / "tabs.run")]
+    for command in (["eval", *argv], ["eval", "--format", "json", *argv], ["trec_eval", "-q", "-c", "-m", "all_trec"]):
+        full = command if command[0] == "eval" else [*command, *argv]
+        assert loaded_after(run_main(full), ("pyarrow.compute",)) == [], full

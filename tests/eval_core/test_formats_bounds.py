@@ -249,3 +249,26 @@ def test_json_an_id_cannot_be_read_from_is_path_line(tmp_path, line, problem):
 def test_an_io_error_names_the_file():
     with pytest.raises(InputError, match=r"^/proc/self/mem:1: cannot read the file \(Input/output error\)"):
         load_run("/proc/self/mem")
+
+
+def test_line_readers_start_with_a_small_block_and_grow_it(tmp_path):
+    """detect_format reads one line: `iter_blocks(first_bytes=…)` starts small and grows 4× a read up to the block
+    size, so sniffing a 7 MB run reads 64 KiB, not 16 MiB. Blocks still end at newlines, carry a long line over
+    and number their lines; and iter_lines(blank=False) yields the same lines as the line-by-line reader."""
+    from eval_core.io.formats import detect_format
+    from eval_core.io.records import iter_blocks
+
+    line = b"q1 Q0 d%06d 1 1.0 tag\n"  # 24 bytes
+    path = tmp_path / "r.run"
+    path.write_bytes(b"".join(line % i for i in range(1000)) + b"\n\n  \nq2 Q0 " + b"x" * 5000 + b" 1 1 t\n")
+    blocks = list(iter_blocks(path, block_bytes=4000, first_bytes=100))
+    # reads of 100, 400, 1600, 4000 … bytes; each block holds the whole lines read so far, the rest is carried:
+    # 100 → 4 lines (96 B, 4 carried); 4 + 400 → 16 lines (384 B, 20 carried); 20 + 1600 → 67 lines (1608 B, 12)
+    # ; 12 + 4000 → 167 lines. First lines 1, 5, 21, 88.
+    assert [len(b) for b, _ in blocks[:4]] == [96, 384, 1608, 4008]
+    assert [first for _, first in blocks[:4]] == [1, 5, 21, 88]
+    assert b"".join(b for b, _ in blocks) == path.read_bytes()
+    assert all(b.endswith(b"\n") for b, _ in blocks)
+    assert len(blocks[-1][0]) > 4000  # the 5 KB line, carried over reads of 4000
+    assert list(iter_lines(path, blank=False)) == [(n, t) for n, t in iter_lines(path) if t.strip()]
+    assert detect_format(path) == "trec"
