@@ -48,6 +48,19 @@ COMMANDS = {
 }
 
 
+# Commands that call no BLAS routine: NumPy's OpenBLAS starts a thread per core when it is imported, about 50 ms of
+# CPU for nothing in a small `qrelkit eval` (issue 26: fixed costs). Their NumPy gets one BLAS thread unless the
+# environment says otherwise; their results never touch BLAS, so they are the same for any count.
+NO_BLAS_COMMANDS = frozenset({"eval", "trec_eval"})
+
+
+def _one_blas_thread(command: str | None) -> None:
+    """OPENBLAS_NUM_THREADS=1 for a NO_BLAS_COMMANDS command, before NumPy is first imported (after, it is too
+    late, and an embedding program's environment is left alone); a value already set wins."""
+    if command in NO_BLAS_COMMANDS and "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The `qrelkit` parser with `command`'s module only (a known command: start-up pays for one command
     group, not ten), else with every module so `qrelkit --help` and a mistyped command list them all."""
@@ -68,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     import's further bad lines as `qrelkit: rejected: …` — and exit 2; so do a bad output path, a full disk,
     a database that refuses and anything unexpected: one sentence, never a traceback. A failed gate exits 1."""
     argv = sys.argv[1:] if argv is None else argv
+    _one_blas_thread(argv[0] if argv else None)
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -160,3 +160,30 @@ def test_qrelkit_eval_and_trec_eval_load_no_pyarrow_compute(tmp_path) -> None:
     for command in (["eval", *argv], ["eval", "--format", "json", *argv], ["trec_eval", "-q", "-c", "-m", "all_trec"]):
         full = command if command[0] == "eval" else [*command, *argv]
         assert loaded_after(run_main(full), ("pyarrow.compute",)) == [], full
+
+
+def blas_threads_after(code: str, env: dict[str, str]) -> list[int]:
+    """The thread counts threadpoolctl reports for the BLAS libraries a fresh interpreter loaded running `code`."""
+    import os
+
+    probe = f"{code}\nimport json, threadpoolctl\nprint(json.dumps([p['num_threads'] for p in "
+    probe += "threadpoolctl.threadpool_info() if p['user_api'] == 'blas']))"
+    base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True, env=base | env
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_eval_and_trec_eval_start_numpy_with_one_blas_thread() -> None:
+    """OpenBLAS starts a thread per core when NumPy is imported (≈ 50 ms of CPU); eval and trec_eval call no BLAS
+    routine, so they ask for one thread, unless the environment names a count. Other commands keep the default."""
+    pytest.importorskip("threadpoolctl")
+    import os
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one core: OpenBLAS starts one thread anyway")
+    assert blas_threads_after(run_main(["eval", *SEED]), {}) == [1]
+    assert blas_threads_after(run_main(["trec_eval", "-m", "all_trec", *SEED]), {}) == [1]
+    assert blas_threads_after(run_main(["eval", *SEED]), {"OPENBLAS_NUM_THREADS": "2"}) == [2]
+    assert blas_threads_after("import numpy", {}) == [len(os.sched_getaffinity(0))]
