@@ -20,6 +20,7 @@ FRAGMENTS, JUDGMENTS, PAIRS = table_of(Fragment), table_of(Judgment), table_of(P
 # content_hash), so the two never collide, and two text-less fragments never share one (pooling would fold them).
 TEXTLESS_PREFIX = "notext:"
 IMPORT_TEXTS = "`qrelkit import fragments FILE` (or the Project page's Import tab; `--field` maps other field names)"
+SQLITE_CACHE_KIB = 32 * 1024  # page cache while inserting text-less fragments (the default is 2 MiB)
 EXAMPLES = 10  # text-less ids a report names, with the line that named them
 
 
@@ -31,37 +32,43 @@ def textless_hash(external_id: str) -> str:
 
 def create_textless(session: Session, project_id: int, external_ids: Collection[str]) -> dict[str, int]:
     """Create fragments with no text (has_text false, text "") for these ids in the caller's transaction;
-    returns id → fragment id. The ids must be new to the project."""
+    returns id → fragment id. The ids must be new to the project.
+
+    A run can name ~800k of them, so this is a driver-level bulk insert of plain tuples (SQLite executemany
+    with a larger page cache for the call, PostgreSQL COPY), no per-row bind processing, and one SELECT of
+    the ids back (docs/store.md, *Fragments without a text*, has the figures)."""
     wanted = sorted(set(external_ids))
-    for start in range(0, len(wanted), 20_000):
-        session.execute(
-            FRAGMENTS.insert(),
-            [
-                {
-                    "project_id": project_id,
-                    "external_id": ext,
-                    "doc_id": None,
-                    "title": None,
-                    "text": "",
-                    "content_hash": textless_hash(ext),
-                    "meta": None,
-                    "position": None,
-                    "has_text": False,
-                }
-                for ext in wanted[start : start + 20_000]
-            ],
+    if not wanted:
+        return {}
+    rows = ((project_id, ext, "", textless_hash(ext), False) for ext in wanted)
+    conn = session.connection()
+    before = session.execute(select(func.coalesce(func.max(FRAGMENTS.c.id), 0))).scalar_one()
+    columns = "project_id, external_id, text, content_hash, has_text"
+    driver = conn.connection.driver_connection  # psycopg's (COPY is not in the DBAPI) or sqlite3's connection
+    assert driver is not None, "a live connection has its driver's"
+    if conn.dialect.name == "postgresql":
+        with driver.cursor().copy(f"COPY fragments ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+    else:
+        # the fragments' indexes (one on a random hash) outgrow SQLite's 2 MB default page cache, which then
+        # spills to the WAL over and over; a bigger cache for this insert only (a connection setting)
+        cache = conn.exec_driver_sql("PRAGMA cache_size").scalar_one()
+        conn.exec_driver_sql(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
+        try:
+            # sqlite3's executemany takes an iterator (SQLAlchemy's wants a list): no list of rows in memory
+            driver.cursor().executemany(f"INSERT INTO fragments ({columns}) VALUES (?, ?, ?, ?, ?)", rows)
+        finally:
+            conn.exec_driver_sql(f"PRAGMA cache_size = {int(cache)}")
+    new = set(wanted)
+    created = session.execute(
+        select(FRAGMENTS.c.external_id, FRAGMENTS.c.id).where(
+            FRAGMENTS.c.project_id == project_id, FRAGMENTS.c.id > before, FRAGMENTS.c.has_text == false()
         )
-    found: dict[str, int] = {}
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
-        found.update(
-            session.execute(
-                select(FRAGMENTS.c.external_id, FRAGMENTS.c.id).where(
-                    FRAGMENTS.c.project_id == project_id, FRAGMENTS.c.external_id.in_(chunk)
-                )
-            ).all()
-        )
-    return found
+    )
+    # ids above the largest before this insert are this transaction's (or, on PostgreSQL, another import's
+    # committed meanwhile: kept out by the id set)
+    return {ext: fid for ext, fid in created if ext in new}
 
 
 def created_note(count: int) -> str:

@@ -25,9 +25,10 @@ from db.imports import (
 )
 from db.projects import add_guideline, set_queue_order
 from db.releases import create_release
+from db.store.engine import session_scope
 from db.store.frames import fragments_text
 from db.store.models import Assignment, Fragment, Judgment, JudgmentHistory, Pair
-from db.textless import TextsWaiting, texts_waiting
+from db.textless import TextsWaiting, create_textless, texts_waiting
 from eval_core.errors import Refused
 from tests.helpers import run
 
@@ -295,3 +296,19 @@ def test_the_cli_says_how_many_fragments_came_without_text(engine, project, stor
     ranking.write_text("q1 Q0 D1 1 1.0 r\n")
     code, _, err = run(["import", "run", str(ranking), "--require-texts", "--project", "demo", "--db", store_url])
     assert code == 2 and "--require-texts applies to `import judgments` only" in err
+
+
+def test_the_bulk_insert_of_textless_fragments_is_the_imports_transaction(engine, project, nist):
+    # create_textless writes through the driver (sqlite3 executemany / psycopg COPY), not SQLAlchemy: its rows must
+    # still be the caller's transaction's (gone on rollback), and the ids it returns must be the stored ones
+    with pytest.raises(RuntimeError), session_scope(engine, write=True) as session:
+        got = create_textless(session, project.id, ["e2", "e1"])
+        stored = dict(
+            session.execute(
+                sa.select(Fragment.external_id, Fragment.id).where(Fragment.external_id.in_(["e1", "e2"]))
+            ).all()
+        )
+        assert got == stored and len(set(got.values())) == 2
+        assert create_textless(session, project.id, []) == {}
+        raise RuntimeError("the import failed after creating them")
+    assert sorted(_fragments(engine)) == ["d1", "d2", "d3"]
