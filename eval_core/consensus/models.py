@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, sparse, special, stats
+from scipy import sparse  # optimize, special and stats (~1 s of imports) where a model uses them
 from threadpoolctl import threadpool_limits
 
 EPS = 1e-10  # crowd-kit's _EPS: probabilities are clipped from below here
@@ -171,6 +171,8 @@ def dawid_skene(crowd: Crowd, n_iter: int = 100, tol: float = 1e-5) -> Fit:
 
 def _variational_normalize(x: np.ndarray, prior: np.ndarray) -> np.ndarray:
     """MACE's variational-Bayes M-step: exp(ψ(x + prior)) / exp(ψ(Σ(x + prior)))."""
+    from scipy import special
+
     norm = np.exp(special.digamma((x + prior).sum(axis=1)))[:, None]
     out = np.zeros_like(x)
     np.divide(np.exp(special.digamma(x + prior)), norm, out=out, where=~np.isclose(norm, 0.0))
@@ -217,6 +219,8 @@ def _fix_truth_marginals(gold: np.ndarray, truth: np.ndarray) -> np.ndarray:
 def mace_start(n_workers: int, n_labels: int, seed: int, noise: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
     """crowd-kit's start: draws from U(1, 2 + noise) (`scipy.stats.uniform(1, 1 + noise)`), the same seed for
     both matrices, rows normalised."""
+    from scipy import stats
+
     spamming = stats.uniform(1, 1 + noise).rvs(size=(n_workers, 2), random_state=seed)
     thetas = stats.uniform(1, 1 + noise).rvs(size=(n_workers, n_labels), random_state=seed)
     return spamming / spamming.sum(axis=1, keepdims=True), thetas / thetas.sum(axis=1, keepdims=True)
@@ -316,6 +320,8 @@ class _Glad:
                 self.task, weights=np.where(self.label == k, log_sigma, log_other), minlength=c.n_tasks
             )
         ll += np.log(1.0 / c.n_labels)
+        from scipy import special
+
         post = np.exp(ll - special.logsumexp(ll, axis=1, keepdims=True))
         self.posterior = _fix_truth(post, c.truth)
         self.mine = self.posterior[self.task, self.label]
@@ -363,6 +369,8 @@ def glad(
     step always continues). The posterior is the last E-step's. One BLAS thread: CG's dot products over one
     value per annotator and pair gain nothing from threads, and on a loaded shared machine the idle threads'
     spinning made the fit 5× slower (100k judgments: 11.5 s, 2.2 s on one thread)."""
+    from scipy import optimize
+
     with threadpool_limits(1):
         model = _Glad(crowd)
         x = np.ones(crowd.n_workers + crowd.n_tasks)
