@@ -175,16 +175,21 @@ def iter_lines(path: str | Path, blank: bool = True) -> Iterator[tuple[int, str]
                 raise problem
             if len(raw) > MAX_LINE_BYTES:
                 raise InputError(label, lineno, f"line longer than {MAX_LINE_BYTES} bytes")
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(label, lineno, f"not valid UTF-8 (byte {exc.start + 1}: {exc.reason})") from None
-            if lineno == 1:
-                text = text.removeprefix("\ufeff")
-            nul = text.find("\x00")
-            if nul >= 0:
-                raise InputError(label, lineno, f"holds a NUL byte (column {nul + 1}); text files hold none")
-            yield lineno, text.rstrip("\r\n")
+            yield lineno, _line_text(label, lineno, raw).rstrip("\r\n")
+
+
+def _line_text(label: str, lineno: int, raw: bytes) -> str:
+    """One line's bytes as text, refused at its number when not UTF-8 or holding a NUL; line 1 loses a BOM."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(label, lineno, f"not valid UTF-8 (byte {exc.start + 1}: {exc.reason})") from None
+    if lineno == 1:
+        text = text.removeprefix("\ufeff")
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise InputError(label, lineno, f"holds a NUL byte (column {nul + 1}); text files hold none")
+    return text
 
 
 _NONBLANK = re.compile(rb"[^\n]*[^ \t\n\r\f\v][^\n]*")  # a line holding anything but ASCII whitespace
@@ -200,17 +205,7 @@ def _nonblank_lines(path: str | Path) -> Iterator[tuple[int, str]]:
         for match in _NONBLANK.finditer(block):
             lineno += block.count(b"\n", pos, match.start())
             pos = match.start()
-            raw = match.group()
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(label, lineno, f"not valid UTF-8 (byte {exc.start + 1}: {exc.reason})") from None
-            if lineno == 1:
-                text = text.removeprefix("\ufeff")
-            nul = text.find("\x00")
-            if nul >= 0:
-                raise InputError(label, lineno, f"holds a NUL byte (column {nul + 1}); text files hold none")
-            yield lineno, text.rstrip("\r")
+            yield lineno, _line_text(label, lineno, match.group()).rstrip("\r")
 
 
 def bad_id_char(text: str) -> str | None:
