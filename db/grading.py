@@ -516,24 +516,8 @@ def _view(session: Session, project_id: int, user_id: int, pair_id: int, positio
     total = 0 if first is None else last - first + 1
     rank = None if position is None else position - first + 1
     version = row[12] or 0
-    if row[11] is not None:  # sent back for re-judging: blind, like a first grading (history keeps the old one)
-        return PairView(
-            pair_id,
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            row[4],
-            rank,
-            total,
-            None,
-            None,
-            None,
-            row[10],
-            row[11],
-            version,
-            bool(row[13]),
-        )
+    # sent back for re-judging: blind, like a first grading (history keeps the old grade, note and reason)
+    grade, note, reason = (None, None, None) if row[11] is not None else (row[5], row[6], row[7])
     return PairView(
         pair_id,
         row[0],
@@ -543,9 +527,9 @@ def _view(session: Session, project_id: int, user_id: int, pair_id: int, positio
         row[4],
         rank,
         total,
-        row[5],
-        row[6],
-        row[7],
+        grade,
+        note,
+        reason,
         row[10],
         row[11],
         version,
