@@ -22,6 +22,7 @@ LEAD_PAGES = (
     ("lead_guidelines.py", "Guidelines"),
     ("lead_releases.py", "Releases"),
     ("lead_evaluate.py", "Evaluate"),
+    ("lead_judges.py", "Judges"),
     ("lead_controls.py", "Controls"),
 )
 

@@ -234,6 +234,12 @@ def list_users(engine: Engine, role: str | None = None) -> list[UserInfo]:
         return [user_info(u) for u in session.exec(stmt)]
 
 
+def people_who_grade(engine: Engine) -> list[str]:
+    """The usernames pairs can be sent to for re-judging or post-editing: active people (not model judges) who
+    can log in, by username (what db.adjudication.judging_people accepts)."""
+    return [u.username for u in list_users(engine) if u.active and u.kind == AnnotatorKind.HUMAN and u.can_login]
+
+
 def get_user(engine: Engine, username: str) -> UserInfo:
     """One account as it is now, or LookupError naming it."""
     with session_scope(engine) as session:

@@ -798,11 +798,11 @@ def test_migration_0006_makes_existing_users_human(empty_store_url):
     get_engine.cache_clear()
 
 
-# --- the app: the Project page's Model judges tab -------------------------------------------------------------
+# --- the app: the Judges page (grading with a model) and the Project page (importing a model's grades) ----------
 
 
-def _project_page(engine, store_url, monkeypatch):
-    """The Project page run by AppTest with lead `boss` logged in on project demo."""
+def _project_page(engine, store_url, monkeypatch, page: str = "lead_project.py"):
+    """A lead page (the Project page unless told) run by AppTest with lead `boss` logged in on project demo."""
     from streamlit.testing.v1 import AppTest
 
     from annotator.app.auth import TOKEN_KEY
@@ -811,7 +811,7 @@ def _project_page(engine, store_url, monkeypatch):
     from tests.conftest import ROOT
 
     monkeypatch.setenv("QRELKIT_DB_URL", store_url)
-    at = AppTest.from_file(str(ROOT / "annotator" / "app" / "screens" / "lead_project.py"), default_timeout=60)
+    at = AppTest.from_file(str(ROOT / "annotator" / "app" / "screens" / page), default_timeout=60)
     at.session_state[TOKEN_KEY] = create_session(engine, get_user(engine, "boss").id, client="apptest").token
     at.session_state["project"] = "demo"
     return at.run()
@@ -827,7 +827,7 @@ def test_app_grades_with_a_model_judge(engine, store_url, judged_project, server
     for pair in PAIRS:
         server.script[pair] = [("answer", "Grade: 2")]
     server.script[("q1", "f2")] = [("answer", "<b>maybe</b>")]
-    at = _project_page(engine, store_url, monkeypatch)
+    at = _project_page(engine, store_url, monkeypatch, "lead_judges.py")
     assert not at.exception
     assert "No model judge yet" in " ".join(i.value for i in at.info)
     assert "API key: from QRELKIT_JUDGE_API_KEY." in " ".join(c.value for c in at.caption)
@@ -840,7 +840,7 @@ def test_app_grades_with_a_model_judge(engine, store_url, judged_project, server
         "4 pair(s) in" in at.success[0].value
         and "4 call(s), 0 from the cache, 3 grade(s) written, 1 malformed, 0 failed, 428 tokens." in at.success[0].value
     )  # 4 answers × (100 + 7) tokens
-    assert at.dataframe[-1].value["Problem"].tolist() == [
+    assert next(d.value for d in at.dataframe if "Problem" in d.value.columns)["Problem"].tolist() == [
         "pair q1/f2: answer refused: no 'Grade: N' line in the answer"
     ]
     assert _model_grades(engine) == {("q1", "f1"): 2, ("q1", "f3"): 2, ("q1", "f4"): 2}
@@ -852,7 +852,7 @@ def test_app_grades_with_a_model_judge(engine, store_url, judged_project, server
     assert listed[["Model judge", "Grades in this project"]].values.tolist() == [["test-model", 3]]
     assert "No model judge yet" not in " ".join(i.value for i in at.info)
 
-    at = _project_page(engine, store_url, monkeypatch)  # the judge is listed, and gets no queue
+    at = _project_page(engine, store_url, monkeypatch, "lead_judges.py")  # the judge is listed
     judges = next(d.value for d in at.dataframe if "Model judge" in d.value.columns)
     assert judges.to_dict("records") == [
         {
@@ -864,11 +864,12 @@ def test_app_grades_with_a_model_judge(engine, store_url, judged_project, server
             "Probes (qrelkit judge-probe)": "not probed",
         }
     ]
+    at = _project_page(engine, store_url, monkeypatch)  # and gets no queue
     assert _by_label(at.multiselect, "Annotators").options == ["ann1", "ann2"]
 
 
 def test_app_reports_an_unreachable_endpoint(engine, store_url, judged_project, monkeypatch):
-    at = _project_page(engine, store_url, monkeypatch)
+    at = _project_page(engine, store_url, monkeypatch, "lead_judges.py")
     _by_label(at.text_input, "Endpoint base URL").set_value("ftp://example.invalid")
     _by_label(at.text_input, "Model").set_value("m")
     at = _by_label(at.button, "Grade with the model").click().run()

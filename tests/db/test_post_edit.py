@@ -125,3 +125,43 @@ def test_cli_post_edit(engine, gaps, store_url):
         ["post-edit", "--project", "demo", "--model", "gpt-4o", "--send", "1", "--to", "umbrela", "--db", store_url]
     )
     assert code == 2 and "re-judging needs active people" in err
+
+
+def test_judges_page_sends_the_queue_head_and_shows_the_clis_figures(engine, gaps, store_url, monkeypatch):
+    """The Judges page's post-editing form sends the queue's head to the chosen person, as `post-edit --send`."""
+    from streamlit.testing.v1 import AppTest
+
+    from annotator.app.auth import TOKEN_KEY
+    from db.accounts.sessions import create_session
+    from db.accounts.users import get_user
+    from tests.conftest import ROOT
+
+    create_user(engine, "boss", "lead", actor=OPERATOR)
+    monkeypatch.setenv("QRELKIT_DB_URL", store_url)
+    at = AppTest.from_file(str(ROOT / "annotator" / "app" / "screens" / "lead_judges.py"), default_timeout=60)
+    at.session_state[TOKEN_KEY] = create_session(engine, get_user(engine, "boss").id, client="apptest").token
+    at.session_state["project"] = "demo"
+    at = at.run()
+    assert not at.exception and not at.error
+    head = post_edit_queue(engine, "demo", "umbrela").head(4)
+    assert "90 model-only grade(s), 0 sent" in " ".join(c.value for c in at.caption)
+    shown = next(d.value for d in at.dataframe if "Likely wrong" in d.value.columns)
+    assert shown[["Query", "Fragment"]].head(4).values.tolist() == head[["query_id", "fragment_id"]].values.tolist()
+    next(n for n in at.number_input if n.label == "Pairs to send").set_value(4)
+    next(m for m in at.multiselect if m.label == "Send to").set_value(["ann2"])
+    at = next(b for b in at.button if b.label == "Send for post-editing").click().run()
+    assert not at.exception and not at.error
+    assert at.success[0].value == "Sent 4 pair(s) for post-editing."
+    queue = post_edit_queue(engine, "demo", "umbrela")
+    assert queue["sent"].sum() == 4 and queue.head(4)["sent"].all()
+    assert "90 model-only grade(s), 4 sent" in " ".join(c.value for c in at.caption)
+    served = []
+    while (pair := next_pair(engine, "demo", "ann2")) is not None:
+        served.append((pair.query_external_id, pair.fragment_external_id))
+        record_judgment(engine, pair.pair_id, "ann2", gaps[pair.query_external_id][pair.fragment_external_id])
+    assert sorted(served) == sorted(zip(head["query_id"], head["fragment_id"], strict=True))
+    at = at.run()
+    stats = post_edit_stats(engine, "demo", "umbrela")
+    assert f"Post-edited by people so far: 4 of the judge's grades, {stats.edited} changed" in " ".join(
+        t.value for t in at.text
+    )

@@ -1,5 +1,6 @@
-"""The Project page's Model judges tab: the model judges and their grades in the project, and a form that grades
-the project's pairs with a model behind an OpenAI-compatible endpoint (what `qrelkit prejudge` does)."""
+"""The Judges page's parts: the model judges and their grades in the project, a form that grades the project's
+pairs with a model behind an OpenAI-compatible endpoint (what `qrelkit prejudge` does), the judge-trust report
+of one judge against people (`qrelkit judge-trust --project`), and its post-editing queue (`qrelkit post-edit`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from sqlalchemy.engine import Engine
 from annotator import judge_client, judge_run
 from annotator.app import views
 from annotator.app.components.charts import bland_altman_chart
+from annotator.app.errors import user_errors
 from db import model_judges
+from db.accounts import users
 from db.accounts.users import UserInfo
 from db.projects import ProjectInfo
 from eval_core.errors import USER_ERRORS
@@ -56,9 +59,10 @@ def judges_frame(engine: Engine, project: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(JUDGE_HEADERS))
 
 
-def model_judges_tab(engine: Engine, project: ProjectInfo, user: UserInfo) -> None:
+def model_judges_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> pd.DataFrame:
     """List the model judges, then offer a prejudge run with a progress bar and its report. The list is read
-    after the run, into its place above the form, so a run's judge and grades show without a reload."""
+    after the run, into its place above the form, so a run's judge and grades show without a reload. Returns
+    the list as shown."""
     listing = st.container()
     source = judge_client.key_source()
     with st.form("prejudge"):
@@ -102,8 +106,11 @@ def model_judges_tab(engine: Engine, project: ProjectInfo, user: UserInfo) -> No
         if len(judges):
             views.table(judges, JUDGE_HEADERS)
         else:
-            st.info("No model judge yet. Grade with one below, or import a model's grades as judgments of kind model.")
-    trust_section(engine, project, judges)
+            st.info(
+                "No model judge yet. Grade with one below, or import a model's grades as judgments of kind model "
+                "(Project page, Import tab)."
+            )
+    return judges
 
 
 def _run(
@@ -186,21 +193,25 @@ HYBRID_HEADERS = {
 }
 
 
-def trust_section(engine: Engine, project: Any, judges: pd.DataFrame) -> None:
+def graded_judges(judges: pd.DataFrame) -> list[str]:
+    """The model judges with grades in this project (the ones a report or a queue can be made of)."""
+    return [str(name) for name, n in zip(judges["username"], judges["judged"], strict=True) if n]
+
+
+def trust_section(engine: Engine, project: ProjectInfo, name: str) -> None:
     """Can a model judge stand in for people here? The judge-trust report (what `qrelkit judge-trust --project
-    P --model NAME` prints) for one judge with grades, on the stored runs."""
+    P --model NAME` prints) for the chosen judge, on the stored runs."""
     st.subheader("Can this judge stand in for people?")
-    graded = [str(name) for name, n in zip(judges["username"], judges["judged"], strict=True) if n]
-    if not graded:
-        st.caption("A model judge with grades in this project is measured here against people, on the stored runs.")
-        return
     with st.form("judge_trust"):
-        c1, c2, c3 = st.columns(3)
-        name = c1.selectbox("Model judge", graded)
-        metric = c2.text_input("Metric", value="ndcg@10")
-        width = c3.number_input("Hybrid interval width wanted (0 = none)", min_value=0.0, value=0.0, step=0.01)
+        c1, c2 = st.columns(2)
+        metric = c1.text_input("Metric", value="ndcg@10")
+        width = c2.number_input("Hybrid interval width wanted (0 = none)", min_value=0.0, value=0.0, step=0.01)
         submitted = st.form_submit_button("Measure against people")
     if not submitted:
+        st.caption(
+            "Runs ranked under people's and the judge's labels, the judge's leniency, its agreement per query, "
+            "and the hybrid estimate where people judged only some queries."
+        )
         return
     try:
         report = model_judges.project_judge_trust(
@@ -210,14 +221,49 @@ def trust_section(engine: Engine, project: Any, judges: pd.DataFrame) -> None:
         st.error(f"Stopped: {views.literal(exc)}")
         return
     show_trust(report)
-    stats = model_judges.post_edit_stats(engine, project.name, name)
-    if stats.n:
+
+
+QUEUE_HEADERS = {
+    "query_id": "Query",
+    "fragment_id": "Fragment",
+    "grade": "Model's grade",
+    "p_wrong": "Likely wrong",
+    "impact": "Ranking impact",
+    "sent": "Sent",
+}
+
+
+def post_edit_section(engine: Engine, project: ProjectInfo, user: UserInfo, name: str) -> None:
+    """Post-editing (what `qrelkit post-edit` does): the model's grades on pairs no person graded, most likely
+    wrong first; the lead sends the first N to people, who grade them blind; the edit rate per model grade and
+    the model's κ against the post-edited grades so far."""
+    st.subheader("Post-editing: people check the model where it is most likely wrong")
+    people = users.people_who_grade(engine)
+    with st.form("post_edit"):
+        c1, c2 = st.columns([1, 3])
+        count = c1.number_input("Pairs to send", min_value=1, value=20)
+        to = c2.multiselect("Send to", people, placeholder="the people who post-edit (each pair to one, in turn)")
+        st.caption("They find the pairs in their queue and grade them blind, as in re-judging: no model grade shown.")
+        if st.form_submit_button("Send for post-editing"):
+            with user_errors("Not sent"):
+                sent = model_judges.send_for_post_editing(
+                    engine, project.name, name, to, int(count), actor=user.username
+                )
+                st.success(f"Sent {sent} pair(s) for post-editing.")
+    with user_errors("No queue"):
+        stats = model_judges.post_edit_stats(engine, project.name, name)
         kappa = f"{stats.kappa:.3f}" if stats.kappa is not None else stats.kappa_status
         rates = ", ".join(f"grade {g}: {changed} of {n}" for g, (n, changed) in stats.by_grade.items() if n)
         st.text(
-            f"Post-edited by people so far: {stats.n} of the judge's grades, {stats.edited} changed ({rates}); "
-            f"{stats.weights} κ against the post-edited grades {kappa} (qrelkit post-edit)"
+            f"Post-edited by people so far: {stats.n} of the judge's grades, {stats.edited} changed"
+            + (f" ({rates}); {stats.weights} κ against the post-edited grades {kappa}" if stats.n else "")
         )
+        queue = model_judges.post_edit_queue(engine, project.name, name)
+        st.caption(
+            f"{len(queue)} model-only grade(s), {int(queue['sent'].sum())} sent; most likely wrong first (how often "
+            "people disagree with that grade where both graded, times the pair's weight in the runs' top 10)."
+        )
+        views.table(queue.head(50), QUEUE_HEADERS, {"p_wrong": 2, "impact": 3})
 
 
 def show_trust(report: Any) -> None:

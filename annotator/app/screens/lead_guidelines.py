@@ -91,7 +91,7 @@ def rejudge_section(engine: Engine, project: ProjectInfo, user: UserInfo, by_ver
             f"{int(queue['sent'].sum())} of them sent back and not re-judged yet."
         )
         views.table(queue, REJUDGE_HEADERS, width="stretch")
-        people = [u.username for u in users.list_users(engine) if u.active and u.kind == "human" and u.can_login]
+        people = users.people_who_grade(engine)
         with st.form("rejudge"):
             st.markdown(f"**Send back for re-judging under version {numbers[-1]}**")
             left, right = st.columns(2)

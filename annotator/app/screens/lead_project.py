@@ -13,7 +13,6 @@ from sqlalchemy.engine import Engine
 
 from annotator import search_client
 from annotator.app import views
-from annotator.app.components import judges
 from annotator.app.errors import user_errors
 from db import assignment, evaluations, grading, imports, pooling, projects, textless
 from db.accounts import logins, users
@@ -348,10 +347,8 @@ def waiting_for_text(engine: Engine, project: ProjectInfo, slot: Any) -> None:
 
 
 def project_tabs(engine: Engine, project: ProjectInfo, user: UserInfo) -> None:
-    """The project's tabs: import, pool, assign, annotators and model judges."""
-    import_tab, pool_tab, assign_tab, people_tab, judges_tab = st.tabs(
-        ["Import", "Pool", "Assign", "Annotators", "Model judges"]
-    )
+    """The project's tabs: import, pool, assign and annotators (model judges have their own page: Judges)."""
+    import_tab, pool_tab, assign_tab, people_tab = st.tabs(["Import", "Pool", "Assign", "Annotators"])
     with import_tab:
         import_section(engine, project, user)
     with pool_tab:
@@ -361,8 +358,6 @@ def project_tabs(engine: Engine, project: ProjectInfo, user: UserInfo) -> None:
         assign_section(engine, project, user)
     with people_tab:
         annotators_section(engine, project, user)
-    with judges_tab:
-        judges.model_judges_tab(engine, project, user)
 
 
 engine, user = views.lead_page("Project")
