@@ -106,6 +106,23 @@ def test_lenient_judge_bland_altman_confusion_and_per_query_kappa():
     assert "grades up by +" in report.verdict and "n 180" in report.verdict
 
 
+@pytest.mark.parametrize("batch_rows", [1, 1000])
+def test_runs_read_in_batches_score_as_pytrec_eval(monkeypatch, batch_rows):
+    # runs of 30 queries × 10 lines: a batch of one run (any limit up to 300 lines), or of four (1,000 is passed
+    # on the fourth run's lines) and the last two; every run × query value under both labels is pytrec_eval's
+    monkeypatch.setattr("eval_core.judges.trust.BATCH_ROWS", batch_rows)
+    qrels, runs = trust_collection()
+    judge = lenient(qrels)
+    report = judge_trust(qrels, judge, runs)
+    human, jud = per_query(qrels, runs), per_query(judge, runs)
+    values = report.values
+    assert values is not None and len(values) == 6 * 30
+    for row in values.itertuples(index=False):
+        assert row.human == pytest.approx(human[row.run][row.query_id], abs=1e-12)
+        assert row.judge == pytest.approx(jud[row.run][row.query_id], abs=1e-12)
+    assert [s.run for s in report.ranking.runs] == RUNS
+
+
 def test_bland_altman_edges():
     assert bland_altman(np.array([]), np.array([])) == (None, None, None)
     assert bland_altman(np.array([0.5]), np.array([0.7]))[0] == pytest.approx(0.2)
