@@ -1,94 +1,204 @@
-"""judge-trust at scale: R runs × Q queries, people's qrels on a share of the queries and a lenient, noisy judge
-on all of them (the hybrid estimate included), timed end to end from files (reading, two evaluations, the
-report) and from in-memory frames.
+"""judge-trust at scale, as a shell user waits for it: `qrelkit judge-trust HUMAN JUDGE RUN… --format json` timed
+as a whole process (start-up, reading the files, two evaluations, the report), median of a few, with its peak RSS.
 
-Data: Q queries × D judged fragments (grades 0–3, seeded), R runs ranking 100 fragments per query (the judged
-ones among unjudged), people on `--human-share` of the queries. Run: `python3 benchmarks/bench_judge_trust.py
-[--queries 1000] [--runs 100] [--fragments 50] [--human-share 0.3] [--repeat 3] [--print]`.
+Data (seeded, in a temporary folder unless --dir): Q queries, each with a pool of --max-depth fragments of which
+80–120 (the pooled ones) have a true grade 0–3 and the rest are not relevant and unjudged. R runs, run r ranking
+each query's pool by `quality_r · grade + N(0, 1)` (quality falling with r) down to a depth drawn per run and query
+in [--min-depth, --max-depth]; TREC run format, tab-separated. People's qrels: the true grades of the pooled
+fragments on --human-queries of the queries (chosen at random); the judge's: every query's pooled fragments,
+graded by a lenient, noisy rule (the true grade + 1 with probability 0.3, capped at 3; then ±1 with probability 0.1).
+
+Run: `python benchmarks/bench_judge_trust.py [--runs 100] [--queries 1000] [--human-queries 300] [--repeat 3]
+[--full] [--profile] [--save-json PATH] [--dir DIR]`; --full also times people on every query (no hybrid),
+--profile prints cProfile's heaviest functions of one in-process call, --save-json keeps the report (to check
+that a change leaves it identical).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
+import os
+import pstats
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from contextlib import redirect_stdout
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+POOLED = (80, 121)  # pooled (judged) fragments per query: uniform in [80, 120]
+GRADE_P = (0.45, 0.25, 0.18, 0.12)  # true grades of pooled fragments
 
-from eval_core.judges.trust import judge_trust
+
+def lenient(truth: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The judge's grades: one up with probability 0.3 (capped at 3), then ±1 with probability 0.1 (clipped)."""
+    up = truth + (rng.random(truth.size) < 0.3)
+    noise = np.where(rng.random(truth.size) < 0.1, rng.choice([-1, 1], truth.size), 0)
+    return np.clip(np.minimum(up, 3) + noise, 0, 3)
 
 
-def data(queries: int, fragments: int, runs: int, share: float, seed: int = 0):
-    """(people's qrels, the judge's qrels, {run: frame}) with run quality falling with its index."""
+def _write(path: Path, columns: dict[str, pa.Array]) -> None:
+    options = pacsv.WriteOptions(include_header=False, delimiter="\t", quoting_style="none")
+    pacsv.write_csv(pa.table(columns), path, options)
+
+
+def generate(
+    folder: Path,
+    runs: int,
+    queries: int,
+    human_queries: int,
+    min_depth: int,
+    max_depth: int,
+    seed: int = 0,
+) -> tuple[Path, Path, Path, list[Path]]:
+    """Write people's qrels (on `human_queries` queries, and on all), the judge's qrels and the runs into
+    `folder`; return their paths."""
     rng = np.random.default_rng(seed)
-    qids = np.repeat([f"q{i}" for i in range(queries)], fragments)
-    docs = np.array([f"d{j}" for _ in range(queries) for j in range(fragments)])
-    truth = rng.integers(0, 4, size=len(qids))
-    judge = np.clip(truth + rng.choice([0, 0, 1, 1, -1], size=len(qids)), 0, 3)  # lenient and noisy
-    judge_q = pd.DataFrame({"query_id": qids, "doc_id": docs, "grade": judge})
-    people = pd.DataFrame({"query_id": qids, "doc_id": docs, "grade": truth})
-    people = people[people["query_id"].str[1:].astype(int) < int(queries * share)]
-    frames = {}
-    depth = 100
+    qnames = np.array([f"q{i}" for i in range(queries)], dtype=object)
+    dnames = np.array([f"d{j}" for j in range(max_depth)], dtype=object)
+    pooled = rng.integers(*POOLED, size=queries)
+    truth = np.zeros((queries, max_depth), dtype=np.int64)
+    for q in range(queries):
+        truth[q, : pooled[q]] = rng.choice(4, size=pooled[q], p=GRADE_P)
+    judged = np.arange(max_depth)[None, :] < pooled[:, None]
+    qi, di = np.nonzero(judged)
+    grades = truth[qi, di]
+    people = np.isin(qi, rng.choice(queries, size=human_queries, replace=False))
+    zero = pa.array(np.full(len(qi), "0", dtype=object))
+    human_path, full_path, judge_path = folder / "human.qrels", folder / "human-all.qrels", folder / "judge.qrels"
+    q, d = pa.array(qnames[qi]), pa.array(dnames[di])
+    _write(human_path, {"q": q.filter(people), "i": zero.filter(people), "d": d.filter(people), "g": grades[people]})
+    _write(full_path, {"q": q, "i": zero, "d": d, "g": grades})
+    _write(judge_path, {"q": q, "i": zero, "d": d, "g": lenient(grades, rng)})
+    paths = []
     for r in range(runs):
-        q = np.repeat([f"q{i}" for i in range(queries)], depth)
-        d = np.array([f"d{j}" for _ in range(queries) for j in range(depth)])
-        grade = np.zeros(len(q))
-        judged = np.tile(np.arange(depth) < fragments, queries)
-        grade[judged] = truth
-        score = grade * (1.0 - r / (runs + 5)) + rng.normal(0, 1.0, len(q))
-        frames[f"run{r:03d}"] = pd.DataFrame({"query_id": q, "doc_id": d, "score": score})
-    return people, judge_q, frames
+        quality = 1.5 * (1.0 - r / runs) + 0.2
+        score = quality * truth + rng.normal(0.0, 1.0, truth.shape)
+        order = np.argsort(-score, axis=1, kind="stable")
+        depth = rng.integers(min_depth, max_depth + 1, size=queries)
+        keep = np.arange(max_depth)[None, :] < depth[:, None]
+        rq, rank = np.nonzero(keep)
+        doc = order[rq, rank]
+        name = f"run{r:03d}"
+        path = folder / f"{name}.run"
+        _write(
+            path,
+            {
+                "q": pa.array(qnames[rq]),
+                "q0": pa.array(np.full(len(rq), "Q0", dtype=object)),
+                "d": pa.array(dnames[doc]),
+                "rank": rank + 1,
+                "score": np.round(score[rq, doc], 4),
+                "tag": pa.array(np.full(len(rq), name, dtype=object)),
+            },
+        )
+        paths.append(path)
+    return human_path, full_path, judge_path, paths
+
+
+# Fresh bytecode cache (PYTHONDONTWRITEBYTECODE off) so every timed process starts as an installed qrelkit does.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {
+    "PYTHONPATH": str(ROOT),
+    "PYTHONPYCACHEPREFIX": str(Path(tempfile.gettempdir()) / "qrelkit-bench-pycache"),
+}
+
+
+def measure(args: list[str], out: Path | None = None) -> dict[str, float]:
+    """`python -m annotator ARGS` as one child process: wall seconds, CPU seconds and its peak RSS (GNU time's %M
+    when /usr/bin/time exists, else the child's ru_maxrss from wait4)."""
+    gnu_time = ["/usr/bin/time", "-f", "maxrss=%M"] if Path("/usr/bin/time").exists() else []
+    with tempfile.TemporaryFile() as stdout:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [*gnu_time, sys.executable, "-m", "annotator", *args],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            env=ENV,
+        )
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status):
+            raise RuntimeError(f"judge-trust failed: {err[-2000:]}")
+        if out is not None:
+            stdout.seek(0)
+            out.write_bytes(stdout.read())
+    peak = next((int(x.split("=")[1]) for x in reversed(err.splitlines()) if x.startswith("maxrss=")), usage.ru_maxrss)
+    return {"seconds": seconds, "cpu": usage.ru_utime + usage.ru_stime, "peak_mib": peak / 1024}
+
+
+def profile(args: list[str], top: int = 25) -> None:
+    """cProfile of one in-process call; the heaviest functions by their own time and by cumulative time."""
+    from annotator.cli import main
+
+    prof = cProfile.Profile()
+    with redirect_stdout(io.StringIO()):
+        prof.runcall(main, args)
+    for key in ("tottime", "cumulative"):
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats(key).print_stats(top)
+        print(f"--- by {key}\n" + text.getvalue().split("\n\n", 2)[-1])
+
+
+def bench(human: Path, judge: Path, runs: list[Path], args: argparse.Namespace, label: str, save: Path | None) -> None:
+    """Time one case (after one untimed warm-up) and print its figures."""
+    size = sum(p.stat().st_size for p in runs) / 1e6
+    rows = sum(1 for p in runs for _ in p.open("rb"))
+    human_queries = len({line.split(maxsplit=1)[0] for line in human.open("rb")})
+    cli = ["judge-trust", str(human), str(judge), *map(str, runs), "--format", "json", "--target-width", "0.05"]
+    measure(cli)  # warm: bytecode and page cache
+    results = [measure(cli, save if i == 0 else None) for i in range(args.repeat)]
+    wall = [r["seconds"] for r in results]
+    print(
+        f"{label}: {args.runs} runs × {args.queries} queries, people on {human_queries}; {rows:,} run lines "
+        f"({size:.0f} MB); median of {args.repeat}: {statistics.median(wall):.2f} s wall "
+        f"(all {', '.join(f'{w:.2f}' for w in wall)}), {statistics.median(r['cpu'] for r in results):.2f} s CPU, "
+        f"peak RSS {max(r['peak_mib'] for r in results):.0f} MiB",
+        flush=True,
+    )
+    if args.profile:
+        profile(cli)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--queries", type=int, default=1000)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=100)
-    ap.add_argument("--fragments", type=int, default=50)
-    ap.add_argument("--human-share", type=float, default=0.3)
+    ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--human-queries", type=int, default=300, help="queries people judged (the rest: judge only)")
+    ap.add_argument("--min-depth", type=int, default=100)
+    ap.add_argument("--max-depth", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--print", action="store_true", help="print the report's table")
+    ap.add_argument("--full", action="store_true", help="also time people on every query")
+    ap.add_argument("--profile", action="store_true", help="print cProfile's heaviest functions")
+    ap.add_argument("--save-json", type=Path, help="keep the (first) report here; with --full, a .full one too")
+    ap.add_argument("--dir", type=Path, help="write the data here, or reuse it (default: a temporary folder)")
     args = ap.parse_args()
-    people, judge, frames = data(args.queries, args.fragments, args.runs, args.human_share)
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        people.assign(it="0")[["query_id", "it", "doc_id", "grade"]].to_csv(
-            folder / "people.qrels", sep=" ", header=False, index=False
-        )
-        judge.assign(it="0")[["query_id", "it", "doc_id", "grade"]].to_csv(
-            folder / "judge.qrels", sep=" ", header=False, index=False
-        )
-        paths = {}
-        for name, f in frames.items():
-            path = folder / f"{name}.run"
-            f.assign(q0="Q0", rank=1, tag=name)[["query_id", "q0", "doc_id", "rank", "score", "tag"]].to_csv(
-                path, sep=" ", header=False, index=False
-            )
-            paths[name] = str(path)
-        size = sum(Path(p).stat().st_size for p in paths.values()) / 1e6
-        for label, runs, h, j in (
-            ("files", paths, str(folder / "people.qrels"), str(folder / "judge.qrels")),
-            ("frames", frames, people, judge),
-        ):
-            times = []
-            for _ in range(args.repeat):
-                t0 = time.perf_counter()
-                report = judge_trust(h, j, runs, target_width=0.02)
-                times.append(time.perf_counter() - t0)
-            print(
-                f"judge-trust {label}: {args.runs} runs × {args.queries} queries ({size:.0f} MB of runs), "
-                f"best of {args.repeat}: {min(times):.2f} s (all: {', '.join(f'{t:.2f}' for t in times)})"
-            )
-    if args.print:
-        from annotator.cli.judge_trust import format_table
-
-        sys.stdout.write(format_table(report))
+        folder = args.dir or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        params = [args.runs, args.queries, args.human_queries, args.min_depth, args.max_depth]
+        stamp = folder / "params.txt"
+        if stamp.exists() and stamp.read_text() == repr(params):  # --dir holds this size already
+            human, full, judge = folder / "human.qrels", folder / "human-all.qrels", folder / "judge.qrels"
+            runs = sorted(folder.glob("run*.run"))
+        else:
+            start = time.perf_counter()
+            human, full, judge, runs = generate(folder, *params)
+            stamp.write_text(repr(params))
+            print(f"data written in {time.perf_counter() - start:.0f} s", flush=True)
+        bench(human, judge, runs, args, "hybrid", args.save_json)
+        if args.full:
+            bench(full, judge, runs, args, "full", args.save_json and args.save_json.with_suffix(".full.json"))
 
 
 if __name__ == "__main__":
