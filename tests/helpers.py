@@ -12,6 +12,7 @@ import io
 import json
 import random
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -403,6 +404,80 @@ def log_in(at: AppTest, engine, username: str) -> AppTest:
 
     at.session_state[TOKEN_KEY] = create_session(engine, user_info(engine, username).id, client="apptest").token
     return at
+
+
+@dataclass(frozen=True)
+class AppButton:
+    """A button of the app's source (st.button or st.form_submit_button, on any container): where it is, its
+    label and key as written (f-strings unparsed), and how its press writes — through its on_click callback, or
+    in the page body (`if st.button(...):`, `submitted = st.form_submit_button(...)`), where the press's own page
+    run has resolved the session before the body reaches it."""
+
+    path: str  # relative to the repository root
+    line: int
+    label: str
+    key: str | None
+    callback: str | None  # the on_click / on_submit expression, e.g. auth.guarded(save_grade)
+    body: bool  # the press is read in the page body (its value is used)
+
+
+def app_buttons() -> list[AppButton]:
+    """Every st.button / st.form_submit_button under annotator/app, read from the source."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "annotator" / "app").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        discarded = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}  # a press nobody reads
+        for node in ast.walk(tree):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("button", "form_submit_button")
+            ):
+                continue
+            keywords = {k.arg: k.value for k in node.keywords}
+            label = node.args[0] if node.args else keywords["label"]
+            callback = keywords.get("on_click", keywords.get("on_submit"))
+            found.append(
+                AppButton(
+                    str(path.relative_to(ROOT)),
+                    node.lineno,
+                    ast.literal_eval(label) if isinstance(label, ast.Constant) else ast.unparse(label),
+                    ast.unparse(keywords["key"]) if "key" in keywords else None,
+                    None if callback is None else ast.unparse(callback),
+                    id(node) not in discarded,
+                )
+            )
+    return found
+
+
+# Presses read in a page body that write nothing: a login by single sign-on, the end of a qualification round
+# (it only leaves the round's screen), opening a dispute on the Adjudication page, and the judge-trust report.
+READ_ONLY_PRESSES = {"Log in with single sign-on", "Start my regular queue →", "Adjudicate", "Measure against people"}
+
+
+def label_pattern(label: str) -> re.Pattern[str]:
+    """A button label as written, an f-string's fields as wildcards: f"Open {literal(r.username)}'s queue"
+    matches "Open cat's queue"."""
+    if not label.startswith(("f'", 'f"')):
+        return re.compile(re.escape(label))
+    parts = re.split(r"\{[^{}]*\}", label[2:-1])
+    return re.compile(".+".join(map(re.escape, parts)))
+
+
+def snapshot(engine) -> dict[str, list[tuple]]:
+    """Every row of every table but the login sessions (which a revocation and each page run touch: its last
+    use), in a stable order: what a write from the app changes."""
+    import sqlalchemy as sa
+    from sqlmodel import SQLModel
+
+    with engine.connect() as conn:
+        return {
+            t.name: sorted(map(tuple, conn.execute(sa.select(t)).all()), key=repr)
+            for t in SQLModel.metadata.sorted_tables
+            if t.name != "sessions"
+        }
 
 
 def page_test(engine, page: str, username: str = "lea") -> AppTest:
