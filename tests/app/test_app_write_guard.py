@@ -1,7 +1,9 @@
 """One guard for every write from the app (auth.guarded): after the tab's session was revoked (logout in
 another tab, a password change) or the account deactivated, no button of the Annotate page writes anything —
-grade, can't judge, clear my grade — and the store itself refuses an undo by a deactivated account or behind a
-closed queue, as it refuses a grade. A database out of reach inside a callback is one sentence."""
+grade (with its note), can't judge (with its reason), clear my grade, keep mine (two tabs), a qualification
+answer — and the store itself refuses an undo by a deactivated account or behind a closed queue, as it refuses
+a grade. A database out of reach inside a callback is one sentence. The lead pages' writes:
+test_app_lead_revoked.py."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.exc import OperationalError
 
-from annotator.app.auth import TOKEN_KEY
+from annotator.app.auth import SESSION_ENDED, TOKEN_KEY
 from db.accounts.permissions import OPERATOR
 from db.accounts.sessions import revoke
 from db.accounts.users import deactivate
@@ -21,7 +23,7 @@ from db.store.models import Judgment, JudgmentHistory
 from db.store.schema import init_db
 from eval_core.errors import Refused
 from tests.conftest import ROOT
-from tests.helpers import app_as, build
+from tests.helpers import READ_ONLY_PRESSES, app_as, app_buttons, build, password, snapshot
 
 
 def _counts(engine) -> tuple[int, int]:
@@ -60,6 +62,64 @@ def test_an_ended_session_writes_nothing(tmp_path, monkeypatch, end, action) -> 
     assert not at.exception
     assert _counts(engine) == before  # before issue 29, "Clear my grade" deleted the judgment (294 → 293)
     assert any(b.label == "Log in" for b in at.button)  # the rerun shows the login form
+    assert [i.value for i in at.info] == [SESSION_ENDED]  # and says why, in one sentence
+
+
+def _end(engine, at, end: str, username: str) -> None:
+    if end == "revoked":
+        revoke(engine, at.session_state[TOKEN_KEY])
+    elif end == "deactivated":
+        deactivate(engine, username, actor=OPERATOR)
+
+
+def _after(engine, at, end: str, before) -> None:
+    """An ended session's click wrote nothing and the login form says why; a live one's did write."""
+    assert not at.exception
+    if end == "live":
+        assert snapshot(engine) != before, "the click from a live session changed nothing: the case proves nothing"
+        return
+    assert snapshot(engine) == before
+    assert any(b.label == "Log in" for b in at.button)
+    assert [i.value for i in at.info] == [SESSION_ENDED]
+
+
+@pytest.mark.parametrize("end", ["revoked", "deactivated", "live"])
+def test_keep_mine_from_an_ended_session_writes_nothing(tmp_path, monkeypatch, end) -> None:
+    """Two tabs of ana on one pair: the fresh one grades 2, the stale one presses 1 and is asked keep mine / take
+    the newer; the session ends before "Keep mine"."""
+    url = build(tmp_path, monkeypatch)
+    engine = init_db(url)
+    stale, fresh = app_as("ana", url), app_as("ana", url)
+    fresh.button(key="grade_2").click().run()
+    stale.button(key="grade_1").click().run()
+    assert not stale.exception and any(b.key == "keep_mine" for b in stale.button)
+    _end(engine, stale, end, "ana")
+    before = snapshot(engine)
+    stale.button(key="keep_mine").click().run()
+    _after(engine, stale, end, before)
+
+
+@pytest.mark.parametrize("end", ["revoked", "deactivated", "live"])
+def test_a_qualification_answer_from_an_ended_session_writes_nothing(tmp_path, monkeypatch, end) -> None:
+    """cat, new, in a round of 2 control pairs: the session ends with the first round pair on screen."""
+    from db.accounts.users import create_user
+    from db.assignment import assign
+    from db.control import add_control
+    from db.qualification import set_qualification
+
+    url = build(tmp_path, monkeypatch)
+    engine = init_db(url)
+    add_control(engine, "t", "qa", "f1", 3, "states the 30 days", actor="lea")
+    add_control(engine, "t", "qb", "f4", 2, "warranty, no laptops", actor="lea")
+    create_user(engine, "cat", "annotator", password("cat"), actor=OPERATOR)
+    assign(engine, "t", overlap=3, annotators=["ana", "ben", "cat"], actor=OPERATOR)
+    set_qualification(engine, "t", 2, actor="lea")
+    at = app_as("cat", url)
+    assert not at.exception and [s.value for s in at.subheader] == ["Qualification round"]
+    _end(engine, at, end, "cat")
+    before = snapshot(engine)
+    at.button(key="round_grade_2").click().run()
+    _after(engine, at, end, before)
 
 
 def test_the_store_refuses_an_undo_by_a_deactivated_account(tmp_path, monkeypatch) -> None:
@@ -114,8 +174,9 @@ UNGUARDED = {"show", "open_cant_judge", "_set", "auth.logout", "submit_login", "
 
 
 def test_every_write_callback_of_the_pages_goes_through_the_guard() -> None:
-    """Every on_click / on_change / on_submit under annotator/app/screens is auth.guarded(...) or a listed
-    callback that touches no store."""
+    """Every on_click / on_change / on_submit under annotator/app is auth.guarded(...), a listed callback that
+    touches no store, or a lambda that only changes st.session_state (a lambda calling anything else — a store
+    write, a helper — is reported, as is a callback passed by any other name)."""
     found = []
     for path in sorted((Path(ROOT) / "annotator" / "app").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -123,9 +184,74 @@ def test_every_write_callback_of_the_pages_goes_through_the_guard() -> None:
                 value = node.value
                 if isinstance(value, ast.Call) and ast.unparse(value.func) == "auth.guarded":
                     continue
-                if isinstance(value, (ast.Lambda, ast.Constant)):
+                if isinstance(value, ast.Constant):  # "ignore", "rerun": no callback
                     continue
+                if isinstance(value, ast.Lambda) and ast.unparse(value.body).startswith("st.session_state."):
+                    continue  # a lambda that only changes this tab's state; any other lambda is reported
                 name = ast.unparse(value)
                 if name not in UNGUARDED:
                     found.append(f"{path.relative_to(ROOT)}:{node.value.lineno}: {name}")
     assert found == []
+
+
+def _lead_screens() -> dict[str, ast.Module]:
+    return {
+        str(path.relative_to(ROOT)): ast.parse(path.read_text(encoding="utf-8"))
+        for path in sorted((Path(ROOT) / "annotator" / "app" / "screens").glob("lead_*.py"))
+    }
+
+
+def _page_run_starts_with_the_lead_check(tree: ast.Module) -> bool:
+    """The module's page code (what follows its last definition) begins with `… = views.lead_page(…)`."""
+    last_def = max(i for i, node in enumerate(tree.body) if isinstance(node, (ast.FunctionDef, ast.ClassDef)))
+    first = tree.body[last_def + 1]
+    return isinstance(first, ast.Assign) and ast.unparse(first.value).startswith("views.lead_page(")
+
+
+def test_every_write_read_in_a_page_body_runs_after_the_pages_session_check() -> None:
+    """A press read in the page body (`if st.button(...):`, `submitted = st.form_submit_button(...)`) writes in
+    the press's own page run, after the run's first act resolved the session (views.lead_page: an ended session
+    stops at the login form, another role at "Not allowed"). So every such write is on a lead page whose page
+    code starts with that check, or in a component only lead pages draw; and none sits where a fragment's rerun
+    would skip the check (no st.fragment in those modules). The rest of the presses read in a body write
+    nothing (READ_ONLY_PRESSES); every callback goes through auth.guarded (the test above)."""
+    screens = _lead_screens()
+    assert screens and [path for path, tree in screens.items() if not _page_run_starts_with_the_lead_check(tree)] == []
+    drawn_by: dict[str, set[str]] = {}  # component module → the screens that import it
+    for path in sorted((Path(ROOT) / "annotator" / "app").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "annotator.app.components":
+                for alias in node.names:
+                    drawn_by.setdefault(f"annotator/app/components/{alias.name}.py", set()).add(
+                        str(path.relative_to(ROOT))
+                    )
+    wrong = []
+    for press in app_buttons():
+        if not press.body or press.label in READ_ONLY_PRESSES:
+            continue
+        where = f"{press.path}:{press.line}: {press.label}"
+        if press.callback is not None:
+            wrong.append(f"{where}: read in the body and wired to a callback")
+        elif press.path not in screens and not (drawn_by.get(press.path) and drawn_by[press.path] <= set(screens)):
+            wrong.append(f"{where}: not on a lead page (nor in a component only lead pages draw)")
+        elif "st.fragment" in (Path(ROOT) / press.path).read_text(encoding="utf-8"):
+            wrong.append(f"{where}: in a module with a fragment, whose reruns skip the page's session check")
+    assert wrong == []
+
+
+# The Annotate page's guarded buttons (by key, as written) and the case that presses each after the session ended.
+ANNOTATE_CASES = {
+    "f'grade_{grade}'": "test_an_ended_session_writes_nothing[grade_3-*]",
+    "'cant_judge'": "test_an_ended_session_writes_nothing[cant_judge-*]",
+    "'undo'": "test_an_ended_session_writes_nothing[undo-*]",
+    "'keep_mine'": "test_keep_mine_from_an_ended_session_writes_nothing",
+    "f'round_grade_{grade}'": "test_a_qualification_answer_from_an_ended_session_writes_nothing",
+    "'back'": "none: go_back only reads the queue (previous_pair)",
+}
+
+
+def test_every_guarded_button_of_the_annotate_page_has_a_case() -> None:
+    guarded = {
+        b.key for b in app_buttons() if b.path.endswith("annotate.py") and (b.callback or "").startswith("auth.")
+    }
+    assert guarded == set(ANNOTATE_CASES)
