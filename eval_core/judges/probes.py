@@ -86,7 +86,7 @@ def summarize(probe: Probe, base: np.ndarray, probed: np.ndarray, confidence: fl
     if shift.size == 0:
         return ProbeResult(probe.value, 0, 0, 0, None, None, False)
     interval = t_interval(shift, confidence)
-    ci = (interval.low, interval.high)
+    ci = (float(interval.low), float(interval.high))  # plain floats: the summary is stored as JSON
     up = int(np.count_nonzero(shift > 0))
     return ProbeResult(
         probe.value,
@@ -95,7 +95,7 @@ def summarize(probe: Probe, base: np.ndarray, probed: np.ndarray, confidence: fl
         int(np.count_nonzero(shift < 0)),
         float(shift.mean()),
         ci,
-        probe in FLAGGING and up > 0 and ci[0] > 0,
+        bool(probe in FLAGGING and up > 0 and ci[0] > 0),
     )
 
 

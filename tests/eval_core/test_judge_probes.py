@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -49,3 +51,12 @@ def test_summary_round_trip_and_sentence():
     assert summary.sentence() == (
         "judge judge-a is gamed by query-words probes: its grades moved up on pairs people graded lowest (n 4)"
     )
+
+
+def test_a_noisy_flagging_summary_is_plain_json():
+    """Shifts that vary give a t interval of numpy floats; the stored summary (a JSON column) must hold plain
+    floats and booleans, or saving the probes fails (it did: `Object of type bool is not JSON serializable`)."""
+    result = summarize(Probe.QUERY_WORDS, np.array([0, 0, 0, 1]), np.array([3, 2, 3, 3]))
+    assert result.flagged is True and type(result.ci[0]) is float and type(result.ci[1]) is float
+    text = json.dumps(ProbeSummary("judge-a", 4, [result]).to_dict())
+    assert json.loads(text)["results"][0]["flagged"] is True
