@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, func, select
 from sqlalchemy.engine import Engine
@@ -303,45 +304,129 @@ def import_adjudications(
     return report
 
 
+@dataclass(frozen=True)
+class Dispute:
+    """A pair whose people gave different grades: spread = high - low (the highest and lowest human grade),
+    every person's grade ("ana: 1, ben: 3", and by name in by_annotator) and whether a lead decided it. The
+    fields are DISPUTE_COLUMNS, so a frame's row and a Dispute read alike."""
+
+    pair_id: int
+    query_id: str
+    fragment_id: str
+    spread: int
+    low: int
+    high: int
+    grades: str
+    by_annotator: dict[str, int]
+    adjudicated: bool
+
+
+def find_disputes(grades: Iterable[tuple[int, str, str, str, int]], adjudicated: set[tuple[str, str]]) -> list[Dispute]:
+    """The one dispute rule, over people's grades (pair_id, query_id, fragment_id, annotator, grade) in
+    query, fragment, annotator order: every pair whose grades differ, widest spread first, then most varied
+    (the grades' sample variance, compared exactly), then by query and fragment. Plain Python, so `qrelkit
+    disputes` starts without pandas."""
+    by_pair: dict[int, tuple[str, str, dict[str, int]]] = {}
+    for pair, query, fragment, annotator, grade in grades:
+        by_pair.setdefault(pair, (query, fragment, {}))[2][annotator] = int(grade)
+    found: list[tuple[tuple[int, Fraction], Dispute]] = []
+    for pair, (query, fragment, named) in by_pair.items():
+        values = list(named.values())
+        low, high = min(values), max(values)
+        if high == low:
+            continue
+        n, total = len(values), sum(values)
+        variance = Fraction(n * sum(v * v for v in values) - total * total, n * (n - 1))
+        shown = ", ".join(f"{name}: {grade}" for name, grade in named.items())
+        dispute = Dispute(pair, query, fragment, high - low, low, high, shown, named, (query, fragment) in adjudicated)
+        found.append(((high - low, variance), dispute))
+    found.sort(key=lambda item: (item[1].query_id, item[1].fragment_id))
+    found.sort(key=lambda item: item[0], reverse=True)  # stable: query and fragment order within a tie
+    return [dispute for _, dispute in found]
+
+
+def dispute_frame(found: Sequence[Dispute]) -> pd.DataFrame:
+    """Disputes as the frame the Adjudicate page and the doubt order work on (DISPUTE_COLUMNS)."""
+    import pandas as pd
+
+    frame = pd.DataFrame([[getattr(d, c) for c in DISPUTE_COLUMNS] for d in found], columns=DISPUTE_COLUMNS)
+    return frame.astype({"pair_id": "int64", "spread": "int64", "low": "int64", "high": "int64", "adjudicated": bool})
+
+
 def disputes_of(judgments: pd.DataFrame, adjudicated: set[tuple[str, str]]) -> pd.DataFrame:
-    """Every pair whose people gave different grades (model judges and can't-judge left out), widest spread
-    first, then most varied, then by query and fragment: pair_id, query_id, fragment_id, spread, low and high
-    (the lowest and highest human grade), grades ("ana: 1, ben: 3", and as a dict in by_annotator) and whether a
-    lead has decided it."""
+    """Every pair whose people gave different grades (model judges and can't-judge left out) in a judgments
+    frame (db.store.frames.project_judgments), by find_disputes, as a frame (DISPUTE_COLUMNS)."""
     people = judgments[(judgments["annotator_kind"] == "human") & judgments["grade"].notna()]
-    people = people.assign(grade=people["grade"].astype("int64"))
-    by_pair = people.groupby("pair_id", sort=False)
-    stats = by_pair["grade"].agg(["min", "max", "var", "count"])
-    disputed = stats[stats["max"] > stats["min"]]
-    chosen = people[people["pair_id"].isin(disputed.index)]
-    labelled = chosen.assign(grades=chosen["annotator"].astype(str) + ": " + chosen["grade"].astype(str))
-    names = labelled.groupby("pair_id", sort=False).agg(
-        query_id=("query_id", "first"), fragment_id=("fragment_id", "first"), grades=("grades", ", ".join)
+    rows = zip(
+        people["pair_id"].astype("int64"),
+        people["query_id"],
+        people["fragment_id"],
+        people["annotator"].astype(str),
+        people["grade"].astype("int64"),
+        strict=True,
     )
-    by_annotator: dict[int, dict[str, int]] = {}
-    for pair, name, grade in zip(chosen["pair_id"], chosen["annotator"].astype(str), chosen["grade"], strict=True):
-        by_annotator.setdefault(pair, {})[name] = int(grade)
-    names["by_annotator"] = [by_annotator[pair] for pair in names.index]
-    frame = disputed.join(names).reset_index().rename(columns={"min": "low", "max": "high"})
-    frame["spread"] = frame["high"] - frame["low"]
-    frame["adjudicated"] = [key in adjudicated for key in zip(frame["query_id"], frame["fragment_id"], strict=True)]
-    frame = frame.sort_values(
-        ["spread", "var", "query_id", "fragment_id"], ascending=[False, False, True, True], kind="stable"
-    )
-    return frame[DISPUTE_COLUMNS].reset_index(drop=True)
+    return dispute_frame(find_disputes(rows, adjudicated))
+
+
+def in_filter(dispute: Dispute | Any, query: str | None = None, boundary: int | None = None) -> bool:
+    """Whether a dispute (or a frame row) is of `query` and/or across grade `boundary` b: graded b or lower by
+    someone and above b by someone else (the b|b+1 boundary)."""
+    if query is not None and dispute.query_id != query:
+        return False
+    return boundary is None or dispute.low <= boundary < dispute.high
 
 
 def filter_disputes(disputes: pd.DataFrame, query: str | None = None, boundary: int | None = None) -> pd.DataFrame:
-    """The disputes of one query and/or across one grade boundary: `boundary` b keeps the pairs graded b or
-    lower by someone and above b by someone else (the b|b+1 boundary)."""
-    import pandas as pd
-
-    keep = pd.Series(True, index=disputes.index)
-    if query is not None:
-        keep &= disputes["query_id"] == query
-    if boundary is not None:
-        keep &= (disputes["low"] <= boundary) & (disputes["high"] > boundary)
+    """The disputes frame's rows of one query and/or across one grade boundary (in_filter)."""
+    keep = [in_filter(row, query, boundary) for row in disputes.itertuples(index=False)]
     return disputes[keep].reset_index(drop=True)
+
+
+def people_grades(session: Session, project_id: int) -> list[tuple[int, str, str, str, int]]:
+    """People's grades of the project as find_disputes reads them (pair_id, query_id, fragment_id, annotator,
+    grade; can't-judge, model judges and references left out), sorted in Python as project_judgments sorts (not
+    by the database's collation). A plain read, so the CLI's disputes need no frame."""
+    rows = session.execute(
+        select(
+            col(Judgment.pair_id),
+            col(Query.external_id),
+            col(Fragment.external_id),
+            col(User.username),
+            col(Judgment.grade),
+        )
+        .select_from(Judgment)
+        .join(Pair, col(Pair.id) == Judgment.pair_id)
+        .join(Query, col(Query.id) == Pair.query_id)
+        .join(Fragment, col(Fragment.id) == Pair.fragment_id)
+        .join(User, col(User.id) == Judgment.user_id)
+        .where(
+            col(Judgment.project_id) == project_id,
+            col(Judgment.grade).is_not(None),
+            col(User.kind) == AnnotatorKind.HUMAN,
+        )
+    ).all()
+    return sorted(((int(p), q, f, a, int(g)) for p, q, f, a, g in rows), key=lambda r: (r[1], r[2], r[3]))
+
+
+def dispute_list(engine: Engine, project: str, query: str | None = None, boundary: int | None = None) -> list[Dispute]:
+    """Every disputed pair of the project among people, widest spread first (find_disputes), of `query` and/or
+    across `boundary` (in_filter), each marked when a lead decided it: what `qrelkit disputes` lists."""
+    with session_scope(engine) as session:
+        project_id = pk(project_row(session, project))
+        grades = people_grades(session, project_id)
+        decided = {
+            (query, fragment)
+            for query, fragment in session.execute(
+                select(col(Query.external_id), col(Fragment.external_id))
+                .select_from(Adjudication)
+                .join(Pair, col(Pair.id) == Adjudication.pair_id)
+                .join(Query, col(Query.id) == Pair.query_id)
+                .join(Fragment, col(Fragment.id) == Pair.fragment_id)
+                .where(col(Adjudication.project_id) == project_id)
+                .distinct()
+            ).all()
+        }
+    return [d for d in find_disputes(grades, decided) if in_filter(d, query, boundary)]
 
 
 def by_doubt(
@@ -382,10 +467,12 @@ def by_doubt(
 
 
 def disputes(engine: Engine, project: str, order: str = "spread") -> pd.DataFrame:
-    """Every disputed pair of the project among people (see disputes_of), marking those a lead decided, in
-    `order` (DISPUTE_ORDERS; "doubt" adds the columns entropy and top)."""
+    """Every disputed pair of the project among people (find_disputes), marking those a lead decided, in
+    `order` (DISPUTE_ORDERS; "doubt" adds the columns entropy and top), as a frame (DISPUTE_COLUMNS)."""
     if order not in DISPUTE_ORDERS:
         raise ValueError(f"order must be one of {', '.join(DISPUTE_ORDERS)}, got {order!r}")
+    if order == "spread":
+        return dispute_frame(dispute_list(engine, project))
     from db.control import control_frames
     from db.store.frames import project_adjudications, project_judgments
 
@@ -393,12 +480,10 @@ def disputes(engine: Engine, project: str, order: str = "spread") -> pd.DataFram
         proj = project_row(session, project)
         judged = project_judgments(session, pk(proj))
         decided = project_adjudications(session, pk(proj))
-        controls = control_frames(session, pk(proj))[1] if order == "doubt" else None
+        controls = control_frames(session, pk(proj))[1]
         scale = project_scale(proj)
     frame = disputes_of(judged, set(zip(decided["query_id"], decided["fragment_id"], strict=True)))
-    if order == "doubt" and len(frame):
-        frame = by_doubt(frame, judged, decided, scale, controls)
-    return frame
+    return by_doubt(frame, judged, decided, scale, controls) if len(frame) else frame
 
 
 def next_open(disputes: pd.DataFrame, after: int) -> int | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from annotator.cli.common import (
     LazyChoices,
@@ -172,13 +173,18 @@ def cmd_disputes(args: argparse.Namespace) -> int:
     """Every pair whose people disagree, widest spread first or (--order doubt) least sure first (the Adjudicate
     page's queue): tab-separated lines `query_id fragment_id spread grades decided` (plus `entropy top` by
     doubt) a shell loop can feed to `qrelkit adjudicate`, or JSON."""
-    from db.adjudication import disputes, filter_disputes
+    from db.adjudication import dispute_list, disputes, filter_disputes
 
-    frame = filter_disputes(disputes(store_engine(args), args.project, args.order), args.query, args.boundary)
-    doubt = "entropy" in frame.columns
-    total, decided = len(frame), int(frame["adjudicated"].sum())
+    engine = store_engine(args)
+    if args.order == "spread":  # plain rows: no pandas for the default order
+        found: list[Any] = dispute_list(engine, args.project, args.query, args.boundary)
+        doubt = False
+    else:
+        frame = filter_disputes(disputes(engine, args.project, args.order), args.query, args.boundary)
+        found, doubt = list(frame.itertuples(index=False)), "entropy" in frame.columns
+    total, decided = len(found), sum(bool(r.adjudicated) for r in found)
     if args.open:
-        frame = frame[~frame["adjudicated"]]
+        found = [r for r in found if not r.adjudicated]
     if args.report == "json":  # each person's grade by name: a name may hold ", " or ": "
         print_json(
             [
@@ -192,12 +198,12 @@ def cmd_disputes(args: argparse.Namespace) -> int:
                     "adjudicated": bool(r.adjudicated),
                     **({"entropy": float(r.entropy), "top_posterior": float(r.top)} if doubt else {}),
                 }
-                for r in frame.itertuples(index=False)
+                for r in found
             ]
         )
         return 0
     print("query_id\tfragment_id\tspread\tgrades\tdecided" + ("\tentropy\ttop" if doubt else ""))
-    for r in frame.itertuples(index=False):
+    for r in found:
         tail = f"\t{float(r.entropy):.3f}\t{float(r.top):.3f}" if doubt else ""
         print(f"{r.query_id}\t{r.fragment_id}\t{int(r.spread)}\t{r.grades}\t{'yes' if r.adjudicated else 'no'}{tail}")
     print(f"{total} disputed pair(s) among people, {decided} decided, {total - decided} open", file=sys.stderr)

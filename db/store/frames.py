@@ -13,7 +13,6 @@ from sqlmodel import col
 from db.projects import project_row, project_scale
 from db.store.engine import session_scope
 from db.store.models import Adjudication, Fragment, Guideline, Judgment, JudgmentHistory, Pair, Query, User, pk
-from eval_core.consensus import consensus
 from eval_core.errors import NotFound
 
 JUDGMENT_COLUMNS = [
@@ -189,6 +188,8 @@ def project_adjudications(session: Session, project_id: int) -> pd.DataFrame:
 def qrels_frame(engine: Engine, project: str, rule: str = "median", min_grades: int = 1) -> pd.DataFrame:
     """Live qrels (query_id, doc_id, grade) from the current judgments by a consensus rule, adjudications
     first — what the next release would contain; evaluate against a release for anything you publish."""
+    from eval_core.consensus import consensus  # with SciPy's sparse matrices: only where labels are built
+
     with session_scope(engine) as session:
         proj = project_row(session, project)
         scale = project_scale(proj)

@@ -227,3 +227,84 @@ def test_qrelkit_disputes_lists_the_queue_a_shell_loop_adjudicates(engine, store
     assert [
         (r["query_id"], r["fragment_id"], r["grades"], r["adjudicated"]) for r in json.loads(capsys.readouterr().out)
     ] == [("q1", "f2", {"ann1": 1, "ann2": 2}, False)]
+
+
+def test_disputes_tied_on_spread_and_variance_go_by_query_then_fragment():
+    """Hand derivation: grades (2, 2, 3) and (1, 2, 1) both have spread 1 and sample variance exactly 1/3
+    ((3·17 − 7²)/(3·2) = 2/6 and (3·6 − 4²)/6 = 2/6), so the rule's next key, the query, orders them: q0 before
+    q1. The earlier pandas groupby variance differed in the last bit (0.33333333333333337 against
+    0.3333333333333333) and put q1 first."""
+    import pandas as pd
+
+    from db.adjudication import DISPUTE_COLUMNS, disputes_of, find_disputes
+
+    rows = [
+        (5, "q0", "f1", "ana", 2),
+        (5, "q0", "f1", "ben", 2),
+        (5, "q0", "f1", "cy", 3),
+        (6, "q1", "f1", "ana", 1),
+        (6, "q1", "f1", "ben", 2),
+        (6, "q1", "f1", "cy", 1),
+        (7, "q2", "f1", "ana", 0),  # spread 2: first
+        (7, "q2", "f1", "ben", 2),
+    ]
+    found = find_disputes(rows, {("q1", "f1")})
+    assert [(d.query_id, d.spread, d.low, d.high, d.grades, d.adjudicated) for d in found] == [
+        ("q2", 2, 0, 2, "ana: 0, ben: 2", False),
+        ("q0", 1, 2, 3, "ana: 2, ben: 2, cy: 3", False),
+        ("q1", 1, 1, 2, "ana: 1, ben: 2, cy: 1", True),
+    ]
+    frame = pd.DataFrame(
+        [(q, f, a, g, p, "human") for p, q, f, a, g in rows],
+        columns=["query_id", "fragment_id", "annotator", "grade", "pair_id", "annotator_kind"],
+    )
+    listed = disputes_of(frame, {("q1", "f1")})
+    assert list(listed.columns) == DISPUTE_COLUMNS
+    assert listed["pair_id"].tolist() == [7, 5, 6]
+    assert listed["by_annotator"].tolist()[1] == {"ana": 2, "ben": 2, "cy": 3}
+
+
+def test_dispute_list_reads_the_same_disputes_as_the_judgments_frame(engine, project, queue):
+    """`qrelkit disputes` reads people's grades with one query (no frame); it lists what the Adjudicate page's
+    disputes_of finds in the judgments frame: a reference's, a model judge's and a can't-judge grade never make
+    a dispute, and the query and boundary filters are the page's."""
+    from sqlalchemy import select, update
+    from sqlmodel import col
+
+    from db.adjudication import dispute_list, disputes_of, filter_disputes
+    from db.model_judges import model_annotator
+    from db.store.engine import session_scope
+    from db.store.frames import judgments_frame
+    from db.store.models import Assignment, User, table_of
+
+    judge_id, _ = model_annotator(engine, "judge-m", "m-1", actor="boss")
+    with session_scope(engine, write=True) as session:
+        boss_id = session.execute(select(col(User.id)).where(col(User.username) == "boss")).scalar_one()
+        for user_id in (judge_id, boss_id):
+            for position, key in enumerate(queue, 100):
+                session.add(Assignment(project_id=project.id, pair_id=queue[key], user_id=user_id, position=position))
+    grades = {
+        ("q1", "f1"): {"ann1": 0, "ann2": 3, "boss": 1},
+        ("q1", "f2"): {"ann1": 2, "ann2": 2, "judge-m": 0},  # the model alone differs: no dispute
+        ("q2", "f3"): {"ann1": 1, "ann2": 1, "boss": 3},  # boss becomes a reference below: no dispute
+        ("q3", "f4"): {"ann1": 2, "ann2": None},  # can't judge: one grade, no dispute
+        ("q3", "f1"): {"ann1": 3, "ann2": 2},
+    }
+    for key, by in grades.items():
+        for who, grade in by.items():
+            reason = "needs domain knowledge" if grade is None else None
+            record_judgment(engine, queue[key], who, grade, cant_judge_reason=reason)
+    adjudicate(engine, queue[("q3", "f1")], 3, "complete answer", actor="boss")
+    with engine.begin() as conn:  # boss's grades become a reference's (as an imported qrels' annotator)
+        conn.execute(update(table_of(User)).where(table_of(User).c.username == "boss").values(kind="reference"))
+    listed = dispute_list(engine, "demo")
+    assert [(d.query_id, d.fragment_id, d.spread, d.grades, d.adjudicated) for d in listed] == [
+        ("q1", "f1", 3, "ann1: 0, ann2: 3", False),
+        ("q3", "f1", 1, "ann1: 3, ann2: 2", True),
+    ]
+    frame = disputes_of(judgments_frame(engine, "demo"), {("q3", "f1")})
+    assert frame.values.tolist() == [[getattr(d, c) for c in frame.columns] for d in listed]
+    for query, boundary in ((None, 2), ("q3", None), ("q1", 0), ("q2", None)):
+        assert [d.pair_id for d in dispute_list(engine, "demo", query, boundary)] == filter_disputes(
+            frame, query, boundary
+        )["pair_id"].tolist()
