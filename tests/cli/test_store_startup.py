@@ -1,6 +1,7 @@
-"""A store command's process start: `qrelkit user`, `adjudicate` and `import adjudications` load the store but
-not pandas, NumPy or Alembic (the schema check reads the revision directly), so a script's loop over them is not
-paying for libraries it never uses. Not a timing test: it asserts which modules a fresh interpreter loaded."""
+"""A store command's process start: `qrelkit user`, `adjudicate`, `disputes` (by spread) and `import
+adjudications` load the store but not pandas, NumPy or Alembic (the schema check reads the revision directly), so a
+script's loop over them is not paying for libraries it never uses. Not a timing test: it asserts which modules a
+fresh interpreter loaded (benchmarks/bench_startup.py times them)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def run_fresh(argv: list[str]) -> tuple[int, list[str]]:
     """Exit status of `qrelkit argv` in a fresh interpreter and which HEAVY modules it loaded."""
     probe = (
         "import sys, json\nfrom annotator.cli import main\n"
-        f"status = main({argv!r})\n"
+        f"try:\n    status = main({argv!r})\nexcept SystemExit as exc:  # --help\n    status = exc.code\n"
         f"print(json.dumps([status, [m for m in {HEAVY!r} if m in sys.modules]]))"
     )
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -35,7 +36,7 @@ def run_fresh(argv: list[str]) -> tuple[int, list[str]]:
 
 
 @pytest.mark.slow
-def test_user_and_adjudicate_start_without_pandas_numpy_or_alembic(tmp_path):
+def test_user_adjudicate_and_disputes_start_without_pandas_numpy_or_alembic(tmp_path):
     url = f"sqlite:///{tmp_path / 'store.db'}"
     engine = init_db(url)
     project = create_project(engine, "demo", actor=OPERATOR)
@@ -48,6 +49,10 @@ def test_user_and_adjudicate_start_without_pandas_numpy_or_alembic(tmp_path):
     decided.write_text("q1 0 f1 2 on topic\n")
     for argv in (
         ["user", "list", "--db", url],
+        ["adjudicate", "--help"],
+        ["disputes", "--help"],
+        ["disputes", "--project", "demo", "--db", url],
+        ["disputes", "--project", "demo", "--open", "--boundary", "1", "--format", "json", "--db", url],
         [
             "adjudicate",
             "--project",
