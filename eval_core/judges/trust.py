@@ -81,6 +81,13 @@ class Ranking:
         """Flips people's paired interval says are real (not noise)."""
         return [f for f in self.flips if not f.noise]
 
+    @property
+    def top_flips(self) -> list[Flip]:
+        """Real flips that touch the top k: either run is in people's top k or the judge's, so the judge reorders
+        people's top k or lets a run into it (a run people rank 9th that the judge ranks 3rd counts)."""
+        top = {s.run for s in self.runs if s.human_rank <= self.top_k or s.judge_rank <= self.top_k}
+        return [f for f in self.real_flips if f.better in top or f.worse in top]
+
 
 @dataclass(frozen=True)
 class Leniency:
@@ -375,22 +382,25 @@ def verdict(report: TrustReport) -> str:
             f"{_n(r.n_queries, 'query')})".replace("querys", "queries")
         )
     if le.bias is not None:
-        way = "up" if le.bias > 0 else "down"
-        limits = f" (limits {le.limits[0]:+.2f} … {le.limits[1]:+.2f}" if le.limits else " ("
-        parts.append(f"it grades {way} by {le.bias:+.2f} {report.metric}{limits}; n {le.n_values} run × query values)")
-    real = r.real_flips
-    top = set(s.run for s in r.runs if s.human_rank <= r.top_k)
-    top_real = [f for f in real if f.better in top and f.worse in top]
+        limits = f"limits {le.limits[0]:+.2f} … {le.limits[1]:+.2f}; " if le.limits else ""
+        n = f"n {le.n_values} run × query values"
+        if round(le.bias, 2) == 0.0:  # shown as ±0.00: saying "up" or "down" would be read as a bias
+            parts.append(f"it grades neither up nor down on balance (bias 0.00 {report.metric}; {limits}{n})")
+        else:
+            way = "up" if le.bias > 0 else "down"
+            limits = f" ({limits}" if limits else " ("
+            parts.append(f"it grades {way} by {le.bias:+.2f} {report.metric}{limits}{n})")
+    real, top_real = r.real_flips, r.top_flips
     if not r.flips:
         parts.append("no pair of runs changes order")
     else:
         verb = "changes" if len(r.flips) == 1 else "change"
         parts.append(
             f"{_n(len(r.flips), 'pair')} of runs {verb} order, {len(real)} beyond people's own noise"
-            + (f" ({len(top_real)} among the top {r.top_k})" if real else "")
+            + (f" ({len(top_real)} touching the top {r.top_k})" if real else "")
         )
     if not top_real and r.n_runs > 1:
-        parts.append(f"no real flip among the top {r.top_k} (top-{r.top_k} overlap {r.top_overlap}/{r.top_k})")
+        parts.append(f"no real flip touches the top {r.top_k} (top-{r.top_k} overlap {r.top_overlap}/{r.top_k})")
     if report.hybrid and report.target_width is not None:
         h = report.hybrid[0]
         total, now = h.n_human + h.n_judge_only, h.n_human

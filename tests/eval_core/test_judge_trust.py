@@ -123,6 +123,42 @@ def test_runs_read_in_batches_score_as_pytrec_eval(monkeypatch, batch_rows):
     assert [s.run for s in report.ranking.runs] == RUNS
 
 
+def test_verdict_says_no_bias_when_it_rounds_to_zero_and_down_when_harsh():
+    qrels, runs = trust_collection()
+    # the swapping judge only trades r2's and r3's values: judge − people sums to exactly 0 over run × query
+    report = judge_trust(qrels, swapping(qrels, "r2", "r3"), runs)
+    assert report.leniency.bias == pytest.approx(0.0, abs=1e-12)
+    assert "it grades neither up nor down on balance (bias 0.00 ndcg@10; limits " in report.verdict
+    assert "grades up" not in report.verdict and "grades down" not in report.verdict
+    # a harsh judge (every grade one down, 0 stays 0): its bias from pytrec_eval's values, worded by its sign
+    harsh = {q: {d: max(0, g - 1) for d, g in docs.items()} for q, docs in qrels.items()}
+    human, jud = per_query(qrels, runs), per_query(harsh, runs)
+    bias = np.mean([jud[r][q] - human[r][q] for r in RUNS for q in human[r]])
+    assert bias < -0.005
+    assert f"it grades down by {bias:+.2f} ndcg@10 (limits " in judge_trust(qrels, harsh, runs).verdict
+
+
+def test_a_real_flip_that_lets_a_run_into_the_judges_top_k_touches_the_top():
+    qrels, runs = trust_collection()
+    # swapping r1 (people's 2nd) and r4 (5th): the judge ranks r0 r4 r2 r3 r1 r5, so its top 2 is r0 r4 and the
+    # flipped pairs are r1>r2, r1>r3, r1>r4, r2>r4, r3>r4: each holds r1 (people's top 2) or r4 (the judge's)
+    report = judge_trust(qrels, swapping(qrels, "r1", "r4"), runs, top=2)
+    human = per_query(qrels, runs)
+    flipped = [("r1", "r2"), ("r1", "r3"), ("r1", "r4"), ("r2", "r4"), ("r3", "r4")]
+    assert sorted((f.better, f.worse) for f in report.ranking.flips) == flipped
+    real = []
+    for a, b in flipped:
+        d = np.array([human[a][q] - human[b][q] for q in sorted(human[a])])
+        low, high = stats.t.interval(0.95, len(d) - 1, loc=d.mean(), scale=stats.sem(d))
+        if not low <= 0 <= high:
+            real.append((a, b))
+    assert ("r1", "r4") in real  # people's 2nd and 5th are far apart
+    assert sorted((f.better, f.worse) for f in report.ranking.top_flips) == real
+    assert report.ranking.top_overlap == 1
+    assert f"{len(real)} beyond people's own noise ({len(real)} touching the top 2)" in report.verdict
+    assert "no real flip touches the top" not in report.verdict
+
+
 def test_bland_altman_edges():
     assert bland_altman(np.array([]), np.array([])) == (None, None, None)
     assert bland_altman(np.array([0.5]), np.array([0.7]))[0] == pytest.approx(0.2)
