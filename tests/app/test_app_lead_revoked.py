@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -20,7 +21,7 @@ import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
 from annotator.app.auth import SESSION_ENDED, TOKEN_KEY
-from db import adjudication
+from db import adjudication, imports
 from db.accounts.permissions import OPERATOR
 from db.accounts.sessions import revoke
 from db.accounts.users import create_user, deactivate
@@ -40,6 +41,7 @@ from tests.helpers import (
     page_test,
     release,
     snapshot,
+    write_jsonl,
 )
 
 pytestmark = pytest.mark.usefixtures("scan_components_once")  # AppTest: scan for components once
@@ -100,6 +102,17 @@ def adjudicated_release(engine) -> None:
     """d3 adjudicated 3, then release 1 cut: a release with an adjudicated pair to make a control pair of."""
     adjudication.adjudicate(engine, pair_id(engine, PROJECT, "q000", "d3"), 3, "states the deadline", actor="lea")
     release(engine)
+
+
+def model_graded_alone(engine) -> None:
+    """A model judge, gpt, graded d3 and d7 (which people graded too) and d21 and d22 (which nobody else did):
+    two grades for post-editing."""
+    folder = Path(engine.url.database).parent
+    grades = [("d3", 3), ("d7", 1), ("d21", 2), ("d22", 0)]
+    lines = [{"query_id": "q000", "fragment_id": d, "annotator": "gpt", "grade": g} for d, g in grades]
+    imports.import_judgments(
+        engine, PROJECT, write_jsonl(folder / "gpt.jsonl", lines), actor=OPERATOR, judges=imports.AnnotatorKind("model")
+    )
 
 
 # --- What the tab shows before the session ends (ready), and the fill-in and click after (press)
@@ -181,6 +194,11 @@ def prejudge(at: AppTest, env: SimpleNamespace) -> None:
     text_input(at, "Model").input("tiny-judge")
     next(n for n in at.number_input if n.label.startswith("First N pairs")).set_value(1)
     button(at, "Grade with the model").click().run()
+
+
+def post_edit(at: AppTest, env: SimpleNamespace) -> None:
+    next(m for m in at.multiselect if m.label == "Send to").set_value(["ana"])
+    button(at, "Send for post-editing").click().run()
 
 
 def guideline(at: AppTest, env: SimpleNamespace) -> None:
@@ -267,7 +285,8 @@ WRITES: dict[str, Write] = {
     "assign": Write("lead_project.py", "Save policy and assign", assign),
     "add annotator": Write("lead_project.py", "Add annotator", add_annotator),
     "unlock": Write("lead_project.py", "Unlock", unlock, setup=locked_ana),
-    "prejudge": Write("lead_project.py", "Grade with the model", prejudge),
+    "prejudge": Write("lead_judges.py", "Grade with the model", prejudge),
+    "send for post-editing": Write("lead_judges.py", "Send for post-editing", post_edit, setup=model_graded_alone),
     "save guideline": Write("lead_guidelines.py", "Save as new version", guideline),
     "send back for re-judging": Write("lead_guidelines.py", "Send back for re-judging", send_back),
     "create release": Write("lead_releases.py", "Create release", release_form),

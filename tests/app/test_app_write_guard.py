@@ -202,8 +202,9 @@ def _lead_screens() -> dict[str, ast.Module]:
 
 
 def _page_run_starts_with_the_lead_check(tree: ast.Module) -> bool:
-    """The module's page code (what follows its last definition) begins with `… = views.lead_page(…)`."""
-    last_def = max(i for i, node in enumerate(tree.body) if isinstance(node, (ast.FunctionDef, ast.ClassDef)))
+    """The module's page code (what follows its last import or definition) begins with `… = views.lead_page(…)`."""
+    definitions = (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+    last_def = max(i for i, node in enumerate(tree.body) if isinstance(node, definitions))
     first = tree.body[last_def + 1]
     return isinstance(first, ast.Assign) and ast.unparse(first.value).startswith("views.lead_page(")
 
