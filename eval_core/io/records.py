@@ -103,15 +103,25 @@ def read_error(label: str, lineno: int | None, exc: BaseException) -> InputError
 
 
 def iter_blocks(
-    path: str | Path, block_bytes: int = BLOCK_BYTES, first_bytes: int | None = None
+    path: str | Path, block_bytes: int = BLOCK_BYTES, first_bytes: int | None = None, numbered: bool = True
 ) -> Iterator[tuple[bytes, int]]:
     """Yield (whole lines, number of their first line) in blocks of about `block_bytes`, gzip looked through;
     memory follows the block, and a file past `read_limits` is refused as soon as the block that passes them is
     read. Every block but the last ends with a newline. `first_bytes`: the first read's size, growing 4× a
-    read up to `block_bytes` (a caller that may stop after a few lines reads no more than it needs)."""
+    read up to `block_bytes` (a caller that may stop after a few lines reads no more than it needs).
+
+    `numbered=False`, for a caller that ignores the line numbers (it yields 0): lines are not counted while the
+    bytes read stay within both limits (a file holds no more lines than bytes, so neither limit can be passed;
+    counting a 7 MB run's newlines costs a fifth of reading it whole), and the lines read so far are counted
+    once they may be, so the refusals are the same."""
     label = str(path)
     limits = read_limits()
     lines, size, carry = 0, 0, b""
+    counting = numbered
+
+    def lines_before(offset: int) -> int:  # the lines before byte `offset`, where the carried-over bytes begin
+        return lines if counting else _count_lines(path, offset)
+
     read_bytes = block_bytes if first_bytes is None else min(first_bytes, block_bytes)
     with open_binary(path) as fh:
         while True:
@@ -119,15 +129,18 @@ def iter_blocks(
                 chunk = fh.read(read_bytes)
                 read_bytes = min(read_bytes * 4, block_bytes)
             except (OSError, EOFError, zlib.error) as exc:
-                raise read_error(label, lines + 1, exc) from None
+                raise read_error(label, lines_before(size - len(carry)) + 1, exc) from None
             size += len(chunk)
             data = carry + chunk if carry else chunk
             end = data.rfind(b"\n") + 1 if chunk else len(data)
             if chunk and end == 0 and len(data) > MAX_LINE_BYTES:
-                raise InputError(label, lines + 1, f"line longer than {MAX_LINE_BYTES} bytes")
+                raise InputError(label, lines_before(size - len(data)) + 1, f"line longer than {MAX_LINE_BYTES} bytes")
             block, carry = (data, b"") if end == len(data) else (data[:end], data[end:])
-            first = lines + 1
-            lines += block.count(b"\n") + (1 if not chunk and block and not block.endswith(b"\n") else 0)
+            if not counting and size > min(limits):
+                lines, counting = lines_before(size - len(data)), True
+            first = lines + 1 if counting else 0
+            if counting:
+                lines += block.count(b"\n") + (1 if not chunk and block and not block.endswith(b"\n") else 0)
             problem = over_limit(label, lines, size, limits)
             if problem is not None:
                 raise problem
@@ -135,6 +148,19 @@ def iter_blocks(
                 yield block, first
             if not chunk:
                 return
+
+
+def _count_lines(path: str | Path, size: int) -> int:
+    """The newlines in the first `size` bytes of a file (gzip looked through), read again in blocks."""
+    lines = 0
+    with open_binary(path) as fh:
+        while size > 0:
+            chunk = fh.read(min(size, BLOCK_BYTES))
+            if not chunk:
+                break
+            lines += chunk.count(b"\n")
+            size -= len(chunk)
+    return lines
 
 
 def bounded_bytes(path: str | Path, limit: int) -> bytes | None:

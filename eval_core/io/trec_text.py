@@ -39,7 +39,7 @@ def _fast_trec(path: str, kind: str) -> Columns | None:
     line or a file past its limits is met in the block that holds it); None when some block needs the scan, or
     a pair repeats across blocks."""
     parts: list[Columns] = []
-    for data, _ in iter_blocks(path):
+    for data, _ in iter_blocks(path, numbered=False):
         if data.isspace():
             continue  # blank lines only: nothing to parse
         cols = fast_trec_chunk(data, path, kind)
@@ -100,7 +100,7 @@ def _as_bytes(source: Any) -> bytes | bytearray | None:
     if isinstance(source, pa.Buffer):
         return source.to_pybytes()
     if isinstance(source, str | Path):
-        return b"".join(block for block, _ in iter_blocks(source))
+        return b"".join(block for block, _ in iter_blocks(source, numbered=False))
     return None
 
 

@@ -272,3 +272,56 @@ def test_line_readers_start_with_a_small_block_and_grow_it(tmp_path):
     assert len(blocks[-1][0]) > 4000  # the 5 KB line, carried over reads of 4000
     assert list(iter_lines(path, blank=False)) == [(n, t) for n, t in iter_lines(path) if t.strip()]
     assert detect_format(path) == "trec"
+
+
+def _outcome(path: Path, **kw: object) -> tuple[list[bytes], str | None]:
+    """The blocks iter_blocks yields (their bytes) and the refusal it ends with, if any."""
+    from eval_core.io.records import iter_blocks
+
+    got: list[bytes] = []
+    try:
+        for block, _ in iter_blocks(path, **kw):  # type: ignore[arg-type]
+            got.append(block)
+    except InputError as exc:
+        return got, str(exc)
+    return got, None
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize(
+    "env",
+    [{}, {"QRELKIT_MAX_READ_LINES": "250"}, {"QRELKIT_MAX_READ_BYTES": "3000"}],
+    ids=["default", "line-limit", "byte-limit"],
+)
+def test_blocks_read_without_line_numbers_are_refused_as_numbered_ones(tmp_path, monkeypatch, gz, env):
+    """`iter_blocks(numbered=False)` (the columnar readers' whole-file read) skips counting newlines while the bytes
+    read cannot pass a limit, and counts what it read once they can: the same blocks and the same refusal, at the
+    same line, as the numbered read. 300 lines of 13 bytes (3,900 bytes), read 1,000 bytes at a time: blocks of
+    76, 77, 77 and 70 whole lines (988, 1,001, 1,001 and 910 bytes; 12, 11 and 10 bytes carried over). A limit of
+    250 lines is passed by the fourth block (lines 231-300): refused at line 251. A limit of 3,000 bytes is passed
+    by the fourth read (3,900 bytes read), named after its block's last line, 300."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    text = b"".join(b"q1 0 d%04d 1\n" % i for i in range(300))
+    path = _gzip_of(tmp_path / "q.qrels.gz", text, 1) if gz else tmp_path / "q.qrels"
+    if not gz:
+        path.write_bytes(text)
+    numbered = _outcome(path, block_bytes=1000)
+    assert _outcome(path, block_bytes=1000, numbered=False) == numbered
+    if not env:
+        assert numbered == ([text[:988], text[988:1989], text[1989:2990], text[2990:]], None)
+    elif "QRELKIT_MAX_READ_LINES" in env:
+        assert numbered[1] is not None and numbered[1].startswith(f"{path}:251: holds more than 250 lines")
+    else:
+        assert numbered[1] is not None and numbered[1].startswith(f"{path}:300: holds more than 3,000 bytes")
+
+
+def test_a_line_too_long_is_named_by_its_number_without_line_numbers(tmp_path, monkeypatch):
+    """The unnumbered read counts the lines before a refused line too long (here line 3)."""
+    from eval_core.io import records
+
+    monkeypatch.setattr(records, "MAX_LINE_BYTES", 50)
+    path = tmp_path / "r.run"
+    path.write_bytes(b"q1 Q0 d1 1 1 t\nq1 Q0 d2 2 1 t\n" + b"x" * 200 + b"\n")
+    with pytest.raises(InputError, match=r"r\.run:3: line longer than 50 bytes"):
+        list(records.iter_blocks(path, block_bytes=40, numbered=False))
