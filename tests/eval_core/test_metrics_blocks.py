@@ -249,6 +249,43 @@ def test_cli_progress_bar_counts_run_bytes(
     assert "evaluating: 100%" in bar and f"{total}/{total}" in bar
 
 
+def test_cli_runs_side_by_side_print_what_one_after_another_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`qrelkit eval QRELS RUN…` evaluates several runs `--workers` at a time: the same bytes on stdout and stderr
+    (warnings in run order) as one run after another, and of two bad runs the first given is the one reported."""
+    from annotator.cli import main
+
+    qp, _, _ = make_files(tmp_path, seed=11)
+    runs = []
+    for seed in range(5):
+        (tmp_path / f"r{seed}").mkdir()
+        _, rp, _ = make_files(tmp_path / f"r{seed}", seed=20 + seed)
+        runs.append(str(rp.rename(tmp_path / f"r{seed}.run")))
+    outputs = set()
+    for workers in ("1", "2", "3"):
+        for fmt in ("json", "table"):
+            assert (
+                main(["eval", str(qp), *runs, "--metrics", ",".join(METRICS), "--format", fmt, "--workers", workers])
+                == 0
+            )
+            out, err = capsys.readouterr()
+            outputs.add((fmt, out, err))
+    assert len(outputs) == 2  # one per format, whatever the workers
+    for _, _, err in outputs:  # every run lacks q5 and holds q3, which the qrels lack: warnings in run order
+        named = [line.split(": ")[2] for line in err.splitlines() if "warning:" in line]
+        assert named == [f"r{i}.run" for i in range(5) for _ in range(2)], err
+    bad = []
+    for name, line in (("bad1.run", "q1 Q0 broken\n"), ("bad2.run", "q2 Q0 d1 1 x t\n")):
+        bad.append(tmp_path / name)
+        bad[-1].write_text(Path(runs[0]).read_text() + line)
+    for workers in ("1", "2"):
+        assert main(["eval", str(qp), runs[0], str(bad[0]), str(bad[1]), "--workers", workers]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"qrelkit: error: {bad[0]}:"), err
+        assert "expected 6 fields" in err
+
+
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 10_000), block=st.integers(40, 400), workers=st.integers(2, 5))
 def test_any_number_of_workers_is_bit_identical(
