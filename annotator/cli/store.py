@@ -151,9 +151,12 @@ def cmd_import(args: argparse.Namespace) -> int:
         }
     actor = args.lead if args.kind == "adjudications" else OPERATOR
     report = IMPORT_KINDS[args.kind](engine, args.project, args.file, progress=True, actor=actor, **extra)
-    emit(args, report.to_dict())
-    without_text = getattr(report, "without_text", None)
-    if without_text:  # on the terminal even when stdout goes to a script; the report lists the first ids
+    data = report.to_dict()
+    without_text = data.get("without_text")
+    if without_text and args.report == "text":  # the note is told once, on stderr below; the report keeps the ids
+        data["without_text"] = {key: value for key, value in without_text.items() if key != "note"}
+    emit(args, data)
+    if without_text:  # on the terminal even when stdout goes to a script (the JSON report keeps its note)
         print(f"note: {without_text['note']}", file=sys.stderr)
     return 0
 

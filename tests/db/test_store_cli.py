@@ -190,3 +190,26 @@ def test_db_takes_a_sqlite_files_path(tmp_path, monkeypatch, capsys):
     assert main(["project", "list"]) == 0
     assert [p["name"] for p in _json(capsys)] == ["p"]
     get_engine.cache_clear()
+
+
+def test_a_textless_import_tells_its_note_once(engine, project, store_url, tmp_path, capsys):
+    """A run naming a fragment never imported says so once: the readable report keeps the count and the
+    line that named it, and the note (what to do) goes to stderr alone; it was printed on both. The JSON report
+    keeps its shape, note included, and stderr still tells a person whose stdout goes to a script."""
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "a"}\n')
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "d1", "text": "x"}\n')
+    run = tmp_path / "bm25.trec"
+    run.write_text("q1 Q0 d1 1 2.0 bm25\nq1 Q0 ghost 2 1.0 bm25\n")
+    for kind, name in (("queries", "queries.jsonl"), ("fragments", "corpus.jsonl")):
+        assert main(["import", kind, str(tmp_path / name), "--project", "demo", "--db", store_url]) == 0
+    capsys.readouterr()
+    assert cli_main(["import", "run", str(run), "--project", "demo", "--db", store_url]) == 0
+    out, err = capsys.readouterr()
+    assert (out + err).count("1 fragment(s) have no text yet") == 1
+    assert err.startswith("note: 1 fragment(s) have no text yet: their pairs are evaluated and released")
+    assert "  count: 1\n" in out and f"  examples: {run}:2: 'ghost'\n" in out and "note" not in out
+    run.write_text("q1 Q0 d1 1 2.0 bm25\nq1 Q0 spook 2 1.0 bm25\n")
+    assert main(["import", "run", str(run), "--project", "demo", "--name", "other", "--db", store_url]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["without_text"]["note"].startswith("1 fragment(s) have no text yet")
+    assert err.startswith("note: 1 fragment(s) have no text yet")
