@@ -100,9 +100,36 @@ def saved_upload(upload: UploadedFile) -> Iterator[Path]:
         yield path
 
 
+# The readers' advice about a file given as the wrong kind names the command line's commands and options (the
+# reader serves both); on a page it names the Import tab's choices instead. The one place the app rewords it:
+# every upload error goes through upload_error.
+BROWSER_ADVICE = (
+    ("`qrelkit import judgments --annotator NAME`", 'import it as judgments, with "Qrels graded by" filled in'),
+    ("`qrelkit import run`", "import it as a run"),
+    ("(qrelkit import queries)", "(import it as queries)"),
+    (
+        "with --annotator NAME (and --annotator-kind model --model M for a model's)",
+        'in "Qrels graded by" (and for a model\'s, choose model under "The file\'s annotators are")',
+    ),
+    (
+        "with --annotator NAME (multi-judge qrels: also --qrels-format jg, one annotator per judge group)",
+        'in "Qrels graded by" (multi-judge qrels: also tick "Multi-judge qrels", one annotator per judge group)',
+    ),
+    ("leave out --annotator", 'leave "Qrels graded by" empty'),
+)
+
+
+def for_browser(message: str) -> str:
+    """A reader's or the store's message with its command-line advice as the Import tab's (BROWSER_ADVICE)."""
+    for cli, page in BROWSER_ADVICE:
+        message = message.replace(cli, page)
+    return message
+
+
 def upload_error(exc: Exception, path: Path, upload_name: str) -> str:
-    """An import error as `name:line: problem`, naming the uploaded file rather than its temp copy."""
-    return str(exc).replace(str(path), upload_name)
+    """An import error as `name:line: problem`, naming the uploaded file rather than its temp copy, with the
+    advice worded for the page (for_browser)."""
+    return for_browser(str(exc).replace(str(path), upload_name))
 
 
 def scale_of(project: ProjectInfo) -> tuple[int, int]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from db.store.frames import judgments_frame
@@ -26,3 +28,44 @@ def test_project_page_imports_qrels_as_an_annotators_grades(store):
     assert {m.label: m.value for m in at.metric}["Created"] == "2"
     nist = judgments_frame(store, PROJECT).query("annotator == 'nist'")
     assert nist[["fragment_id", "grade"]].values.tolist() == [["d21", 0], ["d3", 3]]
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "body", "advice"),
+    [
+        ("judgments", "bm25.run", b"q000 Q0 d3 1 2.0 bm25\n", "not judgments: import it as a run"),
+        ("fragments", "bm25.run", b"q000 Q0 d3 1 2.0 bm25\n", "not fragments: import it as a run"),
+        (
+            "fragments",
+            "2019qrels-pass.txt",
+            b"q000 0 d3 3\n",
+            'not fragments: import it as judgments, with "Qrels graded by" filled in',
+        ),
+        (
+            "judgments",
+            "2019qrels-pass.txt",
+            b"q000 0 d3 3\n",
+            'name whose grades they are in "Qrels graded by" (multi-judge qrels: also tick "Multi-judge qrels", '
+            "one annotator per judge group)",
+        ),
+        (
+            "judgments",
+            "qrels.tsv",
+            b"query-id\tcorpus-id\tscore\nq000\td3\t3\n",
+            'name whose grades they are in "Qrels graded by" (and for a model\'s, choose model under "The '
+            "file's annotators are\")",
+        ),
+    ],
+)
+def test_a_refused_upload_advises_the_import_tab_not_the_command_line(store, kind, name, body, advice):
+    """A file given as the wrong kind is refused with the readers' advice, worded for the page: the Import tab's
+    choices and fields, never a `qrelkit import …` command or a --option a browser has no use for (the page used
+    to end "not judgments: `qrelkit import run`")."""
+    at = page_test(store, "lead_project.py")
+    at.radio[0].set_value(kind).run()
+    at.file_uploader[0].set_value((name, body, "text/plain")).run()
+    next(b for b in at.button if b.label == "Import").click().run()
+    assert not at.exception
+    error = shown(at.error[0].value)
+    assert error.startswith(f"Nothing imported: {name}:") and advice in error
+    assert "qrelkit import" not in error and not re.search(r"--[a-z]", error)
