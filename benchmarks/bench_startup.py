@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from annotator.demo import PROJECT, build_demo
-from db.adjudication import dispute_list
+from db.adjudication import disputes
 from db.store.schema import init_db
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,7 +69,7 @@ def main() -> int:
         url = f"sqlite:///{Path(tmp) / 'demo.db'}"
         engine = init_db(url)
         build_demo(engine)
-        first = dispute_list(engine, PROJECT)[0]
+        first = disputes(engine, PROJECT).iloc[0]  # a disputed pair to adjudicate
         engine.dispose()
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         if args.bytecode == "cached":
