@@ -12,6 +12,16 @@ IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 PG_URL = os.environ.get("QRELKIT_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 
+def pytest_configure(config) -> None:
+    """AppTests run the pages with the Streamlit runner settings `qrelkit serve` gives (annotator.cli.app)."""
+    from streamlit import config as streamlit_config
+
+    from annotator.cli.app import RUNNER_SETTINGS
+
+    for key, value in RUNNER_SETTINGS.items():
+        streamlit_config.set_option(key, value)
+
+
 def require(condition: bool, reason: str) -> None:
     """Skip locally when a component is missing, but fail in CI, where every test must run."""
     if condition:

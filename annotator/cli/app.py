@@ -28,7 +28,10 @@ STOP_SECONDS = 20  # how long the child may take to shut down after the signal b
 # Deploy button or developer menu), errors as one sentence in the page (details go to the server log), no
 # table "Download as CSV" or copy (Streamlit's export does not escape spreadsheet formulas in user strings; the
 # app's own downloads and the CLI's CSV do), and no full garbage collection after every script run (it was two
-# thirds of the server's time per key press; Python's own collector still runs).
+# thirds of the server's time per key press; Python's own collector still runs), and no "magic" (the app writes
+# every element itself; magic rewrites each page's syntax tree before compiling it, ~150 ms of CPU a run wherever
+# the compiled page is not cached, as in AppTest). The runner's settings are the tests' too (tests/conftest.py).
+RUNNER_SETTINGS = {"runner.postScriptGC": False, "runner.magicEnabled": False}
 STREAMLIT_OPTIONS = (
     "--server.headless=true",
     "--browser.gatherUsageStats=false",
@@ -36,7 +39,7 @@ STREAMLIT_OPTIONS = (
     "--client.toolbarMode=viewer",
     "--client.showErrorDetails=none",
     "--client.disableDataExport=true",
-    "--runner.postScriptGC=false",
+    *(f"--{key}={str(value).lower()}" for key, value in RUNNER_SETTINGS.items()),
 )
 
 
