@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache, wraps
@@ -48,10 +49,29 @@ def _sqlite_begin(conn) -> None:
     conn.exec_driver_sql(conn.info.pop("begin_sql", "BEGIN"))
 
 
+# Every engine get_engine made in this process (weakly: a cache_clear lets them go), for dispose_engines.
+_MADE: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
 @lru_cache(maxsize=8)
 def get_engine(url: str | None = None) -> Engine:
     """Create (once per URL per process) the engine for `url`."""
-    url = database_url(url)
+    engine = _new_engine(database_url(url))
+    _MADE.add(engine)
+    return engine
+
+
+def dispose_engines() -> None:
+    """Close the pooled connections of every engine get_engine made in this process: SQLite checkpoints its
+    WAL and removes it on the last close, PostgreSQL sees the session end. What a process does before it
+    leaves without the interpreter's slow teardown (annotator.cli.main); the engines stay usable (a later
+    checkout opens a new connection)."""
+    for engine in list(_MADE):
+        engine.dispose()
+
+
+def _new_engine(url: str) -> Engine:
+    """The engine for a full URL: SQLite with its pragmas and explicit BEGIN, PostgreSQL with pre-ping."""
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
         event.listen(engine, "connect", _sqlite_pragmas)

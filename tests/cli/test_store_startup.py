@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -77,3 +78,43 @@ def test_user_adjudicate_and_disputes_start_without_pandas_numpy_or_alembic(tmp_
         ["import", "adjudications", str(decided), "--project", "demo", "--lead", "lea", "--db", url]
     )
     assert status == 0 and "alembic" not in loaded
+
+
+def test_dispose_engines_closes_every_pooled_connection(engine, project):
+    """What a CLI process does before it leaves: every engine get_engine made gives back its connections (on
+    SQLite the last close checkpoints and removes the WAL file), and stays usable."""
+    from sqlalchemy import text
+
+    from db.store.engine import dispose_engines
+
+    with engine.begin() as conn:  # a write: SQLite now has a -wal file beside the database
+        conn.execute(text("UPDATE projects SET overlap = 3"))
+    assert engine.pool.checkedin() == 1
+    dispose_engines()
+    assert engine.pool.checkedin() == 0
+    if engine.dialect.name == "sqlite":
+        assert engine.url.database is not None
+        assert not Path(engine.url.database + "-wal").exists()
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT overlap FROM projects")).scalar_one() == 3
+
+
+@pytest.mark.slow
+def test_a_store_commands_process_closes_the_store_and_freezes_before_it_leaves(tmp_path):
+    """`qrelkit user list` as a process (main() with no argv): the same table, the connection closed (no WAL
+    file left beside the SQLite database) and the objects frozen, so the interpreter's teardown skips them."""
+    db = tmp_path / "store.db"
+    engine = init_db(f"sqlite:///{db}")
+    create_user(engine, "lea", "lead", actor=OPERATOR)
+    engine.dispose()
+    get_engine.cache_clear()
+    probe = (
+        "import gc, sys\nfrom annotator.cli import main\n"
+        f"sys.argv = ['qrelkit', 'user', 'list', '--db', {str(db)!r}]\n"
+        "status = main()\nprint(status, gc.get_freeze_count() > 0)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    table, last = out.stdout.strip().rsplit("\n", 1)
+    assert last == "0 True"
+    assert table.splitlines()[1].split() == ["1", "lea", "lead", "yes", "no", "human"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store.db"]
