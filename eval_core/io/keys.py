@@ -79,11 +79,16 @@ def string_keys(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     tail[: end - tail_from] = data[tail_from:end]
     tail_words = np.ndarray((len(tail) - 7,), dtype=np.uint64, buffer=tail, strides=(1,))
 
-    def word(at: np.ndarray) -> np.ndarray:
-        out = words[np.minimum(at, max(safe - 1, 0))] if safe else np.zeros(len(at), dtype=np.uint64)
-        late = np.flatnonzero(at >= tail_from)
-        if len(late):
-            out[late] = tail_words[np.minimum(at[late], end) - tail_from]
+    def word(at: np.ndarray) -> np.ndarray:  # `at` ascends (Arrow's offsets never decrease): the late ones are a tail
+        if not len(at):
+            return np.zeros(0, dtype=np.uint64)
+        if not safe:
+            out = np.zeros(len(at), dtype=np.uint64)
+        else:
+            out = words[at] if int(at[-1]) < safe else words[np.minimum(at, safe - 1)]
+        late = int(np.searchsorted(at, tail_from))
+        if late < len(at):
+            out[late:] = tail_words[np.minimum(at[late:], end) - tail_from]
         return out
 
     h = word(start)
