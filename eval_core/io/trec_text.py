@@ -93,9 +93,6 @@ def _as_bytes(source: Any) -> bytes | bytearray | None:
     if isinstance(source, bytes | bytearray):
         return source
     if isinstance(source, memoryview):
-        whole = source.obj
-        if isinstance(whole, bytes | bytearray) and source.contiguous and source.nbytes == len(whole):
-            return whole
         return bytes(source)
     if isinstance(source, pa.Buffer):
         return source.to_pybytes()
@@ -124,19 +121,37 @@ def arrow_trec_table(source: Any, kind: str, threads: bool = True) -> TrecTable 
         table = parse_trec_table(source, kind, threads)
         if table is not None and not _holds_tab(table.qids) and not _holds_tab(table.docid):
             return table
-    data = _as_bytes(source)
-    if data is None:
-        return parse_trec_table(source, kind, threads)
-    if b"\t" not in data:
-        table = parse_trec_table(pa.py_buffer(data), kind, threads)
-    elif b" " not in data:  # tab-separated as shipped: parsed as it is, without a copy
-        table = parse_trec_table(pa.py_buffer(data), kind, threads, delimiter="\t")
+    window = _window(source)
+    if window is None:
+        data = _as_bytes(source)
+        if data is None:
+            return parse_trec_table(source, kind, threads)
+        window = data, 0, len(data)
+    whole, start, end = window
+    buffer = pa.py_buffer(source if isinstance(source, memoryview) else whole)
+    if whole.find(b"\t", start, end) < 0:
+        table = parse_trec_table(buffer, kind, threads)
+    elif whole.find(b" ", start, end) < 0:  # tab-separated as shipped: parsed as it is, without a copy
+        table = parse_trec_table(buffer, kind, threads, delimiter="\t")
     else:
         table = None
     if table is None:
-        spaced = single_spaced(data)
+        spaced = single_spaced(whole[start:end])
         table = None if spaced is None else parse_trec_table(pa.py_buffer(spaced), kind, threads)
     return table
+
+
+def _window(source: Any) -> tuple[bytes | bytearray, int, int] | None:
+    """Bytes holding the source's and where they lie in them, without a copy: bytes or a bytearray, or a view of
+    one (a block of a big run is a view of its worker's reused buffer: searched in place, not copied); None for
+    other sources."""
+    if isinstance(source, bytes | bytearray):
+        return source, 0, len(source)
+    whole = source.obj if isinstance(source, memoryview) else None
+    if not isinstance(whole, bytes | bytearray) or not source.contiguous or source.itemsize != 1:
+        return None
+    start = pa.py_buffer(source).address - pa.py_buffer(whole).address
+    return whole, start, start + source.nbytes
 
 
 def _holds_tab(ids: pa.Array) -> bool:

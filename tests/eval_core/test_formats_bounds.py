@@ -63,6 +63,22 @@ def test_runs_and_qrels_separated_by_tabs_or_any_mix_take_the_columnar_path(tmp_
     assert rows(read_qrels(qrels), "grade") == [("q1", "d3", 3), ("q1", "d7", 2), ("q2", "d1", 0)]
 
 
+@pytest.mark.parametrize("sep", [" ", "\t", " \t"], ids=["spaces", "tabs", "mixed"])
+def test_a_block_read_as_a_view_of_a_larger_buffer_is_parsed_from_its_own_bytes(sep):
+    """A big run's block is a view into its worker's reused buffer, which holds other bytes around it (here a tab
+    and a space before, a tab after, and a whole other line): the block is searched and parsed where it lies,
+    never past its ends, and gives what its bytes alone give."""
+    block = RUN.replace(" ", sep).encode()
+    buffer = bytearray(b"zz\t \n" + block + b"q9\tQ0\td9\t1\t9\tt\n\t")
+    view = memoryview(buffer)[5 : 5 + len(block)]
+    from_view = trec_text.arrow_trec_table(view, "run")
+    from_bytes = trec_text.arrow_trec_table(bytes(view), "run")
+    assert from_view is not None and from_bytes is not None
+    assert from_view.qids.to_pylist() == from_bytes.qids.to_pylist() == [b"q1", b"q2"]
+    assert from_view.docid.to_pylist() == [b"d7", b"d3", b"d1"]
+    assert from_view.value.tolist() == [2.5, 1.5, 0.5]
+
+
 def test_single_spaced_makes_one_space_of_each_run_and_drops_the_edges():
     assert single_spaced(b"a\tb  c \t d\n") == b"a b c d\n"
     assert single_spaced(b" \ta b\t\r\nc\t d \n") == b"a b\r\nc d\n"
