@@ -22,7 +22,9 @@ from annotator.app.auth import require_role
 from annotator.app.text import highlighted, literal
 from db import projects
 from db.accounts.users import UserInfo
+from db.imports import QRELS_AS_RUN
 from db.projects import ProjectInfo
+from eval_core.io.trec_text import SWAPPED_ADVICE
 from eval_core.vocab import Role
 
 MISSING = "—"
@@ -116,6 +118,8 @@ BROWSER_ADVICE = (
         'in "Qrels graded by" (multi-judge qrels: also tick "Multi-judge qrels", one annotator per judge group)',
     ),
     ("leave out --annotator", 'leave "Qrels graded by" empty'),
+    (QRELS_AS_RUN, ': grades are imported as judgments (TREC or BEIR qrels: with "Qrels graded by" filled in)'),
+    (SWAPPED_ADVICE, ": upload a run here; grades are imported on the Project page, as judgments"),
 )
 
 

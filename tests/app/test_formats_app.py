@@ -7,7 +7,7 @@ import re
 import pytest
 
 from db.store.frames import judgments_frame
-from tests.helpers import PROJECT, page_test, shown
+from tests.helpers import PROJECT, page_test, release, shown
 
 pytestmark = pytest.mark.usefixtures("scan_components_once")  # AppTest: scan for components once
 
@@ -49,6 +49,12 @@ def test_project_page_imports_qrels_as_an_annotators_grades(store):
             "one annotator per judge group)",
         ),
         (
+            "run",
+            "2019qrels-pass.txt",
+            b"q000 0 d3 3\n",
+            'not a run: grades are imported as judgments (TREC or BEIR qrels: with "Qrels graded by" filled in)',
+        ),
+        (
             "judgments",
             "qrels.tsv",
             b"query-id\tcorpus-id\tscore\nq000\td3\t3\n",
@@ -69,3 +75,17 @@ def test_a_refused_upload_advises_the_import_tab_not_the_command_line(store, kin
     error = shown(at.error[0].value)
     assert error.startswith(f"Nothing imported: {name}:") and advice in error
     assert "qrelkit import" not in error and not re.search(r"--[a-z]", error)
+
+
+def test_a_qrels_file_uploaded_as_a_run_to_evaluate_is_told_where_grades_go(store):
+    """On the Evaluate page there is no argument order to swap: the reader's "were the qrels and the run swapped?
+    (qrels first)" reads as where grades go instead."""
+    release(store)
+    at = page_test(store, "lead_evaluate.py")
+    at.radio[0].set_value("Upload a run").run()
+    at.file_uploader[0].set_value(("2019qrels-pass.txt", b"q000 0 d3 3\n", "text/plain")).run()
+    assert not at.exception
+    assert shown(at.error[0].value) == (
+        "2019qrels-pass.txt:1: expected 6 fields (qid Q0 docid rank score tag), found 4; this looks like TREC qrels "
+        "(qid iter docid grade), not a run: upload a run here; grades are imported on the Project page, as judgments"
+    )
