@@ -365,7 +365,8 @@ def calibration(
     """Calibrate every model judge (annotator_kind 'model', or named in `models`) against the humans.
 
     `judgments`: query_id, fragment_id, annotator, grade (NA = can't judge), optionally annotator_kind,
-    category, guideline. The consensus is `rule` over the humans' real grades, lead decisions winning.
+    category, guideline. The consensus is `rule` over the humans' real grades, lead decisions winning; a
+    reference's grades (kind 'reference', e.g. NIST's qrels) join neither it nor the humans' baseline.
     With `bootstrap` replicates every κ and α gets a query-clustered percentile CI (none over fewer than
     MIN_CI_QUERIES shared queries, with the reason in `ci_status`).
     """
@@ -373,8 +374,9 @@ def calibration(
     kinds = annotator_kinds(judgments, models)
     frame = check_judgments(judgments.drop(columns=["annotator_kind"], errors="ignore"), scale)
     frame = frame[frame["grade"].notna()]
-    is_model = frame["annotator"].map(kinds).eq(AnnotatorKind.MODEL).to_numpy()
-    humans, machines = frame[~is_model], frame[is_model]
+    kind = frame["annotator"].map(kinds)
+    # a reference (e.g. NIST's qrels) is not a person: it joins neither the consensus nor the humans' baseline
+    humans, machines = frame[kind.eq(AnnotatorKind.HUMAN).to_numpy()], frame[kind.eq(AnnotatorKind.MODEL).to_numpy()]
     agreed = consensus(humans, rule=rule, adjudications=adjudications, scale=scale)
     reference = agreed[[*PAIR, "grade"]].rename(columns={"grade": "consensus"})
     result = []

@@ -252,3 +252,19 @@ def test_the_gate_is_refused_on_too_few_queries_and_reads_the_lower_bound(engine
         r"interval \(no CIs: 1 query shared, too few to resample",
     ):
         create_release(engine, "demo", actor=OPERATOR, policy="model-fills-gaps")
+
+
+def test_a_reference_is_not_a_person_in_the_models_gate(engine, project):
+    """NIST-like reference grades, far from the people's, on every pair (f6 too, which no person graded): the
+    model is still measured against the people's consensus on the 25 pairs they graded, and the people's own
+    κ beside it is ann × bob's alone, as the release's labels and α leave the reference out."""
+    judged(engine, project)
+    nist = {"f1": 0, "f2": 3, "f3": 3, "f4": 0, "f5": 3, "f6": 0, "f7": 3}
+    judge(engine, project.id, {(q, f): {"nist": g} for q in QUERIES for f, g in nist.items()})
+    with session_scope(engine, write=True) as s:
+        s.execute(update(User).where(User.username == "nist").values(kind="reference"))
+    policy = create_release(engine, "demo", actor=OPERATOR).card["policy"]
+    assert (policy["calibration_pairs"], policy["calibration_queries"]) == (25, 5)
+    assert policy["model_kappa_quadratic"] == pytest.approx(KAPPA, abs=1e-12)
+    humans = cohen_kappa_score([3, 0, 1, 2] * COPIES, [2, 1, 1, 3] * COPIES, labels=[0, 1, 2, 3], weights="quadratic")
+    assert policy["humans_kappa_quadratic"]["value"] == pytest.approx(humans, abs=1e-12)

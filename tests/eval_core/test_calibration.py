@@ -142,6 +142,37 @@ def test_human_baseline_is_the_humans_agreement_on_the_models_pairs():
     assert m.humans.alpha.value == pytest.approx(expected, abs=1e-12)
 
 
+def test_a_reference_joins_neither_the_consensus_nor_the_humans_baseline():
+    """A reference (NIST-like qrels) grading every pair the opposite way changes nothing the model is measured
+    on: the consensus, the per-human comparisons and the humans' α stay those of the three people (sklearn and
+    krippendorff on them, as in the tests above)."""
+    frame = seeded()
+    pairs = frame[["query_id", "fragment_id", "category", "guideline"]].drop_duplicates(["query_id", "fragment_id"])
+    nist = pairs.assign(annotator="nist", annotator_kind="reference", grade=3)
+    with_nist = pd.concat([frame, nist[frame.columns]], ignore_index=True)
+    humans = frame[frame["annotator_kind"] == "human"].drop(columns=["annotator_kind"])
+    labels = consensus(humans, rule="median")[["query_id", "fragment_id", "grade"]]
+    for m in calibration(with_nist).models:
+        both = _aligned(frame, m.model, labels)
+        assert m.vs_consensus.n == len(both)
+        assert m.vs_consensus.kappa["quadratic"].value == pytest.approx(
+            cohen_kappa_score(
+                both["grade_ref"].astype(int), both["grade_model"].astype(int), labels=DOMAIN, weights="quadratic"
+            ),
+            abs=1e-12,
+        )
+        assert [c.reference for c in m.vs_humans] == ["ann", "bob", "cy"]
+        shared = frame[frame["annotator"] == m.model][["query_id", "fragment_id"]]
+        people = frame[frame["annotator_kind"] == "human"].merge(shared, on=["query_id", "fragment_id"])
+        matrix = people.pivot(index="annotator", columns=["query_id", "fragment_id"], values="grade")
+        expected = krippendorff.alpha(
+            reliability_data=matrix.to_numpy(dtype=float, na_value=np.nan),
+            level_of_measurement="ordinal",
+            value_domain=DOMAIN,
+        )
+        assert m.humans.alpha.value == pytest.approx(expected, abs=1e-12)
+
+
 def test_bias_by_hand():
     # Consensus (one human, so the consensus is that human): 0 0 1 1 2 3; the model: 1 2 1 2 2 2.
     # Differences +1 +2 0 +1 0 −1 → mean 0.5; human grades below 2: four, the model calls two of them ≥ 2 (0→2,
