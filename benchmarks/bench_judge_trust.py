@@ -9,10 +9,10 @@ fragments on --human-queries of the queries (chosen at random); the judge's: eve
 graded by a lenient, noisy rule (the true grade + 1 with probability 0.3, capped at 3; then ±1 with probability 0.1).
 
 Run: `python benchmarks/bench_judge_trust.py [--runs 100] [--queries 1000] [--human-queries 300] [--repeat 3]
-[--full] [--profile] [--save-json PATH] [--dir DIR]`; --full also times people on every query (no hybrid),
---profile prints cProfile's heaviest functions of one in-process call, --save-json keeps the report (to check
-that a change leaves it identical).
-"""
+[--full] [--eval] [--profile] [--save-json PATH] [--dir DIR]`; --full also times people on every query (no
+hybrid), --eval times `qrelkit eval` of the judge's qrels on the same runs (the floor), --profile prints
+cProfile's heaviest functions of one in-process call, --save-json keeps the report (to check that a change leaves
+it identical)."""
 
 from __future__ import annotations
 
@@ -165,6 +165,16 @@ def bench(human: Path, judge: Path, runs: list[Path], args: argparse.Namespace, 
         f"peak RSS {max(r['peak_mib'] for r in results):.0f} MiB",
         flush=True,
     )
+    if args.eval:  # the floor: one evaluation of the same runs (judge-trust reads each run once, ranks it twice)
+        cli = ["eval", str(judge), *map(str, runs), "--metrics", "ndcg@10", "--format", "json"]
+        results = [measure(cli) for _ in range(args.repeat)]
+        print(
+            f"  qrelkit eval JUDGE RUN… (ndcg@10) on the same runs: median "
+            f"{statistics.median(r['seconds'] for r in results):.2f} s wall, "
+            f"{statistics.median(r['cpu'] for r in results):.2f} s CPU, "
+            f"peak RSS {max(r['peak_mib'] for r in results):.0f} MiB",
+            flush=True,
+        )
     if args.profile:
         profile(cli)
 
@@ -178,6 +188,7 @@ def main() -> None:
     ap.add_argument("--max-depth", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--full", action="store_true", help="also time people on every query")
+    ap.add_argument("--eval", action="store_true", help="also time `qrelkit eval` of the judge on the same runs")
     ap.add_argument("--profile", action="store_true", help="print cProfile's heaviest functions")
     ap.add_argument("--save-json", type=Path, help="keep the (first) report here; with --full, a .full one too")
     ap.add_argument("--dir", type=Path, help="write the data here, or reuse it (default: a temporary folder)")
