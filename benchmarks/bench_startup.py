@@ -1,7 +1,8 @@
 """Start-up benchmark: a store command's whole process — `qrelkit user list`, `adjudicate`, `disputes` — beside
-`qrelkit --help` and `python -c pass`, on the demo project in a SQLite file.
+`qrelkit --help` and `python -c pass`, on the demo project in a SQLite file (and, with --engines, in a
+PostgreSQL schema of its own at $QRELKIT_TEST_PG_URL, dropped afterwards).
 
-    python3 benchmarks/bench_startup.py [--repeat 5] [--bytecode cached|none]
+    python3 benchmarks/bench_startup.py [--repeat 5] [--bytecode cached|none] [--engines sqlite,postgresql]
 
 Each command runs --repeat times as a fresh `python -m annotator …` process; prints the median wall time and the
 median CPU time (user + system) of each. The CPU time is the steadier figure on a machine shared with other jobs.
@@ -20,15 +21,22 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from annotator.demo import PROJECT, build_demo
 from db.adjudication import disputes
+from db.store.engine import dispose_engines, get_engine
 from db.store.schema import init_db
 
 ROOT = Path(__file__).resolve().parent.parent
+PG_URL = os.environ.get("QRELKIT_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 
 def commands(url: str, query: str, fragment: str) -> dict[str, list[str]]:
@@ -60,34 +68,57 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+@contextmanager
+def demo_store(engine_kind: str, tmp: Path) -> Iterator[str]:
+    """The URL of a store holding the demo project: a SQLite file in `tmp`, or a PostgreSQL schema of its own
+    at PG_URL (dropped afterwards)."""
+    if engine_kind == "sqlite":
+        url = f"sqlite:///{tmp / 'demo.db'}"
+        build_demo(init_db(url))
+        yield url
+        return
+    schema = f"bench_startup_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(PG_URL)
+    with admin.begin() as conn:
+        conn.execute(sa.text(f"CREATE SCHEMA {schema}"))
+    try:
+        url = f"{PG_URL}{'&' if '?' in PG_URL else '?'}options=-csearch_path%3D{schema}"
+        build_demo(init_db(url))
+        yield url
+    finally:
+        dispose_engines()
+        with admin.begin() as conn:
+            conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        admin.dispose()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5, help="runs of each command (default 5; the median is shown)")
     parser.add_argument("--bytecode", choices=("cached", "none"), default="cached", help="see above")
+    parser.add_argument("--engines", default="sqlite", help="comma-separated: sqlite, postgresql (default sqlite)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        url = f"sqlite:///{Path(tmp) / 'demo.db'}"
-        engine = init_db(url)
-        build_demo(engine)
-        first = disputes(engine, PROJECT).iloc[0]  # a disputed pair to adjudicate
-        engine.dispose()
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         if args.bytecode == "cached":
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
         else:
             env["PYTHONDONTWRITEBYTECODE"] = "1"
-        print(
-            f"{args.repeat} runs each, bytecode {args.bytecode}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}"
-        )
-        print(f"{'command':<32}{'wall median':>12}{'CPU median':>12}")
-        for name, argv in commands(url, first.query_id, first.fragment_id).items():
-            if args.bytecode == "cached":
-                timed(argv, env)  # warm-up: writes the .pyc files
-            runs = [timed(argv, env) for _ in range(args.repeat)]
-            wall = statistics.median(w for w, _ in runs)
-            cpu = statistics.median(c for _, c in runs)
-            print(f"{name:<32}{wall:>11.2f}s{cpu:>11.2f}s")
+        python = sys.version.split()[0]
+        print(f"{args.repeat} runs each, bytecode {args.bytecode}, {os.cpu_count()} CPUs, Python {python}")
+        for engine_kind in args.engines.split(","):
+            with demo_store(engine_kind, Path(tmp)) as url:
+                first = disputes(get_engine(url), PROJECT).iloc[0]  # a disputed pair to adjudicate
+                dispose_engines()
+                print(f"\n{engine_kind}\n{'command':<32}{'wall median':>12}{'CPU median':>12}")
+                for name, argv in commands(url, first.query_id, first.fragment_id).items():
+                    if args.bytecode == "cached":
+                        timed(argv, env)  # warm-up: writes the .pyc files
+                    runs = [timed(argv, env) for _ in range(args.repeat)]
+                    wall = statistics.median(w for w, _ in runs)
+                    cpu = statistics.median(c for _, c in runs)
+                    print(f"{name:<32}{wall:>11.2f}s{cpu:>11.2f}s")
     return 0
 
 
