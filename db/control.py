@@ -20,7 +20,6 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
 from db.accounts.permissions import Actor, require_lead
-from db.evaluations import load_release
 from db.projects import project_row, project_scale
 from db.qualification import round_pair_ids
 from db.store.engine import session_scope
@@ -113,6 +112,8 @@ def _project(session: Session, project: str) -> tuple[Project, int]:
 def controls_from_release(engine: Engine, project: str, version: int | str, rate: str, *, actor: Actor) -> ServeReport:
     """Make every adjudicated pair of release `version` a control pair (its released grade settled, the
     adjudication's reason kept), set the project's rate, and serve them. Leads only."""
+    from db.evaluations import load_release  # the evaluation modules here only: control_frames needs none
+
     with session_scope(engine, write=True) as session:
         user_id = require_lead(session, actor)
         every = parse_rate(rate)
