@@ -26,6 +26,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -115,6 +116,46 @@ def implied(name: str, judge: np.ndarray, data: dict, swapped: tuple[str, str] |
     return out
 
 
+@dataclass
+class JudgeSet:
+    """The written set: people's qrels, each judge's qrels and its grades, the runs, people's ranking (run names
+    best first), the runs the swap judge trades, each run's mean on every query under people's grades, and the
+    generated arrays."""
+
+    human: Path
+    judges: dict[str, Path]
+    grades: dict[str, np.ndarray]
+    runs: list[Path]
+    order: list[str]
+    swapped: tuple[str, str]
+    truth: dict[str, float]
+    data: dict
+
+
+def write_set(folder: Path, queries: int, human_queries: int, seed: int) -> JudgeSet:
+    """Generate the set and write it into `folder`."""
+    data = generate(queries, human_queries, seed)
+    human = folder / "human.qrels"
+    human.write_text(qrels_lines(data["grade"], data["people"]))
+    runs = []
+    for i in range(RUNS):
+        runs.append(folder / f"r{i:02d}.run")
+        runs[-1].write_text(run_lines(i, queries))
+    people = means(human, runs)
+    order = [r.removesuffix(".run") for r in sorted(people, key=lambda r: -people[r])]
+    (folder / "truth.qrels").write_text(qrels_lines(data["grade"], np.arange(queries)))
+    truth = means(folder / "truth.qrels", runs)
+    a, b = (int(order[r - 1][1:]) for r in SWAP_RANKS)
+    swap = data["grade"].copy()
+    swap[:, [a, b]] = swap[:, [b, a]]
+    grades = {"lenient": data["lenient"], "swap": swap, "fooled": data["fooled"]}
+    judges = {}
+    for name, g in grades.items():
+        judges[name] = folder / f"{name}.qrels"
+        judges[name].write_text(qrels_lines(g, np.arange(queries)))
+    return JudgeSet(human, judges, grades, runs, order, (f"r{a:02d}", f"r{b:02d}"), truth, data)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--queries", type=int, default=60)
@@ -122,35 +163,19 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dir", type=Path, help="keep the files here (default: a temporary folder)")
     args = ap.parse_args()
-    data = generate(args.queries, args.human_queries, args.seed)
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.dir or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "human.qrels").write_text(qrels_lines(data["grade"], data["people"]))
-        runs = []
-        for i in range(RUNS):
-            runs.append(folder / f"r{i:02d}.run")
-            runs[-1].write_text(run_lines(i, args.queries))
-        people = means(folder / "human.qrels", runs)
-        order = [r.removesuffix(".run") for r in sorted(people, key=lambda r: -people[r])]
-        (folder / "truth.qrels").write_text(qrels_lines(data["grade"], np.arange(args.queries)))
-        truth = means(folder / "truth.qrels", runs)
-        a, b = (int(order[r - 1][1:]) for r in SWAP_RANKS)
-        swap = data["grade"].copy()
-        swap[:, [a, b]] = swap[:, [b, a]]
-        judges = {"lenient": data["lenient"], "swap": swap, "fooled": data["fooled"]}
+        js = write_set(folder, args.queries, args.human_queries, args.seed)
         print(f"{RUNS} runs × {args.queries} queries, people on {args.human_queries}; seed {args.seed}")
-        print(f"people's ranking (ndcg@10 on their queries): {' '.join(order)}\n")
-        for name, grades in judges.items():
-            path = folder / f"{name}.qrels"
-            path.write_text(qrels_lines(grades, np.arange(args.queries)))
+        print(f"people's ranking (ndcg@10 on their queries): {' '.join(js.order)}\n")
+        for name, path in js.judges.items():
             print(f"=== judge: {name}")
-            pair = (order[SWAP_RANKS[0] - 1], order[SWAP_RANKS[1] - 1])
-            print("\n".join(implied(name, grades, data, pair if name == "swap" else None)))
-            cmd = [sys.executable, "-m", "annotator", "judge-trust", str(folder / "human.qrels"), str(path)]
+            print("\n".join(implied(name, js.grades[name], js.data, js.swapped if name == "swap" else None)))
+            cmd = [sys.executable, "-m", "annotator", "judge-trust", str(js.human), str(path)]
             table, report = (
                 subprocess.run(
-                    [*cmd, *map(str, runs), "--target-width", "0.1", "--format", form],
+                    [*cmd, *map(str, js.runs), "--target-width", "0.1", "--format", form],
                     capture_output=True,
                     text=True,
                     check=True,
@@ -159,7 +184,7 @@ def main() -> None:
                 ).stdout
                 for form in ("table", "json")
             )
-            print(coverage(json.loads(report), truth, args.queries))
+            print(coverage(json.loads(report), js.truth, args.queries))
             print(table.replace(str(folder) + "/", ""))
 
 
