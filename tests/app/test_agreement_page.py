@@ -4,6 +4,8 @@ user-supplied string (annotator names, query ids, the verdict's reasons) outside
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import krippendorff
@@ -12,6 +14,8 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 from streamlit.testing.v1 import AppTest
 
+from annotator.app.components.agreement import APP_BOOTSTRAP
+from annotator.cli import main
 from tests.conftest import ROOT
 from tests.helpers import write_jsonl
 
@@ -262,3 +266,34 @@ def test_headline_at_ten_pairs_gives_numbers_and_flags() -> None:
     [flag] = agreement.agreement_flags(measured, 0.6)
     assert flag.banner.startswith(f"All judgments: ordinal α {alpha:.2f} < 0.6")
     assert agreement.agreement_flags(agreement.ProjectAgreement(three, [], {}), 0.6) == []
+
+
+def test_headline_cis_are_the_clis_with_the_pages_replicates(tmp_path, monkeypatch, capsys) -> None:
+    """The page says how many bootstrap replicates its CIs take, and `qrelkit agreement --bootstrap N` on the
+    same judgments prints the same intervals (the CLI's default is 1,000, so without it the two differ)."""
+    annotators, scale, labels = CASES[0].values
+    at, rows = page_for(tmp_path, monkeypatch, annotators, scale, labels)
+    assert not at.exception
+    scope = next(c.value for c in at.caption if c.value.startswith("Scope: "))
+    assert f"CIs: {APP_BOOTSTRAP} replicates resampling queries" in scope
+    path = write_jsonl(tmp_path / "file.jsonl", rows)
+    assert (
+        main(
+            [
+                "agreement",
+                str(path),
+                "--scale",
+                f"{scale[0]}-{scale[1]}",
+                "--bootstrap",
+                str(APP_BOOTSTRAP),
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
+    printed = json.loads(capsys.readouterr().out)
+    shown = [tuple(map(float, re.findall(r"95% CI (-?[\d.]+) – (-?[\d.]+)", c.value)[0])) for c in at.caption[:3]]
+    pair = printed["kappa"][0]
+    expected = [pair["quadratic"]["ci"], pair["unweighted"]["ci"], printed["alpha"]["ordinal"]["ci"]]
+    assert shown == [(round(lo, 2), round(hi, 2)) for lo, hi in expected]

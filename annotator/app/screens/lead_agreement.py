@@ -32,7 +32,9 @@ def headline_section(project: ProjectInfo, measured: ProjectAgreement, scope: st
     st.caption(
         f"Scope: {scope}. {report.n_units} pairs graded by {report.n_annotators} annotators "
         f"({report.n_pairable_units} pairs with at least two grades) on the {low}–{high} scale. "
-        f"CIs resample queries. Threshold {threshold:g}. Krippendorff's bands: α ≥ 0.800 reliable, "
+        f"CIs: {agreement.APP_BOOTSTRAP} replicates resampling queries (qrelkit agreement --bootstrap "
+        f"{agreement.APP_BOOTSTRAP} on the same judgments gives these CIs; its default is 1,000). Threshold "
+        f"{threshold:g}. Krippendorff's bands: α ≥ 0.800 reliable, "
         "0.667–0.800 tentative."
     )
     pooled = agreement.pooled_line(measured)
