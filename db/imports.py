@@ -49,7 +49,7 @@ from eval_core.io.judgments import (
     read_judgments_file,
     read_qrels_judgments,
 )
-from eval_core.io.records import iter_lines
+from eval_core.io.records import MAX_NOTE_CHARS, iter_lines, tighter_limits
 from eval_core.io.trec_text import SWAPPED_ADVICE
 from eval_core.io.writers import ranked
 from eval_core.progress import bar as progress_bar
@@ -63,6 +63,12 @@ QRELS_AS_RUN = (
     "whose grades they are)"
 )
 MAX_TEXT_CHARS = 1_000_000
+# The longest line a run or a judgments file may have in the store: a run line holds two ids of at most
+# MAX_ID_CHARS characters (4 bytes each at most in UTF-8) and a rank, a score and a tag; a judgments line also
+# a note and a reason (records.MAX_NOTE_CHARS each, escaped in JSON). A longer line is refused at its number as
+# it is read, so a file of huge ids is not held whole before its first line is found wrong.
+RUN_LINE_BYTES = 8 * 1024
+JUDGMENTS_LINE_BYTES = 256 * 1024
 CHUNK = 20_000
 # The Core tables the bulk writers insert into and update
 QUERIES, FRAGMENTS, PAIRS = table_of(Query), table_of(Fragment), table_of(Pair)
@@ -361,7 +367,10 @@ def _parse_run(path: str | Path, queries: dict[str, int], show: bool) -> pd.Data
     the project: every line naming a query the project lacks, or a document id longer than the store keeps,
     is a problem (found by one more pass over the file, only when there are any)."""
     try:
-        cols = load_run(path)
+        with tighter_limits(
+            line_bytes=RUN_LINE_BYTES, line_note=f"a run line holds ids of at most {MAX_ID_CHARS} characters"
+        ):
+            cols = load_run(path)
     except InputError as exc:
         if not exc.problem.endswith(SWAPPED_ADVICE):
             raise
@@ -582,7 +591,9 @@ def _parse_judgments(
     active lead. The fourth item says which guideline version the judgments without one were given; the last,
     the fragment ids the project lacks with the line that first names each (to be created without a text;
     with `source.require_texts`, each such line is a problem instead)."""
-    read = _read_judgments(path, proj, show, source)
+    note = f"a judgment's line holds a note and a reason of at most {MAX_NOTE_CHARS:,} characters each"
+    with tighter_limits(line_bytes=JUDGMENTS_LINE_BYTES, line_note=note):
+        read = _read_judgments(path, proj, show, source)
     problems = _Problems(path, "judgments")
     problems.items, problems.total = list(read.problems), read.total_problems
     frame, decided = read.judgments, read.adjudications

@@ -24,6 +24,7 @@ from db import projects
 from db.accounts.users import UserInfo
 from db.imports import QRELS_AS_RUN
 from db.projects import ProjectInfo
+from eval_core.io.records import tighter_limits
 from eval_core.io.trec_text import SWAPPED_ADVICE
 from eval_core.vocab import Role
 
@@ -93,10 +94,25 @@ def as_dict(report: Any) -> dict[str, Any]:
     return asdict(report) if is_dataclass(report) and not isinstance(report, type) else dict(report)
 
 
+# What an uploaded file may hold once decompressed (a browser is not an operator at a shell): raised with
+# QRELKIT_MAX_UPLOAD_BYTES and QRELKIT_MAX_UPLOAD_LINES; the CLI's limits are QRELKIT_MAX_READ_* (docs/security.md).
+MAX_UPLOAD_BYTES = 1024**3
+MAX_UPLOAD_LINES = 20_000_000
+
+
 @contextmanager
 def saved_upload(upload: UploadedFile) -> Iterator[Path]:
-    """An uploaded file written to a temporary path that keeps its name (the readers go by extension)."""
-    with tempfile.TemporaryDirectory(prefix="qrelkit-upload-") as tmp:
+    """An uploaded file written to a temporary path that keeps its name (the readers go by extension); inside,
+    every reader holds it to the upload limits."""
+    with (
+        tempfile.TemporaryDirectory(prefix="qrelkit-upload-") as tmp,
+        tighter_limits(
+            bytes_var="QRELKIT_MAX_UPLOAD_BYTES",
+            default_bytes=MAX_UPLOAD_BYTES,
+            lines_var="QRELKIT_MAX_UPLOAD_LINES",
+            default_lines=MAX_UPLOAD_LINES,
+        ),
+    ):
         path = Path(tmp) / Path(upload.name).name
         path.write_bytes(upload.getvalue())
         yield path

@@ -18,6 +18,9 @@ import sys
 import unicodedata
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -63,37 +66,111 @@ def require_file(path: str | Path) -> None:
         raise InputError(str(path), None, "no such file")
 
 
-def read_limits() -> tuple[int, int]:
-    """The decompressed bytes and lines one file may hold: MAX_READ_BYTES and MAX_READ_LINES, or what the
-    environment's QRELKIT_MAX_READ_BYTES and QRELKIT_MAX_READ_LINES say (whole numbers)."""
-    out = []
-    for name, default in (("QRELKIT_MAX_READ_BYTES", MAX_READ_BYTES), ("QRELKIT_MAX_READ_LINES", MAX_READ_LINES)):
-        raw = os.environ.get(name, "").strip().replace("_", "")
-        if not raw:
-            out.append(default)
-            continue
-        if not raw.isdigit() or int(raw) < 1:
-            raise ValueError(f"{name} must be a whole number above 0, got {raw!r}")
-        out.append(int(raw))
-    return out[0], out[1]
+@dataclass(frozen=True)
+class ReadLimits:
+    """What one file may hold once decompressed: bytes, lines and the longest line, with the environment
+    variables that raise the first two (named in the refusal) and why a line is bounded (said with it)."""
+
+    bytes: int
+    lines: int
+    line_bytes: int
+    bytes_var: str = "QRELKIT_MAX_READ_BYTES"
+    lines_var: str = "QRELKIT_MAX_READ_LINES"
+    line_note: str = ""
 
 
-def over_limit(label: str, lines: int, size: int, limits: tuple[int, int]) -> InputError | None:
+_TIGHTER: ContextVar[ReadLimits | None] = ContextVar("qrelkit_read_limits", default=None)
+
+
+def _env_number(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip().replace("_", "")
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{name} must be a whole number above 0, got {raw!r}")
+    return int(raw)
+
+
+def read_limits() -> ReadLimits:
+    """The limits every reader applies: MAX_READ_BYTES and MAX_READ_LINES, or what the environment's
+    QRELKIT_MAX_READ_BYTES and QRELKIT_MAX_READ_LINES say (whole numbers), or tighter ones inside
+    `tighter_limits`."""
+    tighter = _TIGHTER.get()
+    if tighter is not None:
+        return tighter
+    return ReadLimits(
+        _env_number("QRELKIT_MAX_READ_BYTES", MAX_READ_BYTES),
+        _env_number("QRELKIT_MAX_READ_LINES", MAX_READ_LINES),
+        MAX_LINE_BYTES,
+    )
+
+
+@contextmanager
+def tighter_limits(
+    *,
+    bytes_var: str | None = None,
+    default_bytes: int | None = None,
+    lines_var: str | None = None,
+    default_lines: int | None = None,
+    line_bytes: int | None = None,
+    line_note: str = "",
+) -> Iterator[ReadLimits]:
+    """Within: every reader's limits are at most these — bytes and lines from the variables named (their defaults
+    when unset), lines no longer than `line_bytes` — and a refusal names the variable that raises the limit met
+    (an app upload is bounded tighter than an operator's file; a run line longer than two ids is no run line)."""
+    limits = read_limits()
+    if bytes_var is not None and default_bytes is not None:
+        wanted = _env_number(bytes_var, default_bytes)
+        if wanted < limits.bytes:
+            limits = replace(limits, bytes=wanted, bytes_var=bytes_var)
+    if lines_var is not None and default_lines is not None:
+        wanted = _env_number(lines_var, default_lines)
+        if wanted < limits.lines:
+            limits = replace(limits, lines=wanted, lines_var=lines_var)
+    if line_bytes is not None and line_bytes < limits.line_bytes:
+        limits = replace(limits, line_bytes=line_bytes, line_note=line_note)
+    token = _TIGHTER.set(limits)
+    try:
+        yield limits
+    finally:
+        _TIGHTER.reset(token)
+
+
+def over_limit(label: str, lines: int, size: int, limits: ReadLimits) -> InputError | None:
     """The refusal of a file past its limits (`read_limits`) after `lines` lines and `size` bytes, or None."""
-    if size > limits[0]:
+    if size > limits.bytes:
         return InputError(
             label,
             lines or None,
-            f"holds more than {limits[0]:,} bytes (decompressed); a file this big is refused unless "
-            f"QRELKIT_MAX_READ_BYTES allows it",
+            f"holds more than {limits.bytes:,} bytes (decompressed); a file this big is refused unless "
+            f"{limits.bytes_var} allows it",
         )
-    if lines > limits[1]:
+    if lines > limits.lines:
         return InputError(
             label,
-            limits[1] + 1,
-            f"holds more than {limits[1]:,} lines; a file this long is refused unless QRELKIT_MAX_READ_LINES allows it",
+            limits.lines + 1,
+            f"holds more than {limits.lines:,} lines; a file this long is refused unless {limits.lines_var} allows it",
         )
     return None
+
+
+def too_long(label: str, lineno: int, limits: ReadLimits) -> InputError:
+    """The refusal of a line longer than the limits allow."""
+    note = f" ({limits.line_note})" if limits.line_note else ""
+    return InputError(label, lineno, f"line longer than {limits.line_bytes:,} bytes{note}")
+
+
+def _first_long_line(block: bytes, limit: int) -> int | None:
+    """The index (0-based, in `block`) of the first line longer than `limit` bytes, or None; one look at the
+    newlines' positions (NumPy, only where a tighter bound than MAX_LINE_BYTES applies)."""
+    import numpy as np
+
+    ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
+    starts = np.concatenate(([0], ends + 1))
+    lengths = np.concatenate((ends, [len(block)])) - starts
+    over = np.flatnonzero(lengths > limit)  # without its newline; a CR before it is not the line's either
+    first = next((int(i) for i in over if len(block[starts[i] : starts[i] + lengths[i]].rstrip(b"\r")) > limit), None)
+    return first
 
 
 def read_error(label: str, lineno: int | None, exc: BaseException) -> InputError:
@@ -133,12 +210,16 @@ def iter_blocks(
             size += len(chunk)
             data = carry + chunk if carry else chunk
             end = data.rfind(b"\n") + 1 if chunk else len(data)
-            if chunk and end == 0 and len(data) > MAX_LINE_BYTES:
-                raise InputError(label, lines_before(size - len(data)) + 1, f"line longer than {MAX_LINE_BYTES} bytes")
+            if chunk and end == 0 and len(data) > limits.line_bytes:
+                raise too_long(label, lines_before(size - len(data)) + 1, limits)
             block, carry = (data, b"") if end == len(data) else (data[:end], data[end:])
-            if not counting and size > min(limits):
+            if not counting and size > min(limits.bytes, limits.lines):
                 lines, counting = lines_before(size - len(data)), True
             first = lines + 1 if counting else 0
+            if limits.line_bytes < MAX_LINE_BYTES and block:
+                index = _first_long_line(block, limits.line_bytes)
+                if index is not None:
+                    raise too_long(label, (first if counting else lines_before(size - len(data)) + 1) + index, limits)
             if counting:
                 lines += block.count(b"\n") + (1 if not chunk and block and not block.endswith(b"\n") else 0)
             problem = over_limit(label, lines, size, limits)
@@ -189,7 +270,7 @@ def iter_lines(path: str | Path, blank: bool = True) -> Iterator[tuple[int, str]
     with open_binary(path) as fh:
         while True:
             try:
-                raw = fh.readline(MAX_LINE_BYTES + 1)
+                raw = fh.readline(limits.line_bytes + 2)  # room for CR LF
             except (OSError, EOFError, zlib.error) as exc:
                 raise read_error(label, lineno + 1, exc) from None
             if not raw:
@@ -199,8 +280,8 @@ def iter_lines(path: str | Path, blank: bool = True) -> Iterator[tuple[int, str]
             problem = over_limit(label, lineno, size, limits)
             if problem is not None:
                 raise problem
-            if len(raw) > MAX_LINE_BYTES:
-                raise InputError(label, lineno, f"line longer than {MAX_LINE_BYTES} bytes")
+            if len(raw.rstrip(b"\r\n")) > limits.line_bytes:
+                raise too_long(label, lineno, limits)
             yield lineno, _line_text(label, lineno, raw).rstrip("\r\n")
 
 

@@ -89,3 +89,19 @@ def test_a_qrels_file_uploaded_as_a_run_to_evaluate_is_told_where_grades_go(stor
         "2019qrels-pass.txt:1: expected 6 fields (qid Q0 docid rank score tag), found 4; this looks like TREC qrels "
         "(qid iter docid grade), not a run: upload a run here; grades are imported on the Project page, as judgments"
     )
+
+
+def test_an_upload_is_held_to_the_upload_limits_which_the_refusal_names(store, monkeypatch):
+    """A browser's file is read under QRELKIT_MAX_UPLOAD_BYTES (a gigabyte unless set), tighter than the CLI's."""
+    monkeypatch.setenv("QRELKIT_MAX_UPLOAD_BYTES", "64")
+    at = page_test(store, "lead_project.py")
+    at.radio[0].set_value("run").run()
+    run = b"".join(f"q000 Q0 d{i} {i} {1.0 / i:.3f} bm25\n".encode() for i in range(1, 9))  # 8 lines, > 64 bytes
+    at.file_uploader[0].set_value(("bm25.run", run, "text/plain")).run()
+    next(b for b in at.button if b.label == "Import").click().run()
+    assert not at.exception
+    assert at.error and "holds more than 64 bytes (decompressed)" in shown(at.error[0].value)
+    assert "QRELKIT_MAX_UPLOAD_BYTES" in shown(at.error[0].value)
+    monkeypatch.delenv("QRELKIT_MAX_UPLOAD_BYTES")
+    next(b for b in at.button if b.label == "Import").click().run()
+    assert not at.exception and not at.error  # under the default gigabyte, the same file goes in

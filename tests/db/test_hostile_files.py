@@ -120,8 +120,29 @@ def test_notes_and_reasons_over_the_bound_are_refused(engine, queue, tmp_path):
         json.dumps({"query_id": "q1", "fragment_id": "f2", "annotator": "ann2", "grade": 1, "note": "x" * 2_000_000})
         + "\n",
     )
-    with pytest.raises(InputError, match=rf"j\.jsonl:1: .*note has 2000000 characters; at most {MAX_NOTE_CHARS}"):
-        import_judgments(engine, "demo", big, actor=OPERATOR)
+    with pytest.raises(InputError, match=r"j\.jsonl:1: line longer than 262,144 bytes \(a judgment's line holds a "):
+        import_judgments(engine, "demo", big, actor=OPERATOR)  # refused as read: the line is longer than any note
+    bigger = write(
+        tmp_path / "k.jsonl",
+        json.dumps({"query_id": "q1", "fragment_id": "f2", "annotator": "ann2", "grade": 1, "note": "x" * 20_000})
+        + "\n",
+    )
+    with pytest.raises(InputError, match=rf"k\.jsonl:1: .*note has 20000 characters; at most {MAX_NOTE_CHARS}"):
+        import_judgments(engine, "demo", bigger, actor=OPERATOR)
+
+
+def test_a_run_line_longer_than_two_ids_is_refused_as_it_is_read(engine, queue, tmp_path):
+    """A docid of 20,000 characters on line 2: refused there, by the store's line bound, before the rest is read
+    (the id check after reading named it too, but only once the whole file was held)."""
+    huge = write(tmp_path / "huge.run", "q1 Q0 f1 1 2.0 t\nq1 Q0 " + "A" * 20_000 + " 2 1.0 t\nq1 Q0 f2 3 0.5 t\n")
+    with pytest.raises(
+        InputError,
+        match=r"huge\.run:2: line longer than 8,192 bytes \(a run line holds ids of at most 500 characters\)",
+    ):
+        import_run(engine, "demo", huge, name="huge", actor=OPERATOR)
+    fine = write(tmp_path / "fine.run", "q1 Q0 f1 1 2.0 t\nq1 Q0 " + "B" * 501 + " 2 1.0 t\n")
+    with pytest.raises(InputError, match=r"fine\.run:2: document id is 501 characters; at most 500"):
+        import_run(engine, "demo", fine, name="fine", actor=OPERATOR)  # under the line bound: the id check names it
 
 
 @pytest.mark.parametrize("target", ["a directory", "a missing folder", "/proc/self/mem", "a 300-character name"])

@@ -126,6 +126,11 @@ BOMB = textwrap.dedent(
         if kind == "run":
             from eval_core.io.formats import load_run
             load_run(path)
+        elif kind == "store-run":  # the bound the store's run import sets (db.imports.RUN_LINE_BYTES)
+            from eval_core.io.formats import load_run
+            from eval_core.io.records import tighter_limits
+            with tighter_limits(line_bytes=8192, line_note="a run line holds ids of at most 500 characters"):
+                load_run(path)
         elif kind == "evaluate":
             from eval_core import evaluate
             evaluate(sys.argv[3], path)
@@ -341,3 +346,47 @@ def test_a_line_too_long_is_named_by_its_number_without_line_numbers(tmp_path, m
     path.write_bytes(b"q1 Q0 d1 1 1 t\nq1 Q0 d2 2 1 t\n" + b"x" * 200 + b"\n")
     with pytest.raises(InputError, match=r"r\.run:3: line longer than 50 bytes"):
         list(records.iter_blocks(path, block_bytes=40, numbered=False))
+
+
+@pytest.mark.slow
+def test_a_gzip_of_huge_ids_is_refused_at_line_1_under_the_stores_line_bound(tmp_path):
+    """2 GB of run lines whose docid is 20,000 characters (a 2 MB gzip): held whole before the store's id check
+    named them, it took 6.7 GB; under the store's line bound the first line is refused as it is read."""
+    line = b"q1 Q0 " + b"A" * 20_000 + b" 1 1.5 bomb\n"
+    bomb = _gzip_of(tmp_path / "ids.run.gz", line * 100, 1000)
+    got = _bomb("store-run", bomb)
+    assert got["error"] is not None, got
+    assert got["error"].endswith(":1: line longer than 8,192 bytes (a run line holds ids of at most 500 characters)"), (
+        got
+    )
+    assert got["seconds"] < 20, got
+    assert got["peak_mib"] < 400, got
+
+
+def test_tighter_limits_name_their_own_variables_and_never_loosen(tmp_path, monkeypatch):
+    from eval_core.io.records import tighter_limits
+
+    path = _write(tmp_path / "r.run", RUN * 10)  # 30 lines, 510 bytes
+    with tighter_limits(bytes_var="QRELKIT_MAX_UPLOAD_BYTES", default_bytes=100), pytest.raises(InputError) as exc:
+        load_run(path)
+    assert "holds more than 100 bytes (decompressed)" in str(exc.value) and "QRELKIT_MAX_UPLOAD_BYTES" in str(exc.value)
+    monkeypatch.setenv("QRELKIT_MAX_UPLOAD_LINES", "20")
+    with tighter_limits(lines_var="QRELKIT_MAX_UPLOAD_LINES", default_lines=10**6), pytest.raises(InputError) as exc:
+        load_run(path)
+    assert ":21: holds more than 20 lines" in str(exc.value) and "QRELKIT_MAX_UPLOAD_LINES" in str(exc.value)
+    monkeypatch.setenv("QRELKIT_MAX_READ_BYTES", "50")  # an upload's limit never exceeds the operator's
+    with tighter_limits(bytes_var="QRELKIT_MAX_UPLOAD_BYTES", default_bytes=10**9) as limits:
+        assert limits.bytes == 50 and limits.bytes_var == "QRELKIT_MAX_READ_BYTES"
+    monkeypatch.delenv("QRELKIT_MAX_READ_BYTES")
+    assert read_limits().bytes > 10**9  # and the bound ends with its block
+    long = _write(tmp_path / "long.run", "q1 Q0 d1 1 1 t\nq1 Q0 " + "d" * 60 + " 2 1 t\n")
+    for numbered in (True, False):  # the block reader, counting lines or not, names line 2
+        with tighter_limits(line_bytes=40), pytest.raises(InputError, match=r"long\.run:2: line longer than 40 bytes"):
+            from eval_core.io.records import iter_blocks
+
+            list(iter_blocks(long, numbered=numbered))
+    with tighter_limits(line_bytes=40), pytest.raises(InputError, match=r"long\.run:2: line longer than 40 bytes"):
+        list(iter_lines(long))
+    crlf = _write(tmp_path / "crlf.run", "".join(f"q1 Q0 d{i} {i} 1 t\r\n" for i in (1, 2, 3)))  # 14 bytes + CR LF
+    with tighter_limits(line_bytes=14):
+        assert len(list(iter_lines(crlf))) == 3 and len(load_run(crlf).qcode) == 3
