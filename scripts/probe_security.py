@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
+import importlib.util
 import json
 import resource
 import sys
@@ -643,11 +644,25 @@ def probe_outage(url: str, pg: str) -> None:
     setup.dispose()
 
 
-def main() -> int:
+def missing_extras() -> list[str]:
+    """The test extras the HTTP probe drives the app with (pytest's browser helpers, Playwright), if absent: the
+    virtualenv `make demo` makes has neither."""
+    return [name for name in ("pytest", "playwright") if importlib.util.find_spec(name) is None]
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pg", default=PG_DEFAULT, help=f"PostgreSQL URL (default {PG_DEFAULT})")
     parser.add_argument("--no-pg", action="store_true", help="SQLite only")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    missing = missing_extras()
+    if missing:
+        print(
+            f"probe_security: {' and '.join(missing)} not installed: the probe needs the test extras "
+            "(`make install-test`, then `.venv/bin/python scripts/probe_security.py`)",
+            file=sys.stderr,
+        )
+        return 2
     pg = None if args.no_pg else args.pg
     probe_judge()
     with tempfile.TemporaryDirectory() as folder:
