@@ -207,16 +207,33 @@ def _trec_decisions(path: str | Path) -> Iterator[tuple[int, dict]]:
         )
 
 
+# The columns of `qrelkit disputes`' list (spread, grades, decided) that no release or judgments line has: such a
+# file, with a grade column added, is decisions for the pairs whose grade is filled in.
+DISPUTE_COLUMNS = frozenset({"spread", "decided"})
+DISPUTES_WITHOUT_GRADE = (
+    "this is the list `qrelkit disputes` prints, with no grade column: add a column `grade` (and `reason`) and "
+    "fill in the grade of each pair you decide"
+)
+
+
 def read_adjudications(path: str | Path, scale: tuple[int, int] = (0, 3), lines: bool = False) -> pd.DataFrame:
     """Lead decisions: flat records (query_id, fragment_id, grade, optional reason and by), the
-    `adjudication` of a release's lines, or TREC qrels lines with the reason after the grade; one integer grade
-    on the scale per pair, else path:line. `lines` adds each decision's line number (column `line`)."""
+    `adjudication` of a release's lines, `qrelkit disputes`' list with a grade filled in where decided, or TREC
+    qrels lines with the reason after the grade; one integer grade on the scale per pair, else path:line.
+    `lines` adds each decision's line number (column `line`)."""
     adjudications, problems = [], Problems(path)
     seen: dict[tuple[str, str], int] = {}
     # no decisions is a state, not an error: what `export --adjudications` writes before the first one
     records = iter_records(path, allow_empty=True) if format_by_name(path) is not None else _trec_decisions(path)
     for lineno, rec in records:
-        if ("grades" in rec or "annotator" in rec) and _field(rec, "adjudication", path) in (None, ""):
+        if DISPUTE_COLUMNS & rec.keys():  # `qrelkit disputes`' list with a grade (and a reason) filled in
+            if "grade" not in rec:
+                problems.add(lineno, DISPUTES_WITHOUT_GRADE)
+                break
+            if _field(rec, "grade", path) in (None, ""):
+                continue  # a pair not decided yet
+            rec = {k: v for k, v in rec.items() if k != "grades"}  # people's grades, as the list shows them
+        elif ("grades" in rec or "annotator" in rec) and _field(rec, "adjudication", path) in (None, ""):
             continue
         try:
             if "grades" in rec or "annotator" in rec:

@@ -137,3 +137,28 @@ def test_qrels_naming_fragments_without_text_are_refused_in_one_line_with_the_wa
         "their texts first with `qrelkit import fragments FILE` (or the Project page's Import tab; `--field` maps "
         "other field names), or leave out --require-texts to keep them as fragments waiting for their text"
     ]
+
+
+def test_the_disputes_list_with_grades_filled_in_is_a_file_of_decisions(engine, store_url, queue, tmp_path, capsys):
+    """A lead saves `qrelkit disputes`' list, adds a grade and a reason column and fills in the pairs decided: those
+    are recorded, the blank ones wait; the list without a grade column is refused, not read as no decision."""
+    for pair, a, b in ((("q1", "f1"), 3, 1), (("q1", "f2"), 0, 2)):
+        record_judgment(engine, queue[pair], "ann1", a)
+        record_judgment(engine, queue[pair], "ann2", b)
+    assert main(["disputes", "--project", "demo", "--db", store_url]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0] == "query_id\tfragment_id\tspread\tgrades\tdecided" and len(listed) == 3
+    bare = tmp_path / "disputes.tsv"
+    bare.write_text("\n".join(listed) + "\n")
+    argv = ["import", "adjudications", str(bare), "--project", "demo", "--lead", "boss", "--db", store_url]
+    assert main(argv) == 2
+    assert "disputes.tsv:2: this is the list `qrelkit disputes` prints, with no grade column" in capsys.readouterr().err
+    filled = [listed[0] + "\tgrade\treason"]
+    filled += [line + ("\t2\tboth readings hold" if line.startswith("q1\tf1\t") else "\t\t") for line in listed[1:]]
+    bare.write_text("\n".join(filled) + "\n")
+    assert main([*argv, "--report-format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["recorded"] == 1
+    decided = adjudications_frame(engine, "demo")
+    assert decided[["query_id", "fragment_id", "grade", "reason"]].values.tolist() == [
+        ["q1", "f1", 2, "both readings hold"]
+    ]
