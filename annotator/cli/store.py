@@ -263,7 +263,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "is checked, then written all or nothing. A run, judgments or qrels may name fragments whose texts were "
         "never imported: each becomes a fragment waiting for its text (the report counts them and names the "
         "first with their lines), evaluated and released but never served to an annotator or sent to a model "
-        "judge; `import fragments` later fills the texts in.",
+        "judge; `import fragments` later fills the texts in. Adjudications: TREC qrels lines with a reason after "
+        "the grade, JSONL/CSV/TSV records (query_id, fragment_id, grade, reason), or the list `qrelkit disputes` "
+        "prints with a grade and a reason column added and filled in where decided.",
     )
     p.add_argument(
         "kind",
