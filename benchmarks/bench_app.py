@@ -5,13 +5,15 @@ open beside the fragment: key press → next fragment and its neighbours visible
 
     python3 benchmarks/bench_app.py [--judgments 1000000] [--presses 60] [--logins 5] [--context]
     python3 benchmarks/bench_app.py --annotators 8 [--judgments 100000] [--presses 40] [--backend sqlite|postgresql]
+        [--replicas 2] [--think SECONDS]
 
 Drives Debian's Chromium through Playwright against `qrelkit serve` on a temporary database filled by the store
 benchmark's loader (100 annotators, 2 per pair, all judged but the last 100 pairs of every queue).
 Targets: one annotator, key press → next fragment p95 < 400 ms and first page after login < 2 s; 8 annotators at
-once (each in its own browser process, pressing back to back with no think time), key press → next fragment
-p95 < 600 ms on 2 cores, and the store holds exactly one judgment (and one history row) per press, with the
-grade that was pressed.
+once (each in its own browser process, pressing back to back with no think time unless `--think` gives the mean
+seconds an annotator reads before the next press, each wait drawn between half and one and a half of it), key
+press → next fragment p95 < 600 ms on 2 cores, and the store holds exactly one judgment (and one history row)
+per press, with the grade that was pressed.
 """
 
 from __future__ import annotations
@@ -163,12 +165,19 @@ def log_in(page, base_url: str, user: str) -> None:
     wait_idle(page)
 
 
-def press_keys(page, presses: int, context: bool = False) -> tuple[list[float], dict[str, int]]:
-    """Press grade keys back to back: each press → the next fragment's text on screen (ms; with `context`, the
-    open context panel showing its neighbours too), and which grade each fragment was given (each press saves a
-    judgment)."""
+def press_keys(
+    page, presses: int, context: bool = False, think: float = 0.0, seed: int = 0
+) -> tuple[list[float], dict[str, int]]:
+    """Press grade keys back to back (or `think` seconds apart on average, the time spent reading): each press →
+    the next fragment's text on screen (ms; with `context`, the open context panel showing its neighbours too),
+    and which grade each fragment was given (each press saves a judgment)."""
+    import random
+
     timings, pressed = [], {}
+    reading = random.Random(seed)
     for i in range(presses):
+        if think:
+            time.sleep(reading.uniform(0.5 * think, 1.5 * think))
         before = page.locator(BOX).inner_text()
         context_before = page.locator(CONTEXT_BOX).inner_text() if context else None
         fragment = before.split("fragment ", 1)[1].split()[0]
@@ -210,7 +219,7 @@ def context_timings(browser, base_url: str, presses: int, opens: int = 10) -> tu
     return opened, timings
 
 
-def grader(base_url: str, user: str, presses: int, start, results) -> None:
+def grader(base_url: str, user: str, presses: int, start, results, think: float = 0.0) -> None:
     """One annotator in their own browser process: log in, wait for the others, then press grade keys back to
     back; reports (user, press → next fragment ms, {fragment id: grade pressed})."""
     from playwright.sync_api import sync_playwright
@@ -230,7 +239,7 @@ def grader(base_url: str, user: str, presses: int, start, results) -> None:
         except threading.BrokenBarrierError:
             results.put((user, None, "stopped: another grader could not log in"))
             return
-        timings, pressed = press_keys(page, presses)
+        timings, pressed = press_keys(page, presses, think=think, seed=int(user.removeprefix("ann")))
         browser.close()
     results.put((user, timings, pressed))
 
@@ -270,7 +279,9 @@ def database(backend: str, folder: Path) -> Iterator[str]:
         admin.dispose()
 
 
-def concurrent_run(backend: str, judgments: int, annotators: int, presses: int, replicas: int = 1) -> bool:
+def concurrent_run(
+    backend: str, judgments: int, annotators: int, presses: int, replicas: int = 1, think: float = 0.0
+) -> bool:
     """8 (or `annotators`) browsers grading at once against one server (or `annotators` on each of `replicas`
     servers over one database); prints p50/p95 and the store check."""
     annotators *= replicas
@@ -287,7 +298,7 @@ def concurrent_run(backend: str, judgments: int, annotators: int, presses: int, 
         ctx = multiprocessing.get_context("spawn")
         start, results = ctx.Barrier(annotators), ctx.Queue()
         workers = [
-            ctx.Process(target=grader, args=(servers[i % replicas][1], u, presses, start, results), daemon=True)
+            ctx.Process(target=grader, args=(servers[i % replicas][1], u, presses, start, results, think), daemon=True)
             for i, u in enumerate(users)
         ]
         try:
@@ -311,6 +322,7 @@ def concurrent_run(backend: str, judgments: int, annotators: int, presses: int, 
         engine.dispose()
     timings = [ms for _, per_user, _ in reports for ms in per_user]
     label = f"{annotators} at once" + (f" on {replicas} servers" if replicas > 1 else "")
+    label += f", {think:g} s reading between presses" if think else ", back to back"
     print(summary(f"[{backend}] {label}: key press -> next", timings, 600 if replicas == 1 else 800))
     lost = shown_twice = extra = wrong = 0
     for user, _, pressed in reports:
@@ -354,11 +366,19 @@ def main() -> int:
         help="with --annotators: this many servers over one database, --annotators browsers on each "
         "(PostgreSQL; target p95 800 ms)",
     )
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=0.0,
+        help="with --annotators: mean seconds each annotator reads before pressing (default 0: back to back)",
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the cleanups: stop the server, drop the schema
     if args.annotators:
         ok = [
-            concurrent_run(backend, args.judgments or 100_000, args.annotators, args.presses or 40, args.replicas)
+            concurrent_run(
+                backend, args.judgments or 100_000, args.annotators, args.presses or 40, args.replicas, args.think
+            )
             for backend in args.backend or (("postgresql",) if args.replicas > 1 else ("sqlite", "postgresql"))
         ]
         return 0 if all(ok) else 1
