@@ -160,7 +160,7 @@ def _lead_name(actor: Actor) -> str:
     if not isinstance(actor, str):
         raise Refused(
             "an adjudication records which lead decided, so the CLI operator cannot adjudicate "
-            "anonymously: name an active lead (actor=USERNAME; from the CLI, --user LEAD)"
+            "anonymously: name an active lead (actor=USERNAME; from the CLI, --lead LEAD)"
         )
     return actor
 
@@ -181,7 +181,7 @@ def adjudicate(engine: Engine, pair_id: int, grade: int, reason: str, *, actor: 
     """Record a lead's final grade for a pair (append-only: the latest decision is in force). Only an active
     lead, by name — never the anonymous CLI operator, on purpose: the decision records who made it
     (adjudications.user_id, the `by` of a release's line, which an import requires to be an active lead).
-    The operator names the lead instead (`qrelkit adjudicate … --user LEAD`, as `release --user`)."""
+    The operator names the lead instead (`qrelkit adjudicate … --lead LEAD`, as `release --lead`)."""
     reason = (reason or "").strip()
     if not reason:
         raise ValueError("an adjudication needs a reason")

@@ -1,6 +1,6 @@
 """`qrelkit rejudge`: list the judgments made under an older guideline version, and send pairs of that queue back
 to be graded under the version in force (what the Guidelines page's re-judge form does), as the lead named with
---user (checked in the store).
+--lead (checked in the store).
 """
 
 from __future__ import annotations
@@ -78,14 +78,14 @@ def _chosen(queue, args: argparse.Namespace):
 
 
 def cmd_rejudge(args: argparse.Namespace) -> int:
-    """List the re-judge queue (--list), or send the chosen pairs of it back for re-judging as lead --user."""
+    """List the re-judge queue (--list), or send the chosen pairs of it back for re-judging as lead --lead."""
     from db.adjudication import rejudge_queue, send_for_rejudging
 
     if args.list and (args.to or args.pairs):
         raise ValueError("--list shows the queue; --to and --pairs choose what to send: give one or the other")
     if not args.list and not args.user:
         raise ValueError(
-            "sending pairs back for re-judging needs --user LEAD (the lead who sends them); --list only reads the queue"
+            "sending pairs back for re-judging needs --lead LEAD (the lead who sends them); --list only reads the queue"
         )
     engine = store_engine(args)
     queue = rejudge_queue(engine, args.project)
@@ -151,7 +151,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "annotators who judged it under the older version)",
     )
     p.add_argument(
-        "--user", metavar="LEAD", help="the active lead who sends the pairs back (checked; required unless --list)"
+        "--lead",
+        "--user",
+        dest="user",
+        metavar="LEAD",
+        help="the active lead who sends the pairs back (checked; required unless --list; --user is the older spelling)",
     )
     db_option(p)
     report_option(p)

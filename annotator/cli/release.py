@@ -2,7 +2,7 @@
 shell.
 
 Handlers are named cmd_<command>, import the store inside, and act as the CLI operator (release and adjudicate:
-as the lead named with --user).
+as the lead named with --lead).
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def report_doubt(doubt: dict) -> None:
 
 
 def cmd_adjudicate(args: argparse.Namespace) -> int:
-    """Record a lead's final grade for a pair, in the name of the lead given with --user (checked)."""
+    """Record a lead's final grade for a pair, in the name of the lead given with --lead (checked)."""
     from db.accounts.permissions import OPERATOR
     from db.adjudication import adjudicate_pair
 
@@ -389,7 +389,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "least-abs-error: the grade with the smallest expected absolute error, grades as ordered)",
     )
     p.add_argument("--min-grades", type=int, default=1, help="real grades a pair needs unless adjudicated")
-    p.add_argument("--user", default=None, help="act as this lead, recorded as the release's author (checked)")
+    p.add_argument(
+        "--lead",
+        "--user",
+        dest="user",
+        default=None,
+        metavar="LEAD",
+        help="act as this lead, recorded as the release's author (checked; --user is the older spelling)",
+    )
     p.add_argument(
         "--policy",
         default="humans-only",
@@ -442,11 +449,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--grade", type=int, required=True, help="the final grade, on the project's scale")
     p.add_argument("--reason", required=True, help="why (shown with the decision; required)")
     p.add_argument(
+        "--lead",
         "--user",
+        dest="user",
         default=None,
         metavar="LEAD",
         help="the active lead recorded as the adjudicator (checked): a decision names who made it, so "
-        "the anonymous CLI operator is refused without --user",
+        "the anonymous CLI operator is refused without --lead (--user is the older spelling)",
     )
     report_option(p)
 

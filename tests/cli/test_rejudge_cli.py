@@ -60,7 +60,7 @@ def test_send_one_pair_a_query_or_all_as_a_lead(engine, store_url, queue, capsys
     _setup(engine, queue)
     base = ["rejudge", "--project", "demo", "--db", store_url]
     assert main([*base, "--query", "q1", "--fragment", "f1"]) == 2
-    assert "sending pairs back for re-judging needs --user LEAD" in capsys.readouterr().err
+    assert "sending pairs back for re-judging needs --lead LEAD" in capsys.readouterr().err
     assert main([*base, "--query", "q1", "--fragment", "f1", "--user", "ann1"]) == 2  # not a lead
     assert "qrelkit: error:" in capsys.readouterr().err and not _sent(engine)
 

@@ -63,7 +63,7 @@ def test_the_cli_operator_must_name_the_lead(engine, queue):
     with pytest.raises(
         PermissionError,
         match=r"the CLI operator cannot adjudicate anonymously: name an active lead "
-        r"\(actor=USERNAME; from the CLI, --user LEAD\)",
+        r"\(actor=USERNAME; from the CLI, --lead LEAD\)",
     ):
         adjudicate(engine, queue[("q1", "f1")], 2, "clear answer", actor=OPERATOR)
     assert adjudications_frame(engine, "demo").empty

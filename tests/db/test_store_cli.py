@@ -135,7 +135,7 @@ def test_imports_report_and_reject(engine, project, store_url, tmp_path, capsys)
 
 
 def test_adjudicate_names_its_lead(engine, queue, store_url, capsys):
-    """`qrelkit adjudicate` records the decision in the name of the lead given with --user (checked); without
+    """`qrelkit adjudicate` records the decision in the name of the lead given with --lead or --user (checked); without
     one the CLI operator is refused with what to pass, and nothing is written."""
     from db.store.frames import adjudications_frame, qrels_frame
 
@@ -144,6 +144,8 @@ def test_adjudicate_names_its_lead(engine, queue, store_url, capsys):
     assert "the CLI operator cannot adjudicate anonymously: name an active lead" in capsys.readouterr().err
     assert main([*pair, "--grade", "2", "--reason", "answers it", "--user", "ann1"]) == 2
     assert "only a lead may do this; 'ann1' is annotator" in capsys.readouterr().err
+    assert main([*pair, "--grade", "2", "--reason", "answers it", "--lead", "ann1"]) == 2  # the spelling of
+    assert "only a lead may do this; 'ann1' is annotator" in capsys.readouterr().err  # import adjudications
     assert main([*pair, "--grade", "7", "--reason", "answers it", "--user", "boss"]) == 2
     assert "outside the scale 0-3" in capsys.readouterr().err
     assert (
