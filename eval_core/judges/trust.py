@@ -391,16 +391,18 @@ def verdict(report: TrustReport) -> str:
             limits = f" ({limits}" if limits else " ("
             parts.append(f"it grades {way} by {le.bias:+.2f} {report.metric}{limits}{n})")
     real, top_real = r.real_flips, r.top_flips
+    overlap = f"top-{r.top_k} overlap {r.top_overlap}/{r.top_k}"
     if not r.flips:
         parts.append("no pair of runs changes order")
     else:
         verb = "changes" if len(r.flips) == 1 else "change"
+        touching = f" ({len(top_real)} touching the top {r.top_k}" + (f", {overlap})" if top_real else ")")
         parts.append(
             f"{_n(len(r.flips), 'pair')} of runs {verb} order, {len(real)} beyond people's own noise"
-            + (f" ({len(top_real)} touching the top {r.top_k})" if real else "")
+            + (touching if real else "")
         )
     if not top_real and r.n_runs > 1:
-        parts.append(f"no real flip touches the top {r.top_k} (top-{r.top_k} overlap {r.top_overlap}/{r.top_k})")
+        parts.append(f"no real flip touches the top {r.top_k} ({overlap})")
     if report.hybrid and report.target_width is not None:
         h = report.hybrid[0]
         total, now = h.n_human + h.n_judge_only, h.n_human
