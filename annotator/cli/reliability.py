@@ -171,7 +171,7 @@ def _metric_block(m: MetricReliability, report: ReliabilityReport) -> list[str]:
         if tau["mean"] is not None:
             lines.append(
                 f"split-half Kendall τ over {s.resamples} random halves: mean {tau['mean']:.3f}, "
-                f"sd {tau['sd']:.3f}, 5–95% {tau['p5']:.3f}–{tau['p95']:.3f}"
+                f"sd {tau['sd']:.3f}, 5th–95th percentile {tau['p5']:.3f} … {tau['p95']:.3f}"
             )
     worst = m.underrating
     if worst is not None:

@@ -107,7 +107,7 @@ def reliability_section(engine: Engine, project: str, version: int) -> None:
         if tau["mean"] is not None:
             st.caption(
                 f"Ranking stability: Kendall τ between the run rankings on two random halves of the queries, "
-                f"mean {tau['mean']:.3f} (sd {tau['sd']:.3f}, 5–95% {tau['p5']:.3f}–{tau['p95']:.3f}) "
+                f"mean {tau['mean']:.3f} (sd {tau['sd']:.3f}, 5th–95th percentile {tau['p5']:.3f} … {tau['p95']:.3f}) "
                 f"over {s.resamples} splits."
             )
     st.dataframe(drop_table(m, report.runs))
@@ -146,7 +146,9 @@ def card_details(card: Mapping[str, Any]) -> str | None:
         )
     tau = m.get("split_half_tau") or {}
     if tau.get("mean") is not None:
-        words.append(f"split-half Kendall τ mean {tau['mean']:.3f} (5–95% {tau['p5']:.3f}–{tau['p95']:.3f})")
+        words.append(
+            f"split-half Kendall τ mean {tau['mean']:.3f} (5th–95th percentile {tau['p5']:.3f} … {tau['p95']:.3f})"
+        )
     return "; ".join(words) + "."
 
 
