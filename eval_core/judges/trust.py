@@ -390,6 +390,10 @@ def verdict(report: TrustReport) -> str:
             way = "up" if le.bias > 0 else "down"
             limits = f" ({limits}" if limits else " ("
             parts.append(f"it grades {way} by {le.bias:+.2f} {report.metric}{limits}{n})")
+    if le.n_pairs and le.up is not None and le.down is not None:  # a metric normalised by the judge's own ideal
+        parts.append(  # hides a judge that grades everything up: the grades themselves say it
+            f"it grades {le.up:.0%} of {_n(le.n_pairs, 'pair')} higher than people and {le.down:.0%} lower"
+        )
     real, top_real = r.real_flips, r.top_flips
     overlap = f"top-{r.top_k} overlap {r.top_overlap}/{r.top_k}"
     if not r.flips:

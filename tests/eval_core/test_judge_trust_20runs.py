@@ -42,6 +42,8 @@ def test_lenient_judge_grades_up_and_keeps_the_ranking(judge_set):
     assert report.leniency.confusion == confusion_matrix(h, j, labels=[0, 1, 2, 3]).tolist()
     assert report.leniency.up == pytest.approx(np.mean(j > h)) and report.leniency.down == 0.0
     assert report.leniency.bias > 0 and "it grades up by +" in report.verdict
+    # the share of grades moved, said beside the metric's bias
+    assert f"it grades {np.mean(j > h):.0%} of {len(h)} pairs higher than people and 0% lower" in report.verdict
     assert report.ranking.real_flips == []  # grading every run up leaves no difference people can see reversed
 
 
