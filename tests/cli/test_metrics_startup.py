@@ -95,6 +95,15 @@ def test_qrelkit_eval_loads_only_its_own_command_group() -> None:
     assert loaded_after(run_main(argv), NOT_FOR_EVAL) == []
 
 
+def test_qrelkit_trec_eval_and_eval_of_several_runs_load_only_their_own_command_group() -> None:
+    """`qrelkit trec_eval` (its module, not eval's) and `qrelkit eval` of two runs read side by side: no store,
+    no app, no SciPy, no progress bar (small runs), no other command's module."""
+    two = ["eval", *SEED, str(ROOT / "examples" / "seed002.run")]
+    assert loaded_after(run_main(two), NOT_FOR_EVAL) == []
+    others = (*(m for m in NOT_FOR_EVAL if m != "annotator.cli.trec_eval"), "annotator.cli.eval")
+    assert loaded_after(run_main(["trec_eval", "-q", "-c", "-m", "all_trec", *SEED]), others) == []
+
+
 def test_qrelkit_eval_loads_no_pandas_unless_a_table_of_queries_is_asked_for() -> None:
     """Means are what `qrelkit eval` prints: pandas (≈ 0.3 s of start-up) comes only with --per-query; the
     block reader of big runs stays without it too (pyarrow's pa.array and to_numpy would import it)."""
