@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from annotator.cli.common import (
@@ -210,6 +211,10 @@ def cmd_disputes(args: argparse.Namespace) -> int:
     return 0
 
 
+# The release format an output's suffix names when --format is not given (a .json may be a card or not: say it).
+RELEASE_SUFFIXES = {".qrels": "trec", ".trec": "trec", ".tsv": "beir", ".jsonl": "jsonl", ".csv": "csv"}
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     """Write one file of a release, or every current judgment with --judgments; warn when a released label
     now points at changed text."""
@@ -256,11 +261,15 @@ def cmd_export(args: argparse.Namespace) -> int:
             what = "judgment(s)"
         print(f"wrote {count} {what} to {args.output}", file=sys.stderr)
         return 0
-    if args.format is None:
-        raise ValueError("a release export needs --format (trec, beir, jsonl, csv or card)")
+    fmt = args.format or RELEASE_SUFFIXES.get(Path(args.output).suffix.lower())
+    if fmt is None:
+        raise ValueError(
+            f"a release export needs --format (trec, beir, jsonl, csv or card): {args.output!r} does not say which "
+            f"by its suffix ({', '.join(f'{k} {v}' for k, v in RELEASE_SUFFIXES.items())})"
+        )
     from db.releases import QrelsGrades, changed_texts, export
 
-    path = export(engine, args.project, args.release, args.format, args.output, grades=QrelsGrades(args.grades))
+    path = export(engine, args.project, args.release, fmt, args.output, grades=QrelsGrades(args.grades))
     print(f"wrote {path}", file=sys.stderr)
     changed = changed_texts(engine, args.project, args.release)
     if changed is None:
@@ -499,8 +508,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         metavar="FORMAT",
         choices=LazyChoices("db.releases", "EXPORT_FORMATS"),
-        help="%(choices)s (a release; jsonl or csv with --judgments, --adjudications, --pairs or "
-        "--assignments; --run writes trec)",
+        help="%(choices)s (a release, else by -o's suffix: .qrels and .trec trec, .tsv beir, .jsonl, .csv; "
+        "jsonl or csv with --judgments, --adjudications, --pairs or --assignments; --run writes trec)",
     )
     p.add_argument(
         "--grades",

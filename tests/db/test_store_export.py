@@ -449,3 +449,17 @@ def test_the_store_doc_lists_the_export_fields_and_what_import_reads():
     assert f"\n`{', '.join(EXPORT_FIELDS)}`\n" in export[: export.index("\n## ")]
     reads = text[text.index("- Judgments are read by") : text.index("- **Can't judge**")]
     assert [name for name in OPTIONAL if f"`{name}`" not in reads] == []
+
+
+def test_a_release_export_takes_its_format_from_the_outputs_suffix(engine, store_url, judged, tmp_path, capsys):
+    create_release(engine, "src", actor=OPERATOR)
+    for suffix, fmt in ((".qrels", "trec"), (".jsonl", "jsonl"), (".tsv", "beir")):
+        guessed, told = tmp_path / f"guessed{suffix}", tmp_path / f"told{suffix}"
+        assert _cli(store_url, "export", "--project", "src", "-o", str(guessed)) == 0
+        assert _cli(store_url, "export", "--project", "src", "--format", fmt, "-o", str(told)) == 0
+        assert guessed.read_bytes() == told.read_bytes()
+    capsys.readouterr()
+    assert _cli(store_url, "export", "--project", "src", "-o", str(tmp_path / "qrels.txt")) == 2
+    err = capsys.readouterr().err
+    assert "a release export needs --format (trec, beir, jsonl, csv or card)" in err and "qrels.txt" in err
+    assert not (tmp_path / "qrels.txt").exists()
