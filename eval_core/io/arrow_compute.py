@@ -70,6 +70,11 @@ def dictionary_encode(values: Any) -> Any:
     return call_function("dictionary_encode", [values])
 
 
+def run_end_encode(values: Any) -> Any:
+    """pc.run_end_encode: runs of equal adjacent values, as the values and where each run ends (int32)."""
+    return call_function("run_end_encode", [values])
+
+
 def index_in(values: Any, value_set: Any) -> Any:
     """pc.index_in: each value's index in `value_set`, null when absent."""
     return call_function("index_in", [values], SetLookupOptions(value_set))

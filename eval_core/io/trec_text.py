@@ -169,7 +169,7 @@ def parse_trec_table(source: Any, kind: str, threads: bool = True, delimiter: st
     """
     names = ["q", "it", "d", "v"] if kind == "qrels" else ["q", "q0", "d", "rank", "v", "tag"]
     types = {
-        "q": pa.dictionary(pa.int32(), pa.binary()),
+        "q": pa.binary(),
         "d": pa.large_binary(),
         "v": pa.int64() if kind == "qrels" else pa.float64(),
     }
@@ -193,15 +193,28 @@ def parse_trec_table(source: Any, kind: str, threads: bool = True, delimiter: st
         return None
     if table.num_rows == 0:
         return None
-    q = table["q"].unify_dictionaries()
-    qids, d = q.chunk(0).dictionary, table["d"].combine_chunks()
+    qids, qcode = query_codes(table["q"].combine_chunks())
+    d = table["d"].combine_chunks()
     if pc.any(pc.starts_with(qids, b"#")).as_py() or pc.min(pc.binary_length(qids)).as_py() == 0:
         return None  # comment lines, or leading/doubled spaces
     offsets = np.frombuffer(d.buffers()[1], np.int64)[d.offset : d.offset + len(d) + 1]
     if (offsets[1:] == offsets[:-1]).any():
         return None  # an empty docid
-    qcode = np.concatenate([numpy_values(c.indices) for c in q.chunks]).astype(np.int64)
     return TrecTable(qids, qcode, d, numpy_values(table["v"]))
+
+
+def query_codes(q: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """The distinct query ids of the lines in first-seen order, and each line's code (its id's place in them),
+    as dictionary-encoding gives them. A file keeps each query's lines together, so the ids come in runs of equal
+    neighbours: one comparison of each line with the next (run-end encoding) finds them, and only a file where an
+    id comes back after another (no run's id may repeat) is hashed line by line."""
+    runs = pc.run_end_encode(q)
+    values = runs.values
+    if len(pc.dictionary_encode(values).dictionary) == len(values):
+        ends = numpy_values(runs.run_ends).astype(np.int64)
+        return values, np.repeat(np.arange(len(values)), np.diff(ends, prepend=0))
+    enc = pc.dictionary_encode(q)
+    return enc.dictionary, numpy_values(enc.indices).astype(np.int64)
 
 
 def _arrow_trec(source: Any, kind: str, label: str, threads: bool = True) -> Columns | None:

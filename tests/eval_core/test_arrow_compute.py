@@ -27,6 +27,7 @@ def same(got: object, expected: object) -> None:
 @pytest.mark.parametrize("values", [WORDS, BYTES, NUMS, pa.array([], pa.large_string())])
 def test_the_unary_kernels_match_pyarrow_compute(values: pa.Array) -> None:
     same(pc.dictionary_encode(values), ref.dictionary_encode(values))
+    same(pc.run_end_encode(values), ref.run_end_encode(values))
     same(pc.is_null(values), values.is_null())
     if not pa.types.is_integer(values.type):
         same(pc.binary_length(values), ref.binary_length(values))

@@ -390,3 +390,23 @@ def test_tighter_limits_name_their_own_variables_and_never_loosen(tmp_path, monk
     crlf = _write(tmp_path / "crlf.run", "".join(f"q1 Q0 d{i} {i} 1 t\r\n" for i in (1, 2, 3)))  # 14 bytes + CR LF
     with tighter_limits(line_bytes=14):
         assert len(list(iter_lines(crlf))) == 3 and len(load_run(crlf).qcode) == 3
+
+
+@pytest.mark.parametrize(
+    ("ids", "distinct", "codes"),
+    [
+        ([b"q2", b"q2", b"q10", b"q1", b"q1", b"q1"], [b"q2", b"q10", b"q1"], [0, 0, 1, 2, 2, 2]),  # grouped
+        ([b"q2", b"q1", b"q2", b"q3"], [b"q2", b"q1", b"q3"], [0, 1, 0, 2]),  # q2 comes back after q1
+        ([b"a", b"b", b"b", b"a", b"a"], [b"a", b"b"], [0, 1, 1, 0, 0]),  # two runs of a
+        ([b"x"], [b"x"], [0]),
+    ],
+    ids=["grouped", "scattered", "back-again", "one"],
+)
+def test_query_codes_are_first_seen_order_whether_ids_are_grouped_or_not(ids, distinct, codes):
+    """Lines' query codes from runs of equal neighbouring ids, or (an id seen again later) from hashing every
+    line: either way the distinct ids in first-seen order and each line's place in them."""
+    import pyarrow as pa
+
+    qids, qcode = trec_text.query_codes(pa.array(ids, pa.binary()))
+    assert qids.to_pylist() == distinct
+    assert qcode.tolist() == codes
