@@ -1,4 +1,5 @@
-"""Streamlit's server as `qrelkit serve` runs it: no metrics endpoint, and uploads only from a logged-in session.
+"""Streamlit's server as `qrelkit serve` runs it: no metrics endpoint, uploads only from a logged-in session, and
+headers that keep its pages out of other sites' frames (SECURITY_HEADERS).
 
 Streamlit answers `/_stcore/metrics` to anyone and takes files at `/_stcore/upload_file/<session>/<file>` from any
 browser session, logged in or not (issue 29: 4 × 190 MB from the login page, all kept in the server's memory).
@@ -89,14 +90,60 @@ def _no_metrics_routes(original):
     return factory
 
 
+# On every HTTP response (those a handler set itself are kept): no page of the app inside another site's frame
+# (clickjacking a key press or a lead's button), no content-type guessing, no address sent to other sites.
+SECURITY_HEADERS = (
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", b"frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+)
+
+
+class SecurityHeaders:
+    """ASGI middleware adding SECURITY_HEADERS to every HTTP response (the websocket is left as it is)."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                present = {name.lower() for name, _ in headers}
+                headers += [(name, value) for name, value in SECURITY_HEADERS if name not in present]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _with_security_headers(original):
+    """Wrap Streamlit's middleware factory: SecurityHeaders outermost, so every response passes it."""
+
+    def factory(*args, **kwargs):
+        from starlette.middleware import Middleware
+
+        return [Middleware(SecurityHeaders), *original(*args, **kwargs)]
+
+    return factory
+
+
 def install() -> None:
-    """Replace the metrics and upload route factories of Streamlit's Starlette app (before it is built)."""
+    """Replace the metrics and upload route factories and the middleware factory of Streamlit's Starlette app
+    (before it is built)."""
     from streamlit.web.server.starlette import starlette_app
 
-    if not hasattr(starlette_app, "create_metrics_routes") or not hasattr(starlette_app, "create_upload_routes"):
+    needed = ("create_metrics_routes", "create_upload_routes", "create_streamlit_middleware")
+    if not all(hasattr(starlette_app, name) for name in needed):
         raise RuntimeError("this Streamlit builds its server differently: qrelkit cannot guard uploads and metrics")
     starlette_app.create_metrics_routes = _no_metrics_routes(starlette_app.create_metrics_routes)
     starlette_app.create_upload_routes = _guarded_upload_routes(starlette_app.create_upload_routes)
+    starlette_app.create_streamlit_middleware = _with_security_headers(starlette_app.create_streamlit_middleware)
 
 
 def main() -> None:

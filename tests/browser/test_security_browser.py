@@ -113,15 +113,20 @@ def test_forged_headers_do_not_escape_the_per_client_limit(chromium, store) -> N
 
 def http(method: str, url: str, body: bytes | None = None) -> int:
     """The status code of one plain HTTP request."""
+    return http_response(method, url, body)[0]
+
+
+def http_response(method: str, url: str, body: bytes | None = None) -> tuple[int, dict[str, str]]:
+    """The status code and headers (lower-case names) of one plain HTTP request."""
     import urllib.error
     import urllib.request
 
     request = urllib.request.Request(url, data=body, method=method)
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status
+            return response.status, {k.lower(): v for k, v in response.headers.items()}
     except urllib.error.HTTPError as err:
-        return err.code
+        return err.code, {k.lower(): v for k, v in err.headers.items()}
 
 
 def test_no_metrics_and_no_uploads_without_a_login(store) -> None:
@@ -132,6 +137,18 @@ def test_no_metrics_and_no_uploads_without_a_login(store) -> None:
         assert http("GET", f"{base}/_stcore/metrics") == 404
         assert http("GET", f"{base}/_stcore/health") == 200
         assert http("PUT", f"{base}/_stcore/upload_file/not-logged-in/f1", b"x" * 1024) == 403
+
+
+def test_no_page_can_be_framed_by_another_site(store) -> None:
+    """The walk found no frame-ancestors or X-Frame-Options header: a hostile page could frame the app and
+    steer a logged-in lead's clicks. Every HTTP answer now refuses framing and content-type guessing."""
+    db_url, folder = store
+    with serve(db_url, folder) as base:
+        for path in ("/", "/lead_project", "/_stcore/health", "/_stcore/metrics", "/static/nothing.js"):
+            _, headers = http_response("GET", f"{base}{path}")
+            assert headers.get("x-frame-options") == "DENY", (path, headers)
+            assert headers.get("content-security-policy") == "frame-ancestors 'none'", (path, headers)
+            assert headers.get("x-content-type-options") == "nosniff", (path, headers)
 
 
 def test_sixteen_colleagues_log_in_at_once_from_one_address(chromium, tmp_path_factory) -> None:
