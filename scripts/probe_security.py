@@ -299,6 +299,7 @@ ISSUE_29 = {
     "look-alike and invisible account names": "9 names x user add, judgments import, jg, prejudge --annotator",
     "judge key stored from a reply": "echoing judge through prejudge, every table searched",
     "uploads before login, /_stcore/metrics open": "http: PUT upload without login, GET metrics",
+    "pages framed by another site (no frame-ancestors)": "http: the headers of a page, health and metrics",
     "control pair alone between two queries": "placement of 300 controls",
     "decompression bombs, numeric overflow, JSON lows": "not probed here (the readers' issue 29 tests)",
 }
@@ -507,11 +508,14 @@ def probe_http(url: str, kind: str, tmp: Path) -> None:
     from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, free_port, stop_server, wait_healthy, wait_idle
 
     def status(method: str, address: str, body: bytes | None = None) -> int:
+        return answer(method, address, body)[0]
+
+    def answer(method: str, address: str, body: bytes | None = None) -> tuple[int, dict[str, str]]:
         try:
             with urllib.request.urlopen(urllib.request.Request(address, data=body, method=method), timeout=30) as r:
-                return r.status
+                return r.status, {k.lower(): v for k, v in r.headers.items()}
         except urllib.error.HTTPError as err:
-            return err.code
+            return err.code, {k.lower(): v for k, v in err.headers.items()}
 
     init_db(url).dispose()
     port = free_port()
@@ -536,6 +540,18 @@ def probe_http(url: str, kind: str, tmp: Path) -> None:
             f"no metrics and no uploads without a login, through HTTP ({kind})",
             metrics == 404 and upload == 403,
             f"GET /_stcore/metrics {metrics}, PUT /_stcore/upload_file/… {upload}",
+        )
+        framed = {path: answer("GET", f"{base}{path}")[1] for path in ("/", "/_stcore/health", "/_stcore/metrics")}
+        refused = [
+            path
+            for path, headers in framed.items()
+            if headers.get("x-frame-options") == "DENY"
+            and "frame-ancestors 'none'" in headers.get("content-security-policy", "")
+        ]
+        held(
+            f"no page can be framed by another site, through HTTP ({kind})",
+            len(refused) == len(framed),
+            f"X-Frame-Options DENY and frame-ancestors 'none' on {len(refused)} of {len(framed)} answers",
         )
         from playwright.sync_api import sync_playwright
 
