@@ -51,7 +51,7 @@ from eval_core.io.judgments import (
 )
 from eval_core.io.records import MAX_NOTE_CHARS, iter_lines, tighter_limits
 from eval_core.io.trec_text import SWAPPED_ADVICE
-from eval_core.io.writers import ranked
+from eval_core.io.writers import QrelsGrades, ranked
 from eval_core.progress import bar as progress_bar
 
 MAX_ID_CHARS = 500
@@ -531,7 +531,9 @@ def _read_judgments(path: str | Path, proj: Project, show: bool, source: Judgmen
     """The file through eval_core's readers: qrels as `source.annotator`'s grades, else a judgments file (a
     qrels file or a run given without --annotator is refused with what it is)."""
     if source.annotator is not None:
-        return read_qrels_judgments(path, source.annotator, project_scale(proj), source.qrels_format)
+        return read_qrels_judgments(
+            path, source.annotator, project_scale(proj), source.qrels_format, source.qrels_grades.value
+        )
     if source.qrels_format is not None:
         raise InputError(
             str(path),
@@ -718,7 +720,8 @@ def _guideline_id(versions: dict[int, int], text: str) -> int | None:
 @dataclass(frozen=True)
 class JudgmentsSource:
     """What an import is told about a judgments file beyond who judged: `annotator` makes it qrels (TREC or BEIR;
-    `qrels_format` 'jg': multi-judge, one annotator per judge group) graded by that annotator; `guideline` is
+    `qrels_format` 'jg': multi-judge, one annotator per judge group) graded by that annotator, its grades as
+    judged or (`qrels_grades` gains) gains from the scale's lowest grade, as a release's qrels; `guideline` is
     the version stamped on judgments whose line names none (default: the version in force); `require_texts`
     refuses a file naming a fragment whose text was never imported (default: it becomes a fragment waiting for
     its text, db.textless, and the report names how many)."""
@@ -727,12 +730,15 @@ class JudgmentsSource:
     qrels_format: str | None = None
     guideline: int | None = None
     require_texts: bool = False  # refuse a line naming a fragment without a text, instead of creating it text-less
+    qrels_grades: QrelsGrades = QrelsGrades.AS_JUDGED  # qrels: grades as judged, or gains from the scale's lowest
 
     def __post_init__(self) -> None:
         if self.annotator is not None and not 0 < len(self.annotator.strip()) <= MAX_NAME_CHARS - 10:
             raise ValueError(f"annotator name must be 1-{MAX_NAME_CHARS - 10} characters, got {self.annotator!r}")
         if self.qrels_format is not None and self.qrels_format not in QRELS_FORMATS:
             raise ValueError(f"qrels format must be one of {', '.join(QRELS_FORMATS)}, got {self.qrels_format!r}")
+        if self.qrels_grades != QrelsGrades.AS_JUDGED and self.annotator is None:
+            raise ValueError("--qrels-grades reads qrels as an annotator's grades: name the annotator with --annotator")
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,11 @@ BROWSER_ADVICE = (
         'in "Qrels graded by" (multi-judge qrels: also tick "Multi-judge qrels", one annotator per judge group)',
     ),
     ("leave out --annotator", 'leave "Qrels graded by" empty'),
+    ("import them with --qrels-grades gains", 'tick "The qrels hold gains"'),
+    (
+        "--qrels-grades reads qrels as an annotator's grades: name the annotator with --annotator",
+        'gains are qrels\' grades: fill in "Qrels graded by"',
+    ),
     (QRELS_AS_RUN, ': grades are imported as judgments (TREC or BEIR qrels: with "Qrels graded by" filled in)'),
     (SWAPPED_ADVICE, ": upload a run here; grades are imported on the Project page, as judgments"),
 )

@@ -120,6 +120,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     """Validate the whole file, then write it all or nothing; the report goes to stdout."""
     from db.accounts.permissions import OPERATOR
     from db.imports import IMPORT_KINDS, AnnotatorKind, JudgmentsSource
+    from eval_core.io.writers import QrelsGrades
 
     for kind, options in IMPORT_OPTIONS.items():
         given = [option for option in options if getattr(args, option.lstrip("-").replace("-", "_")) is not None]
@@ -147,7 +148,13 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.kind == "judgments":
         extra = {
             "judges": AnnotatorKind(args.annotator_kind, args.model, args.prompt_version),
-            "source": JudgmentsSource(args.annotator, args.qrels_format, args.guideline, bool(args.require_texts)),
+            "source": JudgmentsSource(
+                args.annotator,
+                args.qrels_format,
+                args.guideline,
+                bool(args.require_texts),
+                QrelsGrades(args.qrels_grades or QrelsGrades.AS_JUDGED),
+            ),
         }
     actor = args.lead if args.kind == "adjudications" else OPERATOR
     report = IMPORT_KINDS[args.kind](engine, args.project, args.file, progress=True, actor=actor, **extra)
@@ -173,6 +180,7 @@ IMPORT_OPTIONS = {
         "--prompt-version",
         "--annotator",
         "--qrels-format",
+        "--qrels-grades",
         "--guideline",
         "--require-texts",
     ),
@@ -314,6 +322,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=("trec", "beir", "jg"),
         help="with --annotator: jg = multi-judge qrels (trec_eval -R qrels_jg), each judge group an "
         "annotator NAME-jg<group> (default: told by content)",
+    )
+    p.add_argument(
+        "--qrels-grades",
+        default=None,
+        metavar="GRADES",
+        choices=("as-judged", "gains"),
+        help="with --annotator: the qrels hold grades as-judged (default) or gains from the scale's lowest grade "
+        "(grade − low, as a release's TREC and BEIR qrels are written by default): a 1-5 project reads gain 0 as 1",
     )
     p.add_argument(
         "--guideline",

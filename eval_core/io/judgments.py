@@ -689,10 +689,18 @@ def qrels_group_name(annotator: str, group: str) -> str:
 
 
 def read_qrels_judgments(
-    path: str | Path, annotator: str, scale: tuple[int, int] = (0, 3), qrels_format: str | None = None
+    path: str | Path,
+    annotator: str,
+    scale: tuple[int, int] = (0, 3),
+    qrels_format: str | None = None,
+    grades: str = "as-judged",
 ) -> JudgmentsFile:
     """Qrels a team already has as the grades of `annotator` (a TREC or BEIR file, told by content) or, with
-    qrels_format 'jg', of one annotator per judge group; grades off the scale are problems naming their line."""
+    qrels_format 'jg', of one annotator per judge group; grades off the scale are problems naming their line.
+    `grades` "gains": the file holds gains from the scale's lowest grade (grade − low, as a release's TREC and
+    BEIR qrels are written by default), each read back as gain + low."""
+    if grades not in ("gains", "as-judged"):
+        raise ValueError(f"qrels grades must be gains or as-judged, got {grades!r}")
     label = str(path)
     if qrels_format not in (None, *QRELS_FORMATS):
         raise ValueError(f"qrels format must be one of {', '.join(QRELS_FORMATS)}, got {qrels_format!r}")
@@ -724,19 +732,21 @@ def read_qrels_judgments(
     )
     problems = Problems(label)
     low, high = scale
-    grades = frame["grade"]
+    if grades == "gains":
+        frame["grade"] = frame["grade"] + low
+    given = frame["grade"]
     # qrels whose grades start at 0 and stay within high − low read as gains (grade − low), as a qrelkit release's
     # TREC and BEIR exports write them: imported as grades, every grade would be off by `low`
-    gains = low > 0 and len(grades) and grades.min() == 0 and grades.max() <= high - low
+    gains = grades != "gains" and low > 0 and len(given) and given.min() == 0 and given.max() <= high - low
     hint = (
         (
-            f"; the grades run 0-{grades.max()}, as the gains (grade - {low}) of a release's TREC or BEIR "
-            f"qrels: export them with --grades as-judged to import the grades"
+            f"; the grades run 0-{given.max()}, as the gains (grade - {low}) of a release's TREC or BEIR "
+            f"qrels: import them with --qrels-grades gains (or export them with --grades as-judged)"
         )
         if gains
         else ""
     )
-    for line, grade in frame.loc[(grades < low) | (grades > high), ["line", "grade"]].itertuples(index=False):
+    for line, grade in frame.loc[(given < low) | (given > high), ["line", "grade"]].itertuples(index=False):
         problems.add(int(line), f"grade {grade} is outside the scale {low}-{high}" + ("" if problems.total else hint))
     for name in ("query_id", "fragment_id"):
         for line, value in frame.loc[frame[name].str.contains(r"\s"), ["line", name]].itertuples(index=False):

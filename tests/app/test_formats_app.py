@@ -105,3 +105,35 @@ def test_an_upload_is_held_to_the_upload_limits_which_the_refusal_names(store, m
     monkeypatch.delenv("QRELKIT_MAX_UPLOAD_BYTES")
     next(b for b in at.button if b.label == "Import").click().run()
     assert not at.exception and not at.error  # under the default gigabyte, the same file goes in
+
+
+def test_a_1_to_5_projects_page_reads_gains_qrels_back_as_grades(store, tmp_path):
+    """A release's TREC qrels of a 1-5 project hold gains 0-4: refused as grades (the advice names the box),
+    read back as grades with "The qrels hold gains" ticked."""
+    from streamlit.testing.v1 import AppTest
+
+    from db.accounts.permissions import OPERATOR
+    from db.imports import import_fragments, import_queries
+    from db.projects import create_project
+    from tests.helpers import PAGES, log_in
+
+    create_project(store, "five", scale=(1, 5), actor=OPERATOR)
+    (tmp_path / "q.tsv").write_text("q1\tshipping abroad\n")
+    (tmp_path / "f.jsonl").write_text("".join(f'{{"id": "d{i}", "contents": "text {i}"}}\n' for i in range(1, 4)))
+    import_queries(store, "five", tmp_path / "q.tsv", actor=OPERATOR)
+    import_fragments(store, "five", tmp_path / "f.jsonl", actor=OPERATOR)
+    at = log_in(AppTest.from_file(str(PAGES / "lead_project.py"), default_timeout=60), store, "lea")
+    at.session_state["project"] = "five"
+    at = at.run()
+    at.radio[0].set_value("judgments").run()
+    next(t for t in at.text_input if t.label == "Qrels graded by").set_value("gold").run()
+    at.file_uploader[0].set_value(("golden.qrels", b"q1 0 d1 4\nq1 0 d2 0\nq1 0 d3 1\n", "text/plain")).run()
+    next(b for b in at.button if b.label == "Import").click().run()
+    assert not at.exception
+    assert at.error and 'tick "The qrels hold gains"' in shown(at.error[0].value)
+    assert "--qrels-grades" not in shown(at.error[0].value)
+    next(c for c in at.checkbox if c.label.startswith("The qrels hold gains")).check().run()
+    next(b for b in at.button if b.label == "Import").click().run()
+    assert not at.exception and not at.error
+    gold = judgments_frame(store, "five").sort_values("fragment_id")
+    assert gold[["fragment_id", "grade"]].values.tolist() == [["d1", 5], ["d2", 1], ["d3", 2]]

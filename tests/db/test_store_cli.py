@@ -215,3 +215,27 @@ def test_a_textless_import_tells_its_note_once(engine, project, store_url, tmp_p
     out, err = capsys.readouterr()
     assert json.loads(out)["without_text"]["note"].startswith("1 fragment(s) have no text yet")
     assert err.startswith("note: 1 fragment(s) have no text yet")
+
+
+def test_qrels_of_gains_are_read_back_as_a_1_to_5_projects_grades(engine, store_url, tmp_path, capsys):
+    """A 1-5 release's TREC qrels hold gains 0-4 (grade − 1): `--qrels-grades gains` reads them back as grades."""
+    from db.accounts.permissions import OPERATOR
+    from db.projects import create_project
+    from db.store.frames import judgments_frame
+
+    create_project(engine, "five", scale=(1, 5), actor=OPERATOR)
+    (tmp_path / "q.tsv").write_text("q1\tshipping abroad\n")
+    (tmp_path / "f.jsonl").write_text("".join(f'{{"id": "d{i}", "contents": "text {i}"}}\n' for i in range(1, 5)))
+    base = ["--project", "five", "--db", store_url]
+    assert main(["import", "queries", str(tmp_path / "q.tsv"), *base]) == 0
+    assert main(["import", "fragments", str(tmp_path / "f.jsonl"), *base]) == 0
+    gains = tmp_path / "golden.qrels"
+    gains.write_text("q1 0 d1 4\nq1 0 d2 0\nq1 0 d3 1\nq1 0 d4 0\n")
+    capsys.readouterr()
+    assert main(["import", "judgments", str(gains), "--annotator", "gold", *base]) == 2
+    assert "import them with --qrels-grades gains" in capsys.readouterr().err
+    assert main(["import", "judgments", str(gains), "--qrels-grades", "gains", *base]) == 2
+    assert "name the annotator with --annotator" in capsys.readouterr().err
+    assert main(["import", "judgments", str(gains), "--annotator", "gold", "--qrels-grades", "gains", *base]) == 0
+    frame = judgments_frame(engine, "five").sort_values("fragment_id")
+    assert frame[["fragment_id", "grade"]].values.tolist() == [["d1", 5], ["d2", 1], ["d3", 2], ["d4", 1]]

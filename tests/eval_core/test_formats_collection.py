@@ -273,12 +273,18 @@ def test_qrels_as_an_annotators_grades(tmp_path: Path) -> None:
     shifted = read_qrels_judgments(gains, "gold", scale=(1, 5))
     assert [str(p) for p in shifted.problems] == [
         f"{gains}:2: grade 0 is outside the scale 1-5; the grades run 0-4, as the gains (grade - 1) of a release's "
-        "TREC or BEIR qrels: export them with --grades as-judged to import the grades",
+        "TREC or BEIR qrels: import them with --qrels-grades gains (or export them with --grades as-judged)",
         f"{gains}:4: grade 0 is outside the scale 1-5",
     ]
+    # read as gains, each grade is gain + 1 on 1-5 (by hand: 4→5, 0→1, 1→2, 0→1)
+    back = read_qrels_judgments(gains, "gold", scale=(1, 5), grades="gains")
+    assert back.total_problems == 0 and back.judgments["grade"].tolist() == [5, 1, 2, 1]
     graded = put(tmp_path, "graded.qrels", "q1 0 d1 5\nq1 0 d2 0\n")  # a 5 is no gain on 1-5: no such hint
     assert [str(p) for p in read_qrels_judgments(graded, "gold", scale=(1, 5)).problems] == [
         f"{graded}:2: grade 0 is outside the scale 1-5"
+    ]
+    assert [str(p) for p in read_qrels_judgments(graded, "gold", scale=(1, 5), grades="gains").problems] == [
+        f"{graded}:1: grade 6 is outside the scale 1-5"  # a 5 read as a gain is 6: a file of grades, not gains
     ]
     jg = put(tmp_path, "qrels.jg", "q1 1 d1 2\nq1 2 d1 0\nq1 2 d2 1\n")
     groups = read_qrels_judgments(jg, "nist", qrels_format="jg").judgments

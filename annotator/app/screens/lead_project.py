@@ -19,6 +19,7 @@ from db.accounts import logins, users
 from db.accounts.users import UserInfo
 from db.projects import ProjectInfo
 from eval_core.errors import USER_ERRORS, InputError
+from eval_core.io.writers import QrelsGrades
 from eval_core.queue_order import ORDERS
 from eval_core.thresholds import AGREEMENT_THRESHOLD
 from eval_core.vocab import ANNOTATOR_KINDS, ORDER_NAMES
@@ -132,11 +133,20 @@ def import_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> None
         c1, c2 = st.columns(2)
         qrels_by = c1.text_input("Qrels graded by", placeholder="for TREC or BEIR qrels: their annotator, e.g. nist")
         judge_groups = c2.checkbox("Multi-judge qrels (qrels_jg): one annotator per judge group")
+        gains = c2.checkbox(
+            "The qrels hold gains (grade − lowest grade), as a release's TREC and BEIR qrels",
+            disabled=project.scale[0] == 0,
+            help="on a scale that starts at 0 gains and grades are the same",
+        )
         try:
-            source = imports.JudgmentsSource(qrels_by.strip() or None, "jg" if judge_groups else None)
+            source = imports.JudgmentsSource(
+                qrels_by.strip() or None,
+                "jg" if judge_groups else None,
+                qrels_grades=QrelsGrades.GAINS if gains else QrelsGrades.AS_JUDGED,
+            )
         except ValueError as exc:
             bad_kind = exc
-            st.error(views.literal(exc))
+            st.error(views.literal(views.for_browser(str(exc))))
         annotator_kind = st.radio(
             "The file's annotators are", [None, *ANNOTATOR_KINDS], format_func=KIND_NAMES.get, horizontal=True
         )
