@@ -176,6 +176,14 @@ def averaging_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def lead_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """--lead LEAD (args.user; --user is the older spelling): the active lead a command acts as, checked in the
+    store; `what` says what the lead is recorded as."""
+    parser.add_argument(
+        "--lead", "--user", dest="user", default=None, metavar="LEAD", help=f"{what} (--user is the older spelling)"
+    )
+
+
 def db_option(parser: argparse.ArgumentParser) -> None:
     """The one `--db URL` option every command that opens the store takes."""
     parser.add_argument(

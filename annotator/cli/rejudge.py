@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from annotator.cli.common import db_option, emit, report_option, store_engine
+from annotator.cli.common import db_option, emit, lead_option, report_option, store_engine
 
 LISTED = ("query_id", "fragment_id", "annotator", "grade", "guideline", "current", "sent")
 
@@ -150,13 +150,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="send every chosen pair to these people (active, able to log in; default: each pair to the "
         "annotators who judged it under the older version)",
     )
-    p.add_argument(
-        "--lead",
-        "--user",
-        dest="user",
-        metavar="LEAD",
-        help="the active lead who sends the pairs back (checked; required unless --list; --user is the older spelling)",
-    )
+    lead_option(p, "the active lead who sends the pairs back (checked; required unless --list)")
     db_option(p)
     report_option(p)
     p.set_defaults(func=cmd_rejudge)

@@ -17,6 +17,7 @@ from annotator.cli.common import (
     LazyChoices,
     db_option,
     emit,
+    lead_option,
     print_json,
     report_option,
     stage_bar,
@@ -398,14 +399,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "least-abs-error: the grade with the smallest expected absolute error, grades as ordered)",
     )
     p.add_argument("--min-grades", type=int, default=1, help="real grades a pair needs unless adjudicated")
-    p.add_argument(
-        "--lead",
-        "--user",
-        dest="user",
-        default=None,
-        metavar="LEAD",
-        help="act as this lead, recorded as the release's author (checked; --user is the older spelling)",
-    )
+    lead_option(p, "act as this lead, recorded as the release's author (checked)")
     p.add_argument(
         "--policy",
         default="humans-only",
@@ -457,14 +451,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--fragment", required=True, metavar="FRAGMENT_ID", help="the pair's fragment id")
     p.add_argument("--grade", type=int, required=True, help="the final grade, on the project's scale")
     p.add_argument("--reason", required=True, help="why (shown with the decision; required)")
-    p.add_argument(
-        "--lead",
-        "--user",
-        dest="user",
-        default=None,
-        metavar="LEAD",
-        help="the active lead recorded as the adjudicator (checked): a decision names who made it, so "
-        "the anonymous CLI operator is refused without --lead (--user is the older spelling)",
+    lead_option(
+        p,
+        "the active lead recorded as the adjudicator (checked): a decision names who made it, so the anonymous "
+        "CLI operator is refused without --lead",
     )
     report_option(p)
 
