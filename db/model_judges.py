@@ -436,7 +436,8 @@ def _judge_id(engine: Engine, project: str, name: str) -> tuple[str, int]:
 
 
 def _post_edit_inputs(engine: Engine, project: str, name: str):
-    """(the judge's user id, scale, people's real grades, the judge's real grades, stored runs)."""
+    """(the judge's user id, scale, people's real grades, the judge's real grades, stored runs): one read of the
+    project's judgments and runs, which the queue and the edit figures both work from."""
     username, user_id = _judge_id(engine, project, name)
     inputs = robustness_inputs(engine, project)
     frame = inputs.judgments[inputs.judgments["grade"].notna()]
@@ -448,7 +449,19 @@ def _post_edit_inputs(engine: Engine, project: str, name: str):
 def post_edit_queue(engine: Engine, project: str, name: str) -> pd.DataFrame:
     """The model judge's grades on pairs no person graded, most likely wrong first (eval_core.judges.post_edit):
     pair_id, query_id, fragment_id, grade, p_wrong, impact, score, sent (already in someone's queue)."""
-    user_id, scale, humans, mine, runs = _post_edit_inputs(engine, project, name)
+    return _queue(engine, project, _post_edit_inputs(engine, project, name))
+
+
+def post_edit_view(engine: Engine, project: str, name: str, weights: str = "linear") -> tuple[EditStats, pd.DataFrame]:
+    """post_edit_stats and post_edit_queue from one read of the project (what `qrelkit post-edit` and the Judges
+    page show together)."""
+    inputs = _post_edit_inputs(engine, project, name)
+    return _stats(engine, project, inputs, weights), _queue(engine, project, inputs)
+
+
+def _queue(engine: Engine, project: str, inputs) -> pd.DataFrame:
+    """post_edit_queue from _post_edit_inputs."""
+    user_id, scale, humans, mine, runs = inputs
     agreed = consensus(humans, rule="median", scale=scale) if len(humans) else pd.DataFrame(columns=[*PAIR, "grade"])
     shared = mine[[*PAIR, "grade"]].merge(agreed[[*PAIR, "grade"]], on=PAIR, suffixes=("", "_people"))
     shared = shared.rename(columns={"grade": "model", "grade_people": "people"})
@@ -501,7 +514,12 @@ def send_for_post_editing(
 def post_edit_stats(engine: Engine, project: str, name: str, weights: str = "linear") -> EditStats:
     """People's post-edits of the model judge's grades so far: the edit rate per model grade and the model's κ
     against the post-edited grades (each post-edited pair's grade from the person it was sent to)."""
-    user_id, scale, _, mine, _ = _post_edit_inputs(engine, project, name)
+    return _stats(engine, project, _post_edit_inputs(engine, project, name), weights)
+
+
+def _stats(engine: Engine, project: str, inputs, weights: str) -> EditStats:
+    """post_edit_stats from _post_edit_inputs."""
+    user_id, scale, _, mine, _ = inputs
     with session_scope(engine) as session:
         project_id = pk(project_row(session, project))
         rows = session.execute(

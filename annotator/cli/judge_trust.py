@@ -244,7 +244,7 @@ def format_table(report: TrustReport) -> str:
 def cmd_post_edit(args: argparse.Namespace) -> int:
     """Send (with --send/--to), then print the edit statistics and the head of the queue."""
     from db.accounts.permissions import OPERATOR
-    from db.model_judges import post_edit_queue, post_edit_stats, send_for_post_editing
+    from db.model_judges import post_edit_view, send_for_post_editing
 
     if (args.send is None) != (args.to is None):
         raise ValueError("--send N and --to A,B go together")
@@ -253,8 +253,7 @@ def cmd_post_edit(args: argparse.Namespace) -> int:
     if args.send is not None:
         people = [p.strip() for p in args.to.split(",") if p.strip()]
         sent = send_for_post_editing(engine, args.project, args.model, people, args.send, actor=OPERATOR)
-    stats = post_edit_stats(engine, args.project, args.model, args.weights)
-    queue = post_edit_queue(engine, args.project, args.model)
+    stats, queue = post_edit_view(engine, args.project, args.model, args.weights)
     if args.format == "json":
         print_json(
             {

@@ -251,14 +251,13 @@ def post_edit_section(engine: Engine, project: ProjectInfo, user: UserInfo, name
                 )
                 st.success(f"Sent {sent} pair(s) for post-editing.")
     with user_errors("No queue"):
-        stats = model_judges.post_edit_stats(engine, project.name, name)
+        stats, queue = model_judges.post_edit_view(engine, project.name, name)
         kappa = f"{stats.kappa:.3f}" if stats.kappa is not None else stats.kappa_status
         rates = ", ".join(f"grade {g}: {changed} of {n}" for g, (n, changed) in stats.by_grade.items() if n)
         st.text(
             f"Post-edited by people so far: {stats.n} of the judge's grades, {stats.edited} changed"
             + (f" ({rates}); {stats.weights} κ against the post-edited grades {kappa}" if stats.n else "")
         )
-        queue = model_judges.post_edit_queue(engine, project.name, name)
         st.caption(
             f"{len(queue)} model-only grade(s), {int(queue['sent'].sum())} sent; most likely wrong first (how often "
             "people disagree with that grade where both graded, times the pair's weight in the runs' top 10)."
