@@ -63,6 +63,8 @@ QRELS_AS_RUN = (
     "whose grades they are)"
 )
 MAX_TEXT_CHARS = 1_000_000
+# A JudgmentsSource told the qrels hold gains but not whose grades they are (the app words it for its page).
+GAINS_NEED_ANNOTATOR = "--qrels-grades reads qrels as an annotator's grades: name the annotator with --annotator"
 # The longest line a run or a judgments file may have in the store: a run line holds two ids of at most
 # MAX_ID_CHARS characters (4 bytes each at most in UTF-8) and a rank, a score and a tag; a judgments line also
 # a note and a reason (records.MAX_NOTE_CHARS each, escaped in JSON). A longer line is refused at its number as
@@ -532,7 +534,7 @@ def _read_judgments(path: str | Path, proj: Project, show: bool, source: Judgmen
     qrels file or a run given without --annotator is refused with what it is)."""
     if source.annotator is not None:
         return read_qrels_judgments(
-            path, source.annotator, project_scale(proj), source.qrels_format, source.qrels_grades.value
+            path, source.annotator, project_scale(proj), source.qrels_format, source.qrels_grades
         )
     if source.qrels_format is not None:
         raise InputError(
@@ -738,7 +740,7 @@ class JudgmentsSource:
         if self.qrels_format is not None and self.qrels_format not in QRELS_FORMATS:
             raise ValueError(f"qrels format must be one of {', '.join(QRELS_FORMATS)}, got {self.qrels_format!r}")
         if self.qrels_grades != QrelsGrades.AS_JUDGED and self.annotator is None:
-            raise ValueError("--qrels-grades reads qrels as an annotator's grades: name the annotator with --annotator")
+            raise ValueError(GAINS_NEED_ANNOTATOR)
 
 
 @dataclass(frozen=True)

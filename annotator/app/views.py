@@ -22,8 +22,9 @@ from annotator.app.auth import require_role
 from annotator.app.text import highlighted, literal
 from db import projects
 from db.accounts.users import UserInfo
-from db.imports import QRELS_AS_RUN
+from db.imports import GAINS_NEED_ANNOTATOR, QRELS_AS_RUN
 from db.projects import ProjectInfo
+from eval_core.io.judgments import READ_AS_GAINS
 from eval_core.io.records import tighter_limits
 from eval_core.io.trec_text import SWAPPED_ADVICE
 from eval_core.vocab import Role
@@ -134,11 +135,8 @@ BROWSER_ADVICE = (
         'in "Qrels graded by" (multi-judge qrels: also tick "Multi-judge qrels", one annotator per judge group)',
     ),
     ("leave out --annotator", 'leave "Qrels graded by" empty'),
-    ("import them with --qrels-grades gains", 'tick "The qrels hold gains"'),
-    (
-        "--qrels-grades reads qrels as an annotator's grades: name the annotator with --annotator",
-        'gains are qrels\' grades: fill in "Qrels graded by"',
-    ),
+    (READ_AS_GAINS, 'tick "The qrels hold gains"'),
+    (GAINS_NEED_ANNOTATOR, 'gains are qrels\' grades: fill in "Qrels graded by"'),
     (QRELS_AS_RUN, ': grades are imported as judgments (TREC or BEIR qrels: with "Qrels graded by" filled in)'),
     (SWAPPED_ADVICE, ": upload a run here; grades are imported on the Project page, as judgments"),
 )

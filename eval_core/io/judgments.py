@@ -48,6 +48,7 @@ from eval_core.io.records import (
 )
 from eval_core.io.spreadsheet import escape_cell, unescape_cell
 from eval_core.io.trec_text import read_qrels_jg
+from eval_core.io.writers import QrelsGrades
 from eval_core.progress import bar as progress_bar
 from eval_core.vocab import ANNOTATOR_KINDS
 
@@ -688,19 +689,22 @@ def qrels_group_name(annotator: str, group: str) -> str:
     return f"{annotator}-jg{group}"
 
 
+# How to read a release's qrels of gains back (said when grades look like them); the app words it for its page.
+READ_AS_GAINS = "import them with --qrels-grades gains"
+
+
 def read_qrels_judgments(
     path: str | Path,
     annotator: str,
     scale: tuple[int, int] = (0, 3),
     qrels_format: str | None = None,
-    grades: str = "as-judged",
+    grades: QrelsGrades = QrelsGrades.AS_JUDGED,
 ) -> JudgmentsFile:
     """Qrels a team already has as the grades of `annotator` (a TREC or BEIR file, told by content) or, with
     qrels_format 'jg', of one annotator per judge group; grades off the scale are problems naming their line.
     `grades` "gains": the file holds gains from the scale's lowest grade (grade − low, as a release's TREC and
     BEIR qrels are written by default), each read back as gain + low."""
-    if grades not in ("gains", "as-judged"):
-        raise ValueError(f"qrels grades must be gains or as-judged, got {grades!r}")
+    grades = QrelsGrades(grades)
     label = str(path)
     if qrels_format not in (None, *QRELS_FORMATS):
         raise ValueError(f"qrels format must be one of {', '.join(QRELS_FORMATS)}, got {qrels_format!r}")
@@ -732,18 +736,18 @@ def read_qrels_judgments(
     )
     problems = Problems(label)
     low, high = scale
-    if grades == "gains":
+    if grades == QrelsGrades.GAINS:
         frame["grade"] = frame["grade"] + low
     given = frame["grade"]
     # qrels whose grades start at 0 and stay within high − low read as gains (grade − low), as a qrelkit release's
     # TREC and BEIR exports write them: imported as grades, every grade would be off by `low`
-    gains = grades != "gains" and low > 0 and len(given) and given.min() == 0 and given.max() <= high - low
+    like_gains = grades == QrelsGrades.AS_JUDGED and low > 0 and len(given) and given.min() == 0
     hint = (
         (
             f"; the grades run 0-{given.max()}, as the gains (grade - {low}) of a release's TREC or BEIR "
-            f"qrels: import them with --qrels-grades gains (or export them with --grades as-judged)"
+            f"qrels: {READ_AS_GAINS} (or export them with --grades as-judged)"
         )
-        if gains
+        if like_gains and given.max() <= high - low
         else ""
     )
     for line, grade in frame.loc[(given < low) | (given > high), ["line", "grade"]].itertuples(index=False):
