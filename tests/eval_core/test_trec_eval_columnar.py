@@ -5,6 +5,7 @@ with the lines in rank order (the fast path's one pass) or not (its sort)."""
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import numpy as np
@@ -196,7 +197,6 @@ def test_a_run_whose_queries_are_not_grouped_is_read_whole(tmp_path: Path, capsy
         b"q1 Q0 d1\v1 1 r\n",  # a vertical tab: the line reader splits there (tabs and spaces the fast path reads)
         b"# a comment line\nq1 Q0 d1 1 1 r\n",
         b"q1 Q0 d1 1 1 r extra\n",
-        b"\x1f\x8b\x08\x00",  # gzip, which trec_eval does not read
         b"",
     ],
 )
@@ -205,3 +205,40 @@ def test_what_only_the_line_reader_decides(tmp_path: Path, content: bytes) -> No
     qrels_path.write_text("q1 0 d1 1\n")
     run.write_bytes(content)
     assert read_ranked(run, read_qrels(qrels_path), block_bytes=1) is None
+
+
+@pytest.mark.parametrize("block_bytes", [1, 1 << 24])
+@pytest.mark.parametrize("workers", [1, 2])
+def test_gzip_runs_and_qrels_read_as_their_plain_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture, block_bytes: int, workers: int
+) -> None:
+    """trec_eval 10.0 reads a gzip file's compressed bytes as lines; qrelkit looks through gzip, whatever the
+    file's name: the spaced and tabbed runs (fast path, in blocks), the commented one (line reader) and the qrels,
+    compressed, print what their plain text prints, run id included."""
+    qrels, spaced, tabbed, commented = _write(tmp_path, 4, ranked=True)
+    packed = {}
+    for path, name in ((qrels, "qrels.gz"), (spaced, "spaced"), (tabbed, "tabbed.run.gz"), (commented, "c.gz")):
+        packed[path] = tmp_path / name
+        packed[path].write_bytes(gzip.compress(path.read_bytes()))
+    fast = read_ranked(packed[spaced], read_qrels(packed[qrels]), workers=workers, block_bytes=block_bytes)
+    assert fast is not None and fast.run_id == "run4"
+    _same_matrix(
+        build_columnar(read_qrels(qrels), fast, complete=True),
+        build(read_qrels(qrels), read_results(spaced), complete=True),
+    )
+    assert read_ranked(packed[commented], read_qrels(qrels)) is None  # the comment: the line reader's
+    for run in (spaced, tabbed, commented):
+        assert main(["trec_eval", "-q", "-c", "-m", "all_trec", str(qrels), str(run)]) == 0
+        plain = capsys.readouterr().out
+        assert main(["trec_eval", "-q", "-c", "-m", "all_trec", str(packed[qrels]), str(packed[run])]) == 0
+        assert capsys.readouterr().out == plain
+        assert "runid                 \tall\trun4" in plain
+
+
+def test_a_gzip_run_cut_short_is_one_sentence(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    qrels, spaced, _, _ = _write(tmp_path, 5)
+    cut = tmp_path / "cut.gz"
+    cut.write_bytes(gzip.compress(spaced.read_bytes())[:40])
+    assert main(["trec_eval", "-m", "map", str(qrels), str(cut)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"qrelkit trec_eval: {cut}") and "cannot read the file" in err and len(err.splitlines()) == 1

@@ -8,6 +8,7 @@ inside tied groups). The line-by-line reader handles every other layout, with th
 from __future__ import annotations
 
 import dataclasses
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,7 +86,13 @@ def _last_run_id(path: str | Path) -> str | None:
         fh.seek(0, 2)
         size = fh.tell()
         fh.seek(max(0, size - 65536))
-        tail = fh.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+        return run_id_of(fh.read())
+
+
+def run_id_of(lines: bytes | memoryview) -> str | None:
+    """The sixth field of the last non-blank one of these whole lines; None when that line has not six fields
+    or holds whitespace the line reader must judge."""
+    tail = bytes(lines[-65536:]).rstrip(b"\n").rsplit(b"\n", 1)[-1]
     fields = (single_spaced(tail) or tail).split(b" ")
     if len(fields) != 6 or any(c in tail for c in (b"\r", b"\v", b"\f")):
         return None
@@ -102,29 +109,38 @@ def read_ranked(
     if str(path) == "-":
         return None
     with open(path, "rb") as fh:
-        if fh.read(2) in (b"", b"\x1f\x8b"):  # empty, or gzip (which trec_eval does not read): the line reader
-            return None
-    index = qrels_index(qrels)
-    run_id = _last_run_id(path)
-    if index is None or run_id is None:
+        magic = fh.read(2)
+    if not magic:  # empty: the line reader names it
         return None
+    gzipped = magic == b"\x1f\x8b"  # looked through, as every qrelkit reader does (trec_eval 10.0 does not)
+    index = qrels_index(qrels)
+    if index is None or (not gzipped and _last_run_id(path) is None):
+        return None
+    block_tail = threading.local()  # the run id of the block the thread read last: its job ranks it next
 
-    def rank(cols: Columns) -> Ranked:
+    def ranked_of(cols: Columns) -> Ranked:
         if float32:
             cols = dataclasses.replace(cols, value=cols.value.astype(np.float32).astype(np.float64))
         return rank_run(index, cols)
 
+    def rank(cols: Columns) -> tuple[Ranked, str | None]:
+        return ranked_of(cols), block_tail.run_id
+
     def read(chunk: memoryview, label: str) -> Columns:
+        block_tail.run_id = run_id_of(chunk)
         return read_lines(pa.py_buffer(chunk), label)
 
     try:
         try:
-            ranked = merge_ranked(list(map_run_blocks(path, rank, block_bytes, workers=workers, read=read)))
+            blocks = list(map_run_blocks(path, rank, block_bytes, workers=workers, read=read))
+            ranked, run_id = merge_ranked([r for r, _ in blocks]), blocks[-1][1]
         except Scattered:
-            ranked = rank(read_lines(str(path), str(path), threads=True))
+            if gzipped:  # a compressed run whose queries are not grouped: the line reader reads it
+                return None
+            ranked, run_id = ranked_of(read_lines(str(path), str(path), threads=True)), _last_run_id(path)
     except NotColumnar:
         return None
-    return RankedRun(ranked, index, run_id)
+    return None if run_id is None else RankedRun(ranked, index, run_id)
 
 
 def build_columnar(

@@ -18,6 +18,7 @@ import numpy as np
 
 from eval_core.errors import InputError
 from eval_core.io.keys import arrow_ints, numpy_values, pair_keys, string_keys
+from eval_core.io.records import iter_blocks
 from eval_core.io.trec_text import single_spaced
 
 
@@ -44,13 +45,16 @@ class Results:
 
 
 def _read_bytes(path: str | Path) -> bytes:
-    """A file's bytes, stdin for `-` (trec_eval reads a run from stdin that way)."""
+    """A file's bytes, gzip looked through (as every qrelkit reader does; trec_eval 10.0 does not), stdin for `-`
+    (trec_eval reads a run from stdin that way)."""
     if str(path) == "-":
         return sys.stdin.buffer.read()
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise InputError(str(path), None, f"cannot read the file ({exc.strerror})") from exc
+    if data[:2] == b"\x1f\x8b":
+        data = b"".join(block for block, _ in iter_blocks(path, numbered=False))
     if not data:
         raise InputError(str(path), None, "empty file")
     return data
@@ -103,8 +107,8 @@ def _arrow_qrels(path: str | Path) -> Qrels | None:
     table = _qrels_table(str(path))
     if table is None:
         try:
-            spaced = single_spaced(Path(path).read_bytes())
-        except OSError:
+            spaced = single_spaced(_read_bytes(path))
+        except InputError:
             return None
         table = None if spaced is None else _qrels_table(pa.py_buffer(spaced))
     if table is None:
