@@ -224,12 +224,11 @@ USER_SIZES = ("seed", "1run", "17runs", "10kx1000")
 USER_CHILD = r"""
 import sys
 tool, qrels_path, *runs = sys.argv[1:]
-if tool in ("eval", "trec_eval"):
-    from annotator.cli import main
+if tool in ("eval", "trec_eval"):  # what the `qrelkit` console script runs, exit path included; stdout is /dev/null
     args = ["eval", qrels_path, *runs] if tool == "eval" else ["trec_eval", "-c", "-m", "all_trec", qrels_path, *runs]
-    import io, contextlib
-    with contextlib.redirect_stdout(io.StringIO()):
-        sys.exit(main(args))
+    sys.argv = ["qrelkit", *args]
+    from annotator.cli import main
+    sys.exit(main())
 import pytrec_eval
 def load(path, run):
     d = {}

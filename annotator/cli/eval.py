@@ -211,29 +211,14 @@ def _check_scale(grades: Any, scale: tuple[int, int], path: str) -> None:
         )
 
 
-class _NoBar:
-    """The part of a tqdm bar `cmd_eval` uses, doing nothing: for runs too small to wait for."""
-
-    n = 0
-
-    def update(self, n: int = 1) -> None:
-        """Nothing to advance."""
-
-    def set_postfix_str(self, text: str) -> None:
-        """Nothing to label."""
-
-    def close(self) -> None:
-        """Nothing to close."""
-
-
 def _byte_bar(total: int) -> Any:
-    """A tqdm bar over the runs' bytes when they are big enough to wait for; else no bar and no tqdm import
-    (5 % of a small evaluation's start-up)."""
-    if total < PROGRESS_BYTES:
-        return _NoBar()
+    """A bar over the runs' bytes, drawn when they are big enough to wait for (and stderr is a terminal); else a
+    quiet one, without tqdm's import (5 % of a small evaluation's start-up)."""
     from eval_core.progress import bar
 
-    return bar(total=total, desc="evaluating", unit="B", unit_scale=True, unit_divisor=1024)
+    return bar(
+        total=total, show=total >= PROGRESS_BYTES, desc="evaluating", unit="B", unit_scale=True, unit_divisor=1024
+    )
 
 
 def _labels(runs: list[str]) -> list[str]:

@@ -104,6 +104,15 @@ def test_qrelkit_trec_eval_and_eval_of_several_runs_load_only_their_own_command_
     assert loaded_after(run_main(["trec_eval", "-q", "-c", "-m", "all_trec", *SEED]), others) == []
 
 
+def test_a_bar_big_enough_to_draw_imports_no_tqdm_off_a_terminal() -> None:
+    """Runs worth a bar get one only on a terminal: with stderr a pipe (CI, a log) the bar is quiet and tqdm (with
+    multiprocessing, ≈ 40 ms) is not imported; seen from a terminal it is."""
+    big = f"import annotator.cli.eval\nannotator.cli.eval.PROGRESS_BYTES = 0\n{run_main(['eval', *SEED])}"
+    assert loaded_after(big, ("tqdm", "multiprocessing")) == []
+    tty = "import eval_core.progress\neval_core.progress.on_terminal = lambda: True\n"
+    assert loaded_after(tty + big, ("tqdm",)) == ["tqdm"]
+
+
 def test_qrelkit_eval_loads_no_pandas_unless_a_table_of_queries_is_asked_for() -> None:
     """Means are what `qrelkit eval` prints: pandas (≈ 0.3 s of start-up) comes only with --per-query; the
     block reader of big runs stays without it too (pyarrow's pa.array and to_numpy would import it)."""
