@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import gc
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 from eval_core.errors import USER_ERRORS
 
@@ -62,6 +64,13 @@ def _one_blas_thread(command: str | None) -> None:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
+# Commands whose only effects are their stdout and stderr (no file written, no database, no thread left running):
+# their process ends with os._exit once both are flushed, skipping the interpreter's teardown — freeing NumPy's and
+# pyarrow's objects, clearing every module, Arrow's C++ destructors — 0.03–0.06 s of a 0.5 s trec_eval call that a
+# user makes once per run (issue 26).
+EXIT_AT_ONCE = frozenset({"eval", "trec_eval"})
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The `qrelkit` parser with `command`'s module only (a known command: start-up pays for one command
     group, not ten), else with every module so `qrelkit --help` and a mistyped command list them all."""
@@ -83,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     a database that refuses and anything unexpected: one sentence, never a traceback. A failed gate exits 1."""
     if argv is None:  # the process's own entry point (the `qrelkit` script, `python -m annotator`)
         status = main(sys.argv[1:])
+        if len(sys.argv) > 1 and sys.argv[1] in EXIT_AT_ONCE:
+            exit_now(status)
         leave_quickly()
         return status
     _one_blas_thread(argv[0] if argv else None)
@@ -120,6 +131,22 @@ def main(argv: list[str] | None = None) -> int:
 
         logging.getLogger("qrelkit").debug("command failed", exc_info=True)
         return 2
+
+
+def exit_now(status: int) -> NoReturn:
+    """End an EXIT_AT_ONCE command's process with `status` as soon as its output is out: flush stdout (a reader
+    that left is silenced, as in `main`; a full disk is `main`'s one sentence and exit 2), then stderr, then
+    os._exit, which runs no atexit handler and tears nothing down."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError as exc:
+        print(f"qrelkit: error: {os_sentence(exc)}", file=sys.stderr)
+        status = 2
+    with contextlib.suppress(OSError):
+        sys.stderr.flush()
+    os._exit(status)
 
 
 def leave_quickly() -> None:
