@@ -222,10 +222,11 @@ def _bisect(score: np.ndarray, lo: np.ndarray, hi: np.ndarray, s: np.ndarray, st
 
 def _ranks(q: np.ndarray, score: np.ndarray, docid: pa.Array, rows: np.ndarray, per_code: np.ndarray) -> np.ndarray:
     """The 1-based trec_eval rank of each of `rows` within its query (score descending, ties by docid descending
-    in byte order), touching little: the rows of its query with a higher score, found by binary search, plus
-    those in its tied group with a greater docid. Only the tied groups holding one of `rows` are sorted by docid
-    (a tie among unjudged documents moves no judged rank), and the whole run only when it is not already in
-    query and score order. `per_code` counts each query code's rows."""
+    in byte order), touching little: the rows of its query with a higher score (its place in the ranked rows
+    when no neighbour ties with it, else found by binary search), plus those in its tied group with a greater
+    docid. Only the tied groups holding one of `rows` are sorted by docid (a tie among unjudged documents moves
+    no judged rank), and the whole run only when it is not already in query and score order. `per_code` counts
+    each query code's rows."""
     order: np.ndarray | None = None
     if _ranked_already(q, score):
         pos = rows
@@ -239,9 +240,19 @@ def _ranks(q: np.ndarray, score: np.ndarray, docid: pa.Array, rows: np.ndarray, 
     first = np.concatenate(([0], np.cumsum(per_code)[:-1]))
     code = q[rows]
     q_first = first[code]
+    q_end = q_first + per_code[code]
     s = score[pos]
-    g_first = _bisect(score, q_first, pos, s, strict=False)
-    g_end = _bisect(score, pos + 1, q_first + per_code[code], s, strict=True)
+    # a row whose neighbours in its query score otherwise is alone in its tied group: [pos, pos + 1)
+    g_first, g_end = pos.copy(), pos + 1
+    last = len(score) - 1
+    alike = np.flatnonzero(
+        ((pos > q_first) & (score[np.maximum(pos - 1, 0)] == s))
+        | ((pos + 1 < q_end) & (score[np.minimum(pos + 1, last)] == s))
+    )
+    if len(alike):
+        a_first, a_pos, a_s = q_first[alike], pos[alike], s[alike]
+        g_first[alike] = _bisect(score, a_first, a_pos, a_s, strict=False)
+        g_end[alike] = _bisect(score, a_pos + 1, q_end[alike], a_s, strict=True)
     rank = g_first - q_first + 1
     tied = np.flatnonzero(g_end - g_first > 1)
     if len(tied):
