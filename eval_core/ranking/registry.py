@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
 
-from eval_core.vocab import CutoffKind
+if TYPE_CHECKING:
+    from eval_core.vocab import CutoffKind
 
 DEFAULT_K = (1, 3, 5, 10, 20, 100)
 DEFAULT_P = 0.8
@@ -450,13 +453,18 @@ ALIAS_PATTERNS: tuple[tuple[str, str], ...] = (
     (rf"ndcg_burges@{_CUT}", "ndcg_exp@{k}"),
     (rf"ERR@{_CUT}", "err@{k}"),
 )
-_ALIASES = tuple((re.compile(f"^{pattern}$"), target) for pattern, target in ALIAS_PATTERNS)
+
+
+@cache
+def _aliases() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """ALIAS_PATTERNS compiled, on the first name looked up (23 patterns: a few ms of every start-up otherwise)."""
+    return tuple((re.compile(f"^{pattern}$"), target) for pattern, target in ALIAS_PATTERNS)
 
 
 def resolve_alias(name: str) -> str:
     """qrelkit's spelling of a trec_eval / pytrec_eval / ir-measures / ranx metric name (`P_10` → `P@10`,
     `ndcg_cut_10` → `ndcg@10`, `nDCG@10` → `ndcg@10`, `RR` → `mrr`); other names are returned unchanged."""
-    for pattern, target in _ALIASES:
+    for pattern, target in _aliases():
         m = pattern.match(name)
         if m:
             return target.format(**m.groupdict())
