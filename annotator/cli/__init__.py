@@ -71,14 +71,42 @@ def _one_blas_thread(command: str | None) -> None:
 EXIT_AT_ONCE = frozenset({"eval", "trec_eval"})
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, asking the terminal's width when help or a usage line is formatted rather than when
+    the parser is built: argparse makes a formatter for every add_argument, and its width comes from
+    shutil.get_terminal_size, whose import (shutil, bz2, lzma) is ≈ 6 ms of a command that prints no help."""
+
+    def __init__(
+        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
+    ) -> None:
+        self._asked = (indent_increment, max_help_position) if width is None else None
+        super().__init__(prog, indent_increment, max_help_position, 80 if width is None else width)
+
+    def format_help(self) -> str:
+        if self._asked is not None:  # the width and help position argparse would have set, from the terminal now
+            import shutil
+
+            indent, position = self._asked
+            self._asked = None
+            self._width = shutil.get_terminal_size().columns - 2
+            self._max_help_position = min(position, max(self._width - 20, indent * 2))
+        return super().format_help()
+
+
+class RawDescriptionHelpFormatter(HelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """argparse's RawDescriptionHelpFormatter (descriptions printed as written), the width asked for late."""
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The `qrelkit` parser with `command`'s module only (a known command: start-up pays for one command
     group, not ten), else with every module so `qrelkit --help` and a mistyped command list them all."""
     parser = argparse.ArgumentParser(
         prog="qrelkit",
         description="Golden sets for retrieval evaluation: judge, agree, release, evaluate.",
+        formatter_class=HelpFormatter,
     )
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # prog given: argparse would format the parser's usage (and so ask the terminal's width) to find it
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", prog="qrelkit")
     modules = [COMMANDS[command]] if command in COMMANDS else dict.fromkeys(COMMANDS.values())
     for name in modules:
         importlib.import_module(name).register(subparsers)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from annotator.cli import RawDescriptionHelpFormatter
 from annotator.cli.common import averaging_options, relevance_options
 from eval_core.ranking.registry import DEFAULT_K, DEFAULT_METRICS, help_text
 
@@ -24,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "eval",
         help="evaluate runs against qrels (trec_eval semantics)",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawDescriptionHelpFormatter,
         description="Evaluate one or more runs against qrels. Queries in the qrels but missing from a run\n"
         "score 0 (trec_eval -c); run-only queries are ignored; both are reported as warnings.\n\n"
         "Metrics (@k: a cutoff, expanded over --k when written bare; [@k]: optional cutoff;\n"

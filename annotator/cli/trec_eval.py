@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import NoReturn
 
+from annotator.cli import RawDescriptionHelpFormatter
+
 USAGE_EXIT = 1  # trec_eval exits 1 on a usage error or an illegal measure
 
 DESCRIPTION = """\
@@ -26,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "trec_eval",
         help="trec_eval 10.0's command line and output, byte for byte",
         description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawDescriptionHelpFormatter,
     )
     p.add_argument("-q", "--query_eval_wanted", action="store_true", help="also print each query's values")
     p.add_argument(

@@ -116,6 +116,30 @@ def test_a_bar_big_enough_to_draw_imports_no_tqdm_off_a_terminal() -> None:
     assert loaded_after(tty + big, ("tqdm",)) == ["tqdm"]
 
 
+def test_eval_and_trec_eval_ask_no_terminal_width_unless_they_print_help(
+    capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """argparse's formatters learn the terminal's width from shutil (with bz2 and lzma, ≈ 6 ms of start-up); the
+    qrelkit parser's ask for it only when help or a usage line is printed, and print what argparse's print."""
+    for argv in (["trec_eval", "-q", "-c", "-m", "all_trec", *SEED], ["eval", *SEED]):
+        assert loaded_after(run_main(argv), ("shutil", "bz2", "lzma")) == [], argv
+    code = "from annotator.cli import main\ntry:\n    main(['trec_eval', '--help'])\nexcept SystemExit:\n    pass"
+    assert loaded_after(code, ("shutil",)) == ["shutil"]
+    for argv in (["--help"], ["eval", "--help"], ["trec_eval", "--help"], ["trec_eval", "-x", "q", "r"]):
+        for columns in ("50", "150"):
+            monkeypatch.setenv("COLUMNS", columns)
+            with pytest.raises(SystemExit):
+                main(argv)
+            ours = capsys.readouterr()
+            with monkeypatch.context() as argparses:
+                argparses.setattr("annotator.cli.HelpFormatter", argparse.HelpFormatter)
+                for module in ("annotator.cli.eval", "annotator.cli.trec_eval"):
+                    argparses.setattr(f"{module}.RawDescriptionHelpFormatter", argparse.RawDescriptionHelpFormatter)
+                with pytest.raises(SystemExit):
+                    main(argv)
+            assert ours == capsys.readouterr(), (argv, columns)
+
+
 def test_qrelkit_eval_loads_no_pandas_unless_a_table_of_queries_is_asked_for() -> None:
     """Means are what `qrelkit eval` prints: pandas (≈ 0.3 s of start-up) comes only with --per-query; the
     block reader of big runs stays without it too (pyarrow's pa.array and to_numpy would import it)."""
