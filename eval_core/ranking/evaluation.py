@@ -77,7 +77,7 @@ def _rows(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
     return {str(q): {m: float(v) for m, v in row.items()} for q, row in frame.to_dict(orient="index").items()}
 
 
-@dataclass
+@dataclass(eq=False)  # holds arrays and frames: compared by identity
 class Evaluation:
     """The result of evaluating one run: per-query values, means over qrels queries, and what was odd."""
 
@@ -228,7 +228,7 @@ def _mean(values: np.ndarray) -> float:
     return float(values.sum() / len(values)) if len(values) else math.nan
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared (its metrics may be a list, categories a frame)
 class EvalOptions:
     """What to compute, shared by `evaluate` and `evaluate_judge_groups`: one list of parameters and defaults.
 

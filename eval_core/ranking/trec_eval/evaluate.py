@@ -23,7 +23,7 @@ class IllegalMeasure(ValueError):
     """A -m argument trec_eval refuses (exit 1)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared (and `params` is a dict)
 class Selection:
     """The marked measure names in trec_eval's order, and the parameter text given per name."""
 
@@ -50,7 +50,7 @@ def select(measure_args: Sequence[str]) -> Selection:
     return Selection(tuple(n for n in ms.ORDER if n in marked), params)
 
 
-@dataclass
+@dataclass(eq=False)  # holds arrays: compared by identity
 class Block:
     """One family's values: its printed names and a [queries × names] array (relstring: its strings)."""
 

@@ -50,7 +50,7 @@ class Options:
     version: int = 10
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: one per family (and `extra` is a dict)
 class Family:
     """One trec_eval measure family."""
 

@@ -36,7 +36,7 @@ class Qrels:
     averaged_over: int | None = None
 
 
-@dataclass
+@dataclass(eq=False)  # holds arrays: compared by identity
 class Results:
     """A run: per query id (byte order) its docids and their scores as read, and the last line's run id."""
 

@@ -55,7 +55,7 @@ def _debug_query(debug: str | None) -> str | None:
     return debug.split(".", 1)[1]
 
 
-@dataclass
+@dataclass(eq=False)  # holds arrays: compared by identity
 class Scored:
     """What one evaluation produced: the blocks of values and what the summary needs."""
 
