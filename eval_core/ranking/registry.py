@@ -6,9 +6,8 @@ Pure data and string helpers (no NumPy), so the CLI can build its help without i
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from eval_core.vocab import CutoffKind
@@ -17,11 +16,11 @@ DEFAULT_K = (1, 3, 5, 10, 20, 100)
 DEFAULT_P = 0.8
 
 
-@dataclass(frozen=True)
-class Metric:
+class Metric(NamedTuple):
     """One metric: its name, how it takes a cutoff, its definition, where it comes from, its name elsewhere, and
     the one kernel that computes it (`eval_core.ranking.kernels.KERNELS`) with the named arguments that make the
-    kernel compute qrelkit's documented semantics (`kernels.Args` fields)."""
+    kernel compute qrelkit's documented semantics (`kernels.Args` fields). A NamedTuple: immutable like a frozen
+    dataclass, and made in a fraction of its time (every eval and trec_eval process imports the registry)."""
 
     name: str
     cutoff: CutoffKind | str  # how it takes its argument (eval_core.vocab.CutoffKind)
@@ -285,8 +284,7 @@ def markdown_table() -> str:
 # ---- trec_eval's measure families (`qrelkit trec_eval -m NAME`), and other tools' names as `qrelkit eval` aliases
 
 
-@dataclass(frozen=True)
-class TrecFamily:
+class TrecFamily(NamedTuple):
     """One trec_eval 10.0 measure family: its definition, source, names elsewhere, and qrelkit's equivalent."""
 
     name: str
