@@ -1,6 +1,8 @@
 """Start-up benchmark: a store command's whole process — `qrelkit user list`, `adjudicate`, `disputes` — beside
 `qrelkit --help` and `python -c pass`, on the demo project in a SQLite file (and, with --engines, in a
-PostgreSQL schema of its own at $QRELKIT_TEST_PG_URL, dropped afterwards).
+PostgreSQL schema of its own at $QRELKIT_TEST_PG_URL, dropped afterwards); and, needing no store, `qrelkit eval`
+and `qrelkit trec_eval -c -m all_trec` on the seed example (examples/seed000.*): the evaluation commands' fixed
+cost (issue 26).
 
     python3 benchmarks/bench_startup.py [--repeat 5] [--bytecode cached|none] [--engines sqlite,postgresql]
 
@@ -36,6 +38,7 @@ from db.store.engine import dispose_engines, get_engine
 from db.store.schema import init_db
 
 ROOT = Path(__file__).resolve().parent.parent
+SEED = [str(ROOT / "examples" / "seed000.qrels"), str(ROOT / "examples" / "seed000.run")]
 PG_URL = os.environ.get("QRELKIT_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 
@@ -53,6 +56,9 @@ def commands(url: str, query: str, fragment: str) -> dict[str, list[str]]:
         ],
         "qrelkit disputes": [*qrelkit, "disputes", "--project", PROJECT, "--db", url],
         "qrelkit disputes --order doubt": [*qrelkit, "disputes", "--project", PROJECT, "--order", "doubt", "--db", url],
+        # no store: the fixed cost of the evaluation commands (issue 26), their exit path included
+        "qrelkit eval (seed)": [*qrelkit, "eval", *SEED],
+        "qrelkit trec_eval -m all_trec (seed)": [*qrelkit, "trec_eval", "-c", "-m", "all_trec", *SEED],
     }
 
 
@@ -111,14 +117,14 @@ def main() -> int:
             with demo_store(engine_kind, Path(tmp)) as url:
                 first = disputes(get_engine(url), PROJECT).iloc[0]  # a disputed pair to adjudicate
                 dispose_engines()
-                print(f"\n{engine_kind}\n{'command':<32}{'wall median':>12}{'CPU median':>12}")
+                print(f"\n{engine_kind}\n{'command':<40}{'wall median':>12}{'CPU median':>12}")
                 for name, argv in commands(url, first.query_id, first.fragment_id).items():
                     if args.bytecode == "cached":
                         timed(argv, env)  # warm-up: writes the .pyc files
                     runs = [timed(argv, env) for _ in range(args.repeat)]
                     wall = statistics.median(w for w, _ in runs)
                     cpu = statistics.median(c for _, c in runs)
-                    print(f"{name:<32}{wall:>11.2f}s{cpu:>11.2f}s")
+                    print(f"{name:<40}{wall:>11.2f}s{cpu:>11.2f}s")
     return 0
 
 
