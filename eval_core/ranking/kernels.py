@@ -106,9 +106,10 @@ def rel_hits(m: RelMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return rows, ranks, m.cum[rows, cols] / (ranks + 1.0)
 
 
-def ap_sum(m: RelMatrix, k: float = INF) -> np.ndarray:
-    """Σ over relevant retrieved documents ranked below k of (relevant so far / rank), in rank order."""
-    rows, ranks, prec = rel_hits(m)
+def ap_sum(m: RelMatrix, k: float = INF, hits: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """Σ over relevant retrieved documents ranked below k of (relevant so far / rank), in rank order. `hits`:
+    `rel_hits(m)` when the caller already has it (one per matrix, however many cutoffs)."""
+    rows, ranks, prec = rel_hits(m) if hits is None else hits
     weights = prec if k == INF else np.where(ranks < k, prec, 0.0)
     return np.bincount(rows, weights=weights, minlength=len(m.qids))
 
@@ -227,7 +228,8 @@ def f1(m: RelMatrix, a: Args) -> np.ndarray:
 
 def average_precision(m: RelMatrix, a: Args) -> np.ndarray:
     """AP@k = Σ over relevant retrieved at rank ≤ k of P@rank, / R (map, map_cut)."""
-    return _stack([div(ap_sum(m, k), m.num_rel) for k in a.cuts], len(m.qids))
+    hits = rel_hits(m)
+    return _stack([div(ap_sum(m, k, hits), m.num_rel) for k in a.cuts], len(m.qids))
 
 
 def reciprocal_rank(m: RelMatrix, a: Args) -> np.ndarray:
