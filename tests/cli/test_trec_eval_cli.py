@@ -359,3 +359,52 @@ def test_num_rel_summary_with_c_counts_every_positive_qrels_line_whatever_l_says
     assert _value(out, "num_rel") == "4"
     _, out, _ = _run(capsys, "-c", "-l2", "-m", "num_rel", "--trec-eval-version", "9", str(qrels), str(run))
     assert _value(out, "num_rel") == "1"  # trec_eval 9 sums the evaluated queries' counts
+
+
+def test_stand_in_clean_up_goes_by_printed_name(tmp_path: Path, files: tuple[str, str], capsys) -> None:
+    """trec_eval.c, after -c's stand-in ranking of a query the run lacks (one document outside the qrels),
+    zeroes the values named exactly num_ret, utility, rbp_resid, clears relstring (strcmp), and every name
+    starting with unj (strncmp). A measure given parameters prints them in its name, so it keeps what the
+    stand-in ranking gives. Here q2 has one relevant document (R = 1), the ranking 1 document, 0 relevant:
+    utility.1,-1,-1,1 = 1·0 − 1·(1 − 0) − 1·(1 − 0) + 1·(0 + 0 − 1 − 1) = −4 (m_utility.c, -N 0);
+    rbp_resid.p=0.8: one unjudged document at rank 1, sum = 1, p^1 = 0.8: 0.8 + 0.2·1 = 1 (m_rbp_resid.c);
+    relstring.20: the first min(20, 1) values, one not in the pool: '-' (m_relstring.c)."""
+    qrels = tmp_path / "qrels2"
+    qrels.write_text(QRELS + "q2 0 a 1\n")
+    base = ["-c", "-q", str(qrels), files[1]]
+    _, out, _ = _run(capsys, "-m", "utility", "-m", "rbp_resid", "-m", "relstring", "-m", "unj.3", *base)
+    assert _value(out, "utility", "q2") == "0.0000"
+    assert _value(out, "rbp_resid", "q2") == "0.0000"
+    assert _value(out, "relstring", "q2") == "''"
+    assert _value(out, "unj_3", "q2") == "0.0000"  # strncmp(name, "unj", 3) matches whatever the cutoffs
+    _, out, _ = _run(capsys, "-m", "utility.1,-1,-1,1", "-m", "rbp_resid.p=0.8", "-m", "relstring.20", *base)
+    assert _value(out, "utility_1,-1,-1,1", "q2") == "-4.0000"
+    assert _value(out, "rbp_resid_p=0.8", "q2") == "1.0000"
+    assert _value(out, "relstring_20", "q2") == "'-'"
+
+
+def test_interpolated_precision_of_an_empty_ranking_is_negative_nan(tmp_path: Path, capsys) -> None:
+    """m_iprec_at_recall.c and m_11pt_avg.c start from precis = num_rel_ret / num_ret, which is 0.0 / 0.0 when
+    -J leaves no judged document (x86's default NaN has its sign bit set; glibc prints it '-nan'), and give it
+    to every cutoff of at most num_rel_ret = 0 relevant documents. With R = 1, 10.0 rounds fraction·R
+    (lround): 0.0–0.4 → 0 (NaN), 0.5–1.0 → 1 (left at 0); 9 adds 0.9 and truncates: only 0.0 → 0.
+    11pt_avg sums a NaN, so it is NaN; over cutoffs .5 and .75 (both 1) it is 0. Without -J nothing is NaN."""
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("q1 0 a 1\nq1 0 b 0\n")
+    run.write_text("q1 Q0 x 1 2 t\nq1 Q0 y 2 1 t\n")
+    status, out, _ = _run(capsys, "-q", "-J", "-m", "iprec_at_recall", "-m", "11pt_avg", str(qrels), str(run))
+    assert status == 0
+    for frac in ("0.00", "0.10", "0.20", "0.30", "0.40"):
+        assert _value(out, f"iprec_at_recall_{frac}", "q1") == "  -nan"
+    for frac in ("0.50", "0.60", "1.00"):
+        assert _value(out, f"iprec_at_recall_{frac}", "q1") == "0.0000"
+    assert _value(out, "11pt_avg", "q1") == "  -nan"
+    assert _value(out, "iprec_at_recall_0.00") == "  -nan"  # the mean over the one query
+    assert _value(out, "11pt_avg") == "  -nan"
+    _, out, _ = _run(capsys, "-J", "-m", "11pt_avg..5,.75", str(qrels), str(run))
+    assert _value(out, "11pt_avg_.5,.75") == "0.0000"
+    _, out, _ = _run(capsys, "-q", "-m", "iprec_at_recall", str(qrels), str(run))
+    assert _value(out, "iprec_at_recall_0.00", "q1") == "0.0000"
+    _, out, _ = _run(capsys, "-q", "-J", "-m", "iprec_at_recall", "--trec-eval-version", "9", str(qrels), str(run))
+    assert _value(out, "iprec_at_recall_0.00", "q1") == "  -nan"
+    assert _value(out, "iprec_at_recall_0.10", "q1") == "0.0000"

@@ -84,9 +84,19 @@ def compute(m: RelMatrix, selection: Selection, opts: ms.Options) -> list[Block]
             continue
         values = np.asarray(family.values(m, params, opts), dtype=np.float64)
         if family.zero_if_missing and m.bogus.any():
-            values[m.bogus] = 0.0
+            for j, printed_name in enumerate(names):
+                if cleared_for_stand_in(printed_name):
+                    values[m.bogus, j] = 0.0
         blocks.append(Block(family, names, values))
     return blocks
+
+
+def cleared_for_stand_in(printed_name: str) -> bool:
+    """trec_eval.c's clean-up after -c's stand-in ranking of a missing query goes by printed name: num_ret,
+    utility, relstring and rbp_resid exactly (strcmp), and every name starting with unj (strncmp). A measure
+    given parameters prints them in its name (utility_1,-1,0,0, rbp_resid_p=0.8, relstring_20), so it keeps
+    the stand-in ranking's value."""
+    return printed_name in ("num_ret", "utility", "relstring", "rbp_resid") or printed_name.startswith("unj")
 
 
 def _relstrings(m: RelMatrix, params: Params) -> list[str]:
@@ -100,7 +110,8 @@ def _relstrings(m: RelMatrix, params: Params) -> list[str]:
         ord(">"),
         np.where(v >= 0, ord("0") + v, np.where(v == NONPOOL, ord("-"), np.where(v == UNJUDGED, ord("."), ord("<")))),
     )
-    lengths = np.where(m.bogus, 0, np.minimum(length, m.num_ret))
+    cleared = m.bogus & cleared_for_stand_in(f"relstring_{params.printable}" if params.printable else "relstring")
+    lengths = np.where(cleared, 0, np.minimum(length, m.num_ret))
     return [row[:n].tobytes().decode("ascii") for row, n in zip(chars, lengths.tolist(), strict=True)]
 
 

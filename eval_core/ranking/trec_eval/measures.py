@@ -62,7 +62,7 @@ class Family:
     integer: bool = False  # printed as %ld
     per_query: bool = True  # printed for each query with -q
     doc: str = ""
-    zero_if_missing: bool = False  # trec_eval 10.0 -c zeroes it for a missing query's stand-in ranking
+    zero_if_missing: bool = False  # trec_eval 10.0 -c zeroes it for a missing query's stand-in ranking (by name)
     extra: dict = field(default_factory=dict)
     kernel: str = ""  # the one kernel (eval_core.ranking.kernels.KERNELS) computing it, when `qrelkit eval` shares it
     kernel_args: Callable[[Params], Args] | None = None  # the kernel's arguments for these parameters
@@ -153,6 +153,9 @@ def _interpolated(m: RelMatrix, fractions: tuple, opts: Options) -> np.ndarray:
         flat = np.where(ok, start + reach - 1, 0)
         if len(cols):
             out[:, j] = np.where(ok, best_after[np.arange(len(m.qids)), cols[np.minimum(flat, len(cols) - 1)]], 0.0)
+        # Nothing retrieved (-J left no judged document, or -M0): m_iprec_at_recall.c's starting precision is
+        # num_rel_ret / num_ret = 0.0 / 0.0, x86's negative NaN, given to every cutoff of 0 relevant documents.
+        out[(m.num_ret == 0) & (cut <= 0), j] = -np.nan
     return out
 
 
