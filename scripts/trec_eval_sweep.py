@@ -1,9 +1,9 @@
 """Sweep `qrelkit trec_eval` over measures × option sets × generated files, against what trec_eval's C code does.
 
-Usage: python scripts/trec_eval_sweep.py [--seed N] [--verbose]
+Usage: python scripts/trec_eval_sweep.py [--seed N] [--verbose] [--trec-eval PATH]
 
-No C trec_eval 10.0 can be run here (none on PyPI; pytrec_eval-terrier's source fetches trec_eval from GitHub
-at build time), so each case is compared with two independent expectations:
+No C trec_eval 10.0 is installed by the project (none on PyPI; pytrec_eval-terrier's source fetches trec_eval
+from GitHub at build time), so each case is compared with two independent expectations:
 
 - version 10: `expected()` below, trec_eval 10.0's rules written out from its C source, loop by loop
   (form_res_rels.c: sort by score then docno descending, cut at -M, then -J; m_*.c for each measure; trec_eval.c
@@ -13,9 +13,20 @@ at build time), so each case is compared with two independent expectations:
 - version 9: pytrec_eval (trec_eval 9 compiled in) on every measure it has, per query, to 1e-9, with -l and -J
   (its only options), against `qrelkit trec_eval --trec-eval-version 9`'s values per query.
 
+With `--trec-eval PATH` (a trec_eval binary built from the C source, kept outside the repository), every
+version-10 case is also run through that binary and its stdout and exit status compared byte for byte with
+`qrelkit trec_eval`'s, and a wider binary-only sweep follows: -m all_trec, each all_trec measure alone, the
+official default, parametrised measures (names printed with their parameters), the nicknames set and
+qrels_jg (-R qrels_jg on a three-judge file), under 14 option sets (-q, -c, -c -l2, -M, -J, -N …) on every
+plain-text layout. The gzip layout is skipped for the binary (C trec_eval reads plain text only). One
+difference is known and counted apart: without -c, a qrels query the run lacks makes qrelkit stop (exit 4),
+while trec_eval.c leaves the previous query's ranking in place and prints it again under that query's
+predecessor's id (undefined if it is the first qrels query): such cases print REFUSED.
+
 Files (seeded): qrels with grades −1…3, a query without relevant documents, a query whose only judgments are
 −1; runs with tied scores, scores equal only in float32, two qrels queries missing and two run-only queries, in
-three layouts: single spaces grouped by query, tabs and mixed whitespace, and lines shuffled across queries.
+four layouts: single spaces grouped by query, tabs and mixed whitespace (with a tab-separated qrels),
+lines shuffled across queries, and the spaces layout gzipped; plus a run with every qrels query.
 Prints one row per (file, options) and `N of M cases identical`; exit 1 if any differs.
 """
 
@@ -23,9 +34,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import io
 import math
 import random
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -122,13 +135,30 @@ def write_files(folder: Path, qrels: list, run: list, rng: random.Random) -> dic
     shuffled = list(enumerate(run, 1))
     rng.shuffle(shuffled)
     layouts["ungrouped"] = "".join(f"{q} Q0 {d} {i} {s!r} tag\n" for i, (q, d, s) in shuffled)
+    tab_qrels = folder / "qrels.tabs"
+    tab_qrels.write_text("".join(f"{q}\t0\t{d}\t{g}\n" for q, d, g in qrels))
     out = {}
     for name, text in layouts.items():
         path = folder / f"run.{name}"
         path.write_text(text)
-        out[name] = (qpath, path)
+        out[name] = (tab_qrels if name == "tabs" else qpath, path)
+    gz = folder / "run.spaces.gz"
+    gz.write_bytes(gzip.compress(layouts["spaces"].encode()))
+    out["gzip"] = (qpath, gz)
     out["complete"] = (qpath, full)
     return out
+
+
+def write_qrels_jg(folder: Path, qrels: list, rng: random.Random) -> Path:
+    """The qrels as three judges' (qid judge docno rel) lines: each judge keeps most judgments, some regraded."""
+    lines = []
+    for judge in ("j1", "j2", "j3"):
+        for q, d, g in qrels:
+            if rng.random() < 0.8:
+                lines.append(f"{q} {judge} {d} {g if rng.random() < 0.7 else rng.choice([0, 1, 2])}\n")
+    path = folder / "qrels.jg"
+    path.write_text("".join(lines))
+    return path
 
 
 # ---- trec_eval 10.0's rules, written from its C source -------------------------------------------------------
@@ -226,7 +256,9 @@ def _per_query(rels: list[int], judged: dict[str, int], level: int, n_coll: int)
 
 
 INTEGER = {"num_q", "num_ret", "num_rel", "num_rel_ret"}
-BOGUS_ZEROED = {"num_ret", "utility", "rbp_resid"}  # trec_eval.c's clean-up after the stand-in ranking
+# trec_eval.c's clean-up after the stand-in ranking compares printed names: utility is swept as
+# utility.1,-1,-1,1, printed utility_1,-1,-1,1, which strcmp(name, "utility") does not match.
+BOGUS_ZEROED = {"num_ret", "rbp_resid"}
 PRINT_ORDER = [
     "num_ret",
     "num_rel",
@@ -342,27 +374,69 @@ def options(words: list[str]) -> dict:
 def rows_of(path: Path) -> list[tuple[str, str, float]]:
     """A run file's (qid, docid, score) rows, as written."""
     out = []
-    for line in path.read_text().splitlines():
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    for line in text.splitlines():
         q, _, d, _, score, _ = line.split()
         out.append((q, d, float(score)))
     return out
 
 
-def sweep_10(files: dict, qrels: list, verbose: bool) -> tuple[int, int]:
+class Binary:
+    """A C trec_eval run on the same arguments as qrelkit, compared byte for byte (stdout and exit status)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.same = self.total = self.refused = 0
+        self.differing: list[str] = []
+
+    def compare(self, args: list[str], status: int, text: str, label: str, verbose: bool) -> str:
+        """`identical`, `REFUSED` (qrelkit's deliberate exit 4, see the docstring) or `DIFFERS`."""
+        c = subprocess.run([self.path, *args], capture_output=True, text=True, check=False)
+        if c.returncode == status and c.stdout == text:
+            self.same += 1
+            self.total += 1
+            return "identical"
+        if status == 4 and c.returncode == 0 and not text:
+            self.refused += 1
+            return "REFUSED"
+        self.total += 1
+        self.differing.append(label)
+        if verbose:
+            print(f"    C exit {c.returncode}, qrelkit exit {status}: trec_eval {' '.join(args)}")
+            ours = text.splitlines()
+            theirs = c.stdout.splitlines()
+            for i in range(max(len(ours), len(theirs))):
+                a = theirs[i] if i < len(theirs) else "(none)"
+                b = ours[i] if i < len(ours) else "(none)"
+                if a != b:
+                    print(f"    C       {a!r}\n    qrelkit {b!r}")
+        return "DIFFERS"
+
+
+def sweep_10(files: dict, qrels: list, verbose: bool, binary: Binary | None) -> tuple[int, int]:
     same = total = 0
     for layout, (qpath, rpath) in files.items():
         run = rows_of(rpath)
         for words in OPTION_SETS:
             total += 1
             measure_args = [a for m in MEASURES for a in ("-m", m)]
-            status, text = run_qrelkit(["-q", *words, *measure_args, str(qpath), str(rpath)])
+            args = ["-q", *words, *measure_args, str(qpath), str(rpath)]
+            status, text = run_qrelkit(args)
             want_status, want = expected(qrels, run, options(words))
             got = printed(text) if status == 0 else {}
             ok = status == want_status and got == want
             same += ok
             lines = len(want) if want else "exit 4"
+            against = ""
+            if binary is not None:
+                against = (
+                    "  (gzip: not for C)"
+                    if layout == "gzip"
+                    else "  C: " + binary.compare(args, status, text, f"{layout} {' '.join(words)}", verbose)
+                )
             print(
-                f"10  {layout:<9}  {' '.join(words) or '(none)':<22}  {lines!s:>7}  {'identical' if ok else 'DIFFERS'}"
+                f"10  {layout:<9}  {' '.join(words) or '(none)':<22}  {lines!s:>7}  "
+                f"{'identical' if ok else 'DIFFERS'}{against}"
             )
             if not ok and verbose:
                 print(f"    exit {status} (expected {want_status})")
@@ -370,6 +444,103 @@ def sweep_10(files: dict, qrels: list, verbose: bool) -> tuple[int, int]:
                     if got.get(key) != want.get(key):
                         print(f"    {key}: qrelkit {got.get(key)} expected {want.get(key)}")
     return same, total
+
+
+ALL_TREC = [
+    "runid",
+    "num_q",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "map",
+    "gm_map",
+    "Rprec",
+    "bpref",
+    "recip_rank",
+    "iprec_at_recall",
+    "P",
+    "relstring",
+    "recall",
+    "unj",
+    "rbp",
+    "rbp_resid",
+    "infAP",
+    "gm_bpref",
+    "utility",
+    "11pt_avg",
+    "ndcg",
+    "relative_P",
+    "Rprec_mult",
+    "success",
+    "map_cut",
+    "ndcg_cut",
+    "ndcg_rel",
+    "Rndcg",
+    "binG",
+    "G",
+    "set_P",
+    "set_recall",
+    "set_relative_P",
+    "set_map",
+    "set_F",
+    "num_nonrel_judged_ret",
+]  # measures.c's all_trec list
+PARAMETRISED = [
+    "relstring.20",
+    "utility.1,-1,-1,1",
+    "rbp_resid.p=0.8",
+    "rbp.p=0.5",
+    "ndcg.1=3,2=9,3=0",
+    "ndcg_cut.3,10,23",
+    "iprec_at_recall.0,.25,.5,1",
+    "11pt_avg..25,.5,.75",
+    "Rprec_mult.0.5,1.5",
+    "set_F.0.5",
+    "success.2,20",
+    "unj.3,50",
+    "G.1=2,2=1",
+    "P.1,2,1000",
+]
+BINARY_MEASURES = [["all_trec"], *([m] for m in ALL_TREC), [], ["set"], *([m] for m in PARAMETRISED)]
+BINARY_OPTIONS = [
+    [],
+    ["-q"],
+    ["-c"],
+    ["-c", "-q"],
+    ["-c", "-l2"],
+    ["-c", "-l2", "-q"],
+    ["-l0", "-q"],
+    ["-M3", "-q"],
+    ["-c", "-M3", "-q"],
+    ["-J", "-q"],
+    ["-c", "-J", "-q"],
+    ["-N", "1000", "-q"],
+    ["-c", "-N", "1000", "-q"],
+    ["-c", "-l2", "-M5", "-J", "-q"],
+]
+JG_OPTIONS = [["-q"], ["-c", "-q"], ["-l2", "-q"], ["-c", "-J", "-q"], ["-M3", "-q"]]
+
+
+def sweep_binary(files: dict, jg: Path, binary: Binary, verbose: bool) -> None:
+    """Every measure set × option set × plain-text file through qrelkit and the C binary, byte for byte."""
+    for layout, (qpath, rpath) in files.items():
+        if layout == "gzip":
+            continue
+        for words in BINARY_OPTIONS:
+            counts = {"identical": 0, "REFUSED": 0, "DIFFERS": 0}
+            for ms in BINARY_MEASURES:
+                args = [*words, *(a for m in ms for a in ("-m", m)), str(qpath), str(rpath)]
+                status, text = run_qrelkit(args)
+                counts[binary.compare(args, status, text, f"{layout} {' '.join(args[:-2])}", verbose)] += 1
+            print(f"C   {layout:<9}  {' '.join(words) or '(none)':<22}  {len(BINARY_MEASURES)} measure sets  {counts}")
+    for layout, (_, rpath) in files.items():
+        if layout == "gzip":
+            continue
+        for words in JG_OPTIONS:
+            args = ["-R", "qrels_jg", "-m", "qrels_jg", *words, str(jg), str(rpath)]
+            status, text = run_qrelkit(args)
+            result = binary.compare(args, status, text, f"{layout} -R qrels_jg {' '.join(words)}", verbose)
+            print(f"C   {layout:<9}  -R qrels_jg {' '.join(words):<10}  {result}")
 
 
 def sweep_9(files: dict, qrels: list, verbose: bool) -> tuple[int, int]:
@@ -425,18 +596,32 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--verbose", action="store_true", help="print each differing value")
+    ap.add_argument("--trec-eval", metavar="PATH", help="a C trec_eval binary to compare with, byte for byte")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     qrels, run = generate(rng)
+    binary = Binary(args.trec_eval) if args.trec_eval else None
     with tempfile.TemporaryDirectory() as tmp:
         files = write_files(Path(tmp), qrels, run, rng)
+        jg = write_qrels_jg(Path(tmp), qrels, rng)
         print("ver layout     options                 values  result")
-        s10, t10 = sweep_10(files, qrels, args.verbose)
+        s10, t10 = sweep_10(files, qrels, args.verbose, binary)
         s9, t9 = sweep_9(files, qrels, args.verbose)
+        if binary is not None:
+            sweep_binary(files, jg, binary, args.verbose)
     print(f"version 10 (trec_eval's C rules): {s10} of {t10} cases identical")
     print(f"version 9 (pytrec_eval): {s9} of {t9} cases identical")
+    failed = s10 + s9 != t10 + t9
+    if binary is not None:
+        print(
+            f"C trec_eval ({binary.path}): {binary.same} of {binary.total} cases identical, byte for byte; "
+            f"{binary.refused} more REFUSED (no -c, a qrels query the run lacks: qrelkit exits 4)"
+        )
+        for label in binary.differing[:20]:
+            print(f"    differs: {label}")
+        failed |= binary.same != binary.total
     print(f"{s10 + s9} of {t10 + t9} cases identical")
-    return 0 if s10 + s9 == t10 + t9 else 1
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
