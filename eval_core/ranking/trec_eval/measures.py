@@ -9,8 +9,8 @@ trec_eval's m_*.c files read line by line (which use `-l`, which use gains, what
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import NamedTuple
 
 import numpy as np
 
@@ -41,8 +41,7 @@ class Average(StrEnum):
     NONE = "none"  # runid, relstring: no summary value
 
 
-@dataclass(frozen=True)
-class Options:
+class Options(NamedTuple):
     """The command-line settings measures read: -l, -N, and which trec_eval's rules (10 or 9)."""
 
     rel_level: int = 1
@@ -50,8 +49,7 @@ class Options:
     version: int = 10
 
 
-@dataclass(frozen=True, eq=False)  # compared by identity: one per family (and `extra` is a dict)
-class Family:
+class Family(NamedTuple):
     """One trec_eval measure family."""
 
     name: str
@@ -63,7 +61,6 @@ class Family:
     per_query: bool = True  # printed for each query with -q
     doc: str = ""
     zero_if_missing: bool = False  # trec_eval 10.0 -c zeroes it for a missing query's stand-in ranking (by name)
-    extra: dict = field(default_factory=dict)
     kernel: str = ""  # the one kernel (eval_core.ranking.kernels.KERNELS) computing it, when `qrelkit eval` shares it
     kernel_args: Callable[[Params], Args] | None = None  # the kernel's arguments for these parameters
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 _FLOAT = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _INT = re.compile(r"\s*[+-]?\d+")
@@ -36,9 +36,9 @@ def atol(text: str) -> int:
     return int(m.group()) if m else 0
 
 
-@dataclass(frozen=True)
-class Params:
-    """Parsed parameters: `values` (cutoffs or reals, or (name, value) pairs), `printable` the text given."""
+class Params(NamedTuple):
+    """Parsed parameters: `values` (cutoffs or reals, or (name, value) pairs), `printable` the text given.
+    (NamedTuples here and in measures: as immutable as a frozen dataclass, made without compiling six methods.)"""
 
     values: tuple
     printable: str | None
