@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -23,8 +24,7 @@ class IllegalMeasure(ValueError):
     """A -m argument trec_eval refuses (exit 1)."""
 
 
-@dataclass(frozen=True, eq=False)  # never compared (and `params` is a dict)
-class Selection:
+class Selection(NamedTuple):
     """The marked measure names in trec_eval's order, and the parameter text given per name."""
 
     names: tuple[str, ...]
