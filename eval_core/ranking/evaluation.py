@@ -456,7 +456,7 @@ def _evaluate_overlapped(
         prepared = side.submit(prepare)
         ranked, label, warnings = _rank(prepared.result, run, block_bytes, progress, workers, before, rules.float32)
         before()
-    return _finish(ready["qi"], ranked, label, warnings, specs, ready["cats"], name, max_grade, offset, rules)
+    return _finish(ready["qi"], ranked, label, warnings, specs, ready["cats"], name, max_grade, offset, rules, workers)
 
 
 def _blockable(run: Any, block_bytes: int) -> bool:
@@ -556,7 +556,7 @@ def _evaluate_one(
     """Score one run against prepared qrels and gather the warnings a person needs to trust the numbers."""
     rules = rules or Rules()
     ranked, label, warnings = _rank(lambda: qi, run, block_bytes, progress, workers, None, rules.float32)
-    return _finish(qi, ranked, label, warnings, specs, cats, name, max_grade, offset, rules)
+    return _finish(qi, ranked, label, warnings, specs, cats, name, max_grade, offset, rules, workers)
 
 
 def _finish(
@@ -570,12 +570,14 @@ def _finish(
     max_grade: int,
     offset: int,
     rules: Rules | None = None,
+    workers: int = 1,
 ) -> Evaluation:
-    """The metrics of a ranked run, its means, and the warnings a person needs to trust the numbers."""
+    """The metrics of a ranked run (on up to `workers` threads), its means, and the warnings a person needs to
+    trust the numbers."""
     rules = rules or Rules()
     if name is None:
         name = "run" if label.startswith("<") else Path(label).name
-    values = compute(qi, ranked, specs, max_grade=max_grade)
+    values = compute(qi, ranked, specs, max_grade=max_grade, workers=workers)
     qids = qi.qid_list
     missing = [q for q, n in zip(qids, ranked.num_ret, strict=True) if n == 0]
     if missing and rules.missing is MissingQueries.SKIP:

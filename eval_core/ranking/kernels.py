@@ -36,6 +36,9 @@ class Args:
     exp_gain: bool = False  # dcg, ndcg: gain 2^grade − 1 (Burges) instead of the grade
 
 
+PARALLEL_CELLS = 1 << 16  # a matrix this big (queries × hits) gains by calling kernels on several threads at once
+
+
 # ---- shared pieces ---------------------------------------------------------------------------------------
 
 

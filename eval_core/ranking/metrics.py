@@ -8,7 +8,8 @@ the registry names for it (eval_core/ranking/kernels.py), shared with `qrelkit t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -18,7 +19,7 @@ import pyarrow as pa
 from eval_core.io import arrow_compute as pc
 from eval_core.io.columns import Columns
 from eval_core.io.keys import arrow_ints, numpy_values, pair_keys
-from eval_core.ranking.kernels import INF, KERNELS, Args
+from eval_core.ranking.kernels import INF, KERNELS, PARALLEL_CELLS, Args
 from eval_core.ranking.registry import (
     CONDENSED,
     DEFAULT_K,
@@ -322,23 +323,25 @@ def _within(q: np.ndarray) -> np.ndarray:
     return np.arange(len(q)) - np.repeat(starts, np.diff(np.append(starts, len(q))))
 
 
-def compute(qi: QrelsIndex, ranked: Ranked, specs: Sequence[Spec], max_grade: int = 3) -> dict[str, np.ndarray]:
+def compute(
+    qi: QrelsIndex, ranked: Ranked, specs: Sequence[Spec], max_grade: int = 3, workers: int = 1
+) -> dict[str, np.ndarray]:
     """Per-query values (aligned with `qi.qids`) for every spec, condensed variants included, each by the one
-    kernel the registry names for its metric (`eval_core.ranking.kernels`)."""
+    kernel the registry names for its metric (`eval_core.ranking.kernels`), on up to `workers` threads."""
     nq = len(qi.qids)
     out: dict[str, np.ndarray] = {}
     plain = [s for s in specs if not s.condensed]
     condensed = [s for s in specs if s.condensed]
     if plain:
         rank0 = ranked.rank - 1
-        out.update(_by_kernels(relmatrix(qi, ranked.q, rank0, ranked.grade, ranked.num_ret), plain, max_grade))
+        out.update(_by_kernels(relmatrix(qi, ranked.q, rank0, ranked.grade, ranked.num_ret), plain, max_grade, workers))
     if condensed:
         # Judged rows only, re-ranked: unjudged removed before scoring, and (as trec_eval -J does)
         # negatively graded rows too.
         keep = ranked.grade >= 0
         q, grade = ranked.q[keep], ranked.grade[keep]
         num_ret = np.bincount(q, minlength=nq)
-        out.update(_by_kernels(relmatrix(qi, q, _within(q), grade, num_ret), condensed, max_grade))
+        out.update(_by_kernels(relmatrix(qi, q, _within(q), grade, num_ret), condensed, max_grade, workers))
     return {s.name: out[s.name] for s in specs}
 
 
@@ -355,13 +358,14 @@ def relmatrix(qi: QrelsIndex, q: np.ndarray, rank0: np.ndarray, grade: np.ndarra
     )
 
 
-def _by_kernels(m: RelMatrix, specs: Sequence[Spec], max_grade: int) -> dict[str, np.ndarray]:
-    """Every spec's per-query values: one kernel call per metric, over all of that metric's cutoffs."""
+def _by_kernels(m: RelMatrix, specs: Sequence[Spec], max_grade: int, workers: int = 1) -> dict[str, np.ndarray]:
+    """Every spec's per-query values: one kernel call per metric, over all of that metric's cutoffs; `workers`
+    threads call them at once when the matrix is big enough to gain by it (NumPy releases the GIL)."""
     groups: dict[tuple[str, float | None], list[Spec]] = {}
     for s in specs:
         p = s.arg if REGISTRY[s.base].cutoff == "p" else None
         groups.setdefault((s.base, p), []).append(s)
-    out: dict[str, np.ndarray] = {}
+    calls: list[tuple[Callable[[RelMatrix, Args], np.ndarray], Args]] = []
     for (base, p), group in groups.items():
         metric = REGISTRY[base]
         cuts = tuple(INF if (p is not None or s.arg is None) else float(s.arg) for s in group)
@@ -369,7 +373,15 @@ def _by_kernels(m: RelMatrix, specs: Sequence[Spec], max_grade: int) -> dict[str
         args = replace(Args(cuts=cuts, max_grade=max_grade), **named)
         if p is not None:
             args = replace(args, p=float(p))
-        values = KERNELS[metric.kernel](m, args)
+        calls.append((KERNELS[metric.kernel], args))
+    if workers > 1 and len(calls) > 1 and m.rank.size >= PARALLEL_CELLS:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(kernel, m, args) for kernel, args in calls]
+            results = [f.result() for f in futures]  # in order: the first failing kernel's error is raised
+    else:
+        results = [kernel(m, args) for kernel, args in calls]
+    out: dict[str, np.ndarray] = {}
+    for group, values in zip(groups.values(), results, strict=True):
         for j, s in enumerate(group):
             out[s.name] = values[:, 0 if values.shape[1] == 1 else j]
     return out
