@@ -142,9 +142,28 @@ class RelMatrix:
         return np.where(nz.any(axis=1), top, 0)
 
     def count_before(self, mask: np.ndarray, k: float | np.ndarray) -> np.ndarray:
-        """Per query: the cells of `mask` (a subset of the hits) at a rank below k (a number or one per query)."""
+        """Per query: the cells of `mask` (a subset of the hits) at a rank below k (a number or one per query).
+        The hits (`hit`) or relevant hits (`isrel`) below one k: each row's hits are in rank order, so they are
+        its first hits, counted once per k, and the relevant among them read off `cum`."""
+        if not np.ndim(k) and (mask is self.hit or mask is self.isrel):
+            before = self._hits_before.get(float(k))
+            if before is None:
+                before = self._hits_before[float(k)] = (self.hit & (self.rank < k)).sum(axis=1)
+            if mask is self.hit:
+                return before
+            return self._cum_from_zero[np.arange(len(before)), before]
         bound = np.asarray(k)[:, None] if np.ndim(k) else k
         return (mask & (self.rank < bound)).sum(axis=1)
+
+    @cached_property
+    def _hits_before(self) -> dict[float, np.ndarray]:
+        """`count_before(hit, k)` of each k asked so far."""
+        return {}
+
+    @cached_property
+    def _cum_from_zero(self) -> np.ndarray:
+        """`cum` as int64 after a column of zeros: [q, c] is the relevant documents among row q's first c hits."""
+        return np.concatenate([np.zeros((len(self.qids), 1), dtype=np.int64), self.cum], axis=1)
 
 
 def ranked_values(judged: dict[str, int], ranked: list[str], judged_only: bool) -> list[int]:
