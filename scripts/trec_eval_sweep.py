@@ -47,6 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from annotator.cli import main as qrelkit  # noqa: E402
+from eval_core.ranking.trec_eval.measures import ALL_TREC  # noqa: E402  (measures.c's all_trec list)
 
 NONPOOL, UNJUDGED = -1, -2
 MEASURES = [
@@ -446,45 +447,6 @@ def sweep_10(files: dict, qrels: list, verbose: bool, binary: Binary | None) -> 
     return same, total
 
 
-ALL_TREC = [
-    "runid",
-    "num_q",
-    "num_ret",
-    "num_rel",
-    "num_rel_ret",
-    "map",
-    "gm_map",
-    "Rprec",
-    "bpref",
-    "recip_rank",
-    "iprec_at_recall",
-    "P",
-    "relstring",
-    "recall",
-    "unj",
-    "rbp",
-    "rbp_resid",
-    "infAP",
-    "gm_bpref",
-    "utility",
-    "11pt_avg",
-    "ndcg",
-    "relative_P",
-    "Rprec_mult",
-    "success",
-    "map_cut",
-    "ndcg_cut",
-    "ndcg_rel",
-    "Rndcg",
-    "binG",
-    "G",
-    "set_P",
-    "set_recall",
-    "set_relative_P",
-    "set_map",
-    "set_F",
-    "num_nonrel_judged_ret",
-]  # measures.c's all_trec list
 PARAMETRISED = [
     "relstring.20",
     "utility.1,-1,-1,1",
