@@ -114,7 +114,8 @@ def read_ranked(
         return None
     gzipped = magic == b"\x1f\x8b"  # looked through, as every qrelkit reader does (trec_eval 10.0 does not)
     index = qrels_index(qrels)
-    if index is None or (not gzipped and _last_run_id(path) is None):
+    file_run_id = None if gzipped else _last_run_id(path)  # a compressed file's last line is its last block's
+    if index is None or (not gzipped and file_run_id is None):
         return None
     block_tail = threading.local()  # the run id of the block the thread read last: its job ranks it next
 
@@ -137,7 +138,7 @@ def read_ranked(
         except Scattered:
             if gzipped:  # a compressed run whose queries are not grouped: the line reader reads it
                 return None
-            ranked, run_id = ranked_of(read_lines(str(path), str(path), threads=True)), _last_run_id(path)
+            ranked, run_id = ranked_of(read_lines(str(path), str(path), threads=True)), file_run_id
     except NotColumnar:
         return None
     return None if run_id is None else RankedRun(ranked, index, run_id)

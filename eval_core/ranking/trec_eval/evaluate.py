@@ -77,13 +77,13 @@ def compute(m: RelMatrix, selection: Selection, opts: ms.Options) -> list[Block]
             raise ParamError(f"cannot initialize measure '{name}': {exc}") from None
         names = family.names(params)
         if name == "relstring":
-            blocks.append(Block(family, names, np.zeros((len(m.qids), 1)), _relstrings(m, params)))
+            blocks.append(Block(family, names, np.zeros((len(m.qids), 1)), _relstrings(m, params, names[0])))
             continue
         if family.compute is None and not family.kernel:
             blocks.append(Block(family, names, np.ones((len(m.qids), 1 if name == "num_q" else 0))))
             continue
         values = np.asarray(family.values(m, params, opts), dtype=np.float64)
-        if family.zero_if_missing and m.bogus.any():
+        if m.bogus.any():
             for j, printed_name in enumerate(names):
                 if cleared_for_stand_in(printed_name):
                     values[m.bogus, j] = 0.0
@@ -99,8 +99,9 @@ def cleared_for_stand_in(printed_name: str) -> bool:
     return printed_name in ("num_ret", "utility", "relstring", "rbp_resid") or printed_name.startswith("unj")
 
 
-def _relstrings(m: RelMatrix, params: Params) -> list[str]:
-    """relstring: the first N values as characters (0–9, '>' above 9, '-' not pooled, '.' unjudged, '<' other)."""
+def _relstrings(m: RelMatrix, params: Params, printed_name: str) -> list[str]:
+    """relstring: the first N values as characters (0–9, '>' above 9, '-' not pooled, '.' unjudged, '<' other);
+    empty for -c's stand-in ranking when its printed name is one trec_eval.c clears."""
     length = max(int(params.values[0]), 0)
     chars = np.full((len(m.qids), length), ord("-"), dtype=np.uint8)
     shown = m.hit & (m.rank < length)
@@ -110,7 +111,7 @@ def _relstrings(m: RelMatrix, params: Params) -> list[str]:
         ord(">"),
         np.where(v >= 0, ord("0") + v, np.where(v == NONPOOL, ord("-"), np.where(v == UNJUDGED, ord("."), ord("<")))),
     )
-    cleared = m.bogus & cleared_for_stand_in(f"relstring_{params.printable}" if params.printable else "relstring")
+    cleared = m.bogus & cleared_for_stand_in(printed_name)
     lengths = np.where(cleared, 0, np.minimum(length, m.num_ret))
     return [row[:n].tobytes().decode("ascii") for row, n in zip(chars, lengths.tolist(), strict=True)]
 

@@ -60,7 +60,6 @@ class Family(NamedTuple):
     integer: bool = False  # printed as %ld
     per_query: bool = True  # printed for each query with -q
     doc: str = ""
-    zero_if_missing: bool = False  # trec_eval 10.0 -c zeroes it for a missing query's stand-in ranking (by name)
     kernel: str = ""  # the one kernel (eval_core.ranking.kernels.KERNELS) computing it, when `qrelkit eval` shares it
     kernel_args: Callable[[Params], Args] | None = None  # the kernel's arguments for these parameters
 
@@ -374,7 +373,7 @@ MEAN, GM, SUM = Average.MEAN, Average.GM, Average.SUM
 FAMILIES: tuple[Family, ...] = (
     Family("runid", N, (), Average.NONE, None, per_query=False, doc="run id of the results file's last line"),
     Family("num_q", N, (), Average.COUNT, None, integer=True, per_query=False, doc="number of queries"),
-    Family("num_ret", N, (), SUM, _num_ret, integer=True, zero_if_missing=True, doc="documents retrieved"),
+    Family("num_ret", N, (), SUM, _num_ret, integer=True, doc="documents retrieved"),
     Family("num_rel", N, (), SUM, _num_rel, integer=True, doc="relevant documents (grade ≥ -l)"),
     Family("num_rel_ret", N, (), SUM, _num_rel_ret, integer=True, doc="relevant documents retrieved"),
     Family("map", N, (), MEAN, None, doc="mean average precision", kernel="average_precision"),
@@ -392,7 +391,6 @@ FAMILIES: tuple[Family, ...] = (
         (10.0,),
         Average.NONE,
         None,
-        zero_if_missing=True,
         doc="relevance values of the first N documents as a string",
     ),
     Family("recall", LC, CUTS, MEAN, None, doc="recall at cutoffs", kernel="recall", kernel_args=_cuts),
@@ -412,7 +410,6 @@ FAMILIES: tuple[Family, ...] = (
         (1.0, -1.0, 0.0, 0.0),
         MEAN,
         _utility,
-        zero_if_missing=True,
         doc="set utility a·rel_ret + b·nonrel_ret + c·rel_missed + d·nonrel_missed",
     ),
     Family("11pt_avg", D, RECALL_POINTS, MEAN, _11pt, doc="interpolated precision averaged over recall points"),
@@ -487,12 +484,11 @@ FAMILIES: tuple[Family, ...] = (
         (),
         MEAN,
         None,
-        zero_if_missing=True,
         doc="RBP residual from unjudged documents",
         kernel="rbp_resid",
         kernel_args=_rbp_args,
     ),
-    Family("unj", LC, (5, 10, 20), MEAN, _unj, zero_if_missing=True, doc="fraction of unjudged documents at cutoffs"),
+    Family("unj", LC, (5, 10, 20), MEAN, _unj, doc="fraction of unjudged documents at cutoffs"),
 )
 BY_NAME = {f.name: f for f in FAMILIES}
 
