@@ -65,7 +65,7 @@ def store_kind(request) -> str:
     return request.param
 
 
-def _pg_schema(base: str):
+def pg_schema(base: str):
     """Create a PostgreSQL schema of its own; returns (URL with that search_path, drop callback)."""
     import uuid
 
@@ -110,7 +110,7 @@ def empty_store_url(store_kind, tmp_path, request):
     if store_kind == "sqlite":
         yield f"sqlite:///{tmp_path / 'empty.db'}"
         return
-    url, drop = _pg_schema(request.getfixturevalue("pg_url"))
+    url, drop = pg_schema(request.getfixturevalue("pg_url"))
     yield url
     drop()
 
@@ -126,7 +126,7 @@ def _sqlite_head_template(tmp_path_factory):
 @pytest.fixture(scope="session")
 def _pg_head_url(pg_url):
     """One PostgreSQL schema at head for the session, emptied before each test."""
-    url, drop = _pg_schema(pg_url)
+    url, drop = pg_schema(pg_url)
     _create_at_head(url)
     yield url
     drop()

@@ -214,8 +214,10 @@ def build(
     monkeypatch: pytest.MonkeyPatch,
     scale: tuple[int, int] = (0, 3),
     labels: dict[int, str] | None = None,
+    url: str | None = None,
 ) -> str:
-    """A small project built through the store: 2 queries × 3 fragments, both annotators on every pair."""
+    """A small project built through the store: 2 queries × 3 fragments, both annotators on every pair; in `url`
+    (default: a SQLite file in tmp_path), which the app is pointed at."""
     from db.accounts.permissions import OPERATOR
     from db.accounts.users import create_user
     from db.assignment import assign
@@ -224,7 +226,7 @@ def build(
     from db.projects import add_guideline, create_project
     from db.store.schema import init_db
 
-    url = f"sqlite:///{tmp_path / 'app.db'}"
+    url = url or f"sqlite:///{tmp_path / 'app.db'}"
     engine = init_db(url)
     for username, role in (("ana", "annotator"), ("ben", "annotator"), ("lea", "lead")):
         create_user(engine, username, role, password(username), actor=OPERATOR)
@@ -327,16 +329,17 @@ def write_run(path: Path, ranking: list[str], tag: str) -> Path:
     return path
 
 
-def build_store(url: str) -> None:
+def build_store(url: str, folder: Path | None = None) -> None:
     """Seed 000's query judged by two annotators under guideline v1 (v2 added after), two pooled runs and
-    one unpooled run, written through the store's own operations."""
+    one unpooled run, written through the store's own operations; its input files go to `folder` (default: the
+    SQLite file's own)."""
     from db import assignment, grading, imports, pooling, projects
     from db.accounts import users
     from db.accounts.permissions import OPERATOR
     from db.store.schema import init_db
 
     engine = init_db(url)
-    folder = Path(url.removeprefix("sqlite:///")).parent
+    folder = folder or Path(url.removeprefix("sqlite:///")).parent
     users.create_user(engine, "lea", "lead", password="lead-pass", actor=OPERATOR)
     users.create_user(engine, "ana", "annotator", password="ana-pass", actor=OPERATOR)
     users.create_user(engine, "ben", "annotator", password="ben-pass", actor=OPERATOR)

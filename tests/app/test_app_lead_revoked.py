@@ -3,7 +3,8 @@ guarded callback (the Controls page's queue buttons) — writes nothing once the
 account deactivated between the page's render and the click: the click's run resolves the session first
 (views.lead_page, or auth.guarded inside a callback), so its rerun shows the login form with the one sentence
 of auth.SESSION_ENDED and the write never runs. Each action also has a "live" case: the same fill-in and click
-from a live session does change the store, so a case that wrote nothing for another reason would fail.
+from a live session does change the store, so a case that wrote nothing for another reason would fail. Every
+case runs on SQLite and, marked `postgres`, on PostgreSQL (a schema of its own, the same store built in it).
 
 WRITES is checked against the pages' source: every button of a lead page or component that writes has its
 case (test_every_write_of_the_lead_pages_has_a_case)."""
@@ -11,6 +12,7 @@ case (test_every_write_of_the_lead_pages_has_a_case)."""
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +32,7 @@ from db.qualification import grade_round_pair, round_for, round_pairs, set_quali
 from db.store.frames import pair_id
 from db.store.models import LoginAttempt, utcnow
 from eval_core.vocab import ORDER_NAMES
+from tests.conftest import pg_schema
 from tests.fake_judge import OK, FakeJudge, reply
 from tests.fake_search import FakeEngine, elasticsearch_reply
 from tests.helpers import (
@@ -37,6 +40,7 @@ from tests.helpers import (
     READ_ONLY_PRESSES,
     SEED_RANKING,
     app_buttons,
+    build_store,
     label_pattern,
     page_test,
     release,
@@ -107,12 +111,16 @@ def adjudicated_release(engine) -> None:
 def model_graded_alone(engine) -> None:
     """A model judge, gpt, graded d3 and d7 (which people graded too) and d21 and d22 (which nobody else did):
     two grades for post-editing."""
-    folder = Path(engine.url.database).parent
     grades = [("d3", 3), ("d7", 1), ("d21", 2), ("d22", 0)]
     lines = [{"query_id": "q000", "fragment_id": d, "annotator": "gpt", "grade": g} for d, g in grades]
-    imports.import_judgments(
-        engine, PROJECT, write_jsonl(folder / "gpt.jsonl", lines), actor=OPERATOR, judges=imports.AnnotatorKind("model")
-    )
+    with tempfile.TemporaryDirectory() as folder:
+        imports.import_judgments(
+            engine,
+            PROJECT,
+            write_jsonl(Path(folder) / "gpt.jsonl", lines),
+            actor=OPERATOR,
+            judges=imports.AnnotatorKind("model"),
+        )
 
 
 # --- What the tab shows before the session ends (ready), and the fill-in and click after (press)
@@ -315,9 +323,30 @@ def env() -> Iterator[SimpleNamespace]:
     search.close()
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def lead_store(request, tmp_path, monkeypatch) -> Iterator[object]:
+    """The seed-000 lead store the app is pointed at: conftest's SQLite copy, or the same store built through
+    the store's operations in a PostgreSQL schema of its own (dropped afterwards)."""
+    if request.param == "sqlite":
+        yield request.getfixturevalue("store")
+        return
+    from db.store.engine import get_engine
+
+    url, drop = pg_schema(request.getfixturevalue("pg_url"))
+    build_store(url, folder=tmp_path)
+    monkeypatch.setenv("QRELKIT_DB_URL", url)
+    monkeypatch.setenv("QRELKIT_PROJECT", PROJECT)
+    engine = get_engine(url)
+    yield engine
+    engine.dispose()
+    get_engine.cache_clear()
+    drop()
+
+
 @pytest.mark.parametrize("end", ["revoked", "deactivated", "live"])
 @pytest.mark.parametrize("action", list(WRITES))
-def test_a_lead_page_write_from_an_ended_session_writes_nothing(store, env, action, end) -> None:
+def test_a_lead_page_write_from_an_ended_session_writes_nothing(lead_store, env, action, end) -> None:
+    store = lead_store
     write = WRITES[action]
     write.setup(store)
     at = page_test(store, write.page)

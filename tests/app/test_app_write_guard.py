@@ -2,8 +2,8 @@
 another tab, a password change) or the account deactivated, no button of the Annotate page writes anything —
 grade (with its note), can't judge (with its reason), clear my grade, keep mine (two tabs), a qualification
 answer — and the store itself refuses an undo by a deactivated account or behind a closed queue, as it refuses
-a grade. A database out of reach inside a callback is one sentence. The lead pages' writes:
-test_app_lead_revoked.py."""
+a grade. A database out of reach inside a callback is one sentence. The ended-session cases run on SQLite and,
+marked `postgres`, on PostgreSQL. The lead pages' writes: test_app_lead_revoked.py."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from db.grading import get_pair, next_pair, record_judgment, undo_judgment
 from db.store.models import Judgment, JudgmentHistory
 from db.store.schema import init_db
 from eval_core.errors import Refused
-from tests.conftest import ROOT
+from tests.conftest import ROOT, pg_schema
 from tests.helpers import READ_ONLY_PRESSES, app_as, app_buttons, build, password, snapshot
 
 
@@ -34,9 +34,25 @@ def _counts(engine) -> tuple[int, int]:
         )
 
 
-def _graded_app(tmp_path, monkeypatch):
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store_at(request, tmp_path):
+    """Where `build` puts the project: a SQLite file in tmp_path, or a PostgreSQL schema of its own (dropped
+    afterwards)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'app.db'}"
+        return
+    from db.store.engine import get_engine
+
+    url, drop = pg_schema(request.getfixturevalue("pg_url"))
+    yield url
+    get_engine(url).dispose()
+    get_engine.cache_clear()
+    drop()
+
+
+def _graded_app(tmp_path, monkeypatch, url: str | None = None):
     """ana graded her first pair 2 in the app, and the pair is open again on screen (Back)."""
-    url = build(tmp_path, monkeypatch)
+    url = build(tmp_path, monkeypatch, url=url)
     engine = init_db(url)
     first = next_pair(engine, "t", "ana")
     at = app_as("ana", url)
@@ -48,8 +64,8 @@ def _graded_app(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("end", ["revoked", "deactivated"])
 @pytest.mark.parametrize("action", ["undo", "grade_3", "cant_judge"])
-def test_an_ended_session_writes_nothing(tmp_path, monkeypatch, end, action) -> None:
-    engine, at, first = _graded_app(tmp_path, monkeypatch)
+def test_an_ended_session_writes_nothing(tmp_path, monkeypatch, store_at, end, action) -> None:
+    engine, at, first = _graded_app(tmp_path, monkeypatch, store_at)
     if action == "cant_judge":
         at.button(key="cant_judge_open").click().run()
         at.text_input(key=f"reason_{first.pair_id}").input("unreadable")
@@ -84,10 +100,10 @@ def _after(engine, at, end: str, before) -> None:
 
 
 @pytest.mark.parametrize("end", ["revoked", "deactivated", "live"])
-def test_keep_mine_from_an_ended_session_writes_nothing(tmp_path, monkeypatch, end) -> None:
+def test_keep_mine_from_an_ended_session_writes_nothing(tmp_path, monkeypatch, store_at, end) -> None:
     """Two tabs of ana on one pair: the fresh one grades 2, the stale one presses 1 and is asked keep mine / take
     the newer; the session ends before "Keep mine"."""
-    url = build(tmp_path, monkeypatch)
+    url = build(tmp_path, monkeypatch, url=store_at)
     engine = init_db(url)
     stale, fresh = app_as("ana", url), app_as("ana", url)
     fresh.button(key="grade_2").click().run()
@@ -100,14 +116,14 @@ def test_keep_mine_from_an_ended_session_writes_nothing(tmp_path, monkeypatch, e
 
 
 @pytest.mark.parametrize("end", ["revoked", "deactivated", "live"])
-def test_a_qualification_answer_from_an_ended_session_writes_nothing(tmp_path, monkeypatch, end) -> None:
+def test_a_qualification_answer_from_an_ended_session_writes_nothing(tmp_path, monkeypatch, store_at, end) -> None:
     """cat, new, in a round of 2 control pairs: the session ends with the first round pair on screen."""
     from db.accounts.users import create_user
     from db.assignment import assign
     from db.control import add_control
     from db.qualification import set_qualification
 
-    url = build(tmp_path, monkeypatch)
+    url = build(tmp_path, monkeypatch, url=store_at)
     engine = init_db(url)
     add_control(engine, "t", "qa", "f1", 3, "states the 30 days", actor="lea")
     add_control(engine, "t", "qb", "f4", 2, "warranty, no laptops", actor="lea")
@@ -122,8 +138,8 @@ def test_a_qualification_answer_from_an_ended_session_writes_nothing(tmp_path, m
     _after(engine, at, end, before)
 
 
-def test_the_store_refuses_an_undo_by_a_deactivated_account(tmp_path, monkeypatch) -> None:
-    engine = init_db(build(tmp_path, monkeypatch))
+def test_the_store_refuses_an_undo_by_a_deactivated_account(tmp_path, monkeypatch, store_at) -> None:
+    engine = init_db(build(tmp_path, monkeypatch, url=store_at))
     pair = next_pair(engine, "t", "ana")
     record_judgment(engine, pair.pair_id, "ana", 1)
     deactivate(engine, "ana", actor=OPERATOR)
@@ -133,10 +149,10 @@ def test_the_store_refuses_an_undo_by_a_deactivated_account(tmp_path, monkeypatc
     assert _counts(engine) == before
 
 
-def test_the_store_refuses_an_undo_behind_a_closed_queue(tmp_path, monkeypatch) -> None:
+def test_the_store_refuses_an_undo_behind_a_closed_queue(tmp_path, monkeypatch, store_at) -> None:
     from db import qualification
 
-    engine = init_db(build(tmp_path, monkeypatch))
+    engine = init_db(build(tmp_path, monkeypatch, url=store_at))
     pair = next_pair(engine, "t", "ana")
     record_judgment(engine, pair.pair_id, "ana", 1)
     qualification.close_queue(engine, "t", "ana", "off-topic grades", actor="lea")

@@ -141,12 +141,12 @@ def with_judge(engine, judged):
 @pytest.fixture
 def other_store_url(store_kind, tmp_path, request):
     """A second, empty database at head on the same engine kind: an export taken to another store."""
-    from tests.conftest import _create_at_head, _pg_schema
+    from tests.conftest import _create_at_head, pg_schema
 
     url, drop = (
         (f"sqlite:///{tmp_path / 'other.db'}", lambda: None)
         if store_kind == "sqlite"
-        else _pg_schema(request.getfixturevalue("pg_url"))
+        else pg_schema(request.getfixturevalue("pg_url"))
     )
     _create_at_head(url)
     yield url
