@@ -133,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
         return status
     _one_blas_thread(argv[0] if argv else None)
     parser = build_parser(argv[0] if argv else None)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        refuse_unknown(parser, argv[0], extra)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -166,6 +168,26 @@ def main(argv: list[str] | None = None) -> int:
 
         logging.getLogger("qrelkit").debug("command failed", exc_info=True)
         return 2
+
+
+def refuse_unknown(parser: argparse.ArgumentParser, command: str, extra: list[str]) -> NoReturn:
+    """Arguments the command does not take: its own usage line and error (not the top parser's), naming the
+    options it has that the first unknown option may have meant (`qrelkit eval … -m map`: --metrics)."""
+    chosen = next((a.choices[command] for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    own = chosen if isinstance(chosen, argparse.ArgumentParser) else parser
+    message = f"unrecognized arguments: {' '.join(extra)}"
+    flag = next((word.split("=")[0] for word in extra if word.startswith("-") and len(word) > 1), None)
+    if flag is not None:
+        options = [o for o in own._option_string_actions if o.startswith("--") and o != "--help"]
+        if flag.startswith("--"):
+            import difflib
+
+            meant = difflib.get_close_matches(flag, options, n=3, cutoff=0.6)
+        else:  # -m: the long options that begin with its letter
+            meant = [o for o in options if o[2:3] == flag[1:2]]
+        if meant:
+            message += f" (did you mean {' or '.join(meant)}?)"
+    own.error(message)
 
 
 def exit_now(status: int) -> NoReturn:
