@@ -50,10 +50,13 @@ def _read_bytes(path: str | Path) -> bytes:
     if str(path) == "-":
         return sys.stdin.buffer.read()
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as file:  # gzip's magic first: a compressed file is read once, by the block reader
+            data = file.read(2)
+            if data != b"\x1f\x8b":
+                data += file.read()
     except OSError as exc:
         raise InputError(str(path), None, f"cannot read the file ({exc.strerror})") from exc
-    if data[:2] == b"\x1f\x8b":
+    if data == b"\x1f\x8b":
         data = b"".join(block for block, _ in iter_blocks(path, numbered=False))
     if not data:
         raise InputError(str(path), None, "empty file")
