@@ -235,9 +235,11 @@ def map_run_blocks(
     def check(data: memoryview | bytes, first_line: int) -> None:
         """Lines of one query so long it fills a block: refused now if one of them is bad (a docid repeated at
         line 2 of a 42M-line query is named at once, not after the whole query is held)."""
-        if data and read(memoryview(data), label) is None:
-            if before is not None:
-                before()  # its problems come first, as for any block
+        if not data:
+            return
+        if before is not None:
+            before()  # its problems come first, as for any block (even what `read` raises)
+        if read(memoryview(data), label) is None:
             scan_trec_chunk(data, label, first_line)
 
     check_lines = _LineCounter(label)  # its own counter: checks run ahead of the blocks still in flight
@@ -246,11 +248,11 @@ def map_run_blocks(
         data = os.pread(fd, end - start, start)
         check(data[: data.rfind(b"\n") + 1], check_lines.before(start))
 
-    def in_order(outcome: tuple[tuple[np.ndarray, int, T] | None, bytes | None], piece: _Piece) -> Iterator[T]:
+    def in_order(block: tuple[Future, _Piece]) -> Iterator[T]:
         nonlocal rows
         if before is not None:
-            before()
-        done, raw = outcome
+            before()  # before the job's outcome, even one it raised
+        (done, raw), piece = _outcome(block, changed)
         if done is None:  # the columnar reader could not take the block: the scan reads it or names the bad line
             first = piece.first_line if piece.first_line is not None else lines.before(piece.start)
             cols = scan_trec_chunk(raw or b"", label, first)
@@ -288,11 +290,11 @@ def map_run_blocks(
                 pending.append((pool.submit(job, fd, piece), piece))
                 del piece
                 while len(pending) > workers:  # bounded: at most workers + 1 blocks in memory
-                    yield from in_order(*_outcome(pending.popleft(), changed))
+                    yield from in_order(pending.popleft())
             if _version(fh) != written:
                 raise changed
             while pending:
-                yield from in_order(*_outcome(pending.popleft(), changed))
+                yield from in_order(pending.popleft())
         finally:
             for future, _ in pending:
                 future.cancel()

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 from annotator.cli import main
+from eval_core.errors import InputError
 from eval_core.io.keys import string_keys
 from eval_core.ranking.trec_eval.columnar import NotColumnar, build_columnar, read_lines, read_ranked
 from eval_core.ranking.trec_eval.reading import read_qrels, read_results
@@ -169,6 +170,51 @@ def test_blocks_of_whole_queries_rank_as_the_line_reader(
     slow = read_results(spaced, float32=float32)
     for opts in ({}, {"complete": True}, {"max_docs": 5, "complete": True}, {"judged_only": True}):
         _same_matrix(build_columnar(qrels, fast, **opts), build(qrels, slow, **opts))
+
+
+@pytest.mark.parametrize("block_bytes", [1, 1 << 24])
+@pytest.mark.parametrize("workers", [1, 2])
+def test_qrels_still_being_read_give_the_same_hits_and_their_problem_first(
+    tmp_path: Path, block_bytes: int, workers: int
+) -> None:
+    """`qrelkit trec_eval` reads the qrels on a side thread while the run's first blocks are parsed: qrels given as
+    a function that waits for them (here, 0.2 s) make the same hits as qrels given at once; qrels that fail name
+    their own problem even when the run's first line is bad too, as when the files were read in turn."""
+    import threading
+
+    qrels_path, spaced, _, _ = _write(tmp_path, 5, ranked=False)
+    qrels = read_qrels(qrels_path)
+    done = threading.Event()
+    threading.Timer(0.2, done.set).start()
+
+    def later():
+        done.wait()
+        return qrels
+
+    fast = read_ranked(spaced, later, workers=workers, block_bytes=block_bytes)
+    at_once = read_ranked(spaced, qrels, workers=workers, block_bytes=block_bytes)
+    assert fast is not None and at_once is not None and fast.run_id == at_once.run_id == "run5"
+    for opts in ({}, {"complete": True}):
+        _same_matrix(build_columnar(qrels, fast, **opts), build_columnar(qrels, at_once, **opts))
+
+    def failed():
+        raise InputError("bad.qrels", 3, "relevance 'x' is not an integer")
+
+    bad_run = tmp_path / "bad.run"
+    bad_run.write_text("q0 Q0 d99 1 zz run5\n" + spaced.read_text())  # q0 comes first: its block is bad
+    for run in (spaced, bad_run):
+        with pytest.raises(InputError, match="bad.qrels:3"):
+            read_ranked(run, failed, workers=workers, block_bytes=block_bytes)
+
+
+def test_the_command_names_a_bad_qrels_file_before_a_bad_run(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    qrels, run = tmp_path / "bad.qrels", tmp_path / "bad.run"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 x\n")
+    run.write_text("q1 Q0 d1 1 zz r\n")
+    assert main(["trec_eval", str(qrels), str(run)]) == 2
+    assert capsys.readouterr().err.strip() == f"qrelkit trec_eval: {qrels}:2: relevance 'x' is not an integer"
+    assert main(["trec_eval", str(qrels), str(tmp_path / "no.run")]) == 2
+    assert capsys.readouterr().err.strip() == f"qrelkit trec_eval: {qrels}:2: relevance 'x' is not an integer"
 
 
 def test_a_run_whose_queries_are_not_grouped_is_read_whole(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

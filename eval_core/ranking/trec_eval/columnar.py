@@ -7,8 +7,10 @@ inside tied groups). The line-by-line reader handles every other layout, with th
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,12 +102,20 @@ def run_id_of(lines: bytes | memoryview) -> str | None:
 
 
 def read_ranked(
-    path: str | Path, qrels: Qrels, *, float32: bool = False, workers: int = 1, block_bytes: int = BLOCK_BYTES
+    path: str | Path,
+    qrels: Qrels | Callable[[], Qrels],
+    *,
+    float32: bool = False,
+    workers: int = 1,
+    block_bytes: int = BLOCK_BYTES,
 ) -> RankedRun | None:
     """The run's hits against the qrels, read by pyarrow in blocks of whole queries by `workers` threads (whole,
     when its queries are not grouped), scores compared as float64 (trec_eval 10.0) or float32 (`float32`,
     version 9). None when the line reader has to read the run (see NotColumnar); its errors are the line
-    reader's to name."""
+    reader's to name.
+
+    `qrels` may be a function that waits for them (a side thread still reading them): the first blocks are then
+    parsed meanwhile, and whatever it raises comes before any problem of the run's blocks."""
     if str(path) == "-":
         return None
     with open(path, "rb") as fh:
@@ -113,16 +123,32 @@ def read_ranked(
     if not magic:  # empty: the line reader names it
         return None
     gzipped = magic == b"\x1f\x8b"  # looked through, as every qrelkit reader does (trec_eval 10.0 does not)
-    index = qrels_index(qrels)
     file_run_id = None if gzipped else _last_run_id(path)  # a compressed file's last line is its last block's
-    if index is None or (not gzipped and file_run_id is None):
+    if not gzipped and file_run_id is None:
         return None
+    joined: list[QrelsIndex | None] = []
+    lock = threading.Lock()
+
+    def index() -> QrelsIndex:
+        """The qrels index, built once by whichever thread asks first; NotColumnar when it cannot be built."""
+        with lock:
+            if not joined:
+                joined.append(qrels_index(qrels() if callable(qrels) else qrels))
+        if joined[0] is None:
+            raise NotColumnar
+        return joined[0]
+
+    if not callable(qrels):
+        with contextlib.suppress(NotColumnar):
+            index()
+        if joined[0] is None:  # no block is read for nothing
+            return None
     block_tail = threading.local()  # the run id of the block the thread read last: its job ranks it next
 
     def ranked_of(cols: Columns) -> Ranked:
         if float32:
             cols = dataclasses.replace(cols, value=cols.value.astype(np.float32).astype(np.float64))
-        return rank_run(index, cols)
+        return rank_run(index(), cols)
 
     def rank(cols: Columns) -> tuple[Ranked, str | None]:
         return ranked_of(cols), block_tail.run_id
@@ -133,7 +159,7 @@ def read_ranked(
 
     try:
         try:
-            blocks = list(map_run_blocks(path, rank, block_bytes, workers=workers, read=read))
+            blocks = list(map_run_blocks(path, rank, block_bytes, workers=workers, read=read, before=index))
             ranked, run_id = merge_ranked([r for r, _ in blocks]), blocks[-1][1]
         except Scattered:
             if gzipped:  # a compressed run whose queries are not grouped: the line reader reads it
@@ -141,7 +167,7 @@ def read_ranked(
             ranked, run_id = ranked_of(read_lines(str(path), str(path), threads=True)), file_run_id
     except NotColumnar:
         return None
-    return None if run_id is None else RankedRun(ranked, index, run_id)
+    return None if run_id is None else RankedRun(ranked, index(), run_id)
 
 
 def build_columnar(

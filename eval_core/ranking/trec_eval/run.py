@@ -8,6 +8,7 @@ without results when -c is not given — 7 no query with both results and releva
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -136,13 +137,29 @@ def load(inv: Invocation) -> tuple[Qrels, Results | RankedRun]:
         raise TrecEvalError(f"Illegal rel_format '{inv.rel_format}'", 2)
     if inv.results_format not in RESULTS_FORMATS:
         raise TrecEvalError(f"Illegal retrieval results format '{inv.results_format}'", 2)
-    try:
+
+    def qrels_read() -> Qrels:
         qrels = read_qrels(inv.rel_info_file)
-        if inv.debug_query is not None:  # -D 0.qid: only that query is evaluated
-            qrels = Qrels(
-                {q: j for q, j in qrels.by_query.items() if q == inv.debug_query}, averaged_over=len(qrels.by_query)
-            )
-        ranked = read_ranked(inv.results_file, qrels, float32=inv.version < 10, workers=default_workers())
+        if inv.debug_query is None:
+            return qrels
+        # -D 0.qid: only that query is evaluated
+        return Qrels(
+            {q: j for q, j in qrels.by_query.items() if q == inv.debug_query}, averaged_over=len(qrels.by_query)
+        )
+
+    try:
+        # The qrels are read on a side thread while the run's first blocks are parsed; the errors are those of
+        # reading them in turn: a bad qrels file is named first.
+        with ThreadPoolExecutor(max_workers=1) as side:
+            qrels_future = side.submit(qrels_read)
+            try:
+                ranked = read_ranked(
+                    inv.results_file, qrels_future.result, float32=inv.version < 10, workers=default_workers()
+                )
+            except BaseException:
+                qrels_future.result()
+                raise
+            qrels = qrels_future.result()
         return qrels, ranked if ranked is not None else _read_results(inv)
     except InputError as exc:
         raise TrecEvalError(str(exc), 2) from None
