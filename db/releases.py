@@ -47,7 +47,16 @@ from db.store.models import (
     utcnow,
 )
 from eval_core.agreement.report import agreement_report
-from eval_core.consensus import DECISION_HELP, DECISIONS, MODEL_RULES, PROVENANCES, consensus, doubt, fill_gaps
+from eval_core.consensus import (
+    DECISION_HELP,
+    DECISIONS,
+    MODEL_RULES,
+    PROVENANCES,
+    consensus,
+    doubt,
+    fill_gaps,
+    reference_base,
+)
 from eval_core.io.spreadsheet import escape_cell
 from eval_core.io.writers import QrelsGrades, write_atomically
 from eval_core.judges.calibration import HumanBaseline, calibration
@@ -358,18 +367,14 @@ def _model_policy(
 def _reference_base(judged: pd.DataFrame, rule: str, scale: tuple[int, int]) -> tuple[pd.DataFrame | None, dict]:
     """The reference annotators' grades (e.g. an imported NIST qrels), one per pair by the release's rule, as the
     base every pair no person graded takes; and the card's sentence saying so."""
-    refs = judged[judged["annotator_kind"].eq(AnnotatorKind.REFERENCE).to_numpy() & judged["grade"].notna().to_numpy()]
-    names = sorted(refs["annotator"].astype(str).unique())
+    base, names = reference_base(judged, rule, scale)
     entry: dict = {"annotators": names, "note": None}
-    if refs.empty:
-        return None, entry
-    one = consensus(refs[["query_id", "fragment_id", "annotator", "grade"]], rule=rule, scale=scale)
-    one = one.assign(annotator=", ".join(names))[["query_id", "fragment_id", "annotator", "grade"]]
-    entry["note"] = (
-        f"base: the reference grades of {', '.join(names)}; people's grades (and adjudications) are on top — a "
-        "pair any person graded takes their consensus, every other pair the reference's grade"
-    )
-    return one, entry
+    if base is not None:
+        entry["note"] = (
+            f"base: the reference grades of {', '.join(names)}; people's grades (and adjudications) are on top — a "
+            "pair any person graded takes their consensus, every other pair the reference's grade"
+        )
+    return base, entry
 
 
 def _humans_text(baseline: HumanBaseline | None) -> str:

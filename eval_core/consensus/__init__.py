@@ -14,6 +14,7 @@ from eval_core.consensus.models import MODELS, NO_TRUTH, Crowd, Fit
 from eval_core.io.judgments import check_judgments
 from eval_core.thresholds import DOUBT_THRESHOLD
 from eval_core.vocab import RULES as _RULES
+from eval_core.vocab import AnnotatorKind
 
 RULES = _RULES  # eval_core.vocab.ConsensusRule, the one source (light: the store's CHECK reads it)
 # Rules over each pair's own grades, then the annotator models (fitted on every grade at once).
@@ -273,6 +274,22 @@ def _posteriors(model: ModelConsensus, n_pairs: int, scale: tuple[int, int]) -> 
     for code, row in zip(model.pairs.tolist(), full.tolist(), strict=True):
         out[code] = dict(zip(names, row, strict=True))
     return out
+
+
+def reference_base(judged: pd.DataFrame, rule: str, scale: tuple[int, int]) -> tuple[pd.DataFrame | None, list[str]]:
+    """The reference annotators' real grades (annotator_kind "reference", e.g. an imported NIST qrels), one per pair
+    by `rule`, as the base `fill_gaps` gives every pair no person labelled (its `annotator`: their names, comma
+    separated); and their names. (None, []) when the judgments hold no reference grade."""
+    if "annotator_kind" not in judged.columns:
+        return None, []
+    refs = judged[
+        judged["annotator_kind"].astype(str).eq(AnnotatorKind.REFERENCE).to_numpy() & judged["grade"].notna().to_numpy()
+    ]
+    if refs.empty:
+        return None, []
+    names = sorted(refs["annotator"].astype(str).unique())
+    one = consensus(refs[["query_id", "fragment_id", "annotator", "grade"]], rule=rule, scale=scale)
+    return one.assign(annotator=", ".join(names))[["query_id", "fragment_id", "annotator", "grade"]], names
 
 
 def fill_gaps(

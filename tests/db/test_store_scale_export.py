@@ -260,6 +260,35 @@ def test_consensus_on_the_exports_gives_the_release_byte_for_byte(engine, store_
     assert "q1 0 f2 2\n" in voted.read_text()  # median of 1, 3, 5 = 3, gain 2
 
 
+def test_consensus_on_the_exports_takes_the_reference_where_no_person_graded(engine, store_url, released, capsys):
+    """NIST-style reference qrels (annotator nist, --reference) on q1/f1, which people graded 5, and on q1/f7, a new
+    fragment nobody else graded: the release keeps people's 5 on q1/f1 and takes nist's 4 on q1/f7 (gains 4 and
+    3); `qrelkit consensus` on the judgments export, where nist's lines say annotator_kind reference, gives the
+    same TREC and BEIR files byte for byte (before, it left q1/f7 out), and says one pair came from nist alone."""
+    fragment = _write(released / "f7.jsonl", json.dumps({"id": "f7", "text": "fragment 7 text"}) + "\n")
+    assert _cli(store_url, "import", "fragments", str(fragment), "--project", "p") == 0
+    nist = _write(released / "nist.qrels", "q1 0 f1 2\nq1 0 f7 4\n")
+    args = ("import", "judgments", str(nist), "--project", "p", "--annotator", "nist", "--reference")
+    assert _cli(store_url, *args) == 0
+    create_release(engine, "p", actor=OPERATOR)
+    judgments = released / "judgments.jsonl"
+    assert _cli(store_url, "export", "--project", "p", "--judgments", "--format", "jsonl", "-o", str(judgments)) == 0
+    capsys.readouterr()
+    for fmt in ("trec", "beir"):
+        release = _export(store_url, released, fmt).read_bytes()
+        out = released / f"consensus.{fmt}"
+        assert main(["consensus", str(judgments), "--format", fmt, "-o", str(out)]) == 0
+        assert out.read_bytes() == release
+        assert "1 graded by the reference nist alone" in capsys.readouterr().err
+    q1 = {line.split()[2]: line.split()[3] for line in release_text(released) if line.startswith("q1 ")}
+    assert (q1["f1"], q1["f7"]) == ("4", "3")  # people's 5 wins over nist's 2; nist's 4 where nobody else graded
+    out = released / "consensus.jsonl"
+    assert main(["consensus", str(judgments), "--format", "jsonl", "-o", str(out)]) == 0
+    rows = {r["fragment_id"]: r for r in map(json.loads, out.read_text().splitlines()) if r["query_id"] == "q1"}
+    assert (rows["f7"]["grade"], rows["f7"]["n_grades"], rows["f7"]["reference"]) == (4, 0, "nist")
+    assert "reference" not in rows["f1"]
+
+
 def release_text(tmp_path) -> list[str]:
     return (tmp_path / "release.trec").read_text().splitlines()
 
