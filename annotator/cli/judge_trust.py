@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotator.cli.common import LazyChoices, db_option, print_json, scale_type, store_engine
+from eval_core.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -56,7 +57,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="W",
         help="how many people-judged queries make every hybrid interval this wide (e.g. 0.05)",
     )
-    p.add_argument("--scale", type=scale_type, default=None, help="files: grading scale (default 0-3)")
+    p.add_argument(
+        "--scale",
+        type=scale_type,
+        default=None,
+        help="files: grading scale (default: the scale the judgments files name, as qrelkit's exports do, else 0-3)",
+    )
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=cmd_judge_trust)
     p = subparsers.add_parser(
@@ -85,17 +91,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_post_edit)
 
 
-def labels(path: str, scale: tuple[int, int], kind: str) -> pd.DataFrame:
-    """One label per pair from a qrels file, or from a judgments file (JSONL/CSV with an annotator field; several
-    annotators: the median rule over their real grades). A judgments export that names each annotator's kind
-    (`annotator_kind`, as `qrelkit export --judgments` writes) gives only its `kind` rows: people for HUMAN, the
-    model judge for JUDGE, so one export can be both."""
+def labels(path: str, scale: tuple[int, int], kind: str, given: bool = True) -> pd.DataFrame:
+    """One label per pair, a grade on `scale`, from a qrels file or from a judgments file (JSONL/CSV with an
+    annotator field; several annotators: the median rule over their real grades). A judgments export that names
+    each annotator's kind (`annotator_kind`, as `qrelkit export --judgments` writes) gives only its `kind` rows:
+    people for HUMAN, the model judge for JUDGE, so one export can be both. TREC and BEIR qrels hold gains (grade −
+    the scale's lowest, as a release writes them, and as `qrelkit eval` reads them without --scale) unless the
+    scale was `given`; a grade off the scale names the file and line."""
+    import dataclasses
+
     from eval_core.consensus import consensus
-    from eval_core.io.formats import read_qrels
+    from eval_core.io.formats import load_qrels, named_scale
     from eval_core.io.judgments import judgments_file_hint, read_judgments
+    from eval_core.ranking.evaluation import on_scale
 
     if judgments_file_hint(path) is not None or not _has_annotator(path):
-        return read_qrels(path)
+        qrels = load_qrels(path)
+        low, high = scale
+        if given or named_scale(path) is not None:
+            on_scale(qrels, scale)
+            return qrels.frame("grade")
+        try:
+            on_scale(qrels, (0, high - low))
+        except InputError as exc:
+            raise InputError(
+                exc.path,
+                exc.line,
+                f"{exc.problem}: TREC and BEIR qrels hold gains (grade − {low}), as a release writes them; if this "
+                f"file holds the grades as judged, give --scale {low}-{high}",
+            ) from None
+        return dataclasses.replace(qrels, value=qrels.value + low).frame("grade")
     frame = read_judgments(path, scale)
     frame = frame[frame["grade"].notna()]
     if "annotator_kind" in frame.columns:
@@ -104,6 +129,24 @@ def labels(path: str, scale: tuple[int, int], kind: str) -> pd.DataFrame:
             raise ValueError(f"{path}: no grades by an annotator of kind {kind} (annotator_kind)")
     agreed = consensus(frame, rule="median", scale=scale)
     return agreed.rename(columns={"fragment_id": "doc_id"})[["query_id", "doc_id", "grade"]].astype({"grade": "int64"})
+
+
+def _named_scale(human: str, judge: str) -> tuple[int, int] | None:
+    """The scale the judgments files name (qrelkit's exports write it on every line), None when neither does;
+    two different scales are refused."""
+    from eval_core.io.judgments import declared_scale, judgments_file_hint
+
+    named = {
+        path: scale
+        for path in (human, judge)
+        if judgments_file_hint(path) is None and _has_annotator(path) and (scale := declared_scale(path)) is not None
+    }
+    if len(set(named.values())) > 1:
+        raise ValueError(
+            f"{human} is on the scale {'-'.join(map(str, named[human]))} and {judge} on "
+            f"{'-'.join(map(str, named[judge]))}: the two labels must share a scale"
+        )
+    return next(iter(named.values()), None)
 
 
 def _has_annotator(path: str) -> bool:
@@ -119,15 +162,16 @@ def _from_files(args: argparse.Namespace) -> TrustReport:
     if len(args.files) < 3:
         raise ValueError("give HUMAN JUDGE and at least one RUN file (or --project P --model NAME)")
     human, judge, *runs = args.files
-    scale = args.scale or (0, 3)
+    scale = args.scale or _named_scale(human, judge) or (0, 3)
     names = [Path(r).name for r in runs]
     if len(set(names)) != len(names):
         names = list(runs)
     if len(set(names)) != len(names):
         raise ValueError("the same run file is given twice")
+    given = args.scale is not None
     return judge_trust(
-        labels(human, scale, "human"),
-        labels(judge, scale, "model"),
+        labels(human, scale, "human", given),
+        labels(judge, scale, "model", given),
         dict(zip(names, runs, strict=True)),
         metric=args.metric,
         scale=scale,

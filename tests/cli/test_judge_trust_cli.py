@@ -76,6 +76,48 @@ def test_one_export_with_annotator_kinds_is_both_human_and_judge(tmp_path):
     assert code == 2 and "no grades by an annotator of kind model" in err
 
 
+def test_a_1_5_export_and_a_releases_trec_qrels_need_no_scale(tmp_path):
+    """A 1–5 project's judgments export names its scale on every line, and its release's TREC qrels hold gains
+    (grade − 1): judge-trust reads both without --scale. Grades g + 1 on 1–5 have the gains g of the 0–3 files, so
+    every run's mean, τ and the confusion equal the 0–3 report's; --scale 1-5 changes nothing for the export."""
+    qrels, _, human, judge, paths = _files(tmp_path)
+    swapped = swapping(qrels, "r2", "r3")
+    records = [
+        {"query_id": q, "fragment_id": d, "annotator": who, "annotator_kind": kind, "grade": g + 1, "scale": "1-5"}
+        for who, kind, grades in (("ann1", "human", qrels), ("umbrela", "model", swapped))
+        for q, docs in grades.items()
+        for d, g in docs.items()
+    ]
+    export = str(write_jsonl(tmp_path / "export.jsonl", records))
+    _, zero_three, _ = run(["judge-trust", str(human), str(judge), *paths, "--format", "json"])
+    reports = {}
+    for name, files in {"export": [export, export], "trec human": [str(human), export]}.items():
+        code, out, err = run(["judge-trust", *files, *paths, "--format", "json"])
+        assert code == 0, (name, err)
+        reports[name] = json.loads(out)
+    code, out, err = run(["judge-trust", export, export, *paths, "--format", "json", "--scale", "1-5"])
+    assert code == 0 and json.loads(out) == reports["export"], err
+    base = json.loads(zero_three)
+    for name, report in reports.items():
+        assert report["ranking"]["tau"] == base["ranking"]["tau"] == pytest.approx(13 / 15), name
+        assert [r["human"] for r in report["ranking"]["runs"]] == pytest.approx(
+            [r["human"] for r in base["ranking"]["runs"]]
+        ), name
+        assert [r["judge"] for r in report["ranking"]["runs"]] == pytest.approx(
+            [r["judge"] for r in base["ranking"]["runs"]]
+        ), name
+    assert len(reports["export"]["leniency"]["confusion"]) == 5  # grades 1–5, where the 0–3 files have 4
+    other = str(
+        write_jsonl(tmp_path / "other.jsonl", [{**r, "scale": "0-4", "grade": r["grade"] - 1} for r in records])
+    )
+    code, _, err = run(["judge-trust", export, other, *paths])
+    assert code == 2 and "on the scale 1-5 and" in err and "on 0-4: the two labels must share a scale" in err
+    high = write_trec_qrels(tmp_path / "high.qrels", {"q0": {"d0": 5}})
+    code, _, err = run(["judge-trust", str(high), export, *paths])
+    assert code == 2 and "high.qrels:1: grade 5 of query q0, fragment d0 is outside the scale 0-4" in err
+    assert "TREC and BEIR qrels hold gains (grade − 1)" in err and "give --scale 1-5" in err
+
+
 def test_hybrid_and_target_width_in_the_table(tmp_path):
     qrels, run_dicts = trust_collection(queries=40, runs=3)
     people = write_trec_qrels(tmp_path / "people.qrels", {q: d for q, d in qrels.items() if int(q[1:]) < 15})
