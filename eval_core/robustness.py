@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from eval_core.consensus import PAIR_RULES, RULES, combine_grades, consensus
+from eval_core.consensus import PAIR_RULES, RULES, combine_grades, consensus, fill_gaps, reference_base
 from eval_core.io.columns import Columns
 from eval_core.io.formats import load_qrels, load_run
 from eval_core.io.judgments import annotator_kinds, relevant_from
@@ -31,6 +31,16 @@ DEFAULT_BOOTSTRAP = 200
 CONFIDENCE = 0.95
 ROWS_PER_CHUNK = 1_000_000  # replicates × rows (grades, pairs, judged run rows) held at once: bounds memory
 PAIR = ["query_id", "fragment_id"]
+
+
+def percent(share: float) -> str:
+    """A share as a whole percentage that never claims all or none when it is not: 0.995 is ">99%", not "100%"."""
+    text = f"{share:.0%}"
+    if text == "100%" and share < 1:
+        return ">99%"
+    if text == "0%" and share > 0:
+        return "<1%"
+    return text
 
 
 @dataclass(frozen=True)
@@ -210,6 +220,16 @@ def _real(judgments: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------------- conditions
 
 
+def _labelled(
+    base: pd.DataFrame, rule: str, adjudications: Any, scale: tuple[int, int], references: pd.DataFrame | None
+) -> pd.DataFrame:
+    """What a release made by `rule` holds: the consensus of `base`, adjudications winning, and on each pair no
+    person labelled the references' grade (an imported NIST qrels: eval_core.consensus.reference_base)."""
+    labels = consensus(base, rule, adjudications, scale=scale)
+    ref = None if references is None else reference_base(references, rule, scale)[0]
+    return fill_gaps(labels, None, rule, ref)
+
+
 def _condition(
     name: str,
     group: str,
@@ -238,16 +258,18 @@ def _conditions(
     scale: tuple[int, int],
     notes: list[str],
     min_model_share: float = MIN_MODEL_SHARE,
+    references: pd.DataFrame | None = None,
 ) -> list[Condition]:
-    """Rules over the base labels, each annotator alone, and (with model judges) humans + models. A model judge
-    that graded under `min_model_share` of the pairs has no condition of its own (a note says which and why)."""
+    """Rules over the base labels, each annotator alone, and (with model judges) humans + models; the rules and
+    humans + models on top of the `references`' grades, as a release. A model judge that graded under
+    `min_model_share` of the pairs has no condition of its own (a note says which and why)."""
 
     def score(name: str, group: str, label: str, qrels: pd.DataFrame) -> Condition:
         return _condition(name, group, label, qrels, runs, metric, rel_level, scale)
 
     out = []
     for r in RULES:
-        labels = consensus(base, r, adjudications, scale=scale)
+        labels = _labelled(base, r, adjudications, scale, references)
         if len(labels) == 0:
             raise ValueError("no pair has a grade: nothing to evaluate against")
         out.append(score(f"rule {r}", "rule", r, _qrels(labels)))
@@ -271,7 +293,7 @@ def _conditions(
             continue
         out.append(score(f"{group} {annotator}", group, annotator, _qrels(own)))
     if {AnnotatorKind.HUMAN, AnnotatorKind.MODEL} <= set(kinds.values()):
-        labels = consensus(everyone, rule, adjudications, scale=scale)
+        labels = _labelled(everyone, rule, adjudications, scale, references)
         out.append(score("humans + models", "labels", f"{rule} of humans + models", _qrels(labels)))
     return out
 
@@ -307,16 +329,18 @@ def _bootstrap(
     rel_level: int,
     scale: tuple[int, int],
     progress: Callable[[int], object] | None,
+    references: pd.DataFrame | None = None,
 ) -> np.ndarray:
-    """Each replicate's metric mean per run (replicates × runs)."""
-    pooled = consensus(base, rule, adjudications, scale=scale)
+    """Each replicate's metric mean per run (replicates × runs). Adjudicated pairs and pairs only a reference
+    graded keep their label in every replicate."""
+    pooled = _labelled(base, rule, adjudications, scale, references)
     n_pairs = len(pooled)
     index = pd.MultiIndex.from_frame(pooled[PAIR].astype(str))
     real = _real(base)
     pair = index.get_indexer(pd.MultiIndex.from_frame(real[PAIR].astype(str)))
     order = np.lexsort((real["annotator"].to_numpy(dtype=str), pair))  # row order never changes the draws
     pair, grade = pair[order], real["grade"].to_numpy(dtype=np.int64)[order]
-    fixed = pooled["adjudicated"].to_numpy(dtype=bool)
+    fixed = pooled["adjudicated"].to_numpy(dtype=bool) | pooled["reference"].notna().to_numpy()
     qrels = load_qrels(_qrels(pooled))
     with np.errstate(over="ignore"):  # pair indices as grades: their exponential-gain ideal overflows, unused
         by_index = index_qrels(replace(qrels, value=np.arange(n_pairs, dtype=np.int64)), rel_level)
@@ -441,9 +465,9 @@ def _sentence(
     if ties:
         text += f"; under {_join(ties)} they tie"
     if share is not None:
-        text += f"; {winner} is ahead in {share:.0%} of {replicates} bootstrap replicates"
+        text += f"; {winner} is ahead in {percent(share)} of {replicates} bootstrap replicates"
         if ties_share:
-            text += f" (tied in {ties_share:.0%})"
+            text += f" (tied in {percent(ties_share)})"
     return text
 
 
@@ -471,7 +495,7 @@ def _verdict(
             f"{a_ahead} and {b} under {b_ahead} of the {len(conditions)} conditions"
         )
         if share is not None and boot is not None:
-            text += f"; {a} is ahead in {share:.0%} of {len(boot)} bootstrap replicates"
+            text += f"; {a} is ahead in {percent(share)} of {len(boot)} bootstrap replicates"
         ties = [c.name for c, s in zip(conditions, sign, strict=True) if s == 0]
         flips = [c.name for c, s in zip(conditions, sign, strict=True) if s != 0]
         return PairVerdict(a, b, None, None, False, {}, flips, ties, share, tie_share, text)
@@ -565,8 +589,14 @@ def robustness(
         raise ValueError(f"min_model_share must be between 0 and 1, got {min_model_share:g}")
     spec = _one_metric(metric)
     kinds = annotator_kinds(judgments, models)
+    refs = sorted(a for a, k in kinds.items() if k == AnnotatorKind.REFERENCE)
+    # A reference (an imported NIST qrels) never votes and has no condition: its grades are the base each pair no
+    # person labelled takes, in every labels condition, as in a release.
+    references = judgments[judgments["annotator"].astype(str).isin(refs).to_numpy()] if refs else None
+    kinds = {a: k for a, k in kinds.items() if k != AnnotatorKind.REFERENCE}
     columns = [c for c in (*PAIR, "annotator", "grade") if c in judgments.columns]
     everyone = judgments[columns].assign(annotator=judgments["annotator"].astype(str))
+    everyone = everyone[~everyone["annotator"].isin(refs).to_numpy()]
     humans = [a for a, k in kinds.items() if k == AnnotatorKind.HUMAN]
     base = everyone[everyone["annotator"].isin(humans)] if humans else everyone
     notes = []
@@ -581,15 +611,34 @@ def robustness(
     loaded = {str(name): load_run(src) for name, src in runs.items()}
     names = list(loaded)
     conditions = _conditions(
-        base, everyone, kinds, adjudications, loaded, spec.name, rule, rel_level, scale, notes, min_model_share
+        base,
+        everyone,
+        kinds,
+        adjudications,
+        loaded,
+        spec.name,
+        rule,
+        rel_level,
+        scale,
+        notes,
+        min_model_share,
+        references,
     )
+    if references is not None:
+        alone = int(_labelled(base, rule, adjudications, scale, references)["reference"].notna().sum())
+        notes.append(
+            f"the reference {', '.join(refs)} never votes: its grades are the base, taken by the {alone} pair(s) no "
+            "person labelled in every rule and in 'humans + models', as in a release"
+        )
     values = np.array([[c.values[r] for r in names] for c in conditions], dtype=np.float64)
     signs = _signs(values)
     tau = [[None if np.isnan(v) else float(v) for v in row] for row in tau_b(signs, signs)]
     reference = RULES.index(rule)
     boot, summary = None, None
     if bootstrap:
-        boot = _bootstrap(base, adjudications, loaded, spec, rule, bootstrap, seed, rel_level, scale, progress)
+        boot = _bootstrap(
+            base, adjudications, loaded, spec, rule, bootstrap, seed, rel_level, scale, progress, references
+        )
         summary = _bootstrap_summary(boot, values[reference], names, rule, seed)
     pairs = [
         _verdict(i, j, names, spec.name, conditions, values, reference, boot)

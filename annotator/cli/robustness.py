@@ -163,7 +163,7 @@ def format_table(report: RobustnessReport) -> str:
         lines.append(f"{s:<5}{c.name:<{width}}" + "".join(f"{'—' if v is None else f'{v:.2f}':>7}" for v in row))
     boot = report.bootstrap
     if boot is not None:
-        from eval_core.robustness import CONFIDENCE
+        from eval_core.robustness import CONFIDENCE, percent
 
         lines += [
             "",
@@ -176,7 +176,9 @@ def format_table(report: RobustnessReport) -> str:
                 f"{CONFIDENCE:.0%} [{low:.4f}, {high:.4f}]"
             )
         tau = "undefined" if boot.tau_mean is None else f"mean {boot.tau_mean:.3f}, min {boot.tau_min:.3f}"
-        lines.append(f"  τ with the reference ranking: {tau}; same ranking in {boot.same_ranking:.0%} of replicates")
+        lines.append(
+            f"  τ with the reference ranking: {tau}; same ranking in {percent(boot.same_ranking)} of replicates"
+        )
     lines += ["", "verdicts:"]
     lines += [f"  {'holds' if p.holds else 'FLIPS'}  {p.sentence}" for p in report.pairs]
     lines += [f"note: {n}" for n in report.notes]

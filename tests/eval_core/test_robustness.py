@@ -69,6 +69,44 @@ def test_a_human_annotators_flip_is_in_the_sentence_and_the_data():
     assert report.to_dict()["pairs"][0]["flips"] == ["annotator carol"]
 
 
+def test_a_reference_is_the_base_under_every_rule_never_a_voter_or_a_condition():
+    """alice and bob grade d1 and d2 of q1; nist, a reference (an imported NIST qrels), grades d1 0 and d3 3, which
+    nobody else graded; llm, a model judge, grades all three 3. As in a release, every rule and humans + models
+    keep people's labels on d1 and d2 and take nist's 3 on d3; nist votes nowhere and has no condition of its own
+    (before, it was "model nist" and voted in humans + models); the bootstrap keeps d3 at 3 in every replicate.
+    Run C ranks d3, d1, d2: nDCG@10 with d1 = 3, d2 = 0, d3 = 3 is (3 + 3·L3) / (3 + 3·L3) = 1; run A (d1, d2),
+    which never retrieves d3, gets 3 / (3 + 3·L3)."""
+    people = [("q1", "d1", a, 3) for a in ("alice", "bob")] + [("q1", "d2", a, 0) for a in ("alice", "bob")]
+    others = [("q1", "d1", "nist", 0), ("q1", "d3", "nist", 3)] + [("q1", d, "llm", 3) for d in ("d1", "d2", "d3")]
+    kind = {"alice": "human", "bob": "human", "nist": "reference", "llm": "model"}
+    judgments = frame([*people, *others]).assign(annotator_kind=lambda f: f["annotator"].map(kind))
+    runs = {"A": RUN_A, "C": {"q1": ["d3", "d1", "d2"]}}
+    report = robustness(judgments, runs, bootstrap=20, seed=1)
+    values = {c.name: c.values for c in report.conditions}
+    assert [c.name for c in report.conditions if c.group != "rule"] == [
+        "annotator alice",
+        "annotator bob",
+        "model llm",
+        "humans + models",
+    ]
+    base = {"A": 3 / (3 + 3 * L3), "C": 1.0}
+    for rule in RULES:
+        assert values[f"rule {rule}"] == pytest.approx(base), rule
+    assert next(c for c in report.conditions if c.name == "rule median").n_pairs == 3
+    # humans + models: d1 (3, 3, 3) → 3, d2 (0, 0, 3) → 0, d3: llm's 3 alone (nist never votes) → 3.
+    assert values["humans + models"] == pytest.approx(base)
+    assert values["annotator alice"] == pytest.approx({"A": 1.0, "C": L3})  # her pairs only: d3 unjudged, d1 2nd
+    assert report.bootstrap is not None and report.bootstrap.interval["A"] == pytest.approx((base["A"], base["A"]))
+    assert any("the reference nist never votes" in n and "the 1 pair(s) no person labelled" in n for n in report.notes)
+    assert not any("model judge nist" in n for n in report.notes)
+
+
+def test_a_share_short_of_all_or_none_is_never_shown_as_all_or_none():
+    from eval_core.robustness import percent
+
+    assert [percent(x) for x in (1.0, 0.995, 0.97, 0.004, 0.0)] == ["100%", ">99%", "97%", "<1%", "0%"]
+
+
 def test_a_model_judges_flip_is_told_apart_from_the_humans():
     # The three humans agree that B's first document is the relevant one; the model judge says the opposite.
     rows = [(q, d, a, g) for a in ("ann", "bob", "cat") for q, d, g in (("q1", "d1", 0), ("q1", "d2", 3))]

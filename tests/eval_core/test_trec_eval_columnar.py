@@ -203,7 +203,7 @@ def test_qrels_still_being_read_give_the_same_hits_and_their_problem_first(
     bad_run = tmp_path / "bad.run"
     bad_run.write_text("q0 Q0 d99 1 zz run5\n" + spaced.read_text())  # q0 comes first: its block is bad
     for run in (spaced, bad_run):
-        with pytest.raises(InputError, match="bad.qrels:3"):
+        with pytest.raises(InputError, match=r"bad\.qrels:3"):
             read_ranked(run, failed, workers=workers, block_bytes=block_bytes)
 
 

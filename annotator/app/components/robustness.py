@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 from annotator.app.views import literal
 from db import evaluations
 from db.store import frames
-from eval_core.robustness import CONFIDENCE, DEFAULT_BOOTSTRAP, Bootstrap, RobustnessReport
+from eval_core.robustness import CONFIDENCE, DEFAULT_BOOTSTRAP, Bootstrap, RobustnessReport, percent
 
 TITLE = "Robustness under disagreement"
 TOGGLE = "Check whether the run order holds under disagreement"
@@ -148,7 +148,8 @@ def robustness_section(engine: Engine, project: str) -> None:
         st.dataframe(bootstrap_table(report, boot))
         tau = "undefined" if boot.tau_mean is None else f"mean {boot.tau_mean:.3f}, lowest {boot.tau_min:.3f}"
         st.caption(
-            f"τ with the {boot.rule} rule's ranking: {tau}; the same ranking in {boot.same_ranking:.0%} of replicates."
+            f"τ with the {boot.rule} rule's ranking: {tau}; "
+            f"the same ranking in {percent(boot.same_ranking)} of replicates."
         )
     for note in report.notes:
         st.caption(literal(note))
