@@ -41,7 +41,7 @@ from db.store.models import (
     table_of,
     utcnow,
 )
-from eval_core.consensus import consensus
+from eval_core.consensus import consensus, over_reference
 from eval_core.errors import NotFound
 from eval_core.judges.post_edit import EditStats, edit_stats, post_edit_order
 from eval_core.judges.probes import ProbeSummary
@@ -307,22 +307,25 @@ def project_judge_trust(
     top: int = 5,
     target_width: float | None = None,
 ) -> TrustReport:
-    """The judge-trust report of one model judge against the project's people (their median consensus, lead
-    decisions winning) on the stored runs, with a warning for each run produced with the judge's model family."""
+    """The judge-trust report of one model judge against the project's people on the stored runs — their labels
+    as a humans-only release holds them: the median consensus, lead decisions winning, and a reference's grades
+    (an imported NIST qrels) on the pairs no project annotator graded — with a warning for each run produced with
+    the judge's model family."""
     judge = _judge_named(engine, project, model)
     inputs = robustness_inputs(engine, project)
     if not inputs.runs:
         raise ValueError(f"project {project!r} has no stored runs (import them with `qrelkit import run`)")
     frame = inputs.judgments[inputs.judgments["grade"].notna()]
     kinds = frame["annotator_kind"] if "annotator_kind" in frame.columns else pd.Series("human", index=frame.index)
-    humans = frame[kinds.eq(AnnotatorKind.HUMAN).to_numpy()]
+    people = kinds.isin([AnnotatorKind.HUMAN, AnnotatorKind.REFERENCE]).to_numpy()
     mine = frame[frame["annotator"].eq(judge.username).to_numpy()]
-    if humans.empty or mine.empty:
+    if not people.any() or mine.empty:
         raise ValueError(
-            f"judge-trust needs grades from people and from {judge.username} in project {project!r}; "
-            f"found {len(humans)} and {len(mine)}"
+            f"judge-trust needs grades from people (annotators or a reference) and from {judge.username} in "
+            f"project {project!r}; found {int(people.sum())} and {len(mine)}"
         )
-    agreed = consensus(humans, rule="median", adjudications=inputs.adjudications, scale=inputs.scale)
+    humans = frame[kinds.eq(AnnotatorKind.HUMAN).to_numpy()]
+    agreed = over_reference(humans, "median", inputs.adjudications, inputs.scale, frame[people])
     human_qrels = agreed.rename(columns={"fragment_id": "doc_id"})[["query_id", "doc_id", "grade"]]
     judge_qrels = mine.rename(columns={"fragment_id": "doc_id"})[["query_id", "doc_id", "grade"]]
     return judge_trust(
@@ -443,7 +446,7 @@ def _post_edit_inputs(engine: Engine, project: str, name: str):
     frame = inputs.judgments[inputs.judgments["grade"].notna()]
     humans = frame[frame["annotator_kind"].eq(AnnotatorKind.HUMAN).to_numpy()]
     mine = frame[frame["annotator"].eq(username).to_numpy()]
-    return user_id, inputs.scale, humans, mine, inputs.runs
+    return user_id, inputs.scale, humans, mine, inputs.runs, frame
 
 
 def post_edit_queue(engine: Engine, project: str, name: str) -> pd.DataFrame:
@@ -460,12 +463,13 @@ def post_edit_view(engine: Engine, project: str, name: str, weights: str = "line
 
 
 def _queue(engine: Engine, project: str, inputs) -> pd.DataFrame:
-    """post_edit_queue from _post_edit_inputs."""
-    user_id, scale, humans, mine, runs = inputs
-    agreed = consensus(humans, rule="median", scale=scale) if len(humans) else pd.DataFrame(columns=[*PAIR, "grade"])
+    """post_edit_queue from _post_edit_inputs. People's labels are a humans-only release's: a reference's grade
+    (an imported NIST qrels) stands where no person graded, so the model's grade there needs no post-edit."""
+    user_id, scale, humans, mine, runs, frame = inputs
+    agreed = over_reference(humans, "median", None, scale, frame)
     shared = mine[[*PAIR, "grade"]].merge(agreed[[*PAIR, "grade"]], on=PAIR, suffixes=("", "_people"))
     shared = shared.rename(columns={"grade": "model", "grade_people": "people"})
-    graded = humans[PAIR].drop_duplicates()
+    graded = agreed[PAIR].drop_duplicates()
     gaps = mine[[*PAIR, "grade"]].merge(graded, on=PAIR, how="left", indicator=True)
     gaps = gaps[(gaps["_merge"] == "left_only").to_numpy()].drop(columns="_merge")
     with session_scope(engine) as session:
@@ -519,7 +523,7 @@ def post_edit_stats(engine: Engine, project: str, name: str, weights: str = "lin
 
 def _stats(engine: Engine, project: str, inputs, weights: str) -> EditStats:
     """post_edit_stats from _post_edit_inputs."""
-    user_id, scale, _, mine, _ = inputs
+    user_id, scale, _, mine, _, _ = inputs
     with session_scope(engine) as session:
         project_id = pk(project_row(session, project))
         rows = session.execute(

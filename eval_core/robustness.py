@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from eval_core.consensus import PAIR_RULES, RULES, combine_grades, consensus, fill_gaps, reference_base
+from eval_core.consensus import PAIR_RULES, RULES, combine_grades, over_reference
 from eval_core.io.columns import Columns
 from eval_core.io.formats import load_qrels, load_run
 from eval_core.io.judgments import annotator_kinds, relevant_from
@@ -220,16 +220,6 @@ def _real(judgments: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------------- conditions
 
 
-def _labelled(
-    base: pd.DataFrame, rule: str, adjudications: Any, scale: tuple[int, int], references: pd.DataFrame | None
-) -> pd.DataFrame:
-    """What a release made by `rule` holds: the consensus of `base`, adjudications winning, and on each pair no
-    person labelled the references' grade (an imported NIST qrels: eval_core.consensus.reference_base)."""
-    labels = consensus(base, rule, adjudications, scale=scale)
-    ref = None if references is None else reference_base(references, rule, scale)[0]
-    return fill_gaps(labels, None, rule, ref)
-
-
 def _condition(
     name: str,
     group: str,
@@ -269,7 +259,7 @@ def _conditions(
 
     out = []
     for r in RULES:
-        labels = _labelled(base, r, adjudications, scale, references)
+        labels = over_reference(base, r, adjudications, scale, references)
         if len(labels) == 0:
             raise ValueError("no pair has a grade: nothing to evaluate against")
         out.append(score(f"rule {r}", "rule", r, _qrels(labels)))
@@ -293,7 +283,7 @@ def _conditions(
             continue
         out.append(score(f"{group} {annotator}", group, annotator, _qrels(own)))
     if {AnnotatorKind.HUMAN, AnnotatorKind.MODEL} <= set(kinds.values()):
-        labels = _labelled(everyone, rule, adjudications, scale, references)
+        labels = over_reference(everyone, rule, adjudications, scale, references)
         out.append(score("humans + models", "labels", f"{rule} of humans + models", _qrels(labels)))
     return out
 
@@ -333,7 +323,7 @@ def _bootstrap(
 ) -> np.ndarray:
     """Each replicate's metric mean per run (replicates × runs). Adjudicated pairs and pairs only a reference
     graded keep their label in every replicate."""
-    pooled = _labelled(base, rule, adjudications, scale, references)
+    pooled = over_reference(base, rule, adjudications, scale, references)
     n_pairs = len(pooled)
     index = pd.MultiIndex.from_frame(pooled[PAIR].astype(str))
     real = _real(base)
@@ -625,7 +615,7 @@ def robustness(
         references,
     )
     if references is not None:
-        alone = int(_labelled(base, rule, adjudications, scale, references)["reference"].notna().sum())
+        alone = int(over_reference(base, rule, adjudications, scale, references)["reference"].notna().sum())
         notes.append(
             f"the reference {', '.join(refs)} never votes: its grades are the base, taken by the {alone} pair(s) no "
             "person labelled in every rule and in 'humans + models', as in a release"

@@ -452,7 +452,7 @@ def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str, shift: int 
 def cmd_consensus(args: argparse.Namespace) -> int:
     """Apply the rule and write the qrels; a summary goes to stderr."""
     from eval_core.agreement.report import human_judgments
-    from eval_core.consensus import MODEL_RULES, consensus, fill_gaps, reference_base
+    from eval_core.consensus import MODEL_RULES, over_reference, reference_base
     from eval_core.io.judgments import read_adjudications
     from eval_core.io.writers import QrelsGrades
     from eval_core.vocab import AnnotatorKind
@@ -460,31 +460,32 @@ def cmd_consensus(args: argparse.Namespace) -> int:
     frame = judgments_on_scale(args)
     # A reference's grades (an imported NIST qrels, annotator_kind reference) never vote: they are the base every
     # pair no person labelled takes, as in a release.
-    base, references = reference_base(frame, args.rule, args.scale)
+    references = frame if "annotator_kind" in frame.columns else None
+    names = [] if references is None else reference_base(references, args.rule, args.scale)[1]
     if not args.with_models:
         frame = human_judgments(frame, args.model)
     elif "annotator_kind" in frame.columns:
         frame = frame[frame["annotator_kind"].astype(str).ne(AnnotatorKind.REFERENCE).to_numpy()]
     adjudications = read_adjudications(args.adjudications, args.scale) if args.adjudications else None
     try:
-        qrels = consensus(
+        qrels = over_reference(
             frame,
-            rule=args.rule,
-            adjudications=adjudications,
+            args.rule,
+            adjudications,
+            args.scale,
+            references,
             min_grades=args.min_grades,
-            scale=args.scale,
             decision=args.decision,
         )
     except ValueError as exc:
         raise InputError(args.adjudications or args.judgments, None, str(exc)) from None
-    qrels = fill_gaps(qrels, None, args.rule, base)
     write_consensus(
         qrels, args.output, args.format, args.scale[0] if QrelsGrades(args.grades) == QrelsGrades.GAINS else 0
     )
     filled = int(qrels["reference"].notna().sum())
     print(
         f"qrelkit: {len(qrels)} labelled pairs ({int(qrels['adjudicated'].sum())} adjudicated"
-        + (f", {filled} graded by the reference {', '.join(references)} alone" if filled else "")
+        + (f", {filled} graded by the reference {', '.join(names)} alone" if filled else "")
         + f") by rule {args.rule} → {args.output}",
         file=sys.stderr,
     )

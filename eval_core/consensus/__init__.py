@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -290,6 +291,23 @@ def reference_base(judged: pd.DataFrame, rule: str, scale: tuple[int, int]) -> t
     names = sorted(refs["annotator"].astype(str).unique())
     one = consensus(refs[["query_id", "fragment_id", "annotator", "grade"]], rule=rule, scale=scale)
     return one.assign(annotator=", ".join(names))[["query_id", "fragment_id", "annotator", "grade"]], names
+
+
+def over_reference(
+    people: pd.DataFrame,
+    rule: str,
+    adjudications: pd.DataFrame | None,
+    scale: tuple[int, int],
+    references: pd.DataFrame | None,
+    **options: Any,
+) -> pd.DataFrame:
+    """What a humans-only release made by `rule` holds: the consensus of `people`'s grades (`options`: consensus'
+    min_grades, decision…), adjudications winning, and on each pair no person labelled the `references`' grade
+    (rows of annotator_kind reference, e.g. an imported NIST qrels; `reference_base`), with fill_gaps' columns
+    (`reference` names it on those pairs)."""
+    labels = consensus(people, rule, adjudications, scale=scale, **options)
+    base = None if references is None else reference_base(references, rule, scale)[0]
+    return fill_gaps(labels, None, rule, base)
 
 
 def fill_gaps(

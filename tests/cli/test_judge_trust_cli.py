@@ -192,3 +192,33 @@ def test_project_people_vs_model_judge_warns_on_its_family(store_url, engine, pr
     assert "Warnings: run r3" in stored["verdict"]
     code, _, err = run(["judge-trust", "--project", "demo", "--model", "nobody", *db])
     assert code == 2 and "no model judge 'nobody'" in err
+
+
+def test_project_with_nist_qrels_as_its_only_people(store_url, engine, project, tmp_path):
+    """A team that has NIST's qrels and a model judge, and no annotators of its own yet: the qrels imported as
+    the reference (`--reference`) are people's labels, as a release would hold them, so the stored report equals
+    the files' report of the same qrels against the same judge (before, it refused: no grades from people)."""
+    qrels, run_dicts, human, judge, paths = _files(tmp_path, queries=10, runs=4, a="r1", b="r2")
+    queries = write_jsonl(tmp_path / "q.jsonl", [{"id": q, "text": f"query {q}"} for q in qrels])
+    frags = write_jsonl(tmp_path / "f.jsonl", [{"id": d, "text": f"text {d}"} for docs in qrels.values() for d in docs])
+    db = ["--db", store_url]
+    assert run(["import", "queries", str(queries), "--project", "demo", *db])[0] == 0
+    assert run(["import", "fragments", str(frags), "--project", "demo", *db])[0] == 0
+    code, _, err = run(
+        ["import", "judgments", str(human), "--project", "demo", "--annotator", "nist", "--reference", *db]
+    )
+    assert code == 0, err
+    model = ["--annotator", "umbrela", "--annotator-kind", "model", "--model", "gpt-4o"]
+    code, _, err = run(["import", "judgments", str(judge), "--project", "demo", *model, *db])
+    assert code == 0, err
+    for name, path in zip(run_dicts, paths, strict=True):
+        assert run(["import", "run", path, "--name", name, "--project", "demo", *db])[0] == 0
+    code, out, err = run(["judge-trust", "--project", "demo", "--model", "gpt-4o", "--format", "json", *db])
+    assert code == 0, err
+    stored = json.loads(out)
+    _, out, _ = run(["judge-trust", str(human), str(judge), *paths, "--format", "json"])
+    files = json.loads(out)
+    for key in ("human", "judge"):
+        assert [s[key] for s in stored["ranking"]["runs"]] == pytest.approx([s[key] for s in files["ranking"]["runs"]])
+    assert stored["ranking"]["tau"] == pytest.approx(files["ranking"]["tau"]) == pytest.approx(2 / 3)
+    assert stored["leniency"]["confusion"] == files["leniency"]["confusion"]

@@ -112,6 +112,22 @@ def test_queue_sent_blind_graded_and_measured(engine, gaps):
     assert len(post_edit_queue(engine, "demo", "umbrela")) == 85
 
 
+def test_pairs_a_reference_graded_leave_the_queue(engine, gaps, tmp_path):
+    """NIST's qrels for q7 imported as the reference: a release takes nist's grade there over the model's, so the
+    model's 30 grades on q7 need no post-edit and leave the queue (90 → 60); nist's grades also join people's
+    labels the model is measured against, which keeps the lenient rule's estimates: its 1 and 2 always wrong."""
+    qrels = gaps
+    nist = [{"query_id": "q7", "fragment_id": d, "annotator": "nist", "grade": g} for d, g in qrels["q7"].items()]
+    import_judgments(
+        engine, "demo", write_jsonl(tmp_path / "nist.jsonl", nist), actor=OPERATOR, judges=AnnotatorKind("reference")
+    )
+    queue = post_edit_queue(engine, "demo", "umbrela")
+    assert len(queue) == 60 and set(queue["query_id"]) == {"q8", "q9"}
+    for grade, p_wrong in queue.groupby("grade")["p_wrong"].first().items():
+        if grade in (1, 2):
+            assert p_wrong == pytest.approx(1.0)
+
+
 def test_cli_post_edit(engine, gaps, store_url):
     code, out, err = run(
         ["post-edit", "--project", "demo", "--model", "gpt-4o", "--send", "3", "--to", "ann2", "--db", store_url]
