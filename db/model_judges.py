@@ -41,7 +41,7 @@ from db.store.models import (
     table_of,
     utcnow,
 )
-from eval_core.consensus import consensus, over_reference
+from eval_core.consensus import over_reference
 from eval_core.errors import NotFound
 from eval_core.judges.post_edit import EditStats, edit_stats, post_edit_order
 from eval_core.judges.probes import ProbeSummary
@@ -394,9 +394,9 @@ def probe_pairs(
     judged = judgments_frame(engine, project)
     judged = judged[judged["grade"].notna()]
     humans = judged[judged["annotator_kind"].eq(AnnotatorKind.HUMAN).to_numpy()]
-    if humans.empty:
-        raise ValueError(f"project {project!r} has no grades from people to probe the judge on")
-    agreed = consensus(humans, rule="median", scale=info.scale)
+    agreed = over_reference(humans, "median", None, info.scale, judged)  # a reference's grade where nobody graded
+    if agreed.empty:
+        raise ValueError(f"project {project!r} has no grades from people (or a reference) to probe the judge on")
     mine = judged[judged["annotator"].eq(judge.username).to_numpy()]
     theirs = {f"{q}/{f}": int(g) for q, f, g in zip(mine["query_id"], mine["fragment_id"], mine["grade"], strict=True)}
     pairs = {p.label: p for p in judge_pairs(engine, project, None, info.labels, in_force.text, judge.params)}

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from db.accounts.permissions import OPERATOR
-from db.imports import import_fragments, import_judgments, import_queries, import_run
+from db.imports import AnnotatorKind, import_fragments, import_judgments, import_queries, import_run
 from db.model_judges import list_model_judges
 from db.projects import add_guideline
 from tests.fake_judge import reply, start
@@ -41,6 +41,11 @@ def endpoint(fooled: bool):
 @pytest.fixture
 def probed_project(engine, project, tmp_path):
     """Three queries, three fragments each (two sentences), people grade every pair 0 or 1, one stored run."""
+    return _build(engine, tmp_path)
+
+
+def _build(engine, tmp_path, kind: str = "human"):
+    """The probed project, people's grades imported as annotators of `kind` (human, or reference: NIST's qrels)."""
     add_guideline(engine, "demo", "Grade 0-3 by how well the fragment answers the query.", actor=OPERATOR)
     import_queries(
         engine,
@@ -57,7 +62,9 @@ def probed_project(engine, project, tmp_path):
         for q in QUERIES
         for i in range(3)
     ]
-    import_judgments(engine, "demo", write_jsonl(tmp_path / "p.jsonl", people), actor=OPERATOR)
+    import_judgments(
+        engine, "demo", write_jsonl(tmp_path / "p.jsonl", people), actor=OPERATOR, judges=AnnotatorKind(kind)
+    )
     lines = "".join(f"{q} Q0 {q}-{i} {i + 1} {10 - i} t\n" for q in QUERIES for i in range(3))
     (tmp_path / "a.run").write_text(lines)
     import_run(engine, "demo", tmp_path / "a.run", name="a", actor=OPERATOR)
@@ -113,3 +120,18 @@ def test_a_fooled_judge_is_flagged_and_an_honest_one_is_not(probed_project, stor
 def test_probe_refusals(probed_project, store_url):
     code, _, err = _probe(store_url, "http://127.0.0.1:9/v1", "nobody")
     assert code == 2 and "no model judge 'nobody'" in err
+
+
+def test_nist_qrels_alone_are_the_grades_the_probe_starts_from(engine, project, store_url, tmp_path):
+    """No annotators of the team's own, only NIST's grades imported as the reference: the probe takes the six pairs
+    they graded lowest, as it takes people's (before, it refused: no grades from people)."""
+    _build(engine, tmp_path, kind="reference")
+    server, url, _ = endpoint(False)
+    try:
+        code, _, err = run(["prejudge", "--project", "demo", "--base-url", url, "--model", "m-7b", "--db", store_url])
+        assert code == 0, err
+        code, _, err = _probe(store_url, url, "m-7b", "--dry-run")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert code == 0 and "judge-probe with m-7b: 6 pairs × 4 probes + 0 unaltered = 24 calls" in err
