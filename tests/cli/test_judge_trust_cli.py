@@ -139,13 +139,34 @@ def test_refusals(tmp_path):
     assert code == 2 and "--model" in err
 
 
-def test_project_people_vs_model_judge_warns_on_its_family(store_url, engine, project, tmp_path):
-    qrels, run_dicts, human, judge, paths = _files(tmp_path, queries=10, runs=4, a="r1", b="r2")
+def _texts(store_url, tmp_path, qrels) -> list[str]:
+    """The qrels' queries and fragments imported into project demo; the --db option for the CLI."""
     queries = write_jsonl(tmp_path / "q.jsonl", [{"id": q, "text": f"query {q}"} for q in qrels])
     frags = write_jsonl(tmp_path / "f.jsonl", [{"id": d, "text": f"text {d}"} for docs in qrels.values() for d in docs])
     db = ["--db", store_url]
     assert run(["import", "queries", str(queries), "--project", "demo", *db])[0] == 0
     assert run(["import", "fragments", str(frags), "--project", "demo", *db])[0] == 0
+    return db
+
+
+def _stored_as_files(db, human, judge, paths) -> dict:
+    """judge-trust on the project's gpt-4o judge equals judge-trust on the HUMAN and JUDGE files (means, τ 2/3);
+    the stored report."""
+    code, out, err = run(["judge-trust", "--project", "demo", "--model", "gpt-4o", "--format", "json", *db])
+    assert code == 0, err
+    stored = json.loads(out)
+    _, out, _ = run(["judge-trust", str(human), str(judge), *paths, "--format", "json"])
+    files = json.loads(out)
+    for key in ("human", "judge"):
+        assert [s[key] for s in stored["ranking"]["runs"]] == pytest.approx([s[key] for s in files["ranking"]["runs"]])
+    assert stored["ranking"]["tau"] == pytest.approx(files["ranking"]["tau"]) == pytest.approx(2 / 3)
+    assert stored["leniency"]["confusion"] == files["leniency"]["confusion"]
+    return stored
+
+
+def test_project_people_vs_model_judge_warns_on_its_family(store_url, engine, project, tmp_path):
+    qrels, run_dicts, human, judge, paths = _files(tmp_path, queries=10, runs=4, a="r1", b="r2")
+    db = _texts(store_url, tmp_path, qrels)
     people = [
         {"query_id": q, "fragment_id": d, "annotator": "ann1", "grade": g}
         for q, docs in qrels.items()
@@ -179,14 +200,7 @@ def test_project_people_vs_model_judge_warns_on_its_family(store_url, engine, pr
         extra = ["--produced-by", "gpt-4o-mini"] if name == "r3" else []
         code, _, err = run(["import", "run", path, "--name", name, "--project", "demo", *extra, *db])
         assert code == 0, err
-    code, out, err = run(["judge-trust", "--project", "demo", "--model", "gpt-4o", "--format", "json", *db])
-    assert code == 0, err
-    stored = json.loads(out)
-    _, out, _ = run(["judge-trust", str(human), str(judge), *paths, "--format", "json"])
-    files = json.loads(out)
-    for key in ("human", "judge"):
-        assert [s[key] for s in stored["ranking"]["runs"]] == pytest.approx([s[key] for s in files["ranking"]["runs"]])
-    assert stored["ranking"]["tau"] == pytest.approx(files["ranking"]["tau"]) == pytest.approx(2 / 3)
+    stored = _stored_as_files(db, human, judge, paths)
     (warning,) = stored["warnings"]
     assert "run r3 was produced with gpt-4o-mini" in warning
     assert "Warnings: run r3" in stored["verdict"]
@@ -199,11 +213,7 @@ def test_project_with_nist_qrels_as_its_only_people(store_url, engine, project, 
     the reference (`--reference`) are people's labels, as a release would hold them, so the stored report equals
     the files' report of the same qrels against the same judge (before, it refused: no grades from people)."""
     qrels, run_dicts, human, judge, paths = _files(tmp_path, queries=10, runs=4, a="r1", b="r2")
-    queries = write_jsonl(tmp_path / "q.jsonl", [{"id": q, "text": f"query {q}"} for q in qrels])
-    frags = write_jsonl(tmp_path / "f.jsonl", [{"id": d, "text": f"text {d}"} for docs in qrels.values() for d in docs])
-    db = ["--db", store_url]
-    assert run(["import", "queries", str(queries), "--project", "demo", *db])[0] == 0
-    assert run(["import", "fragments", str(frags), "--project", "demo", *db])[0] == 0
+    db = _texts(store_url, tmp_path, qrels)
     code, _, err = run(
         ["import", "judgments", str(human), "--project", "demo", "--annotator", "nist", "--reference", *db]
     )
@@ -213,12 +223,4 @@ def test_project_with_nist_qrels_as_its_only_people(store_url, engine, project, 
     assert code == 0, err
     for name, path in zip(run_dicts, paths, strict=True):
         assert run(["import", "run", path, "--name", name, "--project", "demo", *db])[0] == 0
-    code, out, err = run(["judge-trust", "--project", "demo", "--model", "gpt-4o", "--format", "json", *db])
-    assert code == 0, err
-    stored = json.loads(out)
-    _, out, _ = run(["judge-trust", str(human), str(judge), *paths, "--format", "json"])
-    files = json.loads(out)
-    for key in ("human", "judge"):
-        assert [s[key] for s in stored["ranking"]["runs"]] == pytest.approx([s[key] for s in files["ranking"]["runs"]])
-    assert stored["ranking"]["tau"] == pytest.approx(files["ranking"]["tau"]) == pytest.approx(2 / 3)
-    assert stored["leniency"]["confusion"] == files["leniency"]["confusion"]
+    _stored_as_files(db, human, judge, paths)
