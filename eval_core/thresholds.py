@@ -11,6 +11,10 @@ AGREEMENT_THRESHOLD = 0.6
 # condition of its own: its few pairs would rank the runs on other queries than everyone else's, and any flip there
 # says nothing about the labels (eval_core.robustness; its grades still join "humans + models").
 MIN_MODEL_SHARE = 0.5
+# Fewer queries than this: no query-clustered bootstrap CI (agreement, a model judge's calibration, accuracy and κ
+# against control pairs or a reference) — a handful of clusters has only a few distinct resamples (3 for 2 queries),
+# and its interval would claim a precision that is not there.
+MIN_CI_QUERIES = 5
 # Fewer pairs with two grades than this (a project, a guideline version, a query, a category): agreement is shown
 # with its n and "too few to judge", never as a verdict or a flag — one pair more or less swings it.
 MIN_VERDICT_PAIRS = 10

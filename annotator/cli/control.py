@@ -260,8 +260,9 @@ def format_control(report: ControlReport, title: str = "against the control grad
     """Each annotator against the control (or a reference's) grades, by guideline and over time, and the drift
     alerts."""
     from eval_core.agreement.coefficients import kappa_name
+    from eval_core.thresholds import MIN_CI_QUERIES
 
-    lines = [f"{title} ({kappa_name(report.weights)}, 95% CIs over queries):"]
+    lines = [f"{title} ({kappa_name(report.weights)}, 95% CIs over queries, from {MIN_CI_QUERIES} queries up):"]
     lines += [_row(s) for s in report.per_annotator]
     if report.by_guideline:
         lines += ["by guideline version:", *(_row(s) for s in report.by_guideline)]

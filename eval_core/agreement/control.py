@@ -20,7 +20,7 @@ from eval_core.agreement.coefficients import (
 )
 from eval_core.agreement.types import Coefficient
 from eval_core.io.judgments import annotator_kinds
-from eval_core.thresholds import AGREEMENT_THRESHOLD
+from eval_core.thresholds import AGREEMENT_THRESHOLD, MIN_CI_QUERIES
 from eval_core.vocab import AnnotatorKind
 
 DEFAULT_WEIGHTS = "linear"
@@ -126,7 +126,8 @@ def score(
     confidence: float,
 ) -> ControlScore:
     """Accuracy and κ of one annotator's rows (columns query_id, given, settled as 0-based codes) with
-    percentile CIs from a bootstrap over queries (the queries' pairs are resampled together)."""
+    percentile CIs from a bootstrap over queries (the queries' pairs are resampled together), from
+    MIN_CI_QUERIES queries up."""
     query, given, settled = (frame[c].to_numpy() for c in ("query_id", "given", "settled"))
     n, n_queries = len(frame), int(pd.unique(query).size)
     if n == 0:
@@ -136,7 +137,7 @@ def score(
     conf = flat.sum(0).reshape(k, k)
     kappa = float(kappa_from_confusion(conf, weights))
     accuracy_ci = kappa_ci = None
-    if replicates and n_queries > 1:
+    if replicates and n_queries >= MIN_CI_QUERIES:  # a handful of queries: the value alone, as for agreement
         counts = np.column_stack([flat, hits, flat.sum(1)])
         (sums,) = bootstrap_sums([counts], replicates, seed)
         accuracy_ci = percentile_ci(sums[:, k * k] / sums[:, k * k + 1], confidence)

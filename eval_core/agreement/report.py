@@ -51,12 +51,10 @@ from eval_core.agreement.types import (
     KappaPair,
 )
 from eval_core.io.judgments import annotator_kinds, check_judgments, read_judgments
-from eval_core.thresholds import AGREEMENT_THRESHOLD, MIN_VERDICT_PAIRS
+from eval_core.thresholds import AGREEMENT_THRESHOLD, MIN_CI_QUERIES, MIN_VERDICT_PAIRS
 from eval_core.vocab import AnnotatorKind
 
 BY_FIELDS = {"query": "query_id", "category": "category", "guideline": "guideline"}
-# Fewest queries a query-clustered bootstrap CI is printed for (below: the value, and the status saying why not).
-MIN_CI_QUERIES = 5
 RELIABLE, TENTATIVE = 0.800, 0.667
 
 

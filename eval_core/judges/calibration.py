@@ -28,10 +28,11 @@ from eval_core.agreement.coefficients import (
     kappa_from_confusion,
     krippendorff_alpha,
 )
-from eval_core.agreement.report import MIN_CI_QUERIES, agreement_report, annotator_kinds
+from eval_core.agreement.report import agreement_report, annotator_kinds
 from eval_core.agreement.types import Coefficient
 from eval_core.consensus import consensus
 from eval_core.io.judgments import check_judgments
+from eval_core.thresholds import MIN_CI_QUERIES
 from eval_core.vocab import AnnotatorKind
 
 PAIR = ["query_id", "fragment_id"]

@@ -9,7 +9,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from eval_core.agreement.bootstrap import cluster_weights
-from eval_core.agreement.control import control_report
+from eval_core.agreement.control import control_report, vs_reference
 
 LABELS = [0, 1, 2, 3]
 
@@ -129,8 +129,6 @@ def test_agreement_cli_with_a_control_file(tmp_path, capsys) -> None:
 def test_each_person_against_a_reference_is_cohen_s_kappa_with_it():
     """vs reference: nist's grades are the settled ones; ann and bob are each measured against them on the pairs
     they share (scikit-learn's linear-weighted κ on the full label set); nist itself and a model are not."""
-    from eval_core.agreement.control import vs_reference
-
     rng = np.random.default_rng(3)
     rows = []
     for q in range(10):
@@ -153,3 +151,17 @@ def test_each_person_against_a_reference_is_cohen_s_kappa_with_it():
         assert s.accuracy.value == pytest.approx(float(np.mean(truth == own)), abs=1e-12)
         assert s.kappa.ci is not None and s.kappa.ci[0] <= s.kappa.value <= s.kappa.ci[1]
     assert vs_reference(frame[frame["annotator"] != "nist"]) == {}
+
+
+def test_no_interval_from_a_handful_of_queries() -> None:
+    """Against a reference on 2 queries: the values, but no CI — a bootstrap over 2 query clusters has 3 distinct
+    resamples, as agreement refuses below MIN_CI_QUERIES (before, [0.333, 0.500] was printed beside 0.400)."""
+    from eval_core.thresholds import MIN_CI_QUERIES
+
+    rows = [(f"q{q}", f"f{f}", who, g) for q in range(2) for f in range(5) for who, g in (("nist", f % 4), ("ann", 1))]
+    frame = pd.DataFrame(rows, columns=["query_id", "fragment_id", "annotator", "grade"]).assign(
+        annotator_kind=lambda f: f["annotator"].map({"nist": "reference", "ann": "human"})
+    )
+    (score,) = vs_reference(frame, (0, 3), replicates=200, seed=1)["nist"].per_annotator
+    assert (score.queries, MIN_CI_QUERIES) == (2, 5)
+    assert score.accuracy.value == pytest.approx(0.2) and score.accuracy.ci is None and score.kappa.ci is None

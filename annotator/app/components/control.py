@@ -15,6 +15,7 @@ from db.projects import get_project
 from db.store import frames
 from eval_core.agreement.coefficients import kappa_name
 from eval_core.agreement.control import ControlReport, ControlScore, vs_reference
+from eval_core.thresholds import MIN_CI_QUERIES
 
 TITLE = "Against the control pairs"
 APP_BOOTSTRAP = 200
@@ -54,7 +55,8 @@ def control_section(engine: Engine, project: str) -> None:
     rate = f"one in every {every} of each annotator's pairs" if every else "not served (no rate set)"
     st.caption(
         f"{len(controls)} control pairs, {rate}, served like any pair. {kappa_name(report.weights).capitalize()} "
-        "on the full scale; 95% CIs from a bootstrap over queries; only grades given after "
+        f"on the full scale; 95% CIs from a bootstrap over queries (from {MIN_CI_QUERIES} queries up); only grades "
+        "given after "
         "a pair became a control count."
     )
     for alert in report.alerts:
@@ -83,7 +85,8 @@ def reference_section(engine: Engine, project: str) -> None:
         st.subheader(f"vs reference {literal(name)}")
         st.caption(
             f"Each person's grades against {literal(name)}'s on the pairs both graded: accuracy and "
-            f"{kappa_name(report.weights)} on the full scale, 95% CIs from a bootstrap over queries. A reference "
+            f"{kappa_name(report.weights)} on the full scale, 95% CIs from a bootstrap over queries (from "
+            f"{MIN_CI_QUERIES} queries up). A reference "
             "never counts in the agreement between people above."
         )
         if report.per_annotator:
