@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(argv[0] if argv else None)
     args, extra = parser.parse_known_args(argv)
     if extra:
-        refuse_unknown(parser, argv[0], extra)
+        refuse_unknown(parser, argv, extra)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -170,11 +170,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def refuse_unknown(parser: argparse.ArgumentParser, command: str, extra: list[str]) -> NoReturn:
-    """Arguments the command does not take: its own usage line and error (not the top parser's), naming the
-    options it has that the first unknown option may have meant (`qrelkit eval … -m map`: --metrics)."""
-    chosen = next((a.choices[command] for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-    own = chosen if isinstance(chosen, argparse.ArgumentParser) else parser
+def refuse_unknown(parser: argparse.ArgumentParser, argv: list[str], extra: list[str]) -> NoReturn:
+    """Arguments the command does not take: its own usage line and error (the innermost command's, `qrelkit user
+    add`, not the top parser's), naming the options it has that the first unknown option may have meant
+    (`qrelkit eval … -m map`: --metrics)."""
+    own, words = parser, list(argv)
+    while (sub := next((a for a in own._actions if isinstance(a, argparse._SubParsersAction)), None)) is not None:
+        name = next((w for w in words if w in sub.choices), None)
+        if name is None:
+            break
+        own, words = sub.choices[name], words[words.index(name) + 1 :]
     message = f"unrecognized arguments: {' '.join(extra)}"
     flag = next((word.split("=")[0] for word in extra if word.startswith("-") and len(word) > 1), None)
     if flag is not None:

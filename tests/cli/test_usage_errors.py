@@ -32,3 +32,11 @@ def test_an_extra_word_nothing_resembles_is_named_alone(capsys) -> None:
     err = refusal(["agreement", "judgments.jsonl", "--zzz"], capsys)
     assert err[0].startswith("usage: qrelkit agreement ")
     assert err[-1] == "qrelkit agreement: error: unrecognized arguments: --zzz"
+
+
+def test_a_nested_command_refuses_with_its_own_usage(capsys) -> None:
+    err = refusal(["user", "add", "cat", "--role", "annotator", "--pasword-stdin"], capsys)
+    assert err[0].startswith("usage: qrelkit user add ")
+    assert err[-1].startswith(
+        "qrelkit user add: error: unrecognized arguments: --pasword-stdin (did you mean --password-stdin"
+    )  # difflib's nearest first; one letter away
