@@ -356,7 +356,7 @@ def dispute_frame(found: Sequence[Dispute]) -> pd.DataFrame:
 def disputes_of(judgments: pd.DataFrame, adjudicated: set[tuple[str, str]]) -> pd.DataFrame:
     """Every pair whose people gave different grades (model judges and can't-judge left out) in a judgments
     frame (db.store.frames.project_judgments), by find_disputes, as a frame (DISPUTE_COLUMNS)."""
-    people = judgments[(judgments["annotator_kind"] == "human") & judgments["grade"].notna()]
+    people = judgments[(judgments["annotator_kind"] == AnnotatorKind.HUMAN) & judgments["grade"].notna()]
     rows = zip(
         people["pair_id"].astype("int64"),
         people["query_id"],
@@ -443,7 +443,7 @@ def by_doubt(
 
     from eval_core.consensus import consensus
 
-    people = judgments[(judgments["annotator_kind"] == "human").to_numpy()]
+    people = judgments[(judgments["annotator_kind"] == AnnotatorKind.HUMAN).to_numpy()]
     labels = consensus(
         people[["query_id", "fragment_id", "annotator", "grade"]],
         rule="dawid-skene",
@@ -648,7 +648,7 @@ def judging_people(session: Session, names: Sequence[str]) -> list[int]:
             select(col(User.username), col(User.id)).where(
                 col(User.username).in_(list(names)),
                 col(User.active).is_(True),
-                col(User.kind) == "human",
+                col(User.kind) == AnnotatorKind.HUMAN,
                 col(User.password_hash).is_not(None),
             )
         ).all()

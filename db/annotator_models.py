@@ -11,6 +11,7 @@ from db.projects import project_row, project_scale
 from db.store.engine import session_scope
 from db.store.frames import project_adjudications, project_judgments
 from eval_core.consensus.annotators import AnnotatorReport, annotator_report
+from eval_core.vocab import AnnotatorKind
 
 
 def settled_grades(adjudications: pd.DataFrame, controls: pd.DataFrame) -> pd.DataFrame:
@@ -34,7 +35,7 @@ def project_annotator_report(
         adjudications = project_adjudications(session, proj.id)
         controls = control_frames(session, proj.id)[1]
         scale = project_scale(proj)
-    people = judged[judged["annotator_kind"].eq("human").to_numpy()]
+    people = judged[judged["annotator_kind"].eq(AnnotatorKind.HUMAN).to_numpy()]
     report = annotator_report(
         people[["query_id", "fragment_id", "annotator", "grade"]],
         scale=scale,

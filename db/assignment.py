@@ -121,7 +121,7 @@ def _counted(session: Session, project_id: int) -> dict[int, set[int]]:
     for pid, uid in session.execute(
         select(col(Judgment.pair_id), col(Judgment.user_id))
         .join(User, col(User.id) == Judgment.user_id)
-        .where(col(Judgment.project_id) == project_id, col(User.kind) == "human")
+        .where(col(Judgment.project_id) == project_id, col(User.kind) == AnnotatorKind.HUMAN)
     ).all():
         have[pid].add(uid)
     for pid, uid in session.execute(
@@ -129,7 +129,7 @@ def _counted(session: Session, project_id: int) -> dict[int, set[int]]:
         .join(User, col(User.id) == Assignment.user_id)
         .where(
             col(Assignment.project_id) == project_id,
-            col(User.kind) == "human",
+            col(User.kind) == AnnotatorKind.HUMAN,
             col(User.active),
             col(User.password_hash).is_not(None),
         )

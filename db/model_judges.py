@@ -316,7 +316,11 @@ def project_judge_trust(
     if not inputs.runs:
         raise ValueError(f"project {project!r} has no stored runs (import them with `qrelkit import run`)")
     frame = inputs.judgments[inputs.judgments["grade"].notna()]
-    kinds = frame["annotator_kind"] if "annotator_kind" in frame.columns else pd.Series("human", index=frame.index)
+    kinds = (
+        frame["annotator_kind"]
+        if "annotator_kind" in frame.columns
+        else pd.Series(AnnotatorKind.HUMAN.value, index=frame.index)
+    )
     people = kinds.isin([AnnotatorKind.HUMAN, AnnotatorKind.REFERENCE]).to_numpy()
     mine = frame[frame["annotator"].eq(judge.username).to_numpy()]
     if not people.any() or mine.empty:

@@ -22,7 +22,7 @@ from eval_core.errors import USER_ERRORS, InputError
 from eval_core.io.writers import QrelsGrades
 from eval_core.queue_order import ORDERS
 from eval_core.thresholds import AGREEMENT_THRESHOLD
-from eval_core.vocab import ANNOTATOR_KINDS, ORDER_NAMES
+from eval_core.vocab import ANNOTATOR_KINDS, ORDER_NAMES, AnnotatorKind
 
 IMPORTERS = {kind: f for kind, f in imports.IMPORT_KINDS.items() if kind != "adjudications"}  # decisions: CLI
 BM25_MODES = ("top-k for queries no run covers", "top-N for every query", "off")
@@ -150,7 +150,7 @@ def import_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> None
         annotator_kind = st.radio(
             "The file's annotators are", [None, *ANNOTATOR_KINDS], format_func=KIND_NAMES.get, horizontal=True
         )
-        if annotator_kind in ("human", "reference"):
+        if annotator_kind in (AnnotatorKind.HUMAN, AnnotatorKind.REFERENCE):
             file_kind = imports.AnnotatorKind(annotator_kind)
         elif annotator_kind == "model":
             c1, c2 = st.columns(2)
@@ -256,7 +256,9 @@ def search_pool_section(engine: Engine, project: ProjectInfo, user: UserInfo) ->
 
 def assign_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> None:
     """Save the overlap policy and assign pairs; set the queue order."""
-    annotators = [u.username for u in users.list_users(engine, role="annotator") if u.active and u.kind == "human"]
+    annotators = [
+        u.username for u in users.list_users(engine, role="annotator") if u.active and u.kind == AnnotatorKind.HUMAN
+    ]
     with st.form("assign"):
         overlap = st.number_input("Annotators per pair", min_value=1, max_value=20, value=int(project.overlap))
         fraction = st.number_input(
