@@ -585,7 +585,7 @@ def _parse_judgments(
     queries: dict[str, int],
     fragments: dict[str, int],
     show: bool,
-    judges: AnnotatorKind,
+    judges: Judges,
     source: JudgmentsSource,
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], dict, dict[str, int]]:
     """The judgments and adjudications of a file (eval_core's one judgments reader) with store ids: query,
@@ -744,7 +744,7 @@ class JudgmentsSource:
 
 
 @dataclass(frozen=True)
-class AnnotatorKind:
+class Judges:
     """What an import is told about a judgments file's annotators: their kind (None: as the file's
     `annotator_kind` column says, else people), and for model judges the model name (default: the file's
     `model` column, else each annotator's own name) and the prompt version stamped on their grades (default:
@@ -767,7 +767,7 @@ class AnnotatorKind:
                 raise ValueError(f"{what} must be 1-{limit} characters, got {value!r}")
 
 
-# A judgments file's columns that say who an annotator is: column, AnnotatorKind field, CLI option, size limit.
+# A judgments file's columns that say who an annotator is: column, Judges field, CLI option, size limit.
 ANNOTATOR_COLUMNS = (
     ("annotator_kind", "kind", "--annotator-kind", 10),
     ("model", "model", "--model", MAX_NAME_CHARS),
@@ -784,7 +784,7 @@ def _column(frame: pd.DataFrame, name: str) -> pd.Series:
     return pd.Series(cleaned[codes], index=frame.index, dtype=object)
 
 
-def _check_columns(given: dict[str, pd.Series], lines: np.ndarray, judges: AnnotatorKind, problems: _Problems) -> None:
+def _check_columns(given: dict[str, pd.Series], lines: np.ndarray, judges: Judges, problems: _Problems) -> None:
     """Each who-judged cell on its own: a known kind, within the store's size, and not against the option given."""
     for column, field_name, option, limit in ANNOTATOR_COLUMNS:
         values, wanted = given[column], getattr(judges, field_name)
@@ -824,7 +824,7 @@ def _changes(codes: np.ndarray, values: np.ndarray, rows: np.ndarray) -> tuple[d
 
 
 def _annotators(
-    frame: pd.DataFrame, judges: AnnotatorKind, known: dict[str, tuple[str, str | None]], problems: _Problems
+    frame: pd.DataFrame, judges: Judges, known: dict[str, tuple[str, str | None]], problems: _Problems
 ) -> dict[str, dict]:
     """The users-row fields (kind, model_name, prompt_version) of every annotator in the file, from its
     annotator_kind / model / prompt_version columns and the import's options; sets `frame.prompt_version`
@@ -991,7 +991,7 @@ def import_judgments(
     progress: bool = False,
     *,
     actor: Actor,
-    judges: AnnotatorKind = AnnotatorKind(),
+    judges: Judges = Judges(),
     source: JudgmentsSource = JudgmentsSource(),
 ) -> ImportReport:
     """Existing judgments (flat records, a judgments export, or a release's JSONL/CSV) as each annotator's

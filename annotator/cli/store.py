@@ -119,7 +119,7 @@ def cmd_project_set(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     """Validate the whole file, then write it all or nothing; the report goes to stdout."""
     from db.accounts.permissions import OPERATOR
-    from db.imports import IMPORT_KINDS, AnnotatorKind, JudgmentsSource
+    from db.imports import IMPORT_KINDS, Judges, JudgmentsSource
     from eval_core.io.writers import QrelsGrades
 
     for kind, options in IMPORT_OPTIONS.items():
@@ -147,7 +147,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         extra = {"reason": args.reason}
     if args.kind == "judgments":
         extra = {
-            "judges": AnnotatorKind(args.annotator_kind, args.model, args.prompt_version),
+            "judges": Judges(args.annotator_kind, args.model, args.prompt_version),
             "source": JudgmentsSource(
                 args.annotator,
                 args.qrels_format,

@@ -119,7 +119,7 @@ def model_graded_alone(engine) -> None:
             PROJECT,
             write_jsonl(Path(folder) / "gpt.jsonl", lines),
             actor=OPERATOR,
-            judges=imports.AnnotatorKind("model"),
+            judges=imports.Judges("model"),
         )
 
 

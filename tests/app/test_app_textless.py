@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from db.accounts.permissions import OPERATOR
-from db.imports import AnnotatorKind, JudgmentsSource, import_judgments, import_run
+from db.imports import Judges, JudgmentsSource, import_judgments, import_run
 from tests.helpers import PROJECT, page_test, release, shown
 
 pytestmark = pytest.mark.usefixtures("scan_components_once")  # AppTest: scan for components once
@@ -20,7 +20,7 @@ def test_project_page_counts_the_pairs_waiting_for_their_text(store, tmp_path):
     # m1 and m2 were never imported (d3 has its text): 2 pairs wait, q000-m1 and q000-m2, both graded by nist
     qrels.write_text("q000 0 m1 2\nq000 0 m2 0\nq000 0 d3 3\n")
     report = import_judgments(
-        store, PROJECT, qrels, actor=OPERATOR, source=JudgmentsSource("nist"), judges=AnnotatorKind("reference")
+        store, PROJECT, qrels, actor=OPERATOR, source=JudgmentsSource("nist"), judges=Judges("reference")
     )
     assert report.without_text["count"] == 2
     run = tmp_path / "late.run"

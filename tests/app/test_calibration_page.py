@@ -47,7 +47,7 @@ def page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_model: bool) -> t
     from db.accounts import users
     from db.accounts.permissions import OPERATOR
     from db.accounts.sessions import create_session
-    from db.imports import AnnotatorKind
+    from db.imports import Judges
     from db.store.schema import init_db
 
     url = f"sqlite:///{tmp_path / 'calibration.db'}"
@@ -79,7 +79,7 @@ def page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_model: bool) -> t
             "judged",
             write_jsonl(tmp_path / "m.jsonl", model),
             actor=OPERATOR,
-            judges=AnnotatorKind("model", "test-model"),
+            judges=Judges("model", "test-model"),
         )
     monkeypatch.setenv("QRELKIT_DB_URL", url)
     at = AppTest.from_file(str(PAGE), default_timeout=120)

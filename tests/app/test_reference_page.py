@@ -6,7 +6,7 @@ from __future__ import annotations
 from sklearn.metrics import cohen_kappa_score
 
 from db.accounts.permissions import OPERATOR
-from db.imports import AnnotatorKind, JudgmentsSource, import_judgments
+from db.imports import Judges, JudgmentsSource, import_judgments
 from db.store.frames import judgments_frame
 from tests.helpers import PROJECT, page_test
 
@@ -24,9 +24,7 @@ def test_each_person_is_measured_against_the_reference(store, tmp_path):
             for q, f, g in ana[["query_id", "fragment_id", "grade"]].itertuples(index=False)
         )
     )
-    import_judgments(
-        engine, PROJECT, qrels, actor=OPERATOR, judges=AnnotatorKind("reference"), source=JudgmentsSource("nist")
-    )
+    import_judgments(engine, PROJECT, qrels, actor=OPERATOR, judges=Judges("reference"), source=JudgmentsSource("nist"))
     assert len(graded)
     at = page_test(engine, "lead_agreement.py")
     assert not at.exception

@@ -37,7 +37,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, d
     from db import imports, projects
     from db.accounts import users
     from db.accounts.permissions import OPERATOR
-    from db.imports import AnnotatorKind
+    from db.imports import Judges
     from db.store.engine import get_engine
     from db.store.frames import judgments_frame
     from db.store.schema import init_db
@@ -71,7 +71,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, d
         "demo",
         write_jsonl(folder / "m.jsonl", model_grades(rows)),
         actor=OPERATOR,
-        judges=AnnotatorKind("model", "test-model"),
+        judges=Judges("model", "test-model"),
     )
     engine.dispose()
     frame = judgments_frame(get_engine(db_url), "demo")

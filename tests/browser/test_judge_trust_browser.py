@@ -32,7 +32,7 @@ def build_project(db_url: str, folder: Path) -> None:
     (its κ gate lowered to 0.3: the swapping judge does not clear 0.6)."""
     from db.accounts.permissions import OPERATOR
     from db.accounts.users import create_user
-    from db.imports import AnnotatorKind, import_fragments, import_judgments, import_queries, import_run
+    from db.imports import Judges, import_fragments, import_judgments, import_queries, import_run
     from db.projects import create_project
     from db.releases import create_release
     from db.store.schema import init_db
@@ -62,7 +62,7 @@ def build_project(db_url: str, folder: Path) -> None:
         "demo",
         write_jsonl(folder / "m.jsonl", machine),
         actor=OPERATOR,
-        judges=AnnotatorKind("model", "gpt-4o"),
+        judges=Judges("model", "gpt-4o"),
     )
     for name, run in runs.items():
         stored = PLANTED if name == "r3" else name

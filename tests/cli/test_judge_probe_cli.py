@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from db.accounts.permissions import OPERATOR
-from db.imports import AnnotatorKind, import_fragments, import_judgments, import_queries, import_run
+from db.imports import Judges, import_fragments, import_judgments, import_queries, import_run
 from db.model_judges import list_model_judges
 from db.projects import add_guideline
 from tests.fake_judge import reply, start
@@ -62,9 +62,7 @@ def _build(engine, tmp_path, kind: str = "human"):
         for q in QUERIES
         for i in range(3)
     ]
-    import_judgments(
-        engine, "demo", write_jsonl(tmp_path / "p.jsonl", people), actor=OPERATOR, judges=AnnotatorKind(kind)
-    )
+    import_judgments(engine, "demo", write_jsonl(tmp_path / "p.jsonl", people), actor=OPERATOR, judges=Judges(kind))
     lines = "".join(f"{q} Q0 {q}-{i} {i + 1} {10 - i} t\n" for q in QUERIES for i in range(3))
     (tmp_path / "a.run").write_text(lines)
     import_run(engine, "demo", tmp_path / "a.run", name="a", actor=OPERATOR)

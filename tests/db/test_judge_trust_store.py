@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from db.accounts.permissions import OPERATOR
-from db.imports import AnnotatorKind, import_fragments, import_judgments, import_queries, import_run
+from db.imports import Judges, import_fragments, import_judgments, import_queries, import_run
 from db.model_judges import project_judge_trust, run_models
 from db.releases import create_release
 from tests.helpers import trust_collection, write_jsonl, write_trec_run
@@ -31,7 +31,7 @@ def judged(engine, project, tmp_path):
         "demo",
         write_jsonl(tmp_path / "m.jsonl", machine),
         actor=OPERATOR,
-        judges=AnnotatorKind("model", "gpt-4o"),
+        judges=Judges("model", "gpt-4o"),
     )
     for name, run in runs.items():
         produced = "gpt-4o-mini" if name == "r3" else None

@@ -11,7 +11,7 @@ from sklearn.metrics import cohen_kappa_score
 from db.accounts.permissions import OPERATOR
 from db.accounts.users import create_user
 from db.grading import next_pair, record_judgment
-from db.imports import AnnotatorKind, import_fragments, import_judgments, import_queries, import_run
+from db.imports import Judges, import_fragments, import_judgments, import_queries, import_run
 from db.model_judges import post_edit_queue, post_edit_stats, send_for_post_editing
 from eval_core.judges.post_edit import disagreement, edit_stats, ranking_impact
 from tests.helpers import lenient, run, trust_collection, write_jsonl, write_trec_run
@@ -70,7 +70,7 @@ def gaps(engine, project, tmp_path):
         "demo",
         write_jsonl(tmp_path / "m.jsonl", machine),
         actor=OPERATOR,
-        judges=AnnotatorKind("model", "gpt-4o"),
+        judges=Judges("model", "gpt-4o"),
     )
     for name, r in runs.items():
         import_run(engine, "demo", write_trec_run(tmp_path / f"{name}.run", r), name=name, actor=OPERATOR)
@@ -119,7 +119,7 @@ def test_pairs_a_reference_graded_leave_the_queue(engine, gaps, tmp_path):
     qrels = gaps
     nist = [{"query_id": "q7", "fragment_id": d, "annotator": "nist", "grade": g} for d, g in qrels["q7"].items()]
     import_judgments(
-        engine, "demo", write_jsonl(tmp_path / "nist.jsonl", nist), actor=OPERATOR, judges=AnnotatorKind("reference")
+        engine, "demo", write_jsonl(tmp_path / "nist.jsonl", nist), actor=OPERATOR, judges=Judges("reference")
     )
     queue = post_edit_queue(engine, "demo", "umbrela")
     assert len(queue) == 60 and set(queue["query_id"]) == {"q8", "q9"}

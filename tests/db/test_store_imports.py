@@ -13,8 +13,8 @@ from db import imports
 from db.accounts.permissions import OPERATOR
 from db.accounts.users import create_user, deactivate
 from db.imports import (
-    AnnotatorKind,
     ImportRejected,
+    Judges,
     JudgmentsSource,
     import_fragments,
     import_judgments,
@@ -515,70 +515,70 @@ def _line(annotator: str, fragment: str = "d1", **who) -> str:
 KIND_CONFLICTS = {
     "kind against the option": (
         [_line("ann2"), _line("llm", annotator_kind="model")],
-        AnnotatorKind("human"),
+        Judges("human"),
         2,
         "annotator_kind is 'model' on this line, but the import says --annotator-kind human; "
         "leave out --annotator-kind or that column",
     ),
     "model against the option": (
         [_line("llm", annotator_kind="model", model="llama-3")],
-        AnnotatorKind("model", "gpt-4o"),
+        Judges("model", "gpt-4o"),
         1,
         "model is 'llama-3' on this line, but the import says --model gpt-4o",
     ),
     "prompt against the option": (
         [_line("llm2", annotator_kind="model", prompt_version="p1")],
-        AnnotatorKind("model", prompt_version="p2"),
+        Judges("model", prompt_version="p2"),
         1,
         "prompt_version is 'p1' on this line, but the import says --prompt-version p2",
     ),
     "unknown kind": (
         [_line("x", annotator_kind="robot")],
-        AnnotatorKind(),
+        Judges(),
         1,
         "annotator_kind 'robot' must be one of human, model",
     ),
     "a person with a model": (
         [_line("x", model="gpt-4o")],
-        AnnotatorKind(),
+        Judges(),
         1,
         "annotator 'x' is human here, but the line gives a model or prompt_version",
     ),
     "kind changes between lines": (
         [_line("x", annotator_kind="model"), _line("x", "d2", annotator_kind="human")],
-        AnnotatorKind(),
+        Judges(),
         2,
         "annotator 'x' is kind 'human' here but 'model' at line 1",
     ),
     "model changes between lines": (
         [_line("x", annotator_kind="model", model="a"), _line("x", "d2", annotator_kind="model", model="b")],
-        AnnotatorKind(),
+        Judges(),
         2,
         "annotator 'x' is model 'b' here but 'a' at line 1",
     ),
     "a person in the store as a model": (
         [_line("ann", annotator_kind="model")],
-        AnnotatorKind(),
+        Judges(),
         1,
         "annotator 'ann' is a human annotator in the store; it cannot be imported "
         "as model (annotator_kind on this line)",
     ),
     "a model judge in the store as a person": (
         [_line("llm")],
-        AnnotatorKind(),
+        Judges(),
         1,
         "annotator 'llm' is a model annotator in the store; it cannot be "
         "imported as human (no annotator_kind column: people by default)",
     ),
     "another model in the store": (
         [_line("llm", annotator_kind="model", model="llama-3")],
-        AnnotatorKind(),
+        Judges(),
         1,
         "model judge 'llm' is model 'gpt-4o' in the store, not 'llama-3'",
     ),
     "prompt version too long": (
         [_line("y", annotator_kind="model", prompt_version="p" * 65)],
-        AnnotatorKind(),
+        Judges(),
         1,
         "prompt_version is 65 characters; at most 64",
     ),
@@ -647,7 +647,7 @@ def test_who_judged_columns_make_people_and_model_judges(engine, people_and_judg
 
 def test_a_file_without_who_columns_imports_as_the_option_says(engine, corpus):
     path = _write(corpus / "j.jsonl", _line("umbrela") + _line("umbrela", "d2"))
-    import_judgments(engine, "demo", path, actor=OPERATOR, judges=AnnotatorKind("model", "gpt-4o", "u1"))
+    import_judgments(engine, "demo", path, actor=OPERATOR, judges=Judges("model", "gpt-4o", "u1"))
     people = _write(corpus / "p.jsonl", _line("someone"))
     import_judgments(engine, "demo", people, actor=OPERATOR)
     with engine.connect() as conn:

@@ -10,7 +10,7 @@ from db.accounts.permissions import OPERATOR
 from db.accounts.users import create_user
 from db.adjudication import rejudge_queue
 from db.assignment import assign, pairs_from_file
-from db.imports import AnnotatorKind, JudgmentsSource, import_judgments
+from db.imports import Judges, JudgmentsSource, import_judgments
 from db.pooling import pool
 from db.projects import add_guideline
 from db.releases import create_release
@@ -37,9 +37,7 @@ def setup(engine, project, tmp_path):
     pool(engine, "demo", depth=2, bm25=0, actor=OPERATOR)
     qrels = tmp_path / "nist.qrels"
     qrels.write_text(NIST)
-    import_judgments(
-        engine, "demo", qrels, actor=OPERATOR, judges=AnnotatorKind("reference"), source=JudgmentsSource("nist")
-    )
+    import_judgments(engine, "demo", qrels, actor=OPERATOR, judges=Judges("reference"), source=JudgmentsSource("nist"))
     for name in ("ann1", "ann2"):
         create_user(engine, name, "annotator", password=PASSWORD, actor=OPERATOR)
 

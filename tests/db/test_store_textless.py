@@ -15,7 +15,7 @@ from db.assignment import assign
 from db.evaluations import evaluate_stored_run, holes_without_text, judge_holes
 from db.grading import next_pair, record_judgment
 from db.imports import (
-    AnnotatorKind,
+    Judges,
     JudgmentsSource,
     content_hash,
     import_fragments,
@@ -50,7 +50,7 @@ def nist(engine, project, tmp_path):
     qrels = tmp_path / "nist.qrels"
     qrels.write_text(QRELS)
     return import_judgments(
-        engine, "demo", qrels, actor=OPERATOR, source=JudgmentsSource("nist"), judges=AnnotatorKind("reference")
+        engine, "demo", qrels, actor=OPERATOR, source=JudgmentsSource("nist"), judges=Judges("reference")
     )
 
 

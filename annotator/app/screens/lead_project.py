@@ -128,7 +128,7 @@ def import_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> None
     st.caption(IMPORT_HELP[kind])
     upload = st.file_uploader("File", key=f"upload-{kind}")
     run_name = st.text_input("Run name", placeholder="defaults to the file name") if kind == "run" else ""
-    file_kind, bad_kind, source = imports.AnnotatorKind(), None, imports.JudgmentsSource()
+    file_kind, bad_kind, source = imports.Judges(), None, imports.JudgmentsSource()
     if kind == "judgments":
         c1, c2 = st.columns(2)
         qrels_by = c1.text_input("Qrels graded by", placeholder="for TREC or BEIR qrels: their annotator, e.g. nist")
@@ -151,13 +151,13 @@ def import_section(engine: Engine, project: ProjectInfo, user: UserInfo) -> None
             "The file's annotators are", [None, *ANNOTATOR_KINDS], format_func=KIND_NAMES.get, horizontal=True
         )
         if annotator_kind in (AnnotatorKind.HUMAN, AnnotatorKind.REFERENCE):
-            file_kind = imports.AnnotatorKind(annotator_kind)
+            file_kind = imports.Judges(annotator_kind)
         elif annotator_kind == "model":
             c1, c2 = st.columns(2)
             model_name = c1.text_input("Model", placeholder="defaults to each annotator's name").strip()
             prompt = c2.text_input("Prompt version", placeholder="optional, stamped on every grade").strip()
             try:
-                file_kind = imports.AnnotatorKind("model", model_name or None, prompt or None)
+                file_kind = imports.Judges("model", model_name or None, prompt or None)
             except ValueError as exc:
                 bad_kind = exc
                 st.error(views.literal(exc))
