@@ -70,7 +70,7 @@ def powers(p: float, n: int) -> np.ndarray:
 
 def rel_at(m: RelMatrix, k: float | np.ndarray) -> np.ndarray:
     """Relevant documents in the first k ranks (k ≤ 0: none), per query."""
-    return m.count_before(m.isrel, k)
+    return m.relevant_before(k)
 
 
 def num_rel_ret(m: RelMatrix) -> np.ndarray:
@@ -93,7 +93,7 @@ def _at(cum: np.ndarray, k: float) -> np.ndarray:
 
 def _prefix(m: RelMatrix, cum: np.ndarray, k: float) -> np.ndarray:
     """A cumulative sum over each row's hits, taken over the hits ranked below k, per query."""
-    c = m.count_before(m.hit, k)
+    c = m.hits_before(k)
     padded = np.concatenate([np.zeros((len(m.qids), 1)), cum], axis=1)
     return padded[np.arange(len(m.qids)), c]
 
@@ -295,7 +295,7 @@ def ndcg(m: RelMatrix, a: Args) -> np.ndarray:
 
 def judged(m: RelMatrix, a: Args) -> np.ndarray:
     """judged@k = documents in the top k with any judgment / min(k, retrieved)."""
-    return _stack([div(m.count_before(m.hit, k), np.minimum(m.num_ret, k)) for k in a.cuts], len(m.qids))
+    return _stack([div(m.hits_before(k), np.minimum(m.num_ret, k)) for k in a.cuts], len(m.qids))
 
 
 def err(m: RelMatrix, a: Args) -> np.ndarray:

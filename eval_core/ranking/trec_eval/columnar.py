@@ -7,7 +7,6 @@ inside tied groups). The line-by-line reader handles every other layout, with th
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import threading
 from collections.abc import Callable
@@ -138,10 +137,10 @@ def read_ranked(
             raise NotColumnar
         return joined[0]
 
-    if not callable(qrels):
-        with contextlib.suppress(NotColumnar):
+    if not callable(qrels):  # qrels at hand: no block is read for nothing
+        try:
             index()
-        if joined[0] is None:  # no block is read for nothing
+        except NotColumnar:
             return None
     block_tail = threading.local()  # the run id of the block the thread read last: its job ranks it next
 

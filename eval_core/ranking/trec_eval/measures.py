@@ -279,7 +279,7 @@ def _rndcg(m: RelMatrix, p: Params, o: Options) -> np.ndarray:
             if 0 <= lv < m.levels.shape[1] and gain == g:
                 run += m.levels[:, lv]
         take = (run > 0) & (b >= 1)
-        num = dcg[rows, m.count_before(m.hit, np.minimum(b, nret))]
+        num = dcg[rows, m.hits_before(np.minimum(b, nret))]
         den = idcg[rows, np.minimum(b, idcg.shape[1] - 1)]
         ok = take & (den > 0)
         total += np.where(ok, _div(num, den), 0.0)

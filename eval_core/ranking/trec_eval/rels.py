@@ -142,22 +142,28 @@ class RelMatrix:
         return np.where(nz.any(axis=1), top, 0)
 
     def count_before(self, mask: np.ndarray, k: float | np.ndarray) -> np.ndarray:
-        """Per query: the cells of `mask` (a subset of the hits) at a rank below k (a number or one per query).
-        The hits (`hit`) or relevant hits (`isrel`) below one k: each row's hits are in rank order, so they are
-        its first hits, counted once per k, and the relevant among them read off `cum`."""
-        if not np.ndim(k) and (mask is self.hit or mask is self.isrel):
-            before = self._hits_before.get(float(k))
-            if before is None:
-                before = self._hits_before[float(k)] = (self.hit & (self.rank < k)).sum(axis=1)
-            if mask is self.hit:
-                return before
-            return self._cum_from_zero[np.arange(len(before)), before]
+        """Per query: the cells of `mask` (a subset of the hits) at a rank below k (a number or one per query)."""
         bound = np.asarray(k)[:, None] if np.ndim(k) else k
         return (mask & (self.rank < bound)).sum(axis=1)
 
+    def hits_before(self, k: float | np.ndarray) -> np.ndarray:
+        """Per query: the hits at a rank below k (a number, counted once per k however many kernels ask, or one
+        per query)."""
+        if np.ndim(k):
+            return self.count_before(self.hit, k)
+        before = self._hits_before.get(float(k))
+        if before is None:
+            before = self._hits_before[float(k)] = self.count_before(self.hit, k)
+        return before
+
+    def relevant_before(self, k: float | np.ndarray) -> np.ndarray:
+        """Per query: the relevant hits at a rank below k. Each row's hits are in rank order, so those below k are
+        its first `hits_before(k)`, and `cum` counts the relevant among them."""
+        return self._cum_from_zero[np.arange(len(self.qids)), self.hits_before(k)]
+
     @cached_property
     def _hits_before(self) -> dict[float, np.ndarray]:
-        """`count_before(hit, k)` of each k asked so far."""
+        """`hits_before(k)` of each number k asked so far."""
         return {}
 
     @cached_property
