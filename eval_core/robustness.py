@@ -258,10 +258,13 @@ def _conditions(
         return _condition(name, group, label, qrels, runs, metric, rel_level, scale)
 
     out = []
+    alone = pd.Series(dtype=object)  # the reference rule's pairs no person labelled, by the reference's names
     for r in RULES:
         labels = over_reference(base, r, adjudications, scale, references)
         if len(labels) == 0:
             raise ValueError("no pair has a grade: nothing to evaluate against")
+        if r == rule:
+            alone = labels["reference"].dropna()
         out.append(score(f"rule {r}", "rule", r, _qrels(labels)))
     real = _real(everyone)
     n_pairs = len(everyone[PAIR].drop_duplicates())
@@ -285,6 +288,12 @@ def _conditions(
     if {AnnotatorKind.HUMAN, AnnotatorKind.MODEL} <= set(kinds.values()):
         labels = over_reference(everyone, rule, adjudications, scale, references)
         out.append(score("humans + models", "labels", f"{rule} of humans + models", _qrels(labels)))
+    if references is not None:
+        names = ", ".join(sorted(references["annotator"].astype(str).unique()))
+        notes.append(
+            f"the reference {names} never votes: its grades are the base, taken by the {len(alone)} pair(s) no "
+            "person labelled in every rule and in 'humans + models', as in a release"
+        )
     return out
 
 
@@ -614,12 +623,6 @@ def robustness(
         min_model_share,
         references,
     )
-    if references is not None:
-        alone = int(over_reference(base, rule, adjudications, scale, references)["reference"].notna().sum())
-        notes.append(
-            f"the reference {', '.join(refs)} never votes: its grades are the base, taken by the {alone} pair(s) no "
-            "person labelled in every rule and in 'humans + models', as in a release"
-        )
     values = np.array([[c.values[r] for r in names] for c in conditions], dtype=np.float64)
     signs = _signs(values)
     tau = [[None if np.isnan(v) else float(v) for v in row] for row in tau_b(signs, signs)]

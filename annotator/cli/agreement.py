@@ -452,7 +452,7 @@ def write_consensus(qrels: pd.DataFrame, path: str | Path, fmt: str, shift: int 
 def cmd_consensus(args: argparse.Namespace) -> int:
     """Apply the rule and write the qrels; a summary goes to stderr."""
     from eval_core.agreement.report import human_judgments
-    from eval_core.consensus import MODEL_RULES, over_reference, reference_base
+    from eval_core.consensus import MODEL_RULES, over_reference
     from eval_core.io.judgments import read_adjudications
     from eval_core.io.writers import QrelsGrades
     from eval_core.vocab import AnnotatorKind
@@ -461,7 +461,6 @@ def cmd_consensus(args: argparse.Namespace) -> int:
     # A reference's grades (an imported NIST qrels, annotator_kind reference) never vote: they are the base every
     # pair no person labelled takes, as in a release.
     references = frame if "annotator_kind" in frame.columns else None
-    names = [] if references is None else reference_base(references, args.rule, args.scale)[1]
     if not args.with_models:
         frame = human_judgments(frame, args.model)
     elif "annotator_kind" in frame.columns:
@@ -482,10 +481,10 @@ def cmd_consensus(args: argparse.Namespace) -> int:
     write_consensus(
         qrels, args.output, args.format, args.scale[0] if QrelsGrades(args.grades) == QrelsGrades.GAINS else 0
     )
-    filled = int(qrels["reference"].notna().sum())
+    alone = qrels["reference"].dropna()  # each holds the reference's names (fill_gaps)
     print(
         f"qrelkit: {len(qrels)} labelled pairs ({int(qrels['adjudicated'].sum())} adjudicated"
-        + (f", {filled} graded by the reference {', '.join(names)} alone" if filled else "")
+        + (f", {len(alone)} graded by the reference {alone.iloc[0]} alone" if len(alone) else "")
         + f") by rule {args.rule} → {args.output}",
         file=sys.stderr,
     )
