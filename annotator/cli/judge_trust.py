@@ -95,15 +95,17 @@ def labels(path: str, scale: tuple[int, int], kind: str, given: bool = True) -> 
     """One label per pair, a grade on `scale`, from a qrels file or from a judgments file (JSONL/CSV with an
     annotator field; several annotators: the median rule over their real grades). A judgments export that names
     each annotator's kind (`annotator_kind`, as `qrelkit export --judgments` writes) gives only its `kind` rows:
-    people for HUMAN, the model judge for JUDGE, so one export can be both. TREC and BEIR qrels hold gains (grade −
-    the scale's lowest, as a release writes them, and as `qrelkit eval` reads them without --scale) unless the
-    scale was `given`; a grade off the scale names the file and line."""
+    people for HUMAN (with a reference's grades where no person graded, as a release), the model judge for JUDGE,
+    so one export can be both. TREC and BEIR qrels hold gains (grade − the scale's lowest, as a release writes
+    them, and as `qrelkit eval` reads them without --scale) unless the scale was `given`; a grade off the scale
+    names the file and line."""
     import dataclasses
 
-    from eval_core.consensus import consensus
+    from eval_core.consensus import over_reference
     from eval_core.io.formats import load_qrels, named_scale
     from eval_core.io.judgments import judgments_file_hint, read_judgments
     from eval_core.ranking.evaluation import on_scale
+    from eval_core.vocab import AnnotatorKind
 
     if judgments_file_hint(path) is not None or not _has_annotator(path):
         qrels = load_qrels(path)
@@ -123,11 +125,15 @@ def labels(path: str, scale: tuple[int, int], kind: str, given: bool = True) -> 
         return dataclasses.replace(qrels, value=qrels.value + low).frame("grade")
     frame = read_judgments(path, scale)
     frame = frame[frame["grade"].notna()]
+    references = None
     if "annotator_kind" in frame.columns:
-        frame = frame[frame["annotator_kind"].astype(str).eq(kind).to_numpy()]
-        if frame.empty:
+        kinds = frame["annotator_kind"].astype(str)
+        if kind == AnnotatorKind.HUMAN and kinds.eq(AnnotatorKind.REFERENCE).any():
+            references = frame  # people's labels as a release holds them, as judge-trust --project reads them
+        frame = frame[kinds.eq(kind).to_numpy()]
+        if frame.empty and references is None:
             raise ValueError(f"{path}: no grades by an annotator of kind {kind} (annotator_kind)")
-    agreed = consensus(frame, rule="median", scale=scale)
+    agreed = over_reference(frame, "median", None, scale, references)
     return agreed.rename(columns={"fragment_id": "doc_id"})[["query_id", "doc_id", "grade"]].astype({"grade": "int64"})
 
 

@@ -76,6 +76,27 @@ def test_one_export_with_annotator_kinds_is_both_human_and_judge(tmp_path):
     assert code == 2 and "no grades by an annotator of kind model" in err
 
 
+def test_an_export_whose_people_are_a_reference_reads_as_the_project_does(tmp_path):
+    """NIST's grades in an export as annotator_kind reference, no annotators of the team's own: HUMAN reads them as
+    people's labels, as a release and judge-trust --project do, so the report equals the qrels files' (before:
+    "no grades by an annotator of kind human")."""
+    qrels, _, human, judge, paths = _files(tmp_path)
+    records = [
+        {"query_id": q, "fragment_id": d, "annotator": who, "annotator_kind": kind, "grade": g}
+        for who, kind, grades in (("nist", "reference", qrels), ("umbrela", "model", swapping(qrels, "r2", "r3")))
+        for q, docs in grades.items()
+        for d, g in docs.items()
+    ]
+    export = str(write_jsonl(tmp_path / "export.jsonl", records))
+    _, a, _ = run(["judge-trust", str(human), str(judge), *paths, "--format", "json"])
+    code, b, err = run(["judge-trust", export, export, *paths, "--format", "json"])
+    assert code == 0, err
+    a, b = json.loads(a), json.loads(b)
+    assert [r["human"] for r in b["ranking"]["runs"]] == pytest.approx([r["human"] for r in a["ranking"]["runs"]])
+    assert b["ranking"]["tau"] == a["ranking"]["tau"] == pytest.approx(13 / 15)
+    assert b["leniency"]["confusion"] == a["leniency"]["confusion"]
+
+
 def test_a_1_5_export_and_a_releases_trec_qrels_need_no_scale(tmp_path):
     """A 1–5 project's judgments export names its scale on every line, and its release's TREC qrels hold gains
     (grade − 1): judge-trust reads both without --scale. Grades g + 1 on 1–5 have the gains g of the 0–3 files, so
