@@ -52,38 +52,16 @@ def test_judgments_file_as_human_gives_the_same_report(tmp_path):
     assert a["leniency"]["confusion"] == b["leniency"]["confusion"]
 
 
-def test_one_export_with_annotator_kinds_is_both_human_and_judge(tmp_path):
-    qrels, _, human, judge, paths = _files(tmp_path)
-    swapped = swapping(qrels, "r2", "r3")
-    records = [
-        {"query_id": q, "fragment_id": d, "annotator": "ann1", "annotator_kind": "human", "grade": g}
-        for q, docs in qrels.items()
-        for d, g in docs.items()
-    ] + [
-        {"query_id": q, "fragment_id": d, "annotator": "umbrela", "annotator_kind": "model", "grade": g}
-        for q, docs in swapped.items()
-        for d, g in docs.items()
-    ]
-    export = str(write_jsonl(tmp_path / "export.jsonl", records))
-    _, a, _ = run(["judge-trust", str(human), str(judge), *paths, "--format", "json"])
-    code, b, err = run(["judge-trust", export, export, *paths, "--format", "json"])
-    assert code == 0, err
-    a, b = json.loads(a), json.loads(b)
-    assert b["ranking"]["tau"] == a["ranking"]["tau"] == pytest.approx(13 / 15)
-    assert b["leniency"]["confusion"] == a["leniency"]["confusion"]
-    people_only = str(write_jsonl(tmp_path / "people.jsonl", records[: len(records) // 2]))
-    code, _, err = run(["judge-trust", people_only, people_only, *paths])
-    assert code == 2 and "no grades by an annotator of kind model" in err
-
-
-def test_an_export_whose_people_are_a_reference_reads_as_the_project_does(tmp_path):
-    """NIST's grades in an export as annotator_kind reference, no annotators of the team's own: HUMAN reads them as
-    people's labels, as a release and judge-trust --project do, so the report equals the qrels files' (before:
-    "no grades by an annotator of kind human")."""
+@pytest.mark.parametrize("people", [("ann1", "human"), ("nist", "reference")])
+def test_one_export_with_annotator_kinds_is_both_human_and_judge(tmp_path, people):
+    """People's grades and a model judge's in one export: HUMAN reads people's rows, JUDGE the model's, and the
+    report equals the two qrels files'. People may be NIST's grades alone, as annotator_kind reference: HUMAN reads
+    them as people's labels, as a release and judge-trust --project do (before: "no grades by an annotator of kind
+    human")."""
     qrels, _, human, judge, paths = _files(tmp_path)
     records = [
         {"query_id": q, "fragment_id": d, "annotator": who, "annotator_kind": kind, "grade": g}
-        for who, kind, grades in (("nist", "reference", qrels), ("umbrela", "model", swapping(qrels, "r2", "r3")))
+        for who, kind, grades in ((*people, qrels), ("umbrela", "model", swapping(qrels, "r2", "r3")))
         for q, docs in grades.items()
         for d, g in docs.items()
     ]
@@ -95,6 +73,9 @@ def test_an_export_whose_people_are_a_reference_reads_as_the_project_does(tmp_pa
     assert [r["human"] for r in b["ranking"]["runs"]] == pytest.approx([r["human"] for r in a["ranking"]["runs"]])
     assert b["ranking"]["tau"] == a["ranking"]["tau"] == pytest.approx(13 / 15)
     assert b["leniency"]["confusion"] == a["leniency"]["confusion"]
+    people_only = str(write_jsonl(tmp_path / "people.jsonl", records[: len(records) // 2]))
+    code, _, err = run(["judge-trust", people_only, people_only, *paths])
+    assert code == 2 and "no grades by an annotator of kind model" in err
 
 
 def test_a_1_5_export_and_a_releases_trec_qrels_need_no_scale(tmp_path):
